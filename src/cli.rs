@@ -1,0 +1,104 @@
+//! Command-line interface (clap derive). Values are parsed into typed settings here; the rest of
+//! the program sees them only through the `RunPlan` and `Outputs`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "mongo-stress",
+    version,
+    about = "MongoDB CRUD stress tester: JMeter-style thread groups, HdrHistogram latencies, TSV/JSON summaries"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a profile (a path, or the name of a bundled profile)
+    Run(RunArgs),
+    /// Parse and check a profile and print its resolved plan; exit 0 or 2
+    Validate {
+        /// Profile path or bundled name
+        profile: String,
+        #[command(flatten)]
+        overrides: OverrideArgs,
+    },
+    /// List the bundled profiles
+    Profiles,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct OverrideArgs {
+    /// Virtual users per group, overriding every group
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub threads: Option<u32>,
+    /// Operations per virtual user, overriding every group's loops or duration
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), conflicts_with = "duration")]
+    pub loops: Option<u64>,
+    /// Run every group for this long (e.g. 30s, 5m), overriding loops or duration
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// Profile path or bundled name (see `mongo-stress profiles`)
+    pub profile: String,
+    /// Target deployment; without it an embedded server is started
+    #[arg(long, env = "MONGODB_URI", hide_env_values = true)]
+    pub uri: Option<String>,
+    /// Run directory [default: results/<profile>-<YYYYmmdd-HHMMSS>]
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub overrides: OverrideArgs,
+    /// Run the whole profile N times; one summary row per run per group, plus the spread
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repeat: u32,
+    /// Live report interval
+    #[arg(long, default_value = "5s", value_parser = parse_positive_duration)]
+    pub interval: Duration,
+    /// Also write the summary as TSV to PATH (- for stdout)
+    #[arg(long, value_name = "PATH")]
+    pub tsv: Option<PathBuf>,
+    /// Also write the summary as JSON to PATH (- for stdout)
+    #[arg(long, value_name = "PATH")]
+    pub json: Option<PathBuf>,
+    /// Seed of every random choice [default: a random one, printed]
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Print only the final summary
+    #[arg(long)]
+    pub quiet: bool,
+    /// Server program for the embedded server (mongod or secantusd-rs)
+    #[arg(long, env = "MONGO_STRESS_SERVER_BIN", value_name = "PATH")]
+    pub server_bin: Option<PathBuf>,
+}
+
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    humantime::parse_duration(s)
+        .map_err(|e| format!("{e}; expected a duration such as 30s, 5m or 1h30m"))
+}
+
+fn parse_positive_duration(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d < Duration::from_millis(100) {
+        return Err("the interval must be at least 100ms".into());
+    }
+    Ok(d)
+}
+
+impl From<&OverrideArgs> for crate::plan::Overrides {
+    fn from(a: &OverrideArgs) -> Self {
+        crate::plan::Overrides {
+            threads: a.threads,
+            loops: a.loops,
+            duration: a.duration,
+        }
+    }
+}

@@ -1,0 +1,129 @@
+//! Connecting to the target: URI parsing (a bad one is a usage error), a ping within the
+//! server-selection timeout (no answer is exit 3), the server's version, and password redaction.
+
+use std::time::Duration;
+
+use mongodb::bson::doc;
+use mongodb::options::ClientOptions;
+use mongodb::Client;
+
+use crate::error::Error;
+
+/// Server selection and connect timeout unless the URI sets its own.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+pub struct Connected {
+    pub client: Client,
+    /// e.g. `MongoDB 7.0.12` or `secantusd-rs 0.5.3-beta.196 (MongoDB 7.0 wire)`.
+    pub server_version: String,
+}
+
+pub async fn connect(uri: &str, pool_size: u32) -> Result<Connected, Error> {
+    let shown = redact(uri);
+    let mut opts = ClientOptions::parse(uri).await.map_err(|e| {
+        Error::Usage(format!(
+            "not a usable MongoDB connection string: {shown}\n  problem: {}\n  fix: use the form mongodb://host:port/ (see https://www.mongodb.com/docs/manual/reference/connection-string/)",
+            redact(&e.to_string())
+        ))
+    })?;
+    opts.app_name.get_or_insert_with(|| "mongo-stress".into());
+    opts.server_selection_timeout.get_or_insert(DEFAULT_TIMEOUT);
+    opts.connect_timeout.get_or_insert(DEFAULT_TIMEOUT);
+    opts.max_pool_size = Some(pool_size);
+    let timeout = opts.server_selection_timeout.unwrap_or(DEFAULT_TIMEOUT);
+    let client = Client::with_options(opts)
+        .map_err(|e| Error::Usage(format!("bad client options in {shown}: {e}")))?;
+    let admin = client.database("admin");
+    if let Err(e) = admin.run_command(doc! { "ping": 1 }).await {
+        return Err(Error::Server(format!(
+            "cannot reach the server at {shown} within {}s: {}\n  fix: check that the server runs and the host and port are right, or leave out --uri to use the embedded server",
+            timeout.as_secs(),
+            first_line(&redact(&e.to_string()))
+        )));
+    }
+    let info = admin.run_command(doc! { "buildInfo": 1 }).await.ok();
+    let server_version = info
+        .as_ref()
+        .and_then(|i| i.get_str("version").ok())
+        .map_or_else(
+            || "unknown".into(),
+            |v| format!("MongoDB wire, version {v}"),
+        );
+    Ok(Connected {
+        client,
+        server_version,
+    })
+}
+
+fn first_line(s: &str) -> String {
+    let s = s.lines().next().unwrap_or("");
+    if s.len() > 400 {
+        let cut = (0..=400)
+            .rev()
+            .find(|i| s.is_char_boundary(*i))
+            .unwrap_or(0);
+        format!("{}...", &s[..cut])
+    } else {
+        s.to_string()
+    }
+}
+
+/// Replaces the password of every `scheme://user:password@` in `text` with `****`.
+pub fn redact(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("://") {
+        let (head, tail) = rest.split_at(i + 3);
+        out.push_str(head);
+        let end = tail.find(['/', '?', ' ', '"', '\'']).unwrap_or(tail.len());
+        let authority = &tail[..end];
+        match authority.rfind('@') {
+            Some(at) => {
+                let userinfo = &authority[..at];
+                match userinfo.find(':') {
+                    Some(colon) => {
+                        out.push_str(&userinfo[..colon]);
+                        out.push_str(":****");
+                    }
+                    None => out.push_str(userinfo),
+                }
+                out.push_str(&authority[at..]);
+            }
+            None => out.push_str(authority),
+        }
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact;
+
+    #[test]
+    fn passwords_are_replaced_and_everything_else_kept() {
+        assert_eq!(
+            redact("mongodb://bob:s3cr%40t@db1:27017,db2/app?tls=true"),
+            "mongodb://bob:****@db1:27017,db2/app?tls=true"
+        );
+        assert_eq!(
+            redact("mongodb+srv://bob:pw@cluster.example.net"),
+            "mongodb+srv://bob:****@cluster.example.net"
+        );
+        assert_eq!(
+            redact("mongodb://127.0.0.1:27017"),
+            "mongodb://127.0.0.1:27017"
+        );
+        assert_eq!(redact("mongodb://bob@h/"), "mongodb://bob@h/");
+        assert_eq!(
+            redact("--uri=mongodb://a:b@h other mongodb://c:d@k"),
+            "--uri=mongodb://a:****@h other mongodb://c:****@k"
+        );
+    }
+
+    #[test]
+    fn a_password_containing_an_at_sign_is_still_hidden() {
+        assert_eq!(redact("mongodb://u:p@ss@h:1/"), "mongodb://u:****@h:1/");
+    }
+}

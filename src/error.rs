@@ -1,0 +1,74 @@
+//! The error type that reaches `main`, and the exit code each kind maps to (SPEC.md: 0 done, 1 done
+//! with errors, 2 usage or profile error, 3 server unreachable, 130 interrupted).
+
+use std::path::PathBuf;
+
+/// Exit codes of the `mongo-stress` binary.
+pub mod exit {
+    pub const OK: i32 = 0;
+    pub const ERRORS: i32 = 1;
+    pub const USAGE: i32 = 2;
+    pub const SERVER: i32 = 3;
+    pub const INTERRUPTED: i32 = 130;
+}
+
+/// A profile problem, located in its file.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{file}:{line}:{column}: {key}{value}: {problem}\n  expected: {expected}", value = self.value_part())]
+pub struct ProfileError {
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+    /// Dotted key path, e.g. `group[1].threads`; empty for the whole file.
+    pub key: String,
+    /// The offending text as written in the file, if any.
+    pub value: Option<String>,
+    pub problem: String,
+    pub expected: String,
+}
+
+impl ProfileError {
+    fn value_part(&self) -> String {
+        match &self.value {
+            Some(v) if !self.key.is_empty() => format!(" = {v}"),
+            Some(v) => v.clone(),
+            None => String::new(),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Profile(#[from] Box<ProfileError>),
+    #[error("{0}")]
+    Usage(String),
+    #[error("{0}")]
+    Server(String),
+    #[error("cannot write {}: {source}\n  fix: choose a writable directory with --out", path.display())]
+    Output {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Other(#[from] anyhow::Error),
+}
+
+impl From<ProfileError> for Error {
+    fn from(e: ProfileError) -> Self {
+        Error::Profile(Box::new(e))
+    }
+}
+
+impl Error {
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Error::Profile(_) | Error::Usage(_) => exit::USAGE,
+            Error::Server(_) => exit::SERVER,
+            Error::Output { .. } | Error::Other(_) => exit::ERRORS,
+        }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,368 @@
+//! The one place latencies become numbers: per-group HdrHistograms (microseconds) and counters,
+//! and the JMeter Aggregate Report row computed from them.
+
+use std::collections::BTreeMap;
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+use crate::sample::{ErrorClass, Sample};
+
+/// Highest latency the histograms track exactly: one hour. Longer ones are clamped to it.
+const MAX_TRACKABLE_US: u64 = 3_600_000_000;
+
+#[derive(Debug, Clone)]
+pub struct GroupMetrics {
+    pub hist: Histogram<u64>,
+    pub samples: u64,
+    pub errors: u64,
+    pub sum_us: u128,
+    pub min_us: u64,
+    pub max_us: u64,
+    pub first_start_us: u64,
+    pub last_end_us: u64,
+    pub sent_bytes: u64,
+    pub received_bytes: u64,
+    pub matched: u64,
+    pub modified: u64,
+    pub errors_by_class: BTreeMap<ErrorClass, u64>,
+    /// Distinct error messages with their counts (bounded, see `MAX_MESSAGES`).
+    pub messages: BTreeMap<String, u64>,
+}
+
+const MAX_MESSAGES: usize = 50;
+
+impl Default for GroupMetrics {
+    fn default() -> Self {
+        Self {
+            hist: Histogram::new_with_bounds(1, MAX_TRACKABLE_US, 3)
+                .expect("static histogram bounds are valid"),
+            samples: 0,
+            errors: 0,
+            sum_us: 0,
+            min_us: u64::MAX,
+            max_us: 0,
+            first_start_us: u64::MAX,
+            last_end_us: 0,
+            sent_bytes: 0,
+            received_bytes: 0,
+            matched: 0,
+            modified: 0,
+            errors_by_class: BTreeMap::new(),
+            messages: BTreeMap::new(),
+        }
+    }
+}
+
+impl GroupMetrics {
+    pub fn record(&mut self, s: &Sample) {
+        self.record_latency(s.start_us, s.elapsed_us);
+        self.sent_bytes += u64::from(s.sent);
+        self.received_bytes += u64::from(s.received);
+        self.matched += u64::from(s.matched);
+        self.modified += u64::from(s.modified);
+        if let Some(e) = &s.error {
+            self.errors += 1;
+            *self.errors_by_class.entry(e.class).or_default() += 1;
+            if let Some(n) = self.messages.get_mut(&e.message) {
+                *n += 1;
+            } else if self.messages.len() < MAX_MESSAGES {
+                self.messages.insert(e.message.clone(), 1);
+            }
+        }
+    }
+
+    /// Counts one sample's timing (the part of `record` unit tests can drive directly).
+    pub fn record_latency(&mut self, start_us: u64, elapsed_us: u64) {
+        self.hist
+            .saturating_record(elapsed_us.clamp(1, MAX_TRACKABLE_US));
+        self.samples += 1;
+        self.sum_us += u128::from(elapsed_us);
+        self.min_us = self.min_us.min(elapsed_us);
+        self.max_us = self.max_us.max(elapsed_us);
+        self.first_start_us = self.first_start_us.min(start_us);
+        self.last_end_us = self.last_end_us.max(start_us + elapsed_us);
+    }
+
+    pub fn merge(&mut self, o: &GroupMetrics) {
+        if o.samples == 0 {
+            return;
+        }
+        self.hist.add(&o.hist).expect("histograms share bounds");
+        self.samples += o.samples;
+        self.errors += o.errors;
+        self.sum_us += o.sum_us;
+        self.min_us = self.min_us.min(o.min_us);
+        self.max_us = self.max_us.max(o.max_us);
+        self.first_start_us = self.first_start_us.min(o.first_start_us);
+        self.last_end_us = self.last_end_us.max(o.last_end_us);
+        self.sent_bytes += o.sent_bytes;
+        self.received_bytes += o.received_bytes;
+        self.matched += o.matched;
+        self.modified += o.modified;
+        for (c, n) in &o.errors_by_class {
+            *self.errors_by_class.entry(*c).or_default() += n;
+        }
+        for (m, n) in &o.messages {
+            if self.messages.contains_key(m) || self.messages.len() < MAX_MESSAGES {
+                *self.messages.entry(m.clone()).or_default() += n;
+            }
+        }
+    }
+
+    /// Seconds from the first start to the last end, as JMeter's Aggregate Report uses.
+    pub fn span_secs(&self) -> f64 {
+        if self.samples == 0 {
+            0.0
+        } else {
+            (self.last_end_us.saturating_sub(self.first_start_us)) as f64 / 1e6
+        }
+    }
+
+    pub fn row(&self, label: &str) -> Row {
+        let ms = |us: u64| us as f64 / 1000.0;
+        let q = |p: f64| {
+            if self.samples == 0 {
+                0.0
+            } else {
+                ms(self.hist.value_at_quantile(p))
+            }
+        };
+        let span = self.span_secs();
+        let per_sec = |x: f64| if span > 0.0 { x / span } else { 0.0 };
+        let n = self.samples;
+        Row {
+            label: label.to_string(),
+            samples: n,
+            average_ms: if n == 0 {
+                0.0
+            } else {
+                self.sum_us as f64 / n as f64 / 1000.0
+            },
+            median_ms: q(0.50),
+            p90_ms: q(0.90),
+            p95_ms: q(0.95),
+            p99_ms: q(0.99),
+            min_ms: if n == 0 { 0.0 } else { ms(self.min_us) },
+            max_ms: ms(self.max_us),
+            error_pct: if n == 0 {
+                0.0
+            } else {
+                self.errors as f64 * 100.0 / n as f64
+            },
+            throughput: per_sec(n as f64),
+            received_kb_sec: per_sec(self.received_bytes as f64 / 1024.0),
+            sent_kb_sec: per_sec(self.sent_bytes as f64 / 1024.0),
+            p999_ms: q(0.999),
+            stddev_ms: if n == 0 {
+                0.0
+            } else {
+                self.hist.stdev() / 1000.0
+            },
+            errors: self.errors,
+            matched: self.matched,
+            modified: self.modified,
+        }
+    }
+}
+
+/// One line of the summary table: JMeter's Aggregate Report columns, then ours.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Row {
+    pub label: String,
+    pub samples: u64,
+    pub average_ms: f64,
+    pub median_ms: f64,
+    pub p90_ms: f64,
+    pub p95_ms: f64,
+    pub p99_ms: f64,
+    pub min_ms: f64,
+    pub max_ms: f64,
+    pub error_pct: f64,
+    /// Samples per second from first start to last end.
+    pub throughput: f64,
+    pub received_kb_sec: f64,
+    pub sent_kb_sec: f64,
+    pub p999_ms: f64,
+    pub stddev_ms: f64,
+    pub errors: u64,
+    pub matched: u64,
+    pub modified: u64,
+}
+
+/// Column names, in order, as in the console table and `summary.tsv`.
+pub const COLUMNS: [&str; 18] = [
+    "Label",
+    "# Samples",
+    "Average",
+    "Median",
+    "90% Line",
+    "95% Line",
+    "99% Line",
+    "Min",
+    "Max",
+    "Error %",
+    "Throughput",
+    "Received KB/sec",
+    "Sent KB/sec",
+    "99.9% Line",
+    "Std. Dev.",
+    "Errors",
+    "Matched",
+    "Modified",
+];
+
+impl Row {
+    /// Cells as text, in `COLUMNS` order: milliseconds and rates with two decimals.
+    pub fn cells(&self) -> Vec<String> {
+        let f = |x: f64| format!("{x:.2}");
+        vec![
+            self.label.clone(),
+            self.samples.to_string(),
+            f(self.average_ms),
+            f(self.median_ms),
+            f(self.p90_ms),
+            f(self.p95_ms),
+            f(self.p99_ms),
+            f(self.min_ms),
+            f(self.max_ms),
+            format!("{:.2}%", self.error_pct),
+            f(self.throughput),
+            f(self.received_kb_sec),
+            f(self.sent_kb_sec),
+            f(self.p999_ms),
+            f(self.stddev_ms),
+            self.errors.to_string(),
+            self.matched.to_string(),
+            self.modified.to_string(),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 1000 samples of 1, 2, ..., 1000 ms, started 1 ms apart from t = 10 s.
+    fn ramp() -> GroupMetrics {
+        let mut m = GroupMetrics::default();
+        for i in 1..=1000u64 {
+            m.record_latency(10_000_000 + i * 1000, i * 1000);
+        }
+        m
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        // HdrHistogram with 3 significant digits: within 0.1 %.
+        (a - b).abs() <= b * 0.001 + 1e-9
+    }
+
+    #[test]
+    fn percentile_lines_match_a_known_distribution() {
+        let r = ramp().row("g");
+        assert_eq!(r.samples, 1000);
+        assert!(close(r.median_ms, 500.0), "{}", r.median_ms);
+        assert!(close(r.p90_ms, 900.0), "{}", r.p90_ms);
+        assert!(close(r.p95_ms, 950.0), "{}", r.p95_ms);
+        assert!(close(r.p99_ms, 990.0), "{}", r.p99_ms);
+        assert!(close(r.p999_ms, 999.0), "{}", r.p999_ms);
+        assert_eq!((r.min_ms, r.max_ms), (1.0, 1000.0));
+        assert!(close(r.average_ms, 500.5));
+        // Population standard deviation of 1..=1000 is 288.67.
+        assert!((r.stddev_ms - 288.67).abs() < 0.5, "{}", r.stddev_ms);
+    }
+
+    #[test]
+    fn throughput_is_samples_over_first_start_to_last_end() {
+        // First start 10.001 s, last end 11.000 + 1.000 = 12.000 s: 1000 samples in 1.999 s.
+        let r = ramp().row("g");
+        assert!(
+            (r.throughput - 1000.0 / 1.999).abs() < 1e-6,
+            "{}",
+            r.throughput
+        );
+    }
+
+    #[test]
+    fn kilobytes_are_1024_bytes_per_second_of_span() {
+        let mut m = GroupMetrics::default();
+        for i in 0..4u64 {
+            let s = Sample {
+                group: 0,
+                thread: 1,
+                start_us: i * 500_000,
+                elapsed_us: 500_000,
+                sent: 1024,
+                received: 2048,
+                matched: true,
+                modified: false,
+                error: None,
+            };
+            m.record(&s);
+        }
+        let r = m.row("g");
+        assert_eq!(r.throughput, 2.0);
+        assert_eq!(r.sent_kb_sec, 2.0);
+        assert_eq!(r.received_kb_sec, 4.0);
+        assert_eq!(r.matched, 4);
+    }
+
+    #[test]
+    fn errors_are_counted_by_class_and_message() {
+        let mut m = GroupMetrics::default();
+        for i in 0..10u64 {
+            let error = (i % 5 == 0).then(|| Box::new(OpErrorFixture::timeout()));
+            m.record(&Sample {
+                group: 0,
+                thread: 1,
+                start_us: i,
+                elapsed_us: 10,
+                sent: 0,
+                received: 0,
+                matched: false,
+                modified: false,
+                error,
+            });
+        }
+        let r = m.row("g");
+        assert_eq!((r.errors, r.error_pct), (2, 20.0));
+        assert_eq!(m.errors_by_class[&ErrorClass::Timeout], 2);
+        assert_eq!(m.messages["timed out"], 2);
+    }
+
+    struct OpErrorFixture;
+    impl OpErrorFixture {
+        fn timeout() -> crate::sample::OpError {
+            crate::sample::OpError {
+                class: ErrorClass::Timeout,
+                message: "timed out".into(),
+            }
+        }
+    }
+
+    #[test]
+    fn merging_equals_recording_into_one() {
+        let mut a = GroupMetrics::default();
+        let mut b = GroupMetrics::default();
+        let mut all = GroupMetrics::default();
+        for i in 1..=100u64 {
+            let target = if i % 2 == 0 { &mut a } else { &mut b };
+            target.record_latency(i * 10, i * 37);
+            all.record_latency(i * 10, i * 37);
+        }
+        a.merge(&b);
+        assert_eq!(a.row("x"), all.row("x"));
+    }
+
+    #[test]
+    fn an_empty_group_has_zeros_not_nans() {
+        let r = GroupMetrics::default().row("none");
+        assert_eq!(
+            r.cells()[1..]
+                .iter()
+                .filter(|c| c.contains("NaN") || c.contains("inf"))
+                .count(),
+            0
+        );
+    }
+}

@@ -1,0 +1,142 @@
+//! Maps between places in a profile's TOML text and dotted key paths (`group[1].threads`), so
+//! that both parse errors (which know a byte span) and validation errors (which know a key path)
+//! can name the file, line, column, key and value.
+
+use std::ops::Range;
+
+use toml::de::{DeTable, DeValue};
+use toml::Spanned;
+
+/// Line and column (both 1-based) of a byte offset.
+pub fn line_col(source: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(source.len());
+    let before = &source[..offset];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let column = before[line_start..].chars().count() + 1;
+    (line, column)
+}
+
+/// The deepest key path whose key or value covers `offset`, with that entry's value span.
+pub fn key_at(source: &str, offset: usize) -> Option<(String, Range<usize>)> {
+    let doc = DeTable::parse(source).ok()?;
+    let mut best: Option<(String, Range<usize>, usize)> = None;
+    walk_table(doc.get_ref(), "", offset, &mut best);
+    best.map(|(path, span, _)| (path, span))
+}
+
+/// The span of the value at a dotted key path, or of its nearest existing ancestor.
+pub fn span_of(source: &str, path: &str) -> Option<Range<usize>> {
+    let doc = DeTable::parse(source).ok()?;
+    let mut value: Option<&Spanned<DeValue>> = None;
+    let mut table = doc.get_ref();
+    let mut last = None;
+    for seg in segments(path) {
+        let next = match (seg, value.map(|v| v.get_ref())) {
+            (Seg::Key(k), None) => table.get(k),
+            (Seg::Key(k), Some(DeValue::Table(t))) => t.get(k),
+            (Seg::Index(i), Some(DeValue::Array(a))) => a.get(i),
+            _ => None,
+        };
+        let Some(next) = next else { break };
+        last = Some(next.span());
+        if let DeValue::Table(t) = next.get_ref() {
+            table = t;
+        }
+        value = Some(next);
+    }
+    last
+}
+
+enum Seg<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+fn segments(path: &str) -> impl Iterator<Item = Seg<'_>> {
+    path.split('.').flat_map(|part| {
+        let (key, rest) = part.split_once('[').unwrap_or((part, ""));
+        let indices = rest
+            .split('[')
+            .filter_map(|s| s.trim_end_matches(']').parse().ok())
+            .map(Seg::Index);
+        std::iter::once(Seg::Key(key))
+            .filter(|s| !matches!(s, Seg::Key("")))
+            .chain(indices)
+    })
+}
+
+type Best = Option<(String, Range<usize>, usize)>;
+
+fn consider(best: &mut Best, path: &str, span: Range<usize>, cover: Range<usize>, offset: usize) {
+    if cover.start <= offset && offset < cover.end.max(cover.start + 1) {
+        let width = cover.end - cover.start;
+        if best.as_ref().is_none_or(|(_, _, w)| width <= *w) {
+            *best = Some((path.to_string(), span, width));
+        }
+    }
+}
+
+fn walk_table(table: &DeTable, prefix: &str, offset: usize, best: &mut Best) {
+    for (key, value) in table.iter() {
+        let path = if prefix.is_empty() {
+            key.get_ref().to_string()
+        } else {
+            format!("{prefix}.{}", key.get_ref())
+        };
+        let (ks, vs) = (key.span(), value.span());
+        consider(best, &path, vs.clone(), ks.clone(), offset);
+        consider(
+            best,
+            &path,
+            vs.clone(),
+            ks.start.min(vs.start)..ks.end.max(vs.end),
+            offset,
+        );
+        walk_value(value, &path, offset, best);
+    }
+}
+
+fn walk_value(value: &Spanned<DeValue>, path: &str, offset: usize, best: &mut Best) {
+    match value.get_ref() {
+        DeValue::Table(t) => walk_table(t, path, offset, best),
+        DeValue::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                let p = format!("{path}[{i}]");
+                consider(best, &p, item.span(), item.span(), offset);
+                walk_value(item, &p, offset, best);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SRC: &str = "name = \"x\"\n[[group]]\nname = \"a\"\nthreads = 4\n[[group]]\nname = \"b\"\nthreads = -5\n";
+
+    #[test]
+    fn line_col_counts_from_one() {
+        assert_eq!(line_col(SRC, 0), (1, 1));
+        let at = SRC.find("-5").unwrap();
+        assert_eq!(line_col(SRC, at), (7, 11));
+    }
+
+    #[test]
+    fn key_at_finds_the_deepest_key_in_an_array_of_tables() {
+        let at = SRC.find("-5").unwrap();
+        let (path, span) = key_at(SRC, at).unwrap();
+        assert_eq!(path, "group[1].threads");
+        assert_eq!(&SRC[span], "-5");
+    }
+
+    #[test]
+    fn span_of_resolves_a_key_path_back_to_its_value() {
+        let span = span_of(SRC, "group[0].threads").unwrap();
+        assert_eq!(&SRC[span], "4");
+        let span = span_of(SRC, "group[1].name").unwrap();
+        assert_eq!(&SRC[span], "\"b\"");
+    }
+}

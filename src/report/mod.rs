@@ -1,0 +1,47 @@
+//! Renders a `Summary`: one small module per format, all from the same model.
+
+pub mod json;
+pub mod table;
+pub mod tsv;
+
+use std::io::Write;
+use std::path::Path;
+
+use crate::error::Error;
+use crate::summary::Summary;
+
+/// Writes `render` output to `path`, or to stdout for `-`. Files are written whole: to a
+/// temporary sibling first, then renamed over the target.
+pub fn write_to(
+    path: &Path,
+    summary: &Summary,
+    render: fn(&Summary, &mut dyn Write) -> std::io::Result<()>,
+) -> Result<(), Error> {
+    let io = |source| Error::Output {
+        path: path.to_path_buf(),
+        source,
+    };
+    if path.as_os_str() == "-" {
+        let mut out = std::io::stdout().lock();
+        return render(summary, &mut out)
+            .and_then(|_| out.flush())
+            .map_err(io);
+    }
+    let mut buf = Vec::new();
+    render(summary, &mut buf).map_err(io)?;
+    write_atomically(path, &buf)
+}
+
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    let io = |source| Error::Output {
+        path: path.to_path_buf(),
+        source,
+    };
+    let tmp = path.with_extension(format!(
+        "{}.partial",
+        path.extension()
+            .map_or(String::new(), |e| e.to_string_lossy().into_owned())
+    ));
+    std::fs::write(&tmp, bytes).map_err(io)?;
+    std::fs::rename(&tmp, path).map_err(io)
+}

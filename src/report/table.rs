@@ -1,0 +1,114 @@
+//! The console summary: JMeter's Aggregate Report as an aligned table, then failures and the
+//! run-to-run spread.
+
+use std::io::Write;
+
+use crate::metrics::COLUMNS;
+use crate::summary::Summary;
+
+pub fn render(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
+    let with_run = s.runs.len() > 1;
+    let mut header: Vec<String> = COLUMNS.iter().map(|c| c.to_string()).collect();
+    if with_run {
+        header.insert(0, "Run".into());
+    }
+    let mut lines = vec![header];
+    for run in &s.runs {
+        for row in &run.rows {
+            let mut cells = row.cells();
+            if with_run {
+                cells.insert(0, run.run.to_string());
+            }
+            lines.push(cells);
+        }
+    }
+    let widths: Vec<usize> = (0..lines[0].len())
+        .map(|c| {
+            lines
+                .iter()
+                .map(|l| l[c].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let label_col = usize::from(with_run);
+    for (i, l) in lines.iter().enumerate() {
+        let cells: Vec<String> = l
+            .iter()
+            .enumerate()
+            .map(|(c, v)| {
+                if c == label_col {
+                    format!("{v:<w$}", w = widths[c])
+                } else {
+                    format!("{v:>w$}", w = widths[c])
+                }
+            })
+            .collect();
+        writeln!(out, "{}", cells.join("  ").trim_end())?;
+        if i == 0 {
+            writeln!(
+                out,
+                "{}",
+                widths
+                    .iter()
+                    .map(|w| "-".repeat(*w))
+                    .collect::<Vec<_>>()
+                    .join("  ")
+            )?;
+        }
+    }
+    writeln!(out, "(times in ms; Throughput in samples/s; Matched = operations that found or wrote a document, Modified = updates that changed one or removes that deleted one)")?;
+
+    for run in &s.runs {
+        if run.errors_by_class.is_empty() {
+            continue;
+        }
+        let prefix = if with_run {
+            format!("run {}: ", run.run)
+        } else {
+            String::new()
+        };
+        writeln!(out)?;
+        for (label, classes) in &run.errors_by_class {
+            let list: Vec<String> = classes.iter().map(|(c, n)| format!("{c} {n}")).collect();
+            writeln!(out, "{prefix}{label} failures: {}", list.join(", "))?;
+        }
+        for (msg, n) in &run.error_messages {
+            writeln!(out, "  {n} x {msg}")?;
+        }
+    }
+    for run in &s.runs {
+        for row in &run.rows {
+            if row.samples > 0 && row.matched == 0 && row.errors < row.samples {
+                writeln!(out, "warning: {}{}: no operation found a document; check the filter fields and the preload", if with_run { format!("run {} ", run.run) } else { String::new() }, row.label)?;
+            }
+        }
+    }
+
+    if !s.spread.is_empty() {
+        writeln!(out, "\nThroughput over {} runs (samples/s):", s.runs.len())?;
+        let w = s
+            .spread
+            .iter()
+            .map(|x| x.label.len())
+            .max()
+            .unwrap_or(5)
+            .max(5);
+        writeln!(
+            out,
+            "{:<w$}  {:>10}  {:>10}  {:>10}  {:>10}  {:>6}",
+            "Label", "Mean", "Min", "Max", "Std. Dev.", "CV %"
+        )?;
+        for x in &s.spread {
+            writeln!(
+                out,
+                "{:<w$}  {:>10.2}  {:>10.2}  {:>10.2}  {:>10.2}  {:>6.1}",
+                x.label, x.mean, x.min, x.max, x.stddev, x.cv_pct
+            )?;
+        }
+    }
+    if s.interrupted {
+        writeln!(out, "\nINTERRUPTED: the numbers above cover only the operations that completed before the stop.")?;
+    }
+    Ok(())
+}

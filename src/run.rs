@@ -1,0 +1,305 @@
+//! `mongo-stress run`: the steps in order. Load and plan, prepare outputs, start or reach the
+//! server, then per repetition: set up, execute the stages while collecting, summarise, export.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU32;
+use std::sync::Arc;
+use std::time::Instant;
+
+use mongodb::bson::RawDocumentBuf;
+use mongodb::options::{
+    Acknowledgment, CollectionOptions, ReadPreference, SelectionCriteria, WriteConcern,
+};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::RunArgs;
+use crate::collector::{self, Live};
+use crate::connect::{self, redact};
+use crate::error::{exit, Error};
+use crate::executor::{self, Clock, Context};
+use crate::plan::{RunPlan, WriteConcernPlan};
+use crate::profile;
+use crate::report;
+use crate::server::EmbeddedServer;
+use crate::summary::{self, RunResult, ServerInfo, Summary};
+
+/// Capacity of the sample channel between virtual users and the collector.
+const SAMPLE_CHANNEL: usize = 64 * 1024;
+
+pub async fn run(args: RunArgs, stop: CancellationToken) -> Result<i32, Error> {
+    let loaded = profile::load(&args.profile)?;
+    let plan = RunPlan::build(&loaded, &(&args.overrides).into())?;
+    let seed = args.seed.unwrap_or_else(rand::random);
+    let out_dir = prepare_out_dir(args.out.as_deref(), &plan.name)?;
+    let say = |msg: String| {
+        if !args.quiet {
+            eprintln!("{msg}");
+        }
+    };
+    say(format!(
+        "profile {} ({}), seed {seed}, results in {}",
+        plan.name,
+        plan.origin,
+        out_dir.display()
+    ));
+
+    let mut embedded = None;
+    let (uri, kind) = match &args.uri {
+        Some(u) => (u.clone(), "external"),
+        None => {
+            let s = EmbeddedServer::start(args.server_bin.as_deref())?;
+            say(format!(
+                "embedded server: {} (pid {}) on {}, data in {}",
+                s.version,
+                s.pid(),
+                s.address,
+                s.data_dir().display()
+            ));
+            let uri = s.uri();
+            embedded = Some(s);
+            (uri, "embedded")
+        }
+    };
+    let connected = connect::connect(&uri, plan.target.pool_size).await?;
+    let version = match &embedded {
+        Some(s) => format!("{} ({})", s.version, connected.server_version),
+        None => connected.server_version.clone(),
+    };
+    say(format!("connected to {} ({version})", redact(&uri)));
+    let coll = collection(&connected.client, &plan);
+
+    let mut summary = Summary {
+        schema_version: summary::SCHEMA_VERSION,
+        tool: format!("mongo-stress {}", env!("CARGO_PKG_VERSION")),
+        profile: plan.name.clone(),
+        origin: plan.origin.clone(),
+        seed,
+        server: ServerInfo {
+            kind: kind.into(),
+            version,
+            uri: redact(&uri),
+        },
+        groups: summary::group_info(&plan),
+        runs: Vec::new(),
+        spread: Vec::new(),
+        interrupted: false,
+    };
+    let started_at = now_rfc3339();
+    write_run_json(&out_dir, &plan, &summary, &started_at, None)?;
+
+    for run in 1..=args.repeat {
+        if stop.is_cancelled() {
+            break;
+        }
+        if args.repeat > 1 {
+            say(format!("run {run} of {}", args.repeat));
+        }
+        let keys = crate::setup::prepare(
+            &plan,
+            &coll,
+            seed.wrapping_add(u64::from(run)),
+            &stop,
+            args.quiet,
+        )
+        .await?;
+        if stop.is_cancelled() {
+            break;
+        }
+        let result = execute(
+            &plan,
+            &coll,
+            keys,
+            seed.wrapping_add(u64::from(run) - 1),
+            run,
+            &args,
+            &stop,
+        )
+        .await;
+        summary.interrupted |= result.interrupted;
+        summary.runs.push(result);
+        summary.spread = summary::spread(&summary.runs);
+        // Rewritten after every run, so an interruption keeps what completed.
+        write_summaries(&out_dir, &summary)?;
+    }
+    if summary.runs.is_empty() {
+        summary.interrupted = true;
+    }
+    write_summaries(&out_dir, &summary)?;
+    write_run_json(&out_dir, &plan, &summary, &started_at, Some(now_rfc3339()))?;
+    drop(embedded);
+
+    let to_stdout = |p: &Option<PathBuf>| p.as_deref().is_some_and(|p| p.as_os_str() == "-");
+    let console_to_stderr = to_stdout(&args.tsv) || to_stdout(&args.json);
+    if console_to_stderr {
+        report::table::render(&summary, &mut std::io::stderr().lock()).ok();
+    } else {
+        println!();
+        report::table::render(&summary, &mut std::io::stdout().lock()).ok();
+    }
+    if let Some(p) = &args.tsv {
+        report::write_to(p, &summary, report::tsv::render)?;
+    }
+    if let Some(p) = &args.json {
+        report::write_to(p, &summary, report::json::render)?;
+    }
+    say(format!("results: {}", out_dir.display()));
+
+    Ok(if summary.interrupted {
+        exit::INTERRUPTED
+    } else if summary.runs.iter().any(|r| r.total().errors > 0) {
+        exit::ERRORS
+    } else {
+        exit::OK
+    })
+}
+
+async fn execute(
+    plan: &RunPlan,
+    coll: &mongodb::Collection<RawDocumentBuf>,
+    keys: crate::workload::KeySpace,
+    seed: u64,
+    run: u32,
+    args: &RunArgs,
+    stop: &CancellationToken,
+) -> RunResult {
+    let groups = plan.groups().count();
+    let active: Arc<Vec<AtomicU32>> = Arc::new((0..groups).map(|_| AtomicU32::new(0)).collect());
+    let (tx, rx) = mpsc::channel(SAMPLE_CHANNEL);
+    let live = (!args.quiet).then(|| Live {
+        interval: args.interval,
+        groups: plan.groups().map(|g| (g.name.clone(), g.threads)).collect(),
+        active: Arc::clone(&active),
+    });
+    let collector = tokio::spawn(collector::collect(rx, groups, live));
+    let ctx = Arc::new(Context {
+        coll: coll.clone(),
+        gen: Arc::clone(&plan.document),
+        keys: Arc::new(keys),
+        samples: tx,
+        stop: stop.clone(),
+        active,
+        seed,
+        clock: Clock::new(),
+    });
+    let started_at = now_rfc3339();
+    let t0 = Instant::now();
+    for stage in &plan.stages {
+        if stop.is_cancelled() {
+            break;
+        }
+        if !stage.name.is_empty() && !args.quiet {
+            eprintln!(
+                "stage {}: {}",
+                stage.name,
+                stage
+                    .groups
+                    .iter()
+                    .map(|g| format!("{} x{}", g.name, g.threads))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        executor::run_stage(stage, &ctx).await;
+    }
+    drop(ctx);
+    let metrics = collector
+        .await
+        .unwrap_or_else(|_| vec![Default::default(); groups]);
+    RunResult::new(
+        run,
+        started_at,
+        t0.elapsed().as_secs_f64(),
+        stop.is_cancelled(),
+        plan,
+        &metrics,
+    )
+}
+
+fn collection(client: &mongodb::Client, plan: &RunPlan) -> mongodb::Collection<RawDocumentBuf> {
+    let t = &plan.target;
+    let w = t.write_concern.as_ref().map(|w| match w {
+        WriteConcernPlan::Nodes(n) => Acknowledgment::Nodes(*n),
+        WriteConcernPlan::Majority => Acknowledgment::Majority,
+    });
+    let write_concern = (w.is_some() || t.journal.is_some())
+        .then(|| WriteConcern::builder().w(w).journal(t.journal).build());
+    let read_pref = match t.read_preference.as_str() {
+        "primaryPreferred" => ReadPreference::PrimaryPreferred { options: None },
+        "secondary" => ReadPreference::Secondary { options: None },
+        "secondaryPreferred" => ReadPreference::SecondaryPreferred { options: None },
+        "nearest" => ReadPreference::Nearest { options: None },
+        _ => ReadPreference::Primary,
+    };
+    let opts = CollectionOptions::builder()
+        .write_concern(write_concern)
+        .selection_criteria(SelectionCriteria::ReadPreference(read_pref))
+        .build();
+    client
+        .database(&t.database)
+        .collection_with_options(&t.collection, opts)
+}
+
+fn prepare_out_dir(out: Option<&Path>, profile: &str) -> Result<PathBuf, Error> {
+    let dir = match out {
+        Some(d) => d.to_path_buf(),
+        None => {
+            let stamp: String = now_rfc3339()
+                .chars()
+                .filter(|c| c.is_ascii_digit())
+                .take(14)
+                .collect();
+            PathBuf::from("results").join(format!("{profile}-{}-{}", &stamp[..8], &stamp[8..]))
+        }
+    };
+    let usage = |e: std::io::Error| {
+        Error::Usage(format!("cannot use {} as the run directory: {e}\n  fix: choose a writable directory with --out", dir.display()))
+    };
+    std::fs::create_dir_all(&dir).map_err(usage)?;
+    // Prove it is writable before any load starts.
+    let probe = dir.join(".write-test");
+    std::fs::write(&probe, b"").map_err(usage)?;
+    let _ = std::fs::remove_file(probe);
+    Ok(dir)
+}
+
+fn write_summaries(dir: &Path, summary: &Summary) -> Result<(), Error> {
+    report::write_to(&dir.join("summary.tsv"), summary, report::tsv::render)?;
+    report::write_to(&dir.join("summary.json"), summary, report::json::render)
+}
+
+fn write_run_json(
+    dir: &Path,
+    plan: &RunPlan,
+    summary: &Summary,
+    started_at: &str,
+    finished_at: Option<String>,
+) -> Result<(), Error> {
+    let args: Vec<String> = std::env::args().map(|a| redact(&a)).collect();
+    let host = serde_json::json!({
+        "hostname": sysinfo::System::host_name(),
+        "os": sysinfo::System::long_os_version(),
+        "kernel": sysinfo::System::kernel_version(),
+        "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+        "memory_bytes": sysinfo::System::new_with_specifics(sysinfo::RefreshKind::nothing().with_memory(sysinfo::MemoryRefreshKind::everything())).total_memory(),
+    });
+    let doc = serde_json::json!({
+        "schema_version": summary::SCHEMA_VERSION,
+        "tool": summary.tool,
+        "command_line": args,
+        "profile": { "name": plan.name, "origin": plan.origin, "description": plan.description, "text": plan.profile_text },
+        "plan": { "target": plan.target, "setup": { "drop": plan.setup.drop, "preload": plan.setup.preload, "indexes": plan.setup.indexes.iter().map(|d| d.to_string()).collect::<Vec<_>>() }, "groups": summary.groups },
+        "seed": summary.seed,
+        "server": summary.server,
+        "host": host,
+        "started_at": started_at,
+        "finished_at": finished_at,
+        "interrupted": summary.interrupted,
+    });
+    let bytes = serde_json::to_vec_pretty(&doc).map_err(|e| Error::Other(e.into()))?;
+    report::write_atomically(&dir.join("run.json"), &bytes)
+}
+
+pub fn now_rfc3339() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}
