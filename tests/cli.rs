@@ -1,0 +1,189 @@
+//! The binary without a server: bad input is refused with exit 2 and one clear message, the
+//! bundled profiles validate, and the output contract's column names hold.
+
+mod common;
+
+use common::bin;
+use predicates::prelude::*;
+
+fn write(dir: &std::path::Path, text: &str) -> String {
+    let p = dir.join("p.toml");
+    std::fs::write(&p, text).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+const GROUP: &str =
+    "[document]\ncity = { choice = [\"a\"] }\n[[group]]\nname = \"ins\"\nop = \"insert\"\n";
+
+/// Runs `validate` and `run` on a bad profile: both exit 2 before touching any server, with
+/// one message naming the file and line; no backtrace, no panic.
+fn refused(text: &str, needles: &[&str]) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), text);
+    for cmd in [
+        vec!["validate", path.as_str()],
+        vec!["run", path.as_str(), "--uri", "mongodb://127.0.0.1:1"],
+    ] {
+        let out = bin()
+            .args(&cmd)
+            .env("NO_COLOR", "1")
+            .assert()
+            .code(2)
+            .get_output()
+            .clone();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.matches("error:").count(), 1, "{stderr}");
+        assert!(
+            !stderr.contains("panicked") && !stderr.contains("backtrace"),
+            "{stderr}"
+        );
+        assert!(
+            stderr.contains(&format!("{path}:")),
+            "names the file: {stderr}"
+        );
+        for n in needles {
+            assert!(stderr.contains(n), "expected {n:?} in: {stderr}");
+        }
+    }
+}
+
+#[test]
+fn a_typo_in_a_key_exits_2_naming_key_line_and_suggestion() {
+    refused(
+        &format!("{GROUP}thredas = 4\nloops = 1\n"),
+        &[
+            "p.toml:6:1",
+            "unknown key `thredas`",
+            "did you mean `threads`",
+        ],
+    );
+}
+
+#[test]
+fn a_wrong_type_exits_2_naming_the_value_and_the_expected_form() {
+    refused(
+        &format!("{GROUP}threads = \"many\"\nloops = 1\n"),
+        &[
+            "p.toml:6:11",
+            "group[0].threads = \"many\"",
+            "expected: a whole number",
+        ],
+    );
+}
+
+#[test]
+fn a_negative_thread_count_exits_2() {
+    refused(
+        &format!("{GROUP}threads = -5\nloops = 1\n"),
+        &["group[0].threads = -5", "at least 1"],
+    );
+}
+
+#[test]
+fn a_profile_without_groups_exits_2() {
+    refused(
+        "[document]\ncity = \"x\"\n",
+        &["no thread group", "[[group]]"],
+    );
+}
+
+#[test]
+fn a_group_that_never_stops_exits_2() {
+    refused(
+        &format!("{GROUP}threads = 2\n"),
+        &["neither loops nor duration"],
+    );
+}
+
+#[test]
+fn an_unknown_profile_name_lists_the_bundled_ones() {
+    bin()
+        .args(["validate", "no-such-profile"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("crud-mixed, jmeter-2016"));
+}
+
+#[test]
+fn a_bad_duration_option_explains_the_form() {
+    bin()
+        .args(["run", "smoke", "--duration", "soon"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("expected a duration such as 30s"));
+}
+
+#[test]
+fn every_bundled_profile_validates_and_profiles_lists_them() {
+    let listed = bin()
+        .arg("profiles")
+        .assert()
+        .code(0)
+        .get_output()
+        .stdout
+        .clone();
+    let listed = String::from_utf8_lossy(&listed);
+    for name in [
+        "smoke",
+        "insert",
+        "find",
+        "update",
+        "remove",
+        "crud-mixed",
+        "jmeter-2016",
+    ] {
+        assert!(listed.lines().any(|l| l.starts_with(name)), "{listed}");
+        bin()
+            .args(["validate", name])
+            .current_dir(std::env::temp_dir())
+            .assert()
+            .code(0)
+            .stdout(predicate::str::contains("valid"));
+    }
+}
+
+#[test]
+fn validate_prints_the_resolved_plan_with_overrides() {
+    bin()
+        .args(["validate", "jmeter-2016", "--loops", "3"])
+        .assert()
+        .code(0)
+        .stdout(
+            predicate::str::contains("threads  1000")
+                .and(predicate::str::contains("total: 16500 operations")),
+        );
+}
+
+#[test]
+fn an_unwritable_out_directory_is_refused_before_any_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    bin()
+        .args(["run", "smoke", "--uri", "mongodb://127.0.0.1:1", "--out"])
+        .arg(file.join("sub"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--out"));
+}
+
+#[test]
+fn a_malformed_uri_exits_2_and_never_shows_the_password() {
+    bin()
+        .args([
+            "run",
+            "smoke",
+            "--uri",
+            "mongodb://bob:hunter2@127.0.0.1:1/?badOption=x&w=notanumber",
+        ])
+        .assert()
+        .stderr(predicate::str::contains("hunter2").not());
+    bin()
+        .args(["run", "smoke", "--uri", "mongo://bob:hunter2@x"])
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("connection string")
+                .and(predicate::str::contains("hunter2").not()),
+        );
+}

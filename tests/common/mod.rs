@@ -1,0 +1,156 @@
+//! Helpers shared by the integration tests: the binary, a real server per test, and witnesses
+//! read from the server itself.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use mongodb::bson::{doc, Document};
+
+pub fn bin() -> assert_cmd::Command {
+    assert_cmd::Command::cargo_bin("mongo-stress").expect("binary is built")
+}
+
+pub fn bin_path() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("mongo-stress")
+}
+
+/// A real MongoDB-wire server for one test: `MONGO_STRESS_TEST_URI` if set (shared, so each
+/// test uses its own database), else a `secantusd-rs` / `mongod` started here and stopped on drop.
+/// No server at all fails the test, unless `MONGO_STRESS_SKIP_LIVE=1`, which makes `start`
+/// return None so the caller can return early.
+pub struct TestServer {
+    pub uri: String,
+    embedded: Option<mongo_stress::server::EmbeddedServer>,
+}
+
+impl TestServer {
+    pub fn start() -> Option<TestServer> {
+        if let Ok(uri) = std::env::var("MONGO_STRESS_TEST_URI") {
+            return Some(TestServer {
+                uri,
+                embedded: None,
+            });
+        }
+        if std::env::var("MONGO_STRESS_SKIP_LIVE").as_deref() == Ok("1") {
+            eprintln!("MONGO_STRESS_SKIP_LIVE=1: skipping a live test");
+            return None;
+        }
+        match mongo_stress::server::EmbeddedServer::start(None) {
+            Ok(s) => Some(TestServer { uri: s.uri(), embedded: Some(s) }),
+            Err(e) => panic!(
+                "live tests need a server and none could be started: {e}\n\
+                 run scripts/install-server.sh, set MONGO_STRESS_TEST_URI, or set MONGO_STRESS_SKIP_LIVE=1 to skip them"
+            ),
+        }
+    }
+
+    pub fn pid(&self) -> Option<u32> {
+        self.embedded.as_ref().map(|s| s.pid())
+    }
+
+    pub fn client(&self) -> mongodb::Client {
+        runtime()
+            .block_on(mongodb::Client::with_uri_str(&self.uri))
+            .expect("client")
+    }
+
+    /// `serverStatus().opcounters`.
+    pub fn opcounters(&self) -> Document {
+        let client = self.client();
+        let status = runtime()
+            .block_on(async {
+                client
+                    .database("admin")
+                    .run_command(doc! { "serverStatus": 1 })
+                    .await
+            })
+            .expect("serverStatus");
+        status
+            .get_document("opcounters")
+            .expect("serverStatus has opcounters")
+            .clone()
+    }
+
+    pub fn count(&self, db: &str, coll: &str, filter: Document) -> u64 {
+        let client = self.client();
+        runtime()
+            .block_on(async {
+                client
+                    .database(db)
+                    .collection::<Document>(coll)
+                    .count_documents(filter)
+                    .await
+            })
+            .expect("count")
+    }
+}
+
+pub fn counter(d: &Document, key: &str) -> i64 {
+    match d.get(key) {
+        Some(mongodb::bson::Bson::Int32(n)) => i64::from(*n),
+        Some(mongodb::bson::Bson::Int64(n)) => *n,
+        Some(mongodb::bson::Bson::Double(n)) => *n as i64,
+        other => panic!("opcounter {key} missing or not a number: {other:?}"),
+    }
+}
+
+pub fn runtime() -> &'static tokio::runtime::Runtime {
+    static RT: std::sync::OnceLock<tokio::runtime::Runtime> = std::sync::OnceLock::new();
+    RT.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .expect("runtime")
+    })
+}
+
+/// A database name no other test uses.
+pub fn unique_db(tag: &str) -> String {
+    format!("ms_test_{tag}_{}", std::process::id())
+}
+
+pub const DOCUMENT: &str = r#"
+[document]
+city = { choice = ["Guangzhou", "Shenzhen", "Dongguan", "Foshan"] }
+loc = { x = { float = [109.7, 117.3] }, y = { float = [20.2, 25.5] } }
+pop = { paired_with = "city", choice = [18827000, 17791000, 10466000, 9613000] }
+state = "GD"
+"#;
+
+/// Writes a profile for database `db` with the given setup and groups; returns its path.
+pub fn profile(dir: &Path, db: &str, setup: &str, groups: &str) -> PathBuf {
+    let text = format!("name = \"{db}\"\n[target]\ndatabase = \"{db}\"\ncollection = \"cities\"\n[setup]\n{setup}\n{DOCUMENT}\n{groups}");
+    let path = dir.join(format!("{db}.toml"));
+    std::fs::write(&path, text).expect("write profile");
+    path
+}
+
+/// The row with `label` in the first run of a summary.json.
+pub fn row<'a>(summary: &'a serde_json::Value, label: &str) -> &'a serde_json::Value {
+    summary["runs"][0]["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .find(|r| r["label"] == label)
+        .unwrap_or_else(|| panic!("no row {label} in {summary}"))
+}
+
+pub fn read_json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("read json")).expect("parse json")
+}
+
+/// Processes whose command line mentions `needle`.
+pub fn processes_mentioning(needle: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if let Ok(cmd) = std::fs::read(e.path().join("cmdline")) {
+            if String::from_utf8_lossy(&cmd).contains(needle) {
+                found.push(pid);
+            }
+        }
+    }
+    found
+}

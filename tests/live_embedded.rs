@@ -1,0 +1,145 @@
+//! The embedded server: `run smoke` with no --uri starts one, prints the table, and leaves no
+//! process or directory behind; a wrong --uri exits 3 within its timeout; Ctrl-C mid-run prints
+//! what completed, keeps the output files whole and exits 130.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+
+fn data_dir_of(stderr: &str) -> String {
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("embedded server:"))
+        .unwrap_or_else(|| panic!("no server line in {stderr}"));
+    line.rsplit("data in ").next().unwrap().trim().to_string()
+}
+
+fn skip_live() -> bool {
+    std::env::var("MONGO_STRESS_SKIP_LIVE").as_deref() == Ok("1")
+}
+
+#[test]
+fn run_smoke_without_uri_uses_the_embedded_server_and_cleans_up() {
+    if skip_live() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = bin()
+        .args(["run", "smoke", "--out"])
+        .arg(dir.path().join("run"))
+        .timeout(Duration::from_secs(120))
+        .assert()
+        .code(0)
+        .get_output()
+        .clone();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stdout.contains("Label") && stdout.contains("# Samples") && stdout.contains("TOTAL"),
+        "{stdout}"
+    );
+    let data = data_dir_of(&stderr);
+    assert!(
+        !std::path::Path::new(&data).exists(),
+        "server directory {data} left behind"
+    );
+    assert_eq!(
+        processes_mentioning(&data),
+        Vec::<u32>::new(),
+        "server process left behind"
+    );
+    let summary = read_json(&dir.path().join("run/summary.json"));
+    assert_eq!(
+        row(&summary, "TOTAL")["samples"],
+        4 * 100 + 4 * 50 + 4 * 50 + 2 * 50
+    );
+    assert_eq!(summary["server"]["kind"], "embedded");
+}
+
+#[test]
+fn a_wrong_uri_exits_3_within_the_connect_timeout() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let t = Instant::now();
+    bin()
+        .args([
+            "run",
+            "smoke",
+            "--uri",
+            &format!("mongodb://127.0.0.1:{port}/?serverSelectionTimeoutMS=1500"),
+        ])
+        .arg("--out")
+        .arg(tempfile::tempdir().unwrap().path().join("r"))
+        .timeout(Duration::from_secs(30))
+        .assert()
+        .code(3)
+        .stderr(predicates::str::contains("cannot reach the server"));
+    assert!(
+        t.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        t.elapsed()
+    );
+}
+
+#[test]
+fn ctrl_c_mid_run_prints_what_completed_and_exits_130_with_whole_files() {
+    if skip_live() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("run");
+    let mut child = std::process::Command::new(bin_path())
+        .args([
+            "run",
+            "crud-mixed",
+            "--duration",
+            "60s",
+            "--interval",
+            "1s",
+            "--out",
+        ])
+        .arg(&out_dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Let it get past setup and run for a while.
+    std::thread::sleep(Duration::from_secs(6));
+    let t = Instant::now();
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "no exit 30 s after SIGINT");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(t.elapsed() < Duration::from_secs(20));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(
+        stdout.contains("INTERRUPTED") && stdout.contains("TOTAL"),
+        "{stdout}"
+    );
+    let summary = read_json(&out_dir.join("summary.json"));
+    assert_eq!(summary["interrupted"], true);
+    let total = row(&summary, "TOTAL")["samples"].as_u64().unwrap();
+    assert!(total > 0);
+    let tsv = std::fs::read_to_string(out_dir.join("summary.tsv")).unwrap();
+    assert_eq!(tsv.lines().count(), 1 + 5);
+    assert!(tsv.ends_with('\n'));
+    assert!(read_json(&out_dir.join("run.json"))["finished_at"].is_string());
+    let data = data_dir_of(&stderr);
+    assert!(
+        !std::path::Path::new(&data).exists(),
+        "server directory {data} left behind"
+    );
+    assert_eq!(processes_mentioning(&data), Vec::<u32>::new());
+}
