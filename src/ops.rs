@@ -70,9 +70,22 @@ pub async fn execute(coll: &Collection<RawDocumentBuf>, req: Request) -> Outcome
                 out.matched = r.matched_count > 0;
                 out.modified = r.modified_count > 0;
             }
-            Request::Remove { filter } => {
+            Request::Remove { filter, from } => {
                 out.sent = bson_len(&filter);
-                let found = coll.find_one(filter).projection(doc! { "_id": 1 }).await?;
+                let mut found = None;
+                if let Some(from) = from {
+                    let mut after = filter.clone();
+                    after.insert("_id", doc! { "$gte": from });
+                    found = coll
+                        .find_one(after)
+                        .sort(doc! { "_id": 1 })
+                        .projection(doc! { "_id": 1 })
+                        .await?;
+                }
+                if found.is_none() {
+                    // Nothing matches past `from`: wrap around to the start.
+                    found = coll.find_one(filter).projection(doc! { "_id": 1 }).await?;
+                }
                 if let Some(found) = found {
                     out.received = found.as_bytes().len() as u32;
                     out.matched = true;

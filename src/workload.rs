@@ -357,8 +357,11 @@ pub enum Request {
         update: Document,
         many: bool,
     },
+    /// Find one matching `filter` at or after `_id` `from` (so concurrent removers spread over
+    /// the collection instead of all finding its first match), then delete it by `_id`.
     Remove {
         filter: Document,
+        from: Option<i64>,
     },
 }
 
@@ -409,6 +412,7 @@ impl Request {
             },
             OpPlan::Remove { filter } => Request::Remove {
                 filter: gen.generate_fields(filter, rng),
+                from: keys.existing(rng),
             },
         }
     }
