@@ -56,6 +56,7 @@ fn run_smoke_without_uri_uses_the_embedded_server_and_cleans_up() {
         4 * 100 + 4 * 50 + 4 * 50 + 2 * 50
     );
     assert_eq!(summary["server"]["kind"], "embedded");
+    assert_eq!(summary["schema_version"], 1);
 }
 
 #[test]

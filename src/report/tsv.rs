@@ -27,3 +27,33 @@ pub fn render(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::summary::{ServerInfo, Summary};
+
+    /// The TSV header is a contract: scripts that compare runs parse it.
+    #[test]
+    fn the_header_is_the_jmeter_aggregate_report_columns_then_ours() {
+        let s = Summary {
+            schema_version: 1,
+            tool: String::new(),
+            profile: String::new(),
+            origin: String::new(),
+            seed: 0,
+            server: ServerInfo { kind: String::new(), version: String::new(), uri: String::new() },
+            groups: vec![],
+            runs: vec![],
+            spread: vec![],
+            interrupted: false,
+        };
+        let mut out = Vec::new();
+        render(&s, &mut out).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "Label\t# Samples\tAverage\tMedian\t90% Line\t95% Line\t99% Line\tMin\tMax\tError %\tThroughput\t\
+             Received KB/sec\tSent KB/sec\t99.9% Line\tStd. Dev.\tErrors\tMatched\tModified\n"
+        );
+    }
+}
