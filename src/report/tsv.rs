@@ -42,7 +42,11 @@ mod tests {
             profile: String::new(),
             origin: String::new(),
             seed: 0,
-            server: ServerInfo { kind: String::new(), version: String::new(), uri: String::new() },
+            server: ServerInfo {
+                kind: String::new(),
+                version: String::new(),
+                uri: String::new(),
+            },
             groups: vec![],
             runs: vec![],
             spread: vec![],

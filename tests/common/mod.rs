@@ -154,3 +154,29 @@ pub fn processes_mentioning(needle: &str) -> Vec<u32> {
     }
     found
 }
+
+impl TestServer {
+    /// `mongo-stress run PROFILE --uri <this server> --quiet --out OUT EXTRA...`, which must exit
+    /// 0 within 5 minutes; returns summary.json, stdout and stderr.
+    pub fn run_ok(
+        &self,
+        profile: &str,
+        out: &Path,
+        extra: &[&str],
+    ) -> (serde_json::Value, String, String) {
+        let output = bin()
+            .args(["run", profile, "--uri", &self.uri, "--quiet", "--out"])
+            .arg(out)
+            .args(extra)
+            .timeout(std::time::Duration::from_secs(300))
+            .assert()
+            .code(0)
+            .get_output()
+            .clone();
+        (
+            read_json(&out.join("summary.json")),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    }
+}
