@@ -134,7 +134,7 @@ pub fn classify(e: &mongodb::error::Error) -> OpError {
             _ => ErrorClass::Other,
         }
     };
-    let mut message = e.to_string().replace(['\n', '\t'], " ");
+    let mut message = crate::connect::redact(&e.to_string()).replace(['\n', '\t'], " ");
     if message.len() > 300 {
         let cut = (0..=300)
             .rev()
