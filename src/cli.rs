@@ -69,9 +69,19 @@ pub struct RunArgs {
     /// Also write the summary as JSON to PATH (- for stdout)
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
+    /// Also write every operation as JMeter's CSV result file (JTL) at PATH
+    #[arg(long, value_name = "PATH")]
+    pub jtl: Option<PathBuf>,
+    /// Do not write the per-operation sample log (samples.tsv)
+    #[arg(long)]
+    pub no_samples: bool,
     /// Seed of every random choice [default: a random one, printed]
     #[arg(long)]
     pub seed: Option<u64>,
+    /// The local server process to sample, when --uri names a server the tool did not start
+    /// [default: the process listening on the URI's port, for a loopback URI]
+    #[arg(long, value_name = "PID")]
+    pub server_pid: Option<u32>,
     /// Print only the final summary
     #[arg(long)]
     pub quiet: bool,

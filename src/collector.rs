@@ -3,7 +3,7 @@
 //! histograms need no locks and the workers never format text.
 
 use std::io::Write;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -11,20 +11,23 @@ use tokio::sync::mpsc;
 
 use crate::metrics::GroupMetrics;
 use crate::sample::Sample;
+use crate::samplelog::Logged;
 
 /// Live reporting settings; `None` in `collect` means quiet.
 pub struct Live {
     pub interval: Duration,
     /// Group names and planned threads, by group index.
     pub groups: Vec<(String, u32)>,
-    pub active: Arc<Vec<std::sync::atomic::AtomicU32>>,
 }
 
 /// Collects until every sender is gone; returns the metrics of each group, by group index.
+/// Recorded samples go on to `log` (the sample log writer) in batches, after being counted.
 pub async fn collect(
     mut rx: mpsc::Receiver<Sample>,
     groups: usize,
     live: Option<Live>,
+    active: Arc<Vec<AtomicU32>>,
+    log: Option<mpsc::Sender<Vec<Logged>>>,
 ) -> Vec<GroupMetrics> {
     let mut total = vec![GroupMetrics::default(); groups];
     let mut window = vec![GroupMetrics::default(); groups];
@@ -40,15 +43,32 @@ pub async fn collect(
                 if n == 0 {
                     break;
                 }
-                for s in batch.drain(..) {
+                for s in &batch {
                     if let Some(w) = window.get_mut(usize::from(s.group)) {
-                        w.record(&s);
+                        w.record(s);
                     }
+                }
+                match &log {
+                    Some(log) => {
+                        let threads: Vec<u32> = active.iter().map(|a| a.load(Ordering::Relaxed)).collect();
+                        let all_threads = threads.iter().sum();
+                        let logged = batch
+                            .drain(..)
+                            .map(|sample| Logged {
+                                group_threads: threads.get(usize::from(sample.group)).copied().unwrap_or(0),
+                                all_threads,
+                                sample,
+                            })
+                            .collect();
+                        // The writer only goes away after an I/O error, which `finish` reports.
+                        let _ = log.send(logged).await;
+                    }
+                    None => batch.clear(),
                 }
             }
             _ = ticker.tick(), if live.is_some() => {
                 if let Some(l) = &live {
-                    print_live(l, started.elapsed(), &window, period);
+                    print_live(l, &active, started.elapsed(), &window, period);
                 }
                 for (t, w) in total.iter_mut().zip(window.iter_mut()) {
                     t.merge(w);
@@ -63,11 +83,17 @@ pub async fn collect(
     total
 }
 
-fn print_live(live: &Live, elapsed: Duration, window: &[GroupMetrics], period: Duration) {
+fn print_live(
+    live: &Live,
+    active: &[AtomicU32],
+    elapsed: Duration,
+    window: &[GroupMetrics],
+    period: Duration,
+) {
     let mut err = std::io::stderr().lock();
     for (i, w) in window.iter().enumerate() {
         let (name, threads) = &live.groups[i];
-        let active = live.active[i].load(Ordering::Relaxed);
+        let active = active[i].load(Ordering::Relaxed);
         if w.samples == 0 && active == 0 {
             continue;
         }

@@ -21,6 +21,9 @@ use crate::executor::{self, Clock, Context};
 use crate::plan::{RunPlan, WriteConcernPlan};
 use crate::profile;
 use crate::report;
+use crate::resources::{self, StageSpan};
+use crate::samplelog::SampleLog;
+use crate::sampler::{self, Sampler};
 use crate::server::EmbeddedServer;
 use crate::summary::{self, RunResult, ServerInfo, Summary};
 
@@ -69,6 +72,29 @@ pub async fn run(args: RunArgs, stop: CancellationToken) -> Result<i32, Error> {
     say(format!("connected to {} ({version})", redact(&uri)));
     let coll = collection(&connected.client, &plan);
 
+    let server_pid = match (&embedded, args.server_pid) {
+        (Some(s), _) => Some(s.pid()),
+        (None, Some(pid)) => Some(pid),
+        (None, None) => local_port(&uri).await.and_then(sampler::pid_listening_on),
+    };
+    let data_dir = match &embedded {
+        Some(s) => Some(s.data_dir().to_path_buf()),
+        None => sampler::data_dir_of(&connected.client, server_pid).await,
+    };
+    match (server_pid, kind) {
+        (Some(pid), "external") => say(format!("sampling server process {pid}{}", data_dir.as_ref().map_or(String::new(), |d| format!(", data in {}", d.display())))),
+        (None, _) => say("server process not found on this host: resources.tsv has serverStatus columns only (--server-pid names it)".into()),
+        _ => {}
+    }
+    let sampler = Sampler::start(
+        sampler::Target {
+            client: connected.client.clone(),
+            server_pid,
+            data_dir,
+        },
+        &out_dir.join("resources.tsv"),
+    )?;
+
     let mut summary = Summary {
         schema_version: summary::SCHEMA_VERSION,
         tool: format!("mongo-stress {}", env!("CARGO_PKG_VERSION")),
@@ -83,10 +109,27 @@ pub async fn run(args: RunArgs, stop: CancellationToken) -> Result<i32, Error> {
         groups: summary::group_info(&plan),
         runs: Vec::new(),
         spread: Vec::new(),
+        resources: Vec::new(),
         interrupted: false,
     };
     let started_at = now_rfc3339();
     write_run_json(&out_dir, &plan, &summary, &started_at, None)?;
+    let samples_path = (!args.no_samples).then(|| out_dir.join("samples.tsv"));
+    let sample_log = SampleLog::create(
+        samples_path.as_deref(),
+        args.jtl.as_deref(),
+        plan.groups().map(|g| g.name.clone()).collect(),
+        format!(
+            "{}/{}.{}",
+            redact(&uri)
+                .split('?')
+                .next()
+                .unwrap_or("")
+                .trim_end_matches('/'),
+            plan.target.database,
+            plan.target.collection
+        ),
+    )?;
 
     for run in 1..=args.repeat {
         if stop.is_cancelled() {
@@ -106,24 +149,31 @@ pub async fn run(args: RunArgs, stop: CancellationToken) -> Result<i32, Error> {
         if stop.is_cancelled() {
             break;
         }
-        let result = execute(
-            &plan,
-            &coll,
-            keys,
-            seed.wrapping_add(u64::from(run) - 1),
-            run,
-            &args,
-            &stop,
-        )
-        .await;
+        let env = Env {
+            plan: &plan,
+            coll: &coll,
+            args: &args,
+            stop: &stop,
+            log: sample_log.sender(),
+        };
+        let result = execute(&env, keys, seed.wrapping_add(u64::from(run) - 1), run).await;
         summary.interrupted |= result.interrupted;
         summary.runs.push(result);
         summary.spread = summary::spread(&summary.runs);
+        summary.refresh_resources(&sampler.rows());
         // Rewritten after every run, so an interruption keeps what completed.
         write_summaries(&out_dir, &summary)?;
     }
     if summary.runs.is_empty() {
         summary.interrupted = true;
+    }
+    summary.refresh_resources(&sampler.stop().await);
+    let logged = sample_log.finish()?;
+    let measured: u64 = summary.runs.iter().map(|r| r.total().samples).sum();
+    if (samples_path.is_some() || args.jtl.is_some()) && logged != measured {
+        eprintln!(
+            "warning: the sample log has {logged} lines but {measured} samples were measured"
+        );
     }
     write_summaries(&out_dir, &summary)?;
     write_run_json(&out_dir, &plan, &summary, &started_at, Some(now_rfc3339()))?;
@@ -154,24 +204,38 @@ pub async fn run(args: RunArgs, stop: CancellationToken) -> Result<i32, Error> {
     })
 }
 
-async fn execute(
-    plan: &RunPlan,
-    coll: &mongodb::Collection<RawDocumentBuf>,
-    keys: crate::workload::KeySpace,
-    seed: u64,
-    run: u32,
-    args: &RunArgs,
-    stop: &CancellationToken,
-) -> RunResult {
+/// What every run of a `--repeat` shares.
+struct Env<'a> {
+    plan: &'a RunPlan,
+    coll: &'a mongodb::Collection<RawDocumentBuf>,
+    args: &'a RunArgs,
+    stop: &'a CancellationToken,
+    log: Option<mpsc::Sender<Vec<crate::samplelog::Logged>>>,
+}
+
+async fn execute(env: &Env<'_>, keys: crate::workload::KeySpace, seed: u64, run: u32) -> RunResult {
+    let Env {
+        plan,
+        coll,
+        args,
+        stop,
+        ..
+    } = *env;
+    let log = env.log.clone();
     let groups = plan.groups().count();
     let active: Arc<Vec<AtomicU32>> = Arc::new((0..groups).map(|_| AtomicU32::new(0)).collect());
     let (tx, rx) = mpsc::channel(SAMPLE_CHANNEL);
     let live = (!args.quiet).then(|| Live {
         interval: args.interval,
         groups: plan.groups().map(|g| (g.name.clone(), g.threads)).collect(),
-        active: Arc::clone(&active),
     });
-    let collector = tokio::spawn(collector::collect(rx, groups, live));
+    let collector = tokio::spawn(collector::collect(
+        rx,
+        groups,
+        live,
+        Arc::clone(&active),
+        log,
+    ));
     let ctx = Arc::new(Context {
         coll: coll.clone(),
         gen: Arc::clone(&plan.document),
@@ -184,6 +248,7 @@ async fn execute(
     });
     let started_at = now_rfc3339();
     let t0 = Instant::now();
+    let mut spans = Vec::new();
     for stage in &plan.stages {
         if stop.is_cancelled() {
             break;
@@ -200,20 +265,34 @@ async fn execute(
                     .join(", ")
             );
         }
+        let start_ms = epoch_ms();
         executor::run_stage(stage, &ctx).await;
+        spans.push(StageSpan {
+            label: resources::stage_label(plan, stage),
+            start_ms,
+            end_ms: epoch_ms(),
+        });
     }
     drop(ctx);
     let metrics = collector
         .await
         .unwrap_or_else(|_| vec![Default::default(); groups]);
-    RunResult::new(
+    let mut result = RunResult::new(
         run,
         started_at,
         t0.elapsed().as_secs_f64(),
         stop.is_cancelled(),
         plan,
         &metrics,
-    )
+    );
+    result.stages = spans;
+    result
+}
+
+fn epoch_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 fn collection(client: &mongodb::Client, plan: &RunPlan) -> mongodb::Collection<RawDocumentBuf> {
@@ -265,6 +344,11 @@ fn prepare_out_dir(out: Option<&Path>, profile: &str) -> Result<PathBuf, Error> 
 
 fn write_summaries(dir: &Path, summary: &Summary) -> Result<(), Error> {
     report::write_to(&dir.join("summary.tsv"), summary, report::tsv::render)?;
+    report::write_to(
+        &dir.join("resources-summary.tsv"),
+        summary,
+        report::tsv::render_resources,
+    )?;
     report::write_to(&dir.join("summary.json"), summary, report::json::render)
 }
 
@@ -298,6 +382,22 @@ fn write_run_json(
     });
     let bytes = serde_json::to_vec_pretty(&doc).map_err(|e| Error::Other(e.into()))?;
     report::write_atomically(&dir.join("run.json"), &bytes)
+}
+
+/// The port of a URI's single host when that host is this machine (loopback).
+async fn local_port(uri: &str) -> Option<u16> {
+    let hosts = mongodb::options::ClientOptions::parse(uri)
+        .await
+        .ok()?
+        .hosts;
+    match hosts.as_slice() {
+        [mongodb::options::ServerAddress::Tcp { host, port }]
+            if host == "localhost" || host == "::1" || host.starts_with("127.") =>
+        {
+            Some(port.unwrap_or(27017))
+        }
+        _ => None,
+    }
 }
 
 pub fn now_rfc3339() -> String {

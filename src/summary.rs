@@ -6,6 +6,8 @@ use serde::Serialize;
 
 use crate::metrics::{GroupMetrics, Row};
 use crate::plan::{RunPlan, StopAt};
+use crate::resources::{ResourceSummary, StageSpan};
+use crate::sampler::ResourceRow;
 
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -21,7 +23,29 @@ pub struct Summary {
     pub runs: Vec<RunResult>,
     /// Run-to-run spread of throughput per label; empty for a single run.
     pub spread: Vec<Spread>,
+    /// Server and client resources per stage of each run (see `resources`).
+    pub resources: Vec<ResourceSummary>,
     pub interrupted: bool,
+}
+
+impl Summary {
+    /// Recomputes the resource summary of every run from the sampler's rows.
+    pub fn refresh_resources(&mut self, rows: &[ResourceRow]) {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        self.resources = self
+            .runs
+            .iter()
+            .flat_map(|r| {
+                let throughput = |label: &str| {
+                    r.rows
+                        .iter()
+                        .find(|x| x.label == label)
+                        .map_or(0.0, |x| x.throughput)
+                };
+                crate::resources::summarize(r.run, &r.stages, throughput, rows, cores)
+            })
+            .collect();
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -57,6 +81,8 @@ pub struct RunResult {
     pub errors_by_class: BTreeMap<String, BTreeMap<String, u64>>,
     /// Distinct failure messages with counts, over all groups.
     pub error_messages: BTreeMap<String, u64>,
+    /// When each stage ran.
+    pub stages: Vec<StageSpan>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -128,11 +154,7 @@ impl RunResult {
                 }
             }
             if several_stages && stage.groups.len() > 1 {
-                let label = if stage.name.is_empty() {
-                    "TOTAL (no stage)".to_string()
-                } else {
-                    format!("TOTAL {}", stage.name)
-                };
+                let label = crate::resources::stage_label(plan, stage);
                 rows.push(stage_total.row(&label));
             }
             total.merge(&stage_total);
@@ -146,6 +168,7 @@ impl RunResult {
             rows,
             errors_by_class,
             error_messages,
+            stages: Vec::new(),
         }
     }
 
@@ -212,6 +235,7 @@ mod tests {
                     rows: vec![row],
                     errors_by_class: BTreeMap::new(),
                     error_messages: BTreeMap::new(),
+                    stages: Vec::new(),
                 }
             })
             .collect()

@@ -85,6 +85,8 @@ pub fn render(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
         }
     }
 
+    resources(s, with_run, out)?;
+
     if !s.spread.is_empty() {
         writeln!(out, "\nThroughput over {} runs (samples/s):", s.runs.len())?;
         let w = s
@@ -109,6 +111,98 @@ pub fn render(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
     }
     if s.interrupted {
         writeln!(out, "\nINTERRUPTED: the numbers above cover only the operations that completed before the stop.")?;
+    }
+    Ok(())
+}
+
+/// The server resource summary: per stage, average / peak of each sampled quantity.
+fn resources(s: &Summary, with_run: bool, out: &mut dyn Write) -> std::io::Result<()> {
+    if s.resources.is_empty() {
+        return Ok(());
+    }
+    let ap = |a: &crate::resources::AvgPeak, decimals: usize| match (a.avg, a.peak) {
+        (Some(avg), Some(peak)) => format!("{avg:.decimals$} / {peak:.decimals$}"),
+        _ => "-".to_string(),
+    };
+    let mut lines = vec![vec![
+        "Run".to_string(),
+        "Label".into(),
+        "Seconds".into(),
+        "Client ops/s".into(),
+        "Server ops/s".into(),
+        "Server CPU %".into(),
+        "IOPS".into(),
+        "Disk write KB/s".into(),
+        "Client CPU %".into(),
+    ]];
+    for r in &s.resources {
+        lines.push(vec![
+            r.run.to_string(),
+            r.label.clone(),
+            r.seconds.to_string(),
+            format!("{:.1}", r.client_ops_s),
+            ap(&r.server_ops_s, 0),
+            ap(&r.server_cpu_pct, 0),
+            ap(&r.iops, 0),
+            ap(&r.disk_write_kbs, 0),
+            ap(&r.client_cpu_pct, 0),
+        ]);
+    }
+    let skip = usize::from(!with_run);
+    let widths: Vec<usize> = (0..lines[0].len())
+        .map(|c| {
+            lines
+                .iter()
+                .map(|l| l[c].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    writeln!(
+        out,
+        "\nServer resources, sampled every second (average / peak over each stage):"
+    )?;
+    for (i, l) in lines.iter().enumerate() {
+        let cells: Vec<String> = l
+            .iter()
+            .enumerate()
+            .skip(skip)
+            .map(|(c, v)| {
+                if c == 1 {
+                    format!("{v:<w$}", w = widths[c])
+                } else {
+                    format!("{v:>w$}", w = widths[c])
+                }
+            })
+            .collect();
+        writeln!(out, "{}", cells.join("  ").trim_end())?;
+        if i == 0 {
+            writeln!(
+                out,
+                "{}",
+                widths
+                    .iter()
+                    .skip(skip)
+                    .map(|w| "-".repeat(*w))
+                    .collect::<Vec<_>>()
+                    .join("  ")
+            )?;
+        }
+    }
+    writeln!(out, "(Server ops/s = serverStatus opcounters insert + query + update + delete; CPU % of one core; - = not measurable here)")?;
+    for r in &s.resources {
+        if let Some(w) = &r.warning {
+            writeln!(
+                out,
+                "warning: {}{}: {w}",
+                if with_run {
+                    format!("run {} ", r.run)
+                } else {
+                    String::new()
+                },
+                r.label
+            )?;
+        }
     }
     Ok(())
 }

@@ -28,6 +28,40 @@ pub fn render(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Header of `resources-summary.tsv`; empty cells mean "not known here".
+pub const RESOURCES_HEADER: &str = "Run\tLabel\tSeconds\tClient ops/s\tServer ops/s avg\tServer ops/s peak\tServer CPU % avg\tServer CPU % peak\tIOPS avg\tIOPS peak\tDisk write KB/s avg\tDisk write KB/s peak\tClient CPU % avg\tClient CPU % peak\tClient RSS MB peak\tWarning";
+
+/// `resources-summary.tsv`: one row per stage of each run.
+pub fn render_resources(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(out, "{RESOURCES_HEADER}")?;
+    let f = |x: Option<f64>| x.map_or(String::new(), |v| format!("{v:.2}"));
+    for r in &s.resources {
+        let cells = [
+            r.run.to_string(),
+            r.label.clone(),
+            r.seconds.to_string(),
+            format!("{:.2}", r.client_ops_s),
+            f(r.server_ops_s.avg),
+            f(r.server_ops_s.peak),
+            f(r.server_cpu_pct.avg),
+            f(r.server_cpu_pct.peak),
+            f(r.iops.avg),
+            f(r.iops.peak),
+            f(r.disk_write_kbs.avg),
+            f(r.disk_write_kbs.peak),
+            f(r.client_cpu_pct.avg),
+            f(r.client_cpu_pct.peak),
+            f(r.client_rss_mb.peak),
+            r.warning
+                .clone()
+                .unwrap_or_default()
+                .replace(['\t', '\n'], " "),
+        ];
+        writeln!(out, "{}", cells.join("\t"))?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -50,6 +84,7 @@ mod tests {
             groups: vec![],
             runs: vec![],
             spread: vec![],
+            resources: vec![],
             interrupted: false,
         };
         let mut out = Vec::new();

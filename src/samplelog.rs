@@ -1,0 +1,225 @@
+//! The per-operation sample log (`samples.tsv`) and its JMeter twin (`--jtl`, JMeter's default
+//! CSV result format). A thread of its own owns both files: the collector hands it batches of
+//! samples over a bounded channel, so workers never format text or touch a file, and a slow disk
+//! slows the run (backpressure) rather than losing lines.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::thread::JoinHandle;
+
+use tokio::sync::mpsc;
+
+use crate::error::Error;
+use crate::sample::Sample;
+
+/// Header of `samples.tsv`.
+pub const SAMPLES_HEADER: &str =
+    "start_us\telapsed_us\tgroup\tthread\tok\terror\tsent_bytes\treceived_bytes";
+
+/// JMeter's default CSV header (jmeter.properties `jmeter.save.saveservice.*` defaults).
+pub const JTL_HEADER: &str = "timeStamp,elapsed,label,responseCode,responseMessage,threadName,dataType,success,failureMessage,bytes,sentBytes,grpThreads,allThreads,URL,Latency,IdleTime,Connect";
+
+/// Batches in flight between the collector and the writer.
+const CHANNEL_BATCHES: usize = 64;
+
+/// A sample with the thread counts JMeter's format wants, taken when the collector received it.
+pub struct Logged {
+    pub sample: Sample,
+    pub group_threads: u32,
+    pub all_threads: u32,
+}
+
+pub struct SampleLog {
+    tx: Option<mpsc::Sender<Vec<Logged>>>,
+    writer: Option<JoinHandle<std::io::Result<u64>>>,
+    paths: Vec<PathBuf>,
+}
+
+struct Outputs {
+    tsv: Option<BufWriter<File>>,
+    jtl: Option<BufWriter<File>>,
+}
+
+impl SampleLog {
+    /// Creates the files (with headers) now, so a bad path fails before the load starts.
+    pub fn create(
+        tsv: Option<&Path>,
+        jtl: Option<&Path>,
+        groups: Vec<String>,
+        url: String,
+    ) -> Result<Self, Error> {
+        let open = |p: &Path, header: &str| -> Result<BufWriter<File>, Error> {
+            let io = |source| Error::Output {
+                path: p.to_path_buf(),
+                source,
+            };
+            let mut w = BufWriter::with_capacity(1 << 20, File::create(p).map_err(io)?);
+            writeln!(w, "{header}").map_err(io)?;
+            w.flush().map_err(io)?;
+            Ok(w)
+        };
+        let mut out = Outputs {
+            tsv: tsv.map(|p| open(p, SAMPLES_HEADER)).transpose()?,
+            jtl: jtl.map(|p| open(p, JTL_HEADER)).transpose()?,
+        };
+        let paths = tsv
+            .iter()
+            .chain(jtl.iter())
+            .map(|p| p.to_path_buf())
+            .collect();
+        let (tx, mut rx) = mpsc::channel::<Vec<Logged>>(CHANNEL_BATCHES);
+        let writer = std::thread::Builder::new()
+            .name("sample-log".into())
+            .spawn(move || {
+                let mut lines = 0u64;
+                let mut line = String::with_capacity(256);
+                let url = csv(&url);
+                while let Some(batch) = rx.blocking_recv() {
+                    for l in &batch {
+                        if let Some(w) = out.tsv.as_mut() {
+                            line.clear();
+                            format_tsv(&mut line, &l.sample, &groups);
+                            w.write_all(line.as_bytes())?;
+                        }
+                        if let Some(w) = out.jtl.as_mut() {
+                            line.clear();
+                            format_jtl(&mut line, l, &groups, &url);
+                            w.write_all(line.as_bytes())?;
+                        }
+                        lines += 1;
+                    }
+                }
+                for w in [out.tsv.as_mut(), out.jtl.as_mut()].into_iter().flatten() {
+                    w.flush()?;
+                    w.get_ref().sync_data()?;
+                }
+                Ok(lines)
+            })
+            .map_err(|e| Error::Other(e.into()))?;
+        Ok(SampleLog {
+            tx: Some(tx),
+            writer: Some(writer),
+            paths,
+        })
+    }
+
+    /// A sender for the collector; sending waits when the writer is `CHANNEL_BATCHES` behind.
+    pub fn sender(&self) -> Option<mpsc::Sender<Vec<Logged>>> {
+        self.tx.clone()
+    }
+
+    /// Waits for every line to be written and the files synced; returns the lines written.
+    pub fn finish(mut self) -> Result<u64, Error> {
+        self.tx.take();
+        let path = self.paths.first().cloned().unwrap_or_default();
+        match self.writer.take().map(|w| w.join()) {
+            Some(Ok(Ok(n))) => Ok(n),
+            Some(Ok(Err(source))) => Err(Error::Output { path, source }),
+            Some(Err(_)) => Err(Error::Other(anyhow::anyhow!(
+                "the sample log writer panicked"
+            ))),
+            None => Ok(0),
+        }
+    }
+}
+
+fn format_tsv(out: &mut String, s: &Sample, groups: &[String]) {
+    use std::fmt::Write;
+    let group = groups.get(usize::from(s.group)).map_or("?", |g| g.as_str());
+    let (ok, err) = match &s.error {
+        None => ("1", ""),
+        Some(e) => ("0", e.class.as_str()),
+    };
+    let _ = writeln!(
+        out,
+        "{}\t{}\t{group}\t{}\t{ok}\t{err}\t{}\t{}",
+        s.start_us, s.elapsed_us, s.thread, s.sent, s.received
+    );
+}
+
+fn format_jtl(out: &mut String, l: &Logged, groups: &[String], url: &str) {
+    use std::fmt::Write;
+    let s = &l.sample;
+    let group = groups.get(usize::from(s.group)).map_or("?", |g| g.as_str());
+    let label = csv(group);
+    let elapsed_ms = s.elapsed_us / 1000;
+    let (code, message, success, failure) = match &s.error {
+        None => ("200".to_string(), "OK".to_string(), "true", String::new()),
+        Some(e) => (
+            e.class.as_str().to_string(),
+            csv(&e.message),
+            "false",
+            csv(&e.message),
+        ),
+    };
+    let _ = writeln!(
+        out,
+        "{},{elapsed_ms},{label},{code},{message},{label} 1-{},text,{success},{failure},{},{},{},{},{url},{elapsed_ms},0,0",
+        s.start_us / 1000,
+        s.thread,
+        s.received,
+        s.sent,
+        l.group_threads,
+        l.all_threads,
+    );
+}
+
+/// Quotes a CSV field when it needs it (RFC 4180).
+fn csv(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sample::{ErrorClass, OpError};
+
+    fn sample(error: Option<OpError>) -> Sample {
+        Sample {
+            group: 1,
+            thread: 7,
+            start_us: 1_700_000_000_123_456,
+            elapsed_us: 2_345,
+            sent: 120,
+            received: 4096,
+            matched: true,
+            modified: false,
+            error: error.map(Box::new),
+        }
+    }
+
+    #[test]
+    fn a_tsv_line_has_one_field_per_header_column() {
+        let mut s = String::new();
+        format_tsv(&mut s, &sample(None), &["a".into(), "find".into()]);
+        assert_eq!(s, "1700000000123456\t2345\tfind\t7\t1\t\t120\t4096\n");
+        assert_eq!(
+            s.trim_end().split('\t').count(),
+            SAMPLES_HEADER.split('\t').count()
+        );
+    }
+
+    #[test]
+    fn a_jtl_line_follows_jmeters_columns_and_quotes_messages() {
+        let mut s = String::new();
+        let e = OpError {
+            class: ErrorClass::ServerError,
+            message: "E11000, \"dup\"".into(),
+        };
+        let l = Logged {
+            sample: sample(Some(e)),
+            group_threads: 3,
+            all_threads: 9,
+        };
+        format_jtl(&mut s, &l, &["a".into(), "find".into()], "null");
+        assert_eq!(
+            s,
+            "1700000000123,2,find,server_error,\"E11000, \"\"dup\"\"\",find 1-7,text,false,\"E11000, \"\"dup\"\"\",4096,120,3,9,null,2,0,0\n"
+        );
+    }
+}
