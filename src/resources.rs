@@ -48,19 +48,40 @@ pub fn stage_label(plan: &RunPlan, stage: &Stage) -> String {
     }
 }
 
-fn avg_peak(rows: &[&ResourceRow], f: impl Fn(&ResourceRow) -> Option<f64>) -> AvgPeak {
-    let v: Vec<f64> = rows.iter().filter_map(|r| f(r)).collect();
-    if v.is_empty() {
+/// Time-weighted average over the seconds of each row's interval inside the stage (so a rate's
+/// average is the count over the stage divided by its length), and the peak over rows with at
+/// least half a second inside it.
+fn avg_peak(rows: &[(f64, &ResourceRow)], f: impl Fn(&ResourceRow) -> Option<f64>) -> AvgPeak {
+    let (mut sum, mut weight, mut peak) = (0.0, 0.0, None::<f64>);
+    for (overlap, r) in rows {
+        let Some(v) = f(r) else { continue };
+        sum += v * overlap;
+        weight += overlap;
+        if *overlap >= 0.5 {
+            peak = Some(peak.map_or(v, |p| p.max(v)));
+        }
+    }
+    if weight == 0.0 {
         return AvgPeak::default();
     }
     AvgPeak {
-        avg: Some(v.iter().sum::<f64>() / v.len() as f64),
-        peak: v.iter().copied().reduce(f64::max),
+        avg: Some(sum / weight),
+        peak: peak.or(Some(sum / weight)),
     }
 }
 
-/// One summary per stage span. A sampler row covers the second before its time, so the rows
-/// counted are those ending after the stage's first second and no later than its end.
+/// Rows whose interval overlaps the span, with the seconds of it inside the span.
+fn overlapping<'a>(rows: &'a [ResourceRow], s: &StageSpan) -> Vec<(f64, &'a ResourceRow)> {
+    rows.iter()
+        .filter_map(|r| {
+            let from = r.time_ms.saturating_sub(r.interval_ms);
+            let inside = r.time_ms.min(s.end_ms).saturating_sub(from.max(s.start_ms));
+            (inside > 0).then(|| (inside as f64 / 1000.0, r))
+        })
+        .collect()
+}
+
+/// One summary per stage span.
 pub fn summarize(
     run: u32,
     spans: &[StageSpan],
@@ -71,8 +92,7 @@ pub fn summarize(
     spans
         .iter()
         .map(|s| {
-            let inside: Vec<&ResourceRow> =
-                rows.iter().filter(|r| r.time_ms >= s.start_ms + 1000 && r.time_ms <= s.end_ms + 200).collect();
+            let inside = overlapping(rows, s);
             let client_cpu = avg_peak(&inside, |r| r.client_cpu_pct);
             let server_cpu = avg_peak(&inside, |r| r.server_cpu_pct);
             let host = avg_peak(&inside, |r| r.host_cpu_pct);
@@ -111,6 +131,7 @@ mod tests {
     fn row(t: u64, cpu: f64, client: f64) -> ResourceRow {
         ResourceRow {
             time_ms: t,
+            interval_ms: 1000,
             server_cpu_pct: Some(cpu),
             client_cpu_pct: Some(client),
             host_cpu_pct: Some(cpu + client),
@@ -147,6 +168,29 @@ mod tests {
         assert_eq!(s.client_ops_s, 42.0);
         assert!(s.iops.avg.is_none());
         assert!(s.warning.is_none());
+    }
+
+    #[test]
+    fn rows_straddling_the_stage_edges_count_for_the_part_inside() {
+        // Stage 12.5 s to 14.5 s; rows end at 13, 14, 15 s (CPU 30, 40, 50) and 12 s (20, outside).
+        let rows: Vec<ResourceRow> = (0..10)
+            .map(|i| row(10_000 + i * 1000, 10.0 * i as f64, 5.0))
+            .collect();
+        let spans = [StageSpan {
+            label: "x".into(),
+            start_ms: 12_500,
+            end_ms: 14_500,
+        }];
+        let s = &summarize(1, &spans, |_| 0.0, &rows, 2)[0];
+        assert_eq!(s.seconds, 3);
+        // (30 * 0.5 + 40 * 1 + 50 * 0.5) / 2 = 40; peaks only from rows at least half inside.
+        assert_eq!(
+            s.server_cpu_pct,
+            AvgPeak {
+                avg: Some(40.0),
+                peak: Some(50.0)
+            }
+        );
     }
 
     #[test]

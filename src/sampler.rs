@@ -20,12 +20,14 @@ use crate::error::Error;
 pub const PERIOD: Duration = Duration::from_secs(1);
 
 /// Header of `resources.tsv`; empty cells mean "not known here".
-pub const HEADER: &str = "time_ms\tserver_cpu_pct\tserver_rss_mb\tdisk_read_kbs\tdisk_write_kbs\tiops\tclient_cpu_pct\tclient_rss_mb\thost_cpu_pct\tinsert_s\tquery_s\tupdate_s\tdelete_s\tgetmore_s\tcommand_s\tconnections\tnet_in_kbs\tnet_out_kbs\tcache_used_mb\tcache_dirty_mb";
+pub const HEADER: &str = "time_ms\tinterval_ms\tserver_cpu_pct\tserver_rss_mb\tdisk_read_kbs\tdisk_write_kbs\tiops\tclient_cpu_pct\tclient_rss_mb\thost_cpu_pct\tinsert_s\tquery_s\tupdate_s\tdelete_s\tgetmore_s\tcommand_s\tconnections\tnet_in_kbs\tnet_out_kbs\tcache_used_mb\tcache_dirty_mb";
 
 /// One second of resource use. Rates are over the second before `time_ms`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ResourceRow {
     pub time_ms: u64,
+    /// Length of the interval the rates cover, ending at `time_ms`.
+    pub interval_ms: u64,
     pub server_cpu_pct: Option<f64>,
     pub server_rss_mb: Option<f64>,
     pub disk_read_kbs: Option<f64>,
@@ -54,6 +56,7 @@ impl ResourceRow {
         let f = |x: &Option<f64>| x.map_or(String::new(), |v| format!("{v:.1}"));
         let mut cells = vec![
             self.time_ms.to_string(),
+            self.interval_ms.to_string(),
             f(&self.server_cpu_pct),
             f(&self.server_rss_mb),
             f(&self.disk_read_kbs),
@@ -114,14 +117,18 @@ impl Sampler {
             state.take(&target).await; // primes the counters; rates need two readings
             let mut tick = tokio::time::interval_at((Instant::now() + PERIOD).into(), PERIOD);
             loop {
-                tokio::select! {
-                    _ = tick.tick() => {}
-                    _ = stopped.cancelled() => break,
-                }
+                // On stop, one last row covers the time since the previous one.
+                let last = tokio::select! {
+                    _ = tick.tick() => false,
+                    _ = stopped.cancelled() => true,
+                };
                 let row = state.take(&target).await;
                 // A full disk must not stop the run; the summary still has the rows.
                 let _ = writeln!(out, "{}", row.tsv()).and_then(|_| out.flush());
                 shared.lock().unwrap_or_else(|p| p.into_inner()).push(row);
+                if last {
+                    break;
+                }
             }
             let _ = out.flush();
         });
@@ -168,12 +175,14 @@ impl State {
 
     async fn take(&mut self, target: &Target) -> ResourceRow {
         let now = Instant::now();
-        let secs = now.duration_since(self.last_at).as_secs_f64().max(1e-3);
+        let elapsed = now.duration_since(self.last_at);
+        let secs = elapsed.as_secs_f64().max(1e-3);
         self.last_at = now;
         let mut row = ResourceRow {
             time_ms: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as u64),
+            interval_ms: elapsed.as_millis() as u64,
             ..Default::default()
         };
 
@@ -361,12 +370,13 @@ mod tests {
     fn a_row_has_one_cell_per_header_column_and_blanks_for_unknowns() {
         let row = ResourceRow {
             time_ms: 5,
+            interval_ms: 1000,
             server_cpu_pct: Some(61.25),
             ..Default::default()
         };
         let line = row.tsv();
         assert_eq!(line.split('\t').count(), HEADER.split('\t').count());
-        assert!(line.starts_with("5\t61.2\t\t"), "{line}");
+        assert!(line.starts_with("5\t1000\t61.2\t\t"), "{line}");
     }
 
     #[test]
