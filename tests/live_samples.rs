@@ -162,3 +162,36 @@ fn an_insert_run_shows_server_cpu_disk_writes_and_an_insert_rate_matching_the_cl
     assert!(rs[0].starts_with("Run\tLabel\tSeconds\tClient ops/s\tServer ops/s avg"));
     assert_eq!(rs.len(), 2);
 }
+
+#[test]
+fn a_server_killed_mid_run_leaves_a_sample_log_matching_the_summary() {
+    if std::env::var("MONGO_STRESS_SKIP_LIVE").as_deref() == Ok("1") {
+        return;
+    }
+    // Our own server, so it can be killed.
+    let mut server = mongo_stress::server::EmbeddedServer::start(None).expect("a server to start");
+    let dir = tempfile::tempdir().unwrap();
+    let path = profile(dir.path(), &unique_db("killed"), "drop = true", "[[group]]\nname = \"ins\"\nop = \"insert\"\nthreads = 4\nduration = \"4s\"\n");
+    let out = dir.path().join("run");
+    let uri = format!("{}&serverSelectionTimeoutMS=1500", server.uri());
+    let child = std::process::Command::new(bin_path())
+        .args(["run", path.to_str().unwrap(), "--uri", &uri, "--quiet", "--out"])
+        .arg(&out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    server.stop();
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    // Done, but with failed operations: exit 1.
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let summary = read_json(&out.join("summary.json"));
+    let ins = row(&summary, "ins");
+    assert!(ins["errors"].as_u64().unwrap() > 0, "{ins}");
+    let samples = lines(&out.join("samples.tsv"));
+    assert_eq!((samples.len() - 1) as u64, ins["samples"].as_u64().unwrap());
+    let failed = samples[1..].iter().filter(|l| l.split('\t').nth(4) == Some("0")).count() as u64;
+    assert_eq!(failed, ins["errors"].as_u64().unwrap());
+}
