@@ -50,7 +50,7 @@ pub fn stage_label(plan: &RunPlan, stage: &Stage) -> String {
 
 /// Time-weighted average over the seconds of each row's interval inside the stage (so a rate's
 /// average is the count over the stage divided by its length), and the peak over rows with at
-/// least half a second inside it.
+/// least half a second inside it; nothing when no row has.
 fn avg_peak(rows: &[(f64, &ResourceRow)], f: impl Fn(&ResourceRow) -> Option<f64>) -> AvgPeak {
     let (mut sum, mut weight, mut peak) = (0.0, 0.0, None::<f64>);
     for (overlap, r) in rows {
@@ -61,12 +61,13 @@ fn avg_peak(rows: &[(f64, &ResourceRow)], f: impl Fn(&ResourceRow) -> Option<f64
             peak = Some(peak.map_or(v, |p| p.max(v)));
         }
     }
-    if weight == 0.0 {
-        return AvgPeak::default();
-    }
-    AvgPeak {
-        avg: Some(sum / weight),
-        peak: peak.or(Some(sum / weight)),
+    // A stage no sampled second is even half inside is too short to say anything about.
+    match peak {
+        Some(peak) if weight > 0.0 => AvgPeak {
+            avg: Some(sum / weight),
+            peak: Some(peak),
+        },
+        _ => AvgPeak::default(),
     }
 }
 
@@ -191,6 +192,19 @@ mod tests {
                 peak: Some(50.0)
             }
         );
+    }
+
+    #[test]
+    fn a_stage_shorter_than_half_a_sampled_second_reports_nothing() {
+        let rows: Vec<ResourceRow> = (0..3).map(|i| row(1000 + i * 1000, 50.0, 5.0)).collect();
+        let spans = [StageSpan {
+            label: "x".into(),
+            start_ms: 1100,
+            end_ms: 1500,
+        }];
+        let s = &summarize(1, &spans, |_| 0.0, &rows, 2)[0];
+        assert_eq!(s.server_cpu_pct, AvgPeak::default());
+        assert!(s.warning.is_none());
     }
 
     #[test]

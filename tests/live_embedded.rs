@@ -134,7 +134,11 @@ fn ctrl_c_mid_run_prints_what_completed_and_exits_130_with_whole_files() {
     let total = row(&summary, "TOTAL")["samples"].as_u64().unwrap();
     assert!(total > 0);
     let logged = std::fs::read_to_string(out_dir.join("samples.tsv")).unwrap();
-    assert_eq!(logged.lines().count() as u64 - 1, total, "samples.tsv lines vs # Samples");
+    assert_eq!(
+        logged.lines().count() as u64 - 1,
+        total,
+        "samples.tsv lines vs # Samples"
+    );
     assert!(logged.ends_with('\n'), "no torn last line");
     let tsv = std::fs::read_to_string(out_dir.join("summary.tsv")).unwrap();
     assert_eq!(tsv.lines().count(), 1 + 5);

@@ -171,11 +171,23 @@ fn a_server_killed_mid_run_leaves_a_sample_log_matching_the_summary() {
     // Our own server, so it can be killed.
     let mut server = mongo_stress::server::EmbeddedServer::start(None).expect("a server to start");
     let dir = tempfile::tempdir().unwrap();
-    let path = profile(dir.path(), &unique_db("killed"), "drop = true", "[[group]]\nname = \"ins\"\nop = \"insert\"\nthreads = 4\nduration = \"4s\"\n");
+    let path = profile(
+        dir.path(),
+        &unique_db("killed"),
+        "drop = true",
+        "[[group]]\nname = \"ins\"\nop = \"insert\"\nthreads = 4\nduration = \"4s\"\n",
+    );
     let out = dir.path().join("run");
     let uri = format!("{}&serverSelectionTimeoutMS=1500", server.uri());
     let child = std::process::Command::new(bin_path())
-        .args(["run", path.to_str().unwrap(), "--uri", &uri, "--quiet", "--out"])
+        .args([
+            "run",
+            path.to_str().unwrap(),
+            "--uri",
+            &uri,
+            "--quiet",
+            "--out",
+        ])
         .arg(&out)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -192,6 +204,9 @@ fn a_server_killed_mid_run_leaves_a_sample_log_matching_the_summary() {
     assert!(ins["errors"].as_u64().unwrap() > 0, "{ins}");
     let samples = lines(&out.join("samples.tsv"));
     assert_eq!((samples.len() - 1) as u64, ins["samples"].as_u64().unwrap());
-    let failed = samples[1..].iter().filter(|l| l.split('\t').nth(4) == Some("0")).count() as u64;
+    let failed = samples[1..]
+        .iter()
+        .filter(|l| l.split('\t').nth(4) == Some("0"))
+        .count() as u64;
     assert_eq!(failed, ins["errors"].as_u64().unwrap());
 }

@@ -22,41 +22,7 @@ pub fn render(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
             lines.push(cells);
         }
     }
-    let widths: Vec<usize> = (0..lines[0].len())
-        .map(|c| {
-            lines
-                .iter()
-                .map(|l| l[c].chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let label_col = usize::from(with_run);
-    for (i, l) in lines.iter().enumerate() {
-        let cells: Vec<String> = l
-            .iter()
-            .enumerate()
-            .map(|(c, v)| {
-                if c == label_col {
-                    format!("{v:<w$}", w = widths[c])
-                } else {
-                    format!("{v:>w$}", w = widths[c])
-                }
-            })
-            .collect();
-        writeln!(out, "{}", cells.join("  ").trim_end())?;
-        if i == 0 {
-            writeln!(
-                out,
-                "{}",
-                widths
-                    .iter()
-                    .map(|w| "-".repeat(*w))
-                    .collect::<Vec<_>>()
-                    .join("  ")
-            )?;
-        }
-    }
+    aligned(&lines, usize::from(with_run), out)?;
     writeln!(out, "(times in ms; Throughput in samples/s; Matched = operations that found or wrote a document, Modified = updates that changed one or removes that deleted one)")?;
 
     for run in &s.runs {
@@ -148,47 +114,16 @@ fn resources(s: &Summary, with_run: bool, out: &mut dyn Write) -> std::io::Resul
             ap(&r.client_cpu_pct, 0),
         ]);
     }
-    let skip = usize::from(!with_run);
-    let widths: Vec<usize> = (0..lines[0].len())
-        .map(|c| {
-            lines
-                .iter()
-                .map(|l| l[c].chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
+    if !with_run {
+        for l in &mut lines {
+            l.remove(0);
+        }
+    }
     writeln!(
         out,
         "\nServer resources, sampled every second (average / peak over each stage):"
     )?;
-    for (i, l) in lines.iter().enumerate() {
-        let cells: Vec<String> = l
-            .iter()
-            .enumerate()
-            .skip(skip)
-            .map(|(c, v)| {
-                if c == 1 {
-                    format!("{v:<w$}", w = widths[c])
-                } else {
-                    format!("{v:>w$}", w = widths[c])
-                }
-            })
-            .collect();
-        writeln!(out, "{}", cells.join("  ").trim_end())?;
-        if i == 0 {
-            writeln!(
-                out,
-                "{}",
-                widths
-                    .iter()
-                    .skip(skip)
-                    .map(|w| "-".repeat(*w))
-                    .collect::<Vec<_>>()
-                    .join("  ")
-            )?;
-        }
-    }
+    aligned(&lines, usize::from(with_run), out)?;
     writeln!(out, "(Server ops/s = serverStatus opcounters insert + query + update + delete; CPU % of one core; - = not measurable here)")?;
     for r in &s.resources {
         if let Some(w) = &r.warning {
@@ -202,6 +137,41 @@ fn resources(s: &Summary, with_run: bool, out: &mut dyn Write) -> std::io::Resul
                 },
                 r.label
             )?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes `lines` (the first is the header, underlined) as columns two spaces apart: the
+/// `label` column left-aligned, every other one right-aligned.
+fn aligned(lines: &[Vec<String>], label: usize, out: &mut dyn Write) -> std::io::Result<()> {
+    let columns = lines.first().map_or(0, Vec::len);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| {
+            lines
+                .iter()
+                .map(|l| l[c].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for (i, l) in lines.iter().enumerate() {
+        let cells: Vec<String> = l
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(c, (v, w))| {
+                if c == label {
+                    format!("{v:<w$}")
+                } else {
+                    format!("{v:>w$}")
+                }
+            })
+            .collect();
+        writeln!(out, "{}", cells.join("  ").trim_end())?;
+        if i == 0 {
+            let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
+            writeln!(out, "{}", rule.join("  "))?;
         }
     }
     Ok(())
