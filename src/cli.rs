@@ -43,6 +43,9 @@ pub struct OverrideArgs {
     /// Run every group for this long (e.g. 30s, 5m), overriding loops or duration
     #[arg(long, value_parser = parse_duration)]
     pub duration: Option<Duration>,
+    /// Operations per second for every group (open loop; latency from the intended start)
+    #[arg(long, value_parser = parse_rate)]
+    pub rate: Option<f64>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -95,6 +98,13 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
         .map_err(|e| format!("{e}; expected a duration such as 30s, 5m or 1h30m"))
 }
 
+fn parse_rate(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(r) if r.is_finite() && r > 0.0 => Ok(r),
+        _ => Err("expected operations per second, a number above 0, such as 200 or 2.5".into()),
+    }
+}
+
 fn parse_positive_duration(s: &str) -> Result<Duration, String> {
     let d = parse_duration(s)?;
     if d < Duration::from_millis(100) {
@@ -109,6 +119,7 @@ impl From<&OverrideArgs> for crate::plan::Overrides {
             threads: a.threads,
             loops: a.loops,
             duration: a.duration,
+            rate: a.rate,
         }
     }
 }

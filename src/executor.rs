@@ -2,7 +2,7 @@
 //! its ramp-up slot, then sends operations until its stop condition (loops, duration, or the run's
 //! stop token), timing each one and handing the sample to the collector over a bounded channel.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -29,6 +29,8 @@ pub struct Context {
     pub stop: CancellationToken,
     /// Running virtual users per group, by `GroupPlan::index`.
     pub active: Arc<Vec<AtomicU32>>,
+    /// Scheduled operations per group that never started (open loop, time ran out).
+    pub missed: Vec<AtomicU64>,
     pub seed: u64,
     pub clock: Clock,
 }
@@ -97,6 +99,41 @@ impl Drop for Active<'_> {
     }
 }
 
+/// When a virtual user's operations are due. Closed loop: whenever the previous one ended.
+/// Open loop (a group `rate`): the group's schedule starts after its ramp-up and has one slot every
+/// 1/rate seconds; user n of N owns slots n, n + N, n + 2N, ..., so the users share the rate
+/// evenly instead of firing in bursts.
+#[derive(Debug, Clone, Copy)]
+pub struct Pacer {
+    first: Instant,
+    period: Duration,
+}
+
+impl Pacer {
+    pub fn new(group: &GroupPlan, user: u32, group_start: Instant) -> Option<Pacer> {
+        let rate = group.rate?;
+        Some(Pacer {
+            first: group_start + group.ramp_up + Duration::from_secs_f64(f64::from(user) / rate),
+            period: Duration::from_secs_f64(f64::from(group.threads) / rate),
+        })
+    }
+
+    /// The intended start of this user's `j`-th operation.
+    pub fn due(&self, j: u64) -> Instant {
+        self.first + self.period.mul_f64(j as f64)
+    }
+
+    /// Slots from `j` on that fall before `deadline` (at most `left`).
+    fn before(&self, j: u64, deadline: Instant, left: u64) -> u64 {
+        let due = self.due(j);
+        if due >= deadline {
+            return 0;
+        }
+        let n = ((deadline - due).as_secs_f64() / self.period.as_secs_f64()).ceil() as u64;
+        n.min(left)
+    }
+}
+
 async fn virtual_user(group: Arc<GroupPlan>, n: u32, ctx: Arc<Context>, stage_start: Instant) {
     let offset = group
         .ramp_up
@@ -110,6 +147,7 @@ async fn virtual_user(group: Arc<GroupPlan>, n: u32, ctx: Arc<Context>, stage_st
         StopAt::Loops(l) => l,
         StopAt::Duration(_) => u64::MAX,
     };
+    let pacer = Pacer::new(&group, n, group_start);
     tokio::select! {
         _ = tokio::time::sleep_until((group_start + offset).into()) => {}
         _ = ctx.stop.cancelled() => return,
@@ -121,19 +159,45 @@ async fn virtual_user(group: Arc<GroupPlan>, n: u32, ctx: Arc<Context>, stage_st
     let mut rng = rand::rngs::SmallRng::seed_from_u64(user_seed(ctx.seed, group.index, n));
     let thread = n + 1;
     let group_id = group.index as u16;
-    for _ in 0..loops {
-        if ctx.stop.is_cancelled() || deadline.is_some_and(|d| Instant::now() >= d) {
+    for j in 0..loops {
+        if ctx.stop.is_cancelled() {
             break;
         }
+        let now = Instant::now();
+        let (due, late) = match (&pacer, deadline) {
+            (None, Some(d)) if now >= d => break,
+            (None, _) => (None, false),
+            (Some(p), d) => {
+                let due = p.due(j);
+                if d.is_some_and(|d| due >= d) {
+                    break;
+                }
+                if let Some(d) = d.filter(|d| now >= *d) {
+                    // Time is up with operations still owed: count them, never drop them silently.
+                    ctx.missed[group.index].fetch_add(p.before(j, d, loops - j), Ordering::Relaxed);
+                    break;
+                }
+                if due > now {
+                    tokio::select! {
+                        _ = tokio::time::sleep_until(due.into()) => {}
+                        _ = ctx.stop.cancelled() => break,
+                    }
+                }
+                (Some(due), due <= now)
+            }
+        };
         let req = Request::build(&group.op, &ctx.gen, &ctx.keys, &mut rng);
         let started = Instant::now();
         let out = crate::ops::execute(&ctx.coll, req).await;
         let elapsed = started.elapsed();
+        let start_us = ctx.clock.epoch_us(started);
         let sample = Sample {
             group: group_id,
             thread,
-            start_us: ctx.clock.epoch_us(started),
+            start_us,
+            intended_us: due.map_or(start_us, |d| ctx.clock.epoch_us(d)),
             elapsed_us: elapsed.as_micros() as u64,
+            late,
             sent: out.sent,
             received: out.received,
             matched: out.matched,

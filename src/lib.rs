@@ -83,6 +83,10 @@ fn print_plan(plan: &plan::RunPlan) {
                 }
                 plan::StopAt::Duration(d) => format!("for {}", humantime::format_duration(d)),
             };
+            let stop = match g.rate {
+                Some(r) => format!("{stop}, open loop at {r}/s"),
+                None => stop,
+            };
             println!(
                 "  group {:<14} {:<6} threads {:>5}  ramp-up {}  delay {}  {stop}",
                 g.name,

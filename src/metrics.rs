@@ -11,20 +11,81 @@ use crate::sample::{ErrorClass, Sample};
 /// Highest latency the histograms track exactly: one hour. Longer ones are clamped to it.
 const MAX_TRACKABLE_US: u64 = 3_600_000_000;
 
+/// One latency distribution: histogram plus exact sum, min and max.
 #[derive(Debug, Clone)]
-pub struct GroupMetrics {
+pub struct Timing {
     pub hist: Histogram<u64>,
-    pub samples: u64,
-    pub errors: u64,
     pub sum_us: u128,
     pub min_us: u64,
     pub max_us: u64,
+}
+
+impl Default for Timing {
+    fn default() -> Self {
+        Self {
+            hist: Histogram::new_with_bounds(1, MAX_TRACKABLE_US, 3)
+                .expect("static histogram bounds are valid"),
+            sum_us: 0,
+            min_us: u64::MAX,
+            max_us: 0,
+        }
+    }
+}
+
+impl Timing {
+    fn record(&mut self, us: u64) {
+        self.hist.saturating_record(us.clamp(1, MAX_TRACKABLE_US));
+        self.sum_us += u128::from(us);
+        self.min_us = self.min_us.min(us);
+        self.max_us = self.max_us.max(us);
+    }
+
+    fn merge(&mut self, o: &Timing) {
+        self.hist.add(&o.hist).expect("histograms share bounds");
+        self.sum_us += o.sum_us;
+        self.min_us = self.min_us.min(o.min_us);
+        self.max_us = self.max_us.max(o.max_us);
+    }
+
+    /// Milliseconds at quantile `q` (0 when empty).
+    fn quantile_ms(&self, q: f64) -> f64 {
+        if self.hist.is_empty() {
+            0.0
+        } else {
+            self.hist.value_at_quantile(q) as f64 / 1000.0
+        }
+    }
+
+    fn average_ms(&self) -> f64 {
+        let n = self.hist.len();
+        if n == 0 {
+            0.0
+        } else {
+            self.sum_us as f64 / n as f64 / 1000.0
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct GroupMetrics {
+    /// Latency as reported: from the intended start (open loop) or the actual start (closed loop).
+    pub latency: Timing,
+    /// Service time: from the actual start.
+    pub service: Timing,
+    pub samples: u64,
+    pub errors: u64,
     pub first_start_us: u64,
     pub last_end_us: u64,
     pub sent_bytes: u64,
     pub received_bytes: u64,
     pub matched: u64,
     pub modified: u64,
+    /// Operations whose user was still busy with the previous one when they were due.
+    pub late: u64,
+    /// Largest delay of an actual start behind its intended start.
+    pub max_behind_us: u64,
+    /// Scheduled operations never started because the group's time ran out.
+    pub missed: u64,
     pub errors_by_class: BTreeMap<ErrorClass, u64>,
     /// Distinct error messages with their counts (bounded, see `MAX_MESSAGES`).
     pub messages: BTreeMap<String, u64>,
@@ -35,19 +96,19 @@ const MAX_MESSAGES: usize = 50;
 impl Default for GroupMetrics {
     fn default() -> Self {
         Self {
-            hist: Histogram::new_with_bounds(1, MAX_TRACKABLE_US, 3)
-                .expect("static histogram bounds are valid"),
+            latency: Timing::default(),
+            service: Timing::default(),
             samples: 0,
             errors: 0,
-            sum_us: 0,
-            min_us: u64::MAX,
-            max_us: 0,
             first_start_us: u64::MAX,
             last_end_us: 0,
             sent_bytes: 0,
             received_bytes: 0,
             matched: 0,
             modified: 0,
+            late: 0,
+            max_behind_us: 0,
+            missed: 0,
             errors_by_class: BTreeMap::new(),
             messages: BTreeMap::new(),
         }
@@ -56,7 +117,9 @@ impl Default for GroupMetrics {
 
 impl GroupMetrics {
     pub fn record(&mut self, s: &Sample) {
-        self.record_latency(s.start_us, s.elapsed_us);
+        self.record_timing(s.start_us, s.latency_us(), s.elapsed_us);
+        self.max_behind_us = self.max_behind_us.max(s.behind_us());
+        self.late += u64::from(s.late);
         self.sent_bytes += u64::from(s.sent);
         self.received_bytes += u64::from(s.received);
         self.matched += u64::from(s.matched);
@@ -72,34 +135,37 @@ impl GroupMetrics {
         }
     }
 
-    /// Counts one sample's timing (the part of `record` unit tests can drive directly).
+    /// A closed-loop sample's timing: latency and service time are the same.
     pub fn record_latency(&mut self, start_us: u64, elapsed_us: u64) {
-        self.hist
-            .saturating_record(elapsed_us.clamp(1, MAX_TRACKABLE_US));
+        self.record_timing(start_us, elapsed_us, elapsed_us);
+    }
+
+    /// Counts one sample's timing (the part of `record` unit tests can drive directly).
+    pub fn record_timing(&mut self, start_us: u64, latency_us: u64, service_us: u64) {
+        self.latency.record(latency_us);
+        self.service.record(service_us);
         self.samples += 1;
-        self.sum_us += u128::from(elapsed_us);
-        self.min_us = self.min_us.min(elapsed_us);
-        self.max_us = self.max_us.max(elapsed_us);
         self.first_start_us = self.first_start_us.min(start_us);
-        self.last_end_us = self.last_end_us.max(start_us + elapsed_us);
+        self.last_end_us = self.last_end_us.max(start_us + service_us);
     }
 
     pub fn merge(&mut self, o: &GroupMetrics) {
+        self.missed += o.missed;
         if o.samples == 0 {
             return;
         }
-        self.hist.add(&o.hist).expect("histograms share bounds");
+        self.latency.merge(&o.latency);
+        self.service.merge(&o.service);
         self.samples += o.samples;
         self.errors += o.errors;
-        self.sum_us += o.sum_us;
-        self.min_us = self.min_us.min(o.min_us);
-        self.max_us = self.max_us.max(o.max_us);
         self.first_start_us = self.first_start_us.min(o.first_start_us);
         self.last_end_us = self.last_end_us.max(o.last_end_us);
         self.sent_bytes += o.sent_bytes;
         self.received_bytes += o.received_bytes;
         self.matched += o.matched;
         self.modified += o.modified;
+        self.late += o.late;
+        self.max_behind_us = self.max_behind_us.max(o.max_behind_us);
         for (c, n) in &o.errors_by_class {
             *self.errors_by_class.entry(*c).or_default() += n;
         }
@@ -121,31 +187,22 @@ impl GroupMetrics {
 
     pub fn row(&self, label: &str) -> Row {
         let ms = |us: u64| us as f64 / 1000.0;
-        let q = |p: f64| {
-            if self.samples == 0 {
-                0.0
-            } else {
-                ms(self.hist.value_at_quantile(p))
-            }
-        };
+        let (l, sv) = (&self.latency, &self.service);
         let span = self.span_secs();
         let per_sec = |x: f64| if span > 0.0 { x / span } else { 0.0 };
         let n = self.samples;
+        let empty = n == 0;
         Row {
             label: label.to_string(),
             samples: n,
-            average_ms: if n == 0 {
-                0.0
-            } else {
-                self.sum_us as f64 / n as f64 / 1000.0
-            },
-            median_ms: q(0.50),
-            p90_ms: q(0.90),
-            p95_ms: q(0.95),
-            p99_ms: q(0.99),
-            min_ms: if n == 0 { 0.0 } else { ms(self.min_us) },
-            max_ms: ms(self.max_us),
-            error_pct: if n == 0 {
+            average_ms: l.average_ms(),
+            median_ms: l.quantile_ms(0.50),
+            p90_ms: l.quantile_ms(0.90),
+            p95_ms: l.quantile_ms(0.95),
+            p99_ms: l.quantile_ms(0.99),
+            min_ms: if empty { 0.0 } else { ms(l.min_us) },
+            max_ms: ms(l.max_us),
+            error_pct: if empty {
                 0.0
             } else {
                 self.errors as f64 * 100.0 / n as f64
@@ -153,15 +210,19 @@ impl GroupMetrics {
             throughput: per_sec(n as f64),
             received_kb_sec: per_sec(self.received_bytes as f64 / 1024.0),
             sent_kb_sec: per_sec(self.sent_bytes as f64 / 1024.0),
-            p999_ms: q(0.999),
-            stddev_ms: if n == 0 {
-                0.0
-            } else {
-                self.hist.stdev() / 1000.0
-            },
+            p999_ms: l.quantile_ms(0.999),
+            stddev_ms: if empty { 0.0 } else { l.hist.stdev() / 1000.0 },
             errors: self.errors,
             matched: self.matched,
             modified: self.modified,
+            service_average_ms: sv.average_ms(),
+            service_median_ms: sv.quantile_ms(0.50),
+            service_p90_ms: sv.quantile_ms(0.90),
+            service_p99_ms: sv.quantile_ms(0.99),
+            service_max_ms: ms(sv.max_us),
+            late: self.late,
+            max_behind_ms: ms(self.max_behind_us),
+            missed: self.missed,
         }
     }
 }
@@ -188,10 +249,22 @@ pub struct Row {
     pub errors: u64,
     pub matched: u64,
     pub modified: u64,
+    /// Service time (from the actual start); equal to the latency columns in closed loop.
+    pub service_average_ms: f64,
+    pub service_median_ms: f64,
+    pub service_p90_ms: f64,
+    pub service_p99_ms: f64,
+    pub service_max_ms: f64,
+    /// Operations that could not start on time because their user was still busy.
+    pub late: u64,
+    /// Largest delay of an actual start behind its intended start.
+    pub max_behind_ms: f64,
+    /// Scheduled operations that never started before the group's time ran out.
+    pub missed: u64,
 }
 
 /// Column names, in order, as in the console table and `summary.tsv`.
-pub const COLUMNS: [&str; 18] = [
+pub const COLUMNS: [&str; 26] = [
     "Label",
     "# Samples",
     "Average",
@@ -210,6 +283,14 @@ pub const COLUMNS: [&str; 18] = [
     "Errors",
     "Matched",
     "Modified",
+    "Service Average",
+    "Service Median",
+    "Service 90% Line",
+    "Service 99% Line",
+    "Service Max",
+    "Late",
+    "Max Behind",
+    "Missed",
 ];
 
 impl Row {
@@ -235,6 +316,14 @@ impl Row {
             self.errors.to_string(),
             self.matched.to_string(),
             self.modified.to_string(),
+            f(self.service_average_ms),
+            f(self.service_median_ms),
+            f(self.service_p90_ms),
+            f(self.service_p99_ms),
+            f(self.service_max_ms),
+            self.late.to_string(),
+            f(self.max_behind_ms),
+            self.missed.to_string(),
         ]
     }
 }
@@ -291,7 +380,9 @@ mod tests {
                 group: 0,
                 thread: 1,
                 start_us: i * 500_000,
+                intended_us: i * 500_000,
                 elapsed_us: 500_000,
+                late: false,
                 sent: 1024,
                 received: 2048,
                 matched: true,
@@ -308,6 +399,35 @@ mod tests {
     }
 
     #[test]
+    fn open_loop_latency_counts_from_the_intended_start_and_service_from_the_actual_one() {
+        let mut m = GroupMetrics::default();
+        // Ten operations due every 100 ms, each taking 10 ms; the 5th started 1 s late (a stall).
+        for i in 0..10u64 {
+            let intended = i * 100_000;
+            let behind = if i == 4 { 1_000_000 } else { 0 };
+            m.record(&Sample {
+                group: 0,
+                thread: 1,
+                start_us: intended + behind,
+                intended_us: intended,
+                elapsed_us: 10_000,
+                late: i == 4,
+                sent: 0,
+                received: 0,
+                matched: true,
+                modified: false,
+                error: None,
+            });
+        }
+        let r = m.row("g");
+        assert_eq!(r.max_ms, 1010.0);
+        assert_eq!(r.service_max_ms, 10.0);
+        assert!((r.average_ms - 110.0).abs() < 1e-9, "{}", r.average_ms);
+        assert!((r.service_average_ms - 10.0).abs() < 1e-9);
+        assert_eq!((r.late, r.max_behind_ms), (1, 1000.0));
+    }
+
+    #[test]
     fn errors_are_counted_by_class_and_message() {
         let mut m = GroupMetrics::default();
         for i in 0..10u64 {
@@ -316,7 +436,9 @@ mod tests {
                 group: 0,
                 thread: 1,
                 start_us: i,
+                intended_us: i,
                 elapsed_us: 10,
+                late: false,
                 sent: 0,
                 received: 0,
                 matched: false,

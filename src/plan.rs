@@ -17,6 +17,7 @@ pub struct Overrides {
     pub threads: Option<u32>,
     pub loops: Option<u64>,
     pub duration: Option<Duration>,
+    pub rate: Option<f64>,
 }
 
 #[derive(Debug, Clone)]
@@ -72,6 +73,8 @@ pub struct GroupPlan {
     pub ramp_up: Duration,
     pub start_delay: Duration,
     pub stop: StopAt,
+    /// Target operations per second for the group (open loop); None: closed loop.
+    pub rate: Option<f64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -426,6 +429,15 @@ impl RunPlan {
             };
 
             let stage_name = g.stage.clone().unwrap_or_default();
+            let rate = match ov.rate.or(g.rate) {
+                Some(r) if !(r.is_finite() && r > 0.0) => {
+                    return Err(err(
+                        "rate",
+                        format!("{r} operations per second cannot be scheduled"),
+                    ));
+                }
+                r => r,
+            };
             let group = GroupPlan {
                 index,
                 name: g.name.clone(),
@@ -434,6 +446,7 @@ impl RunPlan {
                 ramp_up,
                 start_delay,
                 stop,
+                rate,
             };
             match stages.iter_mut().find(|s| s.name == stage_name) {
                 Some(s) => s.groups.push(group),
@@ -545,6 +558,7 @@ mod tests {
                 threads: Some(2),
                 loops: Some(4),
                 duration: None,
+                rate: None,
             },
         )
         .unwrap();

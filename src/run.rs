@@ -2,7 +2,7 @@
 //! server, then per repetition: set up, execute the stages while collecting, summarise, export.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicU32;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -243,6 +243,7 @@ async fn execute(env: &Env<'_>, keys: crate::workload::KeySpace, seed: u64, run:
         samples: tx,
         stop: stop.clone(),
         active,
+        missed: (0..groups).map(|_| AtomicU64::new(0)).collect(),
         seed,
         clock: Clock::new(),
     });
@@ -273,10 +274,18 @@ async fn execute(env: &Env<'_>, keys: crate::workload::KeySpace, seed: u64, run:
             end_ms: epoch_ms(),
         });
     }
+    let missed: Vec<u64> = ctx
+        .missed
+        .iter()
+        .map(|m| m.load(Ordering::Relaxed))
+        .collect();
     drop(ctx);
-    let metrics = collector
+    let mut metrics = collector
         .await
         .unwrap_or_else(|_| vec![Default::default(); groups]);
+    for (m, missed) in metrics.iter_mut().zip(missed) {
+        m.missed = missed;
+    }
     let mut result = RunResult::new(
         run,
         started_at,

@@ -39,9 +39,14 @@ pub struct Sample {
     pub group: u16,
     /// Virtual user number within the group, from 1 as in JMeter's thread names.
     pub thread: u32,
-    /// Start, microseconds since the Unix epoch.
+    /// Actual start, microseconds since the Unix epoch.
     pub start_us: u64,
+    /// When the schedule wanted it to start (open loop); equal to `start_us` in closed loop.
+    pub intended_us: u64,
+    /// Service time: from the actual start to the end.
     pub elapsed_us: u64,
+    /// The user was still busy with its previous operation when this one was due.
+    pub late: bool,
     /// BSON payload bytes sent (document, filter, update).
     pub sent: u32,
     /// BSON payload bytes received (documents returned).
@@ -60,5 +65,27 @@ impl Sample {
 
     pub fn end_us(&self) -> u64 {
         self.start_us + self.elapsed_us
+    }
+
+    /// Latency as reported. A late operation (its user was still busy when it was due) counts
+    /// from its intended start, so the wait behind a slow server shows. Any other operation
+    /// started on time but for the timer's own resolution (tokio's 1 ms), which is the tool's,
+    /// not the server's: it counts from its actual start, as in closed loop.
+    pub fn latency_us(&self) -> u64 {
+        if self.late {
+            self.end_us()
+                .saturating_sub(self.intended_us.min(self.start_us))
+        } else {
+            self.elapsed_us
+        }
+    }
+
+    /// How far behind its intended start a late operation started; 0 for any other.
+    pub fn behind_us(&self) -> u64 {
+        if self.late {
+            self.start_us.saturating_sub(self.intended_us)
+        } else {
+            0
+        }
     }
 }

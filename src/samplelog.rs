@@ -14,8 +14,7 @@ use crate::error::Error;
 use crate::sample::Sample;
 
 /// Header of `samples.tsv`.
-pub const SAMPLES_HEADER: &str =
-    "start_us\telapsed_us\tgroup\tthread\tok\terror\tsent_bytes\treceived_bytes";
+pub const SAMPLES_HEADER: &str = "start_us\telapsed_us\tgroup\tthread\tok\terror\tsent_bytes\treceived_bytes\tintended_us\tlatency_us";
 
 /// JMeter's default CSV header (jmeter.properties `jmeter.save.saveservice.*` defaults).
 pub const JTL_HEADER: &str = "timeStamp,elapsed,label,responseCode,responseMessage,threadName,dataType,success,failureMessage,bytes,sentBytes,grpThreads,allThreads,URL,Latency,IdleTime,Connect";
@@ -133,8 +132,14 @@ fn format_tsv(out: &mut String, s: &Sample, groups: &[String]) {
     };
     let _ = writeln!(
         out,
-        "{}\t{}\t{group}\t{}\t{ok}\t{err}\t{}\t{}",
-        s.start_us, s.elapsed_us, s.thread, s.sent, s.received
+        "{}\t{}\t{group}\t{}\t{ok}\t{err}\t{}\t{}\t{}\t{}",
+        s.start_us,
+        s.elapsed_us,
+        s.thread,
+        s.sent,
+        s.received,
+        s.intended_us,
+        s.latency_us()
     );
 }
 
@@ -143,7 +148,8 @@ fn format_jtl(out: &mut String, l: &Logged, groups: &[String], url: &str) {
     let s = &l.sample;
     let group = groups.get(usize::from(s.group)).map_or("?", |g| g.as_str());
     let label = csv(group);
-    let elapsed_ms = s.elapsed_us / 1000;
+    // Like our summary, JMeter's report then measures from the intended start (open loop).
+    let elapsed_ms = s.latency_us() / 1000;
     let (code, message, success, failure) = match &s.error {
         None => ("200".to_string(), "OK".to_string(), "true", String::new()),
         Some(e) => (
@@ -156,7 +162,7 @@ fn format_jtl(out: &mut String, l: &Logged, groups: &[String], url: &str) {
     let _ = writeln!(
         out,
         "{},{elapsed_ms},{label},{code},{message},{label} 1-{},text,{success},{failure},{},{},{},{},{url},{elapsed_ms},0,0",
-        s.start_us / 1000,
+        s.intended_us.min(s.start_us) / 1000,
         s.thread,
         s.received,
         s.sent,
@@ -184,7 +190,9 @@ mod tests {
             group: 1,
             thread: 7,
             start_us: 1_700_000_000_123_456,
+            intended_us: 1_700_000_000_123_456,
             elapsed_us: 2_345,
+            late: false,
             sent: 120,
             received: 4096,
             matched: true,
@@ -197,11 +205,36 @@ mod tests {
     fn a_tsv_line_has_one_field_per_header_column() {
         let mut s = String::new();
         format_tsv(&mut s, &sample(None), &["a".into(), "find".into()]);
-        assert_eq!(s, "1700000000123456\t2345\tfind\t7\t1\t\t120\t4096\n");
+        assert_eq!(
+            s,
+            "1700000000123456\t2345\tfind\t7\t1\t\t120\t4096\t1700000000123456\t2345\n"
+        );
         assert_eq!(
             s.trim_end().split('\t').count(),
             SAMPLES_HEADER.split('\t').count()
         );
+    }
+
+    #[test]
+    fn an_open_loop_line_carries_the_intended_start_and_the_latency_from_it() {
+        let mut late = sample(None);
+        late.intended_us -= 1_000_000;
+        late.late = true;
+        let mut s = String::new();
+        format_tsv(&mut s, &late, &["a".into(), "find".into()]);
+        assert!(s.ends_with("\t1699999999123456\t1002345\n"), "{s}");
+        let mut j = String::new();
+        format_jtl(
+            &mut j,
+            &Logged {
+                sample: late,
+                group_threads: 1,
+                all_threads: 1,
+            },
+            &["a".into(), "find".into()],
+            "null",
+        );
+        assert!(j.starts_with("1699999999123,1002,find,"), "{j}");
     }
 
     #[test]

@@ -66,6 +66,8 @@ pub struct GroupInfo {
     pub threads: u32,
     pub loops: Option<u64>,
     pub duration_secs: Option<f64>,
+    /// Target operations per second (open loop); None: closed loop.
+    pub rate: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -114,6 +116,7 @@ pub fn group_info(plan: &RunPlan) -> Vec<GroupInfo> {
                     StopAt::Duration(d) => Some(d.as_secs_f64()),
                     StopAt::Loops(_) => None,
                 },
+                rate: g.rate,
             })
         })
         .collect()

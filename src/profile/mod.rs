@@ -169,6 +169,7 @@ pub fn expected_for(key: &str) -> &'static str {
         "name" => "a string, e.g. name = \"insert\"",
         "description" | "stage" => "a string",
         "limit" => "a whole number of documents, at least 1, e.g. limit = 50",
+        "rate" => "operations per second for the whole group, more than 0, e.g. rate = 200 or rate = 2.5",
         "count" | "many" | "drop" | "journal" => "true or false",
         "filter" | "set" => "a list of document field names, e.g. filter = [\"city\"]",
         "target" => "\"random\" (one existing document by _id) or \"filter\" (documents matching a generated filter)",

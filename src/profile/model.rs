@@ -73,6 +73,8 @@ pub struct Group {
     pub start_delay: Option<String>,
     /// Groups of one stage run at once; stages run one after another, in order of first use.
     pub stage: Option<String>,
+    /// Operations per second for the whole group, spread evenly over its users (open loop).
+    pub rate: Option<f64>,
     // Op settings.
     /// find: most documents returned (default 50).
     pub limit: Option<u32>,

@@ -51,6 +51,7 @@ pub fn render(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
         }
     }
 
+    latency_model(s, out)?;
     resources(s, with_run, out)?;
 
     if !s.spread.is_empty() {
@@ -172,6 +173,51 @@ fn aligned(lines: &[Vec<String>], label: usize, out: &mut dyn Write) -> std::io:
         if i == 0 {
             let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
             writeln!(out, "{}", rule.join("  "))?;
+        }
+    }
+    Ok(())
+}
+
+/// Says from when latency is measured, and where an open-loop group fell behind its schedule.
+fn latency_model(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
+    let paced: Vec<_> = s.groups.iter().filter(|g| g.rate.is_some()).collect();
+    if paced.is_empty() {
+        writeln!(out, "Closed loop: no rate set, each user sends its next operation when the previous one ends; latency is from the actual start (Service columns equal the latency ones).")?;
+        return Ok(());
+    }
+    let names: Vec<String> = paced
+        .iter()
+        .map(|g| format!("{} at {}/s", g.name, g.rate.unwrap_or(0.0)))
+        .collect();
+    writeln!(out, "Open loop ({}): latency is from each operation's intended start, so waiting behind a slow server counts; the Service columns are from the actual start.", names.join(", "))?;
+    for run in &s.runs {
+        for g in &paced {
+            let (Some(rate), Some(row)) = (g.rate, run.rows.iter().find(|r| r.label == g.name))
+            else {
+                continue;
+            };
+            let prefix = if s.runs.len() > 1 {
+                format!("run {} ", run.run)
+            } else {
+                String::new()
+            };
+            if row.throughput < rate * 0.95 || row.missed > 0 {
+                writeln!(
+                    out,
+                    "warning: {prefix}{}: reached {:.1}/s of the target {rate}/s ({:.0} %); {} operations never started",
+                    g.name,
+                    row.throughput,
+                    row.throughput * 100.0 / rate,
+                    row.missed
+                )?;
+            }
+            if row.late > 0 {
+                writeln!(
+                    out,
+                    "{prefix}{}: {} of {} operations started late (all users busy), up to {:.2} ms behind the schedule",
+                    g.name, row.late, row.samples, row.max_behind_ms
+                )?;
+            }
         }
     }
     Ok(())
