@@ -187,3 +187,29 @@ fn a_malformed_uri_exits_2_and_never_shows_the_password() {
                 .and(predicate::str::contains("hunter2").not()),
         );
 }
+
+#[test]
+fn a_zero_or_negative_rate_exits_2() {
+    refused(
+        &format!("{GROUP}threads = 2\nloops = 1\nrate = 0\n"),
+        &["group[0].rate = 0", "more than 0"],
+    );
+    refused(
+        &format!("{GROUP}threads = 2\nloops = 1\nrate = -3.5\n"),
+        &["group[0].rate = -3.5"],
+    );
+    bin()
+        .args(["run", "smoke", "--rate", "0"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("a number above 0"));
+}
+
+#[test]
+fn validate_shows_an_open_loop_group() {
+    bin()
+        .args(["validate", "smoke", "--rate", "50"])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("open loop at 50/s"));
+}
