@@ -35,7 +35,7 @@ pub enum Command {
 #[derive(Debug, Clone, Args)]
 pub struct OverrideArgs {
     /// Virtual users per group, overriding every group
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub threads: Option<u32>,
     /// Operations per virtual user, overriding every group's loops or duration
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..), conflicts_with = "duration")]
@@ -43,6 +43,9 @@ pub struct OverrideArgs {
     /// Run every group for this long (e.g. 30s, 5m), overriding loops or duration
     #[arg(long, value_parser = parse_duration)]
     pub duration: Option<Duration>,
+    /// Longest wait for one operation before it fails as a timeout [default: the profile's, else 60s]
+    #[arg(long, value_parser = parse_op_timeout)]
+    pub op_timeout: Option<Duration>,
     /// Operations per second for every group (open loop; latency from the intended start)
     #[arg(long, value_parser = parse_rate)]
     pub rate: Option<f64>,
@@ -94,14 +97,26 @@ pub struct RunArgs {
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
-    humantime::parse_duration(s)
-        .map_err(|e| format!("{e}; expected a duration such as 30s, 5m or 1h30m"))
+    let d = humantime::parse_duration(s)
+        .map_err(|e| format!("{e}; expected a duration such as 30s, 5m or 1h30m"))?;
+    if d > crate::plan::MAX_DURATION {
+        return Err("longer than a year; expected a duration such as 30s, 5m or 1h30m".into());
+    }
+    Ok(d)
+}
+
+fn parse_op_timeout(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d.is_zero() {
+        return Err("an operation timeout must be more than 0, such as 10s".into());
+    }
+    Ok(d)
 }
 
 fn parse_rate(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
-        Ok(r) if r.is_finite() && r > 0.0 => Ok(r),
-        _ => Err("expected operations per second, a number above 0, such as 200 or 2.5".into()),
+        Ok(r) if (crate::plan::MIN_RATE..=crate::plan::MAX_RATE).contains(&r) => Ok(r),
+        _ => Err("expected operations per second, a number above 0 (0.001 to 10000000), such as 200 or 2.5".into()),
     }
 }
 
@@ -120,6 +135,7 @@ impl From<&OverrideArgs> for crate::plan::Overrides {
             loops: a.loops,
             duration: a.duration,
             rate: a.rate,
+            op_timeout: a.op_timeout,
         }
     }
 }

@@ -2,9 +2,10 @@
 //! a live line per group every interval. It is the single consumer of the sample channel, so the
 //! histograms need no locks and the workers never format text.
 
+use std::collections::VecDeque;
 use std::io::Write;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
@@ -12,12 +13,72 @@ use tokio::sync::mpsc;
 use crate::metrics::GroupMetrics;
 use crate::sample::Sample;
 use crate::samplelog::Logged;
+use tokio_util::sync::CancellationToken;
 
 /// Live reporting settings; `None` in `collect` means quiet.
 pub struct Live {
     pub interval: Duration,
     /// Group names and planned threads, by group index.
     pub groups: Vec<(String, u32)>,
+}
+
+/// Stops the run once `pct` percent of the recent operations failed: the last
+/// `GUARD_WINDOW_OPS` that completed within `GUARD_WINDOW`, at least `GUARD_MIN_OPS` of them.
+/// Recent, so a server that dies late in a long run stops it soon, however well it did before.
+pub struct ErrorGuard {
+    pub pct: f64,
+    pub stop: CancellationToken,
+    /// Why the run stopped early, once it has.
+    pub reason: Arc<OnceLock<String>>,
+    recent: VecDeque<(u64, bool)>,
+}
+
+pub const GUARD_WINDOW_OPS: usize = 100;
+pub const GUARD_WINDOW: Duration = Duration::from_secs(10);
+pub const GUARD_MIN_OPS: usize = 3;
+
+impl ErrorGuard {
+    pub fn new(pct: f64, stop: CancellationToken, reason: Arc<OnceLock<String>>) -> Self {
+        ErrorGuard {
+            pct,
+            stop,
+            reason,
+            recent: VecDeque::with_capacity(GUARD_WINDOW_OPS),
+        }
+    }
+
+    fn observe(&mut self, s: &Sample) {
+        if self.recent.len() == GUARD_WINDOW_OPS {
+            self.recent.pop_front();
+        }
+        self.recent.push_back((s.end_us(), s.error.is_some()));
+    }
+
+    /// Checks the window ending at `now_us`; on tripping, records why and stops the run.
+    fn check(&mut self, now_us: u64) -> bool {
+        let horizon = now_us.saturating_sub(GUARD_WINDOW.as_micros() as u64);
+        while self.recent.front().is_some_and(|(end, _)| *end < horizon) {
+            self.recent.pop_front();
+        }
+        let n = self.recent.len();
+        let failed = self.recent.iter().filter(|(_, f)| *f).count();
+        if n < GUARD_MIN_OPS || (failed as f64) * 100.0 < self.pct * n as f64 {
+            return false;
+        }
+        let _ = self.reason.set(format!(
+            "stopped early: {failed} of the last {n} operations failed ({:.1} %), at or over stop_on_error_pct = {}",
+            failed as f64 * 100.0 / n as f64,
+            self.pct
+        ));
+        self.stop.cancel();
+        true
+    }
+}
+
+fn now_us() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64)
 }
 
 /// Collects until every sender is gone; returns the metrics of each group, by group index.
@@ -28,7 +89,9 @@ pub async fn collect(
     live: Option<Live>,
     active: Arc<Vec<AtomicU32>>,
     log: Option<mpsc::Sender<Vec<Logged>>>,
+    mut guard: Option<ErrorGuard>,
 ) -> Vec<GroupMetrics> {
+    let mut guard_tick = tokio::time::interval(Duration::from_secs(1));
     let mut total = vec![GroupMetrics::default(); groups];
     let mut window = vec![GroupMetrics::default(); groups];
     let period = live
@@ -47,6 +110,12 @@ pub async fn collect(
                     if let Some(w) = window.get_mut(usize::from(s.group)) {
                         w.record(s);
                     }
+                    if let Some(g) = guard.as_mut() {
+                        g.observe(s);
+                    }
+                }
+                if guard.as_mut().is_some_and(|g| g.check(now_us())) {
+                    guard = None;
                 }
                 match &log {
                     Some(log) => {
@@ -64,6 +133,11 @@ pub async fn collect(
                         let _ = log.send(logged).await;
                     }
                     None => batch.clear(),
+                }
+            }
+            _ = guard_tick.tick(), if guard.is_some() => {
+                if guard.as_mut().is_some_and(|g| g.check(now_us())) {
+                    guard = None;
                 }
             }
             _ = ticker.tick(), if live.is_some() => {
@@ -110,5 +184,68 @@ fn print_live(
             active,
             threads
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sample::{ErrorClass, OpError};
+
+    fn sample(end_us: u64, failed: bool) -> Sample {
+        Sample {
+            group: 0,
+            thread: 1,
+            start_us: end_us - 10,
+            intended_us: end_us - 10,
+            elapsed_us: 10,
+            late: false,
+            sent: 0,
+            received: 0,
+            matched: false,
+            modified: false,
+            error: failed.then(|| {
+                Box::new(OpError {
+                    class: ErrorClass::Network,
+                    message: "gone".into(),
+                })
+            }),
+        }
+    }
+
+    fn guard(pct: f64) -> ErrorGuard {
+        ErrorGuard::new(pct, CancellationToken::new(), Arc::new(OnceLock::new()))
+    }
+
+    #[test]
+    fn the_guard_trips_on_recent_failures_however_many_successes_came_before() {
+        let mut g = guard(50.0);
+        let t = 100_000_000_000;
+        for i in 0..10_000 {
+            g.observe(&sample(t + i, false));
+        }
+        assert!(!g.check(t + 10_000));
+        // The server dies: 4 users fail once a second for a few seconds.
+        for i in 0..60 {
+            g.observe(&sample(t + 10_000 + i * 250_000, true));
+        }
+        assert!(g.check(t + 10_000 + 60 * 250_000));
+        assert!(g.stop.is_cancelled());
+        assert!(g.reason.get().unwrap().contains("stop_on_error_pct = 50"));
+    }
+
+    #[test]
+    fn the_guard_needs_a_few_recent_operations_and_forgets_old_ones() {
+        let mut g = guard(50.0);
+        let t = 100_000_000_000;
+        g.observe(&sample(t, true));
+        g.observe(&sample(t + 1, true));
+        assert!(!g.check(t + 2), "two failures are not yet a pattern");
+        // Failures older than the window do not count.
+        for i in 0..5 {
+            g.observe(&sample(t + i, true));
+        }
+        assert!(!g.check(t + 11_000_000 + GUARD_WINDOW.as_micros() as u64));
+        assert!(!g.stop.is_cancelled());
     }
 }

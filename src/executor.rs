@@ -33,6 +33,7 @@ pub struct Context {
     pub missed: Vec<AtomicU64>,
     pub seed: u64,
     pub clock: Clock,
+    pub op_timeout: Duration,
 }
 
 /// Wall-clock microseconds for sample start times, read from a monotonic clock.
@@ -188,7 +189,11 @@ async fn virtual_user(group: Arc<GroupPlan>, n: u32, ctx: Arc<Context>, stage_st
         };
         let req = Request::build(&group.op, &ctx.gen, &ctx.keys, &mut rng);
         let started = Instant::now();
-        let out = crate::ops::execute(&ctx.coll, req).await;
+        let out =
+            match tokio::time::timeout(ctx.op_timeout, crate::ops::execute(&ctx.coll, req)).await {
+                Ok(out) => out,
+                Err(_) => crate::ops::Outcome::timed_out(ctx.op_timeout),
+            };
         let elapsed = started.elapsed();
         let start_us = ctx.clock.epoch_us(started);
         let sample = Sample {

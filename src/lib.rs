@@ -79,7 +79,10 @@ fn print_plan(plan: &plan::RunPlan) {
         for g in &stage.groups {
             let stop = match g.stop {
                 plan::StopAt::Loops(l) => {
-                    format!("{l} loops = {} operations", l * u64::from(g.threads))
+                    format!(
+                        "{l} loops = {} operations",
+                        l.saturating_mul(u64::from(g.threads))
+                    )
                 }
                 plan::StopAt::Duration(d) => format!("for {}", humantime::format_duration(d)),
             };

@@ -17,6 +17,22 @@ pub struct Outcome {
     pub error: Option<Box<OpError>>,
 }
 
+impl Outcome {
+    /// An operation abandoned after `limit` without a reply.
+    pub fn timed_out(limit: std::time::Duration) -> Outcome {
+        Outcome {
+            error: Some(Box::new(OpError {
+                class: ErrorClass::Timeout,
+                message: format!(
+                    "no reply within the operation timeout of {} (op_timeout, --op-timeout)",
+                    humantime::format_duration(limit)
+                ),
+            })),
+            ..Outcome::default()
+        }
+    }
+}
+
 fn bson_len(d: &Document) -> u32 {
     // A filter or update of a few fields; the driver serializes it again, which costs about as
     // much as this. Sizes above 4 GiB cannot occur (BSON's own limit is 16 MiB).

@@ -18,6 +18,7 @@ pub struct Overrides {
     pub loops: Option<u64>,
     pub duration: Option<Duration>,
     pub rate: Option<f64>,
+    pub op_timeout: Option<Duration>,
 }
 
 #[derive(Debug, Clone)]
@@ -31,6 +32,7 @@ pub struct RunPlan {
     pub stages: Vec<Stage>,
     /// The profile as written, for run.json.
     pub profile_text: String,
+    pub stop_on_error_pct: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -42,6 +44,8 @@ pub struct TargetPlan {
     pub journal: Option<bool>,
     pub read_preference: String,
     pub pool_size: u32,
+    /// Longest wait for one operation; past it the operation fails as `timeout`.
+    pub op_timeout: Duration,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -56,6 +60,8 @@ pub struct SetupPlan {
     pub preload: u64,
     pub indexes: Vec<Document>,
 }
+
+pub const DEFAULT_OP_TIMEOUT: Duration = Duration::from_secs(60);
 
 #[derive(Debug, Clone)]
 pub struct Stage {
@@ -118,6 +124,11 @@ impl OpPlan {
 }
 
 pub const DEFAULT_FIND_LIMIT: u32 = 50;
+/// Bounds that keep a plan runnable: beyond them a typo, not a test, is the likelier cause.
+pub const MAX_THREADS: u32 = 1_000_000;
+pub const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
+pub const MIN_RATE: f64 = 0.001;
+pub const MAX_RATE: f64 = 10_000_000.0;
 pub const DEFAULT_POOL_SIZE: u32 = 100;
 
 impl RunPlan {
@@ -129,7 +140,7 @@ impl RunPlan {
     pub fn planned_operations(&self) -> Option<u64> {
         self.groups()
             .map(|g| match g.stop {
-                StopAt::Loops(l) => Some(l * u64::from(g.threads)),
+                StopAt::Loops(l) => Some(l.saturating_mul(u64::from(g.threads))),
                 StopAt::Duration(_) => None,
             })
             .sum()
@@ -201,6 +212,38 @@ impl RunPlan {
             ));
         }
 
+        let op_timeout = match (ov.op_timeout, &t.op_timeout) {
+            (Some(d), _) => d,
+            (None, None) => DEFAULT_OP_TIMEOUT,
+            (None, Some(s)) => match parse_duration(s) {
+                Ok(d) if !d.is_zero() && d <= MAX_DURATION => d,
+                Ok(_) => {
+                    return Err(loaded.error_at(
+                        "target.op_timeout",
+                        "an operation timeout must be more than 0 and at most a year",
+                        crate::profile::expected_for("op_timeout"),
+                    ))
+                }
+                Err(problem) => {
+                    return Err(loaded.error_at(
+                        "target.op_timeout",
+                        problem,
+                        crate::profile::expected_for("op_timeout"),
+                    ))
+                }
+            },
+        };
+        let stop_on_error_pct = match p.stop_on_error_pct {
+            Some(x) if !(x > 0.0 && x <= 100.0) => {
+                return Err(loaded.error_at(
+                    "stop_on_error_pct",
+                    "not a percentage of failed operations",
+                    crate::profile::expected_for("stop_on_error_pct"),
+                ))
+            }
+            x => x,
+        };
+
         let document = DocGen::from_table(&p.document)
             .map_err(|e| loaded.error_at(&e.key, e.problem, e.expected))?;
 
@@ -271,9 +314,29 @@ impl RunPlan {
             if threads == 0 {
                 return Err(err("threads", "0 threads would run nothing".into()));
             }
+            if threads > MAX_THREADS {
+                return Err(err(
+                    "threads",
+                    format!("{threads} virtual users per group is more than the {MAX_THREADS} this tool runs"),
+                ));
+            }
             let dur = |k: &str, v: &Option<String>| -> Result<Option<Duration>, ProfileError> {
                 v.as_deref()
                     .map(|s| parse_duration(s).map_err(|p| err(k, p)))
+                    .transpose()?
+                    .map(|d| {
+                        if d > MAX_DURATION {
+                            Err(err(
+                                k,
+                                format!(
+                                    "`{}` is longer than a year",
+                                    humantime::format_duration(d)
+                                ),
+                            ))
+                        } else {
+                            Ok(d)
+                        }
+                    })
                     .transpose()
             };
             let ramp_up = dur("ramp_up", &g.ramp_up)?.unwrap_or_default();
@@ -430,7 +493,7 @@ impl RunPlan {
 
             let stage_name = g.stage.clone().unwrap_or_default();
             let rate = match ov.rate.or(g.rate) {
-                Some(r) if !(r.is_finite() && r > 0.0) => {
+                Some(r) if !(r.is_finite() && (MIN_RATE..=MAX_RATE).contains(&r)) => {
                     return Err(err(
                         "rate",
                         format!("{r} operations per second cannot be scheduled"),
@@ -468,6 +531,7 @@ impl RunPlan {
                 journal: t.journal,
                 read_preference,
                 pool_size,
+                op_timeout,
             },
             setup: SetupPlan {
                 drop: p.setup.drop,
@@ -477,6 +541,7 @@ impl RunPlan {
             document: Arc::new(document),
             stages,
             profile_text: loaded.text.clone(),
+            stop_on_error_pct,
         })
     }
 }
@@ -559,6 +624,7 @@ mod tests {
                 loops: Some(4),
                 duration: None,
                 rate: None,
+                op_timeout: None,
             },
         )
         .unwrap();

@@ -229,29 +229,38 @@ async fn execute(env: &Env<'_>, keys: crate::workload::KeySpace, seed: u64, run:
         interval: args.interval,
         groups: plan.groups().map(|g| (g.name.clone(), g.threads)).collect(),
     });
+    // The run's own stop: Ctrl-C (the parent) stops it, and so does the error guard, which
+    // must not stop later runs of --repeat.
+    let run_stop = stop.child_token();
+    let stopped_early = Arc::new(std::sync::OnceLock::new());
+    let guard = plan
+        .stop_on_error_pct
+        .map(|pct| collector::ErrorGuard::new(pct, run_stop.clone(), Arc::clone(&stopped_early)));
     let collector = tokio::spawn(collector::collect(
         rx,
         groups,
         live,
         Arc::clone(&active),
         log,
+        guard,
     ));
     let ctx = Arc::new(Context {
         coll: coll.clone(),
         gen: Arc::clone(&plan.document),
         keys: Arc::new(keys),
         samples: tx,
-        stop: stop.clone(),
+        stop: run_stop.clone(),
         active,
         missed: (0..groups).map(|_| AtomicU64::new(0)).collect(),
         seed,
         clock: Clock::new(),
+        op_timeout: plan.target.op_timeout,
     });
     let started_at = now_rfc3339();
     let t0 = Instant::now();
     let mut spans = Vec::new();
     for stage in &plan.stages {
-        if stop.is_cancelled() {
+        if run_stop.is_cancelled() {
             break;
         }
         if !stage.name.is_empty() && !args.quiet {
@@ -295,6 +304,7 @@ async fn execute(env: &Env<'_>, keys: crate::workload::KeySpace, seed: u64, run:
         &metrics,
     );
     result.stages = spans;
+    result.stopped_early = stopped_early.get().cloned();
     result
 }
 

@@ -85,6 +85,8 @@ pub struct RunResult {
     pub error_messages: BTreeMap<String, u64>,
     /// When each stage ran.
     pub stages: Vec<StageSpan>,
+    /// Why the run ended before its plan (stop_on_error_pct), if it did.
+    pub stopped_early: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -172,6 +174,7 @@ impl RunResult {
             errors_by_class,
             error_messages,
             stages: Vec::new(),
+            stopped_early: None,
         }
     }
 
@@ -239,6 +242,7 @@ mod tests {
                     errors_by_class: BTreeMap::new(),
                     error_messages: BTreeMap::new(),
                     stages: Vec::new(),
+                    stopped_early: None,
                 }
             })
             .collect()

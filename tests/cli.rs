@@ -75,7 +75,7 @@ fn a_wrong_type_exits_2_naming_the_value_and_the_expected_form() {
 fn a_negative_thread_count_exits_2() {
     refused(
         &format!("{GROUP}threads = -5\nloops = 1\n"),
-        &["group[0].threads = -5", "at least 1"],
+        &["group[0].threads = -5", "from 1 to 1000000"],
     );
 }
 
@@ -192,7 +192,7 @@ fn a_malformed_uri_exits_2_and_never_shows_the_password() {
 fn a_zero_or_negative_rate_exits_2() {
     refused(
         &format!("{GROUP}threads = 2\nloops = 1\nrate = 0\n"),
-        &["group[0].rate = 0", "more than 0"],
+        &["group[0].rate = 0", "from 0.001"],
     );
     refused(
         &format!("{GROUP}threads = 2\nloops = 1\nrate = -3.5\n"),

@@ -162,14 +162,17 @@ fn from_toml(origin: &str, text: &str, err: &toml::de::Error) -> ProfileError {
 /// The accepted form of a key, as shown in error messages.
 pub fn expected_for(key: &str) -> &'static str {
     match key {
-        "threads" => "a whole number of virtual users, at least 1, e.g. threads = 100",
+        "threads" => "a whole number of virtual users from 1 to 1000000, e.g. threads = 100",
         "loops" => "a whole number of operations per virtual user, at least 1, e.g. loops = 200",
-        "duration" | "ramp_up" | "start_delay" => "a duration string such as \"30s\", \"5m\" or \"1h 30m\"",
+        "duration" | "ramp_up" | "start_delay" | "op_timeout" => {
+            "a duration string up to a year, such as \"30s\", \"5m\" or \"1h 30m\""
+        }
         "op" => "one of \"insert\", \"find\", \"update\", \"remove\"",
         "name" => "a string, e.g. name = \"insert\"",
         "description" | "stage" => "a string",
         "limit" => "a whole number of documents, at least 1, e.g. limit = 50",
-        "rate" => "operations per second for the whole group, more than 0, e.g. rate = 200 or rate = 2.5",
+        "stop_on_error_pct" => "a percentage above 0 and at most 100, e.g. stop_on_error_pct = 50 (stops once that share of the last 100 operations within 10 s failed, at least 3 of them)",
+        "rate" => "operations per second for the whole group, from 0.001 to 10000000, e.g. rate = 200 or rate = 2.5",
         "count" | "many" | "drop" | "journal" => "true or false",
         "filter" | "set" => "a list of document field names, e.g. filter = [\"city\"]",
         "target" => "\"random\" (one existing document by _id) or \"filter\" (documents matching a generated filter)",
@@ -211,7 +214,7 @@ mod tests {
         assert_eq!(e.key, "group[0].threads");
         assert_eq!(e.value.as_deref(), Some("-5"));
         assert_eq!((e.line, e.column), (4, 11));
-        assert!(e.expected.contains("at least 1"), "{e}");
+        assert!(e.expected.contains("from 1 to 1000000"), "{e}");
     }
 
     #[test]

@@ -15,6 +15,8 @@ pub struct Profile {
     /// Field name to generator; see `crate::workload::DocGen` for the forms.
     #[serde(default)]
     pub document: toml::Table,
+    /// Stop the run when this percentage of the recent operations failed (see `ErrorGuard`).
+    pub stop_on_error_pct: Option<f64>,
     #[serde(default, rename = "group")]
     pub groups: Vec<Group>,
 }
@@ -30,6 +32,8 @@ pub struct Target {
     /// `primary`, `primaryPreferred`, `secondary`, `secondaryPreferred` or `nearest`.
     pub read_preference: Option<String>,
     pub pool_size: Option<u32>,
+    /// Longest wait for one operation before it counts as a `timeout` failure.
+    pub op_timeout: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, serde::Serialize)]

@@ -51,6 +51,16 @@ pub fn render(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
         }
     }
 
+    for run in &s.runs {
+        if let Some(reason) = &run.stopped_early {
+            let prefix = if with_run {
+                format!("run {}: ", run.run)
+            } else {
+                String::new()
+            };
+            writeln!(out, "\nSTOPPED: {prefix}{reason}")?;
+        }
+    }
     latency_model(s, out)?;
     resources(s, with_run, out)?;
 
