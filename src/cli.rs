@@ -88,6 +88,9 @@ pub struct RunArgs {
     /// [default: the process listening on the URI's port, for a loopback URI]
     #[arg(long, value_name = "PID")]
     pub server_pid: Option<u32>,
+    /// Let setup.drop drop a collection that holds documents mongo-stress did not write
+    #[arg(long)]
+    pub force: bool,
     /// Print only the final summary
     #[arg(long)]
     pub quiet: bool,

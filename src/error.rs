@@ -45,7 +45,7 @@ pub enum Error {
     Usage(String),
     #[error("{0}")]
     Server(String),
-    #[error("cannot write {}: {source}\n  fix: choose a writable directory with --out", path.display())]
+    #[error("cannot write {}: {source}\n  fix: choose a writable path (--out, --jtl, --tsv, --json), or free disk space", path.display())]
     Output {
         path: PathBuf,
         #[source]

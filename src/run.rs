@@ -93,7 +93,8 @@ pub async fn run(args: RunArgs, stop: CancellationToken) -> Result<i32, Error> {
             data_dir,
         },
         &out_dir.join("resources.tsv"),
-    )?;
+    )
+    .map_err(before_load)?;
 
     let mut summary = Summary {
         schema_version: summary::SCHEMA_VERSION,
@@ -129,7 +130,8 @@ pub async fn run(args: RunArgs, stop: CancellationToken) -> Result<i32, Error> {
             plan.target.database,
             plan.target.collection
         ),
-    )?;
+    )
+    .map_err(before_load)?;
 
     for run in 1..=args.repeat {
         if stop.is_cancelled() {
@@ -144,6 +146,7 @@ pub async fn run(args: RunArgs, stop: CancellationToken) -> Result<i32, Error> {
             seed.wrapping_add(u64::from(run)),
             &stop,
             args.quiet,
+            args.force,
         )
         .await?;
         if stop.is_cancelled() {
@@ -168,13 +171,24 @@ pub async fn run(args: RunArgs, stop: CancellationToken) -> Result<i32, Error> {
         summary.interrupted = true;
     }
     summary.refresh_resources(&sampler.stop().await);
-    let logged = sample_log.finish()?;
-    let measured: u64 = summary.runs.iter().map(|r| r.total().samples).sum();
-    if (samples_path.is_some() || args.jtl.is_some()) && logged != measured {
-        eprintln!(
-            "warning: the sample log has {logged} lines but {measured} samples were measured"
-        );
-    }
+    // A sample log that failed (a full disk) was reported when it happened; the summary is
+    // whole all the same, so it is still printed, and the exit code says something failed.
+    let log_failed = match sample_log.finish() {
+        Ok(logged) => {
+            let measured: u64 = summary.runs.iter().map(|r| r.total().samples).sum();
+            let incomplete = (samples_path.is_some() || args.jtl.is_some()) && logged != measured;
+            if incomplete {
+                eprintln!(
+                    "error: the sample log has {logged} lines but {measured} samples were measured"
+                );
+            }
+            incomplete
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            true
+        }
+    };
     write_summaries(&out_dir, &summary)?;
     write_run_json(&out_dir, &plan, &summary, &started_at, Some(now_rfc3339()))?;
     drop(embedded);
@@ -197,7 +211,7 @@ pub async fn run(args: RunArgs, stop: CancellationToken) -> Result<i32, Error> {
 
     Ok(if summary.interrupted {
         exit::INTERRUPTED
-    } else if summary.runs.iter().any(|r| r.total().errors > 0) {
+    } else if log_failed || summary.runs.iter().any(|r| r.total().errors > 0) {
         exit::ERRORS
     } else {
         exit::OK
@@ -359,6 +373,14 @@ fn prepare_out_dir(out: Option<&Path>, profile: &str) -> Result<PathBuf, Error> 
     std::fs::write(&probe, b"").map_err(usage)?;
     let _ = std::fs::remove_file(probe);
     Ok(dir)
+}
+
+/// An output that cannot be written before any load is a usage problem (exit 2), not a failure.
+fn before_load(e: Error) -> Error {
+    match e {
+        Error::Output { .. } => Error::Usage(e.to_string()),
+        e => e,
+    }
 }
 
 fn write_summaries(dir: &Path, summary: &Summary) -> Result<(), Error> {

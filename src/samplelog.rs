@@ -31,8 +31,7 @@ pub struct Logged {
 
 pub struct SampleLog {
     tx: Option<mpsc::Sender<Vec<Logged>>>,
-    writer: Option<JoinHandle<std::io::Result<u64>>>,
-    paths: Vec<PathBuf>,
+    writer: Option<JoinHandle<Result<u64, (PathBuf, std::io::Error)>>>,
 }
 
 struct Outputs {
@@ -62,36 +61,45 @@ impl SampleLog {
             tsv: tsv.map(|p| open(p, SAMPLES_HEADER)).transpose()?,
             jtl: jtl.map(|p| open(p, JTL_HEADER)).transpose()?,
         };
-        let paths = tsv
-            .iter()
-            .chain(jtl.iter())
-            .map(|p| p.to_path_buf())
-            .collect();
         let (tx, mut rx) = mpsc::channel::<Vec<Logged>>(CHANNEL_BATCHES);
+        let (tsv_path, jtl_path) = (tsv.map(Path::to_path_buf), jtl.map(Path::to_path_buf));
         let writer = std::thread::Builder::new()
             .name("sample-log".into())
             .spawn(move || {
                 let mut lines = 0u64;
                 let mut line = String::with_capacity(256);
                 let url = csv(&url);
+                // On a write error (a full disk, say) say so at once, then stop writing; the
+                // collector goes on counting, so the summary stays whole, and `finish` reports it.
+                let fail = |path: &Option<PathBuf>, e: std::io::Error| {
+                    let path = path.clone().unwrap_or_default();
+                    eprintln!(
+                        "error: writing {} failed: {e}; the sample log is incomplete from here on (the summary is not)",
+                        path.display()
+                    );
+                    (path, e)
+                };
                 while let Some(batch) = rx.blocking_recv() {
                     for l in &batch {
                         if let Some(w) = out.tsv.as_mut() {
                             line.clear();
                             format_tsv(&mut line, &l.sample, &groups);
-                            w.write_all(line.as_bytes())?;
+                            w.write_all(line.as_bytes()).map_err(|e| fail(&tsv_path, e))?;
                         }
                         if let Some(w) = out.jtl.as_mut() {
                             line.clear();
                             format_jtl(&mut line, l, &groups, &url);
-                            w.write_all(line.as_bytes())?;
+                            w.write_all(line.as_bytes()).map_err(|e| fail(&jtl_path, e))?;
                         }
                         lines += 1;
                     }
                 }
-                for w in [out.tsv.as_mut(), out.jtl.as_mut()].into_iter().flatten() {
-                    w.flush()?;
-                    w.get_ref().sync_data()?;
+                for (w, path) in [(out.tsv.as_mut(), &tsv_path), (out.jtl.as_mut(), &jtl_path)] {
+                    if let Some(w) = w {
+                        w.flush().map_err(|e| fail(path, e))?;
+                        // A device such as /dev/null cannot be synced; that loses nothing.
+                        let _ = w.get_ref().sync_data();
+                    }
                 }
                 Ok(lines)
             })
@@ -99,7 +107,6 @@ impl SampleLog {
         Ok(SampleLog {
             tx: Some(tx),
             writer: Some(writer),
-            paths,
         })
     }
 
@@ -111,10 +118,9 @@ impl SampleLog {
     /// Waits for every line to be written and the files synced; returns the lines written.
     pub fn finish(mut self) -> Result<u64, Error> {
         self.tx.take();
-        let path = self.paths.first().cloned().unwrap_or_default();
         match self.writer.take().map(|w| w.join()) {
             Some(Ok(Ok(n))) => Ok(n),
-            Some(Ok(Err(source))) => Err(Error::Output { path, source }),
+            Some(Ok(Err((path, source)))) => Err(Error::Output { path, source }),
             Some(Err(_)) => Err(Error::Other(anyhow::anyhow!(
                 "the sample log writer panicked"
             ))),

@@ -19,6 +19,7 @@ pub async fn prepare(
     seed: u64,
     stop: &CancellationToken,
     quiet: bool,
+    force: bool,
 ) -> Result<KeySpace, Error> {
     let fail = |what: &str, e: mongodb::error::Error| {
         Error::Server(format!(
@@ -29,6 +30,18 @@ pub async fn prepare(
         ))
     };
     if plan.setup.drop {
+        if !force {
+            let foreign = foreign_document(coll)
+                .await
+                .map_err(|e| fail("inspecting", e))?;
+            if let Some(id) = foreign {
+                return Err(Error::Usage(format!(
+                    "{}.{} holds documents mongo-stress did not write (one has _id {id}), and setup.drop would delete them\n  \
+                     fix: name another database or collection in [target], or pass --force to drop it anyway",
+                    plan.target.database, plan.target.collection
+                )));
+            }
+        }
         coll.drop().await.map_err(|e| fail("dropping", e))?;
     }
     for keys in &plan.setup.indexes {
@@ -67,6 +80,19 @@ pub async fn prepare(
         }
     }
     Ok(keys)
+}
+
+/// The `_id` of a document the tool cannot have written: it writes only numeric `_id`s (0, 1,
+/// 2, ...), so any other `_id` (an ObjectId, a string) means another writer.
+async fn foreign_document(
+    coll: &Collection<RawDocumentBuf>,
+) -> mongodb::error::Result<Option<Bson>> {
+    let doc = coll
+        .clone_with_type::<Document>()
+        .find_one(doc! { "_id": { "$not": { "$type": "number" } } })
+        .projection(doc! { "_id": 1 })
+        .await?;
+    Ok(doc.and_then(|d| d.get("_id").cloned()))
 }
 
 /// One past the largest integer `_id` in the collection, or 0.
