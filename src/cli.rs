@@ -38,7 +38,7 @@ pub struct OverrideArgs {
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub threads: Option<u32>,
     /// Operations per virtual user, overriding every group's loops or duration
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), conflicts_with = "duration")]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000_000), conflicts_with = "duration")]
     pub loops: Option<u64>,
     /// Run every group for this long (e.g. 30s, 5m), overriding loops or duration
     #[arg(long, value_parser = parse_duration)]

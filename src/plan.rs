@@ -128,6 +128,8 @@ pub const DEFAULT_FIND_LIMIT: u32 = 50;
 pub const MAX_THREADS: u32 = 1_000_000;
 pub const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
 pub const MIN_RATE: f64 = 0.001;
+pub const MAX_PRELOAD: u64 = 100_000_000;
+pub const MAX_LOOPS: u64 = 1_000_000_000_000;
 pub const MAX_RATE: f64 = 10_000_000.0;
 pub const DEFAULT_POOL_SIZE: u32 = 100;
 
@@ -276,6 +278,17 @@ impl RunPlan {
             indexes.push(doc);
         }
 
+        if p.setup.preload > MAX_PRELOAD {
+            return Err(loaded.error_at(
+                "setup.preload",
+                format!(
+                    "{} documents is more than the {MAX_PRELOAD} preload inserts",
+                    p.setup.preload
+                ),
+                crate::profile::expected_for("preload"),
+            ));
+        }
+
         if p.groups.is_empty() {
             return Err(crate::error::ProfileError {
                 file: loaded.origin.clone(),
@@ -353,6 +366,12 @@ impl RunPlan {
                 }
                 (_, _, Some(0), None) => {
                     return Err(err("loops", "0 loops would run nothing".into()))
+                }
+                (_, _, Some(l), None) if l > MAX_LOOPS => {
+                    return Err(err(
+                        "loops",
+                        format!("{l} operations per user would never finish"),
+                    ))
                 }
                 (_, _, Some(l), None) => StopAt::Loops(l),
                 (_, _, None, Some(d)) if d.is_zero() => {

@@ -51,6 +51,16 @@ impl DocGen {
         let mut fields = Vec::with_capacity(table.len());
         for (name, value) in table {
             let key = format!("{path}.{name}");
+            if name.is_empty() || name.starts_with('$') || name.contains('.') || name.contains('\0')
+            {
+                return Err(GenError {
+                    key,
+                    problem: format!("`{name}` cannot be a MongoDB field name"),
+                    expected:
+                        "a field name that is not empty, does not start with '$' and has no '.'"
+                            .into(),
+                });
+            }
             let gen = match value {
                 toml::Value::Table(t) if t.contains_key("paired_with") => {
                     let with = t

@@ -163,7 +163,7 @@ fn from_toml(origin: &str, text: &str, err: &toml::de::Error) -> ProfileError {
 pub fn expected_for(key: &str) -> &'static str {
     match key {
         "threads" => "a whole number of virtual users from 1 to 1000000, e.g. threads = 100",
-        "loops" => "a whole number of operations per virtual user, at least 1, e.g. loops = 200",
+        "loops" => "a whole number of operations per virtual user, from 1 to 1000000000000, e.g. loops = 200",
         "duration" | "ramp_up" | "start_delay" | "op_timeout" => {
             "a duration string up to a year, such as \"30s\", \"5m\" or \"1h 30m\""
         }
@@ -176,7 +176,7 @@ pub fn expected_for(key: &str) -> &'static str {
         "count" | "many" | "drop" | "journal" => "true or false",
         "filter" | "set" => "a list of document field names, e.g. filter = [\"city\"]",
         "target" => "\"random\" (one existing document by _id) or \"filter\" (documents matching a generated filter)",
-        "preload" => "a whole number of documents to insert before the run, e.g. preload = 10000",
+        "preload" => "a whole number of documents to insert before the run, up to 100000000, e.g. preload = 10000",
         "indexes" => "a list of index keys, e.g. indexes = [{ city = 1 }, { pop = -1 }]",
         "pool_size" => "a whole number of connections, at least 1, e.g. pool_size = 100",
         "write_concern" => "1, 0, any w number, or \"majority\"",
