@@ -18,14 +18,20 @@ pub struct Connected {
     pub server_version: String,
 }
 
-pub async fn connect(uri: &str, pool_size: u32) -> Result<Connected, Error> {
+/// Parses a connection string; a bad one is a usage error that never shows the password.
+pub async fn parse(uri: &str) -> Result<ClientOptions, Error> {
     let shown = redact(uri);
-    let mut opts = ClientOptions::parse(uri).await.map_err(|e| {
+    ClientOptions::parse(uri).await.map_err(|e| {
         Error::Usage(format!(
             "not a usable MongoDB connection string: {shown}\n  problem: {}\n  fix: use the form mongodb://host:port/ (see https://www.mongodb.com/docs/manual/reference/connection-string/)",
             redact(&e.to_string())
         ))
-    })?;
+    })
+}
+
+pub async fn connect(uri: &str, pool_size: u32) -> Result<Connected, Error> {
+    let shown = redact(uri);
+    let mut opts = parse(uri).await?;
     opts.app_name.get_or_insert_with(|| "mongo-stress".into());
     opts.server_selection_timeout.get_or_insert(DEFAULT_TIMEOUT);
     opts.connect_timeout.get_or_insert(DEFAULT_TIMEOUT);
@@ -36,9 +42,9 @@ pub async fn connect(uri: &str, pool_size: u32) -> Result<Connected, Error> {
     let admin = client.database("admin");
     if let Err(e) = admin.run_command(doc! { "ping": 1 }).await {
         return Err(Error::Server(format!(
-            "cannot reach the server at {shown} within {}s: {}\n  fix: check that the server runs and the host and port are right, or leave out --uri to use the embedded server",
-            timeout.as_secs(),
-            first_line(&redact(&e.to_string()))
+            "cannot reach the server at {shown} within {}: {}\n  fix: check that the server runs and the host and port are right, or leave out --uri to use the embedded server",
+            humantime::format_duration(timeout),
+            why_unreachable(&redact(&e.to_string()))
         )));
     }
     let info = admin.run_command(doc! { "buildInfo": 1 }).await.ok();
@@ -53,6 +59,31 @@ pub async fn connect(uri: &str, pool_size: u32) -> Result<Connected, Error> {
         client,
         server_version,
     })
+}
+
+/// The cause inside the driver's server-selection report, in a few words.
+fn why_unreachable(message: &str) -> String {
+    let known = [
+        (
+            "Connection refused",
+            "connection refused: nothing listens on that host and port",
+        ),
+        ("failed to lookup address", "the host name does not resolve"),
+        (
+            "Name or service not known",
+            "the host name does not resolve",
+        ),
+        (
+            "Authentication failed",
+            "authentication failed: check the user name and password",
+        ),
+        ("timed out", "no answer in time"),
+        ("tls", "the TLS handshake failed"),
+    ];
+    known
+        .iter()
+        .find(|(pattern, _)| message.contains(pattern))
+        .map_or_else(|| first_line(message), |(_, why)| why.to_string())
 }
 
 fn first_line(s: &str) -> String {

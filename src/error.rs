@@ -14,7 +14,7 @@ pub mod exit {
 
 /// A profile problem, located in its file.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("{file}:{line}:{column}: {key}{value}: {problem}\n  expected: {expected}", value = self.value_part())]
+#[error("{file}:{line}:{column}: {}{problem}\n  expected: {expected}", self.place())]
 pub struct ProfileError {
     pub file: String,
     pub line: usize,
@@ -28,11 +28,13 @@ pub struct ProfileError {
 }
 
 impl ProfileError {
-    fn value_part(&self) -> String {
-        match &self.value {
-            Some(v) if !self.key.is_empty() => format!(" = {v}"),
-            Some(v) => v.clone(),
-            None => String::new(),
+    /// `key = value: `, `key: `, or nothing when the problem is not at a key.
+    fn place(&self) -> String {
+        match (&self.value, self.key.is_empty()) {
+            (Some(v), false) => format!("{} = {v}: ", self.key),
+            (None, false) => format!("{}: ", self.key),
+            (Some(v), true) => format!("{v}: "),
+            (None, true) => String::new(),
         }
     }
 }

@@ -34,6 +34,10 @@ pub async fn run(args: RunArgs, stop: CancellationToken) -> Result<i32, Error> {
     let loaded = profile::load(&args.profile)?;
     let plan = RunPlan::build(&loaded, &(&args.overrides).into())?;
     let seed = args.seed.unwrap_or_else(rand::random);
+    if let Some(uri) = &args.uri {
+        // A malformed URI is a usage error: refuse it before creating anything.
+        connect::parse(uri).await?;
+    }
     let out_dir = prepare_out_dir(args.out.as_deref(), &plan.name)?;
     let say = |msg: String| {
         if !args.quiet {

@@ -38,7 +38,10 @@ impl Loaded {
             line,
             column,
             key: key.to_string(),
-            value: span.map(|s| excerpt(&self.text[s])),
+            // A whole table (`group[0]`) has no one value worth quoting.
+            value: span
+                .filter(|_| !key.ends_with(']'))
+                .map(|s| excerpt(&self.text[s])),
             problem: problem.into(),
             expected: expected.into(),
         }

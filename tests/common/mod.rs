@@ -7,7 +7,10 @@ use std::path::{Path, PathBuf};
 use mongodb::bson::{doc, Document};
 
 pub fn bin() -> assert_cmd::Command {
-    assert_cmd::Command::cargo_bin("mongo-stress").expect("binary is built")
+    let mut cmd = assert_cmd::Command::cargo_bin("mongo-stress").expect("binary is built");
+    // A run without --out writes results/ under the working directory: not into the repository.
+    cmd.current_dir(std::env::temp_dir());
+    cmd
 }
 
 pub fn bin_path() -> PathBuf {

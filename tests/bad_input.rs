@@ -1,0 +1,147 @@
+//! Every class of bad input the tool is known to meet: each must be refused before any load with
+//! the documented exit code and one message that names the place and the fix, never a panic.
+//! `BAD_INPUT_TABLE=path cargo test --test bad_input` also writes the table of messages that
+//! docs/reliability.md shows.
+
+mod common;
+
+use common::bin;
+
+const DOC: &str = "[document]\ncity = { choice = [\"a\", \"b\"] }\n";
+const INS: &str = "[[group]]\nname = \"g\"\nop = \"insert\"\n";
+
+enum Input {
+    /// A profile file's text (after the document and group header when `grouped`).
+    Profile(&'static str, String),
+    /// Command-line arguments after `mongo-stress`.
+    Args(&'static str, Vec<String>),
+}
+
+fn grouped(desc: &'static str, rest: &str) -> Input {
+    Input::Profile(desc, format!("{DOC}{INS}{rest}"))
+}
+
+fn args(desc: &'static str, a: &[&str]) -> Input {
+    Input::Args(desc, a.iter().map(|s| s.to_string()).collect())
+}
+
+fn cases(dir: &std::path::Path) -> Vec<(Input, i32, &'static str)> {
+    let file = dir.join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let under_file = file.join("run").to_string_lossy().into_owned();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let refused = format!("mongodb://127.0.0.1:{closed}/?serverSelectionTimeoutMS=1000");
+    vec![
+        (grouped("misspelt key", "thredas = 4\nloops = 1\n"), 2, "did you mean `threads`"),
+        (Input::Profile("unknown top-level key", format!("colour = 1\n{DOC}{INS}threads = 1\nloops = 1\n")), 2, "unknown key `colour`"),
+        (grouped("string where a number belongs", "threads = \"ten\"\nloops = 1\n"), 2, "group[0].threads = \"ten\""),
+        (grouped("negative thread count", "threads = -5\nloops = 1\n"), 2, "group[0].threads = -5"),
+        (grouped("zero threads", "threads = 0\nloops = 1\n"), 2, "0 threads would run nothing"),
+        (grouped("too many threads", "threads = 2000000\nloops = 1\n"), 2, "more than the 1000000"),
+        (Input::Profile("no thread group", DOC.to_string()), 2, "no thread group"),
+        (grouped("group that never stops", "threads = 1\n"), 2, "neither loops nor duration"),
+        (grouped("loops and duration both", "threads = 1\nloops = 1\nduration = \"5s\"\n"), 2, "both loops and duration"),
+        (grouped("zero loops", "threads = 1\nloops = 0\n"), 2, "0 loops would run nothing"),
+        (grouped("loops beyond reach", "threads = 1\nloops = 9000000000000\n"), 2, "would never finish"),
+        (grouped("unparsable duration", "threads = 1\nduration = \"soon\"\n"), 2, "`soon` is not a duration"),
+        (grouped("duration over a year", "threads = 1\nduration = \"400days\"\n"), 2, "longer than a year"),
+        (Input::Profile("unknown operation", format!("{DOC}[[group]]\nname = \"g\"\nop = \"upsert\"\nthreads = 1\nloops = 1\n")), 2, "\"insert\", \"find\""),
+        (Input::Profile("two groups with one name", format!("{DOC}{INS}threads = 1\nloops = 1\n{INS}threads = 1\nloops = 1\n")), 2, "two groups are named `g`"),
+        (Input::Profile("filter on a field the document lacks", format!("{DOC}[[group]]\nname = \"f\"\nop = \"find\"\nthreads = 1\nloops = 1\nfilter = [\"town\"]\n")), 2, "`town` is not a field of [document]"),
+        (grouped("find setting on an insert", "threads = 1\nloops = 1\nlimit = 5\n"), 2, "`limit` has no meaning for op = \"insert\""),
+        (Input::Profile("paired with a missing field", format!("[document]\npop = {{ paired_with = \"town\", choice = [1] }}\n{INS}threads = 1\nloops = 1\n")), 2, "`town` is not a choice field"),
+        (Input::Profile("paired lists of different lengths", format!("{DOC}pop = {{ paired_with = \"city\", choice = [1] }}\n{INS}threads = 1\nloops = 1\n")), 2, "1 values, but `city` has 2 choices"),
+        (Input::Profile("inverted int range", format!("[document]\nn = {{ int = [9, 1] }}\n{INS}threads = 1\nloops = 1\n")), 2, "int = [lo, hi] with lo <= hi"),
+        (Input::Profile("empty choice list", format!("[document]\nc = {{ choice = [] }}\n{INS}threads = 1\nloops = 1\n")), 2, "choice needs a non-empty list"),
+        (Input::Profile("field name MongoDB refuses", format!("[document]\n\"$set\" = 1\n{INS}threads = 1\nloops = 1\n")), 2, "cannot be a MongoDB field name"),
+        (Input::Profile("unknown write concern", format!("[target]\nwrite_concern = \"all\"\n{DOC}{INS}threads = 1\nloops = 1\n")), 2, "not a write concern"),
+        (Input::Profile("unknown read preference", format!("[target]\nread_preference = \"closest\"\n{DOC}{INS}threads = 1\nloops = 1\n")), 2, "unknown read preference"),
+        (Input::Profile("empty connection pool", format!("[target]\npool_size = 0\n{DOC}{INS}threads = 1\nloops = 1\n")), 2, "a pool of 0 connections"),
+        (Input::Profile("zero operation timeout", format!("[target]\nop_timeout = \"0s\"\n{DOC}{INS}threads = 1\nloops = 1\n")), 2, "must be more than 0"),
+        (Input::Profile("error threshold over 100 %", format!("stop_on_error_pct = 150\n{DOC}{INS}threads = 1\nloops = 1\n")), 2, "not a percentage"),
+        (Input::Profile("bad index direction", format!("[setup]\nindexes = [{{ city = 2 }}]\n{DOC}{INS}threads = 1\nloops = 1\n")), 2, "not an index direction"),
+        (Input::Profile("preload beyond reach", format!("[setup]\npreload = 1000000000000\n{DOC}{INS}threads = 1\nloops = 1\n")), 2, "more than the 100000000 preload"),
+        (grouped("zero rate", "threads = 1\nloops = 1\nrate = 0\n"), 2, "cannot be scheduled"),
+        (Input::Profile("broken TOML", "name = \"unclosed\n".to_string()), 2, "fuzz.toml:1:"),
+        (Input::Profile("empty file", String::new()), 2, "no thread group"),
+        (args("unknown profile name", &["run", "no-such-profile"]), 2, "no profile file or bundled profile named 'no-such-profile'"),
+        (args("unparsable --duration", &["run", "smoke", "--duration", "soon"]), 2, "expected a duration such as 30s"),
+        (args("--threads 0", &["run", "smoke", "--threads", "0"]), 2, "0 is not in 1..=1000000"),
+        (args("negative --rate", &["run", "smoke", "--rate=-1"]), 2, "a number above 0"),
+        (args("--loops with --duration", &["run", "smoke", "--loops", "1", "--duration", "1s"]), 2, "cannot be used with"),
+        (args("--interval too short", &["run", "smoke", "--interval", "10ms"]), 2, "at least 100ms"),
+        (args("URI with a wrong scheme", &["run", "smoke", "--uri", "mongo://bob:hunter2@db1"]), 2, "not a usable MongoDB connection string"),
+        (args("URI with a bad port", &["run", "smoke", "--uri", "mongodb://db1:notaport"]), 2, "not a usable MongoDB connection string"),
+        (args("--out under a file", &["run", "smoke", "--uri", "mongodb://127.0.0.1:1", "--out", &under_file]), 2, "cannot use"),
+        (args("unwritable --jtl (a full disk)", &["run", "smoke", "--jtl", "/dev/full", "--out", &dir.join("full").to_string_lossy()]), 2, "No space left on device"),
+        (args("server refusing connections", &["run", "smoke", "--uri", &refused, "--out", &dir.join("refused").to_string_lossy()]), 3, "cannot reach the server"),
+    ]
+}
+
+#[test]
+fn every_bad_input_is_refused_with_one_message_naming_the_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut table = vec![
+        "| # | input | exit | message (first line) |".to_string(),
+        "| ---: | --- | ---: | --- |".to_string(),
+    ];
+    let all = cases(dir.path());
+    assert!(all.len() >= 25);
+    for (i, (input, code, needle)) in all.into_iter().enumerate() {
+        let (desc, out) = match input {
+            Input::Profile(desc, text) => {
+                let path = dir.path().join("fuzz.toml");
+                std::fs::write(&path, text).unwrap();
+                (
+                    desc,
+                    bin()
+                        .current_dir(dir.path())
+                        .args(["validate", "fuzz.toml"])
+                        .output()
+                        .unwrap(),
+                )
+            }
+            Input::Args(desc, a) => (
+                desc,
+                bin()
+                    .current_dir(dir.path())
+                    .args(&a)
+                    .timeout(std::time::Duration::from_secs(30))
+                    .output()
+                    .unwrap(),
+            ),
+        };
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(code), "{desc}: {stderr}");
+        assert!(
+            stderr.contains(needle),
+            "{desc}: expected {needle:?} in:\n{stderr}"
+        );
+        assert!(
+            !stderr.contains("panicked") && !stderr.contains("RUST_BACKTRACE"),
+            "{desc}: {stderr}"
+        );
+        assert!(
+            !stderr.contains("hunter2"),
+            "{desc}: a password was printed: {stderr}"
+        );
+        let first = stderr
+            .lines()
+            .find(|l| l.starts_with("error:"))
+            .unwrap_or("")
+            .replace('|', "\\|");
+        let dirs = dir.path().to_string_lossy().into_owned();
+        table.push(format!(
+            "| {} | {desc} | {code} | `{}` |",
+            i + 1,
+            first.replace(&dirs, "DIR")
+        ));
+    }
+    if let Ok(path) = std::env::var("BAD_INPUT_TABLE") {
+        std::fs::write(path, table.join("\n") + "\n").unwrap();
+    }
+}
