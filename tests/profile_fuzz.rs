@@ -2,6 +2,9 @@
 //! `RunPlan::build` return a plan or an error that names a real place in the file; they never
 //! panic. Inputs that once broke it are kept in tests/corpus/ and replayed here.
 
+// The profile error is large by design (file, line, key, value, fix); see src/lib.rs.
+#![allow(clippy::result_large_err)]
+
 use mongo_stress::plan::{Overrides, RunPlan};
 use mongo_stress::profile::{self, bundled};
 use proptest::prelude::*;
