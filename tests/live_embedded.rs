@@ -89,6 +89,15 @@ fn a_wrong_uri_exits_3_within_the_connect_timeout() {
 
 #[test]
 fn ctrl_c_mid_run_prints_what_completed_and_exits_130_with_whole_files() {
+    interrupted_mid_run(libc::SIGINT);
+}
+
+#[test]
+fn sigterm_mid_run_is_handled_like_ctrl_c() {
+    interrupted_mid_run(libc::SIGTERM);
+}
+
+fn interrupted_mid_run(signal: i32) {
     if skip_live() {
         return;
     }
@@ -113,7 +122,7 @@ fn ctrl_c_mid_run_prints_what_completed_and_exits_130_with_whole_files() {
     std::thread::sleep(Duration::from_secs(6));
     let t = Instant::now();
     unsafe {
-        libc::kill(child.id() as i32, libc::SIGINT);
+        libc::kill(child.id() as i32, signal);
     }
     let deadline = Instant::now() + Duration::from_secs(30);
     while child.try_wait().unwrap().is_none() {

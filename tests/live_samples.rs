@@ -179,6 +179,7 @@ fn a_server_killed_mid_run_leaves_a_sample_log_matching_the_summary() {
     );
     let out = dir.path().join("run");
     let uri = format!("{}&serverSelectionTimeoutMS=1500", server.uri());
+    let started = std::time::Instant::now();
     let child = std::process::Command::new(bin_path())
         .args([
             "run",
@@ -196,9 +197,13 @@ fn a_server_killed_mid_run_leaves_a_sample_log_matching_the_summary() {
     std::thread::sleep(std::time::Duration::from_millis(2500));
     server.stop();
     let output = child.wait_with_output().unwrap();
+    let took = started.elapsed();
     let stderr = String::from_utf8_lossy(&output.stderr);
     // Done, but with failed operations: exit 1.
     assert_eq!(output.status.code(), Some(1), "{stderr}");
+    // Its 4 s, plus one server-selection timeout (1.5 s) for the operations in flight, plus
+    // connecting and setup.
+    assert!(took < std::time::Duration::from_secs(10), "took {took:?}");
     let summary = read_json(&out.join("summary.json"));
     let ins = row(&summary, "ins");
     assert!(ins["errors"].as_u64().unwrap() > 0, "{ins}");
