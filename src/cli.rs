@@ -81,6 +81,9 @@ pub struct RunArgs {
     /// Do not write the per-operation sample log (samples.tsv)
     #[arg(long)]
     pub no_samples: bool,
+    /// Do not sample server and client resources (resources.tsv, the resource summary)
+    #[arg(long)]
+    pub no_resources: bool,
     /// Seed of every random choice [default: a random one, printed]
     #[arg(long)]
     pub seed: Option<u64>,

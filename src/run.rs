@@ -90,15 +90,16 @@ pub async fn run(args: RunArgs, stop: CancellationToken) -> Result<i32, Error> {
         (None, _) => say("server process not found on this host: resources.tsv has serverStatus columns only (--server-pid names it)".into()),
         _ => {}
     }
-    let sampler = Sampler::start(
-        sampler::Target {
+    let sampler = if args.no_resources {
+        None
+    } else {
+        let target = sampler::Target {
             client: connected.client.clone(),
             server_pid,
             data_dir,
-        },
-        &out_dir.join("resources.tsv"),
-    )
-    .map_err(before_load)?;
+        };
+        Some(Sampler::start(target, &out_dir.join("resources.tsv")).map_err(before_load)?)
+    };
 
     let mut summary = Summary {
         schema_version: summary::SCHEMA_VERSION,
@@ -167,14 +168,18 @@ pub async fn run(args: RunArgs, stop: CancellationToken) -> Result<i32, Error> {
         summary.interrupted |= result.interrupted;
         summary.runs.push(result);
         summary.spread = summary::spread(&summary.runs);
-        summary.refresh_resources(&sampler.rows());
+        if let Some(sampler) = &sampler {
+            summary.refresh_resources(&sampler.rows());
+        }
         // Rewritten after every run, so an interruption keeps what completed.
         write_summaries(&out_dir, &summary)?;
     }
     if summary.runs.is_empty() {
         summary.interrupted = true;
     }
-    summary.refresh_resources(&sampler.stop().await);
+    if let Some(sampler) = sampler {
+        summary.refresh_resources(&sampler.stop().await);
+    }
     // A sample log that failed (a full disk) was reported when it happened; the summary is
     // whole all the same, so it is still printed, and the exit code says something failed.
     let log_failed = match sample_log.finish() {
@@ -332,7 +337,8 @@ fn epoch_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-fn collection(client: &mongodb::Client, plan: &RunPlan) -> mongodb::Collection<RawDocumentBuf> {
+/// The target collection with the profile's write concern and read preference.
+pub fn collection(client: &mongodb::Client, plan: &RunPlan) -> mongodb::Collection<RawDocumentBuf> {
     let t = &plan.target;
     let w = t.write_concern.as_ref().map(|w| match w {
         WriteConcernPlan::Nodes(n) => Acknowledgment::Nodes(*n),

@@ -1,0 +1,144 @@
+//! The bare-driver baseline of scripts/bench.sh: the same profile, documents, setup, virtual
+//! users, ramp-up and pool as `mongo-stress run`, and the official driver doing the same
+//! operations, with nothing measured but one counter per user: no clock per operation, no
+//! histogram, no sample channel, no log, no sampler.
+//!
+//! Usage: cargo run --release --example baseline -- PROFILE URI THREADS DURATION
+//! Prints: operations, seconds, operations per second (tab-separated).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use mongo_stress::plan::{Overrides, RunPlan};
+use mongo_stress::workload::Request;
+use mongodb::bson::{doc, Bson, RawDocumentBuf};
+use mongodb::options::ClientOptions;
+use mongodb::{Client, Collection};
+use rand::SeedableRng;
+use tokio_util::sync::CancellationToken;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let [_, profile, uri, threads, duration] = args.as_slice() else {
+        anyhow::bail!("usage: baseline PROFILE URI THREADS DURATION");
+    };
+    let duration = humantime::parse_duration(duration)?;
+    let loaded = mongo_stress::profile::load(profile).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let overrides = Overrides {
+        threads: Some(threads.parse()?),
+        duration: Some(duration),
+        ..Overrides::default()
+    };
+    let plan = RunPlan::build(&loaded, &overrides).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut opts = ClientOptions::parse(uri).await?;
+    opts.max_pool_size = Some(plan.target.pool_size);
+    let client = Client::with_options(opts)?;
+    let coll = mongo_stress::run::collection(&client, &plan);
+    let keys = mongo_stress::setup::prepare(&plan, &coll, 1, &CancellationToken::new(), true, true)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let keys = Arc::new(keys);
+    let group = Arc::new(plan.groups().next().expect("a group").clone());
+    let gen = Arc::clone(&plan.document);
+
+    let start = Instant::now();
+    let deadline = start + duration;
+    let mut users = tokio::task::JoinSet::new();
+    for n in 0..group.threads {
+        let (group, gen, keys, coll) = (
+            Arc::clone(&group),
+            Arc::clone(&gen),
+            Arc::clone(&keys),
+            coll.clone(),
+        );
+        users.spawn(async move {
+            let offset = group
+                .ramp_up
+                .mul_f64(f64::from(n) / f64::from(group.threads));
+            tokio::time::sleep_until((start + offset).into()).await;
+            let mut rng =
+                rand::rngs::SmallRng::seed_from_u64(mongo_stress::executor::user_seed(7, 0, n));
+            let mut done = 0u64;
+            while Instant::now() < deadline {
+                execute(&coll, Request::build(&group.op, &gen, &keys, &mut rng)).await;
+                done += 1;
+            }
+            done
+        });
+    }
+    let mut ops = 0;
+    while let Some(done) = users.join_next().await {
+        ops += done?;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    println!("{ops}\t{secs:.3}\t{:.1}", ops as f64 / secs);
+    Ok(())
+}
+
+/// The operation, as `mongo_stress::ops::execute` does it, minus every measurement.
+async fn execute(coll: &Collection<RawDocumentBuf>, req: Request) {
+    match req {
+        Request::Insert(doc) => {
+            let _ = coll.insert_one(doc).await;
+        }
+        Request::Find {
+            filter,
+            limit,
+            count,
+        } => {
+            if count {
+                let _ = coll.count_documents(filter.clone()).await;
+            }
+            if let Ok(mut cursor) = coll.find(filter).limit(i64::from(limit)).await {
+                while let Ok(true) = cursor.advance().await {}
+            }
+        }
+        Request::UpdateById {
+            id: Some(id),
+            update,
+        } => {
+            let _ = coll.update_one(doc! { "_id": id }, update).await;
+        }
+        Request::UpdateById { id: None, .. } => {}
+        Request::UpdateByFilter {
+            filter,
+            update,
+            many,
+        } => {
+            let _ = if many {
+                coll.update_many(filter, update).await
+            } else {
+                coll.update_one(filter, update).await
+            };
+        }
+        Request::Remove { filter, from } => {
+            let mut found = None;
+            if let Some(from) = from {
+                let mut after = filter.clone();
+                after.insert("_id", doc! { "$gte": from });
+                found = coll
+                    .find_one(after)
+                    .sort(doc! { "_id": 1 })
+                    .projection(doc! { "_id": 1 })
+                    .await
+                    .ok()
+                    .flatten();
+            }
+            if found.is_none() {
+                found = coll
+                    .find_one(filter)
+                    .projection(doc! { "_id": 1 })
+                    .await
+                    .ok()
+                    .flatten();
+            }
+            if let Some(id) =
+                found.and_then(|d| d.get("_id").ok().flatten().map(|v| v.to_raw_bson()))
+            {
+                let id = Bson::try_from(id).unwrap_or_default();
+                let _ = coll.delete_one(doc! { "_id": id }).await;
+            }
+        }
+    }
+}

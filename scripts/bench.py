@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Is the load generator the bottleneck? Run by scripts/bench.sh; see there."""
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+DURATION = sys.argv[2] if len(sys.argv) > 2 else "10s"
+TOOL = "target/release/mongo-stress"
+BASE = "target/release/examples/baseline"
+SERVER = os.environ.get("MONGO_STRESS_SERVER_BIN") or subprocess.run(
+    ["sh", "-c", "command -v secantusd-rs"], capture_output=True, text=True).stdout.strip()
+
+work = tempfile.mkdtemp(prefix="mongo-stress-bench-")
+log = open(os.path.join(work, "server.log"), "w")
+server = subprocess.Popen([SERVER, "--host", "127.0.0.1", "--port", "0", "--storage-path",
+                           os.path.join(work, "data"), "--log-level", "WARNING"], stdout=log, stderr=log)
+runs = 0
+
+
+def timed(cmd):
+    """Runs cmd under /usr/bin/time; returns (stdout, cpu seconds, peak RSS MB)."""
+    tfile = os.path.join(work, "time")
+    out = subprocess.run(["/usr/bin/time", "-f", "%U %S %M", "-o", tfile] + cmd,
+                         capture_output=True, text=True, check=True).stdout
+    user, system, rss = open(tfile).read().split()[-3:]
+    return out, float(user) + float(system), int(rss) / 1024
+
+
+def tool(profile, threads, *extra):
+    global runs
+    runs += 1
+    out_dir = os.path.join(work, f"run-{runs}")
+    _, cpu, rss = timed([TOOL, "run", profile, "--uri", uri, "--threads", str(threads), "--duration",
+                         DURATION, "--quiet", "--out", out_dir, *extra])
+    total = [r for r in json.load(open(os.path.join(out_dir, "summary.json")))["runs"][0]["rows"]
+             if r["label"] == "TOTAL"][0]
+    return total["samples"], total["throughput"], cpu, rss
+
+
+def base(profile, threads):
+    out, cpu, rss = timed([BASE, profile, uri, str(threads), DURATION])
+    ops, _secs, rate = out.split()
+    return int(ops), float(rate), cpu, rss
+
+
+try:
+    for _ in range(100):
+        m = re.search(r"listening on ([0-9.:]+)", open(os.path.join(work, "server.log")).read())
+        if m:
+            break
+        time.sleep(0.1)
+    uri = f"mongodb://{m.group(1)}/?directConnection=true"
+    version = subprocess.run([SERVER, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+    print(f"server: {version}, {os.cpu_count()} cores shared with the client; {DURATION} per run, {ROUNDS} rounds")
+    print(f"\n{'op':7} {'users':>5} {'round':>5}  {'tool/s':>9} {'driver/s':>9} {'ratio':>6}  "
+          f"{'tool cpu':>9} {'drv cpu':>9} {'ratio':>6}  {'tool RSS':>8} {'drv RSS':>8}")
+    print(f"{'':7} {'':>5} {'':>5}  {'':>9} {'':>9} {'':>6}  {'s/10k op':>9} {'s/10k op':>9} {'':>6}  "
+          f"{'MB':>8} {'MB':>8}")
+    lines = []
+    for op in ("insert", "find"):
+        for users in (50, 500):
+            tput, cpu = [], []
+            for rnd in range(1, ROUNDS + 1):
+                # Alternate which side goes first, so neither always meets a warmer server.
+                if rnd % 2:
+                    t = tool(op, users)
+                    b = base(op, users)
+                else:
+                    b = base(op, users)
+                    t = tool(op, users)
+                tk, bk = t[2] / t[0] * 1e4, b[2] / b[0] * 1e4
+                tput.append(t[1] / b[1])
+                cpu.append(tk / bk)
+                print(f"{op:7} {users:>5} {rnd:>5}  {t[1]:9.1f} {b[1]:9.1f} {tput[-1]:6.3f}  "
+                      f"{tk:9.3f} {bk:9.3f} {cpu[-1]:6.3f}  {t[3]:8.1f} {b[3]:8.1f}", flush=True)
+            lines.append(f"{op} at {users} users: throughput ratio {statistics.mean(tput):.3f} (target >= 0.95), "
+                         f"CPU per operation ratio {statistics.mean(cpu):.3f} (target <= 1.15)")
+    print()
+    print("\n".join(lines))
+
+    ops, rate, _, rss = tool("insert", 10000, "--rate", "500")
+    print(f"\n10,000 virtual users, insert at 500/s: {ops} operations at {rate:.1f}/s, "
+          f"peak RSS {rss:.1f} MB (target < 150 MB)")
+
+    sums = {"full": 0.0, "no-samples": 0.0, "no-resources": 0.0}
+    for _ in range(ROUNDS):
+        for variant in sums:
+            extra = [] if variant == "full" else [f"--{variant}"]
+            sums[variant] += tool("insert", 50, *extra)[1]
+    f, s, r = (sums[k] / ROUNDS for k in ("full", "no-samples", "no-resources"))
+    print(f"\nInsert at 50 users, mean of {ROUNDS}: {f:.1f}/s with the sample log and the sampler, "
+          f"{s:.1f}/s without the sample log, {r:.1f}/s without the sampler")
+    print(f"the sample log costs {100 * (1 - f / s):.1f} % of throughput (target < 5 %); "
+          f"the resource sampler {100 * (1 - f / r):.1f} %")
+finally:
+    server.terminate()
+    server.wait()
+    subprocess.run(["rm", "-rf", work])

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Is the load generator the bottleneck? Against one secantusd-rs, in one run: mongo-stress
+# against the bare-driver baseline (examples/baseline.rs: same profile, documents, setup, users
+# and pool; nothing measured but a counter) for insert and find at 50 and 500 users, alternating
+# ROUNDS times, with throughput, client CPU seconds per 10,000 operations, and peak RSS; then RSS
+# with 10,000 virtual users at 500/s, and the cost of the sample log and of the resource sampler.
+# Every number it prints is a ratio or reading from this run. See docs/performance.md.
+# Usage: scripts/bench.sh [ROUNDS] [DURATION]   (defaults: 3 10s)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
+cargo build --release --quiet --bin mongo-stress --example baseline
+exec python3 scripts/bench.py "$@"
