@@ -11,6 +11,8 @@ import time
 
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 3
 DURATION = sys.argv[2] if len(sys.argv) > 2 else "10s"
+# Which parts to run: all by default; `costs` runs only the sample log and sampler costs.
+PARTS = sys.argv[3] if len(sys.argv) > 3 else "all"
 TOOL = "target/release/mongo-stress"
 BASE = "target/release/examples/baseline"
 SERVER = os.environ.get("MONGO_STRESS_SERVER_BIN") or subprocess.run(
@@ -63,7 +65,7 @@ try:
     print(f"{'':7} {'':>5} {'':>5}  {'':>9} {'':>9} {'':>6}  {'s/10k op':>9} {'s/10k op':>9} {'':>6}  "
           f"{'MB':>8} {'MB':>8}")
     lines = []
-    for op in ("insert", "find"):
+    for op in (("insert", "find") if PARTS == "all" else ()):
         for users in (50, 500):
             tput, cpu = [], []
             for rnd in range(1, ROUNDS + 1):
@@ -84,20 +86,30 @@ try:
     print()
     print("\n".join(lines))
 
-    ops, rate, _, rss = tool("insert", 10000, "--rate", "500")
-    print(f"\n10,000 virtual users, insert at 500/s: {ops} operations at {rate:.1f}/s, "
-          f"peak RSS {rss:.1f} MB (target < 150 MB)")
+    if PARTS == "all":
+        ops, rate, _, rss = tool("insert", 10000, "--rate", "500")
+        print(f"\n10,000 virtual users, insert at 500/s: {ops} operations at {rate:.1f}/s, "
+              f"peak RSS {rss:.1f} MB (target < 150 MB)")
 
-    sums = {"full": 0.0, "no-samples": 0.0, "no-resources": 0.0}
-    for _ in range(ROUNDS):
-        for variant in sums:
+    variants = ["full", "no-samples", "no-resources"]
+    rates = {v: [] for v in variants}
+    cpus = {v: [] for v in variants}
+    for rnd in range(ROUNDS):
+        # Rotate the order each round: throughput drifts as the server's files grow.
+        for variant in variants[rnd % 3:] + variants[:rnd % 3]:
             extra = [] if variant == "full" else [f"--{variant}"]
-            sums[variant] += tool("insert", 50, *extra)[1]
-    f, s, r = (sums[k] / ROUNDS for k in ("full", "no-samples", "no-resources"))
-    print(f"\nInsert at 50 users, mean of {ROUNDS}: {f:.1f}/s with the sample log and the sampler, "
-          f"{s:.1f}/s without the sample log, {r:.1f}/s without the sampler")
-    print(f"the sample log costs {100 * (1 - f / s):.1f} % of throughput (target < 5 %); "
-          f"the resource sampler {100 * (1 - f / r):.1f} %")
+            ops, rate, cpu, _ = tool("insert", 50, *extra)
+            rates[variant].append(rate)
+            cpus[variant].append(cpu / ops * 1e4)
+    f, s, r = (statistics.mean(rates[k]) for k in variants)
+    fc, sc, rc = (statistics.mean(cpus[k]) for k in variants)
+    print(f"\nInsert at 50 users, mean of {ROUNDS} (order rotated):")
+    print(f"  everything on:        {f:9.1f}/s  {fc:.3f} CPU s per 10k operations")
+    print(f"  without sample log:   {s:9.1f}/s  {sc:.3f}")
+    print(f"  without the sampler:  {r:9.1f}/s  {rc:.3f}")
+    print(f"the sample log costs {100 * (1 - f / s):.1f} % of throughput (target < 5 %) and "
+          f"{100 * (fc / sc - 1):.1f} % CPU per operation; the resource sampler {100 * (1 - f / r):.1f} % "
+          f"and {100 * (fc / rc - 1):.1f} %")
 finally:
     server.terminate()
     server.wait()

@@ -5,7 +5,7 @@
 # ROUNDS times, with throughput, client CPU seconds per 10,000 operations, and peak RSS; then RSS
 # with 10,000 virtual users at 500/s, and the cost of the sample log and of the resource sampler.
 # Every number it prints is a ratio or reading from this run. See docs/performance.md.
-# Usage: scripts/bench.sh [ROUNDS] [DURATION]   (defaults: 3 10s)
+# Usage: scripts/bench.sh [ROUNDS] [DURATION] [all|costs]   (defaults: 3 10s all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"

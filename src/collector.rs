@@ -100,6 +100,9 @@ pub async fn collect(
     let mut ticker = tokio::time::interval_at((Instant::now() + period).into(), period);
     let started = Instant::now();
     let mut batch = Vec::with_capacity(256);
+    // Samples for the log go in large batches: one wake-up of the writer thread per batch.
+    let mut pending: Vec<Logged> = Vec::with_capacity(LOG_BATCH);
+    let mut flush_tick = tokio::time::interval(LOG_FLUSH);
     loop {
         tokio::select! {
             n = rx.recv_many(&mut batch, 256) => {
@@ -121,18 +124,21 @@ pub async fn collect(
                     Some(log) => {
                         let threads: Vec<u32> = active.iter().map(|a| a.load(Ordering::Relaxed)).collect();
                         let all_threads = threads.iter().sum();
-                        let logged = batch
-                            .drain(..)
-                            .map(|sample| Logged {
-                                group_threads: threads.get(usize::from(sample.group)).copied().unwrap_or(0),
-                                all_threads,
-                                sample,
-                            })
-                            .collect();
-                        // The writer only goes away after an I/O error, which `finish` reports.
-                        let _ = log.send(logged).await;
+                        pending.extend(batch.drain(..).map(|sample| Logged {
+                            group_threads: threads.get(usize::from(sample.group)).copied().unwrap_or(0),
+                            all_threads,
+                            sample,
+                        }));
+                        if pending.len() >= LOG_BATCH {
+                            send_log(log, &mut pending).await;
+                        }
                     }
                     None => batch.clear(),
+                }
+            }
+            _ = flush_tick.tick(), if log.is_some() && !pending.is_empty() => {
+                if let Some(log) = &log {
+                    send_log(log, &mut pending).await;
                 }
             }
             _ = guard_tick.tick(), if guard.is_some() => {
@@ -151,10 +157,26 @@ pub async fn collect(
             }
         }
     }
+    if let Some(log) = &log {
+        send_log(log, &mut pending).await;
+    }
     for (t, w) in total.iter_mut().zip(window.iter()) {
         t.merge(w);
     }
     total
+}
+
+/// Samples per batch handed to the sample log writer, and the longest a sample waits for one.
+const LOG_BATCH: usize = 4096;
+const LOG_FLUSH: Duration = Duration::from_millis(200);
+
+async fn send_log(log: &mpsc::Sender<Vec<Logged>>, pending: &mut Vec<Logged>) {
+    if pending.is_empty() {
+        return;
+    }
+    let full = std::mem::replace(pending, Vec::with_capacity(LOG_BATCH));
+    // The writer only goes away after an I/O error, which `SampleLog::finish` reports.
+    let _ = log.send(full).await;
 }
 
 fn print_live(
