@@ -15,23 +15,6 @@ fn skip() -> bool {
     std::env::var("MONGO_STRESS_SKIP_LIVE").as_deref() == Ok("1")
 }
 
-fn spawn_run(profile: &std::path::Path, uri: &str, out: &std::path::Path) -> std::process::Child {
-    std::process::Command::new(bin_path())
-        .args([
-            "run",
-            profile.to_str().unwrap(),
-            "--uri",
-            uri,
-            "--quiet",
-            "--out",
-        ])
-        .arg(out)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap()
-}
-
 fn sample_lines(out: &std::path::Path) -> u64 {
     std::fs::read_to_string(out.join("samples.tsv"))
         .unwrap()

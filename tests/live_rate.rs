@@ -78,20 +78,7 @@ fn a_one_second_freeze_shows_in_the_intended_start_latency_but_not_in_the_servic
         &insert_group(200, 20, "6s"),
     );
     let out = dir.path().join("run");
-    let child = std::process::Command::new(bin_path())
-        .args([
-            "run",
-            path.to_str().unwrap(),
-            "--uri",
-            &server.uri,
-            "--quiet",
-            "--out",
-        ])
-        .arg(&out)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_run(&path, &server.uri, &out);
     std::thread::sleep(Duration::from_millis(2500));
     unsafe { libc::kill(pid, libc::SIGSTOP) };
     std::thread::sleep(Duration::from_secs(1));

@@ -180,20 +180,7 @@ fn a_server_killed_mid_run_leaves_a_sample_log_matching_the_summary() {
     let out = dir.path().join("run");
     let uri = format!("{}&serverSelectionTimeoutMS=1500", server.uri());
     let started = std::time::Instant::now();
-    let child = std::process::Command::new(bin_path())
-        .args([
-            "run",
-            path.to_str().unwrap(),
-            "--uri",
-            &uri,
-            "--quiet",
-            "--out",
-        ])
-        .arg(&out)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_run(&path, &uri, &out);
     std::thread::sleep(std::time::Duration::from_millis(2500));
     server.stop();
     let output = child.wait_with_output().unwrap();

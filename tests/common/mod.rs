@@ -183,3 +183,25 @@ impl TestServer {
         )
     }
 }
+
+/// Starts `mongo-stress run PROFILE --uri URI --quiet --out OUT` in the background, output piped.
+pub fn spawn_run(
+    profile: &std::path::Path,
+    uri: &str,
+    out: &std::path::Path,
+) -> std::process::Child {
+    std::process::Command::new(bin_path())
+        .args([
+            "run",
+            profile.to_str().unwrap(),
+            "--uri",
+            uri,
+            "--quiet",
+            "--out",
+        ])
+        .arg(out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
