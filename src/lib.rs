@@ -62,10 +62,22 @@ fn print_plan(plan: &plan::RunPlan) {
         println!("  {}", plan.description);
     }
     let t = &plan.target;
+    let w = match &t.write_concern {
+        None => "the deployment's default".to_string(),
+        Some(plan::WriteConcernPlan::Nodes(n)) => format!("w={n}"),
+        Some(plan::WriteConcernPlan::Majority) => "w=majority".to_string(),
+    };
     println!(
-        "target {}.{}  pool {}  read {}  write concern {:?}",
-        t.database, t.collection, t.pool_size, t.read_preference, t.write_concern
+        "target {}.{}  pool {}  read {}  write concern {w}  operation timeout {}",
+        t.database,
+        t.collection,
+        t.pool_size,
+        t.read_preference,
+        humantime::format_duration(t.op_timeout)
     );
+    if let Some(pct) = plan.stop_on_error_pct {
+        println!("stop when {pct} % of the recent operations failed");
+    }
     println!(
         "setup drop={} preload={} indexes={}",
         plan.setup.drop,

@@ -263,6 +263,9 @@ pub struct Row {
     pub missed: u64,
 }
 
+/// The columns that mean something in closed loop: all up to `Modified`.
+pub const CLOSED_LOOP_COLUMNS: usize = 18;
+
 /// Column names, in order, as in the console table and `summary.tsv`.
 pub const COLUMNS: [&str; 26] = [
     "Label",
@@ -474,6 +477,12 @@ mod tests {
         }
         a.merge(&b);
         assert_eq!(a.row("x"), all.row("x"));
+    }
+
+    #[test]
+    fn the_closed_loop_columns_end_at_modified() {
+        assert_eq!(COLUMNS[CLOSED_LOOP_COLUMNS - 1], "Modified");
+        assert_eq!(COLUMNS[CLOSED_LOOP_COLUMNS], "Service Average");
     }
 
     #[test]

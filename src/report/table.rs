@@ -3,12 +3,20 @@
 
 use std::io::Write;
 
-use crate::metrics::COLUMNS;
+use crate::metrics::{CLOSED_LOOP_COLUMNS, COLUMNS};
 use crate::summary::Summary;
 
 pub fn render(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
     let with_run = s.runs.len() > 1;
-    let mut header: Vec<String> = COLUMNS.iter().map(|c| c.to_string()).collect();
+    // In closed loop the service columns repeat the latency ones and the schedule columns are
+    // zero: the console leaves them out (summary.tsv and summary.json always have them).
+    let open_loop = s.groups.iter().any(|g| g.rate.is_some());
+    let shown = if open_loop {
+        COLUMNS.len()
+    } else {
+        CLOSED_LOOP_COLUMNS
+    };
+    let mut header: Vec<String> = COLUMNS[..shown].iter().map(|c| c.to_string()).collect();
     if with_run {
         header.insert(0, "Run".into());
     }
@@ -16,6 +24,7 @@ pub fn render(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
     for run in &s.runs {
         for row in &run.rows {
             let mut cells = row.cells();
+            cells.truncate(shown);
             if with_run {
                 cells.insert(0, run.run.to_string());
             }
