@@ -115,10 +115,8 @@ async fn execute(coll: &Collection<RawDocumentBuf>, req: Request) {
         Request::Remove { filter, from } => {
             let mut found = None;
             if let Some(from) = from {
-                let mut after = filter.clone();
-                after.insert("_id", doc! { "$gte": from });
                 found = coll
-                    .find_one(after)
+                    .find_one(mongo_stress::workload::from_id(&filter, from))
                     .sort(doc! { "_id": 1 })
                     .projection(doc! { "_id": 1 })
                     .await

@@ -90,10 +90,8 @@ pub async fn execute(coll: &Collection<RawDocumentBuf>, req: Request) -> Outcome
                 out.sent = bson_len(&filter);
                 let mut found = None;
                 if let Some(from) = from {
-                    let mut after = filter.clone();
-                    after.insert("_id", doc! { "$gte": from });
                     found = coll
-                        .find_one(after)
+                        .find_one(crate::workload::from_id(&filter, from))
                         .sort(doc! { "_id": 1 })
                         .projection(doc! { "_id": 1 })
                         .await?;

@@ -375,6 +375,13 @@ pub enum Request {
     },
 }
 
+/// A remove's filter restricted to `_id`s from `from` on: where its search starts.
+pub fn from_id(filter: &Document, from: i64) -> Document {
+    let mut after = filter.clone();
+    after.insert("_id", mongodb::bson::doc! { "$gte": from });
+    after
+}
+
 impl Request {
     pub fn build(
         op: &crate::plan::OpPlan,
