@@ -53,7 +53,8 @@ pub async fn execute(coll: &Collection<RawDocumentBuf>, req: Request) -> Outcome
                 limit,
                 count,
             } => {
-                out.sent = bson_len(&filter);
+                // The filter goes out twice when the find counts first.
+                out.sent = bson_len(&filter) * (1 + u32::from(count));
                 if count {
                     coll.count_documents(filter.clone()).await?;
                 }
@@ -66,9 +67,11 @@ pub async fn execute(coll: &Collection<RawDocumentBuf>, req: Request) -> Outcome
                 out.received = received.min(u32::MAX as usize) as u32;
             }
             Request::UpdateById { id, update } => {
-                out.sent = bson_len(&update) + 14;
+                // No `_id` issued yet: nothing to update, nothing sent.
                 let Some(id) = id else { return Ok(()) };
-                let r = coll.update_one(doc! { "_id": id }, update).await?;
+                let filter = doc! { "_id": id };
+                out.sent = bson_len(&filter) + bson_len(&update);
+                let r = coll.update_one(filter, update).await?;
                 out.matched = r.matched_count > 0;
                 out.modified = r.modified_count > 0;
             }
@@ -87,17 +90,19 @@ pub async fn execute(coll: &Collection<RawDocumentBuf>, req: Request) -> Outcome
                 out.modified = r.modified_count > 0;
             }
             Request::Remove { filter, from } => {
-                out.sent = bson_len(&filter);
                 let mut found = None;
                 if let Some(from) = from {
+                    let after = crate::workload::from_id(&filter, from);
+                    out.sent += bson_len(&after);
                     found = coll
-                        .find_one(crate::workload::from_id(&filter, from))
+                        .find_one(after)
                         .sort(doc! { "_id": 1 })
                         .projection(doc! { "_id": 1 })
                         .await?;
                 }
                 if found.is_none() {
                     // Nothing matches past `from`: wrap around to the start.
+                    out.sent += bson_len(&filter);
                     found = coll.find_one(filter).projection(doc! { "_id": 1 }).await?;
                 }
                 if let Some(found) = found {
