@@ -216,22 +216,13 @@ mod tests {
 
     fn sample(end_us: u64, failed: bool) -> Sample {
         Sample {
-            group: 0,
-            thread: 1,
-            start_us: end_us - 10,
-            intended_us: end_us - 10,
-            elapsed_us: 10,
-            late: false,
-            sent: 0,
-            received: 0,
-            matched: false,
-            modified: false,
             error: failed.then(|| {
                 Box::new(OpError {
                     class: ErrorClass::Network,
                     message: "gone".into(),
                 })
             }),
+            ..Sample::at(end_us - 10, 10)
         }
     }
 

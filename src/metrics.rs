@@ -380,17 +380,10 @@ mod tests {
         let mut m = GroupMetrics::default();
         for i in 0..4u64 {
             let s = Sample {
-                group: 0,
-                thread: 1,
-                start_us: i * 500_000,
-                intended_us: i * 500_000,
-                elapsed_us: 500_000,
-                late: false,
                 sent: 1024,
                 received: 2048,
                 matched: true,
-                modified: false,
-                error: None,
+                ..Sample::at(i * 500_000, 500_000)
             };
             m.record(&s);
         }
@@ -409,17 +402,10 @@ mod tests {
             let intended = i * 100_000;
             let behind = if i == 4 { 1_000_000 } else { 0 };
             m.record(&Sample {
-                group: 0,
-                thread: 1,
-                start_us: intended + behind,
                 intended_us: intended,
-                elapsed_us: 10_000,
                 late: i == 4,
-                sent: 0,
-                received: 0,
                 matched: true,
-                modified: false,
-                error: None,
+                ..Sample::at(intended + behind, 10_000)
             });
         }
         let r = m.row("g");
@@ -436,17 +422,8 @@ mod tests {
         for i in 0..10u64 {
             let error = (i % 5 == 0).then(|| Box::new(OpErrorFixture::timeout()));
             m.record(&Sample {
-                group: 0,
-                thread: 1,
-                start_us: i,
-                intended_us: i,
-                elapsed_us: 10,
-                late: false,
-                sent: 0,
-                received: 0,
-                matched: false,
-                modified: false,
                 error,
+                ..Sample::at(i, 10)
             });
         }
         let r = m.row("g");

@@ -59,8 +59,22 @@ pub struct Sample {
 }
 
 impl Sample {
-    pub fn ok(&self) -> bool {
-        self.error.is_none()
+    /// A successful, on-time closed-loop sample of group 0, thread 1; tests set what they need.
+    #[cfg(test)]
+    pub fn at(start_us: u64, elapsed_us: u64) -> Sample {
+        Sample {
+            group: 0,
+            thread: 1,
+            start_us,
+            intended_us: start_us,
+            elapsed_us,
+            late: false,
+            sent: 0,
+            received: 0,
+            matched: false,
+            modified: false,
+            error: None,
+        }
     }
 
     pub fn end_us(&self) -> u64 {

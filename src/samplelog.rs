@@ -202,15 +202,11 @@ mod tests {
         Sample {
             group: 1,
             thread: 7,
-            start_us: 1_700_000_000_123_456,
-            intended_us: 1_700_000_000_123_456,
-            elapsed_us: 2_345,
-            late: false,
             sent: 120,
             received: 4096,
             matched: true,
-            modified: false,
             error: error.map(Box::new),
+            ..Sample::at(1_700_000_000_123_456, 2_345)
         }
     }
 
