@@ -1,7 +1,7 @@
 //! The bare-driver baseline of scripts/bench.sh: the same profile, documents, setup, virtual
-//! users, ramp-up and pool as `mongo-stress run`, and the official driver doing the same
-//! operations, with nothing measured but one counter per user: no clock per operation, no
-//! histogram, no sample channel, no log, no sampler.
+//! users, ramp-up and pool as `mongo-stress run`, and the same operations (the tool's own
+//! `MongoBackend`, with payload sizes off), with nothing measured but one counter per user: no
+//! clock per operation, no histogram, no sample channel, no log, no sampler.
 //!
 //! Usage: cargo run --release --example baseline -- PROFILE URI THREADS DURATION
 //! Prints: operations, seconds, operations per second (tab-separated).
@@ -9,11 +9,11 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use mongo_stress::ops::{Backend, MongoBackend};
 use mongo_stress::plan::{Overrides, RunPlan};
 use mongo_stress::workload::Request;
-use mongodb::bson::{doc, Bson, RawDocumentBuf};
 use mongodb::options::ClientOptions;
-use mongodb::{Client, Collection};
+use mongodb::Client;
 use rand::SeedableRng;
 use tokio_util::sync::CancellationToken;
 
@@ -24,7 +24,7 @@ async fn main() -> anyhow::Result<()> {
         anyhow::bail!("usage: baseline PROFILE URI THREADS DURATION");
     };
     let duration = humantime::parse_duration(duration)?;
-    let loaded = mongo_stress::profile::load(profile).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let loaded = mongo_stress::plan::profile::load(profile).map_err(|e| anyhow::anyhow!("{e}"))?;
     let overrides = Overrides {
         threads: Some(threads.parse()?),
         duration: Some(duration),
@@ -34,8 +34,12 @@ async fn main() -> anyhow::Result<()> {
     let mut opts = ClientOptions::parse(uri).await?;
     opts.max_pool_size = Some(plan.target.pool_size);
     let client = Client::with_options(opts)?;
-    let coll = mongo_stress::run::collection(&client, &plan);
-    let keys = mongo_stress::setup::prepare(&plan, &coll, 1, &CancellationToken::new(), true, true)
+    let backend = MongoBackend {
+        measure: false,
+        ..MongoBackend::new(&client, &plan.target)
+    };
+    let keys = backend
+        .prepare(&plan, 1, &CancellationToken::new(), true)
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     let keys = Arc::new(keys);
@@ -46,11 +50,11 @@ async fn main() -> anyhow::Result<()> {
     let deadline = start + duration;
     let mut users = tokio::task::JoinSet::new();
     for n in 0..group.threads {
-        let (group, gen, keys, coll) = (
+        let (group, gen, keys, backend) = (
             Arc::clone(&group),
             Arc::clone(&gen),
             Arc::clone(&keys),
-            coll.clone(),
+            backend.clone(),
         );
         users.spawn(async move {
             let offset = group
@@ -61,7 +65,9 @@ async fn main() -> anyhow::Result<()> {
                 rand::rngs::SmallRng::seed_from_u64(mongo_stress::executor::user_seed(7, 0, n));
             let mut done = 0u64;
             while Instant::now() < deadline {
-                execute(&coll, Request::build(&group.op, &gen, &keys, &mut rng)).await;
+                backend
+                    .execute(Request::build(&group.op, &gen, &keys, &mut rng))
+                    .await;
                 done += 1;
             }
             done
@@ -74,69 +80,4 @@ async fn main() -> anyhow::Result<()> {
     let secs = start.elapsed().as_secs_f64();
     println!("{ops}\t{secs:.3}\t{:.1}", ops as f64 / secs);
     Ok(())
-}
-
-/// The operation, as `mongo_stress::ops::execute` does it, minus every measurement.
-async fn execute(coll: &Collection<RawDocumentBuf>, req: Request) {
-    match req {
-        Request::Insert(doc) => {
-            let _ = coll.insert_one(doc).await;
-        }
-        Request::Find {
-            filter,
-            limit,
-            count,
-        } => {
-            if count {
-                let _ = coll.count_documents(filter.clone()).await;
-            }
-            if let Ok(mut cursor) = coll.find(filter).limit(i64::from(limit)).await {
-                while let Ok(true) = cursor.advance().await {}
-            }
-        }
-        Request::UpdateById {
-            id: Some(id),
-            update,
-        } => {
-            let _ = coll.update_one(doc! { "_id": id }, update).await;
-        }
-        Request::UpdateById { id: None, .. } => {}
-        Request::UpdateByFilter {
-            filter,
-            update,
-            many,
-        } => {
-            let _ = if many {
-                coll.update_many(filter, update).await
-            } else {
-                coll.update_one(filter, update).await
-            };
-        }
-        Request::Remove { filter, from } => {
-            let mut found = None;
-            if let Some(from) = from {
-                found = coll
-                    .find_one(mongo_stress::workload::from_id(&filter, from))
-                    .sort(doc! { "_id": 1 })
-                    .projection(doc! { "_id": 1 })
-                    .await
-                    .ok()
-                    .flatten();
-            }
-            if found.is_none() {
-                found = coll
-                    .find_one(filter)
-                    .projection(doc! { "_id": 1 })
-                    .await
-                    .ok()
-                    .flatten();
-            }
-            if let Some(id) =
-                found.and_then(|d| d.get("_id").ok().flatten().map(|v| v.to_raw_bson()))
-            {
-                let id = Bson::try_from(id).unwrap_or_default();
-                let _ = coll.delete_one(doc! { "_id": id }).await;
-            }
-        }
-    }
 }

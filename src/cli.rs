@@ -1,5 +1,6 @@
-//! Command-line interface (clap derive). Values are parsed into typed settings here; the rest of
-//! the program sees them only through the `RunPlan` and `Outputs`.
+//! Command-line interface (clap derive). Values are parsed into typed settings here, with the
+//! bounds of `plan::limits`; `app` resolves them into the `RunPlan` and its `RunOptions`, and
+//! nothing past `app` sees these structs.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -35,10 +36,10 @@ pub enum Command {
 #[derive(Debug, Clone, Args)]
 pub struct OverrideArgs {
     /// Virtual users per group, overriding every group
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    #[arg(long, value_parser = parse_threads)]
     pub threads: Option<u32>,
     /// Operations per virtual user, overriding every group's loops or duration
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000_000), conflicts_with = "duration")]
+    #[arg(long, value_parser = parse_loops, conflicts_with = "duration")]
     pub loops: Option<u64>,
     /// Run every group for this long (e.g. 30s, 5m), overriding loops or duration
     #[arg(long, value_parser = parse_duration)]
@@ -102,13 +103,25 @@ pub struct RunArgs {
     pub server_bin: Option<PathBuf>,
 }
 
+use crate::plan::limits;
+
+fn parse_threads(s: &str) -> Result<u32, String> {
+    let n = s
+        .parse::<u32>()
+        .map_err(|_| format!("expected {}", limits::threads_expected()))?;
+    limits::check_threads(n).map_err(|p| format!("{p}; expected {}", limits::threads_expected()))
+}
+
+fn parse_loops(s: &str) -> Result<u64, String> {
+    let n = s
+        .parse::<u64>()
+        .map_err(|_| format!("expected {}", limits::loops_expected()))?;
+    limits::check_loops(n).map_err(|p| format!("{p}; expected {}", limits::loops_expected()))
+}
+
 fn parse_duration(s: &str) -> Result<Duration, String> {
-    let d = humantime::parse_duration(s)
-        .map_err(|e| format!("{e}; expected a duration such as 30s, 5m or 1h30m"))?;
-    if d > crate::plan::MAX_DURATION {
-        return Err("longer than a year; expected a duration such as 30s, 5m or 1h30m".into());
-    }
-    Ok(d)
+    limits::parse_duration(s)
+        .map_err(|p| format!("{p}; expected a duration such as 30s, 5m or 1h30m"))
 }
 
 fn parse_op_timeout(s: &str) -> Result<Duration, String> {
@@ -120,16 +133,26 @@ fn parse_op_timeout(s: &str) -> Result<Duration, String> {
 }
 
 fn parse_rate(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(r) if (crate::plan::MIN_RATE..=crate::plan::MAX_RATE).contains(&r) => Ok(r),
-        _ => Err("expected operations per second, a number above 0 (0.001 to 10000000), such as 200 or 2.5".into()),
-    }
+    let expected = || {
+        format!(
+            "expected operations per second, a number above 0 ({} to {}), such as 200 or 2.5",
+            limits::MIN_RATE,
+            limits::MAX_RATE
+        )
+    };
+    s.parse::<f64>()
+        .ok()
+        .and_then(|r| limits::check_rate(r).ok())
+        .ok_or_else(expected)
 }
 
 fn parse_positive_duration(s: &str) -> Result<Duration, String> {
     let d = parse_duration(s)?;
-    if d < Duration::from_millis(100) {
-        return Err("the interval must be at least 100ms".into());
+    if d < limits::MIN_INTERVAL {
+        return Err(format!(
+            "the interval must be at least {}",
+            humantime::format_duration(limits::MIN_INTERVAL)
+        ));
     }
     Ok(d)
 }

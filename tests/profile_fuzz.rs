@@ -5,8 +5,8 @@
 // The profile error is large by design (file, line, key, value, fix); see src/lib.rs.
 #![allow(clippy::result_large_err)]
 
+use mongo_stress::plan::profile::{self, bundled};
 use mongo_stress::plan::{Overrides, RunPlan};
-use mongo_stress::profile::{self, bundled};
 use proptest::prelude::*;
 
 /// Parses and validates; panics only if the code under test does, or if an error points

@@ -1,6 +1,15 @@
-//! Renders a `Summary`: one small module per format, all from the same model.
+//! Renders results for people and scripts: one small module per format, all from the same
+//! models (`Summary`, `RunInfo`, `RunPlan`), sharing one column list (`columns`).
+//!
+//! Owns: every column name, cell format and file format. Never: computes a number or decides a
+//! warning (the summary does), and nothing on the hot path imports it.
 
+pub mod columns;
 pub mod json;
+pub mod live;
+pub mod plan;
+pub mod resources;
+pub mod run_json;
 pub mod table;
 pub mod tsv;
 

@@ -3,8 +3,8 @@
 
 use std::io::Write;
 
-use crate::metrics::{CLOSED_LOOP_COLUMNS, COLUMNS};
-use crate::summary::Summary;
+use super::columns::{cells, CLOSED_LOOP_COLUMNS, COLUMNS};
+use crate::summary::{Summary, Warning, WarningCode};
 
 pub fn render(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
     let with_run = s.runs.len() > 1;
@@ -23,12 +23,12 @@ pub fn render(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
     let mut lines = vec![header];
     for run in &s.runs {
         for row in &run.rows {
-            let mut cells = row.cells();
-            cells.truncate(shown);
+            let mut line = cells(row);
+            line.truncate(shown);
             if with_run {
-                cells.insert(0, run.run.to_string());
+                line.insert(0, run.run.to_string());
             }
-            lines.push(cells);
+            lines.push(line);
         }
     }
     aligned(&lines, usize::from(with_run), out)?;
@@ -52,23 +52,15 @@ pub fn render(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
             writeln!(out, "  {n} x {msg}")?;
         }
     }
-    for run in &s.runs {
-        for row in &run.rows {
-            if row.samples > 0 && row.matched == 0 && row.errors < row.samples {
-                writeln!(out, "warning: {}{}: no operation found a document; check the filter fields and the preload", if with_run { format!("run {} ", run.run) } else { String::new() }, row.label)?;
-            }
-        }
+    for w in of(s, WarningCode::NoMatch) {
+        writeln!(out, "warning: {}: {}", labelled(w, with_run), w.message)?;
     }
-
-    for run in &s.runs {
-        if let Some(reason) = &run.stopped_early {
-            let prefix = if with_run {
-                format!("run {}: ", run.run)
-            } else {
-                String::new()
-            };
-            writeln!(out, "\nSTOPPED: {prefix}{reason}")?;
-        }
+    for w in of(s, WarningCode::StoppedEarly) {
+        let prefix = match w.run {
+            Some(run) if with_run => format!("run {run}: "),
+            _ => String::new(),
+        };
+        writeln!(out, "\nSTOPPED: {prefix}{}", w.message)?;
     }
     latency_model(s, out)?;
     resources(s, with_run, out)?;
@@ -95,6 +87,17 @@ pub fn render(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
             )?;
         }
     }
+    let failures: Vec<&Warning> = of(s, WarningCode::Failure).collect();
+    if !failures.is_empty() {
+        writeln!(out)?;
+        for w in failures {
+            let prefix = match w.run {
+                Some(run) if with_run => format!("run {run}: "),
+                _ => String::new(),
+            };
+            writeln!(out, "FAILED: {prefix}{}", w.message)?;
+        }
+    }
     if s.interrupted {
         writeln!(out, "\nINTERRUPTED: the numbers above cover only the operations that completed before the stop.")?;
     }
@@ -106,7 +109,7 @@ fn resources(s: &Summary, with_run: bool, out: &mut dyn Write) -> std::io::Resul
     if s.resources.is_empty() {
         return Ok(());
     }
-    let ap = |a: &crate::resources::AvgPeak, decimals: usize| match (a.avg, a.peak) {
+    let ap = |a: &crate::summary::resources::AvgPeak, decimals: usize| match (a.avg, a.peak) {
         (Some(avg), Some(peak)) => format!("{avg:.decimals$} / {peak:.decimals$}"),
         _ => "-".to_string(),
     };
@@ -145,19 +148,8 @@ fn resources(s: &Summary, with_run: bool, out: &mut dyn Write) -> std::io::Resul
     )?;
     aligned(&lines, usize::from(with_run), out)?;
     writeln!(out, "(Server ops/s = serverStatus opcounters insert + query + update + delete; CPU % of one core; - = not measurable here)")?;
-    for r in &s.resources {
-        if let Some(w) = &r.warning {
-            writeln!(
-                out,
-                "warning: {}{}: {w}",
-                if with_run {
-                    format!("run {} ", r.run)
-                } else {
-                    String::new()
-                },
-                r.label
-            )?;
-        }
+    for w in of(s, WarningCode::LoadGenerator).chain(of(s, WarningCode::TooShortToSample)) {
+        writeln!(out, "warning: {}: {}", labelled(w, with_run), w.message)?;
     }
     Ok(())
 }
@@ -209,35 +201,32 @@ fn latency_model(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
         .map(|g| format!("{} at {}/s", g.name, g.rate.unwrap_or(0.0)))
         .collect();
     writeln!(out, "Open loop ({}): latency is from each operation's intended start, so waiting behind a slow server counts; the Service columns are from the actual start.", names.join(", "))?;
-    for run in &s.runs {
-        for g in &paced {
-            let (Some(rate), Some(row)) = (g.rate, run.rows.iter().find(|r| r.label == g.name))
-            else {
-                continue;
-            };
-            let prefix = if s.runs.len() > 1 {
-                format!("run {} ", run.run)
-            } else {
-                String::new()
-            };
-            if row.throughput < rate * 0.95 || row.missed > 0 {
-                writeln!(
-                    out,
-                    "warning: {prefix}{}: reached {:.1}/s of the target {rate}/s ({:.0} %); {} operations never started",
-                    g.name,
-                    row.throughput,
-                    row.throughput * 100.0 / rate,
-                    row.missed
-                )?;
-            }
-            if row.late > 0 {
-                writeln!(
-                    out,
-                    "{prefix}{}: {} of {} operations started late (all users busy), up to {:.2} ms behind the schedule",
-                    g.name, row.late, row.samples, row.max_behind_ms
-                )?;
-            }
+    let with_run = s.runs.len() > 1;
+    for w in s.warnings.iter().filter(|w| {
+        matches!(
+            w.code,
+            WarningCode::RateNotReached | WarningCode::LateOperations
+        )
+    }) {
+        if w.code == WarningCode::RateNotReached {
+            write!(out, "warning: ")?;
         }
+        writeln!(out, "{}: {}", labelled(w, with_run), w.message)?;
     }
     Ok(())
+}
+
+/// The warnings of one code, in the order they were computed.
+fn of(s: &Summary, code: WarningCode) -> impl Iterator<Item = &Warning> {
+    s.warnings.iter().filter(move |w| w.code == code)
+}
+
+/// `run N label` (the run only with several) or what of it the warning has.
+fn labelled(w: &Warning, with_run: bool) -> String {
+    let run = w.run.filter(|_| with_run).map(|r| format!("run {r} "));
+    format!(
+        "{}{}",
+        run.unwrap_or_default(),
+        w.label.as_deref().unwrap_or("")
+    )
 }

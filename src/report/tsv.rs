@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use crate::metrics::COLUMNS;
+use super::columns::{cells, COLUMNS};
 use crate::summary::Summary;
 
 pub fn render(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
@@ -17,12 +17,11 @@ pub fn render(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
             if with_run {
                 write!(out, "{}\t", run.run)?;
             }
-            let cells: Vec<String> = row
-                .cells()
+            let line: Vec<String> = cells(row)
                 .into_iter()
                 .map(|c| c.replace(['\t', '\n'], " "))
                 .collect();
-            writeln!(out, "{}", cells.join("\t"))?;
+            writeln!(out, "{}", line.join("\t"))?;
         }
     }
     Ok(())
@@ -65,7 +64,7 @@ pub fn render_resources(s: &Summary, out: &mut dyn Write) -> std::io::Result<()>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::summary::{ServerInfo, Summary};
+    use crate::summary::{ServerInfo, ServerKind, Summary};
 
     /// The TSV header is a contract: scripts that compare runs parse it.
     #[test]
@@ -77,7 +76,7 @@ mod tests {
             origin: String::new(),
             seed: 0,
             server: ServerInfo {
-                kind: String::new(),
+                kind: ServerKind::External,
                 version: String::new(),
                 uri: String::new(),
             },
@@ -86,6 +85,8 @@ mod tests {
             spread: vec![],
             resources: vec![],
             interrupted: false,
+            warnings: vec![],
+            failures: vec![],
         };
         let mut out = Vec::new();
         render(&s, &mut out).unwrap();

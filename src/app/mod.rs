@@ -1,0 +1,61 @@
+//! The commands, one file each, each a short list of named steps: `run` (with `session`, the
+//! runs themselves), `validate`, `profiles`. Also the signal watcher that turns Ctrl-C and
+//! SIGTERM into a stop.
+//!
+//! Owns: turning the command line into a plan and options, and the order of the steps. Nothing
+//! imports it.
+
+pub mod run;
+pub mod session;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::{Cli, Command};
+use crate::error::{exit, Error};
+use crate::plan::{profile, RunPlan};
+
+/// Runs a parsed command line; returns the process exit code.
+pub async fn main(cli: Cli) -> Result<i32, Error> {
+    match cli.command {
+        Command::Profiles => {
+            for b in profile::bundled::ALL {
+                println!("{:<12} {}", b.name, b.summary);
+            }
+            Ok(exit::OK)
+        }
+        Command::Validate { profile, overrides } => {
+            let plan = RunPlan::build(&profile::load(&profile)?, &(&overrides).into())?;
+            crate::report::plan::render(&plan, &mut std::io::stdout().lock())
+                .map_err(|e| Error::Other(e.into()))?;
+            Ok(exit::OK)
+        }
+        Command::Run(args) => {
+            let stop = CancellationToken::new();
+            tokio::spawn(watch_signals(stop.clone()));
+            run::run(args, stop).await
+        }
+    }
+}
+
+/// First Ctrl-C or SIGTERM: stop starting operations. Second: kill the embedded server and exit.
+async fn watch_signals(stop: CancellationToken) {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(_) => return,
+    };
+    let mut count = 0;
+    loop {
+        tokio::select! {
+            r = tokio::signal::ctrl_c() => if r.is_err() { return },
+            _ = term.recv() => {}
+        }
+        count += 1;
+        if count == 1 {
+            eprintln!("\ninterrupted: finishing operations in flight (up to {}s), then the summary; interrupt again to quit at once", crate::executor::STOP_GRACE.as_secs());
+            stop.cancel();
+        } else {
+            crate::server::emergency_cleanup();
+            std::process::exit(crate::error::exit::INTERRUPTED);
+        }
+    }
+}

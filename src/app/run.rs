@@ -1,0 +1,240 @@
+//! `mongo-stress run`: the steps in order. Load and plan, resolve the options, prepare the run
+//! directory, start or reach the server, start the sampler, run the session, show the summary.
+
+use std::path::{Path, PathBuf};
+
+use tokio_util::sync::CancellationToken;
+
+use super::session::{self, before_load, now_rfc3339, RunOptions, Session};
+use crate::cli::RunArgs;
+use crate::error::Error;
+use crate::monitor::{self, Sampler};
+use crate::ops::connect::{self, Connected};
+use crate::ops::MongoBackend;
+use crate::plan::{profile, RunPlan};
+use crate::redact::redact;
+use crate::report;
+use crate::server::{local, EmbeddedServer};
+use crate::summary::{ServerInfo, ServerKind, Summary};
+
+pub async fn run(args: RunArgs, stop: CancellationToken) -> Result<i32, Error> {
+    let plan = RunPlan::build(&profile::load(&args.profile)?, &(&args.overrides).into())?;
+    let opts = options(&args);
+    if let Some(uri) = &args.uri {
+        // A malformed URI is a usage error: refuse it before creating anything.
+        connect::parse(uri).await?;
+    }
+    let out_dir = prepare_out_dir(args.out.as_deref(), &plan.name)?;
+    let say = |msg: String| {
+        if opts.chatty {
+            eprintln!("{msg}");
+        }
+    };
+    say(format!(
+        "profile {} ({}), seed {}, results in {}",
+        plan.name,
+        plan.origin,
+        opts.seed,
+        out_dir.display()
+    ));
+    let server = Server::reach(&args, &plan, &say).await?;
+    let sampler = if args.no_resources {
+        None
+    } else {
+        Some(start_sampler(&args, &server, &out_dir, &say).await?)
+    };
+    let session = Session {
+        plan: &plan,
+        backend: MongoBackend::new(&server.connected.client, &plan.target),
+        opts: &opts,
+        out_dir: &out_dir,
+        stop: &stop,
+        server: server.info(),
+        command_line: std::env::args().map(|a| redact(&a)).collect(),
+        url: jtl_url(&server.uri, &plan),
+    };
+    let result = session.run(sampler).await;
+    server.shut_down().await;
+    let summary = result?;
+    show(&summary, &args)?;
+    say(format!("results: {}", out_dir.display()));
+    Ok(session::exit_code(&summary))
+}
+
+fn options(args: &RunArgs) -> RunOptions {
+    RunOptions {
+        seed: args.seed.unwrap_or_else(rand::random),
+        repeat: args.repeat,
+        live: (!args.quiet).then_some(args.interval),
+        chatty: !args.quiet,
+        force: args.force,
+        samples: !args.no_samples,
+        jtl: args.jtl.clone(),
+    }
+}
+
+/// The server the run talks to: one the tool started, or the one `--uri` names.
+struct Server {
+    embedded: Option<EmbeddedServer>,
+    uri: String,
+    connected: Connected,
+    version: String,
+}
+
+impl Server {
+    async fn reach(args: &RunArgs, plan: &RunPlan, say: &impl Fn(String)) -> Result<Self, Error> {
+        let (embedded, uri) = match &args.uri {
+            Some(u) => (None, u.clone()),
+            None => {
+                let s = EmbeddedServer::launch(args.server_bin.clone()).await?;
+                say(format!(
+                    "embedded server: {} (pid {}) on {}, data in {}",
+                    s.version,
+                    s.pid(),
+                    s.address,
+                    s.data_dir().display()
+                ));
+                let uri = s.uri();
+                (Some(s), uri)
+            }
+        };
+        let connected = match connect::connect(&uri, plan.target.pool_size).await {
+            Ok(c) => c,
+            Err(e) => {
+                if let Some(s) = embedded {
+                    s.shut_down().await;
+                }
+                return Err(e);
+            }
+        };
+        let version = match &embedded {
+            Some(s) => format!("{} ({})", s.version, connected.server_version),
+            None => connected.server_version.clone(),
+        };
+        say(format!("connected to {} ({version})", redact(&uri)));
+        Ok(Server {
+            embedded,
+            uri,
+            connected,
+            version,
+        })
+    }
+
+    fn info(&self) -> ServerInfo {
+        ServerInfo {
+            kind: match self.embedded {
+                Some(_) => ServerKind::Embedded,
+                None => ServerKind::External,
+            },
+            version: self.version.clone(),
+            uri: redact(&self.uri),
+        }
+    }
+
+    async fn shut_down(self) {
+        if let Some(s) = self.embedded {
+            s.shut_down().await;
+        }
+    }
+}
+
+/// Finds the server process to sample (ours, `--server-pid`, or the listener of a loopback
+/// URI's port) and starts sampling into `resources.tsv`.
+async fn start_sampler(
+    args: &RunArgs,
+    server: &Server,
+    out_dir: &Path,
+    say: &impl Fn(String),
+) -> Result<Sampler, Error> {
+    let server_pid = match (&server.embedded, args.server_pid) {
+        (Some(s), _) => Some(s.pid()),
+        (None, Some(pid)) => Some(pid),
+        (None, None) => match local::local_port(&server.uri).await {
+            Some(port) => tokio::task::spawn_blocking(move || local::pid_listening_on(port))
+                .await
+                .ok()
+                .flatten(),
+            None => None,
+        },
+    };
+    let data_dir = match &server.embedded {
+        Some(s) => Some(s.data_dir().to_path_buf()),
+        None => local::data_dir_of(&server.connected.client, server_pid).await,
+    };
+    match (server_pid, &server.embedded) {
+        (Some(pid), None) => say(format!(
+            "sampling server process {pid}{}",
+            data_dir
+                .as_ref()
+                .map_or(String::new(), |d| format!(", data in {}", d.display()))
+        )),
+        (None, _) => say("server process not found on this host: resources.tsv has serverStatus columns only (--server-pid names it)".into()),
+        _ => {}
+    }
+    let file = report::resources::ResourcesFile::create(&out_dir.join("resources.tsv"))
+        .map_err(before_load)?;
+    let target = monitor::Target {
+        client: server.connected.client.clone(),
+        server_pid,
+        data_dir,
+    };
+    Ok(Sampler::start(target, Box::new(file)))
+}
+
+/// The summary on the console (stderr when a `-` output takes stdout), then `--tsv`/`--json`.
+fn show(summary: &Summary, args: &RunArgs) -> Result<(), Error> {
+    let to_stdout = |p: &Option<PathBuf>| p.as_deref().is_some_and(|p| p.as_os_str() == "-");
+    if to_stdout(&args.tsv) || to_stdout(&args.json) {
+        report::table::render(summary, &mut std::io::stderr().lock()).ok();
+    } else {
+        println!();
+        report::table::render(summary, &mut std::io::stdout().lock()).ok();
+    }
+    if let Some(p) = &args.tsv {
+        report::write_to(p, summary, report::tsv::render)?;
+    }
+    if let Some(p) = &args.json {
+        report::write_to(p, summary, report::json::render)?;
+    }
+    Ok(())
+}
+
+/// The JTL's URL column: the deployment without options, then database.collection.
+fn jtl_url(uri: &str, plan: &RunPlan) -> String {
+    format!(
+        "{}/{}.{}",
+        redact(uri)
+            .split('?')
+            .next()
+            .unwrap_or("")
+            .trim_end_matches('/'),
+        plan.target.database,
+        plan.target.collection
+    )
+}
+
+fn prepare_out_dir(out: Option<&Path>, profile: &str) -> Result<PathBuf, Error> {
+    let dir = match out {
+        Some(d) => d.to_path_buf(),
+        None => {
+            let stamp: String = now_rfc3339()
+                .chars()
+                .filter(|c| c.is_ascii_digit())
+                .take(14)
+                .collect();
+            PathBuf::from("results").join(format!("{profile}-{}-{}", &stamp[..8], &stamp[8..]))
+        }
+    };
+    let usage = |e: std::io::Error| {
+        Error::Usage(format!(
+            "cannot use {} as the run directory: {e}\n  fix: choose a writable directory with --out",
+            dir.display()
+        ))
+    };
+    std::fs::create_dir_all(&dir).map_err(usage)?;
+    // Prove it is writable before any load starts.
+    let probe = dir.join(".write-test");
+    std::fs::write(&probe, b"").map_err(usage)?;
+    let _ = std::fs::remove_file(probe);
+    Ok(dir)
+}

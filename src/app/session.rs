@@ -1,0 +1,308 @@
+//! One invocation's runs, whatever the backend: set up, execute the stages while recording,
+//! summarise, and write the run directory, `--repeat` times. `app::run` calls it with the
+//! MongoDB backend; the pipeline test calls it with a scripted one.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{exit, Error};
+use crate::executor::{self, Clock, Context, ErrorGuard};
+use crate::metrics::{IntervalSink, Logged, Recorded, Recorder, Watch};
+use crate::monitor::Sampler;
+use crate::ops::Backend;
+use crate::plan::RunPlan;
+use crate::report;
+use crate::samplelog::SampleLog;
+use crate::summary::resources::StageSpan;
+use crate::summary::run_info::{HostInfo, RunInfo};
+use crate::summary::{RunResult, ServerInfo, Summary};
+use crate::workload::KeySpace;
+
+/// Capacity of the sample channel between virtual users and the recorder.
+const SAMPLE_CHANNEL: usize = 64 * 1024;
+
+/// What the command line asked for, resolved once: everything a session needs besides the plan.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub seed: u64,
+    pub repeat: u32,
+    /// Live report interval; None: quiet.
+    pub live: Option<Duration>,
+    /// Say what happens (server, stages, preload) on stderr.
+    pub chatty: bool,
+    /// Let setup.drop drop a collection holding documents the tool did not write.
+    pub force: bool,
+    /// Write `samples.tsv`.
+    pub samples: bool,
+    /// Also write JMeter's CSV here.
+    pub jtl: Option<PathBuf>,
+}
+
+/// One invocation: the plan, where requests go, and where results are written.
+pub struct Session<'a, B> {
+    pub plan: &'a RunPlan,
+    pub backend: B,
+    pub opts: &'a RunOptions,
+    pub out_dir: &'a Path,
+    pub stop: &'a CancellationToken,
+    pub server: ServerInfo,
+    /// The command line as run.json records it (passwords removed).
+    pub command_line: Vec<String>,
+    /// What the JTL's URL column says: the deployment, database and collection.
+    pub url: String,
+}
+
+impl<B: Backend + Clone> Session<'_, B> {
+    /// Runs every repetition; files are rewritten after each, so an interruption keeps what
+    /// completed. Errors are only those that stop before any result (setup, outputs).
+    pub async fn run(&self, sampler: Option<Sampler>) -> Result<Summary, Error> {
+        let plan = self.plan;
+        let mut summary = Summary::new(plan, self.opts.seed, self.server.clone());
+        let host = tokio::task::spawn_blocking(HostInfo::read)
+            .await
+            .map_err(|e| Error::Other(e.into()))?;
+        let started_at = now_rfc3339();
+        let run_json = |summary: &Summary, finished: Option<String>| {
+            let info = RunInfo::new(
+                plan,
+                summary,
+                self.command_line.clone(),
+                host.clone(),
+                started_at.clone(),
+                finished,
+            );
+            report::run_json::write(&self.out_dir.join("run.json"), &info)
+        };
+        run_json(&summary, None)?;
+        let samples_path = self.opts.samples.then(|| self.out_dir.join("samples.tsv"));
+        let sample_log = SampleLog::create(
+            samples_path.as_deref(),
+            self.opts.jtl.as_deref(),
+            plan.groups().map(|g| g.name.clone()).collect(),
+            self.url.clone(),
+        )
+        .map_err(before_load)?;
+
+        for run in 1..=self.opts.repeat {
+            if self.stop.is_cancelled() {
+                break;
+            }
+            if self.opts.repeat > 1 {
+                self.say(format!("run {run} of {}", self.opts.repeat));
+            }
+            let keys = self
+                .prepare(self.opts.seed.wrapping_add(u64::from(run)))
+                .await?;
+            if self.stop.is_cancelled() {
+                break;
+            }
+            let seed = self.opts.seed.wrapping_add(u64::from(run) - 1);
+            let result = self.execute(keys, seed, run, sample_log.sender()).await;
+            let rows = sampler.as_ref().map(Sampler::rows).unwrap_or_default();
+            summary.add_run(result, &rows, sampler.is_some());
+            write_summaries(self.out_dir, &summary)?;
+        }
+        if summary.runs.is_empty() {
+            summary.interrupted = true;
+        }
+        if let Some(sampler) = sampler {
+            let sampled = sampler.stop().await;
+            summary.failures.extend(sampled.failures);
+            summary.refresh(&sampled.rows, true);
+        }
+        // A sample log that failed (a full disk) was reported when it happened; the summary is
+        // whole all the same, so it is still written, and the exit code says something failed.
+        let logging = samples_path.is_some() || self.opts.jtl.is_some();
+        match tokio::task::spawn_blocking(move || sample_log.finish()).await {
+            Ok(Ok(logged)) => {
+                let measured: u64 = summary.runs.iter().map(|r| r.total().samples).sum();
+                if logging && logged != measured {
+                    summary.failures.push(format!(
+                        "the sample log has {logged} lines but {measured} samples were measured"
+                    ));
+                }
+            }
+            Ok(Err(e)) => summary.failures.push(e.to_string()),
+            Err(e) => summary
+                .failures
+                .push(format!("the sample log writer failed: {e}")),
+        }
+        summary.refresh(&[], false);
+        write_summaries(self.out_dir, &summary)?;
+        run_json(&summary, Some(now_rfc3339()))?;
+        Ok(summary)
+    }
+
+    fn say(&self, msg: String) {
+        if self.opts.chatty {
+            eprintln!("{msg}");
+        }
+    }
+
+    async fn prepare(&self, seed: u64) -> Result<KeySpace, Error> {
+        let plan = self.plan;
+        if plan.setup.preload > 0 {
+            self.say(format!(
+                "preloading {} documents into {}.{}",
+                plan.setup.preload, plan.target.database, plan.target.collection
+            ));
+        }
+        self.backend
+            .prepare(plan, seed, self.stop, self.opts.force)
+            .await
+    }
+
+    /// One repetition: every stage in order, recorded, as one `RunResult`.
+    async fn execute(
+        &self,
+        keys: KeySpace,
+        seed: u64,
+        run: u32,
+        log: Option<mpsc::Sender<Vec<Logged>>>,
+    ) -> RunResult {
+        let plan = self.plan;
+        let groups = plan.groups().count();
+        let active: Arc<Vec<AtomicU32>> =
+            Arc::new((0..groups).map(|_| AtomicU32::new(0)).collect());
+        let (tx, rx) = mpsc::channel(SAMPLE_CHANNEL);
+        // The run's own stop: Ctrl-C (the parent) stops it, and so does the error guard, which
+        // must not stop later runs of --repeat.
+        let run_stop = self.stop.child_token();
+        let stopped_early = Arc::new(OnceLock::new());
+        let watch = plan.stop_on_error_pct.map(|pct| {
+            Box::new(ErrorGuard::new(
+                pct,
+                run_stop.clone(),
+                Arc::clone(&stopped_early),
+            )) as Box<dyn Watch>
+        });
+        let live = self.opts.live.map(|_| {
+            Box::new(report::live::Live {
+                groups: plan.groups().map(|g| (g.name.clone(), g.threads)).collect(),
+            }) as Box<dyn IntervalSink>
+        });
+        let recorder = tokio::spawn(
+            Recorder {
+                groups,
+                active: Arc::clone(&active),
+                interval: self.opts.live.unwrap_or(Duration::from_secs(3600)),
+                live,
+                watch,
+                log,
+            }
+            .run(rx),
+        );
+        let ctx = Arc::new(Context {
+            backend: self.backend.clone(),
+            gen: Arc::clone(&plan.document),
+            keys: Arc::new(keys),
+            samples: tx,
+            stop: run_stop.clone(),
+            active,
+            missed: (0..groups).map(|_| AtomicU64::new(0)).collect(),
+            seed,
+            clock: Clock::new(),
+            op_timeout: plan.target.op_timeout,
+        });
+        let started_at = now_rfc3339();
+        let t0 = Instant::now();
+        let mut spans = Vec::new();
+        let mut failures = Vec::new();
+        for stage in &plan.stages {
+            if run_stop.is_cancelled() {
+                break;
+            }
+            if !stage.name.is_empty() && self.opts.live.is_some() {
+                let groups: Vec<String> = stage
+                    .groups
+                    .iter()
+                    .map(|g| format!("{} x{}", g.name, g.threads))
+                    .collect();
+                eprintln!("stage {}: {}", stage.name, groups.join(", "));
+            }
+            let start_ms = epoch_ms();
+            failures.extend(executor::run_stage(stage, &ctx).await);
+            spans.push(StageSpan {
+                label: plan.stage_label(stage),
+                start_ms,
+                end_ms: epoch_ms(),
+            });
+        }
+        let missed: Vec<u64> = ctx
+            .missed
+            .iter()
+            .map(|m| m.load(Ordering::Relaxed))
+            .collect();
+        drop(ctx);
+        let Recorded {
+            groups: mut metrics,
+            failures: recorder_failures,
+        } = recorder.await.unwrap_or_else(|e| Recorded {
+            groups: vec![Default::default(); groups],
+            failures: vec![format!(
+                "the recorder failed and its measurements are lost: {e}"
+            )],
+        });
+        failures.extend(recorder_failures);
+        for (m, missed) in metrics.iter_mut().zip(missed) {
+            m.missed = missed;
+        }
+        let mut result = RunResult::new(
+            run,
+            started_at,
+            t0.elapsed().as_secs_f64(),
+            self.stop.is_cancelled(),
+            plan,
+            &metrics,
+        );
+        result.stages = spans;
+        result.stopped_early = stopped_early.get().cloned();
+        result.failures = failures;
+        result
+    }
+}
+
+/// The exit code a finished summary earns (SPEC: 130 interrupted, 1 failed, 0 done).
+pub fn exit_code(summary: &Summary) -> i32 {
+    if summary.interrupted {
+        exit::INTERRUPTED
+    } else if summary.failed() || summary.runs.iter().any(|r| r.total().errors > 0) {
+        exit::ERRORS
+    } else {
+        exit::OK
+    }
+}
+
+/// An output that cannot be written before any load is a usage problem (exit 2), not a failure.
+pub fn before_load(e: Error) -> Error {
+    match e {
+        Error::Output { .. } => Error::Usage(e.to_string()),
+        e => e,
+    }
+}
+
+fn write_summaries(dir: &Path, summary: &Summary) -> Result<(), Error> {
+    report::write_to(&dir.join("summary.tsv"), summary, report::tsv::render)?;
+    report::write_to(
+        &dir.join("resources-summary.tsv"),
+        summary,
+        report::tsv::render_resources,
+    )?;
+    report::write_to(&dir.join("summary.json"), summary, report::json::render)
+}
+
+fn epoch_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+pub fn now_rfc3339() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}

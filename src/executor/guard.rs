@@ -1,0 +1,127 @@
+//! The error-rate stop (`stop_on_error_pct`): a `Watch` on the recorder that stops the run when
+//! too many recent operations failed.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::metrics::{Sample, Watch};
+
+/// Stops the run once `pct` percent of the recent operations failed: the last
+/// `GUARD_WINDOW_OPS` that completed within `GUARD_WINDOW`, at least `GUARD_MIN_OPS` of them.
+/// Recent, so a server that dies late in a long run stops it soon, however well it did before.
+pub struct ErrorGuard {
+    pub pct: f64,
+    pub stop: CancellationToken,
+    /// Why the run stopped early, once it has.
+    pub reason: Arc<OnceLock<String>>,
+    recent: VecDeque<(u64, bool)>,
+}
+
+pub const GUARD_WINDOW_OPS: usize = 100;
+pub const GUARD_WINDOW: Duration = Duration::from_secs(10);
+pub const GUARD_MIN_OPS: usize = 3;
+
+impl ErrorGuard {
+    pub fn new(pct: f64, stop: CancellationToken, reason: Arc<OnceLock<String>>) -> Self {
+        ErrorGuard {
+            pct,
+            stop,
+            reason,
+            recent: VecDeque::with_capacity(GUARD_WINDOW_OPS),
+        }
+    }
+
+    fn observe_one(&mut self, s: &Sample) {
+        if self.recent.len() == GUARD_WINDOW_OPS {
+            self.recent.pop_front();
+        }
+        self.recent.push_back((s.end_us(), s.error.is_some()));
+    }
+
+    /// Checks the window ending at `now_us`; on tripping, records why and stops the run.
+    fn check_window(&mut self, now_us: u64) -> bool {
+        let horizon = now_us.saturating_sub(GUARD_WINDOW.as_micros() as u64);
+        while self.recent.front().is_some_and(|(end, _)| *end < horizon) {
+            self.recent.pop_front();
+        }
+        let n = self.recent.len();
+        let failed = self.recent.iter().filter(|(_, f)| *f).count();
+        if n < GUARD_MIN_OPS || (failed as f64) * 100.0 < self.pct * n as f64 {
+            return false;
+        }
+        let _ = self.reason.set(format!(
+            "stopped early: {failed} of the last {n} operations failed ({:.1} %), at or over stop_on_error_pct = {}",
+            failed as f64 * 100.0 / n as f64,
+            self.pct
+        ));
+        self.stop.cancel();
+        true
+    }
+}
+
+impl Watch for ErrorGuard {
+    fn observe(&mut self, s: &Sample) {
+        self.observe_one(s);
+    }
+
+    fn check(&mut self, now_us: u64) -> bool {
+        self.check_window(now_us)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::{ErrorClass, OpError};
+
+    fn sample(end_us: u64, failed: bool) -> Sample {
+        Sample {
+            error: failed.then(|| {
+                Box::new(OpError {
+                    class: ErrorClass::Network,
+                    message: "gone".into(),
+                })
+            }),
+            ..Sample::at(end_us - 10, 10)
+        }
+    }
+
+    fn guard(pct: f64) -> ErrorGuard {
+        ErrorGuard::new(pct, CancellationToken::new(), Arc::new(OnceLock::new()))
+    }
+
+    #[test]
+    fn the_guard_trips_on_recent_failures_however_many_successes_came_before() {
+        let mut g = guard(50.0);
+        let t = 100_000_000_000;
+        for i in 0..10_000 {
+            g.observe_one(&sample(t + i, false));
+        }
+        assert!(!g.check_window(t + 10_000));
+        // The server dies: 4 users fail once a second for a few seconds.
+        for i in 0..60 {
+            g.observe_one(&sample(t + 10_000 + i * 250_000, true));
+        }
+        assert!(g.check_window(t + 10_000 + 60 * 250_000));
+        assert!(g.stop.is_cancelled());
+        assert!(g.reason.get().unwrap().contains("stop_on_error_pct = 50"));
+    }
+
+    #[test]
+    fn the_guard_needs_a_few_recent_operations_and_forgets_old_ones() {
+        let mut g = guard(50.0);
+        let t = 100_000_000_000;
+        g.observe_one(&sample(t, true));
+        g.observe_one(&sample(t + 1, true));
+        assert!(!g.check_window(t + 2), "two failures are not yet a pattern");
+        // Failures older than the window do not count.
+        for i in 0..5 {
+            g.observe_one(&sample(t + i, true));
+        }
+        assert!(!g.check_window(t + 11_000_000 + GUARD_WINDOW.as_micros() as u64));
+        assert!(!g.stop.is_cancelled());
+    }
+}

@@ -1,0 +1,104 @@
+//! Runs the thread groups of a stage at once on tokio: one virtual user is one task (`user`),
+//! paced by `pacer` in open loop, stopped by its loops, its duration, the run's stop token
+//! (Ctrl-C) or the error-rate `guard`. Samples go to the recorder over a bounded channel.
+//!
+//! Owns: stages, virtual users, pacing, stop conditions, and catching a user's panic so that it
+//! fails the run instead of vanishing. Never: formats text, writes files, or calls the driver
+//! except through `ops::Backend`.
+
+pub mod clock;
+pub mod guard;
+pub mod pacer;
+mod user;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, AtomicU64};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::metrics::{panic_message, Sample};
+use crate::ops::Backend;
+use crate::plan::Stage;
+use crate::workload::{DocGen, KeySpace};
+
+pub use clock::Clock;
+pub use guard::ErrorGuard;
+pub use pacer::Pacer;
+pub use user::user_seed;
+
+/// How long in-flight operations may finish after a stop request before they are abandoned.
+pub const STOP_GRACE: Duration = Duration::from_secs(3);
+
+/// What every virtual user shares.
+pub struct Context<B> {
+    pub backend: B,
+    pub gen: Arc<DocGen>,
+    pub keys: Arc<KeySpace>,
+    pub samples: mpsc::Sender<Sample>,
+    pub stop: CancellationToken,
+    /// Running virtual users per group, by `GroupPlan::index`.
+    pub active: Arc<Vec<AtomicU32>>,
+    /// Scheduled operations per group that never started (open loop, time ran out).
+    pub missed: Vec<AtomicU64>,
+    pub seed: u64,
+    pub clock: Clock,
+    pub op_timeout: Duration,
+}
+
+/// Runs one stage to its end, or until `ctx.stop` fires and in-flight operations had
+/// `STOP_GRACE` to finish. Returns what failed inside it: each virtual user that panicked,
+/// named by group, operation and user, with the panic's message.
+pub async fn run_stage<B: Backend>(stage: &Stage, ctx: &Arc<Context<B>>) -> Vec<String> {
+    let start = Instant::now();
+    let mut users = JoinSet::new();
+    let mut who = HashMap::new();
+    for group in &stage.groups {
+        let group = Arc::new(group.clone());
+        for n in 0..group.threads {
+            let task = users.spawn(user::virtual_user(
+                Arc::clone(&group),
+                n,
+                Arc::clone(ctx),
+                start,
+            ));
+            who.insert(task.id(), (Arc::clone(&group), n + 1));
+        }
+    }
+    let mut failures = Vec::new();
+    tokio::select! {
+        _ = drain(&mut users, &who, &mut failures) => {}
+        _ = ctx.stop.cancelled() => {
+            if tokio::time::timeout(STOP_GRACE, drain(&mut users, &who, &mut failures)).await.is_err() {
+                users.abort_all();
+                drain(&mut users, &who, &mut failures).await;
+            }
+        }
+    }
+    failures
+}
+
+type Who = HashMap<tokio::task::Id, (Arc<crate::plan::GroupPlan>, u32)>;
+
+async fn drain(users: &mut JoinSet<()>, who: &Who, failures: &mut Vec<String>) {
+    while let Some(ended) = users.join_next_with_id().await {
+        let Err(e) = ended else { continue };
+        if !e.is_panic() {
+            continue; // aborted after the stop grace: not a failure of the user
+        }
+        let id = e.id();
+        let message = panic_message(e.into_panic().as_ref());
+        failures.push(match who.get(&id) {
+            Some((g, n)) => format!(
+                "virtual user {n} of group `{}` ({}) panicked: {message}",
+                g.name,
+                g.op.kind()
+            ),
+            None => format!("a virtual user panicked: {message}"),
+        });
+    }
+}

@@ -1,0 +1,353 @@
+//! Per-group HdrHistograms (microseconds) and counters, and the JMeter Aggregate Report row
+//! computed from them: the one place latencies become percentiles.
+
+use std::collections::BTreeMap;
+
+use super::row::Row;
+use super::sample::{ErrorClass, Sample};
+use hdrhistogram::Histogram;
+
+/// Highest latency the histograms track exactly: one hour. Longer ones are clamped to it.
+const MAX_TRACKABLE_US: u64 = 3_600_000_000;
+
+/// One latency distribution: histogram plus exact sum, min and max.
+#[derive(Debug, Clone)]
+pub struct Timing {
+    pub hist: Histogram<u64>,
+    pub sum_us: u128,
+    pub min_us: u64,
+    pub max_us: u64,
+}
+
+impl Default for Timing {
+    fn default() -> Self {
+        Self {
+            hist: Histogram::new_with_bounds(1, MAX_TRACKABLE_US, 3)
+                .expect("static histogram bounds are valid"),
+            sum_us: 0,
+            min_us: u64::MAX,
+            max_us: 0,
+        }
+    }
+}
+
+impl Timing {
+    fn record(&mut self, us: u64) {
+        self.hist.saturating_record(us.clamp(1, MAX_TRACKABLE_US));
+        self.sum_us += u128::from(us);
+        self.min_us = self.min_us.min(us);
+        self.max_us = self.max_us.max(us);
+    }
+
+    fn merge(&mut self, o: &Timing) {
+        self.hist.add(&o.hist).expect("histograms share bounds");
+        self.sum_us += o.sum_us;
+        self.min_us = self.min_us.min(o.min_us);
+        self.max_us = self.max_us.max(o.max_us);
+    }
+
+    /// Milliseconds at quantile `q` (0 when empty).
+    fn quantile_ms(&self, q: f64) -> f64 {
+        if self.hist.is_empty() {
+            0.0
+        } else {
+            self.hist.value_at_quantile(q) as f64 / 1000.0
+        }
+    }
+
+    fn average_ms(&self) -> f64 {
+        let n = self.hist.len();
+        if n == 0 {
+            0.0
+        } else {
+            self.sum_us as f64 / n as f64 / 1000.0
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct GroupMetrics {
+    /// Latency as reported: from the intended start (open loop) or the actual start (closed loop).
+    pub latency: Timing,
+    /// Service time: from the actual start.
+    pub service: Timing,
+    pub samples: u64,
+    pub errors: u64,
+    pub first_start_us: u64,
+    pub last_end_us: u64,
+    pub sent_bytes: u64,
+    pub received_bytes: u64,
+    pub matched: u64,
+    pub modified: u64,
+    /// Operations whose user was still busy with the previous one when they were due.
+    pub late: u64,
+    /// Largest delay of an actual start behind its intended start.
+    pub max_behind_us: u64,
+    /// Scheduled operations never started because the group's time ran out.
+    pub missed: u64,
+    pub errors_by_class: BTreeMap<ErrorClass, u64>,
+    /// Distinct error messages with their counts (bounded, see `MAX_MESSAGES`).
+    pub messages: BTreeMap<String, u64>,
+}
+
+const MAX_MESSAGES: usize = 50;
+
+impl Default for GroupMetrics {
+    fn default() -> Self {
+        Self {
+            latency: Timing::default(),
+            service: Timing::default(),
+            samples: 0,
+            errors: 0,
+            first_start_us: u64::MAX,
+            last_end_us: 0,
+            sent_bytes: 0,
+            received_bytes: 0,
+            matched: 0,
+            modified: 0,
+            late: 0,
+            max_behind_us: 0,
+            missed: 0,
+            errors_by_class: BTreeMap::new(),
+            messages: BTreeMap::new(),
+        }
+    }
+}
+
+impl GroupMetrics {
+    pub fn record(&mut self, s: &Sample) {
+        self.record_timing(s.start_us, s.latency_us(), s.elapsed_us);
+        self.max_behind_us = self.max_behind_us.max(s.behind_us());
+        self.late += u64::from(s.late);
+        self.sent_bytes += u64::from(s.sent);
+        self.received_bytes += u64::from(s.received);
+        self.matched += u64::from(s.matched);
+        self.modified += u64::from(s.modified);
+        if let Some(e) = &s.error {
+            self.errors += 1;
+            *self.errors_by_class.entry(e.class).or_default() += 1;
+            if let Some(n) = self.messages.get_mut(&e.message) {
+                *n += 1;
+            } else if self.messages.len() < MAX_MESSAGES {
+                self.messages.insert(e.message.clone(), 1);
+            }
+        }
+    }
+
+    /// A closed-loop sample's timing: latency and service time are the same.
+    pub fn record_latency(&mut self, start_us: u64, elapsed_us: u64) {
+        self.record_timing(start_us, elapsed_us, elapsed_us);
+    }
+
+    /// Counts one sample's timing (the part of `record` unit tests can drive directly).
+    pub fn record_timing(&mut self, start_us: u64, latency_us: u64, service_us: u64) {
+        self.latency.record(latency_us);
+        self.service.record(service_us);
+        self.samples += 1;
+        self.first_start_us = self.first_start_us.min(start_us);
+        self.last_end_us = self.last_end_us.max(start_us + service_us);
+    }
+
+    pub fn merge(&mut self, o: &GroupMetrics) {
+        self.missed += o.missed;
+        if o.samples == 0 {
+            return;
+        }
+        self.latency.merge(&o.latency);
+        self.service.merge(&o.service);
+        self.samples += o.samples;
+        self.errors += o.errors;
+        self.first_start_us = self.first_start_us.min(o.first_start_us);
+        self.last_end_us = self.last_end_us.max(o.last_end_us);
+        self.sent_bytes += o.sent_bytes;
+        self.received_bytes += o.received_bytes;
+        self.matched += o.matched;
+        self.modified += o.modified;
+        self.late += o.late;
+        self.max_behind_us = self.max_behind_us.max(o.max_behind_us);
+        for (c, n) in &o.errors_by_class {
+            *self.errors_by_class.entry(*c).or_default() += n;
+        }
+        for (m, n) in &o.messages {
+            if self.messages.contains_key(m) || self.messages.len() < MAX_MESSAGES {
+                *self.messages.entry(m.clone()).or_default() += n;
+            }
+        }
+    }
+
+    /// Seconds from the first start to the last end, as JMeter's Aggregate Report uses.
+    pub fn span_secs(&self) -> f64 {
+        if self.samples == 0 {
+            0.0
+        } else {
+            (self.last_end_us.saturating_sub(self.first_start_us)) as f64 / 1e6
+        }
+    }
+
+    pub fn row(&self, label: &str) -> Row {
+        let ms = |us: u64| us as f64 / 1000.0;
+        let (l, sv) = (&self.latency, &self.service);
+        let span = self.span_secs();
+        let per_sec = |x: f64| if span > 0.0 { x / span } else { 0.0 };
+        let n = self.samples;
+        let empty = n == 0;
+        Row {
+            label: label.to_string(),
+            samples: n,
+            average_ms: l.average_ms(),
+            median_ms: l.quantile_ms(0.50),
+            p90_ms: l.quantile_ms(0.90),
+            p95_ms: l.quantile_ms(0.95),
+            p99_ms: l.quantile_ms(0.99),
+            min_ms: if empty { 0.0 } else { ms(l.min_us) },
+            max_ms: ms(l.max_us),
+            error_pct: if empty {
+                0.0
+            } else {
+                self.errors as f64 * 100.0 / n as f64
+            },
+            throughput: per_sec(n as f64),
+            received_kb_sec: per_sec(self.received_bytes as f64 / 1024.0),
+            sent_kb_sec: per_sec(self.sent_bytes as f64 / 1024.0),
+            p999_ms: l.quantile_ms(0.999),
+            stddev_ms: if empty { 0.0 } else { l.hist.stdev() / 1000.0 },
+            errors: self.errors,
+            matched: self.matched,
+            modified: self.modified,
+            service_average_ms: sv.average_ms(),
+            service_median_ms: sv.quantile_ms(0.50),
+            service_p90_ms: sv.quantile_ms(0.90),
+            service_p99_ms: sv.quantile_ms(0.99),
+            service_max_ms: ms(sv.max_us),
+            late: self.late,
+            max_behind_ms: ms(self.max_behind_us),
+            missed: self.missed,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 1000 samples of 1, 2, ..., 1000 ms, started 1 ms apart from t = 10 s.
+    fn ramp() -> GroupMetrics {
+        let mut m = GroupMetrics::default();
+        for i in 1..=1000u64 {
+            m.record_latency(10_000_000 + i * 1000, i * 1000);
+        }
+        m
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        // HdrHistogram with 3 significant digits: within 0.1 %.
+        (a - b).abs() <= b * 0.001 + 1e-9
+    }
+
+    #[test]
+    fn percentile_lines_match_a_known_distribution() {
+        let r = ramp().row("g");
+        assert_eq!(r.samples, 1000);
+        assert!(close(r.median_ms, 500.0), "{}", r.median_ms);
+        assert!(close(r.p90_ms, 900.0), "{}", r.p90_ms);
+        assert!(close(r.p95_ms, 950.0), "{}", r.p95_ms);
+        assert!(close(r.p99_ms, 990.0), "{}", r.p99_ms);
+        assert!(close(r.p999_ms, 999.0), "{}", r.p999_ms);
+        assert_eq!((r.min_ms, r.max_ms), (1.0, 1000.0));
+        assert!(close(r.average_ms, 500.5));
+        // Population standard deviation of 1..=1000 is 288.67.
+        assert!((r.stddev_ms - 288.67).abs() < 0.5, "{}", r.stddev_ms);
+    }
+
+    #[test]
+    fn throughput_is_samples_over_first_start_to_last_end() {
+        // First start 10.001 s, last end 11.000 + 1.000 = 12.000 s: 1000 samples in 1.999 s.
+        let r = ramp().row("g");
+        assert!(
+            (r.throughput - 1000.0 / 1.999).abs() < 1e-6,
+            "{}",
+            r.throughput
+        );
+    }
+
+    #[test]
+    fn kilobytes_are_1024_bytes_per_second_of_span() {
+        let mut m = GroupMetrics::default();
+        for i in 0..4u64 {
+            let s = Sample {
+                sent: 1024,
+                received: 2048,
+                matched: true,
+                ..Sample::at(i * 500_000, 500_000)
+            };
+            m.record(&s);
+        }
+        let r = m.row("g");
+        assert_eq!(r.throughput, 2.0);
+        assert_eq!(r.sent_kb_sec, 2.0);
+        assert_eq!(r.received_kb_sec, 4.0);
+        assert_eq!(r.matched, 4);
+    }
+
+    #[test]
+    fn open_loop_latency_counts_from_the_intended_start_and_service_from_the_actual_one() {
+        let mut m = GroupMetrics::default();
+        // Ten operations due every 100 ms, each taking 10 ms; the 5th started 1 s late (a stall).
+        for i in 0..10u64 {
+            let intended = i * 100_000;
+            let behind = if i == 4 { 1_000_000 } else { 0 };
+            m.record(&Sample {
+                intended_us: intended,
+                late: i == 4,
+                matched: true,
+                ..Sample::at(intended + behind, 10_000)
+            });
+        }
+        let r = m.row("g");
+        assert_eq!(r.max_ms, 1010.0);
+        assert_eq!(r.service_max_ms, 10.0);
+        assert!((r.average_ms - 110.0).abs() < 1e-9, "{}", r.average_ms);
+        assert!((r.service_average_ms - 10.0).abs() < 1e-9);
+        assert_eq!((r.late, r.max_behind_ms), (1, 1000.0));
+    }
+
+    #[test]
+    fn errors_are_counted_by_class_and_message() {
+        let mut m = GroupMetrics::default();
+        for i in 0..10u64 {
+            let error = (i % 5 == 0).then(|| Box::new(OpErrorFixture::timeout()));
+            m.record(&Sample {
+                error,
+                ..Sample::at(i, 10)
+            });
+        }
+        let r = m.row("g");
+        assert_eq!((r.errors, r.error_pct), (2, 20.0));
+        assert_eq!(m.errors_by_class[&ErrorClass::Timeout], 2);
+        assert_eq!(m.messages["timed out"], 2);
+    }
+
+    struct OpErrorFixture;
+    impl OpErrorFixture {
+        fn timeout() -> crate::metrics::OpError {
+            crate::metrics::OpError {
+                class: ErrorClass::Timeout,
+                message: "timed out".into(),
+            }
+        }
+    }
+
+    #[test]
+    fn merging_equals_recording_into_one() {
+        let mut a = GroupMetrics::default();
+        let mut b = GroupMetrics::default();
+        let mut all = GroupMetrics::default();
+        for i in 1..=100u64 {
+            let target = if i % 2 == 0 { &mut a } else { &mut b };
+            target.record_latency(i * 10, i * 37);
+            all.record_latency(i * 10, i * 37);
+        }
+        a.merge(&b);
+        assert_eq!(a.row("x"), all.row("x"));
+    }
+}

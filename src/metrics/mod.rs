@@ -1,0 +1,15 @@
+//! Measurements: the `Sample` each operation yields, the `recorder` that consumes them, and the
+//! per-group HdrHistograms and counters (`group`) that become summary `Row`s.
+//!
+//! Owns: the one place percentiles are computed. Never: formats text for people, writes files,
+//! or decides when a run stops (a `Watch` from the executor does).
+
+pub mod group;
+pub mod recorder;
+pub mod row;
+pub mod sample;
+
+pub use group::{GroupMetrics, Timing};
+pub use recorder::{panic_message, IntervalSink, Recorded, Recorder, Watch};
+pub use row::Row;
+pub use sample::{ErrorClass, Logged, OpError, Sample};

@@ -1,0 +1,40 @@
+//! One summary row as numbers: JMeter's Aggregate Report columns, then ours. Text and column
+//! names are the report's business (`report::columns`).
+
+use serde::Serialize;
+
+/// One line of the summary table: JMeter's Aggregate Report columns, then ours.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Row {
+    pub label: String,
+    pub samples: u64,
+    pub average_ms: f64,
+    pub median_ms: f64,
+    pub p90_ms: f64,
+    pub p95_ms: f64,
+    pub p99_ms: f64,
+    pub min_ms: f64,
+    pub max_ms: f64,
+    pub error_pct: f64,
+    /// Samples per second from first start to last end.
+    pub throughput: f64,
+    pub received_kb_sec: f64,
+    pub sent_kb_sec: f64,
+    pub p999_ms: f64,
+    pub stddev_ms: f64,
+    pub errors: u64,
+    pub matched: u64,
+    pub modified: u64,
+    /// Service time (from the actual start); equal to the latency columns in closed loop.
+    pub service_average_ms: f64,
+    pub service_median_ms: f64,
+    pub service_p90_ms: f64,
+    pub service_p99_ms: f64,
+    pub service_max_ms: f64,
+    /// Operations that could not start on time because their user was still busy.
+    pub late: u64,
+    /// Largest delay of an actual start behind its intended start.
+    pub max_behind_ms: f64,
+    /// Scheduled operations that never started before the group's time ran out.
+    pub missed: u64,
+}

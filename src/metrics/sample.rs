@@ -1,0 +1,113 @@
+//! One measured operation, as a virtual user hands it to the recorder, and as the recorder
+//! hands it on to the sample log.
+
+/// Broad class of a failed operation; the summary counts failures per class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorClass {
+    Timeout,
+    Network,
+    ServerSelection,
+    DuplicateKey,
+    WriteConflict,
+    ServerError,
+    Other,
+}
+
+impl ErrorClass {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorClass::Timeout => "timeout",
+            ErrorClass::Network => "network",
+            ErrorClass::ServerSelection => "server_selection",
+            ErrorClass::DuplicateKey => "duplicate_key",
+            ErrorClass::WriteConflict => "write_conflict",
+            ErrorClass::ServerError => "server_error",
+            ErrorClass::Other => "other",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct OpError {
+    pub class: ErrorClass,
+    pub message: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct Sample {
+    /// `GroupPlan::index`.
+    pub group: u16,
+    /// Virtual user number within the group, from 1 as in JMeter's thread names.
+    pub thread: u32,
+    /// Actual start, microseconds since the Unix epoch.
+    pub start_us: u64,
+    /// When the schedule wanted it to start (open loop); equal to `start_us` in closed loop.
+    pub intended_us: u64,
+    /// Service time: from the actual start to the end.
+    pub elapsed_us: u64,
+    /// The user was still busy with its previous operation when this one was due.
+    pub late: bool,
+    /// BSON payload bytes sent (document, filter, update).
+    pub sent: u32,
+    /// BSON payload bytes received (documents returned).
+    pub received: u32,
+    /// The operation found or wrote at least one document (always true for a successful insert).
+    pub matched: bool,
+    /// An update modified, or a remove deleted, at least one document.
+    pub modified: bool,
+    pub error: Option<Box<OpError>>,
+}
+
+impl Sample {
+    /// A successful, on-time closed-loop sample of group 0, thread 1; tests set what they need.
+    #[cfg(test)]
+    pub fn at(start_us: u64, elapsed_us: u64) -> Sample {
+        Sample {
+            group: 0,
+            thread: 1,
+            start_us,
+            intended_us: start_us,
+            elapsed_us,
+            late: false,
+            sent: 0,
+            received: 0,
+            matched: false,
+            modified: false,
+            error: None,
+        }
+    }
+
+    pub fn end_us(&self) -> u64 {
+        self.start_us + self.elapsed_us
+    }
+
+    /// Latency as reported. A late operation (its user was still busy when it was due) counts
+    /// from its intended start, so the wait behind a slow server shows. Any other operation
+    /// started on time but for the timer's own resolution (tokio's 1 ms), which is the tool's,
+    /// not the server's: it counts from its actual start, as in closed loop.
+    pub fn latency_us(&self) -> u64 {
+        if self.late {
+            self.end_us()
+                .saturating_sub(self.intended_us.min(self.start_us))
+        } else {
+            self.elapsed_us
+        }
+    }
+
+    /// How far behind its intended start a late operation started; 0 for any other.
+    pub fn behind_us(&self) -> u64 {
+        if self.late {
+            self.start_us.saturating_sub(self.intended_us)
+        } else {
+            0
+        }
+    }
+}
+
+/// A sample with the thread counts JMeter's log format wants, taken when it was recorded.
+pub struct Logged {
+    pub sample: Sample,
+    pub group_threads: u32,
+    pub all_threads: u32,
+}

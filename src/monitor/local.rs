@@ -1,0 +1,117 @@
+//! What can be read about processes and devices on this machine: CPU, memory and disk I/O of the
+//! server process and of this tool (sysinfo), and a device's completed I/Os (/proc/diskstats).
+//! Blocking reads: the sampler calls them off the async runtime.
+
+use std::path::Path;
+
+use sysinfo::{Pid, ProcessRefreshKind, ProcessesToUpdate, System};
+
+use super::row::ResourceRow;
+
+/// The local readings and the counters that turn them into rates.
+pub struct Local {
+    sys: System,
+    own_pid: Pid,
+    server_pid: Option<Pid>,
+    device: Option<(u32, u32)>,
+    last_disk: Option<[u64; 2]>,
+    cores: f64,
+}
+
+impl Local {
+    pub fn new(server_pid: Option<u32>, data_dir: Option<&Path>) -> Self {
+        Local {
+            sys: System::new(),
+            own_pid: Pid::from_u32(std::process::id()),
+            server_pid: server_pid.map(Pid::from_u32),
+            device: data_dir.and_then(device_of),
+            last_disk: None,
+            cores: std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64),
+        }
+    }
+
+    /// Fills the local columns of `row`, with rates over the last `secs` seconds.
+    pub fn read(&mut self, row: &mut ResourceRow, secs: f64) {
+        let mut pids = vec![self.own_pid];
+        pids.extend(self.server_pid);
+        self.sys.refresh_processes_specifics(
+            ProcessesToUpdate::Some(&pids),
+            true,
+            ProcessRefreshKind::nothing()
+                .with_cpu()
+                .with_memory()
+                .with_disk_usage(),
+        );
+        self.sys.refresh_cpu_usage();
+        row.host_cpu_pct = Some(f64::from(self.sys.global_cpu_usage()) * self.cores);
+        if let Some(p) = self.sys.process(self.own_pid) {
+            row.client_cpu_pct = Some(f64::from(p.cpu_usage()));
+            row.client_rss_mb = Some(p.memory() as f64 / 1_048_576.0);
+        }
+        if let Some(p) = self.server_pid.and_then(|pid| self.sys.process(pid)) {
+            let d = p.disk_usage();
+            row.server_cpu_pct = Some(f64::from(p.cpu_usage()));
+            row.server_rss_mb = Some(p.memory() as f64 / 1_048_576.0);
+            row.disk_read_kbs = Some(d.read_bytes as f64 / 1024.0 / secs);
+            row.disk_write_kbs = Some(d.written_bytes as f64 / 1024.0 / secs);
+        }
+        if let Some(dev) = self.device {
+            let ios = disk_ios(dev);
+            if let (Some(now), Some(last)) = (ios, self.last_disk) {
+                row.iops = Some((now[0] + now[1]).saturating_sub(last[0] + last[1]) as f64 / secs);
+            }
+            self.last_disk = ios;
+        }
+    }
+}
+
+/// Major and minor number of the block device holding `dir`.
+pub fn device_of(dir: &Path) -> Option<(u32, u32)> {
+    use std::os::unix::fs::MetadataExt;
+    let dev = std::fs::metadata(dir).ok()?.dev();
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    (major != 0).then_some((major, minor))
+}
+
+/// Reads and writes completed on a device, from /proc/diskstats.
+pub fn disk_ios((major, minor): (u32, u32)) -> Option<[u64; 2]> {
+    let text = std::fs::read_to_string("/proc/diskstats").ok()?;
+    text.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        if f.len() > 7 && f[0].parse() == Ok(major) && f[1].parse() == Ok(minor) {
+            Some([f[3].parse().ok()?, f[7].parse().ok()?])
+        } else {
+            None
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_device_in_diskstats_has_readable_counters() {
+        // The first device /proc/diskstats lists is always checked against the text itself
+        // (counters only grow), and the working directory's device too where it has one (it
+        // does not in some containers).
+        let text = std::fs::read_to_string("/proc/diskstats").expect("/proc/diskstats");
+        let f: Vec<u64> = text
+            .lines()
+            .next()
+            .expect("at least one device")
+            .split_whitespace()
+            .filter_map(|x| x.parse().ok())
+            .collect();
+        let ios = disk_ios((f[0] as u32, f[1] as u32)).expect("the first listed device");
+        // Fields after major, minor and the name: reads completed is 3rd, writes completed 7th.
+        assert!(ios[0] >= f[2] && ios[1] >= f[6], "{ios:?} vs {f:?}");
+        match device_of(Path::new(".")) {
+            Some(dev) => assert!(
+                disk_ios(dev).is_some(),
+                "device {dev:?} not in /proc/diskstats"
+            ),
+            None => eprintln!("skipped: the working directory is not on a block device"),
+        }
+    }
+}

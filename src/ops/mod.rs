@@ -1,0 +1,65 @@
+//! The only workload code that calls the driver. `Backend` is the seam: the executor sends each
+//! `Request` through it and gets an `Outcome`; `MongoBackend` is the real one (with `setup`:
+//! drop, indexes, preload), and a scripted backend in the tests runs the whole pipeline
+//! deterministically. `connect` reaches a deployment; `classify` turns driver errors into the
+//! summary's classes.
+//!
+//! Owns: driver calls for the workload, payload sizes, error classes. Never: measures time,
+//! records samples or prints.
+
+pub mod classify;
+pub mod connect;
+pub mod mongo;
+pub mod setup;
+
+use std::future::Future;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::error::Error;
+use crate::plan::RunPlan;
+use crate::workload::{KeySpace, Request};
+
+pub use mongo::MongoBackend;
+
+/// Where requests go. Implementations must not panic on a failed operation: a failure is an
+/// `Outcome` with an error.
+pub trait Backend: Send + Sync + 'static {
+    /// Sends one request and reports what it sent, received, matched and modified.
+    fn execute(&self, req: Request) -> impl Future<Output = Outcome> + Send;
+
+    /// Readies the target for one run (drop, indexes, preload, as the plan says) and returns
+    /// the key space the run's operations draw existing `_id`s from.
+    fn prepare(
+        &self,
+        plan: &RunPlan,
+        seed: u64,
+        stop: &CancellationToken,
+        force: bool,
+    ) -> impl Future<Output = Result<KeySpace, Error>> + Send;
+}
+
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub sent: u32,
+    pub received: u32,
+    pub matched: bool,
+    pub modified: bool,
+    pub error: Option<Box<crate::metrics::OpError>>,
+}
+
+impl Outcome {
+    /// An operation abandoned after `limit` without a reply.
+    pub fn timed_out(limit: std::time::Duration) -> Outcome {
+        Outcome {
+            error: Some(Box::new(crate::metrics::OpError {
+                class: crate::metrics::ErrorClass::Timeout,
+                message: format!(
+                    "no reply within the operation timeout of {} (op_timeout, --op-timeout)",
+                    humantime::format_duration(limit)
+                ),
+            })),
+            ..Outcome::default()
+        }
+    }
+}

@@ -1,0 +1,175 @@
+//! The MongoDB backend: the target collection with the profile's write and read settings, and
+//! each request sent through the official driver with its payload sizes and matched / modified
+//! counts.
+
+use mongodb::bson::{doc, Document, RawDocumentBuf};
+use mongodb::options::{
+    Acknowledgment, CollectionOptions, ReadPreference, SelectionCriteria, WriteConcern,
+};
+use mongodb::Collection;
+use tokio_util::sync::CancellationToken;
+
+use super::{Backend, Outcome};
+use crate::error::Error;
+use crate::plan::{ReadPref, RunPlan, TargetPlan, WriteConcernPlan};
+use crate::workload::{from_id, KeySpace, Request};
+
+/// The workload's side of a real deployment.
+#[derive(Clone)]
+pub struct MongoBackend {
+    pub coll: Collection<RawDocumentBuf>,
+    /// Compute payload sizes (off only for the bare-driver baseline).
+    pub measure: bool,
+}
+
+impl MongoBackend {
+    pub fn new(client: &mongodb::Client, target: &TargetPlan) -> Self {
+        MongoBackend {
+            coll: collection(client, target),
+            measure: true,
+        }
+    }
+}
+
+impl Backend for MongoBackend {
+    async fn execute(&self, req: Request) -> Outcome {
+        execute(&self.coll, req, self.measure).await
+    }
+
+    async fn prepare(
+        &self,
+        plan: &RunPlan,
+        seed: u64,
+        stop: &CancellationToken,
+        force: bool,
+    ) -> Result<KeySpace, Error> {
+        super::setup::prepare(plan, &self.coll, seed, stop, force).await
+    }
+}
+
+/// The target collection with the profile's write concern and read preference.
+pub fn collection(client: &mongodb::Client, t: &TargetPlan) -> Collection<RawDocumentBuf> {
+    let w = t.write_concern.as_ref().map(|w| match w {
+        WriteConcernPlan::Nodes(n) => Acknowledgment::Nodes(*n),
+        WriteConcernPlan::Majority => Acknowledgment::Majority,
+    });
+    let write_concern = (w.is_some() || t.journal.is_some())
+        .then(|| WriteConcern::builder().w(w).journal(t.journal).build());
+    let read_pref = match t.read_preference {
+        ReadPref::Primary => ReadPreference::Primary,
+        ReadPref::PrimaryPreferred => ReadPreference::PrimaryPreferred { options: None },
+        ReadPref::Secondary => ReadPreference::Secondary { options: None },
+        ReadPref::SecondaryPreferred => ReadPreference::SecondaryPreferred { options: None },
+        ReadPref::Nearest => ReadPreference::Nearest { options: None },
+    };
+    let opts = CollectionOptions::builder()
+        .write_concern(write_concern)
+        .selection_criteria(SelectionCriteria::ReadPreference(read_pref))
+        .build();
+    client
+        .database(&t.database)
+        .collection_with_options(&t.collection, opts)
+}
+
+fn bson_len(d: &Document) -> u32 {
+    // A filter or update of a few fields; the driver serializes it again, which costs about as
+    // much as this. Sizes above 4 GiB cannot occur (BSON's own limit is 16 MiB).
+    RawDocumentBuf::from_document(d).map_or(0, |r| r.as_bytes().len() as u32)
+}
+
+/// Sends one request; with `measure` off (the bare-driver baseline) payload sizes are not
+/// computed.
+pub async fn execute(coll: &Collection<RawDocumentBuf>, req: Request, measure: bool) -> Outcome {
+    let bson_len = |d: &Document| if measure { bson_len(d) } else { 0 };
+    let mut out = Outcome::default();
+    let result: mongodb::error::Result<()> = async {
+        match req {
+            Request::Insert(doc) => {
+                out.sent = if measure {
+                    doc.as_bytes().len() as u32
+                } else {
+                    0
+                };
+                coll.insert_one(doc).await?;
+                out.matched = true;
+            }
+            Request::Find {
+                filter,
+                limit,
+                count,
+            } => {
+                // The filter goes out twice when the find counts first.
+                out.sent = bson_len(&filter) * (1 + u32::from(count));
+                if count {
+                    coll.count_documents(filter.clone()).await?;
+                }
+                let mut cursor = coll.find(filter).limit(i64::from(limit)).await?;
+                let mut received = 0usize;
+                while cursor.advance().await? {
+                    if measure {
+                        received += cursor.current().as_bytes().len();
+                    }
+                    out.matched = true;
+                }
+                out.received = received.min(u32::MAX as usize) as u32;
+            }
+            Request::UpdateById { id, update } => {
+                // No `_id` issued yet: nothing to update, nothing sent.
+                let Some(id) = id else { return Ok(()) };
+                let filter = doc! { "_id": id };
+                out.sent = bson_len(&filter) + bson_len(&update);
+                let r = coll.update_one(filter, update).await?;
+                out.matched = r.matched_count > 0;
+                out.modified = r.modified_count > 0;
+            }
+            Request::UpdateByFilter {
+                filter,
+                update,
+                many,
+            } => {
+                out.sent = bson_len(&filter) + bson_len(&update);
+                let r = if many {
+                    coll.update_many(filter, update).await?
+                } else {
+                    coll.update_one(filter, update).await?
+                };
+                out.matched = r.matched_count > 0;
+                out.modified = r.modified_count > 0;
+            }
+            Request::Remove { filter, from } => {
+                let mut found = None;
+                if let Some(from) = from {
+                    let after = from_id(&filter, from);
+                    out.sent += bson_len(&after);
+                    found = coll
+                        .find_one(after)
+                        .sort(doc! { "_id": 1 })
+                        .projection(doc! { "_id": 1 })
+                        .await?;
+                }
+                if found.is_none() {
+                    // Nothing matches past `from`: wrap around to the start.
+                    out.sent += bson_len(&filter);
+                    found = coll.find_one(filter).projection(doc! { "_id": 1 }).await?;
+                }
+                if let Some(found) = found {
+                    out.received = found.as_bytes().len() as u32;
+                    out.matched = true;
+                    let id = found.get("_id").ok().flatten().map(|v| v.to_raw_bson());
+                    if let Some(id) = id {
+                        let filter =
+                            doc! { "_id": mongodb::bson::Bson::try_from(id).unwrap_or_default() };
+                        out.sent += bson_len(&filter);
+                        out.modified = coll.delete_one(filter).await?.deleted_count > 0;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+    .await;
+    if let Err(e) = result {
+        out.error = Some(Box::new(super::classify::classify(&e)));
+    }
+    out
+}

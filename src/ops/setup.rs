@@ -1,0 +1,104 @@
+//! The MongoDB backend's setup: prepares the target collection before each run: drop, indexes, preload; and finds where the
+//! `_id` sequence continues when the collection is kept.
+
+use mongodb::bson::{doc, Bson, Document, RawDocumentBuf};
+use mongodb::{Collection, IndexModel};
+use rand::SeedableRng;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::Error;
+use crate::plan::RunPlan;
+use crate::workload::KeySpace;
+
+const PRELOAD_BATCH: u64 = 1000;
+
+/// Drops (if asked), creates indexes, preloads, and returns the key space for the run.
+pub async fn prepare(
+    plan: &RunPlan,
+    coll: &Collection<RawDocumentBuf>,
+    seed: u64,
+    stop: &CancellationToken,
+    force: bool,
+) -> Result<KeySpace, Error> {
+    let fail = |what: &str, e: mongodb::error::Error| {
+        Error::Server(format!(
+            "setup failed while {what} {}.{}: {}",
+            plan.target.database,
+            plan.target.collection,
+            crate::redact::redact(&e.to_string())
+        ))
+    };
+    if plan.setup.drop {
+        if !force {
+            let foreign = foreign_document(coll)
+                .await
+                .map_err(|e| fail("inspecting", e))?;
+            if let Some(id) = foreign {
+                return Err(Error::Usage(format!(
+                    "{}.{} holds documents mongo-stress did not write (one has _id {id}), and setup.drop would delete them\n  \
+                     fix: name another database or collection in [target], or pass --force to drop it anyway",
+                    plan.target.database, plan.target.collection
+                )));
+            }
+        }
+        coll.drop().await.map_err(|e| fail("dropping", e))?;
+    }
+    for keys in &plan.setup.indexes {
+        coll.create_index(IndexModel::builder().keys(keys.clone()).build())
+            .await
+            .map_err(|e| fail("indexing", e))?;
+    }
+    let keys = KeySpace::starting_at(
+        next_id(coll)
+            .await
+            .map_err(|e| fail("reading the last _id of", e))?,
+    );
+    if plan.setup.preload > 0 {
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(seed ^ 0x5EED_F00D);
+        let mut left = plan.setup.preload;
+        while left > 0 && !stop.is_cancelled() {
+            let n = left.min(PRELOAD_BATCH);
+            let docs: Vec<RawDocumentBuf> = (0..n)
+                .map(|_| {
+                    let mut d = Document::new();
+                    d.insert("_id", keys.issue());
+                    plan.document.fill(&mut d, None, &mut rng);
+                    RawDocumentBuf::from_document(&d).expect("generated document is valid BSON")
+                })
+                .collect();
+            coll.insert_many(docs)
+                .await
+                .map_err(|e| fail("preloading", e))?;
+            left -= n;
+        }
+    }
+    Ok(keys)
+}
+
+/// The `_id` of a document the tool cannot have written: it writes only numeric `_id`s (0, 1,
+/// 2, ...), so any other `_id` (an ObjectId, a string) means another writer.
+async fn foreign_document(
+    coll: &Collection<RawDocumentBuf>,
+) -> mongodb::error::Result<Option<Bson>> {
+    let doc = coll
+        .clone_with_type::<Document>()
+        .find_one(doc! { "_id": { "$not": { "$type": "number" } } })
+        .projection(doc! { "_id": 1 })
+        .await?;
+    Ok(doc.and_then(|d| d.get("_id").cloned()))
+}
+
+/// One past the largest integer `_id` in the collection, or 0.
+async fn next_id(coll: &Collection<RawDocumentBuf>) -> mongodb::error::Result<i64> {
+    let last = coll
+        .clone_with_type::<Document>()
+        .find_one(doc! { "_id": { "$type": "number" } })
+        .sort(doc! { "_id": -1 })
+        .projection(doc! { "_id": 1 })
+        .await?;
+    Ok(match last.and_then(|d| d.get("_id").cloned()) {
+        Some(Bson::Int64(n)) => n + 1,
+        Some(Bson::Int32(n)) => i64::from(n) + 1,
+        _ => 0,
+    })
+}

@@ -1,0 +1,568 @@
+//! `RunPlan::build`: a loaded profile and the overrides become a checked plan, one part at a
+//! time (target, setup, document, each group), every problem located in the profile.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use mongodb::bson::Document;
+
+use super::limits;
+use super::profile::{expected_for, Group, Loaded, UpdateTarget};
+use super::{
+    GroupPlan, Overrides, ReadPref, RunPlan, SetupPlan, Stage, StopAt, TargetPlan,
+    WriteConcernPlan, DEFAULT_FIND_LIMIT, DEFAULT_OP_TIMEOUT, DEFAULT_POOL_SIZE,
+};
+use crate::error::ProfileError;
+use crate::workload::{DocGen, Gen, OpKind, OpSpec};
+
+impl RunPlan {
+    pub fn build(loaded: &Loaded, ov: &Overrides) -> Result<RunPlan, ProfileError> {
+        let p = &loaded.profile;
+        let target = target(loaded, ov)?;
+        let stop_on_error_pct = match p.stop_on_error_pct {
+            Some(x) if !(x > 0.0 && x <= 100.0) => {
+                return Err(loaded.error_at(
+                    "stop_on_error_pct",
+                    "not a percentage of failed operations",
+                    expected_for("stop_on_error_pct"),
+                ))
+            }
+            x => x,
+        };
+        let document = DocGen::from_table(&p.document)
+            .map_err(|e| loaded.error_at(&e.key, e.problem, e.expected))?;
+        let setup = setup(loaded)?;
+        let stages = stages(loaded, ov, &document)?;
+        Ok(RunPlan {
+            name: loaded.name.clone(),
+            origin: loaded.origin.clone(),
+            description: p.description.clone().unwrap_or_default(),
+            target,
+            setup,
+            document: std::sync::Arc::new(document),
+            stages,
+            profile_text: loaded.text.clone(),
+            stop_on_error_pct,
+        })
+    }
+}
+
+fn target(loaded: &Loaded, ov: &Overrides) -> Result<TargetPlan, ProfileError> {
+    let t = &loaded.profile.target;
+    let name_ok = |s: &str| {
+        !s.is_empty() && !s.contains(['$', '\0']) && !s.starts_with('.') && !s.ends_with('.')
+    };
+    let database = t.database.clone().unwrap_or_else(|| "mongo_stress".into());
+    if !name_ok(&database) || database.contains('.') || database.contains(' ') {
+        return Err(loaded.error_at(
+            "target.database",
+            "not a valid database name",
+            expected_for("database"),
+        ));
+    }
+    let collection = t.collection.clone().unwrap_or_else(|| "cities".into());
+    if !name_ok(&collection) || collection.starts_with("system.") {
+        return Err(loaded.error_at(
+            "target.collection",
+            "not a valid collection name",
+            expected_for("collection"),
+        ));
+    }
+    let write_concern = match &t.write_concern {
+        None => None,
+        Some(toml::Value::Integer(n)) if (0..=limits::MAX_WRITE_NODES).contains(n) => {
+            Some(WriteConcernPlan::Nodes(*n as u32))
+        }
+        Some(toml::Value::String(s)) if s == "majority" => Some(WriteConcernPlan::Majority),
+        Some(toml::Value::String(s)) if s.parse::<u32>().is_ok() => {
+            Some(WriteConcernPlan::Nodes(s.parse().unwrap_or(1)))
+        }
+        Some(_) => {
+            return Err(loaded.error_at(
+                "target.write_concern",
+                "not a write concern",
+                expected_for("write_concern"),
+            ))
+        }
+    };
+    let read_preference = match t.read_preference.as_deref() {
+        None => ReadPref::Primary,
+        Some(s) => ReadPref::from_name(s).ok_or_else(|| {
+            loaded.error_at(
+                "target.read_preference",
+                "unknown read preference",
+                expected_for("read_preference"),
+            )
+        })?,
+    };
+    let pool_size = t.pool_size.unwrap_or(DEFAULT_POOL_SIZE);
+    if pool_size == 0 {
+        return Err(loaded.error_at(
+            "target.pool_size",
+            "a pool of 0 connections cannot run anything",
+            expected_for("pool_size"),
+        ));
+    }
+    let op_timeout = match (ov.op_timeout, &t.op_timeout) {
+        (Some(d), _) => d,
+        (None, None) => DEFAULT_OP_TIMEOUT,
+        (None, Some(s)) => match limits::parse_duration(s) {
+            Ok(d) if !d.is_zero() => d,
+            Ok(_) => {
+                return Err(loaded.error_at(
+                    "target.op_timeout",
+                    "an operation timeout must be more than 0 and at most a year",
+                    expected_for("op_timeout"),
+                ))
+            }
+            Err(problem) if problem.contains("longer than a year") => {
+                return Err(loaded.error_at(
+                    "target.op_timeout",
+                    "an operation timeout must be more than 0 and at most a year",
+                    expected_for("op_timeout"),
+                ))
+            }
+            Err(problem) => {
+                return Err(loaded.error_at(
+                    "target.op_timeout",
+                    problem,
+                    expected_for("op_timeout"),
+                ))
+            }
+        },
+    };
+    Ok(TargetPlan {
+        database,
+        collection,
+        write_concern,
+        journal: t.journal,
+        read_preference,
+        pool_size,
+        op_timeout,
+    })
+}
+
+fn setup(loaded: &Loaded) -> Result<SetupPlan, ProfileError> {
+    let s = &loaded.profile.setup;
+    let mut indexes = Vec::new();
+    for (i, idx) in s.indexes.iter().enumerate() {
+        let key = format!("setup.indexes[{i}]");
+        let mut doc = Document::new();
+        for (field, dir) in idx {
+            if field.is_empty() || field.starts_with('$') || field.contains('\0') {
+                return Err(loaded.error_at(
+                    &format!("{key}.{field}"),
+                    format!("`{}` cannot be an index field", field.escape_debug()),
+                    "a document field name, e.g. indexes = [{ city = 1 }]",
+                ));
+            }
+            match dir {
+                toml::Value::Integer(d @ (1 | -1)) => doc.insert(field.clone(), *d as i32),
+                toml::Value::String(s)
+                    if ["text", "hashed", "2d", "2dsphere"].contains(&s.as_str()) =>
+                {
+                    doc.insert(field.clone(), s.clone())
+                }
+                _ => {
+                    return Err(loaded.error_at(
+                        &format!("{key}.{field}"),
+                        "not an index direction",
+                        "1, -1, \"hashed\", \"text\", \"2d\" or \"2dsphere\", e.g. indexes = [{ city = 1 }]",
+                    ))
+                }
+            };
+        }
+        if doc.is_empty() {
+            return Err(loaded.error_at(
+                &key,
+                "an index needs at least one field",
+                expected_for("indexes"),
+            ));
+        }
+        indexes.push(doc);
+    }
+    let preload = limits::check_preload(s.preload)
+        .map_err(|problem| loaded.error_at("setup.preload", problem, expected_for("preload")))?;
+    Ok(SetupPlan {
+        drop: s.drop,
+        preload,
+        indexes,
+    })
+}
+
+fn stages(loaded: &Loaded, ov: &Overrides, document: &DocGen) -> Result<Vec<Stage>, ProfileError> {
+    let groups = &loaded.profile.groups;
+    if groups.is_empty() {
+        return Err(ProfileError {
+            file: loaded.origin.clone(),
+            line: loaded.text.lines().count().max(1),
+            column: 1,
+            key: "group".into(),
+            value: None,
+            problem: "the profile has no thread group, so there is nothing to run".into(),
+            expected: "at least one [[group]] table, e.g.\n    [[group]]\n    name = \"insert\"\n    op = \"insert\"\n    threads = 10\n    loops = 100".into(),
+        });
+    }
+    let mut stages: Vec<Stage> = Vec::new();
+    let mut seen_names = HashSet::new();
+    for (index, g) in groups.iter().enumerate() {
+        let at = GroupAt { loaded, index, g };
+        at.name()?;
+        if !seen_names.insert(g.name.clone()) {
+            return Err(at.err(
+                "name",
+                format!(
+                    "two groups are named `{}`; summary rows would clash",
+                    g.name
+                ),
+            ));
+        }
+        let group = at.build(ov, document)?;
+        let stage_name = g.stage.clone().unwrap_or_default();
+        match stages.iter_mut().find(|s| s.name == stage_name) {
+            Some(s) => s.groups.push(group),
+            None => stages.push(Stage {
+                name: stage_name,
+                groups: vec![group],
+            }),
+        }
+    }
+    Ok(stages)
+}
+
+/// One `[[group]]` of the profile, with what is needed to locate its errors.
+struct GroupAt<'a> {
+    loaded: &'a Loaded,
+    index: usize,
+    g: &'a Group,
+}
+
+impl GroupAt<'_> {
+    fn path(&self, k: &str) -> String {
+        format!("group[{}].{k}", self.index)
+    }
+
+    fn err(&self, k: &str, problem: String) -> ProfileError {
+        self.loaded
+            .error_at(&self.path(k), problem, expected_for(k))
+    }
+
+    /// A name that can label a summary row and a TSV cell.
+    fn name(&self) -> Result<(), ProfileError> {
+        let g = self.g;
+        if g.name.trim().is_empty() {
+            return Err(self.err("name", "a group needs a name for its summary row".into()));
+        }
+        if g.name.chars().any(char::is_control) {
+            return Err(self.err(
+                "name",
+                format!(
+                    "`{}` holds a tab, newline or other control character, which would break the TSV files",
+                    g.name.escape_debug()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn build(&self, ov: &Overrides, document: &DocGen) -> Result<GroupPlan, ProfileError> {
+        let g = self.g;
+        let threads = limits::check_threads(ov.threads.unwrap_or(g.threads))
+            .map_err(|p| self.err("threads", p))?;
+        let ramp_up = self.duration("ramp_up", &g.ramp_up)?.unwrap_or_default();
+        let start_delay = self
+            .duration("start_delay", &g.start_delay)?
+            .unwrap_or_default();
+        let stop = self.stop(ov)?;
+        let op = self.op(document)?;
+        let rate = ov
+            .rate
+            .or(g.rate)
+            .map(|r| limits::check_rate(r).map_err(|p| self.err("rate", p)))
+            .transpose()?;
+        Ok(GroupPlan {
+            index: self.index,
+            name: g.name.clone(),
+            op,
+            threads,
+            ramp_up,
+            start_delay,
+            stop,
+            rate,
+        })
+    }
+
+    fn duration(&self, k: &str, v: &Option<String>) -> Result<Option<Duration>, ProfileError> {
+        v.as_deref()
+            .map(|s| limits::parse_duration(s).map_err(|p| self.err(k, p)))
+            .transpose()
+    }
+
+    fn stop(&self, ov: &Overrides) -> Result<StopAt, ProfileError> {
+        let g = self.g;
+        let duration = self.duration("duration", &g.duration)?;
+        Ok(match (ov.loops, ov.duration, g.loops, duration) {
+            (Some(l), _, _, _) => StopAt::Loops(l),
+            (_, Some(d), _, _) => StopAt::Duration(d),
+            (_, _, Some(_), Some(_)) => {
+                return Err(self.err(
+                    "duration",
+                    "both loops and duration are set; a group stops by one of them".into(),
+                ))
+            }
+            (_, _, Some(l), None) => {
+                StopAt::Loops(limits::check_loops(l).map_err(|p| self.err("loops", p))?)
+            }
+            (_, _, None, Some(d)) if d.is_zero() => {
+                return Err(self.err("duration", "a zero duration would run nothing".into()))
+            }
+            (_, _, None, Some(d)) => StopAt::Duration(d),
+            (_, _, None, None) => {
+                return Err(self.loaded.error_at(
+                    &format!("group[{}]", self.index),
+                    format!(
+                        "group `{}` has neither loops nor duration, so it would never stop",
+                        g.name
+                    ),
+                    "loops = N (operations per thread) or duration = \"30s\"",
+                ))
+            }
+        })
+    }
+
+    /// Field names of `k` (filter, set) as indexes into the document; with `default`, the first
+    /// choice field when none is given.
+    fn fields(
+        &self,
+        document: &DocGen,
+        k: &str,
+        names: &Option<Vec<String>>,
+        default: bool,
+    ) -> Result<Vec<usize>, ProfileError> {
+        let names: Vec<String> = match names {
+            Some(n) if n.is_empty() => {
+                return Err(self.err(k, format!("`{k}` needs at least one field")))
+            }
+            Some(n) => n.clone(),
+            None if default => document
+                .fields
+                .iter()
+                .find(|(_, g)| matches!(g, Gen::Choice(_)))
+                .map(|(n, _)| vec![n.clone()])
+                .ok_or_else(|| {
+                    self.err(
+                        k,
+                        format!("no `{k}` given and the document has no choice field to use"),
+                    )
+                })?,
+            None => return Err(self.err(k, format!("`{k}` is required for this operation"))),
+        };
+        names
+            .iter()
+            .map(|n| {
+                document.field_index(n).ok_or_else(|| {
+                    self.loaded.error_at(
+                        &self.path(k),
+                        format!("`{n}` is not a field of [document]"),
+                        format!(
+                            "names from [document]: {}",
+                            document.field_names().join(", ")
+                        ),
+                    )
+                })
+            })
+            .collect()
+    }
+
+    fn misplaced(&self, k: &str, set: bool, ok_for: &str) -> Result<(), ProfileError> {
+        if set {
+            Err(self.err(
+                k,
+                format!(
+                    "`{k}` has no meaning for op = \"{}\"; it applies to {ok_for}",
+                    self.g.op
+                ),
+            ))
+        } else {
+            Ok(())
+        }
+    }
+
+    fn op(&self, document: &DocGen) -> Result<OpSpec, ProfileError> {
+        let g = self.g;
+        self.misplaced("limit", g.limit.is_some() && g.op != OpKind::Find, "find")?;
+        self.misplaced("count", g.count.is_some() && g.op != OpKind::Find, "find")?;
+        self.misplaced("set", g.set.is_some() && g.op != OpKind::Update, "update")?;
+        self.misplaced(
+            "target",
+            g.target.is_some() && g.op != OpKind::Update,
+            "update",
+        )?;
+        self.misplaced("many", g.many.is_some() && g.op != OpKind::Update, "update")?;
+        self.misplaced(
+            "filter",
+            g.filter.is_some() && g.op == OpKind::Insert,
+            "find, update and remove",
+        )?;
+        Ok(match g.op {
+            OpKind::Insert => {
+                if document.fields.is_empty() {
+                    return Err(self.loaded.error_at(
+                        "document",
+                        "insert needs a [document] to generate",
+                        expected_for("document"),
+                    ));
+                }
+                OpSpec::Insert
+            }
+            OpKind::Find => {
+                let limit = g.limit.unwrap_or(DEFAULT_FIND_LIMIT);
+                if limit == 0 {
+                    return Err(self.err(
+                        "limit",
+                        "limit = 0 means no limit to MongoDB; give a real bound".into(),
+                    ));
+                }
+                OpSpec::Find {
+                    filter: self.fields(document, "filter", &g.filter, true)?,
+                    limit,
+                    count: g.count.unwrap_or(false),
+                }
+            }
+            OpKind::Update => {
+                let set = self.fields(document, "set", &g.set, false)?;
+                match g.target.unwrap_or(UpdateTarget::Random) {
+                    UpdateTarget::Random => {
+                        self.misplaced(
+                            "filter",
+                            g.filter.is_some(),
+                            "update with target = \"filter\"",
+                        )?;
+                        self.misplaced(
+                            "many",
+                            g.many.is_some(),
+                            "update with target = \"filter\"",
+                        )?;
+                        OpSpec::UpdateById { set }
+                    }
+                    UpdateTarget::Filter => OpSpec::UpdateByFilter {
+                        filter: self.fields(document, "filter", &g.filter, true)?,
+                        set,
+                        many: g.many.unwrap_or(false),
+                    },
+                }
+            }
+            OpKind::Remove => OpSpec::Remove {
+                filter: self.fields(document, "filter", &g.filter, true)?,
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::Overrides;
+
+    fn build(text: &str) -> Result<RunPlan, ProfileError> {
+        let loaded = crate::plan::profile::parse("p.toml", text, "p")?;
+        RunPlan::build(&loaded, &Overrides::default())
+    }
+
+    const DOC: &str = "[document]\ncity = { choice = [\"a\", \"b\"] }\n";
+
+    #[test]
+    fn a_profile_without_groups_is_refused() {
+        let e = build(DOC).unwrap_err();
+        assert_eq!(e.key, "group");
+        assert!(e.problem.contains("no thread group"));
+    }
+
+    #[test]
+    fn a_group_without_a_stop_condition_is_refused() {
+        let e = build(&format!(
+            "{DOC}[[group]]\nname = \"i\"\nop = \"insert\"\nthreads = 2\n"
+        ))
+        .unwrap_err();
+        assert_eq!((e.key.as_str(), e.line), ("group[0]", 3));
+        assert!(e.problem.contains("neither loops nor duration"));
+    }
+
+    #[test]
+    fn zero_threads_and_bad_durations_are_located() {
+        let e = build(&format!(
+            "{DOC}[[group]]\nname = \"i\"\nop = \"insert\"\nthreads = 0\nloops = 1\n"
+        ))
+        .unwrap_err();
+        assert_eq!(
+            (e.key.as_str(), e.line, e.column),
+            ("group[0].threads", 6, 11)
+        );
+        let e = build(&format!(
+            "{DOC}[[group]]\nname = \"i\"\nop = \"insert\"\nthreads = 1\nduration = \"soon\"\n"
+        ))
+        .unwrap_err();
+        assert_eq!(e.key, "group[0].duration");
+        assert_eq!(e.value.as_deref(), Some("\"soon\""));
+    }
+
+    #[test]
+    fn a_filter_on_an_unknown_field_lists_the_document_fields() {
+        let e = build(&format!("{DOC}[[group]]\nname = \"f\"\nop = \"find\"\nthreads = 1\nloops = 1\nfilter = [\"town\"]\n")).unwrap_err();
+        assert_eq!(e.key, "group[0].filter");
+        assert!(e.expected.contains("city"));
+    }
+
+    #[test]
+    fn overrides_replace_every_groups_threads_and_stop() {
+        let text = format!("{DOC}[[group]]\nname = \"i\"\nop = \"insert\"\nthreads = 5\nduration = \"1m\"\n[[group]]\nname = \"f\"\nop = \"find\"\nthreads = 7\nloops = 3\n");
+        let loaded = crate::plan::profile::parse("p.toml", &text, "p").unwrap();
+        let plan = RunPlan::build(
+            &loaded,
+            &Overrides {
+                threads: Some(2),
+                loops: Some(4),
+                duration: None,
+                rate: None,
+                op_timeout: None,
+            },
+        )
+        .unwrap();
+        assert!(plan
+            .groups()
+            .all(|g| g.threads == 2 && g.stop == StopAt::Loops(4)));
+        assert_eq!(plan.planned_operations(), Some(16));
+        assert_eq!(
+            plan.groups().nth(1).unwrap().op,
+            OpSpec::Find {
+                filter: vec![0],
+                limit: 50,
+                count: false
+            }
+        );
+    }
+
+    #[test]
+    fn groups_with_a_stage_run_after_the_earlier_stage() {
+        let text = format!("{DOC}[[group]]\nname = \"i\"\nstage = \"one\"\nop = \"insert\"\nthreads = 1\nloops = 1\n[[group]]\nname = \"f\"\nstage = \"two\"\nop = \"find\"\nthreads = 1\nloops = 1\n");
+        let plan = build(&text).unwrap();
+        assert_eq!(
+            plan.stages
+                .iter()
+                .map(|s| s.name.as_str())
+                .collect::<Vec<_>>(),
+            ["one", "two"]
+        );
+    }
+
+    #[test]
+    fn a_group_name_with_a_control_character_is_refused() {
+        let e = build(&format!(
+            "{DOC}[[group]]\nname = \"in\\tsert\"\nop = \"insert\"\nthreads = 1\nloops = 1\n"
+        ))
+        .unwrap_err();
+        assert_eq!(e.key, "group[0].name");
+        assert!(e.problem.contains("in\\tsert"), "{}", e.problem);
+        assert!(e.problem.contains("control character"), "{}", e.problem);
+    }
+}

@@ -1,0 +1,183 @@
+//! The validated run plan: a profile plus command-line overrides, checked once. Everything after
+//! this point takes a `RunPlan`, never the raw profile or the command line.
+//!
+//! Owns: the profile model and its located errors (`profile`), every bound (`limits`), and the
+//! build of a `RunPlan` (`build`). Never: talks to a server, touches the run directory, or
+//! formats a result.
+
+mod build;
+pub mod limits;
+pub mod profile;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mongodb::bson::Document;
+use serde::Serialize;
+
+use crate::workload::{DocGen, OpSpec};
+
+/// Command-line settings that override every group.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    pub threads: Option<u32>,
+    pub loops: Option<u64>,
+    pub duration: Option<Duration>,
+    pub rate: Option<f64>,
+    pub op_timeout: Option<Duration>,
+}
+
+#[derive(Debug, Clone)]
+pub struct RunPlan {
+    pub name: String,
+    pub origin: String,
+    pub description: String,
+    pub target: TargetPlan,
+    pub setup: SetupPlan,
+    pub document: Arc<DocGen>,
+    pub stages: Vec<Stage>,
+    /// The profile as written, for run.json.
+    pub profile_text: String,
+    pub stop_on_error_pct: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TargetPlan {
+    pub database: String,
+    pub collection: String,
+    /// `None` leaves the deployment's default.
+    pub write_concern: Option<WriteConcernPlan>,
+    pub journal: Option<bool>,
+    pub read_preference: ReadPref,
+    pub pool_size: u32,
+    /// Longest wait for one operation; past it the operation fails as `timeout`.
+    pub op_timeout: Duration,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub enum WriteConcernPlan {
+    Nodes(u32),
+    Majority,
+}
+
+/// A read preference mode, as named in profiles (the one table of their names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(into = "&'static str")]
+pub enum ReadPref {
+    Primary,
+    PrimaryPreferred,
+    Secondary,
+    SecondaryPreferred,
+    Nearest,
+}
+
+impl ReadPref {
+    pub const ALL: [ReadPref; 5] = [
+        ReadPref::Primary,
+        ReadPref::PrimaryPreferred,
+        ReadPref::Secondary,
+        ReadPref::SecondaryPreferred,
+        ReadPref::Nearest,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ReadPref::Primary => "primary",
+            ReadPref::PrimaryPreferred => "primaryPreferred",
+            ReadPref::Secondary => "secondary",
+            ReadPref::SecondaryPreferred => "secondaryPreferred",
+            ReadPref::Nearest => "nearest",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<ReadPref> {
+        Self::ALL.into_iter().find(|r| r.name() == s)
+    }
+
+    /// `"primary", "primaryPreferred", ... or "nearest"`, for error texts.
+    pub fn listed() -> String {
+        let names: Vec<String> = Self::ALL
+            .iter()
+            .map(|r| format!("\"{}\"", r.name()))
+            .collect();
+        let (last, rest) = names.split_last().expect("five names");
+        format!("{} or {last}", rest.join(", "))
+    }
+}
+
+impl From<ReadPref> for &'static str {
+    fn from(r: ReadPref) -> Self {
+        r.name()
+    }
+}
+
+impl std::fmt::Display for ReadPref {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct SetupPlan {
+    pub drop: bool,
+    pub preload: u64,
+    pub indexes: Vec<Document>,
+}
+
+pub const DEFAULT_OP_TIMEOUT: Duration = Duration::from_secs(60);
+pub const DEFAULT_FIND_LIMIT: u32 = 50;
+pub const DEFAULT_POOL_SIZE: u32 = 100;
+
+#[derive(Debug, Clone)]
+pub struct Stage {
+    pub name: String,
+    pub groups: Vec<GroupPlan>,
+}
+
+#[derive(Debug, Clone)]
+pub struct GroupPlan {
+    /// Position among all groups of the plan; samples carry it.
+    pub index: usize,
+    pub name: String,
+    pub op: OpSpec,
+    pub threads: u32,
+    pub ramp_up: Duration,
+    pub start_delay: Duration,
+    pub stop: StopAt,
+    /// Target operations per second for the group (open loop); None: closed loop.
+    pub rate: Option<f64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum StopAt {
+    /// Operations per virtual user.
+    Loops(u64),
+    /// Time from the group's start (after its start delay), ramp-up included, as in JMeter.
+    Duration(Duration),
+}
+
+impl RunPlan {
+    pub fn groups(&self) -> impl Iterator<Item = &GroupPlan> {
+        self.stages.iter().flat_map(|s| s.groups.iter())
+    }
+
+    /// Total planned operations, when every group stops by loops.
+    pub fn planned_operations(&self) -> Option<u64> {
+        self.groups()
+            .map(|g| match g.stop {
+                StopAt::Loops(l) => Some(l.saturating_mul(u64::from(g.threads))),
+                StopAt::Duration(_) => None,
+            })
+            .sum()
+    }
+
+    /// The summary label of a stage: its group's name, or the TOTAL row that sums its groups.
+    pub fn stage_label(&self, stage: &Stage) -> String {
+        match stage.groups.as_slice() {
+            [one] => one.name.clone(),
+            _ if self.stages.len() == 1 => "TOTAL".into(),
+            _ if stage.name.is_empty() => "TOTAL (no stage)".into(),
+            _ => format!("TOTAL {}", stage.name),
+        }
+    }
+}

@@ -1,0 +1,32 @@
+//! Profiles compiled into the binary, so `mongo-stress run insert` works from any directory.
+//! The files live in `profiles/`; `tests/profiles.rs` checks every one of them validates.
+
+pub struct Bundled {
+    pub name: &'static str,
+    pub summary: &'static str,
+    pub text: &'static str,
+}
+
+macro_rules! bundled {
+    ($($name:literal => $summary:literal),* $(,)?) => {
+        pub const ALL: &[Bundled] = &[$(Bundled {
+            name: $name,
+            summary: $summary,
+            text: include_str!(concat!("../../../profiles/", $name, ".toml")),
+        }),*];
+    };
+}
+
+bundled! {
+    "smoke" => "a few seconds of all four operations; a first try",
+    "insert" => "insert-only stress: 100 threads for 30 s",
+    "find" => "find-only stress on 10,000 preloaded documents, indexed on city: 100 threads for 30 s",
+    "update" => "update-only stress: $set on random existing documents, 100 threads for 30 s",
+    "remove" => "remove-only stress: find one by city, delete it by _id; 50 threads x 200 loops",
+    "crud-mixed" => "insert, find, update and remove groups at once: 4 x 50 threads for 20 s",
+    "jmeter-2016" => "the 2016 reference experiment's sizes: 1000-thread units one after another, then the mixed run",
+}
+
+pub fn get(name: &str) -> Option<&'static str> {
+    ALL.iter().find(|b| b.name == name).map(|b| b.text)
+}

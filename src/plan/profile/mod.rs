@@ -1,0 +1,251 @@
+//! Profiles: finding one (a path or a bundled name), parsing it, and turning every parse problem
+//! into a `ProfileError` that names file, line, column, key, value and the expected form.
+
+pub mod bundled;
+pub mod locate;
+pub mod model;
+
+use std::path::Path;
+
+use super::limits;
+use crate::error::{Error, ProfileError};
+pub use model::{Group, OpKind, Profile, UpdateTarget};
+
+/// A parsed profile with the text it came from, kept so later checks can point into it.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// A path as given, or `bundled:NAME`.
+    pub origin: String,
+    /// The name used for the run directory: the profile's `name`, else the file stem.
+    pub name: String,
+    pub text: String,
+    pub profile: Profile,
+}
+
+impl Loaded {
+    /// An error about the value at `key` (a dotted path such as `group[0].threads`).
+    pub fn error_at(
+        &self,
+        key: &str,
+        problem: impl Into<String>,
+        expected: impl Into<String>,
+    ) -> ProfileError {
+        let span = locate::span_of(&self.text, key);
+        let (line, column) = span
+            .as_ref()
+            .map_or((1, 1), |s| locate::line_col(&self.text, s.start));
+        ProfileError {
+            file: self.origin.clone(),
+            line,
+            column,
+            // Shown to people: a control character in a key is written escaped.
+            key: if key.contains(char::is_control) {
+                key.escape_debug().to_string()
+            } else {
+                key.to_string()
+            },
+            // A whole table (`group[0]`) has no one value worth quoting.
+            value: span
+                .filter(|_| !key.ends_with(']'))
+                .map(|s| excerpt(&self.text[s])),
+            problem: problem.into(),
+            expected: expected.into(),
+        }
+    }
+}
+
+/// Finds a profile by path or bundled name and parses it.
+pub fn load(spec: &str) -> Result<Loaded, Error> {
+    let path = Path::new(spec);
+    let (origin, text, stem) = if path.is_file() {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            Error::Usage(format!(
+                "cannot read profile {spec}: {e}\n  fix: check the path and its permissions"
+            ))
+        })?;
+        let stem = path
+            .file_stem()
+            .map_or("profile".into(), |s| s.to_string_lossy().into_owned());
+        (spec.to_string(), text, stem)
+    } else if let Some(text) = bundled::get(spec) {
+        (
+            format!("bundled:{spec}"),
+            text.to_string(),
+            spec.to_string(),
+        )
+    } else {
+        let names: Vec<&str> = bundled::ALL.iter().map(|b| b.name).collect();
+        return Err(Error::Usage(format!(
+            "no profile file or bundled profile named '{spec}'\n  fix: give a path to a .toml file, or one of: {}",
+            names.join(", ")
+        )));
+    };
+    parse(&origin, &text, &stem).map_err(Error::from)
+}
+
+/// Parses profile text; `origin` names it in errors.
+pub fn parse(origin: &str, text: &str, stem: &str) -> Result<Loaded, ProfileError> {
+    let profile: Profile = toml::from_str(text).map_err(|e| from_toml(origin, text, &e))?;
+    let name = profile.name.clone().unwrap_or_else(|| stem.to_string());
+    Ok(Loaded {
+        origin: origin.to_string(),
+        name,
+        text: text.to_string(),
+        profile,
+    })
+}
+
+fn excerpt(s: &str) -> String {
+    let s = s.trim();
+    let first = s.lines().next().unwrap_or("");
+    if first.chars().count() > 60 || first.len() < s.len() {
+        format!("{}...", first.chars().take(60).collect::<String>())
+    } else {
+        first.to_string()
+    }
+}
+
+fn from_toml(origin: &str, text: &str, err: &toml::de::Error) -> ProfileError {
+    let span = err.span().unwrap_or(0..0);
+    let (line, column) = locate::line_col(text, span.start);
+    let located = locate::key_at(text, span.start);
+    let message = err.message().trim().to_string();
+    let key = located.as_ref().map(|(k, _)| k.clone()).unwrap_or_default();
+    let leaf_owned = key.clone();
+    let leaf = leaf_owned
+        .rsplit('.')
+        .next()
+        .unwrap_or("")
+        .split('[')
+        .next()
+        .unwrap_or("");
+    let value = if span.is_empty() {
+        None
+    } else {
+        Some(excerpt(&text[span.clone()]))
+    };
+
+    if let Some(rest) = message.strip_prefix("unknown field `") {
+        let field = rest.split('`').next().unwrap_or("");
+        let allowed: Vec<&str> = rest.split('`').skip(2).step_by(2).collect();
+        let suggestion = allowed
+            .iter()
+            .map(|a| (strsim::jaro_winkler(a, field), *a))
+            .filter(|(score, _)| *score > 0.8)
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(_, a)| format!(" (did you mean `{a}`?)"))
+            .unwrap_or_default();
+        return ProfileError {
+            file: origin.to_string(),
+            line,
+            column,
+            key,
+            value: None,
+            problem: format!("unknown key `{field}`{suggestion}"),
+            expected: format!("one of: {}", allowed.join(", ")),
+        };
+    }
+    if let Some(rest) = message.strip_prefix("missing field `") {
+        let field = rest.split('`').next().unwrap_or("");
+        return ProfileError {
+            file: origin.to_string(),
+            line,
+            column,
+            key,
+            value: None,
+            problem: format!("missing required key `{field}`"),
+            expected: expected_for(field),
+        };
+    }
+    ProfileError {
+        file: origin.to_string(),
+        line,
+        column,
+        key,
+        value,
+        problem: message,
+        expected: expected_for(leaf),
+    }
+}
+
+/// The accepted form of a key, as shown in error messages; bounds come from `limits`.
+pub fn expected_for(key: &str) -> String {
+    match key {
+        "threads" => limits::threads_expected(),
+        "loops" => limits::loops_expected(),
+        "duration" | "ramp_up" | "start_delay" | "op_timeout" => limits::duration_expected(),
+        "op" => format!("one of {}", crate::workload::OpKind::listed()),
+        "rate" => limits::rate_expected(),
+        "preload" => limits::preload_expected(),
+        "read_preference" => crate::plan::ReadPref::listed(),
+        "write_concern" => format!("1, 0, any w number up to {}, or \"majority\"", limits::MAX_WRITE_NODES),
+        other => match other {
+            "name" => "a string without tabs or other control characters, e.g. name = \"insert\"",
+            "description" | "stage" => "a string",
+            "limit" => "a whole number of documents, at least 1, e.g. limit = 50",
+            "stop_on_error_pct" => "a percentage above 0 and at most 100, e.g. stop_on_error_pct = 50 (stops once that share of the last 100 operations within 10 s failed, at least 3 of them)",
+            "count" | "many" | "drop" | "journal" => "true or false",
+            "filter" | "set" => "a list of document field names, e.g. filter = [\"city\"]",
+            "target" => "\"random\" (one existing document by _id) or \"filter\" (documents matching a generated filter)",
+            "indexes" => "a list of index keys, e.g. indexes = [{ city = 1 }, { pop = -1 }]",
+            "pool_size" => "a whole number of connections, at least 1, e.g. pool_size = 100",
+            "database" | "collection" => "a non-empty name without '$' or '.' at the ends, e.g. collection = \"cities\"",
+            "group" => "one or more [[group]] tables, each with name, op, threads and loops or duration",
+            "document" => "a [document] table of field = generator",
+            "target." | "setup" => "a table",
+            _ => "see the profile reference in README.md",
+        }
+        .to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(text: &str) -> ProfileError {
+        parse("p.toml", text, "p").unwrap_err()
+    }
+
+    const GROUP: &str = "[[group]]\nname = \"ins\"\nop = \"insert\"\n";
+
+    #[test]
+    fn a_typo_in_a_key_is_named_with_a_suggestion_and_its_place() {
+        let e = err(&format!("{GROUP}thredas = 4\nloops = 1\n"));
+        assert_eq!((e.line, e.column), (4, 1));
+        assert_eq!(e.key, "group[0].thredas");
+        assert!(e.problem.contains("unknown key `thredas`"), "{e}");
+        assert!(e.problem.contains("did you mean `threads`"), "{e}");
+    }
+
+    #[test]
+    fn a_negative_thread_count_names_key_value_and_expected_form() {
+        let e = err(&format!("{GROUP}threads = -5\nloops = 1\n"));
+        assert_eq!(e.key, "group[0].threads");
+        assert_eq!(e.value.as_deref(), Some("-5"));
+        assert_eq!((e.line, e.column), (4, 11));
+        assert!(e.expected.contains("from 1 to 1000000"), "{e}");
+    }
+
+    #[test]
+    fn a_wrong_type_names_the_value() {
+        let e = err(&format!("{GROUP}threads = \"ten\"\n"));
+        assert_eq!(e.key, "group[0].threads");
+        assert_eq!(e.value.as_deref(), Some("\"ten\""));
+        assert!(e.problem.contains("string"), "{e}");
+    }
+
+    #[test]
+    fn an_unknown_operation_lists_the_four() {
+        let e = err("[[group]]\nname = \"x\"\nop = \"upsert\"\nthreads = 1\n");
+        assert_eq!(e.key, "group[0].op");
+        assert!(e.to_string().contains("\"insert\", \"find\""), "{e}");
+    }
+
+    #[test]
+    fn broken_toml_syntax_is_located() {
+        let e = err("name = \"x\nthreads = 1\n");
+        assert_eq!(e.line, 1);
+        assert_eq!(e.file, "p.toml");
+    }
+}

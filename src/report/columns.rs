@@ -1,0 +1,94 @@
+//! The summary's columns: their names, in order, and each cell's text. The console table,
+//! `summary.tsv` and every later renderer share this one list.
+
+use crate::metrics::Row;
+
+/// The columns that mean something in closed loop: all up to `Modified`.
+pub const CLOSED_LOOP_COLUMNS: usize = 18;
+
+/// Column names, in order, as in the console table and `summary.tsv`.
+pub const COLUMNS: [&str; 26] = [
+    "Label",
+    "# Samples",
+    "Average",
+    "Median",
+    "90% Line",
+    "95% Line",
+    "99% Line",
+    "Min",
+    "Max",
+    "Error %",
+    "Throughput",
+    "Received KB/sec",
+    "Sent KB/sec",
+    "99.9% Line",
+    "Std. Dev.",
+    "Errors",
+    "Matched",
+    "Modified",
+    "Service Average",
+    "Service Median",
+    "Service 90% Line",
+    "Service 99% Line",
+    "Service Max",
+    "Late",
+    "Max Behind",
+    "Missed",
+];
+
+/// A row's cells as text, in `COLUMNS` order: milliseconds and rates with two decimals.
+pub fn cells(row: &Row) -> Vec<String> {
+    let f = |x: f64| format!("{x:.2}");
+    vec![
+        row.label.clone(),
+        row.samples.to_string(),
+        f(row.average_ms),
+        f(row.median_ms),
+        f(row.p90_ms),
+        f(row.p95_ms),
+        f(row.p99_ms),
+        f(row.min_ms),
+        f(row.max_ms),
+        format!("{:.2}%", row.error_pct),
+        f(row.throughput),
+        f(row.received_kb_sec),
+        f(row.sent_kb_sec),
+        f(row.p999_ms),
+        f(row.stddev_ms),
+        row.errors.to_string(),
+        row.matched.to_string(),
+        row.modified.to_string(),
+        f(row.service_average_ms),
+        f(row.service_median_ms),
+        f(row.service_p90_ms),
+        f(row.service_p99_ms),
+        f(row.service_max_ms),
+        row.late.to_string(),
+        f(row.max_behind_ms),
+        row.missed.to_string(),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::GroupMetrics;
+
+    #[test]
+    fn the_closed_loop_columns_end_at_modified() {
+        assert_eq!(COLUMNS[CLOSED_LOOP_COLUMNS - 1], "Modified");
+        assert_eq!(COLUMNS[CLOSED_LOOP_COLUMNS], "Service Average");
+    }
+
+    #[test]
+    fn an_empty_group_has_zeros_not_nans() {
+        let r = GroupMetrics::default().row("none");
+        assert_eq!(
+            cells(&r)[1..]
+                .iter()
+                .filter(|c| c.contains("NaN") || c.contains("inf"))
+                .count(),
+            0
+        );
+    }
+}

@@ -1,0 +1,71 @@
+//! `validate`'s output: the resolved plan in a few lines.
+
+use std::io::Write;
+
+use crate::plan::{RunPlan, StopAt, WriteConcernPlan};
+
+/// Writes the resolved plan as `validate` shows it.
+pub fn render(plan: &RunPlan, out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(out, "profile {} ({}): valid", plan.name, plan.origin)?;
+    if !plan.description.is_empty() {
+        writeln!(out, "  {}", plan.description)?;
+    }
+    let t = &plan.target;
+    let w = match &t.write_concern {
+        None => "the deployment's default".to_string(),
+        Some(WriteConcernPlan::Nodes(n)) => format!("w={n}"),
+        Some(WriteConcernPlan::Majority) => "w=majority".to_string(),
+    };
+    writeln!(
+        out,
+        "target {}.{}  pool {}  read {}  write concern {w}  operation timeout {}",
+        t.database,
+        t.collection,
+        t.pool_size,
+        t.read_preference,
+        humantime::format_duration(t.op_timeout)
+    )?;
+    if let Some(pct) = plan.stop_on_error_pct {
+        writeln!(out, "stop when {pct} % of the recent operations failed")?;
+    }
+    writeln!(
+        out,
+        "setup drop={} preload={} indexes={}",
+        plan.setup.drop,
+        plan.setup.preload,
+        plan.setup.indexes.len()
+    )?;
+    for stage in &plan.stages {
+        if !stage.name.is_empty() {
+            writeln!(out, "stage {}", stage.name)?;
+        }
+        for g in &stage.groups {
+            let stop = match g.stop {
+                StopAt::Loops(l) => {
+                    format!(
+                        "{l} loops = {} operations",
+                        l.saturating_mul(u64::from(g.threads))
+                    )
+                }
+                StopAt::Duration(d) => format!("for {}", humantime::format_duration(d)),
+            };
+            let stop = match g.rate {
+                Some(r) => format!("{stop}, open loop at {r}/s"),
+                None => stop,
+            };
+            writeln!(
+                out,
+                "  group {:<14} {:<6} threads {:>5}  ramp-up {}  delay {}  {stop}",
+                g.name,
+                g.op.kind().name(),
+                g.threads,
+                humantime::format_duration(g.ramp_up),
+                humantime::format_duration(g.start_delay)
+            )?;
+        }
+    }
+    match plan.planned_operations() {
+        Some(n) => writeln!(out, "total: {n} operations"),
+        None => writeln!(out, "total: time-bound (some groups run for a duration)"),
+    }
+}

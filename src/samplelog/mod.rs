@@ -1,0 +1,125 @@
+//! The per-operation sample log (`samples.tsv`) and its JMeter twin (`--jtl`, JMeter's default
+//! CSV result format). A thread of its own owns both files: the recorder hands it batches of
+//! samples over a bounded channel, so workers never format text or touch a file, and a slow disk
+//! slows the run (backpressure) rather than losing lines. `lines` formats one line of each.
+//!
+//! Owns: the two files and their formats. Never: computes a metric or decides the exit code
+//! (it reports how many lines it wrote, and `app` compares).
+
+mod lines;
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::thread::JoinHandle;
+
+use tokio::sync::mpsc;
+
+use crate::error::Error;
+use crate::metrics::Logged;
+
+use lines::{csv, format_jtl, format_tsv};
+pub use lines::{JTL_HEADER, SAMPLES_HEADER};
+
+/// Batches in flight between the collector and the writer.
+const CHANNEL_BATCHES: usize = 8;
+
+pub struct SampleLog {
+    tx: Option<mpsc::Sender<Vec<Logged>>>,
+    writer: Option<JoinHandle<Result<u64, (PathBuf, std::io::Error)>>>,
+}
+
+struct Outputs {
+    tsv: Option<BufWriter<File>>,
+    jtl: Option<BufWriter<File>>,
+}
+
+impl SampleLog {
+    /// Creates the files (with headers) now, so a bad path fails before the load starts.
+    pub fn create(
+        tsv: Option<&Path>,
+        jtl: Option<&Path>,
+        groups: Vec<String>,
+        url: String,
+    ) -> Result<Self, Error> {
+        let open = |p: &Path, header: &str| -> Result<BufWriter<File>, Error> {
+            let io = |source| Error::Output {
+                path: p.to_path_buf(),
+                source,
+            };
+            let mut w = BufWriter::with_capacity(1 << 20, File::create(p).map_err(io)?);
+            writeln!(w, "{header}").map_err(io)?;
+            w.flush().map_err(io)?;
+            Ok(w)
+        };
+        let mut out = Outputs {
+            tsv: tsv.map(|p| open(p, SAMPLES_HEADER)).transpose()?,
+            jtl: jtl.map(|p| open(p, JTL_HEADER)).transpose()?,
+        };
+        let (tx, mut rx) = mpsc::channel::<Vec<Logged>>(CHANNEL_BATCHES);
+        let (tsv_path, jtl_path) = (tsv.map(Path::to_path_buf), jtl.map(Path::to_path_buf));
+        let writer = std::thread::Builder::new()
+            .name("sample-log".into())
+            .spawn(move || {
+                let mut lines = 0u64;
+                let mut line = String::with_capacity(256);
+                let url = csv(&url);
+                // On a write error (a full disk, say) say so at once, then stop writing; the
+                // collector goes on counting, so the summary stays whole, and `finish` reports it.
+                let fail = |path: &Option<PathBuf>, e: std::io::Error| {
+                    let path = path.clone().unwrap_or_default();
+                    eprintln!(
+                        "error: writing {} failed: {e}; the sample log is incomplete from here on (the summary is not)",
+                        path.display()
+                    );
+                    (path, e)
+                };
+                while let Some(batch) = rx.blocking_recv() {
+                    for l in &batch {
+                        if let Some(w) = out.tsv.as_mut() {
+                            line.clear();
+                            format_tsv(&mut line, &l.sample, &groups);
+                            w.write_all(line.as_bytes()).map_err(|e| fail(&tsv_path, e))?;
+                        }
+                        if let Some(w) = out.jtl.as_mut() {
+                            line.clear();
+                            format_jtl(&mut line, l, &groups, &url);
+                            w.write_all(line.as_bytes()).map_err(|e| fail(&jtl_path, e))?;
+                        }
+                        lines += 1;
+                    }
+                }
+                for (w, path) in [(out.tsv.as_mut(), &tsv_path), (out.jtl.as_mut(), &jtl_path)] {
+                    if let Some(w) = w {
+                        w.flush().map_err(|e| fail(path, e))?;
+                        // A device such as /dev/null cannot be synced; that loses nothing.
+                        let _ = w.get_ref().sync_data();
+                    }
+                }
+                Ok(lines)
+            })
+            .map_err(|e| Error::Other(e.into()))?;
+        Ok(SampleLog {
+            tx: Some(tx),
+            writer: Some(writer),
+        })
+    }
+
+    /// A sender for the recorder; sending waits when the writer is `CHANNEL_BATCHES` behind.
+    pub fn sender(&self) -> Option<mpsc::Sender<Vec<Logged>>> {
+        self.tx.clone()
+    }
+
+    /// Waits for every line to be written and the files synced; returns the lines written.
+    pub fn finish(mut self) -> Result<u64, Error> {
+        self.tx.take();
+        match self.writer.take().map(|w| w.join()) {
+            Some(Ok(Ok(n))) => Ok(n),
+            Some(Ok(Err((path, source)))) => Err(Error::Output { path, source }),
+            Some(Err(_)) => Err(Error::Other(anyhow::anyhow!(
+                "the sample log writer panicked"
+            ))),
+            None => Ok(0),
+        }
+    }
+}

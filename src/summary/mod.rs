@@ -1,0 +1,238 @@
+//! The result model: what one run (or `--repeat` runs) measured, built once and ready for every
+//! report format: rows per group, the resource summary (`resources`), the spread across runs
+//! (`spread`), the warnings in words (`warnings`), and what `run.json` records (`run_info`).
+//!
+//! Owns: every number and judgement a report shows. Never: formats a cell, picks a column
+//! order, or writes a file.
+
+pub mod resources;
+pub mod run_info;
+pub mod spread;
+pub mod warnings;
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::metrics::{GroupMetrics, Row};
+use crate::monitor::ResourceRow;
+use crate::plan::{RunPlan, StopAt};
+use crate::workload::OpKind;
+use resources::{ResourceSummary, StageSpan};
+pub use spread::{spread, Spread};
+pub use warnings::{Warning, WarningCode};
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    pub schema_version: u32,
+    pub tool: String,
+    pub profile: String,
+    pub origin: String,
+    pub seed: u64,
+    pub server: ServerInfo,
+    pub groups: Vec<GroupInfo>,
+    pub runs: Vec<RunResult>,
+    /// Run-to-run spread of throughput per label; empty for a single run.
+    pub spread: Vec<Spread>,
+    /// Server and client resources per stage of each run (see `resources`).
+    pub resources: Vec<ResourceSummary>,
+    pub interrupted: bool,
+    /// Everything a reader should be told, with a code; the console table renders these.
+    pub warnings: Vec<Warning>,
+    /// What failed outside any one run (the sample log, the sampler): each fails the run.
+    #[serde(skip)]
+    pub failures: Vec<String>,
+}
+
+impl Summary {
+    pub fn new(plan: &RunPlan, seed: u64, server: ServerInfo) -> Self {
+        Summary {
+            schema_version: SCHEMA_VERSION,
+            tool: format!("mongo-stress {}", env!("CARGO_PKG_VERSION")),
+            profile: plan.name.clone(),
+            origin: plan.origin.clone(),
+            seed,
+            server,
+            groups: group_info(plan),
+            runs: Vec::new(),
+            spread: Vec::new(),
+            resources: Vec::new(),
+            interrupted: false,
+            warnings: Vec::new(),
+            failures: Vec::new(),
+        }
+    }
+
+    /// Adds one run's result and recomputes what depends on all runs.
+    pub fn add_run(&mut self, result: RunResult, rows: &[ResourceRow], sampled: bool) {
+        self.interrupted |= result.interrupted;
+        self.runs.push(result);
+        self.refresh(rows, sampled);
+    }
+
+    /// Recomputes the spread, the resource summary of every run (from the sampler's rows, when
+    /// it ran) and the warnings.
+    pub fn refresh(&mut self, rows: &[ResourceRow], sampled: bool) {
+        self.spread = spread(&self.runs);
+        if sampled {
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            self.resources = self
+                .runs
+                .iter()
+                .flat_map(|r| {
+                    let throughput = |label: &str| {
+                        r.rows
+                            .iter()
+                            .find(|x| x.label == label)
+                            .map_or(0.0, |x| x.throughput)
+                    };
+                    resources::summarize(r.run, &r.stages, throughput, rows, cores)
+                })
+                .collect();
+        }
+        self.warnings = warnings::compute(self);
+    }
+
+    /// Something failed beyond operations: a panic, an output not written whole.
+    pub fn failed(&self) -> bool {
+        !self.failures.is_empty() || self.runs.iter().any(|r| !r.failures.is_empty())
+    }
+}
+
+/// Who ran the server the tool talked to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ServerKind {
+    /// Started by the tool for this run.
+    Embedded,
+    /// Named by `--uri`.
+    External,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerInfo {
+    pub kind: ServerKind,
+    /// Server program and version as reported (`buildInfo`).
+    pub version: String,
+    /// Connection string with any password replaced.
+    pub uri: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct GroupInfo {
+    pub name: String,
+    pub stage: String,
+    pub op: OpKind,
+    pub threads: u32,
+    pub loops: Option<u64>,
+    pub duration_secs: Option<f64>,
+    /// Target operations per second (open loop); None: closed loop.
+    pub rate: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RunResult {
+    pub run: u32,
+    pub started_at: String,
+    pub wall_secs: f64,
+    pub interrupted: bool,
+    /// Group rows in profile order, a `TOTAL <stage>` row per multi-group stage when the profile
+    /// has several stages, then `TOTAL`.
+    pub rows: Vec<Row>,
+    /// Failures by class, per label.
+    pub errors_by_class: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Distinct failure messages with counts, over all groups.
+    pub error_messages: BTreeMap<String, u64>,
+    /// When each stage ran.
+    pub stages: Vec<StageSpan>,
+    /// Why the run ended before its plan (stop_on_error_pct), if it did.
+    pub stopped_early: Option<String>,
+    /// What failed inside the run (a virtual user's or the recorder's panic); shown as warnings.
+    #[serde(skip)]
+    pub failures: Vec<String>,
+}
+
+pub fn group_info(plan: &RunPlan) -> Vec<GroupInfo> {
+    plan.stages
+        .iter()
+        .flat_map(|s| {
+            s.groups.iter().map(|g| GroupInfo {
+                name: g.name.clone(),
+                stage: s.name.clone(),
+                op: g.op.kind(),
+                threads: g.threads,
+                loops: match g.stop {
+                    StopAt::Loops(l) => Some(l),
+                    StopAt::Duration(_) => None,
+                },
+                duration_secs: match g.stop {
+                    StopAt::Duration(d) => Some(d.as_secs_f64()),
+                    StopAt::Loops(_) => None,
+                },
+                rate: g.rate,
+            })
+        })
+        .collect()
+}
+
+impl RunResult {
+    /// Rows from the metrics of each group (indexed as in the plan).
+    pub fn new(
+        run: u32,
+        started_at: String,
+        wall_secs: f64,
+        interrupted: bool,
+        plan: &RunPlan,
+        metrics: &[GroupMetrics],
+    ) -> Self {
+        let mut rows = Vec::new();
+        let mut total = GroupMetrics::default();
+        let mut errors_by_class = BTreeMap::new();
+        let mut error_messages: BTreeMap<String, u64> = BTreeMap::new();
+        let several_stages = plan.stages.len() > 1;
+        for stage in &plan.stages {
+            let mut stage_total = GroupMetrics::default();
+            for g in &stage.groups {
+                let m = &metrics[g.index];
+                rows.push(m.row(&g.name));
+                stage_total.merge(m);
+                if m.errors > 0 {
+                    errors_by_class.insert(
+                        g.name.clone(),
+                        m.errors_by_class
+                            .iter()
+                            .map(|(c, n)| (c.as_str().to_string(), *n))
+                            .collect(),
+                    );
+                }
+                for (msg, n) in &m.messages {
+                    *error_messages.entry(msg.clone()).or_default() += n;
+                }
+            }
+            if several_stages && stage.groups.len() > 1 {
+                let label = plan.stage_label(stage);
+                rows.push(stage_total.row(&label));
+            }
+            total.merge(&stage_total);
+        }
+        rows.push(total.row("TOTAL"));
+        RunResult {
+            run,
+            started_at,
+            wall_secs,
+            interrupted,
+            rows,
+            errors_by_class,
+            error_messages,
+            stages: Vec::new(),
+            stopped_early: None,
+            failures: Vec::new(),
+        }
+    }
+
+    pub fn total(&self) -> &Row {
+        self.rows.last().expect("a run always has a TOTAL row")
+    }
+}

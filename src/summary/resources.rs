@@ -1,0 +1,223 @@
+//! The resource summary: per stage of a run (a single-operation unit, or all groups of a mixed
+//! run), the average and peak of what the sampler saw, beside the client-side throughput, in the
+//! shape of the 2016 experiment's summary.
+
+use serde::Serialize;
+
+use crate::monitor::ResourceRow;
+
+/// When one stage ran, in epoch milliseconds.
+#[derive(Debug, Clone, Serialize)]
+pub struct StageSpan {
+    pub label: String,
+    pub start_ms: u64,
+    pub end_ms: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct AvgPeak {
+    pub avg: Option<f64>,
+    pub peak: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ResourceSummary {
+    pub run: u32,
+    pub label: String,
+    /// Sampler rows that fell inside the stage.
+    pub seconds: usize,
+    pub client_ops_s: f64,
+    pub server_ops_s: AvgPeak,
+    pub server_cpu_pct: AvgPeak,
+    pub iops: AvgPeak,
+    pub disk_write_kbs: AvgPeak,
+    pub client_cpu_pct: AvgPeak,
+    pub client_rss_mb: AvgPeak,
+    /// Set when the load generator, not the server, may have been the limit.
+    pub warning: Option<String>,
+}
+
+/// Time-weighted average over the seconds of each row's interval inside the stage (so a rate's
+/// average is the count over the stage divided by its length), and the peak over rows with at
+/// least half a second inside it; nothing when no row has.
+fn avg_peak(rows: &[(f64, &ResourceRow)], f: impl Fn(&ResourceRow) -> Option<f64>) -> AvgPeak {
+    let (mut sum, mut weight, mut peak) = (0.0, 0.0, None::<f64>);
+    for (overlap, r) in rows {
+        let Some(v) = f(r) else { continue };
+        sum += v * overlap;
+        weight += overlap;
+        if *overlap >= 0.5 {
+            peak = Some(peak.map_or(v, |p| p.max(v)));
+        }
+    }
+    // A stage no sampled second is even half inside is too short to say anything about.
+    match peak {
+        Some(peak) if weight > 0.0 => AvgPeak {
+            avg: Some(sum / weight),
+            peak: Some(peak),
+        },
+        _ => AvgPeak::default(),
+    }
+}
+
+/// Rows whose interval overlaps the span, with the seconds of it inside the span.
+fn overlapping<'a>(rows: &'a [ResourceRow], s: &StageSpan) -> Vec<(f64, &'a ResourceRow)> {
+    rows.iter()
+        .filter_map(|r| {
+            let from = r.time_ms.saturating_sub(r.interval_ms);
+            let inside = r.time_ms.min(s.end_ms).saturating_sub(from.max(s.start_ms));
+            (inside > 0).then(|| (inside as f64 / 1000.0, r))
+        })
+        .collect()
+}
+
+/// One summary per stage span.
+pub fn summarize(
+    run: u32,
+    spans: &[StageSpan],
+    client_ops_s: impl Fn(&str) -> f64,
+    rows: &[ResourceRow],
+    cores: usize,
+) -> Vec<ResourceSummary> {
+    spans
+        .iter()
+        .map(|s| {
+            let inside = overlapping(rows, s);
+            let client_cpu = avg_peak(&inside, |r| r.client_cpu_pct);
+            let server_cpu = avg_peak(&inside, |r| r.server_cpu_pct);
+            let host = avg_peak(&inside, |r| r.host_cpu_pct);
+            let capacity = 100.0 * cores as f64;
+            let warning = match (client_cpu.avg, host.avg) {
+                (Some(c), _) if c >= 0.9 * capacity => {
+                    Some(format!("the load generator used {c:.0}% CPU of {capacity:.0}%: it, not the server, may have set the pace"))
+                }
+                (Some(c), Some(h)) if h >= 0.9 * capacity && c > server_cpu.avg.unwrap_or(0.0) => Some(format!(
+                    "the machine was {h:.0}% busy of {capacity:.0}% and the load generator used more CPU ({c:.0}%) than the server ({:.0}%): run the tool on another host for server numbers",
+                    server_cpu.avg.unwrap_or(0.0)
+                )),
+                _ => None,
+            };
+            ResourceSummary {
+                run,
+                label: s.label.clone(),
+                seconds: inside.len(),
+                client_ops_s: client_ops_s(&s.label),
+                server_ops_s: avg_peak(&inside, ResourceRow::server_ops_s),
+                server_cpu_pct: server_cpu,
+                iops: avg_peak(&inside, |r| r.iops),
+                disk_write_kbs: avg_peak(&inside, |r| r.disk_write_kbs),
+                client_cpu_pct: client_cpu,
+                client_rss_mb: avg_peak(&inside, |r| r.client_rss_mb),
+                warning,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(t: u64, cpu: f64, client: f64) -> ResourceRow {
+        ResourceRow {
+            time_ms: t,
+            interval_ms: 1000,
+            server_cpu_pct: Some(cpu),
+            client_cpu_pct: Some(client),
+            host_cpu_pct: Some(cpu + client),
+            ops_s: [Some(100.0), Some(10.0), None, None, None, Some(1.0)],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn averages_and_peaks_cover_only_the_rows_inside_the_stage() {
+        let rows: Vec<ResourceRow> = (0..10)
+            .map(|i| row(10_000 + i * 1000, 10.0 * i as f64, 5.0))
+            .collect();
+        let spans = [StageSpan {
+            label: "insert".into(),
+            start_ms: 12_000,
+            end_ms: 15_000,
+        }];
+        let s = &summarize(1, &spans, |_| 42.0, &rows, 2)[0];
+        // Rows at 13, 14 and 15 s: CPU 30, 40, 50.
+        assert_eq!(s.seconds, 3);
+        assert_eq!(
+            s.server_cpu_pct,
+            AvgPeak {
+                avg: Some(40.0),
+                peak: Some(50.0)
+            }
+        );
+        assert_eq!(
+            s.server_ops_s.avg,
+            Some(110.0),
+            "insert + query, not command"
+        );
+        assert_eq!(s.client_ops_s, 42.0);
+        assert!(s.iops.avg.is_none());
+        assert!(s.warning.is_none());
+    }
+
+    #[test]
+    fn rows_straddling_the_stage_edges_count_for_the_part_inside() {
+        // Stage 12.5 s to 14.5 s; rows end at 13, 14, 15 s (CPU 30, 40, 50) and 12 s (20, outside).
+        let rows: Vec<ResourceRow> = (0..10)
+            .map(|i| row(10_000 + i * 1000, 10.0 * i as f64, 5.0))
+            .collect();
+        let spans = [StageSpan {
+            label: "x".into(),
+            start_ms: 12_500,
+            end_ms: 14_500,
+        }];
+        let s = &summarize(1, &spans, |_| 0.0, &rows, 2)[0];
+        assert_eq!(s.seconds, 3);
+        // (30 * 0.5 + 40 * 1 + 50 * 0.5) / 2 = 40; peaks only from rows at least half inside.
+        assert_eq!(
+            s.server_cpu_pct,
+            AvgPeak {
+                avg: Some(40.0),
+                peak: Some(50.0)
+            }
+        );
+    }
+
+    #[test]
+    fn a_stage_shorter_than_half_a_sampled_second_reports_nothing() {
+        let rows: Vec<ResourceRow> = (0..3).map(|i| row(1000 + i * 1000, 50.0, 5.0)).collect();
+        let spans = [StageSpan {
+            label: "x".into(),
+            start_ms: 1100,
+            end_ms: 1500,
+        }];
+        let s = &summarize(1, &spans, |_| 0.0, &rows, 2)[0];
+        assert_eq!(s.server_cpu_pct, AvgPeak::default());
+        assert!(s.warning.is_none());
+    }
+
+    #[test]
+    fn a_saturated_load_generator_is_flagged() {
+        let spans = [StageSpan {
+            label: "TOTAL".into(),
+            start_ms: 0,
+            end_ms: 6000,
+        }];
+        let flagged = |server: f64, client: f64| {
+            let rows: Vec<ResourceRow> = (0..5)
+                .map(|i| row(1000 + i * 1000, server, client))
+                .collect();
+            summarize(1, &spans, |_| 1.0, &rows, 2)[0].warning.clone()
+        };
+        // Alone over 90 % of both cores.
+        assert!(flagged(5.0, 185.0)
+            .unwrap()
+            .contains("load generator used 185%"));
+        // A busy machine where the tool takes more than the server.
+        assert!(flagged(30.0, 160.0)
+            .unwrap()
+            .contains("more CPU (160%) than the server (30%)"));
+        // A busy machine where the server takes most: the server is the limit, no warning.
+        assert_eq!(flagged(150.0, 40.0), None);
+    }
+}

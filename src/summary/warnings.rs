@@ -1,0 +1,129 @@
+//! Everything a reader of a result must be told, computed once from the result itself: each with
+//! a stable code (for scripts reading `summary.json`), the run and label it concerns, and the
+//! message in words. Renderers only place and prefix them.
+
+use serde::Serialize;
+
+use super::Summary;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WarningCode {
+    /// A group's operations ran but none found a document.
+    NoMatch,
+    /// The run stopped on `stop_on_error_pct`.
+    StoppedEarly,
+    /// An open-loop group fell short of its rate, or left operations unstarted.
+    RateNotReached,
+    /// Open-loop operations started behind their schedule (a note, not a fault).
+    LateOperations,
+    /// The load generator, not the server, may have set the pace.
+    LoadGenerator,
+    /// A stage too short for the once-a-second sampler to say anything about.
+    TooShortToSample,
+    /// Something failed beyond operations (a panic, an output not written whole): exit 1.
+    Failure,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Warning {
+    pub code: WarningCode,
+    /// The run of a `--repeat` it concerns; None for the whole invocation.
+    pub run: Option<u32>,
+    /// The summary row or stage it concerns, if one.
+    pub label: Option<String>,
+    pub message: String,
+}
+
+pub fn compute(s: &Summary) -> Vec<Warning> {
+    let mut out = Vec::new();
+    let mut add = |code, run: Option<u32>, label: Option<&str>, message: String| {
+        out.push(Warning {
+            code,
+            run,
+            label: label.map(str::to_string),
+            message,
+        })
+    };
+    for run in &s.runs {
+        for row in &run.rows {
+            if row.samples > 0 && row.matched == 0 && row.errors < row.samples {
+                add(
+                    WarningCode::NoMatch,
+                    Some(run.run),
+                    Some(&row.label),
+                    "no operation found a document; check the filter fields and the preload".into(),
+                );
+            }
+        }
+    }
+    for run in &s.runs {
+        if let Some(reason) = &run.stopped_early {
+            add(
+                WarningCode::StoppedEarly,
+                Some(run.run),
+                None,
+                reason.clone(),
+            );
+        }
+    }
+    for run in &s.runs {
+        for g in s.groups.iter().filter(|g| g.rate.is_some()) {
+            let (Some(rate), Some(row)) = (g.rate, run.rows.iter().find(|r| r.label == g.name))
+            else {
+                continue;
+            };
+            if row.throughput < rate * 0.95 || row.missed > 0 {
+                add(
+                    WarningCode::RateNotReached,
+                    Some(run.run),
+                    Some(&g.name),
+                    format!(
+                        "reached {:.1}/s of the target {rate}/s ({:.0} %); {} operations never started",
+                        row.throughput,
+                        row.throughput * 100.0 / rate,
+                        row.missed
+                    ),
+                );
+            }
+            if row.late > 0 {
+                add(
+                    WarningCode::LateOperations,
+                    Some(run.run),
+                    Some(&g.name),
+                    format!(
+                        "{} of {} operations started late (all users busy), up to {:.2} ms behind the schedule",
+                        row.late, row.samples, row.max_behind_ms
+                    ),
+                );
+            }
+        }
+    }
+    for r in &s.resources {
+        if let Some(w) = &r.warning {
+            add(
+                WarningCode::LoadGenerator,
+                Some(r.run),
+                Some(&r.label),
+                w.clone(),
+            );
+        }
+        if r.client_cpu_pct.avg.is_none() {
+            add(
+                WarningCode::TooShortToSample,
+                Some(r.run),
+                Some(&r.label),
+                "the stage was shorter than half a sampled second: its resources show as -".into(),
+            );
+        }
+    }
+    for run in &s.runs {
+        for f in &run.failures {
+            add(WarningCode::Failure, Some(run.run), None, f.clone());
+        }
+    }
+    for f in &s.failures {
+        add(WarningCode::Failure, None, None, f.clone());
+    }
+    out
+}

@@ -1,0 +1,485 @@
+//! The document generator of `[document]`, and the check that every document it can make is one
+//! the server accepts (field names, NUL characters, nesting, size).
+//!
+//! Generator forms:
+//! - a literal: `state = "GD"` (any string, number, boolean, array or table);
+//! - `{ choice = [a, b, ...] }`: one element, uniformly;
+//! - `{ choice = [...], paired_with = "city" }`: the element at the index drawn for the sibling
+//!   choice field `city` (so `pop` follows `city`);
+//! - `{ int = [lo, hi] }`, `{ float = [lo, hi] }`: uniform, inclusive of both ends for int;
+//! - any other table: a nested document of generators.
+
+use mongodb::bson::{Bson, Document};
+use rand::Rng;
+
+/// Most fields one document level may have when one of them is `paired_with` another.
+const MAX_PAIRED_LEVEL: usize = 64;
+/// Levels of nesting the server accepts and the largest document it stores.
+pub const MAX_NESTING: usize = 100;
+pub const MAX_DOCUMENT_BYTES: usize = 16 * 1024 * 1024;
+/// BSON bytes of the `_id` element every generated document gets (type, "_id\0", int64).
+const ID_ELEMENT_BYTES: usize = 1 + 4 + 8;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Gen {
+    Literal(Bson),
+    Choice(Vec<Bson>),
+    /// Index of the sibling choice field, and the values paired with its elements.
+    Paired(usize, Vec<Bson>),
+    Int(i64, i64),
+    Float(f64, f64),
+    Nested(DocGen),
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DocGen {
+    pub fields: Vec<(String, Gen)>,
+}
+
+/// A generator problem: the key path (from `document`) and what is wrong.
+#[derive(Debug)]
+pub struct GenError {
+    pub key: String,
+    pub problem: String,
+    pub expected: String,
+}
+
+impl DocGen {
+    /// Builds the generator and proves that every document it can make is one the server
+    /// accepts: no NUL character in a key or string, no key starting with `$`, at most
+    /// `MAX_NESTING` levels, at most `MAX_DOCUMENT_BYTES` with its `_id`.
+    pub fn from_table(table: &toml::Table) -> Result<Self, GenError> {
+        let gen = Self::level(table, "document", 1)?;
+        let most = ID_ELEMENT_BYTES + gen.max_bytes();
+        if most > MAX_DOCUMENT_BYTES {
+            return Err(GenError {
+                key: "document".into(),
+                problem: format!(
+                    "a generated document can reach {most} bytes, more than the server's limit of {MAX_DOCUMENT_BYTES} (16 MiB)"
+                ),
+                expected: "smaller literals and choices, so that the largest document fits in 16 MiB".into(),
+            });
+        }
+        Ok(gen)
+    }
+
+    /// `depth` is the nesting level of this table's fields (the top-level document is level 1).
+    fn level(table: &toml::Table, path: &str, depth: usize) -> Result<Self, GenError> {
+        let names: Vec<&String> = table.keys().collect();
+        let mut fields = Vec::with_capacity(table.len());
+        for (name, value) in table {
+            let key = format!("{path}.{name}");
+            check_name(name, &key)?;
+            let gen = match value {
+                toml::Value::Table(t) if t.contains_key("paired_with") => {
+                    let with = t
+                        .get("paired_with")
+                        .and_then(|v| v.as_str())
+                        .ok_or_else(|| GenError {
+                            key: format!("{key}.paired_with"),
+                            problem: "paired_with must name a sibling field".into(),
+                            expected: "paired_with = \"city\" next to choice = [...]".into(),
+                        })?;
+                    let values = choice_list(t, &key, depth)?;
+                    let idx = names.iter().position(|n| *n == with);
+                    let source = idx.and_then(|i| match table.get(names[i]) {
+                        Some(toml::Value::Table(s)) if s.len() == 1 => {
+                            s.get("choice").and_then(|c| c.as_array())
+                        }
+                        _ => None,
+                    });
+                    match (idx, source) {
+                        (Some(i), Some(src)) if src.len() == values.len() && i < MAX_PAIRED_LEVEL => {
+                            Gen::Paired(i, values)
+                        }
+                        (Some(_), Some(src)) if src.len() != values.len() => {
+                            return Err(GenError {
+                                key: format!("{key}.choice"),
+                                problem: format!(
+                                    "{} values, but `{with}` has {} choices",
+                                    values.len(),
+                                    src.len()
+                                ),
+                                expected: format!("exactly one value per choice of `{with}`"),
+                            })
+                        }
+                        _ => {
+                            return Err(GenError {
+                                key: format!("{key}.paired_with"),
+                                problem: format!("`{with}` is not a choice field of the same table"),
+                                expected: format!(
+                                    "the name of a sibling field written as {{ choice = [...] }} (one of: {})",
+                                    names.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+                                ),
+                            })
+                        }
+                    }
+                }
+                toml::Value::Table(t) if t.len() == 1 && t.contains_key("choice") => {
+                    Gen::Choice(choice_list(t, &key, depth)?)
+                }
+                toml::Value::Table(t) if t.len() == 1 && t.contains_key("int") => {
+                    let (lo, hi) = range(t, "int", &key, |v| v.as_integer())?;
+                    Gen::Int(lo, hi)
+                }
+                toml::Value::Table(t) if t.len() == 1 && t.contains_key("float") => {
+                    let (lo, hi) = range(t, "float", &key, |v| {
+                        v.as_float().or_else(|| v.as_integer().map(|i| i as f64))
+                    })?;
+                    Gen::Float(lo, hi)
+                }
+                toml::Value::Table(t) => {
+                    too_deep(depth + 1, &key)?;
+                    Gen::Nested(Self::level(t, &key, depth + 1)?)
+                }
+                other => Gen::Literal(to_bson(other, &key, depth)?),
+            };
+            fields.push((name.clone(), gen));
+        }
+        Ok(DocGen { fields })
+    }
+
+    /// Index of a top-level field by name.
+    pub fn field_index(&self, name: &str) -> Option<usize> {
+        self.fields.iter().position(|(n, _)| n == name)
+    }
+
+    pub fn field_names(&self) -> Vec<&str> {
+        self.fields.iter().map(|(n, _)| n.as_str()).collect()
+    }
+
+    /// The largest BSON size of a generated document without `_id`: every field at its largest.
+    fn max_bytes(&self) -> usize {
+        let elements: usize = self
+            .fields
+            .iter()
+            .map(|(name, gen)| {
+                let value = match gen {
+                    Gen::Literal(b) => bson_value_bytes(b),
+                    Gen::Choice(c) | Gen::Paired(_, c) => {
+                        c.iter().map(bson_value_bytes).max().unwrap_or(0)
+                    }
+                    Gen::Int(..) | Gen::Float(..) => 8,
+                    Gen::Nested(g) => g.max_bytes(),
+                };
+                1 + name.len() + 1 + value
+            })
+            .sum();
+        4 + elements + 1
+    }
+
+    /// A whole document, fields in profile order.
+    pub fn generate(&self, rng: &mut impl Rng) -> Document {
+        let mut doc = Document::new();
+        self.fill(&mut doc, None, rng);
+        doc
+    }
+
+    /// Only the given top-level fields (a filter or a `$set`), with pairing kept.
+    pub fn generate_fields(&self, only: &[usize], rng: &mut impl Rng) -> Document {
+        let mut doc = Document::new();
+        self.fill(&mut doc, Some(only), rng);
+        doc
+    }
+
+    /// Adds the generated fields (all, or `only` those) to `doc`.
+    pub fn fill(&self, doc: &mut Document, only: Option<&[usize]>, rng: &mut impl Rng) {
+        let mut picked = [usize::MAX; MAX_PAIRED_LEVEL];
+        let mut pick = |i: usize, n: usize, rng: &mut dyn rand::RngCore| -> usize {
+            if i < MAX_PAIRED_LEVEL {
+                if picked[i] == usize::MAX {
+                    picked[i] = rng.random_range(0..n);
+                }
+                picked[i]
+            } else {
+                rng.random_range(0..n)
+            }
+        };
+        for (i, (name, gen)) in self.fields.iter().enumerate() {
+            if only.is_some_and(|o| !o.contains(&i)) {
+                continue;
+            }
+            let value = match gen {
+                Gen::Literal(b) => b.clone(),
+                Gen::Choice(c) => c[pick(i, c.len(), rng)].clone(),
+                Gen::Paired(src, values) => values[pick(*src, values.len(), rng)].clone(),
+                Gen::Int(lo, hi) => Bson::Int64(rng.random_range(*lo..=*hi)),
+                Gen::Float(lo, hi) => Bson::Double(if lo < hi {
+                    rng.random_range(*lo..*hi)
+                } else {
+                    *lo
+                }),
+                Gen::Nested(g) => Bson::Document(g.generate(rng)),
+            };
+            doc.insert(name.clone(), value);
+        }
+    }
+}
+
+/// A field name the server stores as written: not empty, no `$` first, no `.`, no NUL.
+fn check_name(name: &str, key: &str) -> Result<(), GenError> {
+    if name.is_empty() || name.starts_with('$') || name.contains('.') || name.contains('\0') {
+        return Err(GenError {
+            key: key.to_string(),
+            problem: format!("`{}` cannot be a MongoDB field name", name.escape_debug()),
+            expected:
+                "a field name that is not empty, does not start with '$' and has no '.' or NUL character"
+                    .into(),
+        });
+    }
+    Ok(())
+}
+
+fn too_deep(depth: usize, key: &str) -> Result<(), GenError> {
+    if depth > MAX_NESTING {
+        return Err(GenError {
+            key: key.to_string(),
+            problem: format!(
+                "documents and arrays nested {depth} levels deep; the server accepts at most {MAX_NESTING}"
+            ),
+            expected: format!("at most {MAX_NESTING} levels of nested tables and arrays"),
+        });
+    }
+    Ok(())
+}
+
+fn choice_list(t: &toml::Table, key: &str, depth: usize) -> Result<Vec<Bson>, GenError> {
+    let key = format!("{key}.choice");
+    match t.get("choice") {
+        Some(toml::Value::Array(a)) if !a.is_empty() => a
+            .iter()
+            .enumerate()
+            .map(|(i, v)| to_bson(v, &format!("{key}[{i}]"), depth))
+            .collect(),
+        _ => Err(GenError {
+            key,
+            problem: "choice needs a non-empty list".into(),
+            expected: "choice = [\"a\", \"b\", ...]".into(),
+        }),
+    }
+}
+
+fn range<T: PartialOrd + Copy>(
+    t: &toml::Table,
+    kind: &str,
+    key: &str,
+    get: impl Fn(&toml::Value) -> Option<T>,
+) -> Result<(T, T), GenError> {
+    let bad = || GenError {
+        key: format!("{key}.{kind}"),
+        problem: format!("{kind} needs two numbers, low then high"),
+        expected: format!("{kind} = [lo, hi] with lo <= hi, e.g. {kind} = [0, 100]"),
+    };
+    let a = t.get(kind).and_then(|v| v.as_array()).ok_or_else(bad)?;
+    match a.as_slice() {
+        [lo, hi] => match (get(lo), get(hi)) {
+            (Some(lo), Some(hi)) if lo <= hi => Ok((lo, hi)),
+            _ => Err(bad()),
+        },
+        _ => Err(bad()),
+    }
+}
+
+/// A literal value as BSON, checked at every depth; `depth` is the level the value sits at.
+fn to_bson(v: &toml::Value, key: &str, depth: usize) -> Result<Bson, GenError> {
+    Ok(match v {
+        toml::Value::String(s) => {
+            if s.contains('\0') {
+                return Err(GenError {
+                    key: key.to_string(),
+                    problem: "the string holds a NUL character, which the server refuses".into(),
+                    expected: "a string without \\u0000".into(),
+                });
+            }
+            Bson::String(s.clone())
+        }
+        toml::Value::Integer(i) => Bson::Int64(*i),
+        toml::Value::Float(f) => Bson::Double(*f),
+        toml::Value::Boolean(b) => Bson::Boolean(*b),
+        toml::Value::Datetime(d) => Bson::String(d.to_string()),
+        toml::Value::Array(a) => {
+            too_deep(depth + 1, key)?;
+            Bson::Array(
+                a.iter()
+                    .enumerate()
+                    .map(|(i, v)| to_bson(v, &format!("{key}[{i}]"), depth + 1))
+                    .collect::<Result<_, _>>()?,
+            )
+        }
+        toml::Value::Table(t) => {
+            too_deep(depth + 1, key)?;
+            let mut doc = Document::new();
+            for (k, v) in t {
+                let at = format!("{key}.{k}");
+                check_name(k, &at)?;
+                doc.insert(k.clone(), to_bson(v, &at, depth + 1)?);
+            }
+            Bson::Document(doc)
+        }
+    })
+}
+
+/// BSON bytes of a value (without its element's type byte and key).
+fn bson_value_bytes(b: &Bson) -> usize {
+    match b {
+        Bson::String(s) => 4 + s.len() + 1,
+        Bson::Int32(_) => 4,
+        Bson::Int64(_) | Bson::Double(_) => 8,
+        Bson::Boolean(_) => 1,
+        Bson::Array(a) => {
+            4 + a
+                .iter()
+                .enumerate()
+                .map(|(i, v)| 1 + i.to_string().len() + 1 + bson_value_bytes(v))
+                .sum::<usize>()
+                + 1
+        }
+        Bson::Document(d) => {
+            4 + d
+                .iter()
+                .map(|(k, v)| 1 + k.len() + 1 + bson_value_bytes(v))
+                .sum::<usize>()
+                + 1
+        }
+        // Literals come from TOML: nothing else occurs; a generous bound if it ever does.
+        other => mongodb::bson::to_vec(&mongodb::bson::doc! { "v": other.clone() })
+            .map_or(MAX_DOCUMENT_BYTES, |v| v.len()),
+    }
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    fn gen(text: &str) -> Result<DocGen, GenError> {
+        let t: toml::Table = toml::from_str(text).unwrap();
+        DocGen::from_table(&t)
+    }
+
+    const CITIES: &str = r#"
+        city = { choice = ["a", "b", "c"] }
+        loc = { x = { float = [1.0, 2.0] }, y = { int = [5, 5] } }
+        pop = { paired_with = "city", choice = [1, 2, 3] }
+        state = "GD"
+    "#;
+
+    #[test]
+    fn paired_values_follow_their_choice_field() {
+        let g = gen(CITIES).unwrap();
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
+        for _ in 0..200 {
+            let d = g.generate(&mut rng);
+            let city = d.get_str("city").unwrap();
+            let pop = d.get_i64("pop").unwrap();
+            assert_eq!(
+                pop,
+                match city {
+                    "a" => 1,
+                    "b" => 2,
+                    _ => 3,
+                }
+            );
+            let loc = d.get_document("loc").unwrap();
+            let x = loc.get_f64("x").unwrap();
+            assert!((1.0..2.0).contains(&x));
+            assert_eq!(loc.get_i64("y").unwrap(), 5);
+            assert_eq!(d.get_str("state").unwrap(), "GD");
+        }
+        let keys: Vec<_> = g.generate(&mut rng).keys().cloned().collect();
+        assert_eq!(keys, ["city", "loc", "pop", "state"]);
+    }
+
+    #[test]
+    fn selected_fields_keep_pairing_and_nothing_else() {
+        let g = gen(CITIES).unwrap();
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(1);
+        let only = [g.field_index("pop").unwrap()];
+        let d = g.generate_fields(&only, &mut rng);
+        assert_eq!(d.len(), 1);
+        assert!([1, 2, 3].contains(&d.get_i64("pop").unwrap()));
+    }
+
+    #[test]
+    fn every_choice_is_drawn() {
+        let g = gen(CITIES).unwrap();
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(3);
+        let seen: std::collections::HashSet<String> = (0..300)
+            .map(|_| g.generate(&mut rng).get_str("city").unwrap().to_string())
+            .collect();
+        assert_eq!(seen.len(), 3);
+    }
+
+    #[test]
+    fn pairing_with_a_missing_or_mismatched_field_is_an_error() {
+        let e = gen("pop = { paired_with = \"town\", choice = [1] }").unwrap_err();
+        assert_eq!(e.key, "document.pop.paired_with");
+        let e =
+            gen("city = { choice = [\"a\"] }\npop = { paired_with = \"city\", choice = [1, 2] }")
+                .unwrap_err();
+        assert!(e.problem.contains("2 values"), "{}", e.problem);
+    }
+
+    #[test]
+    fn an_inverted_range_is_an_error() {
+        let e = gen("n = { int = [5, 1] }").unwrap_err();
+        assert_eq!(e.key, "document.n.int");
+    }
+
+    #[test]
+    fn a_nul_in_a_nested_key_or_a_string_is_refused_with_its_path() {
+        let e = gen("tags = [{ \"a\\u0000b\" = 1 }]").unwrap_err();
+        assert_eq!(e.key, "document.tags[0].a\0b");
+        assert!(e.problem.contains("a\\0b"), "{}", e.problem);
+        let e = gen("city = { choice = [\"ok\", \"x\\u0000\"] }").unwrap_err();
+        assert_eq!(e.key, "document.city.choice[1]");
+        assert!(e.problem.contains("NUL"), "{}", e.problem);
+    }
+
+    #[test]
+    fn a_dollar_key_is_refused_at_any_depth() {
+        let e = gen("a = { b = [{ \"$where\" = 1 }] }").unwrap_err();
+        assert_eq!(e.key, "document.a.b[0].$where");
+    }
+
+    #[test]
+    fn nesting_beyond_the_servers_limit_is_refused() {
+        let deep = |levels: usize| {
+            // `[document.l2.l3...]` nests without the TOML parser's own recursion.
+            let path: Vec<String> = (2..=levels).map(|i| format!("l{i}")).collect();
+            format!("[{}]\nx = 1\n", path.join("."))
+        };
+        let t: toml::Table = toml::from_str(&deep(MAX_NESTING)).unwrap();
+        assert!(DocGen::from_table(&t).is_ok());
+        let t: toml::Table = toml::from_str(&deep(MAX_NESTING + 1)).unwrap();
+        let e = DocGen::from_table(&t).unwrap_err();
+        assert!(e.problem.contains("at most 100"), "{}", e.problem);
+    }
+
+    #[test]
+    fn a_document_that_can_exceed_16_mib_is_refused_and_one_that_fits_is_not() {
+        let big = "x".repeat(MAX_DOCUMENT_BYTES / 2);
+        let fits = format!("a = {{ choice = [\"{big}\", \"y\"] }}");
+        assert!(gen(&fits).is_ok());
+        let e = gen(&format!("{fits}\nb = \"{big}\"\n")).unwrap_err();
+        assert_eq!(e.key, "document");
+        assert!(e.problem.contains("16 MiB"), "{}", e.problem);
+    }
+
+    #[test]
+    fn the_size_bound_is_exact_for_literal_documents() {
+        let g = gen(CITIES_LITERAL).unwrap();
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(1);
+        let mut d = Document::new();
+        d.insert("_id", 1_i64);
+        g.fill(&mut d, None, &mut rng);
+        let real = mongodb::bson::to_vec(&d).unwrap().len();
+        assert_eq!(real, ID_ELEMENT_BYTES + g.max_bytes());
+    }
+
+    const CITIES_LITERAL: &str = r#"
+        city = "a"
+        loc = { x = 1.5, y = [1, 2, { z = "q" }] }
+        ok = true
+        n = { int = [1, 2] }
+    "#;
+}

@@ -1,0 +1,111 @@
+//! Operation kinds and what each group's operation is made of (which fields filter, which are
+//! set): the one table of operation names.
+
+use serde::{Deserialize, Serialize};
+
+/// The operation a group sends, as named in profiles, summaries and the sample log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
+#[serde(try_from = "String", into = "&'static str")]
+pub enum OpKind {
+    Insert,
+    Find,
+    Update,
+    Remove,
+}
+
+impl OpKind {
+    pub const ALL: [OpKind; 4] = [OpKind::Insert, OpKind::Find, OpKind::Update, OpKind::Remove];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            OpKind::Insert => "insert",
+            OpKind::Find => "find",
+            OpKind::Update => "update",
+            OpKind::Remove => "remove",
+        }
+    }
+
+    /// The names as a profile error lists them: `"insert", "find", ...`.
+    pub fn listed() -> String {
+        let names: Vec<String> = Self::ALL
+            .iter()
+            .map(|k| format!("\"{}\"", k.name()))
+            .collect();
+        names.join(", ")
+    }
+}
+
+impl TryFrom<String> for OpKind {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        Self::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| {
+                format!(
+                    "unknown operation `{s}`, expected one of {}",
+                    Self::listed()
+                )
+            })
+    }
+}
+
+impl From<OpKind> for &'static str {
+    fn from(k: OpKind) -> Self {
+        k.name()
+    }
+}
+
+impl std::fmt::Display for OpKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A group's operation with its settings; fields are indexes into the document's top level.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OpSpec {
+    Insert,
+    Find {
+        filter: Vec<usize>,
+        limit: u32,
+        count: bool,
+    },
+    UpdateById {
+        set: Vec<usize>,
+    },
+    UpdateByFilter {
+        filter: Vec<usize>,
+        set: Vec<usize>,
+        many: bool,
+    },
+    Remove {
+        filter: Vec<usize>,
+    },
+}
+
+impl OpSpec {
+    pub fn kind(&self) -> OpKind {
+        match self {
+            OpSpec::Insert => OpKind::Insert,
+            OpSpec::Find { .. } => OpKind::Find,
+            OpSpec::UpdateById { .. } | OpSpec::UpdateByFilter { .. } => OpKind::Update,
+            OpSpec::Remove { .. } => OpKind::Remove,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_round_trips_through_its_one_name() {
+        for k in OpKind::ALL {
+            assert_eq!(OpKind::try_from(k.name().to_string()), Ok(k));
+        }
+        assert!(OpKind::try_from("upsert".to_string())
+            .unwrap_err()
+            .contains("\"insert\", \"find\", \"update\", \"remove\""));
+    }
+}

@@ -1,0 +1,98 @@
+//! One operation's request: the document, filter or update a virtual user sends next, built
+//! from the generator and the key space before the operation's clock starts.
+
+use mongodb::bson::Document;
+use rand::Rng;
+
+use super::document::DocGen;
+use super::keys::KeySpace;
+use super::op::{OpKind, OpSpec};
+
+/// One operation's request, built before its clock starts so generation is never timed.
+#[derive(Debug, Clone)]
+pub enum Request {
+    Insert(mongodb::bson::RawDocumentBuf),
+    Find {
+        filter: Document,
+        limit: u32,
+        count: bool,
+    },
+    UpdateById {
+        id: Option<i64>,
+        update: Document,
+    },
+    UpdateByFilter {
+        filter: Document,
+        update: Document,
+        many: bool,
+    },
+    /// Find one matching `filter` at or after `_id` `from` (so concurrent removers spread over
+    /// the collection instead of all finding its first match), then delete it by `_id`.
+    Remove {
+        filter: Document,
+        from: Option<i64>,
+    },
+}
+
+/// A remove's filter restricted to `_id`s from `from` on: where its search starts.
+pub fn from_id(filter: &Document, from: i64) -> Document {
+    let mut after = filter.clone();
+    after.insert("_id", mongodb::bson::doc! { "$gte": from });
+    after
+}
+
+impl Request {
+    pub fn kind(&self) -> OpKind {
+        match self {
+            Request::Insert(_) => OpKind::Insert,
+            Request::Find { .. } => OpKind::Find,
+            Request::UpdateById { .. } | Request::UpdateByFilter { .. } => OpKind::Update,
+            Request::Remove { .. } => OpKind::Remove,
+        }
+    }
+
+    pub fn build(op: &OpSpec, gen: &DocGen, keys: &KeySpace, rng: &mut impl Rng) -> Request {
+        let set = |fields: &[usize], rng: &mut _| {
+            let mut u = Document::new();
+            u.insert("$set", gen.generate_fields(fields, rng));
+            u
+        };
+        match op {
+            OpSpec::Insert => {
+                let mut doc = Document::new();
+                doc.insert("_id", keys.issue());
+                gen.fill(&mut doc, None, rng);
+                // A generated document always serializes: keys are TOML keys, values plain BSON.
+                let raw = mongodb::bson::RawDocumentBuf::from_document(&doc)
+                    .expect("generated document is valid BSON");
+                Request::Insert(raw)
+            }
+            OpSpec::Find {
+                filter,
+                limit,
+                count,
+            } => Request::Find {
+                filter: gen.generate_fields(filter, rng),
+                limit: *limit,
+                count: *count,
+            },
+            OpSpec::UpdateById { set: fields } => Request::UpdateById {
+                id: keys.existing(rng),
+                update: set(fields, rng),
+            },
+            OpSpec::UpdateByFilter {
+                filter,
+                set: fields,
+                many,
+            } => Request::UpdateByFilter {
+                filter: gen.generate_fields(filter, rng),
+                update: set(fields, rng),
+                many: *many,
+            },
+            OpSpec::Remove { filter } => Request::Remove {
+                filter: gen.generate_fields(filter, rng),
+                from: keys.existing(rng),
+            },
+        }
+    }
+}
