@@ -145,6 +145,20 @@ fn from_toml(origin: &str, text: &str, err: &toml::de::Error) -> ProfileError {
             expected: format!("one of: {}", allowed.join(", ")),
         };
     }
+    if message.contains("recursion") {
+        return ProfileError {
+            file: origin.to_string(),
+            line,
+            column,
+            key,
+            value: None,
+            problem: format!("tables and arrays nest deeper than a profile can hold ({message})"),
+            expected: format!(
+                "fewer levels of nested tables and arrays (the server itself accepts at most {})",
+                limits::MAX_NESTING
+            ),
+        };
+    }
     if let Some(rest) = message.strip_prefix("missing field `") {
         let field = rest.split('`').next().unwrap_or("");
         return ProfileError {

@@ -1,0 +1,291 @@
+//! The whole pipeline, deterministically: a scripted backend behind `ops::Backend` (fixed
+//! latencies, chosen failures, a panic on request) runs a profile through the executor, the
+//! recorder, the summary and every renderer, on tokio's paused clock, and the outputs are
+//! checked exactly (insta snapshots in tests/snapshots/). This adds determinism; the live tests
+//! against a real server remain the witnesses of what the tool measures.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use mongo_stress::app::session::{exit_code, RunOptions, Session};
+use mongo_stress::error::Error;
+use mongo_stress::metrics::{ErrorClass, OpError};
+use mongo_stress::ops::{Backend, Outcome};
+use mongo_stress::plan::{profile, Overrides, RunPlan};
+use mongo_stress::report;
+use mongo_stress::summary::{ServerInfo, ServerKind, Summary, WarningCode};
+use mongo_stress::workload::{KeySpace, OpKind, Request};
+use tokio_util::sync::CancellationToken;
+
+/// What the scripted server does with each operation kind.
+#[derive(Clone, Copy)]
+struct Act {
+    latency: Duration,
+    sent: u32,
+    received: u32,
+    /// Every n-th operation of this kind (1-based) fails as a timeout.
+    fail_every: Option<u64>,
+    /// The n-th operation of this kind (1-based) panics.
+    panic_at: Option<u64>,
+}
+
+#[derive(Clone)]
+struct Scripted {
+    acts: Arc<HashMap<OpKind, Act>>,
+    seen: Arc<HashMap<OpKind, AtomicU64>>,
+}
+
+impl Scripted {
+    fn new(acts: &[(OpKind, Act)]) -> Self {
+        Scripted {
+            acts: Arc::new(acts.iter().copied().collect()),
+            seen: Arc::new(
+                OpKind::ALL
+                    .iter()
+                    .map(|k| (*k, AtomicU64::new(0)))
+                    .collect(),
+            ),
+        }
+    }
+}
+
+impl Backend for Scripted {
+    async fn execute(&self, req: Request) -> Outcome {
+        let kind = req.kind();
+        let act = self.acts[&kind];
+        let n = self.seen[&kind].fetch_add(1, Ordering::Relaxed) + 1;
+        if act.panic_at == Some(n) {
+            panic!("scripted panic on {kind} number {n}");
+        }
+        tokio::time::sleep(act.latency).await;
+        let failed = act.fail_every.is_some_and(|every| n % every == 0);
+        Outcome {
+            sent: act.sent,
+            received: act.received,
+            matched: !failed,
+            modified: !failed && matches!(kind, OpKind::Update | OpKind::Remove),
+            error: failed.then(|| {
+                Box::new(OpError {
+                    class: ErrorClass::Timeout,
+                    message: format!("scripted timeout on {kind} number {n}"),
+                })
+            }),
+        }
+    }
+
+    async fn prepare(
+        &self,
+        plan: &RunPlan,
+        _seed: u64,
+        _stop: &CancellationToken,
+        _force: bool,
+    ) -> Result<KeySpace, Error> {
+        Ok(KeySpace::starting_at(plan.setup.preload as i64))
+    }
+}
+
+const PROFILE: &str = r#"
+name = "pipeline"
+[setup]
+preload = 100
+[document]
+city = { choice = ["a", "b", "c"] }
+pop = { paired_with = "city", choice = [1, 2, 3] }
+[[group]]
+name = "insert"
+stage = "load"
+op = "insert"
+threads = 2
+loops = 10
+[[group]]
+name = "find"
+stage = "mixed"
+op = "find"
+threads = 2
+loops = 8
+[[group]]
+name = "update"
+stage = "mixed"
+op = "update"
+set = ["pop"]
+threads = 1
+loops = 6
+[[group]]
+name = "remove"
+stage = "mixed"
+op = "remove"
+threads = 1
+loops = 4
+"#;
+
+fn act(ms: u64, sent: u32, received: u32) -> Act {
+    Act {
+        latency: Duration::from_millis(ms),
+        sent,
+        received,
+        fail_every: None,
+        panic_at: None,
+    }
+}
+
+/// Runs PROFILE through a session into `dir`; returns the summary.
+async fn run(dir: &Path, backend: Scripted) -> Summary {
+    let loaded = profile::parse("pipeline.toml", PROFILE, "pipeline").expect("profile parses");
+    let plan = RunPlan::build(&loaded, &Overrides::default()).expect("profile plans");
+    let opts = RunOptions {
+        seed: 42,
+        repeat: 1,
+        live: None,
+        chatty: false,
+        force: false,
+        samples: true,
+        jtl: Some(dir.join("samples.jtl")),
+    };
+    let stop = CancellationToken::new();
+    let session = Session {
+        plan: &plan,
+        backend,
+        opts: &opts,
+        out_dir: dir,
+        stop: &stop,
+        server: ServerInfo {
+            kind: ServerKind::External,
+            version: "scripted".into(),
+            uri: "scripted://".into(),
+        },
+        command_line: vec!["mongo-stress".into(), "run".into(), "pipeline".into()],
+        url: "scripted://db.coll".into(),
+    };
+    session.run(None).await.expect("the session runs")
+}
+
+fn read(dir: &Path, name: &str) -> String {
+    std::fs::read_to_string(dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// The JSON with wall-clock times and this host replaced, so the snapshot is about content.
+fn redacted(text: &str) -> String {
+    let mut v: serde_json::Value = serde_json::from_str(text).expect("valid JSON");
+    fn walk(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, x) in m.iter_mut() {
+                    if [
+                        "started_at",
+                        "finished_at",
+                        "start_ms",
+                        "end_ms",
+                        "host",
+                        "tool",
+                    ]
+                    .contains(&k.as_str())
+                    {
+                        *x = serde_json::Value::String("[redacted]".into());
+                    } else {
+                        walk(x);
+                    }
+                }
+            }
+            serde_json::Value::Array(a) => a.iter_mut().for_each(walk),
+            _ => {}
+        }
+    }
+    walk(&mut v);
+    serde_json::to_string_pretty(&v).expect("JSON")
+}
+
+fn table(summary: &Summary) -> String {
+    let mut out = Vec::new();
+    report::table::render(summary, &mut out).expect("render");
+    String::from_utf8(out).expect("UTF-8")
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_scripted_profile_gives_exact_outputs_in_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = Scripted::new(&[
+        (OpKind::Insert, act(2, 100, 0)),
+        (
+            OpKind::Find,
+            Act {
+                fail_every: Some(4),
+                ..act(5, 30, 2000)
+            },
+        ),
+        (OpKind::Update, act(3, 60, 0)),
+        (OpKind::Remove, act(4, 50, 20)),
+    ]);
+    let summary = run(dir.path(), backend).await;
+
+    // Independent witnesses: the sample log's lines, and the scripted failures (every 4th of
+    // 16 finds).
+    assert_eq!(
+        read(dir.path(), "samples.tsv").lines().count(),
+        1 + 20 + 16 + 6 + 4
+    );
+    assert_eq!(read(dir.path(), "samples.jtl").lines().count(), 1 + 46);
+    assert_eq!(summary.runs[0].total().errors, 4);
+    assert_eq!(exit_code(&summary), 1, "operations failed: exit 1");
+
+    insta::assert_snapshot!("table", table(&summary));
+    insta::assert_snapshot!("summary_tsv", read(dir.path(), "summary.tsv"));
+    insta::assert_snapshot!("summary_json", redacted(&read(dir.path(), "summary.json")));
+    insta::assert_snapshot!("run_json", redacted(&read(dir.path(), "run.json")));
+    insta::assert_snapshot!(
+        "resources_summary_tsv",
+        read(dir.path(), "resources-summary.tsv")
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_panic_in_one_virtual_user_fails_the_run_and_names_its_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = Scripted::new(&[
+        (OpKind::Insert, act(2, 100, 0)),
+        (OpKind::Find, act(5, 30, 2000)),
+        (
+            OpKind::Update,
+            Act {
+                panic_at: Some(3),
+                ..act(3, 60, 0)
+            },
+        ),
+        (OpKind::Remove, act(4, 50, 20)),
+    ]);
+    let summary = run(dir.path(), backend).await;
+
+    assert_eq!(exit_code(&summary), 1, "a panic is never a clean run");
+    let failures: Vec<_> = summary
+        .warnings
+        .iter()
+        .filter(|w| w.code == WarningCode::Failure)
+        .collect();
+    assert_eq!(failures.len(), 1, "{:?}", summary.warnings);
+    assert!(
+        failures[0].message.contains(
+            "virtual user 1 of group `update` (update) panicked: scripted panic on update number 3"
+        ),
+        "{}",
+        failures[0].message
+    );
+    // What completed is still summarised: the update group's one user did 2 operations before
+    // its panic, and every other group ran in full.
+    let rows = &summary.runs[0].rows;
+    let samples = |label: &str| rows.iter().find(|r| r.label == label).unwrap().samples;
+    assert_eq!(
+        (
+            samples("insert"),
+            samples("find"),
+            samples("update"),
+            samples("remove")
+        ),
+        (20, 16, 2, 4)
+    );
+    assert_eq!(read(dir.path(), "samples.tsv").lines().count(), 1 + 42);
+    let json = read(dir.path(), "summary.json");
+    assert!(json.contains("\"code\": \"failure\""), "{json}");
+    insta::assert_snapshot!("table_after_a_panic", table(&summary));
+}
