@@ -175,28 +175,9 @@ impl<B: Backend + Clone> Session<'_, B> {
         // must not stop later runs of --repeat.
         let run_stop = self.stop.child_token();
         let stopped_early = Arc::new(OnceLock::new());
-        let watch = plan.stop_on_error_pct.map(|pct| {
-            Box::new(ErrorGuard::new(
-                pct,
-                run_stop.clone(),
-                Arc::clone(&stopped_early),
-            )) as Box<dyn Watch>
-        });
-        let live = self.opts.live.map(|_| {
-            Box::new(report::live::Live {
-                groups: plan.groups().map(|g| (g.name.clone(), g.threads)).collect(),
-            }) as Box<dyn IntervalSink>
-        });
         let recorder = tokio::spawn(
-            Recorder {
-                groups,
-                active: Arc::clone(&active),
-                interval: self.opts.live.unwrap_or(Duration::from_secs(3600)),
-                live,
-                watch,
-                log,
-            }
-            .run(rx),
+            self.recorder(Arc::clone(&active), &run_stop, &stopped_early, log)
+                .run(rx),
         );
         let ctx = Arc::new(Context {
             backend: self.backend.clone(),
@@ -212,28 +193,7 @@ impl<B: Backend + Clone> Session<'_, B> {
         });
         let started_at = now_rfc3339();
         let t0 = Instant::now();
-        let mut spans = Vec::new();
-        let mut failures = Vec::new();
-        for stage in &plan.stages {
-            if run_stop.is_cancelled() {
-                break;
-            }
-            if !stage.name.is_empty() && self.opts.live.is_some() {
-                let groups: Vec<String> = stage
-                    .groups
-                    .iter()
-                    .map(|g| format!("{} x{}", g.name, g.threads))
-                    .collect();
-                eprintln!("stage {}: {}", stage.name, groups.join(", "));
-            }
-            let start_ms = epoch_ms();
-            failures.extend(executor::run_stage(stage, &ctx).await);
-            spans.push(StageSpan {
-                label: plan.stage_label(stage),
-                start_ms,
-                end_ms: epoch_ms(),
-            });
-        }
+        let (spans, mut failures) = self.stages(&ctx, &run_stop).await;
         let missed: Vec<u64> = ctx
             .missed
             .iter()
@@ -265,6 +225,70 @@ impl<B: Backend + Clone> Session<'_, B> {
         result.stopped_early = stopped_early.get().cloned();
         result.failures = failures;
         result
+    }
+}
+
+impl<B: Backend + Clone> Session<'_, B> {
+    /// The recorder of one run: the error-rate stop watches it, the live lines hang on it.
+    fn recorder(
+        &self,
+        active: Arc<Vec<AtomicU32>>,
+        run_stop: &CancellationToken,
+        stopped_early: &Arc<OnceLock<String>>,
+        log: Option<mpsc::Sender<Vec<Logged>>>,
+    ) -> Recorder {
+        let plan = self.plan;
+        let watch = plan.stop_on_error_pct.map(|pct| {
+            Box::new(ErrorGuard::new(
+                pct,
+                run_stop.clone(),
+                Arc::clone(stopped_early),
+            )) as Box<dyn Watch>
+        });
+        let live = self.opts.live.map(|_| {
+            Box::new(report::live::Live {
+                groups: plan.groups().map(|g| (g.name.clone(), g.threads)).collect(),
+            }) as Box<dyn IntervalSink>
+        });
+        Recorder {
+            groups: plan.groups().count(),
+            active,
+            interval: self.opts.live.unwrap_or(Duration::from_secs(3600)),
+            live,
+            watch,
+            log,
+        }
+    }
+
+    /// Every stage in order until the run's stop: when each ran, and what failed inside.
+    async fn stages(
+        &self,
+        ctx: &Arc<Context<B>>,
+        run_stop: &CancellationToken,
+    ) -> (Vec<StageSpan>, Vec<String>) {
+        let mut spans = Vec::new();
+        let mut failures = Vec::new();
+        for stage in &self.plan.stages {
+            if run_stop.is_cancelled() {
+                break;
+            }
+            if !stage.name.is_empty() && self.opts.live.is_some() {
+                let groups: Vec<String> = stage
+                    .groups
+                    .iter()
+                    .map(|g| format!("{} x{}", g.name, g.threads))
+                    .collect();
+                eprintln!("stage {}: {}", stage.name, groups.join(", "));
+            }
+            let start_ms = epoch_ms();
+            failures.extend(executor::run_stage(stage, ctx).await);
+            spans.push(StageSpan {
+                label: self.plan.stage_label(stage),
+                start_ms,
+                end_ms: epoch_ms(),
+            });
+        }
+        (spans, failures)
     }
 }
 

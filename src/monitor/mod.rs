@@ -117,78 +117,98 @@ async fn sample(
         let elapsed = now.duration_since(last_at);
         let secs = elapsed.as_secs_f64().max(1e-3);
         last_at = now;
-        let mut row = ResourceRow {
-            time_ms: SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as u64),
+        let row = ResourceRow {
+            time_ms: row_time(),
             interval_ms: elapsed.as_millis() as u64,
             ..Default::default()
         };
-        if let Some(mut l) = local.take() {
-            let read = tokio::task::spawn_blocking(move || {
-                l.read(&mut row, secs);
-                (l, row)
-            })
-            .await;
-            match read {
-                Ok((l, r)) => {
-                    local = Some(l);
-                    row = r;
-                }
-                Err(e) => {
-                    // The local readings are gone for the rest of the run; say so.
-                    let why = if e.is_panic() {
-                        panic_message(e.into_panic().as_ref())
-                    } else {
-                        e.to_string()
-                    };
-                    lock(&shared).failures.push(format!(
-                        "the resource sampler's local readings failed: {why}"
-                    ));
-                    row = ResourceRow {
-                        time_ms: row_time(),
-                        interval_ms: elapsed.as_millis() as u64,
-                        ..Default::default()
-                    };
-                }
-            }
-        }
+        let mut row = read_local(&mut local, row, secs, &shared).await;
         status.read(&target.client, &mut row, secs).await;
         if first {
             first = false;
             continue;
         }
-        if let Some(mut s) = sink.take() {
-            let r = row.clone();
-            let written = tokio::task::spawn_blocking(move || {
-                let result = s.write(&r);
-                (s, result)
-            })
-            .await;
-            match written {
-                Ok((s, Ok(()))) => sink = Some(s),
-                Ok((s, Err(e))) => {
-                    let message = format!(
-                        "writing {} failed: {e}; it is incomplete from here on (the resource summary is not)",
-                        s.name()
-                    );
-                    eprintln!("error: {message}");
-                    lock(&shared).failures.push(message);
-                }
-                Err(e) => lock(&shared).failures.push(format!(
-                    "the resources.tsv writer failed: {}",
-                    if e.is_panic() {
-                        panic_message(e.into_panic().as_ref())
-                    } else {
-                        e.to_string()
-                    }
-                )),
-            }
-        }
+        write_row(&mut sink, &row, &shared).await;
         lock(&shared).rows.push(row);
         if last {
             break;
         }
+    }
+}
+
+/// The local columns of `row`, read on the blocking pool. If that fails, the local readings are
+/// gone for the rest of the run, and the failure says so.
+async fn read_local(
+    local: &mut Option<Local>,
+    row: ResourceRow,
+    secs: f64,
+    shared: &Mutex<Sampled>,
+) -> ResourceRow {
+    let Some(mut l) = local.take() else {
+        return row;
+    };
+    let blank = ResourceRow {
+        time_ms: row.time_ms,
+        interval_ms: row.interval_ms,
+        ..Default::default()
+    };
+    let mut row = row;
+    match tokio::task::spawn_blocking(move || {
+        l.read(&mut row, secs);
+        (l, row)
+    })
+    .await
+    {
+        Ok((l, row)) => {
+            *local = Some(l);
+            row
+        }
+        Err(e) => {
+            lock(shared).failures.push(format!(
+                "the resource sampler's local readings failed: {}",
+                join_error(e)
+            ));
+            blank
+        }
+    }
+}
+
+/// Hands `row` to the sink on the blocking pool; after a failure the sink is dropped (the rows
+/// are still kept for the summary) and the failure is reported at once and at the end.
+async fn write_row(
+    sink: &mut Option<Box<dyn RowSink>>,
+    row: &ResourceRow,
+    shared: &Mutex<Sampled>,
+) {
+    let Some(mut s) = sink.take() else { return };
+    let r = row.clone();
+    match tokio::task::spawn_blocking(move || {
+        let result = s.write(&r);
+        (s, result)
+    })
+    .await
+    {
+        Ok((s, Ok(()))) => *sink = Some(s),
+        Ok((s, Err(e))) => {
+            let message = format!(
+                "writing {} failed: {e}; it is incomplete from here on (the resource summary is not)",
+                s.name()
+            );
+            eprintln!("error: {message}");
+            lock(shared).failures.push(message);
+        }
+        Err(e) => lock(shared).failures.push(format!(
+            "the resources.tsv writer failed: {}",
+            join_error(e)
+        )),
+    }
+}
+
+fn join_error(e: tokio::task::JoinError) -> String {
+    if e.is_panic() {
+        panic_message(e.into_panic().as_ref())
+    } else {
+        e.to_string()
     }
 }
 
