@@ -96,9 +96,21 @@ impl<B: Backend + Clone> Session<'_, B> {
             if self.opts.repeat > 1 {
                 self.say(format!("run {run} of {}", self.opts.repeat));
             }
-            let keys = self
+            let keys = match self
                 .prepare(self.opts.seed.wrapping_add(u64::from(run)))
-                .await?;
+                .await
+            {
+                Ok(keys) => keys,
+                // Nothing measured yet: the error is the whole answer (exit 2 or 3).
+                Err(e) if summary.runs.is_empty() => return Err(e),
+                // Later runs of --repeat: keep what the earlier ones measured.
+                Err(e) => {
+                    summary
+                        .failures
+                        .push(format!("run {run} could not start: {e}"));
+                    break;
+                }
+            };
             if self.stop.is_cancelled() {
                 break;
             }

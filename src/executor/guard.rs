@@ -3,7 +3,6 @@
 
 use std::collections::VecDeque;
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
@@ -20,9 +19,7 @@ pub struct ErrorGuard {
     recent: VecDeque<(u64, bool)>,
 }
 
-pub const GUARD_WINDOW_OPS: usize = 100;
-pub const GUARD_WINDOW: Duration = Duration::from_secs(10);
-pub const GUARD_MIN_OPS: usize = 3;
+pub use crate::plan::limits::{GUARD_MIN_OPS, GUARD_WINDOW, GUARD_WINDOW_OPS};
 
 impl ErrorGuard {
     pub fn new(pct: f64, stop: CancellationToken, reason: Arc<OnceLock<String>>) -> Self {

@@ -148,7 +148,16 @@ impl Recorder {
                 _ = ticker.tick(), if self.live.is_some() => {
                     if let Some(live) = self.live.as_mut() {
                         let active: Vec<u32> = self.active.iter().map(|a| a.load(Ordering::Relaxed)).collect();
-                        live.interval(started.elapsed(), period, &window, &active);
+                        let shown = catch_unwind(AssertUnwindSafe(|| {
+                            live.interval(started.elapsed(), period, &window, &active)
+                        }));
+                        if let Err(p) = shown {
+                            failures.push(format!(
+                                "the live report panicked and was switched off: {}",
+                                panic_message(p.as_ref())
+                            ));
+                            self.live = None;
+                        }
                     }
                     for (t, w) in total.iter_mut().zip(window.iter_mut()) {
                         t.merge(w);

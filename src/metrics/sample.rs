@@ -3,7 +3,7 @@
 
 /// Broad class of a failed operation; the summary counts failures per class.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(into = "&'static str")]
 pub enum ErrorClass {
     Timeout,
     Network,
@@ -25,6 +25,12 @@ impl ErrorClass {
             ErrorClass::ServerError => "server_error",
             ErrorClass::Other => "other",
         }
+    }
+}
+
+impl From<ErrorClass> for &'static str {
+    fn from(c: ErrorClass) -> Self {
+        c.as_str()
     }
 }
 

@@ -94,24 +94,29 @@ async fn sample(
     stopped: CancellationToken,
 ) {
     let (pid, dir) = (target.server_pid, target.data_dir.clone());
-    let mut local = tokio::task::spawn_blocking(move || Local::new(pid, dir.as_deref()))
-        .await
-        .ok();
+    let mut local = match tokio::task::spawn_blocking(move || Local::new(pid, dir.as_deref())).await
+    {
+        Ok(l) => Some(l),
+        Err(e) => {
+            lock(&shared).failures.push(format!(
+                "the resource sampler's local readings could not start: {}",
+                join_error(e)
+            ));
+            None
+        }
+    };
     let mut sink = Some(sink);
     let mut status = status::Status::default();
+    // The first reading only primes the counters (rates need two).
     let mut last_at = Instant::now();
-    let mut first = true;
+    let mut primer = read_local(&mut local, ResourceRow::default(), 1.0, &shared).await;
+    status.read(&target.client, &mut primer, 1.0).await;
     let mut tick = tokio::time::interval_at(Instant::now() + PERIOD, PERIOD);
     loop {
-        // The first reading only primes the counters (rates need two); on stop, one last row
-        // covers the time since the previous one.
-        let last = if first {
-            false
-        } else {
-            tokio::select! {
-                _ = tick.tick() => false,
-                _ = stopped.cancelled() => true,
-            }
+        // On stop, one last row covers the time since the previous one.
+        let last = tokio::select! {
+            _ = tick.tick() => false,
+            _ = stopped.cancelled() => true,
         };
         let now = Instant::now();
         let elapsed = now.duration_since(last_at);
@@ -124,10 +129,6 @@ async fn sample(
         };
         let mut row = read_local(&mut local, row, secs, &shared).await;
         status.read(&target.client, &mut row, secs).await;
-        if first {
-            first = false;
-            continue;
-        }
         write_row(&mut sink, &row, &shared).await;
         lock(&shared).rows.push(row);
         if last {
@@ -136,8 +137,6 @@ async fn sample(
     }
 }
 
-/// The local columns of `row`, read on the blocking pool. If that fails, the local readings are
-/// gone for the rest of the run, and the failure says so.
 async fn read_local(
     local: &mut Option<Local>,
     row: ResourceRow,

@@ -20,7 +20,7 @@ impl RunPlan {
         let p = &loaded.profile;
         let target = target(loaded, ov)?;
         let stop_on_error_pct = match p.stop_on_error_pct {
-            Some(x) if !(x > 0.0 && x <= 100.0) => {
+            Some(x) if !(x > 0.0 && x <= limits::MAX_ERROR_PCT) => {
                 return Err(loaded.error_at(
                     "stop_on_error_pct",
                     "not a percentage of failed operations",
@@ -74,7 +74,10 @@ fn target(loaded: &Loaded, ov: &Overrides) -> Result<TargetPlan, ProfileError> {
             Some(WriteConcernPlan::Nodes(*n as u32))
         }
         Some(toml::Value::String(s)) if s == "majority" => Some(WriteConcernPlan::Majority),
-        Some(toml::Value::String(s)) if s.parse::<u32>().is_ok() => {
+        Some(toml::Value::String(s))
+            if s.parse::<i64>()
+                .is_ok_and(|n| (0..=limits::MAX_WRITE_NODES).contains(&n)) =>
+        {
             Some(WriteConcernPlan::Nodes(s.parse().unwrap_or(1)))
         }
         Some(_) => {
@@ -96,7 +99,7 @@ fn target(loaded: &Loaded, ov: &Overrides) -> Result<TargetPlan, ProfileError> {
         })?,
     };
     let pool_size = t.pool_size.unwrap_or(DEFAULT_POOL_SIZE);
-    if pool_size == 0 {
+    if pool_size < limits::MIN_POOL_SIZE {
         return Err(loaded.error_at(
             "target.pool_size",
             "a pool of 0 connections cannot run anything",
@@ -158,16 +161,14 @@ fn setup(loaded: &Loaded) -> Result<SetupPlan, ProfileError> {
             }
             match dir {
                 toml::Value::Integer(d @ (1 | -1)) => doc.insert(field.clone(), *d as i32),
-                toml::Value::String(s)
-                    if ["text", "hashed", "2d", "2dsphere"].contains(&s.as_str()) =>
-                {
+                toml::Value::String(s) if limits::INDEX_TYPES.contains(&s.as_str()) => {
                     doc.insert(field.clone(), s.clone())
                 }
                 _ => {
                     return Err(loaded.error_at(
                         &format!("{key}.{field}"),
                         "not an index direction",
-                        "1, -1, \"hashed\", \"text\", \"2d\" or \"2dsphere\", e.g. indexes = [{ city = 1 }]",
+                        limits::index_expected(),
                     ))
                 }
             };
@@ -219,6 +220,15 @@ fn stages(loaded: &Loaded, ov: &Overrides, document: &DocGen) -> Result<Vec<Stag
         }
         let group = at.build(ov, document)?;
         let stage_name = g.stage.clone().unwrap_or_default();
+        if stage_name.chars().any(char::is_control) {
+            return Err(at.err(
+                "stage",
+                format!(
+                    "`{}` holds a tab, newline or other control character, which would break the TSV files",
+                    stage_name.escape_debug()
+                ),
+            ));
+        }
         match stages.iter_mut().find(|s| s.name == stage_name) {
             Some(s) => s.groups.push(group),
             None => stages.push(Stage {
@@ -390,15 +400,16 @@ impl GroupAt<'_> {
 
     fn op(&self, document: &DocGen) -> Result<OpSpec, ProfileError> {
         let g = self.g;
-        self.misplaced("limit", g.limit.is_some() && g.op != OpKind::Find, "find")?;
-        self.misplaced("count", g.count.is_some() && g.op != OpKind::Find, "find")?;
-        self.misplaced("set", g.set.is_some() && g.op != OpKind::Update, "update")?;
-        self.misplaced(
-            "target",
-            g.target.is_some() && g.op != OpKind::Update,
-            "update",
-        )?;
-        self.misplaced("many", g.many.is_some() && g.op != OpKind::Update, "update")?;
+        // Settings that belong to one operation kind only.
+        for (k, set, kind) in [
+            ("limit", g.limit.is_some(), OpKind::Find),
+            ("count", g.count.is_some(), OpKind::Find),
+            ("set", g.set.is_some(), OpKind::Update),
+            ("target", g.target.is_some(), OpKind::Update),
+            ("many", g.many.is_some(), OpKind::Update),
+        ] {
+            self.misplaced(k, set && g.op != kind, kind.name())?;
+        }
         self.misplaced(
             "filter",
             g.filter.is_some() && g.op == OpKind::Insert,
@@ -417,7 +428,7 @@ impl GroupAt<'_> {
             }
             OpKind::Find => {
                 let limit = g.limit.unwrap_or(DEFAULT_FIND_LIMIT);
-                if limit == 0 {
+                if limit < limits::MIN_FIND_LIMIT {
                     return Err(self.err(
                         "limit",
                         "limit = 0 means no limit to MongoDB; give a real bound".into(),

@@ -13,6 +13,17 @@ pub const MAX_LOOPS: u64 = 1_000_000_000_000;
 /// Operations per second of one group (open loop).
 pub const MIN_RATE: f64 = 0.001;
 pub const MAX_RATE: f64 = 10_000_000.0;
+/// Connections in the driver's pool, and documents a find returns.
+pub const MIN_POOL_SIZE: u32 = 1;
+pub const MIN_FIND_LIMIT: u32 = 1;
+/// `stop_on_error_pct`: above 0, at most 100; judged over the last `GUARD_WINDOW_OPS`
+/// operations that ended within `GUARD_WINDOW`, once there are at least `GUARD_MIN_OPS`.
+pub const MAX_ERROR_PCT: f64 = 100.0;
+pub const GUARD_WINDOW_OPS: usize = 100;
+pub const GUARD_WINDOW: Duration = Duration::from_secs(10);
+pub const GUARD_MIN_OPS: usize = 3;
+/// Index types a profile may name besides 1 and -1: the one table of their names.
+pub const INDEX_TYPES: [&str; 4] = ["text", "hashed", "2d", "2dsphere"];
 /// Documents inserted by `setup.preload`.
 pub const MAX_PRELOAD: u64 = 100_000_000;
 /// Longest duration anywhere (run, ramp-up, delay, timeout): beyond it `Instant` arithmetic
@@ -42,6 +53,29 @@ pub fn rate_expected() -> String {
 
 pub fn preload_expected() -> String {
     format!("a whole number of documents to insert before the run, up to {MAX_PRELOAD}, e.g. preload = 10000")
+}
+
+pub fn error_pct_expected() -> String {
+    format!(
+        "a percentage above 0 and at most {MAX_ERROR_PCT}, e.g. stop_on_error_pct = 50 (stops once that share of the last {GUARD_WINDOW_OPS} operations within {} failed, at least {GUARD_MIN_OPS} of them)",
+        humantime::format_duration(GUARD_WINDOW)
+    )
+}
+
+pub fn pool_size_expected() -> String {
+    format!("a whole number of connections, at least {MIN_POOL_SIZE}, e.g. pool_size = 100")
+}
+
+pub fn limit_expected() -> String {
+    format!("a whole number of documents, at least {MIN_FIND_LIMIT}, e.g. limit = 50")
+}
+
+pub fn index_expected() -> String {
+    let types: Vec<String> = INDEX_TYPES.iter().map(|t| format!("\"{t}\"")).collect();
+    format!(
+        "1, -1, {}, e.g. indexes = [{{ city = 1 }}]",
+        types.join(", ")
+    )
 }
 
 pub fn duration_expected() -> String {

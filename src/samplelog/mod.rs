@@ -21,7 +21,7 @@ use crate::metrics::Logged;
 use lines::{csv, format_jtl, format_tsv};
 pub use lines::{JTL_HEADER, SAMPLES_HEADER};
 
-/// Batches in flight between the collector and the writer.
+/// Batches in flight between the recorder and the writer.
 const CHANNEL_BATCHES: usize = 8;
 
 pub struct SampleLog {
@@ -92,8 +92,14 @@ impl SampleLog {
                 for (w, path) in [(out.tsv.as_mut(), &tsv_path), (out.jtl.as_mut(), &jtl_path)] {
                     if let Some(w) = w {
                         w.flush().map_err(|e| fail(path, e))?;
-                        // A device such as /dev/null cannot be synced; that loses nothing.
-                        let _ = w.get_ref().sync_data();
+                        // A device such as /dev/null cannot be synced, which loses nothing; a
+                        // regular file that cannot be synced may lose lines.
+                        let regular = w.get_ref().metadata().is_ok_and(|m| m.is_file());
+                        if let Err(e) = w.get_ref().sync_data() {
+                            if regular {
+                                return Err(fail(path, e));
+                            }
+                        }
                     }
                 }
                 Ok(lines)
@@ -116,8 +122,9 @@ impl SampleLog {
         match self.writer.take().map(|w| w.join()) {
             Some(Ok(Ok(n))) => Ok(n),
             Some(Ok(Err((path, source)))) => Err(Error::Output { path, source }),
-            Some(Err(_)) => Err(Error::Other(anyhow::anyhow!(
-                "the sample log writer panicked"
+            Some(Err(p)) => Err(Error::Other(anyhow::anyhow!(
+                "the sample log writer panicked: {}",
+                crate::metrics::panic_message(p.as_ref())
             ))),
             None => Ok(0),
         }

@@ -35,6 +35,10 @@ pub struct ResourceSummary {
     pub client_rss_mb: AvgPeak,
     /// Set when the load generator, not the server, may have been the limit.
     pub warning: Option<String>,
+    /// Some sampled second lay at least half inside the stage, so averages and peaks mean
+    /// something; false for a stage too short to sample.
+    #[serde(skip)]
+    pub measurable: bool,
 }
 
 /// Time-weighted average over the seconds of each row's interval inside the stage (so a rate's
@@ -109,6 +113,7 @@ pub fn summarize(
                 client_cpu_pct: client_cpu,
                 client_rss_mb: avg_peak(&inside, |r| r.client_rss_mb),
                 warning,
+                measurable: inside.iter().any(|(overlap, _)| *overlap >= 0.5),
             }
         })
         .collect()

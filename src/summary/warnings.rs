@@ -108,7 +108,7 @@ pub fn compute(s: &Summary) -> Vec<Warning> {
                 w.clone(),
             );
         }
-        if r.client_cpu_pct.avg.is_none() {
+        if !r.measurable {
             add(
                 WarningCode::TooShortToSample,
                 Some(r.run),
