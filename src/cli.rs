@@ -50,6 +50,10 @@ pub struct OverrideArgs {
     /// Operations per second for every group (open loop; latency from the intended start)
     #[arg(long, value_parser = parse_rate)]
     pub rate: Option<f64>,
+    /// Run this long first in every group without counting it in the summary (it stays in the
+    /// logs, marked), e.g. 10s
+    #[arg(long, value_parser = parse_duration)]
+    pub warmup: Option<Duration>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -67,9 +71,12 @@ pub struct RunArgs {
     /// Run the whole profile N times; one summary row per run per group, plus the spread
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub repeat: u32,
-    /// Live report interval
+    /// Live report interval (whole intervals of --hdr-interval)
     #[arg(long, default_value = "5s", value_parser = parse_positive_duration)]
     pub interval: Duration,
+    /// Length of the interval histograms in latency.hlog
+    #[arg(long, default_value = "1s", value_parser = parse_positive_duration)]
+    pub hdr_interval: Duration,
     /// Also write the summary as TSV to PATH (- for stdout)
     #[arg(long, value_name = "PATH")]
     pub tsv: Option<PathBuf>,
@@ -165,6 +172,7 @@ impl From<&OverrideArgs> for crate::plan::Overrides {
             duration: a.duration,
             rate: a.rate,
             op_timeout: a.op_timeout,
+            warmup: a.warmup,
         }
     }
 }

@@ -100,6 +100,7 @@ stage = "load"
 op = "insert"
 threads = 2
 loops = 10
+warmup = "4ms"
 [[group]]
 name = "find"
 stage = "mixed"
@@ -119,6 +120,13 @@ stage = "mixed"
 op = "remove"
 threads = 1
 loops = 4
+[[group]]
+name = "paced"
+stage = "paced"
+op = "insert"
+threads = 2
+loops = 4
+rate = 2000
 "#;
 
 fn act(ms: u64, sent: u32, received: u32) -> Act {
@@ -143,6 +151,7 @@ async fn run(dir: &Path, backend: Scripted) -> Summary {
         force: false,
         samples: true,
         jtl: Some(dir.join("samples.jtl")),
+        hdr_interval: Duration::from_millis(10),
     };
     let stop = CancellationToken::new();
     let session = Session {
@@ -160,6 +169,62 @@ async fn run(dir: &Path, backend: Scripted) -> Summary {
         url: "scripted://db.coll".into(),
     };
     session.run(None).await.expect("the session runs")
+}
+
+/// The interval log read back with the `hdrhistogram` crate: per group, the intervals' counts sum
+/// to the row's samples, and their union gives the row's percentiles exactly; summary.json's
+/// encoded whole-run histograms give them too.
+fn assert_interval_log_matches(dir: &Path, summary: &Summary) {
+    use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+    use hdrhistogram::serialization::Deserializer;
+    let text = read(dir, "latency.hlog");
+    assert!(text.starts_with("#[Logged with mongo-stress"), "{text}");
+    assert!(text.contains("#[StartTime: ") && text.contains("#[BaseTime: "));
+    assert!(text.contains(
+        "\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\""
+    ));
+    let mut union: HashMap<String, hdrhistogram::Histogram<u64>> = HashMap::new();
+    let mut intervals = 0;
+    for entry in IntervalLogIterator::new(text.as_bytes()) {
+        let LogEntry::Interval(h) = entry.expect("a well-formed interval log") else {
+            continue;
+        };
+        intervals += 1;
+        let bytes = base64_decode(h.encoded_histogram());
+        let hist: hdrhistogram::Histogram<u64> =
+            Deserializer::new().deserialize(&mut &bytes[..]).unwrap();
+        let tag = h.tag().expect("every line is tagged").as_str().to_string();
+        union
+            .entry(tag)
+            .or_insert_with(mongo_stress::metrics::new_histogram)
+            .add(&hist)
+            .unwrap();
+    }
+    assert!(intervals > 4, "several 10 ms intervals: {intervals}");
+    let rows = &summary.runs[0].rows;
+    for row in rows
+        .iter()
+        .filter(|r| r.samples > 0 && !r.label.starts_with("TOTAL "))
+    {
+        let h = &union[&row.label];
+        assert_eq!(h.len(), row.samples, "{}", row.label);
+        let ms = |q: f64| h.value_at_quantile(q) as f64 / 1000.0;
+        assert_eq!(
+            (ms(0.5), ms(0.9), ms(0.99), ms(0.999)),
+            (row.median_ms, row.p90_ms, row.p99_ms, row.p999_ms),
+            "{}",
+            row.label
+        );
+        let whole = mongo_stress::metrics::decode(row.latency_hdr.as_deref().unwrap()).unwrap();
+        assert_eq!(&whole, h, "summary.json's histogram of {}", row.label);
+    }
+    assert_eq!(union["warmup:insert"].len(), 4);
+    assert_eq!(union["svc:paced"].len(), 8);
+}
+
+fn base64_decode(s: &str) -> Vec<u8> {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.decode(s).unwrap()
 }
 
 fn read(dir: &Path, name: &str) -> String {
@@ -220,14 +285,18 @@ async fn a_scripted_profile_gives_exact_outputs_in_every_format() {
     ]);
     let summary = run(dir.path(), backend).await;
 
-    // Independent witnesses: the sample log's lines, and the scripted failures (every 4th of
-    // 16 finds).
+    // Independent witnesses: the sample log's lines (the warm-up's 4 marked), and the scripted
+    // failures (every 4th of 16 finds).
+    let samples = read(dir.path(), "samples.tsv");
+    assert_eq!(samples.lines().count(), 1 + 20 + 16 + 6 + 4 + 8);
     assert_eq!(
-        read(dir.path(), "samples.tsv").lines().count(),
-        1 + 20 + 16 + 6 + 4
+        samples.lines().filter(|l| l.ends_with("\twarmup")).count(),
+        4
     );
-    assert_eq!(read(dir.path(), "samples.jtl").lines().count(), 1 + 46);
+    assert_eq!(read(dir.path(), "samples.jtl").lines().count(), 1 + 54);
+    assert_eq!(summary.runs[0].total().samples, 50);
     assert_eq!(summary.runs[0].total().errors, 4);
+    assert_interval_log_matches(dir.path(), &summary);
     assert_eq!(exit_code(&summary), 1, "operations failed: exit 1");
 
     insta::assert_snapshot!("table", table(&summary));
@@ -282,9 +351,13 @@ async fn a_panic_in_one_virtual_user_fails_the_run_and_names_its_group() {
             samples("update"),
             samples("remove")
         ),
-        (20, 16, 2, 4)
+        (16, 16, 2, 4),
+        "insert's first 4 operations are its warm-up"
     );
-    assert_eq!(read(dir.path(), "samples.tsv").lines().count(), 1 + 42);
+    assert_eq!(
+        read(dir.path(), "samples.tsv").lines().count(),
+        1 + 20 + 16 + 2 + 4 + 8
+    );
     let json = read(dir.path(), "summary.json");
     assert!(json.contains("\"code\": \"failure\""), "{json}");
     insta::assert_snapshot!("table_after_a_panic", table(&summary));

@@ -70,6 +70,7 @@ fn options(args: &RunArgs) -> RunOptions {
         force: args.force,
         samples: !args.no_samples,
         jtl: args.jtl.clone(),
+        hdr_interval: args.hdr_interval,
     }
 }
 

@@ -13,11 +13,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::{exit, Error};
 use crate::executor::{self, Clock, Context, ErrorGuard};
-use crate::metrics::{IntervalSink, Logged, Recorded, Recorder, Watch};
+use crate::metrics::{IntervalHist, IntervalSink, Logged, Recorded, Recorder, Watch};
 use crate::monitor::Sampler;
 use crate::ops::Backend;
 use crate::plan::RunPlan;
 use crate::report;
+use crate::samplelog::hlog::IntervalLog;
 use crate::samplelog::SampleLog;
 use crate::summary::resources::StageSpan;
 use crate::summary::run_info::{HostInfo, RunInfo};
@@ -42,6 +43,8 @@ pub struct RunOptions {
     pub samples: bool,
     /// Also write JMeter's CSV here.
     pub jtl: Option<PathBuf>,
+    /// Length of the interval histograms in `latency.hlog`.
+    pub hdr_interval: Duration,
 }
 
 /// One invocation: the plan, where requests go, and where results are written.
@@ -88,6 +91,12 @@ impl<B: Backend + Clone> Session<'_, B> {
             self.url.clone(),
         )
         .map_err(before_load)?;
+        let interval_log = IntervalLog::create(
+            &self.out_dir.join("latency.hlog"),
+            std::time::SystemTime::now(),
+            &summary.tool,
+        )
+        .map_err(before_load)?;
 
         for run in 1..=self.opts.repeat {
             if self.stop.is_cancelled() {
@@ -115,7 +124,9 @@ impl<B: Backend + Clone> Session<'_, B> {
                 break;
             }
             let seed = self.opts.seed.wrapping_add(u64::from(run) - 1);
-            let result = self.execute(keys, seed, run, sample_log.sender()).await;
+            let result = self
+                .execute(keys, seed, run, sample_log.sender(), interval_log.sender())
+                .await;
             let rows = sampler.as_ref().map(Sampler::rows).unwrap_or_default();
             summary.add_run(result, &rows, sampler.is_some());
             write_summaries(self.out_dir, &summary)?;
@@ -133,7 +144,12 @@ impl<B: Backend + Clone> Session<'_, B> {
         let logging = samples_path.is_some() || self.opts.jtl.is_some();
         match tokio::task::spawn_blocking(move || sample_log.finish()).await {
             Ok(Ok(logged)) => {
-                let measured: u64 = summary.runs.iter().map(|r| r.total().samples).sum();
+                // Every completed operation is logged, the warm-up's too.
+                let measured: u64 = summary
+                    .runs
+                    .iter()
+                    .map(|r| r.total().samples + r.warmup.iter().map(|w| w.samples).sum::<u64>())
+                    .sum();
                 if logging && logged != measured {
                     summary.failures.push(format!(
                         "the sample log has {logged} lines but {measured} samples were measured"
@@ -144,6 +160,13 @@ impl<B: Backend + Clone> Session<'_, B> {
             Err(e) => summary
                 .failures
                 .push(format!("the sample log writer failed: {e}")),
+        }
+        match tokio::task::spawn_blocking(move || interval_log.finish()).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => summary.failures.push(e.to_string()),
+            Err(e) => summary
+                .failures
+                .push(format!("the interval log writer failed: {e}")),
         }
         summary.refresh(&[], false);
         write_summaries(self.out_dir, &summary)?;
@@ -177,6 +200,7 @@ impl<B: Backend + Clone> Session<'_, B> {
         seed: u64,
         run: u32,
         log: Option<mpsc::Sender<Vec<Logged>>>,
+        hlog: Option<mpsc::Sender<Vec<IntervalHist>>>,
     ) -> RunResult {
         let plan = self.plan;
         let groups = plan.groups().count();
@@ -188,7 +212,7 @@ impl<B: Backend + Clone> Session<'_, B> {
         let run_stop = self.stop.child_token();
         let stopped_early = Arc::new(OnceLock::new());
         let recorder = tokio::spawn(
-            self.recorder(Arc::clone(&active), &run_stop, &stopped_early, log)
+            self.recorder(Arc::clone(&active), &run_stop, &stopped_early, log, hlog)
                 .run(rx),
         );
         let ctx = Arc::new(Context {
@@ -214,9 +238,11 @@ impl<B: Backend + Clone> Session<'_, B> {
         drop(ctx);
         let Recorded {
             groups: mut metrics,
+            warmup,
             failures: recorder_failures,
         } = recorder.await.unwrap_or_else(|e| Recorded {
             groups: vec![Default::default(); groups],
+            warmup: vec![Default::default(); groups],
             failures: vec![format!(
                 "the recorder failed and its measurements are lost: {e}"
             )],
@@ -232,6 +258,7 @@ impl<B: Backend + Clone> Session<'_, B> {
             self.stop.is_cancelled(),
             plan,
             &metrics,
+            &warmup,
         );
         result.stages = spans;
         result.stopped_early = stopped_early.get().cloned();
@@ -248,6 +275,7 @@ impl<B: Backend + Clone> Session<'_, B> {
         run_stop: &CancellationToken,
         stopped_early: &Arc<OnceLock<String>>,
         log: Option<mpsc::Sender<Vec<Logged>>>,
+        hlog: Option<mpsc::Sender<Vec<IntervalHist>>>,
     ) -> Recorder {
         let plan = self.plan;
         let watch = plan.stop_on_error_pct.map(|pct| {
@@ -262,13 +290,21 @@ impl<B: Backend + Clone> Session<'_, B> {
                 groups: plan.groups().map(|g| (g.name.clone(), g.threads)).collect(),
             }) as Box<dyn IntervalSink>
         });
+        let tick = self.opts.hdr_interval;
+        // Live lines cover whole intervals, so they come from the same histograms as the log.
+        let live_every = self.opts.live.map_or(1, |l| {
+            (l.as_secs_f64() / tick.as_secs_f64()).round().max(1.0) as u32
+        });
         Recorder {
-            groups: plan.groups().count(),
+            names: plan.groups().map(|g| g.name.clone()).collect(),
+            open_loop: plan.groups().map(|g| g.rate.is_some()).collect(),
             active,
-            interval: self.opts.live.unwrap_or(Duration::from_secs(3600)),
+            tick,
+            live_every,
             live,
             watch,
             log,
+            hlog,
         }
     }
 
@@ -292,7 +328,15 @@ impl<B: Backend + Clone> Session<'_, B> {
                     .collect();
                 eprintln!("stage {}: {}", stage.name, groups.join(", "));
             }
-            let start_ms = epoch_ms();
+            // The resource summary covers what the summary counts: after the warm-ups.
+            let skip = stage
+                .groups
+                .iter()
+                .filter(|g| !g.warmup.is_zero())
+                .map(|g| g.start_delay + g.warmup)
+                .max()
+                .unwrap_or_default();
+            let start_ms = epoch_ms() + skip.as_millis() as u64;
             failures.extend(executor::run_stage(stage, ctx).await);
             spans.push(StageSpan {
                 label: self.plan.stage_label(stage),

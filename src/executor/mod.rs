@@ -12,7 +12,7 @@ pub mod pacer;
 mod user;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, AtomicU64};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,12 +23,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::metrics::{panic_message, Sample};
 use crate::ops::Backend;
-use crate::plan::Stage;
+use crate::plan::{Stage, StopAt};
 use crate::workload::{DocGen, KeySpace};
 
 pub use clock::Clock;
 pub use guard::ErrorGuard;
-pub use pacer::Pacer;
+pub use pacer::Schedule;
 pub use user::user_seed;
 
 /// How long in-flight operations may finish after a stop request before they are abandoned.
@@ -57,14 +57,21 @@ pub async fn run_stage<B: Backend>(stage: &Stage, ctx: &Arc<Context<B>>) -> Vec<
     let start = Instant::now();
     let mut users = JoinSet::new();
     let mut who = HashMap::new();
+    let mut paced = Vec::new();
     for group in &stage.groups {
         let group = Arc::new(group.clone());
+        let group_start = start + group.start_delay;
+        let schedule = Schedule::new(&group, group_start).map(Arc::new);
+        if let (Some(s), StopAt::Duration(d)) = (&schedule, group.stop) {
+            paced.push((group.index, Arc::clone(s), group_start + d));
+        }
         for n in 0..group.threads {
             let task = users.spawn(user::virtual_user(
                 Arc::clone(&group),
                 n,
                 Arc::clone(ctx),
-                start,
+                group_start,
+                schedule.clone(),
             ));
             who.insert(task.id(), (Arc::clone(&group), n + 1));
         }
@@ -77,6 +84,13 @@ pub async fn run_stage<B: Backend>(stage: &Stage, ctx: &Arc<Context<B>>) -> Vec<
                 users.abort_all();
                 drain(&mut users, &who, &mut failures).await;
             }
+        }
+    }
+    // Slots that fell due before a group's time ran out but found no user: never dropped
+    // silently (an interruption is not the group's time running out).
+    if !ctx.stop.is_cancelled() {
+        for (g, schedule, deadline) in paced {
+            ctx.missed[g].fetch_add(schedule.missed_before(deadline), Ordering::Relaxed);
         }
     }
     failures

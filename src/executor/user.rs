@@ -8,7 +8,7 @@ use std::sync::Arc;
 use rand::SeedableRng;
 use tokio::time::Instant;
 
-use super::pacer::Pacer;
+use super::pacer::Schedule;
 use super::Context;
 use crate::metrics::Sample;
 use crate::ops::{Backend, Outcome};
@@ -28,21 +28,22 @@ pub(super) async fn virtual_user<B: Backend>(
     group: Arc<GroupPlan>,
     n: u32,
     ctx: Arc<Context<B>>,
-    stage_start: Instant,
+    group_start: Instant,
+    schedule: Option<Arc<Schedule>>,
 ) {
     let offset = group
         .ramp_up
         .mul_f64(f64::from(n) / f64::from(group.threads));
-    let group_start = stage_start + group.start_delay;
     let deadline = match group.stop {
         StopAt::Duration(d) => Some(group_start + d),
         StopAt::Loops(_) => None,
     };
-    let loops = match group.stop {
-        StopAt::Loops(l) => l,
-        StopAt::Duration(_) => u64::MAX,
+    let warmup_end = group_start + group.warmup;
+    // Closed loop: each user its own loops. Open loop: the group's shared schedule decides.
+    let loops = match (&schedule, group.stop) {
+        (None, StopAt::Loops(l)) => l,
+        _ => u64::MAX,
     };
-    let pacer = Pacer::new(&group, n, group_start);
     tokio::select! {
         _ = tokio::time::sleep_until(group_start + offset) => {}
         _ = ctx.stop.cancelled() => return,
@@ -54,22 +55,20 @@ pub(super) async fn virtual_user<B: Backend>(
     let mut rng = rand::rngs::SmallRng::seed_from_u64(user_seed(ctx.seed, group.index, n));
     let thread = n + 1;
     let group_id = group.index as u16;
-    for j in 0..loops {
+    for _ in 0..loops {
         if ctx.stop.is_cancelled() {
             break;
         }
         let now = Instant::now();
-        let (due, late) = match (&pacer, deadline) {
-            (None, Some(d)) if now >= d => break,
-            (None, _) => (None, false),
-            (Some(p), d) => {
-                let due = p.due(j);
-                if d.is_some_and(|d| due >= d) {
-                    break;
-                }
-                if let Some(d) = d.filter(|d| now >= *d) {
-                    // Time is up with operations still owed: count them, never drop them silently.
-                    ctx.missed[group.index].fetch_add(p.before(j, d, loops - j), Ordering::Relaxed);
+        if deadline.is_some_and(|d| now >= d) {
+            // Time is up; in open loop the slots still owed are counted as missed.
+            break;
+        }
+        let (due, late) = match &schedule {
+            None => (None, false),
+            Some(s) => {
+                let Some((_, due)) = s.claim() else { break };
+                if deadline.is_some_and(|d| due >= d) {
                     break;
                 }
                 if due > now {
@@ -78,6 +77,8 @@ pub(super) async fn virtual_user<B: Backend>(
                         _ = ctx.stop.cancelled() => break,
                     }
                 }
+                s.start();
+                // Taken after it was due: every user of the group was busy then.
                 (Some(due), due <= now)
             }
         };
@@ -96,6 +97,7 @@ pub(super) async fn virtual_user<B: Backend>(
             intended_us: due.map_or(start_us, |d| ctx.clock.epoch_us(d)),
             elapsed_us: elapsed.as_micros() as u64,
             late,
+            warmup: due.unwrap_or(started) < warmup_end,
             sent: out.sent,
             received: out.received,
             matched: out.matched,

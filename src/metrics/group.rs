@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use super::row::Row;
 use super::sample::{ErrorClass, Sample};
+use hdrhistogram::serialization::Serializer;
 use hdrhistogram::Histogram;
 
 /// Highest latency the histograms track exactly: one hour. Longer ones are clamped to it.
@@ -22,13 +23,40 @@ pub struct Timing {
 impl Default for Timing {
     fn default() -> Self {
         Self {
-            hist: Histogram::new_with_bounds(1, MAX_TRACKABLE_US, 3)
-                .expect("static histogram bounds are valid"),
+            hist: new_histogram(),
             sum_us: 0,
             min_us: u64::MAX,
             max_us: 0,
         }
     }
+}
+
+/// A fresh histogram with the bounds every latency histogram of the tool shares, so any two
+/// can be added: 1 us to one hour, 3 significant digits.
+pub fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX_TRACKABLE_US, 3).expect("static histogram bounds are valid")
+}
+
+/// A histogram as HdrHistogram's compressed V2 encoding (deflate) in base64: the form of the
+/// interval log's payloads, readable by every HdrHistogram implementation.
+pub fn encode(h: &Histogram<u64>) -> String {
+    use base64::Engine;
+    let mut bytes = Vec::new();
+    hdrhistogram::serialization::V2DeflateSerializer::new()
+        .serialize(h, &mut bytes)
+        .expect("serializing into memory cannot fail");
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// The inverse of `encode`.
+pub fn decode(text: &str) -> Result<Histogram<u64>, String> {
+    use base64::Engine;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text.trim())
+        .map_err(|e| format!("not base64: {e}"))?;
+    hdrhistogram::serialization::Deserializer::new()
+        .deserialize(&mut &bytes[..])
+        .map_err(|e| format!("not an HdrHistogram V2 payload: {e:?}"))
 }
 
 impl Timing {
@@ -39,7 +67,7 @@ impl Timing {
         self.max_us = self.max_us.max(us);
     }
 
-    fn merge(&mut self, o: &Timing) {
+    pub fn merge(&mut self, o: &Timing) {
         self.hist.add(&o.hist).expect("histograms share bounds");
         self.sum_us += o.sum_us;
         self.min_us = self.min_us.min(o.min_us);
@@ -184,6 +212,15 @@ impl GroupMetrics {
         }
     }
 
+    /// The row with its whole histograms encoded (service time too when `service`).
+    pub fn summary_row(&self, label: &str, service: bool) -> Row {
+        Row {
+            latency_hdr: Some(encode(&self.latency.hist)),
+            service_hdr: service.then(|| encode(&self.service.hist)),
+            ..self.row(label)
+        }
+    }
+
     pub fn row(&self, label: &str) -> Row {
         let ms = |us: u64| us as f64 / 1000.0;
         let (l, sv) = (&self.latency, &self.service);
@@ -222,6 +259,8 @@ impl GroupMetrics {
             late: self.late,
             max_behind_ms: ms(self.max_behind_us),
             missed: self.missed,
+            latency_hdr: None,
+            service_hdr: None,
         }
     }
 }

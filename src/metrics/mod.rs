@@ -5,11 +5,13 @@
 //! or decides when a run stops (a `Watch` from the executor does).
 
 pub mod group;
+pub mod interval;
 pub mod recorder;
 pub mod row;
 pub mod sample;
 
-pub use group::{GroupMetrics, Timing};
+pub use group::{decode, encode, new_histogram, GroupMetrics, Timing};
+pub use interval::{IntervalHist, Series};
 pub use recorder::{panic_message, IntervalSink, Recorded, Recorder, Watch};
 pub use row::Row;
 pub use sample::{ErrorClass, Logged, OpError, Sample};

@@ -1,10 +1,15 @@
 //! The recorder: the single consumer of the sample channel. It records every sample into its
-//! group's metrics (so the histograms need no locks and the workers never format text), shows
-//! each sample to a watcher (the executor's error-rate stop), hands each interval's metrics to a
-//! sink (the live report), and passes recorded samples on to the sample log in batches.
+//! group's metrics for the current interval (so the histograms need no locks and the workers
+//! never format text). At the end of each interval (`--hdr-interval`) it hands that interval's
+//! histograms to the interval log, adds them into the run's totals and into the live window, and
+//! every few intervals hands the live window to a sink (the live report), so the log, the live
+//! lines and the summary come from the same histograms. It shows each sample to a watcher (the
+//! executor's error-rate stop) and passes samples on to the sample log in batches.
 //!
-//! A panic while recording a batch is caught: it is reported as a failure of the run and the
-//! recorder goes on, so what was measured before it is kept.
+//! Warm-up samples are recorded apart: they reach the logs, never the summary.
+//!
+//! A panic while recording a batch or showing a live line is caught: it is reported as a failure
+//! of the run and the recorder goes on, so what was measured before it is kept.
 
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -15,7 +20,8 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::group::GroupMetrics;
+use super::group::{GroupMetrics, Timing};
+use super::interval::{tag, IntervalHist, Series};
 use super::sample::{Logged, Sample};
 
 /// Watches every recorded sample; the executor's error-rate stop is one.
@@ -26,7 +32,7 @@ pub trait Watch: Send {
     fn check(&mut self, now_us: u64) -> bool;
 }
 
-/// Receives the metrics of each interval, by group index, with the running users per group.
+/// Receives the metrics of each live interval, by group index, with the running users per group.
 pub trait IntervalSink: Send {
     fn interval(
         &mut self,
@@ -37,21 +43,30 @@ pub trait IntervalSink: Send {
     );
 }
 
-/// Where recorded samples go besides the metrics.
+/// A recorder's settings and where recorded samples go besides the metrics.
 pub struct Recorder {
-    pub groups: usize,
+    /// Group names, by group index.
+    pub names: Vec<String>,
+    /// Groups whose service time is logged apart (open loop), by group index.
+    pub open_loop: Vec<bool>,
     /// Running virtual users per group, by group index.
     pub active: Arc<Vec<AtomicU32>>,
-    /// Interval length of `live`.
-    pub interval: Duration,
+    /// Length of the interval histograms.
+    pub tick: Duration,
+    /// Live lines every this many intervals (at least 1), when `live` is set.
+    pub live_every: u32,
     pub live: Option<Box<dyn IntervalSink>>,
     pub watch: Option<Box<dyn Watch>>,
     pub log: Option<mpsc::Sender<Vec<Logged>>>,
+    pub hlog: Option<mpsc::Sender<Vec<IntervalHist>>>,
 }
 
-/// What the recorder measured: metrics by group index, and what went wrong inside it.
+/// What the recorder measured, by group index, and what went wrong inside it.
 pub struct Recorded {
+    /// After the warm-up: what the summary counts.
     pub groups: Vec<GroupMetrics>,
+    /// Within the warm-up: logged, excluded from the summary.
+    pub warmup: Vec<GroupMetrics>,
     pub failures: Vec<String>,
 }
 
@@ -76,15 +91,38 @@ pub fn panic_message(payload: &(dyn Any + Send)) -> String {
         .unwrap_or_else(|| "a panic without a message".into())
 }
 
+/// The running state: the current interval, the live window and the totals.
+struct State {
+    interval: Vec<GroupMetrics>,
+    interval_warm: Vec<GroupMetrics>,
+    interval_start_us: u64,
+    interval_started: Instant,
+    window: Vec<GroupMetrics>,
+    total: Vec<GroupMetrics>,
+    total_warm: Vec<GroupMetrics>,
+}
+
+fn fresh(n: usize) -> Vec<GroupMetrics> {
+    vec![GroupMetrics::default(); n]
+}
+
 impl Recorder {
     /// Records until every sender is gone.
     pub async fn run(mut self, mut rx: mpsc::Receiver<Sample>) -> Recorded {
+        let n = self.names.len();
         let mut failures = Vec::new();
-        let mut total = vec![GroupMetrics::default(); self.groups];
-        let mut window = vec![GroupMetrics::default(); self.groups];
-        let period = self.interval;
         let started = Instant::now();
-        let mut ticker = tokio::time::interval_at(started + period, period);
+        let mut st = State {
+            interval: fresh(n),
+            interval_warm: fresh(n),
+            interval_start_us: now_us(),
+            interval_started: started,
+            window: fresh(n),
+            total: fresh(n),
+            total_warm: fresh(n),
+        };
+        let mut ticker = tokio::time::interval_at(started + self.tick, self.tick);
+        let mut ticks = 0u32;
         let mut watch_tick = tokio::time::interval(WATCH_TICK);
         let mut flush_tick = tokio::time::interval(LOG_FLUSH);
         let mut batch = Vec::with_capacity(256);
@@ -92,14 +130,15 @@ impl Recorder {
         let mut pending: Vec<Logged> = Vec::with_capacity(LOG_BATCH);
         loop {
             tokio::select! {
-                n = rx.recv_many(&mut batch, 256) => {
-                    if n == 0 {
+                got = rx.recv_many(&mut batch, 256) => {
+                    if got == 0 {
                         break;
                     }
                     let recorded = catch_unwind(AssertUnwindSafe(|| {
                         for s in &batch {
-                            if let Some(w) = window.get_mut(usize::from(s.group)) {
-                                w.record(s);
+                            let into = if s.warmup { &mut st.interval_warm } else { &mut st.interval };
+                            if let Some(m) = into.get_mut(usize::from(s.group)) {
+                                m.record(s);
                             }
                             if let Some(w) = self.watch.as_mut() {
                                 w.observe(s);
@@ -129,7 +168,7 @@ impl Recorder {
                                 sample,
                             }));
                             if pending.len() >= LOG_BATCH {
-                                send_log(log, &mut pending).await;
+                                send(log, &mut pending, LOG_BATCH).await;
                             }
                         }
                         None => batch.clear(),
@@ -137,7 +176,7 @@ impl Recorder {
                 }
                 _ = flush_tick.tick(), if self.log.is_some() && !pending.is_empty() => {
                     if let Some(log) = &self.log {
-                        send_log(log, &mut pending).await;
+                        send(log, &mut pending, LOG_BATCH).await;
                     }
                 }
                 _ = watch_tick.tick(), if self.watch.is_some() => {
@@ -145,47 +184,118 @@ impl Recorder {
                         self.watch = None;
                     }
                 }
-                _ = ticker.tick(), if self.live.is_some() => {
-                    if let Some(live) = self.live.as_mut() {
-                        let active: Vec<u32> = self.active.iter().map(|a| a.load(Ordering::Relaxed)).collect();
-                        let shown = catch_unwind(AssertUnwindSafe(|| {
-                            live.interval(started.elapsed(), period, &window, &active)
-                        }));
-                        if let Err(p) = shown {
-                            failures.push(format!(
-                                "the live report panicked and was switched off: {}",
-                                panic_message(p.as_ref())
-                            ));
-                            self.live = None;
-                        }
-                    }
-                    for (t, w) in total.iter_mut().zip(window.iter_mut()) {
-                        t.merge(w);
-                        *w = GroupMetrics::default();
+                _ = ticker.tick() => {
+                    let closed = self.close_interval(&mut st);
+                    to_hlog(&self.hlog, closed).await;
+                    ticks += 1;
+                    if ticks % self.live_every.max(1) == 0 {
+                        self.show_live(&mut st, started.elapsed(), &mut failures);
                     }
                 }
             }
         }
         if let Some(log) = &self.log {
-            send_log(log, &mut pending).await;
+            send(log, &mut pending, LOG_BATCH).await;
         }
-        for (t, w) in total.iter_mut().zip(window.iter()) {
-            t.merge(w);
-        }
+        let closed = self.close_interval(&mut st);
+        to_hlog(&self.hlog, closed).await;
         Recorded {
-            groups: total,
+            groups: st.total,
+            warmup: st.total_warm,
             failures,
+        }
+    }
+
+    /// Ends the current interval: its metrics go into the totals and the live window, and its
+    /// histograms are returned for the interval log.
+    fn close_interval(&self, st: &mut State) -> Vec<IntervalHist> {
+        let start_epoch_us = st.interval_start_us;
+        let duration = st.interval_started.elapsed();
+        st.interval_start_us = now_us();
+        st.interval_started = Instant::now();
+        let measured = std::mem::replace(&mut st.interval, fresh(self.names.len()));
+        let warm = std::mem::replace(&mut st.interval_warm, fresh(self.names.len()));
+        let mut out = Vec::new();
+        let mut entry = |tag: String, timing: Timing| {
+            out.push(IntervalHist {
+                tag,
+                start_epoch_us,
+                duration,
+                hist: timing.hist,
+            })
+        };
+        let mut all = Timing::default();
+        let mut all_svc = Timing::default();
+        for (g, (m, w)) in measured.into_iter().zip(warm).enumerate() {
+            st.total[g].merge(&m);
+            st.window[g].merge(&m);
+            st.total_warm[g].merge(&w);
+            let name = &self.names[g];
+            let open = self.open_loop[g];
+            if m.samples > 0 {
+                all.merge(&m.latency);
+                all_svc.merge(&m.service);
+                entry(tag(name, Series::Latency, false), m.latency);
+                if open {
+                    entry(tag(name, Series::Service, false), m.service);
+                }
+            }
+            if w.samples > 0 {
+                entry(tag(name, Series::Latency, true), w.latency);
+                if open {
+                    entry(tag(name, Series::Service, true), w.service);
+                }
+            }
+        }
+        if !all.hist.is_empty() {
+            entry(tag("TOTAL", Series::Latency, false), all);
+            if self.open_loop.iter().any(|o| *o) {
+                entry(tag("TOTAL", Series::Service, false), all_svc);
+            }
+        }
+        out
+    }
+
+    fn show_live(&mut self, st: &mut State, elapsed: Duration, failures: &mut Vec<String>) {
+        let window = std::mem::replace(&mut st.window, fresh(self.names.len()));
+        let Some(live) = self.live.as_mut() else {
+            return;
+        };
+        let active: Vec<u32> = self
+            .active
+            .iter()
+            .map(|a| a.load(Ordering::Relaxed))
+            .collect();
+        let period = self.tick * self.live_every.max(1);
+        let shown = catch_unwind(AssertUnwindSafe(|| {
+            live.interval(elapsed, period, &window, &active)
+        }));
+        if let Err(p) = shown {
+            failures.push(format!(
+                "the live report panicked and was switched off: {}",
+                panic_message(p.as_ref())
+            ));
+            self.live = None;
         }
     }
 }
 
-async fn send_log(log: &mpsc::Sender<Vec<Logged>>, pending: &mut Vec<Logged>) {
+async fn to_hlog(hlog: &Option<mpsc::Sender<Vec<IntervalHist>>>, closed: Vec<IntervalHist>) {
+    if let Some(hlog) = hlog {
+        if !closed.is_empty() {
+            // The writer only goes away after an I/O error, which its `finish` reports.
+            let _ = hlog.send(closed).await;
+        }
+    }
+}
+
+async fn send<T>(to: &mpsc::Sender<Vec<T>>, pending: &mut Vec<T>, capacity: usize) {
     if pending.is_empty() {
         return;
     }
-    let full = std::mem::replace(pending, Vec::with_capacity(LOG_BATCH));
-    // The writer only goes away after an I/O error, which `SampleLog::finish` reports.
-    let _ = log.send(full).await;
+    let full = std::mem::replace(pending, Vec::with_capacity(capacity));
+    // The writer only goes away after an I/O error, which its `finish` reports.
+    let _ = to.send(full).await;
 }
 
 #[cfg(test)]
@@ -205,18 +315,27 @@ mod tests {
         }
     }
 
+    fn recorder(
+        watch: Option<Box<dyn Watch>>,
+        hlog: Option<mpsc::Sender<Vec<IntervalHist>>>,
+    ) -> Recorder {
+        Recorder {
+            names: vec!["g".into()],
+            open_loop: vec![true],
+            active: Arc::new(vec![AtomicU32::new(0)]),
+            tick: Duration::from_secs(1),
+            live_every: 5,
+            live: None,
+            watch,
+            log: None,
+            hlog,
+        }
+    }
+
     #[tokio::test]
     async fn a_panic_while_recording_is_reported_and_what_came_before_and_after_is_kept() {
         let (tx, rx) = mpsc::channel(16);
-        let recorder = Recorder {
-            groups: 1,
-            active: Arc::new(vec![AtomicU32::new(0)]),
-            interval: Duration::from_secs(3600),
-            live: None,
-            watch: Some(Box::new(PanicsOnThird(0))),
-            log: None,
-        };
-        let task = tokio::spawn(recorder.run(rx));
+        let task = tokio::spawn(recorder(Some(Box::new(PanicsOnThird(0))), None).run(rx));
         for i in 0..5u64 {
             tx.send(Sample::at(i, 10)).await.unwrap();
             // One sample per batch, so the panic hits exactly the third.
@@ -229,5 +348,33 @@ mod tests {
         assert!(recorded.failures[0].contains("watcher broke"));
         // The third sample was recorded before the watcher saw it; none is lost.
         assert_eq!(recorded.groups[0].samples, 5);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn intervals_carry_every_sample_once_and_warm_up_apart() {
+        let (tx, rx) = mpsc::channel(16);
+        let (htx, mut hrx) = mpsc::channel(16);
+        let task = tokio::spawn(recorder(None, Some(htx)).run(rx));
+        // 3.5 s of samples, one every 100 ms; the first second is warm-up.
+        for i in 0..35u64 {
+            let mut s = Sample::at(i * 100_000, 1000 + i);
+            s.warmup = i < 10;
+            tx.send(s).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        drop(tx);
+        let recorded = task.await.unwrap();
+        let mut by_tag: std::collections::BTreeMap<String, u64> = Default::default();
+        while let Ok(batch) = hrx.try_recv() {
+            for h in batch {
+                *by_tag.entry(h.tag).or_default() += h.hist.len();
+            }
+        }
+        assert_eq!(by_tag["g"], 25);
+        assert_eq!(by_tag["svc:g"], 25);
+        assert_eq!(by_tag["TOTAL"], 25);
+        assert_eq!(by_tag["warmup:g"], 10);
+        assert_eq!(recorded.groups[0].samples, 25);
+        assert_eq!(recorded.warmup[0].samples, 10);
     }
 }

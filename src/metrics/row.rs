@@ -37,4 +37,11 @@ pub struct Row {
     pub max_behind_ms: f64,
     /// Scheduled operations that never started before the group's time ran out.
     pub missed: u64,
+    /// The whole run's latency histogram (HdrHistogram V2 + deflate, base64), from which every
+    /// percentile above can be recomputed exactly; in summaries, not in live lines.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_hdr: Option<String>,
+    /// The same for service time, in open loop.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service_hdr: Option<String>,
 }

@@ -52,8 +52,10 @@ pub struct Sample {
     pub intended_us: u64,
     /// Service time: from the actual start to the end.
     pub elapsed_us: u64,
-    /// The user was still busy with its previous operation when this one was due.
+    /// Every user of the group was still busy when this one was due (open loop).
     pub late: bool,
+    /// It started within its group's warm-up: logged, but not counted in the summary.
+    pub warmup: bool,
     /// BSON payload bytes sent (document, filter, update).
     pub sent: u32,
     /// BSON payload bytes received (documents returned).
@@ -76,6 +78,7 @@ impl Sample {
             intended_us: start_us,
             elapsed_us,
             late: false,
+            warmup: false,
             sent: 0,
             received: 0,
             matched: false,

@@ -284,6 +284,7 @@ impl GroupAt<'_> {
             .duration("start_delay", &g.start_delay)?
             .unwrap_or_default();
         let stop = self.stop(ov)?;
+        let warmup = self.warmup(ov, stop)?;
         let op = self.op(document)?;
         let rate = ov
             .rate
@@ -297,9 +298,43 @@ impl GroupAt<'_> {
             threads,
             ramp_up,
             start_delay,
+            warmup,
             stop,
             rate,
         })
+    }
+
+    /// The group's warm-up: `--warmup`, else its own, else the profile's; it must leave some of
+    /// a timed group to measure.
+    fn warmup(&self, ov: &Overrides, stop: StopAt) -> Result<Duration, ProfileError> {
+        let (key, warmup) = match (ov.warmup, &self.g.warmup, &self.loaded.profile.warmup) {
+            (Some(d), _, _) => (self.path("warmup"), d),
+            (None, Some(s), _) => (
+                self.path("warmup"),
+                limits::parse_duration(s).map_err(|p| self.err("warmup", p))?,
+            ),
+            (None, None, Some(s)) => (
+                "warmup".to_string(),
+                limits::parse_duration(s)
+                    .map_err(|p| self.loaded.error_at("warmup", p, expected_for("warmup")))?,
+            ),
+            (None, None, None) => return Ok(Duration::ZERO),
+        };
+        if let StopAt::Duration(d) = stop {
+            if warmup >= d {
+                return Err(self.loaded.error_at(
+                    &key,
+                    format!(
+                        "a warm-up of {} leaves nothing of group `{}`'s {} to measure",
+                        humantime::format_duration(warmup),
+                        self.g.name,
+                        humantime::format_duration(d)
+                    ),
+                    "a warm-up shorter than the group's duration, e.g. warmup = \"10s\" for duration = \"60s\"",
+                ));
+            }
+        }
+        Ok(warmup)
     }
 
     fn duration(&self, k: &str, v: &Option<String>) -> Result<Option<Duration>, ProfileError> {
@@ -533,9 +568,7 @@ mod tests {
             &Overrides {
                 threads: Some(2),
                 loops: Some(4),
-                duration: None,
-                rate: None,
-                op_timeout: None,
+                ..Overrides::default()
             },
         )
         .unwrap();
@@ -575,5 +608,22 @@ mod tests {
         assert_eq!(e.key, "group[0].name");
         assert!(e.problem.contains("in\\tsert"), "{}", e.problem);
         assert!(e.problem.contains("control character"), "{}", e.problem);
+    }
+
+    #[test]
+    fn a_warm_up_must_leave_part_of_a_timed_group_and_falls_back_to_the_profiles() {
+        let group = |extra: &str| {
+            format!("{DOC}[[group]]\nname = \"i\"\nop = \"insert\"\nthreads = 1\nduration = \"6s\"\n{extra}")
+        };
+        let e = build(&group("warmup = \"6s\"\n")).unwrap_err();
+        assert_eq!(e.key, "group[0].warmup");
+        assert!(
+            e.problem.contains("leaves nothing of group `i`'s 6s"),
+            "{e}"
+        );
+        let plan = build(&format!("warmup = \"2s\"\n{}", group(""))).unwrap();
+        assert_eq!(plan.groups().next().unwrap().warmup, Duration::from_secs(2));
+        let plan = build(&format!("warmup = \"2s\"\n{}", group("warmup = \"1s\"\n"))).unwrap();
+        assert_eq!(plan.groups().next().unwrap().warmup, Duration::from_secs(1));
     }
 }

@@ -25,6 +25,7 @@ pub struct Overrides {
     pub duration: Option<Duration>,
     pub rate: Option<f64>,
     pub op_timeout: Option<Duration>,
+    pub warmup: Option<Duration>,
 }
 
 #[derive(Debug, Clone)]
@@ -143,6 +144,8 @@ pub struct GroupPlan {
     pub threads: u32,
     pub ramp_up: Duration,
     pub start_delay: Duration,
+    /// From the group's start: operations due before it are logged but not summarised.
+    pub warmup: Duration,
     pub stop: StopAt,
     /// Target operations per second for the group (open loop); None: closed loop.
     pub rate: Option<f64>,

@@ -63,6 +63,9 @@ pub fn render(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
         writeln!(out, "\nSTOPPED: {prefix}{}", w.message)?;
     }
     latency_model(s, out)?;
+    for w in of(s, WarningCode::WarmupExcluded) {
+        writeln!(out, "warm-up: {}: {}", labelled(w, with_run), w.message)?;
+    }
     resources(s, with_run, out)?;
 
     if !s.spread.is_empty() {

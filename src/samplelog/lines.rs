@@ -3,7 +3,7 @@
 use crate::metrics::{Logged, Sample};
 
 /// Header of `samples.tsv`.
-pub const SAMPLES_HEADER: &str = "start_us\telapsed_us\tgroup\tthread\tok\terror\tsent_bytes\treceived_bytes\tintended_us\tlatency_us";
+pub const SAMPLES_HEADER: &str = "start_us\telapsed_us\tgroup\tthread\tok\terror\tsent_bytes\treceived_bytes\tintended_us\tlatency_us\tphase";
 
 /// JMeter's default CSV header (jmeter.properties `jmeter.save.saveservice.*` defaults).
 pub const JTL_HEADER: &str = "timeStamp,elapsed,label,responseCode,responseMessage,threadName,dataType,success,failureMessage,bytes,sentBytes,grpThreads,allThreads,URL,Latency,IdleTime,Connect";
@@ -32,14 +32,20 @@ pub(super) fn format_tsv(out: &mut String, s: &Sample, groups: &[String]) {
     number(out, u64::from(s.sent), '\t');
     number(out, u64::from(s.received), '\t');
     number(out, s.intended_us, '\t');
-    number(out, s.latency_us(), '\n');
+    number(out, s.latency_us(), '\t');
+    out.push_str(if s.warmup { "warmup\n" } else { "measure\n" });
 }
 
 pub(super) fn format_jtl(out: &mut String, l: &Logged, groups: &[String], url: &str) {
     use std::fmt::Write;
     let s = &l.sample;
     let group = groups.get(usize::from(s.group)).map_or("?", |g| g.as_str());
-    let label = csv(group);
+    // Warm-up lines get a label of their own, so JMeter's reports keep them apart.
+    let label = if s.warmup {
+        csv(&format!("warmup:{group}"))
+    } else {
+        csv(group)
+    };
     // Like our summary, JMeter's report then measures from the intended start (open loop).
     let elapsed_ms = s.latency_us() / 1000;
     let (code, message, success, failure) = match &s.error {
@@ -95,7 +101,7 @@ mod tests {
         format_tsv(&mut s, &sample(None), &["a".into(), "find".into()]);
         assert_eq!(
             s,
-            "1700000000123456\t2345\tfind\t7\t1\t\t120\t4096\t1700000000123456\t2345\n"
+            "1700000000123456\t2345\tfind\t7\t1\t\t120\t4096\t1700000000123456\t2345\tmeasure\n"
         );
         assert_eq!(
             s.trim_end().split('\t').count(),
@@ -110,7 +116,7 @@ mod tests {
         late.late = true;
         let mut s = String::new();
         format_tsv(&mut s, &late, &["a".into(), "find".into()]);
-        assert!(s.ends_with("\t1699999999123456\t1002345\n"), "{s}");
+        assert!(s.ends_with("\t1699999999123456\t1002345\tmeasure\n"), "{s}");
         let mut j = String::new();
         format_jtl(
             &mut j,

@@ -6,6 +6,7 @@
 //! Owns: the two files and their formats. Never: computes a metric or decides the exit code
 //! (it reports how many lines it wrote, and `app` compares).
 
+pub mod hlog;
 mod lines;
 
 use std::fs::File;

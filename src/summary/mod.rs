@@ -101,6 +101,15 @@ impl Summary {
     }
 }
 
+/// What a group's warm-up kept out of the summary (it is in samples.tsv and latency.hlog).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WarmupRow {
+    pub label: String,
+    pub secs: f64,
+    pub samples: u64,
+    pub errors: u64,
+}
+
 /// Who ran the server the tool talked to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -149,6 +158,8 @@ pub struct RunResult {
     pub stages: Vec<StageSpan>,
     /// Why the run ended before its plan (stop_on_error_pct), if it did.
     pub stopped_early: Option<String>,
+    /// Per group with a warm-up: what it excluded from the rows.
+    pub warmup: Vec<WarmupRow>,
     /// What failed inside the run (a virtual user's or the recorder's panic); shown as warnings.
     #[serde(skip)]
     pub failures: Vec<String>,
@@ -186,8 +197,10 @@ impl RunResult {
         interrupted: bool,
         plan: &RunPlan,
         metrics: &[GroupMetrics],
+        warmup: &[GroupMetrics],
     ) -> Self {
         let mut rows = Vec::new();
+        let open = |groups: &[crate::plan::GroupPlan]| groups.iter().any(|g| g.rate.is_some());
         let mut total = GroupMetrics::default();
         let mut errors_by_class = BTreeMap::new();
         let mut error_messages: BTreeMap<String, u64> = BTreeMap::new();
@@ -196,7 +209,7 @@ impl RunResult {
             let mut stage_total = GroupMetrics::default();
             for g in &stage.groups {
                 let m = &metrics[g.index];
-                rows.push(m.row(&g.name));
+                rows.push(m.summary_row(&g.name, g.rate.is_some()));
                 stage_total.merge(m);
                 if m.errors > 0 {
                     errors_by_class.insert(
@@ -213,11 +226,21 @@ impl RunResult {
             }
             if several_stages && stage.groups.len() > 1 {
                 let label = plan.stage_label(stage);
-                rows.push(stage_total.row(&label));
+                rows.push(stage_total.summary_row(&label, open(&stage.groups)));
             }
             total.merge(&stage_total);
         }
-        rows.push(total.row("TOTAL"));
+        rows.push(total.summary_row("TOTAL", plan.groups().any(|g| g.rate.is_some())));
+        let warmup = plan
+            .groups()
+            .filter(|g| !g.warmup.is_zero())
+            .map(|g| WarmupRow {
+                label: g.name.clone(),
+                secs: g.warmup.as_secs_f64(),
+                samples: warmup[g.index].samples,
+                errors: warmup[g.index].errors,
+            })
+            .collect();
         RunResult {
             run,
             started_at,
@@ -228,6 +251,7 @@ impl RunResult {
             error_messages,
             stages: Vec::new(),
             stopped_early: None,
+            warmup,
             failures: Vec::new(),
         }
     }

@@ -78,6 +78,7 @@ mod tests {
                     error_messages: BTreeMap::new(),
                     stages: Vec::new(),
                     stopped_early: None,
+                    warmup: Vec::new(),
                     failures: Vec::new(),
                 }
             })

@@ -21,6 +21,8 @@ pub enum WarningCode {
     LoadGenerator,
     /// A stage too short for the once-a-second sampler to say anything about.
     TooShortToSample,
+    /// A group's warm-up: what it kept out of the summary (a note).
+    WarmupExcluded,
     /// Something failed beyond operations (a panic, an output not written whole): exit 1.
     Failure,
 }
@@ -87,16 +89,43 @@ pub fn compute(s: &Summary) -> Vec<Warning> {
                 );
             }
             if row.late > 0 {
+                // Little's law: users in service = arrival rate x time in service.
+                let needed = (rate * row.service_p99_ms / 1000.0).ceil().max(1.0);
                 add(
                     WarningCode::LateOperations,
                     Some(run.run),
                     Some(&g.name),
                     format!(
-                        "{} of {} operations started late (all users busy), up to {:.2} ms behind the schedule",
-                        row.late, row.samples, row.max_behind_ms
+                        "{} of {} operations started late (all {} users busy), up to {:.2} ms behind the schedule; at {rate}/s and a service p99 of {:.2} ms, about {needed:.0} users are needed (rate x service time)",
+                        row.late, row.samples, g.threads, row.max_behind_ms, row.service_p99_ms
                     ),
                 );
             }
+        }
+    }
+    for run in &s.runs {
+        for w in &run.warmup {
+            let measured = run
+                .rows
+                .iter()
+                .find(|r| r.label == w.label)
+                .map_or(0, |r| r.samples);
+            let also = if measured == 0 && w.samples > 0 {
+                "; every operation of the group fell within it, so its row is empty"
+            } else {
+                ""
+            };
+            add(
+                WarningCode::WarmupExcluded,
+                Some(run.run),
+                Some(&w.label),
+                format!(
+                    "the warm-up's first {} ({} operations, {} failed) is in samples.tsv and latency.hlog, not in the summary{also}",
+                    humantime::format_duration(std::time::Duration::from_secs_f64(w.secs)),
+                    w.samples,
+                    w.errors
+                ),
+            );
         }
     }
     for r in &s.resources {

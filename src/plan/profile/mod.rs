@@ -187,7 +187,9 @@ pub fn expected_for(key: &str) -> String {
     match key {
         "threads" => limits::threads_expected(),
         "loops" => limits::loops_expected(),
-        "duration" | "ramp_up" | "start_delay" | "op_timeout" => limits::duration_expected(),
+        "duration" | "ramp_up" | "start_delay" | "op_timeout" | "warmup" => {
+            limits::duration_expected()
+        }
         "op" => format!("one of {}", crate::workload::OpKind::listed()),
         "rate" => limits::rate_expected(),
         "preload" => limits::preload_expected(),

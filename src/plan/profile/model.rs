@@ -19,6 +19,8 @@ pub struct Profile {
     pub document: toml::Table,
     /// Stop the run when this percentage of the recent operations failed (see `ErrorGuard`).
     pub stop_on_error_pct: Option<f64>,
+    /// Warm-up of every group that sets none of its own.
+    pub warmup: Option<String>,
     #[serde(default, rename = "group")]
     pub groups: Vec<Group>,
 }
@@ -68,6 +70,8 @@ pub struct Group {
     pub loops: Option<u64>,
     pub duration: Option<String>,
     pub start_delay: Option<String>,
+    /// Time from the group's start whose operations are logged but not summarised.
+    pub warmup: Option<String>,
     /// Groups of one stage run at once; stages run one after another, in order of first use.
     pub stage: Option<String>,
     /// Operations per second for the whole group, spread evenly over its users (open loop).

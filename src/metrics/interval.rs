@@ -1,0 +1,55 @@
+//! Interval histograms: what the recorder hands to the interval log (`latency.hlog`) at the end
+//! of each `--hdr-interval`, and the tags that name them.
+
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+
+/// One interval's histogram of one series.
+#[derive(Debug, Clone)]
+pub struct IntervalHist {
+    /// `insert`, `TOTAL`, `svc:insert`, `warmup:insert`, ... (see `tag`).
+    pub tag: String,
+    /// Start of the interval, microseconds since the Unix epoch.
+    pub start_epoch_us: u64,
+    pub duration: Duration,
+    pub hist: Histogram<u64>,
+}
+
+/// Which histogram of a group an interval log line holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Series {
+    /// Latency as the summary counts it.
+    Latency,
+    /// Service time (open loop only): from the actual start.
+    Service,
+}
+
+/// The interval log tag of a group's (or `TOTAL`'s) series. HdrHistogram tags cannot hold a
+/// space or a comma, so those become `_` in a group's name.
+pub fn tag(name: &str, series: Series, warmup: bool) -> String {
+    let clean: String = name
+        .chars()
+        .map(|c| if c == ' ' || c == ',' { '_' } else { c })
+        .collect();
+    let svc = match series {
+        Series::Latency => "",
+        Series::Service => "svc:",
+    };
+    let phase = if warmup { "warmup:" } else { "" };
+    format!("{phase}{svc}{clean}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_are_what_hdrhistogram_accepts() {
+        assert_eq!(tag("insert", Series::Latency, false), "insert");
+        assert_eq!(tag("my group,1", Series::Service, false), "svc:my_group_1");
+        assert_eq!(tag("find", Series::Service, true), "warmup:svc:find");
+        let t = tag("a b,c", Series::Latency, true);
+        assert!(hdrhistogram::serialization::interval_log::Tag::new(&t).is_some());
+    }
+}
