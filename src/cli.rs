@@ -21,7 +21,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a profile (a path, or the name of a bundled profile)
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Parse and check a profile and print its resolved plan; exit 0 or 2
     Validate {
         /// Profile path or bundled name

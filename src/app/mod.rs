@@ -32,7 +32,7 @@ pub async fn main(cli: Cli) -> Result<i32, Error> {
         Command::Run(args) => {
             let stop = CancellationToken::new();
             tokio::spawn(watch_signals(stop.clone()));
-            run::run(args, stop).await
+            run::run(*args, stop).await
         }
     }
 }
