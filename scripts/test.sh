@@ -9,4 +9,7 @@ if [ -z "${MONGO_STRESS_TEST_URI:-}" ] && [ "${MONGO_STRESS_SKIP_LIVE:-}" != "1"
   scripts/install-server.sh
 fi
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
+# The second reader of latency.hlog in tests/live_intervals.rs.
+python3 -c "import hdrh" 2>/dev/null ||
+  python3 -m pip install --quiet --disable-pip-version-check hdrhistogram
 cargo test --all-targets "$@"

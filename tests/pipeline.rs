@@ -301,6 +301,18 @@ async fn a_scripted_profile_gives_exact_outputs_in_every_format() {
 
     insta::assert_snapshot!("table", table(&summary));
     insta::assert_snapshot!("summary_tsv", read(dir.path(), "summary.tsv"));
+    let json: serde_json::Value = serde_json::from_str(&read(dir.path(), "summary.json")).unwrap();
+    let schema: serde_json::Value =
+        serde_json::from_str(include_str!("../docs/summary.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("a valid schema");
+    let errors: Vec<String> = validator
+        .iter_errors(&json)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "summary.json breaks docs/summary.schema.json: {errors:#?}"
+    );
     insta::assert_snapshot!("summary_json", redacted(&read(dir.path(), "summary.json")));
     insta::assert_snapshot!("run_json", redacted(&read(dir.path(), "run.json")));
     insta::assert_snapshot!(

@@ -1,0 +1,222 @@
+//! Open loop that a server can be held to: with one shared schedule per group, a slow reply
+//! delays only its own operation while other users are idle, so the share of slow operations is
+//! the share of slow replies; and when every user is busy, operations start late and the warning
+//! says how many users the rate needs. The server is real; a loopback proxy in front of it holds
+//! chosen replies.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+
+/// A proxy that holds the reply to every `every`-th insert for `hold`.
+struct Proxy {
+    port: u16,
+    inserts: Arc<AtomicU64>,
+    held: Arc<AtomicU64>,
+}
+
+/// One wire message: its 4-byte little-endian length, then the rest.
+fn read_message(from: &mut TcpStream) -> Option<Vec<u8>> {
+    let mut len = [0u8; 4];
+    from.read_exact(&mut len).ok()?;
+    let n = u32::from_le_bytes(len) as usize;
+    let mut msg = len.to_vec();
+    msg.resize(n.max(4), 0);
+    from.read_exact(&mut msg[4..]).ok()?;
+    Some(msg)
+}
+
+/// An OP_MSG whose body's first key is `insert`: header (16), flags (4), kind 0 (1), the
+/// document's length (4), the element's type (1), then its key.
+fn is_insert(msg: &[u8]) -> bool {
+    msg.len() > 33
+        && i32::from_le_bytes([msg[12], msg[13], msg[14], msg[15]]) == 2013
+        && msg[20] == 0
+        && &msg[26..33] == b"insert\0"
+}
+
+fn start_proxy(upstream_port: u16, every: u64, hold: Duration) -> Proxy {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let inserts = Arc::new(AtomicU64::new(0));
+    let held = Arc::new(AtomicU64::new(0));
+    let (count, holds) = (Arc::clone(&inserts), Arc::clone(&held));
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(mut client) = client else { return };
+            let Ok(mut server) = TcpStream::connect(("127.0.0.1", upstream_port)) else {
+                return;
+            };
+            let (mut client_w, mut server_r) =
+                (client.try_clone().unwrap(), server.try_clone().unwrap());
+            let hold_next = Arc::new(AtomicBool::new(false));
+            let (hold_set, count, holds) = (
+                Arc::clone(&hold_next),
+                Arc::clone(&count),
+                Arc::clone(&holds),
+            );
+            std::thread::spawn(move || {
+                while let Some(msg) = read_message(&mut client) {
+                    if is_insert(&msg) && (count.fetch_add(1, Ordering::SeqCst) + 1) % every == 0 {
+                        holds.fetch_add(1, Ordering::SeqCst);
+                        // Set before the request goes on, so it is set before its reply comes.
+                        hold_set.store(true, Ordering::SeqCst);
+                    }
+                    if server.write_all(&msg).is_err() {
+                        return;
+                    }
+                }
+                let _ = server.shutdown(std::net::Shutdown::Both);
+            });
+            std::thread::spawn(move || {
+                while let Some(msg) = read_message(&mut server_r) {
+                    if hold_next.swap(false, Ordering::SeqCst) {
+                        std::thread::sleep(hold);
+                    }
+                    if client_w.write_all(&msg).is_err() {
+                        return;
+                    }
+                }
+                let _ = client_w.shutdown(std::net::Shutdown::Both);
+            });
+        }
+    });
+    Proxy {
+        port,
+        inserts,
+        held,
+    }
+}
+
+fn port_of(uri: &str) -> u16 {
+    let host = uri
+        .trim_start_matches("mongodb://")
+        .split(['/', '?'])
+        .next()
+        .unwrap();
+    host.rsplit(':').next().unwrap().parse().unwrap()
+}
+
+fn run_through(
+    server: &TestServer,
+    proxy: &Proxy,
+    groups: &str,
+    tag: &str,
+) -> (serde_json::Value, String, Vec<u64>) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = unique_db(tag);
+    let path = profile(dir.path(), &db, "drop = true", groups);
+    let out = dir.path().join("run");
+    let uri = format!("mongodb://127.0.0.1:{}/?directConnection=true", proxy.port);
+    let output = bin()
+        .args([
+            "run",
+            path.to_str().unwrap(),
+            "--uri",
+            &uri,
+            "--quiet",
+            "--no-resources",
+            "--out",
+        ])
+        .arg(&out)
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let _ = server;
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        matches!(output.status.code(), Some(0)),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let latencies = std::fs::read_to_string(out.join("samples.tsv"))
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| l.split('\t').nth(9).unwrap().parse().unwrap())
+        .collect();
+    (read_json(&out.join("summary.json")), stdout, latencies)
+}
+
+#[test]
+fn with_idle_users_the_share_of_slow_operations_is_the_share_of_slow_replies() {
+    let Some(server) = TestServer::start() else {
+        return;
+    };
+    // 2.00 % of inserts held 300 ms; 20 users at 200/s have plenty idle.
+    let proxy = start_proxy(port_of(&server.uri), 50, Duration::from_millis(300));
+    let groups =
+        "[[group]]\nname = \"ins\"\nop = \"insert\"\nthreads = 20\nduration = \"5s\"\nrate = 200\n";
+    let (summary, _, latencies) = run_through(&server, &proxy, groups, "heldshare");
+
+    let inserts = proxy.inserts.load(Ordering::SeqCst);
+    let held = proxy.held.load(Ordering::SeqCst);
+    assert_eq!(
+        inserts,
+        latencies.len() as u64,
+        "every insert is one line of samples.tsv"
+    );
+    let held_pct = held as f64 * 100.0 / inserts as f64;
+    let slow_pct =
+        latencies.iter().filter(|l| **l > 50_000).count() as f64 * 100.0 / latencies.len() as f64;
+    eprintln!(
+        "{slow_pct:.2} % of {} operations over 50 ms; {held_pct:.2} % of replies held",
+        latencies.len()
+    );
+    assert!(
+        (slow_pct - held_pct).abs() <= 0.5,
+        "{slow_pct:.2} % of operations over 50 ms, {held_pct:.2} % of replies held"
+    );
+    let r = row(&summary, "ins");
+    let f = |k: &str| r[k].as_f64().unwrap();
+    // Service and latency agree: no operation waited for a user.
+    assert!(
+        (f("average_ms") - f("service_average_ms")).abs() < 2.0,
+        "{} vs {}",
+        f("average_ms"),
+        f("service_average_ms")
+    );
+    assert!((f("p99_ms") - f("service_p99_ms")).abs() < 10.0, "{r}");
+    assert!(
+        r["late"].as_u64().unwrap() * 100 <= r["samples"].as_u64().unwrap(),
+        "at most 1 % late: {r}"
+    );
+}
+
+#[test]
+fn with_every_user_busy_operations_are_late_and_the_warning_says_how_many_users_are_needed() {
+    let Some(server) = TestServer::start() else {
+        return;
+    };
+    // Every insert held 50 ms: 2 users serve at most 40/s of the 100/s asked.
+    let proxy = start_proxy(port_of(&server.uri), 1, Duration::from_millis(50));
+    let groups =
+        "[[group]]\nname = \"ins\"\nop = \"insert\"\nthreads = 2\nduration = \"3s\"\nrate = 100\n";
+    let (summary, stdout, _) = run_through(&server, &proxy, groups, "allbusy");
+
+    let r = row(&summary, "ins");
+    assert!(r["late"].as_u64().unwrap() > 0, "{r}");
+    let warning = summary["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["code"] == "late_operations")
+        .unwrap_or_else(|| panic!("no late_operations warning: {summary}"));
+    let message = warning["message"].as_str().unwrap();
+    assert!(stdout.contains(message), "{stdout}");
+    // rate x service p99 = 100/s x ~0.05 s: about 5 users (6 if the p99 is a little over 50 ms).
+    let needed: u32 = message
+        .split("about ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{message}"));
+    assert!((5..=7).contains(&needed), "{message}");
+    assert!(message.contains("all 2 users busy"), "{message}");
+}
