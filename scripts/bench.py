@@ -110,6 +110,20 @@ try:
     print(f"the sample log costs {100 * (1 - f / s):.1f} % of throughput (target < 5 %) and "
           f"{100 * (fc / sc - 1):.1f} % CPU per operation; the resource sampler {100 * (1 - f / r):.1f} % "
           f"and {100 * (fc / rc - 1):.1f} %")
+    # The interval log (latency.hlog) at 1 s intervals, 4 groups at once (crud-mixed).
+    hl = {"with": ([], []), "without": ([], [])}
+    for rnd in range(ROUNDS):
+        for variant in (("with", "without") if rnd % 2 == 0 else ("without", "with")):
+            extra = [] if variant == "with" else ["--no-interval-log"]
+            ops, rate, cpu, _ = tool("crud-mixed", 25, "--no-samples", *extra)
+            hl[variant][0].append(rate)
+            hl[variant][1].append(cpu / ops * 1e4)
+    (wr, wc), (nr, nc) = ((statistics.mean(a), statistics.mean(b)) for a, b in (hl["with"], hl["without"]))
+    print(f"\ncrud-mixed, 4 groups x 25 users, mean of {ROUNDS} (order alternated):")
+    print(f"  with latency.hlog:    {wr:9.1f}/s  {wc:.3f} CPU s per 10k operations")
+    print(f"  without:              {nr:9.1f}/s  {nc:.3f}")
+    print(f"the interval log costs {100 * (1 - wr / nr):.1f} % of throughput and "
+          f"{100 * (wc / nc - 1):.1f} % CPU per operation (target < 2 %)")
 finally:
     server.terminate()
     server.wait()

@@ -3,7 +3,8 @@
 # against the bare-driver baseline (examples/baseline.rs: same profile, documents, setup, users
 # and pool; nothing measured but a counter) for insert and find at 50 and 500 users, alternating
 # ROUNDS times, with throughput, client CPU seconds per 10,000 operations, and peak RSS; then RSS
-# with 10,000 virtual users at 500/s, and the cost of the sample log and of the resource sampler.
+# with 10,000 virtual users at 500/s, and the cost of the sample log, of the resource sampler and
+# of the interval log.
 # Every number it prints is a ratio or reading from this run. See docs/performance.md.
 # Usage: scripts/bench.sh [ROUNDS] [DURATION] [all|costs]   (defaults: 3 10s all)
 set -euo pipefail

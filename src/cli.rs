@@ -89,6 +89,9 @@ pub struct RunArgs {
     /// Do not write the per-operation sample log (samples.tsv)
     #[arg(long)]
     pub no_samples: bool,
+    /// Do not write the interval histograms (latency.hlog)
+    #[arg(long)]
+    pub no_interval_log: bool,
     /// Do not sample server and client resources (resources.tsv, the resource summary)
     #[arg(long)]
     pub no_resources: bool,

@@ -186,7 +186,7 @@ fn a_warm_up_is_logged_and_marked_but_not_summarised() {
     };
     assert!(starts("warmup").iter().max() < starts("measure").iter().min());
     assert!(
-        stdout.contains("warm-up: ins: the warm-up's first 2s"),
+        stdout.contains("warm-up: ins: its 2s warm-up ("),
         "{stdout}"
     );
     assert_eq!(

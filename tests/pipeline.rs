@@ -152,6 +152,7 @@ async fn run(dir: &Path, backend: Scripted) -> Summary {
         samples: true,
         jtl: Some(dir.join("samples.jtl")),
         hdr_interval: Duration::from_millis(10),
+        interval_log: true,
     };
     let stop = CancellationToken::new();
     let session = Session {

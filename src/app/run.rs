@@ -71,6 +71,7 @@ fn options(args: &RunArgs) -> RunOptions {
         samples: !args.no_samples,
         jtl: args.jtl.clone(),
         hdr_interval: args.hdr_interval,
+        interval_log: !args.no_interval_log,
     }
 }
 

@@ -45,6 +45,8 @@ pub struct RunOptions {
     pub jtl: Option<PathBuf>,
     /// Length of the interval histograms in `latency.hlog`.
     pub hdr_interval: Duration,
+    /// Write `latency.hlog`.
+    pub interval_log: bool,
 }
 
 /// One invocation: the plan, where requests go, and where results are written.
@@ -91,12 +93,18 @@ impl<B: Backend + Clone> Session<'_, B> {
             self.url.clone(),
         )
         .map_err(before_load)?;
-        let interval_log = IntervalLog::create(
-            &self.out_dir.join("latency.hlog"),
-            std::time::SystemTime::now(),
-            &summary.tool,
-        )
-        .map_err(before_load)?;
+        let interval_log = self
+            .opts
+            .interval_log
+            .then(|| {
+                IntervalLog::create(
+                    &self.out_dir.join("latency.hlog"),
+                    std::time::SystemTime::now(),
+                    &summary.tool,
+                )
+            })
+            .transpose()
+            .map_err(before_load)?;
 
         for run in 1..=self.opts.repeat {
             if self.stop.is_cancelled() {
@@ -125,7 +133,13 @@ impl<B: Backend + Clone> Session<'_, B> {
             }
             let seed = self.opts.seed.wrapping_add(u64::from(run) - 1);
             let result = self
-                .execute(keys, seed, run, sample_log.sender(), interval_log.sender())
+                .execute(
+                    keys,
+                    seed,
+                    run,
+                    sample_log.sender(),
+                    interval_log.as_ref().and_then(IntervalLog::sender),
+                )
                 .await;
             let rows = sampler.as_ref().map(Sampler::rows).unwrap_or_default();
             summary.add_run(result, &rows, sampler.is_some());
@@ -161,7 +175,9 @@ impl<B: Backend + Clone> Session<'_, B> {
                 .failures
                 .push(format!("the sample log writer failed: {e}")),
         }
-        match tokio::task::spawn_blocking(move || interval_log.finish()).await {
+        let finished =
+            tokio::task::spawn_blocking(move || interval_log.map_or(Ok(0), IntervalLog::finish));
+        match finished.await {
             Ok(Ok(_)) => {}
             Ok(Err(e)) => summary.failures.push(e.to_string()),
             Err(e) => summary
@@ -286,9 +302,11 @@ impl<B: Backend + Clone> Session<'_, B> {
             )) as Box<dyn Watch>
         });
         let live = self.opts.live.map(|_| {
-            Box::new(report::live::Live {
-                groups: plan.groups().map(|g| (g.name.clone(), g.threads)).collect(),
-            }) as Box<dyn IntervalSink>
+            use std::io::IsTerminal;
+            Box::new(report::live::Live::new(
+                plan,
+                std::io::stderr().is_terminal(),
+            )) as Box<dyn IntervalSink>
         });
         let tick = self.opts.hdr_interval;
         // Live lines cover whole intervals, so they come from the same histograms as the log.

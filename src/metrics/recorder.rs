@@ -230,6 +230,8 @@ impl Recorder {
             st.total[g].merge(&m);
             st.window[g].merge(&m);
             st.total_warm[g].merge(&w);
+            // The live view shows everything that ran, the warm-up too.
+            st.window[g].merge(&w);
             let name = &self.names[g];
             let open = self.open_loop[g];
             if m.samples > 0 {

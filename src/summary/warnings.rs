@@ -120,7 +120,7 @@ pub fn compute(s: &Summary) -> Vec<Warning> {
                 Some(run.run),
                 Some(&w.label),
                 format!(
-                    "the warm-up's first {} ({} operations, {} failed) is in samples.tsv and latency.hlog, not in the summary{also}",
+                    "its {} warm-up ({} operations, {} failed) is in samples.tsv and latency.hlog, not in the summary{also}",
                     humantime::format_duration(std::time::Duration::from_secs_f64(w.secs)),
                     w.samples,
                     w.errors
