@@ -11,7 +11,8 @@ import time
 
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 3
 DURATION = sys.argv[2] if len(sys.argv) > 2 else "10s"
-# Which parts to run: all by default; `costs` runs only the sample log and sampler costs.
+# Which parts to run: all by default; `costs` runs only the costs of the sample log, the sampler
+# and the interval log; `hlog` only the interval log's.
 PARTS = sys.argv[3] if len(sys.argv) > 3 else "all"
 TOOL = "target/release/mongo-stress"
 BASE = "target/release/examples/baseline"
@@ -91,39 +92,54 @@ try:
         print(f"\n10,000 virtual users, insert at 500/s: {ops} operations at {rate:.1f}/s, "
               f"peak RSS {rss:.1f} MB (target < 150 MB)")
 
-    variants = ["full", "no-samples", "no-resources"]
-    rates = {v: [] for v in variants}
-    cpus = {v: [] for v in variants}
-    for rnd in range(ROUNDS):
-        # Rotate the order each round: throughput drifts as the server's files grow.
-        for variant in variants[rnd % 3:] + variants[:rnd % 3]:
-            extra = [] if variant == "full" else [f"--{variant}"]
-            ops, rate, cpu, _ = tool("insert", 50, *extra)
-            rates[variant].append(rate)
-            cpus[variant].append(cpu / ops * 1e4)
-    f, s, r = (statistics.mean(rates[k]) for k in variants)
-    fc, sc, rc = (statistics.mean(cpus[k]) for k in variants)
-    print(f"\nInsert at 50 users, mean of {ROUNDS} (order rotated):")
-    print(f"  everything on:        {f:9.1f}/s  {fc:.3f} CPU s per 10k operations")
-    print(f"  without sample log:   {s:9.1f}/s  {sc:.3f}")
-    print(f"  without the sampler:  {r:9.1f}/s  {rc:.3f}")
-    print(f"the sample log costs {100 * (1 - f / s):.1f} % of throughput (target < 5 %) and "
-          f"{100 * (fc / sc - 1):.1f} % CPU per operation; the resource sampler {100 * (1 - f / r):.1f} % "
-          f"and {100 * (fc / rc - 1):.1f} %")
-    # The interval log (latency.hlog) at 1 s intervals, 4 groups at once (crud-mixed).
+    if PARTS in ("all", "costs"):
+        variants = ["full", "no-samples", "no-resources"]
+        rates = {v: [] for v in variants}
+        cpus = {v: [] for v in variants}
+        for rnd in range(ROUNDS):
+            # Rotate the order each round: throughput drifts as the server's files grow.
+            for variant in variants[rnd % 3:] + variants[:rnd % 3]:
+                extra = [] if variant == "full" else [f"--{variant}"]
+                ops, rate, cpu, _ = tool("insert", 50, *extra)
+                rates[variant].append(rate)
+                cpus[variant].append(cpu / ops * 1e4)
+        f, s, r = (statistics.mean(rates[k]) for k in variants)
+        fc, sc, rc = (statistics.mean(cpus[k]) for k in variants)
+        print(f"\nInsert at 50 users, mean of {ROUNDS} (order rotated):")
+        print(f"  everything on:        {f:9.1f}/s  {fc:.3f} CPU s per 10k operations")
+        print(f"  without sample log:   {s:9.1f}/s  {sc:.3f}")
+        print(f"  without the sampler:  {r:9.1f}/s  {rc:.3f}")
+        print(f"the sample log costs {100 * (1 - f / s):.1f} % of throughput (target < 5 %) and "
+              f"{100 * (fc / sc - 1):.1f} % CPU per operation; the resource sampler {100 * (1 - f / r):.1f} % "
+              f"and {100 * (fc / rc - 1):.1f} %")
+    # The interval log (latency.hlog) at 1 s intervals, 4 groups at once. Open loop at a rate the
+    # server holds, so both variants send the same operations and CPU compares like for like
+    # (open loop also logs service time: the most series per interval).
+    groups = "".join(
+        f'[[group]]\nname = "ins{i}"\nop = "insert"\nthreads = 25\nduration = "{DURATION}"\nrate = 1000\n'
+        for i in range(4))
+    hlog_profile = os.path.join(work, "hlog.toml")
+    with open(hlog_profile, "w") as f:
+        f.write('name = "hlog"\n[setup]\ndrop = true\n[document]\n'
+                'city = { choice = ["Guangzhou", "Shenzhen"] }\npop = { int = [1, 100] }\n' + groups)
     hl = {"with": ([], []), "without": ([], [])}
     for rnd in range(ROUNDS):
         for variant in (("with", "without") if rnd % 2 == 0 else ("without", "with")):
             extra = [] if variant == "with" else ["--no-interval-log"]
-            ops, rate, cpu, _ = tool("crud-mixed", 25, "--no-samples", *extra)
-            hl[variant][0].append(rate)
-            hl[variant][1].append(cpu / ops * 1e4)
-    (wr, wc), (nr, nc) = ((statistics.mean(a), statistics.mean(b)) for a, b in (hl["with"], hl["without"]))
-    print(f"\ncrud-mixed, 4 groups x 25 users, mean of {ROUNDS} (order alternated):")
-    print(f"  with latency.hlog:    {wr:9.1f}/s  {wc:.3f} CPU s per 10k operations")
-    print(f"  without:              {nr:9.1f}/s  {nc:.3f}")
-    print(f"the interval log costs {100 * (1 - wr / nr):.1f} % of throughput and "
-          f"{100 * (wc / nc - 1):.1f} % CPU per operation (target < 2 %)")
+            runs += 1
+            out_dir = os.path.join(work, f"run-{runs}")
+            _, cpu, _ = timed([TOOL, "run", hlog_profile, "--uri", uri, "--quiet", "--no-samples",
+                               "--no-resources", "--out", out_dir, *extra])
+            rows = json.load(open(os.path.join(out_dir, "summary.json")))["runs"][0]["rows"]
+            total = [r for r in rows if r["label"] == "TOTAL"][0]
+            hl[variant][0].append(total["samples"])
+            hl[variant][1].append(cpu / total["samples"] * 1e4)
+            print(f"  round {rnd + 1} {variant:7} latency.hlog: {cpu / total['samples'] * 1e4:.3f} CPU s per 10k operations", flush=True)
+    (wo, wc), (no, nc) = ((statistics.mean(a), statistics.mean(b)) for a, b in (hl["with"], hl["without"]))
+    print(f"\n4 insert groups x 25 users at 1,000/s each ({DURATION}), mean of {ROUNDS} (order alternated):")
+    print(f"  with latency.hlog:    {wo:9.0f} operations  {wc:.3f} CPU s per 10k operations")
+    print(f"  without:              {no:9.0f} operations  {nc:.3f}")
+    print(f"the interval log costs {100 * (wc / nc - 1):.1f} % CPU per operation (target < 2 %)")
 finally:
     server.terminate()
     server.wait()

@@ -6,7 +6,7 @@
 # with 10,000 virtual users at 500/s, and the cost of the sample log, of the resource sampler and
 # of the interval log.
 # Every number it prints is a ratio or reading from this run. See docs/performance.md.
-# Usage: scripts/bench.sh [ROUNDS] [DURATION] [all|costs]   (defaults: 3 10s all)
+# Usage: scripts/bench.sh [ROUNDS] [DURATION] [all|costs|hlog]   (defaults: 3 10s all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"

@@ -72,6 +72,7 @@ fn cases(dir: &std::path::Path) -> Vec<(Input, i32, &'static str)> {
         (Input::Profile("bad index direction", format!("[setup]\nindexes = [{{ city = 2 }}]\n{DOC}{INS}threads = 1\nloops = 1\n")), 2, "not an index direction"),
         (Input::Profile("preload beyond reach", format!("[setup]\npreload = 1000000000000\n{DOC}{INS}threads = 1\nloops = 1\n")), 2, "more than the 100000000 preload"),
         (grouped("zero rate", "threads = 1\nloops = 1\nrate = 0\n"), 2, "cannot be scheduled"),
+        (grouped("warm-up as long as the group", "threads = 1\nduration = \"5s\"\nwarmup = \"5s\"\n"), 2, "leaves nothing of group `g`'s 5s to measure"),
         (Input::Profile("broken TOML", "name = \"unclosed\n".to_string()), 2, "fuzz.toml:1:"),
         (Input::Profile("empty file", String::new()), 2, "no thread group"),
         (args("unknown profile name", &["run", "no-such-profile"]), 2, "no profile file or bundled profile named 'no-such-profile'"),

@@ -1,10 +1,11 @@
-//! The per-operation sample log (`samples.tsv`) and its JMeter twin (`--jtl`, JMeter's default
-//! CSV result format). A thread of its own owns both files: the recorder hands it batches of
-//! samples over a bounded channel, so workers never format text or touch a file, and a slow disk
-//! slows the run (backpressure) rather than losing lines. `lines` formats one line of each.
+//! The logs written as the run goes, each by a thread of its own so workers never format text
+//! or touch a file: the per-operation sample log (`samples.tsv`) and its JMeter twin (`--jtl`,
+//! JMeter's default CSV result format), whose lines `lines` formats; and the interval log of
+//! HdrHistograms (`hlog`: `latency.hlog`). The recorder hands them batches over bounded
+//! channels, so a slow disk slows the run (backpressure) rather than losing lines.
 //!
-//! Owns: the two files and their formats. Never: computes a metric or decides the exit code
-//! (it reports how many lines it wrote, and `app` compares).
+//! Owns: these files and their formats. Never: computes a metric or decides the exit code (each
+//! reports what it wrote, and `app` compares).
 
 pub mod hlog;
 mod lines;
