@@ -3,13 +3,20 @@
 # Installs the server first if it is missing (idempotent; see scripts/install-server.sh).
 # MONGO_STRESS_TEST_URI=mongodb://... runs the live tests against that server instead;
 # MONGO_STRESS_SKIP_LIVE=1 skips them (they fail, never skip, without one of the two).
+# MONGO_STRESS_HDRHISTOGRAM_JAR=path names HdrHistogram's jar when it is not Debian's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -z "${MONGO_STRESS_TEST_URI:-}" ] && [ "${MONGO_STRESS_SKIP_LIVE:-}" != "1" ]; then
   scripts/install-server.sh
 fi
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
-# The second reader of latency.hlog in tests/live_intervals.rs.
+# The other readers of latency.hlog in tests/live_intervals.rs: the Python hdrhistogram package
+# and HdrHistogram's Java log processor (Debian's libhdrhistogram-java; java must be on PATH).
 python3 -c "import hdrh" 2>/dev/null ||
   python3 -m pip install --quiet --disable-pip-version-check hdrhistogram
+if [ -z "${MONGO_STRESS_HDRHISTOGRAM_JAR:-}" ] && [ ! -f /usr/share/java/hdrhistogram.jar ]; then
+  if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq libhdrhistogram-java default-jre-headless >/dev/null
+fi
 cargo test --all-targets "$@"

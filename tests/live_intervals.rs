@@ -139,6 +139,42 @@ print(counts.get("TOTAL", 0), counts.get("ins", 0))
             row(&summary, "ins")["samples"]
         )
     );
+
+    // HdrHistogram's own Java log processor (Debian's libhdrhistogram-java, installed by
+    // scripts/test.sh) reads it too: the same count and mean for TOTAL.
+    let jar = std::env::var("MONGO_STRESS_HDRHISTOGRAM_JAR")
+        .unwrap_or_else(|_| "/usr/share/java/hdrhistogram.jar".into());
+    let processed = dir.path().join("processed");
+    let java = std::process::Command::new("java")
+        .args(["-cp", &jar, "org.HdrHistogram.HistogramLogProcessor", "-i"])
+        .arg(out.join("latency.hlog"))
+        .args(["-tag", "TOTAL", "-outputValueUnitRatio", "1000", "-o"])
+        .arg(&processed)
+        .output()
+        .expect("java runs (scripts/test.sh installs libhdrhistogram-java)");
+    assert!(
+        java.status.success(),
+        "HistogramLogProcessor ({jar}) could not read the log: {}",
+        String::from_utf8_lossy(&java.stderr)
+    );
+    let hgrm = std::fs::read_to_string(processed.with_extension("hgrm")).unwrap();
+    let field = |name: &str| -> f64 {
+        hgrm.split(name)
+            .nth(1)
+            .and_then(|s| s.trim_start_matches([' ', '=']).split([',', ']']).next())
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in {hgrm}"))
+    };
+    let total = row(&summary, "TOTAL");
+    assert_eq!(
+        field("Total count") as u64,
+        total["samples"].as_u64().unwrap(),
+        "{hgrm}"
+    );
+    assert!(
+        (field("Mean") - total["average_ms"].as_f64().unwrap()).abs() < 0.01,
+        "{hgrm}"
+    );
 }
 
 #[test]
