@@ -3,7 +3,8 @@
 # Installs the server first if it is missing (idempotent; see scripts/install-server.sh).
 # MONGO_STRESS_TEST_URI=mongodb://... runs the live tests against that server instead;
 # MONGO_STRESS_SKIP_LIVE=1 skips them (they fail, never skip, without one of the two).
-# MONGO_STRESS_HDRHISTOGRAM_JAR=path names HdrHistogram's jar when it is not Debian's.
+# MONGO_STRESS_HDRHISTOGRAM_JAR=path names HdrHistogram's jar when it is not Debian's;
+# MONGO_STRESS_BROWSER=path names the headless Chromium, MONGO_STRESS_SKIP_BROWSER=1 skips it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -z "${MONGO_STRESS_TEST_URI:-}" ] && [ "${MONGO_STRESS_SKIP_LIVE:-}" != "1" ]; then
@@ -18,5 +19,12 @@ if [ -z "${MONGO_STRESS_HDRHISTOGRAM_JAR:-}" ] && [ ! -f /usr/share/java/hdrhist
   if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq libhdrhistogram-java default-jre-headless >/dev/null
+fi
+# The browser of tests/browser_report.rs: Debian's headless Chromium.
+if [ -z "${MONGO_STRESS_BROWSER:-}" ] && [ "${MONGO_STRESS_SKIP_BROWSER:-}" != "1" ] &&
+  ! command -v chromium-headless-shell >/dev/null && ! command -v chromium >/dev/null; then
+  if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium-headless-shell >/dev/null
 fi
 cargo test --all-targets "$@"

@@ -31,6 +31,14 @@ pub enum Command {
     },
     /// List the bundled profiles
     Profiles,
+    /// Rebuild report.html from the files of a finished, interrupted or merged run
+    Report {
+        /// The run directory (what `run --out` named)
+        run_dir: PathBuf,
+        /// Where to write the report [default: RUN_DIR/report.html]
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Clone, Args)]

@@ -21,6 +21,7 @@ pub mod ops;
 pub mod plan;
 pub mod redact;
 pub mod report;
+pub mod rundir;
 pub mod samplelog;
 pub mod server;
 pub mod summary;

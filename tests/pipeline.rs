@@ -242,6 +242,7 @@ fn redacted(text: &str) -> String {
                     if [
                         "started_at",
                         "finished_at",
+                        "began_ms",
                         "start_ms",
                         "end_ms",
                         "host",

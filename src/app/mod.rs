@@ -1,10 +1,11 @@
 //! The commands, one file each, each a short list of named steps: `run` (with `session`, the
-//! runs themselves), `validate`, `profiles`. Also the signal watcher that turns Ctrl-C and
+//! runs themselves), `report`, `validate`, `profiles`. Also the signal watcher that turns Ctrl-C and
 //! SIGTERM into a stop.
 //!
 //! Owns: turning the command line into a plan and options, and the order of the steps. Nothing
 //! imports it.
 
+pub mod report;
 pub mod run;
 pub mod session;
 
@@ -29,6 +30,7 @@ pub async fn main(cli: Cli) -> Result<i32, Error> {
                 .map_err(|e| Error::Other(e.into()))?;
             Ok(exit::OK)
         }
+        Command::Report { run_dir, out } => report::report(&run_dir, out.as_deref()),
         Command::Run(args) => {
             let stop = CancellationToken::new();
             tokio::spawn(watch_signals(stop.clone()));

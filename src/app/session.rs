@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::{exit, Error};
 use crate::executor::{self, Clock, Context, ErrorGuard};
-use crate::metrics::{IntervalHist, IntervalSink, Logged, Recorded, Recorder, Watch};
+use crate::metrics::{IntervalBatch, IntervalSink, Logged, Recorded, Recorder, Watch};
 use crate::monitor::Sampler;
 use crate::ops::Backend;
 use crate::plan::RunPlan;
@@ -144,6 +144,12 @@ impl<B: Backend + Clone> Session<'_, B> {
             let rows = sampler.as_ref().map(Sampler::rows).unwrap_or_default();
             summary.add_run(result, &rows, sampler.is_some());
             write_summaries(self.out_dir, &summary)?;
+            if run < self.opts.repeat {
+                // The report so far; the last one comes after the logs are closed.
+                if let Err(e) = self.write_report().await {
+                    eprintln!("error: {e}");
+                }
+            }
         }
         if summary.runs.is_empty() {
             summary.interrupted = true;
@@ -187,7 +193,22 @@ impl<B: Backend + Clone> Session<'_, B> {
         summary.refresh(&[], false);
         write_summaries(self.out_dir, &summary)?;
         run_json(&summary, Some(now_rfc3339()))?;
+        if let Err(e) = self.write_report().await {
+            summary
+                .failures
+                .push(format!("report.html could not be written: {e}"));
+            summary.refresh(&[], false);
+            write_summaries(self.out_dir, &summary)?;
+        }
         Ok(summary)
+    }
+
+    /// `report.html` from the files just written (off the async runtime's workers).
+    async fn write_report(&self) -> Result<(), Error> {
+        let dir = self.out_dir.to_path_buf();
+        tokio::task::spawn_blocking(move || super::report::write(&dir, None).map(|_| ()))
+            .await
+            .map_err(|e| Error::Other(e.into()))?
     }
 
     fn say(&self, msg: String) {
@@ -216,7 +237,7 @@ impl<B: Backend + Clone> Session<'_, B> {
         seed: u64,
         run: u32,
         log: Option<mpsc::Sender<Vec<Logged>>>,
-        hlog: Option<mpsc::Sender<Vec<IntervalHist>>>,
+        hlog: Option<mpsc::Sender<IntervalBatch>>,
     ) -> RunResult {
         let plan = self.plan;
         let groups = plan.groups().count();
@@ -291,7 +312,7 @@ impl<B: Backend + Clone> Session<'_, B> {
         run_stop: &CancellationToken,
         stopped_early: &Arc<OnceLock<String>>,
         log: Option<mpsc::Sender<Vec<Logged>>>,
-        hlog: Option<mpsc::Sender<Vec<IntervalHist>>>,
+        hlog: Option<mpsc::Sender<IntervalBatch>>,
     ) -> Recorder {
         let plan = self.plan;
         let watch = plan.stop_on_error_pct.map(|pct| {
@@ -354,11 +375,12 @@ impl<B: Backend + Clone> Session<'_, B> {
                 .map(|g| g.start_delay + g.warmup)
                 .max()
                 .unwrap_or_default();
-            let start_ms = epoch_ms() + skip.as_millis() as u64;
+            let began_ms = epoch_ms();
             failures.extend(executor::run_stage(stage, ctx).await);
             spans.push(StageSpan {
                 label: self.plan.stage_label(stage),
-                start_ms,
+                began_ms,
+                start_ms: began_ms + skip.as_millis() as u64,
                 end_ms: epoch_ms(),
             });
         }

@@ -5,15 +5,31 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
+/// One interval: a histogram per series that had operations, and what each group did.
+#[derive(Debug, Clone)]
+pub struct IntervalBatch {
+    /// Start of the interval, microseconds since the Unix epoch.
+    pub start_epoch_us: u64,
+    pub duration: Duration,
+    pub hists: Vec<IntervalHist>,
+    pub activity: Vec<Activity>,
+}
+
 /// One interval's histogram of one series.
 #[derive(Debug, Clone)]
 pub struct IntervalHist {
     /// `insert`, `TOTAL`, `svc:insert`, `warmup:insert`, ... (see `tag`).
     pub tag: String,
-    /// Start of the interval, microseconds since the Unix epoch.
-    pub start_epoch_us: u64,
-    pub duration: Duration,
     pub hist: Histogram<u64>,
+}
+
+/// A group in an interval: virtual users running at its end, and failed operations in it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Activity {
+    /// The group's latency tag.
+    pub tag: String,
+    pub users: u32,
+    pub errors: u64,
 }
 
 /// Which histogram of a group an interval log line holds.

@@ -11,7 +11,7 @@ pub mod row;
 pub mod sample;
 
 pub use group::{decode, encode, new_histogram, GroupMetrics, Timing};
-pub use interval::{IntervalHist, Series};
+pub use interval::{Activity, IntervalBatch, IntervalHist, Series};
 pub use recorder::{panic_message, IntervalSink, Recorded, Recorder, Watch};
 pub use row::Row;
 pub use sample::{ErrorClass, Logged, OpError, Sample};

@@ -21,7 +21,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::group::{GroupMetrics, Timing};
-use super::interval::{tag, IntervalHist, Series};
+use super::interval::{tag, Activity, IntervalBatch, IntervalHist, Series};
 use super::sample::{Logged, Sample};
 
 /// Watches every recorded sample; the executor's error-rate stop is one.
@@ -58,7 +58,7 @@ pub struct Recorder {
     pub live: Option<Box<dyn IntervalSink>>,
     pub watch: Option<Box<dyn Watch>>,
     pub log: Option<mpsc::Sender<Vec<Logged>>>,
-    pub hlog: Option<mpsc::Sender<Vec<IntervalHist>>>,
+    pub hlog: Option<mpsc::Sender<IntervalBatch>>,
 }
 
 /// What the recorder measured, by group index, and what went wrong inside it.
@@ -208,17 +208,16 @@ impl Recorder {
 
     /// Ends the current interval: its metrics go into the totals and the live window, and its
     /// histograms are returned for the interval log.
-    fn close_interval(&self, st: &mut State) -> Vec<IntervalHist> {
+    fn close_interval(&self, st: &mut State) -> IntervalBatch {
         let start_epoch_us = st.interval_start_us;
         let duration = st.interval_started.elapsed();
         st.interval_start_us = now_us();
         st.interval_started = Instant::now();
         let mut out = Vec::new();
+        let mut activity = Vec::new();
         let mut entry = |tag: String, timing: Timing| {
             out.push(IntervalHist {
                 tag,
-                start_epoch_us,
-                duration,
                 hist: timing.hist,
             })
         };
@@ -228,6 +227,16 @@ impl Recorder {
         for g in 0..self.names.len() {
             let name = &self.names[g];
             let open = self.open_loop[g];
+            let users = self.active[g].load(Ordering::Relaxed);
+            let errors = st.interval[g].errors + st.interval_warm[g].errors;
+            let ran = st.interval[g].samples + st.interval_warm[g].samples > 0;
+            if ran || users > 0 {
+                activity.push(Activity {
+                    tag: tag(name, Series::Latency, false),
+                    users,
+                    errors,
+                });
+            }
             if let Some(m) = used(&mut st.interval[g]) {
                 st.total[g].merge(&m);
                 if self.live.is_some() {
@@ -259,7 +268,12 @@ impl Recorder {
                 entry(tag("TOTAL", Series::Service, false), svc);
             }
         }
-        out
+        IntervalBatch {
+            start_epoch_us,
+            duration,
+            hists: out,
+            activity,
+        }
     }
 
     fn show_live(&mut self, st: &mut State, elapsed: Duration, failures: &mut Vec<String>) {
@@ -286,9 +300,9 @@ impl Recorder {
     }
 }
 
-async fn to_hlog(hlog: &Option<mpsc::Sender<Vec<IntervalHist>>>, closed: Vec<IntervalHist>) {
+async fn to_hlog(hlog: &Option<mpsc::Sender<IntervalBatch>>, closed: IntervalBatch) {
     if let Some(hlog) = hlog {
-        if !closed.is_empty() {
+        if !closed.hists.is_empty() || !closed.activity.is_empty() {
             // The writer only goes away after an I/O error, which its `finish` reports.
             let _ = hlog.send(closed).await;
         }
@@ -323,7 +337,7 @@ mod tests {
 
     fn recorder(
         watch: Option<Box<dyn Watch>>,
-        hlog: Option<mpsc::Sender<Vec<IntervalHist>>>,
+        hlog: Option<mpsc::Sender<IntervalBatch>>,
     ) -> Recorder {
         Recorder {
             names: vec!["g".into()],
@@ -372,7 +386,7 @@ mod tests {
         let recorded = task.await.unwrap();
         let mut by_tag: std::collections::BTreeMap<String, u64> = Default::default();
         while let Ok(batch) = hrx.try_recv() {
-            for h in batch {
+            for h in batch.hists {
                 *by_tag.entry(h.tag).or_default() += h.hist.len();
             }
         }
@@ -428,7 +442,7 @@ mod cost {
             let out = r.close_interval(&mut st);
             close += t.elapsed();
             let t = std::time::Instant::now();
-            for h in &out {
+            for h in &out.hists {
                 buf.clear();
                 hdrhistogram::serialization::Serializer::serialize(
                     &mut serializer,

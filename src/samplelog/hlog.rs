@@ -16,13 +16,13 @@ use hdrhistogram::serialization::V2DeflateSerializer;
 use tokio::sync::mpsc;
 
 use crate::error::Error;
-use crate::metrics::{panic_message, IntervalHist};
+use crate::metrics::{panic_message, IntervalBatch};
 
 /// Interval batches in flight between the recorder and the writer.
 const CHANNEL_BATCHES: usize = 64;
 
 pub struct IntervalLog {
-    tx: Option<mpsc::Sender<Vec<IntervalHist>>>,
+    tx: Option<mpsc::Sender<IntervalBatch>>,
     writer: Option<JoinHandle<Result<u64, (PathBuf, std::io::Error)>>>,
 }
 
@@ -50,7 +50,7 @@ impl IntervalLog {
             .duration_since(SystemTime::UNIX_EPOCH)
             .unwrap_or_default()
             .as_micros() as u64;
-        let (tx, mut rx) = mpsc::channel::<Vec<IntervalHist>>(CHANNEL_BATCHES);
+        let (tx, mut rx) = mpsc::channel::<IntervalBatch>(CHANNEL_BATCHES);
         let file = path.to_path_buf();
         let writer = std::thread::Builder::new()
             .name("interval-log".into())
@@ -74,11 +74,16 @@ impl IntervalLog {
                     .map_err(fail)?;
                 let mut lines = 0u64;
                 while let Some(batch) = rx.blocking_recv() {
-                    for h in batch {
-                        let start = Duration::from_micros(h.start_epoch_us.saturating_sub(base_us));
-                        log.write_histogram(&h.hist, start, h.duration, Tag::new(&h.tag))
+                    let start =
+                        Duration::from_micros(batch.start_epoch_us.saturating_sub(base_us));
+                    for h in batch.hists {
+                        log.write_histogram(&h.hist, start, batch.duration, Tag::new(&h.tag))
                             .map_err(|e| fail(std::io::Error::other(format!("{e:?}"))))?;
                         lines += 1;
+                    }
+                    if !batch.activity.is_empty() {
+                        log.write_comment(&activity_comment(start, batch.duration, &batch.activity))
+                            .map_err(fail)?;
                     }
                 }
                 drop(log);
@@ -93,7 +98,7 @@ impl IntervalLog {
     }
 
     /// A sender for the recorder; sending waits when the writer is `CHANNEL_BATCHES` behind.
-    pub fn sender(&self) -> Option<mpsc::Sender<Vec<IntervalHist>>> {
+    pub fn sender(&self) -> Option<mpsc::Sender<IntervalBatch>> {
         self.tx.clone()
     }
 
@@ -134,4 +139,24 @@ impl Write for Lines {
         self.pending.clear();
         self.file.flush()
     }
+}
+
+/// `[Activity 3.000 1.000: insert=50/0 find=50/2]`: per group (by tag), the users running at the
+/// interval's end and the operations that failed in it. A comment to HdrHistogram's readers;
+/// the report reads it.
+pub fn activity_comment(
+    start: Duration,
+    duration: Duration,
+    activity: &[crate::metrics::Activity],
+) -> String {
+    let groups: Vec<String> = activity
+        .iter()
+        .map(|a| format!("{}={}/{}", a.tag, a.users, a.errors))
+        .collect();
+    format!(
+        "[Activity {:.3} {:.3}: {}]",
+        start.as_secs_f64(),
+        duration.as_secs_f64(),
+        groups.join(" ")
+    )
 }

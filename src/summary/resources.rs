@@ -10,6 +10,9 @@ use crate::monitor::ResourceRow;
 #[derive(Debug, Clone, Serialize)]
 pub struct StageSpan {
     pub label: String,
+    /// When the stage began.
+    pub began_ms: u64,
+    /// When what the summary counts began: after the stage's warm-ups (else `began_ms`).
     pub start_ms: u64,
     pub end_ms: u64,
 }
@@ -141,6 +144,7 @@ mod tests {
             .map(|i| row(10_000 + i * 1000, 10.0 * i as f64, 5.0))
             .collect();
         let spans = [StageSpan {
+            began_ms: 0,
             label: "insert".into(),
             start_ms: 12_000,
             end_ms: 15_000,
@@ -172,6 +176,7 @@ mod tests {
             .map(|i| row(10_000 + i * 1000, 10.0 * i as f64, 5.0))
             .collect();
         let spans = [StageSpan {
+            began_ms: 0,
             label: "x".into(),
             start_ms: 12_500,
             end_ms: 14_500,
@@ -192,6 +197,7 @@ mod tests {
     fn a_stage_shorter_than_half_a_sampled_second_reports_nothing() {
         let rows: Vec<ResourceRow> = (0..3).map(|i| row(1000 + i * 1000, 50.0, 5.0)).collect();
         let spans = [StageSpan {
+            began_ms: 0,
             label: "x".into(),
             start_ms: 1100,
             end_ms: 1500,
@@ -204,6 +210,7 @@ mod tests {
     #[test]
     fn a_saturated_load_generator_is_flagged() {
         let spans = [StageSpan {
+            began_ms: 0,
             label: "TOTAL".into(),
             start_ms: 0,
             end_ms: 6000,

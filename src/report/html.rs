@@ -1,0 +1,244 @@
+//! `report.html`: one self-contained page (styles, scripts and data inside it, no network) with
+//! the run's header, the summary tables, and interactive charts drawn by the vendored uPlot
+//! (`vendor/uplot/`) from the interval log and `resources.tsv`: throughput and errors, latency
+//! percentiles, the percentile spectrum, active users, and the server's and client's resources.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+
+use crate::rundir::RunDir;
+
+const UPLOT_JS: &str = include_str!("../../vendor/uplot/uPlot.iife.min.js");
+const UPLOT_CSS: &str = include_str!("../../vendor/uplot/uPlot.min.css");
+const UPLOT_LICENSE: &str = include_str!("../../vendor/uplot/LICENSE");
+const REPORT_JS: &str = include_str!("report.js");
+const REPORT_CSS: &str = include_str!("report.css");
+/// First on the page: every script error is shown and recorded (the browser test reads it).
+const ERRORS_JS: &str = "window.addEventListener('error', function (e) { var b = document.getElementById('errors'); b.hidden = false; b.textContent += (e.message || String(e)) + '\\n'; document.body.dataset.errors = String((+document.body.dataset.errors || 0) + 1); });";
+
+/// The resources.tsv columns the report charts, with their chart and label.
+const RESOURCE_SERIES: [(&str, &str, &str); 14] = [
+    ("server_cpu_pct", "cpu", "server CPU %"),
+    ("client_cpu_pct", "cpu", "client CPU %"),
+    ("host_cpu_pct", "cpu", "host CPU %"),
+    ("iops", "iops", "IOPS"),
+    ("disk_read_kbs", "disk", "disk read KB/s"),
+    ("disk_write_kbs", "disk", "disk write KB/s"),
+    ("insert_s", "server_ops", "insert/s"),
+    ("query_s", "server_ops", "query/s"),
+    ("update_s", "server_ops", "update/s"),
+    ("delete_s", "server_ops", "delete/s"),
+    ("getmore_s", "server_ops", "getmore/s"),
+    ("connections", "connections", "connections"),
+    ("cache_used_mb", "cache", "cache used MB"),
+    ("cache_dirty_mb", "cache", "cache dirty MB"),
+];
+
+/// The page's data: what report.js draws.
+pub fn data(dir: &RunDir) -> Value {
+    let s = &dir.summary;
+    let base_ms = dir.base_secs * 1000.0;
+    let secs = |ms: &Value| ms.as_f64().map(|m| ((m - base_ms) / 1000.0).max(0.0));
+    let groups: Vec<Value> = s["groups"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|g| {
+            let name = g["name"].as_str().unwrap_or_default();
+            json!({
+                "name": name,
+                "tag": crate::metrics::interval::tag(name, crate::metrics::Series::Latency, false),
+                "open_loop": !g["rate"].is_null(),
+                "stage": g["stage"],
+            })
+        })
+        .collect();
+    let runs: Vec<Value> = s["runs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| {
+            let stages: Vec<Value> = r["stages"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|st| {
+                    json!({
+                        "label": st["label"],
+                        "began": secs(&st["began_ms"]).or(secs(&st["start_ms"])),
+                        "start": secs(&st["start_ms"]),
+                        "end": secs(&st["end_ms"]),
+                    })
+                })
+                .collect();
+            json!({ "run": r["run"], "stages": stages })
+        })
+        .collect();
+    let intervals: BTreeMap<&str, Value> = dir
+        .intervals
+        .iter()
+        .map(|(tag, list)| {
+            let col = |f: fn(&crate::rundir::IntervalStats) -> f64| -> Vec<f64> {
+                list.iter().map(f).collect()
+            };
+            (
+                tag.as_str(),
+                json!({
+                    "t": col(|i| i.start + i.length),
+                    "rate": col(|i| if i.length > 0.0 { i.count as f64 / i.length } else { 0.0 }),
+                    "count": col(|i| i.count as f64),
+                    "p50": col(|i| i.p50),
+                    "p90": col(|i| i.p90),
+                    "p99": col(|i| i.p99),
+                    "max": col(|i| i.max),
+                }),
+            )
+        })
+        .collect();
+    let activity: BTreeMap<&str, Value> = dir
+        .activity
+        .iter()
+        .map(|(tag, list)| {
+            (
+                tag.as_str(),
+                json!({
+                    "t": list.iter().map(|a| a.start + a.length).collect::<Vec<_>>(),
+                    "users": list.iter().map(|a| a.users).collect::<Vec<_>>(),
+                    "errors": list.iter().map(|a| if a.length > 0.0 { a.errors as f64 / a.length } else { 0.0 }).collect::<Vec<_>>(),
+                }),
+            )
+        })
+        .collect();
+    json!({
+        "header": header(dir),
+        "summary_tsv": dir.summary_tsv,
+        "resources_summary_tsv": dir.resources_summary_tsv,
+        "spread": s["spread"],
+        "groups": groups,
+        "runs": runs,
+        "intervals": intervals,
+        "activity": activity,
+        "spectrum": spectrum(s),
+        "resources": resources(dir),
+    })
+}
+
+/// The run's identity and outcome, in words.
+fn header(dir: &RunDir) -> Value {
+    let (s, r) = (&dir.summary, &dir.run_info);
+    let failed = s["warnings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|w| w["code"] == "failure");
+    let errors = s["runs"].as_array().into_iter().flatten().any(|run| {
+        run["rows"]
+            .as_array()
+            .and_then(|rows| rows.last())
+            .is_some_and(|t| t["errors"].as_u64() > Some(0))
+    });
+    let exit = if s["interrupted"] == true {
+        "130 (interrupted: what completed is shown)"
+    } else if failed || errors {
+        "1 (some operations failed, or a part of the tool did)"
+    } else {
+        "0 (done)"
+    };
+    let host = &r["host"];
+    json!({
+        "profile": format!("{} ({})", s["profile"].as_str().unwrap_or("?"), s["origin"].as_str().unwrap_or("?")),
+        "description": r["profile"]["description"],
+        "seed": s["seed"],
+        "server": format!("{} {} at {}", s["server"]["kind"].as_str().unwrap_or("?"), s["server"]["version"].as_str().unwrap_or("?"), s["server"]["uri"].as_str().unwrap_or("?")),
+        "host": format!("{} ({}, {} cores)", host["hostname"].as_str().unwrap_or("?"), host["os"].as_str().unwrap_or("?"), host["cpus"]),
+        "command_line": r["command_line"].as_array().map(|a| a.iter().filter_map(|x| x.as_str()).collect::<Vec<_>>().join(" ")),
+        "started_at": r["started_at"],
+        "finished_at": r["finished_at"],
+        "exit": exit,
+        "tool": s["tool"],
+        "warnings": s["warnings"],
+    })
+}
+
+/// Per run and row (groups and TOTAL), HdrHistogram's percentile spectrum of the whole-run
+/// histogram: x = 1/(1-p), y = latency in ms.
+fn spectrum(s: &Value) -> Vec<Value> {
+    let mut out = Vec::new();
+    for run in s["runs"].as_array().into_iter().flatten() {
+        for row in run["rows"].as_array().into_iter().flatten() {
+            let label = row["label"].as_str().unwrap_or_default();
+            if label.starts_with("TOTAL ") || row["samples"].as_u64() == Some(0) {
+                continue;
+            }
+            let Some(h) = row["latency_hdr"]
+                .as_str()
+                .and_then(|e| crate::metrics::decode(e).ok())
+            else {
+                continue;
+            };
+            let (mut x, mut y) = (Vec::new(), Vec::new());
+            for v in h.iter_quantiles(5) {
+                let q = v.quantile_iterated_to();
+                if q >= 1.0 {
+                    break;
+                }
+                x.push(1.0 / (1.0 - q));
+                y.push(v.value_iterated_to() as f64 / 1000.0);
+            }
+            out.push(json!({ "run": run["run"], "label": label, "x": x, "y": y }));
+        }
+    }
+    out
+}
+
+fn resources(dir: &RunDir) -> Value {
+    let Some(r) = &dir.resources else {
+        return Value::Null;
+    };
+    let t: Vec<Option<f64>> = r.columns["time_ms"]
+        .iter()
+        .map(|ms| ms.map(|m| (m / 1000.0 - dir.base_secs).max(0.0)))
+        .collect();
+    let series: Vec<Value> = RESOURCE_SERIES
+        .iter()
+        .filter_map(|(col, chart, label)| {
+            let values = r.columns.get(*col)?;
+            values
+                .iter()
+                .any(Option::is_some)
+                .then(|| json!({ "chart": chart, "label": label, "values": values }))
+        })
+        .collect();
+    json!({ "t": t, "series": series })
+}
+
+/// The whole page.
+pub fn render(dir: &RunDir) -> String {
+    let data = serde_json::to_string(&data(dir))
+        .expect("the report's data is JSON")
+        // Inside <script>: a "</" in a string must not end the element.
+        .replace("</", "<\\/");
+    let title = format!(
+        "mongo-stress report: {}",
+        dir.summary["profile"].as_str().unwrap_or("run")
+    );
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n\
+         <style>\n{UPLOT_CSS}\n{REPORT_CSS}\n</style>\n</head>\n<body>\n\
+         <div id=\"errors\" hidden></div>\n<main id=\"report\"></main>\n\
+         <script>\n{ERRORS_JS}\n</script>\n\
+         <script id=\"data\" type=\"application/json\">{data}</script>\n\
+         <!-- uPlot, vendored from npm (vendor/uplot/VERSION):\n{}\n-->\n\
+         <script>\n{UPLOT_JS}\n</script>\n<script>\n{REPORT_JS}\n</script>\n</body>\n</html>\n",
+        escape(&title),
+        UPLOT_LICENSE.replace("--", "- -"),
+    )
+}
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}

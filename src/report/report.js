@@ -1,0 +1,239 @@
+// report.html's drawing: reads the JSON in #data and builds the page with uPlot. Every chart
+// records the points it drew in data-points, and the body says data-ready="1" when all are
+// drawn (the browser test reads both).
+(function () {
+  "use strict";
+  const D = JSON.parse(document.getElementById("data").textContent);
+  const root = document.getElementById("report");
+  const PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
+    "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"];
+  const colour = {};
+  D.groups.forEach((g, i) => { colour[g.tag] = PALETTE[i % PALETTE.length]; });
+  colour.TOTAL = "#000000";
+  const labelOf = {};
+  D.groups.forEach((g) => { labelOf[g.tag] = g.name; });
+  labelOf.TOTAL = "TOTAL";
+  const width = () => Math.max(600, Math.min(1200, document.documentElement.clientWidth - 48));
+
+  function el(tag, attrs, ...children) {
+    const e = document.createElement(tag);
+    Object.entries(attrs || {}).forEach(([k, v]) => {
+      if (k === "class") e.className = v; else e.setAttribute(k, v);
+    });
+    children.forEach((c) => e.append(c));
+    return e;
+  }
+
+  function tsvTable(text, id) {
+    const rows = text.trim().split("\n").map((l) => l.split("\t"));
+    const table = el("table", { id: id, class: "tsv" });
+    const head = el("tr");
+    rows[0].forEach((c) => head.append(el("th", {}, c)));
+    table.append(el("thead", {}, head));
+    const body = el("tbody");
+    rows.slice(1).forEach((r) => {
+      const tr = el("tr");
+      r.forEach((c, i) => tr.append(el("td", { class: i === 0 || isNaN(parseFloat(c)) ? "text" : "num" }, c)));
+      body.append(tr);
+    });
+    table.append(body);
+    return table;
+  }
+
+  // Vertical lines at stage boundaries and warm-up ends, on every time chart.
+  const marks = [];
+  D.runs.forEach((r) => r.stages.forEach((s) => {
+    if (s.began != null) marks.push({ x: s.began, label: (D.runs.length > 1 ? "run " + r.run + " " : "") + s.label, dash: [] });
+    if (s.start != null && s.began != null && s.start > s.began + 0.001) marks.push({ x: s.start, label: "warm-up ends", dash: [4, 4] });
+    if (s.end != null) marks.push({ x: s.end, label: "", dash: [2, 2] });
+  }));
+  function markPlugin() {
+    return {
+      hooks: {
+        draw: [(u) => {
+          const ctx = u.ctx;
+          ctx.save();
+          ctx.strokeStyle = "#888";
+          ctx.fillStyle = "#555";
+          ctx.font = Math.round(10 * devicePixelRatio) + "px sans-serif";
+          marks.forEach((m) => {
+            const x = u.valToPos(m.x, "x", true);
+            if (x < u.bbox.left || x > u.bbox.left + u.bbox.width) return;
+            ctx.setLineDash(m.dash.map((d) => d * devicePixelRatio));
+            ctx.beginPath();
+            ctx.moveTo(x, u.bbox.top);
+            ctx.lineTo(x, u.bbox.top + u.bbox.height);
+            ctx.stroke();
+            if (m.label) ctx.fillText(m.label, x + 3 * devicePixelRatio, u.bbox.top + 12 * devicePixelRatio);
+          });
+          ctx.restore();
+        }],
+      },
+    };
+  }
+
+  const charts = [];
+  // One chart: `tables` are [x[], y[]] per series, aligned here on the union of their x.
+  function chart(section, title, series, tables, opts) {
+    opts = opts || {};
+    const box = el("div", { class: "chart", "data-chart": opts.id || "" });
+    section.append(box);
+    if (!tables.length) {
+      box.append(el("p", { class: "none" }, title + ": nothing to draw"));
+      box.dataset.points = "0";
+      return;
+    }
+    const data = uPlot.join(tables);
+    let points = 0;
+    data.slice(1).forEach((ys) => ys.forEach((y) => { if (y != null) points += 1; }));
+    const make = () => {
+      box.innerHTML = "";
+      const plot = new uPlot({
+        title: title,
+        width: width(),
+        height: opts.height || 240,
+        plugins: opts.time === false ? [] : [markPlugin()],
+        scales: {
+          x: opts.time === false ? { time: false, distr: 3, log: 10 } : { time: false },
+          y: { distr: opts.log && opts.log() ? 3 : 1 },
+        },
+        axes: [
+          { label: opts.xLabel || "seconds since the start", values: opts.xValues, splits: opts.xSplits },
+          { label: opts.yLabel || "", size: 70 },
+        ],
+        cursor: { drag: { x: true, y: false } },
+        series: [{ label: opts.xLabel || "s" }].concat(series.map((s) => ({
+          label: s.label,
+          stroke: s.colour,
+          width: s.width || 1.5,
+          dash: s.dash,
+          spanGaps: false,
+          value: (u, v) => (v == null ? "-" : (+v).toFixed(2)),
+        }))),
+      }, data, box);
+      box.dataset.points = String(points);
+      return plot;
+    };
+    charts.push({ make: make, log: !!opts.log });
+    make();
+  }
+
+  function section(title, id) {
+    const s = el("section", { id: id });
+    s.append(el("h2", {}, title));
+    root.append(s);
+    return s;
+  }
+
+  // Header.
+  const h = D.header;
+  root.append(el("h1", {}, "mongo-stress: " + h.profile));
+  if (h.description) root.append(el("p", { class: "description" }, h.description));
+  const facts = el("dl", { class: "facts" });
+  [["seed", h.seed], ["server", h.server], ["host", h.host], ["command line", h.command_line],
+    ["started", h.started_at], ["finished", h.finished_at || "(not finished)"], ["exit status", h.exit],
+    ["tool", h.tool]].forEach(([k, v]) => { facts.append(el("dt", {}, k), el("dd", {}, String(v == null ? "" : v))); });
+  root.append(facts);
+  if (h.warnings && h.warnings.length) {
+    const ul = el("ul", { class: "warnings" });
+    h.warnings.forEach((w) => ul.append(el("li", { class: w.code },
+      (w.run != null && D.runs.length > 1 ? "run " + w.run + " " : "") + (w.label ? w.label + ": " : "") + w.message)));
+    root.append(ul);
+  }
+
+  // Tables, exactly as the TSV files.
+  const tables = section("Summary", "summary");
+  tables.append(el("p", {}, "As summary.tsv: times in ms, Throughput in samples/s."));
+  tables.append(tsvTable(D.summary_tsv, "summary-table"));
+  if (D.resources_summary_tsv && D.resources_summary_tsv.trim().split("\n").length > 1) {
+    tables.append(el("h3", {}, "Server resources per stage (as resources-summary.tsv)"));
+    tables.append(tsvTable(D.resources_summary_tsv, "resources-table"));
+  }
+  if (D.spread && D.spread.length) {
+    const lines = ["Label\tRuns\tMean\tMin\tMax\tStd. Dev.\tCV %"].concat(D.spread.map((x) =>
+      [x.label, x.runs, x.mean.toFixed(2), x.min.toFixed(2), x.max.toFixed(2), x.stddev.toFixed(2), x.cv_pct.toFixed(1)].join("\t")));
+    tables.append(el("h3", {}, "Throughput over the runs (samples/s)"));
+    tables.append(tsvTable(lines.join("\n"), "spread-table"));
+  }
+
+  const tags = D.groups.map((g) => g.tag).filter((t) => D.intervals[t]);
+
+  // Throughput and errors.
+  const tp = section("Throughput", "throughput");
+  chart(tp, "Operations per second, per interval", tags.map((t) => ({ label: labelOf[t], colour: colour[t] })),
+    tags.map((t) => [D.intervals[t].t, D.intervals[t].rate]), { yLabel: "ops/s", id: "throughput" });
+  const act = D.groups.map((g) => g.tag).filter((t) => D.activity[t]);
+  chart(tp, "Failed operations per second", act.map((t) => ({ label: labelOf[t], colour: colour[t] })),
+    act.map((t) => [D.activity[t].t, D.activity[t].errors]), { yLabel: "errors/s", height: 160, id: "errors" });
+
+  // Latency over time, one chart per group.
+  const lat = section("Latency over time", "latency");
+  const logBox = el("input", { type: "checkbox", id: "log-scale" });
+  lat.append(el("label", { class: "toggle" }, logBox, " logarithmic latency axis"));
+  const isLog = () => logBox.checked;
+  D.groups.forEach((g) => {
+    const i = D.intervals[g.tag];
+    if (!i) return;
+    const c = colour[g.tag];
+    const series = [
+      { label: "p50", colour: c, width: 1 },
+      { label: "p90", colour: c, width: 1.5, dash: [6, 3] },
+      { label: "p99", colour: c, width: 2 },
+      { label: "max", colour: c, width: 1, dash: [2, 3] },
+    ];
+    const t = [[i.t, i.p50], [i.t, i.p90], [i.t, i.p99], [i.t, i.max]];
+    const svc = D.intervals["svc:" + g.tag];
+    if (g.open_loop && svc) {
+      series.push({ label: "service p99", colour: "#999", width: 1.5 });
+      t.push([svc.t, svc.p99]);
+    }
+    chart(lat, g.name + (g.open_loop ? " (latency from the intended start; service time in grey)" : ""),
+      series, t, { yLabel: "ms", log: isLog, id: "latency:" + g.tag });
+  });
+  logBox.addEventListener("change", () => charts.filter((c) => c.log).forEach((c) => c.make()));
+
+  // The percentile spectrum of the whole run.
+  const sp = section("Latency distribution", "spectrum");
+  const pct = (u, vals) => vals.map((v) => {
+    if (!(v >= 1)) return "";
+    const p = 100 * (1 - 1 / v);
+    return p >= 99.99 ? p.toFixed(3) + "%" : p >= 99 ? p.toFixed(1) + "%" : p.toFixed(0) + "%";
+  });
+  chart(sp, "Latency by percentile (HdrHistogram's spectrum)", D.spectrum.map((s) => ({
+    label: (D.runs.length > 1 ? "run " + s.run + " " : "") + s.label,
+    colour: colour[D.groups.find((g) => g.name === s.label)?.tag] || colour.TOTAL,
+    width: s.label === "TOTAL" ? 1 : 1.5,
+    dash: s.label === "TOTAL" ? [4, 3] : undefined,
+  })), D.spectrum.map((s) => [s.x, s.y]), {
+    time: false, xLabel: "percentile", xValues: pct, yLabel: "ms", log: isLog, height: 300, id: "spectrum",
+    // 0 %, 50 %, 90 %, 99 %, 99.9 %, ...: where 1/(1-p) is 1, 2, 10, 100, 1000, ...
+    xSplits: (u, i, min, max) => [1, 2, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7].filter((v) => v >= min * 0.999 && v <= max * 1.001),
+  });
+
+  // Users.
+  const us = section("Active users", "users");
+  chart(us, "Virtual users running, per group", act.map((t) => ({ label: labelOf[t], colour: colour[t] })),
+    act.map((t) => [D.activity[t].t, D.activity[t].users]), { yLabel: "users", height: 180, id: "users" });
+
+  // The server's side, and the client's CPU.
+  const res = section("Server and client resources", "resources");
+  if (D.resources) {
+    const byChart = {};
+    D.resources.series.forEach((s) => { (byChart[s.chart] = byChart[s.chart] || []).push(s); });
+    const titles = { cpu: "CPU % (of one core)", iops: "IOPS of the data device", disk: "Server disk KB/s",
+      server_ops: "Server operations per second (serverStatus)", connections: "Connections", cache: "WiredTiger cache MB" };
+    const greys = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd"];
+    Object.keys(titles).forEach((k) => {
+      const list = byChart[k];
+      if (!list) return;
+      chart(res, titles[k], list.map((s, i) => ({ label: s.label, colour: greys[i % greys.length] })),
+        list.map((s) => [D.resources.t, s.values]), { height: 180, id: "resources:" + k });
+    });
+  } else {
+    res.append(el("p", { class: "none" }, "No resources.tsv in this run (--no-resources)."));
+  }
+
+  window.addEventListener("resize", () => charts.forEach((c) => c.make()));
+  document.body.dataset.charts = String(charts.length);
+  document.body.dataset.ready = "1";
+})();

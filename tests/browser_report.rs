@@ -1,0 +1,284 @@
+//! report.html in a real browser: a real run of the bundled `crud-mixed` profile (shortened), its report opened
+//! from disk in headless Chromium with the network shut off; no script error, every chart drawn
+//! with the run's data (the points each chart records against the interval log), the page's
+//! summary table equal to summary.tsv. The screenshot is kept in target/test-artefacts/. Also:
+//! `report` on an interrupted run, and refusing a broken run directory without writing anything.
+//!
+//! The browser is `chromium-headless-shell` or `chromium` (scripts/test.sh installs Debian's
+//! chromium-headless-shell), or MONGO_STRESS_BROWSER; MONGO_STRESS_SKIP_BROWSER=1 skips the
+//! browser part explicitly. Without one, the test fails.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use common::*;
+use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+
+fn browser() -> Option<PathBuf> {
+    if std::env::var("MONGO_STRESS_SKIP_BROWSER").as_deref() == Ok("1") {
+        eprintln!("MONGO_STRESS_SKIP_BROWSER=1: skipping the browser part");
+        return None;
+    }
+    if let Ok(b) = std::env::var("MONGO_STRESS_BROWSER") {
+        return Some(PathBuf::from(b));
+    }
+    for name in ["chromium-headless-shell", "chromium", "chromium-browser"] {
+        let found = std::env::var_os("PATH")
+            .into_iter()
+            .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+            .map(|d| d.join(name))
+            .find(|p| p.is_file());
+        if found.is_some() {
+            return found;
+        }
+    }
+    panic!(
+        "no headless Chromium found: run scripts/test.sh (installs chromium-headless-shell), set MONGO_STRESS_BROWSER, or set MONGO_STRESS_SKIP_BROWSER=1 to skip"
+    );
+}
+
+/// Chromium with no network: a dead proxy and no name resolution, and no background traffic.
+fn chromium(browser: &Path, profile_dir: &Path, extra: &[&str], page: &Path) -> Vec<u8> {
+    let out = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--proxy-server=socks5://127.0.0.1:9",
+            "--host-resolver-rules=MAP * ~NOTFOUND",
+            "--window-size=1300,4200",
+        ])
+        .arg(format!("--user-data-dir={}", profile_dir.display()))
+        .args(extra)
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("the browser starts");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// Interval lines per tag in the run's latency.hlog.
+fn intervals_per_tag(hlog: &Path) -> BTreeMap<String, usize> {
+    let text = std::fs::read(hlog).unwrap();
+    let mut n = BTreeMap::new();
+    for e in IntervalLogIterator::new(&text) {
+        if let LogEntry::Interval(h) = e.unwrap() {
+            *n.entry(h.tag().unwrap().as_str().to_string()).or_insert(0) += 1;
+        }
+    }
+    n
+}
+
+/// The points a chart recorded, by its data-chart name.
+fn points(dom: &str, chart: &str) -> usize {
+    let at = dom
+        .find(&format!("data-chart=\"{chart}\""))
+        .unwrap_or_else(|| panic!("no chart {chart}"));
+    let rest = &dom[at..dom[at..].find('>').map_or(dom.len(), |i| at + i)];
+    rest.split("data-points=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("chart {chart} recorded no points: {rest}"))
+}
+
+/// The text of a table's cells, rows joined by newlines and cells by tabs, as in a TSV file.
+fn table_as_tsv(dom: &str, id: &str) -> String {
+    let start = dom.find(&format!("<table id=\"{id}\"")).expect("the table");
+    let table = &dom[start..start + dom[start..].find("</table>").unwrap()];
+    let unescape = |s: &str| {
+        s.replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&quot;", "\"")
+            .replace("&amp;", "&")
+    };
+    let mut rows = Vec::new();
+    for row in table.split("<tr>").skip(1) {
+        let mut cells = Vec::new();
+        let mut rest = row;
+        // A cell opens with `<td` or `<th` then a space or `>` (not <thead>, <tbody>).
+        while let Some(i) = (0..rest.len()).find(|&i| {
+            (rest[i..].starts_with("<td") || rest[i..].starts_with("<th"))
+                && matches!(rest.as_bytes().get(i + 3), Some(b' ') | Some(b'>'))
+        }) {
+            let cell = &rest[i..];
+            let open = cell.find('>').unwrap();
+            let close = cell.find("</t").unwrap();
+            cells.push(unescape(&cell[open + 1..close]));
+            rest = &cell[close + 3..];
+        }
+        rows.push(cells.join("\t"));
+    }
+    rows.join("\n")
+}
+
+#[test]
+fn the_report_of_a_real_run_draws_every_chart_from_its_data_in_a_browser() {
+    let Some(server) = TestServer::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    // A bundled profile, shortened: long enough for lines over time and a warm-up mark.
+    let (summary, _, _) = server.run_ok(
+        "crud-mixed",
+        &out,
+        &[
+            "--seed",
+            "7",
+            "--duration",
+            "8s",
+            "--threads",
+            "20",
+            "--warmup",
+            "2s",
+        ],
+    );
+    let page = out.join("report.html");
+    let html = std::fs::read_to_string(&page).expect("run writes report.html");
+    assert!(
+        !html.contains("src=\"http") && !html.contains("href=\"http"),
+        "the page loads nothing from a network"
+    );
+    let Some(browser) = browser() else { return };
+
+    let profile = dir.path().join("browser-profile");
+    let dom = String::from_utf8(chromium(
+        &browser,
+        &profile,
+        &["--dump-dom", "--virtual-time-budget=5000"],
+        &page,
+    ))
+    .unwrap();
+    let body = dom
+        .split("<body")
+        .nth(1)
+        .unwrap()
+        .split('>')
+        .next()
+        .unwrap();
+    assert!(
+        body.contains("data-ready=\"1\""),
+        "the page did not finish: {body}"
+    );
+    assert!(
+        !body.contains("data-errors"),
+        "the page raised a script error: {dom}"
+    );
+
+    // Every chart drew the run's data: points against the interval log's lines.
+    let lines = intervals_per_tag(&out.join("latency.hlog"));
+    let groups: Vec<String> = summary["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["name"].as_str().unwrap().to_string())
+        .collect();
+    let group_lines: usize = groups.iter().map(|g| lines[g]).sum();
+    assert!(group_lines > 0);
+    assert_eq!(points(&dom, "throughput"), group_lines);
+    for g in &groups {
+        assert_eq!(points(&dom, &format!("latency:{g}")), 4 * lines[g], "{g}");
+    }
+    assert!(points(&dom, "spectrum") > 10 * (groups.len() + 1));
+    assert!(points(&dom, "users") >= group_lines);
+    assert!(
+        points(&dom, "resources:cpu") > 0,
+        "the sampler's CPU readings"
+    );
+
+    // The summary table in the page is summary.tsv.
+    let tsv = std::fs::read_to_string(out.join("summary.tsv")).unwrap();
+    assert_eq!(table_as_tsv(&dom, "summary-table"), tsv.trim_end());
+
+    // A screenshot, kept as a test artefact (docs/report.png is one of these).
+    let artefacts = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-artefacts");
+    std::fs::create_dir_all(&artefacts).unwrap();
+    let shot = artefacts.join("report.png");
+    let _ = std::fs::remove_file(&shot);
+    chromium(
+        &browser,
+        &profile,
+        &[
+            &format!("--screenshot={}", shot.display()),
+            "--virtual-time-budget=5000",
+        ],
+        &page,
+    );
+    let png = std::fs::read(&shot).expect("a screenshot");
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 50_000,
+        "{} bytes",
+        png.len()
+    );
+}
+
+#[test]
+fn report_rebuilds_the_page_of_an_interrupted_run_and_refuses_a_broken_directory() {
+    let Some(server) = TestServer::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = unique_db("report");
+    let groups = "[[group]]\nname = \"ins\"\nop = \"insert\"\nthreads = 4\nduration = \"60s\"\n";
+    let path = profile(dir.path(), &db, "drop = true", groups);
+    let out = dir.path().join("run");
+    let mut child = spawn_run(&path, &server.uri, &out);
+    std::thread::sleep(Duration::from_secs(4));
+    // SAFETY: kill(2) on our own child.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    std::fs::remove_file(out.join("report.html")).expect("the interrupted run wrote a report");
+
+    let rebuilt = bin().arg("report").arg(&out).output().unwrap();
+    assert_eq!(rebuilt.status.code(), Some(0), "{rebuilt:?}");
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    let samples = read_json(&out.join("summary.json"))["runs"][0]["rows"][0]["samples"]
+        .as_u64()
+        .unwrap();
+    assert!(samples > 0);
+    assert!(
+        html.contains(&format!("ins\\t{samples}\\t")),
+        "the page holds the completed rows"
+    );
+
+    // Broken directories: exit 2, a message naming the file, and no page written.
+    let broken = dir.path().join("broken");
+    std::fs::create_dir_all(&broken).unwrap();
+    for f in ["summary.json", "summary.tsv", "run.json", "latency.hlog"] {
+        std::fs::copy(out.join(f), broken.join(f)).unwrap();
+    }
+    let hlog = std::fs::read_to_string(broken.join("latency.hlog")).unwrap();
+    std::fs::write(broken.join("latency.hlog"), &hlog[..hlog.len() - 10]).unwrap();
+    let refused = bin().arg("report").arg(&broken).output().unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        err.contains("latency.hlog") && err.contains("truncated"),
+        "{err}"
+    );
+    std::fs::remove_file(broken.join("summary.json")).unwrap();
+    let refused = bin().arg("report").arg(&broken).output().unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("summary.json"));
+    assert!(
+        !broken.join("report.html").exists(),
+        "no half-written report"
+    );
+}
