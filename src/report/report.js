@@ -235,5 +235,7 @@
 
   window.addEventListener("resize", () => charts.forEach((c) => c.make()));
   document.body.dataset.charts = String(charts.length);
+  // Milliseconds from navigation to every chart drawn (scripts/bench-report.sh reads it).
+  document.body.dataset.renderMs = String(Math.round(performance.now()));
   document.body.dataset.ready = "1";
 })();
