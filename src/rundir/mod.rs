@@ -9,7 +9,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use base64::Engine;
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+use hdrhistogram::serialization::Deserializer;
+use hdrhistogram::Histogram;
 
 use crate::error::Error;
 
@@ -127,25 +130,34 @@ pub fn parse_hlog(text: &str) -> Result<Parsed, String> {
     if !text.ends_with('\n') {
         return Err("its last line is cut off (the file is truncated)".into());
     }
-    let mut intervals: BTreeMap<String, Vec<IntervalStats>> = BTreeMap::new();
+    // Parse the lines first (cheap), then decode the histograms on every core.
+    let mut entries = Vec::new();
     for (i, entry) in IntervalLogIterator::new(text.as_bytes()).enumerate() {
         let entry = entry.map_err(|e| format!("entry {} cannot be read ({e:?})", i + 1))?;
-        let LogEntry::Interval(h) = entry else {
-            continue;
-        };
-        let tag = h.tag().map_or("", |t| t.as_str()).to_string();
-        let hist = crate::metrics::decode(h.encoded_histogram())
-            .map_err(|e| format!("the histogram of {tag} at {:?}: {e}", h.start_timestamp()))?;
-        let ms = |q: f64| hist.value_at_quantile(q) as f64 / 1000.0;
-        intervals.entry(tag).or_default().push(IntervalStats {
-            start: h.start_timestamp().as_secs_f64(),
-            length: h.duration().as_secs_f64(),
-            count: hist.len(),
-            p50: ms(0.5),
-            p90: ms(0.9),
-            p99: ms(0.99),
-            max: ms(1.0),
-        });
+        if let LogEntry::Interval(h) = entry {
+            entries.push(h);
+        }
+    }
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let chunk = entries.len().div_ceil(threads).max(1);
+    let decoded: Vec<Result<Vec<IntervalStats>, String>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = entries
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || part.iter().map(stats).collect()))
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().unwrap_or_else(|_| Err("decoding panicked".into())))
+            .collect()
+    });
+    let mut intervals: BTreeMap<String, Vec<IntervalStats>> = BTreeMap::new();
+    let mut all = entries.iter();
+    for part in decoded {
+        for st in part? {
+            let h = all.next().expect("one entry per result");
+            let tag = h.tag().map_or("", |t| t.as_str()).to_string();
+            intervals.entry(tag).or_default().push(st);
+        }
     }
     let mut activity: BTreeMap<String, Vec<ActivityStats>> = BTreeMap::new();
     for line in text.lines() {
@@ -180,6 +192,35 @@ pub fn parse_hlog(text: &str) -> Result<Parsed, String> {
         }
     }
     Ok((base, intervals, activity))
+}
+
+/// One interval line's numbers.
+fn stats(
+    h: &hdrhistogram::serialization::interval_log::IntervalLogHistogram,
+) -> Result<IntervalStats, String> {
+    let broken = |e: String| {
+        format!(
+            "the histogram of {} at {:?}: {e}",
+            h.tag().map_or("", |t| t.as_str()),
+            h.start_timestamp()
+        )
+    };
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(h.encoded_histogram())
+        .map_err(|e| broken(format!("not base64: {e}")))?;
+    let hist: Histogram<u64> = Deserializer::new()
+        .deserialize(&mut &bytes[..])
+        .map_err(|e| broken(format!("not an HdrHistogram V2 payload: {e:?}")))?;
+    let ms = |q: f64| hist.value_at_quantile(q) as f64 / 1000.0;
+    Ok(IntervalStats {
+        start: h.start_timestamp().as_secs_f64(),
+        length: h.duration().as_secs_f64(),
+        count: hist.len(),
+        p50: ms(0.5),
+        p90: ms(0.9),
+        p99: ms(0.99),
+        max: ms(1.0),
+    })
 }
 
 pub fn parse_resources(text: &str) -> Result<Resources, String> {
