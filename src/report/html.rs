@@ -155,10 +155,18 @@ fn header(dir: &RunDir) -> Value {
         "command_line": r["command_line"].as_array().map(|a| a.iter().filter_map(|x| x.as_str()).collect::<Vec<_>>().join(" ")),
         "started_at": r["started_at"],
         "finished_at": r["finished_at"],
+        "duration": duration(&r["started_at"], &r["finished_at"]),
         "exit": exit,
         "tool": s["tool"],
         "warnings": s["warnings"],
     })
+}
+
+/// From start to finish, in words (the RFC 3339 times of run.json).
+fn duration(start: &Value, end: &Value) -> Option<String> {
+    let parse = |v: &Value| humantime::parse_rfc3339(v.as_str()?).ok();
+    let d = parse(end)?.duration_since(parse(start)?).ok()?;
+    Some(humantime::format_duration(d).to_string())
 }
 
 /// Per run and row (groups and TOTAL), HdrHistogram's percentile spectrum of the whole-run
