@@ -31,7 +31,7 @@ pub enum Command {
     },
     /// List the bundled profiles
     Profiles,
-    /// Rebuild report.html from the files of a finished, interrupted or merged run
+    /// Rebuild report.html from the files of a finished or interrupted run
     Report {
         /// The run directory (what `run --out` named)
         run_dir: PathBuf,

@@ -63,6 +63,8 @@ fn cases(dir: &std::path::Path) -> Vec<(Input, i32, &'static str)> {
         (Input::Profile("$ key deep in a literal", format!("[document]\na = {{ b = [{{ \"$where\" = 1 }}] }}\n{INS}threads = 1\nloops = 1\n")), 2, "`$where` cannot be a MongoDB field name"),
         (Input::Profile("nesting beyond the parser's reach", format!("[document]\na = {}1{}\n{INS}threads = 1\nloops = 1\n", "[".repeat(200), "]".repeat(200))), 2, "nest deeper than a profile can hold"),
         (Input::Profile("document over 16 MiB", format!("[document]\na = \"{}\"\n{INS}threads = 1\nloops = 1\n", "x".repeat(17 << 20))), 2, "more than the server's limit of 16777216"),
+        (Input::Profile("group named TOTAL", format!("{DOC}[[group]]\nname = \"TOTAL\"\nop = \"insert\"\nthreads = 1\nloops = 1\n")), 2, "`TOTAL` is reserved"),
+        (Input::Profile("group names sharing a log tag", format!("{DOC}[[group]]\nname = \"a b\"\nop = \"insert\"\nthreads = 1\nloops = 1\n[[group]]\nname = \"a_b\"\nop = \"insert\"\nthreads = 1\nloops = 1\n")), 2, "would share the tag `a_b`"),
         (Input::Profile("group name with a tab", format!("{DOC}[[group]]\nname = \"in\\tsert\"\nop = \"insert\"\nthreads = 1\nloops = 1\n")), 2, "control character"),
         (Input::Profile("unknown write concern", format!("[target]\nwrite_concern = \"all\"\n{DOC}{INS}threads = 1\nloops = 1\n")), 2, "not a write concern"),
         (Input::Profile("unknown read preference", format!("[target]\nread_preference = \"closest\"\n{DOC}{INS}threads = 1\nloops = 1\n")), 2, "unknown read preference"),

@@ -187,11 +187,18 @@ fn the_report_of_a_real_run_draws_every_chart_from_its_data_in_a_browser() {
         .iter()
         .map(|g| g["name"].as_str().unwrap().to_string())
         .collect();
-    let group_lines: usize = groups.iter().map(|g| lines[g]).sum();
-    assert!(group_lines > 0);
-    assert_eq!(points(&dom, "throughput"), group_lines);
+    let of = |tag: String| lines.get(&tag).copied().unwrap_or(0);
+    let group_lines: usize = groups.iter().map(|g| of(g.clone())).sum();
+    let warm_lines: usize = groups.iter().map(|g| of(format!("warmup:{g}"))).sum();
+    assert!(group_lines > 0 && warm_lines > 0, "{lines:?}");
+    assert_eq!(
+        points(&dom, "throughput"),
+        group_lines + warm_lines,
+        "the warm-up is drawn too"
+    );
     for g in &groups {
-        assert_eq!(points(&dom, &format!("latency:{g}")), 4 * lines[g], "{g}");
+        let drawn = of(g.clone()) + of(format!("warmup:{g}"));
+        assert_eq!(points(&dom, &format!("latency:{g}")), 4 * drawn, "{g}");
     }
     assert!(points(&dom, "spectrum") > 10 * (groups.len() + 1));
     assert!(points(&dom, "users") >= group_lines);
@@ -224,6 +231,34 @@ fn the_report_of_a_real_run_draws_every_chart_from_its_data_in_a_browser() {
         "{} bytes",
         png.len()
     );
+
+    // --repeat: each run of a group is its own line; nothing is lost between them.
+    let repeated = dir.path().join("repeated");
+    let (summary, _, _) = server.run_ok("smoke", &repeated, &["--repeat", "2", "--seed", "7"]);
+    assert_eq!(summary["runs"].as_array().unwrap().len(), 2);
+    let dom = String::from_utf8(chromium(
+        &browser,
+        &profile,
+        &["--dump-dom", "--virtual-time-budget=5000"],
+        &repeated.join("report.html"),
+    ))
+    .unwrap();
+    let body = dom
+        .split("<body")
+        .nth(1)
+        .unwrap()
+        .split('>')
+        .next()
+        .unwrap();
+    assert!(
+        body.contains("data-ready=\"1\"") && !body.contains("data-errors"),
+        "{dom}"
+    );
+    let lines = intervals_per_tag(&repeated.join("latency.hlog"));
+    let group_lines: usize = groups.iter().filter_map(|g| lines.get(g)).sum();
+    assert_eq!(points(&dom, "throughput"), group_lines);
+    assert!(dom.contains("insert (run 2)"), "a line per run");
+    assert!(dom.contains("spread-table"), "the spread over the runs");
 }
 
 #[test]
@@ -258,6 +293,21 @@ fn report_rebuilds_the_page_of_an_interrupted_run_and_refuses_a_broken_directory
         "the page holds the completed rows"
     );
 
+    // Without the interval log (or the sampler), the run still ends well with a report of its
+    // tables.
+    let bare = dir.path().join("bare");
+    server.run_ok(
+        path.to_str().unwrap(),
+        &bare,
+        &["--duration", "1s", "--no-interval-log", "--no-resources"],
+    );
+    assert!(!bare.join("latency.hlog").exists());
+    let html = std::fs::read_to_string(bare.join("report.html")).unwrap();
+    assert!(
+        html.contains("\"intervals\":{}"),
+        "no curves without the log"
+    );
+
     // Broken directories: exit 2, a message naming the file, and no page written.
     let broken = dir.path().join("broken");
     std::fs::create_dir_all(&broken).unwrap();
@@ -273,6 +323,12 @@ fn report_rebuilds_the_page_of_an_interrupted_run_and_refuses_a_broken_directory
         err.contains("latency.hlog") && err.contains("truncated"),
         "{err}"
     );
+    std::fs::write(broken.join("latency.hlog"), &hlog).unwrap();
+    let tsv = std::fs::read_to_string(broken.join("summary.tsv")).unwrap();
+    std::fs::write(broken.join("summary.tsv"), &tsv[..tsv.len() - 3]).unwrap();
+    let refused = bin().arg("report").arg(&broken).output().unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("summary.tsv is cut off"));
     std::fs::remove_file(broken.join("summary.json")).unwrap();
     let refused = bin().arg("report").arg(&broken).output().unwrap();
     assert_eq!(refused.status.code(), Some(2));

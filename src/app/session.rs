@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use indicatif::MultiProgress;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -67,83 +68,13 @@ impl<B: Backend + Clone> Session<'_, B> {
     /// Runs every repetition; files are rewritten after each, so an interruption keeps what
     /// completed. Errors are only those that stop before any result (setup, outputs).
     pub async fn run(&self, sampler: Option<Sampler>) -> Result<Summary, Error> {
-        let plan = self.plan;
-        let mut summary = Summary::new(plan, self.opts.seed, self.server.clone());
-        let host = tokio::task::spawn_blocking(HostInfo::read)
-            .await
-            .map_err(|e| Error::Other(e.into()))?;
-        let started_at = now_rfc3339();
-        let run_json = |summary: &Summary, finished: Option<String>| {
-            let info = RunInfo::new(
-                plan,
-                summary,
-                self.command_line.clone(),
-                host.clone(),
-                started_at.clone(),
-                finished,
-            );
-            report::run_json::write(&self.out_dir.join("run.json"), &info)
-        };
-        run_json(&summary, None)?;
-        let samples_path = self.opts.samples.then(|| self.out_dir.join("samples.tsv"));
-        let sample_log = SampleLog::create(
-            samples_path.as_deref(),
-            self.opts.jtl.as_deref(),
-            plan.groups().map(|g| g.name.clone()).collect(),
-            self.url.clone(),
-        )
-        .map_err(before_load)?;
-        let interval_log = self
-            .opts
-            .interval_log
-            .then(|| {
-                IntervalLog::create(
-                    &self.out_dir.join("latency.hlog"),
-                    std::time::SystemTime::now(),
-                    &summary.tool,
-                )
-            })
-            .transpose()
-            .map_err(before_load)?;
-
+        let mut summary = Summary::new(self.plan, self.opts.seed, self.server.clone());
+        let record = Record::start(self, &summary).await?;
+        let logs = Logs::open(self, &summary.tool)?;
         for run in 1..=self.opts.repeat {
-            if self.stop.is_cancelled() {
+            if !self.repetition(run, &logs, &sampler, &mut summary).await? {
                 break;
             }
-            if self.opts.repeat > 1 {
-                self.say(format!("run {run} of {}", self.opts.repeat));
-            }
-            let keys = match self
-                .prepare(self.opts.seed.wrapping_add(u64::from(run)))
-                .await
-            {
-                Ok(keys) => keys,
-                // Nothing measured yet: the error is the whole answer (exit 2 or 3).
-                Err(e) if summary.runs.is_empty() => return Err(e),
-                // Later runs of --repeat: keep what the earlier ones measured.
-                Err(e) => {
-                    summary
-                        .failures
-                        .push(format!("run {run} could not start: {e}"));
-                    break;
-                }
-            };
-            if self.stop.is_cancelled() {
-                break;
-            }
-            let seed = self.opts.seed.wrapping_add(u64::from(run) - 1);
-            let result = self
-                .execute(
-                    keys,
-                    seed,
-                    run,
-                    sample_log.sender(),
-                    interval_log.as_ref().and_then(IntervalLog::sender),
-                )
-                .await;
-            let rows = sampler.as_ref().map(Sampler::rows).unwrap_or_default();
-            summary.add_run(result, &rows, sampler.is_some());
-            write_summaries(self.out_dir, &summary)?;
             if run < self.opts.repeat {
                 // The report so far; the last one comes after the logs are closed.
                 if let Err(e) = self.write_report().await {
@@ -159,40 +90,10 @@ impl<B: Backend + Clone> Session<'_, B> {
             summary.failures.extend(sampled.failures);
             summary.refresh(&sampled.rows, true);
         }
-        // A sample log that failed (a full disk) was reported when it happened; the summary is
-        // whole all the same, so it is still written, and the exit code says something failed.
-        let logging = samples_path.is_some() || self.opts.jtl.is_some();
-        match tokio::task::spawn_blocking(move || sample_log.finish()).await {
-            Ok(Ok(logged)) => {
-                // Every completed operation is logged, the warm-up's too.
-                let measured: u64 = summary
-                    .runs
-                    .iter()
-                    .map(|r| r.total().samples + r.warmup.iter().map(|w| w.samples).sum::<u64>())
-                    .sum();
-                if logging && logged != measured {
-                    summary.failures.push(format!(
-                        "the sample log has {logged} lines but {measured} samples were measured"
-                    ));
-                }
-            }
-            Ok(Err(e)) => summary.failures.push(e.to_string()),
-            Err(e) => summary
-                .failures
-                .push(format!("the sample log writer failed: {e}")),
-        }
-        let finished =
-            tokio::task::spawn_blocking(move || interval_log.map_or(Ok(0), IntervalLog::finish));
-        match finished.await {
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => summary.failures.push(e.to_string()),
-            Err(e) => summary
-                .failures
-                .push(format!("the interval log writer failed: {e}")),
-        }
+        logs.close(&mut summary).await;
         summary.refresh(&[], false);
         write_summaries(self.out_dir, &summary)?;
-        run_json(&summary, Some(now_rfc3339()))?;
+        record.finish(self, &summary)?;
         if let Err(e) = self.write_report().await {
             summary
                 .failures
@@ -201,6 +102,49 @@ impl<B: Backend + Clone> Session<'_, B> {
             write_summaries(self.out_dir, &summary)?;
         }
         Ok(summary)
+    }
+
+    /// Run `run` of `--repeat`: set up, execute, summarise, write the summaries. False when
+    /// there is nothing more to do (interrupted, or a later run's setup failed).
+    async fn repetition(
+        &self,
+        run: u32,
+        logs: &Logs,
+        sampler: &Option<Sampler>,
+        summary: &mut Summary,
+    ) -> Result<bool, Error> {
+        if self.stop.is_cancelled() {
+            return Ok(false);
+        }
+        if self.opts.repeat > 1 {
+            self.say(format!("run {run} of {}", self.opts.repeat));
+        }
+        let keys = match self
+            .prepare(self.opts.seed.wrapping_add(u64::from(run)))
+            .await
+        {
+            Ok(keys) => keys,
+            // Nothing measured yet: the error is the whole answer (exit 2 or 3).
+            Err(e) if summary.runs.is_empty() => return Err(e),
+            // Later runs of --repeat: keep what the earlier ones measured.
+            Err(e) => {
+                summary
+                    .failures
+                    .push(format!("run {run} could not start: {e}"));
+                return Ok(false);
+            }
+        };
+        if self.stop.is_cancelled() {
+            return Ok(false);
+        }
+        let seed = self.opts.seed.wrapping_add(u64::from(run) - 1);
+        let result = self
+            .execute(keys, seed, run, logs.samples.sender(), logs.intervals())
+            .await;
+        let rows = sampler.as_ref().map(Sampler::rows).unwrap_or_default();
+        summary.add_run(result, &rows, sampler.is_some());
+        write_summaries(self.out_dir, summary)?;
+        Ok(true)
     }
 
     /// `report.html` from the files just written (off the async runtime's workers).
@@ -244,13 +188,25 @@ impl<B: Backend + Clone> Session<'_, B> {
         let active: Arc<Vec<AtomicU32>> =
             Arc::new((0..groups).map(|_| AtomicU32::new(0)).collect());
         let (tx, rx) = mpsc::channel(SAMPLE_CHANNEL);
+        // On a terminal the live lines are bars; the stage lines go through them too.
+        let bars = self
+            .opts
+            .live
+            .and_then(|_| report::live::Live::terminal_bars());
         // The run's own stop: Ctrl-C (the parent) stops it, and so does the error guard, which
         // must not stop later runs of --repeat.
         let run_stop = self.stop.child_token();
         let stopped_early = Arc::new(OnceLock::new());
         let recorder = tokio::spawn(
-            self.recorder(Arc::clone(&active), &run_stop, &stopped_early, log, hlog)
-                .run(rx),
+            self.recorder(
+                bars.clone(),
+                Arc::clone(&active),
+                &run_stop,
+                &stopped_early,
+                log,
+                hlog,
+            )
+            .run(rx),
         );
         let ctx = Arc::new(Context {
             backend: self.backend.clone(),
@@ -266,7 +222,7 @@ impl<B: Backend + Clone> Session<'_, B> {
         });
         let started_at = now_rfc3339();
         let t0 = Instant::now();
-        let (spans, mut failures) = self.stages(&ctx, &run_stop).await;
+        let (spans, mut failures) = self.stages(&ctx, &run_stop, bars.as_ref()).await;
         let missed: Vec<u64> = ctx
             .missed
             .iter()
@@ -308,6 +264,7 @@ impl<B: Backend + Clone> Session<'_, B> {
     /// The recorder of one run: the error-rate stop watches it, the live lines hang on it.
     fn recorder(
         &self,
+        bars: Option<MultiProgress>,
         active: Arc<Vec<AtomicU32>>,
         run_stop: &CancellationToken,
         stopped_early: &Arc<OnceLock<String>>,
@@ -322,13 +279,10 @@ impl<B: Backend + Clone> Session<'_, B> {
                 Arc::clone(stopped_early),
             )) as Box<dyn Watch>
         });
-        let live = self.opts.live.map(|_| {
-            use std::io::IsTerminal;
-            Box::new(report::live::Live::new(
-                plan,
-                std::io::stderr().is_terminal(),
-            )) as Box<dyn IntervalSink>
-        });
+        let live = self
+            .opts
+            .live
+            .map(|_| Box::new(report::live::Live::new(plan, bars)) as Box<dyn IntervalSink>);
         let tick = self.opts.hdr_interval;
         // Live lines cover whole intervals, so they come from the same histograms as the log.
         let live_every = self.opts.live.map_or(1, |l| {
@@ -352,6 +306,7 @@ impl<B: Backend + Clone> Session<'_, B> {
         &self,
         ctx: &Arc<Context<B>>,
         run_stop: &CancellationToken,
+        bars: Option<&MultiProgress>,
     ) -> (Vec<StageSpan>, Vec<String>) {
         let mut spans = Vec::new();
         let mut failures = Vec::new();
@@ -365,7 +320,13 @@ impl<B: Backend + Clone> Session<'_, B> {
                     .iter()
                     .map(|g| format!("{} x{}", g.name, g.threads))
                     .collect();
-                eprintln!("stage {}: {}", stage.name, groups.join(", "));
+                let line = format!("stage {}: {}", stage.name, groups.join(", "));
+                match bars {
+                    Some(b) => {
+                        let _ = b.println(line);
+                    }
+                    None => eprintln!("{line}"),
+                }
             }
             // The resource summary covers what the summary counts: after the warm-ups.
             let skip = stage
@@ -385,6 +346,128 @@ impl<B: Backend + Clone> Session<'_, B> {
             });
         }
         (spans, failures)
+    }
+}
+
+/// `run.json`: written when the session starts, and again with its end.
+struct Record {
+    host: HostInfo,
+    started_at: String,
+}
+
+impl Record {
+    async fn start<B>(session: &Session<'_, B>, summary: &Summary) -> Result<Record, Error> {
+        let host = tokio::task::spawn_blocking(HostInfo::read)
+            .await
+            .map_err(|e| Error::Other(e.into()))?;
+        let record = Record {
+            host,
+            started_at: now_rfc3339(),
+        };
+        record.write(session, summary, None)?;
+        Ok(record)
+    }
+
+    fn finish<B>(&self, session: &Session<'_, B>, summary: &Summary) -> Result<(), Error> {
+        self.write(session, summary, Some(now_rfc3339()))
+    }
+
+    fn write<B>(
+        &self,
+        session: &Session<'_, B>,
+        summary: &Summary,
+        finished: Option<String>,
+    ) -> Result<(), Error> {
+        let info = RunInfo::new(
+            session.plan,
+            summary,
+            session.command_line.clone(),
+            self.host.clone(),
+            self.started_at.clone(),
+            finished,
+        );
+        report::run_json::write(&session.out_dir.join("run.json"), &info)
+    }
+}
+
+/// The logs written as the runs go: `samples.tsv` (and the JTL), `latency.hlog`.
+struct Logs {
+    samples: SampleLog,
+    /// A sample log is being written (samples.tsv or the JTL).
+    logging: bool,
+    intervals: Option<IntervalLog>,
+}
+
+impl Logs {
+    /// Creates the files now, so a path that cannot be written fails before any load (exit 2).
+    fn open<B>(session: &Session<'_, B>, tool: &str) -> Result<Logs, Error> {
+        let opts = session.opts;
+        let samples_path = opts.samples.then(|| session.out_dir.join("samples.tsv"));
+        let samples = SampleLog::create(
+            samples_path.as_deref(),
+            opts.jtl.as_deref(),
+            session.plan.groups().map(|g| g.name.clone()).collect(),
+            session.url.clone(),
+        )
+        .map_err(before_load)?;
+        let intervals = opts
+            .interval_log
+            .then(|| {
+                IntervalLog::create(
+                    &session.out_dir.join("latency.hlog"),
+                    std::time::SystemTime::now(),
+                    tool,
+                )
+            })
+            .transpose()
+            .map_err(before_load)?;
+        Ok(Logs {
+            samples,
+            logging: samples_path.is_some() || opts.jtl.is_some(),
+            intervals,
+        })
+    }
+
+    fn intervals(&self) -> Option<mpsc::Sender<IntervalBatch>> {
+        self.intervals.as_ref().and_then(IntervalLog::sender)
+    }
+
+    /// Waits for both to be written whole. A log that failed (a full disk) was reported when it
+    /// happened; the summary is whole all the same, and its failures say what is missing.
+    async fn close(self, summary: &mut Summary) {
+        let Logs {
+            samples,
+            logging,
+            intervals,
+        } = self;
+        match tokio::task::spawn_blocking(move || samples.finish()).await {
+            Ok(Ok(logged)) => {
+                // Every completed operation is logged, the warm-up's too.
+                let measured: u64 = summary
+                    .runs
+                    .iter()
+                    .map(|r| r.total().samples + r.warmup.iter().map(|w| w.samples).sum::<u64>())
+                    .sum();
+                if logging && logged != measured {
+                    summary.failures.push(format!(
+                        "the sample log has {logged} lines but {measured} samples were measured"
+                    ));
+                }
+            }
+            Ok(Err(e)) => summary.failures.push(e.to_string()),
+            Err(e) => summary
+                .failures
+                .push(format!("the sample log writer failed: {e}")),
+        }
+        let finished =
+            tokio::task::spawn_blocking(move || intervals.map_or(Ok(0), IntervalLog::finish));
+        match finished.await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => summary.failures.push(e.to_string()),
+            Err(e) => summary
+                .failures
+                .push(format!("the interval log writer failed: {e}")),
+        }
     }
 }
 

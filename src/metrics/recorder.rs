@@ -140,7 +140,8 @@ impl Recorder {
                             if let Some(m) = into.get_mut(usize::from(s.group)) {
                                 m.record(s);
                             }
-                            if let Some(w) = self.watch.as_mut() {
+                            // The warm-up is kept out of the exit code, and so of the error-rate stop.
+                            if let (Some(w), false) = (self.watch.as_mut(), s.warmup) {
                                 w.observe(s);
                             }
                         }
@@ -244,7 +245,10 @@ impl Recorder {
                 }
                 let (lat, svc) = all.get_or_insert_with(Default::default);
                 lat.merge(&m.latency);
-                svc.merge(&m.service);
+                // svc:TOTAL is the service time of the open-loop groups.
+                if open {
+                    svc.merge(&m.service);
+                }
                 entry(tag(name, Series::Latency, false), m.latency);
                 if open {
                     entry(tag(name, Series::Service, false), m.service);

@@ -206,6 +206,7 @@ fn stages(loaded: &Loaded, ov: &Overrides, document: &DocGen) -> Result<Vec<Stag
     }
     let mut stages: Vec<Stage> = Vec::new();
     let mut seen_names = HashSet::new();
+    let mut seen_tags = std::collections::HashMap::new();
     for (index, g) in groups.iter().enumerate() {
         let at = GroupAt { loaded, index, g };
         at.name()?;
@@ -214,6 +215,17 @@ fn stages(loaded: &Loaded, ov: &Overrides, document: &DocGen) -> Result<Vec<Stag
                 "name",
                 format!(
                     "two groups are named `{}`; summary rows would clash",
+                    g.name
+                ),
+            ));
+        }
+        // The interval log's tag of a group is its name with spaces and commas as `_`.
+        let tag = crate::metrics::interval::tag(&g.name, crate::metrics::Series::Latency, false);
+        if let Some(other) = seen_tags.insert(tag.clone(), g.name.clone()) {
+            return Err(at.err(
+                "name",
+                format!(
+                    "`{}` and `{other}` would share the tag `{tag}` in latency.hlog (spaces and commas become `_`)",
                     g.name
                 ),
             ));
@@ -262,6 +274,19 @@ impl GroupAt<'_> {
         let g = self.g;
         if g.name.trim().is_empty() {
             return Err(self.err("name", "a group needs a name for its summary row".into()));
+        }
+        if g.name == "TOTAL"
+            || g.name.starts_with("TOTAL ")
+            || g.name.starts_with("svc:")
+            || g.name.starts_with("warmup:")
+        {
+            return Err(self.err(
+                "name",
+                format!(
+                    "`{}` is reserved: TOTAL rows and the svc: and warmup: series of latency.hlog use it",
+                    g.name
+                ),
+            ));
         }
         if g.name.chars().any(char::is_control) {
             return Err(self.err(

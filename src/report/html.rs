@@ -204,20 +204,26 @@ fn resources(dir: &RunDir) -> Value {
     let Some(r) = &dir.resources else {
         return Value::Null;
     };
+    // Rows from before the log's start (the sampler starts first) are left out.
     let t: Vec<Option<f64>> = r.columns["time_ms"]
         .iter()
-        .map(|ms| ms.map(|m| (m / 1000.0 - dir.base_secs).max(0.0)))
+        .map(|ms| ms.map(|m| m / 1000.0 - dir.base_secs))
+        .collect();
+    let keep: Vec<usize> = (0..t.len())
+        .filter(|&i| t[i].is_some_and(|x| x >= 0.0))
         .collect();
     let series: Vec<Value> = RESOURCE_SERIES
         .iter()
         .filter_map(|(col, chart, label)| {
             let values = r.columns.get(*col)?;
+            let values: Vec<Option<f64>> = keep.iter().map(|&i| values[i]).collect();
             values
                 .iter()
                 .any(Option::is_some)
                 .then(|| json!({ "chart": chart, "label": label, "values": values }))
         })
         .collect();
+    let t: Vec<Option<f64>> = keep.iter().map(|&i| t[i]).collect();
     json!({ "t": t, "series": series })
 }
 
@@ -225,8 +231,8 @@ fn resources(dir: &RunDir) -> Value {
 pub fn render(dir: &RunDir) -> String {
     let data = serde_json::to_string(&data(dir))
         .expect("the report's data is JSON")
-        // Inside <script>: a "</" in a string must not end the element.
-        .replace("</", "<\\/");
+        // Inside <script>: no "<" at all, so no string can end the element or open a comment.
+        .replace('<', "\\u003c");
     let title = format!(
         "mongo-stress report: {}",
         dir.summary["profile"].as_str().unwrap_or("run")

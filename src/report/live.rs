@@ -22,6 +22,8 @@ enum Work {
 
 struct Group {
     name: String,
+    /// Its stage, when the profile names stages.
+    stage: String,
     threads: u32,
     work: Work,
     /// Operations completed so far (the warm-up's too).
@@ -41,13 +43,21 @@ pub struct Live {
 const BAR: u64 = 1000;
 
 impl Live {
-    /// `terminal`: stderr is a terminal, so lines update in place.
-    pub fn new(plan: &RunPlan, terminal: bool) -> Self {
+    /// `bars`: stderr is a terminal, and these draw on it (lines update in place); None writes
+    /// plain lines.
+    pub fn new(plan: &RunPlan, bars: Option<MultiProgress>) -> Self {
+        let stage_of = |index: usize| {
+            plan.stages
+                .iter()
+                .find(|s| s.groups.iter().any(|g| g.index == index))
+                .map_or(String::new(), |s| s.name.clone())
+        };
         Live {
             groups: plan
                 .groups()
                 .map(|g| Group {
                     name: g.name.clone(),
+                    stage: stage_of(g.index),
                     threads: g.threads,
                     work: match g.stop {
                         StopAt::Loops(l) => {
@@ -60,8 +70,16 @@ impl Live {
                     bar: None,
                 })
                 .collect(),
-            bars: terminal.then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr())),
+            bars,
         }
+    }
+
+    /// The bars of a terminal's stderr, when it is one.
+    pub fn terminal_bars() -> Option<MultiProgress> {
+        use std::io::IsTerminal;
+        std::io::stderr()
+            .is_terminal()
+            .then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr()))
     }
 }
 
@@ -131,6 +149,11 @@ impl IntervalSink for Live {
                 g.threads
             );
             let (fraction, words) = progress(g.work, g.done, elapsed.saturating_sub(started));
+            let words = if g.stage.is_empty() {
+                words
+            } else {
+                format!("stage {}: {words}", g.stage)
+            };
             match &self.bars {
                 Some(bars) => {
                     let bar = g.bar.get_or_insert_with(|| {

@@ -157,15 +157,48 @@
     tables.append(tsvTable(lines.join("\n"), "spread-table"));
   }
 
-  const tags = D.groups.map((g) => g.tag).filter((t) => D.intervals[t]);
+  // With --repeat the runs follow one another in time: each run of a group is its own line.
+  const windows = D.runs.map((r) => {
+    const b = r.stages.map((x) => x.began).filter((x) => x != null);
+    const e = r.stages.map((x) => x.end).filter((x) => x != null);
+    return { run: r.run, from: Math.min(...b) - 0.001, to: Math.max(...e) + 1.5 };
+  });
+  // A run's last interval closes just after its end; the next run's own start bounds it.
+  windows.forEach((w, i) => { if (i + 1 < windows.length) w.to = Math.min(w.to, windows[i + 1].from); });
+  const several = D.runs.length > 1;
+  // Series of `cols` (a table of columns with t) cut per run: [{suffix, cols}].
+  function perRun(cols) {
+    if (!several) return [{ suffix: "", cols: cols }];
+    return windows.map((w) => {
+      const keep = cols.t.map((t, i) => (t > w.from && t <= w.to ? i : -1)).filter((i) => i >= 0);
+      const cut = {};
+      Object.keys(cols).forEach((k) => { cut[k] = keep.map((i) => cols[k][i]); });
+      return { suffix: " (run " + w.run + ")", cols: cut };
+    }).filter((p) => p.cols.t.length);
+  }
+  // For each group tag with data in `source` (and its warm-up, dashed): series and tables of
+  // the column `col`.
+  function lines(source, col, withWarmup) {
+    const series = [], tables = [];
+    D.groups.forEach((g) => {
+      [[g.tag, undefined, ""], [withWarmup ? "warmup:" + g.tag : null, [3, 3], " warm-up"]].forEach(([tag, dash, word]) => {
+        if (!tag || !source[tag]) return;
+        perRun(source[tag]).forEach((p) => {
+          series.push({ label: labelOf[g.tag] + word + p.suffix, colour: colour[g.tag], dash: dash });
+          tables.push([p.cols.t, p.cols[col]]);
+        });
+      });
+    });
+    return { series: series, tables: tables };
+  }
 
   // Throughput and errors.
   const tp = section("Throughput", "throughput");
-  chart(tp, "Operations per second, per interval", tags.map((t) => ({ label: labelOf[t], colour: colour[t] })),
-    tags.map((t) => [D.intervals[t].t, D.intervals[t].rate]), { yLabel: "ops/s", id: "throughput" });
-  const act = D.groups.map((g) => g.tag).filter((t) => D.activity[t]);
-  chart(tp, "Failed operations per second", act.map((t) => ({ label: labelOf[t], colour: colour[t] })),
-    act.map((t) => [D.activity[t].t, D.activity[t].errors]), { yLabel: "errors/s", height: 160, id: "errors" });
+  const rates = lines(D.intervals, "rate", true);
+  chart(tp, "Operations per second, per interval (warm-up dashed)", rates.series, rates.tables,
+    { yLabel: "ops/s", id: "throughput" });
+  const errs = lines(D.activity, "errors", false);
+  chart(tp, "Failed operations per second", errs.series, errs.tables, { yLabel: "errors/s", height: 160, id: "errors" });
 
   // Latency over time, one chart per group.
   const lat = section("Latency over time", "latency");
@@ -173,20 +206,27 @@
   lat.append(el("label", { class: "toggle" }, logBox, " logarithmic latency axis"));
   const isLog = () => logBox.checked;
   D.groups.forEach((g) => {
-    const i = D.intervals[g.tag];
-    if (!i) return;
+    if (!D.intervals[g.tag]) return;
     const c = colour[g.tag];
-    const series = [
-      { label: "p50", colour: c, width: 1 },
-      { label: "p90", colour: c, width: 1.5, dash: [6, 3] },
-      { label: "p99", colour: c, width: 2 },
-      { label: "max", colour: c, width: 1, dash: [2, 3] },
-    ];
-    const t = [[i.t, i.p50], [i.t, i.p90], [i.t, i.p99], [i.t, i.max]];
+    const series = [], t = [];
+    [[g.tag, ""], ["warmup:" + g.tag, "warm-up "]].forEach(([tag, word]) => {
+      if (!D.intervals[tag]) return;
+      perRun(D.intervals[tag]).forEach((p) => {
+        const warm = word ? [2, 4] : undefined;
+        series.push(
+          { label: word + "p50" + p.suffix, colour: c, width: 1, dash: warm },
+          { label: word + "p90" + p.suffix, colour: c, width: 1.5, dash: warm || [6, 3] },
+          { label: word + "p99" + p.suffix, colour: c, width: 2, dash: warm },
+          { label: word + "max" + p.suffix, colour: c, width: 1, dash: warm || [2, 3] });
+        t.push([p.cols.t, p.cols.p50], [p.cols.t, p.cols.p90], [p.cols.t, p.cols.p99], [p.cols.t, p.cols.max]);
+      });
+    });
     const svc = D.intervals["svc:" + g.tag];
     if (g.open_loop && svc) {
-      series.push({ label: "service p99", colour: "#999", width: 1.5 });
-      t.push([svc.t, svc.p99]);
+      perRun(svc).forEach((p) => {
+        series.push({ label: "service p99" + p.suffix, colour: "#999", width: 1.5 });
+        t.push([p.cols.t, p.cols.p99]);
+      });
     }
     chart(lat, g.name + (g.open_loop ? " (latency from the intended start; service time in grey)" : ""),
       series, t, { yLabel: "ms", log: isLog, id: "latency:" + g.tag });
@@ -213,8 +253,8 @@
 
   // Users.
   const us = section("Active users", "users");
-  chart(us, "Virtual users running, per group", act.map((t) => ({ label: labelOf[t], colour: colour[t] })),
-    act.map((t) => [D.activity[t].t, D.activity[t].users]), { yLabel: "users", height: 180, id: "users" });
+  const users = lines(D.activity, "users", false);
+  chart(us, "Virtual users running, per group", users.series, users.tables, { yLabel: "users", height: 180, id: "users" });
 
   // The server's side, and the client's CPU.
   const res = section("Server and client resources", "resources");

@@ -53,16 +53,34 @@ pub struct RunDir {
     pub run_info: serde_json::Value,
     /// Epoch seconds the interval log's timestamps count from.
     pub base_secs: f64,
-    /// Per tag, in log order.
+    /// Per tag, in log order (empty without an interval log).
     pub intervals: BTreeMap<String, Vec<IntervalStats>>,
     /// Per group tag.
     pub activity: BTreeMap<String, Vec<ActivityStats>>,
     pub resources: Option<Resources>,
 }
 
+/// A TSV file written whole: every line ends, and every row has the header's cells.
+fn check_tsv(text: &str) -> Result<(), String> {
+    if !text.ends_with('\n') {
+        return Err("is cut off (its last line has no end)".into());
+    }
+    let mut lines = text.lines();
+    let columns = lines.next().ok_or("is empty")?.split('\t').count();
+    for (n, l) in lines.enumerate() {
+        if l.split('\t').count() != columns {
+            return Err(format!(
+                "line {} has not the {columns} cells of its header",
+                n + 2
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn bad(dir: &Path, what: String) -> Error {
     Error::Usage(format!(
-        "{} is not a usable run directory: {what}\n  fix: give the directory a `mongo-stress run` wrote (its --out), with summary.json, summary.tsv, run.json and latency.hlog",
+        "{} is not a usable run directory: {what}\n  fix: give the directory a `mongo-stress run` wrote (its --out), with summary.json, summary.tsv, run.json (and latency.hlog unless it ran with --no-interval-log), written whole",
         dir.display()
     ))
 }
@@ -90,9 +108,23 @@ impl RunDir {
         }
         let run_info = json(dir, "run.json")?;
         let summary_tsv = read(dir, "summary.tsv")?;
-        let hlog = read(dir, "latency.hlog")?;
+        check_tsv(&summary_tsv).map_err(|e| bad(dir, format!("summary.tsv {e}")))?;
+        // A run with --no-interval-log has no log: its report has the tables, no curves.
         let (base_secs, intervals, activity) =
-            parse_hlog(&hlog).map_err(|e| bad(dir, format!("latency.hlog: {e}")))?;
+            match std::fs::read_to_string(dir.join("latency.hlog")) {
+                Ok(hlog) => {
+                    parse_hlog(&hlog).map_err(|e| bad(dir, format!("latency.hlog: {e}")))?
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    let started = run_info["started_at"]
+                        .as_str()
+                        .and_then(|t| humantime::parse_rfc3339(t).ok())
+                        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                        .map_or(0.0, |d| d.as_secs_f64());
+                    (started, BTreeMap::new(), BTreeMap::new())
+                }
+                Err(e) => return Err(bad(dir, format!("latency.hlog: {e}"))),
+            };
         let resources = match std::fs::read_to_string(dir.join("resources.tsv")) {
             Ok(text) => {
                 Some(parse_resources(&text).map_err(|e| bad(dir, format!("resources.tsv: {e}")))?)
