@@ -62,6 +62,10 @@ pub struct OverrideArgs {
     /// logs, marked), e.g. 10s
     #[arg(long, value_parser = parse_duration)]
     pub warmup: Option<Duration>,
+    /// Pass/fail limit on the result, e.g. 'find.p99<50ms' or 'TOTAL.error_pct<0.1'; exit 4
+    /// when one fails (repeatable)
+    #[arg(long = "threshold", value_name = "EXPR")]
+    pub thresholds: Vec<String>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -184,6 +188,7 @@ impl From<&OverrideArgs> for crate::plan::Overrides {
             rate: a.rate,
             op_timeout: a.op_timeout,
             warmup: a.warmup,
+            thresholds: a.thresholds.clone(),
         }
     }
 }

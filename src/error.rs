@@ -1,5 +1,5 @@
 //! The error type that reaches `main`, and the exit code each kind maps to (SPEC.md: 0 done, 1 done
-//! with errors, 2 usage or profile error, 3 server unreachable, 130 interrupted).
+//! with errors, 2 usage or profile error, 3 server unreachable, 4 a threshold failed, 130 interrupted).
 
 use std::path::PathBuf;
 
@@ -9,6 +9,7 @@ pub mod exit {
     pub const ERRORS: i32 = 1;
     pub const USAGE: i32 = 2;
     pub const SERVER: i32 = 3;
+    pub const THRESHOLD: i32 = 4;
     pub const INTERRUPTED: i32 = 130;
 }
 

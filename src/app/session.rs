@@ -13,8 +13,11 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{exit, Error};
+use crate::executor::guard::{metrics_of, ThresholdAbort};
 use crate::executor::{self, Clock, Context, ErrorGuard};
-use crate::metrics::{IntervalBatch, IntervalSink, Logged, Recorded, Recorder, Watch};
+use crate::metrics::{
+    IntervalBatch, IntervalCheck, IntervalSink, Logged, Recorded, Recorder, Watch,
+};
 use crate::monitor::Sampler;
 use crate::ops::Backend;
 use crate::plan::RunPlan;
@@ -23,7 +26,7 @@ use crate::samplelog::hlog::IntervalLog;
 use crate::samplelog::SampleLog;
 use crate::summary::resources::StageSpan;
 use crate::summary::run_info::{HostInfo, RunInfo};
-use crate::summary::{RunResult, ServerInfo, Summary};
+use crate::summary::{RunResult, ServerInfo, Summary, ThresholdResult};
 use crate::workload::KeySpace;
 
 /// Capacity of the sample channel between virtual users and the recorder.
@@ -255,6 +258,26 @@ impl<B: Backend + Clone> Session<'_, B> {
         );
         result.stages = spans;
         result.stopped_early = stopped_early.get().cloned();
+        result.thresholds = plan
+            .thresholds
+            .iter()
+            .map(|t| {
+                let value = t.metric.value(&metrics_of(t.group, &metrics));
+                // A threshold that stopped the run failed, whatever the whole run says.
+                let aborted = result
+                    .stopped_early
+                    .as_deref()
+                    .is_some_and(|r| r.contains(&format!("`{}`", t.text)));
+                ThresholdResult {
+                    threshold: t.text.clone(),
+                    value,
+                    limit: t.limit,
+                    unit: t.metric.unit().to_string(),
+                    pass: t.cmp.holds(value, t.limit) && !aborted,
+                    aborted,
+                }
+            })
+            .collect();
         result.failures = failures;
         result
     }
@@ -288,7 +311,21 @@ impl<B: Backend + Clone> Session<'_, B> {
         let live_every = self.opts.live.map_or(1, |l| {
             (l.as_secs_f64() / tick.as_secs_f64()).round().max(1.0) as u32
         });
+        let aborting: Vec<_> = plan
+            .thresholds
+            .iter()
+            .filter(|t| t.abort)
+            .cloned()
+            .collect();
+        let check = (!aborting.is_empty()).then(|| {
+            Box::new(ThresholdAbort {
+                rules: aborting,
+                stop: run_stop.clone(),
+                reason: Arc::clone(stopped_early),
+            }) as Box<dyn IntervalCheck>
+        });
         Recorder {
+            check,
             names: plan.groups().map(|g| g.name.clone()).collect(),
             open_loop: plan.groups().map(|g| g.rate.is_some()).collect(),
             active,
@@ -471,10 +508,17 @@ impl Logs {
     }
 }
 
-/// The exit code a finished summary earns (SPEC: 130 interrupted, 1 failed, 0 done).
+/// The exit code a finished summary earns (SPEC: 130 interrupted, 4 a threshold failed, 1
+/// failed, 0 done).
 pub fn exit_code(summary: &Summary) -> i32 {
+    let threshold_failed = summary
+        .runs
+        .iter()
+        .any(|r| r.thresholds.iter().any(|t| !t.pass));
     if summary.interrupted {
         exit::INTERRUPTED
+    } else if threshold_failed {
+        exit::THRESHOLD
     } else if summary.failed() || summary.runs.iter().any(|r| r.total().errors > 0) {
         exit::ERRORS
     } else {
@@ -497,6 +541,13 @@ fn write_summaries(dir: &Path, summary: &Summary) -> Result<(), Error> {
         summary,
         report::tsv::render_resources,
     )?;
+    if summary.runs.iter().any(|r| !r.thresholds.is_empty()) {
+        report::write_to(
+            &dir.join("thresholds.tsv"),
+            summary,
+            report::tsv::render_thresholds,
+        )?;
+    }
     report::write_to(&dir.join("summary.json"), summary, report::json::render)
 }
 

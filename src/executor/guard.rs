@@ -3,10 +3,12 @@
 
 use std::collections::VecDeque;
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::metrics::{Sample, Watch};
+use crate::metrics::{GroupMetrics, IntervalCheck, Sample, Watch};
+use crate::plan::thresholds::ThresholdPlan;
 
 /// Stops the run once `pct` percent of the recent operations failed: the last
 /// `GUARD_WINDOW_OPS` that completed within `GUARD_WINDOW`, at least `GUARD_MIN_OPS` of them.
@@ -66,6 +68,50 @@ impl Watch for ErrorGuard {
 
     fn check(&mut self, now_us: u64) -> bool {
         self.check_window(now_us)
+    }
+}
+
+/// Thresholds with `abort = true`: checked on the run's totals at the end of every interval
+/// once their `after` has passed; the first that fails stops the run, like k6's `abortOnFail`.
+pub struct ThresholdAbort {
+    pub rules: Vec<ThresholdPlan>,
+    pub stop: CancellationToken,
+    /// Why the run stopped early, once it has.
+    pub reason: Arc<OnceLock<String>>,
+}
+
+/// The metrics a threshold looks at: its group's, or all groups' added up.
+pub fn metrics_of(group: Option<usize>, totals: &[GroupMetrics]) -> GroupMetrics {
+    match group {
+        Some(g) => totals.get(g).cloned().unwrap_or_default(),
+        None => {
+            let mut all = GroupMetrics::default();
+            totals.iter().for_each(|m| all.merge(m));
+            all
+        }
+    }
+}
+
+impl IntervalCheck for ThresholdAbort {
+    fn check(&mut self, elapsed: Duration, totals: &[GroupMetrics]) -> bool {
+        for rule in self.rules.iter().filter(|r| elapsed >= r.after) {
+            let m = metrics_of(rule.group, totals);
+            if m.samples == 0 {
+                continue;
+            }
+            let value = rule.metric.value(&m);
+            if !rule.cmp.holds(value, rule.limit) {
+                let _ = self.reason.set(format!(
+                    "stopped early: threshold `{}` failed {:.1} s into the run ({value:.2}{})",
+                    rule.text,
+                    elapsed.as_secs_f64(),
+                    rule.metric.unit()
+                ));
+                self.stop.cancel();
+                return true;
+            }
+        }
+        false
     }
 }
 

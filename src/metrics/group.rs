@@ -75,7 +75,7 @@ impl Timing {
     }
 
     /// Milliseconds at quantile `q` (0 when empty).
-    fn quantile_ms(&self, q: f64) -> f64 {
+    pub fn quantile_ms(&self, q: f64) -> f64 {
         if self.hist.is_empty() {
             0.0
         } else {
@@ -83,7 +83,7 @@ impl Timing {
         }
     }
 
-    fn average_ms(&self) -> f64 {
+    pub fn average_ms(&self) -> f64 {
         let n = self.hist.len();
         if n == 0 {
             0.0

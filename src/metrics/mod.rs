@@ -6,12 +6,14 @@
 
 pub mod group;
 pub mod interval;
+pub mod metric;
 pub mod recorder;
 pub mod row;
 pub mod sample;
 
 pub use group::{decode, encode, new_histogram, GroupMetrics, Timing};
 pub use interval::{Activity, IntervalBatch, IntervalHist, Series};
-pub use recorder::{panic_message, IntervalSink, Recorded, Recorder, Watch};
+pub use metric::{Metric, MetricKind};
+pub use recorder::{panic_message, IntervalCheck, IntervalSink, Recorded, Recorder, Watch};
 pub use row::Row;
 pub use sample::{ErrorClass, Logged, OpError, Sample};

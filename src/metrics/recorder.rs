@@ -32,6 +32,12 @@ pub trait Watch: Send {
     fn check(&mut self, now_us: u64) -> bool;
 }
 
+/// Looks at the run's totals so far (warm-up excluded) at the end of each interval; the
+/// executor's threshold abort is one. True once it has acted.
+pub trait IntervalCheck: Send {
+    fn check(&mut self, elapsed: Duration, totals: &[GroupMetrics]) -> bool;
+}
+
 /// Receives the metrics of each live interval, by group index, with the running users per group.
 pub trait IntervalSink: Send {
     fn interval(
@@ -57,6 +63,7 @@ pub struct Recorder {
     pub live_every: u32,
     pub live: Option<Box<dyn IntervalSink>>,
     pub watch: Option<Box<dyn Watch>>,
+    pub check: Option<Box<dyn IntervalCheck>>,
     pub log: Option<mpsc::Sender<Vec<Logged>>>,
     pub hlog: Option<mpsc::Sender<IntervalBatch>>,
 }
@@ -188,6 +195,9 @@ impl Recorder {
                 _ = ticker.tick() => {
                     let closed = self.close_interval(&mut st);
                     to_hlog(&self.hlog, closed).await;
+                    if self.check.as_mut().is_some_and(|c| c.check(started.elapsed(), &st.total)) {
+                        self.check = None;
+                    }
                     ticks += 1;
                     if ticks % self.live_every.max(1) == 0 {
                         self.show_live(&mut st, started.elapsed(), &mut failures);
@@ -351,6 +361,7 @@ mod tests {
             live_every: 5,
             live: None,
             watch,
+            check: None,
             log: None,
             hlog,
         }
@@ -420,6 +431,7 @@ mod cost {
             live_every: 5,
             live: None,
             watch: None,
+            check: None,
             log: None,
             hlog: None,
         };

@@ -8,6 +8,7 @@ use mongodb::bson::Document;
 
 use super::limits;
 use super::profile::{expected_for, Group, Loaded, UpdateTarget};
+use super::thresholds::{self, ThresholdPlan};
 use super::{
     GroupPlan, Overrides, ReadPref, RunPlan, SetupPlan, Stage, StopAt, TargetPlan,
     WriteConcernPlan, DEFAULT_FIND_LIMIT, DEFAULT_OP_TIMEOUT, DEFAULT_POOL_SIZE,
@@ -33,6 +34,7 @@ impl RunPlan {
             .map_err(|e| loaded.error_at(&e.key, e.problem, e.expected))?;
         let setup = setup(loaded)?;
         let stages = stages(loaded, ov, &document)?;
+        let thresholds = thresholds(loaded, ov, &stages)?;
         Ok(RunPlan {
             name: loaded.name.clone(),
             origin: loaded.origin.clone(),
@@ -43,6 +45,7 @@ impl RunPlan {
             stages,
             profile_text: loaded.text.clone(),
             stop_on_error_pct,
+            thresholds,
         })
     }
 }
@@ -143,6 +146,75 @@ fn target(loaded: &Loaded, ov: &Overrides) -> Result<TargetPlan, ProfileError> {
         pool_size,
         op_timeout,
     })
+}
+
+/// The profile's `[thresholds]`, then the command line's `--threshold`s.
+fn thresholds(
+    loaded: &Loaded,
+    ov: &Overrides,
+    stages: &[Stage],
+) -> Result<Vec<ThresholdPlan>, ProfileError> {
+    let mut names: Vec<(usize, String)> = stages
+        .iter()
+        .flat_map(|s| s.groups.iter().map(|g| (g.index, g.name.clone())))
+        .collect();
+    names.sort();
+    let names: Vec<String> = names.into_iter().map(|(_, n)| n).collect();
+    let mut out = Vec::new();
+    for (key, value) in &loaded.profile.thresholds {
+        let at = format!("thresholds.{key}");
+        let err = |problem: String| loaded.error_at(&at, problem, thresholds::GRAMMAR);
+        let parsed = match value {
+            toml::Value::String(limit) => {
+                ThresholdPlan::parse(key, limit, false, Duration::ZERO, &names)
+            }
+            toml::Value::Table(t) => {
+                if let Some(k) = t
+                    .keys()
+                    .find(|k| !["limit", "abort", "after"].contains(&k.as_str()))
+                {
+                    return Err(err(format!(
+                        "unknown key `{k}`; a threshold table has limit, abort and after"
+                    )));
+                }
+                let limit = t
+                    .get("limit")
+                    .and_then(|v| v.as_str())
+                    .ok_or_else(|| err("a threshold table needs limit = \"< ...\"".into()))?;
+                let abort = match t.get("abort") {
+                    None => false,
+                    Some(toml::Value::Boolean(b)) => *b,
+                    Some(_) => return Err(err("abort is true or false".into())),
+                };
+                let after = match t.get("after") {
+                    None => Duration::ZERO,
+                    Some(toml::Value::String(s)) => limits::parse_duration(s).map_err(err)?,
+                    Some(_) => return Err(err("after is a duration such as \"10s\"".into())),
+                };
+                ThresholdPlan::parse(key, limit, abort, after, &names)
+            }
+            _ => {
+                return Err(err(
+                    "a threshold is a string such as \"< 50ms\" or a table".into()
+                ))
+            }
+        };
+        out.push(parsed.map_err(err)?);
+    }
+    for expr in &ov.thresholds {
+        out.push(
+            ThresholdPlan::parse_cli(expr, &names).map_err(|problem| ProfileError {
+                file: "--threshold".into(),
+                line: 1,
+                column: 1,
+                key: String::new(),
+                value: Some(expr.clone()),
+                problem,
+                expected: thresholds::GRAMMAR.into(),
+            })?,
+        );
+    }
+    Ok(out)
 }
 
 fn setup(loaded: &Loaded) -> Result<SetupPlan, ProfileError> {

@@ -8,6 +8,7 @@
 mod build;
 pub mod limits;
 pub mod profile;
+pub mod thresholds;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,6 +27,8 @@ pub struct Overrides {
     pub rate: Option<f64>,
     pub op_timeout: Option<Duration>,
     pub warmup: Option<Duration>,
+    /// `--threshold` expressions, added to the profile's.
+    pub thresholds: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -40,6 +43,8 @@ pub struct RunPlan {
     /// The profile as written, for run.json.
     pub profile_text: String,
     pub stop_on_error_pct: Option<f64>,
+    /// Pass/fail limits on the result (profile's, then the command line's).
+    pub thresholds: Vec<thresholds::ThresholdPlan>,
 }
 
 #[derive(Debug, Clone, Serialize)]

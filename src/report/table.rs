@@ -90,6 +90,7 @@ pub fn render(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
             )?;
         }
     }
+    thresholds(s, with_run, out)?;
     let failures: Vec<&Warning> = of(s, WarningCode::Failure).collect();
     if !failures.is_empty() {
         writeln!(out)?;
@@ -232,4 +233,55 @@ fn labelled(w: &Warning, with_run: bool) -> String {
         run.unwrap_or_default(),
         w.label.as_deref().unwrap_or("")
     )
+}
+
+/// Each threshold, judged per run: value, limit and pass or FAIL.
+fn thresholds(s: &Summary, with_run: bool, out: &mut dyn Write) -> std::io::Result<()> {
+    if s.runs.iter().all(|r| r.thresholds.is_empty()) {
+        return Ok(());
+    }
+    let mut lines = vec![vec![
+        "Run".to_string(),
+        "Threshold".into(),
+        "Value".into(),
+        "Result".into(),
+    ]];
+    for run in &s.runs {
+        for t in &run.thresholds {
+            lines.push(vec![
+                run.run.to_string(),
+                t.threshold.clone(),
+                format!(
+                    "{:.2}{}",
+                    t.value,
+                    if t.unit.is_empty() { "" } else { &t.unit }
+                ),
+                match (t.pass, t.aborted) {
+                    (true, _) => "pass".into(),
+                    (false, false) => "FAIL".into(),
+                    (false, true) => "FAIL (stopped the run)".into(),
+                },
+            ]);
+        }
+    }
+    if !with_run {
+        for l in &mut lines {
+            l.remove(0);
+        }
+    }
+    writeln!(
+        out,
+        "\nThresholds (on what the summary counts; the warm-up excluded):"
+    )?;
+    aligned(&lines, usize::from(with_run), out)?;
+    let failed = s
+        .runs
+        .iter()
+        .flat_map(|r| &r.thresholds)
+        .filter(|t| !t.pass)
+        .count();
+    if failed > 0 {
+        writeln!(out, "THRESHOLDS FAILED: {failed} (exit 4)")?;
+    }
+    Ok(())
 }

@@ -27,6 +27,26 @@ pub fn render(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
     Ok(())
 }
 
+/// `thresholds.tsv`: one row per threshold per run.
+pub fn render_thresholds(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(out, "Run\tThreshold\tValue\tLimit\tUnit\tResult")?;
+    for run in &s.runs {
+        for t in &run.thresholds {
+            writeln!(
+                out,
+                "{}\t{}\t{:.3}\t{:.3}\t{}\t{}",
+                run.run,
+                t.threshold.replace(['\t', '\n'], " "),
+                t.value,
+                t.limit,
+                t.unit,
+                if t.pass { "pass" } else { "fail" }
+            )?;
+        }
+    }
+    Ok(())
+}
+
 /// Header of `resources-summary.tsv`; empty cells mean "not known here".
 pub const RESOURCES_HEADER: &str = "Run\tLabel\tSeconds\tClient ops/s\tServer ops/s avg\tServer ops/s peak\tServer CPU % avg\tServer CPU % peak\tIOPS avg\tIOPS peak\tDisk write KB/s avg\tDisk write KB/s peak\tClient CPU % avg\tClient CPU % peak\tClient RSS MB peak\tWarning";
 

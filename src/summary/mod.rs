@@ -101,6 +101,21 @@ impl Summary {
     }
 }
 
+/// A threshold judged on a run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ThresholdResult {
+    /// As written: `find.p99 < 50ms`.
+    pub threshold: String,
+    /// The run's value, in `unit`.
+    pub value: f64,
+    /// The limit, in `unit` (ms for latencies).
+    pub limit: f64,
+    pub unit: String,
+    pub pass: bool,
+    /// It stopped the run (`abort = true`), so it failed.
+    pub aborted: bool,
+}
+
 /// What a group's warm-up kept out of the summary (it is in samples.tsv and latency.hlog).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct WarmupRow {
@@ -160,6 +175,8 @@ pub struct RunResult {
     pub stopped_early: Option<String>,
     /// Per group with a warm-up: what it excluded from the rows.
     pub warmup: Vec<WarmupRow>,
+    /// Each threshold of the plan, judged on this run (warm-up excluded).
+    pub thresholds: Vec<ThresholdResult>,
     /// What failed inside the run (a virtual user's or the recorder's panic); shown as warnings.
     #[serde(skip)]
     pub failures: Vec<String>,
@@ -252,6 +269,7 @@ impl RunResult {
             stages: Vec::new(),
             stopped_early: None,
             warmup,
+            thresholds: Vec::new(),
             failures: Vec::new(),
         }
     }

@@ -79,6 +79,7 @@ mod tests {
                     stages: Vec::new(),
                     stopped_early: None,
                     warmup: Vec::new(),
+                    thresholds: Vec::new(),
                     failures: Vec::new(),
                 }
             })

@@ -21,6 +21,9 @@ pub struct Profile {
     pub stop_on_error_pct: Option<f64>,
     /// Warm-up of every group that sets none of its own.
     pub warmup: Option<String>,
+    /// `"GROUP.METRIC" = "< LIMIT"` or `{ limit, abort, after }`; see `plan::thresholds`.
+    #[serde(default)]
+    pub thresholds: toml::Table,
     #[serde(default, rename = "group")]
     pub groups: Vec<Group>,
 }

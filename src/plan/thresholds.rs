@@ -1,0 +1,197 @@
+//! Thresholds: `"find.p99" = "< 50ms"` in `[thresholds]`, `--threshold 'find.p99<50ms'` on the
+//! command line, or `{ limit = "< 200ms", abort = true, after = "10s" }` to stop a run as soon as
+//! one fails. A threshold names a group (or `TOTAL`), a metric, a comparison and a limit with its
+//! unit; it is checked once, here, against the plan's groups.
+
+use std::time::Duration;
+
+use crate::metrics::Metric;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cmp {
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl Cmp {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Cmp::Lt => "<",
+            Cmp::Le => "<=",
+            Cmp::Gt => ">",
+            Cmp::Ge => ">=",
+        }
+    }
+
+    pub fn holds(self, value: f64, limit: f64) -> bool {
+        match self {
+            Cmp::Lt => value < limit,
+            Cmp::Le => value <= limit,
+            Cmp::Gt => value > limit,
+            Cmp::Ge => value >= limit,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThresholdPlan {
+    /// As the summary shows it: `find.p99 < 50ms`.
+    pub text: String,
+    /// A group's name, or `TOTAL`.
+    pub label: String,
+    /// The group's index; None for TOTAL.
+    pub group: Option<usize>,
+    pub metric: Metric,
+    pub cmp: Cmp,
+    /// In the metric's unit (ms for latencies).
+    pub limit: f64,
+    /// Checked on the interval histograms as the run goes; a failure stops the run.
+    pub abort: bool,
+    /// With `abort`: not before this long after the run's start.
+    pub after: Duration,
+}
+
+/// What a threshold may be written as, for error messages.
+pub const GRAMMAR: &str = "\"GROUP.METRIC\" = \"< LIMIT\" (or <=, >, >=), GROUP a group's name or TOTAL; latencies need a unit (us, ms, s), e.g. \"find.p99\" = \"< 50ms\", \"insert.throughput\" = \"> 5000\", \"TOTAL.error_pct\" = \"< 0.1\", or { limit = \"< 200ms\", abort = true, after = \"10s\" }";
+
+impl ThresholdPlan {
+    /// `key` as `GROUP.METRIC`, `limit` as `< 50ms`; `groups` are the plan's names by index.
+    pub fn parse(
+        key: &str,
+        limit: &str,
+        abort: bool,
+        after: Duration,
+        groups: &[String],
+    ) -> Result<ThresholdPlan, String> {
+        // A group's name may hold dots: the metric is what follows the last dot that leaves a
+        // metric name, trying from the left.
+        let split = key
+            .match_indices('.')
+            .map(|(i, _)| (&key[..i], &key[i + 1..]))
+            .find(|(_, m)| Metric::parse(m).is_some());
+        let Some((label, metric_name)) = split else {
+            return Err(format!(
+                "`{key}` names no metric; metrics are: {}",
+                crate::metrics::metric::NAMES
+            ));
+        };
+        let metric = Metric::parse(metric_name).expect("found above");
+        let group = if label == "TOTAL" {
+            None
+        } else {
+            Some(groups.iter().position(|g| g == label).ok_or_else(|| {
+                format!(
+                    "`{label}` is not a group of this profile; thresholds name one of: {}, TOTAL",
+                    groups.join(", ")
+                )
+            })?)
+        };
+        let text = limit.trim();
+        let (cmp, rest) = [
+            ("<=", Cmp::Le),
+            (">=", Cmp::Ge),
+            ("<", Cmp::Lt),
+            (">", Cmp::Gt),
+        ]
+        .iter()
+        .find_map(|(s, c)| text.strip_prefix(s).map(|r| (*c, r.trim())))
+        .ok_or_else(|| format!("`{limit}` does not start with <, <=, > or >="))?;
+        if rest.starts_with('+') || rest.starts_with('-') && rest.ends_with('%') {
+            return Err(format!(
+                "`{limit}` is a change against a baseline run; this release checks absolute limits only"
+            ));
+        }
+        let number_end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let (number, unit) = rest.split_at(number_end);
+        let value: f64 = number
+            .parse()
+            .map_err(|_| format!("`{limit}` has no number after {}", cmp.symbol()))?;
+        let unit = unit.trim();
+        let limit_value = if metric.is_time() {
+            match unit {
+                "us" | "µs" => value / 1000.0,
+                "ms" => value,
+                "s" => value * 1000.0,
+                "" => {
+                    return Err(format!(
+                        "`{limit}` needs a unit for a latency: us, ms or s (e.g. < 50ms)"
+                    ))
+                }
+                u => return Err(format!("`{u}` is not a time unit; use us, ms or s")),
+            }
+        } else {
+            match (metric.unit(), unit) {
+                (_, "") => value,
+                ("%", "%") | ("/s", "/s") => value,
+                (want, u) => {
+                    return Err(format!(
+                        "`{u}` is not the unit of {metric_name} ({})",
+                        if want.is_empty() {
+                            "a count, no unit"
+                        } else {
+                            want
+                        }
+                    ))
+                }
+            }
+        };
+        Ok(ThresholdPlan {
+            text: format!("{label}.{metric_name} {} {}", cmp.symbol(), rest),
+            label: label.to_string(),
+            group,
+            metric,
+            cmp,
+            limit: limit_value,
+            abort,
+            after,
+        })
+    }
+
+    /// `--threshold 'find.p99<50ms'`: the key, then the comparison.
+    pub fn parse_cli(expr: &str, groups: &[String]) -> Result<ThresholdPlan, String> {
+        let at = expr
+            .find(['<', '>'])
+            .ok_or_else(|| format!("`{expr}` has no comparison; write e.g. find.p99<50ms"))?;
+        Self::parse(
+            expr[..at].trim(),
+            &expr[at..],
+            false,
+            Duration::ZERO,
+            groups,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn groups() -> Vec<String> {
+        vec!["find".into(), "v1.2".into()]
+    }
+
+    #[test]
+    fn limits_carry_their_units_and_groups_are_checked() {
+        let t =
+            ThresholdPlan::parse("find.p99", "< 50ms", false, Duration::ZERO, &groups()).unwrap();
+        assert_eq!((t.group, t.limit, t.cmp), (Some(0), 50.0, Cmp::Lt));
+        let t = ThresholdPlan::parse_cli("find.p99.9<=200us", &groups()).unwrap();
+        assert_eq!((t.limit, t.cmp), (0.2, Cmp::Le));
+        let t = ThresholdPlan::parse_cli("v1.2.throughput>5000", &groups()).unwrap();
+        assert_eq!((t.group, t.limit), (Some(1), 5000.0));
+        let t = ThresholdPlan::parse_cli("TOTAL.error_pct < 0.1%", &groups()).unwrap();
+        assert_eq!((t.group, t.limit), (None, 0.1));
+        let e = ThresholdPlan::parse_cli("find.p99<50", &groups()).unwrap_err();
+        assert!(e.contains("needs a unit"), "{e}");
+        let e = ThresholdPlan::parse_cli("insert.p99<50ms", &groups()).unwrap_err();
+        assert!(e.contains("find, v1.2, TOTAL"), "{e}");
+        let e = ThresholdPlan::parse_cli("find.p42x<1ms", &groups()).unwrap_err();
+        assert!(e.contains("svc_avg"), "{e}");
+        let e = ThresholdPlan::parse_cli("find.p99 <= +10%", &groups()).unwrap_err();
+        assert!(e.contains("baseline"), "{e}");
+    }
+}
