@@ -31,6 +31,29 @@ pub enum Command {
     },
     /// List the bundled profiles
     Profiles,
+    /// Compare two runs side by side, with a noise-aware verdict per cell; --fail-if gates
+    /// give exit 4
+    Compare {
+        /// The base run directory
+        base: PathBuf,
+        /// The new run directory
+        new: PathBuf,
+        /// A relative gate, e.g. 'find.p99 > +10%' or 'TOTAL.throughput < -5%' (repeatable)
+        #[arg(long = "fail-if", value_name = "EXPR")]
+        fail_if: Vec<String>,
+        /// Also write the comparison as TSV to PATH (- for stdout)
+        #[arg(long, value_name = "PATH")]
+        tsv: Option<PathBuf>,
+        /// Also write the comparison as JSON to PATH (- for stdout)
+        #[arg(long, value_name = "PATH")]
+        json: Option<PathBuf>,
+        /// Compare runs of different profiles, threads or rates
+        #[arg(long)]
+        force: bool,
+        /// Seed of the bootstrap that judges noise
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
     /// Rebuild report.html from the files of a finished or interrupted run
     Report {
         /// The run directory (what `run --out` named)

@@ -13,6 +13,7 @@
 
 pub mod app;
 pub mod cli;
+pub mod compare;
 pub mod error;
 pub mod executor;
 pub mod metrics;

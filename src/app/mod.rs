@@ -5,6 +5,7 @@
 //! Owns: turning the command line into a plan and options, and the order of the steps. Nothing
 //! imports it.
 
+pub mod compare;
 pub mod report;
 pub mod run;
 pub mod session;
@@ -30,6 +31,23 @@ pub async fn main(cli: Cli) -> Result<i32, Error> {
                 .map_err(|e| Error::Other(e.into()))?;
             Ok(exit::OK)
         }
+        Command::Compare {
+            base,
+            new,
+            fail_if,
+            tsv,
+            json,
+            force,
+            seed,
+        } => compare::compare(compare::CompareArgs {
+            base: &base,
+            new: &new,
+            fail_if: &fail_if,
+            tsv: tsv.as_ref(),
+            json: json.as_ref(),
+            force,
+            seed,
+        }),
         Command::Report { run_dir, out } => report::report(&run_dir, out.as_deref()),
         Command::Run(args) => {
             let stop = CancellationToken::new();

@@ -5,6 +5,7 @@
 //! warning (the summary does), and nothing on the hot path imports it.
 
 pub mod columns;
+pub mod compare;
 pub mod html;
 pub mod json;
 pub mod live;

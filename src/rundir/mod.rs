@@ -24,9 +24,11 @@ pub struct IntervalStats {
     pub length: f64,
     pub count: u64,
     /// Milliseconds.
+    pub mean: f64,
     pub p50: f64,
     pub p90: f64,
     pub p99: f64,
+    pub p999: f64,
     pub max: f64,
 }
 
@@ -248,9 +250,11 @@ fn stats(
         start: h.start_timestamp().as_secs_f64(),
         length: h.duration().as_secs_f64(),
         count: hist.len(),
+        mean: hist.mean() / 1000.0,
         p50: ms(0.5),
         p90: ms(0.9),
         p99: ms(0.99),
+        p999: ms(0.999),
         max: ms(1.0),
     })
 }

@@ -2,6 +2,8 @@
 //! read from the server itself.
 #![allow(dead_code)]
 
+pub mod proxy;
+
 use std::path::{Path, PathBuf};
 
 use mongodb::bson::{doc, Document};

@@ -1,0 +1,124 @@
+//! Regression gates: `--fail-if 'find.p99 > +10%'` fails when the change of that cell exceeds
+//! the limit *and* is beyond the noise (a change the data cannot tell from noise never fails).
+
+use serde::Serialize;
+
+use super::{Cell, Verdict, METRICS};
+use crate::error::Error;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Gate {
+    pub text: String,
+    pub label: String,
+    pub metric: String,
+    /// `>`: fails above `limit_pct`; `<`: below.
+    pub above: bool,
+    pub limit_pct: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct GateResult {
+    pub gate: String,
+    pub change_pct: Option<f64>,
+    pub verdict: Verdict,
+    pub pass: bool,
+}
+
+pub const GRAMMAR: &str = "GROUP.METRIC > +N% or GROUP.METRIC < -N%, GROUP a group's name or TOTAL, METRIC one of samples, throughput, avg, p50 (or median), p90, p99, p99.9, max, error_pct; e.g. 'find.p99 > +10%', 'TOTAL.throughput < -5%'";
+
+impl Gate {
+    pub fn parse(expr: &str) -> Result<Gate, Error> {
+        let bad =
+            |why: &str| Error::Usage(format!("--fail-if '{expr}': {why}\n  expected: {GRAMMAR}"));
+        let at = expr.find(['<', '>']).ok_or_else(|| bad("no < or >"))?;
+        let (key, rest) = (expr[..at].trim(), &expr[at..]);
+        let above = rest.starts_with('>');
+        let limit = rest[1..].trim();
+        let limit_pct: f64 = limit
+            .strip_suffix('%')
+            .filter(|n| n.starts_with(['+', '-']))
+            .and_then(|n| n.parse().ok())
+            .ok_or_else(|| bad("the limit is a signed change in percent, such as +10% or -5%"))?;
+        // `median` is p50 under its usual name.
+        let key = key
+            .strip_suffix(".median")
+            .map_or(key.to_string(), |l| format!("{l}.p50"));
+        let (label, metric) = METRICS
+            .iter()
+            .find_map(|m| key.strip_suffix(&format!(".{m}")).map(|l| (l, *m)))
+            .ok_or_else(|| bad("no metric it knows"))?;
+        Ok(Gate {
+            text: format!("{label}.{metric} {} {limit}", if above { ">" } else { "<" }),
+            label: label.to_string(),
+            metric: metric.to_string(),
+            above,
+            limit_pct,
+        })
+    }
+
+    pub fn judge(&self, cells: &[Cell]) -> Result<GateResult, Error> {
+        let cell = cells
+            .iter()
+            .find(|c| c.label == self.label && c.metric == self.metric)
+            .ok_or_else(|| {
+                let mut labels: Vec<&str> = cells.iter().map(|c| c.label.as_str()).collect();
+                labels.dedup();
+                Error::Usage(format!(
+                    "--fail-if '{}': no label `{}` in both runs; they have: {}",
+                    self.text,
+                    self.label,
+                    labels.join(", ")
+                ))
+            })?;
+        let over = cell.change_pct.is_some_and(|c| {
+            if self.above {
+                c > self.limit_pct
+            } else {
+                c < self.limit_pct
+            }
+        });
+        let beyond_noise = matches!(cell.verdict, Verdict::Faster | Verdict::Slower)
+            // Counts are not judged for noise: their change alone decides.
+            || cell.verdict == Verdict::NotJudged;
+        Ok(GateResult {
+            gate: self.text.clone(),
+            change_pct: cell.change_pct,
+            verdict: cell.verdict,
+            pass: !(over && beyond_noise),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gates_parse_with_signed_percent_and_dotted_metrics() {
+        let g = Gate::parse("find.p99.9 > +10%").unwrap();
+        assert_eq!(
+            (g.label.as_str(), g.metric.as_str(), g.above, g.limit_pct),
+            ("find", "p99.9", true, 10.0)
+        );
+        let g = Gate::parse("TOTAL.throughput<-5%").unwrap();
+        assert_eq!((g.above, g.limit_pct), (false, -5.0));
+        assert!(Gate::parse("find.p99 > 10%").is_err(), "a sign is required");
+        assert!(Gate::parse("find.p42 > +1%").is_err());
+    }
+
+    #[test]
+    fn a_change_within_noise_never_fails_a_gate() {
+        let cell = |verdict| Cell {
+            label: "TOTAL".into(),
+            metric: "p50".into(),
+            base: 1.0,
+            new: 1.5,
+            change_pct: Some(50.0),
+            verdict,
+            noise: "intervals".into(),
+        };
+        let g = Gate::parse("TOTAL.p50 > +10%").unwrap();
+        assert!(!g.judge(&[cell(Verdict::Slower)]).unwrap().pass);
+        assert!(g.judge(&[cell(Verdict::SameWithinNoise)]).unwrap().pass);
+    }
+}

@@ -1,0 +1,377 @@
+//! `compare BASE NEW`: two run directories side by side, per label and metric, with the change
+//! and a verdict that comes from the data's own noise, and relative gates (`--fail-if`).
+//!
+//! Values are recomputed from what the runs stored: percentiles from the whole-run histograms in
+//! summary.json (several runs of `--repeat` added together), never from rounded cells. Noise:
+//! with two or more runs on both sides, from the spread of the per-run values (Welch's t-test at
+//! 95 %); otherwise a seeded bootstrap of the per-interval values of the metric in latency.hlog
+//! (a 95 % interval of the difference of their means). The latter knows only the noise within
+//! each run: two single runs of one plan can differ by more (this shared machine: +-20 % in
+//! latency between consecutive 4 s runs), so a verdict on single runs says the runs differed,
+//! not why; `--repeat` on both sides measures the run-to-run noise.
+//!
+//! Owns: the comparison's numbers and verdicts. Never: prints or writes files (`report` does).
+
+pub mod gate;
+
+use std::collections::BTreeMap;
+
+use hdrhistogram::Histogram;
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+
+use crate::error::Error;
+use crate::rundir::RunDir;
+pub use gate::Gate;
+
+/// The metrics compared, in column order.
+pub const METRICS: [&str; 9] = [
+    "samples",
+    "throughput",
+    "avg",
+    "p50",
+    "p90",
+    "p99",
+    "p99.9",
+    "max",
+    "error_pct",
+];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Faster,
+    Slower,
+    SameWithinNoise,
+    /// Not judged (counts, or too little data).
+    NotJudged,
+}
+
+impl Verdict {
+    pub fn words(self) -> &'static str {
+        match self {
+            Verdict::Faster => "faster",
+            Verdict::Slower => "slower",
+            Verdict::SameWithinNoise => "same within noise",
+            Verdict::NotJudged => "-",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Cell {
+    pub label: String,
+    pub metric: String,
+    pub base: f64,
+    pub new: f64,
+    /// (new - base) / base, percent; None when base is 0.
+    pub change_pct: Option<f64>,
+    pub verdict: Verdict,
+    /// How the noise was judged: `runs` or `intervals`.
+    pub noise: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    pub base: String,
+    pub new: String,
+    pub cells: Vec<Cell>,
+    pub gates: Vec<gate::GateResult>,
+}
+
+impl Comparison {
+    pub fn failed(&self) -> bool {
+        self.gates.iter().any(|g| !g.pass)
+    }
+}
+
+/// One side: per label, the whole-run values and the per-run and per-interval series.
+struct Side {
+    values: BTreeMap<String, BTreeMap<&'static str, f64>>,
+    per_run: BTreeMap<String, BTreeMap<&'static str, Vec<f64>>>,
+    per_interval: BTreeMap<String, BTreeMap<&'static str, Vec<f64>>>,
+}
+
+fn ms(h: &Histogram<u64>, q: f64) -> f64 {
+    if h.is_empty() {
+        0.0
+    } else {
+        h.value_at_quantile(q) as f64 / 1000.0
+    }
+}
+
+/// The latency metrics of a histogram, in ms.
+fn latency_values(h: &Histogram<u64>) -> [(&'static str, f64); 5] {
+    [
+        ("p50", ms(h, 0.5)),
+        ("p90", ms(h, 0.9)),
+        ("p99", ms(h, 0.99)),
+        ("p99.9", ms(h, 0.999)),
+        ("max", ms(h, 1.0)),
+    ]
+}
+
+fn side(dir: &RunDir) -> Result<Side, Error> {
+    let bad = |what: String| Error::Usage(format!("{}: {what}", dir.path.display()));
+    let mut values: BTreeMap<String, BTreeMap<&'static str, f64>> = BTreeMap::new();
+    let mut per_run: BTreeMap<String, BTreeMap<&'static str, Vec<f64>>> = BTreeMap::new();
+    // Per label over the runs: histograms added, samples, avg x samples, errors, throughputs
+    // added, the exact max.
+    type Pool = (Histogram<u64>, f64, f64, f64, f64, f64);
+    let mut pooled: BTreeMap<String, Pool> = BTreeMap::new();
+    for run in dir.summary["runs"].as_array().into_iter().flatten() {
+        for row in run["rows"].as_array().into_iter().flatten() {
+            let label = row["label"].as_str().unwrap_or_default().to_string();
+            let f = |k: &str| row[k].as_f64().unwrap_or(0.0);
+            let h = row["latency_hdr"]
+                .as_str()
+                .ok_or_else(|| bad(format!("summary.json has no histogram for {label} (written before schema 1 had them?)")))
+                .and_then(|e| crate::metrics::decode(e).map_err(&bad))?;
+            let runs = per_run.entry(label.clone()).or_default();
+            for (k, v) in [
+                ("samples", f("samples")),
+                ("throughput", f("throughput")),
+                ("avg", f("average_ms")),
+                ("error_pct", f("error_pct")),
+            ]
+            .into_iter()
+            .chain(latency_values(&h).into_iter().filter(|(k, _)| *k != "max"))
+            .chain([("max", f("max_ms"))])
+            {
+                runs.entry(k).or_default().push(v);
+            }
+            let p = pooled
+                .entry(label)
+                .or_insert_with(|| (crate::metrics::new_histogram(), 0.0, 0.0, 0.0, 0.0, 0.0));
+            p.0.add(&h)
+                .map_err(|e| bad(format!("histograms cannot be added: {e:?}")))?;
+            p.1 += f("samples");
+            p.2 += f("average_ms") * f("samples");
+            p.3 += f("errors");
+            p.4 += f("throughput");
+            p.5 = p.5.max(f("max_ms"));
+        }
+    }
+    let runs = dir.summary["runs"].as_array().map_or(0, Vec::len).max(1) as f64;
+    for (label, (h, samples, weighted_avg, errors, throughput, max)) in pooled {
+        let mut v: BTreeMap<&'static str, f64> = latency_values(&h).into_iter().collect();
+        // The exact max, as the summary has it (the histogram's is its bucket's top).
+        v.insert("max", max);
+        v.insert("samples", samples);
+        v.insert("throughput", throughput / runs);
+        v.insert(
+            "avg",
+            if samples > 0.0 {
+                weighted_avg / samples
+            } else {
+                0.0
+            },
+        );
+        v.insert(
+            "error_pct",
+            if samples > 0.0 {
+                errors * 100.0 / samples
+            } else {
+                0.0
+            },
+        );
+        values.insert(label, v);
+    }
+    // Per-interval series from the interval log, by the row label the tag stands for.
+    let mut per_interval: BTreeMap<String, BTreeMap<&'static str, Vec<f64>>> = BTreeMap::new();
+    let labels: Vec<String> = values.keys().cloned().collect();
+    for label in &labels {
+        let tag = crate::metrics::interval::tag(label, crate::metrics::Series::Latency, false);
+        let Some(list) = dir.intervals.get(&tag) else {
+            continue;
+        };
+        let s = per_interval.entry(label.clone()).or_default();
+        for i in list.iter().filter(|i| i.count > 0 && i.length > 0.0) {
+            for (k, v) in [
+                ("throughput", i.count as f64 / i.length),
+                ("p50", i.p50),
+                ("p90", i.p90),
+                ("p99", i.p99),
+                ("p99.9", i.p999),
+                ("max", i.max),
+                ("avg", i.mean),
+            ] {
+                s.entry(k).or_default().push(v);
+            }
+        }
+    }
+    Ok(Side {
+        values,
+        per_run,
+        per_interval,
+    })
+}
+
+/// Student's t at 97.5 % (a two-sided 95 % interval) for `df` degrees of freedom.
+fn t_95(df: f64) -> f64 {
+    const T: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
+    ];
+    let d = df.floor().max(1.0) as usize;
+    T.get(d - 1).copied().unwrap_or(1.96)
+}
+
+fn mean(xs: &[f64]) -> f64 {
+    xs.iter().sum::<f64>() / xs.len().max(1) as f64
+}
+
+fn var(xs: &[f64]) -> f64 {
+    let m = mean(xs);
+    xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (xs.len().max(2) - 1) as f64
+}
+
+/// Is the difference of `new` and `base` beyond their noise? Runs: the difference of the means
+/// against twice its standard error. Intervals: a seeded bootstrap, 95 % interval excluding 0.
+fn beyond_noise(base: &[f64], new: &[f64], by_runs: bool, rng: &mut impl Rng) -> Option<bool> {
+    if base.len() < 2 || new.len() < 2 {
+        return None;
+    }
+    let diff = mean(new) - mean(base);
+    if by_runs {
+        // Welch's t-test at 95 %, two-sided: few runs make a wide interval, as they should.
+        let (vb, vn) = (var(base) / base.len() as f64, var(new) / new.len() as f64);
+        let se = (vb + vn).sqrt();
+        if se == 0.0 {
+            return Some(diff != 0.0);
+        }
+        let df = (vb + vn).powi(2)
+            / (vb.powi(2) / (base.len() - 1) as f64 + vn.powi(2) / (new.len() - 1) as f64);
+        return Some(diff.abs() > t_95(df) * se);
+    }
+    const ROUNDS: usize = 2000;
+    let mut diffs: Vec<f64> = (0..ROUNDS)
+        .map(|_| {
+            let draw = |xs: &[f64], rng: &mut dyn rand::RngCore| {
+                (0..xs.len())
+                    .map(|_| xs[rng.random_range(0..xs.len())])
+                    .sum::<f64>()
+                    / xs.len() as f64
+            };
+            draw(new, rng) - draw(base, rng)
+        })
+        .collect();
+    diffs.sort_by(f64::total_cmp);
+    let (lo, hi) = (diffs[ROUNDS / 40], diffs[ROUNDS - 1 - ROUNDS / 40]);
+    Some(lo > 0.0 || hi < 0.0)
+}
+
+/// What differs between the two runs' plans, in words; empty when they are comparable.
+pub fn differences(base: &RunDir, new: &RunDir) -> Vec<String> {
+    let mut out = Vec::new();
+    let (b, n) = (&base.summary, &new.summary);
+    if b["profile"] != n["profile"] {
+        out.push(format!("profile {} against {}", b["profile"], n["profile"]));
+    }
+    let groups =
+        |s: &serde_json::Value| -> BTreeMap<String, (serde_json::Value, serde_json::Value)> {
+            s["groups"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|g| {
+                    (
+                        g["name"].as_str().unwrap_or_default().to_string(),
+                        (g["threads"].clone(), g["rate"].clone()),
+                    )
+                })
+                .collect()
+        };
+    let (gb, gn) = (groups(b), groups(n));
+    for (name, (threads, rate)) in &gb {
+        match gn.get(name) {
+            None => out.push(format!("group {name} only in the base run")),
+            Some((t, _)) if t != threads => {
+                out.push(format!("group {name}: {threads} threads against {t}"))
+            }
+            Some((_, r)) if r != rate => out.push(format!("group {name}: rate {rate} against {r}")),
+            _ => {}
+        }
+    }
+    for name in gn.keys().filter(|n| !gb.contains_key(*n)) {
+        out.push(format!("group {name} only in the new run"));
+    }
+    out
+}
+
+/// Compares, judging noise with a generator seeded by `seed`.
+pub fn compare(
+    base: &RunDir,
+    new: &RunDir,
+    gates: &[Gate],
+    seed: u64,
+) -> Result<Comparison, Error> {
+    let (b, n) = (side(base)?, side(new)?);
+    let by_runs = b
+        .per_run
+        .values()
+        .next()
+        .and_then(|m| m.get("samples"))
+        .is_some_and(|v| v.len() >= 2)
+        && n.per_run
+            .values()
+            .next()
+            .and_then(|m| m.get("samples"))
+            .is_some_and(|v| v.len() >= 2);
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
+    let mut cells = Vec::new();
+    // Labels in the new run's order (groups, stage totals, TOTAL), when both have them.
+    let order: Vec<String> = new.summary["runs"][0]["rows"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r["label"].as_str().map(str::to_string))
+        .filter(|l| b.values.contains_key(l))
+        .collect();
+    for label in &order {
+        for metric in METRICS {
+            let (bv, nv) = (b.values[label][metric], n.values[label][metric]);
+            let change_pct = (bv != 0.0).then(|| (nv - bv) * 100.0 / bv);
+            let series = |s: &Side| -> Vec<f64> {
+                let from = if by_runs { &s.per_run } else { &s.per_interval };
+                from.get(label)
+                    .and_then(|m| m.get(metric))
+                    .cloned()
+                    .unwrap_or_default()
+            };
+            let judged = match metric {
+                "samples" => None,
+                // Errors are judged per run only: intervals carry none.
+                "error_pct" if !by_runs => None,
+                _ => beyond_noise(&series(&b), &series(&n), by_runs, &mut rng),
+            };
+            let higher_is_better = metric == "throughput";
+            let verdict = match judged {
+                None => Verdict::NotJudged,
+                Some(false) => Verdict::SameWithinNoise,
+                Some(true) if (nv > bv) == higher_is_better => Verdict::Faster,
+                Some(true) => Verdict::Slower,
+            };
+            cells.push(Cell {
+                label: label.clone(),
+                metric: metric.to_string(),
+                base: bv,
+                new: nv,
+                change_pct,
+                verdict,
+                noise: if by_runs { "runs" } else { "intervals" }.into(),
+            });
+        }
+    }
+    let gates = gates
+        .iter()
+        .map(|g| g.judge(&cells))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Comparison {
+        base: base.path.display().to_string(),
+        new: new.path.display().to_string(),
+        cells,
+        gates,
+    })
+}

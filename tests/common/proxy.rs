@@ -1,0 +1,102 @@
+//! A loopback proxy in front of the real server that holds chosen replies: the fault injection
+//! of the open-loop and compare tests. It parses the wire protocol's message frames only.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A proxy that holds the reply to every `every`-th insert for `hold` (never, with 0).
+pub struct Proxy {
+    pub port: u16,
+    pub inserts: Arc<AtomicU64>,
+    pub held: Arc<AtomicU64>,
+}
+
+/// One wire message: its 4-byte little-endian length, then the rest.
+fn read_message(from: &mut TcpStream) -> Option<Vec<u8>> {
+    let mut len = [0u8; 4];
+    from.read_exact(&mut len).ok()?;
+    let n = u32::from_le_bytes(len) as usize;
+    let mut msg = len.to_vec();
+    msg.resize(n.max(4), 0);
+    from.read_exact(&mut msg[4..]).ok()?;
+    Some(msg)
+}
+
+/// An OP_MSG whose body's first key is `insert`: header (16), flags (4), kind 0 (1), the
+/// document's length (4), the element's type (1), then its key.
+fn is_insert(msg: &[u8]) -> bool {
+    msg.len() > 33
+        && i32::from_le_bytes([msg[12], msg[13], msg[14], msg[15]]) == 2013
+        && msg[20] == 0
+        && &msg[26..33] == b"insert\0"
+}
+
+pub fn start_proxy(upstream_port: u16, every: u64, hold: Duration) -> Proxy {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let inserts = Arc::new(AtomicU64::new(0));
+    let held = Arc::new(AtomicU64::new(0));
+    let (count, holds) = (Arc::clone(&inserts), Arc::clone(&held));
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(mut client) = client else { return };
+            let Ok(mut server) = TcpStream::connect(("127.0.0.1", upstream_port)) else {
+                return;
+            };
+            let (mut client_w, mut server_r) =
+                (client.try_clone().unwrap(), server.try_clone().unwrap());
+            let hold_next = Arc::new(AtomicBool::new(false));
+            let (hold_set, count, holds) = (
+                Arc::clone(&hold_next),
+                Arc::clone(&count),
+                Arc::clone(&holds),
+            );
+            std::thread::spawn(move || {
+                while let Some(msg) = read_message(&mut client) {
+                    let n = if is_insert(&msg) {
+                        count.fetch_add(1, Ordering::SeqCst) + 1
+                    } else {
+                        0
+                    };
+                    if n > 0 && every > 0 && n % every == 0 {
+                        holds.fetch_add(1, Ordering::SeqCst);
+                        // Set before the request goes on, so it is set before its reply comes.
+                        hold_set.store(true, Ordering::SeqCst);
+                    }
+                    if server.write_all(&msg).is_err() {
+                        return;
+                    }
+                }
+                let _ = server.shutdown(std::net::Shutdown::Both);
+            });
+            std::thread::spawn(move || {
+                while let Some(msg) = read_message(&mut server_r) {
+                    if hold_next.swap(false, Ordering::SeqCst) {
+                        std::thread::sleep(hold);
+                    }
+                    if client_w.write_all(&msg).is_err() {
+                        return;
+                    }
+                }
+                let _ = client_w.shutdown(std::net::Shutdown::Both);
+            });
+        }
+    });
+    Proxy {
+        port,
+        inserts,
+        held,
+    }
+}
+
+pub fn port_of(uri: &str) -> u16 {
+    let host = uri
+        .trim_start_matches("mongodb://")
+        .split(['/', '?'])
+        .next()
+        .unwrap();
+    host.rsplit(':').next().unwrap().parse().unwrap()
+}

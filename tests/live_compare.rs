@@ -1,0 +1,160 @@
+//! `compare` on real runs: runs of one profile on one server are the same within noise; runs whose
+//! every reply is held 5 ms by a loopback proxy are slower in every latency column by about 5 ms,
+//! and a `--fail-if` gate on the median fails with exit 4. The percentiles it prints for each side
+//! are those of that run's summary; runs of different plans are refused unless --force.
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::proxy::{port_of, start_proxy};
+use common::*;
+
+// Open loop at a rate the server holds easily: its load is the same whether replies are held or
+// not, so holding them adds their 5 ms to every quantile instead of changing the queueing.
+const GROUP: &str = "[[group]]\nname = \"ins\"\nop = \"insert\"\nthreads = 8\nduration = \"3s\"\nrate = 200\n";
+
+/// A run of a profile through the proxy on `port`, into `out`.
+fn run_via(port: u16, path: &Path, out: &Path, extra: &[&str]) {
+    let uri = format!("mongodb://127.0.0.1:{port}/?directConnection=true");
+    bin()
+        .args([
+            "run",
+            path.to_str().unwrap(),
+            "--uri",
+            &uri,
+            "--quiet",
+            "--no-resources",
+        ])
+        .arg("--out")
+        .arg(out)
+        .args(extra)
+        .timeout(Duration::from_secs(180))
+        .assert()
+        .code(0);
+}
+
+fn compare(base: &Path, new: &Path, extra: &[&str]) -> (Option<i32>, serde_json::Value, String) {
+    let out = bin()
+        .arg("compare")
+        .arg(base)
+        .arg(new)
+        .args(["--json", "-"])
+        .args(extra)
+        .output()
+        .unwrap();
+    let json = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (
+        out.status.code(),
+        json,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn cell<'a>(c: &'a serde_json::Value, label: &str, metric: &str) -> &'a serde_json::Value {
+    c["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["label"] == label && x["metric"] == metric)
+        .unwrap_or_else(|| panic!("no {label} {metric} in {c}"))
+}
+
+#[test]
+fn compare_tells_a_held_server_from_noise_and_gates_fail_with_exit_4() {
+    let Some(server) = TestServer::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = profile(dir.path(), &unique_db("compare"), "drop = true", GROUP);
+    let direct = start_proxy(port_of(&server.uri), 0, Duration::ZERO);
+    let held = start_proxy(port_of(&server.uri), 1, Duration::from_millis(5));
+    let (a, b, slow) = (
+        dir.path().join("a"),
+        dir.path().join("b"),
+        dir.path().join("slow"),
+    );
+    // Three runs a side, so the verdict knows the run-to-run noise (single runs know only the
+    // noise within each run, and consecutive runs on a shared machine differ by more).
+    let repeat = ["--repeat", "3"];
+    run_via(direct.port, &path, &a, &repeat);
+    run_via(direct.port, &path, &b, &repeat);
+    // Single runs: the verdict comes from the per-interval values.
+    let one_a = dir.path().join("one-a");
+    run_via(direct.port, &path, &one_a, &[]);
+    run_via(held.port, &path, &slow, &[]);
+
+    // The same profile on the same server: the same within noise.
+    let (code, c, _) = compare(&a, &b, &[]);
+    assert_eq!(code, Some(0));
+    for metric in ["throughput", "p50"] {
+        let x = cell(&c, "ins", metric);
+        assert_eq!(x["noise"], "runs");
+        assert_eq!(x["verdict"], "same_within_noise", "{metric}: {c}");
+    }
+
+    // Every reply held 5 ms: slower in every latency column, by about 5 ms.
+    let (code, c, stderr) = compare(&one_a, &slow, &["--fail-if", "TOTAL.median > +10%"]);
+    assert_eq!(code, Some(4), "{stderr}");
+    for metric in ["avg", "p50", "p90", "p99", "p99.9", "max"] {
+        let x = cell(&c, "ins", metric);
+        assert_eq!(x["verdict"], "slower", "{metric}: {x}");
+        // p99.9 and max are each one operation of these 600: slower, by what that one took.
+        if !["p99.9", "max"].contains(&metric) {
+            let change = x["new"].as_f64().unwrap() - x["base"].as_f64().unwrap();
+            assert!((change - 5.0).abs() <= 1.5, "{metric}: +{change} ms");
+        }
+    }
+    assert_eq!(c["gates"][0]["pass"], false);
+    assert!(
+        stderr.contains("gate TOTAL.p50 > +10%: FAILED") && stderr.contains("GATES FAILED: 1"),
+        "{stderr}"
+    );
+
+    // Each side's percentiles are its summary's (one run each: the very same histograms).
+    let summary = read_json(&one_a.join("summary.json"));
+    for (metric, key) in [
+        ("p50", "median_ms"),
+        ("p90", "p90_ms"),
+        ("p99", "p99_ms"),
+        ("p99.9", "p999_ms"),
+        ("max", "max_ms"),
+        ("avg", "average_ms"),
+    ] {
+        assert_eq!(
+            cell(&c, "ins", metric)["base"],
+            row(&summary, "ins")[key],
+            "{metric}"
+        );
+    }
+    assert_eq!(cell(&c, "ins", "p50")["noise"], "intervals");
+
+    // Runs of different plans are refused unless --force.
+    let other = profile(
+        dir.path(),
+        &unique_db("compare2"),
+        "drop = true",
+        &GROUP.replace("threads = 8", "threads = 2"),
+    );
+    let two = dir.path().join("two");
+    run_via(direct.port, &other, &two, &["--duration", "1s"]);
+    let refused = bin().arg("compare").arg(&one_a).arg(&two).output().unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(err.contains("group ins: 8 threads against 2"), "{err}");
+    let forced = bin()
+        .arg("compare")
+        .arg(&one_a)
+        .arg(&two)
+        .arg("--force")
+        .output()
+        .unwrap();
+    assert_eq!(forced.status.code(), Some(0));
+}
