@@ -124,6 +124,10 @@ pub struct RunArgs {
     /// Do not write the per-operation sample log (samples.tsv)
     #[arg(long)]
     pub no_samples: bool,
+    /// A previous run (its directory) that relative thresholds, e.g. 'find.p99<=+10%', compare
+    /// against
+    #[arg(long, value_name = "DIR")]
+    pub baseline: Option<PathBuf>,
     /// Do not write the interval histograms (latency.hlog)
     #[arg(long)]
     pub no_interval_log: bool,

@@ -153,6 +153,7 @@ async fn run(dir: &Path, backend: Scripted) -> Summary {
         jtl: Some(dir.join("samples.jtl")),
         hdr_interval: Duration::from_millis(10),
         interval_log: true,
+        baseline: None,
     };
     let stop = CancellationToken::new();
     let session = Session {

@@ -20,6 +20,7 @@ use crate::summary::{ServerInfo, ServerKind, Summary};
 pub async fn run(args: RunArgs, stop: CancellationToken) -> Result<i32, Error> {
     let plan = RunPlan::build(&profile::load(&args.profile)?, &(&args.overrides).into())?;
     let opts = options(&args);
+    check_baseline(&plan, opts.baseline.as_deref())?;
     if let Some(uri) = &args.uri {
         // A malformed URI is a usage error: refuse it before creating anything.
         connect::parse(uri).await?;
@@ -61,6 +62,25 @@ pub async fn run(args: RunArgs, stop: CancellationToken) -> Result<i32, Error> {
     Ok(session::exit_code(&summary))
 }
 
+/// Relative thresholds need a baseline, and a baseline must be a run directory: both checked
+/// before anything runs (exit 2).
+fn check_baseline(plan: &RunPlan, baseline: Option<&Path>) -> Result<(), Error> {
+    let relative: Vec<&str> = plan
+        .thresholds
+        .iter()
+        .filter(|t| t.relative.is_some())
+        .map(|t| t.text.as_str())
+        .collect();
+    match baseline {
+        None if !relative.is_empty() => Err(Error::Usage(format!(
+            "the threshold {} is a change against a baseline run\n  fix: name that run's directory with --baseline DIR",
+            relative.join(", ")
+        ))),
+        Some(dir) => crate::rundir::RunDir::open(dir).map(|_| ()),
+        None => Ok(()),
+    }
+}
+
 fn options(args: &RunArgs) -> RunOptions {
     RunOptions {
         seed: args.seed.unwrap_or_else(rand::random),
@@ -72,6 +92,7 @@ fn options(args: &RunArgs) -> RunOptions {
         jtl: args.jtl.clone(),
         hdr_interval: args.hdr_interval,
         interval_log: !args.no_interval_log,
+        baseline: args.baseline.clone(),
     }
 }
 

@@ -51,6 +51,8 @@ pub struct RunOptions {
     pub hdr_interval: Duration,
     /// Write `latency.hlog`.
     pub interval_log: bool,
+    /// The run that relative thresholds (`<= +10%`) compare against.
+    pub baseline: Option<PathBuf>,
 }
 
 /// One invocation: the plan, where requests go, and where results are written.
@@ -97,6 +99,10 @@ impl<B: Backend + Clone> Session<'_, B> {
         summary.refresh(&[], false);
         write_summaries(self.out_dir, &summary)?;
         record.finish(self, &summary)?;
+        if let Some(baseline) = &self.opts.baseline {
+            self.against_baseline(baseline, &mut summary)?;
+            write_summaries(self.out_dir, &summary)?;
+        }
         if let Err(e) = self.write_report().await {
             summary
                 .failures
@@ -148,6 +154,50 @@ impl<B: Backend + Clone> Session<'_, B> {
         summary.add_run(result, &rows, sampler.is_some());
         write_summaries(self.out_dir, summary)?;
         Ok(true)
+    }
+
+    /// Relative thresholds (`find.p99 <= +10%`) judged as `compare` judges a gate: this run
+    /// against the baseline's, failing only beyond noise; they join the last run's thresholds.
+    fn against_baseline(&self, baseline: &Path, summary: &mut Summary) -> Result<(), Error> {
+        let relative: Vec<_> = self
+            .plan
+            .thresholds
+            .iter()
+            .filter_map(|t| t.relative.as_ref().map(|m| (t, m)))
+            .collect();
+        if relative.is_empty() || summary.runs.is_empty() {
+            return Ok(());
+        }
+        let gates: Vec<crate::compare::Gate> = relative
+            .iter()
+            .map(|(t, metric)| crate::compare::Gate {
+                text: t.text.clone(),
+                label: t.label.clone(),
+                metric: metric.to_string(),
+                above: matches!(
+                    t.cmp,
+                    crate::plan::thresholds::Cmp::Lt | crate::plan::thresholds::Cmp::Le
+                ),
+                limit_pct: t.limit,
+            })
+            .collect();
+        let (base, new) = (
+            crate::rundir::RunDir::open(baseline)?,
+            crate::rundir::RunDir::open(self.out_dir)?,
+        );
+        let judged = crate::compare::compare(&base, &new, &gates, self.opts.seed)?;
+        let last = summary.runs.last_mut().expect("a run");
+        for ((t, _), g) in relative.iter().zip(judged.gates) {
+            last.thresholds.push(ThresholdResult {
+                threshold: t.text.clone(),
+                value: g.change_pct.unwrap_or(0.0),
+                limit: t.limit,
+                unit: "% change".into(),
+                pass: g.pass,
+                aborted: false,
+            });
+        }
+        Ok(())
     }
 
     /// `report.html` from the files just written (off the async runtime's workers).
@@ -261,6 +311,7 @@ impl<B: Backend + Clone> Session<'_, B> {
         result.thresholds = plan
             .thresholds
             .iter()
+            .filter(|t| t.relative.is_none())
             .map(|t| {
                 let value = t.metric.value(&metrics_of(t.group, &metrics));
                 // A threshold that stopped the run failed, whatever the whole run says.

@@ -51,6 +51,9 @@ pub struct ThresholdPlan {
     pub abort: bool,
     /// With `abort`: not before this long after the run's start.
     pub after: Duration,
+    /// A change against the `--baseline` run, in percent (`<= +10%`), judged with `compare`;
+    /// `limit` is then that percentage and `compared` the metric's name there.
+    pub relative: Option<String>,
 }
 
 /// What a threshold may be written as, for error messages.
@@ -98,10 +101,39 @@ impl ThresholdPlan {
         .iter()
         .find_map(|(s, c)| text.strip_prefix(s).map(|r| (*c, r.trim())))
         .ok_or_else(|| format!("`{limit}` does not start with <, <=, > or >="))?;
-        if rest.starts_with('+') || rest.starts_with('-') && rest.ends_with('%') {
-            return Err(format!(
-                "`{limit}` is a change against a baseline run; this release checks absolute limits only"
-            ));
+        if (rest.starts_with('+') || rest.starts_with('-')) && rest.ends_with('%') {
+            // A change against the --baseline run, judged as `compare` judges it.
+            let compared = match metric_name {
+                "median" => "p50",
+                m if crate::compare::METRICS.contains(&m) => m,
+                m => {
+                    return Err(format!(
+                        "a change in percent works on {}; not on `{m}`",
+                        crate::compare::METRICS.join(", ")
+                    ))
+                }
+            };
+            if abort {
+                return Err(
+                    "a change against a baseline is judged after the run: abort does not apply"
+                        .into(),
+                );
+            }
+            let pct: f64 = rest
+                .trim_end_matches('%')
+                .parse()
+                .map_err(|_| format!("`{limit}` is not a change in percent such as +10%"))?;
+            return Ok(ThresholdPlan {
+                text: format!("{label}.{metric_name} {} {rest}", cmp.symbol()),
+                label: label.to_string(),
+                group,
+                metric,
+                cmp,
+                limit: pct,
+                abort,
+                after,
+                relative: Some(compared.to_string()),
+            });
         }
         let number_end = rest
             .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -148,6 +180,7 @@ impl ThresholdPlan {
             limit: limit_value,
             abort,
             after,
+            relative: None,
         })
     }
 
@@ -191,7 +224,9 @@ mod tests {
         assert!(e.contains("find, v1.2, TOTAL"), "{e}");
         let e = ThresholdPlan::parse_cli("find.p42x<1ms", &groups()).unwrap_err();
         assert!(e.contains("svc_avg"), "{e}");
-        let e = ThresholdPlan::parse_cli("find.p99 <= +10%", &groups()).unwrap_err();
-        assert!(e.contains("baseline"), "{e}");
+        let t = ThresholdPlan::parse_cli("find.median <= +10%", &groups()).unwrap();
+        assert_eq!((t.relative.as_deref(), t.limit), (Some("p50"), 10.0));
+        let e = ThresholdPlan::parse_cli("find.svc_p99 <= +10%", &groups()).unwrap_err();
+        assert!(e.contains("change in percent works on"), "{e}");
     }
 }
