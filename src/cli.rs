@@ -47,6 +47,9 @@ pub enum Command {
         /// Also write the comparison as JSON to PATH (- for stdout)
         #[arg(long, value_name = "PATH")]
         json: Option<PathBuf>,
+        /// Also write an HTML page with both runs on shared axes to PATH
+        #[arg(long, value_name = "PATH")]
+        html: Option<PathBuf>,
         /// Compare runs of different profiles, threads or rates
         #[arg(long)]
         force: bool,

@@ -102,7 +102,22 @@ fn compare_tells_a_held_server_from_noise_and_gates_fail_with_exit_4() {
     }
 
     // Every reply held 5 ms: slower in every latency column, by about 5 ms.
-    let (code, c, stderr) = compare(&one_a, &slow, &["--fail-if", "TOTAL.median > +10%"]);
+    let page = dir.path().join("compare.html");
+    let (code, c, stderr) = compare(
+        &one_a,
+        &slow,
+        &[
+            "--fail-if",
+            "TOTAL.median > +10%",
+            "--html",
+            page.to_str().unwrap(),
+        ],
+    );
+    let html = std::fs::read_to_string(&page).expect("compare --html writes the page");
+    assert!(
+        html.contains("\"groups\":[{\"name\":\"ins\""),
+        "both runs' series are in it"
+    );
     assert_eq!(code, Some(4), "{stderr}");
     for metric in ["avg", "p50", "p90", "p99"] {
         let x = cell(&c, "ins", metric);

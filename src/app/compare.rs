@@ -15,6 +15,7 @@ pub struct CompareArgs<'a> {
     pub fail_if: &'a [String],
     pub tsv: Option<&'a PathBuf>,
     pub json: Option<&'a PathBuf>,
+    pub html: Option<&'a PathBuf>,
     pub force: bool,
     pub seed: u64,
 }
@@ -63,6 +64,12 @@ pub fn compare(a: CompareArgs) -> Result<i32, Error> {
     }
     if let Some(p) = a.json {
         write(p, report::compare::json)?;
+    }
+    if let Some(p) = a.html {
+        let mut tsv = Vec::new();
+        report::compare::tsv(&c, &mut tsv).map_err(|e| Error::Other(e.into()))?;
+        let page = report::html::render_compare(&base, &new, &String::from_utf8_lossy(&tsv));
+        report::write_atomically(p, page.as_bytes())?;
     }
     Ok(if c.failed() {
         exit::THRESHOLD

@@ -37,6 +37,7 @@ pub async fn main(cli: Cli) -> Result<i32, Error> {
             fail_if,
             tsv,
             json,
+            html,
             force,
             seed,
         } => compare::compare(compare::CompareArgs {
@@ -45,6 +46,7 @@ pub async fn main(cli: Cli) -> Result<i32, Error> {
             fail_if: &fail_if,
             tsv: tsv.as_ref(),
             json: json.as_ref(),
+            html: html.as_ref(),
             force,
             seed,
         }),

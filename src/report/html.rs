@@ -14,6 +14,7 @@ const UPLOT_CSS: &str = include_str!("../../vendor/uplot/uPlot.min.css");
 const UPLOT_LICENSE: &str = include_str!("../../vendor/uplot/LICENSE");
 const REPORT_JS: &str = include_str!("report.js");
 const REPORT_CSS: &str = include_str!("report.css");
+const COMPARE_JS: &str = include_str!("compare.js");
 /// First on the page: every script error is shown and recorded (the browser test reads it).
 const ERRORS_JS: &str = "window.addEventListener('error', function (e) { var b = document.getElementById('errors'); b.hidden = false; b.textContent += (e.message || String(e)) + '\\n'; document.body.dataset.errors = String((+document.body.dataset.errors || 0) + 1); });";
 
@@ -229,14 +230,63 @@ fn resources(dir: &RunDir) -> Value {
 
 /// The whole page.
 pub fn render(dir: &RunDir) -> String {
-    let data = serde_json::to_string(&data(dir))
-        .expect("the report's data is JSON")
-        // Inside <script>: no "<" at all, so no string can end the element or open a comment.
-        .replace('<', "\\u003c");
     let title = format!(
         "mongo-stress report: {}",
         dir.summary["profile"].as_str().unwrap_or("run")
     );
+    page(&title, &data(dir), REPORT_JS)
+}
+
+/// `compare --html`: both runs' throughput and p99 per interval on shared axes, and the table.
+pub fn render_compare(base: &RunDir, new: &RunDir, table_tsv: &str) -> String {
+    let side = |dir: &RunDir| -> Value {
+        let first = dir
+            .intervals
+            .values()
+            .flat_map(|l| l.first())
+            .map(|i| i.start)
+            .fold(f64::INFINITY, f64::min);
+        let series: BTreeMap<&str, Value> = dir
+            .intervals
+            .iter()
+            .map(|(tag, list)| {
+                (
+                    tag.as_str(),
+                    json!({
+                        "t": list.iter().map(|i| i.start + i.length - first).collect::<Vec<_>>(),
+                        "rate": list.iter().map(|i| if i.length > 0.0 { i.count as f64 / i.length } else { 0.0 }).collect::<Vec<_>>(),
+                        "p99": list.iter().map(|i| i.p99).collect::<Vec<_>>(),
+                    }),
+                )
+            })
+            .collect();
+        json!(series)
+    };
+    let groups: Vec<Value> = new.summary["groups"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|g| {
+            let name = g["name"].as_str().unwrap_or_default();
+            json!({ "name": name, "tag": crate::metrics::interval::tag(name, crate::metrics::Series::Latency, false) })
+        })
+        .collect();
+    let data = json!({
+        "base_name": base.path.display().to_string(),
+        "new_name": new.path.display().to_string(),
+        "table_tsv": table_tsv,
+        "groups": groups,
+        "base": side(base),
+        "new": side(new),
+    });
+    page("mongo-stress compare", &data, COMPARE_JS)
+}
+
+fn page(title: &str, data: &Value, script: &str) -> String {
+    let data = serde_json::to_string(data)
+        .expect("the page's data is JSON")
+        // Inside <script>: no "<" at all, so no string can end the element or open a comment.
+        .replace('<', "\\u003c");
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n\
          <style>\n{UPLOT_CSS}\n{REPORT_CSS}\n</style>\n</head>\n<body>\n\
@@ -244,8 +294,8 @@ pub fn render(dir: &RunDir) -> String {
          <script>\n{ERRORS_JS}\n</script>\n\
          <script id=\"data\" type=\"application/json\">{data}</script>\n\
          <!-- uPlot, vendored from npm (vendor/uplot/VERSION):\n{}\n-->\n\
-         <script>\n{UPLOT_JS}\n</script>\n<script>\n{REPORT_JS}\n</script>\n</body>\n</html>\n",
-        escape(&title),
+         <script>\n{UPLOT_JS}\n</script>\n<script>\n{script}\n</script>\n</body>\n</html>\n",
+        escape(title),
         UPLOT_LICENSE.replace("--", "- -"),
     )
 }
