@@ -83,10 +83,40 @@ fn compare_tells_a_held_server_from_noise_and_gates_fail_with_exit_4() {
         dir.path().join("slow"),
     );
     // Three runs a side, so the verdict knows the run-to-run noise (single runs know only the
-    // noise within each run, and consecutive runs on a shared machine differ by more).
-    let repeat = ["--repeat", "3"];
-    run_via(direct.port, &path, &a, &repeat);
-    run_via(direct.port, &path, &b, &repeat);
+    // noise within each run, and runs on a shared machine differ by more).
+    // The two sides run at the same time, so a slow spell of this shared machine falls on both
+    // (run one after the other, a spell can fall on one side's three runs alone).
+    // The same profile, each side in a database of its own.
+    let text = std::fs::read_to_string(&path).unwrap();
+    let path_b = dir.path().join("side-b.toml");
+    let db = text
+        .lines()
+        .find_map(|l| l.strip_prefix("database = "))
+        .unwrap()
+        .trim_matches('"')
+        .to_string();
+    std::fs::write(
+        &path_b,
+        text.replace(
+            &format!("database = \"{db}\""),
+            &format!("database = \"{db}_b\""),
+        ),
+    )
+    .unwrap();
+    let uri = format!("mongodb://127.0.0.1:{}/?directConnection=true", direct.port);
+    let side = |profile: &Path, out: &Path| {
+        std::process::Command::new(bin_path())
+            .arg("run")
+            .arg(profile)
+            .args(["--quiet", "--no-resources", "--repeat", "3", "--uri", &uri])
+            .arg("--out")
+            .arg(out)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let (mut ra, mut rb) = (side(&path, &a), side(&path_b, &b));
+    assert!(ra.wait().unwrap().success() && rb.wait().unwrap().success());
     // Single runs: the verdict comes from the per-interval values.
     let one_a = dir.path().join("one-a");
     run_via(direct.port, &path, &one_a, &[]);

@@ -4,8 +4,8 @@
 //! Values are recomputed from what the runs stored: percentiles from the whole-run histograms in
 //! summary.json (several runs of `--repeat` added together), never from rounded cells. Noise:
 //! with two or more runs on both sides, from the spread of the per-run values (Welch's t-test at
-//! 95 %); otherwise a seeded bootstrap of the per-interval values of the metric in latency.hlog
-//! (a 95 % interval of the difference of their means). The latter knows only the noise within
+//! 99 %); otherwise a seeded bootstrap of the per-interval values of the metric in latency.hlog
+//! (a 99 % interval of the difference of their means). The latter knows only the noise within
 //! each run: two single runs of one plan can differ by more (this shared machine: +-20 % in
 //! latency between consecutive 4 s runs), so a verdict on single runs says the runs differed,
 //! not why; `--repeat` on both sides measures the run-to-run noise.
@@ -207,15 +207,16 @@ fn side(dir: &RunDir) -> Result<Side, Error> {
     })
 }
 
-/// Student's t at 97.5 % (a two-sided 95 % interval) for `df` degrees of freedom.
-fn t_95(df: f64) -> f64 {
+/// Student's t at 99.5 % (a two-sided 99 % interval) for `df` degrees of freedom. At 99 %, one
+/// comparison of identical plans in a hundred calls a difference, not one in twenty.
+fn t_99(df: f64) -> f64 {
     const T: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
-        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
-        2.052, 2.048, 2.045, 2.042,
+        63.657, 9.925, 5.841, 4.604, 4.032, 3.707, 3.499, 3.355, 3.250, 3.169, 3.106, 3.055, 3.012,
+        2.977, 2.947, 2.921, 2.898, 2.878, 2.861, 2.845, 2.831, 2.819, 2.807, 2.797, 2.787, 2.779,
+        2.771, 2.763, 2.756, 2.750,
     ];
     let d = df.floor().max(1.0) as usize;
-    T.get(d - 1).copied().unwrap_or(1.96)
+    T.get(d - 1).copied().unwrap_or(2.576)
 }
 
 fn mean(xs: &[f64]) -> f64 {
@@ -227,15 +228,15 @@ fn var(xs: &[f64]) -> f64 {
     xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (xs.len().max(2) - 1) as f64
 }
 
-/// Is the difference of `new` and `base` beyond their noise? Runs: the difference of the means
-/// against twice its standard error. Intervals: a seeded bootstrap, 95 % interval excluding 0.
+/// Is the difference of `new` and `base` beyond their noise? Runs: Welch's t-test at 99 %.
+/// Intervals: a seeded bootstrap whose 99 % interval of the difference excludes 0.
 fn beyond_noise(base: &[f64], new: &[f64], by_runs: bool, rng: &mut impl Rng) -> Option<bool> {
     if base.len() < 2 || new.len() < 2 {
         return None;
     }
     let diff = mean(new) - mean(base);
     if by_runs {
-        // Welch's t-test at 95 %, two-sided: few runs make a wide interval, as they should.
+        // Welch's t-test at 99 %, two-sided: few runs make a wide interval, as they should.
         let (vb, vn) = (var(base) / base.len() as f64, var(new) / new.len() as f64);
         let se = (vb + vn).sqrt();
         if se == 0.0 {
@@ -243,7 +244,7 @@ fn beyond_noise(base: &[f64], new: &[f64], by_runs: bool, rng: &mut impl Rng) ->
         }
         let df = (vb + vn).powi(2)
             / (vb.powi(2) / (base.len() - 1) as f64 + vn.powi(2) / (new.len() - 1) as f64);
-        return Some(diff.abs() > t_95(df) * se);
+        return Some(diff.abs() > t_99(df) * se);
     }
     const ROUNDS: usize = 2000;
     let mut diffs: Vec<f64> = (0..ROUNDS)
@@ -258,7 +259,8 @@ fn beyond_noise(base: &[f64], new: &[f64], by_runs: bool, rng: &mut impl Rng) ->
         })
         .collect();
     diffs.sort_by(f64::total_cmp);
-    let (lo, hi) = (diffs[ROUNDS / 40], diffs[ROUNDS - 1 - ROUNDS / 40]);
+    // A 99 % interval: 0.5 % cut from each end.
+    let (lo, hi) = (diffs[ROUNDS / 200], diffs[ROUNDS - 1 - ROUNDS / 200]);
     Some(lo > 0.0 || hi < 0.0)
 }
 
