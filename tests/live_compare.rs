@@ -103,8 +103,8 @@ fn compare_tells_a_held_server_from_noise_and_gates_fail_with_exit_4() {
         ),
     )
     .unwrap();
-    let uri = format!("mongodb://127.0.0.1:{}/?directConnection=true", direct.port);
-    let side = |profile: &Path, out: &Path| {
+    let side = |port: u16, profile: &Path, out: &Path| {
+        let uri = format!("mongodb://127.0.0.1:{port}/?directConnection=true");
         std::process::Command::new(bin_path())
             .arg("run")
             .arg(profile)
@@ -115,12 +115,19 @@ fn compare_tells_a_held_server_from_noise_and_gates_fail_with_exit_4() {
             .spawn()
             .unwrap()
     };
-    let (mut ra, mut rb) = (side(&path, &a), side(&path_b, &b));
-    assert!(ra.wait().unwrap().success() && rb.wait().unwrap().success());
-    // Single runs: the verdict comes from the per-interval values.
+    let both = |(mut x, mut y): (std::process::Child, std::process::Child)| {
+        assert!(x.wait().unwrap().success() && y.wait().unwrap().success());
+    };
+    both((side(direct.port, &path, &a), side(direct.port, &path_b, &b)));
+    // The held side beside a direct one, at once too: 3 runs each, 1,800 operations a side.
+    let base = dir.path().join("base");
+    both((
+        side(direct.port, &path, &base),
+        side(held.port, &path_b, &slow),
+    ));
+    // A single run, for the percentiles and the baseline below.
     let one_a = dir.path().join("one-a");
-    run_via(direct.port, &path, &one_a, &[]);
-    run_via(held.port, &path, &slow, &[]);
+    run_via(direct.port, &path, &one_a, &["--duration", "2s"]);
 
     // The same profile on the same server: the same within noise.
     let (code, c, _) = compare(&a, &b, &[]);
@@ -134,7 +141,7 @@ fn compare_tells_a_held_server_from_noise_and_gates_fail_with_exit_4() {
     // Every reply held 5 ms: slower in every latency column, by about 5 ms.
     let page = dir.path().join("compare.html");
     let (code, c, stderr) = compare(
-        &one_a,
+        &base,
         &slow,
         &[
             "--fail-if",
@@ -167,7 +174,8 @@ fn compare_tells_a_held_server_from_noise_and_gates_fail_with_exit_4() {
         "{stderr}"
     );
 
-    // Each side's percentiles are its summary's (one run each: the very same histograms).
+    // Each side's percentiles are its summary's (one run: the very same histograms).
+    let (_, c, _) = compare(&one_a, &one_a, &[]);
     let summary = read_json(&one_a.join("summary.json"));
     for (metric, key) in [
         ("p50", "median_ms"),

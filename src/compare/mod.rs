@@ -159,14 +159,17 @@ fn side(dir: &RunDir) -> Result<Side, Error> {
         v.insert("max", max);
         v.insert("samples", samples);
         v.insert("throughput", throughput / runs);
-        v.insert(
-            "avg",
-            if samples > 0.0 {
-                weighted_avg / samples
-            } else {
-                0.0
-            },
-        );
+        // One run: its exact average; several: weighted by their samples.
+        let single = per_run
+            .get(&label)
+            .and_then(|m| m.get("avg"))
+            .filter(|a| a.len() == 1);
+        let avg = match single {
+            Some(a) => a[0],
+            None if samples > 0.0 => weighted_avg / samples,
+            None => 0.0,
+        };
+        v.insert("avg", avg);
         v.insert(
             "error_pct",
             if samples > 0.0 {
