@@ -70,6 +70,33 @@ fn chromium(browser: &Path, profile_dir: &Path, extra: &[&str], page: &Path) -> 
     out.stdout
 }
 
+/// The page's DOM once its scripts ran, after checking they finished without an error.
+fn drawn(browser: &Path, profile_dir: &Path, page: &Path) -> String {
+    let dom = String::from_utf8(chromium(
+        browser,
+        profile_dir,
+        &["--dump-dom", "--virtual-time-budget=5000"],
+        page,
+    ))
+    .unwrap();
+    let body = dom
+        .split("<body")
+        .nth(1)
+        .unwrap()
+        .split('>')
+        .next()
+        .unwrap();
+    assert!(
+        body.contains("data-ready=\"1\""),
+        "the page did not finish: {body}"
+    );
+    assert!(
+        !body.contains("data-errors"),
+        "the page raised a script error: {dom}"
+    );
+    dom
+}
+
 /// Interval lines per tag in the run's latency.hlog.
 fn intervals_per_tag(hlog: &Path) -> BTreeMap<String, usize> {
     let text = std::fs::read(hlog).unwrap();
@@ -156,28 +183,7 @@ fn the_report_of_a_real_run_draws_every_chart_from_its_data_in_a_browser() {
     let Some(browser) = browser() else { return };
 
     let profile = dir.path().join("browser-profile");
-    let dom = String::from_utf8(chromium(
-        &browser,
-        &profile,
-        &["--dump-dom", "--virtual-time-budget=5000"],
-        &page,
-    ))
-    .unwrap();
-    let body = dom
-        .split("<body")
-        .nth(1)
-        .unwrap()
-        .split('>')
-        .next()
-        .unwrap();
-    assert!(
-        body.contains("data-ready=\"1\""),
-        "the page did not finish: {body}"
-    );
-    assert!(
-        !body.contains("data-errors"),
-        "the page raised a script error: {dom}"
-    );
+    let dom = drawn(&browser, &profile, &page);
 
     // Every chart drew the run's data: points against the interval log's lines.
     let lines = intervals_per_tag(&out.join("latency.hlog"));
@@ -236,24 +242,7 @@ fn the_report_of_a_real_run_draws_every_chart_from_its_data_in_a_browser() {
     let repeated = dir.path().join("repeated");
     let (summary, _, _) = server.run_ok("smoke", &repeated, &["--repeat", "2", "--seed", "7"]);
     assert_eq!(summary["runs"].as_array().unwrap().len(), 2);
-    let dom = String::from_utf8(chromium(
-        &browser,
-        &profile,
-        &["--dump-dom", "--virtual-time-budget=5000"],
-        &repeated.join("report.html"),
-    ))
-    .unwrap();
-    let body = dom
-        .split("<body")
-        .nth(1)
-        .unwrap()
-        .split('>')
-        .next()
-        .unwrap();
-    assert!(
-        body.contains("data-ready=\"1\"") && !body.contains("data-errors"),
-        "{dom}"
-    );
+    let dom = drawn(&browser, &profile, &repeated.join("report.html"));
     let lines = intervals_per_tag(&repeated.join("latency.hlog"));
     let group_lines: usize = groups.iter().filter_map(|g| lines.get(g)).sum();
     assert_eq!(points(&dom, "throughput"), group_lines);

@@ -118,6 +118,7 @@ fn with_every_user_busy_operations_are_late_and_the_warning_says_how_many_users_
         .find(|w| w["code"] == "late_operations")
         .unwrap_or_else(|| panic!("no late_operations warning: {summary}"));
     let message = warning["message"].as_str().unwrap();
+    eprintln!("{message}");
     assert!(stdout.contains(message), "{stdout}");
     // rate x service p99 = 100/s x ~0.05 s: about 5 users (6 if the p99 is a little over 50 ms).
     let needed: u32 = message

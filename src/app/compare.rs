@@ -44,26 +44,11 @@ pub fn compare(a: CompareArgs) -> Result<i32, Error> {
         Box::new(std::io::stdout())
     };
     report::compare::table(&c, &mut console).map_err(|e| Error::Other(e.into()))?;
-    let write = |path: &Path,
-                 render: fn(&compare::Comparison, &mut dyn Write) -> std::io::Result<()>|
-     -> Result<(), Error> {
-        let io = |source| Error::Output {
-            path: path.to_path_buf(),
-            source,
-        };
-        if path.as_os_str() == "-" {
-            let mut out = std::io::stdout().lock();
-            return render(&c, &mut out).and_then(|_| out.flush()).map_err(io);
-        }
-        let mut buf = Vec::new();
-        render(&c, &mut buf).map_err(io)?;
-        report::write_atomically(path, &buf)
-    };
     if let Some(p) = a.tsv {
-        write(p, report::compare::tsv)?;
+        report::write_to(p, &c, report::compare::tsv)?;
     }
     if let Some(p) = a.json {
-        write(p, report::compare::json)?;
+        report::write_to(p, &c, report::compare::json)?;
     }
     if let Some(p) = a.html {
         let mut tsv = Vec::new();

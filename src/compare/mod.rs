@@ -6,7 +6,7 @@
 //! with two or more runs on both sides, from the spread of the per-run values (Welch's t-test at
 //! 99 %); otherwise a seeded bootstrap of the per-interval values of the metric in latency.hlog
 //! (a 99 % interval of the difference of their means). The latter knows only the noise within
-//! each run: two single runs of one plan can differ by more (this shared machine: +-20 % in
+//! each run: two single runs of one plan can differ by more (this shared machine: 20 % and more in
 //! latency between consecutive 4 s runs), so a verdict on single runs says the runs differed,
 //! not why; `--repeat` on both sides measures the run-to-run noise.
 //!

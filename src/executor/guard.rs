@@ -1,6 +1,7 @@
 //! The error-rate stop (`stop_on_error_pct`): a `Watch` on the recorder that stops the run when
 //! too many recent operations failed.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -80,14 +81,15 @@ pub struct ThresholdAbort {
     pub reason: Arc<OnceLock<String>>,
 }
 
-/// The metrics a threshold looks at: its group's, or all groups' added up.
-pub fn metrics_of(group: Option<usize>, totals: &[GroupMetrics]) -> GroupMetrics {
-    match group {
-        Some(g) => totals.get(g).cloned().unwrap_or_default(),
+/// The metrics a threshold looks at: its group's (borrowed), or all groups' added up.
+pub fn metrics_of(group: Option<usize>, totals: &[GroupMetrics]) -> Cow<'_, GroupMetrics> {
+    match group.and_then(|g| totals.get(g)) {
+        Some(m) => Cow::Borrowed(m),
+        None if group.is_some() => Cow::Owned(GroupMetrics::default()),
         None => {
             let mut all = GroupMetrics::default();
             totals.iter().for_each(|m| all.merge(m));
-            all
+            Cow::Owned(all)
         }
     }
 }

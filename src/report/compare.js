@@ -25,7 +25,7 @@
     body.append(tr);
   });
   table.append(body);
-  root.append(table);
+  root.append(el("div", { class: "scroll" }, table));
   const width = Math.max(600, Math.min(1200, document.documentElement.clientWidth - 48));
   let drawn = 0;
   D.groups.forEach((g, gi) => {

@@ -41,34 +41,8 @@ pub fn table(c: &Comparison, out: &mut dyn Write) -> std::io::Result<()> {
     )?;
     let mut lines = vec![HEADER.iter().map(|h| h.to_string()).collect::<Vec<_>>()];
     lines.extend(rows(c));
-    let widths: Vec<usize> = (0..HEADER.len())
-        .map(|i| {
-            lines
-                .iter()
-                .map(|l| l[i].chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    for (n, l) in lines.iter().enumerate() {
-        let cells: Vec<String> = l
-            .iter()
-            .zip(&widths)
-            .enumerate()
-            .map(|(i, (v, w))| {
-                if i < 2 || i == 5 {
-                    format!("{v:<w$}")
-                } else {
-                    format!("{v:>w$}")
-                }
-            })
-            .collect();
-        writeln!(out, "{}", cells.join("  ").trim_end())?;
-        if n == 0 {
-            let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
-            writeln!(out, "{}", rule.join("  "))?;
-        }
-    }
+    // Label, metric and verdict are words; the rest numbers.
+    super::table::aligned(&lines, &[0, 1, 5], out)?;
     if !c.gates.is_empty() {
         writeln!(out)?;
         for g in &c.gates {

@@ -137,10 +137,9 @@ impl IntervalSink for Live {
             }
             let started = *g.started.get_or_insert(elapsed.saturating_sub(period));
             let r = w.row(&g.name);
-            let line = format!(
-                "[{:>7.1}s] {:<14} {:>9.1} ops/s  p50 {:>8.2} ms  p99 {:>8.2} ms  errors {:>5}  threads {}/{}",
-                elapsed.as_secs_f64(),
-                g.name,
+            let head = format!("[{:>7.1}s] {:<14}", elapsed.as_secs_f64(), g.name);
+            let stats = format!(
+                "{:>9.1} ops/s  p50 {:>8.2} ms  p99 {:>8.2} ms  errors {:>5}  threads {}/{}",
                 w.samples as f64 / period.as_secs_f64(),
                 r.median_ms,
                 r.p99_ms,
@@ -158,17 +157,21 @@ impl IntervalSink for Live {
                 Some(bars) => {
                     let bar = g.bar.get_or_insert_with(|| {
                         let bar = bars.add(ProgressBar::new(BAR));
+                        // One line per group whatever the terminal's width: the progress first,
+                        // the interval's numbers cut at the right edge (a wrapped line would be
+                        // left behind on every redraw).
                         bar.set_style(
-                            ProgressStyle::with_template("{msg} [{bar:20}]")
+                            ProgressStyle::with_template("{prefix} [{bar:20}] {wide_msg}")
                                 .expect("a static template"),
                         );
                         bar
                     });
                     bar.set_position((fraction * BAR as f64) as u64);
-                    bar.set_message(format!("{line}  {words}"));
+                    bar.set_prefix(head);
+                    bar.set_message(format!("{words}  {stats}"));
                 }
                 None => {
-                    let _ = writeln!(err, "{line}  {words}");
+                    let _ = writeln!(err, "{head} {stats}  {words}");
                 }
             }
         }

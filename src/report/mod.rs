@@ -19,14 +19,14 @@ use std::io::Write;
 use std::path::Path;
 
 use crate::error::Error;
-use crate::summary::Summary;
 
-/// Writes `render` output to `path`, or to stdout for `-`. Files are written whole: to a
+/// Writes `render`'s output of `summary` (a summary, a comparison) to `path`, or to stdout for
+/// `-`. Files are written whole: to a
 /// temporary sibling first, then renamed over the target.
-pub fn write_to(
+pub fn write_to<T>(
     path: &Path,
-    summary: &Summary,
-    render: fn(&Summary, &mut dyn Write) -> std::io::Result<()>,
+    summary: &T,
+    render: fn(&T, &mut dyn Write) -> std::io::Result<()>,
 ) -> Result<(), Error> {
     let io = |source| Error::Output {
         path: path.to_path_buf(),

@@ -37,7 +37,8 @@
       body.append(tr);
     });
     table.append(body);
-    return table;
+    // A wide table scrolls inside its box; the page keeps its width.
+    return el("div", { class: "scroll" }, table);
   }
 
   // Vertical lines at stage boundaries and warm-up ends, on every time chart.
@@ -195,7 +196,8 @@
   // Throughput and errors.
   const tp = section("Throughput", "throughput");
   const rates = lines(D.intervals, "rate", true);
-  chart(tp, "Operations per second, per interval (warm-up dashed)", rates.series, rates.tables,
+  const warmed = D.groups.some((g) => D.intervals["warmup:" + g.tag]);
+  chart(tp, "Operations per second, per interval" + (warmed ? " (warm-up dashed)" : ""), rates.series, rates.tables,
     { yLabel: "ops/s", id: "throughput" });
   const errs = lines(D.activity, "errors", false);
   chart(tp, "Failed operations per second", errs.series, errs.tables, { yLabel: "errors/s", height: 160, id: "errors" });

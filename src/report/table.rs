@@ -31,7 +31,7 @@ pub fn render(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
             lines.push(line);
         }
     }
-    aligned(&lines, usize::from(with_run), out)?;
+    aligned(&lines, &[usize::from(with_run)], out)?;
     writeln!(out, "(times in ms; Throughput in samples/s; Matched = operations that found or wrote a document, Modified = updates that changed one or removes that deleted one)")?;
 
     for run in &s.runs {
@@ -150,7 +150,7 @@ fn resources(s: &Summary, with_run: bool, out: &mut dyn Write) -> std::io::Resul
         out,
         "\nServer resources, sampled every second (average / peak over each stage):"
     )?;
-    aligned(&lines, usize::from(with_run), out)?;
+    aligned(&lines, &[usize::from(with_run)], out)?;
     writeln!(out, "(Server ops/s = serverStatus opcounters insert + query + update + delete; CPU % of one core; - = not measurable here)")?;
     for w in of(s, WarningCode::LoadGenerator).chain(of(s, WarningCode::TooShortToSample)) {
         writeln!(out, "warning: {}: {}", labelled(w, with_run), w.message)?;
@@ -159,8 +159,12 @@ fn resources(s: &Summary, with_run: bool, out: &mut dyn Write) -> std::io::Resul
 }
 
 /// Writes `lines` (the first is the header, underlined) as columns two spaces apart: the
-/// `label` column left-aligned, every other one right-aligned.
-fn aligned(lines: &[Vec<String>], label: usize, out: &mut dyn Write) -> std::io::Result<()> {
+/// `left` columns (labels, words) left-aligned, every other one right-aligned.
+pub(super) fn aligned(
+    lines: &[Vec<String>],
+    left: &[usize],
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
     let columns = lines.first().map_or(0, Vec::len);
     let widths: Vec<usize> = (0..columns)
         .map(|c| {
@@ -177,7 +181,7 @@ fn aligned(lines: &[Vec<String>], label: usize, out: &mut dyn Write) -> std::io:
             .zip(&widths)
             .enumerate()
             .map(|(c, (v, w))| {
-                if c == label {
+                if left.contains(&c) {
                     format!("{v:<w$}")
                 } else {
                     format!("{v:>w$}")
@@ -273,7 +277,7 @@ fn thresholds(s: &Summary, with_run: bool, out: &mut dyn Write) -> std::io::Resu
         out,
         "\nThresholds (on what the summary counts; the warm-up excluded):"
     )?;
-    aligned(&lines, usize::from(with_run), out)?;
+    aligned(&lines, &[usize::from(with_run)], out)?;
     let failed = s
         .runs
         .iter()

@@ -7,7 +7,7 @@
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime};
 
@@ -16,14 +16,14 @@ use hdrhistogram::serialization::V2DeflateSerializer;
 use tokio::sync::mpsc;
 
 use crate::error::Error;
-use crate::metrics::{panic_message, IntervalBatch};
+use crate::metrics::IntervalBatch;
 
 /// Interval batches in flight between the recorder and the writer.
 const CHANNEL_BATCHES: usize = 64;
 
 pub struct IntervalLog {
     tx: Option<mpsc::Sender<IntervalBatch>>,
-    writer: Option<JoinHandle<Result<u64, (PathBuf, std::io::Error)>>>,
+    writer: Option<JoinHandle<super::WriterResult>>,
 }
 
 impl IntervalLog {
@@ -105,15 +105,7 @@ impl IntervalLog {
     /// Waits for every interval to be written; returns the interval lines written.
     pub fn finish(mut self) -> Result<u64, Error> {
         self.tx.take();
-        match self.writer.take().map(|w| w.join()) {
-            Some(Ok(Ok(n))) => Ok(n),
-            Some(Ok(Err((path, source)))) => Err(Error::Output { path, source }),
-            Some(Err(p)) => Err(Error::Other(anyhow::anyhow!(
-                "the interval log writer panicked: {}",
-                panic_message(p.as_ref())
-            ))),
-            None => Ok(0),
-        }
+        super::join_writer(self.writer.take(), "the interval log writer")
     }
 }
 

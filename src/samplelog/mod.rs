@@ -28,7 +28,7 @@ const CHANNEL_BATCHES: usize = 8;
 
 pub struct SampleLog {
     tx: Option<mpsc::Sender<Vec<Logged>>>,
-    writer: Option<JoinHandle<Result<u64, (PathBuf, std::io::Error)>>>,
+    writer: Option<JoinHandle<WriterResult>>,
 }
 
 struct Outputs {
@@ -121,14 +121,26 @@ impl SampleLog {
     /// Waits for every line to be written and the files synced; returns the lines written.
     pub fn finish(mut self) -> Result<u64, Error> {
         self.tx.take();
-        match self.writer.take().map(|w| w.join()) {
-            Some(Ok(Ok(n))) => Ok(n),
-            Some(Ok(Err((path, source)))) => Err(Error::Output { path, source }),
-            Some(Err(p)) => Err(Error::Other(anyhow::anyhow!(
-                "the sample log writer panicked: {}",
-                crate::metrics::panic_message(p.as_ref())
-            ))),
-            None => Ok(0),
-        }
+        join_writer(self.writer.take(), "the sample log writer")
+    }
+}
+
+/// What a log's writer thread returns: the lines written, or the file and error that stopped it.
+pub(crate) type WriterResult = Result<u64, (PathBuf, std::io::Error)>;
+
+/// Waits for a log's writer thread (its sender already dropped): the lines it wrote, or what
+/// stopped it, a write error or a panic, named as `what`.
+pub(crate) fn join_writer(
+    writer: Option<JoinHandle<WriterResult>>,
+    what: &str,
+) -> Result<u64, Error> {
+    match writer.map(|w| w.join()) {
+        Some(Ok(Ok(n))) => Ok(n),
+        Some(Ok(Err((path, source)))) => Err(Error::Output { path, source }),
+        Some(Err(p)) => Err(Error::Other(anyhow::anyhow!(
+            "{what} panicked: {}",
+            crate::metrics::panic_message(p.as_ref())
+        ))),
+        None => Ok(0),
     }
 }

@@ -198,21 +198,18 @@ pub fn expected_for(key: &str) -> String {
         "stop_on_error_pct" => limits::error_pct_expected(),
         "read_preference" => crate::plan::ReadPref::listed(),
         "write_concern" => format!("1, 0, any w number up to {}, or \"majority\"", limits::MAX_WRITE_NODES),
-        other => match other {
-            "name" => "a string without tabs or other control characters, e.g. name = \"insert\"",
-            "description" => "a string",
-            "stage" => "a string without tabs or other control characters, e.g. stage = \"mixed\"",
-            "count" | "many" | "drop" | "journal" => "true or false",
-            "filter" | "set" => "a list of document field names, e.g. filter = [\"city\"]",
-            "target" => "\"random\" (one existing document by _id) or \"filter\" (documents matching a generated filter)",
-            "indexes" => "a list of index keys, e.g. indexes = [{ city = 1 }, { pop = -1 }]",
-            "database" | "collection" => "a non-empty name without '$' or '.' at the ends, e.g. collection = \"cities\"",
-            "group" => "one or more [[group]] tables, each with name, op, threads and loops or duration",
-            "document" => "a [document] table of field = generator",
-            "target." | "setup" => "a table",
-            _ => "see the profile reference in README.md",
-        }
-        .to_string(),
+        "name" => "a string without tabs or other control characters, e.g. name = \"insert\"".into(),
+        "description" => "a string".into(),
+        "stage" => "a string without tabs or other control characters, e.g. stage = \"mixed\"".into(),
+        "count" | "many" | "drop" | "journal" => "true or false".into(),
+        "filter" | "set" => "a list of document field names, e.g. filter = [\"city\"]".into(),
+        "target" => "\"random\" (one existing document by _id) or \"filter\" (documents matching a generated filter)".into(),
+        "indexes" => "a list of index keys, e.g. indexes = [{ city = 1 }, { pop = -1 }]".into(),
+        "database" | "collection" => "a non-empty name without '$' or '.' at the ends, e.g. collection = \"cities\"".into(),
+        "group" => "one or more [[group]] tables, each with name, op, threads and loops or duration".into(),
+        "document" => "a [document] table of field = generator".into(),
+        "target." | "setup" => "a table".into(),
+        _ => "see the profile reference in README.md".into(),
     }
 }
 
