@@ -150,6 +150,20 @@ pub struct RunArgs {
     /// Print only the final summary
     #[arg(long)]
     pub quiet: bool,
+    /// Run part I of N of the profile (0-based; each group's threads and rate divided), for
+    /// load from several machines; `merge` joins the parts' run directories
+    #[arg(long, value_name = "I/N", value_parser = crate::plan::part::Part::parse, conflicts_with = "parts")]
+    pub part: Option<crate::plan::part::Part>,
+    /// Run one of N parts, its index from JOB_COMPLETION_INDEX (a Kubernetes Indexed Job sets it)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub parts: Option<u32>,
+    /// Begin the first stage at this wall-clock time, after setup: RFC 3339
+    /// (2026-11-30T12:00:00Z) or +D from now (+30s); parts on many machines start together
+    #[arg(long, value_name = "TIME")]
+    pub start_at: Option<String>,
+    /// Longest wait of parts 1.. for part 0's setup
+    #[arg(long, default_value = "10m", value_parser = parse_duration, value_name = "D")]
+    pub setup_wait: Duration,
     /// Server program for the embedded server (mongod or secantusd-rs)
     #[arg(long, env = "MONGO_STRESS_SERVER_BIN", value_name = "PATH")]
     pub server_bin: Option<PathBuf>,

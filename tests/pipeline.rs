@@ -13,7 +13,7 @@ use std::time::Duration;
 use mongo_stress::app::session::{exit_code, RunOptions, Session};
 use mongo_stress::error::Error;
 use mongo_stress::metrics::{ErrorClass, OpError};
-use mongo_stress::ops::{Backend, Outcome};
+use mongo_stress::ops::{Backend, Outcome, Prepared};
 use mongo_stress::plan::{profile, Overrides, RunPlan};
 use mongo_stress::report;
 use mongo_stress::summary::{ServerInfo, ServerKind, Summary, WarningCode};
@@ -82,8 +82,12 @@ impl Backend for Scripted {
         _seed: u64,
         _stop: &CancellationToken,
         _force: bool,
-    ) -> Result<KeySpace, Error> {
-        Ok(KeySpace::starting_at(plan.setup.preload as i64))
+        begin: Option<std::time::SystemTime>,
+    ) -> Result<Prepared, Error> {
+        Ok(Prepared {
+            keys: KeySpace::starting_at(plan.setup.preload as i64),
+            begin,
+        })
     }
 }
 

@@ -2,6 +2,7 @@
 //! directory, start or reach the server, start the sampler, run the session, show the summary.
 
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 use tokio_util::sync::CancellationToken;
 
@@ -11,6 +12,7 @@ use crate::error::Error;
 use crate::monitor::{self, Sampler};
 use crate::ops::connect::{self, Connected};
 use crate::ops::MongoBackend;
+use crate::plan::part::{self, Part, PartPlan};
 use crate::plan::{profile, RunPlan};
 use crate::redact::redact;
 use crate::report;
@@ -19,22 +21,31 @@ use crate::summary::{ServerInfo, ServerKind, Summary};
 
 pub async fn run(args: RunArgs, stop: CancellationToken) -> Result<i32, Error> {
     let plan = RunPlan::build(&profile::load(&args.profile)?, &(&args.overrides).into())?;
-    let opts = options(&args);
+    let part = which_part(&args)?;
+    let plan = match part {
+        Some(part) => plan.divide(PartPlan {
+            part,
+            setup_wait: args.setup_wait,
+        })?,
+        None => plan,
+    };
+    let opts = options(&args, &plan)?;
     check_baseline(&plan, opts.baseline.as_deref())?;
     if let Some(uri) = &args.uri {
         // A malformed URI is a usage error: refuse it before creating anything.
         connect::parse(uri).await?;
     }
-    let out_dir = prepare_out_dir(args.out.as_deref(), &plan.name)?;
+    let out_dir = prepare_out_dir(args.out.as_deref(), &plan)?;
     let say = |msg: String| {
         if opts.chatty {
             eprintln!("{msg}");
         }
     };
     say(format!(
-        "profile {} ({}), seed {}, results in {}",
+        "profile {} ({}){}, seed {}, results in {}",
         plan.name,
         plan.origin,
+        part.map_or(String::new(), |p| format!(", part {p}")),
         opts.seed,
         out_dir.display()
     ));
@@ -81,9 +92,32 @@ fn check_baseline(plan: &RunPlan, baseline: Option<&Path>) -> Result<(), Error> 
     }
 }
 
-fn options(args: &RunArgs) -> RunOptions {
-    RunOptions {
-        seed: args.seed.unwrap_or_else(rand::random),
+/// `--part I/N`, or `--parts N` with the index from `JOB_COMPLETION_INDEX`.
+fn which_part(args: &RunArgs) -> Result<Option<Part>, Error> {
+    match (args.part, args.parts) {
+        (Some(p), _) => Ok(Some(p)),
+        (None, Some(n)) => {
+            Part::from_env(n, std::env::var(part::INDEX_VAR).ok().as_deref()).map(Some)
+        }
+        (None, None) => Ok(None),
+    }
+}
+
+fn options(args: &RunArgs, plan: &RunPlan) -> Result<RunOptions, Error> {
+    let start_at = args
+        .start_at
+        .as_deref()
+        .map(|s| part::parse_start_at(s, SystemTime::now()))
+        .transpose()
+        .map_err(|e| Error::Usage(format!("--start-at: {e}")))?;
+    // Parts must agree on the seed: without --seed they derive it from what they share.
+    let seed = args.seed.unwrap_or_else(|| match &plan.part {
+        Some(p) => part::shared_seed(&plan.name, p.part.count, args.start_at.as_deref()),
+        None => rand::random(),
+    });
+    Ok(RunOptions {
+        seed,
+        start_at,
         repeat: args.repeat,
         live: (!args.quiet).then_some(args.interval),
         chatty: !args.quiet,
@@ -93,7 +127,7 @@ fn options(args: &RunArgs) -> RunOptions {
         hdr_interval: args.hdr_interval,
         interval_log: !args.no_interval_log,
         baseline: args.baseline.clone(),
-    }
+    })
 }
 
 /// The server the run talks to: one the tool started, or the one `--uri` names.
@@ -236,7 +270,7 @@ fn jtl_url(uri: &str, plan: &RunPlan) -> String {
     )
 }
 
-fn prepare_out_dir(out: Option<&Path>, profile: &str) -> Result<PathBuf, Error> {
+fn prepare_out_dir(out: Option<&Path>, plan: &RunPlan) -> Result<PathBuf, Error> {
     let dir = match out {
         Some(d) => d.to_path_buf(),
         None => {
@@ -245,7 +279,16 @@ fn prepare_out_dir(out: Option<&Path>, profile: &str) -> Result<PathBuf, Error> 
                 .filter(|c| c.is_ascii_digit())
                 .take(14)
                 .collect();
-            PathBuf::from("results").join(format!("{profile}-{}-{}", &stamp[..8], &stamp[8..]))
+            let part = plan
+                .part
+                .as_ref()
+                .map_or(String::new(), |p| format!("-part{}", p.part.index));
+            PathBuf::from("results").join(format!(
+                "{}-{}-{}{part}",
+                plan.name,
+                &stamp[..8],
+                &stamp[8..]
+            ))
         }
     };
     let usage = |e: std::io::Error| {

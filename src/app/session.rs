@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use indicatif::MultiProgress;
 use tokio::sync::mpsc;
@@ -19,14 +19,14 @@ use crate::metrics::{
     IntervalBatch, IntervalCheck, IntervalSink, Logged, Recorded, Recorder, Watch,
 };
 use crate::monitor::Sampler;
-use crate::ops::Backend;
+use crate::ops::{Backend, Prepared};
 use crate::plan::RunPlan;
 use crate::report;
 use crate::samplelog::hlog::IntervalLog;
 use crate::samplelog::SampleLog;
 use crate::summary::resources::StageSpan;
 use crate::summary::run_info::{HostInfo, RunInfo};
-use crate::summary::{RunResult, ServerInfo, Summary, ThresholdResult};
+use crate::summary::{RunResult, ServerInfo, StartInfo, Summary, ThresholdResult};
 use crate::workload::KeySpace;
 
 /// Capacity of the sample channel between virtual users and the recorder.
@@ -53,6 +53,8 @@ pub struct RunOptions {
     pub interval_log: bool,
     /// The run that relative thresholds (`<= +10%`) compare against.
     pub baseline: Option<PathBuf>,
+    /// When the first run's stages begin (`--start-at`); None: after setup.
+    pub start_at: Option<SystemTime>,
 }
 
 /// One invocation: the plan, where requests go, and where results are written.
@@ -128,11 +130,12 @@ impl<B: Backend + Clone> Session<'_, B> {
         if self.opts.repeat > 1 {
             self.say(format!("run {run} of {}", self.opts.repeat));
         }
-        let keys = match self
-            .prepare(self.opts.seed.wrapping_add(u64::from(run)))
+        let begin = if run == 1 { self.opts.start_at } else { None };
+        let prepared = match self
+            .prepare(self.opts.seed.wrapping_add(u64::from(run)), begin)
             .await
         {
-            Ok(keys) => keys,
+            Ok(prepared) => prepared,
             // Nothing measured yet: the error is the whole answer (exit 2 or 3).
             Err(e) if summary.runs.is_empty() => return Err(e),
             // Later runs of --repeat: keep what the earlier ones measured.
@@ -143,13 +146,28 @@ impl<B: Backend + Clone> Session<'_, B> {
                 return Ok(false);
             }
         };
+        let start = match prepared.begin {
+            Some(at) => Some(self.wait_until(at).await),
+            None => None,
+        };
         if self.stop.is_cancelled() {
+            self.backend.release(self.plan).await;
             return Ok(false);
         }
         let seed = self.opts.seed.wrapping_add(u64::from(run) - 1);
-        let result = self
-            .execute(keys, seed, run, logs.samples.sender(), logs.intervals())
+        // Each part draws its own documents and keys from the run's shared seed.
+        let seed = self.plan.part.as_ref().map_or(seed, |p| p.part.seed(seed));
+        let mut result = self
+            .execute(
+                prepared.keys,
+                seed,
+                run,
+                logs.samples.sender(),
+                logs.intervals(),
+            )
             .await;
+        result.start = start;
+        self.backend.release(self.plan).await;
         let rows = sampler.as_ref().map(Sampler::rows).unwrap_or_default();
         summary.add_run(result, &rows, sampler.is_some());
         write_summaries(self.out_dir, summary)?;
@@ -214,16 +232,44 @@ impl<B: Backend + Clone> Session<'_, B> {
         }
     }
 
-    async fn prepare(&self, seed: u64) -> Result<KeySpace, Error> {
+    /// Waits for the common begin of the stages (`--start-at`, or part 0's marker); a part
+    /// that arrives after it starts at once, and its result says how late it was.
+    async fn wait_until(&self, at: SystemTime) -> StartInfo {
+        if let Ok(wait) = at.duration_since(SystemTime::now()) {
+            self.say(format!(
+                "stages begin at {} (in {})",
+                humantime::format_rfc3339_millis(at),
+                humantime::format_duration(Duration::from_millis(wait.as_millis() as u64))
+            ));
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                _ = self.stop.cancelled() => {}
+            }
+        }
+        let late = SystemTime::now().duration_since(at).unwrap_or_default();
+        StartInfo {
+            at: humantime::format_rfc3339_millis(at).to_string(),
+            late_ms: late.as_secs_f64() * 1000.0,
+        }
+    }
+
+    async fn prepare(&self, seed: u64, begin: Option<SystemTime>) -> Result<Prepared, Error> {
         let plan = self.plan;
-        if plan.setup.preload > 0 {
+        match &plan.part {
+            Some(p) if p.part.index > 0 => self.say(format!(
+                "part {}: waiting for part 0 to set up {}.{}",
+                p.part, plan.target.database, plan.target.collection
+            )),
+            _ => {}
+        }
+        if plan.setup.preload > 0 && plan.part.as_ref().is_none_or(|p| p.part.index == 0) {
             self.say(format!(
                 "preloading {} documents into {}.{}",
                 plan.setup.preload, plan.target.database, plan.target.collection
             ));
         }
         self.backend
-            .prepare(plan, seed, self.stop, self.opts.force)
+            .prepare(plan, seed, self.stop, self.opts.force, begin)
             .await
     }
 

@@ -203,6 +203,61 @@ impl GroupMetrics {
         }
     }
 
+    /// The metrics a summary row was made from: its whole-run histograms, counts, span and
+    /// bytes (errors by class and messages are the run's, merged beside it). `merge` of these
+    /// equals recording every part's samples into one, so parts of a run merge exactly.
+    pub fn from_row(r: &Row) -> Result<GroupMetrics, String> {
+        let n = r.samples;
+        let us = |ms: f64| (ms * 1000.0).round() as u64;
+        let timing = |hdr: &str, average_ms: f64, min_us: u64, max_us: u64| {
+            let hist = decode(hdr)?;
+            if hist.len() != n {
+                return Err(format!(
+                    "the histogram of `{}` holds {} samples, its row {n}",
+                    r.label,
+                    hist.len()
+                ));
+            }
+            Ok::<_, String>(Timing {
+                hist,
+                sum_us: (average_ms * 1000.0 * n as f64).round() as u128,
+                min_us,
+                max_us,
+            })
+        };
+        let latency_hdr = r
+            .latency_hdr
+            .as_deref()
+            .ok_or_else(|| format!("the row `{}` has no histogram (latency_hdr)", r.label))?;
+        let empty_min = if n == 0 { u64::MAX } else { us(r.min_ms) };
+        let latency = timing(latency_hdr, r.average_ms, empty_min, us(r.max_ms))?;
+        let service = match &r.service_hdr {
+            Some(h) => {
+                let mut t = timing(h, r.service_average_ms, u64::MAX, us(r.service_max_ms))?;
+                t.min_us = if n == 0 { u64::MAX } else { t.hist.min() };
+                t
+            }
+            None => latency.clone(),
+        };
+        Ok(GroupMetrics {
+            latency,
+            service,
+            samples: n,
+            errors: r.errors,
+            first_start_us: if n == 0 { u64::MAX } else { r.first_start_us },
+            last_end_us: r.last_end_us,
+            sent_bytes: r.sent_bytes,
+            received_bytes: r.received_bytes,
+            matched: r.matched,
+            modified: r.modified,
+            late: r.late,
+            max_behind_us: us(r.max_behind_ms),
+            missed: r.missed,
+            errors_by_class: BTreeMap::new(),
+            messages: BTreeMap::new(),
+        })
+    }
+
     /// Seconds from the first start to the last end, as JMeter's Aggregate Report uses.
     pub fn span_secs(&self) -> f64 {
         if self.samples == 0 {
@@ -259,6 +314,10 @@ impl GroupMetrics {
             late: self.late,
             max_behind_ms: ms(self.max_behind_us),
             missed: self.missed,
+            first_start_us: if empty { 0 } else { self.first_start_us },
+            last_end_us: self.last_end_us,
+            sent_bytes: self.sent_bytes,
+            received_bytes: self.received_bytes,
             latency_hdr: None,
             service_hdr: None,
         }
@@ -388,5 +447,40 @@ mod tests {
         }
         a.merge(&b);
         assert_eq!(a.row("x"), all.row("x"));
+    }
+
+    #[test]
+    fn rows_of_parts_merge_into_the_row_of_the_whole() {
+        // Two parts, open loop (service time apart), bytes and a late start: their summary rows
+        // alone must give the row of all samples recorded into one.
+        let (mut a, mut b, mut all) = Default::default();
+        for i in 1..=500u64 {
+            let s = Sample {
+                intended_us: 1_700_000_000_000_000 + i * 997,
+                late: i % 50 == 0,
+                sent: 100 + i as u32,
+                received: 7 * i as u32,
+                matched: i % 3 == 0,
+                ..Sample::at(
+                    1_700_000_000_000_000 + i * 997 + (i % 50 == 0) as u64 * 5000,
+                    i * 13 % 4001 + 1,
+                )
+            };
+            let (x, _): (&mut GroupMetrics, ()) = if i % 3 == 0 {
+                (&mut a, ())
+            } else {
+                (&mut b, ())
+            };
+            x.record(&s);
+            GroupMetrics::record(&mut all, &s);
+        }
+        let mut merged = GroupMetrics::from_row(&a.summary_row("g", true)).unwrap();
+        merged.merge(&GroupMetrics::from_row(&b.summary_row("g", true)).unwrap());
+        assert_eq!(merged.summary_row("g", true), all.summary_row("g", true));
+        // A row without its histogram cannot be merged, and says so.
+        let bare = a.row("g");
+        assert!(GroupMetrics::from_row(&bare)
+            .unwrap_err()
+            .contains("latency_hdr"));
     }
 }

@@ -1,10 +1,10 @@
 //! One summary row as numbers: JMeter's Aggregate Report columns, then ours. Text and column
 //! names are the report's business (`report::columns`).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One line of the summary table: JMeter's Aggregate Report columns, then ours.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Row {
     pub label: String,
     pub samples: u64,
@@ -37,11 +37,21 @@ pub struct Row {
     pub max_behind_ms: f64,
     /// Scheduled operations that never started before the group's time ran out.
     pub missed: u64,
+    /// The raw facts the rates above come from, so that parts can be merged exactly: first
+    /// start and last end (microseconds since the Unix epoch), and payload bytes.
+    #[serde(default)]
+    pub first_start_us: u64,
+    #[serde(default)]
+    pub last_end_us: u64,
+    #[serde(default)]
+    pub sent_bytes: u64,
+    #[serde(default)]
+    pub received_bytes: u64,
     /// The whole run's latency histogram (HdrHistogram V2 + deflate, base64), from which every
     /// percentile above can be recomputed exactly; in summaries, not in live lines.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_hdr: Option<String>,
     /// The same for service time, in open loop.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_hdr: Option<String>,
 }

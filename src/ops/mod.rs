@@ -13,14 +13,16 @@ pub mod mongo;
 pub mod setup;
 
 use std::future::Future;
+use std::time::SystemTime;
 
 use tokio_util::sync::CancellationToken;
 
 use crate::error::Error;
 use crate::plan::RunPlan;
-use crate::workload::{KeySpace, Request};
+use crate::workload::Request;
 
 pub use mongo::MongoBackend;
+pub use setup::Prepared;
 
 /// Where requests go. Implementations must not panic on a failed operation: a failure is an
 /// `Outcome` with an error.
@@ -28,15 +30,22 @@ pub trait Backend: Send + Sync + 'static {
     /// Sends one request and reports what it sent, received, matched and modified.
     fn execute(&self, req: Request) -> impl Future<Output = Outcome> + Send;
 
-    /// Readies the target for one run (drop, indexes, preload, as the plan says) and returns
-    /// the key space the run's operations draw existing `_id`s from.
+    /// Readies the target for one run (drop, indexes, preload, as the plan says; for a part,
+    /// part 0's setup or the wait for it) and returns the key space the run's operations draw
+    /// existing `_id`s from and when its stages begin (`begin` asks for one).
     fn prepare(
         &self,
         plan: &RunPlan,
         seed: u64,
         stop: &CancellationToken,
         force: bool,
-    ) -> impl Future<Output = Result<KeySpace, Error>> + Send;
+        begin: Option<SystemTime>,
+    ) -> impl Future<Output = Result<Prepared, Error>> + Send;
+
+    /// Cleans up after one run (part 0 removes its setup marker).
+    fn release(&self, _plan: &RunPlan) -> impl Future<Output = ()> + Send {
+        async {}
+    }
 }
 
 #[derive(Debug, Default)]

@@ -2,6 +2,8 @@
 //! each request sent through the official driver with its payload sizes and matched / modified
 //! counts.
 
+use std::time::SystemTime;
+
 use mongodb::bson::{doc, Document, RawDocumentBuf};
 use mongodb::options::{
     Acknowledgment, CollectionOptions, ReadPreference, SelectionCriteria, WriteConcern,
@@ -9,10 +11,10 @@ use mongodb::options::{
 use mongodb::Collection;
 use tokio_util::sync::CancellationToken;
 
-use super::{Backend, Outcome};
+use super::{Backend, Outcome, Prepared};
 use crate::error::Error;
 use crate::plan::{ReadPref, RunPlan, TargetPlan, WriteConcernPlan};
-use crate::workload::{from_id, KeySpace, Request};
+use crate::workload::{from_id, Request};
 
 /// The workload's side of a real deployment.
 #[derive(Clone)]
@@ -42,8 +44,13 @@ impl Backend for MongoBackend {
         seed: u64,
         stop: &CancellationToken,
         force: bool,
-    ) -> Result<KeySpace, Error> {
-        super::setup::prepare(plan, &self.coll, seed, stop, force).await
+        begin: Option<SystemTime>,
+    ) -> Result<Prepared, Error> {
+        super::setup::prepare(plan, &self.coll, seed, stop, force, begin).await
+    }
+
+    async fn release(&self, plan: &RunPlan) {
+        super::setup::release(plan, &self.coll).await
     }
 }
 

@@ -46,6 +46,7 @@ impl RunPlan {
             profile_text: loaded.text.clone(),
             stop_on_error_pct,
             thresholds,
+            part: None,
         })
     }
 }

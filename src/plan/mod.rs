@@ -7,6 +7,7 @@
 
 mod build;
 pub mod limits;
+pub mod part;
 pub mod profile;
 pub mod thresholds;
 
@@ -45,6 +46,8 @@ pub struct RunPlan {
     pub stop_on_error_pct: Option<f64>,
     /// Pass/fail limits on the result (profile's, then the command line's).
     pub thresholds: Vec<thresholds::ThresholdPlan>,
+    /// Set when this invocation runs one part of a run on several machines.
+    pub part: Option<part::PartPlan>,
 }
 
 #[derive(Debug, Clone, Serialize)]

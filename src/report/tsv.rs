@@ -106,6 +106,8 @@ mod tests {
             resources: vec![],
             interrupted: false,
             warnings: vec![],
+            part: None,
+            parts: vec![],
             failures: vec![],
         };
         let mut out = Vec::new();

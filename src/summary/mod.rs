@@ -12,10 +12,11 @@ pub mod warnings;
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::metrics::{GroupMetrics, Row};
 use crate::monitor::ResourceRow;
+use crate::plan::part::Part;
 use crate::plan::{RunPlan, StopAt};
 use crate::workload::OpKind;
 use resources::{ResourceSummary, StageSpan};
@@ -24,7 +25,7 @@ pub use warnings::{Warning, WarningCode};
 
 pub const SCHEMA_VERSION: u32 = 1;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Summary {
     pub schema_version: u32,
     pub tool: String,
@@ -41,6 +42,12 @@ pub struct Summary {
     pub interrupted: bool,
     /// Everything a reader should be told, with a code; the console table renders these.
     pub warnings: Vec<Warning>,
+    /// The part of a run in parts this is (`--part`, `--parts`); None for a whole run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub part: Option<Part>,
+    /// A merged run: each part's share (`mongo-stress merge`); empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<PartRow>,
     /// What failed outside any one run (the sample log, the sampler): each fails the run.
     #[serde(skip)]
     pub failures: Vec<String>,
@@ -61,6 +68,8 @@ impl Summary {
             resources: Vec::new(),
             interrupted: false,
             warnings: Vec::new(),
+            part: plan.part.as_ref().map(|p| p.part),
+            parts: Vec::new(),
             failures: Vec::new(),
         }
     }
@@ -101,8 +110,24 @@ impl Summary {
     }
 }
 
+/// One part of a merged run, as the `parts` table shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PartRow {
+    pub part: u32,
+    /// The part's run directory, as `merge` was given it.
+    pub dir: String,
+    pub host: Option<String>,
+    pub samples: u64,
+    pub throughput: f64,
+    /// Average and peak client CPU % over the part's runs (None without resources).
+    pub client_cpu_avg: Option<f64>,
+    pub client_cpu_peak: Option<f64>,
+    /// How late the part's stages began behind the common start (largest over its runs).
+    pub late_start_ms: Option<f64>,
+}
+
 /// A threshold judged on a run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ThresholdResult {
     /// As written: `find.p99 < 50ms`.
     pub threshold: String,
@@ -116,8 +141,16 @@ pub struct ThresholdResult {
     pub aborted: bool,
 }
 
+/// When a run's stages were to begin, and how late they began (0 when on time).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StartInfo {
+    /// RFC 3339 with milliseconds.
+    pub at: String,
+    pub late_ms: f64,
+}
+
 /// What a group's warm-up kept out of the summary (it is in samples.tsv and latency.hlog).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WarmupRow {
     pub label: String,
     pub secs: f64,
@@ -126,7 +159,7 @@ pub struct WarmupRow {
 }
 
 /// Who ran the server the tool talked to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ServerKind {
     /// Started by the tool for this run.
@@ -135,7 +168,7 @@ pub enum ServerKind {
     External,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ServerInfo {
     pub kind: ServerKind,
     /// Server program and version as reported (`buildInfo`).
@@ -144,7 +177,7 @@ pub struct ServerInfo {
     pub uri: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct GroupInfo {
     pub name: String,
     pub stage: String,
@@ -156,7 +189,7 @@ pub struct GroupInfo {
     pub rate: Option<f64>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunResult {
     pub run: u32,
     pub started_at: String,
@@ -175,6 +208,9 @@ pub struct RunResult {
     pub stopped_early: Option<String>,
     /// Per group with a warm-up: what it excluded from the rows.
     pub warmup: Vec<WarmupRow>,
+    /// When the stages were to begin (`--start-at`, or a run in parts) and how late they did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<StartInfo>,
     /// Each threshold of the plan, judged on this run (warm-up excluded).
     pub thresholds: Vec<ThresholdResult>,
     /// What failed inside the run (a virtual user's or the recorder's panic); shown as warnings.
@@ -269,6 +305,7 @@ impl RunResult {
             stages: Vec::new(),
             stopped_early: None,
             warmup,
+            start: None,
             thresholds: Vec::new(),
             failures: Vec::new(),
         }

@@ -2,12 +2,12 @@
 //! run), the average and peak of what the sampler saw, beside the client-side throughput, in the
 //! shape of the 2016 experiment's summary.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::monitor::ResourceRow;
 
 /// When one stage ran, in epoch milliseconds.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StageSpan {
     pub label: String,
     /// When the stage began.
@@ -17,13 +17,13 @@ pub struct StageSpan {
     pub end_ms: u64,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct AvgPeak {
     pub avg: Option<f64>,
     pub peak: Option<f64>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ResourceSummary {
     pub run: u32,
     pub label: String,

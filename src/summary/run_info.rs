@@ -19,6 +19,19 @@ pub struct RunInfo {
     pub started_at: String,
     pub finished_at: Option<String>,
     pub interrupted: bool,
+    /// Which part of a run in parts this invocation ran, and how its start went.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub part: Option<PartRecord>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PartRecord {
+    /// 0-based.
+    pub index: u32,
+    pub count: u32,
+    /// The common begin of the first run's stages, and how late this part began.
+    pub start_at: Option<String>,
+    pub late_start_ms: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -106,6 +119,15 @@ impl RunInfo {
             started_at,
             finished_at,
             interrupted: summary.interrupted,
+            part: summary.part.map(|p| {
+                let start = summary.runs.first().and_then(|r| r.start.as_ref());
+                PartRecord {
+                    index: p.index,
+                    count: p.count,
+                    start_at: start.map(|s| s.at.clone()),
+                    late_start_ms: start.map(|s| s.late_ms),
+                }
+            }),
         }
     }
 }

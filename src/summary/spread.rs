@@ -1,10 +1,10 @@
 //! The run-to-run spread of `--repeat`: throughput per label across runs.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::RunResult;
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Spread {
     pub label: String,
     pub runs: usize,
@@ -79,6 +79,7 @@ mod tests {
                     stages: Vec::new(),
                     stopped_early: None,
                     warmup: Vec::new(),
+                    start: None,
                     thresholds: Vec::new(),
                     failures: Vec::new(),
                 }

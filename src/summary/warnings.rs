@@ -2,11 +2,11 @@
 //! a stable code (for scripts reading `summary.json`), the run and label it concerns, and the
 //! message in words. Renderers only place and prefix them.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::Summary;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WarningCode {
     /// A group's operations ran but none found a document.
@@ -23,11 +23,14 @@ pub enum WarningCode {
     TooShortToSample,
     /// A group's warm-up: what it kept out of the summary (a note).
     WarmupExcluded,
+    /// The stages began after the common start (`--start-at`, a run in parts) by more than
+    /// `LATE_START_MS`.
+    LateStart,
     /// Something failed beyond operations (a panic, an output not written whole): exit 1.
     Failure,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Warning {
     pub code: WarningCode,
     /// The run of a `--repeat` it concerns; None for the whole invocation.
@@ -36,6 +39,10 @@ pub struct Warning {
     pub label: Option<String>,
     pub message: String,
 }
+
+/// A start this much behind the common one is reported: parts whose first operations are
+/// further apart than this did not load the server together.
+pub const LATE_START_MS: f64 = 50.0;
 
 pub fn compute(s: &Summary) -> Vec<Warning> {
     let mut out = Vec::new();
@@ -101,6 +108,29 @@ pub fn compute(s: &Summary) -> Vec<Warning> {
                     ),
                 );
             }
+        }
+    }
+    for run in &s.runs {
+        if let Some(start) = run.start.as_ref().filter(|st| st.late_ms > LATE_START_MS) {
+            add(
+                WarningCode::LateStart,
+                Some(run.run),
+                None,
+                format!(
+                    "the stages began {:.0} ms after the common start at {} (the setup or this host came late); other parts had that much load to themselves",
+                    start.late_ms, start.at
+                ),
+            );
+        }
+    }
+    for p in &s.parts {
+        if let Some(late) = p.late_start_ms.filter(|l| *l > LATE_START_MS) {
+            add(
+                WarningCode::LateStart,
+                None,
+                Some(&format!("part {}", p.part)),
+                format!("part {} began {late:.0} ms after the common start; the merged rates cover the union of the parts' spans", p.part),
+            );
         }
     }
     for run in &s.runs {

@@ -6,24 +6,45 @@ use rand::Rng;
 
 /// The `_id`s the run has written: preload takes `0..n`, each insert takes the next one, and
 /// updates by `_id` draw from everything issued so far (a removed one shows as "not matched").
-#[derive(Debug, Default)]
+/// In a run of several parts (`plan::part`), part i of N issues `base + i`, `base + i + N`, ...,
+/// so parts never collide, and draws cover every part's `_id`s issued about as far as its own.
+#[derive(Debug)]
 pub struct KeySpace {
+    /// `_id`s this key space has issued.
     next: AtomicI64,
+    base: i64,
+    stride: i64,
+    offset: i64,
+}
+
+impl Default for KeySpace {
+    fn default() -> Self {
+        KeySpace::starting_at(0)
+    }
 }
 
 impl KeySpace {
     pub fn starting_at(first: i64) -> Self {
+        KeySpace::partitioned(first, 0, 1)
+    }
+
+    /// Part `index` of `count` continuing after `first`.
+    pub fn partitioned(first: i64, index: u32, count: u32) -> Self {
         KeySpace {
-            next: AtomicI64::new(first),
+            next: AtomicI64::new(0),
+            base: first,
+            stride: i64::from(count.max(1)),
+            offset: i64::from(index),
         }
     }
 
     pub fn issue(&self) -> i64 {
-        self.next.fetch_add(1, Ordering::Relaxed)
+        self.base + self.next.fetch_add(1, Ordering::Relaxed) * self.stride + self.offset
     }
 
+    /// One past the `_id`s issued so far (by every part, when they go at the same pace).
     pub fn issued(&self) -> i64 {
-        self.next.load(Ordering::Relaxed)
+        self.base + self.next.load(Ordering::Relaxed) * self.stride
     }
 
     /// A uniformly drawn `_id` already issued, or None when nothing has been.
@@ -47,5 +68,17 @@ mod tests {
             k.issue();
         }
         assert!((0..100).all(|_| k.existing(&mut rng).unwrap() < 10));
+    }
+
+    #[test]
+    fn parts_issue_disjoint_ids_that_together_fill_the_range() {
+        let parts: Vec<KeySpace> = (0..3).map(|i| KeySpace::partitioned(100, i, 3)).collect();
+        let mut all: Vec<i64> = parts
+            .iter()
+            .flat_map(|k| (0..5).map(|_| k.issue()).collect::<Vec<_>>())
+            .collect();
+        all.sort();
+        assert_eq!(all, (100..115).collect::<Vec<_>>());
+        assert!(parts.iter().all(|k| k.issued() == 115));
     }
 }
