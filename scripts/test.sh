@@ -5,6 +5,8 @@
 # MONGO_STRESS_SKIP_LIVE=1 skips them (they fail, never skip, without one of the two).
 # MONGO_STRESS_HDRHISTOGRAM_JAR=path names HdrHistogram's jar when it is not Debian's;
 # MONGO_STRESS_BROWSER=path names the headless Chromium, MONGO_STRESS_SKIP_BROWSER=1 skips it.
+# MONGO_STRESS_SKIP_K8S_VALIDATE=1 skips the offline checks of deploy/kubernetes (tests/manifests.rs),
+# which otherwise need the Python kubernetes-validate package (installed below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -z "${MONGO_STRESS_TEST_URI:-}" ] && [ "${MONGO_STRESS_SKIP_LIVE:-}" != "1" ]; then
@@ -15,6 +17,11 @@ export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 # and HdrHistogram's Java log processor (Debian's libhdrhistogram-java; java must be on PATH).
 python3 -c "import hdrh" 2>/dev/null ||
   python3 -m pip install --quiet --disable-pip-version-check hdrhistogram
+# The Kubernetes API schemas of tests/manifests.rs (strict validation, offline): kubernetes-validate.
+if [ "${MONGO_STRESS_SKIP_K8S_VALIDATE:-}" != "1" ]; then
+  python3 -c "import kubernetes_validate" 2>/dev/null ||
+    python3 -m pip install --quiet --disable-pip-version-check kubernetes-validate
+fi
 if [ -z "${MONGO_STRESS_HDRHISTOGRAM_JAR:-}" ] && [ ! -f /usr/share/java/hdrhistogram.jar ]; then
   if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
   $SUDO apt-get update -qq
