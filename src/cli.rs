@@ -57,6 +57,19 @@ pub enum Command {
         #[arg(long, default_value_t = 1)]
         seed: u64,
     },
+    /// Merge the parts of one run (`run --part I/N` or `--parts N` on several machines) into one
+    /// run directory, exactly: histograms added, counts summed
+    Merge {
+        /// The parts' run directories
+        #[arg(required = true, num_args = 1..)]
+        dirs: Vec<PathBuf>,
+        /// The merged run's directory
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// Merge even when some parts are missing (the result then has less load than the run)
+        #[arg(long)]
+        allow_missing: bool,
+    },
     /// Rebuild report.html from the files of a finished or interrupted run
     Report {
         /// The run directory (what `run --out` named)

@@ -16,6 +16,7 @@ pub mod cli;
 pub mod compare;
 pub mod error;
 pub mod executor;
+pub mod merge;
 pub mod metrics;
 pub mod monitor;
 pub mod ops;

@@ -158,6 +158,7 @@ async fn run(dir: &Path, backend: Scripted) -> Summary {
         hdr_interval: Duration::from_millis(10),
         interval_log: true,
         baseline: None,
+        start_at: None,
     };
     let stop = CancellationToken::new();
     let session = Session {

@@ -6,6 +6,7 @@
 //! imports it.
 
 pub mod compare;
+pub mod merge;
 pub mod report;
 pub mod run;
 pub mod session;
@@ -51,6 +52,13 @@ pub async fn main(cli: Cli) -> Result<i32, Error> {
             seed,
         }),
         Command::Report { run_dir, out } => report::report(&run_dir, out.as_deref()),
+        Command::Merge {
+            dirs,
+            out,
+            allow_missing,
+        } => tokio::task::spawn_blocking(move || merge::merge(&dirs, &out, allow_missing))
+            .await
+            .map_err(|e| Error::Other(e.into()))?,
         Command::Run(args) => {
             let stop = CancellationToken::new();
             tokio::spawn(watch_signals(stop.clone()));

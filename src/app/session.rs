@@ -631,7 +631,7 @@ pub fn before_load(e: Error) -> Error {
     }
 }
 
-fn write_summaries(dir: &Path, summary: &Summary) -> Result<(), Error> {
+pub(super) fn write_summaries(dir: &Path, summary: &Summary) -> Result<(), Error> {
     report::write_to(&dir.join("summary.tsv"), summary, report::tsv::render)?;
     report::write_to(
         &dir.join("resources-summary.tsv"),

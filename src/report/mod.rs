@@ -9,6 +9,7 @@ pub mod compare;
 pub mod html;
 pub mod json;
 pub mod live;
+pub mod parts;
 pub mod plan;
 pub mod resources;
 pub mod run_json;

@@ -66,6 +66,10 @@ pub fn render(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
     for w in of(s, WarningCode::WarmupExcluded) {
         writeln!(out, "warm-up: {}: {}", labelled(w, with_run), w.message)?;
     }
+    super::parts::render(s, out)?;
+    for w in of(s, WarningCode::LateStart) {
+        writeln!(out, "warning: late start: {}", w.message)?;
+    }
     resources(s, with_run, out)?;
 
     if !s.spread.is_empty() {
@@ -160,7 +164,7 @@ fn resources(s: &Summary, with_run: bool, out: &mut dyn Write) -> std::io::Resul
 
 /// Writes `lines` (the first is the header, underlined) as columns two spaces apart: the
 /// `left` columns (labels, words) left-aligned, every other one right-aligned.
-pub(super) fn aligned(
+pub(crate) fn aligned(
     lines: &[Vec<String>],
     left: &[usize],
     out: &mut dyn Write,

@@ -84,9 +84,14 @@ impl Summary {
     /// Recomputes the spread, the resource summary of every run (from the sampler's rows, when
     /// it ran) and the warnings.
     pub fn refresh(&mut self, rows: &[ResourceRow], sampled: bool) {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        self.refresh_on(rows, sampled, cores);
+    }
+
+    /// `refresh` for a load generator with `cores` CPUs (a merged run's parts ran elsewhere).
+    pub fn refresh_on(&mut self, rows: &[ResourceRow], sampled: bool, cores: usize) {
         self.spread = spread(&self.runs);
         if sampled {
-            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
             self.resources = self
                 .runs
                 .iter()

@@ -1,0 +1,358 @@
+//! The parts' interval logs (`latency.hlog`) added into one, as a stream.
+//!
+//! Each part's intervals began when that part's recorder started, so they are put on wall-clock
+//! boundaries: an interval goes to the wall-clock interval of the same length (counted from the
+//! Unix epoch) that holds its middle. With a common `--start-at` the parts' intervals begin within
+//! milliseconds of each other, so each merged interval holds exactly one interval of each part.
+//! Histograms of one tag in one merged interval are added; the activity comments' users and
+//! errors are summed.
+//!
+//! Memory stays bounded however long the run: each worker thread reads its share of the parts
+//! line by line and hands on one interval at a time; the writer thread writes each merged
+//! interval as it is complete.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{sync_channel, Receiver};
+use std::time::{Duration, UNIX_EPOCH};
+
+use hdrhistogram::Histogram;
+
+use crate::error::Error;
+use crate::metrics::{decode, new_histogram, Activity, IntervalBatch, IntervalHist};
+use crate::samplelog::hlog::IntervalLog;
+
+/// Intervals a worker may be ahead of the writer.
+const AHEAD: usize = 4;
+
+/// One merged interval, or one worker's share of it.
+struct Slot {
+    /// Wall-clock interval number: start = bucket x length.
+    bucket: u64,
+    hists: Vec<(String, Histogram<u64>)>,
+    /// Per group tag: users at the interval's end, and errors in it.
+    activity: Vec<(String, u32, u64)>,
+}
+
+impl Slot {
+    fn new(bucket: u64) -> Slot {
+        Slot {
+            bucket,
+            hists: Vec::new(),
+            activity: Vec::new(),
+        }
+    }
+
+    fn hist(&mut self, tag: &str) -> &mut Histogram<u64> {
+        let i = match self.hists.iter().position(|(t, _)| t == tag) {
+            Some(i) => i,
+            None => {
+                self.hists.push((tag.to_string(), new_histogram()));
+                self.hists.len() - 1
+            }
+        };
+        &mut self.hists[i].1
+    }
+
+    fn add_activity(&mut self, tag: &str, users: u32, errors: u64) {
+        match self.activity.iter_mut().find(|(t, _, _)| t == tag) {
+            Some(a) => {
+                a.1 += users;
+                a.2 += errors;
+            }
+            None => self.activity.push((tag.to_string(), users, errors)),
+        }
+    }
+
+    fn absorb(&mut self, other: Slot) -> Result<(), String> {
+        for (tag, h) in other.hists {
+            self.hist(&tag)
+                .add(&h)
+                .map_err(|e| format!("adding the histograms of {tag}: {e:?}"))?;
+        }
+        for (tag, users, errors) in other.activity {
+            self.add_activity(&tag, users, errors);
+        }
+        Ok(())
+    }
+}
+
+/// What one line of a part's log holds, placed on its wall-clock interval.
+enum Entry {
+    Hist { tag: String, payload: String },
+    Activity(Vec<(String, u32, u64)>),
+}
+
+/// A part's log, read line by line, one entry ahead.
+struct Reader {
+    path: PathBuf,
+    lines: BufReader<File>,
+    base_us: u64,
+    length_us: u64,
+    next: Option<(u64, Entry)>,
+    line: usize,
+}
+
+/// Interval lines read to find a log's nominal interval length.
+const LENGTH_LINES: usize = 50;
+
+/// The header facts of a log: BaseTime (epoch microseconds) and its nominal interval length
+/// (`--hdr-interval`): each interval line holds the length it really had (1.002 s for 1 s), so
+/// the median of the first lines, to 10 ms.
+pub fn header(path: &Path) -> Result<(u64, u64), String> {
+    let mut lines = BufReader::new(File::open(path).map_err(|e| e.to_string())?);
+    let mut base = None;
+    let mut lengths = Vec::new();
+    let mut text = String::new();
+    while lengths.len() < LENGTH_LINES && lines.read_line(&mut text).map_err(|e| e.to_string())? > 0
+    {
+        let l = text.trim_end();
+        if let Some(rest) = l.strip_prefix("#[BaseTime: ") {
+            base = rest
+                .split_whitespace()
+                .next()
+                .and_then(|v| v.parse::<f64>().ok())
+                .map(|s| (s * 1e6).round() as u64);
+        } else if !l.starts_with('#') && !l.starts_with('"') && !l.is_empty() {
+            lengths.extend(fields(l).map(|f| f.2));
+        }
+        text.clear();
+    }
+    lengths.sort_by(f64::total_cmp);
+    let length = lengths
+        .get(lengths.len() / 2)
+        .map(|l| ((l * 100.0).round() as u64).max(1) * 10_000);
+    match (base, length) {
+        (Some(b), Some(l)) => Ok((b, l)),
+        (None, _) => Err("no #[BaseTime: ...] header (not written by mongo-stress?)".into()),
+        _ => Err("no interval in it".into()),
+    }
+}
+
+/// `[Tag=T,]start,length,max,payload` as (tag, start s, length s, payload).
+fn fields(line: &str) -> Option<(&str, f64, f64, &str)> {
+    let (tag, rest) = match line.strip_prefix("Tag=") {
+        Some(r) => r.split_once(',')?,
+        None => ("", line),
+    };
+    let mut f = rest.splitn(4, ',');
+    let start = f.next()?.parse().ok()?;
+    let length = f.next()?.parse().ok()?;
+    let _max = f.next()?;
+    Some((tag, start, length, f.next()?))
+}
+
+impl Reader {
+    fn open(path: &Path, length_us: u64) -> Result<Reader, String> {
+        let (base_us, _) = header(path)?;
+        let mut r = Reader {
+            path: path.to_path_buf(),
+            lines: BufReader::new(File::open(path).map_err(|e| e.to_string())?),
+            base_us,
+            length_us,
+            next: None,
+            line: 0,
+        };
+        r.advance()?;
+        Ok(r)
+    }
+
+    fn bucket(&self, start_s: f64, length_s: f64) -> u64 {
+        let middle = self.base_us as f64 + (start_s + length_s / 2.0) * 1e6;
+        (middle.max(0.0) as u64) / self.length_us
+    }
+
+    /// Reads up to the next interval or activity line (a cut-off last line is left out).
+    fn advance(&mut self) -> Result<(), String> {
+        self.next = None;
+        let mut text = String::new();
+        loop {
+            text.clear();
+            if self.lines.read_line(&mut text).map_err(|e| e.to_string())? == 0
+                || !text.ends_with('\n')
+            {
+                return Ok(());
+            }
+            self.line += 1;
+            let l = text.trim_end();
+            if let Some(rest) = l.strip_prefix("#[Activity ") {
+                let broken = || format!("line {}: a malformed activity line", self.line);
+                let (times, groups) = rest
+                    .trim_end_matches(']')
+                    .split_once(": ")
+                    .ok_or_else(broken)?;
+                let mut t = times.split_whitespace().map(str::parse::<f64>);
+                let (Some(Ok(start)), Some(Ok(length))) = (t.next(), t.next()) else {
+                    return Err(broken());
+                };
+                let mut acts = Vec::new();
+                for g in groups.split_whitespace() {
+                    let (tag, v) = g.rsplit_once('=').ok_or_else(broken)?;
+                    let (u, e) = v.split_once('/').ok_or_else(broken)?;
+                    acts.push((
+                        tag.to_string(),
+                        u.parse().map_err(|_| broken())?,
+                        e.parse().map_err(|_| broken())?,
+                    ));
+                }
+                self.next = Some((self.bucket(start, length), Entry::Activity(acts)));
+                return Ok(());
+            }
+            if l.is_empty() || l.starts_with('#') || l.starts_with('"') {
+                continue;
+            }
+            let (tag, start, length, payload) =
+                fields(l).ok_or_else(|| format!("line {}: not an interval line", self.line))?;
+            self.next = Some((
+                self.bucket(start, length),
+                Entry::Hist {
+                    tag: tag.to_string(),
+                    payload: payload.to_string(),
+                },
+            ));
+            return Ok(());
+        }
+    }
+}
+
+/// A worker's stream of merged intervals, and the one taken from it and not yet written.
+type Input = (Receiver<Result<Slot, String>>, Option<Slot>);
+
+/// A worker: its parts' intervals, merged per wall-clock interval, in order.
+fn work(mut readers: Vec<Reader>, out: std::sync::mpsc::SyncSender<Result<Slot, String>>) {
+    loop {
+        let Some(bucket) = readers
+            .iter()
+            .filter_map(|r| r.next.as_ref().map(|n| n.0))
+            .min()
+        else {
+            return;
+        };
+        let mut slot = Slot::new(bucket);
+        for r in &mut readers {
+            while r.next.as_ref().is_some_and(|n| n.0 == bucket) {
+                let (_, entry) = r.next.take().expect("checked");
+                let added = match entry {
+                    Entry::Hist { tag, payload } => decode(&payload)
+                        .and_then(|h| slot.hist(&tag).add(&h).map_err(|e| format!("{e:?}"))),
+                    Entry::Activity(acts) => {
+                        acts.iter()
+                            .for_each(|(t, u, e)| slot.add_activity(t, *u, *e));
+                        Ok(())
+                    }
+                };
+                if let Err(e) = added.and_then(|_| r.advance()) {
+                    let _ = out.send(Err(format!("{}: {e}", r.path.display())));
+                    return;
+                }
+            }
+        }
+        if out.send(Ok(slot)).is_err() {
+            return;
+        }
+    }
+}
+
+/// Merges the logs at `logs` into `out`; returns the merged interval lines written.
+pub fn merge(logs: &[PathBuf], out: &Path, tool: &str) -> Result<u64, Error> {
+    let broken =
+        |p: &Path, e: String| super::bad(p.parent().unwrap_or(p), format!("latency.hlog: {e}"));
+    let mut headers = Vec::new();
+    for p in logs {
+        headers.push(header(p).map_err(|e| broken(p, e))?);
+    }
+    let Some(&(_, length_us)) = headers.first() else {
+        return Ok(0);
+    };
+    if let Some((p, (_, l))) = logs
+        .iter()
+        .zip(&headers)
+        .find(|(_, (_, l))| *l != length_us)
+    {
+        return Err(broken(
+            p,
+            format!(
+                "its intervals are {} s long, the first part's {} s (every part must run with the same --hdr-interval)",
+                *l as f64 / 1e6,
+                length_us as f64 / 1e6
+            ),
+        ));
+    }
+    // The merged log counts from the wall-clock interval boundary before the earliest part.
+    let base_us = headers.iter().map(|h| h.0).min().unwrap_or(0) / length_us * length_us;
+    let base = UNIX_EPOCH + Duration::from_micros(base_us);
+    let mut readers = Vec::new();
+    for p in logs {
+        readers.push(Reader::open(p, length_us).map_err(|e| broken(p, e))?);
+    }
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(readers.len());
+    let mut shares: Vec<Vec<Reader>> = (0..workers).map(|_| Vec::new()).collect();
+    for (i, r) in readers.into_iter().enumerate() {
+        shares[i % workers].push(r);
+    }
+    let log = IntervalLog::create(out, base, tool)?;
+    let tx = log.sender().expect("a new log takes intervals");
+    let written = std::thread::scope(|scope| -> Result<u64, Error> {
+        let mut inputs: Vec<Input> = Vec::new();
+        for share in shares {
+            let (s, r) = sync_channel(AHEAD);
+            scope.spawn(move || work(share, s));
+            inputs.push((r, None));
+        }
+        let fail = |e: String| {
+            Error::Usage(format!("cannot merge the interval logs: {e}\n  fix: give parts whose latency.hlog is whole (or merge without it by moving it aside)"))
+        };
+        let mut written = 0u64;
+        loop {
+            for (rx, head) in inputs.iter_mut() {
+                if head.is_none() {
+                    *head = match rx.recv() {
+                        Ok(Ok(slot)) => Some(slot),
+                        Ok(Err(e)) => return Err(fail(e)),
+                        Err(_) => None,
+                    };
+                }
+            }
+            let Some(bucket) = inputs
+                .iter()
+                .filter_map(|(_, h)| h.as_ref().map(|s| s.bucket))
+                .min()
+            else {
+                break;
+            };
+            let mut slot = Slot::new(bucket);
+            for (_, head) in inputs.iter_mut() {
+                if head.as_ref().is_some_and(|s| s.bucket == bucket) {
+                    slot.absorb(head.take().expect("checked")).map_err(fail)?;
+                }
+            }
+            written += slot.hists.len() as u64;
+            let batch = IntervalBatch {
+                start_epoch_us: bucket * length_us,
+                duration: Duration::from_micros(length_us),
+                hists: slot
+                    .hists
+                    .into_iter()
+                    .map(|(tag, hist)| IntervalHist { tag, hist })
+                    .collect(),
+                activity: slot
+                    .activity
+                    .into_iter()
+                    .map(|(tag, users, errors)| Activity { tag, users, errors })
+                    .collect(),
+            };
+            if tx.blocking_send(batch).is_err() {
+                break; // the writer failed; `finish` says why
+            }
+        }
+        Ok(written)
+    });
+    drop(tx);
+    let finished = log.finish();
+    let written = written?;
+    finished?;
+    Ok(written)
+}

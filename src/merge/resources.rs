@@ -1,0 +1,103 @@
+//! The merged `resources.tsv`: the server's columns once (from the part that sampled the server
+//! process, else part 0, whose serverStatus columns every part saw alike), the busiest part's
+//! client CPU, RSS and host CPU in the client columns (so the load-generator warning fires when
+//! any part was the limit), and each part's client CPU in a column of its own.
+
+use super::PartDir;
+use crate::monitor::{ResourceRow, OPCOUNTERS};
+
+/// `resources.tsv` back into rows (by column name, so a file with more columns reads too).
+pub fn parse_rows(text: &str) -> Result<Vec<ResourceRow>, String> {
+    let parsed = crate::rundir::parse_resources(text)?;
+    let col = |name: &str| parsed.columns.get(name);
+    let n = col("time_ms").map_or(0, Vec::len);
+    let at = |name: &str, i: usize| col(name).and_then(|c| c.get(i).copied().flatten());
+    Ok((0..n)
+        .map(|i| ResourceRow {
+            time_ms: at("time_ms", i).unwrap_or(0.0) as u64,
+            interval_ms: at("interval_ms", i).unwrap_or(0.0) as u64,
+            server_cpu_pct: at("server_cpu_pct", i),
+            server_rss_mb: at("server_rss_mb", i),
+            disk_read_kbs: at("disk_read_kbs", i),
+            disk_write_kbs: at("disk_write_kbs", i),
+            iops: at("iops", i),
+            client_cpu_pct: at("client_cpu_pct", i),
+            client_rss_mb: at("client_rss_mb", i),
+            host_cpu_pct: at("host_cpu_pct", i),
+            ops_s: OPCOUNTERS.map(|o| at(&format!("{o}_s"), i)),
+            connections: at("connections", i),
+            net_in_kbs: at("net_in_kbs", i),
+            net_out_kbs: at("net_out_kbs", i),
+            cache_used_mb: at("cache_used_mb", i),
+            cache_dirty_mb: at("cache_dirty_mb", i),
+        })
+        .collect())
+}
+
+/// The merged `resources.tsv`.
+#[derive(Debug)]
+pub struct MergedResources {
+    pub rows: Vec<ResourceRow>,
+    /// Per row, each part's client CPU, in the order of `columns`.
+    pub part_cpu: Vec<Vec<Option<f64>>>,
+    /// `client_cpu_pct_part0`, ...
+    pub columns: Vec<String>,
+}
+
+/// Base rows, each part's client CPU per base row, and the names of those columns; None when
+/// no part sampled.
+pub fn merge(parts: &[PartDir]) -> Option<MergedResources> {
+    let sampled: Vec<(&PartDir, &Vec<ResourceRow>)> = parts
+        .iter()
+        .filter_map(|p| p.resources.as_ref().map(|r| (p, r)))
+        .collect();
+    let server_cells =
+        |rows: &Vec<ResourceRow>| rows.iter().filter(|r| r.server_cpu_pct.is_some()).count();
+    // The part that saw the server process (the first such), else the first part.
+    let (_, base) = sampled
+        .iter()
+        .max_by_key(|(p, rows)| (server_cells(rows), std::cmp::Reverse(p.index())))?;
+    let columns: Vec<String> = sampled
+        .iter()
+        .map(|(p, _)| format!("client_cpu_pct_part{}", p.index()))
+        .collect();
+    let mut rows = Vec::with_capacity(base.len());
+    let mut extra = Vec::with_capacity(base.len());
+    for b in base.iter() {
+        let mut row = b.clone();
+        let mut cells = Vec::with_capacity(sampled.len());
+        let mut busiest: Option<&ResourceRow> = None;
+        for (_, theirs) in &sampled {
+            let near = nearest(theirs, b.time_ms);
+            cells.push(near.and_then(|r| r.client_cpu_pct));
+            if let Some(r) = near.filter(|r| r.client_cpu_pct.is_some()) {
+                if busiest.is_none_or(|x| r.client_cpu_pct > x.client_cpu_pct) {
+                    busiest = Some(r);
+                }
+            }
+        }
+        if let Some(r) = busiest {
+            row.client_cpu_pct = r.client_cpu_pct;
+            row.client_rss_mb = r.client_rss_mb;
+            row.host_cpu_pct = r.host_cpu_pct;
+        }
+        rows.push(row);
+        extra.push(cells);
+    }
+    Some(MergedResources {
+        rows,
+        part_cpu: extra,
+        columns,
+    })
+}
+
+/// The row of a part taken within half a second of `time_ms` (parts sample on their own clocks).
+fn nearest(rows: &[ResourceRow], time_ms: u64) -> Option<&ResourceRow> {
+    let i = rows.partition_point(|r| r.time_ms < time_ms);
+    [i.checked_sub(1), Some(i)]
+        .into_iter()
+        .flatten()
+        .filter_map(|j| rows.get(j))
+        .min_by_key(|r| r.time_ms.abs_diff(time_ms))
+        .filter(|r| r.time_ms.abs_diff(time_ms) <= 500)
+}

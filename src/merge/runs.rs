@@ -1,0 +1,259 @@
+//! The merged summary: per run of `--repeat`, each row the merge of the parts' rows of that
+//! label (histograms added, counts summed, span the union), the run's errors, stages, warm-ups
+//! and thresholds; the groups with the whole run's threads and rates; the `parts` table.
+
+use std::collections::BTreeMap;
+
+use super::{Merged, PartDir};
+use crate::error::Error;
+use crate::executor::guard::metrics_of;
+use crate::metrics::GroupMetrics;
+use crate::plan::thresholds::ThresholdPlan;
+use crate::summary::resources::StageSpan;
+use crate::summary::{PartRow, RunResult, Summary, ThresholdResult, WarmupRow};
+
+pub fn merge(parts: &[PartDir]) -> Result<Merged, Error> {
+    let first = &parts[0].summary;
+    let mut summary = first.clone();
+    summary.tool = format!("mongo-stress {}", env!("CARGO_PKG_VERSION"));
+    summary.part = None;
+    summary.failures.clear();
+    summary.interrupted = parts.iter().any(|p| p.summary.interrupted);
+    for (i, g) in summary.groups.iter_mut().enumerate() {
+        g.threads = parts.iter().map(|p| p.summary.groups[i].threads).sum();
+        g.rate = g
+            .rate
+            .map(|_| parts.iter().filter_map(|p| p.summary.groups[i].rate).sum());
+    }
+    summary.runs = (0..first.runs.len())
+        .map(|r| merge_run(parts, r, &summary.groups))
+        .collect::<Result<_, _>>()?;
+    summary.parts = parts.iter().map(part_row).collect();
+    let resources = super::resources::merge(parts);
+    // The load generators' machines, not this one's, say how much CPU a part had.
+    let cores = parts
+        .iter()
+        .filter_map(|p| p.run_info["host"]["cpus"].as_u64())
+        .min()
+        .unwrap_or(1) as usize;
+    match &resources {
+        Some(r) => summary.refresh_on(&r.rows, true, cores),
+        None => {
+            summary.resources.clear();
+            summary.refresh_on(&[], false, cores);
+        }
+    }
+    let run_info = run_info(parts, &summary);
+    Ok(Merged {
+        summary,
+        resources,
+        run_info,
+    })
+}
+
+/// Run `r` of every part as one run.
+fn merge_run(
+    parts: &[PartDir],
+    r: usize,
+    groups: &[crate::summary::GroupInfo],
+) -> Result<RunResult, Error> {
+    let runs: Vec<&RunResult> = parts.iter().map(|p| &p.summary.runs[r]).collect();
+    let mut out = runs[0].clone();
+    let broken = |p: &PartDir, e: String| {
+        super::bad(&p.path, format!("summary.json run {}: {e}", runs[0].run))
+    };
+    let mut metrics: Vec<GroupMetrics> = Vec::with_capacity(out.rows.len());
+    for (i, row) in runs[0].rows.iter().enumerate() {
+        let mut m = GroupMetrics::default();
+        for (p, run) in parts.iter().zip(&runs) {
+            let theirs = run
+                .rows
+                .get(i)
+                .filter(|x| x.label == row.label)
+                .ok_or_else(|| broken(p, format!("no row `{}` where part 0 has one", row.label)))?;
+            m.merge(&GroupMetrics::from_row(theirs).map_err(|e| broken(p, e))?);
+        }
+        out.rows[i] = m.summary_row(&row.label, row.service_hdr.is_some());
+        metrics.push(m);
+    }
+    out.errors_by_class = BTreeMap::new();
+    out.error_messages = BTreeMap::new();
+    for run in &runs {
+        for (label, classes) in &run.errors_by_class {
+            let mine = out.errors_by_class.entry(label.clone()).or_default();
+            for (c, n) in classes {
+                *mine.entry(c.clone()).or_default() += n;
+            }
+        }
+        for (m, n) in &run.error_messages {
+            *out.error_messages.entry(m.clone()).or_default() += n;
+        }
+    }
+    out.started_at = runs
+        .iter()
+        .map(|x| x.started_at.clone())
+        .min()
+        .unwrap_or_default();
+    out.interrupted = runs.iter().any(|x| x.interrupted);
+    out.stages = merge_stages(&runs);
+    out.wall_secs = match (out.stages.first(), out.stages.last()) {
+        (Some(a), Some(b)) => b.end_ms.saturating_sub(a.began_ms) as f64 / 1000.0,
+        _ => runs.iter().map(|x| x.wall_secs).fold(0.0, f64::max),
+    };
+    out.stopped_early = runs.iter().zip(parts).find_map(|(x, p)| {
+        x.stopped_early
+            .as_ref()
+            .map(|s| format!("part {}: {s}", p.index()))
+    });
+    out.warmup = runs[0]
+        .warmup
+        .iter()
+        .map(|w| WarmupRow {
+            samples: runs
+                .iter()
+                .flat_map(|x| x.warmup.iter().filter(|v| v.label == w.label))
+                .map(|v| v.samples)
+                .sum(),
+            errors: runs
+                .iter()
+                .flat_map(|x| x.warmup.iter().filter(|v| v.label == w.label))
+                .map(|v| v.errors)
+                .sum(),
+            ..w.clone()
+        })
+        .collect();
+    out.start = None;
+    out.thresholds = judge(&runs, groups, &out, &metrics);
+    out.failures = Vec::new();
+    Ok(out)
+}
+
+/// Each stage from the first part's begin to the last part's end.
+fn merge_stages(runs: &[&RunResult]) -> Vec<StageSpan> {
+    runs[0]
+        .stages
+        .iter()
+        .map(|s| {
+            let same = || {
+                runs.iter()
+                    .flat_map(|x| x.stages.iter().filter(|t| t.label == s.label))
+            };
+            StageSpan {
+                label: s.label.clone(),
+                began_ms: same().map(|t| t.began_ms).min().unwrap_or(s.began_ms),
+                start_ms: same().map(|t| t.start_ms).min().unwrap_or(s.start_ms),
+                end_ms: same().map(|t| t.end_ms).max().unwrap_or(s.end_ms),
+            }
+        })
+        .collect()
+}
+
+/// The thresholds judged again on the merged run, as the run would have judged them had one
+/// machine made all the load (a threshold that stopped a part failed). Relative thresholds
+/// (`<= +10%`) need `compare` against their baseline: the merge leaves them out.
+fn judge(
+    runs: &[&RunResult],
+    groups: &[crate::summary::GroupInfo],
+    merged: &RunResult,
+    rows: &[GroupMetrics],
+) -> Vec<ThresholdResult> {
+    let names: Vec<String> = groups.iter().map(|g| g.name.clone()).collect();
+    // Group metrics by group index, from the rows of the same labels.
+    let by_group: Vec<GroupMetrics> = names
+        .iter()
+        .map(|n| {
+            merged
+                .rows
+                .iter()
+                .position(|r| &r.label == n)
+                .map_or_else(GroupMetrics::default, |i| rows[i].clone())
+        })
+        .collect();
+    runs[0]
+        .thresholds
+        .iter()
+        .filter_map(|t| {
+            let plan = ThresholdPlan::parse_cli(&t.threshold, &names).ok()?;
+            if plan.relative.is_some() {
+                return None;
+            }
+            let value = plan.metric.value(&metrics_of(plan.group, &by_group));
+            let aborted = runs.iter().any(|x| {
+                x.thresholds
+                    .iter()
+                    .any(|y| y.threshold == t.threshold && y.aborted)
+            });
+            Some(ThresholdResult {
+                value,
+                pass: plan.cmp.holds(value, plan.limit) && !aborted,
+                aborted,
+                ..t.clone()
+            })
+        })
+        .collect()
+}
+
+fn part_row(p: &PartDir) -> PartRow {
+    let s = &p.summary;
+    let totals = s.runs.iter().map(RunResult::total);
+    let samples: u64 = totals.clone().map(|t| t.samples).sum();
+    let throughput = totals.map(|t| t.throughput).sum::<f64>() / s.runs.len().max(1) as f64;
+    let cpu: Vec<f64> = p
+        .resources
+        .iter()
+        .flatten()
+        .filter_map(|r| r.client_cpu_pct)
+        .collect();
+    PartRow {
+        part: p.index(),
+        dir: p.path.display().to_string(),
+        host: p.run_info["host"]["hostname"].as_str().map(str::to_owned),
+        samples,
+        throughput,
+        client_cpu_avg: (!cpu.is_empty()).then(|| cpu.iter().sum::<f64>() / cpu.len() as f64),
+        client_cpu_peak: cpu.iter().copied().reduce(f64::max),
+        late_start_ms: s
+            .runs
+            .iter()
+            .filter_map(|r| r.start.as_ref().map(|st| st.late_ms))
+            .reduce(f64::max),
+    }
+}
+
+/// `run.json` of the merged run: the first part's, with the merge's command line, the whole
+/// run's groups and times, and each part's host and directory.
+fn run_info(parts: &[PartDir], summary: &Summary) -> serde_json::Value {
+    let mut info = parts[0].run_info.clone();
+    info["tool"] = summary.tool.clone().into();
+    info["command_line"] = std::env::args()
+        .map(|a| crate::redact::redact(&a))
+        .collect::<Vec<_>>()
+        .into();
+    info["plan"]["groups"] = serde_json::to_value(&summary.groups).unwrap_or_default();
+    let times = |key: &'static str| {
+        parts
+            .iter()
+            .filter_map(move |p| p.run_info[key].as_str().map(str::to_owned))
+    };
+    info["started_at"] = times("started_at").min().into();
+    info["finished_at"] = times("finished_at").max().into();
+    info["interrupted"] = summary.interrupted.into();
+    if let Some(obj) = info.as_object_mut() {
+        obj.remove("part");
+        obj.remove("host");
+    }
+    info["parts"] = parts
+        .iter()
+        .map(|p| {
+            serde_json::json!({
+                "index": p.index(),
+                "dir": p.path.display().to_string(),
+                "host": p.run_info["host"].clone(),
+                "command_line": p.run_info["command_line"].clone(),
+                "part": p.run_info["part"].clone(),
+            })
+        })
+        .collect::<Vec<_>>()
+        .into();
+    info
+}
