@@ -39,9 +39,10 @@ async fn main() -> anyhow::Result<()> {
         ..MongoBackend::new(&client, &plan.target)
     };
     let keys = backend
-        .prepare(&plan, 1, &CancellationToken::new(), true)
+        .prepare(&plan, 1, &CancellationToken::new(), true, None)
         .await
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+        .map_err(|e| anyhow::anyhow!("{e}"))?
+        .keys;
     let keys = Arc::new(keys);
     let group = Arc::new(plan.groups().next().expect("a group").clone());
     let gen = Arc::clone(&plan.document);
