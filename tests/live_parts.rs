@@ -119,6 +119,8 @@ fn three_parts_with_one_start_merge_into_the_exact_run() {
         .iter()
         .map(|d| read_json(&d.join("summary.json")))
         .collect();
+    validate_schema(&summary);
+    validate_schema(&read_json(&dirs[1].join("summary.json")));
     let insert = row(&summary, "insert");
     let merged_inserts = insert["samples"].as_u64().unwrap();
 

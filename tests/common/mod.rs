@@ -207,3 +207,23 @@ pub fn spawn_run(
         .spawn()
         .unwrap()
 }
+
+/// Checks a summary.json against docs/summary.schema.json.
+pub fn validate_schema(summary: &serde_json::Value) {
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/summary.schema.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("a valid schema");
+    let errors: Vec<String> = validator
+        .iter_errors(summary)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "summary.json breaks its schema: {errors:#?}"
+    );
+}
