@@ -90,6 +90,13 @@ fn cases(dir: &std::path::Path) -> Vec<(Input, i32, &'static str)> {
         (args("URI with a bad port", &["run", "smoke", "--uri", "mongodb://db1:notaport"]), 2, "not a usable MongoDB connection string"),
         (args("--out under a file", &["run", "smoke", "--uri", "mongodb://127.0.0.1:1", "--out", &under_file]), 2, "cannot use"),
         (args("unwritable --jtl (a full disk)", &["run", "smoke", "--jtl", "/dev/full", "--out", &dir.join("full").to_string_lossy()]), 2, "No space left on device"),
+        (args("--part beyond its count", &["run", "smoke", "--part", "3/3"]), 2, "expected I/N with 0 <= I < N"),
+        (args("--parts without JOB_COMPLETION_INDEX", &["run", "smoke", "--parts", "3"]), 2, "JOB_COMPLETION_INDEX, which is not set"),
+        (args("a group smaller than the parts", &["run", "smoke", "--threads", "2", "--part", "0/3"]), 2, "fewer than the 3 parts"),
+        (args("--repeat in parts", &["run", "smoke", "--part", "0/2", "--repeat", "3"]), 2, "cannot be split into parts"),
+        (args("unparsable --start-at", &["run", "smoke", "--start-at", "noon"]), 2, "expected RFC 3339 such as 2026-11-30T12:00:00Z"),
+        (args("merge of a missing directory", &["merge", "no-such-part", "--out", "merged"]), 2, "no-such-part is not a part that can be merged: no such directory"),
+        (args("merge without --out", &["merge", "a", "b"]), 2, "--out <DIR>"),
         (args("server refusing connections", &["run", "smoke", "--uri", &refused, "--out", &dir.join("refused").to_string_lossy()]), 3, "cannot reach the server"),
     ]
 }

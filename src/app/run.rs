@@ -22,6 +22,14 @@ use crate::summary::{ServerInfo, ServerKind, Summary};
 pub async fn run(args: RunArgs, stop: CancellationToken) -> Result<i32, Error> {
     let plan = RunPlan::build(&profile::load(&args.profile)?, &(&args.overrides).into())?;
     let part = which_part(&args)?;
+    if part.is_some() && args.repeat > 1 {
+        // Part 0 would set up the next run while other parts still ran the last one.
+        return Err(Error::Usage(format!(
+            "--repeat {} cannot be split into parts: part 0 would set up run 2 under parts still in run 1
+  fix: run the parts (the Indexed Job) {} times, each with its own --out, and merge each",
+            args.repeat, args.repeat
+        )));
+    }
     let plan = match part {
         Some(part) => plan.divide(PartPlan {
             part,
