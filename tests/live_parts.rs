@@ -216,6 +216,15 @@ fn three_parts_with_one_start_merge_into_the_exact_run() {
     assert!(merged.join("report.html").is_file() && merged.join("parts.tsv").is_file());
     let parts_tsv = std::fs::read_to_string(merged.join("parts.tsv")).unwrap();
     assert_eq!(parts_tsv.lines().count(), 4, "{parts_tsv}");
+    let html = std::fs::read_to_string(merged.join("report.html")).unwrap();
+    assert!(
+        html.contains(r#""parts_tsv":"Part\t"#),
+        "the report shows the parts table"
+    );
+    assert!(
+        html.contains("merged from 3 parts"),
+        "the report names the parts' hosts"
+    );
 
     // What merge refuses, each named.
     let (code, _, err) = merge(&refs[..2], &tmp.path().join("m2"), &[]);

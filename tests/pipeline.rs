@@ -251,6 +251,8 @@ fn redacted(text: &str) -> String {
                         "began_ms",
                         "start_ms",
                         "end_ms",
+                        "first_start_us",
+                        "last_end_us",
                         "host",
                         "tool",
                     ]

@@ -115,6 +115,7 @@ pub fn data(dir: &RunDir) -> Value {
         "header": header(dir),
         "summary_tsv": dir.summary_tsv,
         "resources_summary_tsv": dir.resources_summary_tsv,
+        "parts_tsv": dir.parts_tsv,
         "spread": s["spread"],
         "groups": groups,
         "runs": runs,
@@ -147,12 +148,30 @@ fn header(dir: &RunDir) -> Value {
         "0 (done)"
     };
     let host = &r["host"];
+    // A merged run ran on its parts' hosts.
+    let hosts: Vec<String> = r["parts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|p| {
+            format!(
+                "part {} on {} ({} cores)",
+                p["index"],
+                p["host"]["hostname"].as_str().unwrap_or("?"),
+                p["host"]["cpus"]
+            )
+        })
+        .collect();
     json!({
         "profile": format!("{} ({})", s["profile"].as_str().unwrap_or("?"), s["origin"].as_str().unwrap_or("?")),
         "description": r["profile"]["description"],
         "seed": s["seed"],
         "server": format!("{} {} at {}", s["server"]["kind"].as_str().unwrap_or("?"), s["server"]["version"].as_str().unwrap_or("?"), s["server"]["uri"].as_str().unwrap_or("?")),
-        "host": format!("{} ({}, {} cores)", host["hostname"].as_str().unwrap_or("?"), host["os"].as_str().unwrap_or("?"), host["cpus"]),
+        "host": if hosts.is_empty() {
+            format!("{} ({}, {} cores)", host["hostname"].as_str().unwrap_or("?"), host["os"].as_str().unwrap_or("?"), host["cpus"])
+        } else {
+            format!("merged from {} parts: {}", hosts.len(), hosts.join(", "))
+        },
         "command_line": r["command_line"].as_array().map(|a| a.iter().filter_map(|x| x.as_str()).collect::<Vec<_>>().join(" ")),
         "started_at": r["started_at"],
         "finished_at": r["finished_at"],

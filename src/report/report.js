@@ -151,6 +151,10 @@
     tables.append(el("h3", {}, "Server resources per stage (as resources-summary.tsv)"));
     tables.append(tsvTable(D.resources_summary_tsv, "resources-table"));
   }
+  if (D.parts_tsv) {
+    tables.append(el("h3", {}, "Parts of this merged run (as parts.tsv)"));
+    tables.append(tsvTable(D.parts_tsv, "parts-table"));
+  }
   if (D.spread && D.spread.length) {
     const lines = ["Label\tRuns\tMean\tMin\tMax\tStd. Dev.\tCV %"].concat(D.spread.map((x) =>
       [x.label, x.runs, x.mean.toFixed(2), x.min.toFixed(2), x.max.toFixed(2), x.stddev.toFixed(2), x.cv_pct.toFixed(1)].join("\t")));

@@ -52,6 +52,8 @@ pub struct RunDir {
     pub summary: serde_json::Value,
     pub summary_tsv: String,
     pub resources_summary_tsv: Option<String>,
+    /// A merged run's `parts.tsv`.
+    pub parts_tsv: Option<String>,
     pub run_info: serde_json::Value,
     /// Epoch seconds the interval log's timestamps count from.
     pub base_secs: f64,
@@ -138,6 +140,7 @@ impl RunDir {
             summary,
             summary_tsv,
             resources_summary_tsv: std::fs::read_to_string(dir.join("resources-summary.tsv")).ok(),
+            parts_tsv: std::fs::read_to_string(dir.join("parts.tsv")).ok(),
             run_info,
             base_secs,
             intervals,
