@@ -36,6 +36,7 @@ fn main() -> anyhow::Result<()> {
             count: parts as u32,
         },
         setup_wait: Duration::from_secs(1),
+        start_at: None,
     })?;
     let first = out.join("part-0");
     std::fs::create_dir_all(&first)?;

@@ -13,7 +13,8 @@ use common::*;
 use mongodb::bson::doc;
 
 const PRELOAD: u64 = 100;
-const GROUPS: &str = "[[group]]\nname = \"insert\"\nop = \"insert\"\nthreads = 6\nrate = 300\nduration = \"4s\"\n\n[[group]]\nname = \"update\"\nop = \"update\"\nset = [\"pop\"]\nthreads = 3\nrate = 60\nduration = \"4s\"\n";
+// 7 and 4 users do not divide by 3: the shares are 3/2/2 and 2/1/1, the rates shared alike.
+const GROUPS: &str = "[[group]]\nname = \"insert\"\nop = \"insert\"\nthreads = 7\nrate = 300\nduration = \"4s\"\n\n[[group]]\nname = \"update\"\nop = \"update\"\nset = [\"pop\"]\nthreads = 4\nrate = 60\nduration = \"4s\"\n";
 
 /// Part `i` of 3 as the Indexed Job's pod runs it (the same arguments and environment).
 fn spawn_part(profile: &Path, uri: &str, i: u32, start_at: &str, out: &Path) -> Child {
@@ -26,7 +27,15 @@ fn spawn_part(profile: &Path, uri: &str, i: u32, start_at: &str, out: &Path) -> 
             "--parts",
             "3",
         ])
-        .args(["--start-at", start_at, "--seed", "7", "--quiet", "--out"])
+        .args(["--start-at", start_at, "--seed", "7", "--quiet"])
+        // One threshold each part judges, one only the whole run can (a throughput).
+        .args([
+            "--threshold",
+            "insert.p99<10s",
+            "--threshold",
+            "insert.throughput>250",
+        ])
+        .arg("--out")
         .arg(out)
         .env("JOB_COMPLETION_INDEX", i.to_string())
         .current_dir(std::env::temp_dir())
@@ -124,7 +133,7 @@ fn three_parts_with_one_start_merge_into_the_exact_run() {
     let insert = row(&summary, "insert");
     let merged_inserts = insert["samples"].as_u64().unwrap();
 
-    // Witness 1: the documents on the server (the setup marker is gone again).
+    // Witness 1: the documents on the server (and nothing else: the marker is elsewhere).
     let on_server = server.count(&db, "cities", doc! { "_id": { "$type": "number" } });
     assert_eq!(
         on_server,
@@ -142,16 +151,35 @@ fn three_parts_with_one_start_merge_into_the_exact_run() {
         .map(|p| row(p, "insert")["samples"].as_u64().unwrap())
         .sum();
     assert_eq!(sum, merged_inserts);
+    // Every update found its document: parts draw only _ids that exist (the shared preload and
+    // their own inserts), whatever pace the other parts insert at.
+    let update = row(&summary, "update");
+    assert!(update["samples"].as_u64().unwrap() > 100, "{update}");
+    assert_eq!(update["matched"], update["samples"], "{update}");
+    // merge judged both thresholds on the whole run.
+    let t = &summary["runs"][0]["thresholds"];
+    assert_eq!(t.as_array().unwrap().len(), 2, "{t}");
+    assert!(
+        t[1]["value"].as_f64().unwrap() > 250.0 && t[1]["pass"] == true,
+        "{t}"
+    );
+    assert!(t[1].get("deferred").is_none(), "{t}");
     assert_eq!(
         insert["errors"], 0,
         "no duplicate keys or other errors: {insert}"
     );
-    assert_eq!(summary["groups"][0]["threads"], 6);
+    assert_eq!(summary["groups"][0]["threads"], 7);
     assert_eq!(summary["groups"][0]["rate"], 300.0);
     for (i, p) in parts.iter().enumerate() {
         assert_eq!(p["part"]["index"], i, "each part knows its index");
-        assert_eq!(p["groups"][0]["threads"], 2, "6 users in 3 parts");
-        assert_eq!(p["groups"][0]["rate"], 100.0, "300/s in 3 parts");
+        let share = [3, 2, 2][i];
+        assert_eq!(p["groups"][0]["threads"], share, "7 users in 3 parts");
+        let rate = p["groups"][0]["rate"].as_f64().unwrap();
+        assert!((rate - 300.0 * share as f64 / 7.0).abs() < 1e-9, "{rate}");
+        // The throughput limit is the whole run's: a part leaves it to merge.
+        let t = &p["runs"][0]["thresholds"];
+        assert_eq!(t[1]["deferred"], true, "{t}");
+        assert_eq!(t[0]["pass"], true, "{t}");
         let info = read_json(&dirs[i].join("run.json"));
         assert_eq!(info["part"]["count"], 3, "{}", info["part"]);
     }
@@ -213,6 +241,13 @@ fn three_parts_with_one_start_merge_into_the_exact_run() {
         logged, merged_inserts,
         "merged interval histograms vs samples"
     );
+    // Each merged second holds one second of each part, never two of one part and none of
+    // another: none exceeds the rate by more than a tick's jitter.
+    let busiest = intervals["insert"].iter().map(|i| i.count).max().unwrap();
+    assert!(
+        busiest <= 345,
+        "a merged 1 s interval holds {busiest} inserts at 300/s"
+    );
     assert!(merged.join("report.html").is_file() && merged.join("parts.tsv").is_file());
     let parts_tsv = std::fs::read_to_string(merged.join("parts.tsv")).unwrap();
     assert_eq!(parts_tsv.lines().count(), 4, "{parts_tsv}");
@@ -230,8 +265,16 @@ fn three_parts_with_one_start_merge_into_the_exact_run() {
     let (code, _, err) = merge(&refs[..2], &tmp.path().join("m2"), &[]);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("part 2 of 3 is missing"), "{err}");
-    let (code, _, err) = merge(&refs[..2], &tmp.path().join("m3"), &["--allow-missing"]);
-    assert_eq!(code, Some(0), "{err}");
+    // Allowed, two parts of three are merged, and say so; they carry 5/7 of the load, so the
+    // whole run's throughput limit (250/s) fails: exit 4.
+    let (code, out, err) = merge(&refs[..2], &tmp.path().join("m3"), &["--allow-missing"]);
+    assert_eq!(code, Some(4), "{out}{err}");
+    assert!(
+        out.contains("merged without part 2 (--allow-missing)"),
+        "{out}"
+    );
+    let partial = read_json(&tmp.path().join("m3/summary.json"));
+    assert_eq!(partial["missing_parts"], serde_json::json!([2]));
     let (code, _, err) = merge(
         &[refs[0], refs[0], refs[1], refs[2]],
         &tmp.path().join("m4"),
@@ -239,6 +282,18 @@ fn three_parts_with_one_start_merge_into_the_exact_run() {
     );
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("are both part 0 of 3"), "{err}");
+    // A part of another seed (its summary edited: what merge reads is what it checks).
+    let reseeded = tmp.path().join("reseeded-2");
+    std::fs::create_dir_all(&reseeded).unwrap();
+    for f in ["summary.json", "run.json", "latency.hlog"] {
+        std::fs::copy(dirs[2].join(f), reseeded.join(f)).unwrap();
+    }
+    let mut s2 = read_json(&reseeded.join("summary.json"));
+    s2["seed"] = 8.into();
+    std::fs::write(reseeded.join("summary.json"), s2.to_string()).unwrap();
+    let (code, _, err) = merge(&[refs[0], refs[1], &reseeded], &tmp.path().join("m6"), &[]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("different seeds: 7 and 8"), "{err}");
     // A part of another profile (its own single part 0, on its own database).
     let other_db = unique_db("parts_other");
     let other = common::profile(

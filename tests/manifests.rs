@@ -44,17 +44,21 @@ def container(job):
 
 def invocation(c):
     """The words of the program the container runs: the image's entrypoint (mongo-stress) and args,
-    or the first command of a `sh -c` script, with "$@" replaced by args."""
+    or the first mongo-stress command of a `sh -c` script, with "$@" replaced by args."""
     cmd, args = c.get("command") or [], c.get("args") or []
     if len(cmd) >= 3 and cmd[0].endswith("sh") and cmd[1] == "-c":
         lex = shlex.shlex(cmd[2], posix=True, punctuation_chars=True)
         lex.whitespace_split = True
-        words = []
+        # The first command of the script that runs mongo-stress (a trap may come first).
+        segments, words = [], []
         for w in lex:
             if w in (";", "&&", "||", "|", "&"):
-                break
+                segments.append(words)
+                words = []
+                continue
             words += args if w == "$@" else [w]
-        return words
+        segments.append(words)
+        return next((s for s in segments if s[:1] == ["mongo-stress"]), segments[0])
     return (cmd or ["mongo-stress"]) + args
 
 def option(words, name):

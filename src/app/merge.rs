@@ -17,6 +17,17 @@ pub fn merge(dirs: &[PathBuf], out: &Path, allow_missing: bool) -> Result<i32, E
             out.display()
         )));
     }
+    // A directory merged into before: none of its files may outlive this merge.
+    for name in [
+        "latency.hlog",
+        "resources.tsv",
+        "resources-summary.tsv",
+        "thresholds.tsv",
+        "parts.tsv",
+        "report.html",
+    ] {
+        let _ = std::fs::remove_file(out.join(name));
+    }
     std::fs::create_dir_all(out).map_err(|e| {
         Error::Usage(format!(
             "cannot use {} as the merged run's directory: {e}\n  fix: choose a writable directory with --out",
@@ -30,7 +41,8 @@ pub fn merge(dirs: &[PathBuf], out: &Path, allow_missing: bool) -> Result<i32, E
     } = merged;
     let logs: Vec<PathBuf> = parts.iter().filter_map(|p| p.hlog.clone()).collect();
     if logs.len() == parts.len() {
-        intervals::merge(&logs, &out.join("latency.hlog"), &summary.tool)?;
+        let length = merge::hdr_interval(&parts[0]);
+        intervals::merge(&logs, length, &out.join("latency.hlog"), &summary.tool)?;
     } else {
         let _ = std::fs::remove_file(out.join("latency.hlog"));
         if !logs.is_empty() {
@@ -75,7 +87,13 @@ pub fn merge(dirs: &[PathBuf], out: &Path, allow_missing: bool) -> Result<i32, E
         out.display()
     )
     .ok();
-    Ok(super::session::exit_code(&summary))
+    // An interrupted part is a failure of the merged run (exit 1), not an interruption of the
+    // merge (130).
+    Ok(if summary.interrupted && summary.failed() {
+        crate::error::exit::ERRORS
+    } else {
+        super::session::exit_code(&summary)
+    })
 }
 
 fn same_dir(a: &Path, b: &Path) -> bool {

@@ -22,6 +22,16 @@ use crate::summary::{ServerInfo, ServerKind, Summary};
 pub async fn run(args: RunArgs, stop: CancellationToken) -> Result<i32, Error> {
     let plan = RunPlan::build(&profile::load(&args.profile)?, &(&args.overrides).into())?;
     let part = which_part(&args)?;
+    if part.is_some() && args.uri.is_none() {
+        return Err(Error::Usage(
+            "the parts of a run must load one deployment, but without --uri each part would start an embedded server of its own\n  fix: give every part the same --uri (or MONGODB_URI)".into(),
+        ));
+    }
+    if part.is_some() && args.baseline.is_some() {
+        return Err(Error::Usage(
+            "--baseline compares a whole run, but this is one part of a run\n  fix: merge the parts, then compare the merged run with the baseline (mongo-stress compare BASE MERGED --fail-if ...)".into(),
+        ));
+    }
     if part.is_some() && args.repeat > 1 {
         // Part 0 would set up the next run while other parts still ran the last one.
         return Err(Error::Usage(format!(
@@ -34,6 +44,7 @@ pub async fn run(args: RunArgs, stop: CancellationToken) -> Result<i32, Error> {
         Some(part) => plan.divide(PartPlan {
             part,
             setup_wait: args.setup_wait,
+            start_at: args.start_at.clone(),
         })?,
         None => plan,
     };

@@ -151,7 +151,6 @@ impl<B: Backend + Clone> Session<'_, B> {
             None => None,
         };
         if self.stop.is_cancelled() {
-            self.backend.release(self.plan).await;
             return Ok(false);
         }
         let seed = self.opts.seed.wrapping_add(u64::from(run) - 1);
@@ -167,7 +166,6 @@ impl<B: Backend + Clone> Session<'_, B> {
             )
             .await;
         result.start = start;
-        self.backend.release(self.plan).await;
         let rows = sampler.as_ref().map(Sampler::rows).unwrap_or_default();
         summary.add_run(result, &rows, sampler.is_some());
         write_summaries(self.out_dir, summary)?;
@@ -213,6 +211,7 @@ impl<B: Backend + Clone> Session<'_, B> {
                 unit: "% change".into(),
                 pass: g.pass,
                 aborted: false,
+                deferred: false,
             });
         }
         Ok(())
@@ -365,13 +364,15 @@ impl<B: Backend + Clone> Session<'_, B> {
                     .stopped_early
                     .as_deref()
                     .is_some_and(|r| r.contains(&format!("`{}`", t.text)));
+                let deferred = plan.part.is_some() && t.metric.scales_with_load();
                 ThresholdResult {
                     threshold: t.text.clone(),
                     value,
                     limit: t.limit,
                     unit: t.metric.unit().to_string(),
-                    pass: t.cmp.holds(value, t.limit) && !aborted,
+                    pass: deferred || (t.cmp.holds(value, t.limit) && !aborted),
                     aborted,
+                    deferred,
                 }
             })
             .collect();
@@ -408,10 +409,11 @@ impl<B: Backend + Clone> Session<'_, B> {
         let live_every = self.opts.live.map_or(1, |l| {
             (l.as_secs_f64() / tick.as_secs_f64()).round().max(1.0) as u32
         });
+        // A part cannot stop on a limit meant for the whole run's throughput or counts.
         let aborting: Vec<_> = plan
             .thresholds
             .iter()
-            .filter(|t| t.abort)
+            .filter(|t| t.abort && !(plan.part.is_some() && t.metric.scales_with_load()))
             .cloned()
             .collect();
         let check = (!aborting.is_empty()).then(|| {

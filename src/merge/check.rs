@@ -1,11 +1,47 @@
 //! Which directories can be merged: parts of one run (same profile, seed and part count, one
 //! directory per index, none missing unless allowed), each named when it does not fit.
 
+use std::time::Duration;
+
 use super::PartDir;
 use crate::error::Error;
 
 fn usage(what: String, fix: &str) -> Error {
     Error::Usage(format!("{what}\n  fix: {fix}"))
+}
+
+/// A part's `--hdr-interval`, from the command line in its run.json (default 1 s).
+pub fn hdr_interval(p: &PartDir) -> Duration {
+    let args: Vec<&str> = p.run_info["command_line"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|a| a.as_str())
+        .collect();
+    let given = args.iter().enumerate().find_map(|(i, a)| {
+        a.strip_prefix("--hdr-interval=").or_else(|| {
+            (*a == "--hdr-interval")
+                .then(|| args.get(i + 1).copied())
+                .flatten()
+        })
+    });
+    given
+        .and_then(|v| crate::plan::limits::parse_duration(v).ok())
+        .unwrap_or(Duration::from_secs(1))
+}
+
+fn describe(p: &PartDir) -> String {
+    let groups: Vec<String> = p
+        .summary
+        .groups
+        .iter()
+        .map(|g| match (g.loops, g.duration_secs) {
+            (Some(l), _) => format!("{} x{l} loops", g.name),
+            (_, Some(d)) => format!("{} for {d} s", g.name),
+            _ => g.name.clone(),
+        })
+        .collect();
+    groups.join(", ")
 }
 
 /// Sorts the parts by index and refuses what does not belong together.
@@ -69,6 +105,63 @@ pub fn belong_together(parts: &mut [PartDir], allow_missing: bool) -> Result<(),
                 format!("{n} parts"),
             ));
         }
+        let shape = |x: &PartDir| {
+            x.summary
+                .groups
+                .iter()
+                .map(|g| {
+                    (
+                        g.name.clone(),
+                        g.stage.clone(),
+                        g.op,
+                        g.loops,
+                        g.duration_secs,
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        if shape(p) != shape(first) {
+            return Err(differs(
+                "their groups differ (names, stages, loops or duration: --loops, --duration):",
+                describe(first),
+                describe(p),
+            ));
+        }
+        let target = |x: &PartDir| x.run_info["plan"]["target"].clone();
+        if target(p) != target(first) {
+            return Err(differs(
+                "they loaded different targets:",
+                target(first).to_string(),
+                target(p).to_string(),
+            ));
+        }
+        if hdr_interval(p) != hdr_interval(first) {
+            return Err(differs(
+                "their interval histograms have different lengths (--hdr-interval):",
+                format!("{:?}", hdr_interval(first)),
+                format!("{:?}", hdr_interval(p)),
+            ));
+        }
+        let start = |x: &PartDir| {
+            x.summary
+                .runs
+                .first()
+                .and_then(|r| r.start.as_ref())
+                .map(|s| s.at.clone())
+        };
+        if start(p) != start(first) {
+            return Err(differs(
+                "they began at different instants (each part takes part 0's; these are of different runs):",
+                start(first).unwrap_or_else(|| "-".into()),
+                start(p).unwrap_or_else(|| "-".into()),
+            ));
+        }
+        if let Some(r) = p.summary.runs.iter().find(|r| r.rows.is_empty()) {
+            return Err(super::bad(
+                &p.path,
+                format!("summary.json run {} has no rows", r.run),
+            ));
+        }
         if p.summary.runs.len() != first.summary.runs.len() {
             return Err(differs(
                 "they hold different numbers of runs (--repeat, or an interrupted part):",
@@ -78,6 +171,33 @@ pub fn belong_together(parts: &mut [PartDir], allow_missing: bool) -> Result<(),
         }
     }
     parts.sort_by_key(PartDir::index);
+    if parts.len() == count as usize {
+        // Each part ran its share of the whole run's threads (no part with its own --threads).
+        let names: Vec<String> = parts[0]
+            .summary
+            .groups
+            .iter()
+            .map(|g| g.name.clone())
+            .collect();
+        for (i, name) in names.iter().enumerate() {
+            let total: u32 = parts.iter().map(|p| p.summary.groups[i].threads).sum();
+            if let Some(p) = parts.iter().find(|p| {
+                p.summary
+                    .part
+                    .is_some_and(|x| x.share(total) != p.summary.groups[i].threads)
+            }) {
+                return Err(usage(
+                    format!(
+                        "{} ran {} users of group `{}`, not its share of the parts' {total} (another --threads?)",
+                        p.path.display(),
+                        p.summary.groups[i].threads,
+                        name
+                    ),
+                    "merge only the directories of one run, every part run with the same command line",
+                ));
+            }
+        }
+    }
     for w in parts.windows(2) {
         if w[0].index() == w[1].index() {
             return Err(usage(

@@ -17,20 +17,23 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::time::{Duration, UNIX_EPOCH};
 
-use hdrhistogram::Histogram;
-
+use super::counts::{Counts, Decoder};
 use crate::error::Error;
-use crate::metrics::{decode, new_histogram, Activity, IntervalBatch, IntervalHist};
+use crate::metrics::{Activity, IntervalBatch, IntervalHist};
 use crate::samplelog::hlog::IntervalLog;
 
 /// Intervals a worker may be ahead of the writer.
 const AHEAD: usize = 4;
 
+/// Decoding threads at most: each holds a few intervals of dense counts (memory), and the
+/// writer is one thread.
+const MAX_WORKERS: usize = 4;
+
 /// One merged interval, or one worker's share of it.
 struct Slot {
     /// Wall-clock interval number: start = bucket x length.
     bucket: u64,
-    hists: Vec<(String, Histogram<u64>)>,
+    hists: Vec<(String, Counts)>,
     /// Per group tag: users at the interval's end, and errors in it.
     activity: Vec<(String, u32, u64)>,
 }
@@ -44,11 +47,11 @@ impl Slot {
         }
     }
 
-    fn hist(&mut self, tag: &str) -> &mut Histogram<u64> {
+    fn hist(&mut self, tag: &str) -> &mut Counts {
         let i = match self.hists.iter().position(|(t, _)| t == tag) {
             Some(i) => i,
             None => {
-                self.hists.push((tag.to_string(), new_histogram()));
+                self.hists.push((tag.to_string(), Counts::default()));
                 self.hists.len() - 1
             }
         };
@@ -65,16 +68,16 @@ impl Slot {
         }
     }
 
-    fn absorb(&mut self, other: Slot) -> Result<(), String> {
+    fn absorb(&mut self, other: Slot) {
         for (tag, h) in other.hists {
-            self.hist(&tag)
-                .add(&h)
-                .map_err(|e| format!("adding the histograms of {tag}: {e:?}"))?;
+            match self.hists.iter_mut().find(|(t, _)| *t == tag) {
+                Some((_, mine)) => mine.absorb(&h),
+                None => self.hists.push((tag, h)),
+            }
         }
         for (tag, users, errors) in other.activity {
             self.add_activity(&tag, users, errors);
         }
-        Ok(())
     }
 }
 
@@ -90,44 +93,34 @@ struct Reader {
     lines: BufReader<File>,
     base_us: u64,
     length_us: u64,
+    /// The part's first interval: its start (seconds since BaseTime) and wall-clock interval.
+    /// Later ones follow it by their ordinal, so jitter never puts two of a part's intervals
+    /// in one merged interval.
+    first: Option<(f64, u64)>,
     next: Option<(u64, Entry)>,
     line: usize,
 }
 
-/// Interval lines read to find a log's nominal interval length.
-const LENGTH_LINES: usize = 50;
-
-/// The header facts of a log: BaseTime (epoch microseconds) and its nominal interval length
-/// (`--hdr-interval`): each interval line holds the length it really had (1.002 s for 1 s), so
-/// the median of the first lines, to 10 ms.
-pub fn header(path: &Path) -> Result<(u64, u64), String> {
+/// A log's BaseTime (epoch microseconds), from its header.
+pub fn base_time(path: &Path) -> Result<u64, String> {
     let mut lines = BufReader::new(File::open(path).map_err(|e| e.to_string())?);
-    let mut base = None;
-    let mut lengths = Vec::new();
     let mut text = String::new();
-    while lengths.len() < LENGTH_LINES && lines.read_line(&mut text).map_err(|e| e.to_string())? > 0
-    {
-        let l = text.trim_end();
-        if let Some(rest) = l.strip_prefix("#[BaseTime: ") {
-            base = rest
+    while lines.read_line(&mut text).map_err(|e| e.to_string())? > 0 {
+        if let Some(rest) = text.trim_end().strip_prefix("#[BaseTime: ") {
+            if let Some(s) = rest
                 .split_whitespace()
                 .next()
                 .and_then(|v| v.parse::<f64>().ok())
-                .map(|s| (s * 1e6).round() as u64);
-        } else if !l.starts_with('#') && !l.starts_with('"') && !l.is_empty() {
-            lengths.extend(fields(l).map(|f| f.2));
+            {
+                return Ok((s * 1e6).round() as u64);
+            }
+        }
+        if !text.starts_with('#') {
+            break;
         }
         text.clear();
     }
-    lengths.sort_by(f64::total_cmp);
-    let length = lengths
-        .get(lengths.len() / 2)
-        .map(|l| ((l * 100.0).round() as u64).max(1) * 10_000);
-    match (base, length) {
-        (Some(b), Some(l)) => Ok((b, l)),
-        (None, _) => Err("no #[BaseTime: ...] header (not written by mongo-stress?)".into()),
-        _ => Err("no interval in it".into()),
-    }
+    Err("no #[BaseTime: ...] header (not written by mongo-stress?)".into())
 }
 
 /// `[Tag=T,]start,length,max,payload` as (tag, start s, length s, payload).
@@ -145,12 +138,13 @@ fn fields(line: &str) -> Option<(&str, f64, f64, &str)> {
 
 impl Reader {
     fn open(path: &Path, length_us: u64) -> Result<Reader, String> {
-        let (base_us, _) = header(path)?;
+        let base_us = base_time(path)?;
         let mut r = Reader {
             path: path.to_path_buf(),
             lines: BufReader::new(File::open(path).map_err(|e| e.to_string())?),
             base_us,
             length_us,
+            first: None,
             next: None,
             line: 0,
         };
@@ -158,9 +152,16 @@ impl Reader {
         Ok(r)
     }
 
-    fn bucket(&self, start_s: f64, length_s: f64) -> u64 {
-        let middle = self.base_us as f64 + (start_s + length_s / 2.0) * 1e6;
-        (middle.max(0.0) as u64) / self.length_us
+    /// The wall-clock interval of an interval of this part: the one holding the middle of
+    /// the part's first interval, then one further per interval.
+    fn bucket(&mut self, start_s: f64, length_s: f64) -> u64 {
+        let (base_us, length_us) = (self.base_us, self.length_us);
+        let (start0, b0) = *self.first.get_or_insert_with(|| {
+            let middle = base_us as f64 + (start_s + length_s / 2.0) * 1e6;
+            (start_s, (middle.max(0.0) as u64) / length_us)
+        });
+        let ordinal = ((start_s - start0) * 1e6 / length_us as f64).round();
+        b0.saturating_add_signed(ordinal as i64)
     }
 
     /// Reads up to the next interval or activity line (a cut-off last line is left out).
@@ -221,6 +222,7 @@ type Input = (Receiver<Result<Slot, String>>, Option<Slot>);
 
 /// A worker: its parts' intervals, merged per wall-clock interval, in order.
 fn work(mut readers: Vec<Reader>, out: std::sync::mpsc::SyncSender<Result<Slot, String>>) {
+    let mut decoder = Decoder::default();
     loop {
         let Some(bucket) = readers
             .iter()
@@ -234,8 +236,9 @@ fn work(mut readers: Vec<Reader>, out: std::sync::mpsc::SyncSender<Result<Slot, 
             while r.next.as_ref().is_some_and(|n| n.0 == bucket) {
                 let (_, entry) = r.next.take().expect("checked");
                 let added = match entry {
-                    Entry::Hist { tag, payload } => decode(&payload)
-                        .and_then(|h| slot.hist(&tag).add(&h).map_err(|e| format!("{e:?}"))),
+                    Entry::Hist { tag, payload } => decoder
+                        .add(&payload, slot.hist(&tag))
+                        .map_err(|e| format!("the histogram of {tag}: {e}")),
                     Entry::Activity(acts) => {
                         acts.iter()
                             .for_each(|(t, u, e)| slot.add_activity(t, *u, *e));
@@ -254,33 +257,18 @@ fn work(mut readers: Vec<Reader>, out: std::sync::mpsc::SyncSender<Result<Slot, 
     }
 }
 
-/// Merges the logs at `logs` into `out`; returns the merged interval lines written.
-pub fn merge(logs: &[PathBuf], out: &Path, tool: &str) -> Result<u64, Error> {
+/// Merges the logs at `logs`, whose intervals are `length` long (the parts' `--hdr-interval`),
+/// into `out`; returns the merged interval lines written.
+pub fn merge(logs: &[PathBuf], length: Duration, out: &Path, tool: &str) -> Result<u64, Error> {
     let broken =
         |p: &Path, e: String| super::bad(p.parent().unwrap_or(p), format!("latency.hlog: {e}"));
-    let mut headers = Vec::new();
+    let length_us = (length.as_micros() as u64).max(1);
+    let mut bases = Vec::new();
     for p in logs {
-        headers.push(header(p).map_err(|e| broken(p, e))?);
-    }
-    let Some(&(_, length_us)) = headers.first() else {
-        return Ok(0);
-    };
-    if let Some((p, (_, l))) = logs
-        .iter()
-        .zip(&headers)
-        .find(|(_, (_, l))| *l != length_us)
-    {
-        return Err(broken(
-            p,
-            format!(
-                "its intervals are {} s long, the first part's {} s (every part must run with the same --hdr-interval)",
-                *l as f64 / 1e6,
-                length_us as f64 / 1e6
-            ),
-        ));
+        bases.push(base_time(p).map_err(|e| broken(p, e))?);
     }
     // The merged log counts from the wall-clock interval boundary before the earliest part.
-    let base_us = headers.iter().map(|h| h.0).min().unwrap_or(0) / length_us * length_us;
+    let base_us = bases.iter().min().copied().unwrap_or(0) / length_us * length_us;
     let base = UNIX_EPOCH + Duration::from_micros(base_us);
     let mut readers = Vec::new();
     for p in logs {
@@ -288,7 +276,9 @@ pub fn merge(logs: &[PathBuf], out: &Path, tool: &str) -> Result<u64, Error> {
     }
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
-        .min(readers.len());
+        .min(MAX_WORKERS)
+        .min(readers.len())
+        .max(1);
     let mut shares: Vec<Vec<Reader>> = (0..workers).map(|_| Vec::new()).collect();
     for (i, r) in readers.into_iter().enumerate() {
         shares[i % workers].push(r);
@@ -326,7 +316,7 @@ pub fn merge(logs: &[PathBuf], out: &Path, tool: &str) -> Result<u64, Error> {
             let mut slot = Slot::new(bucket);
             for (_, head) in inputs.iter_mut() {
                 if head.as_ref().is_some_and(|s| s.bucket == bucket) {
-                    slot.absorb(head.take().expect("checked")).map_err(fail)?;
+                    slot.absorb(head.take().expect("checked"));
                 }
             }
             written += slot.hists.len() as u64;
@@ -336,7 +326,10 @@ pub fn merge(logs: &[PathBuf], out: &Path, tool: &str) -> Result<u64, Error> {
                 hists: slot
                     .hists
                     .into_iter()
-                    .map(|(tag, hist)| IntervalHist { tag, hist })
+                    .map(|(tag, counts)| IntervalHist {
+                        tag,
+                        hist: counts.to_histogram(),
+                    })
                     .collect(),
                 activity: slot
                     .activity

@@ -13,6 +13,8 @@
 //! part's `samples.tsv`.
 
 mod check;
+pub use check::hdr_interval;
+mod counts;
 pub mod intervals;
 pub mod resources;
 mod runs;

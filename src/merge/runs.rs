@@ -10,7 +10,7 @@ use crate::executor::guard::metrics_of;
 use crate::metrics::GroupMetrics;
 use crate::plan::thresholds::ThresholdPlan;
 use crate::summary::resources::StageSpan;
-use crate::summary::{PartRow, RunResult, Summary, ThresholdResult, WarmupRow};
+use crate::summary::{PartRow, RunResult, Summary, ThresholdResult, WarmupRow, WarningCode};
 
 pub fn merge(parts: &[PartDir]) -> Result<Merged, Error> {
     let first = &parts[0].summary;
@@ -21,14 +21,39 @@ pub fn merge(parts: &[PartDir]) -> Result<Merged, Error> {
     summary.interrupted = parts.iter().any(|p| p.summary.interrupted);
     for (i, g) in summary.groups.iter_mut().enumerate() {
         g.threads = parts.iter().map(|p| p.summary.groups[i].threads).sum();
-        g.rate = g
-            .rate
-            .map(|_| parts.iter().filter_map(|p| p.summary.groups[i].rate).sum());
+        // The parts' shares add up to the group's rate (rounding undone).
+        g.rate = g.rate.map(|_| {
+            let sum: f64 = parts.iter().filter_map(|p| p.summary.groups[i].rate).sum();
+            (sum * 1e6).round() / 1e6
+        });
     }
     summary.runs = (0..first.runs.len())
         .map(|r| merge_run(parts, r, &summary.groups))
         .collect::<Result<_, _>>()?;
     summary.parts = parts.iter().map(part_row).collect();
+    let count = first.part.map_or(0, |p| p.count);
+    summary.missing_parts = (0..count)
+        .filter(|i| !parts.iter().any(|p| p.index() == *i))
+        .collect();
+    // What failed in a part fails the merged run: its numbers lack what the part lost.
+    for p in parts {
+        for w in p
+            .summary
+            .warnings
+            .iter()
+            .filter(|w| w.code == WarningCode::Failure)
+        {
+            summary
+                .failures
+                .push(format!("part {}: {}", p.index(), w.message));
+        }
+        if p.summary.interrupted {
+            summary.failures.push(format!(
+                "part {} was interrupted: the merged run holds what it completed",
+                p.index()
+            ));
+        }
+    }
     let resources = super::resources::merge(parts);
     // The load generators' machines, not this one's, say how much CPU a part had.
     let cores = parts
@@ -187,6 +212,7 @@ fn judge(
                 value,
                 pass: plan.cmp.holds(value, plan.limit) && !aborted,
                 aborted,
+                deferred: false,
                 ..t.clone()
             })
         })

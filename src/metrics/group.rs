@@ -211,6 +211,14 @@ impl GroupMetrics {
         let us = |ms: f64| (ms * 1000.0).round() as u64;
         let timing = |hdr: &str, average_ms: f64, min_us: u64, max_us: u64| {
             let hist = decode(hdr)?;
+            let ours = new_histogram();
+            if (hist.low(), hist.high(), hist.sigfig()) != (ours.low(), ours.high(), ours.sigfig())
+            {
+                return Err(format!(
+                    "the histogram of `{}` has other bounds than mongo-stress writes",
+                    r.label
+                ));
+            }
             if hist.len() != n {
                 return Err(format!(
                     "the histogram of `{}` holds {} samples, its row {n}",

@@ -75,6 +75,15 @@ impl Metric {
         )
     }
 
+    /// It grows with the load (a throughput or a count), so one part of a run in parts cannot
+    /// judge a limit meant for the whole run: `merge` judges it.
+    pub fn scales_with_load(&self) -> bool {
+        matches!(
+            self.kind,
+            MetricKind::Throughput | MetricKind::Errors | MetricKind::Samples
+        )
+    }
+
     /// The unit its values are in.
     pub fn unit(&self) -> &'static str {
         match self.kind {

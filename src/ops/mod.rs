@@ -9,6 +9,7 @@
 
 pub mod classify;
 pub mod connect;
+pub mod marker;
 pub mod mongo;
 pub mod setup;
 
@@ -41,11 +42,6 @@ pub trait Backend: Send + Sync + 'static {
         force: bool,
         begin: Option<SystemTime>,
     ) -> impl Future<Output = Result<Prepared, Error>> + Send;
-
-    /// Cleans up after one run (part 0 removes its setup marker).
-    fn release(&self, _plan: &RunPlan) -> impl Future<Output = ()> + Send {
-        async {}
-    }
 }
 
 #[derive(Debug, Default)]

@@ -48,10 +48,6 @@ impl Backend for MongoBackend {
     ) -> Result<Prepared, Error> {
         super::setup::prepare(plan, &self.coll, seed, stop, force, begin).await
     }
-
-    async fn release(&self, plan: &RunPlan) {
-        super::setup::release(plan, &self.coll).await
-    }
 }
 
 /// The target collection with the profile's write concern and read preference.

@@ -92,6 +92,8 @@ pub struct PartPlan {
     pub part: Part,
     /// How long parts 1.. wait for part 0's setup.
     pub setup_wait: Duration,
+    /// `--start-at` as written: with the profile, seed and part count it names the run.
+    pub start_at: Option<String>,
 }
 
 impl RunPlan {
@@ -125,10 +127,45 @@ pub fn parse_start_at(s: &str, now: SystemTime) -> Result<SystemTime, String> {
             .map(|d| now + d)
             .map_err(|p| format!("{p}; expected +D from now, such as +30s"));
     }
-    humantime::parse_rfc3339_weak(s).map_err(|_| {
-        format!("`{s}` is not a time; expected RFC 3339 such as 2026-11-30T12:00:00Z, or +D from now such as +30s")
-    })
+    let bad = || {
+        format!("`{s}` is not a time; expected RFC 3339 with its zone, such as 2026-11-30T12:00:00Z or 2026-11-30T13:00:00+01:00, or +D from now such as +30s")
+    };
+    // humantime reads UTC (`Z`) only: an offset is applied here.
+    let split = s
+        .len()
+        .checked_sub(6)
+        .filter(|i| s.is_char_boundary(*i))
+        .map(|i| s.split_at(i));
+    let (utc, offset_secs) = match split {
+        _ if s.ends_with(['Z', 'z']) => (s.to_string(), 0i64),
+        Some((time, zone))
+            if zone.is_ascii() && zone.starts_with(['+', '-']) && zone.as_bytes()[3] == b':' =>
+        {
+            let (h, m) = (zone[1..3].parse::<i64>(), zone[4..6].parse::<i64>());
+            let (Ok(h), Ok(m)) = (h, m) else {
+                return Err(bad());
+            };
+            let sign = if zone.starts_with('-') { -1 } else { 1 };
+            (format!("{time}Z"), sign * (h * 3600 + m * 60))
+        }
+        _ => return Err(bad()),
+    };
+    let t = humantime::parse_rfc3339_weak(&utc).map_err(|_| bad())?;
+    let t = if offset_secs >= 0 {
+        t - Duration::from_secs(offset_secs as u64)
+    } else {
+        t + Duration::from_secs(offset_secs.unsigned_abs())
+    };
+    if t > now + MAX_START_AHEAD {
+        return Err(format!(
+            "`{s}` is more than a day ahead; expected a time in the next 24 hours"
+        ));
+    }
+    Ok(t)
 }
+
+/// The furthest ahead `--start-at` may be (a mistyped date would wait for ever).
+pub const MAX_START_AHEAD: Duration = Duration::from_secs(24 * 3600);
 
 /// A seed all parts of one run agree on without being told one: from what their command lines
 /// share (profile, part count, start time as written). FNV-1a, stable across builds.
@@ -179,7 +216,7 @@ mod tests {
 
     #[test]
     fn start_times_absolute_or_from_now() {
-        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1000);
+        let now = humantime::parse_rfc3339("2026-11-30T11:00:00Z").unwrap();
         assert_eq!(
             parse_start_at("+30s", now),
             Ok(now + Duration::from_secs(30))
@@ -189,10 +226,19 @@ mod tests {
             humantime::format_rfc3339_millis(t).to_string(),
             "2026-11-30T12:00:00.250Z"
         );
-        assert!(parse_start_at("noon", now)
-            .unwrap_err()
-            .contains("RFC 3339"));
-        assert!(parse_start_at("+soon", now).unwrap_err().contains("+30s"));
+        assert_eq!(parse_start_at("2026-11-30T13:00:00.250+01:00", now), Ok(t));
+        assert_eq!(parse_start_at("2026-11-30T07:30:00.250-04:30", now), Ok(t));
+        for (bad, says) in [
+            ("noon", "RFC 3339"),
+            ("2026-11-30T12:00:00", "with its zone"),
+            ("2026-11-30T12:00:00+1:00", "with its zone"),
+            ("+soon", "+30s"),
+            ("2026-11-30T12:00:00ü+0:00", "with its zone"),
+            ("2027-11-30T12:00:00Z", "more than a day ahead"),
+        ] {
+            let e = parse_start_at(bad, now).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
     }
 
     #[test]

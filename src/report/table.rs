@@ -67,8 +67,8 @@ pub fn render(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
         writeln!(out, "warm-up: {}: {}", labelled(w, with_run), w.message)?;
     }
     super::parts::render(s, out)?;
-    for w in of(s, WarningCode::LateStart) {
-        writeln!(out, "warning: late start: {}", w.message)?;
+    for w in of(s, WarningCode::LateStart).chain(of(s, WarningCode::MissingParts)) {
+        writeln!(out, "warning: {}", w.message)?;
     }
     resources(s, with_run, out)?;
 
@@ -265,6 +265,7 @@ fn thresholds(s: &Summary, with_run: bool, out: &mut dyn Write) -> std::io::Resu
                     if t.unit.is_empty() { "" } else { &t.unit }
                 ),
                 match (t.pass, t.aborted) {
+                    _ if t.deferred => "judged by merge (a part has a share of the load)".into(),
                     (true, _) => "pass".into(),
                     (false, false) => "FAIL".into(),
                     (false, true) => "FAIL (stopped the run)".into(),

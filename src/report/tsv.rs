@@ -40,7 +40,13 @@ pub fn render_thresholds(s: &Summary, out: &mut dyn Write) -> std::io::Result<()
                 t.value,
                 t.limit,
                 t.unit,
-                if t.pass { "pass" } else { "fail" }
+                if t.deferred {
+                    "merge"
+                } else if t.pass {
+                    "pass"
+                } else {
+                    "fail"
+                }
             )?;
         }
     }
@@ -108,6 +114,7 @@ mod tests {
             warnings: vec![],
             part: None,
             parts: vec![],
+            missing_parts: vec![],
             failures: vec![],
         };
         let mut out = Vec::new();

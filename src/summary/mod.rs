@@ -48,6 +48,9 @@ pub struct Summary {
     /// A merged run: each part's share (`mongo-stress merge`); empty otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub parts: Vec<PartRow>,
+    /// A merged run with `--allow-missing`: the parts it lacks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing_parts: Vec<u32>,
     /// What failed outside any one run (the sample log, the sampler): each fails the run.
     #[serde(skip)]
     pub failures: Vec<String>,
@@ -70,6 +73,7 @@ impl Summary {
             warnings: Vec::new(),
             part: plan.part.as_ref().map(|p| p.part),
             parts: Vec::new(),
+            missing_parts: Vec::new(),
             failures: Vec::new(),
         }
     }
@@ -144,6 +148,10 @@ pub struct ThresholdResult {
     pub pass: bool,
     /// It stopped the run (`abort = true`), so it failed.
     pub aborted: bool,
+    /// In one part of a run in parts, a limit on a throughput or count is the whole run's:
+    /// `merge` judges it; here it passes, marked.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub deferred: bool,
 }
 
 /// When a run's stages were to begin, and how late they began (0 when on time).

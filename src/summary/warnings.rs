@@ -26,6 +26,8 @@ pub enum WarningCode {
     /// The stages began after the common start (`--start-at`, a run in parts) by more than
     /// `LATE_START_MS`.
     LateStart,
+    /// A merged run lacks parts (`merge --allow-missing`): it had less load than the run.
+    MissingParts,
     /// Something failed beyond operations (a panic, an output not written whole): exit 1.
     Failure,
 }
@@ -122,6 +124,20 @@ pub fn compute(s: &Summary) -> Vec<Warning> {
                 ),
             );
         }
+    }
+    if !s.missing_parts.is_empty() {
+        let list: Vec<String> = s.missing_parts.iter().map(u32::to_string).collect();
+        add(
+            WarningCode::MissingParts,
+            None,
+            None,
+            format!(
+                "merged without part{} {} (--allow-missing): the numbers are those of {} parts, less load than the run had",
+                if list.len() > 1 { "s" } else { "" },
+                list.join(", "),
+                s.parts.len()
+            ),
+        );
     }
     for p in &s.parts {
         if let Some(late) = p.late_start_ms.filter(|l| *l > LATE_START_MS) {

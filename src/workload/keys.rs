@@ -47,10 +47,21 @@ impl KeySpace {
         self.base + self.next.load(Ordering::Relaxed) * self.stride
     }
 
-    /// A uniformly drawn `_id` already issued, or None when nothing has been.
+    /// A uniformly drawn `_id` that exists: one below where the run began (the preload, shared
+    /// by every part) or one this key space issued (in a part, its own inserts: other parts'
+    /// inserts run at their own pace, so drawing them could name an `_id` not yet written).
+    /// None when there is none.
     pub fn existing(&self, rng: &mut impl Rng) -> Option<i64> {
-        let n = self.issued();
-        (n > 0).then(|| rng.random_range(0..n))
+        let own = self.next.load(Ordering::Relaxed);
+        let n = self.base + own;
+        (n > 0).then(|| {
+            let r = rng.random_range(0..n);
+            if r < self.base {
+                r
+            } else {
+                self.base + (r - self.base) * self.stride + self.offset
+            }
+        })
     }
 }
 
@@ -80,5 +91,13 @@ mod tests {
         all.sort();
         assert_eq!(all, (100..115).collect::<Vec<_>>());
         assert!(parts.iter().all(|k| k.issued() == 115));
+        // Draws name the shared preload or the part's own inserts, never another part's.
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(5);
+        let one = KeySpace::partitioned(100, 1, 3);
+        let mine: Vec<i64> = (0..4).map(|_| one.issue()).collect();
+        for _ in 0..1000 {
+            let id = one.existing(&mut rng).unwrap();
+            assert!(id < 100 || mine.contains(&id), "{id}");
+        }
     }
 }
