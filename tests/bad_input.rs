@@ -96,7 +96,7 @@ fn cases(dir: &std::path::Path) -> Vec<(Input, i32, &'static str)> {
         (args("a part without --uri", &["run", "smoke", "--part", "1/2"]), 2, "each part would start an embedded server of its own"),
         (args("--baseline in a part", &["run", "smoke", "--uri", "mongodb://127.0.0.1:1", "--part", "1/2", "--baseline", "x"]), 2, "merge the parts, then compare"),
         (args("--repeat in parts", &["run", "smoke", "--uri", "mongodb://127.0.0.1:1", "--part", "0/2", "--repeat", "3"]), 2, "cannot be split into parts"),
-        (args("unparsable --start-at", &["run", "smoke", "--start-at", "noon"]), 2, "expected RFC 3339 such as 2026-11-30T12:00:00Z"),
+        (args("unparsable --start-at", &["run", "smoke", "--start-at", "noon"]), 2, "expected RFC 3339 with its zone, such as 2026-11-30T12:00:00Z"),
         (args("merge of a missing directory", &["merge", "no-such-part", "--out", "merged"]), 2, "no-such-part is not a part that can be merged: no such directory"),
         (args("merge without --out", &["merge", "a", "b"]), 2, "--out <DIR>"),
         (args("server refusing connections", &["run", "smoke", "--uri", &refused, "--out", &dir.join("refused").to_string_lossy()]), 3, "cannot reach the server"),
