@@ -65,9 +65,11 @@ async fn main() -> anyhow::Result<()> {
             let mut rng =
                 rand::rngs::SmallRng::seed_from_u64(mongo_stress::executor::user_seed(7, 0, n));
             let mut done = 0u64;
+            let mut pick = mongo_stress::workload::Chooser::new(group.keys, Default::default());
             while Instant::now() < deadline {
+                let spec = group.draw(&mut rng);
                 backend
-                    .execute(Request::build(&group.op, &gen, &keys, &mut rng))
+                    .execute(Request::build(spec, &gen, &keys, &mut pick, &mut rng))
                     .await;
                 done += 1;
             }

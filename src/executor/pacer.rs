@@ -83,6 +83,8 @@ mod tests {
             warmup: Duration::ZERO,
             stop,
             rate: Some(rate),
+            mix: Vec::new(),
+            keys: Default::default(),
         }
     }
 

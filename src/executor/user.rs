@@ -13,7 +13,7 @@ use super::Context;
 use crate::metrics::Sample;
 use crate::ops::{Backend, Outcome};
 use crate::plan::{GroupPlan, StopAt};
-use crate::workload::Request;
+use crate::workload::{Chooser, Request};
 
 /// Decrements a group's active count when the user ends, however it ends.
 struct Active<'a>(&'a AtomicU32);
@@ -55,6 +55,8 @@ pub(super) async fn virtual_user<B: Backend>(
     let mut rng = rand::rngs::SmallRng::seed_from_u64(user_seed(ctx.seed, group.index, n));
     let thread = n + 1;
     let group_id = group.index as u16;
+    let mixed = !group.mix.is_empty();
+    let mut pick = Chooser::new(group.keys, Arc::clone(&ctx.sequences[group.index]));
     for _ in 0..loops {
         if ctx.stop.is_cancelled() {
             break;
@@ -82,7 +84,9 @@ pub(super) async fn virtual_user<B: Backend>(
                 (Some(due), due <= now)
             }
         };
-        let req = Request::build(&group.op, &ctx.gen, &ctx.keys, &mut rng);
+        let spec = group.draw(&mut rng);
+        let op = spec.kind();
+        let req = Request::build(spec, &ctx.gen, &ctx.keys, &mut pick, &mut rng);
         let started = Instant::now();
         let out = match tokio::time::timeout(ctx.op_timeout, ctx.backend.execute(req)).await {
             Ok(out) => out,
@@ -92,6 +96,8 @@ pub(super) async fn virtual_user<B: Backend>(
         let start_us = ctx.clock.epoch_us(started);
         let sample = Sample {
             group: group_id,
+            op,
+            mixed,
             thread,
             start_us,
             intended_us: due.map_or(start_us, |d| ctx.clock.epoch_us(d)),

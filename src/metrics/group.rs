@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use super::row::Row;
 use super::sample::{ErrorClass, Sample};
+use crate::workload::OpKind;
 use hdrhistogram::serialization::Serializer;
 use hdrhistogram::Histogram;
 
@@ -116,6 +117,8 @@ pub struct GroupMetrics {
     pub errors_by_class: BTreeMap<ErrorClass, u64>,
     /// Distinct error messages with their counts (bounded, see `MAX_MESSAGES`).
     pub messages: BTreeMap<String, u64>,
+    /// A group that mixes operations: the same per operation kind.
+    pub kinds: BTreeMap<OpKind, GroupMetrics>,
 }
 
 const MAX_MESSAGES: usize = 50;
@@ -138,12 +141,20 @@ impl Default for GroupMetrics {
             missed: 0,
             errors_by_class: BTreeMap::new(),
             messages: BTreeMap::new(),
+            kinds: BTreeMap::new(),
         }
     }
 }
 
 impl GroupMetrics {
     pub fn record(&mut self, s: &Sample) {
+        if s.mixed {
+            self.kinds.entry(s.op).or_default().record_one(s);
+        }
+        self.record_one(s);
+    }
+
+    fn record_one(&mut self, s: &Sample) {
         self.record_timing(s.start_us, s.latency_us(), s.elapsed_us);
         self.max_behind_us = self.max_behind_us.max(s.behind_us());
         self.late += u64::from(s.late);
@@ -177,6 +188,9 @@ impl GroupMetrics {
     }
 
     pub fn merge(&mut self, o: &GroupMetrics) {
+        for (k, m) in &o.kinds {
+            self.kinds.entry(*k).or_default().merge(m);
+        }
         self.missed += o.missed;
         if o.samples == 0 {
             return;
@@ -263,6 +277,7 @@ impl GroupMetrics {
             missed: r.missed,
             errors_by_class: BTreeMap::new(),
             messages: BTreeMap::new(),
+            kinds: BTreeMap::new(),
         })
     }
 

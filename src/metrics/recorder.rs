@@ -259,6 +259,14 @@ impl Recorder {
                 if open {
                     svc.merge(&m.service);
                 }
+                // A group that mixes operations: each kind's series too (`group:get`).
+                for (kind, k) in &m.kinds {
+                    let label = format!("{name}:{kind}");
+                    entry(tag(&label, Series::Latency, false), k.latency.clone());
+                    if open {
+                        entry(tag(&label, Series::Service, false), k.service.clone());
+                    }
+                }
                 entry(tag(name, Series::Latency, false), m.latency);
                 if open {
                     entry(tag(name, Series::Service, false), m.service);

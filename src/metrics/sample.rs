@@ -1,6 +1,8 @@
 //! One measured operation, as a virtual user hands it to the recorder, and as the recorder
 //! hands it on to the sample log.
 
+use crate::workload::OpKind;
+
 /// Broad class of a failed operation; the summary counts failures per class.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 #[serde(into = "&'static str")]
@@ -44,6 +46,10 @@ pub struct OpError {
 pub struct Sample {
     /// `GroupPlan::index`.
     pub group: u16,
+    /// What the operation was (a group with a `mix` draws it per operation).
+    pub op: OpKind,
+    /// Its group mixes operations: the summary has a row per kind too.
+    pub mixed: bool,
     /// Virtual user number within the group, from 1 as in JMeter's thread names.
     pub thread: u32,
     /// Actual start, microseconds since the Unix epoch.
@@ -73,6 +79,8 @@ impl Sample {
     pub fn at(start_us: u64, elapsed_us: u64) -> Sample {
         Sample {
             group: 0,
+            op: OpKind::Insert,
+            mixed: false,
             thread: 1,
             start_us,
             intended_us: start_us,

@@ -139,6 +139,45 @@ pub async fn execute(coll: &Collection<RawDocumentBuf>, req: Request, measure: b
                 out.matched = r.matched_count > 0;
                 out.modified = r.modified_count > 0;
             }
+            Request::Get { id } => {
+                let Some(id) = id else { return Ok(()) };
+                let filter = doc! { "_id": id };
+                out.sent = bson_len(&filter);
+                if let Some(found) = coll.find_one(filter).await? {
+                    out.received = found.as_bytes().len() as u32;
+                    out.matched = true;
+                }
+            }
+            Request::Rmw { id, update } => {
+                let Some(id) = id else { return Ok(()) };
+                let filter = doc! { "_id": id };
+                out.sent = bson_len(&filter);
+                if let Some(found) = coll.find_one(filter.clone()).await? {
+                    out.received = found.as_bytes().len() as u32;
+                    out.sent += bson_len(&filter) + bson_len(&update);
+                    let r = coll.update_one(filter, update).await?;
+                    out.matched = r.matched_count > 0;
+                    out.modified = r.modified_count > 0;
+                }
+            }
+            Request::Scan { from, len } => {
+                let Some(from) = from else { return Ok(()) };
+                let filter = doc! { "_id": { "$gte": from } };
+                out.sent = bson_len(&filter);
+                let mut cursor = coll
+                    .find(filter)
+                    .sort(doc! { "_id": 1 })
+                    .limit(i64::from(len))
+                    .await?;
+                let mut received = 0usize;
+                while cursor.advance().await? {
+                    if measure {
+                        received += cursor.current().as_bytes().len();
+                    }
+                    out.matched = true;
+                }
+                out.received = received.min(u32::MAX as usize) as u32;
+            }
             Request::Remove { filter, from } => {
                 let mut found = None;
                 if let Some(from) = from {

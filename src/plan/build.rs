@@ -12,9 +12,10 @@ use super::thresholds::{self, ThresholdPlan};
 use super::{
     GroupPlan, Overrides, ReadPref, RunPlan, SetupPlan, Stage, StopAt, TargetPlan,
     WriteConcernPlan, DEFAULT_FIND_LIMIT, DEFAULT_OP_TIMEOUT, DEFAULT_POOL_SIZE,
+    DEFAULT_SCAN_LIMIT,
 };
 use crate::error::ProfileError;
-use crate::workload::{DocGen, Gen, OpKind, OpSpec};
+use crate::workload::{DocGen, Gen, KeyDist, OpKind, OpSpec};
 
 impl RunPlan {
     pub fn build(loaded: &Loaded, ov: &Overrides) -> Result<RunPlan, ProfileError> {
@@ -383,7 +384,12 @@ impl GroupAt<'_> {
             .unwrap_or_default();
         let stop = self.stop(ov)?;
         let warmup = self.warmup(ov, stop)?;
-        let op = self.op(document)?;
+        let (op, mix) = self.ops(document)?;
+        let keys = match &g.keys {
+            None => KeyDist::Uniform,
+            Some(k) => KeyDist::from_name(k)
+                .ok_or_else(|| self.err("keys", format!("`{k}` is not a key distribution")))?,
+        };
         let rate = ov
             .rate
             .or(g.rate)
@@ -399,6 +405,8 @@ impl GroupAt<'_> {
             warmup,
             stop,
             rate,
+            mix,
+            keys,
         })
     }
 
@@ -519,36 +527,118 @@ impl GroupAt<'_> {
 
     fn misplaced(&self, k: &str, set: bool, ok_for: &str) -> Result<(), ProfileError> {
         if set {
+            let what = match (&self.g.op, &self.g.mix) {
+                (Some(op), _) => format!("op = \"{op}\""),
+                _ => "this group's mix".to_string(),
+            };
             Err(self.err(
                 k,
-                format!(
-                    "`{k}` has no meaning for op = \"{}\"; it applies to {ok_for}",
-                    self.g.op
-                ),
+                format!("`{k}` has no meaning for {what}; it applies to {ok_for}"),
             ))
         } else {
             Ok(())
         }
     }
 
-    fn op(&self, document: &DocGen) -> Result<OpSpec, ProfileError> {
+    /// The group's operation, or the kinds of its mix with their weights (the first kind is
+    /// then the group's `op`).
+    fn ops(&self, document: &DocGen) -> Result<(OpSpec, Vec<(OpSpec, u32)>), ProfileError> {
         let g = self.g;
-        // Settings that belong to one operation kind only.
-        for (k, set, kind) in [
-            ("limit", g.limit.is_some(), OpKind::Find),
-            ("count", g.count.is_some(), OpKind::Find),
-            ("set", g.set.is_some(), OpKind::Update),
-            ("target", g.target.is_some(), OpKind::Update),
-            ("many", g.many.is_some(), OpKind::Update),
+        let kinds: Vec<(OpKind, u32)> = match (g.op, &g.mix) {
+            (Some(op), None) => vec![(op, 1)],
+            (None, Some(mix)) => self.mix(mix)?,
+            (Some(_), Some(_)) => {
+                return Err(self.err(
+                    "mix",
+                    "both op and mix are set; a group has one operation or a mix of them".into(),
+                ))
+            }
+            (None, None) => {
+                return Err(self.loaded.error_at(
+                    &format!("group[{}]", self.index),
+                    format!("group `{}` has neither op nor mix", g.name),
+                    format!(
+                        "op = \"insert\" (one of {}) or mix = {{ get = 95, update = 5 }}",
+                        OpKind::listed()
+                    ),
+                ))
+            }
+        };
+        let has = |ks: &[OpKind]| kinds.iter().any(|(k, _)| ks.contains(k));
+        // Settings that belong to some operation kinds only.
+        for (k, set, ks, ok_for) in [
+            (
+                "limit",
+                g.limit.is_some(),
+                &[OpKind::Find, OpKind::Scan][..],
+                "find and scan",
+            ),
+            ("count", g.count.is_some(), &[OpKind::Find][..], "find"),
+            (
+                "set",
+                g.set.is_some(),
+                &[OpKind::Update, OpKind::Rmw][..],
+                "update and rmw",
+            ),
+            (
+                "target",
+                g.target.is_some(),
+                &[OpKind::Update][..],
+                "update",
+            ),
+            ("many", g.many.is_some(), &[OpKind::Update][..], "update"),
+            (
+                "filter",
+                g.filter.is_some(),
+                &[OpKind::Find, OpKind::Update, OpKind::Remove][..],
+                "find, update and remove",
+            ),
         ] {
-            self.misplaced(k, set && g.op != kind, kind.name())?;
+            self.misplaced(k, set && !has(ks), ok_for)?;
         }
-        self.misplaced(
-            "filter",
-            g.filter.is_some() && g.op == OpKind::Insert,
-            "find, update and remove",
-        )?;
-        Ok(match g.op {
+        let specs = kinds
+            .iter()
+            .map(|(k, w)| Ok((self.op(*k, document)?, *w)))
+            .collect::<Result<Vec<_>, ProfileError>>()?;
+        let first = specs[0].0.clone();
+        Ok((first, if g.mix.is_some() { specs } else { Vec::new() }))
+    }
+
+    /// `mix = { get = 95, update = 5 }`: kinds and whole-number weights, at least one above 0.
+    fn mix(&self, mix: &toml::Table) -> Result<Vec<(OpKind, u32)>, ProfileError> {
+        let mut kinds = Vec::new();
+        for (name, weight) in mix {
+            let kind = OpKind::try_from(name.clone()).map_err(|p| {
+                self.loaded.error_at(
+                    &format!("{}.{name}", self.path("mix")),
+                    p,
+                    expected_for("mix"),
+                )
+            })?;
+            let w = weight
+                .as_integer()
+                .and_then(|w| u32::try_from(w).ok())
+                .ok_or_else(|| {
+                    self.loaded.error_at(
+                        &format!("{}.{name}", self.path("mix")),
+                        format!("the weight of `{name}` must be a whole number from 0"),
+                        expected_for("mix"),
+                    )
+                })?;
+            kinds.push((kind, w));
+        }
+        if kinds.iter().map(|(_, w)| u64::from(*w)).sum::<u64>() == 0 {
+            return Err(self.err(
+                "mix",
+                "the weights sum to 0, so no operation could be drawn".into(),
+            ));
+        }
+        Ok(kinds)
+    }
+
+    fn op(&self, kind: OpKind, document: &DocGen) -> Result<OpSpec, ProfileError> {
+        let g = self.g;
+        Ok(match kind {
             OpKind::Insert => {
                 if document.fields.is_empty() {
                     return Err(self.loaded.error_at(
@@ -599,6 +689,17 @@ impl GroupAt<'_> {
             OpKind::Remove => OpSpec::Remove {
                 filter: self.fields(document, "filter", &g.filter, true)?,
             },
+            OpKind::Get => OpSpec::Get,
+            OpKind::Rmw => OpSpec::Rmw {
+                set: self.fields(document, "set", &g.set, false)?,
+            },
+            OpKind::Scan => {
+                let max = g.limit.unwrap_or(DEFAULT_SCAN_LIMIT);
+                if max < limits::MIN_FIND_LIMIT {
+                    return Err(self.err("limit", "a scan of 0 documents reads nothing".into()));
+                }
+                OpSpec::Scan { max }
+            }
         })
     }
 }

@@ -17,7 +17,7 @@ use std::time::Duration;
 use mongodb::bson::Document;
 use serde::Serialize;
 
-use crate::workload::{DocGen, OpSpec};
+use crate::workload::{DocGen, KeyDist, OpSpec};
 
 /// Command-line settings that override every group.
 #[derive(Debug, Clone, Default)]
@@ -135,6 +135,8 @@ pub struct SetupPlan {
 
 pub const DEFAULT_OP_TIMEOUT: Duration = Duration::from_secs(60);
 pub const DEFAULT_FIND_LIMIT: u32 = 50;
+/// YCSB's `maxscanlength`.
+pub const DEFAULT_SCAN_LIMIT: u32 = 100;
 pub const DEFAULT_POOL_SIZE: u32 = 100;
 
 #[derive(Debug, Clone)]
@@ -157,6 +159,38 @@ pub struct GroupPlan {
     pub stop: StopAt,
     /// Target operations per second for the group (open loop); None: closed loop.
     pub rate: Option<f64>,
+    /// A group that mixes operations: each kind with its weight (`op` is the first); empty for
+    /// one operation.
+    pub mix: Vec<(OpSpec, u32)>,
+    /// How operations that pick an existing document pick it.
+    pub keys: KeyDist,
+}
+
+impl GroupPlan {
+    /// The operation to send next: the group's one, or a kind of its mix drawn by weight.
+    pub fn draw(&self, rng: &mut impl rand::Rng) -> &OpSpec {
+        if self.mix.is_empty() {
+            return &self.op;
+        }
+        let total: u32 = self.mix.iter().map(|(_, w)| w).sum();
+        let mut at = rng.random_range(0..total.max(1));
+        for (spec, w) in &self.mix {
+            if at < *w {
+                return spec;
+            }
+            at -= w;
+        }
+        &self.op
+    }
+
+    /// The kinds of the group's operations, in the profile's order.
+    pub fn kinds(&self) -> Vec<crate::workload::OpKind> {
+        if self.mix.is_empty() {
+            vec![self.op.kind()]
+        } else {
+            self.mix.iter().map(|(s, _)| s.kind()).collect()
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -3,7 +3,7 @@
 use crate::metrics::{Logged, Sample};
 
 /// Header of `samples.tsv`.
-pub const SAMPLES_HEADER: &str = "start_us\telapsed_us\tgroup\tthread\tok\terror\tsent_bytes\treceived_bytes\tintended_us\tlatency_us\tphase";
+pub const SAMPLES_HEADER: &str = "start_us\telapsed_us\tgroup\tthread\tok\terror\tsent_bytes\treceived_bytes\tintended_us\tlatency_us\tphase\top";
 
 /// JMeter's default CSV header (jmeter.properties `jmeter.save.saveservice.*` defaults).
 pub const JTL_HEADER: &str = "timeStamp,elapsed,label,responseCode,responseMessage,threadName,dataType,success,failureMessage,bytes,sentBytes,grpThreads,allThreads,URL,Latency,IdleTime,Connect";
@@ -33,18 +33,26 @@ pub(super) fn format_tsv(out: &mut String, s: &Sample, groups: &[String]) {
     number(out, u64::from(s.received), '\t');
     number(out, s.intended_us, '\t');
     number(out, s.latency_us(), '\t');
-    out.push_str(if s.warmup { "warmup\n" } else { "measure\n" });
+    out.push_str(if s.warmup { "warmup\t" } else { "measure\t" });
+    out.push_str(s.op.name());
+    out.push('\n');
 }
 
 pub(super) fn format_jtl(out: &mut String, l: &Logged, groups: &[String], url: &str) {
     use std::fmt::Write;
     let s = &l.sample;
     let group = groups.get(usize::from(s.group)).map_or("?", |g| g.as_str());
+    // A mixing group's operations are labelled by kind (`group:get`), as its summary rows are.
+    let group = if s.mixed {
+        format!("{group}:{}", s.op)
+    } else {
+        group.to_string()
+    };
     // Warm-up lines get a label of their own, so JMeter's reports keep them apart.
     let label = if s.warmup {
         csv(&format!("warmup:{group}"))
     } else {
-        csv(group)
+        csv(&group)
     };
     // Like our summary, JMeter's report then measures from the intended start (open loop).
     let elapsed_ms = s.latency_us() / 1000;
@@ -86,6 +94,7 @@ mod tests {
     fn sample(error: Option<OpError>) -> Sample {
         Sample {
             group: 1,
+            op: crate::workload::OpKind::Find,
             thread: 7,
             sent: 120,
             received: 4096,
@@ -101,7 +110,7 @@ mod tests {
         format_tsv(&mut s, &sample(None), &["a".into(), "find".into()]);
         assert_eq!(
             s,
-            "1700000000123456\t2345\tfind\t7\t1\t\t120\t4096\t1700000000123456\t2345\tmeasure\n"
+            "1700000000123456\t2345\tfind\t7\t1\t\t120\t4096\t1700000000123456\t2345\tmeasure\tfind\n"
         );
         assert_eq!(
             s.trim_end().split('\t').count(),
@@ -116,7 +125,10 @@ mod tests {
         late.late = true;
         let mut s = String::new();
         format_tsv(&mut s, &late, &["a".into(), "find".into()]);
-        assert!(s.ends_with("\t1699999999123456\t1002345\tmeasure\n"), "{s}");
+        assert!(
+            s.ends_with("\t1699999999123456\t1002345\tmeasure\tfind\n"),
+            "{s}"
+        );
         let mut j = String::new();
         format_jtl(
             &mut j,

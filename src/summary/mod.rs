@@ -200,6 +200,18 @@ pub struct GroupInfo {
     pub duration_secs: Option<f64>,
     /// Target operations per second (open loop); None: closed loop.
     pub rate: Option<f64>,
+    /// A group that mixes operations (`op` is then its first kind): each kind and its weight.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mix: Vec<MixShare>,
+    /// The key distribution, when not uniform.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keys: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MixShare {
+    pub op: OpKind,
+    pub weight: u32,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -249,6 +261,16 @@ pub fn group_info(plan: &RunPlan) -> Vec<GroupInfo> {
                     StopAt::Loops(_) => None,
                 },
                 rate: g.rate,
+                mix: g
+                    .mix
+                    .iter()
+                    .map(|(spec, weight)| MixShare {
+                        op: spec.kind(),
+                        weight: *weight,
+                    })
+                    .collect(),
+                keys: (g.keys != crate::workload::KeyDist::Uniform)
+                    .then(|| g.keys.name().to_string()),
             })
         })
         .collect()
@@ -275,6 +297,13 @@ impl RunResult {
             let mut stage_total = GroupMetrics::default();
             for g in &stage.groups {
                 let m = &metrics[g.index];
+                // A group that mixes operations: a row per kind (`group:get`), then its total.
+                if !g.mix.is_empty() {
+                    for kind in g.kinds() {
+                        let k = m.kinds.get(&kind).cloned().unwrap_or_default();
+                        rows.push(k.summary_row(&format!("{}:{kind}", g.name), g.rate.is_some()));
+                    }
+                }
                 rows.push(m.summary_row(&g.name, g.rate.is_some()));
                 stage_total.merge(m);
                 if m.errors > 0 {

@@ -4,6 +4,8 @@ use std::sync::atomic::{AtomicI64, Ordering};
 
 use rand::Rng;
 
+use super::distribution::Chooser;
+
 /// The `_id`s the run has written: preload takes `0..n`, each insert takes the next one, and
 /// updates by `_id` draw from everything issued so far (a removed one shows as "not matched").
 /// In a run of several parts (`plan::part`), part i of N issues `base + i`, `base + i + N`, ...,
@@ -47,15 +49,16 @@ impl KeySpace {
         self.base + self.next.load(Ordering::Relaxed) * self.stride
     }
 
-    /// A uniformly drawn `_id` that exists: one below where the run began (the preload, shared
+    /// An `_id` that exists, drawn by `pick` (uniform, zipfian, ... over the items in `_id`
+    /// order): one below where the run began (the preload, shared
     /// by every part) or one this key space issued (in a part, its own inserts: other parts'
     /// inserts run at their own pace, so drawing them could name an `_id` not yet written).
     /// None when there is none.
-    pub fn existing(&self, rng: &mut impl Rng) -> Option<i64> {
+    pub fn existing(&self, pick: &mut Chooser, rng: &mut impl Rng) -> Option<i64> {
         let own = self.next.load(Ordering::Relaxed);
         let n = self.base + own;
         (n > 0).then(|| {
-            let r = rng.random_range(0..n);
+            let r = pick.pick(n as u64, rng) as i64;
             if r < self.base {
                 r
             } else {
@@ -70,15 +73,22 @@ mod tests {
     use super::*;
     use rand::SeedableRng;
 
+    fn uniform() -> Chooser {
+        Chooser::new(
+            crate::workload::distribution::KeyDist::Uniform,
+            Default::default(),
+        )
+    }
+
     #[test]
     fn key_space_draws_only_issued_ids() {
         let k = KeySpace::starting_at(0);
         let mut rng = rand::rngs::SmallRng::seed_from_u64(3);
-        assert_eq!(k.existing(&mut rng), None);
+        assert_eq!(k.existing(&mut uniform(), &mut rng), None);
         for _ in 0..10 {
             k.issue();
         }
-        assert!((0..100).all(|_| k.existing(&mut rng).unwrap() < 10));
+        assert!((0..100).all(|_| k.existing(&mut uniform(), &mut rng).unwrap() < 10));
     }
 
     #[test]
@@ -96,7 +106,7 @@ mod tests {
         let one = KeySpace::partitioned(100, 1, 3);
         let mine: Vec<i64> = (0..4).map(|_| one.issue()).collect();
         for _ in 0..1000 {
-            let id = one.existing(&mut rng).unwrap();
+            let id = one.existing(&mut uniform(), &mut rng).unwrap();
             assert!(id < 100 || mine.contains(&id), "{id}");
         }
     }

@@ -5,11 +5,13 @@
 //! Owns: generating values and proving a profile's documents are ones the server accepts.
 //! Never: calls the driver, reads a clock, or knows about groups and stages.
 
+pub mod distribution;
 pub mod document;
 pub mod keys;
 pub mod op;
 pub mod request;
 
+pub use distribution::{Chooser, KeyDist};
 pub use document::{DocGen, Gen, GenError};
 pub use keys::KeySpace;
 pub use op::{OpKind, OpSpec};

@@ -4,17 +4,31 @@
 use serde::{Deserialize, Serialize};
 
 /// The operation a group sends, as named in profiles, summaries and the sample log.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, Serialize)]
 #[serde(try_from = "String", into = "&'static str")]
 pub enum OpKind {
     Insert,
     Find,
     Update,
     Remove,
+    /// A point read by `_id`.
+    Get,
+    /// Read-modify-write: find one by `_id`, then update it (timed as one, like YCSB's F).
+    Rmw,
+    /// A short range scan by `_id`: up to `limit` documents from a chosen one (YCSB's E).
+    Scan,
 }
 
 impl OpKind {
-    pub const ALL: [OpKind; 4] = [OpKind::Insert, OpKind::Find, OpKind::Update, OpKind::Remove];
+    pub const ALL: [OpKind; 7] = [
+        OpKind::Insert,
+        OpKind::Find,
+        OpKind::Update,
+        OpKind::Remove,
+        OpKind::Get,
+        OpKind::Rmw,
+        OpKind::Scan,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -22,6 +36,9 @@ impl OpKind {
             OpKind::Find => "find",
             OpKind::Update => "update",
             OpKind::Remove => "remove",
+            OpKind::Get => "get",
+            OpKind::Rmw => "rmw",
+            OpKind::Scan => "scan",
         }
     }
 
@@ -82,6 +99,14 @@ pub enum OpSpec {
     Remove {
         filter: Vec<usize>,
     },
+    Get,
+    Rmw {
+        set: Vec<usize>,
+    },
+    Scan {
+        /// The most documents one scan reads; each scan's length is uniform in 1..=max.
+        max: u32,
+    },
 }
 
 impl OpSpec {
@@ -91,6 +116,9 @@ impl OpSpec {
             OpSpec::Find { .. } => OpKind::Find,
             OpSpec::UpdateById { .. } | OpSpec::UpdateByFilter { .. } => OpKind::Update,
             OpSpec::Remove { .. } => OpKind::Remove,
+            OpSpec::Get => OpKind::Get,
+            OpSpec::Rmw { .. } => OpKind::Rmw,
+            OpSpec::Scan { .. } => OpKind::Scan,
         }
     }
 }
@@ -106,6 +134,6 @@ mod tests {
         }
         assert!(OpKind::try_from("upsert".to_string())
             .unwrap_err()
-            .contains("\"insert\", \"find\", \"update\", \"remove\""));
+            .contains("\"insert\", \"find\", \"update\", \"remove\", \"get\", \"rmw\", \"scan\""));
     }
 }

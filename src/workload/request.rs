@@ -4,6 +4,7 @@
 use mongodb::bson::Document;
 use rand::Rng;
 
+use super::distribution::Chooser;
 use super::document::DocGen;
 use super::keys::KeySpace;
 use super::op::{OpKind, OpSpec};
@@ -32,6 +33,20 @@ pub enum Request {
         filter: Document,
         from: Option<i64>,
     },
+    /// A point read by `_id` (None: no document yet).
+    Get {
+        id: Option<i64>,
+    },
+    /// Read one by `_id`, then `$set` on it.
+    Rmw {
+        id: Option<i64>,
+        update: Document,
+    },
+    /// Up to `len` documents from `_id` `from` on, in `_id` order.
+    Scan {
+        from: Option<i64>,
+        len: u32,
+    },
 }
 
 /// A remove's filter restricted to `_id`s from `from` on: where its search starts.
@@ -48,10 +63,21 @@ impl Request {
             Request::Find { .. } => OpKind::Find,
             Request::UpdateById { .. } | Request::UpdateByFilter { .. } => OpKind::Update,
             Request::Remove { .. } => OpKind::Remove,
+            Request::Get { .. } => OpKind::Get,
+            Request::Rmw { .. } => OpKind::Rmw,
+            Request::Scan { .. } => OpKind::Scan,
         }
     }
 
-    pub fn build(op: &OpSpec, gen: &DocGen, keys: &KeySpace, rng: &mut impl Rng) -> Request {
+    /// The next request of `op`; existing documents are picked by `pick` (the group's key
+    /// distribution).
+    pub fn build(
+        op: &OpSpec,
+        gen: &DocGen,
+        keys: &KeySpace,
+        pick: &mut Chooser,
+        rng: &mut impl Rng,
+    ) -> Request {
         let set = |fields: &[usize], rng: &mut _| {
             let mut u = Document::new();
             u.insert("$set", gen.generate_fields(fields, rng));
@@ -77,7 +103,7 @@ impl Request {
                 count: *count,
             },
             OpSpec::UpdateById { set: fields } => Request::UpdateById {
-                id: keys.existing(rng),
+                id: keys.existing(pick, rng),
                 update: set(fields, rng),
             },
             OpSpec::UpdateByFilter {
@@ -91,7 +117,18 @@ impl Request {
             },
             OpSpec::Remove { filter } => Request::Remove {
                 filter: gen.generate_fields(filter, rng),
-                from: keys.existing(rng),
+                from: keys.existing(pick, rng),
+            },
+            OpSpec::Get => Request::Get {
+                id: keys.existing(pick, rng),
+            },
+            OpSpec::Rmw { set: fields } => Request::Rmw {
+                id: keys.existing(pick, rng),
+                update: set(fields, rng),
+            },
+            OpSpec::Scan { max } => Request::Scan {
+                from: keys.existing(pick, rng),
+                len: rng.random_range(1..=(*max).max(1)),
             },
         }
     }

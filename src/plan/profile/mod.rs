@@ -191,6 +191,8 @@ pub fn expected_for(key: &str) -> String {
             limits::duration_expected()
         }
         "op" => format!("one of {}", crate::workload::OpKind::listed()),
+        "mix" => format!("a table of operation kinds and whole-number weights, e.g. mix = {{ get = 95, update = 5 }}; kinds: {}", crate::workload::OpKind::listed()),
+        "keys" => format!("one of {}", crate::workload::KeyDist::listed()),
         "rate" => limits::rate_expected(),
         "preload" => limits::preload_expected(),
         "limit" => limits::limit_expected(),

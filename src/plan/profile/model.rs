@@ -67,7 +67,13 @@ pub enum UpdateTarget {
 #[serde(deny_unknown_fields)]
 pub struct Group {
     pub name: String,
-    pub op: OpKind,
+    /// One operation kind; or `mix` instead.
+    pub op: Option<OpKind>,
+    /// Operation kinds with their weights: each operation draws its kind (`{ get = 95, update = 5 }`).
+    pub mix: Option<toml::Table>,
+    /// How operations that pick an existing document pick it: uniform (default), zipfian,
+    /// hotspot, latest, sequential or exponential (YCSB's request distributions).
+    pub keys: Option<String>,
     pub threads: u32,
     pub ramp_up: Option<String>,
     pub loops: Option<u64>,
@@ -80,7 +86,8 @@ pub struct Group {
     /// Operations per second for the whole group, spread evenly over its users (open loop).
     pub rate: Option<f64>,
     // Op settings.
-    /// find: most documents returned (default 50).
+    /// find: most documents returned (default 50); scan: most documents one scan reads
+    /// (default 100, each scan's length uniform up to it).
     pub limit: Option<u32>,
     /// find: run `countDocuments` with the filter first.
     pub count: Option<bool>,
