@@ -15,6 +15,7 @@ use super::{
     DEFAULT_SCAN_LIMIT,
 };
 use crate::error::ProfileError;
+use crate::workload::op::Change;
 use crate::workload::{DocGen, Gen, KeyDist, OpKind, OpSpec};
 
 impl RunPlan {
@@ -581,6 +582,12 @@ impl GroupAt<'_> {
                 "update and rmw",
             ),
             (
+                "inc",
+                g.inc.is_some(),
+                &[OpKind::Update, OpKind::Rmw][..],
+                "update and rmw",
+            ),
+            (
                 "target",
                 g.target.is_some(),
                 &[OpKind::Update][..],
@@ -602,6 +609,38 @@ impl GroupAt<'_> {
             .collect::<Result<Vec<_>, ProfileError>>()?;
         let first = specs[0].0.clone();
         Ok((first, if g.mix.is_some() { specs } else { Vec::new() }))
+    }
+
+    /// An update's `set` fields (of the document) and `inc` fields (any names): at least one.
+    fn change(&self, document: &DocGen) -> Result<Change, ProfileError> {
+        let g = self.g;
+        let inc = match &g.inc {
+            Some(f) if f.is_empty() => {
+                return Err(self.err("inc", "`inc` needs at least one field".into()))
+            }
+            Some(f) => {
+                let unfit = |n: &String| {
+                    n.is_empty() || n.starts_with('$') || n.contains(['.', '\0']) || n == "_id"
+                };
+                if let Some(bad) = f.iter().find(|n| unfit(n)) {
+                    return Err(self.err(
+                        "inc",
+                        format!(
+                            "`{}` cannot be a counter field (empty, `$`, `.`, NUL or _id)",
+                            bad.escape_debug()
+                        ),
+                    ));
+                }
+                f.clone()
+            }
+            None => Vec::new(),
+        };
+        let set = if g.set.is_none() && !inc.is_empty() {
+            Vec::new()
+        } else {
+            self.fields(document, "set", &g.set, false)?
+        };
+        Ok(Change { set, inc })
     }
 
     /// `mix = { get = 95, update = 5 }`: kinds and whole-number weights, at least one above 0.
@@ -664,7 +703,7 @@ impl GroupAt<'_> {
                 }
             }
             OpKind::Update => {
-                let set = self.fields(document, "set", &g.set, false)?;
+                let change = self.change(document)?;
                 match g.target.unwrap_or(UpdateTarget::Random) {
                     UpdateTarget::Random => {
                         self.misplaced(
@@ -677,11 +716,11 @@ impl GroupAt<'_> {
                             g.many.is_some(),
                             "update with target = \"filter\"",
                         )?;
-                        OpSpec::UpdateById { set }
+                        OpSpec::UpdateById { change }
                     }
                     UpdateTarget::Filter => OpSpec::UpdateByFilter {
                         filter: self.fields(document, "filter", &g.filter, true)?,
-                        set,
+                        change,
                         many: g.many.unwrap_or(false),
                     },
                 }
@@ -691,7 +730,7 @@ impl GroupAt<'_> {
             },
             OpKind::Get => OpSpec::Get,
             OpKind::Rmw => OpSpec::Rmw {
-                set: self.fields(document, "set", &g.set, false)?,
+                change: self.change(document)?,
             },
             OpKind::Scan => {
                 let max = g.limit.unwrap_or(DEFAULT_SCAN_LIMIT);

@@ -79,6 +79,14 @@ impl std::fmt::Display for OpKind {
     }
 }
 
+/// What an update changes: document fields `$set` to new generated values, and fields `$inc`
+/// by 1 (a counter of updates per document, e.g. `inc = ["updates"]`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Change {
+    pub set: Vec<usize>,
+    pub inc: Vec<String>,
+}
+
 /// A group's operation with its settings; fields are indexes into the document's top level.
 #[derive(Debug, Clone, PartialEq)]
 pub enum OpSpec {
@@ -89,11 +97,11 @@ pub enum OpSpec {
         count: bool,
     },
     UpdateById {
-        set: Vec<usize>,
+        change: Change,
     },
     UpdateByFilter {
         filter: Vec<usize>,
-        set: Vec<usize>,
+        change: Change,
         many: bool,
     },
     Remove {
@@ -101,7 +109,7 @@ pub enum OpSpec {
     },
     Get,
     Rmw {
-        set: Vec<usize>,
+        change: Change,
     },
     Scan {
         /// The most documents one scan reads; each scan's length is uniform in 1..=max.

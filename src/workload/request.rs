@@ -7,7 +7,7 @@ use rand::Rng;
 use super::distribution::Chooser;
 use super::document::DocGen;
 use super::keys::KeySpace;
-use super::op::{OpKind, OpSpec};
+use super::op::{Change, OpKind, OpSpec};
 
 /// One operation's request, built before its clock starts so generation is never timed.
 #[derive(Debug, Clone)]
@@ -78,9 +78,19 @@ impl Request {
         pick: &mut Chooser,
         rng: &mut impl Rng,
     ) -> Request {
-        let set = |fields: &[usize], rng: &mut _| {
+        let set = |change: &Change, rng: &mut _| {
             let mut u = Document::new();
-            u.insert("$set", gen.generate_fields(fields, rng));
+            if !change.set.is_empty() {
+                u.insert("$set", gen.generate_fields(&change.set, rng));
+            }
+            if !change.inc.is_empty() {
+                let inc: Document = change
+                    .inc
+                    .iter()
+                    .map(|f| (f.clone(), 1i32.into()))
+                    .collect();
+                u.insert("$inc", inc);
+            }
             u
         };
         match op {
@@ -102,17 +112,17 @@ impl Request {
                 limit: *limit,
                 count: *count,
             },
-            OpSpec::UpdateById { set: fields } => Request::UpdateById {
+            OpSpec::UpdateById { change } => Request::UpdateById {
                 id: keys.existing(pick, rng),
-                update: set(fields, rng),
+                update: set(change, rng),
             },
             OpSpec::UpdateByFilter {
                 filter,
-                set: fields,
+                change,
                 many,
             } => Request::UpdateByFilter {
                 filter: gen.generate_fields(filter, rng),
-                update: set(fields, rng),
+                update: set(change, rng),
                 many: *many,
             },
             OpSpec::Remove { filter } => Request::Remove {
@@ -122,9 +132,9 @@ impl Request {
             OpSpec::Get => Request::Get {
                 id: keys.existing(pick, rng),
             },
-            OpSpec::Rmw { set: fields } => Request::Rmw {
+            OpSpec::Rmw { change } => Request::Rmw {
                 id: keys.existing(pick, rng),
-                update: set(fields, rng),
+                update: set(change, rng),
             },
             OpSpec::Scan { max } => Request::Scan {
                 from: keys.existing(pick, rng),

@@ -93,8 +93,10 @@ pub struct Group {
     pub count: Option<bool>,
     /// find, remove, update with target = "filter": document fields to filter on by equality.
     pub filter: Option<Vec<String>>,
-    /// update: document fields to `$set` to new generated values.
+    /// update, rmw: document fields to `$set` to new generated values.
     pub set: Option<Vec<String>>,
+    /// update, rmw: fields to `$inc` by 1 (counters of updates per document).
+    pub inc: Option<Vec<String>>,
     /// update: `random` (default) or `filter`.
     pub target: Option<UpdateTarget>,
     /// update with target = "filter": `updateMany` instead of `updateOne`.
