@@ -53,11 +53,26 @@ pub fn render(plan: &RunPlan, out: &mut dyn Write) -> std::io::Result<()> {
                 Some(r) => format!("{stop}, open loop at {r}/s"),
                 None => stop,
             };
+            // A mix shows its kinds and weights, and keys other than uniform are named.
+            let op = if g.mix.is_empty() {
+                g.op.kind().name().to_string()
+            } else {
+                let kinds: Vec<String> = g
+                    .mix
+                    .iter()
+                    .map(|(s, w)| format!("{} {w}", s.kind()))
+                    .collect();
+                format!("mix({})", kinds.join(", "))
+            };
+            let op = match g.keys {
+                crate::workload::KeyDist::Uniform => op,
+                k => format!("{op} keys {k}"),
+            };
             writeln!(
                 out,
                 "  group {:<14} {:<6} threads {:>5}  ramp-up {}  delay {}  {stop}",
                 g.name,
-                g.op.kind().name(),
+                op,
                 g.threads,
                 humantime::format_duration(g.ramp_up),
                 humantime::format_duration(g.start_delay)
