@@ -105,6 +105,9 @@ pub struct OverrideArgs {
     /// when one fails (repeatable)
     #[arg(long = "threshold", value_name = "EXPR")]
     pub thresholds: Vec<String>,
+    /// Documents the setup loads first in batches, overriding setup.preload (YCSB's recordcount)
+    #[arg(long, value_name = "N", value_parser = parse_recordcount)]
+    pub recordcount: Option<u64>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -211,6 +214,13 @@ fn parse_op_timeout(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+fn parse_recordcount(s: &str) -> Result<u64, String> {
+    let n = s
+        .parse::<u64>()
+        .map_err(|_| format!("expected {}", limits::preload_expected()))?;
+    limits::check_preload(n).map_err(|p| format!("{p}; expected {}", limits::preload_expected()))
+}
+
 fn parse_rate(s: &str) -> Result<f64, String> {
     let expected = || {
         format!(
@@ -246,6 +256,7 @@ impl From<&OverrideArgs> for crate::plan::Overrides {
             op_timeout: a.op_timeout,
             warmup: a.warmup,
             thresholds: a.thresholds.clone(),
+            recordcount: a.recordcount,
         }
     }
 }

@@ -87,6 +87,9 @@ impl Backend for Scripted {
         Ok(Prepared {
             keys: KeySpace::starting_at(plan.setup.preload as i64),
             begin,
+            // As if the preload took a quarter of a second.
+            load: (plan.setup.preload > 0)
+                .then(|| (plan.setup.preload, Duration::from_millis(250))),
         })
     }
 }

@@ -166,6 +166,19 @@ impl<B: Backend + Clone> Session<'_, B> {
             )
             .await;
         result.start = start;
+        result.load = prepared.load.map(|(documents, took)| {
+            let secs = took.as_secs_f64();
+            crate::summary::LoadResult {
+                documents,
+                secs,
+                throughput: if secs > 0.0 {
+                    documents as f64 / secs
+                } else {
+                    0.0
+                },
+                batch: crate::ops::setup::PRELOAD_BATCH,
+            }
+        });
         let rows = sampler.as_ref().map(Sampler::rows).unwrap_or_default();
         summary.add_run(result, &rows, sampler.is_some());
         write_summaries(self.out_dir, summary)?;

@@ -143,6 +143,7 @@ impl<'a> Marker<'a> {
                         p.part.count,
                     ),
                     begin,
+                    load: None,
                 });
             }
             if stop.is_cancelled() {

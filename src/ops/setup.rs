@@ -13,7 +13,8 @@ use crate::error::Error;
 use crate::plan::RunPlan;
 use crate::workload::KeySpace;
 
-const PRELOAD_BATCH: u64 = 1000;
+/// Documents per `insertMany` of the preload.
+pub const PRELOAD_BATCH: u64 = 1000;
 
 /// Readies the collection for one run and returns its key space and when its stages begin:
 /// alone or as part 0, drop (if asked), indexes, preload; part 0 then writes the marker with
@@ -28,10 +29,8 @@ pub async fn prepare(
     begin: Option<SystemTime>,
 ) -> Result<Prepared, Error> {
     let Some(p) = &plan.part else {
-        return Ok(Prepared {
-            keys: set_up(plan, coll, seed, stop, force).await?,
-            begin,
-        });
+        let (keys, load) = set_up(plan, coll, seed, stop, force).await?;
+        return Ok(Prepared { keys, begin, load });
     };
     let marker = Marker::new(plan, coll, seed, p);
     if p.part.index > 0 {
@@ -39,16 +38,21 @@ pub async fn prepare(
     }
     // A marker left by an earlier run must not release the other parts early.
     marker.clear().await?;
-    let keys = set_up(plan, coll, seed, stop, force).await?;
+    let (keys, load) = set_up(plan, coll, seed, stop, force).await?;
     if stop.is_cancelled() {
         // Interrupted during the setup: no marker, so no part starts on half a preload.
-        return Ok(Prepared { keys, begin: None });
+        return Ok(Prepared {
+            keys,
+            begin: None,
+            load,
+        });
     }
     let begin = begin.unwrap_or_else(marker::default_begin);
     marker.write(keys.issued(), begin).await?;
     Ok(Prepared {
         keys: KeySpace::partitioned(keys.issued(), 0, p.part.count),
         begin: Some(begin),
+        load,
     })
 }
 
@@ -58,6 +62,8 @@ pub async fn prepare(
 pub struct Prepared {
     pub keys: KeySpace,
     pub begin: Option<SystemTime>,
+    /// The preload (YCSB's load phase): documents inserted, and how long it took.
+    pub load: Option<(u64, std::time::Duration)>,
 }
 
 /// Drops (if asked), creates indexes, preloads, and returns the key space for the run.
@@ -67,7 +73,7 @@ async fn set_up(
     seed: u64,
     stop: &CancellationToken,
     force: bool,
-) -> Result<KeySpace, Error> {
+) -> Result<(KeySpace, Option<(u64, std::time::Duration)>), Error> {
     let fail = |what: &str, e: mongodb::error::Error| {
         Error::Server(format!(
             "setup failed while {what} {}.{}: {}",
@@ -101,7 +107,9 @@ async fn set_up(
             .await
             .map_err(|e| fail("reading the last _id of", e))?,
     );
+    let mut load = None;
     if plan.setup.preload > 0 {
+        let started = std::time::Instant::now();
         let mut rng = rand::rngs::SmallRng::seed_from_u64(seed ^ 0x5EED_F00D);
         let mut left = plan.setup.preload;
         while left > 0 && !stop.is_cancelled() {
@@ -119,8 +127,9 @@ async fn set_up(
                 .map_err(|e| fail("preloading", e))?;
             left -= n;
         }
+        load = Some((plan.setup.preload - left, started.elapsed()));
     }
-    Ok(keys)
+    Ok((keys, load))
 }
 
 /// The `_id` of a document the tool cannot have written: it writes only numeric `_id`s (0, 1,

@@ -34,7 +34,10 @@ impl RunPlan {
         };
         let document = DocGen::from_table(&p.document)
             .map_err(|e| loaded.error_at(&e.key, e.problem, e.expected))?;
-        let setup = setup(loaded)?;
+        let mut setup = setup(loaded)?;
+        if let Some(n) = ov.recordcount {
+            setup.preload = n;
+        }
         let stages = stages(loaded, ov, &document)?;
         let thresholds = thresholds(loaded, ov, &stages)?;
         Ok(RunPlan {

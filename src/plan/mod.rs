@@ -30,6 +30,8 @@ pub struct Overrides {
     pub warmup: Option<Duration>,
     /// `--threshold` expressions, added to the profile's.
     pub thresholds: Vec<String>,
+    /// `--recordcount`: the documents the setup loads first (`setup.preload`).
+    pub recordcount: Option<u64>,
 }
 
 #[derive(Debug, Clone)]

@@ -32,6 +32,20 @@ pub fn render(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
         }
     }
     aligned(&lines, &[usize::from(with_run)], out)?;
+    for run in &s.runs {
+        if let Some(l) = &run.load {
+            let prefix = if with_run {
+                format!("run {}: ", run.run)
+            } else {
+                String::new()
+            };
+            writeln!(
+                out,
+                "{prefix}load phase (setup.preload, insertMany of {}): {} documents in {:.2} s = {:.1} documents/s",
+                l.batch, l.documents, l.secs, l.throughput
+            )?;
+        }
+    }
     writeln!(out, "(times in ms; Throughput in samples/s; Matched = operations that found or wrote a document, Modified = updates that changed one or removes that deleted one)")?;
 
     for run in &s.runs {

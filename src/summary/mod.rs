@@ -154,6 +154,18 @@ pub struct ThresholdResult {
     pub deferred: bool,
 }
 
+/// The load phase: documents the setup inserted in batches (`setup.preload`, `--recordcount`)
+/// before the stages, and how fast.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoadResult {
+    pub documents: u64,
+    pub secs: f64,
+    /// Documents per second.
+    pub throughput: f64,
+    /// Documents per `insertMany`.
+    pub batch: u64,
+}
+
 /// When a run's stages were to begin, and how late they began (0 when on time).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StartInfo {
@@ -233,6 +245,9 @@ pub struct RunResult {
     pub stopped_early: Option<String>,
     /// Per group with a warm-up: what it excluded from the rows.
     pub warmup: Vec<WarmupRow>,
+    /// The setup's preload (YCSB's load phase), when there was one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<LoadResult>,
     /// When the stages were to begin (`--start-at`, or a run in parts) and how late they did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start: Option<StartInfo>,
@@ -347,6 +362,7 @@ impl RunResult {
             stages: Vec::new(),
             stopped_early: None,
             warmup,
+            load: None,
             start: None,
             thresholds: Vec::new(),
             failures: Vec::new(),

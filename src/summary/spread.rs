@@ -80,6 +80,7 @@ mod tests {
                     stopped_early: None,
                     warmup: Vec::new(),
                     start: None,
+                    load: None,
                     thresholds: Vec::new(),
                     failures: Vec::new(),
                 }

@@ -25,6 +25,12 @@ bundled! {
     "remove" => "remove-only stress: find one by city, delete it by _id; 50 threads x 200 loops",
     "crud-mixed" => "insert, find, update and remove groups at once: 4 x 50 threads for 20 s",
     "jmeter-2016" => "the 2016 reference experiment's sizes: 1000-thread units one after another, then the mixed run",
+    "ycsb-a" => "YCSB A, update heavy: 50 % get / 50 % update, zipfian; 100,000 documents loaded first",
+    "ycsb-b" => "YCSB B, read mostly: 95 % get / 5 % update, zipfian; 100,000 documents loaded first",
+    "ycsb-c" => "YCSB C, read only: 100 % get, zipfian; 100,000 documents loaded first",
+    "ycsb-d" => "YCSB D, read latest: 95 % get / 5 % insert, latest; 100,000 documents loaded first",
+    "ycsb-e" => "YCSB E, short ranges: 95 % scan (up to 100) / 5 % insert, zipfian; 100,000 loaded first",
+    "ycsb-f" => "YCSB F, read-modify-write: 50 % get / 50 % rmw, zipfian; 100,000 documents loaded first",
 }
 
 pub fn get(name: &str) -> Option<&'static str> {
