@@ -283,6 +283,7 @@ fn stages(loaded: &Loaded, ov: &Overrides, document: &DocGen) -> Result<Vec<Stag
         });
     }
     let mut stages: Vec<Stage> = Vec::new();
+    let mut next_index = 0;
     let mut seen_names = HashSet::new();
     let mut seen_tags = std::collections::HashMap::new();
     for (index, g) in groups.iter().enumerate() {
@@ -308,7 +309,7 @@ fn stages(loaded: &Loaded, ov: &Overrides, document: &DocGen) -> Result<Vec<Stag
                 ),
             ));
         }
-        let group = at.build(ov, document)?;
+        let built = at.build_steps(ov, document, &mut next_index)?;
         let stage_name = g.stage.clone().unwrap_or_default();
         if stage_name.chars().any(char::is_control) {
             return Err(at.err(
@@ -320,14 +321,36 @@ fn stages(loaded: &Loaded, ov: &Overrides, document: &DocGen) -> Result<Vec<Stag
             ));
         }
         match stages.iter_mut().find(|s| s.name == stage_name) {
-            Some(s) => s.groups.push(group),
+            Some(s) => s.groups.extend(built),
             None => stages.push(Stage {
                 name: stage_name,
-                groups: vec![group],
+                groups: built,
             }),
         }
     }
     Ok(stages)
+}
+
+/// A ramp without `step` runs in this many steps.
+const RAMP_STEPS: u32 = 10;
+
+/// What a group's `rate` says.
+enum Rates {
+    /// Closed loop.
+    None,
+    One(f64),
+    /// Increasing rates, each run for the duration.
+    Steps(Vec<f64>, Duration),
+}
+
+/// The row label of one rate step: `run@500/s`, `run@2.5/s`.
+pub fn step_name(group: &str, rate: f64) -> String {
+    let r = if rate.fract() == 0.0 {
+        format!("{rate:.0}")
+    } else {
+        format!("{rate:.2}").trim_end_matches('0').to_string()
+    };
+    format!("{group}@{r}/s")
 }
 
 /// One `[[group]]` of the profile, with what is needed to locate its errors.
@@ -378,7 +401,147 @@ impl GroupAt<'_> {
         Ok(())
     }
 
-    fn build(&self, ov: &Overrides, document: &DocGen) -> Result<GroupPlan, ProfileError> {
+    /// The group as planned: one group, or one per rate step (`name@RATE/s`), each starting
+    /// when the one before ends, in the same stage.
+    fn build_steps(
+        &self,
+        ov: &Overrides,
+        document: &DocGen,
+        next_index: &mut usize,
+    ) -> Result<Vec<GroupPlan>, ProfileError> {
+        let rates = self.rates(ov)?;
+        let Rates::Steps(steps, length) = rates else {
+            let mut one = self.build(ov, document, None)?;
+            one.rate = match rates {
+                Rates::One(r) => Some(r),
+                _ => None,
+            };
+            one.index = *next_index;
+            *next_index += 1;
+            return Ok(vec![one]);
+        };
+        if self.g.loops.is_some() || ov.loops.is_some() {
+            return Err(self.err(
+                "loops",
+                "rate steps are timed, each `step` long; loops cannot count them".into(),
+            ));
+        }
+        if self.g.duration.is_some() {
+            return Err(self.err(
+                "duration",
+                "the rate steps set the group's length (steps x step); remove duration".into(),
+            ));
+        }
+        let length = ov.duration.unwrap_or(length);
+        let mut out = Vec::new();
+        for (i, rate) in steps.iter().enumerate() {
+            let mut g = self.build(ov, document, Some(length))?;
+            g.name = step_name(&self.g.name, *rate);
+            g.rate = Some(*rate);
+            g.start_delay += length * i as u32;
+            g.index = *next_index;
+            *next_index += 1;
+            out.push(g);
+        }
+        Ok(out)
+    }
+
+    /// `rate`: none (closed loop), one, or steps with their length (a list, or a ramp cut in
+    /// steps); `--rate` replaces them with one.
+    fn rates(&self, ov: &Overrides) -> Result<Rates, ProfileError> {
+        let g = self.g;
+        let check = |r: f64, k: &str| limits::check_rate(r).map_err(|p| self.err(k, p));
+        let number = |v: &toml::Value| v.as_float().or_else(|| v.as_integer().map(|i| i as f64));
+        let step = self.duration("step", &g.step)?;
+        if let Some(r) = ov.rate {
+            return Ok(Rates::One(r));
+        }
+        let Some(value) = &g.rate else {
+            return match step {
+                Some(_) => Err(self.err("step", "`step` needs a list of rates or a ramp".into())),
+                None => Ok(Rates::None),
+            };
+        };
+        if let Some(r) = number(value) {
+            if step.is_some() {
+                return Err(self.err(
+                    "step",
+                    "`step` needs a list of rates or a ramp, not one rate".into(),
+                ));
+            }
+            return Ok(Rates::One(check(r, "rate")?));
+        }
+        if let Some(list) = value.as_array() {
+            let mut rates = Vec::new();
+            for v in list {
+                let r = number(v)
+                    .ok_or_else(|| self.err("rate", "a rate step must be a number".into()))?;
+                rates.push(check(r, "rate")?);
+            }
+            if rates.is_empty() {
+                return Err(self.err("rate", "an empty list of rate steps runs nothing".into()));
+            }
+            if rates.windows(2).any(|w| w[1] <= w[0]) {
+                return Err(self.err(
+                    "rate",
+                    "rate steps must increase, each above the one before".into(),
+                ));
+            }
+            let step = step.ok_or_else(|| {
+                self.err(
+                    "rate",
+                    "a list of rates needs `step`, the length of each, e.g. step = \"30s\"".into(),
+                )
+            })?;
+            if step.is_zero() {
+                return Err(self.err("step", "a zero step would run nothing".into()));
+            }
+            return Ok(Rates::Steps(rates, step));
+        }
+        if let Some(t) = value.as_table() {
+            if let Some(k) = t
+                .keys()
+                .find(|k| !["from", "to", "over"].contains(&k.as_str()))
+            {
+                return Err(self.err(
+                    "rate",
+                    format!("`{k}` is not part of a ramp (from, to, over)"),
+                ));
+            }
+            let (from, to) = (t.get("from").and_then(number), t.get("to").and_then(number));
+            let over = t
+                .get("over")
+                .and_then(|v| v.as_str())
+                .map(limits::parse_duration);
+            let (Some(from), Some(to), Some(Ok(over))) = (from, to, over) else {
+                return Err(self.err(
+                    "rate",
+                    "a ramp needs from, to (operations per second) and over (a duration)".into(),
+                ));
+            };
+            let (from, to) = (check(from, "rate")?, check(to, "rate")?);
+            if to <= from || over.is_zero() {
+                return Err(self.err(
+                    "rate",
+                    "a ramp must rise (to above from) over a time above 0".into(),
+                ));
+            }
+            let step = step.unwrap_or(over / RAMP_STEPS);
+            let n = ((over.as_secs_f64() / step.as_secs_f64()).round() as usize).max(2);
+            let rates = (0..n)
+                .map(|i| from + (to - from) * i as f64 / (n - 1) as f64)
+                .collect();
+            return Ok(Rates::Steps(rates, over / n as u32));
+        }
+        Err(self.err("rate", "not a rate".into()))
+    }
+
+    fn build(
+        &self,
+        ov: &Overrides,
+        document: &DocGen,
+        step: Option<Duration>,
+    ) -> Result<GroupPlan, ProfileError> {
         let g = self.g;
         let threads = limits::check_threads(ov.threads.unwrap_or(g.threads))
             .map_err(|p| self.err("threads", p))?;
@@ -386,7 +549,10 @@ impl GroupAt<'_> {
         let start_delay = self
             .duration("start_delay", &g.start_delay)?
             .unwrap_or_default();
-        let stop = self.stop(ov)?;
+        let stop = match step {
+            Some(d) => StopAt::Duration(d),
+            None => self.stop(ov)?,
+        };
         let warmup = self.warmup(ov, stop)?;
         let (op, mix) = self.ops(document)?;
         let keys = match &g.keys {
@@ -394,11 +560,7 @@ impl GroupAt<'_> {
             Some(k) => KeyDist::from_name(k)
                 .ok_or_else(|| self.err("keys", format!("`{k}` is not a key distribution")))?,
         };
-        let rate = ov
-            .rate
-            .or(g.rate)
-            .map(|r| limits::check_rate(r).map_err(|p| self.err("rate", p)))
-            .transpose()?;
+        let rate = None; // set by `build_steps`
         Ok(GroupPlan {
             index: self.index,
             name: g.name.clone(),
@@ -757,6 +919,46 @@ mod tests {
     }
 
     const DOC: &str = "[document]\ncity = { choice = [\"a\", \"b\"] }\n";
+
+    #[test]
+    fn rate_steps_and_ramps_become_one_group_per_step() {
+        let plan = build(&format!("{DOC}[[group]]\nname = \"g\"\nop = \"insert\"\nthreads = 4\nstart_delay = \"1s\"\nrate = [100, 250.5]\nstep = \"2s\"\n")).unwrap();
+        let g: Vec<_> = plan.groups().collect();
+        assert_eq!(g.len(), 2);
+        assert_eq!(
+            (g[0].name.as_str(), g[1].name.as_str()),
+            ("g@100/s", "g@250.5/s")
+        );
+        assert_eq!((g[0].rate, g[1].rate), (Some(100.0), Some(250.5)));
+        assert_eq!(g[1].start_delay, Duration::from_secs(3));
+        assert_eq!(g[1].stop, StopAt::Duration(Duration::from_secs(2)));
+        assert_eq!((g[0].index, g[1].index), (0, 1));
+        let plan = build(&format!("{DOC}[[group]]\nname = \"r\"\nop = \"insert\"\nthreads = 4\nrate = {{ from = 100, to = 1000, over = \"10s\" }}\n")).unwrap();
+        let rates: Vec<f64> = plan.groups().map(|g| g.rate.unwrap()).collect();
+        assert_eq!(
+            rates,
+            vec![100.0, 200.0, 300.0, 400.0, 500.0, 600.0, 700.0, 800.0, 900.0, 1000.0]
+        );
+        for (bad, says) in [
+            ("rate = [200, 100]\nstep = \"1s\"", "must increase"),
+            ("rate = [100, 200]", "needs `step`"),
+            (
+                "rate = [100, 200]\nstep = \"1s\"\nduration = \"5s\"",
+                "remove duration",
+            ),
+            ("rate = { from = 100 }", "a ramp needs from, to"),
+            (
+                "rate = 100\nstep = \"1s\"\nduration = \"5s\"",
+                "not one rate",
+            ),
+        ] {
+            let e = build(&format!(
+                "{DOC}[[group]]\nname = \"g\"\nop = \"insert\"\nthreads = 1\n{bad}\n"
+            ))
+            .unwrap_err();
+            assert!(e.problem.contains(says), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn a_profile_without_groups_is_refused() {

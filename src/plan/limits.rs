@@ -48,7 +48,7 @@ pub fn loops_expected() -> String {
 }
 
 pub fn rate_expected() -> String {
-    format!("operations per second for the whole group, from {MIN_RATE} to {MAX_RATE}, e.g. rate = 200 or rate = 2.5")
+    format!("operations per second for the whole group, from {MIN_RATE} to {MAX_RATE}, e.g. rate = 200 or rate = 2.5; or increasing steps, e.g. rate = [500, 1000, 2000] with step = \"30s\"; or a ramp, e.g. rate = {{ from = 100, to = 5000, over = \"5m\" }}")
 }
 
 pub fn preload_expected() -> String {

@@ -83,8 +83,12 @@ pub struct Group {
     pub warmup: Option<String>,
     /// Groups of one stage run at once; stages run one after another, in order of first use.
     pub stage: Option<String>,
-    /// Operations per second for the whole group, spread evenly over its users (open loop).
-    pub rate: Option<f64>,
+    /// Operations per second for the whole group, spread evenly over its users (open loop): a
+    /// number, a list of increasing steps (`[500, 1000, 2000]`, each `step` long), or a ramp
+    /// (`{ from = 100, to = 5000, over = "5m" }`, run as steps).
+    pub rate: Option<toml::Value>,
+    /// The length of each rate step (with a list of rates; with a ramp, default over / 10).
+    pub step: Option<String>,
     // Op settings.
     /// find: most documents returned (default 50); scan: most documents one scan reads
     /// (default 100, each scan's length uniform up to it).
