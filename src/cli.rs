@@ -70,6 +70,9 @@ pub enum Command {
         #[arg(long)]
         allow_missing: bool,
     },
+    /// Search for the highest rate the deployment holds within an SLO: each step a short
+    /// open-loop run, the rate doubled, then bisected to within 5 %
+    Capacity(Box<CapacityArgs>),
     /// Rebuild report.html from the files of a finished or interrupted run
     Report {
         /// The run directory (what `run --out` named)
@@ -108,6 +111,31 @@ pub struct OverrideArgs {
     /// Documents the setup loads first in batches, overriding setup.preload (YCSB's recordcount)
     #[arg(long, value_name = "N", value_parser = parse_recordcount)]
     pub recordcount: Option<u64>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CapacityArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// What each step must hold, in the [thresholds] grammar: 'p99<20ms' (the TOTAL row) or
+    /// 'find.p99<20ms' (repeatable)
+    #[arg(long = "slo", value_name = "EXPR", required = true)]
+    pub slo: Vec<String>,
+    /// Most failed operations a step may have, in percent
+    #[arg(long, default_value_t = 1.0, value_name = "PCT")]
+    pub error_pct: f64,
+    /// Measured length of each step, after its warm-up
+    #[arg(long, default_value = "10s", value_parser = parse_positive_duration, value_name = "D")]
+    pub step: Duration,
+    /// Warm-up of each step, run but not counted
+    #[arg(long, default_value = "3s", value_parser = parse_duration, value_name = "D")]
+    pub step_warmup: Duration,
+    /// The first rate offered, operations per second
+    #[arg(long, default_value_t = 100.0, value_parser = parse_rate, value_name = "R")]
+    pub start_rate: f64,
+    /// The highest rate offered, operations per second
+    #[arg(long, default_value_t = 1_000_000.0, value_parser = parse_rate, value_name = "R")]
+    pub max_rate: f64,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -12,6 +12,7 @@
 #![allow(clippy::result_large_err)]
 
 pub mod app;
+pub mod capacity;
 pub mod cli;
 pub mod compare;
 pub mod error;

@@ -5,6 +5,7 @@
 //! Owns: turning the command line into a plan and options, and the order of the steps. Nothing
 //! imports it.
 
+pub mod capacity;
 pub mod compare;
 pub mod merge;
 pub mod report;
@@ -59,6 +60,11 @@ pub async fn main(cli: Cli) -> Result<i32, Error> {
         } => tokio::task::spawn_blocking(move || merge::merge(&dirs, &out, allow_missing))
             .await
             .map_err(|e| Error::Other(e.into()))?,
+        Command::Capacity(args) => {
+            let stop = CancellationToken::new();
+            tokio::spawn(watch_signals(stop.clone()));
+            capacity::capacity(*args, stop).await
+        }
         Command::Run(args) => {
             let stop = CancellationToken::new();
             tokio::spawn(watch_signals(stop.clone()));

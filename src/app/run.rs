@@ -122,7 +122,7 @@ fn which_part(args: &RunArgs) -> Result<Option<Part>, Error> {
     }
 }
 
-fn options(args: &RunArgs, plan: &RunPlan) -> Result<RunOptions, Error> {
+pub(super) fn options(args: &RunArgs, plan: &RunPlan) -> Result<RunOptions, Error> {
     let start_at = args
         .start_at
         .as_deref()
@@ -150,15 +150,19 @@ fn options(args: &RunArgs, plan: &RunPlan) -> Result<RunOptions, Error> {
 }
 
 /// The server the run talks to: one the tool started, or the one `--uri` names.
-struct Server {
+pub(super) struct Server {
     embedded: Option<EmbeddedServer>,
-    uri: String,
-    connected: Connected,
+    pub(super) uri: String,
+    pub(super) connected: Connected,
     version: String,
 }
 
 impl Server {
-    async fn reach(args: &RunArgs, plan: &RunPlan, say: &impl Fn(String)) -> Result<Self, Error> {
+    pub(super) async fn reach(
+        args: &RunArgs,
+        plan: &RunPlan,
+        say: &impl Fn(String),
+    ) -> Result<Self, Error> {
         let (embedded, uri) = match &args.uri {
             Some(u) => (None, u.clone()),
             None => {
@@ -196,7 +200,7 @@ impl Server {
         })
     }
 
-    fn info(&self) -> ServerInfo {
+    pub(super) fn info(&self) -> ServerInfo {
         ServerInfo {
             kind: match self.embedded {
                 Some(_) => ServerKind::Embedded,
@@ -207,7 +211,7 @@ impl Server {
         }
     }
 
-    async fn shut_down(self) {
+    pub(super) async fn shut_down(self) {
         if let Some(s) = self.embedded {
             s.shut_down().await;
         }
@@ -216,7 +220,7 @@ impl Server {
 
 /// Finds the server process to sample (ours, `--server-pid`, or the listener of a loopback
 /// URI's port) and starts sampling into `resources.tsv`.
-async fn start_sampler(
+pub(super) async fn start_sampler(
     args: &RunArgs,
     server: &Server,
     out_dir: &Path,
@@ -276,7 +280,7 @@ fn show(summary: &Summary, args: &RunArgs) -> Result<(), Error> {
 }
 
 /// The JTL's URL column: the deployment without options, then database.collection.
-fn jtl_url(uri: &str, plan: &RunPlan) -> String {
+pub(super) fn jtl_url(uri: &str, plan: &RunPlan) -> String {
     format!(
         "{}/{}.{}",
         redact(uri)
@@ -289,7 +293,7 @@ fn jtl_url(uri: &str, plan: &RunPlan) -> String {
     )
 }
 
-fn prepare_out_dir(out: Option<&Path>, plan: &RunPlan) -> Result<PathBuf, Error> {
+pub(super) fn prepare_out_dir(out: Option<&Path>, plan: &RunPlan) -> Result<PathBuf, Error> {
     let dir = match out {
         Some(d) => d.to_path_buf(),
         None => {

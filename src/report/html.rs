@@ -301,7 +301,7 @@ pub fn render_compare(base: &RunDir, new: &RunDir, table_tsv: &str) -> String {
     page("mongo-stress compare", &data, COMPARE_JS)
 }
 
-fn page(title: &str, data: &Value, script: &str) -> String {
+pub(super) fn page(title: &str, data: &Value, script: &str) -> String {
     let data = serde_json::to_string(data)
         .expect("the page's data is JSON")
         // Inside <script>: no "<" at all, so no string can end the element or open a comment.

@@ -4,6 +4,7 @@
 //! Owns: every column name, cell format and file format. Never: computes a number or decides a
 //! warning (the summary does), and nothing on the hot path imports it.
 
+pub mod capacity;
 pub mod columns;
 pub mod compare;
 pub mod html;

@@ -1,0 +1,238 @@
+//! `mongo-stress capacity PROFILE --slo EXPR`: reach the server once, then run one step after
+//! another (each a whole run of the profile in open loop at the offered rate, into
+//! `OUT/step-NN-RATE`), judge each against the SLO, let the search pick the next rate, and show
+//! and write the steps and the knee (`capacity.tsv`, `capacity.json`, `capacity.html`).
+
+use std::path::Path;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use super::run::{self as run_cmd, Server};
+use super::session::Session;
+use crate::capacity::{Search, Slo, Step};
+use crate::cli::CapacityArgs;
+use crate::error::{exit, Error};
+use crate::ops::connect;
+use crate::ops::MongoBackend;
+use crate::plan::{profile, RunPlan, SetupPlan, StopAt};
+use crate::redact::redact;
+use crate::report;
+use crate::report::capacity::CapacityResult;
+
+pub async fn capacity(args: CapacityArgs, stop: CancellationToken) -> Result<i32, Error> {
+    let run = &args.run;
+    if run.part.is_some() || run.parts.is_some() || run.repeat > 1 {
+        return Err(Error::Usage(
+            "capacity runs its own steps on one machine\n  fix: leave out --part, --parts and --repeat".into(),
+        ));
+    }
+    let base = RunPlan::build(&profile::load(&run.profile)?, &(&run.overrides).into())?;
+    let names: Vec<String> = base.groups().map(|g| g.name.clone()).collect();
+    let slo = Slo::parse(&args.slo, &names, args.error_pct)?;
+    if args.max_rate < args.start_rate {
+        return Err(Error::Usage(format!(
+            "--max-rate {} is below --start-rate {}\n  fix: a ceiling above the first rate",
+            args.max_rate, args.start_rate
+        )));
+    }
+    let mut opts = run_cmd::options(run, &base)?;
+    let chatty = opts.chatty;
+    opts.live = None;
+    opts.chatty = false;
+    if let Some(uri) = &run.uri {
+        connect::parse(uri).await?;
+    }
+    let out_dir = run_cmd::prepare_out_dir(run.out.as_deref(), &base)?;
+    let say = |msg: String| {
+        if chatty {
+            eprintln!("{msg}");
+        }
+    };
+    say(format!(
+        "capacity of {} within {} (steps of {} after a {} warm-up), results in {}",
+        base.name,
+        args.slo.join(", "),
+        humantime::format_duration(args.step),
+        humantime::format_duration(args.step_warmup),
+        out_dir.display()
+    ));
+    let server = Server::reach(run, &base, &say).await?;
+    let search = Search {
+        start: args.start_rate,
+        max: args.max_rate,
+    };
+    let mut steps: Vec<Step> = Vec::new();
+    let mut failure = None;
+    while let Some(rate) = search.next(&steps) {
+        if stop.is_cancelled() {
+            break;
+        }
+        let plan = step_plan(
+            &base,
+            rate,
+            args.step_warmup + args.step,
+            args.step_warmup,
+            steps.is_empty(),
+        );
+        let dir = out_dir.join(format!("step-{:02}-{rate:.0}", steps.len() + 1));
+        let ran = run_step(run, &server, &plan, &opts, &dir, &stop).await;
+        match ran {
+            Ok(summary) => {
+                let step = slo.judge(&summary, rate, dir.display().to_string());
+                say(format!(
+                    "step {}: {rate:.1}/s offered, {:.1}/s achieved, p50 {:.2} ms, p99 {:.2} ms, {:.2} % errors: {}",
+                    steps.len() + 1,
+                    step.achieved,
+                    step.p50_ms,
+                    step.p99_ms,
+                    step.error_pct,
+                    if step.held { "held".to_string() } else { format!("failed ({})", step.why.join("; ")) }
+                ));
+                let interrupted = summary.interrupted;
+                if !interrupted {
+                    steps.push(step);
+                }
+                if interrupted {
+                    break;
+                }
+            }
+            Err(e) => {
+                failure = Some(e);
+                break;
+            }
+        }
+    }
+    server.shut_down().await;
+    if steps.is_empty() {
+        if let Some(e) = failure {
+            return Err(e);
+        }
+    }
+    let result = CapacityResult {
+        profile: base.name.clone(),
+        slo: slo.rules.iter().map(|r| r.text.clone()).collect(),
+        error_pct: args.error_pct,
+        knee: Search::knee(&steps),
+        warnings: warnings(&steps, &base, failure.as_ref()),
+        steps,
+        interrupted: stop.is_cancelled(),
+    };
+    report::capacity::render(&result, &mut std::io::stdout().lock()).ok();
+    report::write_to(
+        &out_dir.join("capacity.tsv"),
+        &result,
+        report::capacity::render_tsv,
+    )?;
+    report::write_to(
+        &out_dir.join("capacity.json"),
+        &result,
+        report::capacity::render_json,
+    )?;
+    report::write_atomically(
+        &out_dir.join("capacity.html"),
+        report::capacity::render_html(&result).as_bytes(),
+    )?;
+    say(format!("results: {}", out_dir.display()));
+    Ok(if result.interrupted {
+        exit::INTERRUPTED
+    } else if failure.is_some() {
+        exit::ERRORS
+    } else if result.knee.is_none() {
+        exit::THRESHOLD
+    } else {
+        exit::OK
+    })
+}
+
+/// The profile at `rate`, shared among its groups in proportion to their users, each group
+/// running `length` of which `warmup` is not counted; setup only in the first step (later steps
+/// keep the collection as the steps before left it).
+fn step_plan(
+    base: &RunPlan,
+    rate: f64,
+    length: Duration,
+    warmup: Duration,
+    first: bool,
+) -> RunPlan {
+    let mut plan = base.clone();
+    let users: u32 = plan.groups().map(|g| g.threads).sum();
+    for stage in &mut plan.stages {
+        for g in &mut stage.groups {
+            g.rate = Some(rate * f64::from(g.threads) / f64::from(users.max(1)));
+            g.stop = StopAt::Duration(length);
+            g.warmup = warmup;
+        }
+    }
+    if !first {
+        plan.setup = SetupPlan {
+            drop: false,
+            preload: 0,
+            indexes: Vec::new(),
+        };
+    }
+    plan
+}
+
+async fn run_step(
+    run: &crate::cli::RunArgs,
+    server: &Server,
+    plan: &RunPlan,
+    opts: &super::session::RunOptions,
+    dir: &Path,
+    stop: &CancellationToken,
+) -> Result<crate::summary::Summary, Error> {
+    std::fs::create_dir_all(dir).map_err(|source| Error::Output {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let sampler = if run.no_resources {
+        None
+    } else {
+        Some(run_cmd::start_sampler(run, server, dir, &|_| {}).await?)
+    };
+    let session = Session {
+        plan,
+        backend: MongoBackend::new(&server.connected.client, &plan.target),
+        opts,
+        out_dir: dir,
+        stop,
+        server: server.info(),
+        command_line: std::env::args().map(|a| redact(&a)).collect(),
+        url: run_cmd::jtl_url(&server.uri, plan),
+    };
+    session.run(sampler).await
+}
+
+/// What the reader must be told about the search: when the load generator (its CPU, or the
+/// users being all busy) rather than the server may have set the knee, and a step that broke off.
+fn warnings(steps: &[Step], plan: &RunPlan, failure: Option<&Error>) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(e) = failure {
+        out.push(format!("the search stopped early: {e}"));
+    }
+    let knee = Search::knee(steps);
+    let first_failed = steps
+        .iter()
+        .filter(|s| !s.held && knee.is_none_or(|k| s.offered > k))
+        .min_by(|a, b| a.offered.total_cmp(&b.offered));
+    if let Some(s) = first_failed {
+        if let Some(w) = &s.load_generator {
+            out.push(format!(
+                "at {:.1}/s, the first rate that failed: {w}",
+                s.offered
+            ));
+        }
+        if s.late > 0 {
+            let users: u32 = plan.groups().map(|g| g.threads).sum();
+            out.push(format!(
+                "at {:.1}/s, the first rate that failed, {} operations started late: all {users} users were busy, so the users (threads), not only the server, may have set the knee; at p50 {:.2} ms that many users carry about {:.0}/s (users / latency); more threads would tell",
+                s.offered,
+                s.late,
+                s.p50_ms,
+                f64::from(users) * 1000.0 / s.p50_ms.max(0.001)
+            ));
+        }
+    }
+    out
+}

@@ -1,0 +1,50 @@
+// capacity.html: latency against achieved throughput, one point per step of the search (sorted
+// by the rate offered), the SLO's steps marked, and the table of steps. Records its points.
+(function () {
+  "use strict";
+  const D = JSON.parse(document.getElementById("data").textContent);
+  const root = document.getElementById("report");
+  const el = (tag, attrs, ...kids) => {
+    const e = document.createElement(tag);
+    Object.entries(attrs || {}).forEach(([k, v]) => e.setAttribute(k, v));
+    kids.forEach((k) => e.append(k));
+    return e;
+  };
+  root.append(el("h1", {}, "mongo-stress capacity: " + D.profile));
+  root.append(el("p", {}, "SLO: " + D.slo.join(", ") + "; " + (D.knee == null
+    ? "no rate held it"
+    : "the knee: " + D.knee.toFixed(1) + " operations/s offered, the highest rate that held")));
+  const steps = D.steps.slice().sort((a, b) => a.offered - b.offered);
+  const box = el("div", { class: "chart", "data-chart": "capacity" });
+  root.append(box);
+  const width = Math.max(600, Math.min(1200, document.documentElement.clientWidth - 48));
+  new uPlot({
+    title: "latency against achieved throughput (one point per step)",
+    width: width,
+    height: 320,
+    scales: { x: { time: false } },
+    axes: [{ label: "achieved operations per second" }, { label: "ms", size: 70 }],
+    series: [
+      { label: "ops/s" },
+      { label: "p50", stroke: "#1f77b4", points: { show: true, size: 7 } },
+      { label: "p99", stroke: "#d62728", width: 2, points: { show: true, size: 7 } },
+    ],
+  }, [steps.map((s) => s.achieved), steps.map((s) => s.p50_ms), steps.map((s) => s.p99_ms)], box);
+  box.dataset.points = String(steps.length * 2);
+  const table = el("table", { class: "tsv", id: "capacity-table" });
+  const head = el("tr");
+  ["Offered/s", "Achieved/s", "p50 ms", "p99 ms", "Error %", "Server CPU %", "Late", "Held", "Why not"].forEach((h) => head.append(el("th", {}, h)));
+  table.append(el("thead", {}, head));
+  const body = el("tbody");
+  steps.forEach((s) => {
+    const tr = el("tr", s.held ? {} : { class: "failed" });
+    [s.offered.toFixed(1), s.achieved.toFixed(1), s.p50_ms.toFixed(2), s.p99_ms.toFixed(2), s.error_pct.toFixed(2),
+      s.server_cpu_pct == null ? "-" : s.server_cpu_pct.toFixed(0), String(s.late), s.held ? "yes" : "no", s.why.join("; ")]
+      .forEach((c, i) => tr.append(el("td", { class: i < 7 ? "num" : "text" }, c)));
+    body.append(tr);
+  });
+  table.append(body);
+  root.append(el("div", { class: "scroll" }, table));
+  document.body.dataset.charts = "1";
+  document.body.dataset.ready = "1";
+})();
