@@ -132,3 +132,62 @@ fn hotspot_keys_put_80_percent_of_the_updates_on_20_percent_of_the_documents() {
         share * 100.0
     );
 }
+
+#[test]
+fn the_bundled_ycsb_workloads_run_on_the_embedded_server() {
+    // As the README's first command runs a profile: no --uri, the embedded server.
+    if std::env::var("MONGO_STRESS_SKIP_LIVE").as_deref() == Ok("1") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for (w, kinds) in [
+        ("a", &["get", "update"][..]),
+        ("b", &["get", "update"][..]),
+        ("c", &[][..]),
+        ("d", &["get", "insert"][..]),
+        ("e", &["scan", "insert"][..]),
+        ("f", &["get", "rmw"][..]),
+    ] {
+        let out = dir.path().join(w);
+        let run = bin()
+            .args([
+                "run",
+                &format!("ycsb-{w}"),
+                "--recordcount",
+                "2000",
+                "--duration",
+                "2s",
+            ])
+            .args(["--threads", "8", "--quiet", "--no-resources", "--out"])
+            .arg(&out)
+            .timeout(std::time::Duration::from_secs(120))
+            .output()
+            .unwrap();
+        assert_eq!(
+            run.status.code(),
+            Some(0),
+            "ycsb-{w}: {}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        let summary = read_json(&out.join("summary.json"));
+        validate_schema(&summary);
+        assert_eq!(
+            summary["runs"][0]["load"]["documents"], 2000,
+            "ycsb-{w}'s load phase"
+        );
+        let total = samples(&summary, "run");
+        assert!(total > 100, "ycsb-{w}: {total} operations");
+        let mut sum = 0;
+        for k in kinds {
+            let r = row(&summary, &format!("run:{k}"));
+            sum += r["samples"].as_u64().unwrap();
+            // Every read finds its document: only acknowledged inserts are drawn.
+            if ["get", "scan", "rmw"].contains(k) {
+                assert_eq!(r["matched"], r["samples"], "ycsb-{w} {k}: {r}");
+            }
+        }
+        if !kinds.is_empty() {
+            assert_eq!(sum, total, "ycsb-{w}: the kinds add up to the group");
+        }
+    }
+}

@@ -87,12 +87,16 @@ pub(super) async fn virtual_user<B: Backend>(
         let spec = group.draw(&mut rng);
         let op = spec.kind();
         let req = Request::build(spec, &ctx.gen, &ctx.keys, &mut pick, &mut rng);
+        let inserted = req.inserted_id();
         let started = Instant::now();
         let out = match tokio::time::timeout(ctx.op_timeout, ctx.backend.execute(req)).await {
             Ok(out) => out,
             Err(_) => Outcome::timed_out(ctx.op_timeout),
         };
         let elapsed = started.elapsed();
+        if let Some(id) = inserted {
+            ctx.keys.acknowledge(id);
+        }
         let start_us = ctx.clock.epoch_us(started);
         let sample = Sample {
             group: group_id,

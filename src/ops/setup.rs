@@ -125,6 +125,7 @@ async fn set_up(
             coll.insert_many(docs)
                 .await
                 .map_err(|e| fail("preloading", e))?;
+            keys.acknowledge_all();
             left -= n;
         }
         load = Some((plan.setup.preload - left, started.elapsed()));

@@ -1,19 +1,27 @@
 //! The key space: which `_id`s exist, for the operations that pick an existing document.
 
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Mutex;
 
 use rand::Rng;
 
 use super::distribution::Chooser;
 
 /// The `_id`s the run has written: preload takes `0..n`, each insert takes the next one, and
-/// updates by `_id` draw from everything issued so far (a removed one shows as "not matched").
+/// updates by `_id` draw from everything acknowledged so far (a removed one shows as "not
+/// matched"). Like YCSB's acknowledged counter, an `_id` can be drawn once its insert and every
+/// insert issued before it has completed, so a get never asks for a document still in flight.
 /// In a run of several parts (`plan::part`), part i of N issues `base + i`, `base + i + N`, ...,
-/// so parts never collide, and draws cover every part's `_id`s issued about as far as its own.
+/// so parts never collide.
 #[derive(Debug)]
 pub struct KeySpace {
     /// `_id`s this key space has issued.
     next: AtomicI64,
+    /// How many of them, from the first, have completed (`acknowledge`).
+    acked: AtomicI64,
+    /// Completed out of order, waiting for the ones before them.
+    ahead: Mutex<BTreeSet<i64>>,
     base: i64,
     stride: i64,
     offset: i64,
@@ -34,6 +42,8 @@ impl KeySpace {
     pub fn partitioned(first: i64, index: u32, count: u32) -> Self {
         KeySpace {
             next: AtomicI64::new(0),
+            acked: AtomicI64::new(0),
+            ahead: Mutex::new(BTreeSet::new()),
             base: first,
             stride: i64::from(count.max(1)),
             offset: i64::from(index),
@@ -42,6 +52,28 @@ impl KeySpace {
 
     pub fn issue(&self) -> i64 {
         self.base + self.next.fetch_add(1, Ordering::Relaxed) * self.stride + self.offset
+    }
+
+    /// The insert of `id` (issued here) completed, whether it succeeded or not.
+    pub fn acknowledge(&self, id: i64) {
+        let k = (id - self.base - self.offset) / self.stride;
+        let mut ahead = self.ahead.lock().unwrap_or_else(|e| e.into_inner());
+        let mut done = self.acked.load(Ordering::Acquire);
+        if k < done {
+            return;
+        }
+        ahead.insert(k);
+        while ahead.remove(&done) {
+            done += 1;
+        }
+        self.acked.store(done, Ordering::Release);
+    }
+
+    /// Every `_id` issued so far has completed (after a preload batch).
+    pub fn acknowledge_all(&self) {
+        let _ahead = self.ahead.lock().unwrap_or_else(|e| e.into_inner());
+        self.acked
+            .store(self.next.load(Ordering::Relaxed), Ordering::Release);
     }
 
     /// One past the `_id`s issued so far (by every part, when they go at the same pace).
@@ -55,7 +87,7 @@ impl KeySpace {
     /// inserts run at their own pace, so drawing them could name an `_id` not yet written).
     /// None when there is none.
     pub fn existing(&self, pick: &mut Chooser, rng: &mut impl Rng) -> Option<i64> {
-        let own = self.next.load(Ordering::Relaxed);
+        let own = self.acked.load(Ordering::Acquire);
         let n = self.base + own;
         (n > 0).then(|| {
             let r = pick.pick(n as u64, rng) as i64;
@@ -88,6 +120,7 @@ mod tests {
         for _ in 0..10 {
             k.issue();
         }
+        k.acknowledge_all();
         assert!((0..100).all(|_| k.existing(&mut uniform(), &mut rng).unwrap() < 10));
     }
 
@@ -105,9 +138,35 @@ mod tests {
         let mut rng = rand::rngs::SmallRng::seed_from_u64(5);
         let one = KeySpace::partitioned(100, 1, 3);
         let mine: Vec<i64> = (0..4).map(|_| one.issue()).collect();
+        one.acknowledge_all();
         for _ in 0..1000 {
             let id = one.existing(&mut uniform(), &mut rng).unwrap();
             assert!(id < 100 || mine.contains(&id), "{id}");
         }
+    }
+
+    #[test]
+    fn only_inserts_completed_in_order_can_be_drawn() {
+        let k = KeySpace::partitioned(10, 1, 2);
+        let ids: Vec<i64> = (0..4).map(|_| k.issue()).collect();
+        assert_eq!(ids, vec![11, 13, 15, 17]);
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(9);
+        let mut most = || {
+            (0..2000)
+                .map(|_| k.existing(&mut uniform(), &mut rng).unwrap())
+                .max()
+                .unwrap()
+        };
+        // Nothing acknowledged: only the ten documents before the run.
+        assert_eq!(most(), 9);
+        // 13 completed before 11: neither can be drawn until 11 has.
+        k.acknowledge(13);
+        assert_eq!(most(), 9);
+        k.acknowledge(11);
+        assert_eq!(most(), 13);
+        k.acknowledge(17);
+        assert_eq!(most(), 13);
+        k.acknowledge(15);
+        assert_eq!(most(), 17);
     }
 }

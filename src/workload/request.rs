@@ -69,6 +69,14 @@ impl Request {
         }
     }
 
+    /// The `_id` an insert writes.
+    pub fn inserted_id(&self) -> Option<i64> {
+        match self {
+            Request::Insert(doc) => doc.get_i64("_id").ok(),
+            _ => None,
+        }
+    }
+
     /// The next request of `op`; existing documents are picked by `pick` (the group's key
     /// distribution).
     pub fn build(
