@@ -59,6 +59,9 @@ fn cases(dir: &std::path::Path) -> Vec<(Input, i32, &'static str)> {
         (Input::Profile("a find setting on a mix without find", format!("{DOC}[[group]]\nname = \"g\"\nmix = {{ get = 1 }}\nlimit = 5\nthreads = 1\nloops = 1\n")), 2, "has no meaning for this group's mix"),
         (Input::Profile("unknown key distribution", format!("{DOC}[[group]]\nname = \"g\"\nop = \"get\"\nkeys = \"bell\"\nthreads = 1\nloops = 1\n")), 2, "`bell` is not a key distribution"),
         (Input::Profile("a counter MongoDB refuses", format!("{DOC}[[group]]\nname = \"g\"\nop = \"update\"\ninc = [\"$x\"]\nthreads = 1\nloops = 1\n")), 2, "cannot be a counter field"),
+        (grouped("rate steps that do not increase", "threads = 1\nrate = [500, 400]\nstep = \"10s\"\n"), 2, "rate steps must increase"),
+        (grouped("rate steps without a step length", "threads = 1\nrate = [500, 1000]\n"), 2, "a list of rates needs `step`"),
+        (grouped("a ramp without its length", "threads = 1\nrate = { from = 100, to = 500 }\n"), 2, "a ramp needs from, to"),
         (Input::Profile("two groups with one name", format!("{DOC}{INS}threads = 1\nloops = 1\n{INS}threads = 1\nloops = 1\n")), 2, "two groups are named `g`"),
         (Input::Profile("filter on a field the document lacks", format!("{DOC}[[group]]\nname = \"f\"\nop = \"find\"\nthreads = 1\nloops = 1\nfilter = [\"town\"]\n")), 2, "`town` is not a field of [document]"),
         (grouped("find setting on an insert", "threads = 1\nloops = 1\nlimit = 5\n"), 2, "`limit` has no meaning for op = \"insert\""),
@@ -108,6 +111,8 @@ fn cases(dir: &std::path::Path) -> Vec<(Input, i32, &'static str)> {
         (args("unparsable --start-at", &["run", "smoke", "--start-at", "noon"]), 2, "expected RFC 3339 with its zone, such as 2026-11-30T12:00:00Z"),
         (args("merge of a missing directory", &["merge", "no-such-part", "--out", "merged"]), 2, "no-such-part is not a part that can be merged: no such directory"),
         (args("merge without --out", &["merge", "a", "b"]), 2, "--out <DIR>"),
+        (args("capacity with an unparsable SLO", &["capacity", "smoke", "--slo", "p99 soon"]), 2, "--slo p99 soon"),
+        (args("capacity without an SLO", &["capacity", "smoke"]), 2, "--slo <EXPR>"),
         (args("server refusing connections", &["run", "smoke", "--uri", &refused, "--out", &dir.join("refused").to_string_lossy()]), 3, "cannot reach the server"),
     ]
 }

@@ -145,8 +145,9 @@ pub struct Chooser {
     dist: KeyDist,
     /// `sequential`: the group's counter, shared by its users.
     next: Arc<AtomicU64>,
-    /// `latest`: the item count and zeta last computed.
-    counted: (u64, f64),
+    /// `latest`: item counts and their zeta, the last few computed (the key space, and the
+    /// choice lists of filter fields).
+    counted: Vec<(u64, f64)>,
 }
 
 impl Chooser {
@@ -154,12 +155,41 @@ impl Chooser {
         Chooser {
             dist,
             next: sequence,
-            counted: (0, 0.0),
+            counted: Vec::new(),
         }
     }
 
     pub fn dist(&self) -> KeyDist {
         self.dist
+    }
+
+    /// The zeta of `n` items: kept, or grown from the largest count below it kept (the key
+    /// space grows with the inserts: only the new terms are summed).
+    fn zeta_of(&mut self, n: u64) -> f64 {
+        if let Some((_, z)) = self.counted.iter().find(|(m, _)| *m == n) {
+            return *z;
+        }
+        let (from, sum) = self
+            .counted
+            .iter()
+            .filter(|(m, _)| *m < n)
+            .max_by_key(|(m, _)| *m)
+            .copied()
+            .unwrap_or((0, 0.0));
+        let z = zeta_from(from, sum, n, ZIPFIAN_CONSTANT);
+        if let Some(slot) = self
+            .counted
+            .iter_mut()
+            .find(|(m, _)| *m == from && from > 0)
+        {
+            *slot = (n, z);
+        } else {
+            if self.counted.len() >= 4 {
+                self.counted.remove(0);
+            }
+            self.counted.push((n, z));
+        }
+        z
     }
 
     /// An item in `0..n` (n > 0).
@@ -185,16 +215,8 @@ impl Chooser {
                 }
             }
             KeyDist::Latest => {
-                if self.counted.0 != n {
-                    // Grows with the inserts: only the new terms are summed.
-                    let (from, sum) = if n > self.counted.0 {
-                        self.counted
-                    } else {
-                        (0, 0.0)
-                    };
-                    self.counted = (n, zeta_from(from, sum, n, ZIPFIAN_CONSTANT));
-                }
-                n - 1 - zipf_rank(n, self.counted.1, ZIPFIAN_CONSTANT, rng.random())
+                let zetan = self.zeta_of(n);
+                n - 1 - zipf_rank(n, zetan, ZIPFIAN_CONSTANT, rng.random())
             }
             KeyDist::Sequential => self.next.fetch_add(1, Ordering::Relaxed) % n,
             KeyDist::Exponential => {
@@ -356,6 +378,9 @@ mod tests {
         let mut rng = rand::rngs::SmallRng::seed_from_u64(1);
         assert!(c.pick(100_000_000, &mut rng) < 100_000_000);
         c.pick(100_000_001, &mut rng);
-        assert!((c.counted.1 - zeta(100_000_001, 0.99)).abs() < 1e-9);
+        assert!((c.zeta_of(100_000_001) - zeta(100_000_001, 0.99)).abs() < 1e-9);
+        // A filter's choice list beside the key space keeps both.
+        c.pick(8, &mut rng);
+        assert_eq!(c.counted.len(), 2);
     }
 }

@@ -12,6 +12,8 @@
 use mongodb::bson::{Bson, Document};
 use rand::Rng;
 
+use super::distribution::Chooser;
+
 /// Most fields one document level may have when one of them is `paired_with` another.
 const MAX_PAIRED_LEVEL: usize = 64;
 /// Levels of nesting the server accepts and the largest document it stores.
@@ -182,17 +184,44 @@ impl DocGen {
         doc
     }
 
+    /// A filter on the given fields, each choice drawn by `keys` (the group's key
+    /// distribution, over the choice list in its order).
+    pub fn generate_filter(
+        &self,
+        only: &[usize],
+        keys: &mut Chooser,
+        rng: &mut impl Rng,
+    ) -> Document {
+        let mut doc = Document::new();
+        self.fill_picked(&mut doc, Some(only), Some(keys), rng);
+        doc
+    }
+
     /// Adds the generated fields (all, or `only` those) to `doc`.
     pub fn fill(&self, doc: &mut Document, only: Option<&[usize]>, rng: &mut impl Rng) {
+        self.fill_picked(doc, only, None, rng)
+    }
+
+    fn fill_picked(
+        &self,
+        doc: &mut Document,
+        only: Option<&[usize]>,
+        mut keys: Option<&mut Chooser>,
+        rng: &mut impl Rng,
+    ) {
         let mut picked = [usize::MAX; MAX_PAIRED_LEVEL];
-        let mut pick = |i: usize, n: usize, rng: &mut dyn rand::RngCore| -> usize {
+        let mut pick = |i: usize, n: usize, rng: &mut _| -> usize {
+            let mut draw = |rng: &mut _| match keys.as_deref_mut() {
+                Some(k) => k.pick(n as u64, rng) as usize,
+                None => rand::Rng::random_range(rng, 0..n),
+            };
             if i < MAX_PAIRED_LEVEL {
                 if picked[i] == usize::MAX {
-                    picked[i] = rng.random_range(0..n);
+                    picked[i] = draw(rng);
                 }
                 picked[i]
             } else {
-                rng.random_range(0..n)
+                draw(rng)
             }
         };
         for (i, (name, gen)) in self.fields.iter().enumerate() {
@@ -349,6 +378,29 @@ fn bson_value_bytes(b: &Bson) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn filters_draw_their_choices_by_the_key_distribution() {
+        use crate::workload::distribution::{Chooser, KeyDist};
+        let mut t = toml::Table::new();
+        let names: Vec<toml::Value> = (0..10)
+            .map(|i| toml::Value::from(format!("c{i}")))
+            .collect();
+        let mut choice = toml::Table::new();
+        choice.insert("choice".into(), toml::Value::Array(names));
+        t.insert("city".into(), toml::Value::Table(choice));
+        let gen = DocGen::from_table(&t).unwrap();
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(4);
+        let mut hot = Chooser::new(KeyDist::Hotspot, Default::default());
+        let first_two = (0..10_000)
+            .filter(|_| {
+                let f = gen.generate_filter(&[0], &mut hot, &mut rng);
+                ["c0", "c1"].contains(&f.get_str("city").unwrap())
+            })
+            .count();
+        // Hotspot: 20 % of the choices (the first two) take 80 % of the filters.
+        assert!((7_800..8_200).contains(&first_two), "{first_two}");
+    }
     use rand::SeedableRng;
 
     fn gen(text: &str) -> Result<DocGen, GenError> {

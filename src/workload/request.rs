@@ -116,7 +116,7 @@ impl Request {
                 limit,
                 count,
             } => Request::Find {
-                filter: gen.generate_fields(filter, rng),
+                filter: gen.generate_filter(filter, pick, rng),
                 limit: *limit,
                 count: *count,
             },
@@ -129,12 +129,12 @@ impl Request {
                 change,
                 many,
             } => Request::UpdateByFilter {
-                filter: gen.generate_fields(filter, rng),
+                filter: gen.generate_filter(filter, pick, rng),
                 update: set(change, rng),
                 many: *many,
             },
             OpSpec::Remove { filter } => Request::Remove {
-                filter: gen.generate_fields(filter, rng),
+                filter: gen.generate_filter(filter, pick, rng),
                 from: keys.existing(pick, rng),
             },
             OpSpec::Get => Request::Get {
