@@ -175,7 +175,7 @@ fn a_warm_up_is_logged_and_marked_but_not_summarised() {
     let phase = |p: &str| {
         log.lines()
             .skip(1)
-            .filter(|l| l.ends_with(&format!("\t{p}")))
+            .filter(|l| l.contains(&format!("\t{p}\t")))
             .count() as u64
     };
     let (warm, measured) = (phase("warmup"), phase("measure"));
@@ -197,7 +197,7 @@ fn a_warm_up_is_logged_and_marked_but_not_summarised() {
     let starts = |p: &str| -> Vec<u64> {
         log.lines()
             .skip(1)
-            .filter(|l| l.ends_with(&format!("\t{p}")))
+            .filter(|l| l.contains(&format!("\t{p}\t")))
             .map(|l| l.split('\t').next().unwrap().parse().unwrap())
             .collect()
     };

@@ -58,7 +58,7 @@ fn samples_tsv_and_the_jtl_have_one_line_per_sample_of_the_summary() {
     );
     assert!(samples[1..]
         .iter()
-        .all(|l| l.split('\t').count() == 11 && l.split('\t').nth(4) == Some("1")));
+        .all(|l| l.split('\t').count() == 12 && l.split('\t').nth(4) == Some("1")));
 
     let jtl = lines(&jtl);
     assert_eq!(jtl[0], JMETER_HEADER);
