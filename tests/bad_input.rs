@@ -62,6 +62,9 @@ fn cases(dir: &std::path::Path) -> Vec<(Input, i32, &'static str)> {
         (grouped("rate steps that do not increase", "threads = 1\nrate = [500, 400]\nstep = \"10s\"\n"), 2, "rate steps must increase"),
         (grouped("rate steps without a step length", "threads = 1\nrate = [500, 1000]\n"), 2, "a list of rates needs `step`"),
         (grouped("a ramp without its length", "threads = 1\nrate = { from = 100, to = 500 }\n"), 2, "a ramp needs from, to"),
+        (grouped("a ramp in steps too short to measure", "threads = 1\nrate = { from = 100, to = 500, over = \"5m\" }\nstep = \"1ms\"\n"), 2, "too short to measure"),
+        (Input::Profile("a counter on a text field", format!("{DOC}[[group]]\nname = \"g\"\nop = \"update\"\ninc = [\"city\"]\nthreads = 1\nloops = 1\n")), 2, "not a number (int or float)"),
+        (Input::Profile("a group name with a colon", format!("{DOC}[[group]]\nname = \"a:get\"\nop = \"insert\"\nthreads = 1\nloops = 1\n")), 2, "no `:` or `@` in a name"),
         (Input::Profile("two groups with one name", format!("{DOC}{INS}threads = 1\nloops = 1\n{INS}threads = 1\nloops = 1\n")), 2, "two groups are named `g`"),
         (Input::Profile("filter on a field the document lacks", format!("{DOC}[[group]]\nname = \"f\"\nop = \"find\"\nthreads = 1\nloops = 1\nfilter = [\"town\"]\n")), 2, "`town` is not a field of [document]"),
         (grouped("find setting on an insert", "threads = 1\nloops = 1\nlimit = 5\n"), 2, "`limit` has no meaning for op = \"insert\""),
@@ -112,6 +115,7 @@ fn cases(dir: &std::path::Path) -> Vec<(Input, i32, &'static str)> {
         (args("merge of a missing directory", &["merge", "no-such-part", "--out", "merged"]), 2, "no-such-part is not a part that can be merged: no such directory"),
         (args("merge without --out", &["merge", "a", "b"]), 2, "--out <DIR>"),
         (args("capacity with an unparsable SLO", &["capacity", "smoke", "--slo", "p99 soon"]), 2, "--slo p99 soon"),
+        (args("capacity of a profile in stages", &["capacity", "jmeter-2016", "--slo", "p99<50ms"]), 2, "has 5 stages"),
         (args("capacity without an SLO", &["capacity", "smoke"]), 2, "--slo <EXPR>"),
         (args("server refusing connections", &["run", "smoke", "--uri", &refused, "--out", &dir.join("refused").to_string_lossy()]), 3, "cannot reach the server"),
     ]

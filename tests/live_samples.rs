@@ -36,7 +36,7 @@ fn samples_tsv_and_the_jtl_have_one_line_per_sample_of_the_summary() {
     let samples = lines(&out.join("samples.tsv"));
     assert_eq!(
         samples[0],
-        "start_us\telapsed_us\tgroup\tthread\tok\terror\tsent_bytes\treceived_bytes\tintended_us\tlatency_us\tphase"
+        "start_us\telapsed_us\tgroup\tthread\tok\terror\tsent_bytes\treceived_bytes\tintended_us\tlatency_us\tphase\top"
     );
     assert_eq!(
         (samples.len() - 1) as u64,

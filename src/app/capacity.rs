@@ -28,6 +28,13 @@ pub async fn capacity(args: CapacityArgs, stop: CancellationToken) -> Result<i32
         ));
     }
     let base = RunPlan::build(&profile::load(&run.profile)?, &(&run.overrides).into())?;
+    check_profile(&base)?;
+    if !(0.0..=100.0).contains(&args.error_pct) {
+        return Err(Error::Usage(format!(
+            "--error-pct {} is not a percentage\n  fix: a number from 0 to 100, e.g. --error-pct 1",
+            args.error_pct
+        )));
+    }
     let names: Vec<String> = base.groups().map(|g| g.name.clone()).collect();
     let slo = Slo::parse(&args.slo, &names, args.error_pct)?;
     if args.max_rate < args.start_rate {
@@ -114,7 +121,7 @@ pub async fn capacity(args: CapacityArgs, stop: CancellationToken) -> Result<i32
         slo: slo.rules.iter().map(|r| r.text.clone()).collect(),
         error_pct: args.error_pct,
         knee: Search::knee(&steps),
-        warnings: warnings(&steps, &base, failure.as_ref()),
+        warnings: warnings(&steps, &base, failure.as_ref(), args.max_rate),
         steps,
         interrupted: stop.is_cancelled(),
     };
@@ -143,6 +150,26 @@ pub async fn capacity(args: CapacityArgs, stop: CancellationToken) -> Result<i32
     } else {
         exit::OK
     })
+}
+
+/// A step offers one rate to groups that run at once: one stage, no start delays, no rate
+/// steps of their own.
+fn check_profile(plan: &RunPlan) -> Result<(), Error> {
+    let refuse = |what: String| {
+        Err(Error::Usage(format!(
+            "capacity offers one rate to groups that run at once, but {what}\n  fix: a profile of one stage whose groups start together (or a copy of it with only the groups to drive)"
+        )))
+    };
+    if plan.stages.len() > 1 {
+        return refuse(format!("`{}` has {} stages", plan.name, plan.stages.len()));
+    }
+    if let Some(g) = plan.groups().find(|g| !g.start_delay.is_zero()) {
+        return refuse(format!(
+            "group `{}` starts after a delay (start_delay, or rate steps)",
+            g.name
+        ));
+    }
+    Ok(())
 }
 
 /// The profile at `rate`, shared among its groups in proportion to their users, each group
@@ -204,10 +231,15 @@ async fn run_step(
     session.run(sampler).await
 }
 
-/// What the reader must be told about the search: when the load generator (its CPU, or the
+/// What the reader must be told about the search (and `max` the ceiling it was given): when the load generator (its CPU, or the
 /// users being all busy) rather than the server may have set the knee, and a step that broke off.
-fn warnings(steps: &[Step], plan: &RunPlan, failure: Option<&Error>) -> Vec<String> {
+fn warnings(steps: &[Step], plan: &RunPlan, failure: Option<&Error>, max: f64) -> Vec<String> {
     let mut out = Vec::new();
+    if Search::knee(steps).is_some_and(|k| k >= max) {
+        out.push(format!(
+            "every rate up to --max-rate {max} held: the knee is above it, not at it"
+        ));
+    }
     if let Some(e) = failure {
         out.push(format!("the search stopped early: {e}"));
     }
@@ -226,11 +258,11 @@ fn warnings(steps: &[Step], plan: &RunPlan, failure: Option<&Error>) -> Vec<Stri
         if s.late > 0 {
             let users: u32 = plan.groups().map(|g| g.threads).sum();
             out.push(format!(
-                "at {:.1}/s, the first rate that failed, {} operations started late: all {users} users were busy, so the users (threads), not only the server, may have set the knee; at p50 {:.2} ms that many users carry about {:.0}/s (users / latency); more threads would tell",
+                "at {:.1}/s, the first rate that failed, {} operations started late: all {users} users were busy; with a service time (p50 from the actual start) of {:.2} ms that many users carry at most about {:.0}/s (users / service time), so if that is near the knee the users (threads), not the server, set it: more threads would tell",
                 s.offered,
                 s.late,
-                s.p50_ms,
-                f64::from(users) * 1000.0 / s.p50_ms.max(0.001)
+                s.svc_p50_ms,
+                f64::from(users) * 1000.0 / s.svc_p50_ms.max(0.001)
             ));
         }
     }

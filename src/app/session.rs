@@ -327,7 +327,7 @@ impl<B: Backend + Clone> Session<'_, B> {
             stop: run_stop.clone(),
             active,
             missed: (0..groups).map(|_| AtomicU64::new(0)).collect(),
-            sequences: (0..groups).map(|_| Default::default()).collect(),
+            key_state: (0..groups).map(|_| Default::default()).collect(),
             seed,
             clock: Clock::new(),
             op_timeout: plan.target.op_timeout,

@@ -31,6 +31,8 @@ pub struct Step {
     pub achieved: f64,
     pub p50_ms: f64,
     pub p99_ms: f64,
+    /// Service time (from the actual start): what the server and the network took.
+    pub svc_p50_ms: f64,
     pub error_pct: f64,
     /// Average over the step's measured stage, when sampled.
     pub server_cpu_pct: Option<f64>,
@@ -60,10 +62,13 @@ impl Slo {
         let mut rules = Vec::new();
         for e in exprs {
             let at = e.find(['<', '>']).unwrap_or(e.len());
-            let full = if e[..at].contains('.') {
-                e.clone()
-            } else {
+            let key = e[..at].trim();
+            // A bare metric (`p99`, `p99.9`) is the TOTAL row's.
+            let bare = !key.contains('.') || crate::metrics::Metric::parse(key).is_some();
+            let full = if bare {
                 format!("TOTAL.{}", e.trim())
+            } else {
+                e.clone()
             };
             let rule = ThresholdPlan::parse_cli(&full, groups).map_err(|p| {
                 Error::Usage(format!(
@@ -139,6 +144,7 @@ impl Slo {
             achieved,
             p50_ms: total.map_or(0.0, |t| t.median_ms),
             p99_ms: total.map_or(0.0, |t| t.p99_ms),
+            svc_p50_ms: total.map_or(0.0, |t| t.service_median_ms),
             error_pct,
             server_cpu_pct: resources.and_then(|r| r.server_cpu_pct.avg),
             client_cpu_pct: resources.and_then(|r| r.client_cpu_pct.avg),
@@ -209,6 +215,7 @@ mod tests {
             achieved: offered.min(capacity),
             p50_ms: 1.0,
             p99_ms: 1.0,
+            svc_p50_ms: 1.0,
             error_pct: 0.0,
             server_cpu_pct: None,
             client_cpu_pct: None,

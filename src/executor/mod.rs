@@ -45,8 +45,8 @@ pub struct Context<B> {
     pub active: Arc<Vec<AtomicU32>>,
     /// Scheduled operations per group that never started (open loop, time ran out).
     pub missed: Vec<AtomicU64>,
-    /// Per group: the counter of `keys = "sequential"`, shared by its users.
-    pub sequences: Vec<Arc<AtomicU64>>,
+    /// Per group: what its users' key choosers share (the sequential counter, latest's zetas).
+    pub key_state: Vec<Arc<crate::workload::distribution::Shared>>,
     pub seed: u64,
     pub clock: Clock,
     pub op_timeout: Duration,

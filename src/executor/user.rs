@@ -13,7 +13,18 @@ use super::Context;
 use crate::metrics::Sample;
 use crate::ops::{Backend, Outcome};
 use crate::plan::{GroupPlan, StopAt};
-use crate::workload::{Chooser, Request};
+use crate::workload::{Chooser, KeySpace, Request};
+
+/// Acknowledges an insert's `_id` when dropped.
+struct Ack<'a>(&'a KeySpace, Option<i64>);
+
+impl Drop for Ack<'_> {
+    fn drop(&mut self) {
+        if let Some(id) = self.1 {
+            self.0.acknowledge(id);
+        }
+    }
+}
 
 /// Decrements a group's active count when the user ends, however it ends.
 struct Active<'a>(&'a AtomicU32);
@@ -56,7 +67,7 @@ pub(super) async fn virtual_user<B: Backend>(
     let thread = n + 1;
     let group_id = group.index as u16;
     let mixed = !group.mix.is_empty();
-    let mut pick = Chooser::new(group.keys, Arc::clone(&ctx.sequences[group.index]));
+    let mut pick = Chooser::new(group.keys, Arc::clone(&ctx.key_state[group.index]));
     for _ in 0..loops {
         if ctx.stop.is_cancelled() {
             break;
@@ -87,16 +98,15 @@ pub(super) async fn virtual_user<B: Backend>(
         let spec = group.draw(&mut rng);
         let op = spec.kind();
         let req = Request::build(spec, &ctx.gen, &ctx.keys, &mut pick, &mut rng);
-        let inserted = req.inserted_id();
+        // Acknowledged however the insert ends, even by a panic: a later `_id` is drawn only
+        // once every insert before it has ended.
+        let _ack = Ack(&ctx.keys, req.inserted_id());
         let started = Instant::now();
         let out = match tokio::time::timeout(ctx.op_timeout, ctx.backend.execute(req)).await {
             Ok(out) => out,
             Err(_) => Outcome::timed_out(ctx.op_timeout),
         };
         let elapsed = started.elapsed();
-        if let Some(id) = inserted {
-            ctx.keys.acknowledge(id);
-        }
         let start_us = ctx.clock.epoch_us(started);
         let sample = Sample {
             group: group_id,

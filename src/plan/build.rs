@@ -331,6 +331,9 @@ fn stages(loaded: &Loaded, ov: &Overrides, document: &DocGen) -> Result<Vec<Stag
     Ok(stages)
 }
 
+/// The most rate steps one group may have.
+const MAX_STEPS: usize = 1000;
+
 /// A ramp without `step` runs in this many steps.
 const RAMP_STEPS: u32 = 10;
 
@@ -380,11 +383,12 @@ impl GroupAt<'_> {
             || g.name.starts_with("TOTAL ")
             || g.name.starts_with("svc:")
             || g.name.starts_with("warmup:")
+            || g.name.contains([':', '@'])
         {
             return Err(self.err(
                 "name",
                 format!(
-                    "`{}` is reserved: TOTAL rows and the svc: and warmup: series of latency.hlog use it",
+                    "`{}` is reserved: TOTAL rows, the svc: and warmup: series of latency.hlog, a mix's `group:kind` rows and rate steps' `group@RATE/s` use it (no `:` or `@` in a name)",
                     g.name
                 ),
             ));
@@ -409,7 +413,18 @@ impl GroupAt<'_> {
         document: &DocGen,
         next_index: &mut usize,
     ) -> Result<Vec<GroupPlan>, ProfileError> {
-        let rates = self.rates(ov)?;
+        let rates = match (self.rates()?, ov.rate) {
+            // --rate replaces the steps: one rate for as long as the steps would have run.
+            (Rates::Steps(steps, length), Some(r)) => {
+                let mut one = self.build(ov, document, Some(length * steps.len() as u32))?;
+                one.rate = Some(r);
+                one.index = *next_index;
+                *next_index += 1;
+                return Ok(vec![one]);
+            }
+            (_, Some(r)) => Rates::One(r),
+            (rates, None) => rates,
+        };
         let Rates::Steps(steps, length) = rates else {
             let mut one = self.build(ov, document, None)?;
             one.rate = match rates {
@@ -448,14 +463,11 @@ impl GroupAt<'_> {
 
     /// `rate`: none (closed loop), one, or steps with their length (a list, or a ramp cut in
     /// steps); `--rate` replaces them with one.
-    fn rates(&self, ov: &Overrides) -> Result<Rates, ProfileError> {
+    fn rates(&self) -> Result<Rates, ProfileError> {
         let g = self.g;
         let check = |r: f64, k: &str| limits::check_rate(r).map_err(|p| self.err(k, p));
         let number = |v: &toml::Value| v.as_float().or_else(|| v.as_integer().map(|i| i as f64));
         let step = self.duration("step", &g.step)?;
-        if let Some(r) = ov.rate {
-            return Ok(Rates::One(r));
-        }
         let Some(value) = &g.rate else {
             return match step {
                 Some(_) => Err(self.err("step", "`step` needs a list of rates or a ramp".into())),
@@ -493,8 +505,23 @@ impl GroupAt<'_> {
                     "a list of rates needs `step`, the length of each, e.g. step = \"30s\"".into(),
                 )
             })?;
-            if step.is_zero() {
-                return Err(self.err("step", "a zero step would run nothing".into()));
+            if step < limits::MIN_INTERVAL {
+                return Err(self.err(
+                    "step",
+                    format!(
+                        "steps shorter than {} are too short to measure",
+                        humantime::format_duration(limits::MIN_INTERVAL)
+                    ),
+                ));
+            }
+            if rates.len() > MAX_STEPS {
+                return Err(self.err(
+                    "rate",
+                    format!(
+                        "{} steps are more than the {MAX_STEPS} a group may have",
+                        rates.len()
+                    ),
+                ));
             }
             return Ok(Rates::Steps(rates, step));
         }
@@ -527,7 +554,22 @@ impl GroupAt<'_> {
                 ));
             }
             let step = step.unwrap_or(over / RAMP_STEPS);
+            if step < limits::MIN_INTERVAL {
+                return Err(self.err(
+                    "step",
+                    format!(
+                        "steps shorter than {} are too short to measure",
+                        humantime::format_duration(limits::MIN_INTERVAL)
+                    ),
+                ));
+            }
             let n = ((over.as_secs_f64() / step.as_secs_f64()).round() as usize).max(2);
+            if n > MAX_STEPS {
+                return Err(self.err(
+                    "step",
+                    format!("{n} steps are more than the {MAX_STEPS} a group may have; take a longer step"),
+                ));
+            }
             let rates = (0..n)
                 .map(|i| from + (to - from) * i as f64 / (n - 1) as f64)
                 .collect();
@@ -805,6 +847,29 @@ impl GroupAt<'_> {
         } else {
             self.fields(document, "set", &g.set, false)?
         };
+        // A counter must be a number where it exists: a generated field that is not an int or
+        // a float would make every update fail at the server, and so would one both set and
+        // incremented.
+        for name in &inc {
+            let numeric = match document.fields.iter().find(|(n, _)| n == name) {
+                None => true,
+                Some((_, gen)) => matches!(gen, Gen::Int(..) | Gen::Float(..)),
+            };
+            let also_set = set.iter().any(|i| &document.fields[*i].0 == name);
+            if !numeric || also_set {
+                return Err(self.err(
+                    "inc",
+                    format!(
+                        "`{name}` {}",
+                        if also_set {
+                            "is both set and incremented; an update can do one of them"
+                        } else {
+                            "is a [document] field that is not a number (int or float), so $inc would fail"
+                        }
+                    ),
+                ));
+            }
+        }
         Ok(Change { set, inc })
     }
 

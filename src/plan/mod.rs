@@ -174,13 +174,13 @@ impl GroupPlan {
         if self.mix.is_empty() {
             return &self.op;
         }
-        let total: u32 = self.mix.iter().map(|(_, w)| w).sum();
+        let total: u64 = self.mix.iter().map(|(_, w)| u64::from(*w)).sum();
         let mut at = rng.random_range(0..total.max(1));
         for (spec, w) in &self.mix {
-            if at < *w {
+            if at < u64::from(*w) {
                 return spec;
             }
-            at -= w;
+            at -= u64::from(*w);
         }
         &self.op
     }

@@ -29,7 +29,11 @@
       { label: "p50", stroke: "#1f77b4", points: { show: true, size: 7 } },
       { label: "p99", stroke: "#d62728", width: 2, points: { show: true, size: 7 } },
     ],
-  }, [steps.map((s) => s.achieved), steps.map((s) => s.p50_ms), steps.map((s) => s.p99_ms)], box);
+  }, (() => {
+    // uPlot wants ascending x: the points by achieved throughput (past the knee it can fall).
+    const byX = steps.slice().sort((a, b) => a.achieved - b.achieved);
+    return [byX.map((s) => s.achieved), byX.map((s) => s.p50_ms), byX.map((s) => s.p99_ms)];
+  })(), box);
   box.dataset.points = String(steps.length * 2);
   const table = el("table", { class: "tsv", id: "capacity-table" });
   const head = el("tr");

@@ -16,7 +16,7 @@
 //!   85.7 % of the items (`exponential.percentile` 95, `exponential.frac` 0.8571428571).
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use rand::Rng;
 
@@ -139,61 +139,70 @@ pub fn fnv64(mut v: u64) -> u64 {
     (h as i64).unsigned_abs()
 }
 
-/// One virtual user's chooser: the distribution, and what it keeps between draws.
-#[derive(Debug)]
-pub struct Chooser {
-    dist: KeyDist,
-    /// `sequential`: the group's counter, shared by its users.
-    next: Arc<AtomicU64>,
-    /// `latest`: item counts and their zeta, the last few computed (the key space, and the
-    /// choice lists of filter fields).
-    counted: Vec<(u64, f64)>,
+/// What the users of one group share for their draws: the `sequential` counter, and the zetas
+/// of `latest` (summed once for the group, grown as the inserts go on).
+#[derive(Debug, Default)]
+pub struct Shared {
+    next: AtomicU64,
+    /// Item counts and their zeta, the last few computed (the key space, and the choice lists
+    /// of filter fields).
+    zetas: Mutex<Vec<(u64, f64)>>,
 }
 
-impl Chooser {
-    pub fn new(dist: KeyDist, sequence: Arc<AtomicU64>) -> Chooser {
-        Chooser {
-            dist,
-            next: sequence,
-            counted: Vec::new(),
-        }
-    }
-
-    pub fn dist(&self) -> KeyDist {
-        self.dist
-    }
-
+impl Shared {
     /// The zeta of `n` items: kept, or grown from the largest count below it kept (the key
-    /// space grows with the inserts: only the new terms are summed).
-    fn zeta_of(&mut self, n: u64) -> f64 {
-        if let Some((_, z)) = self.counted.iter().find(|(m, _)| *m == n) {
+    /// space grows with the inserts: only the new terms are summed, once for the group).
+    fn zeta_of(&self, n: u64) -> f64 {
+        let mut zetas = self.zetas.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, z)) = zetas.iter().find(|(m, _)| *m == n) {
             return *z;
         }
-        let (from, sum) = self
-            .counted
+        let (from, sum) = zetas
             .iter()
             .filter(|(m, _)| *m < n)
             .max_by_key(|(m, _)| *m)
             .copied()
             .unwrap_or((0, 0.0));
         let z = zeta_from(from, sum, n, ZIPFIAN_CONSTANT);
-        if let Some(slot) = self
-            .counted
-            .iter_mut()
-            .find(|(m, _)| *m == from && from > 0)
-        {
-            *slot = (n, z);
-        } else {
-            if self.counted.len() >= 4 {
-                self.counted.remove(0);
+        match zetas.iter_mut().find(|(m, _)| *m == from && from > 0) {
+            Some(slot) => *slot = (n, z),
+            None => {
+                if zetas.len() >= 4 {
+                    zetas.remove(0);
+                }
+                zetas.push((n, z));
             }
-            self.counted.push((n, z));
         }
         z
     }
+}
 
-    /// An item in `0..n` (n > 0).
+/// One virtual user's chooser: the distribution, and what its group shares.
+#[derive(Debug)]
+pub struct Chooser {
+    dist: KeyDist,
+    shared: Arc<Shared>,
+}
+
+impl Chooser {
+    pub fn new(dist: KeyDist, shared: Arc<Shared>) -> Chooser {
+        Chooser { dist, shared }
+    }
+
+    pub fn dist(&self) -> KeyDist {
+        self.dist
+    }
+
+    /// An item in `0..n` (n > 0) of a list that does not grow (a filter field's choices).
     pub fn pick(&mut self, n: u64, rng: &mut impl Rng) -> u64 {
+        self.pick_key(n, n, rng)
+    }
+
+    /// An item in `0..n` (n > 0) of the key space, which grows with the inserts. `fixed` (at
+    /// most `n`) is the item count the run began with: the scrambled zipfian hashes onto it, as
+    /// YCSB hashes onto its record count, so its popular items stay the same documents while
+    /// inserts go on.
+    pub fn pick_key(&mut self, n: u64, fixed: u64, rng: &mut impl Rng) -> u64 {
         debug_assert!(n > 0);
         match self.dist {
             KeyDist::Uniform => rng.random_range(0..n),
@@ -204,7 +213,7 @@ impl Chooser {
                     ZIPFIAN_CONSTANT,
                     rng.random(),
                 );
-                fnv64(rank) % n
+                fnv64(rank) % fixed.clamp(1, n)
             }
             KeyDist::Hotspot => {
                 let hot = ((n as f64 * HOT_ITEMS) as u64).max(1);
@@ -215,10 +224,10 @@ impl Chooser {
                 }
             }
             KeyDist::Latest => {
-                let zetan = self.zeta_of(n);
+                let zetan = self.shared.zeta_of(n);
                 n - 1 - zipf_rank(n, zetan, ZIPFIAN_CONSTANT, rng.random())
             }
-            KeyDist::Sequential => self.next.fetch_add(1, Ordering::Relaxed) % n,
+            KeyDist::Sequential => self.shared.next.fetch_add(1, Ordering::Relaxed) % n,
             KeyDist::Exponential => {
                 let gamma = -(1.0 - EXP_PERCENTILE / 100.0).ln() / (n as f64 * EXP_FRAC);
                 loop {
@@ -241,7 +250,7 @@ mod tests {
 
     fn counts(dist: KeyDist, n: u64) -> Vec<u64> {
         let mut rng = rand::rngs::SmallRng::seed_from_u64(11);
-        let mut c = Chooser::new(dist, Arc::new(AtomicU64::new(0)));
+        let mut c = Chooser::new(dist, Default::default());
         let mut hits = vec![0u64; n as usize];
         for _ in 0..DRAWS {
             hits[c.pick(n, &mut rng) as usize] += 1;
@@ -374,13 +383,30 @@ mod tests {
         assert!((zeta(10_000_000_000, 0.99) - SCRAMBLED_ZETAN).abs() < 1e-6);
         // Over 10^8 items the first draw sums 10^6 terms and adds the formula's tail; one more
         // item costs one term: the same zeta as summing afresh.
-        let mut c = Chooser::new(KeyDist::Latest, Arc::new(AtomicU64::new(0)));
+        let mut c = Chooser::new(KeyDist::Latest, Default::default());
         let mut rng = rand::rngs::SmallRng::seed_from_u64(1);
         assert!(c.pick(100_000_000, &mut rng) < 100_000_000);
         c.pick(100_000_001, &mut rng);
-        assert!((c.zeta_of(100_000_001) - zeta(100_000_001, 0.99)).abs() < 1e-9);
+        let z = c.shared.zeta_of(100_000_001);
+        assert!((z - zeta(100_000_001, 0.99)).abs() < 1e-9);
         // A filter's choice list beside the key space keeps both.
         c.pick(8, &mut rng);
-        assert_eq!(c.counted.len(), 2);
+        assert_eq!(c.shared.zetas.lock().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn the_scrambled_zipfians_popular_items_stay_put_while_inserts_go_on() {
+        // 10^4 items when the run began, growing by one per draw: the most drawn item is where
+        // rank 0 hashes onto the first 10^4, whatever the count has grown to.
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(2);
+        let mut c = Chooser::new(KeyDist::Zipfian, Default::default());
+        let mut hits = vec![0u64; 10_000];
+        for i in 0..200_000u64 {
+            let item = c.pick_key(10_000 + i, 10_000, &mut rng);
+            hits[item as usize] += 1;
+        }
+        let top = hits.iter().enumerate().max_by_key(|(_, h)| **h).unwrap();
+        assert_eq!(top.0 as u64, fnv64(0) % 10_000);
+        assert!(*top.1 as f64 / 200_000.0 > 0.036, "{}", top.1);
     }
 }

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use rand::Rng;
 
@@ -22,6 +22,8 @@ pub struct KeySpace {
     acked: AtomicI64,
     /// Completed out of order, waiting for the ones before them.
     ahead: Mutex<BTreeSet<i64>>,
+    /// The items when the first draw was made: what the scrambled zipfian hashes onto.
+    fixed: OnceLock<i64>,
     base: i64,
     stride: i64,
     offset: i64,
@@ -44,6 +46,7 @@ impl KeySpace {
             next: AtomicI64::new(0),
             acked: AtomicI64::new(0),
             ahead: Mutex::new(BTreeSet::new()),
+            fixed: OnceLock::new(),
             base: first,
             stride: i64::from(count.max(1)),
             offset: i64::from(index),
@@ -90,7 +93,8 @@ impl KeySpace {
         let own = self.acked.load(Ordering::Acquire);
         let n = self.base + own;
         (n > 0).then(|| {
-            let r = pick.pick(n as u64, rng) as i64;
+            let fixed = *self.fixed.get_or_init(|| n);
+            let r = pick.pick_key(n as u64, fixed as u64, rng) as i64;
             if r < self.base {
                 r
             } else {
