@@ -144,7 +144,9 @@ pub async fn execute(coll: &Collection<RawDocumentBuf>, req: Request, measure: b
                 let filter = doc! { "_id": id };
                 out.sent = bson_len(&filter);
                 if let Some(found) = coll.find_one(filter).await? {
-                    out.received = found.as_bytes().len() as u32;
+                    if measure {
+                        out.received = found.as_bytes().len() as u32;
+                    }
                     out.matched = true;
                 }
             }
@@ -153,7 +155,9 @@ pub async fn execute(coll: &Collection<RawDocumentBuf>, req: Request, measure: b
                 let filter = doc! { "_id": id };
                 out.sent = bson_len(&filter);
                 if let Some(found) = coll.find_one(filter.clone()).await? {
-                    out.received = found.as_bytes().len() as u32;
+                    if measure {
+                        out.received = found.as_bytes().len() as u32;
+                    }
                     out.sent += bson_len(&filter) + bson_len(&update);
                     let r = coll.update_one(filter, update).await?;
                     out.matched = r.matched_count > 0;
