@@ -12,7 +12,7 @@ use common::*;
 
 const HOLD_MS: u64 = 50;
 const USERS: u64 = 20;
-const SLO_MS: f64 = 80.0;
+const SLO_MS: f64 = 100.0;
 
 #[test]
 fn capacity_finds_the_knee_of_a_server_that_holds_users_over_reply_time() {
@@ -34,7 +34,7 @@ fn capacity_finds_the_knee_of_a_server_that_holds_users_over_reply_time() {
     let mut cmd = bin();
     cmd.args(["capacity", path.to_str().unwrap(), "--uri", &uri])
         .args(["--slo", &format!("p99<{SLO_MS}ms"), "--start-rate", "50"])
-        .args(["--step", "2s", "--step-warmup", "1s", "--quiet", "--out"])
+        .args(["--step", "3s", "--step-warmup", "1s", "--quiet", "--out"])
         .arg(&out)
         .timeout(Duration::from_secs(300));
     if let Some(pid) = server.pid() {

@@ -254,7 +254,8 @@ pub(super) async fn start_sampler(
     let file = report::resources::ResourcesFile::create(&out_dir.join("resources.tsv"))
         .map_err(before_load)?;
     let target = monitor::Target {
-        client: server.connected.client.clone(),
+        // Its own client: serverStatus must not wait in the virtual users' pool.
+        client: connect::monitor(&server.uri).await?,
         server_pid,
         data_dir,
     };

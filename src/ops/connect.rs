@@ -30,6 +30,25 @@ pub async fn parse(uri: &str) -> Result<ClientOptions, Error> {
     })
 }
 
+/// Connections of the resource sampler's own client, apart from the workload's pool.
+const MONITOR_POOL: u32 = 2;
+/// How long the sampler's client waits to select the server or to connect.
+const MONITOR_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The resource sampler's own client, like mongostat's: a pool of its own, so its serverStatus
+/// never queues behind the virtual users for a connection, and short timeouts of its own.
+pub async fn monitor(uri: &str) -> Result<Client, Error> {
+    let shown = redact(uri);
+    let mut opts = parse(uri).await?;
+    opts.app_name = Some("mongo-stress monitor".into());
+    opts.max_pool_size = Some(MONITOR_POOL);
+    opts.min_pool_size = Some(1);
+    opts.server_selection_timeout = Some(MONITOR_TIMEOUT);
+    opts.connect_timeout = Some(MONITOR_TIMEOUT);
+    Client::with_options(opts)
+        .map_err(|e| Error::Usage(format!("bad client options in {shown}: {e}")))
+}
+
 pub async fn connect(uri: &str, pool_size: u32) -> Result<Connected, Error> {
     let shown = redact(uri);
     let mut opts = parse(uri).await?;

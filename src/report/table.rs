@@ -170,7 +170,10 @@ fn resources(s: &Summary, with_run: bool, out: &mut dyn Write) -> std::io::Resul
     )?;
     aligned(&lines, &[usize::from(with_run)], out)?;
     writeln!(out, "(Server ops/s = serverStatus opcounters insert + query + update + delete; CPU % of one core; - = not measurable here)")?;
-    for w in of(s, WarningCode::LoadGenerator).chain(of(s, WarningCode::TooShortToSample)) {
+    for w in of(s, WarningCode::LoadGenerator)
+        .chain(of(s, WarningCode::TooShortToSample))
+        .chain(of(s, WarningCode::StatusMissed))
+    {
         writeln!(out, "warning: {}: {}", labelled(w, with_run), w.message)?;
     }
     Ok(())

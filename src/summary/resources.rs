@@ -29,6 +29,9 @@ pub struct ResourceSummary {
     pub label: String,
     /// Sampler rows that fell inside the stage.
     pub seconds: usize,
+    /// Of them, those with a serverStatus answer (within its timeout): the rest are missed.
+    #[serde(default)]
+    pub status_seconds: usize,
     pub client_ops_s: f64,
     pub server_ops_s: AvgPeak,
     pub server_cpu_pct: AvgPeak,
@@ -45,21 +48,20 @@ pub struct ResourceSummary {
 }
 
 /// Time-weighted average over the seconds of each row's interval inside the stage (so a rate's
-/// average is the count over the stage divided by its length), and the peak over rows with at
-/// least half a second inside it; nothing when no row has.
+/// average is the count over the stage divided by its length), and the peak over the same rows,
+/// so a peak is never below its average; nothing when no row is at least half a second inside
+/// the stage (too short to say anything about).
 fn avg_peak(rows: &[(f64, &ResourceRow)], f: impl Fn(&ResourceRow) -> Option<f64>) -> AvgPeak {
-    let (mut sum, mut weight, mut peak) = (0.0, 0.0, None::<f64>);
+    let (mut sum, mut weight, mut peak, mut measurable) = (0.0, 0.0, None::<f64>, false);
     for (overlap, r) in rows {
         let Some(v) = f(r) else { continue };
         sum += v * overlap;
         weight += overlap;
-        if *overlap >= 0.5 {
-            peak = Some(peak.map_or(v, |p| p.max(v)));
-        }
+        peak = Some(peak.map_or(v, |p| p.max(v)));
+        measurable |= *overlap >= 0.5;
     }
-    // A stage no sampled second is even half inside is too short to say anything about.
     match peak {
-        Some(peak) if weight > 0.0 => AvgPeak {
+        Some(peak) if weight > 0.0 && measurable => AvgPeak {
             avg: Some(sum / weight),
             peak: Some(peak),
         },
@@ -108,6 +110,7 @@ pub fn summarize(
                 run,
                 label: s.label.clone(),
                 seconds: inside.len(),
+                status_seconds: inside.iter().filter(|(_, r)| r.connections.is_some()).count(),
                 client_ops_s: client_ops_s(&s.label),
                 server_ops_s: avg_peak(&inside, ResourceRow::server_ops_s),
                 server_cpu_pct: server_cpu,
@@ -191,6 +194,36 @@ mod tests {
                 peak: Some(50.0)
             }
         );
+    }
+
+    #[test]
+    fn a_peak_is_never_below_its_average_when_a_boundary_row_is_the_highest() {
+        // Measured on jmeter-2016: disk writes shown as `24 / 0`. A stage from 12.6 s to 15 s:
+        // the row ending at 13 s (0.4 s inside, 60 KB/s) weighs in the average; the peak must
+        // see it too.
+        let rows: Vec<ResourceRow> = [(13_000, 60.0), (14_000, 0.0), (15_000, 0.0)]
+            .into_iter()
+            .map(|(t, w)| ResourceRow {
+                time_ms: t,
+                interval_ms: 1000,
+                disk_write_kbs: Some(w),
+                ..Default::default()
+            })
+            .collect();
+        let spans = [StageSpan {
+            began_ms: 0,
+            label: "find".into(),
+            start_ms: 12_600,
+            end_ms: 15_000,
+        }];
+        let s = &summarize(1, &spans, |_| 0.0, &rows, 2)[0];
+        let (avg, peak) = (
+            s.disk_write_kbs.avg.unwrap(),
+            s.disk_write_kbs.peak.unwrap(),
+        );
+        assert!((avg - 60.0 * 0.4 / 2.4).abs() < 1e-9, "{avg}");
+        assert!(peak >= avg, "peak {peak} below average {avg}");
+        assert_eq!(peak, 60.0);
     }
 
     #[test]

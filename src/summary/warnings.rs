@@ -19,6 +19,8 @@ pub enum WarningCode {
     LateOperations,
     /// The load generator, not the server, may have set the pace.
     LoadGenerator,
+    /// serverStatus did not answer in some sampled seconds of a stage.
+    StatusMissed,
     /// A stage too short for the once-a-second sampler to say anything about.
     TooShortToSample,
     /// A group's warm-up: what it kept out of the summary (a note).
@@ -181,6 +183,17 @@ pub fn compute(s: &Summary) -> Vec<Warning> {
                 Some(r.run),
                 Some(&r.label),
                 w.clone(),
+            );
+        }
+        if r.status_seconds < r.seconds && r.status_seconds > 0 {
+            add(
+                WarningCode::StatusMissed,
+                Some(r.run),
+                Some(&r.label),
+                format!(
+                    "serverStatus answered in {} of the {} sampled seconds (each waits at most 900 ms on the sampler's own connections): the others have no server columns",
+                    r.status_seconds, r.seconds
+                ),
             );
         }
         if !r.measurable {
