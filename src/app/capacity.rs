@@ -188,7 +188,7 @@ fn check_profile(plan: &RunPlan) -> Result<(), Error> {
 }
 
 /// The profile at `rate`, shared among its groups in proportion to their users, each group
-/// running `length` of which `warmup` is not counted; setup only in the first step (later steps
+/// running `length` (no ramp-up) of which `warmup` is not counted; setup only in the first step (later steps
 /// keep the collection as the steps before left it).
 fn step_plan(
     base: &RunPlan,
@@ -204,6 +204,9 @@ fn step_plan(
             g.rate = Some(rate * f64::from(g.threads) / f64::from(users.max(1)));
             g.stop = StopAt::Duration(length);
             g.warmup = warmup;
+            // The schedule starts after a ramp-up: a step offers its rate from its start (its
+            // warm-up covers the cold start), or a ramp-up as long as the step would run nothing.
+            g.ramp_up = Duration::ZERO;
         }
     }
     if !first {
@@ -270,14 +273,16 @@ fn warnings(steps: &[Step], plan: &RunPlan, failure: Option<&Error>, max: f64) -
                 s.offered
             ));
         }
-        if s.late > 0 {
-            let users: u32 = plan.groups().map(|g| g.threads).sum();
+        let users: u32 = plan.groups().map(|g| g.threads).sum();
+        let carry = f64::from(users) * 1000.0 / s.svc_p50_ms.max(0.001);
+        // Only when the users could not have carried much more than the rate that failed.
+        if s.late > 0 && carry < 1.25 * s.offered {
             out.push(format!(
-                "at {:.1}/s, the first rate that failed, {} operations started late: all {users} users were busy; with a service time (p50 from the actual start) of {:.2} ms that many users carry at most about {:.0}/s (users / service time), so if that is near the knee the users (threads), not the server, set it: more threads would tell",
+                "at {:.1}/s, the first rate that failed, {} operations started late: all {users} users were busy; with a service time (p50 from the actual start) of {:.2} ms that many users carry at most about {:.0}/s (users / service time), so the users (threads), not the server, may have set the knee: more threads would tell",
                 s.offered,
                 s.late,
                 s.svc_p50_ms,
-                f64::from(users) * 1000.0 / s.svc_p50_ms.max(0.001)
+                carry
             ));
         }
     }

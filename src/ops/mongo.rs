@@ -80,6 +80,23 @@ fn bson_len(d: &Document) -> u32 {
     RawDocumentBuf::from_document(d).map_or(0, |r| r.as_bytes().len() as u32)
 }
 
+/// Reads a cursor to its end: whether it found anything, and (when measuring) the bytes.
+async fn read_cursor(
+    cursor: &mut mongodb::Cursor<RawDocumentBuf>,
+    measure: bool,
+    out: &mut Outcome,
+) -> mongodb::error::Result<()> {
+    let mut received = 0usize;
+    while cursor.advance().await? {
+        if measure {
+            received += cursor.current().as_bytes().len();
+        }
+        out.matched = true;
+    }
+    out.received = received.min(u32::MAX as usize) as u32;
+    Ok(())
+}
+
 /// Sends one request; with `measure` off (the bare-driver baseline) payload sizes are not
 /// computed.
 pub async fn execute(coll: &Collection<RawDocumentBuf>, req: Request, measure: bool) -> Outcome {
@@ -107,14 +124,7 @@ pub async fn execute(coll: &Collection<RawDocumentBuf>, req: Request, measure: b
                     coll.count_documents(filter.clone()).await?;
                 }
                 let mut cursor = coll.find(filter).limit(i64::from(limit)).await?;
-                let mut received = 0usize;
-                while cursor.advance().await? {
-                    if measure {
-                        received += cursor.current().as_bytes().len();
-                    }
-                    out.matched = true;
-                }
-                out.received = received.min(u32::MAX as usize) as u32;
+                read_cursor(&mut cursor, measure, &mut out).await?;
             }
             Request::UpdateById { id, update } => {
                 // No `_id` issued yet: nothing to update, nothing sent.
@@ -173,14 +183,7 @@ pub async fn execute(coll: &Collection<RawDocumentBuf>, req: Request, measure: b
                     .sort(doc! { "_id": 1 })
                     .limit(i64::from(len))
                     .await?;
-                let mut received = 0usize;
-                while cursor.advance().await? {
-                    if measure {
-                        received += cursor.current().as_bytes().len();
-                    }
-                    out.matched = true;
-                }
-                out.received = received.min(u32::MAX as usize) as u32;
+                read_cursor(&mut cursor, measure, &mut out).await?;
             }
             Request::Remove { filter, from } => {
                 let mut found = None;

@@ -461,6 +461,20 @@ impl GroupAt<'_> {
         Ok(out)
     }
 
+    /// A rate step long enough to measure.
+    fn measurable_step(&self, step: Duration) -> Result<(), ProfileError> {
+        if step < limits::MIN_INTERVAL {
+            return Err(self.err(
+                "step",
+                format!(
+                    "steps shorter than {} are too short to measure",
+                    humantime::format_duration(limits::MIN_INTERVAL)
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// `rate`: none (closed loop), one, or steps with their length (a list, or a ramp cut in
     /// steps); `--rate` replaces them with one.
     fn rates(&self) -> Result<Rates, ProfileError> {
@@ -505,15 +519,7 @@ impl GroupAt<'_> {
                     "a list of rates needs `step`, the length of each, e.g. step = \"30s\"".into(),
                 )
             })?;
-            if step < limits::MIN_INTERVAL {
-                return Err(self.err(
-                    "step",
-                    format!(
-                        "steps shorter than {} are too short to measure",
-                        humantime::format_duration(limits::MIN_INTERVAL)
-                    ),
-                ));
-            }
+            self.measurable_step(step)?;
             if rates.len() > MAX_STEPS {
                 return Err(self.err(
                     "rate",
@@ -554,15 +560,7 @@ impl GroupAt<'_> {
                 ));
             }
             let step = step.unwrap_or(over / RAMP_STEPS);
-            if step < limits::MIN_INTERVAL {
-                return Err(self.err(
-                    "step",
-                    format!(
-                        "steps shorter than {} are too short to measure",
-                        humantime::format_duration(limits::MIN_INTERVAL)
-                    ),
-                ));
-            }
+            self.measurable_step(step)?;
             let n = ((over.as_secs_f64() / step.as_secs_f64()).round() as usize).max(2);
             if n > MAX_STEPS {
                 return Err(self.err(
