@@ -92,7 +92,7 @@ pub async fn capacity(args: CapacityArgs, stop: CancellationToken) -> Result<i32
             let first = slo.judge(summary, rate, dir.display().to_string());
             if !first.held
                 && first.late == 0
-                && first.achieved >= 0.95 * rate
+                && first.achieved >= crate::capacity::ACHIEVED_SHARE * rate
                 && !summary.interrupted
             {
                 say(format!(

@@ -26,14 +26,12 @@ const HALF_MAGNITUDE: u32 = 10;
 #[derive(Debug, Clone)]
 pub struct Counts {
     counts: Vec<u64>,
-    total: u64,
 }
 
 impl Default for Counts {
     fn default() -> Self {
         Counts {
             counts: vec![0; new_histogram().distinct_values()],
-            total: 0,
         }
     }
 }
@@ -158,7 +156,6 @@ fn add_counts(payload: &[u8], into: &mut Counts) -> Result<(), String> {
                     .get_mut(index)
                     .ok_or("a value beyond one hour, the histograms' range")?;
                 *slot += n as u64;
-                into.total += n as u64;
             }
             index += 1;
         }
@@ -171,7 +168,6 @@ impl Counts {
         for (a, b) in self.counts.iter_mut().zip(&other.counts) {
             *a += b;
         }
-        self.total += other.total;
     }
 
     pub fn to_histogram(&self) -> Histogram<u64> {

@@ -4,12 +4,7 @@
   "use strict";
   const D = JSON.parse(document.getElementById("data").textContent);
   const root = document.getElementById("report");
-  const el = (tag, attrs, ...kids) => {
-    const e = document.createElement(tag);
-    Object.entries(attrs || {}).forEach(([k, v]) => e.setAttribute(k, v));
-    kids.forEach((k) => e.append(k));
-    return e;
-  };
+  const { el, tsvTable } = window.MS;
   root.append(el("h1", {}, "mongo-stress capacity: " + D.profile));
   root.append(el("p", {}, "SLO: " + D.slo.join(", ") + "; " + (D.knee == null
     ? "no rate held it"
@@ -17,7 +12,7 @@
   const steps = D.steps.slice().sort((a, b) => a.offered - b.offered);
   const box = el("div", { class: "chart", "data-chart": "capacity" });
   root.append(box);
-  const width = Math.max(600, Math.min(1200, document.documentElement.clientWidth - 48));
+  const width = window.MS.width();
   new uPlot({
     title: "latency against achieved throughput (one point per step)",
     width: width,
@@ -35,20 +30,11 @@
     return [byX.map((s) => s.achieved), byX.map((s) => s.p50_ms), byX.map((s) => s.p99_ms)];
   })(), box);
   box.dataset.points = String(steps.length * 2);
-  const table = el("table", { class: "tsv", id: "capacity-table" });
-  const head = el("tr");
-  ["Offered/s", "Achieved/s", "p50 ms", "p99 ms", "Error %", "Server CPU %", "Late", "Held", "Why not"].forEach((h) => head.append(el("th", {}, h)));
-  table.append(el("thead", {}, head));
-  const body = el("tbody");
-  steps.forEach((s) => {
-    const tr = el("tr", s.held ? {} : { class: "failed" });
-    [s.offered.toFixed(1), s.achieved.toFixed(1), s.p50_ms.toFixed(2), s.p99_ms.toFixed(2), s.error_pct.toFixed(2),
-      s.server_cpu_pct == null ? "-" : s.server_cpu_pct.toFixed(0), String(s.late), s.held ? "yes" : "no", s.why.join("; ")]
-      .forEach((c, i) => tr.append(el("td", { class: i < 7 ? "num" : "text" }, c)));
-    body.append(tr);
-  });
-  table.append(body);
-  root.append(el("div", { class: "scroll" }, table));
+  const lines = ["Offered/s\tAchieved/s\tp50 ms\tp99 ms\tError %\tServer CPU %\tLate\tHeld\tWhy not"].concat(
+    steps.map((s) => [s.offered.toFixed(1), s.achieved.toFixed(1), s.p50_ms.toFixed(2), s.p99_ms.toFixed(2),
+      s.error_pct.toFixed(2), s.server_cpu_pct == null ? "-" : s.server_cpu_pct.toFixed(0), String(s.late),
+      s.held ? "yes" : "no", s.why.join("; ")].join("\t")));
+  root.append(tsvTable(lines.join("\n"), "capacity-table"));
   document.body.dataset.charts = "1";
   document.body.dataset.ready = "1";
 })();

@@ -4,29 +4,11 @@
   "use strict";
   const D = JSON.parse(document.getElementById("data").textContent);
   const root = document.getElementById("report");
-  const PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"];
-  const el = (tag, attrs, ...kids) => {
-    const e = document.createElement(tag);
-    Object.entries(attrs || {}).forEach(([k, v]) => e.setAttribute(k, v));
-    kids.forEach((k) => e.append(k));
-    return e;
-  };
+  const { el, tsvTable, PALETTE } = window.MS;
   root.append(el("h1", {}, "mongo-stress compare"));
   root.append(el("p", {}, "base: " + D.base_name), el("p", {}, "new: " + D.new_name));
-  const rows = D.table_tsv.trim().split("\n").map((l) => l.split("\t"));
-  const table = el("table", { class: "tsv", id: "compare-table" });
-  const head = el("tr");
-  rows[0].forEach((c) => head.append(el("th", {}, c)));
-  table.append(el("thead", {}, head));
-  const body = el("tbody");
-  rows.slice(1).forEach((r) => {
-    const tr = el("tr");
-    r.forEach((c, i) => tr.append(el("td", { class: i < 2 || i === 5 ? "text" : "num" }, c)));
-    body.append(tr);
-  });
-  table.append(body);
-  root.append(el("div", { class: "scroll" }, table));
-  const width = Math.max(600, Math.min(1200, document.documentElement.clientWidth - 48));
+  root.append(tsvTable(D.table_tsv, "compare-table"));
+  const width = window.MS.width();
   let drawn = 0;
   D.groups.forEach((g, gi) => {
     const c = PALETTE[gi % PALETTE.length];

@@ -15,6 +15,7 @@ const UPLOT_LICENSE: &str = include_str!("../../vendor/uplot/LICENSE");
 const REPORT_JS: &str = include_str!("report.js");
 const REPORT_CSS: &str = include_str!("report.css");
 const COMPARE_JS: &str = include_str!("compare.js");
+const COMMON_JS: &str = include_str!("common.js");
 /// First on the page: every script error is shown and recorded (the browser test reads it).
 const ERRORS_JS: &str = "window.addEventListener('error', function (e) { var b = document.getElementById('errors'); b.hidden = false; b.textContent += (e.message || String(e)) + '\\n'; document.body.dataset.errors = String((+document.body.dataset.errors || 0) + 1); });";
 
@@ -313,7 +314,7 @@ pub(super) fn page(title: &str, data: &Value, script: &str) -> String {
          <script>\n{ERRORS_JS}\n</script>\n\
          <script id=\"data\" type=\"application/json\">{data}</script>\n\
          <!-- uPlot, vendored from npm (vendor/uplot/VERSION):\n{}\n-->\n\
-         <script>\n{UPLOT_JS}\n</script>\n<script>\n{script}\n</script>\n</body>\n</html>\n",
+         <script>\n{UPLOT_JS}\n</script>\n<script>\n{COMMON_JS}\n</script>\n<script>\n{script}\n</script>\n</body>\n</html>\n",
         escape(title),
         UPLOT_LICENSE.replace("--", "- -"),
     )

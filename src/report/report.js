@@ -5,41 +5,13 @@
   "use strict";
   const D = JSON.parse(document.getElementById("data").textContent);
   const root = document.getElementById("report");
-  const PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
-    "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"];
+  const { el, tsvTable, width, PALETTE } = window.MS;
   const colour = {};
   D.groups.forEach((g, i) => { colour[g.tag] = PALETTE[i % PALETTE.length]; });
   colour.TOTAL = "#000000";
   const labelOf = {};
   D.groups.forEach((g) => { labelOf[g.tag] = g.name; });
   labelOf.TOTAL = "TOTAL";
-  const width = () => Math.max(600, Math.min(1200, document.documentElement.clientWidth - 48));
-
-  function el(tag, attrs, ...children) {
-    const e = document.createElement(tag);
-    Object.entries(attrs || {}).forEach(([k, v]) => {
-      if (k === "class") e.className = v; else e.setAttribute(k, v);
-    });
-    children.forEach((c) => e.append(c));
-    return e;
-  }
-
-  function tsvTable(text, id) {
-    const rows = text.trim().split("\n").map((l) => l.split("\t"));
-    const table = el("table", { id: id, class: "tsv" });
-    const head = el("tr");
-    rows[0].forEach((c) => head.append(el("th", {}, c)));
-    table.append(el("thead", {}, head));
-    const body = el("tbody");
-    rows.slice(1).forEach((r) => {
-      const tr = el("tr");
-      r.forEach((c, i) => tr.append(el("td", { class: i === 0 || isNaN(parseFloat(c)) ? "text" : "num" }, c)));
-      body.append(tr);
-    });
-    table.append(body);
-    // A wide table scrolls inside its box; the page keeps its width.
-    return el("div", { class: "scroll" }, table);
-  }
 
   // Vertical lines at stage boundaries and warm-up ends, on every time chart.
   const marks = [];

@@ -189,10 +189,6 @@ impl Chooser {
         Chooser { dist, shared }
     }
 
-    pub fn dist(&self) -> KeyDist {
-        self.dist
-    }
-
     /// An item in `0..n` (n > 0) of a list that does not grow (a filter field's choices).
     pub fn pick(&mut self, n: u64, rng: &mut impl Rng) -> u64 {
         self.pick_key(n, n, rng)
