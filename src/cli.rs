@@ -188,6 +188,12 @@ pub struct RunArgs {
     /// [default: the process listening on the URI's port, for a loopback URI]
     #[arg(long, value_name = "PID")]
     pub server_pid: Option<u32>,
+    /// A Prometheus exporter on a server host (node_exporter; process-exporter or the MongoDB
+    /// exporter for the mongod process), read every second for the host's CPU, memory, disks
+    /// and network; repeat once per host, the server's first (replaces the profile's
+    /// target.server_metrics) [env: MONGO_STRESS_SERVER_METRICS, comma-separated]
+    #[arg(long = "server-metrics", value_name = "URL", env = "MONGO_STRESS_SERVER_METRICS", hide_env = true, value_delimiter = ',', value_parser = parse_metrics_url)]
+    pub server_metrics: Vec<String>,
     /// Let setup.drop drop a collection that holds documents mongo-stress did not write
     #[arg(long)]
     pub force: bool,
@@ -232,6 +238,10 @@ fn parse_loops(s: &str) -> Result<u64, String> {
 fn parse_duration(s: &str) -> Result<Duration, String> {
     limits::parse_duration(s)
         .map_err(|p| format!("{p}; expected a duration such as 30s, 5m or 1h30m"))
+}
+
+fn parse_metrics_url(s: &str) -> Result<String, String> {
+    crate::monitor::scrape::check_url(s).map(|()| s.to_string())
 }
 
 fn parse_op_timeout(s: &str) -> Result<Duration, String> {

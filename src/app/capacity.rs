@@ -234,7 +234,7 @@ async fn run_step(
     let sampler = if run.no_resources {
         None
     } else {
-        Some(run_cmd::start_sampler(run, server, dir, &|_| {}).await?)
+        Some(run_cmd::start_sampler(run, plan, server, dir, &|_| {}).await?)
     };
     let session = Session {
         plan,

@@ -51,11 +51,14 @@ pub fn merge(dirs: &[PathBuf], out: &Path, allow_missing: bool) -> Result<i32, E
                 logs.len(),
                 parts.len()
             ));
-            summary.refresh_on(&[], false, 1);
+            summary.refresh_on(&[], false, 1, 1);
         }
     }
     if let Some(r) = &resources {
-        let mut text = report::resources::HEADER.to_string();
+        let hosts: Vec<String> = r.rows.first().map_or(Vec::new(), |row| {
+            row.hosts.iter().map(|h| h.host.to_string()).collect()
+        });
+        let mut text = report::resources::header(&hosts);
         for c in &r.columns {
             text.push('\t');
             text.push_str(c);

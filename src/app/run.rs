@@ -72,7 +72,7 @@ pub async fn run(args: RunArgs, stop: CancellationToken) -> Result<i32, Error> {
     let sampler = if args.no_resources {
         None
     } else {
-        Some(start_sampler(&args, &server, &out_dir, &say).await?)
+        Some(start_sampler(&args, &plan, &server, &out_dir, &say).await?)
     };
     let session = Session {
         plan: &plan,
@@ -222,6 +222,7 @@ impl Server {
 /// URI's port) and starts sampling into `resources.tsv`.
 pub(super) async fn start_sampler(
     args: &RunArgs,
+    plan: &RunPlan,
     server: &Server,
     out_dir: &Path,
     say: &impl Fn(String),
@@ -251,13 +252,32 @@ pub(super) async fn start_sampler(
         (None, _) => say("server process not found on this host: resources.tsv has serverStatus columns only (--server-pid names it)".into()),
         _ => {}
     }
-    let file = report::resources::ResourcesFile::create(&out_dir.join("resources.tsv"))
-        .map_err(before_load)?;
+    // The command line's endpoints replace the profile's.
+    let server_metrics = if args.server_metrics.is_empty() {
+        plan.target.server_metrics.clone()
+    } else {
+        args.server_metrics.clone()
+    };
+    let hosts: Vec<String> = server_metrics
+        .iter()
+        .map(|u| monitor::scrape::host_of(u))
+        .collect();
+    for u in &server_metrics {
+        say(format!(
+            "server metrics from {} (columns @{})",
+            crate::redact::redact(u),
+            monitor::scrape::host_of(u)
+        ));
+    }
+    let file =
+        report::resources::ResourcesFile::create(&out_dir.join("resources.tsv"), &hosts)
+            .map_err(before_load)?;
     let target = monitor::Target {
         // Its own client: serverStatus must not wait in the virtual users' pool.
         client: connect::monitor(&server.uri).await?,
         server_pid,
         data_dir,
+        server_metrics,
     };
     Ok(Sampler::start(target, Box::new(file)))
 }

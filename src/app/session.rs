@@ -95,6 +95,7 @@ impl<B: Backend + Clone> Session<'_, B> {
         if let Some(sampler) = sampler {
             let sampled = sampler.stop().await;
             summary.failures.extend(sampled.failures);
+            summary.metrics_sources = sampled.sources;
             summary.refresh(&sampled.rows, true);
         }
         logs.close(&mut summary).await;

@@ -4,34 +4,60 @@
 //! any part was the limit), and each part's client CPU in a column of its own.
 
 use super::PartDir;
-use crate::monitor::{ResourceRow, OPCOUNTERS};
+use std::sync::Arc;
+
+use crate::monitor::{HostRow, ResourceRow, HOST_COLUMNS};
 
 /// `resources.tsv` back into rows (by column name, so a file with more columns reads too).
 pub fn parse_rows(text: &str) -> Result<Vec<ResourceRow>, String> {
     let parsed = crate::rundir::parse_resources(text)?;
-    let col = |name: &str| parsed.columns.get(name);
-    let n = col("time_ms").map_or(0, Vec::len);
-    let at = |name: &str, i: usize| col(name).and_then(|c| c.get(i).copied().flatten());
-    Ok((0..n)
-        .map(|i| ResourceRow {
-            time_ms: at("time_ms", i).unwrap_or(0.0) as u64,
-            interval_ms: at("interval_ms", i).unwrap_or(0.0) as u64,
-            server_cpu_pct: at("server_cpu_pct", i),
-            server_rss_mb: at("server_rss_mb", i),
-            disk_read_kbs: at("disk_read_kbs", i),
-            disk_write_kbs: at("disk_write_kbs", i),
-            iops: at("iops", i),
-            client_cpu_pct: at("client_cpu_pct", i),
-            client_rss_mb: at("client_rss_mb", i),
-            host_cpu_pct: at("host_cpu_pct", i),
-            ops_s: OPCOUNTERS.map(|o| at(&format!("{o}_s"), i)),
-            connections: at("connections", i),
-            net_in_kbs: at("net_in_kbs", i),
-            net_out_kbs: at("net_out_kbs", i),
-            cache_used_mb: at("cache_used_mb", i),
-            cache_dirty_mb: at("cache_dirty_mb", i),
+    let n = parsed.columns.get("time_ms").map_or(0, Vec::len);
+    // Remote hosts, in the order of their first column.
+    let mut hosts: Vec<String> = Vec::new();
+    for name in text.lines().next().unwrap_or_default().split('\t') {
+        if let Some((_, host)) = name.split_once('@') {
+            if !hosts.iter().any(|h| h == host) {
+                hosts.push(host.to_string());
+            }
+        }
+    }
+    let hosts: Vec<Arc<str>> = hosts.into_iter().map(Arc::from).collect();
+    let mut rows: Vec<ResourceRow> = (0..n)
+        .map(|_| ResourceRow {
+            hosts: hosts
+                .iter()
+                .map(|h| HostRow {
+                    host: Arc::clone(h),
+                    kind: "node_exporter",
+                    values: Default::default(),
+                })
+                .collect(),
+            ..Default::default()
         })
-        .collect())
+        .collect();
+    for (name, values) in &parsed.columns {
+        for (row, v) in rows.iter_mut().zip(values) {
+            match name.split_once('@') {
+                Some((col, host)) => {
+                    if let (Some(i), Some(h)) = (
+                        HOST_COLUMNS.iter().position(|c| *c == col),
+                        row.hosts.iter_mut().find(|h| &*h.host == host),
+                    ) {
+                        h.values[i] = *v;
+                    }
+                }
+                None => {
+                    row.set(name, *v);
+                }
+            }
+        }
+    }
+    if let Some(repl) = parsed.text.get("repl") {
+        for (row, r) in rows.iter_mut().zip(repl) {
+            row.status.repl = (!r.is_empty()).then(|| r.clone());
+        }
+    }
+    Ok(rows)
 }
 
 /// The merged `resources.tsv`.
@@ -80,6 +106,7 @@ pub fn merge(parts: &[PartDir]) -> Option<MergedResources> {
             row.client_cpu_pct = r.client_cpu_pct;
             row.client_rss_mb = r.client_rss_mb;
             row.host_cpu_pct = r.host_cpu_pct;
+            row.health = r.health.clone();
         }
         rows.push(row);
         extra.push(cells);

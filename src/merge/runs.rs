@@ -62,10 +62,10 @@ pub fn merge(parts: &[PartDir]) -> Result<Merged, Error> {
         .min()
         .unwrap_or(1) as usize;
     match &resources {
-        Some(r) => summary.refresh_on(&r.rows, true, cores),
+        Some(r) => summary.refresh_on(&r.rows, true, cores, cores),
         None => {
             summary.resources.clear();
-            summary.refresh_on(&[], false, cores);
+            summary.refresh_on(&[], false, cores, cores);
         }
     }
     let run_info = run_info(parts, &summary);

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use sysinfo::{Pid, ProcessRefreshKind, ProcessesToUpdate, System};
 
+use super::health::Health;
 use super::row::ResourceRow;
 
 /// The local readings and the counters that turn them into rates.
@@ -15,7 +16,8 @@ pub struct Local {
     server_pid: Option<Pid>,
     device: Option<(u32, u32)>,
     last_disk: Option<[u64; 2]>,
-    cores: f64,
+    /// The tool's own health (waits to run, throttling, runtime lag).
+    pub health: Health,
 }
 
 impl Local {
@@ -26,7 +28,7 @@ impl Local {
             server_pid: server_pid.map(Pid::from_u32),
             device: data_dir.and_then(device_of),
             last_disk: None,
-            cores: std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64),
+            health: Health::new(),
         }
     }
 
@@ -43,7 +45,10 @@ impl Local {
                 .with_disk_usage(),
         );
         self.sys.refresh_cpu_usage();
-        row.host_cpu_pct = Some(f64::from(self.sys.global_cpu_usage()) * self.cores);
+        // All of the machine's CPUs, not those this tool may use (its affinity or quota).
+        let cpus = self.sys.cpus().len().max(1) as f64;
+        row.host_cpu_pct = Some(f64::from(self.sys.global_cpu_usage()) * cpus);
+        row.health = self.health.read(secs);
         if let Some(p) = self.sys.process(self.own_pid) {
             row.client_cpu_pct = Some(f64::from(p.cpu_usage()));
             row.client_rss_mb = Some(p.memory() as f64 / 1_048_576.0);
@@ -63,6 +68,18 @@ impl Local {
             self.last_disk = ios;
         }
     }
+}
+
+/// The machine's online CPUs (`cpuN` lines of /proc/stat), whatever this process may use.
+pub fn machine_cpus() -> usize {
+    let from_stat = std::fs::read_to_string("/proc/stat").ok().map(|t| {
+        t.lines()
+            .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
+            .count()
+    });
+    from_stat
+        .filter(|n| *n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// Major and minor number of the block device holding `dir`.

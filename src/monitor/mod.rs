@@ -1,26 +1,33 @@
 //! The resource sampler: once a second, the server process's CPU, memory and disk I/O and the
-//! IOPS of its data device (`local`, when the server runs on this machine), the tool's own CPU
-//! and memory, and `serverStatus` over the wire (`status`). Each row goes to a `RowSink` (the
+//! IOPS of its data device (`local`, when the server runs on this machine), the tool's own CPU,
+//! memory and health (`health`: waits to run, throttling, runtime lag), `serverStatus` over
+//! the wire (`status`), and each `--server-metrics` exporter on the server hosts (`scrape`,
+//! `node`), all read at once, each with its own time limit. Each row goes to a `RowSink` (the
 //! `resources.tsv` writer) as it is taken, and is kept for the resource summary.
 //!
 //! Owns: taking rows. Never: formats them (the sink does) or blocks the async runtime (local
-//! reads and the sink's writes run on the blocking pool).
+//! reads, scrapes and the sink's writes run on the blocking pool).
 
+pub mod health;
 pub mod local;
+pub mod node;
 pub mod row;
+pub mod scrape;
 pub mod status;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use serde::{Deserialize, Serialize};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::metrics::panic_message;
 use local::Local;
-pub use row::{ResourceRow, OPCOUNTERS};
+pub use row::{HostRow, ResourceRow, HOST_COLUMNS, OPCOUNTERS};
+use scrape::Scraper;
 
 pub const PERIOD: Duration = Duration::from_secs(1);
 
@@ -39,6 +46,8 @@ pub struct Target {
     pub server_pid: Option<u32>,
     /// Its data directory, when known, for the device's IOPS.
     pub data_dir: Option<PathBuf>,
+    /// Prometheus exporter endpoints on the server hosts (`--server-metrics`).
+    pub server_metrics: Vec<String>,
 }
 
 /// Every row taken, and what went wrong while taking or writing them.
@@ -46,6 +55,22 @@ pub struct Target {
 pub struct Sampled {
     pub rows: Vec<ResourceRow>,
     pub failures: Vec<String>,
+    /// How each `--server-metrics` endpoint answered.
+    pub sources: Vec<MetricsSource>,
+}
+
+/// How one `--server-metrics` endpoint answered over the run (for the summary's note).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MetricsSource {
+    /// The URL, password hidden.
+    pub url: String,
+    /// host:port, the suffix of its `resources.tsv` columns.
+    pub host: String,
+    /// Seconds asked, and of them those answered within 500 ms with an exporter's page.
+    pub seconds: u64,
+    pub answered: u64,
+    /// The first thing that went wrong, if anything.
+    pub problem: Option<String>,
 }
 
 /// The running sampler; rows can be read while it runs.
@@ -96,7 +121,10 @@ async fn sample(
     let (pid, dir) = (target.server_pid, target.data_dir.clone());
     let mut local = match tokio::task::spawn_blocking(move || Local::new(pid, dir.as_deref())).await
     {
-        Ok(l) => Some(l),
+        Ok(l) => {
+            l.health.start_heartbeat(stopped.clone());
+            Some(l)
+        }
         Err(e) => {
             lock(&shared).failures.push(format!(
                 "the resource sampler's local readings could not start: {}",
@@ -107,10 +135,21 @@ async fn sample(
     };
     let mut sink = Some(sink);
     let mut status = status::Status::default();
+    let mut scrapers: Vec<Option<Scraper>> = target
+        .server_metrics
+        .iter()
+        .map(|u| Some(Scraper::new(u)))
+        .collect();
+    let hosts: Vec<Arc<str>> = target
+        .server_metrics
+        .iter()
+        .map(|u| scrape::host_of(u).into())
+        .collect();
     // The first reading only primes the counters (rates need two).
     let mut last_at = Instant::now();
     let mut primer = read_local(&mut local, ResourceRow::default(), 1.0, &shared).await;
     status.read(&target.client, &mut primer, 1.0).await;
+    scrape_all(&mut scrapers, &hosts, &shared, true).await;
     let mut tick = tokio::time::interval_at(Instant::now() + PERIOD, PERIOD);
     loop {
         // On stop, one last row covers the time since the previous one.
@@ -128,13 +167,91 @@ async fn sample(
             ..Default::default()
         };
         let mut row = read_local(&mut local, row, secs, &shared).await;
-        status.read(&target.client, &mut row, secs).await;
+        // serverStatus and the exporters' pages at once, each with its own time limit.
+        let scraped = scrape_all(&mut scrapers, &hosts, &shared, false);
+        let ((), host_rows) = tokio::join!(status.read(&target.client, &mut row, secs), scraped);
+        row.hosts = host_rows;
         write_row(&mut sink, &row, &shared).await;
         lock(&shared).rows.push(row);
         if last {
             break;
         }
     }
+    let sources = scrapers
+        .iter()
+        .zip(&target.server_metrics)
+        .map(|(s, url)| match s {
+            Some(s) => MetricsSource {
+                url: s.shown(),
+                host: s.host().to_string(),
+                seconds: s.asked,
+                answered: s.answered,
+                problem: s.problem.clone(),
+            },
+            None => MetricsSource {
+                url: crate::redact::redact(url),
+                host: scrape::host_of(url),
+                seconds: 0,
+                answered: 0,
+                problem: Some("its scraper failed".into()),
+            },
+        })
+        .collect();
+    lock(&shared).sources = sources;
+}
+
+/// One page from every exporter, each on the blocking pool with its own 500 ms limit; a row
+/// per host, empty for those that did not answer. The first problem of each source is printed
+/// once; `primer` readings only start the counters.
+async fn scrape_all(
+    scrapers: &mut [Option<Scraper>],
+    hosts: &[Arc<str>],
+    shared: &Mutex<Sampled>,
+    primer: bool,
+) -> Vec<HostRow> {
+    let handles: Vec<_> = scrapers
+        .iter_mut()
+        .map(|s| {
+            s.take().map(|mut s| {
+                tokio::task::spawn_blocking(move || {
+                    let (row, problem) = s.scrape(!primer);
+                    (s, row, problem)
+                })
+            })
+        })
+        .collect();
+    let mut rows = Vec::with_capacity(hosts.len());
+    for ((slot, handle), host) in scrapers.iter_mut().zip(handles).zip(hosts) {
+        let empty = || HostRow {
+            host: Arc::clone(host),
+            kind: "node_exporter",
+            values: Default::default(),
+        };
+        let Some(handle) = handle else {
+            rows.push(empty());
+            continue;
+        };
+        match handle.await {
+            Ok((s, row, problem)) => {
+                if let Some(p) = problem {
+                    eprintln!(
+                        "warning: server metrics from {}: {p}; its columns show - while it does not answer (said once)",
+                        s.shown()
+                    );
+                }
+                *slot = Some(s);
+                rows.push(row);
+            }
+            Err(e) => {
+                lock(shared).failures.push(format!(
+                    "the scraper of {host} failed: {}",
+                    join_error(e)
+                ));
+                rows.push(empty());
+            }
+        }
+    }
+    rows
 }
 
 async fn read_local(
@@ -243,6 +360,7 @@ mod tests {
             client,
             server_pid: None,
             data_dir: None,
+            server_metrics: Vec::new(),
         };
         let sampler = Sampler::start(target, Box::new(Broken));
         tokio::time::sleep(PERIOD + Duration::from_millis(300)).await;

@@ -143,6 +143,16 @@ fn target(loaded: &Loaded, ov: &Overrides) -> Result<TargetPlan, ProfileError> {
             }
         },
     };
+    let server_metrics = t.server_metrics.clone().unwrap_or_default();
+    for (i, url) in server_metrics.iter().enumerate() {
+        if let Err(problem) = crate::monitor::scrape::check_url(url) {
+            return Err(loaded.error_at(
+                &format!("target.server_metrics[{i}]"),
+                problem,
+                expected_for("server_metrics"),
+            ));
+        }
+    }
     Ok(TargetPlan {
         database,
         collection,
@@ -151,6 +161,7 @@ fn target(loaded: &Loaded, ov: &Overrides) -> Result<TargetPlan, ProfileError> {
         read_preference,
         pool_size,
         op_timeout,
+        server_metrics,
     })
 }
 

@@ -63,6 +63,8 @@ pub struct TargetPlan {
     pub pool_size: u32,
     /// Longest wait for one operation; past it the operation fails as `timeout`.
     pub op_timeout: Duration,
+    /// Exporter endpoints on the server hosts (`target.server_metrics`).
+    pub server_metrics: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -5,38 +5,41 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use crate::error::Error;
-use crate::monitor::{ResourceRow, RowSink};
+use crate::monitor::{ResourceRow, RowSink, HOST_COLUMNS};
 
-/// Header of `resources.tsv`; empty cells mean "not known here".
-pub const HEADER: &str = "time_ms\tinterval_ms\tserver_cpu_pct\tserver_rss_mb\tdisk_read_kbs\tdisk_write_kbs\tiops\tclient_cpu_pct\tclient_rss_mb\thost_cpu_pct\tinsert_s\tquery_s\tupdate_s\tdelete_s\tgetmore_s\tcommand_s\tconnections\tnet_in_kbs\tnet_out_kbs\tcache_used_mb\tcache_dirty_mb";
+/// Header of `resources.tsv` for a sampler scraping `hosts` (`--server-metrics`, as host:port);
+/// empty cells mean "not known here".
+pub fn header(hosts: &[String]) -> String {
+    let mut cols: Vec<String> = Vec::new();
+    for (name, _) in ResourceRow::default().cells() {
+        cols.push(name.to_string());
+        if name == "res_mb" {
+            cols.push("repl".into());
+        }
+    }
+    for h in hosts {
+        cols.extend(HOST_COLUMNS.iter().map(|c| format!("{c}@{h}")));
+    }
+    cols.join("\t")
+}
 
 /// One line, without its newline: values with one decimal, blanks for unknowns.
 pub fn line(r: &ResourceRow) -> String {
-    let f = |x: &Option<f64>| x.map_or(String::new(), |v| format!("{v:.1}"));
-    let mut cells = vec![
-        r.time_ms.to_string(),
-        r.interval_ms.to_string(),
-        f(&r.server_cpu_pct),
-        f(&r.server_rss_mb),
-        f(&r.disk_read_kbs),
-        f(&r.disk_write_kbs),
-        f(&r.iops),
-        f(&r.client_cpu_pct),
-        f(&r.client_rss_mb),
-        f(&r.host_cpu_pct),
-    ];
-    cells.extend(r.ops_s.iter().map(f));
-    cells.extend(
-        [
-            &r.connections,
-            &r.net_in_kbs,
-            &r.net_out_kbs,
-            &r.cache_used_mb,
-            &r.cache_dirty_mb,
-        ]
-        .into_iter()
-        .map(f),
-    );
+    let f = |x: Option<f64>| x.map_or(String::new(), |v| format!("{v:.1}"));
+    let mut cells: Vec<String> = Vec::new();
+    for (name, v) in r.cells() {
+        cells.push(match name {
+            "time_ms" => r.time_ms.to_string(),
+            "interval_ms" => r.interval_ms.to_string(),
+            _ => f(v),
+        });
+        if name == "res_mb" {
+            cells.push(r.status.repl.clone().unwrap_or_default());
+        }
+    }
+    for h in &r.hosts {
+        cells.extend(h.values.iter().map(|v| f(*v)));
+    }
     cells.join("\t")
 }
 
@@ -47,13 +50,13 @@ pub struct ResourcesFile {
 }
 
 impl ResourcesFile {
-    pub fn create(path: &Path) -> Result<Self, Error> {
+    pub fn create(path: &Path, hosts: &[String]) -> Result<Self, Error> {
         let io = |source| Error::Output {
             path: path.to_path_buf(),
             source,
         };
         let mut out = BufWriter::new(File::create(path).map_err(io)?);
-        writeln!(out, "{HEADER}")
+        writeln!(out, "{}", header(hosts))
             .and_then(|_| out.flush())
             .map_err(io)?;
         Ok(ResourcesFile {
@@ -87,12 +90,12 @@ mod tests {
             ..Default::default()
         };
         let line = line(&row);
-        assert_eq!(line.split('\t').count(), HEADER.split('\t').count());
+        assert_eq!(line.split('\t').count(), header(&[]).split('\t').count());
         assert!(line.starts_with("5\t1000\t61.2\t\t"), "{line}");
     }
 
     #[test]
     fn a_file_that_cannot_take_its_header_is_refused_before_any_load() {
-        assert!(ResourcesFile::create(Path::new("/dev/full")).is_err());
+        assert!(ResourcesFile::create(Path::new("/dev/full"), &[]).is_err());
     }
 }

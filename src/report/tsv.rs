@@ -54,7 +54,7 @@ pub fn render_thresholds(s: &Summary, out: &mut dyn Write) -> std::io::Result<()
 }
 
 /// Header of `resources-summary.tsv`; empty cells mean "not known here".
-pub const RESOURCES_HEADER: &str = "Run\tLabel\tSeconds\tClient ops/s\tServer ops/s avg\tServer ops/s peak\tServer CPU % avg\tServer CPU % peak\tIOPS avg\tIOPS peak\tDisk write KB/s avg\tDisk write KB/s peak\tClient CPU % avg\tClient CPU % peak\tClient RSS MB peak\tWarning";
+pub const RESOURCES_HEADER: &str = "Run\tLabel\tSeconds\tClient ops/s\tServer ops/s avg\tServer ops/s peak\tServer CPU % avg\tServer CPU % peak\tIOPS avg\tIOPS peak\tDisk write KB/s avg\tDisk write KB/s peak\tClient CPU % avg\tClient CPU % peak\tClient RSS MB peak\tWarning\tServer CPU source\tDisk source\tClient wait ms/s avg\tClient lag ms avg\tClient lag ms peak";
 
 /// `resources-summary.tsv`: one row per stage of each run.
 pub fn render_resources(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
@@ -77,10 +77,17 @@ pub fn render_resources(s: &Summary, out: &mut dyn Write) -> std::io::Result<()>
             f(r.client_cpu_pct.avg),
             f(r.client_cpu_pct.peak),
             f(r.client_rss_mb.peak),
-            r.warning
-                .clone()
-                .unwrap_or_default()
+            [r.warning.as_deref(), r.starved.as_deref()]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join("; ")
                 .replace(['\t', '\n'], " "),
+            r.cpu_source.clone().unwrap_or_default(),
+            r.disk_source.clone().unwrap_or_default(),
+            f(r.client_wait_ms.avg),
+            f(r.client_lag_ms.avg),
+            f(r.client_lag_ms.peak),
         ];
         writeln!(out, "{}", cells.join("\t"))?;
     }
@@ -115,6 +122,7 @@ mod tests {
             part: None,
             parts: vec![],
             missing_parts: vec![],
+            metrics_sources: vec![],
             failures: vec![],
         };
         let mut out = Vec::new();

@@ -45,6 +45,8 @@ pub struct ActivityStats {
 #[derive(Debug, Clone, Default)]
 pub struct Resources {
     pub columns: BTreeMap<String, Vec<Option<f64>>>,
+    /// The word columns (`repl`), by name.
+    pub text: BTreeMap<String, Vec<String>>,
 }
 
 pub struct RunDir {
@@ -268,8 +270,17 @@ pub fn parse_resources(text: &str) -> Result<Resources, String> {
     if header.first() != Some(&"time_ms") {
         return Err("no time_ms header".into());
     }
-    let mut columns: BTreeMap<String, Vec<Option<f64>>> =
-        header.iter().map(|h| (h.to_string(), Vec::new())).collect();
+    let is_text = |h: &str| crate::monitor::row::TEXT_COLUMNS.contains(&h);
+    let mut columns: BTreeMap<String, Vec<Option<f64>>> = header
+        .iter()
+        .filter(|h| !is_text(h))
+        .map(|h| (h.to_string(), Vec::new()))
+        .collect();
+    let mut text_columns: BTreeMap<String, Vec<String>> = header
+        .iter()
+        .filter(|h| is_text(h))
+        .map(|h| (h.to_string(), Vec::new()))
+        .collect();
     for (n, line) in lines.enumerate() {
         let cells: Vec<&str> = line.split('\t').collect();
         if cells.len() != header.len() {
@@ -285,6 +296,10 @@ pub fn parse_resources(text: &str) -> Result<Resources, String> {
             ));
         }
         for (h, c) in header.iter().zip(cells) {
+            if let Some(t) = text_columns.get_mut(*h) {
+                t.push(c.to_string());
+                continue;
+            }
             let v = if c.is_empty() {
                 None
             } else {
@@ -296,7 +311,10 @@ pub fn parse_resources(text: &str) -> Result<Resources, String> {
             columns.get_mut(*h).expect("a header column").push(v);
         }
     }
-    Ok(Resources { columns })
+    Ok(Resources {
+        columns,
+        text: text_columns,
+    })
 }
 
 #[cfg(test)]

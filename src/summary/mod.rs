@@ -48,6 +48,9 @@ pub struct Summary {
     /// A merged run: each part's share (`mongo-stress merge`); empty otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub parts: Vec<PartRow>,
+    /// How each `--server-metrics` endpoint answered; empty without any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metrics_sources: Vec<crate::monitor::MetricsSource>,
     /// A merged run with `--allow-missing`: the parts it lacks.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub missing_parts: Vec<u32>,
@@ -74,6 +77,7 @@ impl Summary {
             part: plan.part.as_ref().map(|p| p.part),
             parts: Vec::new(),
             missing_parts: Vec::new(),
+            metrics_sources: Vec::new(),
             failures: Vec::new(),
         }
     }
@@ -89,11 +93,18 @@ impl Summary {
     /// it ran) and the warnings.
     pub fn refresh(&mut self, rows: &[ResourceRow], sampled: bool) {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        self.refresh_on(rows, sampled, cores);
+        self.refresh_on(rows, sampled, cores, crate::monitor::local::machine_cpus());
     }
 
-    /// `refresh` for a load generator with `cores` CPUs (a merged run's parts ran elsewhere).
-    pub fn refresh_on(&mut self, rows: &[ResourceRow], sampled: bool, cores: usize) {
+    /// `refresh` for a load generator allowed `cores` CPUs on a machine of `machine_cpus` (a
+    /// merged run's parts ran elsewhere).
+    pub fn refresh_on(
+        &mut self,
+        rows: &[ResourceRow],
+        sampled: bool,
+        cores: usize,
+        machine_cpus: usize,
+    ) {
         self.spread = spread(&self.runs);
         if sampled {
             self.resources = self
@@ -106,7 +117,16 @@ impl Summary {
                             .find(|x| x.label == label)
                             .map_or(0.0, |x| x.throughput)
                     };
-                    resources::summarize(r.run, &r.stages, throughput, rows, cores)
+                    resources::summarize(
+                        r.run,
+                        &r.stages,
+                        throughput,
+                        rows,
+                        resources::Cores {
+                            tool: cores,
+                            machine: machine_cpus.max(cores),
+                        },
+                    )
                 })
                 .collect();
         }

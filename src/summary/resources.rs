@@ -4,7 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::monitor::ResourceRow;
+use crate::monitor::row::host_column;
+use crate::monitor::{HostRow, ResourceRow};
 
 /// When one stage ran, in epoch milliseconds.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -39,8 +40,24 @@ pub struct ResourceSummary {
     pub disk_write_kbs: AvgPeak,
     pub client_cpu_pct: AvgPeak,
     pub client_rss_mb: AvgPeak,
+    /// Where the server CPU figure came from: `local /proc`, `<exporter> at HOST`,
+    /// `serverStatus`, or `node_exporter at HOST (whole host)`.
+    #[serde(default)]
+    pub cpu_source: Option<String>,
+    /// Where IOPS and disk KB/s came from: `local /proc` or `node_exporter at HOST`.
+    #[serde(default)]
+    pub disk_source: Option<String>,
+    /// The load generator's time waiting to run, ms per second over its threads (schedstat),
+    /// and how late its 100 ms heartbeat woke (average of averages / worst).
+    #[serde(default)]
+    pub client_wait_ms: AvgPeak,
+    #[serde(default)]
+    pub client_lag_ms: AvgPeak,
     /// Set when the load generator, not the server, may have been the limit.
     pub warning: Option<String>,
+    /// Set when the kernel or the runtime say the load generator was starved of CPU.
+    #[serde(default)]
+    pub starved: Option<String>,
     /// Some sampled second lay at least half inside the stage, so averages and peaks mean
     /// something; false for a stage too short to sample.
     #[serde(skip)]
@@ -80,28 +97,130 @@ fn overlapping<'a>(rows: &'a [ResourceRow], s: &StageSpan) -> Vec<(f64, &'a Reso
         .collect()
 }
 
+/// A quantity with the sources it may come from, best first: the first that has values in the
+/// stage gives its average, peak and name.
+type Candidate<'a> = (String, Box<dyn Fn(&ResourceRow) -> Option<f64> + 'a>);
+
+fn first_source(rows: &[(f64, &ResourceRow)], candidates: Vec<Candidate>) -> (AvgPeak, Option<String>) {
+    candidates
+        .into_iter()
+        .find_map(|(name, f)| {
+            let ap = avg_peak(rows, f);
+            ap.avg.is_some().then_some((ap, Some(name)))
+        })
+        .unwrap_or_default()
+}
+
+/// The server CPU's sources: this machine's /proc for the server process, an exporter's
+/// mongod process, serverStatus `extra_info`, then a server host's whole CPU.
+fn cpu_candidates<'a>(hosts: &'a [HostRow]) -> Vec<Candidate<'a>> {
+    let mongod = host_column("mongod_cpu_pct");
+    let node = host_column("node_cpu_pct");
+    let mut c: Vec<Candidate> = vec![("local /proc".into(), Box::new(|r| r.server_cpu_pct))];
+    for (i, h) in hosts.iter().enumerate() {
+        c.push((
+            format!("{} at {}", h.kind, h.host),
+            Box::new(move |r| r.hosts.get(i)?.values[mongod]),
+        ));
+    }
+    c.push(("serverStatus".into(), Box::new(|r| r.status.cpu_pct)));
+    for (i, h) in hosts.iter().enumerate() {
+        c.push((
+            format!("node_exporter at {} (whole host)", h.host),
+            Box::new(move |r| r.hosts.get(i)?.values[node]),
+        ));
+    }
+    c
+}
+
+/// A disk quantity's sources: this machine's /proc, then each server host's node_exporter.
+fn disk_candidates<'a>(
+    hosts: &'a [HostRow],
+    local: fn(&ResourceRow) -> Option<f64>,
+    remote: &'a [&'static str],
+) -> Vec<Candidate<'a>> {
+    let cols: Vec<usize> = remote.iter().map(|n| host_column(n)).collect();
+    let mut c: Vec<Candidate> = vec![("local /proc".into(), Box::new(local))];
+    for (i, h) in hosts.iter().enumerate() {
+        let cols = cols.clone();
+        c.push((
+            format!("node_exporter at {}", h.host),
+            Box::new(move |r| {
+                let h = r.hosts.get(i)?;
+                cols.iter().map(|&k| h.values[k]).sum::<Option<f64>>()
+            }),
+        ));
+    }
+    c
+}
+
+/// Waits to run at least twice as long as the tool ran (and 100 ms a second), or runtime timers
+/// 20 ms late on average, distort latency; so does a cgroup throttling it 100 ms a second.
+/// Measured on 2 cores with the server on the same host: unstarved, 20 users inserting, wait
+/// 630 ms/s against 1400 ms/s run, lag 2.5 ms; pinned to a core a busy process holds, wait
+/// 1100 ms/s against 18, lag 300 to 1000 ms.
+fn starved(rows: &[(f64, &ResourceRow)]) -> Option<String> {
+    let wait = avg_peak(rows, |r| r.health.wait_ms).avg?;
+    let run = avg_peak(rows, |r| r.health.run_ms).avg.unwrap_or(0.0);
+    let lag = avg_peak(rows, |r| r.health.lag_avg_ms);
+    let worst = avg_peak(rows, |r| r.health.lag_max_ms).peak.unwrap_or(0.0);
+    let throttled = avg_peak(rows, |r| r.health.throttled_ms).avg.unwrap_or(0.0);
+    let lag_avg = lag.avg.unwrap_or(0.0);
+    let waited = wait >= 100.0 && wait >= 2.0 * run;
+    if !(waited || lag_avg >= 20.0 || throttled >= 100.0) {
+        return None;
+    }
+    let mut what = format!(
+        "the load generator was starved of CPU: its threads waited {wait:.0} ms per second to run and ran {run:.0} ms (/proc/self/task/*/schedstat); its 100 ms heartbeat woke {lag_avg:.1} ms late on average, {worst:.0} ms at worst"
+    );
+    if throttled > 0.0 {
+        what.push_str(&format!(
+            "; its cgroup throttled it {throttled:.0} ms per second (cpu.stat)"
+        ));
+    }
+    what.push_str(": latencies include that wait. Give the tool more CPU (no pinning to a busy core, a higher CPU limit or none), fewer users, or another host");
+    Some(what)
+}
+
+/// The CPUs the load generator may use (its affinity or quota) and those of its machine.
+#[derive(Debug, Clone, Copy)]
+pub struct Cores {
+    pub tool: usize,
+    pub machine: usize,
+}
+
 /// One summary per stage span.
 pub fn summarize(
     run: u32,
     spans: &[StageSpan],
     client_ops_s: impl Fn(&str) -> f64,
     rows: &[ResourceRow],
-    cores: usize,
+    cores: Cores,
 ) -> Vec<ResourceSummary> {
     spans
         .iter()
         .map(|s| {
             let inside = overlapping(rows, s);
+            let hosts = inside.first().map_or(&[][..], |(_, r)| &r.hosts[..]);
             let client_cpu = avg_peak(&inside, |r| r.client_cpu_pct);
-            let server_cpu = avg_peak(&inside, |r| r.server_cpu_pct);
+            let (server_cpu, cpu_source) = first_source(&inside, cpu_candidates(hosts));
+            let (iops, disk_source) = first_source(
+                &inside,
+                disk_candidates(hosts, |r| r.iops, &["node_disk_reads_s", "node_disk_writes_s"]),
+            );
+            let (disk_write_kbs, _) = first_source(
+                &inside,
+                disk_candidates(hosts, |r| r.disk_write_kbs, &["node_disk_write_kbs"]),
+            );
             let host = avg_peak(&inside, |r| r.host_cpu_pct);
-            let capacity = 100.0 * cores as f64;
+            let capacity = 100.0 * cores.tool as f64;
+            let host_capacity = 100.0 * cores.machine as f64;
             let warning = match (client_cpu.avg, host.avg) {
                 (Some(c), _) if c >= 0.9 * capacity => {
                     Some(format!("the load generator used {c:.0}% CPU of {capacity:.0}%: it, not the server, may have set the pace"))
                 }
-                (Some(c), Some(h)) if h >= 0.9 * capacity && c > server_cpu.avg.unwrap_or(0.0) => Some(format!(
-                    "the machine was {h:.0}% busy of {capacity:.0}% and the load generator used more CPU ({c:.0}%) than the server ({:.0}%): run the tool on another host for server numbers",
+                (Some(c), Some(h)) if h >= 0.9 * host_capacity && c > server_cpu.avg.unwrap_or(0.0) => Some(format!(
+                    "the machine was {h:.0}% busy of {host_capacity:.0}% and the load generator used more CPU ({c:.0}%) than the server ({:.0}%): run the tool on another host for server numbers",
                     server_cpu.avg.unwrap_or(0.0)
                 )),
                 _ => None,
@@ -114,11 +233,23 @@ pub fn summarize(
                 client_ops_s: client_ops_s(&s.label),
                 server_ops_s: avg_peak(&inside, ResourceRow::server_ops_s),
                 server_cpu_pct: server_cpu,
-                iops: avg_peak(&inside, |r| r.iops),
-                disk_write_kbs: avg_peak(&inside, |r| r.disk_write_kbs),
+                iops,
+                disk_write_kbs,
                 client_cpu_pct: client_cpu,
                 client_rss_mb: avg_peak(&inside, |r| r.client_rss_mb),
+                cpu_source,
+                disk_source: disk_source.or_else(|| {
+                    avg_peak(&inside, |r| r.disk_write_kbs)
+                        .avg
+                        .map(|_| "local /proc".into())
+                }),
+                client_wait_ms: avg_peak(&inside, |r| r.health.wait_ms),
+                client_lag_ms: AvgPeak {
+                    avg: avg_peak(&inside, |r| r.health.lag_avg_ms).avg,
+                    peak: avg_peak(&inside, |r| r.health.lag_max_ms).peak,
+                },
                 warning,
+                starved: starved(&inside),
                 measurable: inside.iter().any(|(overlap, _)| *overlap >= 0.5),
             }
         })
@@ -128,6 +259,11 @@ pub fn summarize(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const TWO: Cores = Cores {
+        tool: 2,
+        machine: 2,
+    };
 
     fn row(t: u64, cpu: f64, client: f64) -> ResourceRow {
         ResourceRow {
@@ -152,7 +288,7 @@ mod tests {
             start_ms: 12_000,
             end_ms: 15_000,
         }];
-        let s = &summarize(1, &spans, |_| 42.0, &rows, 2)[0];
+        let s = &summarize(1, &spans, |_| 42.0, &rows, TWO)[0];
         // Rows at 13, 14 and 15 s: CPU 30, 40, 50.
         assert_eq!(s.seconds, 3);
         assert_eq!(
@@ -184,7 +320,7 @@ mod tests {
             start_ms: 12_500,
             end_ms: 14_500,
         }];
-        let s = &summarize(1, &spans, |_| 0.0, &rows, 2)[0];
+        let s = &summarize(1, &spans, |_| 0.0, &rows, TWO)[0];
         assert_eq!(s.seconds, 3);
         // (30 * 0.5 + 40 * 1 + 50 * 0.5) / 2 = 40; peaks only from rows at least half inside.
         assert_eq!(
@@ -216,7 +352,7 @@ mod tests {
             start_ms: 12_600,
             end_ms: 15_000,
         }];
-        let s = &summarize(1, &spans, |_| 0.0, &rows, 2)[0];
+        let s = &summarize(1, &spans, |_| 0.0, &rows, TWO)[0];
         let (avg, peak) = (
             s.disk_write_kbs.avg.unwrap(),
             s.disk_write_kbs.peak.unwrap(),
@@ -235,7 +371,7 @@ mod tests {
             start_ms: 1100,
             end_ms: 1500,
         }];
-        let s = &summarize(1, &spans, |_| 0.0, &rows, 2)[0];
+        let s = &summarize(1, &spans, |_| 0.0, &rows, TWO)[0];
         assert_eq!(s.server_cpu_pct, AvgPeak::default());
         assert!(s.warning.is_none());
     }
@@ -252,7 +388,7 @@ mod tests {
             let rows: Vec<ResourceRow> = (0..5)
                 .map(|i| row(1000 + i * 1000, server, client))
                 .collect();
-            summarize(1, &spans, |_| 1.0, &rows, 2)[0].warning.clone()
+            summarize(1, &spans, |_| 1.0, &rows, TWO)[0].warning.clone()
         };
         // Alone over 90 % of both cores.
         assert!(flagged(5.0, 185.0)

@@ -21,6 +21,9 @@ pub enum WarningCode {
     LoadGenerator,
     /// serverStatus did not answer in some sampled seconds of a stage.
     StatusMissed,
+    /// A `--server-metrics` endpoint did not answer (or not with an exporter's page) in some
+    /// seconds: its columns show `-` there (a note; the run is unharmed).
+    MetricsSource,
     /// A stage too short for the once-a-second sampler to say anything about.
     TooShortToSample,
     /// A group's warm-up: what it kept out of the summary (a note).
@@ -176,7 +179,33 @@ pub fn compute(s: &Summary) -> Vec<Warning> {
             );
         }
     }
+    for m in &s.metrics_sources {
+        if m.answered < m.seconds {
+            add(
+                WarningCode::MetricsSource,
+                None,
+                Some(&m.host),
+                format!(
+                    "server metrics from {} answered in {} of {} seconds{}: its columns show - in the others",
+                    m.url,
+                    m.answered,
+                    m.seconds,
+                    m.problem
+                        .as_ref()
+                        .map_or(String::new(), |p| format!(" (first problem: {p})"))
+                ),
+            );
+        }
+    }
     for r in &s.resources {
+        if let Some(w) = &r.starved {
+            add(
+                WarningCode::LoadGenerator,
+                Some(r.run),
+                Some(&r.label),
+                w.clone(),
+            );
+        }
         if let Some(w) = &r.warning {
             add(
                 WarningCode::LoadGenerator,

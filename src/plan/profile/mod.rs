@@ -205,6 +205,7 @@ pub fn expected_for(key: &str) -> String {
         "stage" => "a string without tabs or other control characters, e.g. stage = \"mixed\"".into(),
         "count" | "many" | "drop" | "journal" => "true or false".into(),
         "filter" | "set" => "a list of document field names, e.g. filter = [\"city\"]".into(),
+        "server_metrics" => "a list of Prometheus exporter URLs on the server hosts, e.g. server_metrics = [\"http://db1:9100/metrics\"]".into(),
         "step" => "the length of each rate step, e.g. step = \"30s\"".into(),
         "inc" => "a list of counter field names to increment by 1, e.g. inc = [\"updates\"]".into(),
         "target" => "\"random\" (one existing document by _id) or \"filter\" (documents matching a generated filter)".into(),

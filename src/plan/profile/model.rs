@@ -41,6 +41,8 @@ pub struct Target {
     pub pool_size: Option<u32>,
     /// Longest wait for one operation before it counts as a `timeout` failure.
     pub op_timeout: Option<String>,
+    /// Prometheus exporter endpoints on the server hosts, like `--server-metrics`.
+    pub server_metrics: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, serde::Serialize)]
