@@ -227,9 +227,18 @@ pub(super) async fn start_sampler(
     out_dir: &Path,
     say: &impl Fn(String),
 ) -> Result<Sampler, Error> {
+    // The command line's endpoints replace the profile's.
+    let server_metrics = if args.server_metrics.is_empty() {
+        plan.target.server_metrics.clone()
+    } else {
+        args.server_metrics.clone()
+    };
     let server_pid = match (&server.embedded, args.server_pid) {
         (Some(s), _) => Some(s.pid()),
         (None, Some(pid)) => Some(pid),
+        // Exporters name the server's host: no guess at a local process (--server-pid still
+        // names one).
+        (None, None) if !server_metrics.is_empty() => None,
         (None, None) => match local::local_port(&server.uri).await {
             Some(port) => tokio::task::spawn_blocking(move || local::pid_listening_on(port))
                 .await
@@ -249,15 +258,10 @@ pub(super) async fn start_sampler(
                 .as_ref()
                 .map_or(String::new(), |d| format!(", data in {}", d.display()))
         )),
-        (None, _) => say("server process not found on this host: resources.tsv has serverStatus columns only (--server-pid names it)".into()),
+        (None, _) if !server_metrics.is_empty() => say("no local server process sampled: server CPU and disks from the exporters (--server-pid names a local one)".into()),
+        (None, _) => say("server process not found on this host: resources.tsv has serverStatus columns only (--server-pid names it, --server-metrics reads a remote host)".into()),
         _ => {}
     }
-    // The command line's endpoints replace the profile's.
-    let server_metrics = if args.server_metrics.is_empty() {
-        plan.target.server_metrics.clone()
-    } else {
-        args.server_metrics.clone()
-    };
     let hosts: Vec<String> = server_metrics
         .iter()
         .map(|u| monitor::scrape::host_of(u))

@@ -90,7 +90,13 @@ impl Scraper {
             .agent
             .get(&self.url)
             .call()
-            .map_err(|e| e.to_string())
+            .map_err(|e| match e {
+                ureq::Error::Timeout(_) => format!(
+                    "no answer within {} ms (the limit of one reading)",
+                    SCRAPE_TIMEOUT.as_millis()
+                ),
+                e => e.to_string(),
+            })
             .and_then(|mut r| {
                 r.body_mut()
                     .with_config()
