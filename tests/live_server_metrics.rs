@@ -79,7 +79,10 @@ fn start_node_exporter(binary: &PathBuf) -> (Killed, String) {
                 break;
             }
         }
-        assert!(Instant::now() < deadline, "node_exporter did not answer on port {port}");
+        assert!(
+            Instant::now() < deadline,
+            "node_exporter did not answer on port {port}"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     (guard, format!("http://127.0.0.1:{port}/metrics"))
@@ -89,7 +92,12 @@ fn start_node_exporter(binary: &PathBuf) -> (Killed, String) {
 fn resources(path: &std::path::Path) -> Vec<std::collections::HashMap<String, String>> {
     let text = std::fs::read_to_string(path).unwrap();
     let mut lines = text.lines();
-    let header: Vec<String> = lines.next().unwrap().split('\t').map(String::from).collect();
+    let header: Vec<String> = lines
+        .next()
+        .unwrap()
+        .split('\t')
+        .map(String::from)
+        .collect();
     lines
         .map(|l| {
             let cells: Vec<&str> = l.split('\t').collect();
@@ -160,20 +168,35 @@ fn node_exporter_gives_the_server_hosts_cpu_and_disks_and_serverstatus_the_mongo
         .sum();
     assert!(written > 0.0, "no disk writes seen by node_exporter");
     for c in ["node_mem_used_mb", "node_load1", "node_disk_util_pct"] {
-        assert!(inside.iter().all(|r| num(r, &col(c)).is_some()), "{c} missing");
+        assert!(
+            inside.iter().all(|r| num(r, &col(c)).is_some()),
+            "{c} missing"
+        );
     }
     // The summary names the source of each figure: the exporter, since the tool was given no
     // local server process.
     let stage = &summary["resources"][0];
     let cpu_source = stage["cpu_source"].as_str().unwrap();
-    assert!(cpu_source.contains(&format!("node_exporter at {host}")), "{cpu_source}");
     assert!(
-        stage["disk_source"].as_str().unwrap().contains("node_exporter"),
+        cpu_source.contains(&format!("node_exporter at {host}")),
+        "{cpu_source}"
+    );
+    assert!(
+        stage["disk_source"]
+            .as_str()
+            .unwrap()
+            .contains("node_exporter"),
         "{stage}"
     );
     assert!(stage["server_cpu_pct"]["avg"].as_f64().is_some(), "{stage}");
-    assert!(stdout.contains(&format!("Server CPU from node_exporter at {host}")), "{stdout}");
-    assert!(stdout.contains(&format!("IOPS and disk from node_exporter at {host}")), "{stdout}");
+    assert!(
+        stdout.contains(&format!("Server CPU from node_exporter at {host}")),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("IOPS and disk from node_exporter at {host}")),
+        "{stdout}"
+    );
     assert!(!stderr.contains("warning: server metrics"), "{stderr}");
     assert_eq!(
         summary["metrics_sources"][0]["answered"],
@@ -182,8 +205,21 @@ fn node_exporter_gives_the_server_hosts_cpu_and_disks_and_serverstatus_the_mongo
     // mongostat's columns, those this server reports, in (nearly) every second.
     let answered = |c: &str| inside.iter().filter(|r| num(r, c).is_some()).count();
     for c in [
-        "qr", "qw", "ar", "aw", "dirty_pct", "used_pct", "flushes", "vsize_mb", "res_mb",
-        "connections", "net_in_kbs", "net_out_kbs", "writes_us", "reads_us", "commands_us",
+        "qr",
+        "qw",
+        "ar",
+        "aw",
+        "dirty_pct",
+        "used_pct",
+        "flushes",
+        "vsize_mb",
+        "res_mb",
+        "connections",
+        "net_in_kbs",
+        "net_out_kbs",
+        "writes_us",
+        "reads_us",
+        "commands_us",
     ] {
         assert!(
             answered(c) + 1 >= inside.len(),
@@ -238,7 +274,10 @@ fn endpoints_that_answer_garbage_hang_or_are_down_cost_only_their_columns() {
     let Some(server) = TestServer::start() else {
         return;
     };
-    let garbage = format!("http://scraper:s3cret@127.0.0.1:{}/metrics", bad_endpoint(false));
+    let garbage = format!(
+        "http://scraper:s3cret@127.0.0.1:{}/metrics",
+        bad_endpoint(false)
+    );
     let hanging = format!("http://127.0.0.1:{}/metrics", bad_endpoint(true));
     let down = format!("http://127.0.0.1:{}/metrics", free_port());
     let dir = tempfile::tempdir().unwrap();
@@ -291,11 +330,16 @@ fn endpoints_that_answer_garbage_hang_or_are_down_cost_only_their_columns() {
             .collect();
         assert_eq!(warnings.len(), 1, "{url}: {stderr}");
         assert!(warnings[0].contains(why), "{}", warnings[0]);
-        assert!(stdout.contains(&format!("note: server metrics from {url} answered in 0 of")), "{stdout}");
+        assert!(
+            stdout.contains(&format!("note: server metrics from {url} answered in 0 of")),
+            "{stdout}"
+        );
     }
     let sources = summary["metrics_sources"].as_array().unwrap();
     assert_eq!(sources.len(), 3);
-    assert!(sources.iter().all(|s| s["answered"] == 0 && s["seconds"].as_u64() > Some(0)));
+    assert!(sources
+        .iter()
+        .all(|s| s["answered"] == 0 && s["seconds"].as_u64() > Some(0)));
     let codes = summary["warnings"]
         .as_array()
         .unwrap()

@@ -36,13 +36,21 @@ fn run(
     let mut cmd = match pin {
         Some(cpu) => {
             let mut c = Command::new("taskset");
-            c.args(["-c", &cpu.to_string(), "nice", "-n", "19"]).arg(&tool);
+            c.args(["-c", &cpu.to_string(), "nice", "-n", "19"])
+                .arg(&tool);
             c
         }
         None => Command::new(&tool),
     };
     let output = cmd
-        .args(["run", profile.to_str().unwrap(), "--uri", &server.uri, "--quiet", "--out"])
+        .args([
+            "run",
+            profile.to_str().unwrap(),
+            "--uri",
+            &server.uri,
+            "--quiet",
+            "--out",
+        ])
         .arg(out)
         .stdin(Stdio::null())
         .output()
@@ -94,11 +102,17 @@ fn a_starved_load_generator_is_named_and_an_unstarved_one_is_not() {
     let (starved, out) = run(&server, &path, &dir.path().join("starved"), Some(cpu));
     validate_schema(&starved);
     let stage = &starved["resources"][0];
-    let warning = stage["starved"].as_str().unwrap_or_else(|| {
-        panic!("no starvation named: {stage}\n{out}")
-    });
-    assert!(warning.contains("waited") && warning.contains("ms per second"), "{warning}");
-    assert!(out.contains("warning: insert: the load generator was starved of CPU"), "{out}");
+    let warning = stage["starved"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no starvation named: {stage}\n{out}"));
+    assert!(
+        warning.contains("waited") && warning.contains("ms per second"),
+        "{warning}"
+    );
+    assert!(
+        out.contains("warning: insert: the load generator was starved of CPU"),
+        "{out}"
+    );
     assert!(
         starved["warnings"]
             .as_array()
@@ -114,7 +128,12 @@ fn a_starved_load_generator_is_named_and_an_unstarved_one_is_not() {
     assert!(host >= 90.0, "host CPU {host:.0} % with a core spinning");
     // And the starved tool did far less than the calm one.
     let ops = |s: &serde_json::Value| row(s, "insert")["samples"].as_u64().unwrap();
-    assert!(ops(&starved) < ops(&calm), "{} vs {}", ops(&starved), ops(&calm));
+    assert!(
+        ops(&starved) < ops(&calm),
+        "{} vs {}",
+        ops(&starved),
+        ops(&calm)
+    );
 }
 
 /// Average host_cpu_pct over the full seconds of resources.tsv.

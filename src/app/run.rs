@@ -123,6 +123,11 @@ fn which_part(args: &RunArgs) -> Result<Option<Part>, Error> {
 }
 
 pub(super) fn options(args: &RunArgs, plan: &RunPlan) -> Result<RunOptions, Error> {
+    // Checked here, not by clap, whose message would repeat the value with its password.
+    for url in &args.server_metrics {
+        crate::monitor::scrape::check_url(url)
+            .map_err(|p| Error::Usage(format!("--server-metrics: {p}")))?;
+    }
     let start_at = args
         .start_at
         .as_deref()
@@ -273,9 +278,8 @@ pub(super) async fn start_sampler(
             monitor::scrape::host_of(u)
         ));
     }
-    let file =
-        report::resources::ResourcesFile::create(&out_dir.join("resources.tsv"), &hosts)
-            .map_err(before_load)?;
+    let file = report::resources::ResourcesFile::create(&out_dir.join("resources.tsv"), &hosts)
+        .map_err(before_load)?;
     let target = monitor::Target {
         // Its own client: serverStatus must not wait in the virtual users' pool.
         client: connect::monitor(&server.uri).await?,

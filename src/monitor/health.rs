@@ -81,7 +81,9 @@ impl Health {
         }
         self.threads = threads;
         if let Some(path) = &self.cpu_stat {
-            let now = std::fs::read_to_string(path).ok().and_then(|t| throttling(&t));
+            let now = std::fs::read_to_string(path)
+                .ok()
+                .and_then(|t| throttling(&t));
             if let (Some(n), Some(b)) = (now, self.last_throttle) {
                 cells.throttled = Some(n[0].saturating_sub(b[0]) as f64);
                 cells.throttled_ms = Some(n[1].saturating_sub(b[1]) as f64 / 1000.0 / secs);
@@ -121,8 +123,13 @@ fn schedstat(text: &str) -> Option<[u64; 2]> {
 /// `throttled_time` in nanoseconds).
 fn throttling(text: &str) -> Option<[u64; 2]> {
     let field = |k: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix(k)?.strip_prefix(' ')?.trim().parse::<u64>().ok())
+        text.lines().find_map(|l| {
+            l.strip_prefix(k)?
+                .strip_prefix(' ')?
+                .trim()
+                .parse::<u64>()
+                .ok()
+        })
     };
     let times = field("nr_throttled")?;
     let usec = field("throttled_usec").or_else(|| field("throttled_time").map(|ns| ns / 1000))?;

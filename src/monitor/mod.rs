@@ -243,10 +243,9 @@ async fn scrape_all(
                 rows.push(row);
             }
             Err(e) => {
-                lock(shared).failures.push(format!(
-                    "the scraper of {host} failed: {}",
-                    join_error(e)
-                ));
+                lock(shared)
+                    .failures
+                    .push(format!("the scraper of {host} failed: {}", join_error(e)));
                 rows.push(empty());
             }
         }

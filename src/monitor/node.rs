@@ -40,9 +40,11 @@ fn virtual_disk(dev: &str) -> bool {
 
 fn virtual_net(dev: &str) -> bool {
     dev == "lo"
-        || ["ifb", "veth", "docker", "br-", "virbr", "cni", "flannel", "cali"]
-            .iter()
-            .any(|p| dev.starts_with(p))
+        || [
+            "ifb", "veth", "docker", "br-", "virbr", "cni", "flannel", "cali",
+        ]
+        .iter()
+        .any(|p| dev.starts_with(p))
 }
 
 fn value(v: &Value) -> Option<f64> {
@@ -131,7 +133,11 @@ pub fn parse(text: &str) -> Result<Reading, String> {
     r.net = any_net.then_some(net);
     (r.mongod_cpu_s, r.mongod_rss, r.kind) = match (proc_cpu, ss_cpu_us) {
         (Some(cpu), _) => (Some(cpu), proc_rss, "process-exporter"),
-        (None, Some(us)) => (Some(us / 1e6), ss_rss_mb.map(|m| m * 1_048_576.0), "mongodb_exporter"),
+        (None, Some(us)) => (
+            Some(us / 1e6),
+            ss_rss_mb.map(|m| m * 1_048_576.0),
+            "mongodb_exporter",
+        ),
         (None, None) => (None, proc_rss, "node_exporter"),
     };
     if r.cpu.is_empty() && r.mongod_cpu_s.is_none() && r.disk.is_none() {
@@ -144,7 +150,11 @@ pub fn parse(text: &str) -> Result<Reading, String> {
 }
 
 /// The host's columns over `secs` seconds from `before` to `now` (gauges from `now`).
-pub fn rates(before: Option<&Reading>, now: &Reading, secs: f64) -> [Option<f64>; HOST_COLUMNS.len()] {
+pub fn rates(
+    before: Option<&Reading>,
+    now: &Reading,
+    secs: f64,
+) -> [Option<f64>; HOST_COLUMNS.len()] {
     let mut out = [None; HOST_COLUMNS.len()];
     let mut put = |name: &str, v: Option<f64>| out[host_column(name)] = v;
     let per_s = |a: f64, b: f64| ((a - b) / secs).max(0.0);
@@ -152,7 +162,10 @@ pub fn rates(before: Option<&Reading>, now: &Reading, secs: f64) -> [Option<f64>
     if let (Some(t), Some(a)) = (now.mem_total, now.mem_available) {
         put("node_mem_used_mb", Some((t - a) / 1_048_576.0));
     }
-    put("node_mem_available_mb", now.mem_available.map(|a| a / 1_048_576.0));
+    put(
+        "node_mem_available_mb",
+        now.mem_available.map(|a| a / 1_048_576.0),
+    );
     put("mongod_rss_mb", now.mongod_rss.map(|b| b / 1_048_576.0));
     let Some(before) = before else { return out };
     // CPU: % of one core, like top; busy = everything but idle and iowait (as /proc readers
@@ -163,7 +176,10 @@ pub fn rates(before: Option<&Reading>, now: &Reading, secs: f64) -> [Option<f64>
         let pct = |m: &str| Some(per_s(mode(now, m), mode(before, m)) * 100.0);
         let idle = per_s(mode(now, "idle"), mode(before, "idle"))
             + per_s(mode(now, "iowait"), mode(before, "iowait"));
-        put("node_cpu_pct", Some(((per_s(total(now), total(before)) - idle) * 100.0).max(0.0)));
+        put(
+            "node_cpu_pct",
+            Some(((per_s(total(now), total(before)) - idle) * 100.0).max(0.0)),
+        );
         put("node_cpu_user_pct", pct("user"));
         put("node_cpu_system_pct", pct("system"));
         put("node_cpu_iowait_pct", pct("iowait"));
@@ -179,7 +195,10 @@ pub fn rates(before: Option<&Reading>, now: &Reading, secs: f64) -> [Option<f64>
         .iter()
         .filter_map(|(dev, t)| Some(per_s(*t, *before.disk_busy.get(dev)?)))
         .reduce(f64::max);
-    put("node_disk_util_pct", busiest.map(|b| (b * 100.0).min(100.0)));
+    put(
+        "node_disk_util_pct",
+        busiest.map(|b| (b * 100.0).min(100.0)),
+    );
     if let (Some(a), Some(b)) = (now.net, before.net) {
         put("node_net_in_kbs", Some(per_s(a[0], b[0]) / 1024.0));
         put("node_net_out_kbs", Some(per_s(a[1], b[1]) / 1024.0));
@@ -266,7 +285,12 @@ namedprocess_namegroup_memory_bytes{{groupname=\"mongod\",memtype=\"resident\"}}
 
     #[test]
     fn pages_that_are_not_an_exporters_are_refused() {
-        for text in ["", "<html><body>404</body></html>", "hello world\n\u{0}\u{1}", "other_metric 1\n"] {
+        for text in [
+            "",
+            "<html><body>404</body></html>",
+            "hello world\n\u{0}\u{1}",
+            "other_metric 1\n",
+        ] {
             let e = parse(text).unwrap_err();
             assert!(
                 e.contains("no node_exporter") || e.contains("not the Prometheus"),

@@ -245,9 +245,7 @@ impl ResourceRow {
     /// first `--server-metrics`), with the host.
     pub fn host_value(&self, name: &str) -> Option<(f64, &HostRow)> {
         let i = host_column(name);
-        self.hosts
-            .iter()
-            .find_map(|h| h.values[i].map(|v| (v, h)))
+        self.hosts.iter().find_map(|h| h.values[i].map(|v| (v, h)))
     }
 }
 

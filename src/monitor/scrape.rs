@@ -142,7 +142,12 @@ mod tests {
         assert_eq!(host_of("http://db1:9100/metrics"), "db1:9100");
         assert_eq!(host_of("https://u:p@db1:9100/metrics"), "db1:9100");
         assert!(check_url("http://db1:9100/metrics").is_ok());
-        for bad in ["db1:9100", "ftp://db1/", "http://", "http://u:secret@ bad host/"] {
+        for bad in [
+            "db1:9100",
+            "ftp://db1/",
+            "http://",
+            "http://u:secret@ bad host/",
+        ] {
             let e = check_url(bad).unwrap_err();
             assert!(e.contains("http://db1:9100/metrics"), "{e}");
             assert!(!e.contains("secret"), "{e}");

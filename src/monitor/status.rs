@@ -101,7 +101,10 @@ impl Status {
 
 /// mongostat's `repl` column: PRI, SEC, ARB, or RTR (a mongos); none for a standalone.
 fn repl_state(status: &Document) -> Option<String> {
-    if status.get_str("process").is_ok_and(|p| p.contains("mongos")) {
+    if status
+        .get_str("process")
+        .is_ok_and(|p| p.contains("mongos"))
+    {
         return Some("RTR".into());
     }
     let repl = status.get_document("repl").ok()?;
@@ -171,7 +174,10 @@ mod tests {
         s.last = Some(status(5, 1_000_000, 10, 1000));
         // Two seconds later: 1 checkpoint, 0.5 s of CPU, 4 reads in 2000 us.
         let c = s.mongostat(&status(6, 1_500_000, 14, 3000), 2.0);
-        assert_eq!((c.qr, c.qw, c.ar, c.aw), (Some(1.0), Some(2.0), Some(3.0), Some(4.0)));
+        assert_eq!(
+            (c.qr, c.qw, c.ar, c.aw),
+            (Some(1.0), Some(2.0), Some(3.0), Some(4.0))
+        );
         assert_eq!((c.dirty_pct, c.used_pct), (Some(5.0), Some(25.0)));
         assert_eq!(c.flushes, Some(1.0));
         assert_eq!((c.vsize_mb, c.res_mb), (Some(2004.0), Some(28.0)));

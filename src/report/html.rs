@@ -20,8 +20,9 @@ const COMMON_JS: &str = include_str!("common.js");
 const ERRORS_JS: &str = "window.addEventListener('error', function (e) { var b = document.getElementById('errors'); b.hidden = false; b.textContent += (e.message || String(e)) + '\\n'; document.body.dataset.errors = String((+document.body.dataset.errors || 0) + 1); });";
 
 /// The resources.tsv columns the report charts, with their chart and label.
-const RESOURCE_SERIES: [(&str, &str, &str); 14] = [
+const RESOURCE_SERIES: [(&str, &str, &str); 26] = [
     ("server_cpu_pct", "cpu", "server CPU %"),
+    ("status_cpu_pct", "cpu", "server CPU % (serverStatus)"),
     ("client_cpu_pct", "cpu", "client CPU %"),
     ("host_cpu_pct", "cpu", "host CPU %"),
     ("iops", "iops", "IOPS"),
@@ -35,6 +36,36 @@ const RESOURCE_SERIES: [(&str, &str, &str); 14] = [
     ("connections", "connections", "connections"),
     ("cache_used_mb", "cache", "cache used MB"),
     ("cache_dirty_mb", "cache", "cache dirty MB"),
+    ("reads_us", "server_latency", "server read us"),
+    ("writes_us", "server_latency", "server write us"),
+    ("commands_us", "server_latency", "server command us"),
+    ("qr", "queues", "queued readers"),
+    ("qw", "queues", "queued writers"),
+    ("ar", "queues", "active readers"),
+    ("aw", "queues", "active writers"),
+    ("client_wait_ms", "health", "client wait to run ms/s"),
+    ("client_throttled_ms", "health", "client throttled ms/s"),
+    (
+        "client_lag_max_ms",
+        "health",
+        "client heartbeat lag, worst ms",
+    ),
+    (
+        "client_lag_avg_ms",
+        "health",
+        "client heartbeat lag, average ms",
+    ),
+];
+
+/// A `--server-metrics` host's columns the report charts (`column@host`), with chart and label.
+const HOST_SERIES: [(&str, &str, &str); 7] = [
+    ("node_cpu_pct", "cpu", "host CPU %"),
+    ("mongod_cpu_pct", "cpu", "mongod CPU %"),
+    ("node_disk_reads_s", "iops", "reads/s"),
+    ("node_disk_writes_s", "iops", "writes/s"),
+    ("node_disk_write_kbs", "disk", "write KB/s"),
+    ("node_net_in_kbs", "network", "in KB/s"),
+    ("node_net_out_kbs", "network", "out KB/s"),
 ];
 
 /// The page's data: what report.js draws.
@@ -233,10 +264,24 @@ fn resources(dir: &RunDir) -> Value {
     let keep: Vec<usize> = (0..t.len())
         .filter(|&i| t[i].is_some_and(|x| x >= 0.0))
         .collect();
+    let mut hosts: Vec<&str> = r
+        .columns
+        .keys()
+        .filter_map(|c| c.split_once('@').map(|(_, h)| h))
+        .collect();
+    hosts.sort_unstable();
+    hosts.dedup();
+    let host_series = hosts.iter().flat_map(|h| {
+        HOST_SERIES
+            .iter()
+            .map(move |(col, chart, label)| (format!("{col}@{h}"), *chart, format!("{label} @{h}")))
+    });
     let series: Vec<Value> = RESOURCE_SERIES
         .iter()
+        .map(|(col, chart, label)| (col.to_string(), *chart, label.to_string()))
+        .chain(host_series)
         .filter_map(|(col, chart, label)| {
-            let values = r.columns.get(*col)?;
+            let values = r.columns.get(&col)?;
             let values: Vec<Option<f64>> = keep.iter().map(|&i| values[i]).collect();
             values
                 .iter()

@@ -239,9 +239,11 @@
   if (D.resources) {
     const byChart = {};
     D.resources.series.forEach((s) => { (byChart[s.chart] = byChart[s.chart] || []).push(s); });
-    const titles = { cpu: "CPU % (of one core)", iops: "IOPS of the data device", disk: "Server disk KB/s",
-      server_ops: "Server operations per second (serverStatus)", connections: "Connections", cache: "WiredTiger cache MB" };
-    const greys = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd"];
+    const titles = { cpu: "CPU % (of one core)", iops: "IOPS of the data device (or the server host's disks)", disk: "Server disk KB/s",
+      server_ops: "Server operations per second (serverStatus)", server_latency: "The server's own average latency, us (serverStatus opLatencies)",
+      queues: "Queued and active readers and writers (mongostat qrw, arw)", connections: "Connections", cache: "WiredTiger cache MB",
+      network: "Server host network KB/s (--server-metrics)", health: "The load generator: waits to run (ms/s) and runtime lag (ms)" };
+    const greys = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"];
     Object.keys(titles).forEach((k) => {
       const list = byChart[k];
       if (!list) return;

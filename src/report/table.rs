@@ -171,8 +171,17 @@ fn resources(s: &Summary, with_run: bool, out: &mut dyn Write) -> std::io::Resul
     aligned(&lines, &[usize::from(with_run)], out)?;
     writeln!(out, "(Server ops/s = serverStatus opcounters insert + query + update + delete; CPU % of one core; - = not measurable here)")?;
     for (what, sources) in [
-        ("Server CPU", s.resources.iter().map(|r| &r.cpu_source).collect::<Vec<_>>()),
-        ("IOPS and disk", s.resources.iter().map(|r| &r.disk_source).collect()),
+        (
+            "Server CPU",
+            s.resources
+                .iter()
+                .map(|r| &r.cpu_source)
+                .collect::<Vec<_>>(),
+        ),
+        (
+            "IOPS and disk",
+            s.resources.iter().map(|r| &r.disk_source).collect(),
+        ),
     ] {
         let mut named: Vec<&str> = sources.into_iter().flatten().map(String::as_str).collect();
         named.dedup();

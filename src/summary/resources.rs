@@ -101,7 +101,10 @@ fn overlapping<'a>(rows: &'a [ResourceRow], s: &StageSpan) -> Vec<(f64, &'a Reso
 /// stage gives its average, peak and name.
 type Candidate<'a> = (String, Box<dyn Fn(&ResourceRow) -> Option<f64> + 'a>);
 
-fn first_source(rows: &[(f64, &ResourceRow)], candidates: Vec<Candidate>) -> (AvgPeak, Option<String>) {
+fn first_source(
+    rows: &[(f64, &ResourceRow)],
+    candidates: Vec<Candidate>,
+) -> (AvgPeak, Option<String>) {
     candidates
         .into_iter()
         .find_map(|(name, f)| {
