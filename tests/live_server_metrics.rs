@@ -282,25 +282,20 @@ fn endpoints_that_answer_garbage_hang_or_are_down_cost_only_their_columns() {
     let down = format!("http://127.0.0.1:{}/metrics", free_port());
     let dir = tempfile::tempdir().unwrap();
     let db = unique_db("bad_metrics");
+    // The endpoints from the profile this time (the other test gives --server-metrics).
     let path = profile(
         dir.path(),
         &db,
         "drop = true",
         "[[group]]\nname = \"insert\"\nop = \"insert\"\nthreads = 4\nloops = 1500\n",
     );
-    let out = dir.path().join("r");
-    let (summary, stdout, stderr) = server.run_ok(
-        path.to_str().unwrap(),
-        &out,
-        &[
-            "--server-metrics",
-            &garbage,
-            "--server-metrics",
-            &hanging,
-            "--server-metrics",
-            &down,
-        ],
+    let text = std::fs::read_to_string(&path).unwrap().replace(
+        "[target]\n",
+        &format!("[target]\nserver_metrics = [\"{garbage}\", \"{hanging}\", \"{down}\"]\n"),
     );
+    std::fs::write(&path, text).unwrap();
+    let out = dir.path().join("r");
+    let (summary, stdout, stderr) = server.run_ok(path.to_str().unwrap(), &out, &[]);
     validate_schema(&summary);
     // The run is whole: every operation, and every document on the server.
     assert_eq!(row(&summary, "insert")["samples"], 6000);

@@ -28,7 +28,7 @@ pub fn parse_rows(text: &str) -> Result<Vec<ResourceRow>, String> {
                 .iter()
                 .map(|h| HostRow {
                     host: Arc::clone(h),
-                    kind: "node_exporter",
+                    kind: "exporter",
                     values: Default::default(),
                 })
                 .collect(),

@@ -64,6 +64,7 @@ pub struct TargetPlan {
     /// Longest wait for one operation; past it the operation fails as `timeout`.
     pub op_timeout: Duration,
     /// Exporter endpoints on the server hosts (`target.server_metrics`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub server_metrics: Vec<String>,
 }
 

@@ -102,10 +102,19 @@ impl RunInfo {
                 name: plan.name.clone(),
                 origin: plan.origin.clone(),
                 description: plan.description.clone(),
-                text: plan.profile_text.clone(),
+                // A password in the profile (a --server-metrics URL's) is never stored.
+                text: crate::redact::redact(&plan.profile_text),
             },
             plan: PlanInfo {
-                target: plan.target.clone(),
+                target: crate::plan::TargetPlan {
+                    server_metrics: plan
+                        .target
+                        .server_metrics
+                        .iter()
+                        .map(|u| crate::redact::redact(u))
+                        .collect(),
+                    ..plan.target.clone()
+                },
                 setup: SetupInfo {
                     drop: plan.setup.drop,
                     preload: plan.setup.preload,
