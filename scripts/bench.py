@@ -12,7 +12,8 @@ import time
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 3
 DURATION = sys.argv[2] if len(sys.argv) > 2 else "10s"
 # Which parts to run: all by default; `costs` runs only the costs of the sample log, the sampler
-# and the interval log; `hlog` only the interval log's.
+# and the interval log; `hlog` only the interval log's; `monitor` only the cost of
+# --server-metrics (a real node_exporter, and an endpoint that never answers).
 PARTS = sys.argv[3] if len(sys.argv) > 3 else "all"
 TOOL = "target/release/mongo-stress"
 BASE = "target/release/examples/baseline"
@@ -61,10 +62,11 @@ try:
     uri = f"mongodb://{m.group(1)}/?directConnection=true"
     version = subprocess.run([SERVER, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
     print(f"server: {version}, {os.cpu_count()} cores shared with the client; {DURATION} per run, {ROUNDS} rounds")
-    print(f"\n{'op':7} {'users':>5} {'round':>5}  {'tool/s':>9} {'driver/s':>9} {'ratio':>6}  "
-          f"{'tool cpu':>9} {'drv cpu':>9} {'ratio':>6}  {'tool RSS':>8} {'drv RSS':>8}")
-    print(f"{'':7} {'':>5} {'':>5}  {'':>9} {'':>9} {'':>6}  {'s/10k op':>9} {'s/10k op':>9} {'':>6}  "
-          f"{'MB':>8} {'MB':>8}")
+    if PARTS == "all":
+        print(f"\n{'op':7} {'users':>5} {'round':>5}  {'tool/s':>9} {'driver/s':>9} {'ratio':>6}  "
+              f"{'tool cpu':>9} {'drv cpu':>9} {'ratio':>6}  {'tool RSS':>8} {'drv RSS':>8}")
+        print(f"{'':7} {'':>5} {'':>5}  {'':>9} {'':>9} {'':>6}  {'s/10k op':>9} {'s/10k op':>9} {'':>6}  "
+              f"{'MB':>8} {'MB':>8}")
     lines = []
     for op in (("insert", "find") if PARTS == "all" else ()):
         for users in (50, 500):
@@ -112,6 +114,60 @@ try:
         print(f"the sample log costs {100 * (1 - f / s):.1f} % of throughput (target < 5 %) and "
               f"{100 * (fc / sc - 1):.1f} % CPU per operation; the resource sampler {100 * (1 - f / r):.1f} % "
               f"and {100 * (fc / rc - 1):.1f} %")
+    if PARTS in ("all", "monitor"):
+        # --server-metrics: a real node_exporter on a free port, and an endpoint that accepts and
+        # never answers (each second's scrape waits its whole 500 ms limit).
+        import socket
+        exporter_bin = os.environ.get("MONGO_STRESS_NODE_EXPORTER") or subprocess.run(
+            ["sh", "-c", "command -v prometheus-node-exporter || command -v node_exporter"],
+            capture_output=True, text=True).stdout.strip()
+        free = socket.socket()
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+        free.close()
+        exporter = subprocess.Popen([exporter_bin, f"--web.listen-address=127.0.0.1:{port}"],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        hang = socket.socket()
+        hang.bind(("127.0.0.1", 0))
+        hang.listen(1000)
+        time.sleep(1)
+        variants = {
+            "no-resources": ["--no-resources"],
+            "sampler": [],
+            "node_exporter": ["--server-metrics", f"http://127.0.0.1:{port}/metrics"],
+            "hanging": ["--server-metrics", f"http://127.0.0.1:{hang.getsockname()[1]}/metrics"],
+        }
+        names = list(variants)
+        got = {v: ([], [], []) for v in names}
+        try:
+            for rnd in range(ROUNDS):
+                for v in names[rnd % 4:] + names[:rnd % 4]:
+                    runs += 1
+                    out_dir = os.path.join(work, f"run-{runs}")
+                    _, cpu, _ = timed([TOOL, "run", "insert", "--uri", uri, "--threads", "50",
+                                       "--duration", DURATION, "--quiet", "--no-samples",
+                                       "--out", out_dir, *variants[v]])
+                    total = [r for r in json.load(open(os.path.join(out_dir, "summary.json")))["runs"][0]["rows"]
+                             if r["label"] == "TOTAL"][0]
+                    got[v][0].append(total["throughput"])
+                    got[v][1].append(cpu / total["samples"] * 1e4)
+                    got[v][2].append(total["p99_ms"])
+                    print(f"  round {rnd + 1} {v:14} {total['throughput']:9.1f}/s  "
+                          f"{got[v][1][-1]:.3f} CPU s per 10k operations  p99 {total['p99_ms']:.2f} ms", flush=True)
+        finally:
+            exporter.terminate()
+            exporter.wait()
+            hang.close()
+        m = {v: tuple(statistics.mean(x) for x in got[v]) for v in names}
+        print(f"\nInsert at 50 users ({DURATION}), mean of {ROUNDS} (order rotated):")
+        for v in names:
+            print(f"  {v:14} {m[v][0]:9.1f}/s  {m[v][1]:.3f} CPU s per 10k operations  p99 {m[v][2]:.2f} ms")
+        for v in ("node_exporter", "hanging"):
+            print(f"--server-metrics ({v}) against the sampler alone: throughput ratio "
+                  f"{m[v][0] / m['sampler'][0]:.3f}, CPU per operation ratio {m[v][1] / m['sampler'][1]:.3f}, "
+                  f"p99 ratio {m[v][2] / m['sampler'][2]:.3f}")
+    if PARTS == "monitor":
+        sys.exit(0)
     # The interval log (latency.hlog) at 1 s intervals, 4 groups at once. Open loop at a rate the
     # server holds, so both variants send the same operations and CPU compares like for like
     # (open loop also logs service time: the most series per interval).

@@ -4,10 +4,10 @@
 # and pool; nothing measured but a counter) for insert and find at 50 and 500 users, alternating
 # ROUNDS times, with throughput, client CPU seconds per 10,000 operations, and peak RSS; then RSS
 # with 10,000 virtual users at 500/s, and the cost of the sample log, of the resource sampler and
-# of the interval log; then (scripts/bench-merge.py) merging 100 synthetic parts of a one-hour,
+# of the interval log and of --server-metrics (a real node_exporter, a hanging endpoint); then (scripts/bench-merge.py) merging 100 synthetic parts of a one-hour,
 # 4-group run with 1 s intervals, against its targets (10 s, 500 MB).
 # Every number it prints is a ratio or reading from this run. See docs/performance.md.
-# Usage: scripts/bench.sh [ROUNDS] [DURATION] [all|costs|hlog|merge]   (defaults: 3 10s all)
+# Usage: scripts/bench.sh [ROUNDS] [DURATION] [all|costs|hlog|monitor|merge]   (defaults: 3 10s all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
