@@ -186,7 +186,7 @@ pub fn compute(s: &Summary) -> Vec<Warning> {
                 None,
                 Some(&m.host),
                 format!(
-                    "server metrics from {} answered in {} of {} seconds{}: its columns show - in the others",
+                    "server metrics from {} answered in {} of {} seconds{}: its columns are empty (-) in the seconds it missed",
                     m.url,
                     m.answered,
                     m.seconds,
