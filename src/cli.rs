@@ -191,14 +191,9 @@ pub struct RunArgs {
     /// A Prometheus exporter on a server host (node_exporter; process-exporter or the MongoDB
     /// exporter for the mongod process), read every second for the host's CPU, memory, disks
     /// and network; repeat once per host, the server's first (replaces the profile's
-    /// target.server_metrics) [env: MONGO_STRESS_SERVER_METRICS, comma-separated]
-    #[arg(
-        long = "server-metrics",
-        value_name = "URL",
-        env = "MONGO_STRESS_SERVER_METRICS",
-        hide_env = true,
-        value_delimiter = ','
-    )]
+    /// target.server_metrics) [env: MONGO_STRESS_SERVER_METRICS, URLs separated by spaces or
+    /// commas]
+    #[arg(long = "server-metrics", value_name = "URL")]
     pub server_metrics: Vec<String>,
     /// Let setup.drop drop a collection that holds documents mongo-stress did not write
     #[arg(long)]

@@ -103,7 +103,7 @@ fn cases(dir: &std::path::Path) -> Vec<(Input, i32, &'static str)> {
         (args("--loops with --duration", &["run", "smoke", "--loops", "1", "--duration", "1s"]), 2, "cannot be used with"),
         (args("--interval too short", &["run", "smoke", "--interval", "10ms"]), 2, "at least 100ms"),
         (args("URI with a wrong scheme", &["run", "smoke", "--uri", "mongo://bob:hunter2@db1"]), 2, "not a usable MongoDB connection string"),
-        (args("--server-metrics not a URL, with a password", &["run", "smoke", "--server-metrics", "ftp://u:hunter2@db1/metrics"]), 2, "`ftp://u:****@db1/metrics` is not an http(s) URL of a metrics endpoint; give e.g. http://db1:9100/metrics"),
+        (args("--server-metrics not a URL, with a password", &["run", "smoke", "--server-metrics", "ftp://u:hunter2@db1/metrics"]), 2, "`ftp://u:****@db1/metrics` is not an http(s) URL of a metrics endpoint; give e.g. http://db1:9100/metrics (node_exporter's port and path; percent-encode"),
         (args("URI with a bad port", &["run", "smoke", "--uri", "mongodb://db1:notaport"]), 2, "not a usable MongoDB connection string"),
         (args("--out under a file", &["run", "smoke", "--uri", "mongodb://127.0.0.1:1", "--out", &under_file]), 2, "cannot use"),
         (args("unwritable --jtl (a full disk)", &["run", "smoke", "--jtl", "/dev/full", "--out", &dir.join("full").to_string_lossy()]), 2, "No space left on device"),

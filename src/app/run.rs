@@ -124,10 +124,8 @@ fn which_part(args: &RunArgs) -> Result<Option<Part>, Error> {
 
 pub(super) fn options(args: &RunArgs, plan: &RunPlan) -> Result<RunOptions, Error> {
     // Checked here, not by clap, whose message would repeat the value with its password.
-    for url in &args.server_metrics {
-        crate::monitor::scrape::check_url(url)
-            .map_err(|p| Error::Usage(format!("--server-metrics: {p}")))?;
-    }
+    crate::monitor::scrape::check_urls(&server_metrics(args, plan))
+        .map_err(|p| Error::Usage(format!("--server-metrics: {p}")))?;
     let start_at = args
         .start_at
         .as_deref()
@@ -223,6 +221,18 @@ impl Server {
     }
 }
 
+/// The exporter endpoints: `--server-metrics`, else `MONGO_STRESS_SERVER_METRICS`, else the
+/// profile's `target.server_metrics`.
+fn server_metrics(args: &RunArgs, plan: &RunPlan) -> Vec<String> {
+    if !args.server_metrics.is_empty() {
+        return args.server_metrics.clone();
+    }
+    match std::env::var("MONGO_STRESS_SERVER_METRICS") {
+        Ok(v) if !v.trim().is_empty() => monitor::scrape::split_env(&v),
+        _ => plan.target.server_metrics.clone(),
+    }
+}
+
 /// Finds the server process to sample (ours, `--server-pid`, or the listener of a loopback
 /// URI's port) and starts sampling into `resources.tsv`.
 pub(super) async fn start_sampler(
@@ -232,12 +242,7 @@ pub(super) async fn start_sampler(
     out_dir: &Path,
     say: &impl Fn(String),
 ) -> Result<Sampler, Error> {
-    // The command line's endpoints replace the profile's.
-    let server_metrics = if args.server_metrics.is_empty() {
-        plan.target.server_metrics.clone()
-    } else {
-        args.server_metrics.clone()
-    };
+    let server_metrics = server_metrics(args, plan);
     let server_pid = match (&server.embedded, args.server_pid) {
         (Some(s), _) => Some(s.pid()),
         (None, Some(pid)) => Some(pid),
@@ -274,7 +279,7 @@ pub(super) async fn start_sampler(
     for u in &server_metrics {
         say(format!(
             "server metrics from {} (columns @{})",
-            crate::redact::redact(u),
+            monitor::scrape::shown(u),
             monitor::scrape::host_of(u)
         ));
     }

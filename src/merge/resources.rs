@@ -1,7 +1,8 @@
 //! The merged `resources.tsv`: the server's columns once (from the part that sampled the server
 //! process, else part 0, whose serverStatus columns every part saw alike), the busiest part's
 //! client CPU, RSS and host CPU in the client columns (so the load-generator warning fires when
-//! any part was the limit), and each part's client CPU in a column of its own.
+//! any part was the limit), the most starved part's health columns (so the starvation warning
+//! fires when any part was starved), and each part's client CPU in a column of its own.
 
 use super::PartDir;
 use std::sync::Arc;
@@ -93,8 +94,21 @@ pub fn merge(parts: &[PartDir]) -> Option<MergedResources> {
         let mut row = b.clone();
         let mut cells = Vec::with_capacity(sampled.len());
         let mut busiest: Option<&ResourceRow> = None;
+        // The health of the most starved part: a starved part uses little CPU, so the busiest
+        // part's health would hide it.
+        let mut health: Option<&crate::monitor::row::HealthCells> = None;
+        let starved = |h: &crate::monitor::row::HealthCells| {
+            let wait = h.wait_ms.unwrap_or(0.0) / (h.run_ms.unwrap_or(0.0) + 1.0);
+            let lag = h.lag_avg_ms.unwrap_or(0.0) / 20.0;
+            wait.max(lag).max(h.throttled_ms.unwrap_or(0.0) / 100.0)
+        };
         for (_, theirs) in &sampled {
             let near = nearest(theirs, b.time_ms);
+            if let Some(h) = near.map(|r| &r.health) {
+                if health.is_none_or(|x| starved(h) > starved(x)) {
+                    health = Some(h);
+                }
+            }
             cells.push(near.and_then(|r| r.client_cpu_pct));
             if let Some(r) = near.filter(|r| r.client_cpu_pct.is_some()) {
                 if busiest.is_none_or(|x| r.client_cpu_pct > x.client_cpu_pct) {
@@ -106,7 +120,9 @@ pub fn merge(parts: &[PartDir]) -> Option<MergedResources> {
             row.client_cpu_pct = r.client_cpu_pct;
             row.client_rss_mb = r.client_rss_mb;
             row.host_cpu_pct = r.host_cpu_pct;
-            row.health = r.health.clone();
+        }
+        if let Some(h) = health {
+            row.health = h.clone();
         }
         rows.push(row);
         extra.push(cells);

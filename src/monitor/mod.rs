@@ -189,7 +189,7 @@ async fn sample(
                 problem: s.problem.clone(),
             },
             None => MetricsSource {
-                url: crate::redact::redact(url),
+                url: scrape::shown(url),
                 host: scrape::host_of(url),
                 seconds: 0,
                 answered: 0,

@@ -47,6 +47,12 @@ fn virtual_net(dev: &str) -> bool {
         .any(|p| dev.starts_with(p))
 }
 
+/// A process-exporter group of the server: `mongod`, `mongod-27017`, ..., but not the MongoDB
+/// exporter's own process (`mongodb_exporter`, which process-exporter may name after it).
+fn is_mongod(group: &str) -> bool {
+    group.starts_with("mongod") && !group.starts_with("mongodb") && !group.contains("exporter")
+}
+
 fn value(v: &Value) -> Option<f64> {
     match v {
         Value::Counter(x) | Value::Gauge(x) | Value::Untyped(x) => Some(*x),
@@ -102,12 +108,12 @@ pub fn parse(text: &str) -> Result<Reading, String> {
                 }
                 None
             }
-            "namedprocess_namegroup_cpu_seconds_total" if label("groupname").contains("mongod") => {
+            "namedprocess_namegroup_cpu_seconds_total" if is_mongod(label("groupname")) => {
                 *proc_cpu.get_or_insert(0.0) += v;
                 None
             }
             "namedprocess_namegroup_memory_bytes"
-                if label("groupname").contains("mongod") && label("memtype") == "resident" =>
+                if is_mongod(label("groupname")) && label("memtype") == "resident" =>
             {
                 *proc_rss.get_or_insert(0.0) += v;
                 None
@@ -272,6 +278,7 @@ node_network_transmit_bytes_total{{device=\"eth0\"}} 1024
                 "namedprocess_namegroup_cpu_seconds_total{{groupname=\"mongod\",mode=\"user\"}} {cpu}
 namedprocess_namegroup_cpu_seconds_total{{groupname=\"mongod\",mode=\"system\"}} 1
 namedprocess_namegroup_cpu_seconds_total{{groupname=\"sshd\",mode=\"user\"}} 99
+namedprocess_namegroup_cpu_seconds_total{{groupname=\"mongodb_exporter\",mode=\"user\"}} {cpu}
 namedprocess_namegroup_memory_bytes{{groupname=\"mongod\",memtype=\"resident\"}} 1.048576e+08
 "
             )

@@ -144,8 +144,8 @@ fn target(loaded: &Loaded, ov: &Overrides) -> Result<TargetPlan, ProfileError> {
         },
     };
     let server_metrics = t.server_metrics.clone().unwrap_or_default();
-    for (i, url) in server_metrics.iter().enumerate() {
-        if let Err(problem) = crate::monitor::scrape::check_url(url) {
+    for (i, _) in server_metrics.iter().enumerate() {
+        if let Err(problem) = crate::monitor::scrape::check_urls(&server_metrics[..=i]) {
             return Err(loaded.error_at(
                 &format!("target.server_metrics[{i}]"),
                 problem,

@@ -115,14 +115,20 @@ fn first_source(
 }
 
 /// The server CPU's sources: this machine's /proc for the server process, an exporter's
-/// mongod process, serverStatus `extra_info`, then a server host's whole CPU.
-fn cpu_candidates<'a>(hosts: &'a [HostRow]) -> Vec<Candidate<'a>> {
+/// mongod process (named by what answered, from the first row it answered in), serverStatus
+/// `extra_info`, then a server host's whole CPU.
+fn cpu_candidates<'a>(rows: &[(f64, &ResourceRow)], hosts: &'a [HostRow]) -> Vec<Candidate<'a>> {
     let mongod = host_column("mongod_cpu_pct");
     let node = host_column("node_cpu_pct");
     let mut c: Vec<Candidate> = vec![("local /proc".into(), Box::new(|r| r.server_cpu_pct))];
     for (i, h) in hosts.iter().enumerate() {
+        let kind = rows
+            .iter()
+            .filter_map(|(_, r)| r.hosts.get(i))
+            .find(|h| h.values[mongod].is_some())
+            .map_or(h.kind, |h| h.kind);
         c.push((
-            format!("{} at {}", h.kind, h.host),
+            format!("{kind} at {}", h.host),
             Box::new(move |r| r.hosts.get(i)?.values[mongod]),
         ));
     }
@@ -206,12 +212,12 @@ pub fn summarize(
             let inside = overlapping(rows, s);
             let hosts = inside.first().map_or(&[][..], |(_, r)| &r.hosts[..]);
             let client_cpu = avg_peak(&inside, |r| r.client_cpu_pct);
-            let (server_cpu, cpu_source) = first_source(&inside, cpu_candidates(hosts));
+            let (server_cpu, cpu_source) = first_source(&inside, cpu_candidates(&inside, hosts));
             let (iops, disk_source) = first_source(
                 &inside,
                 disk_candidates(hosts, |r| r.iops, &["node_disk_reads_s", "node_disk_writes_s"]),
             );
-            let (disk_write_kbs, _) = first_source(
+            let (disk_write_kbs, write_source) = first_source(
                 &inside,
                 disk_candidates(hosts, |r| r.disk_write_kbs, &["node_disk_write_kbs"]),
             );
@@ -241,11 +247,10 @@ pub fn summarize(
                 client_cpu_pct: client_cpu,
                 client_rss_mb: avg_peak(&inside, |r| r.client_rss_mb),
                 cpu_source,
-                disk_source: disk_source.or_else(|| {
-                    avg_peak(&inside, |r| r.disk_write_kbs)
-                        .avg
-                        .map(|_| "local /proc".into())
-                }),
+                disk_source: match (disk_source, write_source) {
+                    (Some(a), Some(b)) if a != b => Some(format!("{a} (IOPS), {b} (KB/s)")),
+                    (a, b) => a.or(b),
+                },
                 client_wait_ms: avg_peak(&inside, |r| r.health.wait_ms),
                 client_lag_ms: AvgPeak {
                     avg: avg_peak(&inside, |r| r.health.lag_avg_ms).avg,
