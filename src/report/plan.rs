@@ -25,6 +25,14 @@ pub fn render(plan: &RunPlan, out: &mut dyn Write) -> std::io::Result<()> {
         t.read_preference,
         humantime::format_duration(t.op_timeout)
     )?;
+    if !t.server_metrics.is_empty() {
+        let shown: Vec<String> = t
+            .server_metrics
+            .iter()
+            .map(|u| crate::monitor::scrape::shown(u))
+            .collect();
+        writeln!(out, "server metrics from {}", shown.join(", "))?;
+    }
     if let Some(pct) = plan.stop_on_error_pct {
         writeln!(out, "stop when {pct} % of the recent operations failed")?;
     }
