@@ -161,8 +161,15 @@ fn node_exporter_gives_the_server_hosts_cpu_and_disks_and_serverstatus_the_mongo
     // the disk within the stage, as a real mongod's journal fsyncs would; the device's own
     // counters, read here around the run, are the witness.
     let before = disk_written_kb();
-    let syncer = std::thread::spawn(|| {
-        std::thread::sleep(Duration::from_secs(4));
+    let tsv = out.join("resources.tsv");
+    let syncer = std::thread::spawn(move || {
+        // Two sampled seconds into the stage (header and two rows), at most 20 s from now.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline
+            && std::fs::read_to_string(&tsv).map_or(0, |t| t.lines().count()) < 3
+        {
+            std::thread::sleep(Duration::from_millis(50));
+        }
         unsafe { libc::sync() };
     });
     let (summary, stdout, stderr) =
