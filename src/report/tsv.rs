@@ -54,7 +54,7 @@ pub fn render_thresholds(s: &Summary, out: &mut dyn Write) -> std::io::Result<()
 }
 
 /// Header of `resources-summary.tsv`; empty cells mean "not known here".
-pub const RESOURCES_HEADER: &str = "Run\tLabel\tSeconds\tClient ops/s\tServer ops/s avg\tServer ops/s peak\tServer CPU % avg\tServer CPU % peak\tIOPS avg\tIOPS peak\tDisk write KB/s avg\tDisk write KB/s peak\tClient CPU % avg\tClient CPU % peak\tClient RSS MB peak\tWarning\tServer CPU source\tDisk source\tClient wait ms/s avg\tClient lag ms avg\tClient lag ms peak";
+pub const RESOURCES_HEADER: &str = "Run\tLabel\tSeconds\tClient ops/s\tServer ops/s avg\tServer ops/s peak\tServer CPU % avg\tServer CPU % peak\tIOPS avg\tIOPS peak\tDisk write KB/s avg\tDisk write KB/s peak\tClient CPU % avg\tClient CPU % peak\tClient RSS MB peak\tWarning\tServer CPU source\tDisk source\tClient wait ms/s avg\tClient lag ms avg\tClient lag ms peak\tServer read us avg\tServer write us avg";
 
 /// `resources-summary.tsv`: one row per stage of each run.
 pub fn render_resources(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
@@ -88,6 +88,8 @@ pub fn render_resources(s: &Summary, out: &mut dyn Write) -> std::io::Result<()>
             f(r.client_wait_ms.avg),
             f(r.client_lag_ms.avg),
             f(r.client_lag_ms.peak),
+            f(r.server_reads_us.avg),
+            f(r.server_writes_us.avg),
         ];
         writeln!(out, "{}", cells.join("\t"))?;
     }

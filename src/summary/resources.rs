@@ -53,6 +53,12 @@ pub struct ResourceSummary {
     pub client_wait_ms: AvgPeak,
     #[serde(default)]
     pub client_lag_ms: AvgPeak,
+    /// The server's own average time per read and per write (serverStatus opLatencies), in
+    /// microseconds: beside the client's latency, what the network and the client add.
+    #[serde(default)]
+    pub server_reads_us: AvgPeak,
+    #[serde(default)]
+    pub server_writes_us: AvgPeak,
     /// Set when the load generator, not the server, may have been the limit.
     pub warning: Option<String>,
     /// Set when the kernel or the runtime say the load generator was starved of CPU.
@@ -276,6 +282,8 @@ pub fn summarize(
                     avg: avg_peak(&inside, |r| r.health.lag_avg_ms).avg,
                     peak: avg_peak(&inside, |r| r.health.lag_max_ms).peak,
                 },
+                server_reads_us: avg_peak(&inside, |r| r.status.reads_us),
+                server_writes_us: avg_peak(&inside, |r| r.status.writes_us),
                 warning,
                 starved: starved(&inside, busy),
                 measurable: inside.iter().any(|(overlap, _)| *overlap >= 0.5),
