@@ -240,13 +240,6 @@ impl ResourceRow {
         *slot = x;
         true
     }
-
-    /// The first remote host's reading of column `name` (the server's host, by convention the
-    /// first `--server-metrics`), with the host.
-    pub fn host_value(&self, name: &str) -> Option<(f64, &HostRow)> {
-        let i = host_column(name);
-        self.hosts.iter().find_map(|h| h.values[i].map(|v| (v, h)))
-    }
 }
 
 #[cfg(test)]
