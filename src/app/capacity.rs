@@ -27,6 +27,26 @@ pub async fn capacity(args: CapacityArgs, stop: CancellationToken) -> Result<i32
             "capacity runs its own steps on one machine\n  fix: leave out --part, --parts and --repeat".into(),
         ));
     }
+    // Options a step would ignore (each step sets its own rate, length and warm-up) are
+    // refused, with the option of capacity's that does the job.
+    let o = &run.overrides;
+    for (given, flag, instead) in [
+        (o.rate.is_some(), "--rate", "--start-rate and --max-rate"),
+        (o.duration.is_some(), "--duration", "--step"),
+        (
+            o.loops.is_some(),
+            "--loops",
+            "--step (each step runs for a time)",
+        ),
+        (o.warmup.is_some(), "--warmup", "--step-warmup"),
+        (!o.thresholds.is_empty(), "--threshold", "--slo"),
+    ] {
+        if given {
+            return Err(Error::Usage(format!(
+                "capacity sets each step's rate, length and warm-up itself, so {flag} would be ignored\n  fix: leave out {flag}; use {instead}"
+            )));
+        }
+    }
     let base = RunPlan::build(&profile::load(&run.profile)?, &(&run.overrides).into())?;
     check_profile(&base)?;
     if !(0.0..=100.0).contains(&args.error_pct) {
