@@ -118,6 +118,8 @@ fn cases(dir: &std::path::Path) -> Vec<(Input, i32, &'static str)> {
         (args("merge without --out", &["merge", "a", "b"]), 2, "--out <DIR>"),
         (args("capacity with an unparsable SLO", &["capacity", "smoke", "--slo", "p99 soon"]), 2, "--slo p99 soon"),
         (args("capacity of a profile in stages", &["capacity", "jmeter-2016", "--slo", "p99<50ms"]), 2, "has 5 stages"),
+        (args("a threshold on a kind of a one-operation group", &["run", "smoke", "--threshold", "insert:get.p99 < 5ms"]), 2, "group `insert` runs one operation, so it has no kind rows; name it `insert`"),
+        (args("a threshold on a kind the mix lacks", &["run", "ycsb-b", "--threshold", "run:scan.p99 < 5ms"]), 2, "its kind rows are"),
         (args("capacity with --rate", &["capacity", "smoke", "--slo", "p99<50ms", "--rate", "100"]), 2, "so --rate would be ignored"),
         (args("capacity with --duration", &["capacity", "smoke", "--slo", "p99<50ms", "--duration", "5s"]), 2, "use --step"),
         (args("capacity without an SLO", &["capacity", "smoke"]), 2, "--slo <EXPR>"),

@@ -121,3 +121,63 @@ fn an_aborting_threshold_stops_a_30_second_run_soon_after_its_after() {
     assert_eq!(summary["runs"][0]["thresholds"][0]["aborted"], true);
     assert!(stdout.contains("FAIL (stopped the run)"), "{stdout}");
 }
+
+#[test]
+fn a_threshold_on_one_kind_of_a_mix_is_judged_on_that_kinds_row() {
+    let Some(server) = TestServer::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = unique_db("kind_thresholds");
+    let path = profile(
+        dir.path(),
+        &db,
+        "drop = true\npreload = 200",
+        "[[group]]\nname = \"ab\"\nmix = { get = 50, update = 50 }\nset = [\"pop\"]\nthreads = 2\nloops = 300\n\n[thresholds]\n\"ab:get.samples\" = \"> 0\"\n\"ab:update.samples\" = \"< 1\"\n",
+    );
+    let out = dir.path().join("run");
+    let output = bin()
+        .args([
+            "run",
+            path.to_str().unwrap(),
+            "--uri",
+            &server.uri,
+            "--quiet",
+        ])
+        .args(["--no-resources", "--out"])
+        .arg(&out)
+        .args(["--threshold", "ab:get.p99 < 60s"])
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    // The update kind's threshold cannot hold: exit 4, and only it fails.
+    assert_eq!(output.status.code(), Some(4), "{stdout}");
+    let summary = read_json(&out.join("summary.json"));
+    let samples = |label: &str| row(&summary, label)["samples"].as_f64().unwrap();
+    assert_eq!(samples("ab:get") + samples("ab:update"), 600.0);
+    let judged = summary["runs"][0]["thresholds"].as_array().unwrap();
+    let find = |text: &str| {
+        judged
+            .iter()
+            .find(|t| t["threshold"].as_str().unwrap().starts_with(text))
+            .unwrap_or_else(|| panic!("{text} not judged: {judged:?}"))
+    };
+    // Each judged on its own kind's row, not the group's 600.
+    assert_eq!(
+        find("ab:get.samples")["value"].as_f64(),
+        Some(samples("ab:get"))
+    );
+    assert_eq!(find("ab:get.samples")["pass"], true);
+    assert_eq!(
+        find("ab:update.samples")["value"].as_f64(),
+        Some(samples("ab:update"))
+    );
+    assert_eq!(find("ab:update.samples")["pass"], false);
+    let p99 = find("ab:get.p99");
+    assert_eq!(p99["pass"], true);
+    assert_eq!(
+        p99["value"].as_f64(),
+        row(&summary, "ab:get")["p99_ms"].as_f64()
+    );
+}

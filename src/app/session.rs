@@ -13,7 +13,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{exit, Error};
-use crate::executor::guard::{metrics_of, ThresholdAbort};
+use crate::executor::guard::{metrics_for, ThresholdAbort};
 use crate::executor::{self, Clock, Context, ErrorGuard};
 use crate::metrics::{
     IntervalBatch, IntervalCheck, IntervalSink, Logged, Recorded, Recorder, Watch,
@@ -373,7 +373,7 @@ impl<B: Backend + Clone> Session<'_, B> {
             .iter()
             .filter(|t| t.relative.is_none())
             .map(|t| {
-                let value = t.metric.value(&metrics_of(t.group, &metrics));
+                let value = t.metric.value(&metrics_for(t, &metrics));
                 // A threshold that stopped the run failed, whatever the whole run says.
                 let aborted = result
                     .stopped_early

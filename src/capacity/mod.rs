@@ -14,7 +14,7 @@
 use serde::Serialize;
 
 use crate::error::Error;
-use crate::executor::guard::metrics_of;
+use crate::executor::guard::metrics_for;
 use crate::metrics::GroupMetrics;
 use crate::plan::thresholds::ThresholdPlan;
 use crate::summary::{Summary, WarningCode};
@@ -99,16 +99,11 @@ impl Slo {
         let by_group: Vec<GroupMetrics> = summary
             .groups
             .iter()
-            .map(|g| {
-                rows.iter()
-                    .find(|r| r.label == g.name)
-                    .and_then(|r| GroupMetrics::from_row(r).ok())
-                    .unwrap_or_default()
-            })
+            .map(|g| GroupMetrics::from_rows(rows, &g.name).unwrap_or_default())
             .collect();
         let mut why = Vec::new();
         for rule in &self.rules {
-            let value = rule.metric.value(&metrics_of(rule.group, &by_group));
+            let value = rule.metric.value(&metrics_for(rule, &by_group));
             if !rule.cmp.holds(value, rule.limit) {
                 why.push(format!(
                     "{} was {value:.2}{}",

@@ -94,10 +94,25 @@ pub fn metrics_of(group: Option<usize>, totals: &[GroupMetrics]) -> Cow<'_, Grou
     }
 }
 
+/// The metrics a threshold names: a group's, one kind of a mixed group's, or TOTAL's.
+pub fn metrics_for<'a>(rule: &ThresholdPlan, totals: &'a [GroupMetrics]) -> Cow<'a, GroupMetrics> {
+    let m = metrics_of(rule.group, totals);
+    match rule.kind {
+        None => m,
+        Some(kind) => match m {
+            Cow::Borrowed(g) => g
+                .kinds
+                .get(&kind)
+                .map_or_else(|| Cow::Owned(GroupMetrics::default()), Cow::Borrowed),
+            Cow::Owned(g) => Cow::Owned(g.kinds.get(&kind).cloned().unwrap_or_default()),
+        },
+    }
+}
+
 impl IntervalCheck for ThresholdAbort {
     fn check(&mut self, elapsed: Duration, totals: &[GroupMetrics]) -> bool {
         for rule in self.rules.iter().filter(|r| elapsed >= r.after) {
-            let m = metrics_of(rule.group, totals);
+            let m = metrics_for(rule, totals);
             if m.samples == 0 {
                 continue;
             }

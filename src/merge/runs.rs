@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use super::{Merged, PartDir};
 use crate::error::Error;
-use crate::executor::guard::metrics_of;
+use crate::executor::guard::metrics_for;
 use crate::metrics::GroupMetrics;
 use crate::plan::thresholds::ThresholdPlan;
 use crate::summary::resources::StageSpan;
@@ -187,11 +187,23 @@ fn judge(
     let by_group: Vec<GroupMetrics> = names
         .iter()
         .map(|n| {
-            merged
+            let mut m = merged
                 .rows
                 .iter()
                 .position(|r| &r.label == n)
-                .map_or_else(GroupMetrics::default, |i| rows[i].clone())
+                .map_or_else(GroupMetrics::default, |i| rows[i].clone());
+            // Its kinds, from the `group:kind` rows (thresholds may name one).
+            for (r, km) in merged.rows.iter().zip(rows) {
+                let kind = r
+                    .label
+                    .strip_prefix(n.as_str())
+                    .and_then(|rest| rest.strip_prefix(':'))
+                    .and_then(|k| crate::workload::OpKind::try_from(k.to_string()).ok());
+                if let Some(kind) = kind {
+                    m.kinds.insert(kind, km.clone());
+                }
+            }
+            m
         })
         .collect();
     runs[0]
@@ -202,7 +214,7 @@ fn judge(
             if plan.relative.is_some() {
                 return None;
             }
-            let value = plan.metric.value(&metrics_of(plan.group, &by_group));
+            let value = plan.metric.value(&metrics_for(&plan, &by_group));
             let aborted = runs.iter().any(|x| {
                 x.thresholds
                     .iter()

@@ -171,12 +171,38 @@ fn thresholds(
     ov: &Overrides,
     stages: &[Stage],
 ) -> Result<Vec<ThresholdPlan>, ProfileError> {
-    let mut names: Vec<(usize, String)> = stages
-        .iter()
-        .flat_map(|s| s.groups.iter().map(|g| (g.index, g.name.clone())))
-        .collect();
-    names.sort();
-    let names: Vec<String> = names.into_iter().map(|(_, n)| n).collect();
+    let mut by_index: Vec<&GroupPlan> = stages.iter().flat_map(|s| s.groups.iter()).collect();
+    by_index.sort_by_key(|g| g.index);
+    let names: Vec<String> = by_index.iter().map(|g| g.name.clone()).collect();
+    // `group:kind` names a kind the group mixes (a single-operation group has no kind rows).
+    let mixes = |t: &ThresholdPlan| -> Result<(), String> {
+        match (t.group, t.kind) {
+            (Some(g), Some(kind)) => {
+                let group = by_index[g];
+                if group.mix.is_empty() {
+                    return Err(format!(
+                        "`{}:{kind}`: group `{}` runs one operation, so it has no kind rows; name it `{}`",
+                        group.name, group.name, group.name
+                    ));
+                }
+                if !group.kinds().contains(&kind) {
+                    let rows: Vec<String> = group
+                        .kinds()
+                        .iter()
+                        .map(|k| format!("{}:{k}", group.name))
+                        .collect();
+                    return Err(format!(
+                        "`{}:{kind}`: group `{}` does not run {kind}; its kind rows are {}",
+                        group.name,
+                        group.name,
+                        rows.join(", ")
+                    ));
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    };
     let mut out = Vec::new();
     for (key, value) in &loaded.profile.thresholds {
         let at = format!("thresholds.{key}");
@@ -216,19 +242,23 @@ fn thresholds(
                 ))
             }
         };
-        out.push(parsed.map_err(err)?);
+        let parsed = parsed.map_err(err)?;
+        mixes(&parsed).map_err(err)?;
+        out.push(parsed);
     }
     for expr in &ov.thresholds {
         out.push(
-            ThresholdPlan::parse_cli(expr, &names).map_err(|problem| ProfileError {
-                file: "--threshold".into(),
-                line: 1,
-                column: 1,
-                key: String::new(),
-                value: Some(expr.clone()),
-                problem,
-                expected: thresholds::GRAMMAR.into(),
-            })?,
+            ThresholdPlan::parse_cli(expr, &names)
+                .and_then(|t| mixes(&t).map(|()| t))
+                .map_err(|problem| ProfileError {
+                    file: "--threshold".into(),
+                    line: 1,
+                    column: 1,
+                    key: String::new(),
+                    value: Some(expr.clone()),
+                    problem,
+                    expected: thresholds::GRAMMAR.into(),
+                })?,
         );
     }
     Ok(out)

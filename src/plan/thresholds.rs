@@ -43,6 +43,8 @@ pub struct ThresholdPlan {
     pub label: String,
     /// The group's index; None for TOTAL.
     pub group: Option<usize>,
+    /// One operation kind of a mixed group (`ycsb:get.p99`): that kind's row.
+    pub kind: Option<crate::workload::OpKind>,
     pub metric: Metric,
     pub cmp: Cmp,
     /// In the metric's unit (ms for latencies).
@@ -57,7 +59,7 @@ pub struct ThresholdPlan {
 }
 
 /// What a threshold may be written as, for error messages.
-pub const GRAMMAR: &str = "\"GROUP.METRIC\" = \"< LIMIT\" (or <=, >, >=), GROUP a group's name or TOTAL; latencies need a unit (us, ms, s), e.g. \"find.p99\" = \"< 50ms\", \"insert.throughput\" = \"> 5000\", \"TOTAL.error_pct\" = \"< 0.1\", or { limit = \"< 200ms\", abort = true, after = \"10s\" }";
+pub const GRAMMAR: &str = "\"GROUP.METRIC\" = \"< LIMIT\" (or <=, >, >=), GROUP a group's name, GROUP:KIND one kind of a mixed group (ycsb:get), or TOTAL; latencies need a unit (us, ms, s), e.g. \"find.p99\" = \"< 50ms\", \"insert.throughput\" = \"> 5000\", \"TOTAL.error_pct\" = \"< 0.1\", or { limit = \"< 200ms\", abort = true, after = \"10s\" }";
 
 impl ThresholdPlan {
     /// `key` as `GROUP.METRIC`, `limit` as `< 50ms`; `groups` are the plan's names by index.
@@ -81,12 +83,25 @@ impl ThresholdPlan {
             ));
         };
         let metric = Metric::parse(metric_name).expect("found above");
-        let group = if label == "TOTAL" {
+        // `group:kind` names one kind of a mixed group (group names hold no `:`).
+        let (group_name, kind) = match label.split_once(':') {
+            Some((g, k)) => (
+                g,
+                Some(crate::workload::OpKind::try_from(k.to_string()).map_err(|_| {
+                    format!(
+                        "`{label}`: `{k}` is not an operation kind; a mixed group's row is GROUP:KIND with KIND one of {}",
+                        crate::workload::OpKind::listed()
+                    )
+                })?),
+            ),
+            None => (label, None),
+        };
+        let group = if group_name == "TOTAL" && kind.is_none() {
             None
         } else {
-            Some(groups.iter().position(|g| g == label).ok_or_else(|| {
+            Some(groups.iter().position(|g| g == group_name).ok_or_else(|| {
                 format!(
-                    "`{label}` is not a group of this profile; thresholds name one of: {}, TOTAL",
+                    "`{group_name}` is not a group of this profile; thresholds name one of: {}, TOTAL (or GROUP:KIND for a kind of a mixed group)",
                     groups.join(", ")
                 )
             })?)
@@ -127,6 +142,7 @@ impl ThresholdPlan {
                 text: format!("{label}.{metric_name} {} {rest}", cmp.symbol()),
                 label: label.to_string(),
                 group,
+                kind,
                 metric,
                 cmp,
                 limit: pct,
@@ -175,6 +191,7 @@ impl ThresholdPlan {
             text: format!("{label}.{metric_name} {} {}", cmp.symbol(), rest),
             label: label.to_string(),
             group,
+            kind,
             metric,
             cmp,
             limit: limit_value,
@@ -228,5 +245,22 @@ mod tests {
         assert_eq!((t.relative.as_deref(), t.limit), (Some("p50"), 10.0));
         let e = ThresholdPlan::parse_cli("find.svc_p99 <= +10%", &groups()).unwrap_err();
         assert!(e.contains("change in percent works on"), "{e}");
+    }
+
+    #[test]
+    fn a_kind_of_a_mixed_group_is_named_group_colon_kind() {
+        let groups = vec!["ab".to_string(), "ins".to_string()];
+        let t = ThresholdPlan::parse_cli("ab:get.p99 < 5ms", &groups).unwrap();
+        assert_eq!(
+            (t.group, t.kind),
+            (Some(0), Some(crate::workload::OpKind::Get))
+        );
+        assert_eq!(t.text, "ab:get.p99 < 5ms");
+        let t = ThresholdPlan::parse_cli("ab.p99 < 5ms", &groups).unwrap();
+        assert_eq!((t.group, t.kind), (Some(0), None));
+        let e = ThresholdPlan::parse_cli("ab:fetch.p99 < 5ms", &groups).unwrap_err();
+        assert!(e.contains("`fetch` is not an operation kind"), "{e}");
+        let e = ThresholdPlan::parse_cli("zz:get.p99 < 5ms", &groups).unwrap_err();
+        assert!(e.contains("`zz` is not a group"), "{e}");
     }
 }
