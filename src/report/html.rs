@@ -73,18 +73,32 @@ pub fn data(dir: &RunDir) -> Value {
     let s = &dir.summary;
     let base_ms = dir.base_secs * 1000.0;
     let secs = |ms: &Value| ms.as_f64().map(|m| ((m - base_ms) / 1000.0).max(0.0));
+    // Each group, then (for a mix) each of its kinds, whose `group:kind` series the interval
+    // log holds beside the group's.
     let groups: Vec<Value> = s["groups"]
         .as_array()
         .into_iter()
         .flatten()
-        .map(|g| {
+        .flat_map(|g| {
             let name = g["name"].as_str().unwrap_or_default();
-            json!({
-                "name": name,
-                "tag": crate::metrics::interval::tag(name, crate::metrics::Series::Latency, false),
-                "open_loop": !g["rate"].is_null(),
-                "stage": g["stage"],
-            })
+            let kinds = g["mix"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|k| k["op"].as_str())
+                .map(|k| format!("{name}:{k}"));
+            std::iter::once(name.to_string())
+                .chain(kinds)
+                .map(|label| {
+                    json!({
+                        "name": label,
+                        "tag": crate::metrics::interval::tag(&label, crate::metrics::Series::Latency, false),
+                        "open_loop": !g["rate"].is_null(),
+                        "stage": g["stage"],
+                        "kind_of": (label != name).then_some(name),
+                    })
+                })
+                .collect::<Vec<_>>()
         })
         .collect();
     let runs: Vec<Value> = s["runs"]
