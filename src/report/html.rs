@@ -119,7 +119,18 @@ pub fn data(dir: &RunDir) -> Value {
                     })
                 })
                 .collect();
-            json!({ "run": r["run"], "stages": stages })
+            // Rate steps (`group@RATE/s` rows): where each step's counted operations began.
+            let steps: Vec<Value> = r["rows"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|row| row["label"].as_str().is_some_and(|l| l.contains('@')))
+                .filter_map(|row| {
+                    let us = row["first_start_us"].as_f64().filter(|us| *us > 0.0)?;
+                    Some(json!({ "label": row["label"], "at": secs(&json!(us / 1000.0)) }))
+                })
+                .collect();
+            json!({ "run": r["run"], "stages": stages, "steps": steps })
         })
         .collect();
     let intervals: BTreeMap<&str, Value> = dir

@@ -20,6 +20,10 @@
     if (s.start != null && s.began != null && s.start > s.began + 0.001) marks.push({ x: s.start, label: "warm-up ends", dash: [4, 4] });
     if (s.end != null) marks.push({ x: s.end, label: "", dash: [2, 2] });
   }));
+  // Rate steps: where each step's counted operations began.
+  D.runs.forEach((r) => (r.steps || []).forEach((s) => {
+    if (s.at != null) marks.push({ x: s.at, label: s.label, dash: [1, 3] });
+  }));
   function markPlugin() {
     return {
       hooks: {
