@@ -58,44 +58,61 @@ fn with_idle_users_the_share_of_slow_operations_is_the_share_of_slow_replies() {
     let Some(server) = TestServer::start() else {
         return;
     };
-    // 2.00 % of inserts held 300 ms; 20 users at 200/s have plenty idle.
-    let proxy = start_proxy(port_of(&server.uri), 50, Duration::from_millis(300));
-    let groups =
-        "[[group]]\nname = \"ins\"\nop = \"insert\"\nthreads = 20\nduration = \"5s\"\nrate = 200\n";
-    let (summary, _, latencies) = run_through(&server, &proxy, groups, "heldshare");
+    // 2.00 % of inserts held 300 ms; 20 users at 200/s have plenty idle. A stall of the shared
+    // machine makes unheld operations slow too, so a run whose timing misses gets one more try;
+    // the counts must hold in every run.
+    let mut misses = Vec::new();
+    for attempt in 1..=2 {
+        let proxy = start_proxy(port_of(&server.uri), 50, Duration::from_millis(300));
+        let groups =
+            "[[group]]\nname = \"ins\"\nop = \"insert\"\nthreads = 20\nduration = \"5s\"\nrate = 200\n";
+        let (summary, _, latencies) = run_through(&server, &proxy, groups, "heldshare");
+        let inserts = proxy.inserts.load(Ordering::SeqCst);
+        let held = proxy.held.load(Ordering::SeqCst);
+        assert_eq!(
+            inserts,
+            latencies.len() as u64,
+            "every insert is one line of samples.tsv"
+        );
+        match timing(&summary, &latencies, held, inserts) {
+            Ok(()) => return,
+            Err(e) => {
+                eprintln!("attempt {attempt}: {e}");
+                misses.push(e);
+            }
+        }
+    }
+    panic!("the timing missed in both runs: {misses:?}");
+}
 
-    let inserts = proxy.inserts.load(Ordering::SeqCst);
-    let held = proxy.held.load(Ordering::SeqCst);
-    assert_eq!(
-        inserts,
-        latencies.len() as u64,
-        "every insert is one line of samples.tsv"
-    );
+/// The share of operations over 50 ms is the share of held replies, service and latency agree,
+/// and at most 1 % started late.
+fn timing(
+    summary: &serde_json::Value,
+    latencies: &[u64],
+    held: u64,
+    inserts: u64,
+) -> Result<(), String> {
     let held_pct = held as f64 * 100.0 / inserts as f64;
     let slow_pct =
         latencies.iter().filter(|l| **l > 50_000).count() as f64 * 100.0 / latencies.len() as f64;
-    eprintln!(
-        "{slow_pct:.2} % of {} operations over 50 ms; {held_pct:.2} % of replies held",
-        latencies.len()
-    );
-    assert!(
-        (slow_pct - held_pct).abs() <= 0.5,
-        "{slow_pct:.2} % of operations over 50 ms, {held_pct:.2} % of replies held"
-    );
-    let r = row(&summary, "ins");
+    if (slow_pct - held_pct).abs() > 0.5 {
+        return Err(format!(
+            "{slow_pct:.2} % of operations over 50 ms, {held_pct:.2} % of replies held"
+        ));
+    }
+    let r = row(summary, "ins");
     let f = |k: &str| r[k].as_f64().unwrap();
     // Service and latency agree: no operation waited for a user.
-    assert!(
-        (f("average_ms") - f("service_average_ms")).abs() < 2.0,
-        "{} vs {}",
-        f("average_ms"),
-        f("service_average_ms")
-    );
-    assert!((f("p99_ms") - f("service_p99_ms")).abs() < 10.0, "{r}");
-    assert!(
-        r["late"].as_u64().unwrap() * 100 <= r["samples"].as_u64().unwrap(),
-        "at most 1 % late: {r}"
-    );
+    if (f("average_ms") - f("service_average_ms")).abs() >= 2.0
+        || (f("p99_ms") - f("service_p99_ms")).abs() >= 10.0
+    {
+        return Err(format!("latency and service time differ: {r}"));
+    }
+    if r["late"].as_u64().unwrap() * 100 > r["samples"].as_u64().unwrap() {
+        return Err(format!("more than 1 % late: {r}"));
+    }
+    Ok(())
 }
 
 #[test]
@@ -120,13 +137,21 @@ fn with_every_user_busy_operations_are_late_and_the_warning_says_how_many_users_
     let message = warning["message"].as_str().unwrap();
     eprintln!("{message}");
     assert!(stdout.contains(message), "{stdout}");
-    // rate x service p99 = 100/s x ~0.05 s: about 5 users (6 if the p99 is a little over 50 ms).
-    let needed: u32 = message
+    // rate x service p99 = 100/s x the row's service p99 (at least the 50 ms hold): at least 5
+    // users, more when the machine stretched some replies.
+    let needed: f64 = message
         .split("about ")
         .nth(1)
         .and_then(|s| s.split(' ').next())
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("{message}"));
-    assert!((5..=7).contains(&needed), "{message}");
+    let service_p99 = r["service_p99_ms"].as_f64().unwrap();
+    assert!(service_p99 >= 50.0, "{r}");
+    assert_eq!(
+        needed,
+        (100.0 * service_p99 / 1000.0).ceil().max(1.0),
+        "{message}"
+    );
+    assert!(needed >= 5.0, "{message}");
     assert!(message.contains("all 2 users busy"), "{message}");
 }
