@@ -45,16 +45,8 @@ const RESOURCE_SERIES: [(&str, &str, &str); 26] = [
     ("aw", "queues", "active writers"),
     ("client_wait_ms", "health", "client wait to run ms/s"),
     ("client_throttled_ms", "health", "client throttled ms/s"),
-    (
-        "client_lag_max_ms",
-        "health",
-        "client heartbeat lag, worst ms",
-    ),
-    (
-        "client_lag_avg_ms",
-        "health",
-        "client heartbeat lag, average ms",
-    ),
+    ("client_lag_max_ms", "lag", "worst ms"),
+    ("client_lag_avg_ms", "lag", "average ms"),
 ];
 
 /// A `--server-metrics` host's columns the report charts (`column@host`), with chart and label.

@@ -246,7 +246,8 @@
     const titles = { cpu: "CPU % (of one core)", iops: "IOPS of the data device (or the server host's disks)", disk: "Server disk KB/s",
       server_ops: "Server operations per second (serverStatus)", server_latency: "The server's own average latency, us (serverStatus opLatencies)",
       queues: "Queued and active readers and writers (mongostat qrw, arw)", connections: "Connections", cache: "WiredTiger cache MB",
-      network: "Server host network KB/s (--server-metrics)", health: "The load generator: waits to run (ms/s) and runtime lag (ms)" };
+      network: "Server host network KB/s (--server-metrics)", health: "The load generator's threads waiting to run, and throttled, ms per second",
+      lag: "How late the load generator's 100 ms heartbeat woke, ms (operations started and timed that late too)" };
     const greys = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"];
     Object.keys(titles).forEach((k) => {
       const list = byChart[k];
