@@ -194,12 +194,7 @@ fn judge(
                 .map_or_else(GroupMetrics::default, |i| rows[i].clone());
             // Its kinds, from the `group:kind` rows (thresholds may name one).
             for (r, km) in merged.rows.iter().zip(rows) {
-                let kind = r
-                    .label
-                    .strip_prefix(n.as_str())
-                    .and_then(|rest| rest.strip_prefix(':'))
-                    .and_then(|k| crate::workload::OpKind::try_from(k.to_string()).ok());
-                if let Some(kind) = kind {
+                if let Some(kind) = crate::metrics::group::kind_row_of(&r.label, n) {
                     m.kinds.insert(kind, km.clone());
                 }
             }

@@ -146,6 +146,13 @@ impl Default for GroupMetrics {
     }
 }
 
+/// The kind a summary row's label names when it is one of group `group`'s kind rows
+/// (`group:kind`, as the recorder labels a mix's kinds); None for any other row.
+pub fn kind_row_of(label: &str, group: &str) -> Option<OpKind> {
+    let kind = label.strip_prefix(group)?.strip_prefix(':')?;
+    OpKind::try_from(kind.to_string()).ok()
+}
+
 impl GroupMetrics {
     pub fn record(&mut self, s: &Sample) {
         if s.mixed {
@@ -229,12 +236,7 @@ impl GroupMetrics {
     pub fn from_rows(rows: &[Row], name: &str) -> Option<GroupMetrics> {
         let mut m = Self::from_one_row(rows.iter().find(|r| r.label == name)?).ok()?;
         for r in rows {
-            let kind = r
-                .label
-                .strip_prefix(name)
-                .and_then(|rest| rest.strip_prefix(':'))
-                .and_then(|k| OpKind::try_from(k.to_string()).ok());
-            if let (Some(kind), Ok(km)) = (kind, Self::from_one_row(r)) {
+            if let (Some(kind), Ok(km)) = (kind_row_of(&r.label, name), Self::from_one_row(r)) {
                 m.kinds.insert(kind, km);
             }
         }
@@ -370,6 +372,15 @@ impl GroupMetrics {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_kind_row_belongs_to_its_group_only() {
+        assert_eq!(kind_row_of("ab:get", "ab"), Some(OpKind::Get));
+        assert_eq!(kind_row_of("ab", "ab"), None);
+        assert_eq!(kind_row_of("abc:get", "ab"), None, "another group's row");
+        assert_eq!(kind_row_of("ab:nope", "ab"), None);
+        assert_eq!(kind_row_of("ab@100/s", "ab"), None, "a rate step's row");
+    }
+
     use super::*;
 
     /// 1000 samples of 1, 2, ..., 1000 ms, started 1 ms apart from t = 10 s.

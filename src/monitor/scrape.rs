@@ -204,7 +204,7 @@ impl Scraper {
                 self.last = None;
                 let first = self.problem.is_none();
                 // The error may quote the URL.
-                let problem = crate::redact::redact(&e).replace(&self.url, &shown(&self.url));
+                let problem = crate::redact::redact(&e.replace(&self.url, &shown(&self.url)));
                 if first {
                     self.problem = Some(problem.clone());
                 }

@@ -183,10 +183,15 @@ fn resources(s: &Summary, with_run: bool, out: &mut dyn Write) -> std::io::Resul
             s.resources.iter().map(|r| &r.disk_source).collect(),
         ),
     ] {
-        let mut named: Vec<&str> = sources.into_iter().flatten().map(String::as_str).collect();
-        named.dedup();
+        let mut named: Vec<&str> = Vec::new();
+        for s in sources.into_iter().flatten() {
+            if !named.contains(&s.as_str()) {
+                named.push(s);
+            }
+        }
         if !named.is_empty() {
-            writeln!(out, "{what} from {}", named.join(", then "))?;
+            // Stages may differ (resources-summary.tsv names each stage's).
+            writeln!(out, "{what} from {}", named.join("; "))?;
         }
     }
     for w in of(s, WarningCode::MetricsSource) {
