@@ -132,9 +132,12 @@ fn write_part(plan: &RunPlan, dir: &Path, seconds: u64, rate: u64) -> anyhow::Re
         &summary,
         vec!["synth_parts".into()],
         HostInfo::read(),
-        humantime::format_rfc3339_seconds(start).to_string(),
-        Some(humantime::format_rfc3339_seconds(SystemTime::now()).to_string()),
+        (
+            humantime::format_rfc3339_seconds(start).to_string(),
+            Some(humantime::format_rfc3339_seconds(SystemTime::now()).to_string()),
+        ),
+        (std::time::Duration::from_secs(1), true),
     );
-    mongo_stress::report::run_json::write(&dir.join("run.json"), &info)?;
+    mongo_stress::rundir::write_run_info(dir, &info)?;
     Ok(())
 }

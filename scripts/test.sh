@@ -1,8 +1,23 @@
 #!/usr/bin/env bash
-# Runs the whole test suite: unit tests, binary tests, and live tests against a real server.
-# Installs the server first if it is missing (idempotent; see scripts/install-server.sh).
+# Runs the test suite, in one of two tiers; the last line says which ran and how it ended.
+#
+#   scripts/test.sh          everything: unit tests, binary tests, and live tests against a real
+#                            server (what .ci/run runs). Installs what they need first (below).
+#   scripts/test.sh --fast   the edit-test loop: the unit tests (--lib) and tests/pipeline.rs,
+#                            cli.rs, bad_input.rs, profile_fuzz.rs and module_graph.rs. No server
+#                            is installed or started: MONGO_STRESS_SKIP_LIVE=1 skips bad_input's
+#                            one live test (reported at the end), and MONGO_STRESS_SERVER_BIN
+#                            points nowhere, so a run that would start one fails instead. Nothing
+#                            is installed or downloaded beyond the crates cargo fetches.
+#
+# Further arguments go to cargo test, e.g. `scripts/test.sh --fast -- --nocapture`.
+#
+# The full tier installs the server first if it is missing (idempotent; see
+# scripts/install-server.sh).
 # MONGO_STRESS_TEST_URI=mongodb://... runs the live tests against that server instead;
-# MONGO_STRESS_SKIP_LIVE=1 skips them (they fail, never skip, without one of the two).
+# MONGO_STRESS_SKIP_LIVE=1 skips them (they fail, never skip, without one of the two). A skipped
+# test still says "ok" (libtest has no runtime skip): it leaves a marker in target/tmp/skipped-tests/,
+# and the last lines here count and name the tests that did not run.
 # MONGO_STRESS_HDRHISTOGRAM_JAR=path names HdrHistogram's jar when it is not Debian's;
 # MONGO_STRESS_BROWSER=path names the headless Chromium, MONGO_STRESS_SKIP_BROWSER=1 skips it.
 # MONGO_STRESS_SKIP_K8S_VALIDATE=1 skips the offline checks of deploy/kubernetes (tests/manifests.rs),
@@ -12,10 +27,40 @@
 # MONGO_STRESS_SKIP_NODE_EXPORTER=1 skips that one test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
+start=$SECONDS
+skips="${CARGO_TARGET_DIR:-target}/tmp/skipped-tests"
+rm -rf "$skips"
+
+# Prints which tier ran, how it ended and what did not run, then exits with cargo's status.
+finish() {
+  local rc=$1 tier=$2 outcome="passed"
+  [ "$rc" -eq 0 ] || outcome="FAILED (exit $rc)"
+  echo
+  echo "== tier: $tier: $outcome in $((SECONDS - start)) s (build included)"
+  if [ -d "$skips" ] && [ -n "$(ls -A "$skips")" ]; then
+    echo "== SKIPPED: $(ls -A "$skips" | wc -l) of the tests reported ok without running:"
+    for f in "$skips"/*; do
+      echo "   $(basename "$f") ($(cat "$f")=1)"
+    done
+  fi
+  exit "$rc"
+}
+
+if [ "${1:-}" = "--fast" ]; then
+  shift
+  rc=0
+  env -u MONGODB_URI -u MONGO_STRESS_TEST_URI MONGO_STRESS_SKIP_LIVE=1 \
+    MONGO_STRESS_SERVER_BIN=/nonexistent/no-server-in-the-fast-tier \
+    cargo test --lib --test pipeline --test cli --test bad_input --test profile_fuzz \
+    --test module_graph --test console "$@" || rc=$?
+  finish "$rc" "fast (unit, pipeline, cli, bad_input, profile_fuzz, module_graph, console; no server; \
+scripts/test.sh runs the live, manifests and browser tests too)"
+fi
+
 if [ -z "${MONGO_STRESS_TEST_URI:-}" ] && [ "${MONGO_STRESS_SKIP_LIVE:-}" != "1" ]; then
   scripts/install-server.sh
 fi
-export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 # The other readers of latency.hlog in tests/live_intervals.rs: the Python hdrhistogram package
 # and HdrHistogram's Java log processor (Debian's libhdrhistogram-java; java must be on PATH).
 python3 -c "import hdrh" 2>/dev/null ||
@@ -45,4 +90,6 @@ if [ -z "${MONGO_STRESS_BROWSER:-}" ] && [ "${MONGO_STRESS_SKIP_BROWSER:-}" != "
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium-headless-shell >/dev/null
 fi
-cargo test --all-targets "$@"
+rc=0
+cargo test --all-targets "$@" || rc=$?
+finish "$rc" "full (every test)"

@@ -21,7 +21,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a profile (a path, or the name of a bundled profile)
-    Run(Box<RunArgs>),
+    Run(Box<RunCommand>),
     /// Parse and check a profile and print its resolved plan; exit 0 or 2
     Validate {
         /// Profile path or bundled name
@@ -69,6 +69,8 @@ pub enum Command {
         /// Merge even when some parts are missing (the result then has less load than the run)
         #[arg(long)]
         allow_missing: bool,
+        #[command(flatten)]
+        console: ConsoleArgs,
     },
     /// Search for the highest rate the deployment holds within an SLO: each step a short
     /// open-loop run, the rate doubled, then bisected to within 5 %
@@ -111,6 +113,24 @@ pub struct OverrideArgs {
     /// Documents the setup loads first in batches, overriding setup.preload (YCSB's recordcount)
     #[arg(long, value_name = "N", value_parser = parse_recordcount)]
     pub recordcount: Option<u64>,
+}
+
+/// `run`: what a capacity step shares (`RunArgs`), and how the summary is shown.
+#[derive(Debug, Clone, Args)]
+pub struct RunCommand {
+    #[command(flatten)]
+    pub args: RunArgs,
+    #[command(flatten)]
+    pub console: ConsoleArgs,
+}
+
+/// How the summary table is printed.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct ConsoleArgs {
+    /// Print every column of the summary table on a terminal too, however wide (by default a
+    /// terminal gets the columns that fit; a pipe or a file always gets them all)
+    #[arg(long)]
+    pub wide: bool,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -3,9 +3,12 @@
 //! Data flows one way, one folder per stage:
 //! `plan` (profile file -> validated `RunPlan`) -> `executor` (virtual users sending `workload`
 //! requests through an `ops::Backend`) -> `metrics` (samples, recorder, histograms; `samplelog`
-//! beside it) -> `summary` (the result model, with `monitor`'s resource rows) -> `report` (one
-//! renderer per format). `server` starts the embedded server; `app` holds the commands and
-//! wires the stages together. README's "Code map" says what each folder owns.
+//! beside it) -> `summary` (the result model, with `monitor`'s resource rows, the one judge of
+//! thresholds and the one exit-code rule) -> `report` (one renderer per format). `rundir` owns
+//! the run directory: its file list, the typed reader every later command starts from
+//! (`report`, `compare`, `merge`), and its data files' writers. `server` starts the embedded
+//! server; `app` holds the commands and wires the stages together. README's "Code map" says what
+//! each folder owns.
 
 // Profile errors carry file, line, key, value and the fix; they occur once per run, before any
 // load, so their size costs nothing worth boxing for.

@@ -1,11 +1,25 @@
 //! Every class of bad input the tool is known to meet: each must be refused before any load with
 //! the documented exit code and one message that names the place and the fix, never a panic.
-//! `BAD_INPUT_TABLE=path cargo test --test bad_input` also writes the table of messages that
-//! docs/reliability.md shows.
+//!
+//! docs/reliability.md's table under "Bad input" is the list: each of its rows must be a case
+//! here, each case a row, in the same order, with the exit code and the first line of the message
+//! as the tool prints it now, so the docs and the tool cannot drift apart unnoticed.
+//! `BAD_INPUT_UPDATE_DOCS=1 cargo test --test bad_input` rewrites that table from what the tool
+//! printed; `BAD_INPUT_TABLE=path` writes it to a file of its own.
+//!
+//! Nearly every case is refused before the tool looks for a server, so the first test needs none
+//! (it is in `scripts/test.sh --fast`). The few refused only after the server is reached (the
+//! JTL file is created once the server's URI is known) run in a live test of their own, against a
+//! real server.
 
 mod common;
 
-use common::bin;
+use std::path::Path;
+
+use common::{bin, TestServer};
+
+const DOCS: &str = "docs/reliability.md";
+const TABLE_HEADER: &str = "| # | input | exit | message (first line) |";
 
 const DOC: &str = "[document]\ncity = { choice = [\"a\", \"b\"] }\n";
 const INS: &str = "[[group]]\nname = \"g\"\nop = \"insert\"\n";
@@ -15,6 +29,17 @@ enum Input {
     Profile(&'static str, String),
     /// Command-line arguments after `mongo-stress`.
     Args(&'static str, Vec<String>),
+    /// Command-line arguments refused only once a server is reached: `--uri` of a real one is
+    /// added, so these run in the live test.
+    Live(&'static str, Vec<String>),
+}
+
+impl Input {
+    fn desc(&self) -> &'static str {
+        match self {
+            Input::Profile(d, _) | Input::Args(d, _) | Input::Live(d, _) => d,
+        }
+    }
 }
 
 fn grouped(desc: &'static str, rest: &str) -> Input {
@@ -25,7 +50,12 @@ fn args(desc: &'static str, a: &[&str]) -> Input {
     Input::Args(desc, a.iter().map(|s| s.to_string()).collect())
 }
 
-fn cases(dir: &std::path::Path) -> Vec<(Input, i32, &'static str)> {
+fn live(desc: &'static str, a: &[&str]) -> Input {
+    Input::Live(desc, a.iter().map(|s| s.to_string()).collect())
+}
+
+/// The cases, and the closed port the refused connection tries.
+fn cases(dir: &Path) -> (Vec<(Input, i32, &'static str)>, u16) {
     let file = dir.join("a-file");
     std::fs::write(&file, "").unwrap();
     let under_file = file.join("run").to_string_lossy().into_owned();
@@ -35,7 +65,7 @@ fn cases(dir: &std::path::Path) -> Vec<(Input, i32, &'static str)> {
         .unwrap()
         .port();
     let refused = format!("mongodb://127.0.0.1:{closed}/?serverSelectionTimeoutMS=1000");
-    vec![
+    let all = vec![
         (grouped("misspelt key", "thredas = 4\nloops = 1\n"), 2, "did you mean `threads`"),
         (Input::Profile("unknown top-level key", format!("colour = 1\n{DOC}{INS}threads = 1\nloops = 1\n")), 2, "unknown key `colour`"),
         (grouped("string where a number belongs", "threads = \"ten\"\nloops = 1\n"), 2, "group[0].threads = \"ten\""),
@@ -106,7 +136,7 @@ fn cases(dir: &std::path::Path) -> Vec<(Input, i32, &'static str)> {
         (args("--server-metrics not a URL, with a password", &["run", "smoke", "--server-metrics", "ftp://u:hunter2@db1/metrics"]), 2, "`ftp://u:****@db1/metrics` is not an http(s) URL of a metrics endpoint; give e.g. http://db1:9100/metrics (node_exporter's port and path; percent-encode"),
         (args("URI with a bad port", &["run", "smoke", "--uri", "mongodb://db1:notaport"]), 2, "not a usable MongoDB connection string"),
         (args("--out under a file", &["run", "smoke", "--uri", "mongodb://127.0.0.1:1", "--out", &under_file]), 2, "cannot use"),
-        (args("unwritable --jtl (a full disk)", &["run", "smoke", "--jtl", "/dev/full", "--out", &dir.join("full").to_string_lossy()]), 2, "No space left on device"),
+        (live("unwritable --jtl (a full disk)", &["run", "smoke", "--jtl", "/dev/full", "--out", &dir.join("full").to_string_lossy()]), 2, "No space left on device"),
         (args("--part beyond its count", &["run", "smoke", "--part", "3/3"]), 2, "expected I/N with 0 <= I < N"),
         (args("--parts without JOB_COMPLETION_INDEX", &["run", "smoke", "--parts", "3"]), 2, "JOB_COMPLETION_INDEX, which is not set"),
         (args("a group smaller than the parts", &["run", "smoke", "--uri", "mongodb://127.0.0.1:1", "--threads", "2", "--part", "0/3"]), 2, "fewer than the 3 parts"),
@@ -114,7 +144,7 @@ fn cases(dir: &std::path::Path) -> Vec<(Input, i32, &'static str)> {
         (args("--baseline in a part", &["run", "smoke", "--uri", "mongodb://127.0.0.1:1", "--part", "1/2", "--baseline", "x"]), 2, "merge the parts, then compare"),
         (args("--repeat in parts", &["run", "smoke", "--uri", "mongodb://127.0.0.1:1", "--part", "0/2", "--repeat", "3"]), 2, "cannot be split into parts"),
         (args("unparsable --start-at", &["run", "smoke", "--start-at", "noon"]), 2, "expected RFC 3339 with its zone, such as 2026-11-30T12:00:00Z"),
-        (args("merge of a missing directory", &["merge", "no-such-part", "--out", "merged"]), 2, "no-such-part is not a part that can be merged: no such directory"),
+        (args("merge of a missing directory", &["merge", "no-such-part", "--out", "merged"]), 2, "no-such-part is not a usable run directory: no such directory"),
         (args("merge without --out", &["merge", "a", "b"]), 2, "--out <DIR>"),
         (args("capacity with an unparsable SLO", &["capacity", "smoke", "--slo", "p99 soon"]), 2, "--slo p99 soon"),
         (args("capacity of a profile in stages", &["capacity", "jmeter-2016", "--slo", "p99<50ms"]), 2, "has 5 stages"),
@@ -124,69 +154,303 @@ fn cases(dir: &std::path::Path) -> Vec<(Input, i32, &'static str)> {
         (args("capacity with --duration", &["capacity", "smoke", "--slo", "p99<50ms", "--duration", "5s"]), 2, "use --step"),
         (args("capacity without an SLO", &["capacity", "smoke"]), 2, "--slo <EXPR>"),
         (args("server refusing connections", &["run", "smoke", "--uri", &refused, "--out", &dir.join("refused").to_string_lossy()]), 3, "cannot reach the server"),
-    ]
+    ];
+    (all, closed)
+}
+
+/// A row of docs/reliability.md's table of bad input, or of the table the cases make. `message`
+/// is None for a case that the test at hand does not run.
+struct Row {
+    number: String,
+    input: String,
+    exit: String,
+    message: Option<String>,
+}
+
+fn docs_path() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(DOCS)
+}
+
+/// The docs' text and the line range of the table's rows (after its header and separator).
+fn docs_table() -> (String, std::ops::Range<usize>) {
+    let text = std::fs::read_to_string(docs_path()).expect("docs/reliability.md is readable");
+    let lines: Vec<&str> = text.lines().collect();
+    let headers: Vec<usize> = (0..lines.len())
+        .filter(|&i| lines[i] == TABLE_HEADER)
+        .collect();
+    assert_eq!(
+        headers.len(),
+        1,
+        "{DOCS} must hold the table of bad input once, under the header {TABLE_HEADER:?}"
+    );
+    let first = headers[0] + 2;
+    let end = (first..lines.len())
+        .find(|&i| !lines[i].starts_with('|'))
+        .unwrap_or(lines.len());
+    (text, first..end)
+}
+
+fn documented() -> Vec<Row> {
+    let (text, rows) = docs_table();
+    text.lines()
+        .skip(rows.start)
+        .take(rows.len())
+        .map(|line| {
+            let cells: Vec<&str> = line
+                .strip_prefix("| ")
+                .and_then(|l| l.strip_suffix(" |"))
+                .map(|l| l.splitn(4, " | ").collect())
+                .unwrap_or_default();
+            assert_eq!(
+                cells.len(),
+                4,
+                "{DOCS}: not a row of the bad-input table: {line}"
+            );
+            Row {
+                number: cells[0].to_string(),
+                input: cells[1].to_string(),
+                exit: cells[2].to_string(),
+                message: Some(cells[3].to_string()),
+            }
+        })
+        .collect()
+}
+
+/// Runs one case and checks what every refusal must hold; returns the table's message cell: the
+/// first `error:` line of stderr, `|` escaped for Markdown, the test's temporary directory as
+/// DIR and the closed port as PORT (they change on every run).
+fn refuse(
+    input: &Input,
+    code: i32,
+    needle: &str,
+    dir: &Path,
+    port: u16,
+    uri: Option<&str>,
+    problems: &mut Vec<String>,
+) -> String {
+    let desc = input.desc();
+    let out = match input {
+        Input::Profile(_, text) => {
+            std::fs::write(dir.join("fuzz.toml"), text).unwrap();
+            bin()
+                .current_dir(dir)
+                .args(["validate", "fuzz.toml"])
+                .output()
+                .unwrap()
+        }
+        Input::Args(_, a) | Input::Live(_, a) => bin()
+            .current_dir(dir)
+            .args(a)
+            .args(uri.map(|u| ["--uri", u]).into_iter().flatten())
+            .timeout(std::time::Duration::from_secs(30))
+            .output()
+            .unwrap(),
+    };
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    if out.status.code() != Some(code) {
+        problems.push(format!(
+            "{desc}: exit {:?}, expected {code}: {stderr}",
+            out.status.code()
+        ));
+    }
+    if !stderr.contains(needle) {
+        problems.push(format!("{desc}: expected {needle:?} in:\n{stderr}"));
+    }
+    if stderr.contains("panicked") || stderr.contains("RUST_BACKTRACE") {
+        problems.push(format!("{desc}: a panic: {stderr}"));
+    }
+    if stderr.contains("hunter2") {
+        problems.push(format!("{desc}: a password was printed: {stderr}"));
+    }
+    let mut first = stderr
+        .lines()
+        .find(|l| l.starts_with("error:"))
+        .unwrap_or("")
+        .replace('|', "\\|")
+        .replace(&*dir.to_string_lossy(), "DIR")
+        .replace(&format!("127.0.0.1:{port}/"), "127.0.0.1:PORT/");
+    if let Some(uri) = uri {
+        first = first.replace(uri, "URI");
+    }
+    format!("`{first}`")
+}
+
+fn row(i: usize, input: &Input, code: i32, message: Option<String>) -> Row {
+    Row {
+        number: (i + 1).to_string(),
+        input: input.desc().to_string(),
+        exit: code.to_string(),
+        message,
+    }
+}
+
+fn fail_on(problems: &[String]) {
+    assert!(
+        problems.is_empty(),
+        "{} problems:\n{}\n(after a deliberate change of a message or a case, \
+         BAD_INPUT_UPDATE_DOCS=1 cargo test --test bad_input rewrites the table in {DOCS}; \
+         run it again to see it pass)",
+        problems.len(),
+        problems.join("\n")
+    );
 }
 
 #[test]
 fn every_bad_input_is_refused_with_one_message_naming_the_problem() {
     let dir = tempfile::tempdir().unwrap();
-    let mut table = vec![
-        "| # | input | exit | message (first line) |".to_string(),
-        "| ---: | --- | ---: | --- |".to_string(),
-    ];
-    let all = cases(dir.path());
-    assert!(all.len() >= 25);
-    for (i, (input, code, needle)) in all.into_iter().enumerate() {
-        let (desc, out) = match input {
-            Input::Profile(desc, text) => {
-                let path = dir.path().join("fuzz.toml");
-                std::fs::write(&path, text).unwrap();
-                (
-                    desc,
-                    bin()
-                        .current_dir(dir.path())
-                        .args(["validate", "fuzz.toml"])
-                        .output()
-                        .unwrap(),
-                )
-            }
-            Input::Args(desc, a) => (
-                desc,
-                bin()
-                    .current_dir(dir.path())
-                    .args(&a)
-                    .timeout(std::time::Duration::from_secs(30))
-                    .output()
-                    .unwrap(),
-            ),
-        };
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert_eq!(out.status.code(), Some(code), "{desc}: {stderr}");
-        assert!(
-            stderr.contains(needle),
-            "{desc}: expected {needle:?} in:\n{stderr}"
-        );
-        assert!(
-            !stderr.contains("panicked") && !stderr.contains("RUST_BACKTRACE"),
-            "{desc}: {stderr}"
-        );
-        assert!(
-            !stderr.contains("hunter2"),
-            "{desc}: a password was printed: {stderr}"
-        );
-        let first = stderr
-            .lines()
-            .find(|l| l.starts_with("error:"))
-            .unwrap_or("")
-            .replace('|', "\\|");
-        let dirs = dir.path().to_string_lossy().into_owned();
-        table.push(format!(
-            "| {} | {desc} | {code} | `{}` |",
-            i + 1,
-            first.replace(&dirs, "DIR")
-        ));
-    }
+    let (all, port) = cases(dir.path());
+    let mut problems = Vec::new();
+    let rows: Vec<Row> = all
+        .iter()
+        .enumerate()
+        .map(|(i, (input, code, needle))| {
+            let message = match input {
+                Input::Live(..) => None,
+                _ => Some(refuse(
+                    input,
+                    *code,
+                    needle,
+                    dir.path(),
+                    port,
+                    None,
+                    &mut problems,
+                )),
+            };
+            row(i, input, *code, message)
+        })
+        .collect();
+    let docs = documented();
+    problems.extend(drift(&docs, &rows, true));
+
+    // The live cases keep the message the docs have.
+    let table: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            let message = r.message.clone().or_else(|| {
+                docs.iter()
+                    .find(|d| d.input == r.input)
+                    .and_then(|d| d.message.clone())
+            });
+            format!(
+                "| {} | {} | {} | {} |",
+                r.number,
+                r.input,
+                r.exit,
+                message.unwrap_or_default()
+            )
+        })
+        .collect();
     if let Ok(path) = std::env::var("BAD_INPUT_TABLE") {
-        std::fs::write(path, table.join("\n") + "\n").unwrap();
+        let mut text = vec![
+            TABLE_HEADER.to_string(),
+            "| ---: | --- | ---: | --- |".to_string(),
+        ];
+        text.extend(table.iter().cloned());
+        std::fs::write(path, text.join("\n") + "\n").unwrap();
     }
+    if std::env::var("BAD_INPUT_UPDATE_DOCS").as_deref() == Ok("1") {
+        let (text, range) = docs_table();
+        let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+        lines.splice(range, table);
+        std::fs::write(docs_path(), lines.join("\n") + "\n").unwrap();
+    }
+    fail_on(&problems);
+}
+
+#[test]
+fn bad_input_met_only_once_the_server_is_reached_is_refused_before_any_load() {
+    let Some(server) = TestServer::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (all, port) = cases(dir.path());
+    let mut problems = Vec::new();
+    let rows: Vec<Row> = all
+        .iter()
+        .enumerate()
+        .filter(|(_, (input, _, _))| matches!(input, Input::Live(..)))
+        .map(|(i, (input, code, needle))| {
+            let message = refuse(
+                input,
+                *code,
+                needle,
+                dir.path(),
+                port,
+                Some(&server.uri),
+                &mut problems,
+            );
+            row(i, input, *code, Some(message))
+        })
+        .collect();
+    assert!(!rows.is_empty(), "no live case left: remove this test");
+    problems.extend(drift(&documented(), &rows, false));
+    fail_on(&problems);
+}
+
+/// Where the documented table and the cases disagree: for each case, its row's number, exit code
+/// and (when it ran) message; when `complete`, also a row without a case and a case without a
+/// row.
+fn drift(docs: &[Row], tried: &[Row], complete: bool) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (i, d) in docs.iter().enumerate().filter(|_| complete) {
+        if d.number != (i + 1).to_string() {
+            problems.push(format!(
+                "{DOCS}: row {} `{}` is line {} of the table",
+                d.number,
+                d.input,
+                i + 1
+            ));
+        }
+        if !tried.iter().any(|t| t.input == d.input) {
+            problems.push(format!(
+                "{DOCS} row {} `{}` is not a case of this test",
+                d.number, d.input
+            ));
+        }
+    }
+    // One case added or removed renumbers every row after it: the first says where.
+    let mut renumbered = Vec::new();
+    for t in tried {
+        if tried.iter().filter(|o| o.input == t.input).count() > 1 {
+            problems.push(format!("two cases are named `{}`", t.input));
+        }
+        let same: Vec<&Row> = docs.iter().filter(|d| d.input == t.input).collect();
+        let Some(d) = same.first() else {
+            problems.push(format!(
+                "case {} `{}` is not in {DOCS}'s table",
+                t.number, t.input
+            ));
+            continue;
+        };
+        if same.len() > 1 {
+            problems.push(format!("{DOCS} lists `{}` {} times", t.input, same.len()));
+        }
+        if d.number != t.number {
+            renumbered.push(format!(
+                "`{}` is row {} in {DOCS} but case {} here",
+                t.input, d.number, t.number
+            ));
+        }
+        if d.exit != t.exit {
+            problems.push(format!(
+                "`{}`: {DOCS} says exit {}, the case expects {}",
+                t.input, d.exit, t.exit
+            ));
+        }
+        if let (Some(doc), Some(now)) = (&d.message, &t.message) {
+            if doc != now {
+                problems.push(format!(
+                    "`{}`: {DOCS} says\n    {doc}\n  the tool prints\n    {now}",
+                    t.input
+                ));
+            }
+        }
+    }
+    if let Some(first) = renumbered.first() {
+        problems.push(match renumbered.len() {
+            1 => first.clone(),
+            n => format!("{first} (and {} more cases after it)", n - 1),
+        });
+    }
+    problems
 }

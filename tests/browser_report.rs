@@ -240,7 +240,18 @@ fn the_report_of_a_real_run_draws_every_chart_from_its_data_in_a_browser() {
 
     // --repeat: each run of a group is its own line; nothing is lost between them.
     let repeated = dir.path().join("repeated");
-    let (summary, _, _) = server.run_ok("smoke", &repeated, &["--repeat", "2", "--seed", "7"]);
+    let (summary, _, _) = server.run_ok(
+        "smoke",
+        &repeated,
+        &[
+            "--repeat",
+            "2",
+            "--seed",
+            "7",
+            "--threshold",
+            "TOTAL.error_pct<100",
+        ],
+    );
     assert_eq!(summary["runs"].as_array().unwrap().len(), 2);
     let dom = drawn(&browser, &profile, &repeated.join("report.html"));
     let lines = intervals_per_tag(&repeated.join("latency.hlog"));
@@ -248,6 +259,19 @@ fn the_report_of_a_real_run_draws_every_chart_from_its_data_in_a_browser() {
     assert_eq!(points(&dom, "throughput"), group_lines);
     assert!(dom.contains("insert (run 2)"), "a line per run");
     assert!(dom.contains("spread-table"), "the spread over the runs");
+    // The thresholds table, drawn, one row per run, and the exit code the run exited with.
+    let table = table_as_tsv(&dom, "thresholds-table");
+    let rows: Vec<&str> = table.lines().collect();
+    assert_eq!(rows[0], "Run\tThreshold\tValue\tResult", "{table}");
+    assert_eq!(rows.len(), 3, "{table}");
+    for (run, row) in rows[1..].iter().enumerate() {
+        assert!(
+            row.starts_with(&format!("{}\tTOTAL.error_pct < 100\t", run + 1))
+                && row.ends_with("\tpass"),
+            "{row}"
+        );
+    }
+    assert!(dom.contains("data-exit=\"0\""), "the page says exit 0");
 }
 
 #[test]
@@ -281,6 +305,10 @@ fn report_rebuilds_the_page_of_an_interrupted_run_and_refuses_a_broken_directory
         html.contains(&format!("ins\\t{samples}\\t")),
         "the page holds the completed rows"
     );
+    assert!(
+        html.contains("\"exit_code\":130"),
+        "the page says the run was interrupted"
+    );
 
     // Without the interval log (or the sampler), the run still ends well with a report of its
     // tables.
@@ -296,6 +324,48 @@ fn report_rebuilds_the_page_of_an_interrupted_run_and_refuses_a_broken_directory
         html.contains("\"intervals\":{}"),
         "no curves without the log"
     );
+    assert!(html.contains("\"exit_code\":0"), "a clean run says 0");
+
+    // A failed threshold: exit 4, and the page says 4 and lists the threshold that failed.
+    let judged = dir.path().join("judged");
+    let run = bin()
+        .args(["run", path.to_str().unwrap(), "--uri", &server.uri, "--out"])
+        .arg(&judged)
+        .args(["--duration", "1s", "--no-resources", "--quiet"])
+        .args([
+            "--threshold",
+            "TOTAL.p99<1us",
+            "--threshold",
+            "TOTAL.error_pct<50",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(4), "{run:?}");
+    let html = std::fs::read_to_string(judged.join("report.html")).unwrap();
+    assert!(html.contains("\"exit_code\":4"), "the page says 4");
+    assert!(
+        // Inside the page's <script>, `<` is written \u003c.
+        html.contains("\"threshold\":\"TOTAL.p99 \\u003c 1us\"")
+            && html.contains("\"verdict\":\"FAIL\""),
+        "the page lists the failed threshold"
+    );
+
+    // A directory where an optional file should be is an error naming it, not "not sampled".
+    let holed = dir.path().join("holed");
+    std::fs::create_dir_all(&holed).unwrap();
+    for f in ["summary.json", "summary.tsv", "run.json", "latency.hlog"] {
+        std::fs::copy(out.join(f), holed.join(f)).unwrap();
+    }
+    std::fs::create_dir(holed.join("resources.tsv")).unwrap();
+    for cmd in [vec!["report"], vec!["compare", out.to_str().unwrap()]] {
+        let refused = bin().args(&cmd).arg(&holed).output().unwrap();
+        assert_eq!(refused.status.code(), Some(2), "{cmd:?}: {refused:?}");
+        let err = String::from_utf8_lossy(&refused.stderr);
+        assert!(
+            err.contains("resources.tsv cannot be read"),
+            "{cmd:?}: {err}"
+        );
+    }
 
     // Broken directories: exit 2, a message naming the file, and no page written.
     let broken = dir.path().join("broken");

@@ -177,7 +177,7 @@ fn compare_tells_a_held_server_from_noise_and_gates_fail_with_exit_4() {
     }
     assert_eq!(c["gates"][0]["pass"], false);
     assert!(
-        stderr.contains("gate TOTAL.p50 > +10%: FAILED") && stderr.contains("GATES FAILED: 1"),
+        stderr.contains("gate TOTAL.median > +10%: FAILED") && stderr.contains("GATES FAILED: 1"),
         "{stderr}"
     );
 

@@ -16,10 +16,6 @@ fn data_dir_of(stderr: &str) -> String {
     line.rsplit("data in ").next().unwrap().trim().to_string()
 }
 
-fn skip_live() -> bool {
-    std::env::var("MONGO_STRESS_SKIP_LIVE").as_deref() == Ok("1")
-}
-
 #[test]
 fn run_smoke_without_uri_uses_the_embedded_server_and_cleans_up() {
     if skip_live() {

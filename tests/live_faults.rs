@@ -11,10 +11,6 @@ use mongo_stress::server::EmbeddedServer;
 use mongodb::bson::doc;
 use predicates::prelude::PredicateBooleanExt;
 
-fn skip() -> bool {
-    std::env::var("MONGO_STRESS_SKIP_LIVE").as_deref() == Ok("1")
-}
-
 fn sample_lines(out: &std::path::Path) -> u64 {
     std::fs::read_to_string(out.join("samples.tsv"))
         .unwrap()
@@ -26,7 +22,7 @@ fn sample_lines(out: &std::path::Path) -> u64 {
 #[test]
 fn a_server_frozen_past_the_operation_timeout_fails_operations_as_timeouts_and_the_run_ends_on_time(
 ) {
-    if skip() {
+    if skip_live() {
         return;
     }
     let server = EmbeddedServer::start(None).expect("a server to start");
@@ -76,7 +72,7 @@ fn a_server_frozen_past_the_operation_timeout_fails_operations_as_timeouts_and_t
 
 #[test]
 fn a_server_killed_mid_run_stops_it_early_with_stop_on_error_pct() {
-    if skip() {
+    if skip_live() {
         return;
     }
     let mut server = EmbeddedServer::start(None).expect("a server to start");

@@ -9,7 +9,7 @@ use common::*;
 
 #[test]
 fn server_status_arrives_every_second_however_many_users_queue_for_the_pool() {
-    if std::env::var("MONGO_STRESS_SKIP_LIVE").as_deref() == Ok("1") {
+    if skip_live() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -28,12 +28,23 @@ fn server_status_arrives_every_second_however_many_users_queue_for_the_pool() {
         .timeout(std::time::Duration::from_secs(600))
         .output()
         .unwrap();
-    assert!(
-        matches!(run.status.code(), Some(0 | 1)),
-        "{}",
+    // Exit 0: every operation succeeded and no part of the tool (the sampler included) failed.
+    // The profile's 15-minute operation timeout outlasts any queue for the pool, and a remove or
+    // update that finds no document is counted as unmatched, not failed, so nothing here may
+    // fail; exit 1 would hide a sampler that panicked or could not write resources.tsv.
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}{}",
+        String::from_utf8_lossy(&run.stdout),
         String::from_utf8_lossy(&run.stderr)
     );
     let summary = read_json(&out.join("summary.json"));
+    assert_eq!(
+        row(&summary, "TOTAL")["errors"],
+        0,
+        "TOTAL errors in summary.json"
+    );
     let stages = summary["resources"].as_array().unwrap();
     assert!(stages.len() >= 5, "{stages:?}");
     let mut checked = 0;

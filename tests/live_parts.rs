@@ -285,7 +285,7 @@ fn three_parts_with_one_start_merge_into_the_exact_run() {
     // A part of another seed (its summary edited: what merge reads is what it checks).
     let reseeded = tmp.path().join("reseeded-2");
     std::fs::create_dir_all(&reseeded).unwrap();
-    for f in ["summary.json", "run.json", "latency.hlog"] {
+    for f in ["summary.json", "summary.tsv", "run.json", "latency.hlog"] {
         std::fs::copy(dirs[2].join(f), reseeded.join(f)).unwrap();
     }
     let mut s2 = read_json(&reseeded.join("summary.json"));

@@ -165,7 +165,7 @@ fn an_insert_run_shows_server_cpu_disk_writes_and_an_insert_rate_matching_the_cl
 
 #[test]
 fn a_server_killed_mid_run_leaves_a_sample_log_matching_the_summary() {
-    if std::env::var("MONGO_STRESS_SKIP_LIVE").as_deref() == Ok("1") {
+    if skip_live() {
         return;
     }
     // Our own server, so it can be killed.

@@ -19,8 +19,7 @@ use std::time::{Duration, Instant};
 use common::*;
 
 fn node_exporter() -> Option<PathBuf> {
-    if std::env::var("MONGO_STRESS_SKIP_NODE_EXPORTER").as_deref() == Ok("1") {
-        eprintln!("MONGO_STRESS_SKIP_NODE_EXPORTER=1: skipping the node_exporter test");
+    if skip_if_set("MONGO_STRESS_SKIP_NODE_EXPORTER") {
         return None;
     }
     if let Ok(p) = std::env::var("MONGO_STRESS_NODE_EXPORTER") {

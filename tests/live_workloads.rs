@@ -136,7 +136,7 @@ fn hotspot_keys_put_80_percent_of_the_updates_on_20_percent_of_the_documents() {
 #[test]
 fn the_bundled_ycsb_workloads_run_on_the_embedded_server() {
     // As the README's first command runs a profile: no --uri, the embedded server.
-    if std::env::var("MONGO_STRESS_SKIP_LIVE").as_deref() == Ok("1") {
+    if skip_live() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mongo_stress::app::session::{exit_code, RunOptions, Session};
+use mongo_stress::app::session::{RunOptions, Session};
 use mongo_stress::error::Error;
 use mongo_stress::metrics::{ErrorClass, OpError};
 use mongo_stress::ops::{Backend, Outcome, Prepared};
@@ -150,6 +150,11 @@ fn act(ms: u64, sent: u32, received: u32) -> Act {
 async fn run(dir: &Path, backend: Scripted) -> Summary {
     let loaded = profile::parse("pipeline.toml", PROFILE, "pipeline").expect("profile parses");
     let plan = RunPlan::build(&loaded, &Overrides::default()).expect("profile plans");
+    run_plan(dir, backend, &plan).await
+}
+
+/// Runs `plan` through a session into `dir`; returns the summary.
+async fn run_plan(dir: &Path, backend: Scripted, plan: &RunPlan) -> Summary {
     let opts = RunOptions {
         seed: 42,
         repeat: 1,
@@ -165,7 +170,7 @@ async fn run(dir: &Path, backend: Scripted) -> Summary {
     };
     let stop = CancellationToken::new();
     let session = Session {
-        plan: &plan,
+        plan,
         backend,
         opts: &opts,
         out_dir: dir,
@@ -214,9 +219,9 @@ fn assert_interval_log_matches(dir: &Path, summary: &Summary) {
     let rows = &summary.runs[0].rows;
     for row in rows
         .iter()
-        .filter(|r| r.samples > 0 && !r.label.starts_with("TOTAL "))
+        .filter(|r| r.samples > 0 && !r.label.is_stage_total())
     {
-        let h = &union[&row.label];
+        let h = &union[&row.label.to_string()];
         assert_eq!(h.len(), row.samples, "{}", row.label);
         let ms = |q: f64| h.value_at_quantile(q) as f64 / 1000.0;
         assert_eq!(
@@ -310,7 +315,7 @@ async fn a_scripted_profile_gives_exact_outputs_in_every_format() {
     assert_eq!(summary.runs[0].total().samples, 50);
     assert_eq!(summary.runs[0].total().errors, 4);
     assert_interval_log_matches(dir.path(), &summary);
-    assert_eq!(exit_code(&summary), 1, "operations failed: exit 1");
+    assert_eq!(summary.exit_code(), 1, "operations failed: exit 1");
 
     insta::assert_snapshot!("table", table(&summary));
     insta::assert_snapshot!("summary_tsv", read(dir.path(), "summary.tsv"));
@@ -351,7 +356,7 @@ async fn a_panic_in_one_virtual_user_fails_the_run_and_names_its_group() {
     ]);
     let summary = run(dir.path(), backend).await;
 
-    assert_eq!(exit_code(&summary), 1, "a panic is never a clean run");
+    assert_eq!(summary.exit_code(), 1, "a panic is never a clean run");
     let failures: Vec<_> = summary
         .warnings
         .iter()
@@ -368,7 +373,7 @@ async fn a_panic_in_one_virtual_user_fails_the_run_and_names_its_group() {
     // What completed is still summarised: the update group's one user did 2 operations before
     // its panic, and every other group ran in full.
     let rows = &summary.runs[0].rows;
-    let samples = |label: &str| rows.iter().find(|r| r.label == label).unwrap().samples;
+    let samples = |label: &str| rows.iter().find(|r| r.label.is(label)).unwrap().samples;
     assert_eq!(
         (
             samples("insert"),
@@ -386,4 +391,202 @@ async fn a_panic_in_one_virtual_user_fails_the_run_and_names_its_group() {
     let json = read(dir.path(), "summary.json");
     assert!(json.contains("\"code\": \"failure\""), "{json}");
     insta::assert_snapshot!("table_after_a_panic", table(&summary));
+}
+
+const MIXED: &str = r#"
+name = "typed"
+[document]
+city = { choice = ["a", "b"] }
+[[group]]
+name = "ins"
+op = "insert"
+threads = 2
+loops = 6
+[[group]]
+name = "mix"
+mix = { get = 50, update = 50 }
+set = ["city"]
+threads = 2
+loops = 8
+[thresholds]
+"TOTAL.p99" = "< 1us"
+"mix:get.samples" = "> 0"
+"TOTAL.throughput" = "> 1"
+"#;
+
+fn mixed_backend() -> Scripted {
+    Scripted::new(&[
+        (OpKind::Insert, act(2, 100, 0)),
+        (OpKind::Get, act(3, 30, 200)),
+        (OpKind::Update, act(4, 60, 0)),
+    ])
+}
+
+/// Validates a run.json against docs/run.schema.json.
+fn assert_run_json_valid(dir: &Path) {
+    let json: serde_json::Value = serde_json::from_str(&read(dir, "run.json")).unwrap();
+    let schema: serde_json::Value =
+        serde_json::from_str(include_str!("../docs/run.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("a valid schema");
+    let errors: Vec<String> = validator
+        .iter_errors(&json)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{}/run.json breaks docs/run.schema.json: {errors:#?}",
+        dir.display()
+    );
+}
+
+/// Every reader of a run directory (rundir, compare, merge, the report's data) reads what the
+/// real writer wrote: a renamed field fails here instead of turning a number into 0 or "?".
+#[tokio::test(start_paused = true)]
+async fn the_run_directory_reads_back_typed_in_every_reader() {
+    use mongo_stress::plan::part::{Part, PartPlan};
+    use mongo_stress::rundir::RunDir;
+    let loaded = profile::parse("typed.toml", MIXED, "typed").expect("profile parses");
+    let plan = RunPlan::build(&loaded, &Overrides::default()).expect("profile plans");
+    let whole = tempfile::tempdir().unwrap();
+    let summary = run_plan(whole.path(), mixed_backend(), &plan).await;
+    assert_eq!(summary.exit_code(), 4, "TOTAL.p99 < 1us fails");
+    assert_run_json_valid(whole.path());
+
+    // rundir: the same summary and run facts back.
+    let dir = RunDir::open(whole.path()).unwrap();
+    let (mine, theirs) = (&summary.runs[0], &dir.summary.runs[0]);
+    assert_eq!(theirs.rows, mine.rows);
+    assert_eq!(theirs.thresholds, mine.thresholds);
+    let labels: Vec<String> = theirs.rows.iter().map(|r| r.label.to_string()).collect();
+    assert_eq!(labels, ["ins", "mix:get", "mix:update", "mix", "TOTAL"]);
+    assert_eq!(dir.run_info.hdr_interval(), Some(Duration::from_millis(10)));
+    assert!(dir.run_info.interval_log == Some(true) && dir.run_info.host.is_some());
+    assert!(!dir.intervals.is_empty());
+    assert_eq!(dir.summary.exit_code(), 4);
+
+    // The report's data: the exit code the run exited with, and its thresholds.
+    let page = report::html::data(&dir);
+    assert_eq!(page["header"]["exit_code"], 4);
+    assert_eq!(page["header"]["exit"], "4 (a threshold failed)");
+    let verdicts: Vec<(String, String)> = page["thresholds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["threshold"].as_str().unwrap().to_string(),
+                t["verdict"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        verdicts,
+        [
+            ("TOTAL.p99 < 1us".to_string(), "FAIL".to_string()),
+            ("mix:get.samples > 0".to_string(), "pass".to_string()),
+            ("TOTAL.throughput > 1".to_string(), "pass".to_string()),
+        ]
+    );
+
+    // compare: every value is the summary's own (a run against itself).
+    let judged = mongo_stress::compare::compare(&dir, &dir, &[], 7).unwrap();
+    let total = mine.total();
+    let cell = |label: &str, metric: &str| {
+        judged
+            .cells
+            .iter()
+            .find(|c| c.label.is(label) && c.metric == metric)
+            .unwrap_or_else(|| panic!("{label}.{metric}"))
+            .base
+    };
+    assert_eq!(cell("TOTAL", "avg"), total.average_ms);
+    assert_eq!(cell("TOTAL", "samples"), total.samples as f64);
+    assert_eq!(cell("TOTAL", "throughput"), total.throughput);
+    assert_eq!(cell("mix:get", "p99"), mine.rows[1].p99_ms);
+    assert!(total.average_ms > 0.0 && total.throughput > 0.0);
+    // Every compared metric of every row has its series (a metric spelled one way where the
+    // values are kept and another where they are judged would leave it unjudged).
+    for c in &judged.cells {
+        let expected = match c.metric {
+            "samples" | "error_pct" => mongo_stress::compare::Verdict::NotJudged,
+            _ => mongo_stress::compare::Verdict::SameWithinNoise,
+        };
+        assert_eq!(c.verdict, expected, "{}.{}", c.label, c.metric);
+    }
+    assert_eq!(
+        judged.cells.len(),
+        5 * mongo_stress::compare::METRICS.len(),
+        "every metric of every row"
+    );
+    let gate = mongo_stress::compare::Gate::parse("TOTAL.median > +10%").unwrap();
+    let judged = mongo_stress::compare::compare(&dir, &dir, &[gate], 7).unwrap();
+    assert_eq!(judged.gates[0].gate, "TOTAL.median > +10%");
+    assert!(judged.gates[0].pass);
+
+    // merge: two parts, each run.json valid, the merged one too, thresholds judged again from
+    // what the parts recorded (no text parsed), the throughput limit the parts deferred.
+    let parts = tempfile::tempdir().unwrap();
+    let mut dirs = Vec::new();
+    for index in 0..2 {
+        let part = plan
+            .clone()
+            .divide(PartPlan {
+                part: Part { index, count: 2 },
+                setup_wait: Duration::from_secs(1),
+                start_at: None,
+            })
+            .expect("divides");
+        let d = parts.path().join(format!("part-{index}"));
+        std::fs::create_dir_all(&d).unwrap();
+        let s = run_plan(&d, mixed_backend(), &part).await;
+        let deferred = &s.runs[0].thresholds[2];
+        assert!(deferred.deferred && deferred.pass, "{deferred:?}");
+        assert_run_json_valid(&d);
+        dirs.push(d);
+    }
+    let merged = parts.path().join("merged");
+    let (out, dirs2) = (merged.clone(), dirs.clone());
+    let code =
+        tokio::task::spawn_blocking(move || mongo_stress::app::merge::merge(&dirs, &out, false))
+            .await
+            .unwrap()
+            .unwrap();
+    assert_eq!(code, 4);
+    assert_run_json_valid(&merged);
+    let m = RunDir::open(&merged).unwrap();
+    assert_eq!(m.run_info.parts.len(), 2);
+    assert!(m.run_info.host.is_none() && m.run_info.part.is_none());
+    assert_eq!(m.run_info.hdr_interval(), Some(Duration::from_millis(10)));
+    let t = &m.summary.runs[0].thresholds;
+    assert_eq!(t.len(), 3);
+    assert!(!t[0].pass && t[1].pass && !t[2].deferred && t[2].pass);
+    assert!(t[2].value > 1.0, "the merged throughput: {}", t[2].value);
+    assert_eq!(
+        m.summary.runs[0].total().samples,
+        total.samples,
+        "the parts' samples add up to the whole run's"
+    );
+    assert_eq!(report::html::data(&m)["header"]["exit_code"], 4);
+
+    // A part whose run.json does not say its interval length is refused, not guessed at 1 s.
+    let mut info: serde_json::Value = serde_json::from_str(&read(&dirs2[1], "run.json")).unwrap();
+    info.as_object_mut().unwrap().remove("hdr_interval_secs");
+    std::fs::write(dirs2[1].join("run.json"), info.to_string()).unwrap();
+    let out = parts.path().join("merged-again");
+    let refused = tokio::task::spawn_blocking(move || {
+        mongo_stress::app::merge::merge(&dirs2, &out, false)
+            .expect_err("refused")
+            .to_string()
+    })
+    .await
+    .unwrap();
+    assert!(refused.contains("hdr_interval_secs"), "{refused}");
+
+    // An optional file that cannot be read is an error naming it, not "not sampled".
+    std::fs::create_dir(whole.path().join("resources.tsv")).unwrap();
+    let e = RunDir::open(whole.path())
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(e.contains("resources.tsv cannot be read"), "{e}");
 }

@@ -12,7 +12,7 @@ use super::run::{self as run_cmd, Server};
 use super::session::Session;
 use crate::capacity::{Search, Slo, Step};
 use crate::cli::CapacityArgs;
-use crate::error::{exit, Error};
+use crate::error::Error;
 use crate::ops::connect;
 use crate::ops::MongoBackend;
 use crate::plan::{profile, RunPlan, SetupPlan, StopAt};
@@ -176,15 +176,13 @@ pub async fn capacity(args: CapacityArgs, stop: CancellationToken) -> Result<i32
         report::capacity::render_html(&result).as_bytes(),
     )?;
     say(format!("results: {}", out_dir.display()));
-    Ok(if result.interrupted {
-        exit::INTERRUPTED
-    } else if failure.is_some() {
-        exit::ERRORS
-    } else if result.knee.is_none() {
-        exit::THRESHOLD
-    } else {
-        exit::OK
-    })
+    Ok(crate::summary::judge::Outcome {
+        interrupted: result.interrupted,
+        // A search cut short by a failure found no knee, but no SLO said so.
+        threshold_failed: result.knee.is_none() && failure.is_none(),
+        failed: failure.is_some(),
+    }
+    .exit_code())
 }
 
 /// A step offers one rate to groups that run at once: one stage, no start delays, no rate

@@ -57,9 +57,12 @@ pub async fn main(cli: Cli) -> Result<i32, Error> {
             dirs,
             out,
             allow_missing,
-        } => tokio::task::spawn_blocking(move || merge::merge(&dirs, &out, allow_missing))
-            .await
-            .map_err(|e| Error::Other(e.into()))?,
+            console,
+        } => tokio::task::spawn_blocking(move || {
+            merge::merge_shown(&dirs, &out, allow_missing, console.wide)
+        })
+        .await
+        .map_err(|e| Error::Other(e.into()))?,
         Command::Capacity(args) => {
             let stop = CancellationToken::new();
             tokio::spawn(watch_signals(stop.clone()));

@@ -17,7 +17,10 @@ pub fn report(run_dir: &Path, out: Option<&Path>) -> Result<i32, Error> {
 pub fn write(run_dir: &Path, out: Option<&Path>) -> Result<std::path::PathBuf, Error> {
     let dir = RunDir::open(run_dir)?;
     let page = report::html::render(&dir);
-    let path = out.map_or_else(|| run_dir.join("report.html"), Path::to_path_buf);
+    let path = out.map_or_else(
+        || crate::rundir::File::Report.path(run_dir),
+        Path::to_path_buf,
+    );
     report::write_atomically(&path, page.as_bytes())?;
     Ok(path)
 }

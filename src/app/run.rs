@@ -6,8 +6,8 @@ use std::time::SystemTime;
 
 use tokio_util::sync::CancellationToken;
 
-use super::session::{self, before_load, now_rfc3339, RunOptions, Session};
-use crate::cli::RunArgs;
+use super::session::{before_load, now_rfc3339, RunOptions, Session};
+use crate::cli::{ConsoleArgs, RunArgs, RunCommand};
 use crate::error::Error;
 use crate::monitor::{self, Sampler};
 use crate::ops::connect::{self, Connected};
@@ -19,7 +19,8 @@ use crate::report;
 use crate::server::{local, EmbeddedServer};
 use crate::summary::{ServerInfo, ServerKind, Summary};
 
-pub async fn run(args: RunArgs, stop: CancellationToken) -> Result<i32, Error> {
+pub async fn run(command: RunCommand, stop: CancellationToken) -> Result<i32, Error> {
+    let RunCommand { args, console } = command;
     let plan = RunPlan::build(&profile::load(&args.profile)?, &(&args.overrides).into())?;
     let part = which_part(&args)?;
     if part.is_some() && args.uri.is_none() {
@@ -87,9 +88,9 @@ pub async fn run(args: RunArgs, stop: CancellationToken) -> Result<i32, Error> {
     let result = session.run(sampler).await;
     server.shut_down().await;
     let summary = result?;
-    show(&summary, &args)?;
+    show(&summary, &args, console)?;
     say(format!("results: {}", out_dir.display()));
-    Ok(session::exit_code(&summary))
+    Ok(summary.exit_code())
 }
 
 /// Relative thresholds need a baseline, and a baseline must be a run directory: both checked
@@ -283,8 +284,9 @@ pub(super) async fn start_sampler(
             monitor::scrape::host_of(u)
         ));
     }
-    let file = report::resources::ResourcesFile::create(&out_dir.join("resources.tsv"), &hosts)
-        .map_err(before_load)?;
+    let file =
+        crate::rundir::ResourcesFile::create(&crate::rundir::File::Resources.path(out_dir), &hosts)
+            .map_err(before_load)?;
     let target = monitor::Target {
         // Its own client: serverStatus must not wait in the virtual users' pool.
         client: connect::monitor(&server.uri).await?,
@@ -295,14 +297,19 @@ pub(super) async fn start_sampler(
     Ok(Sampler::start(target, Box::new(file)))
 }
 
-/// The summary on the console (stderr when a `-` output takes stdout), then `--tsv`/`--json`.
-fn show(summary: &Summary, args: &RunArgs) -> Result<(), Error> {
+/// The summary on the console (stderr when a `-` output takes stdout), as wide as a terminal
+/// unless `--wide`, then `--tsv`/`--json`.
+fn show(summary: &Summary, args: &RunArgs, console: ConsoleArgs) -> Result<(), Error> {
+    use report::layout::console_width;
+    use report::table::render_within;
     let to_stdout = |p: &Option<PathBuf>| p.as_deref().is_some_and(|p| p.as_os_str() == "-");
     if to_stdout(&args.tsv) || to_stdout(&args.json) {
-        report::table::render(summary, &mut std::io::stderr().lock()).ok();
+        let width = console_width(&std::io::stderr(), console.wide);
+        render_within(summary, width, &mut std::io::stderr().lock()).ok();
     } else {
         println!();
-        report::table::render(summary, &mut std::io::stdout().lock()).ok();
+        let width = console_width(&std::io::stdout(), console.wide);
+        render_within(summary, width, &mut std::io::stdout().lock()).ok();
     }
     if let Some(p) = &args.tsv {
         report::write_to(p, summary, report::tsv::render)?;

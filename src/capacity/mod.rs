@@ -14,9 +14,9 @@
 use serde::Serialize;
 
 use crate::error::Error;
-use crate::executor::guard::metrics_for;
 use crate::metrics::GroupMetrics;
 use crate::plan::thresholds::ThresholdPlan;
+use crate::summary::judge;
 use crate::summary::{Summary, WarningCode};
 
 /// A step holds only if it achieved this share of its offered rate.
@@ -103,12 +103,11 @@ impl Slo {
             .collect();
         let mut why = Vec::new();
         for rule in &self.rules {
-            let value = rule.metric.value(&metrics_for(rule, &by_group));
-            if !rule.cmp.holds(value, rule.limit) {
+            let judged = judge::judge(rule, &judge::select(rule, &by_group), Default::default());
+            if !judged.pass {
                 why.push(format!(
-                    "{} was {value:.2}{}",
-                    rule.text,
-                    rule.metric.unit()
+                    "{} was {:.2}{}",
+                    rule.text, judged.value, judged.unit
                 ));
             }
         }

@@ -3,14 +3,17 @@
 
 use serde::Serialize;
 
-use super::{Cell, Verdict, METRICS};
+use super::{Cell, Verdict};
 use crate::error::Error;
+use crate::metrics::{Label, Metric};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Gate {
+    /// As the user wrote it, normalised in spacing: `TOTAL.median > +10%`.
     pub text: String,
-    pub label: String,
-    pub metric: String,
+    pub label: Label,
+    /// The compared metric it judges (`median` is `p50`).
+    pub metric: &'static str,
     /// `>`: fails above `limit_pct`; `<`: below.
     pub above: bool,
     pub limit_pct: f64,
@@ -24,7 +27,7 @@ pub struct GateResult {
     pub pass: bool,
 }
 
-pub const GRAMMAR: &str = "GROUP.METRIC > +N% or GROUP.METRIC < -N%, GROUP a group's name or TOTAL, METRIC one of samples, throughput, avg, p50 (or median), p90, p99, p99.9, max, error_pct; e.g. 'find.p99 > +10%', 'TOTAL.throughput < -5%'";
+pub const GRAMMAR: &str = "GROUP.METRIC > +N% or GROUP.METRIC < -N%, GROUP a group's name, GROUP:KIND or TOTAL, METRIC one of samples, throughput, avg, p50 (or median), p90, p99, p99.9, max, error_pct; e.g. 'find.p99 > +10%', 'TOTAL.throughput < -5%'";
 
 impl Gate {
     pub fn parse(expr: &str) -> Result<Gate, Error> {
@@ -39,18 +42,16 @@ impl Gate {
             .filter(|n| n.starts_with(['+', '-']))
             .and_then(|n| n.parse().ok())
             .ok_or_else(|| bad("the limit is a signed change in percent, such as +10% or -5%"))?;
-        // `median` is p50 under its usual name.
-        let key = key
-            .strip_suffix(".median")
-            .map_or(key.to_string(), |l| format!("{l}.p50"));
-        let (label, metric) = METRICS
-            .iter()
-            .find_map(|m| key.strip_suffix(&format!(".{m}")).map(|l| (l, *m)))
+        let (label, written, metric) = Metric::split_key(key)
+            .and_then(|(l, w, m)| Some((l, w, m.compared()?)))
             .ok_or_else(|| bad("no metric it knows"))?;
         Ok(Gate {
-            text: format!("{label}.{metric} {} {limit}", if above { ">" } else { "<" }),
-            label: label.to_string(),
-            metric: metric.to_string(),
+            text: format!(
+                "{label}.{written} {} {limit}",
+                if above { ">" } else { "<" }
+            ),
+            label: Label::parse(label),
+            metric,
             above,
             limit_pct,
         })
@@ -61,7 +62,7 @@ impl Gate {
             .iter()
             .find(|c| c.label == self.label && c.metric == self.metric)
             .ok_or_else(|| {
-                let mut labels: Vec<&str> = cells.iter().map(|c| c.label.as_str()).collect();
+                let mut labels: Vec<String> = cells.iter().map(|c| c.label.to_string()).collect();
                 labels.dedup();
                 Error::Usage(format!(
                     "--fail-if '{}': no label `{}` in both runs; they have: {}",
@@ -97,9 +98,11 @@ mod tests {
     fn gates_parse_with_signed_percent_and_dotted_metrics() {
         let g = Gate::parse("find.p99.9 > +10%").unwrap();
         assert_eq!(
-            (g.label.as_str(), g.metric.as_str(), g.above, g.limit_pct),
+            (g.label.to_string().as_str(), g.metric, g.above, g.limit_pct),
             ("find", "p99.9", true, 10.0)
         );
+        let g = Gate::parse("TOTAL.median > +10%").unwrap();
+        assert_eq!((g.metric, g.text.as_str()), ("p50", "TOTAL.median > +10%"));
         let g = Gate::parse("TOTAL.throughput<-5%").unwrap();
         assert_eq!((g.above, g.limit_pct), (false, -5.0));
         assert!(Gate::parse("find.p99 > 10%").is_err(), "a sign is required");
@@ -109,8 +112,8 @@ mod tests {
     #[test]
     fn a_change_within_noise_never_fails_a_gate() {
         let cell = |verdict| Cell {
-            label: "TOTAL".into(),
-            metric: "p50".into(),
+            label: Label::Total,
+            metric: "p50",
             base: 1.0,
             new: 1.5,
             change_pct: Some(50.0),

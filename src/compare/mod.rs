@@ -21,21 +21,12 @@ use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
 use crate::error::Error;
+use crate::metrics::Label;
 use crate::rundir::RunDir;
 pub use gate::Gate;
 
-/// The metrics compared, in column order.
-pub const METRICS: [&str; 9] = [
-    "samples",
-    "throughput",
-    "avg",
-    "p50",
-    "p90",
-    "p99",
-    "p99.9",
-    "max",
-    "error_pct",
-];
+/// The metrics compared, in column order (the one list: `metrics::metric::COMPARED`).
+pub use crate::metrics::metric::COMPARED as METRICS;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -60,8 +51,8 @@ impl Verdict {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Cell {
-    pub label: String,
-    pub metric: String,
+    pub label: Label,
+    pub metric: &'static str,
     pub base: f64,
     pub new: f64,
     /// (new - base) / base, percent; None when base is 0.
@@ -87,9 +78,9 @@ impl Comparison {
 
 /// One side: per label, the whole-run values and the per-run and per-interval series.
 struct Side {
-    values: BTreeMap<String, BTreeMap<&'static str, f64>>,
-    per_run: BTreeMap<String, BTreeMap<&'static str, Vec<f64>>>,
-    per_interval: BTreeMap<String, BTreeMap<&'static str, Vec<f64>>>,
+    values: BTreeMap<Label, BTreeMap<&'static str, f64>>,
+    per_run: BTreeMap<Label, BTreeMap<&'static str, Vec<f64>>>,
+    per_interval: BTreeMap<Label, BTreeMap<&'static str, Vec<f64>>>,
 }
 
 fn ms(h: &Histogram<u64>, q: f64) -> f64 {
@@ -113,30 +104,31 @@ fn latency_values(h: &Histogram<u64>) -> [(&'static str, f64); 5] {
 
 fn side(dir: &RunDir) -> Result<Side, Error> {
     let bad = |what: String| Error::Usage(format!("{}: {what}", dir.path.display()));
-    let mut values: BTreeMap<String, BTreeMap<&'static str, f64>> = BTreeMap::new();
-    let mut per_run: BTreeMap<String, BTreeMap<&'static str, Vec<f64>>> = BTreeMap::new();
+    let mut values: BTreeMap<Label, BTreeMap<&'static str, f64>> = BTreeMap::new();
+    let mut per_run: BTreeMap<Label, BTreeMap<&'static str, Vec<f64>>> = BTreeMap::new();
     // Per label over the runs: histograms added, samples, avg x samples, errors, throughputs
     // added, the exact max.
     type Pool = (Histogram<u64>, f64, f64, f64, f64, f64);
-    let mut pooled: BTreeMap<String, Pool> = BTreeMap::new();
-    for run in dir.summary["runs"].as_array().into_iter().flatten() {
-        for row in run["rows"].as_array().into_iter().flatten() {
-            let label = row["label"].as_str().unwrap_or_default().to_string();
-            let f = |k: &str| row[k].as_f64().unwrap_or(0.0);
-            let h = row["latency_hdr"]
-                .as_str()
+    let mut pooled: BTreeMap<Label, Pool> = BTreeMap::new();
+    for run in &dir.summary.runs {
+        for row in &run.rows {
+            let label = row.label.clone();
+            let h = row
+                .latency_hdr
+                .as_deref()
                 .ok_or_else(|| bad(format!("summary.json has no histogram for {label} (written before schema 1 had them?)")))
                 .and_then(|e| crate::metrics::decode(e).map_err(&bad))?;
+            let (samples, errors) = (row.samples as f64, row.errors as f64);
             let runs = per_run.entry(label.clone()).or_default();
             for (k, v) in [
-                ("samples", f("samples")),
-                ("throughput", f("throughput")),
-                ("avg", f("average_ms")),
-                ("error_pct", f("error_pct")),
+                ("samples", samples),
+                ("throughput", row.throughput),
+                ("avg", row.average_ms),
+                ("error_pct", row.error_pct),
             ]
             .into_iter()
             .chain(latency_values(&h).into_iter().filter(|(k, _)| *k != "max"))
-            .chain([("max", f("max_ms"))])
+            .chain([("max", row.max_ms)])
             {
                 runs.entry(k).or_default().push(v);
             }
@@ -145,14 +137,14 @@ fn side(dir: &RunDir) -> Result<Side, Error> {
                 .or_insert_with(|| (crate::metrics::new_histogram(), 0.0, 0.0, 0.0, 0.0, 0.0));
             p.0.add(&h)
                 .map_err(|e| bad(format!("histograms cannot be added: {e:?}")))?;
-            p.1 += f("samples");
-            p.2 += f("average_ms") * f("samples");
-            p.3 += f("errors");
-            p.4 += f("throughput");
-            p.5 = p.5.max(f("max_ms"));
+            p.1 += samples;
+            p.2 += row.average_ms * samples;
+            p.3 += errors;
+            p.4 += row.throughput;
+            p.5 = p.5.max(row.max_ms);
         }
     }
-    let runs = dir.summary["runs"].as_array().map_or(0, Vec::len).max(1) as f64;
+    let runs = dir.summary.runs.len().max(1) as f64;
     for (label, (h, samples, weighted_avg, errors, throughput, max)) in pooled {
         let mut v: BTreeMap<&'static str, f64> = latency_values(&h).into_iter().collect();
         // The exact max, as the summary has it (the histogram's is its bucket's top).
@@ -181,10 +173,14 @@ fn side(dir: &RunDir) -> Result<Side, Error> {
         values.insert(label, v);
     }
     // Per-interval series from the interval log, by the row label the tag stands for.
-    let mut per_interval: BTreeMap<String, BTreeMap<&'static str, Vec<f64>>> = BTreeMap::new();
-    let labels: Vec<String> = values.keys().cloned().collect();
+    let mut per_interval: BTreeMap<Label, BTreeMap<&'static str, Vec<f64>>> = BTreeMap::new();
+    let labels: Vec<Label> = values.keys().cloned().collect();
     for label in &labels {
-        let tag = crate::metrics::interval::tag(label, crate::metrics::Series::Latency, false);
+        let tag = crate::metrics::interval::tag(
+            &label.to_string(),
+            crate::metrics::Series::Latency,
+            false,
+        );
         let Some(list) = dir.intervals.get(&tag) else {
             continue;
         };
@@ -271,36 +267,32 @@ fn beyond_noise(base: &[f64], new: &[f64], by_runs: bool, rng: &mut impl Rng) ->
 pub fn differences(base: &RunDir, new: &RunDir) -> Vec<String> {
     let mut out = Vec::new();
     let (b, n) = (&base.summary, &new.summary);
-    if b["profile"] != n["profile"] {
-        out.push(format!("profile {} against {}", b["profile"], n["profile"]));
+    if b.profile != n.profile {
+        out.push(format!("profile {:?} against {:?}", b.profile, n.profile));
     }
-    let groups =
-        |s: &serde_json::Value| -> BTreeMap<String, (serde_json::Value, serde_json::Value)> {
-            s["groups"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|g| {
-                    (
-                        g["name"].as_str().unwrap_or_default().to_string(),
-                        (g["threads"].clone(), g["rate"].clone()),
-                    )
-                })
-                .collect()
-        };
-    let (gb, gn) = (groups(b), groups(n));
-    for (name, (threads, rate)) in &gb {
-        match gn.get(name) {
-            None => out.push(format!("group {name} only in the base run")),
-            Some((t, _)) if t != threads => {
-                out.push(format!("group {name}: {threads} threads against {t}"))
-            }
-            Some((_, r)) if r != rate => out.push(format!("group {name}: rate {rate} against {r}")),
+    let shown = |rate: Option<f64>| rate.map_or("none".to_string(), |r| r.to_string());
+    for g in &b.groups {
+        match n.groups.iter().find(|x| x.name == g.name) {
+            None => out.push(format!("group {} only in the base run", g.name)),
+            Some(x) if x.threads != g.threads => out.push(format!(
+                "group {}: {} threads against {}",
+                g.name, g.threads, x.threads
+            )),
+            Some(x) if x.rate != g.rate => out.push(format!(
+                "group {}: rate {} against {}",
+                g.name,
+                shown(g.rate),
+                shown(x.rate)
+            )),
             _ => {}
         }
     }
-    for name in gn.keys().filter(|n| !gb.contains_key(*n)) {
-        out.push(format!("group {name} only in the new run"));
+    for g in n
+        .groups
+        .iter()
+        .filter(|g| !b.groups.iter().any(|x| x.name == g.name))
+    {
+        out.push(format!("group {} only in the new run", g.name));
     }
     out
 }
@@ -327,11 +319,13 @@ pub fn compare(
     let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
     let mut cells = Vec::new();
     // Labels in the new run's order (groups, stage totals, TOTAL), when both have them.
-    let order: Vec<String> = new.summary["runs"][0]["rows"]
-        .as_array()
+    let order: Vec<Label> = new
+        .summary
+        .runs
+        .first()
         .into_iter()
-        .flatten()
-        .filter_map(|r| r["label"].as_str().map(str::to_string))
+        .flat_map(|r| &r.rows)
+        .map(|r| r.label.clone())
         .filter(|l| b.values.contains_key(l))
         .collect();
     for label in &order {
@@ -360,7 +354,7 @@ pub fn compare(
             };
             cells.push(Cell {
                 label: label.clone(),
-                metric: metric.to_string(),
+                metric,
                 base: bv,
                 new: nv,
                 change_pct,

@@ -1,7 +1,6 @@
 //! The error-rate stop (`stop_on_error_pct`): a `Watch` on the recorder that stops the run when
 //! too many recent operations failed.
 
-use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -10,6 +9,15 @@ use tokio_util::sync::CancellationToken;
 
 use crate::metrics::{GroupMetrics, IntervalCheck, Sample, Watch};
 use crate::plan::thresholds::ThresholdPlan;
+use crate::summary::judge;
+
+/// Why a run stopped before its plan: the words, and the aborting threshold when one did it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StopReason {
+    pub message: String,
+    /// The threshold that stopped it (`abort = true`), as written.
+    pub threshold: Option<String>,
+}
 
 /// Stops the run once `pct` percent of the recent operations failed: the last
 /// `GUARD_WINDOW_OPS` that completed within `GUARD_WINDOW`, at least `GUARD_MIN_OPS` of them.
@@ -18,14 +26,14 @@ pub struct ErrorGuard {
     pub pct: f64,
     pub stop: CancellationToken,
     /// Why the run stopped early, once it has.
-    pub reason: Arc<OnceLock<String>>,
+    pub reason: Arc<OnceLock<StopReason>>,
     recent: VecDeque<(u64, bool)>,
 }
 
 pub use crate::plan::limits::{GUARD_MIN_OPS, GUARD_WINDOW, GUARD_WINDOW_OPS};
 
 impl ErrorGuard {
-    pub fn new(pct: f64, stop: CancellationToken, reason: Arc<OnceLock<String>>) -> Self {
+    pub fn new(pct: f64, stop: CancellationToken, reason: Arc<OnceLock<StopReason>>) -> Self {
         ErrorGuard {
             pct,
             stop,
@@ -52,11 +60,14 @@ impl ErrorGuard {
         if n < GUARD_MIN_OPS || (failed as f64) * 100.0 < self.pct * n as f64 {
             return false;
         }
-        let _ = self.reason.set(format!(
-            "stopped early: {failed} of the last {n} operations failed ({:.1} %), at or over stop_on_error_pct = {}",
-            failed as f64 * 100.0 / n as f64,
-            self.pct
-        ));
+        let _ = self.reason.set(StopReason {
+            message: format!(
+                "stopped early: {failed} of the last {n} operations failed ({:.1} %), at or over stop_on_error_pct = {}",
+                failed as f64 * 100.0 / n as f64,
+                self.pct
+            ),
+            threshold: None,
+        });
         self.stop.cancel();
         true
     }
@@ -78,52 +89,27 @@ pub struct ThresholdAbort {
     pub rules: Vec<ThresholdPlan>,
     pub stop: CancellationToken,
     /// Why the run stopped early, once it has.
-    pub reason: Arc<OnceLock<String>>,
-}
-
-/// The metrics a threshold looks at: its group's (borrowed), or all groups' added up.
-pub fn metrics_of(group: Option<usize>, totals: &[GroupMetrics]) -> Cow<'_, GroupMetrics> {
-    match group.and_then(|g| totals.get(g)) {
-        Some(m) => Cow::Borrowed(m),
-        None if group.is_some() => Cow::Owned(GroupMetrics::default()),
-        None => {
-            let mut all = GroupMetrics::default();
-            totals.iter().for_each(|m| all.merge(m));
-            Cow::Owned(all)
-        }
-    }
-}
-
-/// The metrics a threshold names: a group's, one kind of a mixed group's, or TOTAL's.
-pub fn metrics_for<'a>(rule: &ThresholdPlan, totals: &'a [GroupMetrics]) -> Cow<'a, GroupMetrics> {
-    let m = metrics_of(rule.group, totals);
-    match rule.kind {
-        None => m,
-        Some(kind) => match m {
-            Cow::Borrowed(g) => g
-                .kinds
-                .get(&kind)
-                .map_or_else(|| Cow::Owned(GroupMetrics::default()), Cow::Borrowed),
-            Cow::Owned(g) => Cow::Owned(g.kinds.get(&kind).cloned().unwrap_or_default()),
-        },
-    }
+    pub reason: Arc<OnceLock<StopReason>>,
 }
 
 impl IntervalCheck for ThresholdAbort {
     fn check(&mut self, elapsed: Duration, totals: &[GroupMetrics]) -> bool {
         for rule in self.rules.iter().filter(|r| elapsed >= r.after) {
-            let m = metrics_for(rule, totals);
+            let m = judge::select(rule, totals);
             if m.samples == 0 {
                 continue;
             }
             let value = rule.metric.value(&m);
-            if !rule.cmp.holds(value, rule.limit) {
-                let _ = self.reason.set(format!(
-                    "stopped early: threshold `{}` failed {:.1} s into the run ({value:.2}{})",
-                    rule.text,
-                    elapsed.as_secs_f64(),
-                    rule.metric.unit()
-                ));
+            if !judge::holds(rule, value) {
+                let _ = self.reason.set(StopReason {
+                    message: format!(
+                        "stopped early: threshold `{}` failed {:.1} s into the run ({value:.2}{})",
+                        rule.text,
+                        elapsed.as_secs_f64(),
+                        rule.metric.unit()
+                    ),
+                    threshold: Some(rule.text.clone()),
+                });
                 self.stop.cancel();
                 return true;
             }
@@ -167,7 +153,12 @@ mod tests {
         }
         assert!(g.check_window(t + 10_000 + 60 * 250_000));
         assert!(g.stop.is_cancelled());
-        assert!(g.reason.get().unwrap().contains("stop_on_error_pct = 50"));
+        assert!(g
+            .reason
+            .get()
+            .unwrap()
+            .message
+            .contains("stop_on_error_pct = 50"));
     }
 
     #[test]

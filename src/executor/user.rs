@@ -10,6 +10,7 @@ use tokio::time::Instant;
 
 use super::pacer::Schedule;
 use super::Context;
+use crate::metrics::sample::GroupId;
 use crate::metrics::Sample;
 use crate::ops::{Backend, Outcome};
 use crate::plan::{GroupPlan, StopAt};
@@ -65,7 +66,8 @@ pub(super) async fn virtual_user<B: Backend>(
 
     let mut rng = rand::rngs::SmallRng::seed_from_u64(user_seed(ctx.seed, group.index, n));
     let thread = n + 1;
-    let group_id = group.index as u16;
+    // A plan would need 2^32 group plans (each with its histograms) to fail this.
+    let group_id = GroupId::try_from(group.index).expect("fewer than 2^32 group plans");
     let mixed = !group.mix.is_empty();
     let mut pick = Chooser::new(group.keys, Arc::clone(&ctx.key_state[group.index]));
     for _ in 0..loops {
@@ -141,6 +143,58 @@ pub fn user_seed(seed: u64, group: usize, user: u32) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::executor::Clock;
+    use crate::ops::Prepared;
+    use crate::plan::RunPlan;
+    use tokio_util::sync::CancellationToken;
+
+    /// Answers every operation at once with nothing sent or received.
+    struct Idle;
+
+    impl Backend for Idle {
+        async fn execute(&self, _req: Request) -> Outcome {
+            Outcome::default()
+        }
+
+        async fn prepare(
+            &self,
+            _plan: &RunPlan,
+            _seed: u64,
+            _stop: &CancellationToken,
+            _force: bool,
+            _begin: Option<std::time::SystemTime>,
+        ) -> Result<Prepared, crate::error::Error> {
+            unreachable!("a virtual user never prepares the target")
+        }
+    }
+
+    #[tokio::test]
+    async fn a_sample_names_its_group_past_65535_group_plans() {
+        let text = "[document]\ncity = { choice = [\"a\"] }\n[[group]]\nname = \"g\"\nop = \"insert\"\nthreads = 1\nloops = 1\n";
+        let loaded = crate::plan::profile::parse("p.toml", text, "p").unwrap();
+        let plan = RunPlan::build(&loaded, &Default::default()).unwrap();
+        // The 65,537th group plan: 66 groups of 1,000 rate steps reach it.
+        let index = usize::from(u16::MAX) + 1;
+        let mut group = plan.groups().next().unwrap().clone();
+        group.index = index;
+        let (tx, mut rx) = tokio::sync::mpsc::channel(1);
+        let ctx = Arc::new(Context {
+            backend: Idle,
+            gen: Arc::clone(&plan.document),
+            keys: Arc::new(KeySpace::starting_at(0)),
+            samples: tx,
+            stop: CancellationToken::new(),
+            active: Arc::new((0..=index).map(|_| AtomicU32::new(0)).collect()),
+            missed: Vec::new(),
+            key_state: (0..=index).map(|_| Default::default()).collect(),
+            seed: 1,
+            clock: Clock::new(),
+            op_timeout: std::time::Duration::from_secs(1),
+        });
+        virtual_user(Arc::new(group), 0, ctx, Instant::now(), None).await;
+        let sample = rx.recv().await.expect("the user's one sample");
+        assert_eq!(usize::from(sample.group), index);
+    }
 
     #[test]
     fn user_seeds_differ_across_users_and_groups_and_repeat_for_the_same_seed() {

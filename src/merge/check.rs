@@ -1,33 +1,11 @@
 //! Which directories can be merged: parts of one run (same profile, seed and part count, one
 //! directory per index, none missing unless allowed), each named when it does not fit.
 
-use std::time::Duration;
-
 use super::PartDir;
 use crate::error::Error;
 
 fn usage(what: String, fix: &str) -> Error {
     Error::Usage(format!("{what}\n  fix: {fix}"))
-}
-
-/// A part's `--hdr-interval`, from the command line in its run.json (default 1 s).
-pub fn hdr_interval(p: &PartDir) -> Duration {
-    let args: Vec<&str> = p.run_info["command_line"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|a| a.as_str())
-        .collect();
-    let given = args.iter().enumerate().find_map(|(i, a)| {
-        a.strip_prefix("--hdr-interval=").or_else(|| {
-            (*a == "--hdr-interval")
-                .then(|| args.get(i + 1).copied())
-                .flatten()
-        })
-    });
-    given
-        .and_then(|v| crate::plan::limits::parse_duration(v).ok())
-        .unwrap_or(Duration::from_secs(1))
 }
 
 fn describe(p: &PartDir) -> String {
@@ -61,7 +39,7 @@ pub fn belong_together(parts: &mut [PartDir], allow_missing: bool) -> Result<(),
             "merge joins the parts of one run; to set two whole runs side by side, use mongo-stress compare",
         ));
     }
-    let profile_text = |p: &PartDir| p.run_info["profile"]["text"].as_str().map(str::to_owned);
+    let profile_text = |p: &PartDir| p.run_info.profile.text.clone();
     let (name, text) = (first.summary.profile.clone(), profile_text(first));
     let count = first.summary.part.map_or(0, |p| p.count);
     for p in parts.iter() {
@@ -127,19 +105,27 @@ pub fn belong_together(parts: &mut [PartDir], allow_missing: bool) -> Result<(),
                 describe(p),
             ));
         }
-        let target = |x: &PartDir| x.run_info["plan"]["target"].clone();
+        let target = |x: &PartDir| x.run_info.plan.target.clone();
         if target(p) != target(first) {
+            let shown = |x: &PartDir| serde_json::to_string(&target(x)).unwrap_or_default();
             return Err(differs(
                 "they loaded different targets:",
-                target(first).to_string(),
-                target(p).to_string(),
+                shown(first),
+                shown(p),
             ));
         }
-        if hdr_interval(p) != hdr_interval(first) {
+        let length = |x: &PartDir| x.run_info.hdr_interval();
+        if length(p).is_none() {
+            return Err(super::bad(
+                &p.path,
+                "its run.json does not record the length of its interval histograms (hdr_interval_secs: an older mongo-stress wrote it; run the parts again with this one)",
+            ));
+        }
+        if length(p) != length(first) {
             return Err(differs(
                 "their interval histograms have different lengths (--hdr-interval):",
-                format!("{:?}", hdr_interval(first)),
-                format!("{:?}", hdr_interval(p)),
+                format!("{:?}", length(first)),
+                format!("{:?}", length(p)),
             ));
         }
         let start = |x: &PartDir| {

@@ -13,7 +13,6 @@
 //! part's `samples.tsv`.
 
 mod check;
-pub use check::hdr_interval;
 mod counts;
 pub mod intervals;
 pub mod resources;
@@ -23,14 +22,16 @@ use std::path::{Path, PathBuf};
 
 use crate::error::Error;
 use crate::monitor::ResourceRow;
+use crate::rundir::{Depth, RunDir};
+use crate::summary::run_info::RunInfo;
 use crate::summary::Summary;
 
-/// One part's run directory, read.
+/// One part's run directory, read (`rundir`, the interval log left for the streaming merge).
 #[derive(Debug)]
 pub struct PartDir {
     pub path: PathBuf,
     pub summary: Summary,
-    pub run_info: serde_json::Value,
+    pub run_info: RunInfo,
     /// Its `resources.tsv`, when it sampled.
     pub resources: Option<Vec<ResourceRow>>,
     /// Its `latency.hlog`, when it wrote one.
@@ -44,10 +45,10 @@ pub struct Merged {
     /// The merged `resources.tsv`, when the parts sampled.
     pub resources: Option<resources::MergedResources>,
     /// The merged `run.json`.
-    pub run_info: serde_json::Value,
+    pub run_info: RunInfo,
 }
 
-fn bad(dir: &Path, what: impl std::fmt::Display) -> Error {
+pub(crate) fn bad(dir: &Path, what: impl std::fmt::Display) -> Error {
     Error::Usage(format!(
         "{} is not a part that can be merged: {what}\n  fix: give the run directories that `mongo-stress run --part I/N` (or --parts N) wrote, written whole",
         dir.display()
@@ -56,33 +57,19 @@ fn bad(dir: &Path, what: impl std::fmt::Display) -> Error {
 
 impl PartDir {
     pub fn open(dir: &Path) -> Result<PartDir, Error> {
-        if !dir.is_dir() {
-            return Err(bad(dir, "no such directory"));
-        }
-        let read = |name: &str| {
-            std::fs::read_to_string(dir.join(name)).map_err(|e| bad(dir, format!("{name}: {e}")))
-        };
-        let summary: Summary = serde_json::from_str(&read("summary.json")?).map_err(|e| {
-            bad(
-                dir,
-                format!("summary.json is not a mongo-stress summary ({e})"),
-            )
-        })?;
-        let run_info: serde_json::Value = serde_json::from_str(&read("run.json")?)
-            .map_err(|e| bad(dir, format!("run.json is not whole JSON ({e})")))?;
-        let resources = match std::fs::read_to_string(dir.join("resources.tsv")) {
-            Ok(text) => Some(
-                resources::parse_rows(&text)
-                    .map_err(|e| bad(dir, format!("resources.tsv: {e}")))?,
-            ),
-            Err(_) => None,
-        };
-        let hlog = Some(dir.join("latency.hlog")).filter(|p| p.is_file());
-        Ok(PartDir {
-            path: dir.to_path_buf(),
+        let RunDir {
+            path,
             summary,
             run_info,
+            hlog,
             resources,
+            ..
+        } = RunDir::read(dir, Depth::Summaries)?;
+        Ok(PartDir {
+            path,
+            summary,
+            run_info,
+            resources: resources.map(|r| r.rows()),
             hlog,
         })
     }

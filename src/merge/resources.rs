@@ -5,61 +5,7 @@
 //! fires when any part was starved), and each part's client CPU in a column of its own.
 
 use super::PartDir;
-use std::sync::Arc;
-
-use crate::monitor::{HostRow, ResourceRow, HOST_COLUMNS};
-
-/// `resources.tsv` back into rows (by column name, so a file with more columns reads too).
-pub fn parse_rows(text: &str) -> Result<Vec<ResourceRow>, String> {
-    let parsed = crate::rundir::parse_resources(text)?;
-    let n = parsed.columns.get("time_ms").map_or(0, Vec::len);
-    // Remote hosts, in the order of their first column.
-    let mut hosts: Vec<String> = Vec::new();
-    for name in text.lines().next().unwrap_or_default().split('\t') {
-        if let Some((_, host)) = name.split_once('@') {
-            if !hosts.iter().any(|h| h == host) {
-                hosts.push(host.to_string());
-            }
-        }
-    }
-    let hosts: Vec<Arc<str>> = hosts.into_iter().map(Arc::from).collect();
-    let mut rows: Vec<ResourceRow> = (0..n)
-        .map(|_| ResourceRow {
-            hosts: hosts
-                .iter()
-                .map(|h| HostRow {
-                    host: Arc::clone(h),
-                    kind: "exporter",
-                    values: Default::default(),
-                })
-                .collect(),
-            ..Default::default()
-        })
-        .collect();
-    for (name, values) in &parsed.columns {
-        for (row, v) in rows.iter_mut().zip(values) {
-            match name.split_once('@') {
-                Some((col, host)) => {
-                    if let (Some(i), Some(h)) = (
-                        HOST_COLUMNS.iter().position(|c| *c == col),
-                        row.hosts.iter_mut().find(|h| &*h.host == host),
-                    ) {
-                        h.values[i] = *v;
-                    }
-                }
-                None => {
-                    row.set(name, *v);
-                }
-            }
-        }
-    }
-    if let Some(repl) = parsed.text.get("repl") {
-        for (row, r) in rows.iter_mut().zip(repl) {
-            row.status.repl = (!r.is_empty()).then(|| r.clone());
-        }
-    }
-    Ok(rows)
-}
+use crate::monitor::ResourceRow;
 
 /// The merged `resources.tsv`.
 #[derive(Debug)]

@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 
 use super::{Merged, PartDir};
 use crate::error::Error;
-use crate::executor::guard::metrics_for;
 use crate::metrics::GroupMetrics;
-use crate::plan::thresholds::ThresholdPlan;
+use crate::summary::judge::{self, Judging};
 use crate::summary::resources::StageSpan;
+use crate::summary::run_info::{PartInfo, RunInfo};
 use crate::summary::{PartRow, RunResult, Summary, ThresholdResult, WarmupRow, WarningCode};
 
 pub fn merge(parts: &[PartDir]) -> Result<Merged, Error> {
@@ -58,9 +58,9 @@ pub fn merge(parts: &[PartDir]) -> Result<Merged, Error> {
     // The load generators' machines, not this one's, say how much CPU a part had.
     let cores = parts
         .iter()
-        .filter_map(|p| p.run_info["host"]["cpus"].as_u64())
+        .filter_map(|p| p.run_info.host.as_ref().map(|h| h.cpus))
         .min()
-        .unwrap_or(1) as usize;
+        .unwrap_or(1);
     match &resources {
         Some(r) => summary.refresh_on(&r.rows, true, cores, cores),
         None => {
@@ -98,7 +98,7 @@ fn merge_run(
                 .ok_or_else(|| broken(p, format!("no row `{}` where part 0 has one", row.label)))?;
             m.merge(&GroupMetrics::from_row(theirs).map_err(|e| broken(p, e))?);
         }
-        out.rows[i] = m.summary_row(&row.label, row.service_hdr.is_some());
+        out.rows[i] = m.summary_row(row.label.clone(), row.service_hdr.is_some());
         metrics.push(m);
     }
     out.errors_by_class = BTreeMap::new();
@@ -130,6 +130,7 @@ fn merge_run(
             .as_ref()
             .map(|s| format!("part {}: {s}", p.index()))
     });
+    out.aborted_by = runs.iter().find_map(|x| x.aborted_by.clone());
     out.warmup = runs[0]
         .warmup
         .iter()
@@ -149,7 +150,19 @@ fn merge_run(
         .collect();
     out.start = None;
     out.thresholds = judge(&runs, groups, &out, &metrics);
-    out.failures = Vec::new();
+    // A threshold a part recorded only as text (an older mongo-stress) cannot be judged again:
+    // the merged run says so rather than dropping its verdict unseen.
+    out.failures = runs[0]
+        .thresholds
+        .iter()
+        .filter(|t| !t.relative && t.unit != "% change" && t.label.is_none())
+        .map(|t| {
+            format!(
+                "threshold `{}` not judged: the parts recorded it without its row and metric (written by an older mongo-stress); run the parts again",
+                t.threshold
+            )
+        })
+        .collect();
     Ok(out)
 }
 
@@ -190,7 +203,7 @@ fn judge(
             let mut m = merged
                 .rows
                 .iter()
-                .position(|r| &r.label == n)
+                .position(|r| r.label == crate::metrics::Label::group(n))
                 .map_or_else(GroupMetrics::default, |i| rows[i].clone());
             // Its kinds, from the `group:kind` rows (thresholds may name one).
             for (r, km) in merged.rows.iter().zip(rows) {
@@ -205,23 +218,20 @@ fn judge(
         .thresholds
         .iter()
         .filter_map(|t| {
-            let plan = ThresholdPlan::parse_cli(&t.threshold, &names).ok()?;
-            if plan.relative.is_some() {
-                return None;
-            }
-            let value = plan.metric.value(&metrics_for(&plan, &by_group));
+            let rule = t.rule(&names)?;
             let aborted = runs.iter().any(|x| {
                 x.thresholds
                     .iter()
                     .any(|y| y.threshold == t.threshold && y.aborted)
             });
-            Some(ThresholdResult {
-                value,
-                pass: plan.cmp.holds(value, plan.limit) && !aborted,
-                aborted,
-                deferred: false,
-                ..t.clone()
-            })
+            Some(judge::judge(
+                &rule,
+                &judge::select(&rule, &by_group),
+                Judging {
+                    aborted,
+                    deferred: false,
+                },
+            ))
         })
         .collect()
 }
@@ -240,7 +250,7 @@ fn part_row(p: &PartDir) -> PartRow {
     PartRow {
         part: p.index(),
         dir: p.path.display().to_string(),
-        host: p.run_info["host"]["hostname"].as_str().map(str::to_owned),
+        host: p.run_info.host.as_ref().and_then(|h| h.hostname.clone()),
         samples,
         throughput,
         client_cpu_avg: (!cpu.is_empty()).then(|| cpu.iter().sum::<f64>() / cpu.len() as f64),
@@ -255,38 +265,36 @@ fn part_row(p: &PartDir) -> PartRow {
 
 /// `run.json` of the merged run: the first part's, with the merge's command line, the whole
 /// run's groups and times, and each part's host and directory.
-fn run_info(parts: &[PartDir], summary: &Summary) -> serde_json::Value {
-    let mut info = parts[0].run_info.clone();
-    info["tool"] = summary.tool.clone().into();
-    info["command_line"] = std::env::args()
-        .map(|a| crate::redact::redact(&a))
-        .collect::<Vec<_>>()
-        .into();
-    info["plan"]["groups"] = serde_json::to_value(&summary.groups).unwrap_or_default();
-    let times = |key: &'static str| {
-        parts
-            .iter()
-            .filter_map(move |p| p.run_info[key].as_str().map(str::to_owned))
+fn run_info(parts: &[PartDir], summary: &Summary) -> RunInfo {
+    let first = &parts[0].run_info;
+    let times = |f: fn(&RunInfo) -> Option<&String>| {
+        parts.iter().filter_map(move |p| f(&p.run_info).cloned())
     };
-    info["started_at"] = times("started_at").min().into();
-    info["finished_at"] = times("finished_at").max().into();
-    info["interrupted"] = summary.interrupted.into();
-    if let Some(obj) = info.as_object_mut() {
-        obj.remove("part");
-        obj.remove("host");
-    }
-    info["parts"] = parts
-        .iter()
-        .map(|p| {
-            serde_json::json!({
-                "index": p.index(),
-                "dir": p.path.display().to_string(),
-                "host": p.run_info["host"].clone(),
-                "command_line": p.run_info["command_line"].clone(),
-                "part": p.run_info["part"].clone(),
+    let mut plan = first.plan.clone();
+    plan.groups = summary.groups.clone();
+    RunInfo {
+        tool: summary.tool.clone(),
+        command_line: std::env::args()
+            .map(|a| crate::redact::redact(&a))
+            .collect(),
+        plan,
+        started_at: times(|r| Some(&r.started_at)).min().unwrap_or_default(),
+        finished_at: times(|r| r.finished_at.as_ref()).max(),
+        interrupted: summary.interrupted,
+        host: None,
+        part: None,
+        parts: parts
+            .iter()
+            .map(|p| PartInfo {
+                index: p.index(),
+                dir: p.path.display().to_string(),
+                host: p.run_info.host.clone(),
+                command_line: p.run_info.command_line.clone(),
+                part: p.run_info.part.clone(),
             })
-        })
-        .collect::<Vec<_>>()
-        .into();
-    info
+            .collect(),
+        // Written only when every part has one (app::merge says so otherwise).
+        interval_log: Some(parts.iter().all(|p| p.hlog.is_some())),
+        ..first.clone()
+    }
 }

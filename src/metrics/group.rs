@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use super::label::Label;
 use super::row::Row;
 use super::sample::{ErrorClass, Sample};
 use crate::workload::OpKind;
@@ -148,9 +149,11 @@ impl Default for GroupMetrics {
 
 /// The kind a summary row's label names when it is one of group `group`'s kind rows
 /// (`group:kind`, as the recorder labels a mix's kinds); None for any other row.
-pub fn kind_row_of(label: &str, group: &str) -> Option<OpKind> {
-    let kind = label.strip_prefix(group)?.strip_prefix(':')?;
-    OpKind::try_from(kind.to_string()).ok()
+pub fn kind_row_of(label: &Label, group: &str) -> Option<OpKind> {
+    match label {
+        Label::Kind { group: g, kind } if g == group => Some(*kind),
+        _ => None,
+    }
 }
 
 impl GroupMetrics {
@@ -234,7 +237,8 @@ impl GroupMetrics {
     /// Group `name`'s metrics from a run's rows, with its kinds from the `name:kind` rows (so
     /// a threshold on one kind of a mixed group can be judged again); None without its row.
     pub fn from_rows(rows: &[Row], name: &str) -> Option<GroupMetrics> {
-        let mut m = Self::from_one_row(rows.iter().find(|r| r.label == name)?).ok()?;
+        let mut m =
+            Self::from_one_row(rows.iter().find(|r| r.label == Label::group(name))?).ok()?;
         for r in rows {
             if let (Some(kind), Ok(km)) = (kind_row_of(&r.label, name), Self::from_one_row(r)) {
                 m.kinds.insert(kind, km);
@@ -314,7 +318,7 @@ impl GroupMetrics {
     }
 
     /// The row with its whole histograms encoded (service time too when `service`).
-    pub fn summary_row(&self, label: &str, service: bool) -> Row {
+    pub fn summary_row(&self, label: impl Into<Label>, service: bool) -> Row {
         Row {
             latency_hdr: Some(encode(&self.latency.hist)),
             service_hdr: service.then(|| encode(&self.service.hist)),
@@ -322,7 +326,7 @@ impl GroupMetrics {
         }
     }
 
-    pub fn row(&self, label: &str) -> Row {
+    pub fn row(&self, label: impl Into<Label>) -> Row {
         let ms = |us: u64| us as f64 / 1000.0;
         let (l, sv) = (&self.latency, &self.service);
         let span = self.span_secs();
@@ -330,7 +334,7 @@ impl GroupMetrics {
         let n = self.samples;
         let empty = n == 0;
         Row {
-            label: label.to_string(),
+            label: label.into(),
             samples: n,
             average_ms: l.average_ms(),
             median_ms: l.quantile_ms(0.50),
@@ -374,11 +378,12 @@ impl GroupMetrics {
 mod tests {
     #[test]
     fn a_kind_row_belongs_to_its_group_only() {
-        assert_eq!(kind_row_of("ab:get", "ab"), Some(OpKind::Get));
-        assert_eq!(kind_row_of("ab", "ab"), None);
-        assert_eq!(kind_row_of("abc:get", "ab"), None, "another group's row");
-        assert_eq!(kind_row_of("ab:nope", "ab"), None);
-        assert_eq!(kind_row_of("ab@100/s", "ab"), None, "a rate step's row");
+        let k = |l: &str| kind_row_of(&Label::parse(l), "ab");
+        assert_eq!(k("ab:get"), Some(OpKind::Get));
+        assert_eq!(k("ab"), None);
+        assert_eq!(k("abc:get"), None, "another group's row");
+        assert_eq!(k("ab:nope"), None);
+        assert_eq!(k("ab@100/s"), None, "a rate step's row");
     }
 
     use super::*;

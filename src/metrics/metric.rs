@@ -18,7 +18,9 @@ pub enum MetricKind {
 }
 
 /// A metric of a group: a latency one (of service time when `service`), or a count or rate.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// Written in files as its name (`p99.9`, `svc_median`).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(into = "String", try_from = "String")]
 pub struct Metric {
     pub kind: MetricKind,
     /// Service time (from the actual start) instead of latency; open loop.
@@ -28,7 +30,50 @@ pub struct Metric {
 /// The metric names, for error messages.
 pub const NAMES: &str = "avg, min, max, median, pNN or pNN.N (p50, p99, p99.9), throughput, error_pct, errors, samples, and svc_avg, svc_min, svc_max, svc_median, svc_pNN (service time, open loop)";
 
+/// The metrics `compare` sets side by side, in column order; a gate (`--fail-if`) and a relative
+/// threshold (`<= +10%`) name one of these (or `median`, which is `p50`).
+pub const COMPARED: [&str; 9] = [
+    "samples",
+    "throughput",
+    "avg",
+    "p50",
+    "p90",
+    "p99",
+    "p99.9",
+    "max",
+    "error_pct",
+];
+
 impl Metric {
+    /// `GROUP.METRIC` split at the dot after which a metric name stands (a group's name may
+    /// hold dots: `v1.2.p99.9` is group `v1.2`, metric `p99.9`).
+    pub fn split_key(key: &str) -> Option<(&str, &str, Metric)> {
+        key.match_indices('.')
+            .map(|(i, _)| (&key[..i], &key[i + 1..]))
+            .find_map(|(label, name)| Metric::parse(name).map(|m| (label, name, m)))
+    }
+
+    /// Its name among `COMPARED`, when `compare` has it (`median` is `p50` there).
+    pub fn compared(&self) -> Option<&'static str> {
+        if self.service {
+            return None;
+        }
+        let name = match self.kind {
+            MetricKind::Samples => "samples",
+            MetricKind::Throughput => "throughput",
+            MetricKind::Avg => "avg",
+            MetricKind::Median => "p50",
+            MetricKind::Max => "max",
+            MetricKind::ErrorPct => "error_pct",
+            MetricKind::Percentile(p) => {
+                let name = format!("p{p}");
+                return COMPARED.iter().find(|c| **c == name).copied();
+            }
+            MetricKind::Min | MetricKind::Errors => return None,
+        };
+        Some(name)
+    }
+
     pub fn parse(name: &str) -> Option<Metric> {
         let (service, base) = match name.strip_prefix("svc_") {
             Some(b) => (true, b),
@@ -61,6 +106,26 @@ impl Metric {
                     | MetricKind::Percentile(_)
             ))
         .then_some(Metric { kind, service })
+    }
+
+    /// Its name, as `parse` reads it.
+    pub fn name(&self) -> String {
+        let base = match self.kind {
+            MetricKind::Avg => "avg".to_string(),
+            MetricKind::Min => "min".to_string(),
+            MetricKind::Max => "max".to_string(),
+            MetricKind::Median => "median".to_string(),
+            MetricKind::Percentile(p) => format!("p{p}"),
+            MetricKind::Throughput => "throughput".to_string(),
+            MetricKind::ErrorPct => "error_pct".to_string(),
+            MetricKind::Errors => "errors".to_string(),
+            MetricKind::Samples => "samples".to_string(),
+        };
+        if self.service {
+            format!("svc_{base}")
+        } else {
+            base
+        }
     }
 
     /// A latency, in milliseconds (a threshold on it needs a time unit).
@@ -120,6 +185,19 @@ impl Metric {
     }
 }
 
+impl From<Metric> for String {
+    fn from(m: Metric) -> String {
+        m.name()
+    }
+}
+
+impl TryFrom<String> for Metric {
+    type Error = String;
+    fn try_from(s: String) -> Result<Metric, String> {
+        Metric::parse(&s).ok_or_else(|| format!("`{s}` is not a metric; metrics are: {NAMES}"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -154,5 +232,23 @@ mod tests {
             (100.0, 0.0, 0.0)
         );
         assert_eq!(v("max"), 100.0);
+    }
+
+    #[test]
+    fn keys_split_at_the_metric_and_compare_names_median_p50() {
+        let (label, name, m) = Metric::split_key("v1.2.p99.9").unwrap();
+        assert_eq!((label, name), ("v1.2", "p99.9"));
+        assert_eq!(m.compared(), Some("p99.9"));
+        assert_eq!(Metric::parse("median").unwrap().compared(), Some("p50"));
+        assert_eq!(Metric::parse("p50").unwrap().compared(), Some("p50"));
+        assert_eq!(Metric::parse("p95").unwrap().compared(), None);
+        assert_eq!(Metric::parse("svc_p99").unwrap().compared(), None);
+        for n in ["p99.9", "svc_median", "p50", "error_pct", "svc_p99"] {
+            assert_eq!(Metric::parse(n).unwrap().name(), n);
+        }
+        for c in COMPARED {
+            assert_eq!(Metric::parse(c).and_then(|m| m.compared()), Some(c));
+        }
+        assert!(Metric::split_key("find").is_none());
     }
 }

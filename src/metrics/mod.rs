@@ -6,6 +6,7 @@
 
 pub mod group;
 pub mod interval;
+pub mod label;
 pub mod metric;
 pub mod recorder;
 pub mod row;
@@ -13,6 +14,7 @@ pub mod sample;
 
 pub use group::{decode, encode, new_histogram, GroupMetrics, Timing};
 pub use interval::{Activity, IntervalBatch, IntervalHist, Series};
+pub use label::Label;
 pub use metric::{Metric, MetricKind};
 pub use recorder::{panic_message, IntervalCheck, IntervalSink, Recorded, Recorder, Watch};
 pub use row::Row;

@@ -3,10 +3,12 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::Label;
+
 /// One line of the summary table: JMeter's Aggregate Report columns, then ours.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Row {
-    pub label: String,
+    pub label: Label,
     pub samples: u64,
     pub average_ms: f64,
     pub median_ms: f64,

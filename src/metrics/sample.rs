@@ -42,10 +42,32 @@ pub struct OpError {
     pub message: String,
 }
 
+/// A group plan's position among all groups of the plan (`GroupPlan::index`), as a sample
+/// carries it. Four bytes, so it cannot wrap (each rate step is a group plan of its own: 66
+/// groups of 1,000 steps passed a `u16`'s 65,535 and filed samples under another group), and a
+/// `Sample` stays 56 bytes, as it was with a `u16`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct GroupId(u32);
+
+impl TryFrom<usize> for GroupId {
+    type Error = std::num::TryFromIntError;
+
+    fn try_from(index: usize) -> Result<Self, Self::Error> {
+        u32::try_from(index).map(GroupId)
+    }
+}
+
+impl From<GroupId> for usize {
+    fn from(g: GroupId) -> usize {
+        // Made only from a `usize`, so it fits back.
+        g.0 as usize
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Sample {
     /// `GroupPlan::index`.
-    pub group: u16,
+    pub group: GroupId,
     /// What the operation was (a group with a `mix` draws it per operation).
     pub op: OpKind,
     /// Its group mixes operations: the summary has a row per kind too.
@@ -78,7 +100,7 @@ impl Sample {
     #[cfg(test)]
     pub fn at(start_us: u64, elapsed_us: u64) -> Sample {
         Sample {
-            group: 0,
+            group: GroupId(0),
             op: OpKind::Insert,
             mixed: false,
             thread: 1,
@@ -127,4 +149,24 @@ pub struct Logged {
     pub sample: Sample,
     pub group_threads: u32,
     pub all_threads: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_group_id_holds_every_index_a_plan_can_have_and_refuses_what_would_wrap() {
+        for index in [0, 65_535, 65_536, 66_000, u32::MAX as usize] {
+            assert_eq!(usize::from(GroupId::try_from(index).unwrap()), index);
+        }
+        #[cfg(target_pointer_width = "64")]
+        assert!(GroupId::try_from(u32::MAX as usize + 1).is_err());
+    }
+
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn a_sample_sent_per_operation_stays_56_bytes() {
+        assert_eq!(std::mem::size_of::<Sample>(), 56);
+    }
 }

@@ -1,14 +1,18 @@
 //! Connecting to the target: URI parsing (a bad one is a usage error), a ping within the
-//! server-selection timeout (no answer is exit 3), the server's version, and password redaction.
+//! server-selection timeout (no answer is exit 3, its cause in words with the fix: `cause`), the
+//! server's version, and password redaction.
 
 use std::time::Duration;
 
 use mongodb::bson::doc;
-use mongodb::options::ClientOptions;
+use mongodb::options::{ClientOptions, Tls};
 use mongodb::Client;
 
 use crate::error::Error;
 use crate::redact::redact;
+
+mod cause;
+use cause::{unreachable, Asked};
 
 /// Server selection and connect timeout unless the URI sets its own.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -23,11 +27,37 @@ pub struct Connected {
 pub async fn parse(uri: &str) -> Result<ClientOptions, Error> {
     let shown = redact(uri);
     ClientOptions::parse(uri).await.map_err(|e| {
+        let problem = driver_words(&redact(&e.to_string()));
+        let fix = if problem.to_lowercase().contains("tlsallowinvalidhostnames") {
+            // The driver's TLS here is rustls, which cannot skip only the name check.
+            "this build's TLS (rustls) cannot skip only the host name check: connect with a host name the server's certificate names, or, for a test server only, use tlsAllowInvalidCertificates=true"
+        } else {
+            "use the form mongodb://host:port/ (see https://www.mongodb.com/docs/manual/reference/connection-string/)"
+        };
         Error::Usage(format!(
-            "not a usable MongoDB connection string: {shown}\n  problem: {}\n  fix: use the form mongodb://host:port/ (see https://www.mongodb.com/docs/manual/reference/connection-string/)",
-            redact(&e.to_string())
+            "not a usable MongoDB connection string: {shown}\n  problem: {problem}\n  fix: {fix}"
         ))
     })
+}
+
+/// A client the driver refuses to build from valid options (a TLS file that cannot be read).
+fn bad_options(shown: &str, e: &mongodb::error::Error) -> Error {
+    let problem = driver_words(&redact(&e.to_string()));
+    let fix = if problem.contains("PEM") || problem.contains("certificate") {
+        "tlsCAFile and tlsCertificateKeyFile must name readable PEM files (the CA's certificate; this client's certificate and key)"
+    } else {
+        "check the options of the connection string (see https://www.mongodb.com/docs/manual/reference/connection-string/)"
+    };
+    Error::Usage(format!(
+        "bad client options in {shown}: {problem}\n  fix: {fix}"
+    ))
+}
+
+/// The driver's message without its `Kind: ` and its trailing `, labels: {...}, source: ...`.
+fn driver_words(message: &str) -> String {
+    let m = message.strip_prefix("Kind: ").unwrap_or(message);
+    let m = m.split(", labels: {").next().unwrap_or(m);
+    m.trim().to_string()
 }
 
 /// Connections of the resource sampler's own client, apart from the workload's pool.
@@ -45,8 +75,7 @@ pub async fn monitor(uri: &str) -> Result<Client, Error> {
     opts.min_pool_size = Some(1);
     opts.server_selection_timeout = Some(MONITOR_TIMEOUT);
     opts.connect_timeout = Some(MONITOR_TIMEOUT);
-    Client::with_options(opts)
-        .map_err(|e| Error::Usage(format!("bad client options in {shown}: {e}")))
+    Client::with_options(opts).map_err(|e| bad_options(&shown, &e))
 }
 
 pub async fn connect(uri: &str, pool_size: u32) -> Result<Connected, Error> {
@@ -57,14 +86,18 @@ pub async fn connect(uri: &str, pool_size: u32) -> Result<Connected, Error> {
     opts.connect_timeout.get_or_insert(DEFAULT_TIMEOUT);
     opts.max_pool_size = Some(pool_size);
     let timeout = opts.server_selection_timeout.unwrap_or(DEFAULT_TIMEOUT);
-    let client = Client::with_options(opts)
-        .map_err(|e| Error::Usage(format!("bad client options in {shown}: {e}")))?;
+    let asked = Asked {
+        tls: matches!(opts.tls, Some(Tls::Enabled(_))),
+        ca_file: matches!(&opts.tls, Some(Tls::Enabled(t)) if t.ca_file_path.is_some()),
+    };
+    let client = Client::with_options(opts).map_err(|e| bad_options(&shown, &e))?;
     let admin = client.database("admin");
     if let Err(e) = admin.run_command(doc! { "ping": 1 }).await {
-        return Err(Error::Server(format!(
-            "cannot reach the server at {shown} within {}: {}\n  fix: check that the server runs and the host and port are right, or leave out --uri to use the embedded server",
-            humantime::format_duration(timeout),
-            why_unreachable(&redact(&e.to_string()))
+        return Err(Error::Server(unreachable(
+            &shown,
+            timeout,
+            asked,
+            &redact(&e.to_string()),
         )));
     }
     let info = admin.run_command(doc! { "buildInfo": 1 }).await.ok();
@@ -81,40 +114,15 @@ pub async fn connect(uri: &str, pool_size: u32) -> Result<Connected, Error> {
     })
 }
 
-/// The cause inside the driver's server-selection report, in a few words.
-fn why_unreachable(message: &str) -> String {
-    let known = [
-        (
-            "Connection refused",
-            "connection refused: nothing listens on that host and port",
-        ),
-        ("failed to lookup address", "the host name does not resolve"),
-        (
-            "Name or service not known",
-            "the host name does not resolve",
-        ),
-        (
-            "Authentication failed",
-            "authentication failed: check the user name and password",
-        ),
-        ("timed out", "no answer in time"),
-        ("tls", "the TLS handshake failed"),
-    ];
-    known
-        .iter()
-        .find(|(pattern, _)| message.contains(pattern))
-        .map_or_else(|| first_line(message), |(_, why)| why.to_string())
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-fn first_line(s: &str) -> String {
-    let s = s.lines().next().unwrap_or("");
-    if s.len() > 400 {
-        let cut = (0..=400)
-            .rev()
-            .find(|i| s.is_char_boundary(*i))
-            .unwrap_or(0);
-        format!("{}...", &s[..cut])
-    } else {
-        s.to_string()
+    #[test]
+    fn driver_words_lose_kind_and_labels() {
+        assert_eq!(
+            driver_words("Kind: Unable to parse PEM-encoded root certificate from /x.pem: I/O error: No such file or directory (os error 2), labels: {}, source: None, server response: None"),
+            "Unable to parse PEM-encoded root certificate from /x.pem: I/O error: No such file or directory (os error 2)"
+        );
     }
 }

@@ -13,6 +13,10 @@ pub const MAX_LOOPS: u64 = 1_000_000_000_000;
 /// Operations per second of one group (open loop).
 pub const MIN_RATE: f64 = 0.001;
 pub const MAX_RATE: f64 = 10_000_000.0;
+/// The most rate steps one group may have.
+pub const MAX_STEPS: usize = 1000;
+/// A ramp without `step` runs in this many steps.
+pub const RAMP_STEPS: u32 = 10;
 /// Connections in the driver's pool, and documents a find returns.
 pub const MIN_POOL_SIZE: u32 = 1;
 pub const MIN_FIND_LIMIT: u32 = 1;

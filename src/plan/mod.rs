@@ -1,9 +1,10 @@
 //! The validated run plan: a profile plus command-line overrides, checked once. Everything after
 //! this point takes a `RunPlan`, never the raw profile or the command line.
 //!
-//! Owns: the profile model and its located errors (`profile`), every bound (`limits`), and the
-//! build of a `RunPlan` (`build`). Never: talks to a server, touches the run directory, or
-//! formats a result.
+//! Owns: the profile model and its located errors (`profile`), every bound (`limits`), the
+//! build of a `RunPlan` (`build/`, one file per part: target, setup, groups, rates, operations,
+//! thresholds), a run divided into parts (`part`) and the thresholds' grammar (`thresholds`).
+//! Never: talks to a server, touches the run directory, or formats a result.
 
 mod build;
 pub mod limits;
@@ -15,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mongodb::bson::Document;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::workload::{DocGen, KeyDist, OpSpec};
 
@@ -52,7 +53,7 @@ pub struct RunPlan {
     pub part: Option<part::PartPlan>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TargetPlan {
     pub database: String,
     pub collection: String,
@@ -64,19 +65,19 @@ pub struct TargetPlan {
     /// Longest wait for one operation; past it the operation fails as `timeout`.
     pub op_timeout: Duration,
     /// Exporter endpoints on the server hosts (`target.server_metrics`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub server_metrics: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum WriteConcernPlan {
     Nodes(u32),
     Majority,
 }
 
 /// A read preference mode, as named in profiles (the one table of their names).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(into = "&'static str")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "&'static str", try_from = "String")]
 pub enum ReadPref {
     Primary,
     PrimaryPreferred,
@@ -122,6 +123,13 @@ impl ReadPref {
 impl From<ReadPref> for &'static str {
     fn from(r: ReadPref) -> Self {
         r.name()
+    }
+}
+
+impl TryFrom<String> for ReadPref {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        ReadPref::from_name(&s).ok_or_else(|| format!("`{s}` is not {}", ReadPref::listed()))
     }
 }
 
@@ -222,12 +230,12 @@ impl RunPlan {
     }
 
     /// The summary label of a stage: its group's name, or the TOTAL row that sums its groups.
-    pub fn stage_label(&self, stage: &Stage) -> String {
+    pub fn stage_label(&self, stage: &Stage) -> crate::metrics::Label {
+        use crate::metrics::Label;
         match stage.groups.as_slice() {
-            [one] => one.name.clone(),
-            _ if self.stages.len() == 1 => "TOTAL".into(),
-            _ if stage.name.is_empty() => "TOTAL (no stage)".into(),
-            _ => format!("TOTAL {}", stage.name),
+            [one] => Label::group(&one.name),
+            _ if self.stages.len() == 1 => Label::Total,
+            _ => Label::Stage(stage.name.clone()),
         }
     }
 }

@@ -5,13 +5,18 @@
 
 use std::time::Duration;
 
-use crate::metrics::Metric;
+use crate::metrics::{Label, Metric};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Written in files as its symbol (`<`, `<=`, `>`, `>=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Cmp {
+    #[serde(rename = "<")]
     Lt,
+    #[serde(rename = "<=")]
     Le,
+    #[serde(rename = ">")]
     Gt,
+    #[serde(rename = ">=")]
     Ge,
 }
 
@@ -39,8 +44,8 @@ impl Cmp {
 pub struct ThresholdPlan {
     /// As the summary shows it: `find.p99 < 50ms`.
     pub text: String,
-    /// A group's name, or `TOTAL`.
-    pub label: String,
+    /// The row it is judged on: a group's, one kind of a mixed group's, or `TOTAL`.
+    pub label: Label,
     /// The group's index; None for TOTAL.
     pub group: Option<usize>,
     /// One operation kind of a mixed group (`ycsb:get.p99`): that kind's row.
@@ -55,7 +60,7 @@ pub struct ThresholdPlan {
     pub after: Duration,
     /// A change against the `--baseline` run, in percent (`<= +10%`), judged with `compare`;
     /// `limit` is then that percentage and `compared` the metric's name there.
-    pub relative: Option<String>,
+    pub relative: Option<&'static str>,
 }
 
 /// What a threshold may be written as, for error messages.
@@ -72,31 +77,27 @@ impl ThresholdPlan {
     ) -> Result<ThresholdPlan, String> {
         // A group's name may hold dots: the metric is what follows the last dot that leaves a
         // metric name, trying from the left.
-        let split = key
-            .match_indices('.')
-            .map(|(i, _)| (&key[..i], &key[i + 1..]))
-            .find(|(_, m)| Metric::parse(m).is_some());
-        let Some((label, metric_name)) = split else {
+        let Some((label, metric_name, metric)) = Metric::split_key(key) else {
             return Err(format!(
                 "`{key}` names no metric; metrics are: {}",
                 crate::metrics::metric::NAMES
             ));
         };
-        let metric = Metric::parse(metric_name).expect("found above");
-        // `group:kind` names one kind of a mixed group (group names hold no `:`).
-        let (group_name, kind) = match label.split_once(':') {
-            Some((g, k)) => (
-                g,
-                Some(crate::workload::OpKind::try_from(k.to_string()).map_err(|_| {
-                    format!(
-                        "`{label}`: `{k}` is not an operation kind; a mixed group's row is GROUP:KIND with KIND one of {}",
-                        crate::workload::OpKind::listed()
-                    )
-                })?),
-            ),
-            None => (label, None),
+        // The row: a group's, `group:kind` for one kind of a mixed group, or TOTAL.
+        let row = Label::parse(label);
+        let (group_name, kind) = match &row {
+            Label::Total => ("TOTAL", None),
+            Label::Kind { group, kind } => (group.as_str(), Some(*kind)),
+            Label::Group(g) if g.contains(':') => {
+                let k = g.rsplit_once(':').map_or("", |(_, k)| k);
+                return Err(format!(
+                    "`{label}`: `{k}` is not an operation kind; a mixed group's row is GROUP:KIND with KIND one of {}",
+                    crate::workload::OpKind::listed()
+                ));
+            }
+            Label::Group(_) | Label::Stage(_) => (label, None),
         };
-        let group = if group_name == "TOTAL" && kind.is_none() {
+        let group = if row == Label::Total {
             None
         } else {
             Some(groups.iter().position(|g| g == group_name).ok_or_else(|| {
@@ -118,15 +119,11 @@ impl ThresholdPlan {
         .ok_or_else(|| format!("`{limit}` does not start with <, <=, > or >="))?;
         if (rest.starts_with('+') || rest.starts_with('-')) && rest.ends_with('%') {
             // A change against the --baseline run, judged as `compare` judges it.
-            let compared = match metric_name {
-                "median" => "p50",
-                m if crate::compare::METRICS.contains(&m) => m,
-                m => {
-                    return Err(format!(
-                        "a change in percent works on {}; not on `{m}`",
-                        crate::compare::METRICS.join(", ")
-                    ))
-                }
+            let Some(compared) = metric.compared() else {
+                return Err(format!(
+                    "a change in percent works on {} (median is p50); not on `{metric_name}`",
+                    crate::metrics::metric::COMPARED.join(", ")
+                ));
             };
             if abort {
                 return Err(
@@ -140,7 +137,7 @@ impl ThresholdPlan {
                 .map_err(|_| format!("`{limit}` is not a change in percent such as +10%"))?;
             return Ok(ThresholdPlan {
                 text: format!("{label}.{metric_name} {} {rest}", cmp.symbol()),
-                label: label.to_string(),
+                label: row.clone(),
                 group,
                 kind,
                 metric,
@@ -148,7 +145,7 @@ impl ThresholdPlan {
                 limit: pct,
                 abort,
                 after,
-                relative: Some(compared.to_string()),
+                relative: Some(compared),
             });
         }
         let number_end = rest
@@ -189,7 +186,7 @@ impl ThresholdPlan {
         };
         Ok(ThresholdPlan {
             text: format!("{label}.{metric_name} {} {}", cmp.symbol(), rest),
-            label: label.to_string(),
+            label: row,
             group,
             kind,
             metric,
@@ -242,7 +239,7 @@ mod tests {
         let e = ThresholdPlan::parse_cli("find.p42x<1ms", &groups()).unwrap_err();
         assert!(e.contains("svc_avg"), "{e}");
         let t = ThresholdPlan::parse_cli("find.median <= +10%", &groups()).unwrap();
-        assert_eq!((t.relative.as_deref(), t.limit), (Some("p50"), 10.0));
+        assert_eq!((t.relative, t.limit), (Some("p50"), 10.0));
         let e = ThresholdPlan::parse_cli("find.svc_p99 <= +10%", &groups()).unwrap_err();
         assert!(e.contains("change in percent works on"), "{e}");
     }

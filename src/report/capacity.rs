@@ -66,7 +66,7 @@ pub fn render(r: &CapacityResult, out: &mut dyn Write) -> std::io::Result<()> {
     )?;
     let mut lines = vec![HEADER.iter().map(|h| h.to_string()).collect::<Vec<_>>()];
     lines.extend(sorted(r).into_iter().map(cells));
-    super::table::aligned(&lines, &[9], out)?;
+    super::layout::aligned(&lines, &[9], out)?;
     match r.knee {
         Some(k) => writeln!(out, "knee: {k:.1} operations/s, the highest offered rate that held the SLO (the search stops when the rates that held and failed are within 5 %)")?,
         None => writeln!(out, "no step held the SLO: the deployment does not hold it even at the lowest rate tried")?,

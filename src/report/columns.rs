@@ -6,6 +6,9 @@ use crate::metrics::Row;
 /// The columns that mean something in closed loop: all up to `Modified`.
 pub const CLOSED_LOOP_COLUMNS: usize = 18;
 
+/// JMeter's Aggregate Report columns, `Label` to `Sent KB/sec`: the first the console keeps.
+pub const JMETER_COLUMNS: usize = 13;
+
 /// Column names, in order, as in the console table and `summary.tsv`.
 pub const COLUMNS: [&str; 26] = [
     "Label",
@@ -40,7 +43,7 @@ pub const COLUMNS: [&str; 26] = [
 pub fn cells(row: &Row) -> Vec<String> {
     let f = |x: f64| format!("{x:.2}");
     vec![
-        row.label.clone(),
+        row.label.to_string(),
         row.samples.to_string(),
         f(row.average_ms),
         f(row.median_ms),
@@ -78,6 +81,12 @@ mod tests {
     fn the_closed_loop_columns_end_at_modified() {
         assert_eq!(COLUMNS[CLOSED_LOOP_COLUMNS - 1], "Modified");
         assert_eq!(COLUMNS[CLOSED_LOOP_COLUMNS], "Service Average");
+    }
+
+    #[test]
+    fn the_jmeter_columns_end_at_sent_kb_per_second() {
+        assert_eq!(COLUMNS[JMETER_COLUMNS - 1], "Sent KB/sec");
+        assert_eq!(COLUMNS[JMETER_COLUMNS], "99.9% Line");
     }
 
     #[test]

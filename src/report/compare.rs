@@ -14,8 +14,8 @@ fn rows(c: &Comparison) -> Vec<Vec<String>> {
         .iter()
         .map(|x| {
             vec![
-                x.label.clone(),
-                x.metric.clone(),
+                x.label.to_string(),
+                x.metric.to_string(),
                 format!("{:.2}", x.base),
                 format!("{:.2}", x.new),
                 change(x.change_pct),
@@ -42,7 +42,7 @@ pub fn table(c: &Comparison, out: &mut dyn Write) -> std::io::Result<()> {
     let mut lines = vec![HEADER.iter().map(|h| h.to_string()).collect::<Vec<_>>()];
     lines.extend(rows(c));
     // Label, metric and verdict are words; the rest numbers.
-    super::table::aligned(&lines, &[0, 1, 5], out)?;
+    super::layout::aligned(&lines, &[0, 1, 5], out)?;
     if !c.gates.is_empty() {
         writeln!(out)?;
         for g in &c.gates {

@@ -7,7 +7,10 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
+use crate::metrics::Label;
 use crate::rundir::RunDir;
+use crate::summary::run_info::HostInfo;
+use crate::summary::Summary;
 
 const UPLOT_JS: &str = include_str!("../../vendor/uplot/uPlot.iife.min.js");
 const UPLOT_CSS: &str = include_str!("../../vendor/uplot/uPlot.min.css");
@@ -64,65 +67,52 @@ const HOST_SERIES: [(&str, &str, &str); 7] = [
 pub fn data(dir: &RunDir) -> Value {
     let s = &dir.summary;
     let base_ms = dir.base_secs * 1000.0;
-    let secs = |ms: &Value| ms.as_f64().map(|m| ((m - base_ms) / 1000.0).max(0.0));
+    let secs = |ms: f64| ((ms - base_ms) / 1000.0).max(0.0);
     // Each group, then (for a mix) each of its kinds, whose `group:kind` series the interval
     // log holds beside the group's.
-    let groups: Vec<Value> = s["groups"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    let groups: Vec<Value> = s
+        .groups
+        .iter()
         .flat_map(|g| {
-            let name = g["name"].as_str().unwrap_or_default();
-            let kinds = g["mix"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|k| k["op"].as_str())
-                .map(|k| format!("{name}:{k}"));
-            std::iter::once(name.to_string())
-                .chain(kinds)
+            std::iter::once(Label::group(&g.name))
+                .chain(g.mix.iter().map(|k| Label::kind(&g.name, k.op)))
                 .map(|label| {
+                    let name = label.to_string();
                     json!({
-                        "name": label,
-                        "tag": crate::metrics::interval::tag(&label, crate::metrics::Series::Latency, false),
-                        "open_loop": !g["rate"].is_null(),
-                        "stage": g["stage"],
-                        "kind_of": (label != name).then_some(name),
+                        "tag": crate::metrics::interval::tag(&name, crate::metrics::Series::Latency, false),
+                        "name": name,
+                        "open_loop": g.rate.is_some(),
+                        "stage": g.stage,
+                        "kind_of": matches!(label, Label::Kind { .. }).then_some(&g.name),
                     })
                 })
                 .collect::<Vec<_>>()
         })
         .collect();
-    let runs: Vec<Value> = s["runs"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    let runs: Vec<Value> = s
+        .runs
+        .iter()
         .map(|r| {
-            let stages: Vec<Value> = r["stages"]
-                .as_array()
-                .into_iter()
-                .flatten()
+            let stages: Vec<Value> = r
+                .stages
+                .iter()
                 .map(|st| {
                     json!({
-                        "label": st["label"],
-                        "began": secs(&st["began_ms"]).or(secs(&st["start_ms"])),
-                        "start": secs(&st["start_ms"]),
-                        "end": secs(&st["end_ms"]),
+                        "label": st.label,
+                        "began": secs(st.began_ms as f64),
+                        "start": secs(st.start_ms as f64),
+                        "end": secs(st.end_ms as f64),
                     })
                 })
                 .collect();
             // Rate steps (`group@RATE/s` rows): where each step's counted operations began.
-            let steps: Vec<Value> = r["rows"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter(|row| row["label"].as_str().is_some_and(|l| l.contains('@')))
-                .filter_map(|row| {
-                    let us = row["first_start_us"].as_f64().filter(|us| *us > 0.0)?;
-                    Some(json!({ "label": row["label"], "at": secs(&json!(us / 1000.0)) }))
-                })
+            let steps: Vec<Value> = r
+                .rows
+                .iter()
+                .filter(|row| row.label.is_step() && row.first_start_us > 0)
+                .map(|row| json!({ "label": row.label, "at": secs(row.first_start_us as f64 / 1000.0) }))
                 .collect();
-            json!({ "run": r["run"], "stages": stages, "steps": steps })
+            json!({ "run": r.run, "stages": stages, "steps": steps })
         })
         .collect();
     let intervals: BTreeMap<&str, Value> = dir
@@ -162,10 +152,11 @@ pub fn data(dir: &RunDir) -> Value {
         .collect();
     json!({
         "header": header(dir),
+        "thresholds": thresholds(s),
         "summary_tsv": dir.summary_tsv,
         "resources_summary_tsv": dir.resources_summary_tsv,
         "parts_tsv": dir.parts_tsv,
-        "spread": s["spread"],
+        "spread": s.spread,
         "groups": groups,
         "runs": runs,
         "intervals": intervals,
@@ -175,81 +166,105 @@ pub fn data(dir: &RunDir) -> Value {
     })
 }
 
+/// Every threshold of every run, judged: the table under the header.
+fn thresholds(s: &Summary) -> Vec<Value> {
+    s.runs
+        .iter()
+        .flat_map(|r| {
+            r.thresholds.iter().map(move |t| {
+                json!({
+                    "run": r.run,
+                    "threshold": t.threshold,
+                    "value": t.value,
+                    "limit": t.limit,
+                    "unit": t.unit,
+                    "verdict": if t.deferred {
+                        "judged by merge"
+                    } else if t.aborted {
+                        "FAIL (stopped the run)"
+                    } else if t.pass {
+                        "pass"
+                    } else {
+                        "FAIL"
+                    },
+                })
+            })
+        })
+        .collect()
+}
+
 /// The run's identity and outcome, in words.
 fn header(dir: &RunDir) -> Value {
     let (s, r) = (&dir.summary, &dir.run_info);
-    let failed = s["warnings"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .any(|w| w["code"] == "failure");
-    let errors = s["runs"].as_array().into_iter().flatten().any(|run| {
-        run["rows"]
-            .as_array()
-            .and_then(|rows| rows.last())
-            .is_some_and(|t| t["errors"].as_u64() > Some(0))
-    });
-    let exit = if s["interrupted"] == true {
-        "130 (interrupted: what completed is shown)"
-    } else if failed || errors {
-        "1 (some operations failed, or a part of the tool did)"
-    } else {
-        "0 (done)"
+    let outcome = s.outcome();
+    let host = |h: &HostInfo| {
+        format!(
+            "{} ({}, {} cores)",
+            h.hostname.as_deref().unwrap_or("?"),
+            h.os.as_deref().unwrap_or("?"),
+            h.cpus
+        )
     };
-    let host = &r["host"];
     // A merged run ran on its parts' hosts.
-    let hosts: Vec<String> = r["parts"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    let hosts: Vec<String> = r
+        .parts
+        .iter()
         .map(|p| {
             format!(
                 "part {} on {} ({} cores)",
-                p["index"],
-                p["host"]["hostname"].as_str().unwrap_or("?"),
-                p["host"]["cpus"]
+                p.index,
+                p.host
+                    .as_ref()
+                    .and_then(|h| h.hostname.as_deref())
+                    .unwrap_or("?"),
+                p.host.as_ref().map_or(0, |h| h.cpus)
             )
         })
         .collect();
+    let kind = match s.server.kind {
+        crate::summary::ServerKind::Embedded => "embedded",
+        crate::summary::ServerKind::External => "external",
+    };
     json!({
-        "profile": format!("{} ({})", s["profile"].as_str().unwrap_or("?"), s["origin"].as_str().unwrap_or("?")),
-        "description": r["profile"]["description"],
-        "seed": s["seed"],
-        "server": format!("{} {} at {}", s["server"]["kind"].as_str().unwrap_or("?"), s["server"]["version"].as_str().unwrap_or("?"), s["server"]["uri"].as_str().unwrap_or("?")),
-        "host": if hosts.is_empty() {
-            format!("{} ({}, {} cores)", host["hostname"].as_str().unwrap_or("?"), host["os"].as_str().unwrap_or("?"), host["cpus"])
-        } else {
-            format!("merged from {} parts: {}", hosts.len(), hosts.join(", "))
+        "profile": format!("{} ({})", s.profile, s.origin),
+        "description": r.profile.description,
+        "seed": s.seed,
+        "server": format!("{kind} {} at {}", s.server.version, s.server.uri),
+        "host": match (&r.host, hosts.is_empty()) {
+            (Some(h), _) => host(h),
+            (None, false) => format!("merged from {} parts: {}", hosts.len(), hosts.join(", ")),
+            (None, true) => "?".to_string(),
         },
-        "command_line": r["command_line"].as_array().map(|a| a.iter().filter_map(|x| x.as_str()).collect::<Vec<_>>().join(" ")),
-        "started_at": r["started_at"],
-        "finished_at": r["finished_at"],
-        "duration": duration(&r["started_at"], &r["finished_at"]),
-        "exit": exit,
-        "tool": s["tool"],
-        "warnings": s["warnings"],
+        "command_line": r.command_line.join(" "),
+        "started_at": r.started_at,
+        "finished_at": r.finished_at,
+        "duration": duration(&r.started_at, r.finished_at.as_deref()),
+        "exit": outcome.words(),
+        "exit_code": outcome.exit_code(),
+        "tool": s.tool,
+        "warnings": s.warnings,
     })
 }
 
 /// From start to finish, in words (the RFC 3339 times of run.json).
-fn duration(start: &Value, end: &Value) -> Option<String> {
-    let parse = |v: &Value| humantime::parse_rfc3339(v.as_str()?).ok();
-    let d = parse(end)?.duration_since(parse(start)?).ok()?;
+fn duration(start: &str, end: Option<&str>) -> Option<String> {
+    let parse = |v: &str| humantime::parse_rfc3339(v).ok();
+    let d = parse(end?)?.duration_since(parse(start)?).ok()?;
     Some(humantime::format_duration(d).to_string())
 }
 
 /// Per run and row (groups and TOTAL), HdrHistogram's percentile spectrum of the whole-run
 /// histogram: x = 1/(1-p), y = latency in ms.
-fn spectrum(s: &Value) -> Vec<Value> {
+fn spectrum(s: &Summary) -> Vec<Value> {
     let mut out = Vec::new();
-    for run in s["runs"].as_array().into_iter().flatten() {
-        for row in run["rows"].as_array().into_iter().flatten() {
-            let label = row["label"].as_str().unwrap_or_default();
-            if label.starts_with("TOTAL ") || row["samples"].as_u64() == Some(0) {
+    for run in &s.runs {
+        for row in &run.rows {
+            if row.label.is_stage_total() || row.samples == 0 {
                 continue;
             }
-            let Some(h) = row["latency_hdr"]
-                .as_str()
+            let Some(h) = row
+                .latency_hdr
+                .as_deref()
                 .and_then(|e| crate::metrics::decode(e).ok())
             else {
                 continue;
@@ -263,7 +278,7 @@ fn spectrum(s: &Value) -> Vec<Value> {
                 x.push(1.0 / (1.0 - q));
                 y.push(v.value_iterated_to() as f64 / 1000.0);
             }
-            out.push(json!({ "run": run["run"], "label": label, "x": x, "y": y }));
+            out.push(json!({ "run": run.run, "label": row.label, "x": x, "y": y }));
         }
     }
     out
@@ -312,10 +327,7 @@ fn resources(dir: &RunDir) -> Value {
 
 /// The whole page.
 pub fn render(dir: &RunDir) -> String {
-    let title = format!(
-        "mongo-stress report: {}",
-        dir.summary["profile"].as_str().unwrap_or("run")
-    );
+    let title = format!("mongo-stress report: {}", dir.summary.profile);
     page(&title, &data(dir), REPORT_JS)
 }
 
@@ -344,13 +356,12 @@ pub fn render_compare(base: &RunDir, new: &RunDir, table_tsv: &str) -> String {
             .collect();
         json!(series)
     };
-    let groups: Vec<Value> = new.summary["groups"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    let groups: Vec<Value> = new
+        .summary
+        .groups
+        .iter()
         .map(|g| {
-            let name = g["name"].as_str().unwrap_or_default();
-            json!({ "name": name, "tag": crate::metrics::interval::tag(name, crate::metrics::Series::Latency, false) })
+            json!({ "name": g.name, "tag": crate::metrics::interval::tag(&g.name, crate::metrics::Series::Latency, false) })
         })
         .collect();
     let data = json!({
@@ -387,4 +398,28 @@ fn escape(s: &str) -> String {
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_charted_column_is_one_resources_tsv_has() {
+        let header = crate::rundir::resources::header(&["h:9100".into()], &[]);
+        let columns: Vec<&str> = header.split('\t').collect();
+        for (col, _, _) in RESOURCE_SERIES {
+            assert!(
+                columns.contains(&col),
+                "{col} is not a resources.tsv column"
+            );
+        }
+        for (col, _, _) in HOST_SERIES {
+            let at = format!("{col}@h:9100");
+            assert!(
+                columns.contains(&at.as_str()),
+                "{at} is not a resources.tsv column"
+            );
+        }
+    }
 }

@@ -1,8 +1,9 @@
 //! The live view, every `--interval`: per group, operations per second, p50 and p99 of the
 //! interval (from the same interval histograms as `latency.hlog`), errors, running users, and
 //! progress: operations done of the planned loops, or time of the planned duration, with an
-//! estimate of the time left. On a terminal, one updating line per group (indicatif); in a pipe
-//! or a CI log, plain lines on stderr.
+//! estimate of the time left. On a terminal, one updating line per group (indicatif), no wider
+//! than the terminal: what does not fit is left out, the least telling first; in a pipe or a CI
+//! log, plain lines on stderr, whole.
 
 use std::io::Write;
 use std::time::Duration;
@@ -38,9 +39,6 @@ pub struct Live {
     /// On a terminal: the bars; None writes plain lines.
     bars: Option<MultiProgress>,
 }
-
-/// Thousandths of progress, the bars' length.
-const BAR: u64 = 1000;
 
 impl Live {
     /// `bars`: stderr is a terminal, and these draw on it (lines update in place); None writes
@@ -83,24 +81,47 @@ impl Live {
     }
 }
 
-/// Progress of a group at `elapsed` since the run's start: the fraction done and its words.
-fn progress(work: Work, done: u64, running_for: Duration) -> (f64, String) {
+/// How far a group is.
+#[derive(Debug, Clone, PartialEq)]
+struct Progress {
+    /// From 0 to 1.
+    fraction: f64,
+    /// `5000/20000 ops` or `15s/1m`.
+    done: String,
+    /// `about 30s left`, once something is done.
+    left: Option<String>,
+}
+
+impl Progress {
+    /// As a plain line says it: `5000/20000 ops (25 %), about 30s left`.
+    fn words(&self) -> String {
+        format!(
+            "{} ({:.0} %){}",
+            self.done,
+            self.fraction * 100.0,
+            self.left
+                .as_deref()
+                .map_or(String::new(), |l| format!(", {l}"))
+        )
+    }
+}
+
+/// Progress of a group running for `running_for`: the fraction done and its words.
+fn progress(work: Work, done: u64, running_for: Duration) -> Progress {
     let fraction = match work {
         Work::Operations(total) if total > 0 => done as f64 / total as f64,
         Work::Operations(_) => 1.0,
         Work::Time(d) => running_for.as_secs_f64() / d.as_secs_f64().max(1e-9),
     }
     .clamp(0.0, 1.0);
-    let left = if fraction > 0.0 {
+    let left = (fraction > 0.0).then(|| {
         let secs = running_for.as_secs_f64() * (1.0 - fraction) / fraction;
         format!(
-            ", about {} left",
+            "about {} left",
             humantime::format_duration(Duration::from_secs(secs.round() as u64))
         )
-    } else {
-        String::new()
-    };
-    let what = match work {
+    });
+    let done = match work {
         Work::Operations(total) => format!("{done}/{total} ops"),
         Work::Time(d) => format!(
             "{}/{}",
@@ -110,9 +131,70 @@ fn progress(work: Work, done: u64, running_for: Duration) -> (f64, String) {
             humantime::format_duration(d)
         ),
     };
-    (
+    Progress {
         fraction,
-        format!("{what} ({:.0} %){left}", fraction * 100.0),
+        done,
+        left,
+    }
+}
+
+/// How long the drawn bar is, between its brackets.
+const BAR_CELLS: usize = 20;
+
+/// A terminal's line: `pieces` (what each says, and how much it tells: the higher, the longer
+/// it stays) in their order, two spaces apart, those that fit within `width` taken from the
+/// most telling down (a smaller, less telling one may still fit where a larger did not), then
+/// cut at `width` if even the most telling is wider.
+fn fit(pieces: &[(u8, String)], width: Option<usize>) -> String {
+    let Some(width) = width else {
+        return join(pieces.iter().map(|(_, p)| p.as_str()));
+    };
+    let mut by_telling: Vec<usize> = (0..pieces.len()).collect();
+    by_telling.sort_by_key(|i| std::cmp::Reverse(pieces[*i].0));
+    let mut taken = vec![false; pieces.len()];
+    let mut used = 0;
+    for i in by_telling {
+        if pieces[i].1.is_empty() {
+            continue;
+        }
+        let first = !taken.contains(&true);
+        let len = pieces[i].1.chars().count() + if first { 0 } else { 2 };
+        // The most telling piece is always there, cut if it must be.
+        if first || used + len <= width {
+            taken[i] = true;
+            used += len;
+        }
+    }
+    let line = join(
+        pieces
+            .iter()
+            .zip(&taken)
+            .filter(|(_, t)| **t)
+            .map(|((_, p), _)| p.as_str()),
+    );
+    line.chars()
+        .take(width)
+        .collect::<String>()
+        .trim_end()
+        .to_string()
+}
+
+/// The pieces two spaces apart (a padded one keeps its padding, so that groups' lines align).
+fn join<'a>(pieces: impl Iterator<Item = &'a str>) -> String {
+    pieces
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join("  ")
+        .trim_end()
+        .to_string()
+}
+
+fn bar(fraction: f64) -> String {
+    let filled = ((fraction.clamp(0.0, 1.0) * BAR_CELLS as f64).round() as usize).min(BAR_CELLS);
+    format!(
+        "[{}{}]",
+        "\u{2588}".repeat(filled),
+        "\u{2591}".repeat(BAR_CELLS - filled)
     )
 }
 
@@ -136,45 +218,89 @@ impl IntervalSink for Live {
                 continue;
             }
             let started = *g.started.get_or_insert(elapsed.saturating_sub(period));
-            let r = w.row(&g.name);
-            let head = format!("[{:>7.1}s] {:<14}", elapsed.as_secs_f64(), g.name);
-            let stats = format!(
-                "{:>9.1} ops/s  p50 {:>8.2} ms  p99 {:>8.2} ms  errors {:>5}  threads {}/{}",
-                w.samples as f64 / period.as_secs_f64(),
-                r.median_ms,
-                r.p99_ms,
-                w.errors,
-                active,
-                g.threads
-            );
-            let (fraction, words) = progress(g.work, g.done, elapsed.saturating_sub(started));
-            let words = if g.stage.is_empty() {
-                words
-            } else {
-                format!("stage {}: {words}", g.stage)
+            let r = w.row(g.name.as_str());
+            let cells = Cells {
+                elapsed: format!("[{:>7.1}s]", elapsed.as_secs_f64()),
+                name: format!("{:<14}", g.name),
+                rate: format!("{:>9.1} ops/s", w.samples as f64 / period.as_secs_f64()),
+                p50: format!("p50 {:>8.2} ms", r.median_ms),
+                p99: format!("p99 {:>8.2} ms", r.p99_ms),
+                errors: format!("errors {:>5}", w.errors),
+                threads: format!("threads {active}/{}", g.threads),
             };
+            let p = progress(g.work, g.done, elapsed.saturating_sub(started));
             match &self.bars {
                 Some(bars) => {
-                    let bar = g.bar.get_or_insert_with(|| {
-                        let bar = bars.add(ProgressBar::new(BAR));
-                        // One line per group whatever the terminal's width: the progress first,
-                        // the interval's numbers cut at the right edge (a wrapped line would be
-                        // left behind on every redraw).
-                        bar.set_style(
-                            ProgressStyle::with_template("{prefix} [{bar:20}] {wide_msg}")
-                                .expect("a static template"),
+                    let line = g.bar.get_or_insert_with(|| {
+                        let line = bars.add(ProgressBar::no_length());
+                        // The line is fitted here; indicatif only cuts it if the terminal is
+                        // narrower than COLUMNS said (a wrapped line would be left behind on
+                        // every redraw).
+                        line.set_style(
+                            ProgressStyle::with_template("{wide_msg}").expect("a static template"),
                         );
-                        bar
+                        line
                     });
-                    bar.set_position((fraction * BAR as f64) as u64);
-                    bar.set_prefix(head);
-                    bar.set_message(format!("{words}  {stats}"));
+                    let width = super::layout::console_width(&std::io::stderr(), false);
+                    line.set_message(fit(&cells.pieces(&p, &g.stage), width));
                 }
                 None => {
-                    let _ = writeln!(err, "{head} {stats}  {words}");
+                    let _ = writeln!(err, "{}", cells.plain(&p, &g.stage));
                 }
             }
         }
+    }
+}
+
+/// One group's interval, as text (numbers padded, so that the groups' lines align).
+struct Cells {
+    elapsed: String,
+    name: String,
+    rate: String,
+    p50: String,
+    p99: String,
+    errors: String,
+    threads: String,
+}
+
+impl Cells {
+    /// A plain line: everything, the progress in words last.
+    fn plain(&self, p: &Progress, stage: &str) -> String {
+        let words = if stage.is_empty() {
+            p.words()
+        } else {
+            format!("stage {stage}: {}", p.words())
+        };
+        format!(
+            "{} {} {}  {}  {}  {}  {}  {words}",
+            self.elapsed, self.name, self.rate, self.p50, self.p99, self.errors, self.threads
+        )
+    }
+
+    /// A terminal line's pieces in their order, each with how much it tells (`fit` keeps the
+    /// most telling): the group, its rate, p99 and errors longest; the stage first to go.
+    fn pieces(&self, p: &Progress, stage: &str) -> Vec<(u8, String)> {
+        vec![
+            (4, self.elapsed.clone()),
+            (10, self.name.clone()),
+            (3, bar(p.fraction)),
+            (8, format!("{:>3.0} %", p.fraction * 100.0)),
+            (10, self.rate.clone()),
+            (6, self.p50.clone()),
+            (9, self.p99.clone()),
+            (9, self.errors.clone()),
+            (5, self.threads.clone()),
+            (2, p.done.clone()),
+            (7, p.left.clone().unwrap_or_default()),
+            (
+                1,
+                if stage.is_empty() {
+                    String::new()
+                } else {
+                    format!("stage {stage}")
+                },
+            ),
+        ]
     }
 }
 
@@ -194,20 +320,95 @@ mod tests {
 
     #[test]
     fn progress_counts_operations_or_time_and_estimates_what_is_left() {
-        let (f, words) = progress(Work::Operations(20_000), 5_000, Duration::from_secs(10));
-        assert_eq!(f, 0.25);
-        assert_eq!(words, "5000/20000 ops (25 %), about 30s left");
-        let (f, words) = progress(
+        let p = progress(Work::Operations(20_000), 5_000, Duration::from_secs(10));
+        assert_eq!(p.fraction, 0.25);
+        assert_eq!(p.words(), "5000/20000 ops (25 %), about 30s left");
+        let p = progress(
             Work::Time(Duration::from_secs(60)),
             0,
             Duration::from_secs(15),
         );
-        assert_eq!(f, 0.25);
-        assert_eq!(words, "15s/1m (25 %), about 45s left");
-        let (_, words) = progress(Work::Operations(10), 0, Duration::ZERO);
+        assert_eq!(p.fraction, 0.25);
+        assert_eq!(p.words(), "15s/1m (25 %), about 45s left");
+        let p = progress(Work::Operations(10), 0, Duration::ZERO);
         assert_eq!(
-            words, "0/10 ops (0 %)",
+            p.words(),
+            "0/10 ops (0 %)",
             "no estimate before anything is done"
         );
+    }
+
+    /// A busy group's interval, as `interval` writes its cells.
+    fn busy() -> (Cells, Progress) {
+        let cells = Cells {
+            elapsed: format!("[{:>7.1}s]", 100.0),
+            name: format!("{:<14}", "insert-heavy"),
+            rate: format!("{:>9.1} ops/s", 123_456.7),
+            p50: format!("p50 {:>8.2} ms", 1.25),
+            p99: format!("p99 {:>8.2} ms", 1234.5),
+            errors: format!("errors {:>5}", 12),
+            threads: "threads 1000/1000".to_string(),
+        };
+        let p = progress(
+            Work::Operations(2_000_000),
+            500_000,
+            Duration::from_secs(100),
+        );
+        (cells, p)
+    }
+
+    fn pieces() -> Vec<(u8, String)> {
+        let (cells, p) = busy();
+        cells.pieces(&p, "load")
+    }
+
+    #[test]
+    fn a_plain_line_has_everything_as_before() {
+        let (cells, p) = busy();
+        assert_eq!(
+            cells.plain(&p, "load"),
+            "[  100.0s] insert-heavy    123456.7 ops/s  p50     1.25 ms  p99  1234.50 ms  errors    12  threads 1000/1000  stage load: 500000/2000000 ops (25 %), about 5m left"
+        );
+        assert_eq!(
+            cells.plain(&p, ""),
+            "[  100.0s] insert-heavy    123456.7 ops/s  p50     1.25 ms  p99  1234.50 ms  errors    12  threads 1000/1000  500000/2000000 ops (25 %), about 5m left"
+        );
+    }
+
+    #[test]
+    fn a_terminal_line_fits_80_and_120_columns_keeping_rate_p99_and_errors() {
+        let full = fit(&pieces(), None);
+        assert!(full.chars().count() > 120, "{full}");
+        for width in [80, 120] {
+            let line = fit(&pieces(), Some(width));
+            assert!(line.chars().count() <= width, "{width}: {line}");
+            for must in ["insert-heavy", "ops/s", "p99", "errors", "25 %"] {
+                assert!(line.contains(must), "{width}: {must} missing in {line}");
+            }
+        }
+        let narrow = fit(&pieces(), Some(80));
+        assert!(
+            !narrow.contains("stage load") && !narrow.contains('\u{2588}'),
+            "the stage and the bar go first: {narrow}"
+        );
+        let wider = fit(&pieces(), Some(120));
+        assert!(wider.contains("p50"), "{wider}");
+        assert!(
+            fit(&pieces(), Some(200)).contains("stage load"),
+            "everything when it fits"
+        );
+    }
+
+    #[test]
+    fn a_terminal_narrower_than_the_name_gets_the_name_cut() {
+        let line = fit(&pieces(), Some(8));
+        assert_eq!(line, "insert-h");
+    }
+
+    #[test]
+    fn the_bar_is_twenty_cells_filled_by_the_fraction() {
+        assert_eq!(bar(0.25).chars().count(), BAR_CELLS + 2);
+        assert_eq!(bar(0.25).matches('\u{2588}').count(), 5);
+        assert_eq!(bar(7.0).matches('\u{2591}').count(), 0);
     }
 }

@@ -9,11 +9,10 @@ pub mod columns;
 pub mod compare;
 pub mod html;
 pub mod json;
+pub mod layout;
 pub mod live;
 pub mod parts;
 pub mod plan;
-pub mod resources;
-pub mod run_json;
 pub mod table;
 pub mod tsv;
 
@@ -45,16 +44,4 @@ pub fn write_to<T>(
     write_atomically(path, &buf)
 }
 
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), Error> {
-    let io = |source| Error::Output {
-        path: path.to_path_buf(),
-        source,
-    };
-    let tmp = path.with_extension(format!(
-        "{}.partial",
-        path.extension()
-            .map_or(String::new(), |e| e.to_string_lossy().into_owned())
-    ));
-    std::fs::write(&tmp, bytes).map_err(io)?;
-    std::fs::rename(&tmp, path).map_err(io)
-}
+pub use crate::rundir::write_atomically;

@@ -45,8 +45,9 @@ pub fn render_tsv(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
     Ok(())
 }
 
-/// The console table, after the summary of a merged run.
-pub fn render(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
+/// The console table, after the summary of a merged run; within `width` (a terminal's), the
+/// directory, host and CPU peak go first.
+pub fn render(s: &Summary, width: Option<usize>, out: &mut dyn Write) -> std::io::Result<()> {
     if s.parts.is_empty() {
         return Ok(());
     }
@@ -57,5 +58,6 @@ pub fn render(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
     )?;
     let mut all = vec![HEADER.iter().map(|h| h.to_string()).collect()];
     all.extend(lines(s));
-    super::table::aligned(&all, &[6, 7], out)
+    let dropped = [HEADER[7], HEADER[6], HEADER[4], HEADER[5], HEADER[3]];
+    super::layout::fitted(&all, &[6, 7], width, &dropped, "parts.tsv", out).map(|_| ())
 }

@@ -112,6 +112,17 @@
     ["duration", h.duration || "-"], ["exit status", h.exit],
     ["tool", h.tool]].forEach(([k, v]) => { facts.append(el("dt", {}, k), el("dd", {}, String(v == null ? "" : v))); });
   root.append(facts);
+  document.body.dataset.exit = String(h.exit_code);
+  if (D.thresholds && D.thresholds.length) {
+    const several = D.runs.length > 1;
+    // As the console shows them: the limit as written (in the threshold), the value in its unit.
+    const lines = [(several ? "Run\t" : "") + "Threshold\tValue\tResult"].concat(D.thresholds.map((t) =>
+      (several ? t.run + "\t" : "") + [t.threshold, (+t.value).toFixed(2) + (t.unit === "% change" ? " %" : t.unit), t.verdict].join("\t")));
+    const th = el("section", { id: "thresholds" });
+    th.append(el("h2", {}, "Thresholds"));
+    th.append(tsvTable(lines.join("\n"), "thresholds-table"));
+    root.append(th);
+  }
   if (h.warnings && h.warnings.length) {
     const ul = el("ul", { class: "warnings" });
     h.warnings.forEach((w) => ul.append(el("li", { class: w.code },

@@ -1,12 +1,48 @@
 //! The console summary: JMeter's Aggregate Report as an aligned table, then failures and the
-//! run-to-run spread.
+//! run-to-run spread. Within a width (a terminal's), the columns that do not fit are left out and
+//! named, and prose is wrapped; without one (a pipe, a file, `--wide`), everything as it is.
 
 use std::io::Write;
 
-use super::columns::{cells, CLOSED_LOOP_COLUMNS, COLUMNS};
+use super::columns::{cells, CLOSED_LOOP_COLUMNS, COLUMNS, JMETER_COLUMNS};
+use super::layout::{aligned, fitted, Wrapped};
 use crate::summary::{Summary, Warning, WarningCode};
 
+/// The JMeter columns left out first when even they do not fit, in that order: the byte rates
+/// (approximate, and the least looked at in a database test), then Min, 95% (between 90 and 99),
+/// 90%, and last Max (it shows a stall). Label, # Samples, Average, Median, 99% Line, Error %
+/// and Throughput always stay.
+const JMETER_DROPPED: [&str; 6] = [
+    "Sent KB/sec",
+    "Received KB/sec",
+    "Min",
+    "95% Line",
+    "90% Line",
+    "Max",
+];
+
+/// The whole summary, every column (as in a pipe or a file).
 pub fn render(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
+    render_within(s, None, out)
+}
+
+/// The summary within `width` columns (a terminal's), or whole when None.
+pub fn render_within(
+    s: &Summary,
+    width: Option<usize>,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    match width {
+        None => body(s, None, out),
+        Some(w) => {
+            let mut wrapped = Wrapped::new(out, w);
+            body(s, Some(w), &mut wrapped)?;
+            wrapped.finish()
+        }
+    }
+}
+
+fn body(s: &Summary, width: Option<usize>, out: &mut dyn Write) -> std::io::Result<()> {
     let with_run = s.runs.len() > 1;
     // In closed loop the service columns repeat the latency ones and the schedule columns are
     // zero: the console leaves them out (summary.tsv and summary.json always have them).
@@ -31,7 +67,21 @@ pub fn render(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
             lines.push(line);
         }
     }
-    aligned(&lines, &[usize::from(with_run)], out)?;
+    // Every column past JMeter's goes before any of JMeter's, the right-most first.
+    let dropped: Vec<&str> = COLUMNS[JMETER_COLUMNS..shown]
+        .iter()
+        .rev()
+        .chain(&JMETER_DROPPED)
+        .copied()
+        .collect();
+    let left_out = fitted(
+        &lines,
+        &[usize::from(with_run)],
+        width,
+        &dropped,
+        "summary.tsv",
+        out,
+    )?;
     for run in &s.runs {
         if let Some(l) = &run.load {
             let prefix = if with_run {
@@ -46,7 +96,20 @@ pub fn render(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
             )?;
         }
     }
-    writeln!(out, "(times in ms; Throughput in samples/s; Matched = operations that found or wrote a document, Modified = updates that changed one or removes that deleted one)")?;
+    if left_out.is_empty() {
+        writeln!(out, "(times in ms; Throughput in samples/s; Matched = operations that found or wrote a document, Modified = updates that changed one or removes that deleted one)")?;
+    } else {
+        // Only what the table shows is explained.
+        let mut legend = vec!["times in ms", "Throughput in samples/s"];
+        let shows = |c: &str| !left_out.iter().any(|l| l == c);
+        if shows("Matched") {
+            legend.push("Matched = operations that found or wrote a document");
+        }
+        if shows("Modified") {
+            legend.push("Modified = updates that changed one or removes that deleted one");
+        }
+        writeln!(out, "({})", legend.join("; "))?;
+    }
 
     for run in &s.runs {
         if run.errors_by_class.is_empty() {
@@ -80,11 +143,11 @@ pub fn render(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
     for w in of(s, WarningCode::WarmupExcluded) {
         writeln!(out, "warm-up: {}: {}", labelled(w, with_run), w.message)?;
     }
-    super::parts::render(s, out)?;
+    super::parts::render(s, width, out)?;
     for w in of(s, WarningCode::LateStart).chain(of(s, WarningCode::MissingParts)) {
         writeln!(out, "warning: {}", w.message)?;
     }
-    resources(s, with_run, out)?;
+    resources(s, with_run, width, out)?;
 
     if !s.spread.is_empty() {
         writeln!(out, "\nThroughput over {} runs (samples/s):", s.runs.len())?;
@@ -127,7 +190,12 @@ pub fn render(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
 }
 
 /// The server resource summary: per stage, average / peak of each sampled quantity.
-fn resources(s: &Summary, with_run: bool, out: &mut dyn Write) -> std::io::Result<()> {
+fn resources(
+    s: &Summary,
+    with_run: bool,
+    width: Option<usize>,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
     if s.resources.is_empty() {
         return Ok(());
     }
@@ -149,7 +217,7 @@ fn resources(s: &Summary, with_run: bool, out: &mut dyn Write) -> std::io::Resul
     for r in &s.resources {
         lines.push(vec![
             r.run.to_string(),
-            r.label.clone(),
+            r.label.to_string(),
             r.seconds.to_string(),
             format!("{:.1}", r.client_ops_s),
             ap(&r.server_ops_s, 0),
@@ -168,7 +236,20 @@ fn resources(s: &Summary, with_run: bool, out: &mut dyn Write) -> std::io::Resul
         out,
         "\nServer resources, sampled every second (average / peak over each stage):"
     )?;
-    aligned(&lines, &[usize::from(with_run)], out)?;
+    fitted(
+        &lines,
+        &[usize::from(with_run)],
+        width,
+        &[
+            "Seconds",
+            "Disk write KB/s",
+            "IOPS",
+            "Client CPU %",
+            "Server CPU %",
+        ],
+        "resources-summary.tsv",
+        out,
+    )?;
     writeln!(out, "(Server ops/s = serverStatus opcounters insert + query + update + delete; CPU % of one core; - = not measurable here)")?;
     for (what, sources) in [
         (
@@ -202,45 +283,6 @@ fn resources(s: &Summary, with_run: bool, out: &mut dyn Write) -> std::io::Resul
         .chain(of(s, WarningCode::StatusMissed))
     {
         writeln!(out, "warning: {}: {}", labelled(w, with_run), w.message)?;
-    }
-    Ok(())
-}
-
-/// Writes `lines` (the first is the header, underlined) as columns two spaces apart: the
-/// `left` columns (labels, words) left-aligned, every other one right-aligned.
-pub(crate) fn aligned(
-    lines: &[Vec<String>],
-    left: &[usize],
-    out: &mut dyn Write,
-) -> std::io::Result<()> {
-    let columns = lines.first().map_or(0, Vec::len);
-    let widths: Vec<usize> = (0..columns)
-        .map(|c| {
-            lines
-                .iter()
-                .map(|l| l[c].chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    for (i, l) in lines.iter().enumerate() {
-        let cells: Vec<String> = l
-            .iter()
-            .zip(&widths)
-            .enumerate()
-            .map(|(c, (v, w))| {
-                if left.contains(&c) {
-                    format!("{v:<w$}")
-                } else {
-                    format!("{v:>w$}")
-                }
-            })
-            .collect();
-        writeln!(out, "{}", cells.join("  ").trim_end())?;
-        if i == 0 {
-            let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
-            writeln!(out, "{}", rule.join("  "))?;
-        }
     }
     Ok(())
 }
@@ -337,4 +379,221 @@ fn thresholds(s: &Summary, with_run: bool, out: &mut dyn Write) -> std::io::Resu
         writeln!(out, "THRESHOLDS FAILED: {failed} (exit 4)")?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::{GroupMetrics, Row};
+
+    /// A row with wide numbers: millions of samples, seconds-long stalls, a busy throughput.
+    fn row(label: &str) -> Row {
+        let mut r = GroupMetrics::default().row(label);
+        r.samples = 12_345_678;
+        (r.average_ms, r.median_ms, r.p90_ms, r.p95_ms) = (123.45, 12.34, 234.56, 456.78);
+        (r.p99_ms, r.min_ms, r.max_ms, r.p999_ms) = (1234.56, 0.12, 60_000.0, 5678.9);
+        (r.error_pct, r.throughput) = (12.5, 123_456.78);
+        (r.received_kb_sec, r.sent_kb_sec, r.stddev_ms) = (98_765.43, 8_765.43, 345.67);
+        (r.errors, r.matched, r.modified) = (1_543_209, 10_802_469, 1_234_567);
+        (r.service_average_ms, r.service_median_ms, r.service_p90_ms) = (12.3, 4.5, 67.8);
+        (r.service_p99_ms, r.service_max_ms) = (890.12, 3456.78);
+        (r.late, r.max_behind_ms, r.missed) = (123_456, 59_000.0, 1234);
+        r
+    }
+
+    /// A summary of `runs` runs of one group (open loop at `rate`), five rows each, with
+    /// failures, a failed threshold and a stage's resources; from JSON, as `summary.json` is
+    /// read, so that fields added with a default leave it valid.
+    fn summary(runs: u32, rate: Option<f64>) -> Summary {
+        let labels = [
+            "insert",
+            "find-by-city",
+            "update",
+            "TOTAL mixed-stage",
+            "TOTAL",
+        ];
+        let rows: Vec<serde_json::Value> = labels
+            .iter()
+            .map(|l| serde_json::to_value(row(l)).expect("a row"))
+            .collect();
+        let run = |run: u32| {
+            serde_json::json!({
+                "run": run, "started_at": "", "wall_secs": 3600.0, "interrupted": false,
+                "rows": rows,
+                "errors_by_class": {"find-by-city": {"timeout": 1_543_209}},
+                "error_messages": {"Kind: Server selection timeout: No available servers. Topology: { Type: Unknown, Servers: [ { Address: 127.0.0.1:27017, Type: Unknown } ] }": 3},
+                "stages": [], "stopped_early": null, "warmup": [],
+                "thresholds": [{
+                    "threshold": "find-by-city.p99 < 50ms", "value": 1234.56, "limit": 50.0,
+                    "unit": "ms", "pass": false, "aborted": false
+                }]
+            })
+        };
+        serde_json::from_value(serde_json::json!({
+            "schema_version": 1, "tool": "", "profile": "p", "origin": "", "seed": 0,
+            "server": {"kind": "external", "version": "", "uri": ""},
+            "groups": [{
+                "name": "insert", "stage": "", "op": "insert", "threads": 1000, "loops": null,
+                "duration_secs": 3600.0, "rate": rate
+            }],
+            "runs": (1..=runs).map(run).collect::<Vec<_>>(),
+            "spread": [],
+            "resources": [{
+                "run": 1, "label": "TOTAL mixed-stage", "seconds": 3600, "client_ops_s": 123456.7,
+                "server_ops_s": {"avg": 123456.0, "peak": 234567.0},
+                "server_cpu_pct": {"avg": 180.0, "peak": 199.0},
+                "iops": {"avg": 12345.0, "peak": 23456.0},
+                "disk_write_kbs": {"avg": 123456.0, "peak": 234567.0},
+                "client_cpu_pct": {"avg": 150.0, "peak": 198.0},
+                "client_rss_mb": {"avg": 100.0, "peak": 120.0},
+                "cpu_source": "local /proc", "disk_source": "local /proc", "warning": null
+            }],
+            "interrupted": false,
+            "warnings": []
+        }))
+        .expect("a summary")
+    }
+
+    fn shown(s: &Summary, width: Option<usize>) -> String {
+        let mut out = Vec::new();
+        render_within(s, width, &mut out).expect("render");
+        String::from_utf8(out).expect("UTF-8")
+    }
+
+    fn header(text: &str) -> &str {
+        text.lines().next().unwrap_or("")
+    }
+
+    #[test]
+    fn at_80_and_120_columns_no_line_is_wider_and_the_note_says_where_the_rest_is() {
+        for (runs, rate) in [(1, None), (1, Some(2000.0)), (3, None)] {
+            let s = summary(runs, rate);
+            for width in [80, 120] {
+                let text = shown(&s, Some(width));
+                for l in text.lines() {
+                    assert!(l.chars().count() <= width, "{width}: {l:?} in\n{text}");
+                }
+                let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+                assert!(flat.contains("summary.tsv has every column"), "{text}");
+                assert!(flat.contains("--wide"), "{text}");
+                for must in [
+                    "Label",
+                    "# Samples",
+                    "Average",
+                    "Median",
+                    "99% Line",
+                    "Error %",
+                    "Throughput",
+                ] {
+                    assert!(header(&text).contains(must), "{width}: {must}: {text}");
+                }
+                assert!(text.contains("TOTAL mixed-stage"), "{text}");
+                assert!(text.contains("THRESHOLDS FAILED: "), "{text}");
+            }
+        }
+    }
+
+    #[test]
+    fn jmeter_columns_come_before_ours_and_ours_fill_what_is_left() {
+        let s = summary(1, None);
+        let at = |w| shown(&s, Some(w));
+        // Wide enough for JMeter's and some of ours: ours from the left, as far as they fit.
+        let jmeter = header(&shown(&s, None))
+            .find("  99.9% Line")
+            .expect("the full header");
+        let text = at(jmeter + 12 + 11);
+        assert!(
+            header(&text).ends_with("Sent KB/sec  99.9% Line  Std. Dev."),
+            "{text}"
+        );
+        assert!(text.contains("left out to fit"), "{text}");
+        assert!(text.contains("Errors, Matched, Modified"), "{text}");
+        // Narrower: the byte rates go first, Max stays longest.
+        let text = at(100);
+        assert!(!header(&text).contains("Sent KB/sec"), "{text}");
+        assert!(header(&text).contains("Max"), "{text}");
+        let text = at(80);
+        assert!(!header(&text).contains("Min"), "{text}");
+    }
+
+    #[test]
+    fn a_legend_explains_only_the_columns_shown() {
+        let text = shown(&summary(1, None), Some(80));
+        assert!(!text.contains("Matched ="), "{text}");
+        assert!(
+            text.contains("(times in ms; Throughput in samples/s)"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn narrower_than_the_kept_columns_they_stay_and_lines_are_wrapped() {
+        let text = shown(&summary(1, Some(500.0)), Some(40));
+        for l in text.lines() {
+            assert!(l.chars().count() <= 40, "{l:?} in\n{text}");
+        }
+        let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(flat.contains("99% Line"), "{text}");
+        assert!(flat.contains("Throughput"), "{text}");
+    }
+
+    #[test]
+    fn without_a_width_every_column_and_line_is_whole() {
+        let s = summary(1, Some(2000.0));
+        let text = shown(&s, None);
+        assert!(
+            header(&text).ends_with("Late  Max Behind  Missed"),
+            "{text}"
+        );
+        assert!(text.lines().any(|l| l.chars().count() > 250));
+        assert!(!text.contains("left out"), "{text}");
+        let mut plain = Vec::new();
+        render(&s, &mut plain).unwrap();
+        assert_eq!(String::from_utf8(plain).unwrap(), text);
+        // Wide enough for everything: the same text as without a width.
+        let widest = text.lines().map(|l| l.chars().count()).max().unwrap();
+        assert_eq!(shown(&s, Some(widest)), text);
+    }
+
+    #[test]
+    fn the_resource_table_fits_too_and_names_its_file() {
+        let text = shown(&summary(1, None), Some(80));
+        let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            flat.contains("resources-summary.tsv has every column"),
+            "{text}"
+        );
+        assert!(text.contains("Server ops/s"), "{text}");
+    }
+
+    #[test]
+    fn a_merged_runs_parts_table_fits_leaving_out_directory_and_host_first() {
+        let mut s = summary(1, None);
+        s.parts = (0..3)
+            .map(|part| crate::summary::PartRow {
+                part,
+                dir: format!("/var/tmp/results/crud-mixed-20261130-120000-part{part}"),
+                host: Some(format!("loadgen-{part}.example.internal")),
+                samples: 4_115_226,
+                throughput: 41_152.26,
+                client_cpu_avg: Some(150.5),
+                client_cpu_peak: Some(199.9),
+                late_start_ms: Some(12.3),
+            })
+            .collect();
+        let full = shown(&s, None);
+        assert!(full.contains("part2"), "{full}");
+        let text = shown(&s, Some(80));
+        for l in text.lines() {
+            assert!(l.chars().count() <= 80, "{l:?} in\n{text}");
+        }
+        let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            flat.contains("left out to fit 80 columns: Host, Directory"),
+            "{text}"
+        );
+        assert!(flat.contains("parts.tsv has every column"), "{text}");
+        assert!(text.contains("Part  # Samples  Throughput"), "{text}");
+        assert!(!text.contains("part2"), "{text}");
+    }
 }

@@ -63,7 +63,7 @@ pub fn render_resources(s: &Summary, out: &mut dyn Write) -> std::io::Result<()>
     for r in &s.resources {
         let cells = [
             r.run.to_string(),
-            r.label.clone(),
+            r.label.to_string(),
             r.seconds.to_string(),
             format!("{:.2}", r.client_ops_s),
             f(r.server_ops_s.avg),

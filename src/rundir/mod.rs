@@ -1,69 +1,108 @@
-//! Reading a finished, interrupted or merged run directory back: `summary.json`, `summary.tsv`,
-//! `run.json`, `latency.hlog` (interval statistics and the activity comments) and, when the run
-//! sampled them, `resources.tsv` and `resources-summary.tsv`. Everything that looks at a result
-//! after the run (the report; later compare and merge) starts here.
+//! The run directory: the one list of its files (`File`, each with its name and whether a run
+//! may lack it), the typed reader every command that looks at a result after the run starts from
+//! (`report`, `compare`, `merge`, a relative threshold's baseline), and the writers of its data
+//! files: `summary.json` and `run.json` from their types, `resources.tsv` (`resources`), and any
+//! file written whole (a temporary sibling, then renamed).
 //!
-//! Owns: file names, parsing, and the error that says which file is missing or broken. Never:
-//! re-reads `samples.tsv` (a long run's sample log can be gigabytes) or writes anything.
+//! Owns: file names, reading them back into `Summary`, `RunInfo`, interval statistics and
+//! resource rows, and the error that names the file that is missing or broken. Never: renders a
+//! table or a page (`report` does; its text reaches the disk through `write_atomically`), or
+//! re-reads `samples.tsv` (a long run's sample log can be gigabytes).
+
+pub mod hlog;
+pub mod resources;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use base64::Engine;
-use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
-use hdrhistogram::serialization::Deserializer;
-use hdrhistogram::Histogram;
-
 use crate::error::Error;
+use crate::summary::run_info::RunInfo;
+use crate::summary::Summary;
+pub use hlog::{parse_hlog, ActivityStats, IntervalStats};
+pub use resources::{parse_resources, Resources, ResourcesFile};
 
-/// One interval of one series of the interval log, as numbers.
-#[derive(Debug, Clone, PartialEq)]
-pub struct IntervalStats {
-    /// Seconds since the log's BaseTime.
-    pub start: f64,
-    pub length: f64,
-    pub count: u64,
-    /// Milliseconds.
-    pub mean: f64,
-    pub p50: f64,
-    pub p90: f64,
-    pub p99: f64,
-    pub p999: f64,
-    pub max: f64,
+/// A file of a run directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum File {
+    SummaryJson,
+    SummaryTsv,
+    RunJson,
+    LatencyHlog,
+    Resources,
+    ResourcesSummary,
+    Thresholds,
+    Parts,
+    Report,
+    Samples,
 }
 
-/// One group in one interval, from the `[Activity ...]` comments.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ActivityStats {
-    pub start: f64,
-    pub length: f64,
-    pub users: u32,
-    pub errors: u64,
+impl File {
+    pub const ALL: [File; 10] = [
+        File::SummaryJson,
+        File::SummaryTsv,
+        File::RunJson,
+        File::LatencyHlog,
+        File::Resources,
+        File::ResourcesSummary,
+        File::Thresholds,
+        File::Parts,
+        File::Report,
+        File::Samples,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            File::SummaryJson => "summary.json",
+            File::SummaryTsv => "summary.tsv",
+            File::RunJson => "run.json",
+            File::LatencyHlog => "latency.hlog",
+            File::Resources => "resources.tsv",
+            File::ResourcesSummary => "resources-summary.tsv",
+            File::Thresholds => "thresholds.tsv",
+            File::Parts => "parts.tsv",
+            File::Report => "report.html",
+            File::Samples => "samples.tsv",
+        }
+    }
+
+    /// A run may lack it: `--no-interval-log`, `--no-resources`, `--no-samples`, no thresholds,
+    /// not a merge, the report not yet written.
+    pub fn optional(self) -> bool {
+        !matches!(self, File::SummaryJson | File::SummaryTsv | File::RunJson)
+    }
+
+    pub fn path(self, dir: &Path) -> PathBuf {
+        dir.join(self.name())
+    }
 }
 
-/// `resources.tsv`: its columns by name, one value per row (None for an empty cell).
-#[derive(Debug, Clone, Default)]
-pub struct Resources {
-    pub columns: BTreeMap<String, Vec<Option<f64>>>,
-    /// The word columns (`repl`), by name.
-    pub text: BTreeMap<String, Vec<String>>,
-}
-
+/// A run directory read back.
 pub struct RunDir {
     pub path: PathBuf,
-    pub summary: serde_json::Value,
+    pub summary: Summary,
     pub summary_tsv: String,
     pub resources_summary_tsv: Option<String>,
     /// A merged run's `parts.tsv`.
     pub parts_tsv: Option<String>,
-    pub run_info: serde_json::Value,
+    pub run_info: RunInfo,
     /// Epoch seconds the interval log's timestamps count from.
     pub base_secs: f64,
-    /// Per tag, in log order (empty without an interval log).
+    /// Per tag, in log order (empty without an interval log, or when not read).
     pub intervals: BTreeMap<String, Vec<IntervalStats>>,
     /// Per group tag.
     pub activity: BTreeMap<String, Vec<ActivityStats>>,
+    /// Its `latency.hlog`, when it has one.
+    pub hlog: Option<PathBuf>,
     pub resources: Option<Resources>,
+}
+
+/// What to read besides the summaries and `run.json`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Depth {
+    /// Everything: the interval log decoded (the report, `compare`).
+    Whole,
+    /// The interval log only found, not decoded (`merge` streams it).
+    Summaries,
 }
 
 /// A TSV file written whole: every line ends, and every row has the header's cells.
@@ -86,267 +125,137 @@ fn check_tsv(text: &str) -> Result<(), String> {
 
 fn bad(dir: &Path, what: String) -> Error {
     Error::Usage(format!(
-        "{} is not a usable run directory: {what}\n  fix: give the directory a `mongo-stress run` wrote (its --out), with summary.json, summary.tsv, run.json (and latency.hlog unless it ran with --no-interval-log), written whole",
+        "{} is not a usable run directory: {what}\n  fix: give the directory a `mongo-stress run` (or `merge`) wrote (its --out), with summary.json, summary.tsv, run.json (and latency.hlog unless it ran with --no-interval-log), written whole",
         dir.display()
     ))
 }
 
-fn read(dir: &Path, name: &str) -> Result<String, Error> {
-    std::fs::read_to_string(dir.join(name)).map_err(|e| bad(dir, format!("{name}: {e}")))
+/// An optional file that is there but cannot be read: its own fix, not the generic one.
+fn unreadable(dir: &Path, file: File, why: String) -> Error {
+    Error::Usage(format!(
+        "{} is not a usable run directory: {} cannot be read ({why})\n  fix: put back the file a run wrote there, or remove {} (a run without it reads as not having it)",
+        dir.display(),
+        file.name(),
+        file.path(dir).display()
+    ))
 }
 
-fn json(dir: &Path, name: &str) -> Result<serde_json::Value, Error> {
-    serde_json::from_str(&read(dir, name)?)
-        .map_err(|e| bad(dir, format!("{name} is not whole JSON ({e})")))
+/// A file every run has.
+fn read(dir: &Path, file: File) -> Result<String, Error> {
+    std::fs::read_to_string(file.path(dir)).map_err(|e| bad(dir, format!("{}: {e}", file.name())))
+}
+
+/// A file a run may lack: None when it is not there; any other failure to read it (a
+/// directory in its place, an I/O error) is an error that names it.
+fn read_optional(dir: &Path, file: File) -> Result<Option<String>, Error> {
+    match std::fs::read_to_string(file.path(dir)) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(unreadable(dir, file, e.to_string())),
+    }
+}
+
+/// An optional file's path when it is there, without reading it; any failure to look but
+/// NotFound is an error that names it.
+fn present(dir: &Path, file: File) -> Result<Option<PathBuf>, Error> {
+    let path = file.path(dir);
+    match std::fs::metadata(&path) {
+        Ok(m) if m.is_file() => Ok(Some(path)),
+        Ok(_) => Err(unreadable(dir, file, "not a file".into())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(unreadable(dir, file, e.to_string())),
+    }
+}
+
+fn json<T: serde::de::DeserializeOwned>(dir: &Path, file: File, what: &str) -> Result<T, Error> {
+    serde_json::from_str(&read(dir, file)?)
+        .map_err(|e| bad(dir, format!("{} is not {what} ({e})", file.name())))
 }
 
 impl RunDir {
+    /// Everything a report or a comparison needs.
     pub fn open(dir: &Path) -> Result<RunDir, Error> {
+        Self::read(dir, Depth::Whole)
+    }
+
+    pub fn read(dir: &Path, depth: Depth) -> Result<RunDir, Error> {
         if !dir.is_dir() {
             return Err(bad(dir, "no such directory".into()));
         }
-        let summary = json(dir, "summary.json")?;
-        if summary["schema_version"] != 1 || !summary["runs"].is_array() {
+        let summary: Summary = json(dir, File::SummaryJson, "a mongo-stress summary")?;
+        if summary.schema_version != crate::summary::SCHEMA_VERSION {
             return Err(bad(
                 dir,
-                "summary.json is not a mongo-stress summary of schema_version 1".into(),
+                format!(
+                    "summary.json is of schema_version {}, this mongo-stress reads {}",
+                    summary.schema_version,
+                    crate::summary::SCHEMA_VERSION
+                ),
             ));
         }
-        let run_info = json(dir, "run.json")?;
-        let summary_tsv = read(dir, "summary.tsv")?;
+        let run_info: RunInfo = json(dir, File::RunJson, "a mongo-stress run.json")?;
+        let summary_tsv = read(dir, File::SummaryTsv)?;
         check_tsv(&summary_tsv).map_err(|e| bad(dir, format!("summary.tsv {e}")))?;
+        let started = humantime::parse_rfc3339(&run_info.started_at)
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0.0, |d| d.as_secs_f64());
         // A run with --no-interval-log has no log: its report has the tables, no curves.
-        let (base_secs, intervals, activity) =
-            match std::fs::read_to_string(dir.join("latency.hlog")) {
-                Ok(hlog) => {
-                    parse_hlog(&hlog).map_err(|e| bad(dir, format!("latency.hlog: {e}")))?
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    let started = run_info["started_at"]
-                        .as_str()
-                        .and_then(|t| humantime::parse_rfc3339(t).ok())
-                        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                        .map_or(0.0, |d| d.as_secs_f64());
-                    (started, BTreeMap::new(), BTreeMap::new())
-                }
-                Err(e) => return Err(bad(dir, format!("latency.hlog: {e}"))),
-            };
-        let resources = match std::fs::read_to_string(dir.join("resources.tsv")) {
-            Ok(text) => {
-                Some(parse_resources(&text).map_err(|e| bad(dir, format!("resources.tsv: {e}")))?)
-            }
-            Err(_) => None,
+        let none = || (started, BTreeMap::new(), BTreeMap::new());
+        let (hlog, (base_secs, intervals, activity)) = match depth {
+            Depth::Whole => match read_optional(dir, File::LatencyHlog)? {
+                Some(text) => (
+                    Some(File::LatencyHlog.path(dir)),
+                    parse_hlog(&text).map_err(|e| bad(dir, format!("latency.hlog: {e}")))?,
+                ),
+                None => (None, none()),
+            },
+            Depth::Summaries => (present(dir, File::LatencyHlog)?, none()),
         };
+        let resources = read_optional(dir, File::Resources)?
+            .map(|text| parse_resources(&text).map_err(|e| bad(dir, format!("resources.tsv: {e}"))))
+            .transpose()?;
         Ok(RunDir {
             path: dir.to_path_buf(),
             summary,
             summary_tsv,
-            resources_summary_tsv: std::fs::read_to_string(dir.join("resources-summary.tsv")).ok(),
-            parts_tsv: std::fs::read_to_string(dir.join("parts.tsv")).ok(),
+            resources_summary_tsv: read_optional(dir, File::ResourcesSummary)?,
+            parts_tsv: read_optional(dir, File::Parts)?,
             run_info,
             base_secs,
             intervals,
             activity,
+            hlog,
             resources,
         })
     }
 }
 
-type Parsed = (
-    f64,
-    BTreeMap<String, Vec<IntervalStats>>,
-    BTreeMap<String, Vec<ActivityStats>>,
-);
-
-/// The interval log's BaseTime, statistics per tag, and activity per group.
-pub fn parse_hlog(text: &str) -> Result<Parsed, String> {
-    let base = text
-        .lines()
-        .find_map(|l| l.strip_prefix("#[BaseTime: "))
-        .and_then(|rest| rest.split_whitespace().next())
-        .and_then(|v| v.parse::<f64>().ok())
-        .ok_or("no #[BaseTime: ...] header (not written by mongo-stress?)")?;
-    if !text.ends_with('\n') {
-        return Err("its last line is cut off (the file is truncated)".into());
-    }
-    // Parse the lines first (cheap), then decode the histograms on every core.
-    let mut entries = Vec::new();
-    for (i, entry) in IntervalLogIterator::new(text.as_bytes()).enumerate() {
-        let entry = entry.map_err(|e| format!("entry {} cannot be read ({e:?})", i + 1))?;
-        if let LogEntry::Interval(h) = entry {
-            entries.push(h);
-        }
-    }
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let chunk = entries.len().div_ceil(threads).max(1);
-    let decoded: Vec<Result<Vec<IntervalStats>, String>> = std::thread::scope(|scope| {
-        let workers: Vec<_> = entries
-            .chunks(chunk)
-            .map(|part| scope.spawn(move || part.iter().map(stats).collect()))
-            .collect();
-        workers
-            .into_iter()
-            .map(|w| w.join().unwrap_or_else(|_| Err("decoding panicked".into())))
-            .collect()
-    });
-    let mut intervals: BTreeMap<String, Vec<IntervalStats>> = BTreeMap::new();
-    let mut all = entries.iter();
-    for part in decoded {
-        for st in part? {
-            let h = all.next().expect("one entry per result");
-            let tag = h.tag().map_or("", |t| t.as_str()).to_string();
-            intervals.entry(tag).or_default().push(st);
-        }
-    }
-    let mut activity: BTreeMap<String, Vec<ActivityStats>> = BTreeMap::new();
-    for line in text.lines() {
-        let Some(rest) = line.strip_prefix("#[Activity ") else {
-            continue;
-        };
-        let rest = rest.trim_end_matches(']');
-        let (times, groups) = rest
-            .split_once(": ")
-            .ok_or_else(|| format!("a malformed activity line: {line}"))?;
-        let mut t = times.split_whitespace().map(|v| v.parse::<f64>());
-        let (Some(Ok(start)), Some(Ok(length))) = (t.next(), t.next()) else {
-            return Err(format!("a malformed activity line: {line}"));
-        };
-        for g in groups.split_whitespace() {
-            let parsed = g.rsplit_once('=').and_then(|(tag, v)| {
-                let (users, errors) = v.split_once('/')?;
-                Some((tag, users.parse().ok()?, errors.parse().ok()?))
-            });
-            let Some((tag, users, errors)) = parsed else {
-                return Err(format!("a malformed activity entry `{g}` in: {line}"));
-            };
-            activity
-                .entry(tag.to_string())
-                .or_default()
-                .push(ActivityStats {
-                    start,
-                    length,
-                    users,
-                    errors,
-                });
-        }
-    }
-    Ok((base, intervals, activity))
-}
-
-/// One interval line's numbers.
-fn stats(
-    h: &hdrhistogram::serialization::interval_log::IntervalLogHistogram,
-) -> Result<IntervalStats, String> {
-    let broken = |e: String| {
-        format!(
-            "the histogram of {} at {:?}: {e}",
-            h.tag().map_or("", |t| t.as_str()),
-            h.start_timestamp()
-        )
+/// Writes `bytes` to `path` whole: to a temporary sibling first, then renamed over the target.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    let io = |source| Error::Output {
+        path: path.to_path_buf(),
+        source,
     };
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(h.encoded_histogram())
-        .map_err(|e| broken(format!("not base64: {e}")))?;
-    let hist: Histogram<u64> = Deserializer::new()
-        .deserialize(&mut &bytes[..])
-        .map_err(|e| broken(format!("not an HdrHistogram V2 payload: {e:?}")))?;
-    let ms = |q: f64| hist.value_at_quantile(q) as f64 / 1000.0;
-    Ok(IntervalStats {
-        start: h.start_timestamp().as_secs_f64(),
-        length: h.duration().as_secs_f64(),
-        count: hist.len(),
-        mean: hist.mean() / 1000.0,
-        p50: ms(0.5),
-        p90: ms(0.9),
-        p99: ms(0.99),
-        p999: ms(0.999),
-        max: ms(1.0),
-    })
+    let tmp = path.with_extension(format!(
+        "{}.partial",
+        path.extension()
+            .map_or(String::new(), |e| e.to_string_lossy().into_owned())
+    ));
+    std::fs::write(&tmp, bytes).map_err(io)?;
+    std::fs::rename(&tmp, path).map_err(io)
 }
 
-pub fn parse_resources(text: &str) -> Result<Resources, String> {
-    let mut lines = text.lines();
-    let header: Vec<&str> = lines.next().ok_or("empty")?.split('\t').collect();
-    if header.first() != Some(&"time_ms") {
-        return Err("no time_ms header".into());
-    }
-    let is_text = |h: &str| crate::monitor::row::TEXT_COLUMNS.contains(&h);
-    let mut columns: BTreeMap<String, Vec<Option<f64>>> = header
-        .iter()
-        .filter(|h| !is_text(h))
-        .map(|h| (h.to_string(), Vec::new()))
-        .collect();
-    let mut text_columns: BTreeMap<String, Vec<String>> = header
-        .iter()
-        .filter(|h| is_text(h))
-        .map(|h| (h.to_string(), Vec::new()))
-        .collect();
-    for (n, line) in lines.enumerate() {
-        let cells: Vec<&str> = line.split('\t').collect();
-        if cells.len() != header.len() {
-            // A last line cut off by a crash: the rows before it stand.
-            if n > 0 && !text.ends_with('\n') {
-                break;
-            }
-            return Err(format!(
-                "line {} has {} cells for {} columns",
-                n + 2,
-                cells.len(),
-                header.len()
-            ));
-        }
-        for (h, c) in header.iter().zip(cells) {
-            if let Some(t) = text_columns.get_mut(*h) {
-                t.push(c.to_string());
-                continue;
-            }
-            let v = if c.is_empty() {
-                None
-            } else {
-                Some(
-                    c.parse::<f64>()
-                        .map_err(|_| format!("line {}: `{c}` is not a number", n + 2))?,
-                )
-            };
-            columns.get_mut(*h).expect("a header column").push(v);
-        }
-    }
-    Ok(Resources {
-        columns,
-        text: text_columns,
-    })
+/// `run.json`, from its type.
+pub fn write_run_info(dir: &Path, info: &RunInfo) -> Result<(), Error> {
+    let bytes = serde_json::to_vec_pretty(info).map_err(|e| Error::Other(e.into()))?;
+    write_atomically(&File::RunJson.path(dir), &bytes)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn activity_comments_and_intervals_are_read_back() {
-        let mut h = crate::metrics::new_histogram();
-        for v in [1000u64, 2000, 3000, 4000] {
-            h.record(v).unwrap();
-        }
-        let text = format!(
-            "#[BaseTime: 100.000 (seconds since epoch)]\n\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"\nTag=ins,1.000,1.000,4.000,{}\n#[Activity 1.000 1.000: ins=4/1 find=2/0]\n",
-            crate::metrics::encode(&h)
-        );
-        let (base, intervals, activity) = parse_hlog(&text).unwrap();
-        assert_eq!(base, 100.0);
-        let i = &intervals["ins"][0];
-        // HdrHistogram reports the highest value equivalent to 4000 us at 3 digits.
-        assert_eq!((i.count, i.p50, i.max), (4, 2.0, 4.001));
-        assert_eq!(activity["find"][0].users, 2);
-        assert_eq!(activity["ins"][0].errors, 1);
-        assert!(parse_hlog(&text[..text.len() - 1])
-            .unwrap_err()
-            .contains("truncated"));
-    }
-
-    #[test]
-    fn resources_columns_keep_blanks_as_unknown() {
-        let r = parse_resources("time_ms\tiops\n1000\t\n2000\t5.5\n").unwrap();
-        assert_eq!(r.columns["iops"], vec![None, Some(5.5)]);
-        assert!(parse_resources("time_ms\tiops\n1000\n").is_err());
+/// Removes what an earlier run or merge into `dir` left that this one may not write, so none
+/// of its files outlive it.
+pub fn clear_optional(dir: &Path) {
+    for f in File::ALL.into_iter().filter(|f| f.optional()) {
+        let _ = std::fs::remove_file(f.path(dir));
     }
 }

@@ -44,7 +44,7 @@ pub(super) fn format_jtl(out: &mut String, l: &Logged, groups: &[String], url: &
     let group = groups.get(usize::from(s.group)).map_or("?", |g| g.as_str());
     // A mixing group's operations are labelled by kind (`group:get`), as its summary rows are.
     let group = if s.mixed {
-        format!("{group}:{}", s.op)
+        crate::metrics::Label::kind(group, s.op).to_string()
     } else {
         group.to_string()
     };
@@ -93,7 +93,7 @@ mod tests {
 
     fn sample(error: Option<OpError>) -> Sample {
         Sample {
-            group: 1,
+            group: crate::metrics::sample::GroupId::try_from(1).expect("fits"),
             op: crate::workload::OpKind::Find,
             thread: 7,
             sent: 120,

@@ -5,6 +5,7 @@
 //! Owns: every number and judgement a report shows. Never: formats a cell, picks a column
 //! order, or writes a file.
 
+pub mod judge;
 pub mod resources;
 pub mod run_info;
 pub mod spread;
@@ -14,7 +15,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::metrics::{GroupMetrics, Row};
+use crate::metrics::{GroupMetrics, Label, Row};
 use crate::monitor::ResourceRow;
 use crate::plan::part::Part;
 use crate::plan::{RunPlan, StopAt};
@@ -111,10 +112,10 @@ impl Summary {
                 .runs
                 .iter()
                 .flat_map(|r| {
-                    let throughput = |label: &str| {
+                    let throughput = |label: &Label| {
                         r.rows
                             .iter()
-                            .find(|x| x.label == label)
+                            .find(|x| &x.label == label)
                             .map_or(0.0, |x| x.throughput)
                     };
                     resources::summarize(
@@ -133,9 +134,32 @@ impl Summary {
         self.warnings = warnings::compute(self);
     }
 
-    /// Something failed beyond operations: a panic, an output not written whole.
+    /// Something failed beyond operations: a panic, an output not written whole (read back
+    /// from a run directory, what failed is in the warnings).
     pub fn failed(&self) -> bool {
-        !self.failures.is_empty() || self.runs.iter().any(|r| !r.failures.is_empty())
+        !self.failures.is_empty()
+            || self.runs.iter().any(|r| !r.failures.is_empty())
+            || self.warnings.iter().any(|w| w.code == WarningCode::Failure)
+    }
+
+    /// What the exit code is made of.
+    pub fn outcome(&self) -> judge::Outcome {
+        judge::Outcome {
+            // A merged run with an interrupted part is not an interrupted merge: it failed.
+            interrupted: self.interrupted && self.parts.is_empty(),
+            threshold_failed: self
+                .runs
+                .iter()
+                .any(|r| r.thresholds.iter().any(|t| !t.pass)),
+            failed: self.failed()
+                || self.interrupted
+                || self.runs.iter().any(|r| r.total().errors > 0),
+        }
+    }
+
+    /// The exit code this result earns (`run`, `merge` and `report.html` all ask here).
+    pub fn exit_code(&self) -> i32 {
+        self.outcome().exit_code()
     }
 }
 
@@ -155,11 +179,22 @@ pub struct PartRow {
     pub late_start_ms: Option<f64>,
 }
 
-/// A threshold judged on a run.
+/// A threshold judged on a run (by `judge`, the one judge).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ThresholdResult {
     /// As written: `find.p99 < 50ms`.
     pub threshold: String,
+    /// The row it was judged on, its metric and comparison: the threshold as data, so a merge
+    /// judges it again without parsing `threshold`. Absent in summaries written before them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<Label>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metric: Option<crate::metrics::Metric>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cmp: Option<crate::plan::thresholds::Cmp>,
+    /// A change against the `--baseline` run (`limit` is then a percentage).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub relative: bool,
     /// The run's value, in `unit`.
     pub value: f64,
     /// The limit, in `unit` (ms for latencies).
@@ -261,8 +296,11 @@ pub struct RunResult {
     pub error_messages: BTreeMap<String, u64>,
     /// When each stage ran.
     pub stages: Vec<StageSpan>,
-    /// Why the run ended before its plan (stop_on_error_pct), if it did.
+    /// Why the run ended before its plan (stop_on_error_pct, an aborting threshold), if it did.
     pub stopped_early: Option<String>,
+    /// The threshold (`abort = true`) that stopped the run, as written; None otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aborted_by: Option<String>,
     /// Per group with a warm-up: what it excluded from the rows.
     pub warmup: Vec<WarmupRow>,
     /// The setup's preload (YCSB's load phase), when there was one.
@@ -336,10 +374,10 @@ impl RunResult {
                 if !g.mix.is_empty() {
                     for kind in g.kinds() {
                         let k = m.kinds.get(&kind).cloned().unwrap_or_default();
-                        rows.push(k.summary_row(&format!("{}:{kind}", g.name), g.rate.is_some()));
+                        rows.push(k.summary_row(Label::kind(&g.name, kind), g.rate.is_some()));
                     }
                 }
-                rows.push(m.summary_row(&g.name, g.rate.is_some()));
+                rows.push(m.summary_row(Label::group(&g.name), g.rate.is_some()));
                 stage_total.merge(m);
                 if m.errors > 0 {
                     errors_by_class.insert(
@@ -355,12 +393,11 @@ impl RunResult {
                 }
             }
             if several_stages && stage.groups.len() > 1 {
-                let label = plan.stage_label(stage);
-                rows.push(stage_total.summary_row(&label, open(&stage.groups)));
+                rows.push(stage_total.summary_row(plan.stage_label(stage), open(&stage.groups)));
             }
             total.merge(&stage_total);
         }
-        rows.push(total.summary_row("TOTAL", plan.groups().any(|g| g.rate.is_some())));
+        rows.push(total.summary_row(Label::Total, plan.groups().any(|g| g.rate.is_some())));
         let warmup = plan
             .groups()
             .filter(|g| !g.warmup.is_zero())
@@ -381,6 +418,7 @@ impl RunResult {
             error_messages,
             stages: Vec::new(),
             stopped_early: None,
+            aborted_by: None,
             warmup,
             load: None,
             start: None,

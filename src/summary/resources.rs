@@ -4,13 +4,14 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::metrics::Label;
 use crate::monitor::row::host_column;
 use crate::monitor::{HostRow, ResourceRow};
 
 /// When one stage ran, in epoch milliseconds.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StageSpan {
-    pub label: String,
+    pub label: Label,
     /// When the stage began.
     pub began_ms: u64,
     /// When what the summary counts began: after the stage's warm-ups (else `began_ms`).
@@ -27,7 +28,7 @@ pub struct AvgPeak {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ResourceSummary {
     pub run: u32,
-    pub label: String,
+    pub label: Label,
     /// Sampler rows that fell inside the stage.
     pub seconds: usize,
     /// Of them, those with a serverStatus answer (within its timeout): the rest are missed.
@@ -217,7 +218,7 @@ pub struct Cores {
 pub fn summarize(
     run: u32,
     spans: &[StageSpan],
-    client_ops_s: impl Fn(&str) -> f64,
+    client_ops_s: impl Fn(&Label) -> f64,
     rows: &[ResourceRow],
     cores: Cores,
 ) -> Vec<ResourceSummary> {

@@ -1,12 +1,16 @@
 //! What `run.json` records about an invocation: the command line (passwords removed), the
-//! resolved profile and plan, the seed, the server, this host, and when it ran.
+//! resolved profile and plan, the seed, the server, this host, and when it ran. One type for a
+//! whole run, a part and a merged run (which has `parts` instead of `host` and `part`), written
+//! and read back by `rundir`; its schema is `docs/run.schema.json`.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+
+use std::time::Duration;
 
 use super::{GroupInfo, ServerInfo, Summary, SCHEMA_VERSION};
 use crate::plan::{RunPlan, TargetPlan};
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunInfo {
     pub schema_version: u32,
     pub tool: String,
@@ -15,16 +19,39 @@ pub struct RunInfo {
     pub plan: PlanInfo,
     pub seed: u64,
     pub server: ServerInfo,
-    pub host: HostInfo,
+    /// The load generator's machine; None for a merged run (its parts' are in `parts`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<HostInfo>,
     pub started_at: String,
     pub finished_at: Option<String>,
     pub interrupted: bool,
     /// Which part of a run in parts this invocation ran, and how its start went.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub part: Option<PartRecord>,
+    /// A merged run: each part it was merged from.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<PartInfo>,
+    /// The length of latency.hlog's intervals (`--hdr-interval`), in seconds; None in a
+    /// run.json written before it was recorded (a merge refuses such a part).
+    #[serde(default)]
+    pub hdr_interval_secs: Option<f64>,
+    /// latency.hlog was written (not `--no-interval-log`); None in an older run.json.
+    #[serde(default)]
+    pub interval_log: Option<bool>,
+}
+
+/// One part of a merged run: where it was, on which machine, run how.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PartInfo {
+    pub index: u32,
+    /// Its run directory, as `merge` was given it.
+    pub dir: String,
+    pub host: Option<HostInfo>,
+    pub command_line: Vec<String>,
     pub part: Option<PartRecord>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PartRecord {
     /// 0-based.
     pub index: u32,
@@ -34,7 +61,7 @@ pub struct PartRecord {
     pub late_start_ms: Option<f64>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ProfileInfo {
     pub name: String,
     pub origin: String,
@@ -43,14 +70,14 @@ pub struct ProfileInfo {
     pub text: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PlanInfo {
     pub target: TargetPlan,
     pub setup: SetupInfo,
     pub groups: Vec<GroupInfo>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SetupInfo {
     pub drop: bool,
     pub preload: u64,
@@ -58,7 +85,7 @@ pub struct SetupInfo {
     pub indexes: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HostInfo {
     pub hostname: Option<String>,
     pub os: Option<String>,
@@ -91,9 +118,10 @@ impl RunInfo {
         summary: &Summary,
         command_line: Vec<String>,
         host: HostInfo,
-        started_at: String,
-        finished_at: Option<String>,
+        times: (String, Option<String>),
+        log: (Duration, bool),
     ) -> Self {
+        let (started_at, finished_at) = times;
         RunInfo {
             schema_version: SCHEMA_VERSION,
             tool: summary.tool.clone(),
@@ -124,10 +152,13 @@ impl RunInfo {
             },
             seed: summary.seed,
             server: summary.server.clone(),
-            host,
+            host: Some(host),
             started_at,
             finished_at,
             interrupted: summary.interrupted,
+            parts: Vec::new(),
+            hdr_interval_secs: Some(log.0.as_secs_f64()),
+            interval_log: Some(log.1),
             part: summary.part.map(|p| {
                 let start = summary.runs.first().and_then(|r| r.start.as_ref());
                 PartRecord {
@@ -138,5 +169,13 @@ impl RunInfo {
                 }
             }),
         }
+    }
+}
+
+impl RunInfo {
+    /// The interval log's length, when recorded.
+    pub fn hdr_interval(&self) -> Option<Duration> {
+        self.hdr_interval_secs
+            .and_then(|s| Duration::try_from_secs_f64(s).ok())
     }
 }

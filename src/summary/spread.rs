@@ -39,7 +39,7 @@ pub fn spread(runs: &[RunResult]) -> Vec<Spread> {
             };
             let stddev = var.sqrt();
             Spread {
-                label: r.label.clone(),
+                label: r.label.to_string(),
                 runs: xs.len(),
                 mean,
                 min: xs.iter().copied().fold(f64::INFINITY, f64::min),
@@ -78,6 +78,7 @@ mod tests {
                     error_messages: BTreeMap::new(),
                     stages: Vec::new(),
                     stopped_early: None,
+                    aborted_by: None,
                     warmup: Vec::new(),
                     start: None,
                     load: None,

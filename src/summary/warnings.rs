@@ -53,11 +53,11 @@ pub const LATE_START_MS: f64 = 50.0;
 
 pub fn compute(s: &Summary) -> Vec<Warning> {
     let mut out = Vec::new();
-    let mut add = |code, run: Option<u32>, label: Option<&str>, message: String| {
+    let mut add = |code, run: Option<u32>, label: Option<String>, message: String| {
         out.push(Warning {
             code,
             run,
-            label: label.map(str::to_string),
+            label,
             message,
         })
     };
@@ -67,7 +67,7 @@ pub fn compute(s: &Summary) -> Vec<Warning> {
                 add(
                     WarningCode::NoMatch,
                     Some(run.run),
-                    Some(&row.label),
+                    Some(row.label.to_string()),
                     "no operation found a document; check the filter fields and the preload".into(),
                 );
             }
@@ -85,15 +85,19 @@ pub fn compute(s: &Summary) -> Vec<Warning> {
     }
     for run in &s.runs {
         for g in s.groups.iter().filter(|g| g.rate.is_some()) {
-            let (Some(rate), Some(row)) = (g.rate, run.rows.iter().find(|r| r.label == g.name))
-            else {
+            let (Some(rate), Some(row)) = (
+                g.rate,
+                run.rows
+                    .iter()
+                    .find(|r| r.label == crate::metrics::Label::group(&g.name)),
+            ) else {
                 continue;
             };
             if row.throughput < rate * 0.95 || row.missed > 0 {
                 add(
                     WarningCode::RateNotReached,
                     Some(run.run),
-                    Some(&g.name),
+                    Some(g.name.clone()),
                     format!(
                         "reached {:.1}/s of the target {rate}/s ({:.0} %); {} operations never started",
                         row.throughput,
@@ -108,7 +112,7 @@ pub fn compute(s: &Summary) -> Vec<Warning> {
                 add(
                     WarningCode::LateOperations,
                     Some(run.run),
-                    Some(&g.name),
+                    Some(g.name.clone()),
                     format!(
                         "{} of {} operations started late (all {} users busy), up to {:.2} ms behind the schedule; at {rate}/s and a service p99 of {:.2} ms, about {needed:.0} users are needed (rate x service time)",
                         row.late, row.samples, g.threads, row.max_behind_ms, row.service_p99_ms
@@ -149,7 +153,7 @@ pub fn compute(s: &Summary) -> Vec<Warning> {
             add(
                 WarningCode::LateStart,
                 None,
-                Some(&format!("part {}", p.part)),
+                Some(format!("part {}", p.part)),
                 format!("part {} began {late:.0} ms after the common start; the merged rates cover the union of the parts' spans", p.part),
             );
         }
@@ -159,7 +163,7 @@ pub fn compute(s: &Summary) -> Vec<Warning> {
             let measured = run
                 .rows
                 .iter()
-                .find(|r| r.label == w.label)
+                .find(|r| r.label == crate::metrics::Label::group(&w.label))
                 .map_or(0, |r| r.samples);
             let also = if measured == 0 && w.samples > 0 {
                 "; every operation of the group fell within it, so its row is empty"
@@ -169,7 +173,7 @@ pub fn compute(s: &Summary) -> Vec<Warning> {
             add(
                 WarningCode::WarmupExcluded,
                 Some(run.run),
-                Some(&w.label),
+                Some(w.label.clone()),
                 format!(
                     "its {} warm-up ({} operations, {} failed) is in samples.tsv and latency.hlog, not in the summary{also}",
                     humantime::format_duration(std::time::Duration::from_secs_f64(w.secs)),
@@ -184,7 +188,7 @@ pub fn compute(s: &Summary) -> Vec<Warning> {
             add(
                 WarningCode::MetricsSource,
                 None,
-                Some(&m.host),
+                Some(m.host.to_string()),
                 format!(
                     "server metrics from {} answered in {} of {} seconds{}: its columns are empty (-) in the seconds it missed",
                     m.url,
@@ -202,7 +206,7 @@ pub fn compute(s: &Summary) -> Vec<Warning> {
             add(
                 WarningCode::LoadGenerator,
                 Some(r.run),
-                Some(&r.label),
+                Some(r.label.to_string()),
                 w.clone(),
             );
         }
@@ -210,7 +214,7 @@ pub fn compute(s: &Summary) -> Vec<Warning> {
             add(
                 WarningCode::LoadGenerator,
                 Some(r.run),
-                Some(&r.label),
+                Some(r.label.to_string()),
                 w.clone(),
             );
         }
@@ -218,7 +222,7 @@ pub fn compute(s: &Summary) -> Vec<Warning> {
             add(
                 WarningCode::StatusMissed,
                 Some(r.run),
-                Some(&r.label),
+                Some(r.label.to_string()),
                 format!(
                     "serverStatus answered in {} of the {} sampled seconds (each waits at most 900 ms on the sampler's own connections): the others have no server columns",
                     r.status_seconds, r.seconds
@@ -229,7 +233,7 @@ pub fn compute(s: &Summary) -> Vec<Warning> {
             add(
                 WarningCode::TooShortToSample,
                 Some(r.run),
-                Some(&r.label),
+                Some(r.label.to_string()),
                 "the stage was shorter than half a sampled second: its resources show as -".into(),
             );
         }

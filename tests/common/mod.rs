@@ -19,6 +19,43 @@ pub fn bin_path() -> PathBuf {
     assert_cmd::cargo::cargo_bin("mongo-stress")
 }
 
+/// True when `MONGO_STRESS_SKIP_LIVE=1` asks to skip the live tests; the caller then returns
+/// at once. The skip is recorded by `skipped`.
+pub fn skip_live() -> bool {
+    skip_if_set("MONGO_STRESS_SKIP_LIVE")
+}
+
+/// True when the variable `var` is `1`; records the skip (`skipped`).
+pub fn skip_if_set(var: &str) -> bool {
+    let set = std::env::var(var).as_deref() == Ok("1");
+    if set {
+        skipped(var);
+    }
+    set
+}
+
+/// The directory where skipped tests leave their marker: `target/tmp/skipped-tests/`.
+pub fn skipped_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("skipped-tests")
+}
+
+/// Records that the running test is skipped because of `var`. libtest has no runtime skip, so
+/// the test still reports "ok": this says so on stderr (shown with --nocapture) and leaves a
+/// marker file in `skipped_dir()`, one per test, which scripts/test.sh counts and names at the
+/// end, so a skipped test never passes for one that ran.
+pub fn skipped(var: &str) {
+    // libtest runs each test on a thread named after it; the crate is the test file.
+    let krate = module_path!().split("::").next().unwrap_or("tests");
+    let thread = std::thread::current();
+    let test = thread.name().unwrap_or("unnamed");
+    let name = format!("{krate}::{test}");
+    eprintln!("SKIPPED {name}: {var}=1 is set, so this test did not run (it still reports ok)");
+    let dir = skipped_dir();
+    std::fs::create_dir_all(&dir)
+        .and_then(|()| std::fs::write(dir.join(&name), format!("{var}\n")))
+        .unwrap_or_else(|e| panic!("cannot record the skip of {name} in {}: {e}", dir.display()));
+}
+
 /// A real MongoDB-wire server for one test: `MONGO_STRESS_TEST_URI` if set (shared, so each
 /// test uses its own database), else a `secantusd-rs` / `mongod` started here and stopped on drop.
 /// No server at all fails the test, unless `MONGO_STRESS_SKIP_LIVE=1`, which makes `start`
@@ -36,8 +73,7 @@ impl TestServer {
                 embedded: None,
             });
         }
-        if std::env::var("MONGO_STRESS_SKIP_LIVE").as_deref() == Ok("1") {
-            eprintln!("MONGO_STRESS_SKIP_LIVE=1: skipping a live test");
+        if skip_live() {
             return None;
         }
         match mongo_stress::server::EmbeddedServer::start(None) {

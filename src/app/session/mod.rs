@@ -1,0 +1,293 @@
+//! One invocation's runs, whatever the backend: set up, execute the stages while recording,
+//! summarise, and write the run directory, `--repeat` times. `app::run` calls it with the
+//! MongoDB backend; the pipeline test calls it with a scripted one.
+//!
+//! Here the repetition loop (`Session::run`, `repetition`); one repetition's wiring of users,
+//! recorder and stages in `execute`; the run directory's files as the runs go in `files`.
+
+mod execute;
+mod files;
+
+pub(super) use files::write_summaries;
+use files::{Logs, Record};
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use tokio_util::sync::CancellationToken;
+
+use crate::error::Error;
+use crate::monitor::Sampler;
+use crate::ops::{Backend, Prepared};
+use crate::plan::RunPlan;
+use crate::summary::judge::{self};
+use crate::summary::{ServerInfo, StartInfo, Summary};
+
+/// Capacity of the sample channel between virtual users and the recorder.
+const SAMPLE_CHANNEL: usize = 64 * 1024;
+
+/// What the command line asked for, resolved once: everything a session needs besides the plan.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub seed: u64,
+    pub repeat: u32,
+    /// Live report interval; None: quiet.
+    pub live: Option<Duration>,
+    /// Say what happens (server, stages, preload) on stderr.
+    pub chatty: bool,
+    /// Let setup.drop drop a collection holding documents the tool did not write.
+    pub force: bool,
+    /// Write `samples.tsv`.
+    pub samples: bool,
+    /// Also write JMeter's CSV here.
+    pub jtl: Option<PathBuf>,
+    /// Length of the interval histograms in `latency.hlog`.
+    pub hdr_interval: Duration,
+    /// Write `latency.hlog`.
+    pub interval_log: bool,
+    /// The run that relative thresholds (`<= +10%`) compare against.
+    pub baseline: Option<PathBuf>,
+    /// When the first run's stages begin (`--start-at`); None: after setup.
+    pub start_at: Option<SystemTime>,
+}
+
+/// One invocation: the plan, where requests go, and where results are written.
+pub struct Session<'a, B> {
+    pub plan: &'a RunPlan,
+    pub backend: B,
+    pub opts: &'a RunOptions,
+    pub out_dir: &'a Path,
+    pub stop: &'a CancellationToken,
+    pub server: ServerInfo,
+    /// The command line as run.json records it (passwords removed).
+    pub command_line: Vec<String>,
+    /// What the JTL's URL column says: the deployment, database and collection.
+    pub url: String,
+}
+
+impl<B: Backend + Clone> Session<'_, B> {
+    /// Runs every repetition; files are rewritten after each, so an interruption keeps what
+    /// completed. Errors are only those that stop before any result (setup, outputs).
+    pub async fn run(&self, sampler: Option<Sampler>) -> Result<Summary, Error> {
+        let mut summary = Summary::new(self.plan, self.opts.seed, self.server.clone());
+        let record = Record::start(self, &summary).await?;
+        let logs = Logs::open(self, &summary.tool)?;
+        for run in 1..=self.opts.repeat {
+            if !self.repetition(run, &logs, &sampler, &mut summary).await? {
+                break;
+            }
+            if run < self.opts.repeat {
+                // The report so far; the last one comes after the logs are closed.
+                if let Err(e) = self.write_report().await {
+                    eprintln!("error: {e}");
+                }
+            }
+        }
+        if summary.runs.is_empty() {
+            summary.interrupted = true;
+        }
+        if let Some(sampler) = sampler {
+            let sampled = sampler.stop().await;
+            summary.failures.extend(sampled.failures);
+            summary.metrics_sources = sampled.sources;
+            summary.refresh(&sampled.rows, true);
+        }
+        logs.close(&mut summary).await;
+        summary.refresh(&[], false);
+        write_summaries(self.out_dir, &summary)?;
+        record.finish(self, &summary)?;
+        if let Some(baseline) = &self.opts.baseline {
+            self.against_baseline(baseline, &mut summary)?;
+            write_summaries(self.out_dir, &summary)?;
+        }
+        if let Err(e) = self.write_report().await {
+            summary
+                .failures
+                .push(format!("report.html could not be written: {e}"));
+            summary.refresh(&[], false);
+            write_summaries(self.out_dir, &summary)?;
+        }
+        Ok(summary)
+    }
+
+    /// Run `run` of `--repeat`: set up, execute, summarise, write the summaries. False when
+    /// there is nothing more to do (interrupted, or a later run's setup failed).
+    async fn repetition(
+        &self,
+        run: u32,
+        logs: &Logs,
+        sampler: &Option<Sampler>,
+        summary: &mut Summary,
+    ) -> Result<bool, Error> {
+        if self.stop.is_cancelled() {
+            return Ok(false);
+        }
+        if self.opts.repeat > 1 {
+            self.say(format!("run {run} of {}", self.opts.repeat));
+        }
+        let begin = if run == 1 { self.opts.start_at } else { None };
+        let prepared = match self
+            .prepare(self.opts.seed.wrapping_add(u64::from(run)), begin)
+            .await
+        {
+            Ok(prepared) => prepared,
+            // Nothing measured yet: the error is the whole answer (exit 2 or 3).
+            Err(e) if summary.runs.is_empty() => return Err(e),
+            // Later runs of --repeat: keep what the earlier ones measured.
+            Err(e) => {
+                summary
+                    .failures
+                    .push(format!("run {run} could not start: {e}"));
+                return Ok(false);
+            }
+        };
+        let start = match prepared.begin {
+            Some(at) => Some(self.wait_until(at).await),
+            None => None,
+        };
+        if self.stop.is_cancelled() {
+            return Ok(false);
+        }
+        let seed = self.opts.seed.wrapping_add(u64::from(run) - 1);
+        // Each part draws its own documents and keys from the run's shared seed.
+        let seed = self.plan.part.as_ref().map_or(seed, |p| p.part.seed(seed));
+        let mut result = self
+            .execute(
+                prepared.keys,
+                seed,
+                run,
+                logs.samples.sender(),
+                logs.intervals(),
+            )
+            .await;
+        result.start = start;
+        result.load = prepared.load.map(|(documents, took)| {
+            let secs = took.as_secs_f64();
+            crate::summary::LoadResult {
+                documents,
+                secs,
+                throughput: if secs > 0.0 {
+                    documents as f64 / secs
+                } else {
+                    0.0
+                },
+                batch: crate::ops::setup::PRELOAD_BATCH,
+            }
+        });
+        let rows = sampler.as_ref().map(Sampler::rows).unwrap_or_default();
+        summary.add_run(result, &rows, sampler.is_some());
+        write_summaries(self.out_dir, summary)?;
+        Ok(true)
+    }
+
+    /// Relative thresholds (`find.p99 <= +10%`) judged as `compare` judges a gate: this run
+    /// against the baseline's, failing only beyond noise; they join the last run's thresholds.
+    fn against_baseline(&self, baseline: &Path, summary: &mut Summary) -> Result<(), Error> {
+        let relative: Vec<_> = self
+            .plan
+            .thresholds
+            .iter()
+            .filter_map(|t| t.relative.map(|m| (t, m)))
+            .collect();
+        if relative.is_empty() || summary.runs.is_empty() {
+            return Ok(());
+        }
+        let gates: Vec<crate::compare::Gate> = relative
+            .iter()
+            .map(|(t, metric)| crate::compare::Gate {
+                text: t.text.clone(),
+                label: t.label.clone(),
+                metric,
+                above: matches!(
+                    t.cmp,
+                    crate::plan::thresholds::Cmp::Lt | crate::plan::thresholds::Cmp::Le
+                ),
+                limit_pct: t.limit,
+            })
+            .collect();
+        let (base, new) = (
+            crate::rundir::RunDir::open(baseline)?,
+            crate::rundir::RunDir::open(self.out_dir)?,
+        );
+        let judged = crate::compare::compare(&base, &new, &gates, self.opts.seed)?;
+        let last = summary.runs.last_mut().expect("a run");
+        for ((t, _), g) in relative.iter().zip(judged.gates) {
+            last.thresholds
+                .push(judge::judge_relative(t, g.change_pct, g.pass));
+        }
+        Ok(())
+    }
+
+    /// `report.html` from the files just written (off the async runtime's workers).
+    async fn write_report(&self) -> Result<(), Error> {
+        let dir = self.out_dir.to_path_buf();
+        tokio::task::spawn_blocking(move || super::report::write(&dir, None).map(|_| ()))
+            .await
+            .map_err(|e| Error::Other(e.into()))?
+    }
+
+    fn say(&self, msg: String) {
+        if self.opts.chatty {
+            eprintln!("{msg}");
+        }
+    }
+
+    /// Waits for the common begin of the stages (`--start-at`, or part 0's marker); a part
+    /// that arrives after it starts at once, and its result says how late it was.
+    async fn wait_until(&self, at: SystemTime) -> StartInfo {
+        if let Ok(wait) = at.duration_since(SystemTime::now()) {
+            self.say(format!(
+                "stages begin at {} (in {})",
+                humantime::format_rfc3339_millis(at),
+                humantime::format_duration(Duration::from_millis(wait.as_millis() as u64))
+            ));
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                _ = self.stop.cancelled() => {}
+            }
+        }
+        let late = SystemTime::now().duration_since(at).unwrap_or_default();
+        StartInfo {
+            at: humantime::format_rfc3339_millis(at).to_string(),
+            late_ms: late.as_secs_f64() * 1000.0,
+        }
+    }
+
+    async fn prepare(&self, seed: u64, begin: Option<SystemTime>) -> Result<Prepared, Error> {
+        let plan = self.plan;
+        match &plan.part {
+            Some(p) if p.part.index > 0 => self.say(format!(
+                "part {}: waiting for part 0 to set up {}.{}",
+                p.part, plan.target.database, plan.target.collection
+            )),
+            _ => {}
+        }
+        if plan.setup.preload > 0 && plan.part.as_ref().is_none_or(|p| p.part.index == 0) {
+            self.say(format!(
+                "preloading {} documents into {}.{}",
+                plan.setup.preload, plan.target.database, plan.target.collection
+            ));
+        }
+        self.backend
+            .prepare(plan, seed, self.stop, self.opts.force, begin)
+            .await
+    }
+}
+
+/// An output that cannot be written before any load is a usage problem (exit 2), not a failure.
+pub fn before_load(e: Error) -> Error {
+    match e {
+        Error::Output { .. } => Error::Usage(e.to_string()),
+        e => e,
+    }
+}
+
+pub(super) fn epoch_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+pub fn now_rfc3339() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}

@@ -1,0 +1,358 @@
+//! The thread groups: each `[[group]]` checked (name, threads, ramp-up, start delay, stop
+//! condition, warm-up, key distribution) and gathered into stages in the profile's order.
+//!
+//! Owns: `GroupAt`, one group with what locates its errors, and `stages`. Never: the rate steps
+//! a group becomes (`rates`) or the operation it sends (`operations`).
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use crate::error::ProfileError;
+use crate::plan::limits;
+use crate::plan::profile::{expected_for, Group, Loaded};
+use crate::plan::{GroupPlan, Overrides, Stage, StopAt};
+use crate::workload::{DocGen, KeyDist};
+
+pub(super) fn stages(
+    loaded: &Loaded,
+    ov: &Overrides,
+    document: &DocGen,
+) -> Result<Vec<Stage>, ProfileError> {
+    let groups = &loaded.profile.groups;
+    if groups.is_empty() {
+        return Err(ProfileError {
+            file: loaded.origin.clone(),
+            line: loaded.text.lines().count().max(1),
+            column: 1,
+            key: "group".into(),
+            value: None,
+            problem: "the profile has no thread group, so there is nothing to run".into(),
+            expected: "at least one [[group]] table, e.g.\n    [[group]]\n    name = \"insert\"\n    op = \"insert\"\n    threads = 10\n    loops = 100".into(),
+        });
+    }
+    let mut stages: Vec<Stage> = Vec::new();
+    let mut next_index = 0;
+    let mut seen_names = HashSet::new();
+    let mut seen_tags = std::collections::HashMap::new();
+    for (index, g) in groups.iter().enumerate() {
+        let at = GroupAt { loaded, index, g };
+        at.name()?;
+        if !seen_names.insert(g.name.clone()) {
+            return Err(at.err(
+                "name",
+                format!(
+                    "two groups are named `{}`; summary rows would clash",
+                    g.name
+                ),
+            ));
+        }
+        // The interval log's tag of a group is its name with spaces and commas as `_`.
+        let tag = crate::metrics::interval::tag(&g.name, crate::metrics::Series::Latency, false);
+        if let Some(other) = seen_tags.insert(tag.clone(), g.name.clone()) {
+            return Err(at.err(
+                "name",
+                format!(
+                    "`{}` and `{other}` would share the tag `{tag}` in latency.hlog (spaces and commas become `_`)",
+                    g.name
+                ),
+            ));
+        }
+        let built = at.build_steps(ov, document, &mut next_index)?;
+        let stage_name = g.stage.clone().unwrap_or_default();
+        if stage_name.chars().any(char::is_control) {
+            return Err(at.err(
+                "stage",
+                format!(
+                    "`{}` holds a tab, newline or other control character, which would break the TSV files",
+                    stage_name.escape_debug()
+                ),
+            ));
+        }
+        match stages.iter_mut().find(|s| s.name == stage_name) {
+            Some(s) => s.groups.extend(built),
+            None => stages.push(Stage {
+                name: stage_name,
+                groups: built,
+            }),
+        }
+    }
+    Ok(stages)
+}
+
+/// One `[[group]]` of the profile, with what is needed to locate its errors.
+pub(super) struct GroupAt<'a> {
+    pub(super) loaded: &'a Loaded,
+    pub(super) index: usize,
+    pub(super) g: &'a Group,
+}
+
+impl GroupAt<'_> {
+    pub(super) fn path(&self, k: &str) -> String {
+        format!("group[{}].{k}", self.index)
+    }
+
+    pub(super) fn err(&self, k: &str, problem: String) -> ProfileError {
+        self.loaded
+            .error_at(&self.path(k), problem, expected_for(k))
+    }
+
+    /// A name that can label a summary row and a TSV cell.
+    fn name(&self) -> Result<(), ProfileError> {
+        let g = self.g;
+        if g.name.trim().is_empty() {
+            return Err(self.err("name", "a group needs a name for its summary row".into()));
+        }
+        // A name must read back as a group's row label (not TOTAL's, a stage's or a kind's).
+        if !matches!(
+            crate::metrics::Label::parse(&g.name),
+            crate::metrics::Label::Group(_)
+        ) || g.name.starts_with("svc:")
+            || g.name.starts_with("warmup:")
+            || g.name.contains([':', '@'])
+        {
+            return Err(self.err(
+                "name",
+                format!(
+                    "`{}` is reserved: TOTAL rows, the svc: and warmup: series of latency.hlog, a mix's `group:kind` rows and rate steps' `group@RATE/s` use it (no `:` or `@` in a name)",
+                    g.name
+                ),
+            ));
+        }
+        if g.name.chars().any(char::is_control) {
+            return Err(self.err(
+                "name",
+                format!(
+                    "`{}` holds a tab, newline or other control character, which would break the TSV files",
+                    g.name.escape_debug()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    pub(super) fn build(
+        &self,
+        ov: &Overrides,
+        document: &DocGen,
+        step: Option<Duration>,
+    ) -> Result<GroupPlan, ProfileError> {
+        let g = self.g;
+        let threads = limits::check_threads(ov.threads.unwrap_or(g.threads))
+            .map_err(|p| self.err("threads", p))?;
+        let ramp_up = self.duration("ramp_up", &g.ramp_up)?.unwrap_or_default();
+        let start_delay = self
+            .duration("start_delay", &g.start_delay)?
+            .unwrap_or_default();
+        let stop = match step {
+            Some(d) => StopAt::Duration(d),
+            None => self.stop(ov)?,
+        };
+        let warmup = self.warmup(ov, stop)?;
+        let (op, mix) = self.ops(document)?;
+        let keys = match &g.keys {
+            None => KeyDist::Uniform,
+            Some(k) => KeyDist::from_name(k)
+                .ok_or_else(|| self.err("keys", format!("`{k}` is not a key distribution")))?,
+        };
+        let rate = None; // set by `build_steps`
+        Ok(GroupPlan {
+            index: self.index,
+            name: g.name.clone(),
+            op,
+            threads,
+            ramp_up,
+            start_delay,
+            warmup,
+            stop,
+            rate,
+            mix,
+            keys,
+        })
+    }
+
+    /// The group's warm-up: `--warmup`, else its own, else the profile's; it must leave some of
+    /// a timed group to measure.
+    fn warmup(&self, ov: &Overrides, stop: StopAt) -> Result<Duration, ProfileError> {
+        let (key, warmup) = match (ov.warmup, &self.g.warmup, &self.loaded.profile.warmup) {
+            (Some(d), _, _) => (self.path("warmup"), d),
+            (None, Some(s), _) => (
+                self.path("warmup"),
+                limits::parse_duration(s).map_err(|p| self.err("warmup", p))?,
+            ),
+            (None, None, Some(s)) => (
+                "warmup".to_string(),
+                limits::parse_duration(s)
+                    .map_err(|p| self.loaded.error_at("warmup", p, expected_for("warmup")))?,
+            ),
+            (None, None, None) => return Ok(Duration::ZERO),
+        };
+        if let StopAt::Duration(d) = stop {
+            if warmup >= d {
+                return Err(self.loaded.error_at(
+                    &key,
+                    format!(
+                        "a warm-up of {} leaves nothing of group `{}`'s {} to measure",
+                        humantime::format_duration(warmup),
+                        self.g.name,
+                        humantime::format_duration(d)
+                    ),
+                    "a warm-up shorter than the group's duration, e.g. warmup = \"10s\" for duration = \"60s\"",
+                ));
+            }
+        }
+        Ok(warmup)
+    }
+
+    pub(super) fn duration(
+        &self,
+        k: &str,
+        v: &Option<String>,
+    ) -> Result<Option<Duration>, ProfileError> {
+        v.as_deref()
+            .map(|s| limits::parse_duration(s).map_err(|p| self.err(k, p)))
+            .transpose()
+    }
+
+    fn stop(&self, ov: &Overrides) -> Result<StopAt, ProfileError> {
+        let g = self.g;
+        let duration = self.duration("duration", &g.duration)?;
+        Ok(match (ov.loops, ov.duration, g.loops, duration) {
+            (Some(l), _, _, _) => StopAt::Loops(l),
+            (_, Some(d), _, _) => StopAt::Duration(d),
+            (_, _, Some(_), Some(_)) => {
+                return Err(self.err(
+                    "duration",
+                    "both loops and duration are set; a group stops by one of them".into(),
+                ))
+            }
+            (_, _, Some(l), None) => {
+                StopAt::Loops(limits::check_loops(l).map_err(|p| self.err("loops", p))?)
+            }
+            (_, _, None, Some(d)) if d.is_zero() => {
+                return Err(self.err("duration", "a zero duration would run nothing".into()))
+            }
+            (_, _, None, Some(d)) => StopAt::Duration(d),
+            (_, _, None, None) => {
+                return Err(self.loaded.error_at(
+                    &format!("group[{}]", self.index),
+                    format!(
+                        "group `{}` has neither loops nor duration, so it would never stop",
+                        g.name
+                    ),
+                    "loops = N (operations per thread) or duration = \"30s\"",
+                ))
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::build::test_profile::{build, DOC};
+    use crate::plan::RunPlan;
+    use crate::workload::OpSpec;
+
+    #[test]
+    fn a_profile_without_groups_is_refused() {
+        let e = build(DOC).unwrap_err();
+        assert_eq!(e.key, "group");
+        assert!(e.problem.contains("no thread group"));
+    }
+
+    #[test]
+    fn a_group_without_a_stop_condition_is_refused() {
+        let e = build(&format!(
+            "{DOC}[[group]]\nname = \"i\"\nop = \"insert\"\nthreads = 2\n"
+        ))
+        .unwrap_err();
+        assert_eq!((e.key.as_str(), e.line), ("group[0]", 3));
+        assert!(e.problem.contains("neither loops nor duration"));
+    }
+
+    #[test]
+    fn zero_threads_and_bad_durations_are_located() {
+        let e = build(&format!(
+            "{DOC}[[group]]\nname = \"i\"\nop = \"insert\"\nthreads = 0\nloops = 1\n"
+        ))
+        .unwrap_err();
+        assert_eq!(
+            (e.key.as_str(), e.line, e.column),
+            ("group[0].threads", 6, 11)
+        );
+        let e = build(&format!(
+            "{DOC}[[group]]\nname = \"i\"\nop = \"insert\"\nthreads = 1\nduration = \"soon\"\n"
+        ))
+        .unwrap_err();
+        assert_eq!(e.key, "group[0].duration");
+        assert_eq!(e.value.as_deref(), Some("\"soon\""));
+    }
+
+    #[test]
+    fn overrides_replace_every_groups_threads_and_stop() {
+        let text = format!("{DOC}[[group]]\nname = \"i\"\nop = \"insert\"\nthreads = 5\nduration = \"1m\"\n[[group]]\nname = \"f\"\nop = \"find\"\nthreads = 7\nloops = 3\n");
+        let loaded = crate::plan::profile::parse("p.toml", &text, "p").unwrap();
+        let plan = RunPlan::build(
+            &loaded,
+            &Overrides {
+                threads: Some(2),
+                loops: Some(4),
+                ..Overrides::default()
+            },
+        )
+        .unwrap();
+        assert!(plan
+            .groups()
+            .all(|g| g.threads == 2 && g.stop == StopAt::Loops(4)));
+        assert_eq!(plan.planned_operations(), Some(16));
+        assert_eq!(
+            plan.groups().nth(1).unwrap().op,
+            OpSpec::Find {
+                filter: vec![0],
+                limit: 50,
+                count: false
+            }
+        );
+    }
+
+    #[test]
+    fn groups_with_a_stage_run_after_the_earlier_stage() {
+        let text = format!("{DOC}[[group]]\nname = \"i\"\nstage = \"one\"\nop = \"insert\"\nthreads = 1\nloops = 1\n[[group]]\nname = \"f\"\nstage = \"two\"\nop = \"find\"\nthreads = 1\nloops = 1\n");
+        let plan = build(&text).unwrap();
+        assert_eq!(
+            plan.stages
+                .iter()
+                .map(|s| s.name.as_str())
+                .collect::<Vec<_>>(),
+            ["one", "two"]
+        );
+    }
+
+    #[test]
+    fn a_group_name_with_a_control_character_is_refused() {
+        let e = build(&format!(
+            "{DOC}[[group]]\nname = \"in\\tsert\"\nop = \"insert\"\nthreads = 1\nloops = 1\n"
+        ))
+        .unwrap_err();
+        assert_eq!(e.key, "group[0].name");
+        assert!(e.problem.contains("in\\tsert"), "{}", e.problem);
+        assert!(e.problem.contains("control character"), "{}", e.problem);
+    }
+
+    #[test]
+    fn a_warm_up_must_leave_part_of_a_timed_group_and_falls_back_to_the_profiles() {
+        let group = |extra: &str| {
+            format!("{DOC}[[group]]\nname = \"i\"\nop = \"insert\"\nthreads = 1\nduration = \"6s\"\n{extra}")
+        };
+        let e = build(&group("warmup = \"6s\"\n")).unwrap_err();
+        assert_eq!(e.key, "group[0].warmup");
+        assert!(
+            e.problem.contains("leaves nothing of group `i`'s 6s"),
+            "{e}"
+        );
+        let plan = build(&format!("warmup = \"2s\"\n{}", group(""))).unwrap();
+        assert_eq!(plan.groups().next().unwrap().warmup, Duration::from_secs(2));
+        let plan = build(&format!("warmup = \"2s\"\n{}", group("warmup = \"1s\"\n"))).unwrap();
+        assert_eq!(plan.groups().next().unwrap().warmup, Duration::from_secs(1));
+    }
+}

@@ -1,0 +1,314 @@
+//! A group's operations: its `op` or the kinds and weights of its `mix`, each with the settings
+//! that belong to it (filter, limit, count, set, inc, target, many), checked against the
+//! `[document]` the run generates.
+//!
+//! Owns: a group's settings becoming `OpSpec`s. Never: builds a request or calls the driver
+//! (that is `workload` and `ops`).
+
+use super::groups::GroupAt;
+use crate::error::ProfileError;
+use crate::plan::limits;
+use crate::plan::profile::{expected_for, UpdateTarget};
+use crate::plan::{DEFAULT_FIND_LIMIT, DEFAULT_SCAN_LIMIT};
+use crate::workload::op::Change;
+use crate::workload::{DocGen, Gen, OpKind, OpSpec};
+
+impl GroupAt<'_> {
+    /// Field names of `k` (filter, set) as indexes into the document; with `default`, the first
+    /// choice field when none is given.
+    fn fields(
+        &self,
+        document: &DocGen,
+        k: &str,
+        names: &Option<Vec<String>>,
+        default: bool,
+    ) -> Result<Vec<usize>, ProfileError> {
+        let names: Vec<String> = match names {
+            Some(n) if n.is_empty() => {
+                return Err(self.err(k, format!("`{k}` needs at least one field")))
+            }
+            Some(n) => n.clone(),
+            None if default => document
+                .fields
+                .iter()
+                .find(|(_, g)| matches!(g, Gen::Choice(_)))
+                .map(|(n, _)| vec![n.clone()])
+                .ok_or_else(|| {
+                    self.err(
+                        k,
+                        format!("no `{k}` given and the document has no choice field to use"),
+                    )
+                })?,
+            None => return Err(self.err(k, format!("`{k}` is required for this operation"))),
+        };
+        names
+            .iter()
+            .map(|n| {
+                document.field_index(n).ok_or_else(|| {
+                    self.loaded.error_at(
+                        &self.path(k),
+                        format!("`{n}` is not a field of [document]"),
+                        format!(
+                            "names from [document]: {}",
+                            document.field_names().join(", ")
+                        ),
+                    )
+                })
+            })
+            .collect()
+    }
+
+    fn misplaced(&self, k: &str, set: bool, ok_for: &str) -> Result<(), ProfileError> {
+        if set {
+            let what = match (&self.g.op, &self.g.mix) {
+                (Some(op), _) => format!("op = \"{op}\""),
+                _ => "this group's mix".to_string(),
+            };
+            Err(self.err(
+                k,
+                format!("`{k}` has no meaning for {what}; it applies to {ok_for}"),
+            ))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The group's operation, or the kinds of its mix with their weights (the first kind is
+    /// then the group's `op`).
+    pub(super) fn ops(
+        &self,
+        document: &DocGen,
+    ) -> Result<(OpSpec, Vec<(OpSpec, u32)>), ProfileError> {
+        let g = self.g;
+        let kinds: Vec<(OpKind, u32)> = match (g.op, &g.mix) {
+            (Some(op), None) => vec![(op, 1)],
+            (None, Some(mix)) => self.mix(mix)?,
+            (Some(_), Some(_)) => {
+                return Err(self.err(
+                    "mix",
+                    "both op and mix are set; a group has one operation or a mix of them".into(),
+                ))
+            }
+            (None, None) => {
+                return Err(self.loaded.error_at(
+                    &format!("group[{}]", self.index),
+                    format!("group `{}` has neither op nor mix", g.name),
+                    format!(
+                        "op = \"insert\" (one of {}) or mix = {{ get = 95, update = 5 }}",
+                        OpKind::listed()
+                    ),
+                ))
+            }
+        };
+        let has = |ks: &[OpKind]| kinds.iter().any(|(k, _)| ks.contains(k));
+        // Settings that belong to some operation kinds only.
+        for (k, set, ks, ok_for) in [
+            (
+                "limit",
+                g.limit.is_some(),
+                &[OpKind::Find, OpKind::Scan][..],
+                "find and scan",
+            ),
+            ("count", g.count.is_some(), &[OpKind::Find][..], "find"),
+            (
+                "set",
+                g.set.is_some(),
+                &[OpKind::Update, OpKind::Rmw][..],
+                "update and rmw",
+            ),
+            (
+                "inc",
+                g.inc.is_some(),
+                &[OpKind::Update, OpKind::Rmw][..],
+                "update and rmw",
+            ),
+            (
+                "target",
+                g.target.is_some(),
+                &[OpKind::Update][..],
+                "update",
+            ),
+            ("many", g.many.is_some(), &[OpKind::Update][..], "update"),
+            (
+                "filter",
+                g.filter.is_some(),
+                &[OpKind::Find, OpKind::Update, OpKind::Remove][..],
+                "find, update and remove",
+            ),
+        ] {
+            self.misplaced(k, set && !has(ks), ok_for)?;
+        }
+        let specs = kinds
+            .iter()
+            .map(|(k, w)| Ok((self.op(*k, document)?, *w)))
+            .collect::<Result<Vec<_>, ProfileError>>()?;
+        let first = specs[0].0.clone();
+        Ok((first, if g.mix.is_some() { specs } else { Vec::new() }))
+    }
+
+    /// An update's `set` fields (of the document) and `inc` fields (any names): at least one.
+    fn change(&self, document: &DocGen) -> Result<Change, ProfileError> {
+        let g = self.g;
+        let inc = match &g.inc {
+            Some(f) if f.is_empty() => {
+                return Err(self.err("inc", "`inc` needs at least one field".into()))
+            }
+            Some(f) => {
+                let unfit = |n: &String| {
+                    n.is_empty() || n.starts_with('$') || n.contains(['.', '\0']) || n == "_id"
+                };
+                if let Some(bad) = f.iter().find(|n| unfit(n)) {
+                    return Err(self.err(
+                        "inc",
+                        format!(
+                            "`{}` cannot be a counter field (empty, `$`, `.`, NUL or _id)",
+                            bad.escape_debug()
+                        ),
+                    ));
+                }
+                f.clone()
+            }
+            None => Vec::new(),
+        };
+        let set = if g.set.is_none() && !inc.is_empty() {
+            Vec::new()
+        } else {
+            self.fields(document, "set", &g.set, false)?
+        };
+        // A counter must be a number where it exists: a generated field that is not an int or
+        // a float would make every update fail at the server, and so would one both set and
+        // incremented.
+        for name in &inc {
+            let numeric = match document.fields.iter().find(|(n, _)| n == name) {
+                None => true,
+                Some((_, gen)) => matches!(gen, Gen::Int(..) | Gen::Float(..)),
+            };
+            let also_set = set.iter().any(|i| &document.fields[*i].0 == name);
+            if !numeric || also_set {
+                return Err(self.err(
+                    "inc",
+                    format!(
+                        "`{name}` {}",
+                        if also_set {
+                            "is both set and incremented; an update can do one of them"
+                        } else {
+                            "is a [document] field that is not a number (int or float), so $inc would fail"
+                        }
+                    ),
+                ));
+            }
+        }
+        Ok(Change { set, inc })
+    }
+
+    /// `mix = { get = 95, update = 5 }`: kinds and whole-number weights, at least one above 0.
+    fn mix(&self, mix: &toml::Table) -> Result<Vec<(OpKind, u32)>, ProfileError> {
+        let mut kinds = Vec::new();
+        for (name, weight) in mix {
+            let kind = OpKind::try_from(name.clone()).map_err(|p| {
+                self.loaded.error_at(
+                    &format!("{}.{name}", self.path("mix")),
+                    p,
+                    expected_for("mix"),
+                )
+            })?;
+            let w = weight
+                .as_integer()
+                .and_then(|w| u32::try_from(w).ok())
+                .ok_or_else(|| {
+                    self.loaded.error_at(
+                        &format!("{}.{name}", self.path("mix")),
+                        format!("the weight of `{name}` must be a whole number from 0"),
+                        expected_for("mix"),
+                    )
+                })?;
+            kinds.push((kind, w));
+        }
+        if kinds.iter().map(|(_, w)| u64::from(*w)).sum::<u64>() == 0 {
+            return Err(self.err(
+                "mix",
+                "the weights sum to 0, so no operation could be drawn".into(),
+            ));
+        }
+        Ok(kinds)
+    }
+
+    fn op(&self, kind: OpKind, document: &DocGen) -> Result<OpSpec, ProfileError> {
+        let g = self.g;
+        Ok(match kind {
+            OpKind::Insert => {
+                if document.fields.is_empty() {
+                    return Err(self.loaded.error_at(
+                        "document",
+                        "insert needs a [document] to generate",
+                        expected_for("document"),
+                    ));
+                }
+                OpSpec::Insert
+            }
+            OpKind::Find => {
+                let limit = g.limit.unwrap_or(DEFAULT_FIND_LIMIT);
+                if limit < limits::MIN_FIND_LIMIT {
+                    return Err(self.err(
+                        "limit",
+                        "limit = 0 means no limit to MongoDB; give a real bound".into(),
+                    ));
+                }
+                OpSpec::Find {
+                    filter: self.fields(document, "filter", &g.filter, true)?,
+                    limit,
+                    count: g.count.unwrap_or(false),
+                }
+            }
+            OpKind::Update => {
+                let change = self.change(document)?;
+                match g.target.unwrap_or(UpdateTarget::Random) {
+                    UpdateTarget::Random => {
+                        self.misplaced(
+                            "filter",
+                            g.filter.is_some(),
+                            "update with target = \"filter\"",
+                        )?;
+                        self.misplaced(
+                            "many",
+                            g.many.is_some(),
+                            "update with target = \"filter\"",
+                        )?;
+                        OpSpec::UpdateById { change }
+                    }
+                    UpdateTarget::Filter => OpSpec::UpdateByFilter {
+                        filter: self.fields(document, "filter", &g.filter, true)?,
+                        change,
+                        many: g.many.unwrap_or(false),
+                    },
+                }
+            }
+            OpKind::Remove => OpSpec::Remove {
+                filter: self.fields(document, "filter", &g.filter, true)?,
+            },
+            OpKind::Get => OpSpec::Get,
+            OpKind::Rmw => OpSpec::Rmw {
+                change: self.change(document)?,
+            },
+            OpKind::Scan => {
+                let max = g.limit.unwrap_or(DEFAULT_SCAN_LIMIT);
+                if max < limits::MIN_FIND_LIMIT {
+                    return Err(self.err("limit", "a scan of 0 documents reads nothing".into()));
+                }
+                OpSpec::Scan { max }
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::plan::build::test_profile::{build, DOC};
+
+    #[test]
+    fn a_filter_on_an_unknown_field_lists_the_document_fields() {
+        let e = build(&format!("{DOC}[[group]]\nname = \"f\"\nop = \"find\"\nthreads = 1\nloops = 1\nfilter = [\"town\"]\n")).unwrap_err();
+        assert_eq!(e.key, "group[0].filter");
+        assert!(e.expected.contains("city"));
+    }
+}

@@ -1,0 +1,250 @@
+//! Rate steps and ramps: a group's `rate` (none, one, a list of steps or a ramp cut in steps)
+//! and the group plans it becomes, one per step (`name@RATE/s`), each starting when the one
+//! before ends; `--rate` replaces the steps with one rate.
+//!
+//! Owns: the rates a group runs at and the row label of a step. Never: paces an operation
+//! (that is `executor::pacer`).
+
+use std::time::Duration;
+
+use super::groups::GroupAt;
+use crate::error::ProfileError;
+use crate::plan::limits;
+use crate::plan::{GroupPlan, Overrides};
+use crate::workload::DocGen;
+
+use crate::plan::limits::{MAX_STEPS, RAMP_STEPS};
+
+/// What a group's `rate` says.
+enum Rates {
+    /// Closed loop.
+    None,
+    One(f64),
+    /// Increasing rates, each run for the duration.
+    Steps(Vec<f64>, Duration),
+}
+
+/// The row label of one rate step: `run@500/s`, `run@2.5/s`.
+pub fn step_name(group: &str, rate: f64) -> String {
+    crate::metrics::Label::step_name(group, rate)
+}
+
+impl GroupAt<'_> {
+    /// The group as planned: one group, or one per rate step (`name@RATE/s`), each starting
+    /// when the one before ends, in the same stage.
+    pub(super) fn build_steps(
+        &self,
+        ov: &Overrides,
+        document: &DocGen,
+        next_index: &mut usize,
+    ) -> Result<Vec<GroupPlan>, ProfileError> {
+        let rates = match (self.rates()?, ov.rate) {
+            // --rate replaces the steps: one rate for as long as the steps would have run.
+            (Rates::Steps(steps, length), Some(r)) => {
+                let mut one = self.build(ov, document, Some(length * steps.len() as u32))?;
+                one.rate = Some(r);
+                one.index = *next_index;
+                *next_index += 1;
+                return Ok(vec![one]);
+            }
+            (_, Some(r)) => Rates::One(r),
+            (rates, None) => rates,
+        };
+        let Rates::Steps(steps, length) = rates else {
+            let mut one = self.build(ov, document, None)?;
+            one.rate = match rates {
+                Rates::One(r) => Some(r),
+                _ => None,
+            };
+            one.index = *next_index;
+            *next_index += 1;
+            return Ok(vec![one]);
+        };
+        if self.g.loops.is_some() || ov.loops.is_some() {
+            return Err(self.err(
+                "loops",
+                "rate steps are timed, each `step` long; loops cannot count them".into(),
+            ));
+        }
+        if self.g.duration.is_some() {
+            return Err(self.err(
+                "duration",
+                "the rate steps set the group's length (steps x step); remove duration".into(),
+            ));
+        }
+        let length = ov.duration.unwrap_or(length);
+        let mut out = Vec::new();
+        for (i, rate) in steps.iter().enumerate() {
+            let mut g = self.build(ov, document, Some(length))?;
+            g.name = step_name(&self.g.name, *rate);
+            g.rate = Some(*rate);
+            g.start_delay += length * i as u32;
+            g.index = *next_index;
+            *next_index += 1;
+            out.push(g);
+        }
+        Ok(out)
+    }
+
+    /// A rate step long enough to measure.
+    fn measurable_step(&self, step: Duration) -> Result<(), ProfileError> {
+        if step < limits::MIN_INTERVAL {
+            return Err(self.err(
+                "step",
+                format!(
+                    "steps shorter than {} are too short to measure",
+                    humantime::format_duration(limits::MIN_INTERVAL)
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// `rate`: none (closed loop), one, or steps with their length (a list, or a ramp cut in
+    /// steps); `--rate` replaces them with one.
+    fn rates(&self) -> Result<Rates, ProfileError> {
+        let g = self.g;
+        let check = |r: f64, k: &str| limits::check_rate(r).map_err(|p| self.err(k, p));
+        let number = |v: &toml::Value| v.as_float().or_else(|| v.as_integer().map(|i| i as f64));
+        let step = self.duration("step", &g.step)?;
+        let Some(value) = &g.rate else {
+            return match step {
+                Some(_) => Err(self.err("step", "`step` needs a list of rates or a ramp".into())),
+                None => Ok(Rates::None),
+            };
+        };
+        if let Some(r) = number(value) {
+            if step.is_some() {
+                return Err(self.err(
+                    "step",
+                    "`step` needs a list of rates or a ramp, not one rate".into(),
+                ));
+            }
+            return Ok(Rates::One(check(r, "rate")?));
+        }
+        if let Some(list) = value.as_array() {
+            let mut rates = Vec::new();
+            for v in list {
+                let r = number(v)
+                    .ok_or_else(|| self.err("rate", "a rate step must be a number".into()))?;
+                rates.push(check(r, "rate")?);
+            }
+            if rates.is_empty() {
+                return Err(self.err("rate", "an empty list of rate steps runs nothing".into()));
+            }
+            if rates.windows(2).any(|w| w[1] <= w[0]) {
+                return Err(self.err(
+                    "rate",
+                    "rate steps must increase, each above the one before".into(),
+                ));
+            }
+            let step = step.ok_or_else(|| {
+                self.err(
+                    "rate",
+                    "a list of rates needs `step`, the length of each, e.g. step = \"30s\"".into(),
+                )
+            })?;
+            self.measurable_step(step)?;
+            if rates.len() > MAX_STEPS {
+                return Err(self.err(
+                    "rate",
+                    format!(
+                        "{} steps are more than the {MAX_STEPS} a group may have",
+                        rates.len()
+                    ),
+                ));
+            }
+            return Ok(Rates::Steps(rates, step));
+        }
+        if let Some(t) = value.as_table() {
+            if let Some(k) = t
+                .keys()
+                .find(|k| !["from", "to", "over"].contains(&k.as_str()))
+            {
+                return Err(self.err(
+                    "rate",
+                    format!("`{k}` is not part of a ramp (from, to, over)"),
+                ));
+            }
+            let (from, to) = (t.get("from").and_then(number), t.get("to").and_then(number));
+            let over = t
+                .get("over")
+                .and_then(|v| v.as_str())
+                .map(limits::parse_duration);
+            let (Some(from), Some(to), Some(Ok(over))) = (from, to, over) else {
+                return Err(self.err(
+                    "rate",
+                    "a ramp needs from, to (operations per second) and over (a duration)".into(),
+                ));
+            };
+            let (from, to) = (check(from, "rate")?, check(to, "rate")?);
+            if to <= from || over.is_zero() {
+                return Err(self.err(
+                    "rate",
+                    "a ramp must rise (to above from) over a time above 0".into(),
+                ));
+            }
+            let step = step.unwrap_or(over / RAMP_STEPS);
+            self.measurable_step(step)?;
+            let n = ((over.as_secs_f64() / step.as_secs_f64()).round() as usize).max(2);
+            if n > MAX_STEPS {
+                return Err(self.err(
+                    "step",
+                    format!("{n} steps are more than the {MAX_STEPS} a group may have; take a longer step"),
+                ));
+            }
+            let rates = (0..n)
+                .map(|i| from + (to - from) * i as f64 / (n - 1) as f64)
+                .collect();
+            return Ok(Rates::Steps(rates, over / n as u32));
+        }
+        Err(self.err("rate", "not a rate".into()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::build::test_profile::{build, DOC};
+    use crate::plan::StopAt;
+
+    #[test]
+    fn rate_steps_and_ramps_become_one_group_per_step() {
+        let plan = build(&format!("{DOC}[[group]]\nname = \"g\"\nop = \"insert\"\nthreads = 4\nstart_delay = \"1s\"\nrate = [100, 250.5]\nstep = \"2s\"\n")).unwrap();
+        let g: Vec<_> = plan.groups().collect();
+        assert_eq!(g.len(), 2);
+        assert_eq!(
+            (g[0].name.as_str(), g[1].name.as_str()),
+            ("g@100/s", "g@250.5/s")
+        );
+        assert_eq!((g[0].rate, g[1].rate), (Some(100.0), Some(250.5)));
+        assert_eq!(g[1].start_delay, Duration::from_secs(3));
+        assert_eq!(g[1].stop, StopAt::Duration(Duration::from_secs(2)));
+        assert_eq!((g[0].index, g[1].index), (0, 1));
+        let plan = build(&format!("{DOC}[[group]]\nname = \"r\"\nop = \"insert\"\nthreads = 4\nrate = {{ from = 100, to = 1000, over = \"10s\" }}\n")).unwrap();
+        let rates: Vec<f64> = plan.groups().map(|g| g.rate.unwrap()).collect();
+        assert_eq!(
+            rates,
+            vec![100.0, 200.0, 300.0, 400.0, 500.0, 600.0, 700.0, 800.0, 900.0, 1000.0]
+        );
+        for (bad, says) in [
+            ("rate = [200, 100]\nstep = \"1s\"", "must increase"),
+            ("rate = [100, 200]", "needs `step`"),
+            (
+                "rate = [100, 200]\nstep = \"1s\"\nduration = \"5s\"",
+                "remove duration",
+            ),
+            ("rate = { from = 100 }", "a ramp needs from, to"),
+            (
+                "rate = 100\nstep = \"1s\"\nduration = \"5s\"",
+                "not one rate",
+            ),
+        ] {
+            let e = build(&format!(
+                "{DOC}[[group]]\nname = \"g\"\nop = \"insert\"\nthreads = 1\n{bad}\n"
+            ))
+            .unwrap_err();
+            assert!(e.problem.contains(says), "{bad}: {e}");
+        }
+    }
+}

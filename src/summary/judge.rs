@@ -1,0 +1,219 @@
+//! The one judge of a result: a threshold's verdict on the metrics of the row it names, for a
+//! run, an interval (an aborting threshold), a merge and a capacity step alike, recorded as data
+//! (`ThresholdResult`); and the exit code every command and the report give a result.
+//!
+//! Owns: which metrics a threshold looks at, whether it holds, what a threshold result records,
+//! and the exit policy. Never: parses threshold text (the plan did), or prints.
+
+use std::borrow::Cow;
+
+use super::ThresholdResult;
+use crate::error::exit;
+use crate::metrics::{GroupMetrics, Label};
+use crate::plan::thresholds::ThresholdPlan;
+
+/// The metrics a threshold names from the groups' metrics by plan index: its group's, one kind
+/// of a mixed group's, or all groups' added up for TOTAL.
+pub fn select<'a>(rule: &ThresholdPlan, groups: &'a [GroupMetrics]) -> Cow<'a, GroupMetrics> {
+    let m = match rule.group {
+        Some(g) => groups
+            .get(g)
+            .map_or_else(|| Cow::Owned(GroupMetrics::default()), Cow::Borrowed),
+        None => {
+            let mut all = GroupMetrics::default();
+            groups.iter().for_each(|m| all.merge(m));
+            Cow::Owned(all)
+        }
+    };
+    match rule.kind {
+        None => m,
+        Some(kind) => match m {
+            Cow::Borrowed(g) => g
+                .kinds
+                .get(&kind)
+                .map_or_else(|| Cow::Owned(GroupMetrics::default()), Cow::Borrowed),
+            Cow::Owned(g) => Cow::Owned(g.kinds.get(&kind).cloned().unwrap_or_default()),
+        },
+    }
+}
+
+/// How a threshold is judged besides its value.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Judging {
+    /// One part of a run in parts, and the metric grows with the load: the merge judges it,
+    /// here it passes, marked.
+    pub deferred: bool,
+    /// It stopped the run (`abort = true`): it failed, whatever the whole run says.
+    pub aborted: bool,
+}
+
+/// The verdict of an absolute threshold on the metrics of its row.
+pub fn judge(rule: &ThresholdPlan, m: &GroupMetrics, how: Judging) -> ThresholdResult {
+    let value = rule.metric.value(m);
+    ThresholdResult {
+        threshold: rule.text.clone(),
+        label: Some(rule.label.clone()),
+        metric: Some(rule.metric),
+        cmp: Some(rule.cmp),
+        relative: false,
+        value,
+        limit: rule.limit,
+        unit: rule.metric.unit().to_string(),
+        pass: how.deferred || (holds(rule, value) && !how.aborted),
+        aborted: how.aborted,
+        deferred: how.deferred,
+    }
+}
+
+/// Does `value` keep within the rule's limit? (An aborting threshold asks this per interval.)
+pub fn holds(rule: &ThresholdPlan, value: f64) -> bool {
+    rule.cmp.holds(value, rule.limit)
+}
+
+/// The verdict of a relative threshold (`find.p99 <= +10%`): `compare`'s gate against the
+/// baseline, its change in percent and whether it passed.
+pub fn judge_relative(
+    rule: &ThresholdPlan,
+    change_pct: Option<f64>,
+    pass: bool,
+) -> ThresholdResult {
+    ThresholdResult {
+        threshold: rule.text.clone(),
+        label: Some(rule.label.clone()),
+        metric: Some(rule.metric),
+        cmp: Some(rule.cmp),
+        relative: true,
+        value: change_pct.unwrap_or(0.0),
+        limit: rule.limit,
+        unit: "% change".into(),
+        pass,
+        aborted: false,
+        deferred: false,
+    }
+}
+
+impl ThresholdResult {
+    /// The threshold again, from what this result recorded (a merge judges it on the merged
+    /// rows); None for a relative one (it needs its baseline) or one recorded before the
+    /// thresholds were data.
+    pub fn rule(&self, groups: &[String]) -> Option<ThresholdPlan> {
+        let (label, metric, cmp) = (self.label.clone()?, self.metric?, self.cmp?);
+        if self.relative {
+            return None;
+        }
+        let group = match label.group_name() {
+            Some(g) => Some(groups.iter().position(|x| x == g)?),
+            None => None,
+        };
+        let kind = match &label {
+            Label::Kind { kind, .. } => Some(*kind),
+            _ => None,
+        };
+        Some(ThresholdPlan {
+            text: self.threshold.clone(),
+            label,
+            group,
+            kind,
+            metric,
+            cmp,
+            limit: self.limit,
+            abort: false,
+            after: std::time::Duration::ZERO,
+            relative: None,
+        })
+    }
+}
+
+/// What a result's exit code is made of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Outcome {
+    /// Stopped by the user (Ctrl-C, SIGTERM): what completed is shown.
+    pub interrupted: bool,
+    /// A threshold, a gate or an SLO search's limit failed.
+    pub threshold_failed: bool,
+    /// Some operations failed, the run stopped on its error rate, an output was not written
+    /// whole, or a part of the tool failed.
+    pub failed: bool,
+}
+
+impl Outcome {
+    /// SPEC's exit codes: 130 interrupted, 4 a threshold failed (before 1), 1 failed, 0 done.
+    pub fn exit_code(self) -> i32 {
+        if self.interrupted {
+            exit::INTERRUPTED
+        } else if self.threshold_failed {
+            exit::THRESHOLD
+        } else if self.failed {
+            exit::ERRORS
+        } else {
+            exit::OK
+        }
+    }
+
+    /// The exit code with what it means, as the report's header says it.
+    pub fn words(self) -> String {
+        let code = self.exit_code();
+        let what = match code {
+            exit::INTERRUPTED => "interrupted: what completed is shown",
+            exit::THRESHOLD => "a threshold failed",
+            exit::ERRORS => "some operations failed, or a part of the tool did",
+            _ => "done",
+        };
+        format!("{code} ({what})")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::Sample;
+
+    #[test]
+    fn the_exit_code_follows_spec_precedence() {
+        let o = |interrupted, threshold_failed, failed| Outcome {
+            interrupted,
+            threshold_failed,
+            failed,
+        };
+        assert_eq!(o(false, false, false).exit_code(), 0);
+        assert_eq!(o(false, false, true).exit_code(), 1);
+        assert_eq!(o(false, true, true).exit_code(), 4);
+        assert_eq!(o(true, true, true).exit_code(), 130);
+        assert_eq!(o(false, true, false).words(), "4 (a threshold failed)");
+    }
+
+    #[test]
+    fn a_recorded_threshold_is_judged_again_the_same() {
+        let groups = vec!["find".to_string(), "mix".to_string()];
+        let mut m = GroupMetrics::default();
+        for i in 1..=100u64 {
+            m.record(&Sample::at(i * 1000, i * 1000));
+        }
+        for expr in ["find.p99<50ms", "TOTAL.samples>10", "find.median>=40ms"] {
+            let rule = ThresholdPlan::parse_cli(expr, &groups).unwrap();
+            let first = judge(&rule, &m, Judging::default());
+            let again = first.rule(&groups).expect("recorded as data");
+            assert_eq!(again.label, rule.label);
+            assert_eq!(judge(&again, &m, Judging::default()), first, "{expr}");
+        }
+        let rule = ThresholdPlan::parse_cli("find.p99<50ms", &groups).unwrap();
+        let aborted = judge(
+            &rule,
+            &m,
+            Judging {
+                aborted: true,
+                ..Judging::default()
+            },
+        );
+        assert!(!aborted.pass && aborted.aborted);
+        let deferred = judge(
+            &ThresholdPlan::parse_cli("TOTAL.samples>1000", &groups).unwrap(),
+            &m,
+            Judging {
+                deferred: true,
+                ..Judging::default()
+            },
+        );
+        assert!(deferred.pass && deferred.deferred);
+    }
+}
