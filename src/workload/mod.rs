@@ -10,9 +10,11 @@ pub mod document;
 pub mod keys;
 pub mod op;
 pub mod request;
+pub mod template;
 
 pub use distribution::{Chooser, KeyDist};
 pub use document::{DocGen, Gen, GenError};
 pub use keys::KeySpace;
 pub use op::{OpKind, OpSpec};
 pub use request::{from_id, Request};
+pub use template::Template;
