@@ -36,16 +36,16 @@ async fn main() -> anyhow::Result<()> {
     let client = Client::with_options(opts)?;
     let backend = MongoBackend {
         measure: false,
-        ..MongoBackend::new(&client, &plan.target)
+        ..MongoBackend::new(&client, &plan)
     };
     let keys = backend
         .prepare(&plan, 1, &CancellationToken::new(), true, None)
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?
         .keys;
-    let keys = Arc::new(keys);
+    let keys = Arc::new(keys.into_iter().next().unwrap_or_default());
     let group = Arc::new(plan.groups().next().expect("a group").clone());
-    let gen = Arc::clone(&plan.document);
+    let gen = Arc::clone(plan.document());
 
     let start = Instant::now();
     let deadline = start + duration;
@@ -69,7 +69,7 @@ async fn main() -> anyhow::Result<()> {
             while Instant::now() < deadline {
                 let spec = group.draw(&mut rng);
                 backend
-                    .execute(Request::build(spec, &gen, &keys, &mut pick, &mut rng))
+                    .execute(0, Request::build(spec, &gen, &keys, &mut pick, &mut rng))
                     .await;
                 done += 1;
             }

@@ -17,6 +17,7 @@ use mongo_stress::ops::{Backend, Outcome, Prepared};
 use mongo_stress::plan::{profile, Overrides, RunPlan};
 use mongo_stress::report;
 use mongo_stress::summary::{ServerInfo, ServerKind, Summary, WarningCode};
+use mongo_stress::workload::op::OpName;
 use mongo_stress::workload::{KeySpace, OpKind, Request};
 use tokio_util::sync::CancellationToken;
 
@@ -53,8 +54,10 @@ impl Scripted {
 }
 
 impl Backend for Scripted {
-    async fn execute(&self, req: Request) -> Outcome {
-        let kind = req.kind();
+    async fn execute(&self, _on: usize, req: Request) -> Outcome {
+        let OpName::Kind(kind) = req.kind() else {
+            unreachable!("the scripted profiles use built-in operations only")
+        };
         let act = self.acts[&kind];
         let n = self.seen[&kind].fetch_add(1, Ordering::Relaxed) + 1;
         if act.panic_at == Some(n) {
@@ -73,6 +76,7 @@ impl Backend for Scripted {
                     message: format!("scripted timeout on {kind} number {n}"),
                 })
             }),
+            ..Outcome::default()
         }
     }
 
@@ -85,11 +89,11 @@ impl Backend for Scripted {
         begin: Option<std::time::SystemTime>,
     ) -> Result<Prepared, Error> {
         Ok(Prepared {
-            keys: KeySpace::starting_at(plan.setup.preload as i64),
+            keys: vec![KeySpace::starting_at(plan.setup().preload as i64)],
             begin,
             // As if the preload took a quarter of a second.
-            load: (plan.setup.preload > 0)
-                .then(|| (plan.setup.preload, Duration::from_millis(250))),
+            load: (plan.setup().preload > 0)
+                .then(|| (plan.setup().preload, Duration::from_millis(250))),
         })
     }
 }

@@ -228,11 +228,14 @@ fn step_plan(
         }
     }
     if !first {
-        plan.setup = SetupPlan {
-            drop: false,
-            preload: 0,
-            indexes: Vec::new(),
-        };
+        // Later steps keep what the first set up: no drop, no indexes again, no preload.
+        for c in &mut plan.collections {
+            c.setup = SetupPlan {
+                drop: false,
+                preload: 0,
+                indexes: Vec::new(),
+            };
+        }
     }
     plan
 }
@@ -256,7 +259,7 @@ async fn run_step(
     };
     let session = Session {
         plan,
-        backend: MongoBackend::new(&server.connected.client, &plan.target),
+        backend: MongoBackend::new(&server.connected.client, &plan),
         opts,
         out_dir: dir,
         stop,

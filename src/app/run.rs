@@ -77,7 +77,7 @@ pub async fn run(command: RunCommand, stop: CancellationToken) -> Result<i32, Er
     };
     let session = Session {
         plan: &plan,
-        backend: MongoBackend::new(&server.connected.client, &plan.target),
+        backend: MongoBackend::new(&server.connected.client, &plan),
         opts: &opts,
         out_dir: &out_dir,
         stop: &stop,

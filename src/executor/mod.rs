@@ -37,8 +37,9 @@ pub const STOP_GRACE: Duration = Duration::from_secs(3);
 /// What every virtual user shares.
 pub struct Context<B> {
     pub backend: B,
-    pub gen: Arc<DocGen>,
-    pub keys: Arc<KeySpace>,
+    /// By `RunPlan::collections` index: each collection's document template and key space.
+    pub gens: Vec<Arc<DocGen>>,
+    pub keys: Vec<Arc<KeySpace>>,
     pub samples: mpsc::Sender<Sample>,
     pub stop: CancellationToken,
     /// Running virtual users per group, by `GroupPlan::index`.

@@ -85,6 +85,9 @@ mod tests {
             rate: Some(rate),
             mix: Vec::new(),
             keys: Default::default(),
+            collection: 0,
+            handle: 0,
+            concerns: Default::default(),
         }
     }
 

@@ -14,15 +14,22 @@ use crate::metrics::sample::GroupId;
 use crate::metrics::Sample;
 use crate::ops::{Backend, Outcome};
 use crate::plan::{GroupPlan, StopAt};
-use crate::workload::{Chooser, KeySpace, Request};
+use crate::metrics::group::DocCounts;
+use crate::workload::lookup::{now_ms, GroupLookup};
+use crate::workload::request::CollectionDocs;
+use crate::workload::template::{Cx, UserState};
+use crate::workload::{Chooser, DocGen, KeySpace, OpSpec, Request};
 
-/// Acknowledges an insert's `_id` when dropped.
-struct Ack<'a>(&'a KeySpace, Option<i64>);
+/// Acknowledges an insert's `_id`s when dropped.
+struct Ack<'a>(&'a KeySpace, Option<i64>, Vec<i64>);
 
 impl Drop for Ack<'_> {
     fn drop(&mut self) {
         if let Some(id) = self.1 {
             self.0.acknowledge(id);
+        }
+        for id in &self.2 {
+            self.0.acknowledge(*id);
         }
     }
 }
@@ -70,6 +77,10 @@ pub(super) async fn virtual_user<B: Backend>(
     let group_id = GroupId::try_from(group.index).expect("fewer than 2^32 group plans");
     let mixed = !group.mix.is_empty();
     let mut pick = Chooser::new(group.keys, Arc::clone(&ctx.key_state[group.index]));
+    let keys: &KeySpace = &ctx.keys[group.collection];
+    let gen: &DocGen = &ctx.gens[group.collection];
+    // The user's own generator state (its `^Inc` counters).
+    let mut state = UserState::default();
     for _ in 0..loops {
         if ctx.stop.is_cancelled() {
             break;
@@ -99,12 +110,33 @@ pub(super) async fn virtual_user<B: Backend>(
         };
         let spec = group.draw(&mut rng);
         let op = spec.kind();
-        let req = Request::build(spec, &ctx.gen, &ctx.keys, &mut pick, &mut rng);
+        let req = match spec {
+            OpSpec::Template(t) => {
+                let mut lookup = GroupLookup {
+                    keys,
+                    pick: &mut pick,
+                    document: gen,
+                };
+                let mut cx = Cx {
+                    rng: &mut rng,
+                    lookup: &mut lookup,
+                    now_ms: now_ms(),
+                    user: n,
+                    state: &mut state,
+                };
+                Request::Template(t.build(&mut cx, &mut CollectionDocs { keys, document: gen }))
+            }
+            _ => Request::build(spec, gen, keys, &mut pick, &mut rng),
+        };
         // Acknowledged however the insert ends, even by a panic: a later `_id` is drawn only
         // once every insert before it has ended.
-        let _ack = Ack(&ctx.keys, req.inserted_id());
+        let issued = match &req {
+            Request::Template(t) => t.issued.clone(),
+            _ => Vec::new(),
+        };
+        let _ack = Ack(keys, req.inserted_id(), issued);
         let started = Instant::now();
-        let out = match tokio::time::timeout(ctx.op_timeout, ctx.backend.execute(req)).await {
+        let out = match tokio::time::timeout(ctx.op_timeout, ctx.backend.execute(group.handle, req)).await {
             Ok(out) => out,
             Err(_) => Outcome::timed_out(ctx.op_timeout),
         };
@@ -124,6 +156,12 @@ pub(super) async fn virtual_user<B: Backend>(
             received: out.received,
             matched: out.matched,
             modified: out.modified,
+            docs: DocCounts {
+                returned: out.returned,
+                inserted: out.inserted,
+                upserted: out.upserted,
+                deleted: out.deleted,
+            },
             error: out.error,
         };
         if ctx.samples.send(sample).await.is_err() {
@@ -152,7 +190,7 @@ mod tests {
     struct Idle;
 
     impl Backend for Idle {
-        async fn execute(&self, _req: Request) -> Outcome {
+        async fn execute(&self, _on: usize, _req: Request) -> Outcome {
             Outcome::default()
         }
 
@@ -180,8 +218,8 @@ mod tests {
         let (tx, mut rx) = tokio::sync::mpsc::channel(1);
         let ctx = Arc::new(Context {
             backend: Idle,
-            gen: Arc::clone(&plan.document),
-            keys: Arc::new(KeySpace::starting_at(0)),
+            gens: vec![Arc::clone(plan.document())],
+            keys: vec![Arc::new(KeySpace::starting_at(0))],
             samples: tx,
             stop: CancellationToken::new(),
             active: Arc::new((0..=index).map(|_| AtomicU32::new(0)).collect()),

@@ -91,7 +91,7 @@ pub fn belong_together(parts: &mut [PartDir], allow_missing: bool) -> Result<(),
                     (
                         g.name.clone(),
                         g.stage.clone(),
-                        g.op,
+                        g.op.clone(),
                         g.loops,
                         g.duration_secs,
                     )

@@ -3,10 +3,12 @@
 
 use std::collections::BTreeMap;
 
+use serde::{Deserialize, Serialize};
+
 use super::label::Label;
 use super::row::Row;
 use super::sample::{ErrorClass, Sample};
-use crate::workload::OpKind;
+use crate::workload::op::OpName;
 use hdrhistogram::serialization::Serializer;
 use hdrhistogram::Histogram;
 
@@ -109,6 +111,9 @@ pub struct GroupMetrics {
     pub received_bytes: u64,
     pub matched: u64,
     pub modified: u64,
+    /// Documents the operations returned (cursors read to the end), inserted, upserted and
+    /// deleted.
+    pub docs: DocCounts,
     /// Operations whose user was still busy with the previous one when they were due.
     pub late: u64,
     /// Largest delay of an actual start behind its intended start.
@@ -119,10 +124,34 @@ pub struct GroupMetrics {
     /// Distinct error messages with their counts (bounded, see `MAX_MESSAGES`).
     pub messages: BTreeMap<String, u64>,
     /// A group that mixes operations: the same per operation kind.
-    pub kinds: BTreeMap<OpKind, GroupMetrics>,
+    pub kinds: BTreeMap<OpName, GroupMetrics>,
 }
 
 const MAX_MESSAGES: usize = 50;
+
+/// Documents operations moved: returned (read to the end of their cursors), inserted,
+/// upserted, deleted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DocCounts {
+    pub returned: u64,
+    pub inserted: u64,
+    pub upserted: u64,
+    pub deleted: u64,
+}
+
+impl DocCounts {
+    pub fn add(&mut self, o: &DocCounts) {
+        self.returned += o.returned;
+        self.inserted += o.inserted;
+        self.upserted += o.upserted;
+        self.deleted += o.deleted;
+    }
+
+    /// Every document read or written.
+    pub fn moved(&self) -> u64 {
+        self.returned + self.inserted + self.upserted + self.deleted
+    }
+}
 
 impl Default for GroupMetrics {
     fn default() -> Self {
@@ -137,6 +166,7 @@ impl Default for GroupMetrics {
             received_bytes: 0,
             matched: 0,
             modified: 0,
+            docs: DocCounts::default(),
             late: 0,
             max_behind_us: 0,
             missed: 0,
@@ -149,9 +179,9 @@ impl Default for GroupMetrics {
 
 /// The kind a summary row's label names when it is one of group `group`'s kind rows
 /// (`group:kind`, as the recorder labels a mix's kinds); None for any other row.
-pub fn kind_row_of(label: &Label, group: &str) -> Option<OpKind> {
+pub fn kind_row_of(label: &Label, group: &str) -> Option<OpName> {
     match label {
-        Label::Kind { group: g, kind } if g == group => Some(*kind),
+        Label::Kind { group: g, kind } if g == group => Some(kind.clone()),
         _ => None,
     }
 }
@@ -159,7 +189,7 @@ pub fn kind_row_of(label: &Label, group: &str) -> Option<OpKind> {
 impl GroupMetrics {
     pub fn record(&mut self, s: &Sample) {
         if s.mixed {
-            self.kinds.entry(s.op).or_default().record_one(s);
+            self.kinds.entry(s.op.clone()).or_default().record_one(s);
         }
         self.record_one(s);
     }
@@ -172,6 +202,7 @@ impl GroupMetrics {
         self.received_bytes += u64::from(s.received);
         self.matched += u64::from(s.matched);
         self.modified += u64::from(s.modified);
+        self.docs.add(&s.docs);
         if let Some(e) = &s.error {
             self.errors += 1;
             *self.errors_by_class.entry(e.class).or_default() += 1;
@@ -199,7 +230,7 @@ impl GroupMetrics {
 
     pub fn merge(&mut self, o: &GroupMetrics) {
         for (k, m) in &o.kinds {
-            self.kinds.entry(*k).or_default().merge(m);
+            self.kinds.entry(k.clone()).or_default().merge(m);
         }
         self.missed += o.missed;
         if o.samples == 0 {
@@ -215,6 +246,7 @@ impl GroupMetrics {
         self.received_bytes += o.received_bytes;
         self.matched += o.matched;
         self.modified += o.modified;
+        self.docs.add(&o.docs);
         self.late += o.late;
         self.max_behind_us = self.max_behind_us.max(o.max_behind_us);
         for (c, n) in &o.errors_by_class {
@@ -299,6 +331,12 @@ impl GroupMetrics {
             received_bytes: r.received_bytes,
             matched: r.matched,
             modified: r.modified,
+            docs: DocCounts {
+                returned: r.returned,
+                inserted: r.inserted,
+                upserted: r.upserted,
+                deleted: r.deleted,
+            },
             late: r.late,
             max_behind_us: us(r.max_behind_ms),
             missed: r.missed,
@@ -356,6 +394,11 @@ impl GroupMetrics {
             errors: self.errors,
             matched: self.matched,
             modified: self.modified,
+            returned: self.docs.returned,
+            inserted: self.docs.inserted,
+            upserted: self.docs.upserted,
+            deleted: self.docs.deleted,
+            docs_per_sec: per_sec(self.docs.moved() as f64),
             service_average_ms: sv.average_ms(),
             service_median_ms: sv.quantile_ms(0.50),
             service_p90_ms: sv.quantile_ms(0.90),
@@ -379,7 +422,7 @@ mod tests {
     #[test]
     fn a_kind_row_belongs_to_its_group_only() {
         let k = |l: &str| kind_row_of(&Label::parse(l), "ab");
-        assert_eq!(k("ab:get"), Some(OpKind::Get));
+        assert_eq!(k("ab:get"), Some(crate::workload::OpKind::Get.into()));
         assert_eq!(k("ab"), None);
         assert_eq!(k("abc:get"), None, "another group's row");
         assert_eq!(k("ab:nope"), None);

@@ -1,5 +1,5 @@
 //! The labels of summary rows, one language in one place: a group's name (`find`; a rate step's
-//! group is `run@500/s`), one kind of a mixed group (`run:get`), a stage's total (`TOTAL load`;
+//! group is `run@500/s`), one kind or named operation of a mixed group (`run:get`, `app:lookup`), a stage's total (`TOTAL load`;
 //! `TOTAL (no stage)` for the unnamed one) and `TOTAL`. Written as text in `summary.tsv`,
 //! `summary.json`, the JTL and thresholds; parsed back here and nowhere else. Group names cannot
 //! hold `:` or `@`, be `TOTAL` or start with `TOTAL ` (the plan refuses them: a name must parse
@@ -9,7 +9,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::workload::OpKind;
+use crate::workload::op::OpName;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(into = "String", from = "String")]
@@ -21,7 +21,7 @@ pub enum Label {
     /// One group plan: a `[[group]]`, or one rate step of it (`run@500/s`).
     Group(String),
     /// One operation kind of a mixed group.
-    Kind { group: String, kind: OpKind },
+    Kind { group: String, kind: OpName },
 }
 
 /// The stage total of a stage without a name.
@@ -32,10 +32,10 @@ impl Label {
         Label::Group(name.to_string())
     }
 
-    pub fn kind(group: &str, kind: OpKind) -> Label {
+    pub fn kind(group: &str, kind: impl Into<OpName>) -> Label {
         Label::Kind {
             group: group.to_string(),
-            kind,
+            kind: kind.into(),
         }
     }
 
@@ -76,7 +76,7 @@ impl Label {
             return Label::Stage(if stage == NO_STAGE { "" } else { stage }.to_string());
         }
         if let Some((group, kind)) = text.rsplit_once(':') {
-            if let Ok(kind) = OpKind::try_from(kind.to_string()) {
+            if !kind.is_empty() && !group.is_empty() {
                 return Label::kind(group, kind);
             }
         }
@@ -122,6 +122,7 @@ impl From<&str> for Label {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workload::OpKind;
 
     #[test]
     fn every_label_reads_back_as_it_was_written() {
@@ -134,6 +135,7 @@ mod tests {
             Label::kind("run", OpKind::Get),
             Label::kind(&Label::step_name("run", 2.5), OpKind::Update),
             Label::group("v1.2 reads"),
+            Label::kind("app", "lookup"),
         ] {
             assert_eq!(Label::parse(&l.to_string()), l, "{l}");
         }
@@ -141,7 +143,8 @@ mod tests {
         assert_eq!(Label::Stage(String::new()).to_string(), "TOTAL (no stage)");
         assert!(Label::parse("run@500/s:get").is_step());
         assert!(!Label::parse("run:get").is_step());
-        assert_eq!(Label::parse("ab:nope"), Label::group("ab:nope"));
+        assert_eq!(Label::parse("ab:lookup"), Label::kind("ab", "lookup"));
+        assert_eq!(Label::parse("ab:get"), Label::kind("ab", OpKind::Get));
         assert_eq!(Label::parse("ab:get").group_name(), Some("ab"));
         assert!(Label::parse("TOTAL load").is_stage_total());
         let json = serde_json::to_string(&Label::kind("ab", OpKind::Get)).unwrap();

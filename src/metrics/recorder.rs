@@ -261,7 +261,7 @@ impl Recorder {
                 }
                 // A group that mixes operations: each kind's series too (`group:get`).
                 for (kind, k) in &m.kinds {
-                    let label = super::Label::kind(name, *kind).to_string();
+                    let label = super::Label::kind(name, kind.clone()).to_string();
                     entry(tag(&label, Series::Latency, false), k.latency.clone());
                     if open {
                         entry(tag(&label, Series::Service, false), k.service.clone());

@@ -27,6 +27,18 @@ pub struct Row {
     pub errors: u64,
     pub matched: u64,
     pub modified: u64,
+    /// Documents returned (cursors read to their end), inserted, upserted and deleted, and all
+    /// of them per second (over the same span as Throughput).
+    #[serde(default)]
+    pub returned: u64,
+    #[serde(default)]
+    pub inserted: u64,
+    #[serde(default)]
+    pub upserted: u64,
+    #[serde(default)]
+    pub deleted: u64,
+    #[serde(default)]
+    pub docs_per_sec: f64,
     /// Service time (from the actual start); equal to the latency columns in closed loop.
     pub service_average_ms: f64,
     pub service_median_ms: f64,

@@ -1,7 +1,7 @@
 //! One measured operation, as a virtual user hands it to the recorder, and as the recorder
 //! hands it on to the sample log.
 
-use crate::workload::OpKind;
+use crate::workload::op::OpName;
 
 /// Broad class of a failed operation; the summary counts failures per class.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
@@ -69,7 +69,7 @@ pub struct Sample {
     /// `GroupPlan::index`.
     pub group: GroupId,
     /// What the operation was (a group with a `mix` draws it per operation).
-    pub op: OpKind,
+    pub op: OpName,
     /// Its group mixes operations: the summary has a row per kind too.
     pub mixed: bool,
     /// Virtual user number within the group, from 1 as in JMeter's thread names.
@@ -92,6 +92,8 @@ pub struct Sample {
     pub matched: bool,
     /// An update modified, or a remove deleted, at least one document.
     pub modified: bool,
+    /// Documents returned, inserted, upserted, deleted (a batch is one sample).
+    pub docs: super::group::DocCounts,
     pub error: Option<Box<OpError>>,
 }
 
@@ -101,7 +103,7 @@ impl Sample {
     pub fn at(start_us: u64, elapsed_us: u64) -> Sample {
         Sample {
             group: GroupId(0),
-            op: OpKind::Insert,
+            op: crate::workload::OpKind::Insert.into(),
             mixed: false,
             thread: 1,
             start_us,
@@ -113,6 +115,7 @@ impl Sample {
             received: 0,
             matched: false,
             modified: false,
+            docs: Default::default(),
             error: None,
         }
     }

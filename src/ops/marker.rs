@@ -137,11 +137,11 @@ impl<'a> Marker<'a> {
                     .ok()
                     .and_then(|ms| UNIX_EPOCH.checked_add(Duration::from_millis(ms.max(0) as u64)));
                 return Ok(Prepared {
-                    keys: KeySpace::partitioned(
+                    keys: vec![KeySpace::partitioned(
                         m.get_i64("next_id").unwrap_or(0),
                         p.part.index,
                         p.part.count,
-                    ),
+                    )],
                     begin,
                     load: None,
                 });

@@ -12,6 +12,7 @@ pub mod connect;
 pub mod marker;
 pub mod mongo;
 pub mod setup;
+pub mod template;
 
 use std::future::Future;
 use std::time::SystemTime;
@@ -29,7 +30,8 @@ pub use setup::Prepared;
 /// `Outcome` with an error.
 pub trait Backend: Send + Sync + 'static {
     /// Sends one request and reports what it sent, received, matched and modified.
-    fn execute(&self, req: Request) -> impl Future<Output = Outcome> + Send;
+    /// `on` is the group's handle (`GroupPlan::handle`: its collection and concerns).
+    fn execute(&self, on: usize, req: Request) -> impl Future<Output = Outcome> + Send;
 
     /// Readies the target for one run (drop, indexes, preload, as the plan says; for a part,
     /// part 0's setup or the wait for it) and returns the key space the run's operations draw
@@ -50,6 +52,11 @@ pub struct Outcome {
     pub received: u32,
     pub matched: bool,
     pub modified: bool,
+    /// Documents the operation read back (cursors to their end), inserted, upserted, deleted.
+    pub returned: u64,
+    pub inserted: u64,
+    pub upserted: u64,
+    pub deleted: u64,
     pub error: Option<Box<crate::metrics::OpError>>,
 }
 

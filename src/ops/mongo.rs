@@ -5,37 +5,83 @@
 use std::time::SystemTime;
 
 use mongodb::bson::{doc, Document, RawDocumentBuf};
+use std::sync::Arc;
+
 use mongodb::options::{
-    Acknowledgment, CollectionOptions, ReadPreference, SelectionCriteria, WriteConcern,
+    Acknowledgment, CollectionOptions, ReadConcern, ReadPreference, ReadPreferenceOptions,
+    SelectionCriteria, TagSet, WriteConcern,
 };
 use mongodb::Collection;
 use tokio_util::sync::CancellationToken;
 
 use super::{Backend, Outcome, Prepared};
 use crate::error::Error;
-use crate::plan::{ReadPref, RunPlan, TargetPlan, WriteConcernPlan};
+use crate::plan::{Concerns, ReadConcernPlan, ReadPref, RunPlan, TargetPlan, WriteConcernPlan};
 use crate::workload::{from_id, Request};
 
 /// The workload's side of a real deployment.
 #[derive(Clone)]
 pub struct MongoBackend {
+    /// The first collection with `[target]`'s concerns (setup's).
     pub coll: Collection<RawDocumentBuf>,
+    /// Each of the plan's handles: a collection with a group's concerns.
+    pub handles: Arc<Vec<Handle>>,
+    /// Each collection of the plan with `[target]`'s concerns, for the setup.
+    pub setup: Arc<Vec<Collection<RawDocumentBuf>>>,
+    pub client: mongodb::Client,
     /// Compute payload sizes (off only for the bare-driver baseline).
     pub measure: bool,
 }
 
+/// A collection with the write and read settings a group sends with.
+pub struct Handle {
+    pub coll: Collection<RawDocumentBuf>,
+    pub write_concern: Option<WriteConcern>,
+}
+
 impl MongoBackend {
-    pub fn new(client: &mongodb::Client, target: &TargetPlan) -> Self {
+    pub fn new(client: &mongodb::Client, plan: &RunPlan) -> Self {
+        let handles = plan
+            .handles
+            .iter()
+            .map(|h| {
+                let (coll, write_concern) = handle(client, &plan.target.database, &plan.collections[h.collection].name, &h.concerns);
+                Handle { coll, write_concern }
+            })
+            .collect();
         MongoBackend {
-            coll: collection(client, target),
+            coll: collection(client, &plan.target),
+            setup: Arc::new(
+                plan.collections
+                    .iter()
+                    .map(|c| collection_named(client, &plan.target, &c.name))
+                    .collect(),
+            ),
+            handles: Arc::new(handles),
+            client: client.clone(),
             measure: true,
         }
     }
 }
 
 impl Backend for MongoBackend {
-    async fn execute(&self, req: Request) -> Outcome {
-        execute(&self.coll, req, self.measure).await
+    async fn execute(&self, on: usize, req: Request) -> Outcome {
+        let h = self.handles.get(on);
+        let coll = h.map_or(&self.coll, |h| &h.coll);
+        if let Request::Template(t) = req {
+            let mut out = Outcome::default();
+            let on = super::template::On {
+                coll,
+                client: &self.client,
+                write_concern: h.and_then(|h| h.write_concern.as_ref()),
+                measure: self.measure,
+            };
+            if let Err(e) = super::template::execute(on, t, &mut out).await {
+                out.error = Some(Box::new(super::classify::classify(&e)));
+            }
+            return out;
+        }
+        execute(coll, req, self.measure).await
     }
 
     async fn prepare(
@@ -46,12 +92,78 @@ impl Backend for MongoBackend {
         force: bool,
         begin: Option<SystemTime>,
     ) -> Result<Prepared, Error> {
-        super::setup::prepare(plan, &self.coll, seed, stop, force, begin).await
+        super::setup::prepare(plan, &self.setup, seed, stop, force, begin).await
     }
+}
+
+/// A collection with a group's concerns, and its write concern (for a client-level bulkWrite).
+pub fn handle(
+    client: &mongodb::Client,
+    database: &str,
+    name: &str,
+    c: &Concerns,
+) -> (Collection<RawDocumentBuf>, Option<WriteConcern>) {
+    let w = c.write.as_ref().map(|w| match w {
+        WriteConcernPlan::Nodes(n) => Acknowledgment::Nodes(*n),
+        WriteConcernPlan::Majority => Acknowledgment::Majority,
+    });
+    let write_concern = (w.is_some() || c.journal.is_some() || c.wtimeout.is_some()).then(|| {
+        WriteConcern::builder()
+            .w(w)
+            .journal(c.journal)
+            .w_timeout(c.wtimeout)
+            .build()
+    });
+    let rp = &c.read_preference;
+    let options = (!rp.tags.is_empty() || rp.max_staleness.is_some()).then(|| {
+        ReadPreferenceOptions::builder()
+            .tag_sets((!rp.tags.is_empty()).then(|| {
+                rp.tags
+                    .iter()
+                    .map(|set| set.iter().cloned().collect::<TagSet>())
+                    .collect()
+            }))
+            .max_staleness(rp.max_staleness)
+            .build()
+    });
+    let read_pref = match rp.mode {
+        ReadPref::Primary => ReadPreference::Primary,
+        ReadPref::PrimaryPreferred => ReadPreference::PrimaryPreferred { options },
+        ReadPref::Secondary => ReadPreference::Secondary { options },
+        ReadPref::SecondaryPreferred => ReadPreference::SecondaryPreferred { options },
+        ReadPref::Nearest => ReadPreference::Nearest { options },
+    };
+    let read_concern = c.read_concern.map(|r| match r {
+        ReadConcernPlan::Local => ReadConcern::local(),
+        ReadConcernPlan::Majority => ReadConcern::majority(),
+        ReadConcernPlan::Available => ReadConcern::available(),
+        ReadConcernPlan::Linearizable => ReadConcern::linearizable(),
+        ReadConcernPlan::Snapshot => ReadConcern::snapshot(),
+    });
+    let opts = CollectionOptions::builder()
+        .write_concern(write_concern.clone())
+        .read_concern(read_concern)
+        .selection_criteria(SelectionCriteria::ReadPreference(read_pref))
+        .build();
+    (
+        client
+            .database(database)
+            .collection_with_options(name, opts),
+        write_concern,
+    )
 }
 
 /// The target collection with the profile's write concern and read preference.
 pub fn collection(client: &mongodb::Client, t: &TargetPlan) -> Collection<RawDocumentBuf> {
+    collection_named(client, t, &t.collection)
+}
+
+/// A collection of the target database with `[target]`'s write concern and read preference.
+pub fn collection_named(
+    client: &mongodb::Client,
+    t: &TargetPlan,
+    name: &str,
+) -> Collection<RawDocumentBuf> {
     let w = t.write_concern.as_ref().map(|w| match w {
         WriteConcernPlan::Nodes(n) => Acknowledgment::Nodes(*n),
         WriteConcernPlan::Majority => Acknowledgment::Majority,
@@ -71,7 +183,7 @@ pub fn collection(client: &mongodb::Client, t: &TargetPlan) -> Collection<RawDoc
         .build();
     client
         .database(&t.database)
-        .collection_with_options(&t.collection, opts)
+        .collection_with_options(name, opts)
 }
 
 fn bson_len(d: &Document) -> u32 {
@@ -91,6 +203,7 @@ async fn read_cursor(
         if measure {
             received += cursor.current().as_bytes().len();
         }
+        out.returned += 1;
         out.matched = true;
     }
     out.received = received.min(u32::MAX as usize) as u32;
@@ -104,6 +217,8 @@ pub async fn execute(coll: &Collection<RawDocumentBuf>, req: Request, measure: b
     let mut out = Outcome::default();
     let result: mongodb::error::Result<()> = async {
         match req {
+            // Sent by `super::template`.
+            Request::Template(_) => {}
             Request::Insert(doc) => {
                 out.sent = if measure {
                     doc.as_bytes().len() as u32
@@ -112,6 +227,7 @@ pub async fn execute(coll: &Collection<RawDocumentBuf>, req: Request, measure: b
                 };
                 coll.insert_one(doc).await?;
                 out.matched = true;
+                out.inserted = 1;
             }
             Request::Find {
                 filter,
@@ -158,6 +274,7 @@ pub async fn execute(coll: &Collection<RawDocumentBuf>, req: Request, measure: b
                         out.received = found.as_bytes().len() as u32;
                     }
                     out.matched = true;
+                    out.returned = 1;
                 }
             }
             Request::Rmw { id, update } => {
@@ -168,6 +285,7 @@ pub async fn execute(coll: &Collection<RawDocumentBuf>, req: Request, measure: b
                     if measure {
                         out.received = found.as_bytes().len() as u32;
                     }
+                    out.returned = 1;
                     out.sent += bson_len(&filter) + bson_len(&update);
                     let r = coll.update_one(filter, update).await?;
                     out.matched = r.matched_count > 0;
@@ -209,7 +327,8 @@ pub async fn execute(coll: &Collection<RawDocumentBuf>, req: Request, measure: b
                         let filter =
                             doc! { "_id": mongodb::bson::Bson::try_from(id).unwrap_or_default() };
                         out.sent += bson_len(&filter);
-                        out.modified = coll.delete_one(filter).await?.deleted_count > 0;
+                        out.deleted = coll.delete_one(filter).await?.deleted_count;
+                        out.modified = out.deleted > 0;
                     }
                 }
             }

@@ -4,13 +4,16 @@
 use std::time::SystemTime;
 
 use mongodb::bson::{doc, Bson, Document, RawDocumentBuf};
+use mongodb::options::IndexOptions;
 use mongodb::{Collection, IndexModel};
 use rand::SeedableRng;
 use tokio_util::sync::CancellationToken;
 
 use super::marker::{self, Marker};
 use crate::error::Error;
-use crate::plan::RunPlan;
+use crate::plan::{CollectionPlan, RunPlan};
+use crate::workload::lookup::NoLookup;
+use crate::workload::template::{Cx, UserState};
 use crate::workload::KeySpace;
 
 /// Documents per `insertMany` of the preload.
@@ -22,23 +25,34 @@ pub const PRELOAD_BATCH: u64 = 1000;
 /// for that marker instead (`marker`).
 pub async fn prepare(
     plan: &RunPlan,
-    coll: &Collection<RawDocumentBuf>,
+    colls: &[Collection<RawDocumentBuf>],
     seed: u64,
     stop: &CancellationToken,
     force: bool,
     begin: Option<SystemTime>,
 ) -> Result<Prepared, Error> {
     let Some(p) = &plan.part else {
-        let (keys, load) = set_up(plan, coll, seed, stop, force).await?;
+        let (keys, load) = set_up(plan, colls, seed, stop, force).await?;
         return Ok(Prepared { keys, begin, load });
     };
-    let marker = Marker::new(plan, coll, seed, p);
+    let marker = Marker::new(plan, &colls[0], seed, p);
     if p.part.index > 0 {
-        return marker.wait(stop).await;
+        let mut prepared = marker.wait(stop).await?;
+        // The other collections continue where part 0's setup left them (read before any part
+        // inserts: every part starts at the common begin, after this).
+        for coll in &colls[1..] {
+            let next = next_id(coll)
+                .await
+                .map_err(|e| Error::Server(format!("reading the last _id of {}: {}", coll.namespace(), crate::redact::redact(&e.to_string()))))?;
+            prepared
+                .keys
+                .push(KeySpace::partitioned(next, p.part.index, p.part.count));
+        }
+        return Ok(prepared);
     }
     // A marker left by an earlier run must not release the other parts early.
     marker.clear().await?;
-    let (keys, load) = set_up(plan, coll, seed, stop, force).await?;
+    let (keys, load) = set_up(plan, colls, seed, stop, force).await?;
     if stop.is_cancelled() {
         // Interrupted during the setup: no marker, so no part starts on half a preload.
         return Ok(Prepared {
@@ -48,27 +62,55 @@ pub async fn prepare(
         });
     }
     let begin = begin.unwrap_or_else(marker::default_begin);
-    marker.write(keys.issued(), begin).await?;
+    marker.write(keys[0].issued(), begin).await?;
     Ok(Prepared {
-        keys: KeySpace::partitioned(keys.issued(), 0, p.part.count),
+        keys: keys
+            .iter()
+            .map(|k| KeySpace::partitioned(k.issued(), 0, p.part.count))
+            .collect(),
         begin: Some(begin),
         load,
     })
 }
 
-/// A prepared run: the key space its operations draw from, and when its stages begin (None:
-/// at once).
+/// A prepared run: the key space of each collection its operations draw from, and when its
+/// stages begin (None: at once).
 #[derive(Debug, Default)]
 pub struct Prepared {
-    pub keys: KeySpace,
+    /// By `RunPlan::collections` index.
+    pub keys: Vec<KeySpace>,
     pub begin: Option<SystemTime>,
     /// The preload (YCSB's load phase): documents inserted, and how long it took.
     pub load: Option<(u64, std::time::Duration)>,
 }
 
-/// Drops (if asked), creates indexes, preloads, and returns the key space for the run.
+/// Drops (if asked), creates indexes, preloads each collection, and returns their key spaces.
 async fn set_up(
     plan: &RunPlan,
+    colls: &[Collection<RawDocumentBuf>],
+    seed: u64,
+    stop: &CancellationToken,
+    force: bool,
+) -> Result<(Vec<KeySpace>, Option<(u64, std::time::Duration)>), Error> {
+    let mut spaces = Vec::with_capacity(colls.len());
+    let mut loaded = 0;
+    let mut took = std::time::Duration::ZERO;
+    let mut any_load = false;
+    for (i, (c, coll)) in plan.collections.iter().zip(colls).enumerate() {
+        let (keys, load) = set_up_one(plan, c, coll, seed ^ (i as u64) << 48, stop, force).await?;
+        spaces.push(keys);
+        if let Some((n, t)) = load {
+            any_load = true;
+            loaded += n;
+            took += t;
+        }
+    }
+    Ok((spaces, any_load.then_some((loaded, took))))
+}
+
+async fn set_up_one(
+    plan: &RunPlan,
+    c: &CollectionPlan,
     coll: &Collection<RawDocumentBuf>,
     seed: u64,
     stop: &CancellationToken,
@@ -78,27 +120,39 @@ async fn set_up(
         Error::Server(format!(
             "setup failed while {what} {}.{}: {}",
             plan.target.database,
-            plan.target.collection,
+            c.name,
             crate::redact::redact(&e.to_string())
         ))
     };
-    if plan.setup.drop {
+    if c.setup.drop {
         if !force {
             let foreign = foreign_document(coll)
                 .await
                 .map_err(|e| fail("inspecting", e))?;
             if let Some(id) = foreign {
                 return Err(Error::Usage(format!(
-                    "{}.{} holds documents mongo-stress did not write (one has _id {id}), and setup.drop would delete them\n  \
-                     fix: name another database or collection in [target], or pass --force to drop it anyway",
-                    plan.target.database, plan.target.collection
+                    "{}.{} holds documents mongo-stress did not write (one has _id {id}), and its drop = true would delete them\n  \
+                     fix: name another database or collection, or pass --force to drop it anyway",
+                    plan.target.database, c.name
                 )));
             }
         }
         coll.drop().await.map_err(|e| fail("dropping", e))?;
     }
-    for keys in &plan.setup.indexes {
-        coll.create_index(IndexModel::builder().keys(keys.clone()).build())
+    for index in &c.setup.indexes {
+        let options = if index.options.is_empty() {
+            None
+        } else {
+            Some(
+                mongodb::bson::from_document::<IndexOptions>(index.options.clone()).map_err(|e| {
+                    Error::Usage(format!(
+                        "the options of index {index} on {}.{} are not ones the driver knows: {e}\n  fix: use unique, partialFilterExpression, expireAfterSeconds, sparse, collation, name",
+                        plan.target.database, c.name
+                    ))
+                })?,
+            )
+        };
+        coll.create_index(IndexModel::builder().keys(index.keys.clone()).options(options).build())
             .await
             .map_err(|e| fail("indexing", e))?;
     }
@@ -108,18 +162,28 @@ async fn set_up(
             .map_err(|e| fail("reading the last _id of", e))?,
     );
     let mut load = None;
-    if plan.setup.preload > 0 {
+    if c.setup.preload > 0 {
         let started = std::time::Instant::now();
         let mut rng = rand::rngs::SmallRng::seed_from_u64(seed ^ 0x5EED_F00D);
-        let mut left = plan.setup.preload;
+        let mut state = UserState::default();
+        let mut left = c.setup.preload;
         while left > 0 && !stop.is_cancelled() {
             let n = left.min(PRELOAD_BATCH);
+            let now_ms = crate::workload::lookup::now_ms();
             let docs: Vec<RawDocumentBuf> = (0..n)
                 .map(|_| {
                     let mut d = Document::new();
                     d.insert("_id", keys.issue());
-                    plan.document.fill(&mut d, None, &mut rng);
-                    RawDocumentBuf::from_document(&d).expect("generated document is valid BSON")
+                    let mut lookup = NoLookup;
+                    let mut cx = Cx {
+                        rng: &mut rng,
+                        lookup: &mut lookup,
+                        now_ms,
+                        user: 0,
+                        state: &mut state,
+                    };
+                    c.document.fill_cx(&mut d, &mut cx);
+                    RawDocumentBuf::from_document(&d).unwrap_or_default()
                 })
                 .collect();
             coll.insert_many(docs)
@@ -128,7 +192,7 @@ async fn set_up(
             keys.acknowledge_all();
             left -= n;
         }
-        load = Some((plan.setup.preload - left, started.elapsed()));
+        load = Some((c.setup.preload - left, started.elapsed()));
     }
     Ok((keys, load))
 }

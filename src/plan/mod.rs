@@ -41,8 +41,12 @@ pub struct RunPlan {
     pub origin: String,
     pub description: String,
     pub target: TargetPlan,
-    pub setup: SetupPlan,
-    pub document: Arc<DocGen>,
+    /// The collections the run works on: `[[collection]]`s, or the one `[target]` collection
+    /// with `[setup]` and `[document]`. The first is `target.collection`.
+    pub collections: Vec<CollectionPlan>,
+    /// Each distinct (collection, concerns) a group sends on; groups name theirs by index. The
+    /// first is the first collection with `[target]`'s concerns.
+    pub handles: Vec<HandlePlan>,
     pub stages: Vec<Stage>,
     /// The profile as written, for run.json.
     pub profile_text: String,
@@ -143,7 +147,100 @@ impl std::fmt::Display for ReadPref {
 pub struct SetupPlan {
     pub drop: bool,
     pub preload: u64,
-    pub indexes: Vec<Document>,
+    pub indexes: Vec<IndexPlan>,
+}
+
+/// One index: its keys and its options as the server names them (`unique`,
+/// `partialFilterExpression`, `expireAfterSeconds`, `sparse`, `collation`, `name`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexPlan {
+    pub keys: Document,
+    pub options: Document,
+}
+
+impl std::fmt::Display for IndexPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.options.is_empty() {
+            write!(f, "{}", self.keys)
+        } else {
+            write!(f, "{} {}", self.keys, self.options)
+        }
+    }
+}
+
+/// One collection of the run: its name, setup and document template.
+#[derive(Debug, Clone)]
+pub struct CollectionPlan {
+    pub name: String,
+    pub setup: SetupPlan,
+    pub document: Arc<DocGen>,
+}
+
+/// A collection with the concerns a group sends on it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HandlePlan {
+    pub collection: usize,
+    pub concerns: Concerns,
+}
+
+/// Write concern, read concern and read preference of a group (or `[target]`'s).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Concerns {
+    pub write: Option<WriteConcernPlan>,
+    pub journal: Option<bool>,
+    pub wtimeout: Option<Duration>,
+    pub read_concern: Option<ReadConcernPlan>,
+    pub read_preference: ReadPrefPlan,
+}
+
+/// A read concern level, as named in profiles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReadConcernPlan {
+    Local,
+    Majority,
+    Available,
+    Linearizable,
+    Snapshot,
+}
+
+impl ReadConcernPlan {
+    pub const ALL: [ReadConcernPlan; 5] = [
+        ReadConcernPlan::Local,
+        ReadConcernPlan::Majority,
+        ReadConcernPlan::Available,
+        ReadConcernPlan::Linearizable,
+        ReadConcernPlan::Snapshot,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ReadConcernPlan::Local => "local",
+            ReadConcernPlan::Majority => "majority",
+            ReadConcernPlan::Available => "available",
+            ReadConcernPlan::Linearizable => "linearizable",
+            ReadConcernPlan::Snapshot => "snapshot",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|r| r.name() == s)
+    }
+}
+
+/// A read preference with its tag sets and staleness bound.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ReadPrefPlan {
+    pub mode: ReadPref,
+    /// Tag sets, in order of preference.
+    pub tags: Vec<Vec<(String, String)>>,
+    pub max_staleness: Option<Duration>,
+}
+
+impl Default for ReadPref {
+    fn default() -> Self {
+        ReadPref::Primary
+    }
 }
 
 pub const DEFAULT_OP_TIMEOUT: Duration = Duration::from_secs(60);
@@ -177,6 +274,12 @@ pub struct GroupPlan {
     pub mix: Vec<(OpSpec, u32)>,
     /// How operations that pick an existing document pick it.
     pub keys: KeyDist,
+    /// The collection it works on (index into `RunPlan::collections`).
+    pub collection: usize,
+    /// Where its operations go (index into `RunPlan::handles`).
+    pub handle: usize,
+    /// Its write concern, read concern and read preference.
+    pub concerns: Concerns,
 }
 
 impl GroupPlan {
@@ -197,7 +300,7 @@ impl GroupPlan {
     }
 
     /// The kinds of the group's operations, in the profile's order.
-    pub fn kinds(&self) -> Vec<crate::workload::OpKind> {
+    pub fn kinds(&self) -> Vec<crate::workload::op::OpName> {
         if self.mix.is_empty() {
             vec![self.op.kind()]
         } else {
@@ -215,6 +318,16 @@ pub enum StopAt {
 }
 
 impl RunPlan {
+    /// The first collection's document template (the `[document]` of a one-collection profile).
+    pub fn document(&self) -> &Arc<DocGen> {
+        &self.collections[0].document
+    }
+
+    /// The first collection's setup.
+    pub fn setup(&self) -> &SetupPlan {
+        &self.collections[0].setup
+    }
+
     pub fn groups(&self) -> impl Iterator<Item = &GroupPlan> {
         self.stages.iter().flat_map(|s| s.groups.iter())
     }

@@ -49,7 +49,7 @@ pub struct ThresholdPlan {
     /// The group's index; None for TOTAL.
     pub group: Option<usize>,
     /// One operation kind of a mixed group (`ycsb:get.p99`): that kind's row.
-    pub kind: Option<crate::workload::OpKind>,
+    pub kind: Option<crate::workload::op::OpName>,
     pub metric: Metric,
     pub cmp: Cmp,
     /// In the metric's unit (ms for latencies).
@@ -87,7 +87,7 @@ impl ThresholdPlan {
         let row = Label::parse(label);
         let (group_name, kind) = match &row {
             Label::Total => ("TOTAL", None),
-            Label::Kind { group, kind } => (group.as_str(), Some(*kind)),
+            Label::Kind { group, kind } => (group.as_str(), Some(kind.clone())),
             Label::Group(g) if g.contains(':') => {
                 let k = g.rsplit_once(':').map_or("", |(_, k)| k);
                 return Err(format!(
@@ -250,7 +250,7 @@ mod tests {
         let t = ThresholdPlan::parse_cli("ab:get.p99 < 5ms", &groups).unwrap();
         assert_eq!(
             (t.group, t.kind),
-            (Some(0), Some(crate::workload::OpKind::Get))
+            (Some(0), Some(crate::workload::OpKind::Get.into()))
         );
         assert_eq!(t.text, "ab:get.p99 < 5ms");
         let t = ThresholdPlan::parse_cli("ab.p99 < 5ms", &groups).unwrap();

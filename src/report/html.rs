@@ -75,7 +75,7 @@ pub fn data(dir: &RunDir) -> Value {
         .iter()
         .flat_map(|g| {
             std::iter::once(Label::group(&g.name))
-                .chain(g.mix.iter().map(|k| Label::kind(&g.name, k.op)))
+                .chain(g.mix.iter().map(|k| Label::kind(&g.name, k.op.clone())))
                 .map(|label| {
                     let name = label.to_string();
                     json!({

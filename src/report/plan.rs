@@ -39,9 +39,9 @@ pub fn render(plan: &RunPlan, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(
         out,
         "setup drop={} preload={} indexes={}",
-        plan.setup.drop,
-        plan.setup.preload,
-        plan.setup.indexes.len()
+        plan.setup().drop,
+        plan.setup().preload,
+        plan.setup().indexes.len()
     )?;
     for stage in &plan.stages {
         if !stage.name.is_empty() {
@@ -63,7 +63,7 @@ pub fn render(plan: &RunPlan, out: &mut dyn Write) -> std::io::Result<()> {
             };
             // A mix shows its kinds and weights, and keys other than uniform are named.
             let op = if g.mix.is_empty() {
-                g.op.kind().name().to_string()
+                g.op.kind().to_string()
             } else {
                 let kinds: Vec<String> = g
                     .mix

@@ -34,7 +34,7 @@ pub(super) fn format_tsv(out: &mut String, s: &Sample, groups: &[String]) {
     number(out, s.intended_us, '\t');
     number(out, s.latency_us(), '\t');
     out.push_str(if s.warmup { "warmup\t" } else { "measure\t" });
-    out.push_str(s.op.name());
+    out.push_str(s.op.as_str());
     out.push('\n');
 }
 
@@ -44,7 +44,7 @@ pub(super) fn format_jtl(out: &mut String, l: &Logged, groups: &[String], url: &
     let group = groups.get(usize::from(s.group)).map_or("?", |g| g.as_str());
     // A mixing group's operations are labelled by kind (`group:get`), as its summary rows are.
     let group = if s.mixed {
-        crate::metrics::Label::kind(group, s.op).to_string()
+        crate::metrics::Label::kind(group, s.op.clone()).to_string()
     } else {
         group.to_string()
     };
@@ -94,7 +94,7 @@ mod tests {
     fn sample(error: Option<OpError>) -> Sample {
         Sample {
             group: crate::metrics::sample::GroupId::try_from(1).expect("fits"),
-            op: crate::workload::OpKind::Find,
+            op: crate::workload::OpKind::Find.into(),
             thread: 7,
             sent: 120,
             received: 4096,

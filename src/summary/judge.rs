@@ -25,14 +25,14 @@ pub fn select<'a>(rule: &ThresholdPlan, groups: &'a [GroupMetrics]) -> Cow<'a, G
             Cow::Owned(all)
         }
     };
-    match rule.kind {
+    match &rule.kind {
         None => m,
         Some(kind) => match m {
             Cow::Borrowed(g) => g
                 .kinds
-                .get(&kind)
+                .get(kind)
                 .map_or_else(|| Cow::Owned(GroupMetrics::default()), Cow::Borrowed),
-            Cow::Owned(g) => Cow::Owned(g.kinds.get(&kind).cloned().unwrap_or_default()),
+            Cow::Owned(g) => Cow::Owned(g.kinds.get(kind).cloned().unwrap_or_default()),
         },
     }
 }
@@ -106,7 +106,7 @@ impl ThresholdResult {
             None => None,
         };
         let kind = match &label {
-            Label::Kind { kind, .. } => Some(*kind),
+            Label::Kind { kind, .. } => Some(kind.clone()),
             _ => None,
         };
         Some(ThresholdPlan {

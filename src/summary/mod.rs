@@ -19,7 +19,7 @@ use crate::metrics::{GroupMetrics, Label, Row};
 use crate::monitor::ResourceRow;
 use crate::plan::part::Part;
 use crate::plan::{RunPlan, StopAt};
-use crate::workload::OpKind;
+use crate::workload::op::OpName;
 use resources::{ResourceSummary, StageSpan};
 pub use spread::{spread, Spread};
 pub use warnings::{Warning, WarningCode};
@@ -261,7 +261,7 @@ pub struct ServerInfo {
 pub struct GroupInfo {
     pub name: String,
     pub stage: String,
-    pub op: OpKind,
+    pub op: OpName,
     pub threads: u32,
     pub loops: Option<u64>,
     pub duration_secs: Option<f64>,
@@ -277,7 +277,7 @@ pub struct GroupInfo {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MixShare {
-    pub op: OpKind,
+    pub op: OpName,
     pub weight: u32,
 }
 

@@ -144,9 +144,9 @@ impl RunInfo {
                     ..plan.target.clone()
                 },
                 setup: SetupInfo {
-                    drop: plan.setup.drop,
-                    preload: plan.setup.preload,
-                    indexes: plan.setup.indexes.iter().map(|d| d.to_string()).collect(),
+                    drop: plan.setup().drop,
+                    preload: plan.setup().preload,
+                    indexes: plan.setup().indexes.iter().map(|d| d.to_string()).collect(),
                 },
                 groups: summary.groups.clone(),
             },

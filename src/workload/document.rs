@@ -22,7 +22,7 @@ pub const MAX_DOCUMENT_BYTES: usize = 16 * 1024 * 1024;
 /// BSON bytes of the `_id` element every generated document gets (type, "_id\0", int64).
 const ID_ELEMENT_BYTES: usize = 1 + 4 + 8;
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub enum Gen {
     Literal(Bson),
     Choice(Vec<Bson>),
@@ -31,9 +31,11 @@ pub enum Gen {
     Int(i64, i64),
     Float(f64, f64),
     Nested(DocGen),
+    /// A value with generators (`^RandomInt`, ...) or Extended JSON (`$date`, ...) in it.
+    Template(super::template::Template),
 }
 
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default)]
 pub struct DocGen {
     pub fields: Vec<(String, Gen)>,
 }
@@ -51,7 +53,12 @@ impl DocGen {
     /// accepts: no NUL character in a key or string, no key starting with `$`, at most
     /// `MAX_NESTING` levels, at most `MAX_DOCUMENT_BYTES` with its `_id`.
     pub fn from_table(table: &toml::Table) -> Result<Self, GenError> {
-        let gen = Self::level(table, "document", 1)?;
+        Self::from_table_at(table, "document")
+    }
+
+    /// The same for a document template at another place (`collection[1].document`).
+    pub fn from_table_at(table: &toml::Table, path: &str) -> Result<Self, GenError> {
+        let gen = Self::level(table, path, 1)?;
         let most = ID_ELEMENT_BYTES + gen.max_bytes();
         if most > MAX_DOCUMENT_BYTES {
             return Err(GenError {
@@ -73,6 +80,17 @@ impl DocGen {
             let key = format!("{path}.{name}");
             check_name(name, &key)?;
             let gen = match value {
+                v if templated(v) => {
+                    let t = super::template::Template::compile(v, &key)?;
+                    if let Some(bad) = stored_key_problem(&t) {
+                        return Err(GenError {
+                            key,
+                            problem: format!("`{}` cannot be a field name of a stored document", bad.escape_debug()),
+                            expected: "field names that do not start with `$` and hold no NUL; a generator is a one-key table whose key starts with `^`".into(),
+                        });
+                    }
+                    Gen::Template(t)
+                }
                 toml::Value::Table(t) if t.contains_key("paired_with") => {
                     let with = t
                         .get("paired_with")
@@ -150,6 +168,28 @@ impl DocGen {
         self.fields.iter().map(|(n, _)| n.as_str()).collect()
     }
 
+    /// Is `path` (dotted: `loc.x`) a field of the documents it makes?
+    pub fn has_path(&self, path: &str) -> bool {
+        let (head, rest) = path.split_once('.').unwrap_or((path, ""));
+        match self.fields.iter().find(|(n, _)| n == head) {
+            None => false,
+            Some((_, Gen::Nested(g))) if !rest.is_empty() => g.has_path(rest),
+            Some(_) => rest.is_empty(),
+        }
+    }
+
+    /// A fresh value of the field at `path` (`^Field`); a paired field follows a fresh draw of
+    /// the field it pairs with.
+    pub fn generate_path(&self, path: &str, rng: &mut impl Rng) -> Option<Bson> {
+        let (head, rest) = path.split_once('.').unwrap_or((path, ""));
+        let i = self.field_index(head)?;
+        match (&self.fields[i].1, rest.is_empty()) {
+            (Gen::Nested(g), false) => g.generate_path(rest, rng),
+            (_, true) => self.generate_fields(&[i], rng).remove(head),
+            _ => None,
+        }
+    }
+
     /// The largest BSON size of a generated document without `_id`: every field at its largest.
     fn max_bytes(&self) -> usize {
         let elements: usize = self
@@ -163,6 +203,9 @@ impl DocGen {
                     }
                     Gen::Int(..) | Gen::Float(..) => 8,
                     Gen::Nested(g) => g.max_bytes(),
+                    // Generated sizes are not bounded here; the server refuses a document over
+                    // 16 MiB, counted as an error.
+                    Gen::Template(t) => t.constant().map_or(0, bson_value_bytes),
                 };
                 1 + name.len() + 1 + value
             })
@@ -193,13 +236,51 @@ impl DocGen {
         rng: &mut impl Rng,
     ) -> Document {
         let mut doc = Document::new();
-        self.fill_picked(&mut doc, Some(only), Some(keys), rng);
+        let mut state = super::template::UserState::default();
+        let mut lookup = super::lookup::NoLookup;
+        let mut cx = super::template::Cx {
+            rng,
+            lookup: &mut lookup,
+            now_ms: 0,
+            user: 0,
+            state: &mut state,
+        };
+        self.fill_picked(&mut doc, Some(only), Some(keys), &mut cx);
         doc
     }
 
-    /// Adds the generated fields (all, or `only` those) to `doc`.
+    /// Adds the generated fields (all, or `only` those) to `doc`. Templates in it generate
+    /// without `^Key` or `^Field` values and with a fresh `^Inc` state: `fill_cx` gives them
+    /// the user's.
     pub fn fill(&self, doc: &mut Document, only: Option<&[usize]>, rng: &mut impl Rng) {
-        self.fill_picked(doc, only, None, rng)
+        let mut state = super::template::UserState::default();
+        let mut lookup = super::lookup::NoLookup;
+        let mut cx = super::template::Cx {
+            rng,
+            lookup: &mut lookup,
+            now_ms: if self.has_templates() {
+                super::lookup::now_ms()
+            } else {
+                0
+            },
+            user: 0,
+            state: &mut state,
+        };
+        self.fill_picked(doc, only, None, &mut cx)
+    }
+
+    /// Adds every generated field to `doc`, templates generating with `cx` (the user's lookups,
+    /// time and `^Inc` counters); everything random is drawn from `cx.rng`.
+    pub fn fill_cx(&self, doc: &mut Document, cx: &mut super::template::Cx<'_>) {
+        self.fill_picked(doc, None, None, cx)
+    }
+
+    fn has_templates(&self) -> bool {
+        self.fields.iter().any(|(_, g)| match g {
+            Gen::Template(_) => true,
+            Gen::Nested(n) => n.has_templates(),
+            _ => false,
+        })
     }
 
     fn fill_picked(
@@ -207,11 +288,11 @@ impl DocGen {
         doc: &mut Document,
         only: Option<&[usize]>,
         mut keys: Option<&mut Chooser>,
-        rng: &mut impl Rng,
+        cx: &mut super::template::Cx<'_>,
     ) {
         let mut picked = [usize::MAX; MAX_PAIRED_LEVEL];
-        let mut pick = |i: usize, n: usize, rng: &mut _| -> usize {
-            let mut draw = |rng: &mut _| match keys.as_deref_mut() {
+        let mut pick = |i: usize, n: usize, rng: &mut &mut dyn rand::RngCore| -> usize {
+            let mut draw = |rng: &mut &mut dyn rand::RngCore| match keys.as_deref_mut() {
                 Some(k) => k.pick(n as u64, rng) as usize,
                 None => rand::Rng::random_range(rng, 0..n),
             };
@@ -230,19 +311,64 @@ impl DocGen {
             }
             let value = match gen {
                 Gen::Literal(b) => b.clone(),
-                Gen::Choice(c) => c[pick(i, c.len(), rng)].clone(),
-                Gen::Paired(src, values) => values[pick(*src, values.len(), rng)].clone(),
-                Gen::Int(lo, hi) => Bson::Int64(rng.random_range(*lo..=*hi)),
+                Gen::Choice(c) => c[pick(i, c.len(), &mut cx.rng)].clone(),
+                Gen::Paired(src, values) => values[pick(*src, values.len(), &mut cx.rng)].clone(),
+                Gen::Int(lo, hi) => Bson::Int64(cx.rng.random_range(*lo..=*hi)),
                 Gen::Float(lo, hi) => Bson::Double(if lo < hi {
-                    rng.random_range(*lo..*hi)
+                    cx.rng.random_range(*lo..*hi)
                 } else {
                     *lo
                 }),
-                Gen::Nested(g) => Bson::Document(g.generate(rng)),
+                Gen::Nested(g) => {
+                    let mut d = Document::new();
+                    g.fill_picked(&mut d, None, None, cx);
+                    Bson::Document(d)
+                }
+                Gen::Template(t) => t.generate(cx),
             };
             doc.insert(name.clone(), value);
         }
     }
+}
+
+/// Does a document's value hold a generator (`^` key), an Extended JSON wrapper (`$` key) or a
+/// TOML datetime anywhere in it (then it is a template; a plain table is a nested document)?
+fn templated(v: &toml::Value) -> bool {
+    match v {
+        toml::Value::Datetime(_) => true,
+        toml::Value::Table(t) => t.keys().any(|k| k.starts_with(['^', '$'])) && !t.contains_key("choice"),
+        toml::Value::Array(a) => a.iter().any(|x| templated(x) || matches!(x, toml::Value::Table(t) if t.values().any(templated))),
+        _ => false,
+    }
+}
+
+/// A key a stored document cannot have, in one value generated from `t`.
+fn stored_key_problem(t: &super::template::Template) -> Option<String> {
+    use rand::SeedableRng;
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(1);
+    let mut state = super::template::UserState::default();
+    let mut lookup = super::lookup::NoLookup;
+    let mut cx = super::template::Cx {
+        rng: &mut rng,
+        lookup: &mut lookup,
+        now_ms: 0,
+        user: 0,
+        state: &mut state,
+    };
+    fn bad(b: &Bson) -> Option<String> {
+        match b {
+            Bson::Document(d) => d.iter().find_map(|(k, v)| {
+                if k.starts_with('$') || k.contains('\0') {
+                    Some(k.clone())
+                } else {
+                    bad(v)
+                }
+            }),
+            Bson::Array(a) => a.iter().find_map(bad),
+            _ => None,
+        }
+    }
+    bad(&t.generate(&mut cx))
 }
 
 /// A field name the server stores as written: not empty, no `$` first, no `.`, no NUL.

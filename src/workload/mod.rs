@@ -7,7 +7,9 @@
 
 pub mod distribution;
 pub mod document;
+pub mod command;
 pub mod keys;
+pub mod lookup;
 pub mod op;
 pub mod request;
 pub mod template;

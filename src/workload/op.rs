@@ -79,6 +79,58 @@ impl std::fmt::Display for OpKind {
     }
 }
 
+/// What a row of a group's operations is called: a built-in kind (`insert`, `get`, ...) or the
+/// name of one of the profile's own operations (`[[group.ops]] name = "lookup"`). A name equal
+/// to a kind's is that kind, so the text always reads back as the same value.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, Serialize)]
+#[serde(from = "String", into = "String")]
+pub enum OpName {
+    Kind(OpKind),
+    Named(std::sync::Arc<str>),
+}
+
+impl OpName {
+    pub fn as_str(&self) -> &str {
+        match self {
+            OpName::Kind(k) => k.name(),
+            OpName::Named(n) => n,
+        }
+    }
+}
+
+impl From<&str> for OpName {
+    fn from(s: &str) -> Self {
+        OpKind::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .map_or_else(|| OpName::Named(s.into()), OpName::Kind)
+    }
+}
+
+impl From<String> for OpName {
+    fn from(s: String) -> Self {
+        OpName::from(s.as_str())
+    }
+}
+
+impl From<OpKind> for OpName {
+    fn from(k: OpKind) -> Self {
+        OpName::Kind(k)
+    }
+}
+
+impl From<OpName> for String {
+    fn from(n: OpName) -> Self {
+        n.as_str().to_string()
+    }
+}
+
+impl std::fmt::Display for OpName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// What an update changes: document fields `$set` to new generated values, and fields `$inc`
 /// by 1 (a counter of updates per document, e.g. `inc = ["updates"]`).
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -88,7 +140,7 @@ pub struct Change {
 }
 
 /// A group's operation with its settings; fields are indexes into the document's top level.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub enum OpSpec {
     Insert,
     Find {
@@ -115,11 +167,14 @@ pub enum OpSpec {
         /// The most documents one scan reads; each scan's length is uniform in 1..=max.
         max: u32,
     },
+    /// One of the profile's own operations (`[group.find]`, `[[group.ops]]`).
+    Template(std::sync::Arc<super::command::TemplateOp>),
 }
 
 impl OpSpec {
-    pub fn kind(&self) -> OpKind {
-        match self {
+    /// The name of its row (a built-in kind, or a template's name).
+    pub fn kind(&self) -> OpName {
+        let kind = match self {
             OpSpec::Insert => OpKind::Insert,
             OpSpec::Find { .. } => OpKind::Find,
             OpSpec::UpdateById { .. } | OpSpec::UpdateByFilter { .. } => OpKind::Update,
@@ -127,7 +182,9 @@ impl OpSpec {
             OpSpec::Get => OpKind::Get,
             OpSpec::Rmw { .. } => OpKind::Rmw,
             OpSpec::Scan { .. } => OpKind::Scan,
-        }
+            OpSpec::Template(t) => return t.name.clone(),
+        };
+        OpName::Kind(kind)
     }
 }
 

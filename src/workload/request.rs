@@ -47,6 +47,23 @@ pub enum Request {
         from: Option<i64>,
         len: u32,
     },
+    /// One of the profile's own operations.
+    Template(super::command::TemplateRequest),
+}
+
+/// An insert's documents from a collection's key space and document template.
+pub struct CollectionDocs<'a> {
+    pub keys: &'a KeySpace,
+    pub document: &'a DocGen,
+}
+
+impl super::command::Documents for CollectionDocs<'_> {
+    fn issue(&mut self) -> i64 {
+        self.keys.issue()
+    }
+    fn fill(&mut self, doc: &mut Document, cx: &mut super::template::Cx<'_>) {
+        self.document.fill_cx(doc, cx)
+    }
 }
 
 /// A remove's filter restricted to `_id`s from `from` on: where its search starts.
@@ -57,8 +74,8 @@ pub fn from_id(filter: &Document, from: i64) -> Document {
 }
 
 impl Request {
-    pub fn kind(&self) -> OpKind {
-        match self {
+    pub fn kind(&self) -> super::op::OpName {
+        let kind = match self {
             Request::Insert(_) => OpKind::Insert,
             Request::Find { .. } => OpKind::Find,
             Request::UpdateById { .. } | Request::UpdateByFilter { .. } => OpKind::Update,
@@ -66,7 +83,9 @@ impl Request {
             Request::Get { .. } => OpKind::Get,
             Request::Rmw { .. } => OpKind::Rmw,
             Request::Scan { .. } => OpKind::Scan,
-        }
+            Request::Template(t) => return t.op.name.clone(),
+        };
+        kind.into()
     }
 
     /// The `_id` an insert writes.
@@ -77,8 +96,8 @@ impl Request {
         }
     }
 
-    /// The next request of `op`; existing documents are picked by `pick` (the group's key
-    /// distribution).
+    /// The next request of a built-in `op`; existing documents are picked by `pick` (the group's
+    /// key distribution). (Templates build with `TemplateOp::build`.)
     pub fn build(
         op: &OpSpec,
         gen: &DocGen,
@@ -148,6 +167,22 @@ impl Request {
                 from: keys.existing(pick, rng),
                 len: rng.random_range(1..=(*max).max(1)),
             },
+            OpSpec::Template(op) => {
+                let mut state = super::template::UserState::default();
+                let mut lookup = super::lookup::GroupLookup {
+                    keys,
+                    pick,
+                    document: gen,
+                };
+                let mut cx = super::template::Cx {
+                    rng,
+                    lookup: &mut lookup,
+                    now_ms: super::lookup::now_ms(),
+                    user: 0,
+                    state: &mut state,
+                };
+                Request::Template(op.build(&mut cx, &mut CollectionDocs { keys, document: gen }))
+            }
         }
     }
 }

@@ -27,7 +27,7 @@ impl<B: Backend + Clone> Session<'_, B> {
     /// One repetition: every stage in order, recorded, as one `RunResult`.
     pub(super) async fn execute(
         &self,
-        keys: KeySpace,
+        keys: Vec<KeySpace>,
         seed: u64,
         run: u32,
         log: Option<mpsc::Sender<Vec<Logged>>>,
@@ -60,8 +60,13 @@ impl<B: Backend + Clone> Session<'_, B> {
         );
         let ctx = Arc::new(Context {
             backend: self.backend.clone(),
-            gen: Arc::clone(&plan.document),
-            keys: Arc::new(keys),
+            gens: plan.collections.iter().map(|c| Arc::clone(&c.document)).collect(),
+            keys: {
+                let mut keys = keys;
+                // A part's wait ended by Ctrl-C prepares nothing: every collection still gets one.
+                keys.resize_with(plan.collections.len(), KeySpace::default);
+                keys.into_iter().map(Arc::new).collect()
+            },
             samples: tx,
             stop: run_stop.clone(),
             active,

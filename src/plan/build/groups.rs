@@ -11,12 +11,13 @@ use crate::error::ProfileError;
 use crate::plan::limits;
 use crate::plan::profile::{expected_for, Group, Loaded};
 use crate::plan::{GroupPlan, Overrides, Stage, StopAt};
-use crate::workload::{DocGen, KeyDist};
+use super::Env;
+use crate::workload::KeyDist;
 
 pub(super) fn stages(
     loaded: &Loaded,
     ov: &Overrides,
-    document: &DocGen,
+    env: &Env<'_>,
 ) -> Result<Vec<Stage>, ProfileError> {
     let groups = &loaded.profile.groups;
     if groups.is_empty() {
@@ -57,7 +58,7 @@ pub(super) fn stages(
                 ),
             ));
         }
-        let built = at.build_steps(ov, document, &mut next_index)?;
+        let built = at.build_steps(ov, env, &mut next_index)?;
         let stage_name = g.stage.clone().unwrap_or_default();
         if stage_name.chars().any(char::is_control) {
             return Err(at.err(
@@ -133,7 +134,7 @@ impl GroupAt<'_> {
     pub(super) fn build(
         &self,
         ov: &Overrides,
-        document: &DocGen,
+        env: &Env<'_>,
         step: Option<Duration>,
     ) -> Result<GroupPlan, ProfileError> {
         let g = self.g;
@@ -148,7 +149,40 @@ impl GroupAt<'_> {
             None => self.stop(ov)?,
         };
         let warmup = self.warmup(ov, stop)?;
-        let (op, mix) = self.ops(document)?;
+        let collection = match &g.collection {
+            None => 0,
+            Some(name) => env
+                .collections
+                .iter()
+                .position(|c| &c.name == name)
+                .ok_or_else(|| {
+                    self.loaded.error_at(
+                        &self.path("collection"),
+                        format!("`{name}` is not a collection of this profile"),
+                        format!(
+                            "one of: {}",
+                            env.collections
+                                .iter()
+                                .map(|c| c.name.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    )
+                })?,
+        };
+        let concerns = super::collections::concerns(self.loaded, self.index, env.target)?;
+        let (op, mix) = match self.templates(env.collections, collection)? {
+            Some(t) => t,
+            None => {
+                if collection != 0 {
+                    return Err(self.err(
+                        "collection",
+                        "the built-in operations work on the first collection; an operation table (find = {...}, insertOne = {...}) works on any".into(),
+                    ));
+                }
+                self.ops(&env.collections[0].document)?
+            }
+        };
         let keys = match &g.keys {
             None => KeyDist::Uniform,
             Some(k) => KeyDist::from_name(k)
@@ -167,6 +201,9 @@ impl GroupAt<'_> {
             rate,
             mix,
             keys,
+            collection,
+            handle: 0, // set by `RunPlan::build`
+            concerns,
         })
     }
 
@@ -305,14 +342,14 @@ mod tests {
             .groups()
             .all(|g| g.threads == 2 && g.stop == StopAt::Loops(4)));
         assert_eq!(plan.planned_operations(), Some(16));
-        assert_eq!(
-            plan.groups().nth(1).unwrap().op,
+        assert!(matches!(
+            &plan.groups().nth(1).unwrap().op,
             OpSpec::Find {
-                filter: vec![0],
+                filter,
                 limit: 50,
                 count: false
-            }
-        );
+            } if filter == &[0]
+        ));
     }
 
     #[test]

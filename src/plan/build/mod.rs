@@ -6,18 +6,101 @@
 //! steps and ramps), `operations` (a group's `op` or `mix`), `thresholds` (the profile's and the
 //! command line's). Never: talks to a server, touches the run directory, or formats a result.
 
+mod collections;
 mod groups;
 mod operations;
 mod rates;
 mod setup;
 mod target;
+mod templates;
 mod thresholds;
 
 use super::limits;
 use super::profile::{expected_for, Loaded};
-use super::{Overrides, RunPlan};
+use super::{CollectionPlan, Concerns, HandlePlan, Overrides, ReadPrefPlan, RunPlan, Stage, TargetPlan};
 use crate::error::ProfileError;
-use crate::workload::DocGen;
+use crate::workload::OpSpec;
+
+/// What every group's build reads besides its own table.
+pub(super) struct Env<'a> {
+    pub collections: &'a [CollectionPlan],
+    pub target: &'a TargetPlan,
+}
+
+/// Each distinct (collection, concerns) the groups send on, `[target]`'s on the first
+/// collection first; each group gets its index.
+fn handles(target: &TargetPlan, stages: &mut [Stage]) -> Vec<HandlePlan> {
+    let mut handles = vec![HandlePlan {
+        collection: 0,
+        concerns: Concerns {
+            write: target.write_concern.clone(),
+            journal: target.journal,
+            read_preference: ReadPrefPlan {
+                mode: target.read_preference,
+                ..ReadPrefPlan::default()
+            },
+            ..Concerns::default()
+        },
+    }];
+    for g in stages.iter_mut().flat_map(|s| s.groups.iter_mut()) {
+        let h = HandlePlan {
+            collection: g.collection,
+            concerns: g.concerns.clone(),
+        };
+        g.handle = match handles.iter().position(|x| *x == h) {
+            Some(i) => i,
+            None => {
+                handles.push(h);
+                handles.len() - 1
+            }
+        };
+    }
+    handles
+}
+
+/// A `^Key` needs documents to draw: a collection that is dropped, not preloaded and never
+/// inserted into by the tool has none.
+fn keyed(
+    loaded: &super::profile::Loaded,
+    collections: &[CollectionPlan],
+    stages: &[Stage],
+) -> Result<(), ProfileError> {
+    let groups: Vec<_> = stages.iter().flat_map(|s| s.groups.iter()).collect();
+    let specs = |g: &&super::GroupPlan| -> Vec<OpSpec> {
+        if g.mix.is_empty() {
+            vec![g.op.clone()]
+        } else {
+            g.mix.iter().map(|(s, _)| s.clone()).collect()
+        }
+    };
+    for (c, coll) in collections.iter().enumerate() {
+        let inserted = groups.iter().filter(|g| g.collection == c).flat_map(specs).any(|s| match s {
+            OpSpec::Insert => true,
+            OpSpec::Template(t) => t.inserts_keyed(),
+            _ => false,
+        });
+        if !coll.setup.drop || coll.setup.preload > 0 || inserted {
+            continue;
+        }
+        for g in groups.iter().filter(|g| g.collection == c) {
+            for s in specs(g) {
+                if let OpSpec::Template(t) = s {
+                    if t.templates().iter().any(|x| x.uses_key()) {
+                        return Err(loaded.error_at(
+                            &t.at,
+                            format!(
+                                "`^Key` draws an existing _id of collection `{}`, which is dropped, not preloaded and never inserted into by the tool, so it has none",
+                                coll.name
+                            ),
+                            "a preload (preload = 1000) or a group that inserts into it, or a filter without ^Key",
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
 
 impl RunPlan {
     pub fn build(loaded: &Loaded, ov: &Overrides) -> Result<RunPlan, ProfileError> {
@@ -33,21 +116,23 @@ impl RunPlan {
             }
             x => x,
         };
-        let document = DocGen::from_table(&p.document)
-            .map_err(|e| loaded.error_at(&e.key, e.problem, e.expected))?;
-        let mut setup = setup::setup(loaded)?;
-        if let Some(n) = ov.recordcount {
-            setup.preload = n;
-        }
-        let stages = groups::stages(loaded, ov, &document)?;
+        let mut target = target;
+        let collections = collections::collections(loaded, ov, &mut target)?;
+        let env = Env {
+            collections: &collections,
+            target: &target,
+        };
+        let mut stages = groups::stages(loaded, ov, &env)?;
+        let handles = handles(&target, &mut stages);
+        keyed(loaded, &collections, &stages)?;
         let thresholds = thresholds::thresholds(loaded, ov, &stages)?;
         Ok(RunPlan {
             name: loaded.name.clone(),
             origin: loaded.origin.clone(),
             description: p.description.clone().unwrap_or_default(),
             target,
-            setup,
-            document: std::sync::Arc::new(document),
+            collections,
+            handles,
             stages,
             profile_text: loaded.text.clone(),
             stop_on_error_pct,

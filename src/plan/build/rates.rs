@@ -8,10 +8,10 @@
 use std::time::Duration;
 
 use super::groups::GroupAt;
+use super::Env;
 use crate::error::ProfileError;
 use crate::plan::limits;
 use crate::plan::{GroupPlan, Overrides};
-use crate::workload::DocGen;
 
 use crate::plan::limits::{MAX_STEPS, RAMP_STEPS};
 
@@ -35,13 +35,13 @@ impl GroupAt<'_> {
     pub(super) fn build_steps(
         &self,
         ov: &Overrides,
-        document: &DocGen,
+        env: &Env<'_>,
         next_index: &mut usize,
     ) -> Result<Vec<GroupPlan>, ProfileError> {
         let rates = match (self.rates()?, ov.rate) {
             // --rate replaces the steps: one rate for as long as the steps would have run.
             (Rates::Steps(steps, length), Some(r)) => {
-                let mut one = self.build(ov, document, Some(length * steps.len() as u32))?;
+                let mut one = self.build(ov, env, Some(length * steps.len() as u32))?;
                 one.rate = Some(r);
                 one.index = *next_index;
                 *next_index += 1;
@@ -51,7 +51,7 @@ impl GroupAt<'_> {
             (rates, None) => rates,
         };
         let Rates::Steps(steps, length) = rates else {
-            let mut one = self.build(ov, document, None)?;
+            let mut one = self.build(ov, env, None)?;
             one.rate = match rates {
                 Rates::One(r) => Some(r),
                 _ => None,
@@ -75,7 +75,7 @@ impl GroupAt<'_> {
         let length = ov.duration.unwrap_or(length);
         let mut out = Vec::new();
         for (i, rate) in steps.iter().enumerate() {
-            let mut g = self.build(ov, document, Some(length))?;
+            let mut g = self.build(ov, env, Some(length))?;
             g.name = step_name(&self.g.name, *rate);
             g.rate = Some(*rate);
             g.start_delay += length * i as u32;

@@ -23,7 +23,7 @@ pub(super) fn thresholds(
     let names: Vec<String> = by_index.iter().map(|g| g.name.clone()).collect();
     // `group:kind` names a kind the group mixes (a single-operation group has no kind rows).
     let mixes = |t: &ThresholdPlan| -> Result<(), String> {
-        match (t.group, t.kind) {
+        match (t.group, &t.kind) {
             (Some(g), Some(kind)) => {
                 let group = by_index[g];
                 if group.mix.is_empty() {
@@ -32,11 +32,11 @@ pub(super) fn thresholds(
                         group.name, group.name, group.name
                     ));
                 }
-                if !group.kinds().contains(&kind) {
+                if !group.kinds().contains(kind) {
                     let rows: Vec<String> = group
                         .kinds()
                         .iter()
-                        .map(|k| crate::metrics::Label::kind(&group.name, *k).to_string())
+                        .map(|k| crate::metrics::Label::kind(&group.name, k.clone()).to_string())
                         .collect();
                     return Err(format!(
                         "`{}:{kind}`: group `{}` does not run {kind}; its kind rows are {}",

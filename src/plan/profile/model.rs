@@ -26,6 +26,108 @@ pub struct Profile {
     pub thresholds: toml::Table,
     #[serde(default, rename = "group")]
     pub groups: Vec<Group>,
+    /// `[[collection]]`: several collections, each with its document template and setup; a
+    /// profile without it has the one `[target]` collection with `[setup]` and `[document]`.
+    #[serde(default, rename = "collection")]
+    pub collections: Vec<CollectionDef>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CollectionDef {
+    pub name: String,
+    #[serde(default)]
+    pub drop: bool,
+    #[serde(default)]
+    pub preload: u64,
+    /// `{ keys = { a = 1 }, unique = true, ... }`, or the keys alone (`{ a = 1 }`).
+    #[serde(default)]
+    pub indexes: Vec<toml::Table>,
+    #[serde(default)]
+    pub document: toml::Table,
+}
+
+/// Declares a struct with the given fields and one optional table per operation of the
+/// profile's own (`find = { ... }`, `insertMany = { ... }`), with `op_tables()` listing the ones
+/// set, in the order of `Verb::ALL`.
+macro_rules! with_op_tables {
+    ($(#[$m:meta])* pub struct $name:ident { $($(#[$fm:meta])* pub $f:ident : $t:ty,)* }) => {
+        $(#[$m])*
+        pub struct $name {
+            $($(#[$fm])* pub $f: $t,)*
+            #[serde(rename = "insertOne")]
+            pub insert_one: Option<toml::Value>,
+            #[serde(rename = "insertMany")]
+            pub insert_many: Option<toml::Value>,
+            pub find: Option<toml::Value>,
+            #[serde(rename = "findOne")]
+            pub find_one: Option<toml::Value>,
+            pub aggregate: Option<toml::Value>,
+            #[serde(rename = "countDocuments")]
+            pub count_documents: Option<toml::Value>,
+            #[serde(rename = "estimatedDocumentCount")]
+            pub estimated_document_count: Option<toml::Value>,
+            pub distinct: Option<toml::Value>,
+            #[serde(rename = "updateOne")]
+            pub update_one: Option<toml::Value>,
+            #[serde(rename = "updateMany")]
+            pub update_many: Option<toml::Value>,
+            #[serde(rename = "replaceOne")]
+            pub replace_one: Option<toml::Value>,
+            #[serde(rename = "deleteOne")]
+            pub delete_one: Option<toml::Value>,
+            #[serde(rename = "deleteMany")]
+            pub delete_many: Option<toml::Value>,
+            #[serde(rename = "findOneAndUpdate")]
+            pub find_one_and_update: Option<toml::Value>,
+            #[serde(rename = "findOneAndReplace")]
+            pub find_one_and_replace: Option<toml::Value>,
+            #[serde(rename = "findOneAndDelete")]
+            pub find_one_and_delete: Option<toml::Value>,
+            #[serde(rename = "bulkWrite")]
+            pub bulk_write: Option<toml::Value>,
+            pub command: Option<toml::Value>,
+        }
+
+        impl $name {
+            /// The operation tables set, with their driver names.
+            pub fn op_tables(&self) -> Vec<(&'static str, &toml::Value)> {
+                [
+                    ("insertOne", &self.insert_one),
+                    ("insertMany", &self.insert_many),
+                    ("find", &self.find),
+                    ("findOne", &self.find_one),
+                    ("aggregate", &self.aggregate),
+                    ("countDocuments", &self.count_documents),
+                    ("estimatedDocumentCount", &self.estimated_document_count),
+                    ("distinct", &self.distinct),
+                    ("updateOne", &self.update_one),
+                    ("updateMany", &self.update_many),
+                    ("replaceOne", &self.replace_one),
+                    ("deleteOne", &self.delete_one),
+                    ("deleteMany", &self.delete_many),
+                    ("findOneAndUpdate", &self.find_one_and_update),
+                    ("findOneAndReplace", &self.find_one_and_replace),
+                    ("findOneAndDelete", &self.find_one_and_delete),
+                    ("bulkWrite", &self.bulk_write),
+                    ("command", &self.command),
+                ]
+                .into_iter()
+                .filter_map(|(n, v)| v.as_ref().map(|v| (n, v)))
+                .collect()
+            }
+        }
+    };
+}
+
+with_op_tables! {
+    /// One of a group's named operations (`[[group.ops]]`), with its weight.
+    #[derive(Debug, Clone, Default, Deserialize, serde::Serialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct NamedOp {
+        pub name: String,
+        pub weight: Option<u32>,
+    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize, serde::Serialize)]
@@ -65,10 +167,21 @@ pub enum UpdateTarget {
     Filter,
 }
 
-#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+with_op_tables! {
+#[derive(Debug, Clone, Default, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Group {
     pub name: String,
+    /// The collection it works on (`[[collection]]`'s name); default the first.
+    pub collection: Option<String>,
+    /// Per group, overriding `[target]`: `1`, `"majority"` or `{ w, j, wtimeout }`.
+    pub write_concern: Option<toml::Value>,
+    /// `local`, `majority`, `available`, `linearizable` or `snapshot`.
+    pub read_concern: Option<String>,
+    /// A mode, or `{ mode, tags, maxStalenessSeconds }`.
+    pub read_preference: Option<toml::Value>,
+    /// Several named operations with weights, each a row of its own (`group:name`).
+    pub ops: Option<Vec<NamedOp>>,
     /// One operation kind; or `mix` instead.
     pub op: Option<OpKind>,
     /// Operation kinds with their weights: each operation draws its kind (`{ get = 95, update = 5 }`).
@@ -107,4 +220,5 @@ pub struct Group {
     pub target: Option<UpdateTarget>,
     /// update with target = "filter": `updateMany` instead of `updateOne`.
     pub many: Option<bool>,
+}
 }

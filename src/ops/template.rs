@@ -1,0 +1,453 @@
+//! Sends one of the profile's own operations through the driver's own call for it (insertOne,
+//! find, aggregate, updateMany, bulkWrite, runCommand, ...), reads every cursor to its end, and
+//! counts what it did: documents returned, inserted, upserted, deleted, matched, modified.
+
+use mongodb::bson::{Bson, Document, RawDocumentBuf};
+use mongodb::options::{Hint, ReturnDocument, WriteModel};
+use mongodb::Collection;
+
+use super::Outcome;
+use crate::workload::command::{Body, BuiltModel, Command, TemplateRequest};
+
+/// Where a template's command goes: its collection handle, and the client for a `bulkWrite`.
+pub struct On<'a> {
+    pub coll: &'a Collection<RawDocumentBuf>,
+    pub client: &'a mongodb::Client,
+    pub write_concern: Option<&'a mongodb::options::WriteConcern>,
+    pub measure: bool,
+}
+
+fn hint(h: &Option<Bson>) -> Option<Hint> {
+    match h {
+        Some(Bson::String(s)) => Some(Hint::Name(s.clone())),
+        Some(Bson::Document(d)) => Some(Hint::Keys(d.clone())),
+        _ => None,
+    }
+}
+
+fn collation(c: &Option<Document>) -> Option<mongodb::options::Collation> {
+    c.as_ref()
+        .and_then(|c| mongodb::bson::from_document(c.clone()).ok())
+}
+
+fn raw(d: &Document) -> RawDocumentBuf {
+    RawDocumentBuf::from_document(d).unwrap_or_default()
+}
+
+fn bytes(d: &Document) -> u32 {
+    raw(d).as_bytes().len() as u32
+}
+
+fn update_of(b: Bson) -> mongodb::options::UpdateModifications {
+    match b {
+        Bson::Array(_) => {
+            mongodb::options::UpdateModifications::Pipeline(crate::workload::command::stages(b))
+        }
+        Bson::Document(d) => mongodb::options::UpdateModifications::Document(d),
+        _ => mongodb::options::UpdateModifications::Document(Document::new()),
+    }
+}
+
+fn bson_bytes(b: &Bson) -> u32 {
+    match b {
+        Bson::Document(d) => bytes(d),
+        Bson::Array(a) => a
+            .iter()
+            .map(|s| match s {
+                Bson::Document(d) => bytes(d),
+                _ => 0,
+            })
+            .sum(),
+        _ => 0,
+    }
+}
+
+/// Reads a cursor to its end, counting documents and (when measuring) bytes.
+async fn drain(
+    cursor: &mut mongodb::Cursor<RawDocumentBuf>,
+    measure: bool,
+    out: &mut Outcome,
+) -> mongodb::error::Result<()> {
+    let mut received = 0usize;
+    while cursor.advance().await? {
+        if measure {
+            received += cursor.current().as_bytes().len();
+        }
+        out.returned += 1;
+    }
+    out.received = received.min(u32::MAX as usize) as u32;
+    out.matched = out.returned > 0;
+    Ok(())
+}
+
+pub async fn execute(on: On<'_>, req: TemplateRequest, out: &mut Outcome) -> mongodb::error::Result<()> {
+    let coll = on.coll;
+    let op = &req.op;
+    let measure = on.measure;
+    let size = |d: &Document| if measure { bytes(d) } else { 0 };
+    match (&op.command, req.body) {
+        (Command::Insert { batch, ordered, .. }, Body::Docs(docs)) => {
+            if measure {
+                out.sent = docs.iter().map(|d| d.as_bytes().len() as u32).sum();
+            }
+            if *batch == 1 && docs.len() == 1 {
+                let doc = docs.into_iter().next().unwrap_or_default();
+                coll.insert_one(doc).await?;
+                out.inserted = 1;
+            } else {
+                let n = docs.len() as u64;
+                match coll.insert_many(docs).ordered(*ordered).await {
+                    Ok(r) => out.inserted = r.inserted_ids.len() as u64,
+                    Err(e) => {
+                        // Some documents of the batch may be in: ordered stops at the first
+                        // failure, unordered skips each failed one.
+                        if let mongodb::error::ErrorKind::InsertMany(m) = e.kind.as_ref() {
+                            let errs = m.write_errors.as_deref().unwrap_or_default();
+                            out.inserted = if *ordered {
+                                errs.iter().map(|w| w.index as u64).min().unwrap_or(n)
+                            } else {
+                                n.saturating_sub(errs.len() as u64)
+                            };
+                        }
+                        return Err(e);
+                    }
+                }
+            }
+            out.matched = out.inserted > 0;
+        }
+        (Command::Find { args, .. }, Body::Filter(filter)) => {
+            out.sent = size(&filter);
+            let options = mongodb::options::FindOptions::builder()
+                .projection(args.projection.clone())
+                .sort(args.sort.clone())
+                .skip(args.skip)
+                .limit(args.limit)
+                .batch_size(args.batch_size)
+                .hint(hint(&args.hint))
+                .collation(collation(&args.collation))
+                .max_time(args.max_time_ms.map(std::time::Duration::from_millis))
+                .build();
+            let find = coll.find(filter).with_options(options);
+            let mut cursor = find.await?;
+            drain(&mut cursor, measure, out).await?;
+        }
+        (
+            Command::Aggregate {
+                allow_disk_use,
+                batch_size,
+                hint: h,
+                ..
+            },
+            Body::Pipeline(stages),
+        ) => {
+            if measure {
+                out.sent = stages.iter().map(bytes).sum();
+            }
+            let mut agg = coll.aggregate(stages).with_type::<RawDocumentBuf>();
+            if let Some(a) = allow_disk_use {
+                agg = agg.allow_disk_use(*a);
+            }
+            if let Some(b) = batch_size {
+                agg = agg.batch_size(*b);
+            }
+            if let Some(h) = hint(h) {
+                agg = agg.hint(h);
+            }
+            let mut cursor = agg.await?;
+            drain(&mut cursor, measure, out).await?;
+        }
+        (
+            Command::Count {
+                skip, limit, hint: h, ..
+            },
+            Body::Filter(filter),
+        ) => {
+            out.sent = size(&filter);
+            let mut count = coll.count_documents(filter);
+            if let Some(s) = skip {
+                count = count.skip(*s);
+            }
+            if let Some(l) = limit {
+                count = count.limit(*l);
+            }
+            if let Some(h) = hint(h) {
+                count = count.hint(h);
+            }
+            out.matched = count.await? > 0;
+        }
+        (Command::EstimatedCount, _) => {
+            out.matched = coll.estimated_document_count().await? > 0;
+        }
+        (Command::Distinct { key, .. }, Body::Filter(filter)) => {
+            out.sent = size(&filter);
+            let values = coll.distinct(key, filter).await?;
+            out.returned = values.len() as u64;
+            out.matched = !values.is_empty();
+        }
+        (Command::Update { args, .. }, Body::FilterAnd(filter, update)) => {
+            out.sent = size(&filter) + if measure { bson_bytes(&update) } else { 0 };
+            let many = op.verb == crate::workload::command::Verb::UpdateMany;
+            let update = update_of(update);
+            let r = if many {
+                let mut u = coll.update_many(filter, update);
+                if let Some(x) = args.upsert {
+                    u = u.upsert(x);
+                }
+                if let Some(f) = &args.array_filters {
+                    u = u.array_filters(f.clone());
+                }
+                if let Some(h) = hint(&args.hint) {
+                    u = u.hint(h);
+                }
+                if let Some(c) = collation(&args.collation) {
+                    u = u.collation(c);
+                }
+                u.await?
+            } else {
+                let mut u = coll.update_one(filter, update);
+                if let Some(x) = args.upsert {
+                    u = u.upsert(x);
+                }
+                if let Some(f) = &args.array_filters {
+                    u = u.array_filters(f.clone());
+                }
+                if let Some(h) = hint(&args.hint) {
+                    u = u.hint(h);
+                }
+                if let Some(c) = collation(&args.collation) {
+                    u = u.collation(c);
+                }
+                u.await?
+            };
+            out.matched = r.matched_count > 0;
+            out.modified = r.modified_count > 0;
+            out.upserted = u64::from(r.upserted_id.is_some());
+        }
+        (Command::Replace { args, .. }, Body::FilterAnd(filter, replacement)) => {
+            out.sent = size(&filter) + if measure { bson_bytes(&replacement) } else { 0 };
+            let replacement = match replacement {
+                Bson::Document(d) => raw(&d),
+                _ => RawDocumentBuf::new(),
+            };
+            let mut r = coll.replace_one(filter, replacement);
+            if let Some(x) = args.upsert {
+                r = r.upsert(x);
+            }
+            if let Some(h) = hint(&args.hint) {
+                r = r.hint(h);
+            }
+            if let Some(c) = collation(&args.collation) {
+                r = r.collation(c);
+            }
+            let r = r.await?;
+            out.matched = r.matched_count > 0;
+            out.modified = r.modified_count > 0;
+            out.upserted = u64::from(r.upserted_id.is_some());
+        }
+        (Command::Delete { hint: h, collation: c, .. }, Body::Filter(filter)) => {
+            out.sent = size(&filter);
+            let many = op.verb == crate::workload::command::Verb::DeleteMany;
+            let n = if many {
+                let mut d = coll.delete_many(filter);
+                if let Some(h) = hint(h) {
+                    d = d.hint(h);
+                }
+                if let Some(c) = collation(c) {
+                    d = d.collation(c);
+                }
+                d.await?.deleted_count
+            } else {
+                let mut d = coll.delete_one(filter);
+                if let Some(h) = hint(h) {
+                    d = d.hint(h);
+                }
+                if let Some(c) = collation(c) {
+                    d = d.collation(c);
+                }
+                d.await?.deleted_count
+            };
+            out.deleted = n;
+            out.matched = n > 0;
+            out.modified = n > 0;
+        }
+        (Command::FindAndModify { change, args, .. }, body) => {
+            let (filter, second) = match body {
+                Body::Filter(f) => (f, None),
+                Body::FilterAnd(f, s) => (f, Some(s)),
+                _ => return Ok(()),
+            };
+            out.sent = size(&filter) + second.as_ref().filter(|_| measure).map_or(0, bson_bytes);
+            let after = if args.return_after {
+                ReturnDocument::After
+            } else {
+                ReturnDocument::Before
+            };
+            let found = match (change, second) {
+                (None, _) | (_, None) => {
+                    let options = mongodb::options::FindOneAndDeleteOptions::builder()
+                        .sort(args.sort.clone())
+                        .projection(args.projection.clone())
+                        .hint(hint(&args.hint))
+                        .build();
+                    let found = coll.find_one_and_delete(filter).with_options(options).await?;
+                    if found.is_some() {
+                        out.deleted = 1;
+                        out.modified = true;
+                    }
+                    found
+                }
+                (Some(_), Some(s)) if op.verb == crate::workload::command::Verb::FindOneAndReplace => {
+                    let replacement = match s {
+                        Bson::Document(d) => raw(&d),
+                        _ => RawDocumentBuf::new(),
+                    };
+                    let options = mongodb::options::FindOneAndReplaceOptions::builder()
+                        .sort(args.sort.clone())
+                        .projection(args.projection.clone())
+                        .return_document(after)
+                        .upsert(args.upsert)
+                        .hint(hint(&args.hint))
+                        .build();
+                    coll.find_one_and_replace(filter, replacement)
+                        .with_options(options)
+                        .await?
+                }
+                (Some(_), Some(s)) => {
+                    let options = mongodb::options::FindOneAndUpdateOptions::builder()
+                        .sort(args.sort.clone())
+                        .projection(args.projection.clone())
+                        .return_document(after)
+                        .upsert(args.upsert)
+                        .array_filters(args.array_filters.clone())
+                        .hint(hint(&args.hint))
+                        .build();
+                    coll.find_one_and_update(filter, update_of(s))
+                        .with_options(options)
+                        .await?
+                }
+            };
+            if let Some(d) = found {
+                if measure {
+                    out.received = d.as_bytes().len() as u32;
+                }
+                out.returned = 1;
+                out.matched = true;
+            }
+        }
+        (Command::Bulk { ordered, models }, Body::Bulk(built)) => {
+            let ns = coll.namespace();
+            let mut write = Vec::with_capacity(built.len());
+            for (m, b) in models.iter().zip(built) {
+                use crate::workload::command::BulkModel;
+                use mongodb::options::{
+                    DeleteManyModel, DeleteOneModel, InsertOneModel, ReplaceOneModel,
+                    UpdateManyModel, UpdateOneModel,
+                };
+                if measure {
+                    out.sent += match &b {
+                        BuiltModel::InsertOne(d) => d.as_bytes().len() as u32,
+                        BuiltModel::Update { filter, update, .. } => bytes(filter) + bson_bytes(update),
+                        BuiltModel::ReplaceOne { filter, replacement } => bytes(filter) + bytes(replacement),
+                        BuiltModel::Delete { filter, .. } => bytes(filter),
+                    };
+                }
+                let args = match m {
+                    BulkModel::Update { args, .. } | BulkModel::ReplaceOne { args, .. } => {
+                        Some(args)
+                    }
+                    _ => None,
+                };
+                let upsert = args.and_then(|a| a.upsert);
+                let array_filters = args.and_then(|a| a.array_filters.clone()).map(|f| {
+                    f.into_iter().map(Bson::Document).collect::<Vec<_>>()
+                });
+                let h = args.and_then(|a| a.hint.clone());
+                write.push(match b {
+                    BuiltModel::InsertOne(d) => WriteModel::InsertOne(
+                        InsertOneModel::builder()
+                            .namespace(ns.clone())
+                            .document(Document::try_from(d).unwrap_or_default())
+                            .build(),
+                    ),
+                    BuiltModel::Update {
+                        many: false,
+                        filter,
+                        update,
+                    } => WriteModel::UpdateOne(
+                        UpdateOneModel::builder()
+                            .namespace(ns.clone())
+                            .filter(filter)
+                            .update(update_of(update))
+                            .upsert(upsert)
+                            .array_filters(array_filters)
+                            .hint(h)
+                            .build(),
+                    ),
+                    BuiltModel::Update {
+                        many: true,
+                        filter,
+                        update,
+                    } => WriteModel::UpdateMany(
+                        UpdateManyModel::builder()
+                            .namespace(ns.clone())
+                            .filter(filter)
+                            .update(update_of(update))
+                            .upsert(upsert)
+                            .array_filters(array_filters)
+                            .hint(h)
+                            .build(),
+                    ),
+                    BuiltModel::ReplaceOne {
+                        filter,
+                        replacement,
+                    } => WriteModel::ReplaceOne(
+                        ReplaceOneModel::builder()
+                            .namespace(ns.clone())
+                            .filter(filter)
+                            .replacement(replacement)
+                            .upsert(upsert)
+                            .hint(h)
+                            .build(),
+                    ),
+                    BuiltModel::Delete {
+                        many: false,
+                        filter,
+                    } => WriteModel::DeleteOne(
+                        DeleteOneModel::builder()
+                            .namespace(ns.clone())
+                            .filter(filter)
+                            .build(),
+                    ),
+                    BuiltModel::Delete { many: true, filter } => WriteModel::DeleteMany(
+                        DeleteManyModel::builder()
+                            .namespace(ns.clone())
+                            .filter(filter)
+                            .build(),
+                    ),
+                });
+            }
+            let mut bulk = on.client.bulk_write(write).ordered(*ordered);
+            if let Some(wc) = on.write_concern {
+                bulk = bulk.write_concern(wc.clone());
+            }
+            let r = bulk.await?;
+            out.inserted = r.inserted_count as u64;
+            out.upserted = r.upserted_count as u64;
+            out.deleted = r.deleted_count as u64;
+            out.matched = r.matched_count > 0 || r.inserted_count > 0 || r.deleted_count > 0;
+            out.modified = r.modified_count > 0 || r.deleted_count > 0 || r.upserted_count > 0;
+        }
+        (Command::RunCommand { .. }, Body::Command(command)) => {
+            out.sent = size(&command);
+            let db = on.client.database(&coll.namespace().db);
+            let reply = db.run_command(command).await?;
+            if measure {
+                out.received = bytes(&reply);
+            }
+            out.matched = true;
+        }
+        // A body of another shape is never built for a command (`TemplateOp::build`).
+        _ => {}
+    }
+    Ok(())
+}

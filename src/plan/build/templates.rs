@@ -1,0 +1,793 @@
+//! A group's own operations: one operation table (`[group.find]`) or several named ones with
+//! weights (`[[group.ops]]`), each read into a `TemplateOp` with its arguments checked: unknown
+//! arguments (with did-you-mean), wrong types, a generator where the server needs a constant,
+//! an update without operators or pipeline, `$` keys in a document to insert, `^Field` paths the
+//! collection's document lacks. Each template is generated once here, so a shape the server
+//! would refuse is found before anything is sent.
+//!
+//! Owns: operation tables becoming `TemplateOp`s. Never: sends them (that is `ops::template`)
+//! or explains them (`ops::explain`).
+
+use std::sync::Arc;
+
+use mongodb::bson::{Bson, Document};
+use rand::SeedableRng;
+
+use super::groups::GroupAt;
+use crate::error::ProfileError;
+use crate::plan::profile::Loaded;
+use crate::plan::CollectionPlan;
+use crate::workload::command::{
+    BulkModel, Command, FindAndModifyArgs, FindArgs, TemplateOp, Verb, WriteArgs,
+};
+use crate::workload::op::OpName;
+use crate::workload::template::{Cx, Lookup, UserState};
+use crate::workload::{DocGen, OpSpec, Template};
+
+/// The arguments each operation takes, as the drivers name them.
+fn allowed(verb: Verb) -> &'static [&'static str] {
+    match verb {
+        Verb::InsertOne => &["document"],
+        Verb::InsertMany => &["batch", "ordered", "document"],
+        Verb::Find => &[
+            "filter",
+            "projection",
+            "sort",
+            "skip",
+            "limit",
+            "batchSize",
+            "hint",
+            "collation",
+            "maxTimeMS",
+        ],
+        Verb::FindOne => &[
+            "filter",
+            "projection",
+            "sort",
+            "skip",
+            "hint",
+            "collation",
+            "maxTimeMS",
+        ],
+        Verb::Aggregate => &["pipeline", "allowDiskUse", "batchSize", "hint"],
+        Verb::CountDocuments => &["filter", "skip", "limit", "hint"],
+        Verb::EstimatedDocumentCount => &[],
+        Verb::Distinct => &["key", "filter"],
+        Verb::UpdateOne | Verb::UpdateMany => {
+            &["filter", "update", "upsert", "arrayFilters", "hint", "collation"]
+        }
+        Verb::ReplaceOne => &["filter", "replacement", "upsert", "hint", "collation"],
+        Verb::DeleteOne | Verb::DeleteMany => &["filter", "hint", "collation"],
+        Verb::FindOneAndUpdate => &[
+            "filter",
+            "update",
+            "sort",
+            "projection",
+            "returnDocument",
+            "upsert",
+            "arrayFilters",
+            "hint",
+        ],
+        Verb::FindOneAndReplace => &[
+            "filter",
+            "replacement",
+            "sort",
+            "projection",
+            "returnDocument",
+            "upsert",
+            "hint",
+        ],
+        Verb::FindOneAndDelete => &["filter", "sort", "projection", "hint"],
+        Verb::BulkWrite => &["ordered", "requests"],
+        Verb::Command => &[],
+    }
+}
+
+/// The most documents one insertMany may carry.
+const MAX_BATCH: i64 = 100_000;
+
+/// A sample `Lookup` for the trial generation: `_id` 0 and the document template's values.
+struct Trial<'a>(&'a DocGen);
+
+impl Lookup for Trial<'_> {
+    fn key(&mut self, _rng: &mut dyn rand::RngCore) -> Option<Bson> {
+        Some(Bson::Int64(0))
+    }
+    fn field(&mut self, path: &str, rng: &mut dyn rand::RngCore) -> Option<Bson> {
+        let mut rng = rng;
+        self.0.generate_path(path, &mut rng)
+    }
+}
+
+/// Reads one operation table's arguments, each located at `path.ARG`.
+struct Args<'a> {
+    loaded: &'a Loaded,
+    path: String,
+    table: toml::Table,
+    verb: Verb,
+    coll: &'a CollectionPlan,
+}
+
+impl<'a> Args<'a> {
+    fn err(&self, k: &str, problem: impl Into<String>, expected: impl Into<String>) -> ProfileError {
+        let key = if k.is_empty() {
+            self.path.clone()
+        } else {
+            format!("{}.{k}", self.path)
+        };
+        self.loaded.error_at(&key, problem, expected)
+    }
+
+    fn check_keys(&self) -> Result<(), ProfileError> {
+        let ok = allowed(self.verb);
+        for k in self.table.keys() {
+            if !ok.contains(&k.as_str()) {
+                let close = ok
+                    .iter()
+                    .map(|o| (strsim::jaro_winkler(o, k), *o))
+                    .filter(|(s, _)| *s > 0.8)
+                    .max_by(|a, b| a.0.total_cmp(&b.0))
+                    .map(|(_, o)| format!(" (did you mean `{o}`?)"))
+                    .unwrap_or_default();
+                return Err(self.err(
+                    k,
+                    format!("`{k}` is not an argument of {}{close}", self.verb.name()),
+                    if ok.is_empty() {
+                        format!("{} takes no arguments: {} = {{}}", self.verb.name(), self.verb.name())
+                    } else {
+                        format!("any of: {}", ok.join(", "))
+                    },
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn template(&self, k: &str) -> Result<Option<Template>, ProfileError> {
+        let Some(v) = self.table.get(k) else {
+            return Ok(None);
+        };
+        let t = Template::compile_arg(v, &format!("{}.{k}", self.path))
+            .map_err(|e| self.loaded.error_at(&e.key, e.problem, e.expected))?;
+        for p in t.field_paths() {
+            if !self.coll.document.has_path(&p) {
+                return Err(self.err(
+                    k,
+                    format!(
+                        "`^Field` path `{p}` is not a field of collection `{}`'s document template",
+                        self.coll.name
+                    ),
+                    format!(
+                        "a path of its document: {}",
+                        self.coll.document.field_names().join(", ")
+                    ),
+                ));
+            }
+        }
+        Ok(Some(t))
+    }
+
+    fn required(&self, k: &str, example: &str) -> Result<Template, ProfileError> {
+        self.template(k)?.ok_or_else(|| {
+            self.err(
+                "",
+                format!("{} needs `{k}`", self.verb.name()),
+                format!("{k} = {example}"),
+            )
+        })
+    }
+
+    /// A filter: `{}` (every document) when not given.
+    fn filter(&self) -> Result<Template, ProfileError> {
+        Ok(match self.template("filter")? {
+            Some(t) => t,
+            None => Template::compile(&toml::Value::Table(toml::Table::new()), &self.path)
+                .map_err(|e| self.loaded.error_at(&e.key, e.problem, e.expected))?,
+        })
+    }
+
+    /// A constant value (the server needs it fixed).
+    fn constant(&self, k: &str) -> Result<Option<Bson>, ProfileError> {
+        let Some(t) = self.template(k)? else {
+            return Ok(None);
+        };
+        match t.constant() {
+            Some(b) => Ok(Some(b.clone())),
+            None => Err(self.err(
+                k,
+                format!("`{k}` of {} is sent as written; a generator has no meaning here", self.verb.name()),
+                "a constant value (generators go in filter, update, document, pipeline)",
+            )),
+        }
+    }
+
+    fn doc(&self, k: &str, example: &str) -> Result<Option<Document>, ProfileError> {
+        match self.constant(k)? {
+            None => Ok(None),
+            Some(Bson::Document(d)) => Ok(Some(d)),
+            Some(_) => Err(self.err(k, format!("`{k}` must be a document"), format!("{k} = {example}"))),
+        }
+    }
+
+    fn hint(&self) -> Result<Option<Bson>, ProfileError> {
+        match self.constant("hint")? {
+            None => Ok(None),
+            Some(b @ (Bson::Document(_) | Bson::String(_))) => Ok(Some(b)),
+            Some(_) => Err(self.err(
+                "hint",
+                "a hint is an index's name or its keys",
+                "hint = \"status_1_created_-1\" or hint = { status = 1, created = -1 }",
+            )),
+        }
+    }
+
+    fn bool(&self, k: &str) -> Result<Option<bool>, ProfileError> {
+        match self.table.get(k) {
+            None => Ok(None),
+            Some(toml::Value::Boolean(b)) => Ok(Some(*b)),
+            Some(_) => Err(self.err(k, format!("`{k}` must be true or false"), format!("{k} = true"))),
+        }
+    }
+
+    fn int(&self, k: &str, min: i64, max: i64) -> Result<Option<i64>, ProfileError> {
+        match self.table.get(k) {
+            None => Ok(None),
+            Some(toml::Value::Integer(n)) if (min..=max).contains(n) => Ok(Some(*n)),
+            Some(_) => Err(self.err(
+                k,
+                format!("`{k}` must be a whole number from {min} to {max}"),
+                format!("{k} = {}", min.max(1)),
+            )),
+        }
+    }
+
+    fn array_filters(&self) -> Result<Option<Vec<Document>>, ProfileError> {
+        match self.constant("arrayFilters")? {
+            None => Ok(None),
+            Some(Bson::Array(a)) if a.iter().all(|x| matches!(x, Bson::Document(_))) => Ok(Some(
+                a.into_iter()
+                    .filter_map(|x| match x {
+                        Bson::Document(d) => Some(d),
+                        _ => None,
+                    })
+                    .collect(),
+            )),
+            Some(_) => Err(self.err(
+                "arrayFilters",
+                "arrayFilters is a list of filter documents",
+                "arrayFilters = [ { \"e.qty\" = { \"$gt\" = 2 } } ]",
+            )),
+        }
+    }
+
+    fn write_args(&self) -> Result<WriteArgs, ProfileError> {
+        Ok(WriteArgs {
+            upsert: self.bool("upsert")?,
+            array_filters: self.array_filters()?,
+            hint: self.hint()?,
+            collation: self.doc("collation", "{ locale = \"en\" }")?,
+        })
+    }
+
+    /// Generates `t` once with a sample key and the collection's values.
+    fn trial(&self, t: &Template) -> Bson {
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(1);
+        let mut lookup = Trial(&self.coll.document);
+        let mut state = UserState::default();
+        let mut cx = Cx {
+            rng: &mut rng,
+            lookup: &mut lookup,
+            now_ms: 0,
+            user: 0,
+            state: &mut state,
+        };
+        t.generate(&mut cx)
+    }
+
+    fn must_be_doc(&self, k: &str, t: &Template, example: &str) -> Result<Document, ProfileError> {
+        match self.trial(t) {
+            Bson::Document(d) => Ok(d),
+            other => Err(self.err(
+                k,
+                format!("`{k}` must make a document, and makes {}", kind_of(&other)),
+                format!("{k} = {example}"),
+            )),
+        }
+    }
+
+    /// An update: a document of operators (`$set`, `$inc`, ...) or a pipeline (a list of stages).
+    fn update(&self, k: &str) -> Result<Template, ProfileError> {
+        let t = self.required(k, "{ \"$set\" = { status = \"paid\" } }")?;
+        match self.trial(&t) {
+            Bson::Document(d) => {
+                if d.is_empty() || d.keys().any(|key| !key.starts_with('$')) {
+                    let first = d.keys().find(|key| !key.starts_with('$')).cloned();
+                    return Err(self.err(
+                        k,
+                        match first {
+                            Some(f) => format!("an update is made of operators, and `{f}` is not one (without an operator it would replace the document)"),
+                            None => "an empty update changes nothing".to_string(),
+                        },
+                        "operators, e.g. update = { \"$set\" = { status = \"paid\" }, \"$inc\" = { n = 1 } }, or a pipeline: update = [ { \"$set\" = { ... } } ] (replaceOne replaces)",
+                    ));
+                }
+            }
+            Bson::Array(stages) => self.pipeline_shape(k, &stages)?,
+            other => {
+                return Err(self.err(
+                    k,
+                    format!("an update is a document of operators or a pipeline, not {}", kind_of(&other)),
+                    "update = { \"$set\" = { status = \"paid\" } }",
+                ))
+            }
+        }
+        Ok(t)
+    }
+
+    fn pipeline_shape(&self, k: &str, stages: &[Bson]) -> Result<(), ProfileError> {
+        for (i, s) in stages.iter().enumerate() {
+            match s {
+                Bson::Document(d) if d.len() == 1 && d.keys().all(|s| s.starts_with('$')) => {}
+                _ => {
+                    return Err(self.err(
+                        &format!("{k}[{i}]"),
+                        format!("stage {i} is not a one-key document of a `$` stage"),
+                        "[ { \"$match\" = { status = \"open\" } }, { \"$group\" = { _id = \"$customer\", n = { \"$sum\" = 1 } } } ]",
+                    ))
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A document to insert or a replacement: no `$` keys or NUL anywhere.
+    fn stored(&self, k: &str, t: &Template) -> Result<(), ProfileError> {
+        let d = self.must_be_doc(k, t, "{ status = \"open\" }")?;
+        if let Some(bad) = bad_key(&d) {
+            return Err(self.err(
+                k,
+                format!("`{}` cannot be a field name of a stored document", bad.escape_debug()),
+                "field names that do not start with `$` and hold no NUL (operators belong in filters and updates)",
+            ));
+        }
+        Ok(())
+    }
+
+    fn sort(&self) -> Result<Option<Document>, ProfileError> {
+        self.doc("sort", "{ created = -1 }")
+    }
+
+    fn projection(&self) -> Result<Option<Document>, ProfileError> {
+        self.doc("projection", "{ _id = 0, customer = 1 }")
+    }
+
+    fn return_after(&self) -> Result<bool, ProfileError> {
+        match self.table.get("returnDocument") {
+            None => Ok(false),
+            Some(toml::Value::String(s)) if s == "after" => Ok(true),
+            Some(toml::Value::String(s)) if s == "before" => Ok(false),
+            Some(_) => Err(self.err(
+                "returnDocument",
+                "returnDocument is \"before\" or \"after\"",
+                "returnDocument = \"after\"",
+            )),
+        }
+    }
+}
+
+fn kind_of(b: &Bson) -> &'static str {
+    match b {
+        Bson::Document(_) => "a document",
+        Bson::Array(_) => "an array",
+        Bson::String(_) => "a string",
+        Bson::Null => "null",
+        _ => "a single value",
+    }
+}
+
+/// A field name a stored document cannot have (`$` first, or NUL), anywhere in it.
+fn bad_key(d: &Document) -> Option<String> {
+    for (k, v) in d {
+        if k.starts_with('$') || k.contains('\0') {
+            return Some(k.clone());
+        }
+        let inner = match v {
+            Bson::Document(d) => bad_key(d),
+            Bson::Array(a) => a.iter().find_map(|x| match x {
+                Bson::Document(d) => bad_key(d),
+                _ => None,
+            }),
+            _ => None,
+        };
+        if inner.is_some() {
+            return inner;
+        }
+    }
+    None
+}
+
+impl GroupAt<'_> {
+    /// The group's own operations, if it has any: the first, and (with `[[group.ops]]`) each
+    /// with its weight.
+    pub(super) fn templates(
+        &self,
+        collections: &[CollectionPlan],
+        collection: usize,
+    ) -> Result<Option<(OpSpec, Vec<(OpSpec, u32)>)>, ProfileError> {
+        let g = self.g;
+        let tables = g.op_tables();
+        let coll = &collections[collection];
+        match (&g.ops, tables.as_slice()) {
+            (None, []) => Ok(None),
+            (Some(_), [(verb, _), ..]) => Err(self.err(
+                verb,
+                format!("both [[group.ops]] and `{verb}` are set; a group has one operation table or a list of named ones"),
+            )),
+            (None, [_, (second, _), ..]) => Err(self.err(
+                second,
+                format!("group `{}` has two operation tables; one operation per group, or several in [[group.ops]] with names and weights", g.name),
+            )),
+            (None, [(verb, value)]) => {
+                self.no_builtin(verb)?;
+                let op = self.template_op(verb, value, &self.path(verb), OpName::from(*verb), collection, coll)?;
+                Ok(Some((op, Vec::new())))
+            }
+            (Some(ops), []) => {
+                self.no_builtin("ops")?;
+                if ops.is_empty() {
+                    return Err(self.err("ops", "[[group.ops]] is empty".into()));
+                }
+                let mut specs: Vec<(OpSpec, u32)> = Vec::new();
+                for (i, o) in ops.iter().enumerate() {
+                    let at = self.path(&format!("ops[{i}]"));
+                    let name_bad = o.name.trim().is_empty()
+                        || o.name.contains([':', '@'])
+                        || o.name.chars().any(char::is_control);
+                    if name_bad {
+                        return Err(self.loaded.error_at(
+                            &format!("{at}.name"),
+                            format!("`{}` cannot name a row (empty, `:`, `@` or a control character)", o.name.escape_debug()),
+                            "a short name, e.g. name = \"lookup\"",
+                        ));
+                    }
+                    let name = OpName::from(o.name.as_str());
+                    if specs.iter().any(|(s, _)| s.kind() == name) {
+                        return Err(self.loaded.error_at(
+                            &format!("{at}.name"),
+                            format!("two operations of group `{}` are named `{}`", g.name, o.name),
+                            "a different name for each of the group's operations",
+                        ));
+                    }
+                    let tables = o.op_tables();
+                    let (verb, value) = match tables.as_slice() {
+                        [one] => *one,
+                        [] => {
+                            return Err(self.loaded.error_at(
+                                &at,
+                                format!("operation `{}` has no operation table", o.name),
+                                format!("one of: {}", Verb::listed()),
+                            ))
+                        }
+                        [_, (second, _), ..] => {
+                            return Err(self.loaded.error_at(
+                                &format!("{at}.{second}"),
+                                format!("operation `{}` has two operation tables", o.name),
+                                "one operation table per [[group.ops]] entry",
+                            ))
+                        }
+                    };
+                    let weight = o.weight.unwrap_or(1);
+                    let op = self.template_op(verb, value, &format!("{at}.{verb}"), name, collection, coll)?;
+                    specs.push((op, weight));
+                }
+                if specs.iter().all(|(_, w)| *w == 0) {
+                    return Err(self.err("ops", "the weights sum to 0, so no operation could be drawn".into()));
+                }
+                Ok(Some((specs[0].0.clone(), specs)))
+            }
+        }
+    }
+
+    /// The built-in operation settings have no meaning beside an operation table.
+    fn no_builtin(&self, verb: &str) -> Result<(), ProfileError> {
+        let g = self.g;
+        for (k, set) in [
+            ("op", g.op.is_some()),
+            ("mix", g.mix.is_some()),
+            ("filter", g.filter.is_some()),
+            ("set", g.set.is_some()),
+            ("inc", g.inc.is_some()),
+            ("limit", g.limit.is_some()),
+            ("count", g.count.is_some()),
+            ("target", g.target.is_some()),
+            ("many", g.many.is_some()),
+        ] {
+            if set {
+                return Err(self.err(
+                    k,
+                    format!("`{k}` belongs to the built-in operations; this group's operation is `{verb}`, whose arguments go in its own table"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn template_op(
+        &self,
+        verb_name: &str,
+        value: &toml::Value,
+        path: &str,
+        name: OpName,
+        collection: usize,
+        coll: &CollectionPlan,
+    ) -> Result<OpSpec, ProfileError> {
+        let verb = Verb::from_name(verb_name).expect("op_tables names only verbs");
+        let line = self.loaded.error_at(path, "", "").line;
+        let table = match (verb, value) {
+            (Verb::Command, _) => toml::Table::new(),
+            (_, toml::Value::Table(t)) => t.clone(),
+            (_, toml::Value::String(s)) => match serde_json::from_str::<toml::Table>(s) {
+                Ok(t) => t,
+                Err(e) => {
+                    return Err(self.loaded.error_at(
+                        path,
+                        format!("not a JSON object of {verb_name}'s arguments: {e}"),
+                        format!("a table of {verb_name}'s arguments, e.g. {verb_name} = {{ filter = {{ status = \"open\" }} }}"),
+                    ))
+                }
+            },
+            _ => {
+                return Err(self.loaded.error_at(
+                    path,
+                    format!("{verb_name} takes a table of its arguments"),
+                    format!("{verb_name} = {{ {} }}", allowed(verb).join(" = ..., ")),
+                ))
+            }
+        };
+        let a = Args {
+            loaded: self.loaded,
+            path: path.to_string(),
+            table,
+            verb,
+            coll,
+        };
+        a.check_keys()?;
+        let command = match verb {
+            Verb::InsertOne | Verb::InsertMany => {
+                let document = a.template("document")?;
+                if let Some(d) = &document {
+                    a.stored("document", d)?;
+                } else if coll.document.fields.is_empty() {
+                    return Err(a.err(
+                        "",
+                        format!("{verb_name} has no `document` and collection `{}` has no document template", coll.name),
+                        "document = { status = \"open\" }, or a [collection.document] (or [document]) table",
+                    ));
+                }
+                let batch = if verb == Verb::InsertMany {
+                    a.int("batch", 1, MAX_BATCH)?.ok_or_else(|| {
+                        a.err("", "insertMany needs `batch`, the documents per command", "batch = 100")
+                    })? as u32
+                } else {
+                    1
+                };
+                Command::Insert {
+                    batch,
+                    ordered: a.bool("ordered")?.unwrap_or(true),
+                    document,
+                }
+            }
+            Verb::Find | Verb::FindOne => {
+                let filter = a.filter()?;
+                a.must_be_doc("filter", &filter, "{ status = \"open\" }")?;
+                let limit = if verb == Verb::FindOne {
+                    Some(1)
+                } else {
+                    a.int("limit", 0, i64::from(i32::MAX))?
+                };
+                Command::Find {
+                    filter,
+                    args: FindArgs {
+                        projection: a.projection()?,
+                        sort: a.sort()?,
+                        skip: a.int("skip", 0, i64::MAX)?.map(|n| n as u64),
+                        limit,
+                        batch_size: a.int("batchSize", 0, i64::from(i32::MAX))?.map(|n| n as u32),
+                        hint: a.hint()?,
+                        collation: a.doc("collation", "{ locale = \"en\" }")?,
+                        max_time_ms: a.int("maxTimeMS", 0, i64::from(i32::MAX))?.map(|n| n as u64),
+                    },
+                }
+            }
+            Verb::Aggregate => {
+                let pipeline = a.required("pipeline", "[ { \"$match\" = { status = \"open\" } } ]")?;
+                match a.trial(&pipeline) {
+                    Bson::Array(stages) => a.pipeline_shape("pipeline", &stages)?,
+                    other => {
+                        return Err(a.err(
+                            "pipeline",
+                            format!("a pipeline is a list of stages, not {}", kind_of(&other)),
+                            "pipeline = [ { \"$match\" = { status = \"open\" } } ]",
+                        ))
+                    }
+                }
+                Command::Aggregate {
+                    pipeline,
+                    allow_disk_use: a.bool("allowDiskUse")?,
+                    batch_size: a.int("batchSize", 0, i64::from(i32::MAX))?.map(|n| n as u32),
+                    hint: a.hint()?,
+                }
+            }
+            Verb::CountDocuments => {
+                let filter = a.filter()?;
+                a.must_be_doc("filter", &filter, "{ status = \"open\" }")?;
+                Command::Count {
+                    filter,
+                    skip: a.int("skip", 0, i64::MAX)?.map(|n| n as u64),
+                    limit: a.int("limit", 1, i64::MAX)?.map(|n| n as u64),
+                    hint: a.hint()?,
+                }
+            }
+            Verb::EstimatedDocumentCount => Command::EstimatedCount,
+            Verb::Distinct => {
+                let key = match a.table.get("key") {
+                    Some(toml::Value::String(s)) if !s.is_empty() => s.clone(),
+                    _ => return Err(a.err("key", "distinct needs `key`, the field whose values it lists", "key = \"status\"")),
+                };
+                let filter = a.filter()?;
+                a.must_be_doc("filter", &filter, "{ status = \"open\" }")?;
+                Command::Distinct { key, filter }
+            }
+            Verb::UpdateOne | Verb::UpdateMany => {
+                let filter = a.required("filter", "{ _id = { \"^Key\" = {} } }")?;
+                a.must_be_doc("filter", &filter, "{ status = \"open\" }")?;
+                Command::Update {
+                    filter,
+                    update: a.update("update")?,
+                    args: a.write_args()?,
+                }
+            }
+            Verb::ReplaceOne => {
+                let filter = a.required("filter", "{ _id = { \"^Key\" = {} } }")?;
+                a.must_be_doc("filter", &filter, "{ status = \"open\" }")?;
+                let replacement = a.required("replacement", "{ status = \"open\" }")?;
+                a.stored("replacement", &replacement)?;
+                Command::Replace {
+                    filter,
+                    replacement,
+                    args: a.write_args()?,
+                }
+            }
+            Verb::DeleteOne | Verb::DeleteMany => {
+                let filter = a.required("filter", "{ _id = { \"^Key\" = {} } }")?;
+                a.must_be_doc("filter", &filter, "{ status = \"open\" }")?;
+                Command::Delete {
+                    filter,
+                    hint: a.hint()?,
+                    collation: a.doc("collation", "{ locale = \"en\" }")?,
+                }
+            }
+            Verb::FindOneAndUpdate | Verb::FindOneAndReplace | Verb::FindOneAndDelete => {
+                let filter = a.required("filter", "{ _id = { \"^Key\" = {} } }")?;
+                a.must_be_doc("filter", &filter, "{ status = \"open\" }")?;
+                let change = match verb {
+                    Verb::FindOneAndUpdate => Some(a.update("update")?),
+                    Verb::FindOneAndReplace => {
+                        let r = a.required("replacement", "{ status = \"open\" }")?;
+                        a.stored("replacement", &r)?;
+                        Some(r)
+                    }
+                    _ => None,
+                };
+                Command::FindAndModify {
+                    filter,
+                    change,
+                    args: FindAndModifyArgs {
+                        sort: a.sort()?,
+                        projection: a.projection()?,
+                        return_after: a.return_after()?,
+                        upsert: a.bool("upsert")?,
+                        array_filters: a.array_filters()?,
+                        hint: a.hint()?,
+                    },
+                }
+            }
+            Verb::BulkWrite => Command::Bulk {
+                ordered: a.bool("ordered")?.unwrap_or(true),
+                models: self.bulk_models(&a)?,
+            },
+            Verb::Command => {
+                let document = Template::compile_arg(value, path)
+                    .map_err(|e| self.loaded.error_at(&e.key, e.problem, e.expected))?;
+                a.must_be_doc("", &document, "{ ping = 1 }")?;
+                Command::RunCommand { document }
+            }
+        };
+        Ok(OpSpec::Template(Arc::new(TemplateOp {
+            name,
+            verb,
+            at: path.to_string(),
+            line,
+            collection,
+            collection_name: coll.name.clone(),
+            command,
+        })))
+    }
+
+    /// `requests = [ { insertOne = { document } }, { updateOne = { filter, update } }, ... ]`.
+    fn bulk_models(&self, a: &Args<'_>) -> Result<Vec<BulkModel>, ProfileError> {
+        let expected = "requests = [ { insertOne = { document = {...} } }, { updateOne = { filter = {...}, update = {...} } }, { deleteOne = { filter = {...} } } ] (insertOne, updateOne, updateMany, replaceOne, deleteOne, deleteMany)";
+        let Some(toml::Value::Array(requests)) = a.table.get("requests") else {
+            return Err(a.err("requests", "bulkWrite needs `requests`, a list of write models", expected));
+        };
+        if requests.is_empty() {
+            return Err(a.err("requests", "bulkWrite's requests are empty", expected));
+        }
+        let mut out = Vec::new();
+        for (i, r) in requests.iter().enumerate() {
+            let at = format!("{}.requests[{i}]", a.path);
+            let one = match r {
+                toml::Value::Table(t) if t.len() == 1 => t.iter().next(),
+                _ => None,
+            };
+            let Some((model, args)) = one else {
+                return Err(self.loaded.error_at(&at, "a write model is a one-key table", expected));
+            };
+            let verb = match model.as_str() {
+                "insertOne" => Verb::InsertOne,
+                "updateOne" => Verb::UpdateOne,
+                "updateMany" => Verb::UpdateMany,
+                "replaceOne" => Verb::ReplaceOne,
+                "deleteOne" => Verb::DeleteOne,
+                "deleteMany" => Verb::DeleteMany,
+                other => {
+                    return Err(self.loaded.error_at(
+                        &format!("{at}.{other}"),
+                        format!("`{other}` is not a write model of bulkWrite"),
+                        expected,
+                    ))
+                }
+            };
+            let toml::Value::Table(table) = args else {
+                return Err(self.loaded.error_at(&format!("{at}.{model}"), "a write model takes a table", expected));
+            };
+            let m = Args {
+                loaded: self.loaded,
+                path: format!("{at}.{model}"),
+                table: table.clone(),
+                verb,
+                coll: a.coll,
+            };
+            m.check_keys()?;
+            out.push(match verb {
+                Verb::InsertOne => {
+                    let d = m.template("document")?;
+                    if let Some(d) = &d {
+                        m.stored("document", d)?;
+                    }
+                    BulkModel::InsertOne(d)
+                }
+                Verb::UpdateOne | Verb::UpdateMany => BulkModel::Update {
+                    many: verb == Verb::UpdateMany,
+                    filter: m.required("filter", "{ _id = 1 }")?,
+                    update: m.update("update")?,
+                    args: m.write_args()?,
+                },
+                Verb::ReplaceOne => {
+                    let replacement = m.required("replacement", "{ status = \"open\" }")?;
+                    m.stored("replacement", &replacement)?;
+                    BulkModel::ReplaceOne {
+                        filter: m.required("filter", "{ _id = 1 }")?,
+                        replacement,
+                        args: m.write_args()?,
+                    }
+                }
+                _ => BulkModel::Delete {
+                    many: verb == Verb::DeleteMany,
+                    filter: m.required("filter", "{ _id = 1 }")?,
+                },
+            });
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,464 @@
+//! The profile's own operations (`[group.find]`, `[[group.ops]]`): each one named as the drivers
+//! name it, with its templates (generated per operation) and its constant options, and the
+//! request built from them before the operation's clock starts.
+//!
+//! Owns: what each operation sends, as values. Never: calls the driver (that is
+//! `ops::template`), or parses the profile (that is `plan::build::templates`).
+
+use std::sync::Arc;
+
+use mongodb::bson::{Bson, Document, RawDocumentBuf};
+
+use super::op::OpName;
+use super::template::{Cx, Template};
+
+/// One of the profile's own operations.
+#[derive(Debug)]
+pub struct TemplateOp {
+    /// Its row's name (`lookup` in `app:lookup`), or the operation's name for a group's one.
+    pub name: OpName,
+    /// The driver's name for it: `find`, `insertMany`, ...
+    pub verb: Verb,
+    /// Where the profile writes it (`group[1].ops[0].findOne`) and its line, for the server's
+    /// refusals.
+    pub at: String,
+    pub line: usize,
+    /// The collection it works on: its index in `RunPlan::collections`, and its name.
+    pub collection: usize,
+    pub collection_name: String,
+    pub command: Command,
+}
+
+/// The operations, as mongosh and the drivers name them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verb {
+    InsertOne,
+    InsertMany,
+    Find,
+    FindOne,
+    Aggregate,
+    CountDocuments,
+    EstimatedDocumentCount,
+    Distinct,
+    UpdateOne,
+    UpdateMany,
+    ReplaceOne,
+    DeleteOne,
+    DeleteMany,
+    FindOneAndUpdate,
+    FindOneAndReplace,
+    FindOneAndDelete,
+    BulkWrite,
+    Command,
+}
+
+impl Verb {
+    pub const ALL: [Verb; 18] = [
+        Verb::InsertOne,
+        Verb::InsertMany,
+        Verb::Find,
+        Verb::FindOne,
+        Verb::Aggregate,
+        Verb::CountDocuments,
+        Verb::EstimatedDocumentCount,
+        Verb::Distinct,
+        Verb::UpdateOne,
+        Verb::UpdateMany,
+        Verb::ReplaceOne,
+        Verb::DeleteOne,
+        Verb::DeleteMany,
+        Verb::FindOneAndUpdate,
+        Verb::FindOneAndReplace,
+        Verb::FindOneAndDelete,
+        Verb::BulkWrite,
+        Verb::Command,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Verb::InsertOne => "insertOne",
+            Verb::InsertMany => "insertMany",
+            Verb::Find => "find",
+            Verb::FindOne => "findOne",
+            Verb::Aggregate => "aggregate",
+            Verb::CountDocuments => "countDocuments",
+            Verb::EstimatedDocumentCount => "estimatedDocumentCount",
+            Verb::Distinct => "distinct",
+            Verb::UpdateOne => "updateOne",
+            Verb::UpdateMany => "updateMany",
+            Verb::ReplaceOne => "replaceOne",
+            Verb::DeleteOne => "deleteOne",
+            Verb::DeleteMany => "deleteMany",
+            Verb::FindOneAndUpdate => "findOneAndUpdate",
+            Verb::FindOneAndReplace => "findOneAndReplace",
+            Verb::FindOneAndDelete => "findOneAndDelete",
+            Verb::BulkWrite => "bulkWrite",
+            Verb::Command => "command",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<Verb> {
+        Self::ALL.into_iter().find(|v| v.name() == s)
+    }
+
+    /// `insertOne, insertMany, ...`, for error texts.
+    pub fn listed() -> String {
+        Self::ALL.map(|v| v.name()).join(", ")
+    }
+
+    /// Does it move many documents in one command (a documents-per-second figure is shown)?
+    pub fn moves_many(self) -> bool {
+        matches!(
+            self,
+            Verb::InsertMany
+                | Verb::Find
+                | Verb::Aggregate
+                | Verb::UpdateMany
+                | Verb::DeleteMany
+                | Verb::BulkWrite
+        )
+    }
+}
+
+/// Options of a find (and of `findOne`, which is a find with limit 1).
+#[derive(Debug, Clone, Default)]
+pub struct FindArgs {
+    pub projection: Option<Document>,
+    pub sort: Option<Document>,
+    pub skip: Option<u64>,
+    pub limit: Option<i64>,
+    pub batch_size: Option<u32>,
+    pub hint: Option<Bson>,
+    pub collation: Option<Document>,
+    pub max_time_ms: Option<u64>,
+}
+
+/// Options of an update, replace or delete.
+#[derive(Debug, Clone, Default)]
+pub struct WriteArgs {
+    pub upsert: Option<bool>,
+    pub array_filters: Option<Vec<Document>>,
+    pub hint: Option<Bson>,
+    pub collation: Option<Document>,
+}
+
+/// Options of a findOneAnd*.
+#[derive(Debug, Clone, Default)]
+pub struct FindAndModifyArgs {
+    pub sort: Option<Document>,
+    pub projection: Option<Document>,
+    /// `returnDocument = "after"`.
+    pub return_after: bool,
+    pub upsert: Option<bool>,
+    pub array_filters: Option<Vec<Document>>,
+    pub hint: Option<Bson>,
+}
+
+/// One write model of a `bulkWrite`, as mongosh writes it.
+#[derive(Debug)]
+pub enum BulkModel {
+    InsertOne(Option<Template>),
+    Update {
+        many: bool,
+        filter: Template,
+        update: Template,
+        args: WriteArgs,
+    },
+    ReplaceOne {
+        filter: Template,
+        replacement: Template,
+        args: WriteArgs,
+    },
+    Delete {
+        many: bool,
+        filter: Template,
+    },
+}
+
+/// What each operation sends: templates generated per operation, options fixed. A `document`
+/// of None is the collection's document template (with an `_id` from its key space).
+#[derive(Debug)]
+pub enum Command {
+    Insert {
+        /// 1 for insertOne.
+        batch: u32,
+        ordered: bool,
+        document: Option<Template>,
+    },
+    Find {
+        filter: Template,
+        args: FindArgs,
+    },
+    Aggregate {
+        pipeline: Template,
+        allow_disk_use: Option<bool>,
+        batch_size: Option<u32>,
+        hint: Option<Bson>,
+    },
+    Count {
+        filter: Template,
+        skip: Option<u64>,
+        limit: Option<u64>,
+        hint: Option<Bson>,
+    },
+    EstimatedCount,
+    Distinct {
+        key: String,
+        filter: Template,
+    },
+    Update {
+        filter: Template,
+        /// A document of operators, or a pipeline (an array).
+        update: Template,
+        args: WriteArgs,
+    },
+    Replace {
+        filter: Template,
+        replacement: Template,
+        args: WriteArgs,
+    },
+    Delete {
+        filter: Template,
+        hint: Option<Bson>,
+        collation: Option<Document>,
+    },
+    FindAndModify {
+        filter: Template,
+        /// The update (findOneAndUpdate) or replacement (findOneAndReplace); None: delete.
+        change: Option<Template>,
+        args: FindAndModifyArgs,
+    },
+    Bulk {
+        ordered: bool,
+        models: Vec<BulkModel>,
+    },
+    RunCommand {
+        document: Template,
+    },
+}
+
+/// One operation's generated values, in the shape its command takes.
+#[derive(Debug, Clone)]
+pub enum Body {
+    Docs(Vec<RawDocumentBuf>),
+    Filter(Document),
+    /// A filter and an update (operators or a pipeline) or a replacement.
+    FilterAnd(Document, Bson),
+    Pipeline(Vec<Document>),
+    Nothing,
+    Command(Document),
+    Bulk(Vec<BuiltModel>),
+}
+
+#[derive(Debug, Clone)]
+pub enum BuiltModel {
+    InsertOne(RawDocumentBuf),
+    Update {
+        many: bool,
+        filter: Document,
+        update: Bson,
+    },
+    ReplaceOne {
+        filter: Document,
+        replacement: Document,
+    },
+    Delete {
+        many: bool,
+        filter: Document,
+    },
+}
+
+/// A request of one of the profile's own operations.
+#[derive(Debug, Clone)]
+pub struct TemplateRequest {
+    pub op: Arc<TemplateOp>,
+    pub body: Body,
+    /// `_id`s it inserts from the collection's key space, acknowledged when it ends.
+    pub issued: Vec<i64>,
+}
+
+/// What an insert's documents come from: the collection's key space (an `_id` for each
+/// document that does not set its own, so `^Key` and the other groups find it) and its
+/// document template.
+pub trait Documents {
+    fn issue(&mut self) -> i64;
+    fn fill(&mut self, doc: &mut Document, cx: &mut Cx<'_>);
+}
+
+impl TemplateOp {
+    /// Generates one request.
+    pub fn build(
+        self: &Arc<Self>,
+        cx: &mut Cx<'_>,
+        docs: &mut dyn Documents,
+    ) -> TemplateRequest {
+        let mut issued = Vec::new();
+        let mut doc = |t: &Option<Template>, cx: &mut Cx<'_>, issued: &mut Vec<i64>| {
+            let d = match t {
+                Some(t) => {
+                    let own = t.generate_doc(cx).unwrap_or_default();
+                    if own.contains_key("_id") {
+                        own
+                    } else {
+                        let id = docs.issue();
+                        issued.push(id);
+                        let mut d = Document::new();
+                        d.insert("_id", id);
+                        d.extend(own);
+                        d
+                    }
+                }
+                None => {
+                    let id = docs.issue();
+                    issued.push(id);
+                    let mut d = Document::new();
+                    d.insert("_id", id);
+                    docs.fill(&mut d, cx);
+                    d
+                }
+            };
+            // Field names were checked when the profile was read; a generated value cannot
+            // make a document the encoder refuses.
+            RawDocumentBuf::from_document(&d).unwrap_or_default()
+        };
+        let filter = |t: &Template, cx: &mut Cx<'_>| t.generate_doc(cx).unwrap_or_default();
+        let body = match &self.command {
+            Command::Insert {
+                batch, document, ..
+            } => Body::Docs(
+                (0..*batch)
+                    .map(|_| doc(document, cx, &mut issued))
+                    .collect(),
+            ),
+            Command::Find { filter: f, .. }
+            | Command::Count { filter: f, .. }
+            | Command::Distinct { filter: f, .. }
+            | Command::Delete { filter: f, .. }
+            | Command::FindAndModify {
+                filter: f,
+                change: None,
+                ..
+            } => Body::Filter(filter(f, cx)),
+            Command::Update {
+                filter: f, update, ..
+            }
+            | Command::FindAndModify {
+                filter: f,
+                change: Some(update),
+                ..
+            } => Body::FilterAnd(filter(f, cx), update.generate(cx)),
+            Command::Replace {
+                filter: f,
+                replacement,
+                ..
+            } => Body::FilterAnd(filter(f, cx), replacement.generate(cx)),
+            Command::Aggregate { pipeline, .. } => Body::Pipeline(stages(pipeline.generate(cx))),
+            Command::EstimatedCount => Body::Nothing,
+            Command::RunCommand { document } => {
+                Body::Command(document.generate_doc(cx).unwrap_or_default())
+            }
+            Command::Bulk { models, .. } => Body::Bulk(
+                models
+                    .iter()
+                    .map(|m| match m {
+                        BulkModel::InsertOne(d) => BuiltModel::InsertOne(doc(d, cx, &mut issued)),
+                        BulkModel::Update {
+                            many,
+                            filter: f,
+                            update,
+                            ..
+                        } => BuiltModel::Update {
+                            many: *many,
+                            filter: filter(f, cx),
+                            update: update.generate(cx),
+                        },
+                        BulkModel::ReplaceOne {
+                            filter: f,
+                            replacement,
+                            ..
+                        } => BuiltModel::ReplaceOne {
+                            filter: filter(f, cx),
+                            replacement: replacement.generate_doc(cx).unwrap_or_default(),
+                        },
+                        BulkModel::Delete { many, filter: f } => BuiltModel::Delete {
+                            many: *many,
+                            filter: filter(f, cx),
+                        },
+                    })
+                    .collect(),
+            ),
+        };
+        TemplateRequest {
+            op: Arc::clone(self),
+            body,
+            issued,
+        }
+    }
+
+    /// Does it insert documents with `_id`s from the collection's key space (so `^Key` has
+    /// something to draw)?
+    pub fn inserts_keyed(&self) -> bool {
+        match &self.command {
+            Command::Insert { .. } => true,
+            Command::Bulk { models, .. } => {
+                models.iter().any(|m| matches!(m, BulkModel::InsertOne(_)))
+            }
+            _ => false,
+        }
+    }
+
+    /// Its templates, to check what they draw (`uses_key`, `field_paths`).
+    pub fn templates(&self) -> Vec<&Template> {
+        let mut out: Vec<&Template> = Vec::new();
+        match &self.command {
+            Command::Insert { document, .. } => out.extend(document.as_ref()),
+            Command::Find { filter, .. }
+            | Command::Count { filter, .. }
+            | Command::Distinct { filter, .. }
+            | Command::Delete { filter, .. } => out.push(filter),
+            Command::Update { filter, update, .. } => out.extend([filter, update]),
+            Command::Replace {
+                filter,
+                replacement,
+                ..
+            } => out.extend([filter, replacement]),
+            Command::FindAndModify { filter, change, .. } => {
+                out.push(filter);
+                out.extend(change.as_ref());
+            }
+            Command::Aggregate { pipeline, .. } => out.push(pipeline),
+            Command::EstimatedCount => {}
+            Command::RunCommand { document } => out.push(document),
+            Command::Bulk { models, .. } => {
+                for m in models {
+                    match m {
+                        BulkModel::InsertOne(d) => out.extend(d.as_ref()),
+                        BulkModel::Update { filter, update, .. } => out.extend([filter, update]),
+                        BulkModel::ReplaceOne {
+                            filter,
+                            replacement,
+                            ..
+                        } => out.extend([filter, replacement]),
+                        BulkModel::Delete { filter, .. } => out.push(filter),
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// A generated pipeline's stages (its documents; anything else was refused when it was read).
+pub fn stages(pipeline: Bson) -> Vec<Document> {
+    match pipeline {
+        Bson::Array(a) => a
+            .into_iter()
+            .filter_map(|s| match s {
+                Bson::Document(d) => Some(d),
+                _ => None,
+            })
+            .collect(),
+        Bson::Document(d) => vec![d],
+        _ => Vec::new(),
+    }
+}

@@ -1,0 +1,46 @@
+//! What templates read from the run: an existing `_id` of the group's collection (`^Key`, by
+//! the group's key distribution) and fresh values of its document template (`^Field`).
+
+use mongodb::bson::Bson;
+use rand::RngCore;
+
+use super::distribution::Chooser;
+use super::document::DocGen;
+use super::keys::KeySpace;
+use super::template::Lookup;
+
+/// No `_id`s and no document template: `^Key` and `^Field` make null (a document generated
+/// outside any group, such as the preload's).
+pub struct NoLookup;
+
+impl Lookup for NoLookup {
+    fn key(&mut self, _rng: &mut dyn RngCore) -> Option<Bson> {
+        None
+    }
+    fn field(&mut self, _path: &str, _rng: &mut dyn RngCore) -> Option<Bson> {
+        None
+    }
+}
+
+/// A virtual user's lookups on its group's collection.
+pub struct GroupLookup<'a> {
+    pub keys: &'a KeySpace,
+    pub pick: &'a mut Chooser,
+    pub document: &'a DocGen,
+}
+
+impl Lookup for GroupLookup<'_> {
+    fn key(&mut self, mut rng: &mut dyn RngCore) -> Option<Bson> {
+        self.keys.existing(self.pick, &mut rng).map(Bson::Int64)
+    }
+    fn field(&mut self, path: &str, mut rng: &mut dyn RngCore) -> Option<Bson> {
+        self.document.generate_path(path, &mut rng)
+    }
+}
+
+/// Milliseconds since the Unix epoch now (`^Now`'s and relative dates' time).
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
