@@ -26,6 +26,10 @@ pub enum Command {
     Validate {
         /// Profile path or bundled name
         profile: String,
+        /// Also check every template against this server with its explain (no load, nothing
+        /// written)
+        #[arg(long, value_name = "URI")]
+        uri: Option<String>,
         #[command(flatten)]
         overrides: OverrideArgs,
     },

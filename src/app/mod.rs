@@ -27,10 +27,25 @@ pub async fn main(cli: Cli) -> Result<i32, Error> {
             }
             Ok(exit::OK)
         }
-        Command::Validate { profile, overrides } => {
+        Command::Validate {
+            profile,
+            uri,
+            overrides,
+        } => {
             let plan = RunPlan::build(&profile::load(&profile)?, &(&overrides).into())?;
             crate::report::plan::render(&plan, &mut std::io::stdout().lock())
                 .map_err(|e| Error::Other(e.into()))?;
+            if let Some(uri) = uri {
+                let connected = crate::ops::connect::connect(&uri, plan.target.pool_size).await?;
+                let checked = crate::ops::explain::check(&plan, &connected.client).await?;
+                for w in &checked.warnings {
+                    eprintln!("warning: {w}");
+                }
+                println!(
+                    "templates: checked against {} with explain; the server accepts them",
+                    crate::redact::redact(&uri)
+                );
+            }
             Ok(exit::OK)
         }
         Command::Compare {

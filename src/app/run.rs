@@ -55,6 +55,7 @@ pub async fn run(command: RunCommand, stop: CancellationToken) -> Result<i32, Er
         // A malformed URI is a usage error: refuse it before creating anything.
         connect::parse(uri).await?;
     }
+    let existed = args.out.as_deref().is_some_and(Path::exists);
     let out_dir = prepare_out_dir(args.out.as_deref(), &plan)?;
     let say = |msg: String| {
         if opts.chatty {
@@ -70,6 +71,22 @@ pub async fn run(command: RunCommand, stop: CancellationToken) -> Result<i32, Er
         out_dir.display()
     ));
     let server = Server::reach(&args, &plan, &say).await?;
+    // The server's own check of every template, before anything is written.
+    match crate::ops::explain::check(&plan, &server.connected.client).await {
+        Ok(checked) => {
+            for w in checked.warnings {
+                eprintln!("warning: {w}");
+            }
+        }
+        Err(e) => {
+            server.shut_down().await;
+            if !existed {
+                // Made just now and still empty: leave nothing behind.
+                let _ = std::fs::remove_dir(&out_dir);
+            }
+            return Err(e);
+        }
+    }
     let sampler = if args.no_resources {
         None
     } else {

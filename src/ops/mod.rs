@@ -8,6 +8,7 @@
 //! records samples or prints.
 
 pub mod classify;
+pub mod explain;
 pub mod connect;
 pub mod marker;
 pub mod mongo;
@@ -36,6 +37,17 @@ pub trait Backend: Send + Sync + 'static {
     /// Readies the target for one run (drop, indexes, preload, as the plan says; for a part,
     /// part 0's setup or the wait for it) and returns the key space the run's operations draw
     /// existing `_id`s from and when its stages begin (`begin` asks for one).
+    /// After the setup: each template's winning plan by the server's explain (none without a
+    /// server to ask).
+    fn plans(
+        &self,
+        plan: &RunPlan,
+        keys: &[crate::workload::KeySpace],
+    ) -> impl Future<Output = Vec<explain::QueryPlan>> + Send {
+        let _ = (plan, keys);
+        async { Vec::new() }
+    }
+
     fn prepare(
         &self,
         plan: &RunPlan,

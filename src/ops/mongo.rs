@@ -84,6 +84,14 @@ impl Backend for MongoBackend {
         execute(coll, req, self.measure).await
     }
 
+    async fn plans(
+        &self,
+        plan: &RunPlan,
+        keys: &[crate::workload::KeySpace],
+    ) -> Vec<super::explain::QueryPlan> {
+        super::explain::plans(plan, &self.client, keys).await
+    }
+
     async fn prepare(
         &self,
         plan: &RunPlan,

@@ -10,7 +10,7 @@ pub const CLOSED_LOOP_COLUMNS: usize = 18;
 pub const JMETER_COLUMNS: usize = 13;
 
 /// Column names, in order, as in the console table and `summary.tsv`.
-pub const COLUMNS: [&str; 26] = [
+pub const COLUMNS: [&str; 31] = [
     "Label",
     "# Samples",
     "Average",
@@ -37,7 +37,16 @@ pub const COLUMNS: [&str; 26] = [
     "Late",
     "Max Behind",
     "Missed",
+    "Returned",
+    "Inserted",
+    "Upserted",
+    "Deleted",
+    "Docs/sec",
 ];
+
+/// Where the document counts begin (`Returned`): the console shows them for a profile's own
+/// operations.
+pub const DOC_COLUMNS: usize = 26;
 
 /// A row's cells as text, in `COLUMNS` order: milliseconds and rates with two decimals.
 pub fn cells(row: &Row) -> Vec<String> {
@@ -69,6 +78,11 @@ pub fn cells(row: &Row) -> Vec<String> {
         row.late.to_string(),
         f(row.max_behind_ms),
         row.missed.to_string(),
+        row.returned.to_string(),
+        row.inserted.to_string(),
+        row.upserted.to_string(),
+        row.deleted.to_string(),
+        f(row.docs_per_sec),
     ]
 }
 
@@ -81,6 +95,13 @@ mod tests {
     fn the_closed_loop_columns_end_at_modified() {
         assert_eq!(COLUMNS[CLOSED_LOOP_COLUMNS - 1], "Modified");
         assert_eq!(COLUMNS[CLOSED_LOOP_COLUMNS], "Service Average");
+    }
+
+    #[test]
+    fn the_document_counts_follow_the_schedule_columns() {
+        assert_eq!(COLUMNS[DOC_COLUMNS - 1], "Missed");
+        assert_eq!(COLUMNS[DOC_COLUMNS], "Returned");
+        assert_eq!(cells(&GroupMetrics::default().row("x")).len(), COLUMNS.len());
     }
 
     #[test]

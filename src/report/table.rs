@@ -4,7 +4,7 @@
 
 use std::io::Write;
 
-use super::columns::{cells, CLOSED_LOOP_COLUMNS, COLUMNS, JMETER_COLUMNS};
+use super::columns::{cells, CLOSED_LOOP_COLUMNS, COLUMNS, DOC_COLUMNS, JMETER_COLUMNS};
 use super::layout::{aligned, fitted, Wrapped};
 use crate::summary::{Summary, Warning, WarningCode};
 
@@ -48,19 +48,24 @@ fn body(s: &Summary, width: Option<usize>, out: &mut dyn Write) -> std::io::Resu
     // zero: the console leaves them out (summary.tsv and summary.json always have them).
     let open_loop = s.groups.iter().any(|g| g.rate.is_some());
     let shown = if open_loop {
-        COLUMNS.len()
+        DOC_COLUMNS
     } else {
         CLOSED_LOOP_COLUMNS
     };
-    let mut header: Vec<String> = COLUMNS[..shown].iter().map(|c| c.to_string()).collect();
+    // A profile's own operations move documents in batches and cursors: their counts are shown.
+    let docs = s.groups.iter().any(|g| !g.operations.is_empty());
+    let keep: Vec<usize> = (0..shown)
+        .chain(if docs { DOC_COLUMNS..COLUMNS.len() } else { 0..0 })
+        .collect();
+    let mut header: Vec<String> = keep.iter().map(|&i| COLUMNS[i].to_string()).collect();
     if with_run {
         header.insert(0, "Run".into());
     }
     let mut lines = vec![header];
     for run in &s.runs {
         for row in &run.rows {
-            let mut line = cells(row);
-            line.truncate(shown);
+            let all = cells(row);
+            let mut line: Vec<String> = keep.iter().map(|&i| all[i].clone()).collect();
             if with_run {
                 line.insert(0, run.run.to_string());
             }
@@ -68,8 +73,10 @@ fn body(s: &Summary, width: Option<usize>, out: &mut dyn Write) -> std::io::Resu
         }
     }
     // Every column past JMeter's goes before any of JMeter's, the right-most first.
-    let dropped: Vec<&str> = COLUMNS[JMETER_COLUMNS..shown]
+    let dropped: Vec<&str> = keep
         .iter()
+        .filter(|&&i| i >= JMETER_COLUMNS)
+        .map(|&i| &COLUMNS[i])
         .rev()
         .chain(&JMETER_DROPPED)
         .copied()

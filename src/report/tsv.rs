@@ -124,6 +124,7 @@ mod tests {
             part: None,
             parts: vec![],
             missing_parts: vec![],
+            plans: vec![],
             metrics_sources: vec![],
             failures: vec![],
         };

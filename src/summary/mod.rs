@@ -52,6 +52,9 @@ pub struct Summary {
     /// How each `--server-metrics` endpoint answered; empty without any.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub metrics_sources: Vec<crate::monitor::MetricsSource>,
+    /// Each template's winning plan, from the server's explain after the setup.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub plans: Vec<crate::ops::explain::QueryPlan>,
     /// A merged run with `--allow-missing`: the parts it lacks.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub missing_parts: Vec<u32>,
@@ -78,6 +81,7 @@ impl Summary {
             part: plan.part.as_ref().map(|p| p.part),
             parts: Vec::new(),
             missing_parts: Vec::new(),
+            plans: Vec::new(),
             metrics_sources: Vec::new(),
             failures: Vec::new(),
         }
@@ -270,6 +274,10 @@ pub struct GroupInfo {
     /// A group that mixes operations (`op` is then its first kind): each kind and its weight.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mix: Vec<MixShare>,
+    /// The profile's own operations of the group (driver names: `find`, `insertMany`); empty
+    /// for the built-in ones.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub operations: Vec<String>,
     /// The key distribution, when not uniform.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keys: Option<String>,
@@ -342,6 +350,20 @@ pub fn group_info(plan: &RunPlan) -> Vec<GroupInfo> {
                         weight: *weight,
                     })
                     .collect(),
+                operations: {
+                    let specs: Vec<&crate::workload::OpSpec> = if g.mix.is_empty() {
+                        vec![&g.op]
+                    } else {
+                        g.mix.iter().map(|(s, _)| s).collect()
+                    };
+                    specs
+                        .into_iter()
+                        .filter_map(|s| match s {
+                            crate::workload::OpSpec::Template(t) => Some(t.verb.name().to_string()),
+                            _ => None,
+                        })
+                        .collect()
+                },
                 keys: (g.keys != crate::workload::KeyDist::Uniform)
                     .then(|| g.keys.name().to_string()),
             })

@@ -141,6 +141,12 @@ impl<B: Backend + Clone> Session<'_, B> {
                 return Ok(false);
             }
         };
+        if run == 1 && summary.plans.is_empty() {
+            summary.plans = self.backend.plans(self.plan, &prepared.keys).await;
+            for p in &summary.plans {
+                self.say(format!("query plan: {}", p.line()));
+            }
+        }
         let start = match prepared.begin {
             Some(at) => Some(self.wait_until(at).await),
             None => None,

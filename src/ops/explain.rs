@@ -1,0 +1,473 @@
+//! The server's own judgement of the profile's templates, before any load: each read, update,
+//! delete and findAndModify template, generated once, is sent to `explain`, which parses and
+//! plans it without changing data. A refusal (a misspelled stage, an unknown operator) stops
+//! the run with exit 2, naming group, operation, its line and the server's message. After the
+//! setup (indexes made, preload in), the same explain gives each read its winning plan: the
+//! index it uses or COLLSCAN, and keys and documents examined per document returned.
+//!
+//! Owns: explain commands and reading their plans. Never: sends the workload's operations.
+
+use std::sync::Arc;
+
+use mongodb::bson::{doc, Bson, Document};
+use rand::SeedableRng;
+use serde::{Deserialize, Serialize};
+
+use crate::error::Error;
+use crate::plan::RunPlan;
+use crate::workload::command::{Body, Command, TemplateOp, Verb};
+use crate::workload::lookup::GroupLookup;
+use crate::workload::request::CollectionDocs;
+use crate::workload::template::{Cx, UserState};
+use crate::workload::{Chooser, KeySpace, OpSpec};
+
+/// One template's plan, as the server's explain gave it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueryPlan {
+    /// The row it belongs to (`recent`, `app:lookup`).
+    pub label: String,
+    /// The driver's name of the operation (`find`, `aggregate`).
+    pub operation: String,
+    pub collection: String,
+    /// `IXSCAN status_1_created_-1`, `COLLSCAN`, `IDHACK`, `EOF`, ...: the winning plan's
+    /// access stages.
+    pub plan: String,
+    /// The indexes the winning plan reads.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub indexes: Vec<String>,
+    /// It reads the whole collection.
+    pub collscan: bool,
+    /// From `executionStats` (reads only): keys and documents examined, documents returned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keys_examined: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub docs_examined: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub returned: Option<u64>,
+}
+
+impl QueryPlan {
+    /// `recent (find on orders): IXSCAN status_1_created_-1, 20 keys and 20 documents examined
+    /// for 20 returned`.
+    pub fn line(&self) -> String {
+        let stats = match (self.keys_examined, self.docs_examined, self.returned) {
+            (Some(k), Some(d), Some(n)) => {
+                let per = |x: u64| {
+                    if n == 0 {
+                        format!("{x}")
+                    } else {
+                        format!("{x} ({:.1} per document returned)", x as f64 / n as f64)
+                    }
+                };
+                format!(
+                    "; {} keys and {} documents examined, {n} returned",
+                    per(k),
+                    per(d)
+                )
+            }
+            _ => String::new(),
+        };
+        format!(
+            "{} ({} on {}): {}{}{stats}",
+            self.label,
+            self.operation,
+            self.collection,
+            self.plan,
+            if self.collscan {
+                " (reads the whole collection: no index serves this query)"
+            } else {
+                ""
+            }
+        )
+    }
+}
+
+/// What the explain check found: the server lacks explain (a warning), or plans.
+#[derive(Debug, Default)]
+pub struct Checked {
+    pub warnings: Vec<String>,
+    pub plans: Vec<QueryPlan>,
+}
+
+/// Each of the plan's templates once (rate steps share their group's), with its row's label.
+fn templates(plan: &RunPlan) -> Vec<(String, Arc<TemplateOp>)> {
+    let mut seen: Vec<(String, Arc<TemplateOp>)> = Vec::new();
+    for g in plan.groups() {
+        // A rate step's group plan is named `group@RATE/s`; its templates are the group's.
+        let base = g.name.split('@').next().unwrap_or(&g.name).to_string();
+        let specs: Vec<&OpSpec> = if g.mix.is_empty() {
+            vec![&g.op]
+        } else {
+            g.mix.iter().map(|(s, _)| s).collect()
+        };
+        for s in specs {
+            if let OpSpec::Template(t) = s {
+                if seen.iter().any(|(_, x)| Arc::ptr_eq(x, t) || x.at == t.at) {
+                    continue;
+                }
+                let label = if g.mix.is_empty() {
+                    base.clone()
+                } else {
+                    format!("{base}:{}", t.name)
+                };
+                seen.push((label, Arc::clone(t)));
+            }
+        }
+    }
+    seen
+}
+
+/// The explain command for one generated request; None for operations explain does not take
+/// (inserts, estimatedDocumentCount, bulkWrite, commands).
+fn explain_of(op: &TemplateOp, body: Body, verbosity: &str) -> Option<Document> {
+    let coll = op.collection_name.as_str();
+    let put = |d: &mut Document, k: &str, v: Option<Bson>| {
+        if let Some(v) = v {
+            d.insert(k, v);
+        }
+    };
+    let inner = match (&op.command, body) {
+        (Command::Find { args, .. }, Body::Filter(filter)) => {
+            let mut d = doc! { "find": coll, "filter": filter };
+            put(&mut d, "projection", args.projection.clone().map(Bson::Document));
+            put(&mut d, "sort", args.sort.clone().map(Bson::Document));
+            put(&mut d, "skip", args.skip.map(|n| Bson::Int64(n as i64)));
+            put(&mut d, "limit", args.limit.map(Bson::Int64));
+            put(&mut d, "hint", args.hint.clone());
+            put(&mut d, "collation", args.collation.clone().map(Bson::Document));
+            if op.verb == Verb::FindOne {
+                d.insert("singleBatch", true);
+            }
+            d
+        }
+        (
+            Command::Aggregate {
+                allow_disk_use,
+                hint,
+                ..
+            },
+            Body::Pipeline(stages),
+        ) => {
+            let mut d = doc! { "aggregate": coll, "pipeline": stages, "cursor": {} };
+            put(&mut d, "allowDiskUse", allow_disk_use.map(Bson::Boolean));
+            put(&mut d, "hint", hint.clone());
+            d
+        }
+        (Command::Count { skip, limit, hint, .. }, Body::Filter(filter)) => {
+            let mut d = doc! { "count": coll, "query": filter };
+            put(&mut d, "skip", skip.map(|n| Bson::Int64(n as i64)));
+            put(&mut d, "limit", limit.map(|n| Bson::Int64(n as i64)));
+            put(&mut d, "hint", hint.clone());
+            d
+        }
+        (Command::Distinct { key, .. }, Body::Filter(filter)) => {
+            doc! { "distinct": coll, "key": key.as_str(), "query": filter }
+        }
+        (Command::Update { args, .. }, Body::FilterAnd(filter, update))
+        | (Command::Replace { args, .. }, Body::FilterAnd(filter, update)) => {
+            let mut u = doc! {
+                "q": filter,
+                "u": update,
+                "multi": op.verb == Verb::UpdateMany,
+            };
+            put(&mut u, "upsert", args.upsert.map(Bson::Boolean));
+            put(
+                &mut u,
+                "arrayFilters",
+                args.array_filters
+                    .clone()
+                    .map(|f| Bson::Array(f.into_iter().map(Bson::Document).collect())),
+            );
+            put(&mut u, "hint", args.hint.clone());
+            put(&mut u, "collation", args.collation.clone().map(Bson::Document));
+            doc! { "update": coll, "updates": [u] }
+        }
+        (Command::Delete { hint, collation, .. }, Body::Filter(filter)) => {
+            let mut d = doc! {
+                "q": filter,
+                "limit": if op.verb == Verb::DeleteMany { 0 } else { 1 },
+            };
+            put(&mut d, "hint", hint.clone());
+            put(&mut d, "collation", collation.clone().map(Bson::Document));
+            doc! { "delete": coll, "deletes": [d] }
+        }
+        (Command::FindAndModify { args, change, .. }, body) => {
+            let (filter, second) = match body {
+                Body::Filter(f) => (f, None),
+                Body::FilterAnd(f, s) => (f, Some(s)),
+                _ => return None,
+            };
+            let mut d = doc! { "findAndModify": coll, "query": filter };
+            match (change, second) {
+                (Some(_), Some(s)) => {
+                    d.insert("update", s);
+                    d.insert("new", args.return_after);
+                }
+                _ => {
+                    d.insert("remove", true);
+                }
+            }
+            put(&mut d, "sort", args.sort.clone().map(Bson::Document));
+            put(&mut d, "fields", args.projection.clone().map(Bson::Document));
+            put(&mut d, "upsert", args.upsert.map(Bson::Boolean));
+            put(&mut d, "hint", args.hint.clone());
+            d
+        }
+        _ => return None,
+    };
+    Some(doc! { "explain": inner, "verbosity": verbosity })
+}
+
+/// One request of `op` as a user would make it, with `_id`s drawn from an empty key space (a
+/// `^Key` gives null: nothing is preloaded yet when the check runs).
+fn sample(plan: &RunPlan, op: &Arc<TemplateOp>, keys: &KeySpace) -> Body {
+    let coll = &plan.collections[op.collection];
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
+    let mut pick = Chooser::new(Default::default(), Default::default());
+    let mut lookup = GroupLookup {
+        keys,
+        pick: &mut pick,
+        document: &coll.document,
+    };
+    let mut state = UserState::default();
+    let mut cx = Cx {
+        rng: &mut rng,
+        lookup: &mut lookup,
+        now_ms: crate::workload::lookup::now_ms(),
+        user: 0,
+        state: &mut state,
+    };
+    // A throwaway key space: the check must not take `_id`s from the run's.
+    let scratch = KeySpace::default();
+    op.build(
+        &mut cx,
+        &mut CollectionDocs {
+            keys: &scratch,
+            document: &coll.document,
+        },
+    )
+    .body
+}
+
+/// Server errors that mean "this server has no explain for it", not "your query is wrong".
+fn lacks_explain(e: &mongodb::error::Error) -> bool {
+    match e.kind.as_ref() {
+        mongodb::error::ErrorKind::Command(c) => {
+            matches!(c.code, 59 | 115 | 352) || c.message.to_lowercase().contains("explain")
+        }
+        _ => false,
+    }
+}
+
+/// Before anything is written: every template the server can explain, explained. A refusal is
+/// a usage error (exit 2) naming group, operation, line and the server's message.
+pub async fn check(plan: &RunPlan, client: &mongodb::Client) -> Result<Checked, Error> {
+    let db = client.database(&plan.target.database);
+    let mut out = Checked::default();
+    let keys = KeySpace::default();
+    for (label, op) in templates(plan) {
+        let Some(cmd) = explain_of(&op, sample(plan, &op, &keys), "queryPlanner") else {
+            continue;
+        };
+        match db.run_command(cmd).await {
+            Ok(_) => {}
+            Err(e) if lacks_explain(&e) => {
+                out.warnings.push(format!(
+                    "the server has no explain for {} ({}): its templates were not checked before the load ({})",
+                    op.verb.name(),
+                    label,
+                    crate::redact::redact(&e.to_string())
+                ));
+            }
+            Err(e) => {
+                let message = match e.kind.as_ref() {
+                    mongodb::error::ErrorKind::Command(c) => {
+                        format!("{} (code {}, {})", c.message, c.code, c.code_name)
+                    }
+                    _ => crate::redact::redact(&e.to_string()),
+                };
+                if matches!(e.kind.as_ref(), mongodb::error::ErrorKind::Command(_)) {
+                    return Err(Error::Usage(format!(
+                        "{origin}:{line}: the server refuses {verb} of group `{label}` ({at}): {message}\n  fix: correct the template at line {line}; nothing was run or written",
+                        origin = plan.origin,
+                        line = op.line,
+                        verb = op.verb.name(),
+                        at = op.at,
+                    )));
+                }
+                return Err(Error::Server(format!(
+                    "cannot check the templates against the server: {message}"
+                )));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// After the setup: each read template's winning plan (executionStats), each write's
+/// (queryPlanner: explain of a write never writes, but planning is all it needs).
+pub async fn plans(plan: &RunPlan, client: &mongodb::Client, keys: &[KeySpace]) -> Vec<QueryPlan> {
+    let db = client.database(&plan.target.database);
+    let mut out = Vec::new();
+    for (label, op) in templates(plan) {
+        let reads = matches!(
+            op.verb,
+            Verb::Find | Verb::FindOne | Verb::Aggregate | Verb::CountDocuments | Verb::Distinct
+        );
+        let verbosity = if reads { "executionStats" } else { "queryPlanner" };
+        let fallback = KeySpace::default();
+        let k = keys.get(op.collection).unwrap_or(&fallback);
+        let Some(cmd) = explain_of(&op, sample(plan, &op, k), verbosity) else {
+            continue;
+        };
+        let Ok(reply) = db.run_command(cmd).await else {
+            continue;
+        };
+        out.push(read_plan(&label, &op, &reply));
+    }
+    out
+}
+
+/// The winning plan's access stages and the execution counts, wherever the server put them
+/// (classic `queryPlanner.winningPlan`, SBE's `winningPlan.queryPlan`, an aggregation's
+/// `stages[0].$cursor`).
+fn read_plan(label: &str, op: &TemplateOp, reply: &Document) -> QueryPlan {
+    let mut stages = Vec::new();
+    let mut indexes = Vec::new();
+    let mut winning = Vec::new();
+    find_key(reply, "winningPlan", &mut winning);
+    for w in &winning {
+        walk(w, &mut stages, &mut indexes);
+    }
+    let access: Vec<String> = stages
+        .iter()
+        .filter(|s| {
+            matches!(
+                s.as_str(),
+                "COLLSCAN"
+                    | "IXSCAN"
+                    | "EXPRESS_IXSCAN"
+                    | "IDHACK"
+                    | "EXPRESS_IDHACK"
+                    | "EOF"
+                    | "COUNT_SCAN"
+                    | "DISTINCT_SCAN"
+                    | "TEXT_MATCH"
+                    | "GEO_NEAR_2DSPHERE"
+            )
+        })
+        .cloned()
+        .collect();
+    let mut plan = if access.is_empty() {
+        stages.first().cloned().unwrap_or_else(|| "unknown".into())
+    } else {
+        let mut a = access.clone();
+        a.dedup();
+        a.join(" + ")
+    };
+    if !indexes.is_empty() {
+        plan = format!("{plan} {}", indexes.join(", "));
+    }
+    let mut stats = Vec::new();
+    find_key(reply, "executionStats", &mut stats);
+    let num = |d: &Document, k: &str| -> Option<u64> {
+        match d.get(k) {
+            Some(Bson::Int32(n)) => Some(*n as u64),
+            Some(Bson::Int64(n)) => Some(*n as u64),
+            Some(Bson::Double(n)) => Some(*n as u64),
+            _ => None,
+        }
+    };
+    let first = stats.first();
+    QueryPlan {
+        label: label.to_string(),
+        operation: op.verb.name().to_string(),
+        collection: op.collection_name.clone(),
+        collscan: stages.iter().any(|s| s == "COLLSCAN"),
+        plan,
+        indexes,
+        keys_examined: first.and_then(|d| num(d, "totalKeysExamined")),
+        docs_examined: first.and_then(|d| num(d, "totalDocsExamined")),
+        returned: first.and_then(|d| num(d, "nReturned")),
+    }
+}
+
+/// Every document under key `key`, anywhere in `d`.
+fn find_key(d: &Document, key: &str, out: &mut Vec<Document>) {
+    for (k, v) in d {
+        match v {
+            Bson::Document(inner) if k == key => out.push(inner.clone()),
+            Bson::Document(inner) => find_key(inner, key, out),
+            Bson::Array(a) => {
+                for x in a {
+                    if let Bson::Document(inner) = x {
+                        find_key(inner, key, out);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The stage names (`stage`) and index names (`indexName`) of a plan tree, top first.
+fn walk(d: &Document, stages: &mut Vec<String>, indexes: &mut Vec<String>) {
+    if let Ok(s) = d.get_str("stage") {
+        stages.push(s.to_string());
+    }
+    if let Ok(i) = d.get_str("indexName") {
+        if !indexes.iter().any(|x| x == i) {
+            indexes.push(i.to_string());
+        }
+    }
+    for (_, v) in d {
+        match v {
+            Bson::Document(inner) => walk(inner, stages, indexes),
+            Bson::Array(a) => {
+                for x in a {
+                    if let Bson::Document(inner) = x {
+                        walk(inner, stages, indexes);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_classic_and_an_sbe_plan_read_the_same() {
+        let classic = doc! {
+            "queryPlanner": { "winningPlan": { "stage": "LIMIT", "inputStage": { "stage": "FETCH", "inputStage": { "stage": "IXSCAN", "indexName": "status_1_created_-1" } } } },
+            "executionStats": { "nReturned": 20, "totalKeysExamined": 20, "totalDocsExamined": 20 }
+        };
+        let sbe = doc! {
+            "queryPlanner": { "winningPlan": { "queryPlan": { "stage": "FETCH", "inputStage": { "stage": "IXSCAN", "indexName": "status_1_created_-1" } }, "slotBasedPlan": {} } },
+            "executionStats": { "nReturned": 20, "totalKeysExamined": 20, "totalDocsExamined": 20 }
+        };
+        let op = TemplateOp {
+            name: "recent".into(),
+            verb: Verb::Find,
+            at: "group[0].find".into(),
+            line: 1,
+            collection: 0,
+            collection_name: "orders".into(),
+            command: Command::EstimatedCount,
+        };
+        for reply in [classic, sbe] {
+            let p = read_plan("recent", &op, &reply);
+            assert_eq!(p.plan, "IXSCAN status_1_created_-1");
+            assert!(!p.collscan);
+            assert_eq!((p.keys_examined, p.docs_examined, p.returned), (Some(20), Some(20), Some(20)));
+        }
+        let scan = doc! { "queryPlanner": { "winningPlan": { "stage": "COLLSCAN" } } };
+        let p = read_plan("recent", &op, &scan);
+        assert_eq!(p.plan, "COLLSCAN");
+        assert!(p.collscan);
+        assert!(p.line().contains("reads the whole collection"), "{}", p.line());
+    }
+}
