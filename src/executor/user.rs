@@ -14,7 +14,7 @@ use crate::metrics::sample::GroupId;
 use crate::metrics::Sample;
 use crate::ops::{Backend, Outcome};
 use crate::plan::{GroupPlan, StopAt};
-use crate::metrics::group::DocCounts;
+use crate::metrics::sample::OpDocs;
 use crate::workload::lookup::{now_ms, GroupLookup};
 use crate::workload::request::CollectionDocs;
 use crate::workload::template::{Cx, UserState};
@@ -156,12 +156,7 @@ pub(super) async fn virtual_user<B: Backend>(
             received: out.received,
             matched: out.matched,
             modified: out.modified,
-            docs: DocCounts {
-                returned: out.returned,
-                inserted: out.inserted,
-                upserted: out.upserted,
-                deleted: out.deleted,
-            },
+            docs: OpDocs::new(out.returned, out.inserted, out.upserted, out.deleted),
             error: out.error,
         };
         if ctx.samples.send(sample).await.is_err() {

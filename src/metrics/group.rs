@@ -140,6 +140,14 @@ pub struct DocCounts {
 }
 
 impl DocCounts {
+    /// One operation's counts.
+    pub fn add_op(&mut self, o: &super::sample::OpDocs) {
+        self.returned += u64::from(o.returned);
+        self.inserted += u64::from(o.inserted);
+        self.upserted += u64::from(o.upserted);
+        self.deleted += u64::from(o.deleted);
+    }
+
     pub fn add(&mut self, o: &DocCounts) {
         self.returned += o.returned;
         self.inserted += o.inserted;
@@ -202,7 +210,7 @@ impl GroupMetrics {
         self.received_bytes += u64::from(s.received);
         self.matched += u64::from(s.matched);
         self.modified += u64::from(s.modified);
-        self.docs.add(&s.docs);
+        self.docs.add_op(&s.docs);
         if let Some(e) = &s.error {
             self.errors += 1;
             *self.errors_by_class.entry(e.class).or_default() += 1;
@@ -425,7 +433,7 @@ mod tests {
         assert_eq!(k("ab:get"), Some(crate::workload::OpKind::Get.into()));
         assert_eq!(k("ab"), None);
         assert_eq!(k("abc:get"), None, "another group's row");
-        assert_eq!(k("ab:nope"), None);
+        assert_eq!(k("ab:lookup"), Some(OpName::from("lookup")), "a named operation's row");
         assert_eq!(k("ab@100/s"), None, "a rate step's row");
     }
 

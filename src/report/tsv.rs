@@ -134,7 +134,8 @@ mod tests {
             String::from_utf8(out).unwrap(),
             "Label\t# Samples\tAverage\tMedian\t90% Line\t95% Line\t99% Line\tMin\tMax\tError %\tThroughput\t\
              Received KB/sec\tSent KB/sec\t99.9% Line\tStd. Dev.\tErrors\tMatched\tModified\t\
-             Service Average\tService Median\tService 90% Line\tService 99% Line\tService Max\tLate\tMax Behind\tMissed\n"
+             Service Average\tService Median\tService 90% Line\tService 99% Line\tService Max\tLate\tMax Behind\tMissed\t\
+             Returned\tInserted\tUpserted\tDeleted\tDocs/sec\n"
         );
     }
 }

@@ -331,12 +331,37 @@ impl DocGen {
     }
 }
 
+/// The keys of Extended JSON's type wrappers (`{ "$date" = "2026-01-01T00:00:00Z" }`); any
+/// other `$` key in a document to store is refused.
+const EXTENDED_JSON: [&str; 16] = [
+    "$date",
+    "$oid",
+    "$numberLong",
+    "$numberInt",
+    "$numberDouble",
+    "$numberDecimal",
+    "$binary",
+    "$uuid",
+    "$regularExpression",
+    "$regex",
+    "$timestamp",
+    "$minKey",
+    "$maxKey",
+    "$symbol",
+    "$code",
+    "$dbPointer",
+];
+
 /// Does a document's value hold a generator (`^` key), an Extended JSON wrapper (`$` key) or a
 /// TOML datetime anywhere in it (then it is a template; a plain table is a nested document)?
 fn templated(v: &toml::Value) -> bool {
     match v {
         toml::Value::Datetime(_) => true,
-        toml::Value::Table(t) => t.keys().any(|k| k.starts_with(['^', '$'])) && !t.contains_key("choice"),
+        toml::Value::Table(t) => {
+            t.keys()
+                .any(|k| k.starts_with('^') || EXTENDED_JSON.contains(&k.as_str()))
+                && !t.contains_key("choice")
+        }
         toml::Value::Array(a) => a.iter().any(|x| templated(x) || matches!(x, toml::Value::Table(t) if t.values().any(templated))),
         _ => false,
     }
