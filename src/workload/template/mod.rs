@@ -5,11 +5,27 @@
 //! Owns: the generator language (names, arguments, their checks with located errors and
 //! did-you-mean) and generating values. Never: calls the driver, reads the key space itself (a
 //! `Lookup` gives `^Key` and `^Field` their values), or knows about operations and groups.
+//!
+//! The reference of every generator is `docs/workload-generators.md`.
+
+mod compile;
+mod format;
+mod generators;
+mod time;
+mod value;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
 
 use mongodb::bson::{Bson, Document};
 use rand::RngCore;
 
 use super::document::GenError;
+use generators::Gen;
+
+pub use compile::GENERATOR_NAMES;
 
 /// A compiled template: a constant, or a tree with generators in it.
 #[derive(Debug, Clone)]
@@ -17,9 +33,15 @@ pub struct Template {
     node: Node,
 }
 
+/// A compiled value: constant subtrees are one `Const`, cloned at generation.
 #[derive(Debug, Clone)]
 enum Node {
     Const(Bson),
+    /// A document with at least one generated value, keys in the order written.
+    Doc(Vec<(String, Node)>),
+    /// An array with at least one generated element.
+    Arr(Vec<Node>),
+    Gen(Box<Gen>),
 }
 
 /// What a template needs from the run to generate: an existing `_id` (`^Key`) and fresh values
@@ -30,6 +52,32 @@ pub trait Lookup {
     fn key(&mut self, rng: &mut dyn RngCore) -> Option<Bson>;
     /// A fresh value of the collection's document template at the dotted `path`.
     fn field(&mut self, path: &str, rng: &mut dyn RngCore) -> Option<Bson>;
+    /// The operation's bound value `name` (`{ "^Bind" = "name" }`, from `[group.bind]`); None
+    /// when there is none (the default).
+    fn bind(&mut self, name: &str) -> Option<Bson> {
+        let _ = name;
+        None
+    }
+    /// The value at dotted `path` (the whole result when empty) of the result of the
+    /// operation's earlier step `index` (`{ "^Step" = { index = 0, path = "customer" } }`); None
+    /// when there is none (the default).
+    fn step(&mut self, index: usize, path: &str) -> Option<Bson> {
+        let _ = (index, path);
+        None
+    }
+}
+
+/// A `Lookup` with nothing to give: every `^Key`, `^Field`, `^Bind` and `^Step` is null.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoLookup;
+
+impl Lookup for NoLookup {
+    fn key(&mut self, _rng: &mut dyn RngCore) -> Option<Bson> {
+        None
+    }
+    fn field(&mut self, _path: &str, _rng: &mut dyn RngCore) -> Option<Bson> {
+        None
+    }
 }
 
 /// One operation's generation: the user's random stream, its lookups, the time and its own
@@ -44,46 +92,137 @@ pub struct Cx<'a> {
     pub state: &'a mut UserState,
 }
 
-/// A virtual user's own generator state (its per-user `^Inc` counters).
-#[derive(Debug, Default)]
-pub struct UserState {}
+/// A virtual user's own generator state (its per-user `^Inc` counters): how many values each
+/// per-user `^Inc` (by its compile-time id) has given this user.
+#[derive(Debug, Default, Clone)]
+pub struct UserState {
+    incs: HashMap<usize, i64>,
+}
+
+impl UserState {
+    /// The count of the `^Inc` with this id, then counted one more.
+    fn next_inc(&mut self, id: usize) -> i64 {
+        let n = self.incs.entry(id).or_insert(0);
+        let now = *n;
+        *n = n.wrapping_add(1);
+        now
+    }
+}
 
 impl Template {
     /// Compiles a profile value; `key` is its dotted path in the profile (`group[0].find.filter`),
     /// used to name the place of an error. A TOML string is a string literal.
     pub fn compile(value: &toml::Value, key: &str) -> Result<Template, GenError> {
-        let _ = (value, key);
-        todo!()
+        let v = value::V::from_toml(value, key)?;
+        Ok(Template {
+            node: compile::node(&v, key)?,
+        })
     }
 
     /// Compiles an operation's argument: a TOML table or array as `compile`, a TOML string as
     /// Extended JSON text (a query pasted from mongosh or a log), which may hold generators.
     pub fn compile_arg(value: &toml::Value, key: &str) -> Result<Template, GenError> {
-        let _ = (value, key);
-        todo!()
+        match value {
+            toml::Value::String(s) => Template::compile_json(s, key),
+            other => Template::compile(other, key),
+        }
+    }
+
+    /// Compiles Extended JSON text (canonical or relaxed), which may hold generators.
+    pub fn compile_json(text: &str, key: &str) -> Result<Template, GenError> {
+        let json: serde_json::Value = serde_json::from_str(text).map_err(|e| GenError {
+            key: key.to_string(),
+            problem: format!("the string is not valid JSON: {e}"),
+            expected: r#"Extended JSON text such as '{"status": "open", "n": {"$gte": 5}}', or a TOML table"#
+                .into(),
+        })?;
+        Ok(Template {
+            node: compile::node(&value::V::from_json(json), key)?,
+        })
+    }
+
+    /// A constant template (no generator in it).
+    pub fn from_bson(value: Bson) -> Template {
+        Template {
+            node: Node::Const(value),
+        }
     }
 
     /// The value when the template has no generator in it.
     pub fn constant(&self) -> Option<&Bson> {
         match &self.node {
             Node::Const(b) => Some(b),
+            _ => None,
         }
     }
 
     /// Does it draw existing `_id`s (`^Key`)?
     pub fn uses_key(&self) -> bool {
-        todo!()
+        let mut found = false;
+        self.node.visit(&mut |n| {
+            if let Node::Gen(g) = n {
+                found |= matches!(**g, Gen::Key);
+            }
+        });
+        found
     }
 
-    /// The `^Field` paths it reads, to check against the collection's document template.
+    /// The `^Field` paths it reads, to check against the collection's document template (each
+    /// once, in the order written).
     pub fn field_paths(&self) -> Vec<String> {
-        todo!()
+        let mut paths: Vec<String> = Vec::new();
+        self.node.visit(&mut |n| {
+            if let Node::Gen(g) = n {
+                if let Gen::Field(p) = &**g {
+                    if !paths.contains(p) {
+                        paths.push(p.clone());
+                    }
+                }
+            }
+        });
+        paths
+    }
+
+    /// The `^Bind` names it reads (each once, in the order written).
+    pub fn bind_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        self.node.visit(&mut |n| {
+            if let Node::Gen(g) = n {
+                if let Gen::Bind(name) = &**g {
+                    if !names.contains(name) {
+                        names.push(name.clone());
+                    }
+                }
+            }
+        });
+        names
+    }
+
+    /// The `^Step` references it reads: (step index, path), each once, in the order written.
+    pub fn step_refs(&self) -> Vec<(usize, String)> {
+        let mut refs: Vec<(usize, String)> = Vec::new();
+        self.node.visit(&mut |n| {
+            if let Node::Gen(g) = n {
+                if let Gen::Step(i, p) = &**g {
+                    if !refs.iter().any(|(j, q)| j == i && q == p) {
+                        refs.push((*i, p.clone()));
+                    }
+                }
+            }
+        });
+        refs
+    }
+
+    /// Does every value it generates be a document (a filter, an update, a document to insert)?
+    /// False when it may make something else (or when a `^Key`, `^Field`, `^Bind` or `^Step`
+    /// decides).
+    pub fn makes_document(&self) -> bool {
+        self.node.types() == generators::ty::DOC
     }
 
     /// Generates one value.
     pub fn generate(&self, cx: &mut Cx<'_>) -> Bson {
-        let _ = cx;
-        todo!()
+        self.node.generate(cx)
     }
 
     /// Generates one value that is a document (a filter, an update's operators, a document to
@@ -92,6 +231,44 @@ impl Template {
         match self.generate(cx) {
             Bson::Document(d) => Some(d),
             _ => None,
+        }
+    }
+}
+
+impl Node {
+    fn generate(&self, cx: &mut Cx<'_>) -> Bson {
+        match self {
+            Node::Const(b) => b.clone(),
+            Node::Doc(fields) => {
+                let mut doc = Document::new();
+                for (k, n) in fields {
+                    doc.insert(k.clone(), n.generate(cx));
+                }
+                Bson::Document(doc)
+            }
+            Node::Arr(items) => Bson::Array(items.iter().map(|n| n.generate(cx)).collect()),
+            Node::Gen(g) => g.generate(cx),
+        }
+    }
+
+    /// Calls `f` on this node and every node inside it.
+    fn visit(&self, f: &mut dyn FnMut(&Node)) {
+        f(self);
+        match self {
+            Node::Const(_) => {}
+            Node::Doc(fields) => fields.iter().for_each(|(_, n)| n.visit(f)),
+            Node::Arr(items) => items.iter().for_each(|n| n.visit(f)),
+            Node::Gen(g) => g.children().into_iter().for_each(|n| n.visit(f)),
+        }
+    }
+
+    /// The BSON types it may make (a `generators::ty` mask).
+    fn types(&self) -> u16 {
+        match self {
+            Node::Const(b) => generators::ty::of(b),
+            Node::Doc(_) => generators::ty::DOC,
+            Node::Arr(_) => generators::ty::ARRAY,
+            Node::Gen(g) => g.types(),
         }
     }
 }

@@ -1,0 +1,326 @@
+//! `^FormatString`'s format: C printf conversions (`%s`, `%d`, `%i`, `%u`, `%x`, `%X`, `%o`,
+//! `%c`, `%f`, `%e`, `%g`, `%%`) with flags `-`, `0`, `+`, space, `#`, a width and a precision,
+//! parsed once at compile.
+
+use mongodb::bson::Bson;
+
+#[derive(Debug, Clone)]
+pub(super) enum Piece {
+    Lit(String),
+    Conv(Spec),
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Spec {
+    left: bool,
+    zero: bool,
+    plus: bool,
+    space: bool,
+    alt: bool,
+    width: usize,
+    precision: Option<usize>,
+    conv: char,
+}
+
+/// The pieces of a format, or what is wrong with it.
+pub(super) fn parse(format: &str) -> Result<Vec<Piece>, String> {
+    let mut pieces = Vec::new();
+    let mut lit = String::new();
+    let mut chars = format.char_indices().peekable();
+    while let Some((at, c)) = chars.next() {
+        if c != '%' {
+            lit.push(c);
+            continue;
+        }
+        let mut spec = Spec::default();
+        while let Some(&(_, f)) = chars.peek() {
+            match f {
+                '-' => spec.left = true,
+                '0' => spec.zero = true,
+                '+' => spec.plus = true,
+                ' ' => spec.space = true,
+                '#' => spec.alt = true,
+                _ => break,
+            }
+            chars.next();
+        }
+        let digits = |chars: &mut std::iter::Peekable<std::str::CharIndices>| {
+            let mut n: Option<usize> = None;
+            while let Some(&(_, d)) = chars.peek() {
+                match d.to_digit(10) {
+                    Some(v) => {
+                        n = Some(n.unwrap_or(0).saturating_mul(10).saturating_add(v as usize));
+                        chars.next();
+                    }
+                    None => break,
+                }
+            }
+            n
+        };
+        spec.width = digits(&mut chars).unwrap_or(0).min(1 << 16);
+        if chars.peek().map(|&(_, c)| c) == Some('.') {
+            chars.next();
+            spec.precision = Some(digits(&mut chars).unwrap_or(0).min(1 << 16));
+        }
+        // Length modifiers mean nothing here: every integer is 64 bits.
+        while let Some(&(_, 'h' | 'l' | 'L' | 'q' | 'j' | 'z' | 't')) = chars.peek() {
+            chars.next();
+        }
+        match chars.next() {
+            Some((_, '%')) => lit.push('%'),
+            Some((_, conv @ ('s' | 'd' | 'i' | 'u' | 'x' | 'X' | 'o' | 'c' | 'f' | 'F' | 'e'
+            | 'E' | 'g' | 'G'))) => {
+                if !lit.is_empty() {
+                    pieces.push(Piece::Lit(std::mem::take(&mut lit)));
+                }
+                spec.conv = conv;
+                pieces.push(Piece::Conv(spec));
+            }
+            Some((_, other)) => {
+                return Err(format!(
+                    "`%{other}` at byte {at} is not a conversion (use %s, %d, %i, %u, %x, %X, %o, %c, %f, %e, %g or %%)"
+                ))
+            }
+            None => return Err(format!("the format ends inside a conversion started at byte {at}")),
+        }
+    }
+    if !lit.is_empty() {
+        pieces.push(Piece::Lit(lit));
+    }
+    Ok(pieces)
+}
+
+pub(super) fn conversions(pieces: &[Piece]) -> usize {
+    pieces
+        .iter()
+        .filter(|p| matches!(p, Piece::Conv(_)))
+        .count()
+}
+
+/// Text of a generated value for `%s` and `^Join`.
+pub(super) fn text(b: &Bson) -> String {
+    let mut s = String::new();
+    push_text(&mut s, b);
+    s
+}
+
+pub(super) fn push_text(out: &mut String, b: &Bson) {
+    use std::fmt::Write;
+    match b {
+        Bson::String(s) | Bson::Symbol(s) => out.push_str(s),
+        Bson::Int32(i) => {
+            let _ = write!(out, "{i}");
+        }
+        Bson::Int64(i) => {
+            let _ = write!(out, "{i}");
+        }
+        Bson::Double(f) => {
+            let _ = write!(out, "{f}");
+        }
+        Bson::Boolean(v) => {
+            let _ = write!(out, "{v}");
+        }
+        Bson::ObjectId(o) => {
+            let _ = write!(out, "{}", o.to_hex());
+        }
+        Bson::DateTime(d) => match d.try_to_rfc3339_string() {
+            Ok(s) => out.push_str(&s),
+            Err(_) => {
+                let _ = write!(out, "{}", d.timestamp_millis());
+            }
+        },
+        Bson::Null => out.push_str("null"),
+        Bson::Decimal128(d) => {
+            let _ = write!(out, "{d}");
+        }
+        other => {
+            let _ = write!(out, "{other}");
+        }
+    }
+}
+
+fn as_i64(b: &Bson) -> Option<i64> {
+    match b {
+        Bson::Int32(i) => Some(*i as i64),
+        Bson::Int64(i) => Some(*i),
+        Bson::Double(f) if f.is_finite() => Some(*f as i64),
+        Bson::Boolean(v) => Some(*v as i64),
+        Bson::DateTime(d) => Some(d.timestamp_millis()),
+        Bson::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+fn as_f64(b: &Bson) -> Option<f64> {
+    match b {
+        Bson::Int32(i) => Some(*i as f64),
+        Bson::Int64(i) => Some(*i as f64),
+        Bson::Double(f) => Some(*f),
+        Bson::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// Writes one conversion of `arg`; a value that is not a number for a numeric conversion is
+/// written as `%s` would.
+pub(super) fn write(out: &mut String, spec: &Spec, arg: &Bson) {
+    let (sign, body): (&str, String) = match spec.conv {
+        's' => {
+            let mut s = text(arg);
+            if let Some(p) = spec.precision {
+                if let Some((i, _)) = s.char_indices().nth(p) {
+                    s.truncate(i);
+                }
+            }
+            return pad(out, spec, "", s, false);
+        }
+        'c' => {
+            let s = match as_i64(arg).and_then(|i| u32::try_from(i).ok()).and_then(char::from_u32)
+            {
+                Some(c) => c.to_string(),
+                None => text(arg).chars().next().map(String::from).unwrap_or_default(),
+            };
+            return pad(out, spec, "", s, false);
+        }
+        'd' | 'i' => match as_i64(arg) {
+            Some(i) => {
+                let sign = if i < 0 {
+                    "-"
+                } else if spec.plus {
+                    "+"
+                } else if spec.space {
+                    " "
+                } else {
+                    ""
+                };
+                (sign, digits(i.unsigned_abs().to_string(), spec.precision))
+            }
+            None => return pad(out, spec, "", text(arg), false),
+        },
+        'u' | 'x' | 'X' | 'o' => match as_i64(arg) {
+            Some(i) => {
+                let u = i as u64;
+                let s = match spec.conv {
+                    'u' => u.to_string(),
+                    'x' => format!("{u:x}"),
+                    'X' => format!("{u:X}"),
+                    _ => format!("{u:o}"),
+                };
+                let prefix = match (spec.alt && u != 0, spec.conv) {
+                    (true, 'x') => "0x",
+                    (true, 'X') => "0X",
+                    (true, 'o') => "0",
+                    _ => "",
+                };
+                (prefix, digits(s, spec.precision))
+            }
+            None => return pad(out, spec, "", text(arg), false),
+        },
+        _ => match as_f64(arg) {
+            Some(f) => {
+                let sign = if f.is_sign_negative() && !f.is_nan() {
+                    "-"
+                } else if spec.plus {
+                    "+"
+                } else if spec.space {
+                    " "
+                } else {
+                    ""
+                };
+                (sign, float(f.abs(), spec))
+            }
+            None => return pad(out, spec, "", text(arg), false),
+        },
+    };
+    let numeric = spec.precision.is_none() || matches!(spec.conv, 'f' | 'F' | 'e' | 'E' | 'g' | 'G');
+    pad(out, spec, sign, body, numeric)
+}
+
+/// An integer's digits with at least `precision` of them (precision 0 and value 0: none).
+fn digits(s: String, precision: Option<usize>) -> String {
+    match precision {
+        Some(0) if s == "0" => String::new(),
+        Some(p) if s.len() < p => format!("{}{s}", "0".repeat(p - s.len())),
+        _ => s,
+    }
+}
+
+fn float(f: f64, spec: &Spec) -> String {
+    if !f.is_finite() {
+        let s = if f.is_nan() { "nan" } else { "inf" };
+        return if spec.conv.is_ascii_uppercase() {
+            s.to_uppercase()
+        } else {
+            s.to_string()
+        };
+    }
+    let p = spec.precision.unwrap_or(6);
+    let s = match spec.conv {
+        'f' | 'F' => format!("{f:.p$}"),
+        'e' | 'E' => exp(f, p),
+        _ => {
+            let p = p.max(1);
+            let x = if f == 0.0 {
+                0
+            } else {
+                f.abs().log10().floor() as i64
+            };
+            let mut s = if x < -4 || x >= p as i64 {
+                exp(f, p - 1)
+            } else {
+                format!("{f:.*}", (p as i64 - 1 - x).max(0) as usize)
+            };
+            if !spec.alt {
+                s = strip_zeros(s);
+            }
+            s
+        }
+    };
+    if spec.conv.is_ascii_uppercase() {
+        s.to_uppercase()
+    } else {
+        s
+    }
+}
+
+/// C's `%e`: `1.500000e+00`.
+fn exp(f: f64, p: usize) -> String {
+    let s = format!("{f:.p$e}");
+    let (mantissa, e) = s.split_once('e').unwrap_or((&s, "0"));
+    let e: i64 = e.parse().unwrap_or(0);
+    format!(
+        "{mantissa}e{}{:02}",
+        if e < 0 { '-' } else { '+' },
+        e.unsigned_abs()
+    )
+}
+
+fn strip_zeros(s: String) -> String {
+    let (mantissa, e) = match s.find('e') {
+        Some(i) => (&s[..i], &s[i..]),
+        None => (s.as_str(), ""),
+    };
+    if !mantissa.contains('.') {
+        return s;
+    }
+    let m = mantissa.trim_end_matches('0').trim_end_matches('.');
+    format!("{m}{e}")
+}
+
+fn pad(out: &mut String, spec: &Spec, prefix: &str, body: String, numeric: bool) {
+    let len = prefix.chars().count() + body.chars().count();
+    let fill = spec.width.saturating_sub(len);
+    if spec.left {
+        out.push_str(prefix);
+        out.push_str(&body);
+        out.extend(std::iter::repeat_n(' ', fill));
+    } else if spec.zero && numeric {
+        out.push_str(prefix);
+        out.extend(std::iter::repeat_n('0', fill));
+        out.push_str(&body);
+    } else {
+        out.extend(std::iter::repeat_n(' ', fill));
+        out.push_str(prefix);
+        out.push_str(&body);
+    }
+}
