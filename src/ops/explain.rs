@@ -51,19 +51,13 @@ impl QueryPlan {
     /// for 20 returned`.
     pub fn line(&self) -> String {
         let stats = match (self.keys_examined, self.docs_examined, self.returned) {
-            (Some(k), Some(d), Some(n)) => {
-                let per = |x: u64| {
-                    if n == 0 {
-                        format!("{x}")
-                    } else {
-                        format!("{x} ({:.1} per document returned)", x as f64 / n as f64)
-                    }
-                };
-                format!(
-                    "; {} keys and {} documents examined, {n} returned",
-                    per(k),
-                    per(d)
-                )
+            (Some(k), Some(d), Some(n)) if n > 0 => format!(
+                "; examined {k} keys and {d} documents for {n} returned ({:.1} and {:.1} per document returned)",
+                k as f64 / n as f64,
+                d as f64 / n as f64
+            ),
+            (Some(k), Some(d), Some(_)) => {
+                format!("; examined {k} keys and {d} documents, returned none")
             }
             _ => String::new(),
         };
