@@ -40,6 +40,8 @@ pub struct Context<B> {
     /// By `RunPlan::collections` index: each collection's document template and key space.
     pub gens: Vec<Arc<DocGen>>,
     pub keys: Vec<Arc<KeySpace>>,
+    /// The same pairs, for steps made at their turn.
+    pub collections: crate::workload::command::CollectionsDocs,
     pub samples: mpsc::Sender<Sample>,
     pub stop: CancellationToken,
     /// Running virtual users per group, by `GroupPlan::index`.

@@ -110,6 +110,7 @@ pub(super) async fn virtual_user<B: Backend>(
         };
         let spec = group.draw(&mut rng);
         let op = spec.kind();
+        let mut steps_issued = Vec::new();
         let req = match spec {
             OpSpec::Template(t) => {
                 let mut lookup = GroupLookup {
@@ -126,13 +127,36 @@ pub(super) async fn virtual_user<B: Backend>(
                 };
                 Request::Template(t.build(&mut cx, &mut CollectionDocs { keys, document: gen }))
             }
+            OpSpec::Steps(s) => {
+                let mut lookup = GroupLookup {
+                    keys,
+                    pick: &mut pick,
+                    document: gen,
+                };
+                let mut cx = Cx {
+                    rng: &mut rng,
+                    lookup: &mut lookup,
+                    now_ms: now_ms(),
+                    user: n,
+                    state: &mut state,
+                };
+                let mut issued = Vec::new();
+                let req = s.build(
+                    &mut cx,
+                    &mut CollectionDocs { keys, document: gen },
+                    &ctx.collections,
+                    &mut issued,
+                );
+                steps_issued = issued;
+                Request::Steps(req)
+            }
             _ => Request::build(spec, gen, keys, &mut pick, &mut rng),
         };
         // Acknowledged however the insert ends, even by a panic: a later `_id` is drawn only
         // once every insert before it has ended.
         let issued = match &req {
             Request::Template(t) => t.issued.clone(),
-            _ => Vec::new(),
+            _ => std::mem::take(&mut steps_issued),
         };
         let _ack = Ack(keys, req.inserted_id(), issued);
         let started = Instant::now();
@@ -215,6 +239,7 @@ mod tests {
             backend: Idle,
             gens: vec![Arc::clone(plan.document())],
             keys: vec![Arc::new(KeySpace::starting_at(0))],
+            collections: Arc::new([]),
             samples: tx,
             stop: CancellationToken::new(),
             active: Arc::new((0..=index).map(|_| AtomicU32::new(0)).collect()),

@@ -16,7 +16,14 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Backend, Outcome, Prepared};
 use crate::error::Error;
-use crate::plan::{Concerns, ReadConcernPlan, ReadPref, RunPlan, TargetPlan, WriteConcernPlan};
+use crate::plan::{
+    Concerns, HandlePlan, ReadConcernPlan, ReadPref, RunPlan, TargetPlan, WriteConcernPlan,
+};
+use crate::workload::command::{StepLookup, StepsRequest};
+use crate::workload::request::CollectionDocs;
+use crate::workload::template::{Cx, UserState};
+use crate::workload::KeySpace;
+use rand::SeedableRng;
 use crate::workload::{from_id, Request};
 
 /// The workload's side of a real deployment.
@@ -26,6 +33,8 @@ pub struct MongoBackend {
     pub coll: Collection<RawDocumentBuf>,
     /// Each of the plan's handles: a collection with a group's concerns.
     pub handles: Arc<Vec<Handle>>,
+    /// What each handle is (collection and concerns), to find a step's.
+    pub handle_plans: Arc<Vec<HandlePlan>>,
     /// Each collection of the plan with `[target]`'s concerns, for the setup.
     pub setup: Arc<Vec<Collection<RawDocumentBuf>>>,
     pub client: mongodb::Client,
@@ -58,6 +67,7 @@ impl MongoBackend {
                     .collect(),
             ),
             handles: Arc::new(handles),
+            handle_plans: Arc::new(plan.handles.clone()),
             client: client.clone(),
             measure: true,
         }
@@ -68,20 +78,23 @@ impl Backend for MongoBackend {
     async fn execute(&self, on: usize, req: Request) -> Outcome {
         let h = self.handles.get(on);
         let coll = h.map_or(&self.coll, |h| &h.coll);
-        if let Request::Template(t) = req {
-            let mut out = Outcome::default();
-            let on = super::template::On {
-                coll,
-                client: &self.client,
-                write_concern: h.and_then(|h| h.write_concern.as_ref()),
-                measure: self.measure,
-            };
-            if let Err(e) = super::template::execute(on, t, &mut out).await {
-                out.error = Some(Box::new(super::classify::classify(&e)));
+        match req {
+            Request::Template(t) => {
+                let mut out = Outcome::default();
+                let on = super::template::On {
+                    coll,
+                    client: &self.client,
+                    write_concern: h.and_then(|h| h.write_concern.as_ref()),
+                    measure: self.measure,
+                };
+                if let Err(e) = super::template::execute(on, t, &mut out, None).await {
+                    out.error = Some(Box::new(super::classify::classify(&e)));
+                }
+                out
             }
-            return out;
+            Request::Steps(s) => self.steps(on, s).await,
+            req => execute(coll, req, self.measure).await,
         }
-        execute(coll, req, self.measure).await
     }
 
     async fn plans(
@@ -101,6 +114,118 @@ impl Backend for MongoBackend {
         begin: Option<SystemTime>,
     ) -> Result<Prepared, Error> {
         super::setup::prepare(plan, &self.setup, seed, stop, force, begin).await
+    }
+}
+
+/// Acknowledges the `_id`s a late step issued however the operation ends (even abandoned at
+/// its timeout), so the key space never waits for them.
+struct AckOnDrop(Arc<KeySpace>, Vec<i64>);
+
+impl Drop for AckOnDrop {
+    fn drop(&mut self) {
+        for id in &self.1 {
+            self.0.acknowledge(*id);
+        }
+    }
+}
+
+impl MongoBackend {
+    /// The handle of collection `collection` with the concerns of handle `on`.
+    fn handle_for(&self, on: usize, collection: usize) -> Option<&Handle> {
+        let concerns = &self.handle_plans.get(on)?.concerns;
+        let i = self
+            .handle_plans
+            .iter()
+            .position(|h| h.collection == collection && &h.concerns == concerns)?;
+        self.handles.get(i)
+    }
+
+    /// Several steps in order as one operation: each made (before the clock, or at its turn
+    /// when it reads an earlier one's result) and sent; the first that matches nothing, or
+    /// fails, ends it.
+    async fn steps(&self, on: usize, req: StepsRequest) -> Outcome {
+        let StepsRequest {
+            op,
+            bound,
+            built,
+            seed,
+            user,
+            collections,
+        } = req;
+        let mut out = Outcome {
+            matched: true,
+            ..Outcome::default()
+        };
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
+        let mut state = UserState::default();
+        let mut results: Vec<Option<Document>> = Vec::with_capacity(op.steps.len());
+        for (step, pre) in op.steps.iter().zip(built) {
+            let mut _late = None;
+            let req = match pre {
+                Some(r) => r,
+                None => {
+                    let Some((keys, gen)) = collections.get(step.collection) else {
+                        break;
+                    };
+                    let mut lookup = StepLookup {
+                        bound: &bound,
+                        results: &results,
+                    };
+                    let mut cx = Cx {
+                        rng: &mut rng,
+                        lookup: &mut lookup,
+                        now_ms: crate::workload::lookup::now_ms(),
+                        user,
+                        state: &mut state,
+                    };
+                    let r = step.build(
+                        &mut cx,
+                        &mut CollectionDocs {
+                            keys,
+                            document: gen,
+                        },
+                    );
+                    _late = Some(AckOnDrop(Arc::clone(keys), r.issued.clone()));
+                    r
+                }
+            };
+            let Some(h) = self.handle_for(on, step.collection) else {
+                break;
+            };
+            let mut one = Outcome::default();
+            let mut result = None;
+            let sent = super::template::execute(
+                super::template::On {
+                    coll: &h.coll,
+                    client: &self.client,
+                    write_concern: h.write_concern.as_ref(),
+                    measure: self.measure,
+                },
+                req,
+                &mut one,
+                Some(&mut result),
+            )
+            .await;
+            out.sent = out.sent.saturating_add(one.sent);
+            out.received = out.received.saturating_add(one.received);
+            out.modified |= one.modified;
+            out.returned += one.returned;
+            out.inserted += one.inserted;
+            out.upserted += one.upserted;
+            out.deleted += one.deleted;
+            if let Err(e) = sent {
+                out.error = Some(Box::new(super::classify::classify(&e)));
+                out.matched = false;
+                break;
+            }
+            if !one.matched {
+                // Nothing to go on with: the operation ends here, as not matched.
+                out.matched = false;
+                break;
+            }
+            results.push(result);
+        }
+        out
     }
 }
 
@@ -225,8 +350,8 @@ pub async fn execute(coll: &Collection<RawDocumentBuf>, req: Request, measure: b
     let mut out = Outcome::default();
     let result: mongodb::error::Result<()> = async {
         match req {
-            // Sent by `super::template`.
-            Request::Template(_) => {}
+            // Sent by `super::template` and `MongoBackend::steps`.
+            Request::Template(_) | Request::Steps(_) => {}
             Request::Insert(doc) => {
                 out.sent = if measure {
                     doc.as_bytes().len() as u32

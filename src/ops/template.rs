@@ -2,7 +2,7 @@
 //! find, aggregate, updateMany, bulkWrite, runCommand, ...), reads every cursor to its end, and
 //! counts what it did: documents returned, inserted, upserted, deleted, matched, modified.
 
-use mongodb::bson::{Bson, Document, RawDocumentBuf};
+use mongodb::bson::{doc, Bson, Document, RawDocumentBuf};
 use mongodb::options::{Hint, ReturnDocument, WriteModel};
 use mongodb::Collection;
 
@@ -62,16 +62,35 @@ fn bson_bytes(b: &Bson) -> u32 {
     }
 }
 
-/// Reads a cursor to its end, counting documents and (when measuring) bytes.
+/// An update's counts, as a later step reads them.
+fn update_result(r: mongodb::results::UpdateResult) -> Document {
+    let mut d = doc! {
+        "matchedCount": r.matched_count as i64,
+        "modifiedCount": r.modified_count as i64,
+    };
+    if let Some(id) = r.upserted_id {
+        d.insert("upsertedId", id);
+    }
+    d
+}
+
+/// Reads a cursor to its end, counting documents and (when measuring) bytes; `first` keeps
+/// the first document.
 async fn drain(
     cursor: &mut mongodb::Cursor<RawDocumentBuf>,
     measure: bool,
     out: &mut Outcome,
+    mut first: Option<&mut (dyn FnMut(Document) + Send)>,
 ) -> mongodb::error::Result<()> {
     let mut received = 0usize;
     while cursor.advance().await? {
         if measure {
             received += cursor.current().as_bytes().len();
+        }
+        if out.returned == 0 {
+            if let Some(keep) = first.as_deref_mut() {
+                keep(Document::try_from(cursor.current()).unwrap_or_default());
+            }
         }
         out.returned += 1;
     }
@@ -80,7 +99,22 @@ async fn drain(
     Ok(())
 }
 
-pub async fn execute(on: On<'_>, req: TemplateRequest, out: &mut Outcome) -> mongodb::error::Result<()> {
+/// Sends one request; with `result`, keeps what a later step may read of it (`^Step`): the
+/// first document a read returned, the document a findOneAnd* returned, an insert's `_id`s
+/// (`{ _id }`, or `{ insertedIds }` for a batch), an update's `{ matchedCount, modifiedCount,
+/// upsertedId }`, a delete's `{ deletedCount }`, a command's reply.
+pub async fn execute(
+    on: On<'_>,
+    req: TemplateRequest,
+    out: &mut Outcome,
+    mut result: Option<&mut Option<Document>>,
+) -> mongodb::error::Result<()> {
+    let want = result.is_some();
+    let mut keep = |d: Document| {
+        if let Some(r) = result.as_deref_mut() {
+            *r = Some(d);
+        }
+    };
     let coll = on.coll;
     let op = &req.op;
     let measure = on.measure;
@@ -89,6 +123,16 @@ pub async fn execute(on: On<'_>, req: TemplateRequest, out: &mut Outcome) -> mon
         (Command::Insert { batch, ordered, .. }, Body::Docs(docs)) => {
             if measure {
                 out.sent = docs.iter().map(|d| d.as_bytes().len() as u32).sum();
+            }
+            if want {
+                let ids: Vec<Bson> = docs
+                    .iter()
+                    .filter_map(|d| d.get("_id").ok().flatten().and_then(|v| Bson::try_from(v.to_raw_bson()).ok()))
+                    .collect();
+                keep(match ids.as_slice() {
+                    [one] => doc! { "_id": one.clone() },
+                    _ => doc! { "insertedIds": ids },
+                });
             }
             if *batch == 1 && docs.len() == 1 {
                 let doc = docs.into_iter().next().unwrap_or_default();
@@ -129,7 +173,7 @@ pub async fn execute(on: On<'_>, req: TemplateRequest, out: &mut Outcome) -> mon
                 .build();
             let find = coll.find(filter).with_options(options);
             let mut cursor = find.await?;
-            drain(&mut cursor, measure, out).await?;
+            drain(&mut cursor, measure, out, want.then_some(&mut keep)).await?;
         }
         (
             Command::Aggregate {
@@ -154,7 +198,7 @@ pub async fn execute(on: On<'_>, req: TemplateRequest, out: &mut Outcome) -> mon
                 agg = agg.hint(h);
             }
             let mut cursor = agg.await?;
-            drain(&mut cursor, measure, out).await?;
+            drain(&mut cursor, measure, out, want.then_some(&mut keep)).await?;
         }
         (
             Command::Count {
@@ -222,6 +266,9 @@ pub async fn execute(on: On<'_>, req: TemplateRequest, out: &mut Outcome) -> mon
             out.matched = r.matched_count > 0;
             out.modified = r.modified_count > 0;
             out.upserted = u64::from(r.upserted_id.is_some());
+            if want {
+                keep(update_result(r));
+            }
         }
         (Command::Replace { args, .. }, Body::FilterAnd(filter, replacement)) => {
             out.sent = size(&filter) + if measure { bson_bytes(&replacement) } else { 0 };
@@ -243,6 +290,9 @@ pub async fn execute(on: On<'_>, req: TemplateRequest, out: &mut Outcome) -> mon
             out.matched = r.matched_count > 0;
             out.modified = r.modified_count > 0;
             out.upserted = u64::from(r.upserted_id.is_some());
+            if want {
+                keep(update_result(r));
+            }
         }
         (Command::Delete { hint: h, collation: c, .. }, Body::Filter(filter)) => {
             out.sent = size(&filter);
@@ -269,6 +319,9 @@ pub async fn execute(on: On<'_>, req: TemplateRequest, out: &mut Outcome) -> mon
             out.deleted = n;
             out.matched = n > 0;
             out.modified = n > 0;
+            if want {
+                keep(doc! { "deletedCount": n as i64 });
+            }
         }
         (Command::FindAndModify { change, args, .. }, body) => {
             let (filter, second) = match body {
@@ -329,6 +382,9 @@ pub async fn execute(on: On<'_>, req: TemplateRequest, out: &mut Outcome) -> mon
             if let Some(d) = found {
                 if measure {
                     out.received = d.as_bytes().len() as u32;
+                }
+                if want {
+                    keep(Document::try_from(d.as_ref()).unwrap_or_default());
                 }
                 out.returned = 1;
                 out.matched = true;
@@ -445,6 +501,7 @@ pub async fn execute(on: On<'_>, req: TemplateRequest, out: &mut Outcome) -> mon
                 out.received = bytes(&reply);
             }
             out.matched = true;
+            keep(reply);
         }
         // A body of another shape is never built for a command (`TemplateOp::build`).
         _ => {}

@@ -462,3 +462,145 @@ pub fn stages(pipeline: Bson) -> Vec<Document> {
         _ => Vec::new(),
     }
 }
+
+/// Several operations run in order as one (`[[group.steps]]`): one sample from the first step's
+/// start to the last one's end. A step that matches nothing ends the operation there.
+#[derive(Debug)]
+pub struct StepsOp {
+    pub name: OpName,
+    /// `group[2].steps`, for messages.
+    pub at: String,
+    pub steps: Vec<Arc<TemplateOp>>,
+    /// Per step: does it read an earlier step's result (`^Step`)? Such a step is generated at
+    /// its turn, inside the operation's time; the others before the clock starts.
+    pub late: Vec<bool>,
+    /// `[group.bind]`: generated once per operation before the clock, read with `^Bind`.
+    pub bind: Vec<(String, Template)>,
+    /// The steps in one transaction (`transaction = true`).
+    pub transaction: bool,
+}
+
+/// The documents of each collection of the run, for a late step that inserts (by
+/// `RunPlan::collections` index).
+pub type CollectionsDocs = Arc<[(Arc<super::KeySpace>, Arc<super::DocGen>)]>;
+
+/// A request of several steps: the bound values, the steps made before the clock, and what the
+/// late ones need to be made at their turn.
+#[derive(Debug, Clone)]
+pub struct StepsRequest {
+    pub op: Arc<StepsOp>,
+    pub bound: Vec<(String, Bson)>,
+    /// Per step: its request when it could be made before the clock.
+    pub built: Vec<Option<TemplateRequest>>,
+    /// The late steps' own random stream.
+    pub seed: u64,
+    pub user: u32,
+    pub collections: CollectionsDocs,
+}
+
+/// What a late step reads: the bound values and the earlier steps' results.
+pub struct StepLookup<'a> {
+    pub bound: &'a [(String, Bson)],
+    pub results: &'a [Option<Document>],
+}
+
+impl super::template::Lookup for StepLookup<'_> {
+    fn key(&mut self, _rng: &mut dyn rand::RngCore) -> Option<Bson> {
+        None
+    }
+    fn field(&mut self, _path: &str, _rng: &mut dyn rand::RngCore) -> Option<Bson> {
+        None
+    }
+    fn bind(&mut self, name: &str) -> Option<Bson> {
+        self.bound
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+    }
+    fn step(&mut self, index: usize, path: &str) -> Option<Bson> {
+        let doc = self.results.get(index)?.as_ref()?;
+        if path.is_empty() {
+            return Some(Bson::Document(doc.clone()));
+        }
+        let mut at = doc;
+        let mut parts = path.split('.').peekable();
+        while let Some(p) = parts.next() {
+            let v = at.get(p)?;
+            if parts.peek().is_none() {
+                return Some(v.clone());
+            }
+            match v {
+                Bson::Document(d) => at = d,
+                _ => return None,
+            }
+        }
+        None
+    }
+}
+
+impl StepsOp {
+    /// Binds its values and makes every step that does not read an earlier one's result.
+    pub fn build(
+        self: &Arc<Self>,
+        cx: &mut Cx<'_>,
+        docs: &mut dyn Documents,
+        collections: &CollectionsDocs,
+        issued: &mut Vec<i64>,
+    ) -> StepsRequest {
+        let bound: Vec<(String, Bson)> = self
+            .bind
+            .iter()
+            .map(|(n, t)| (n.clone(), t.generate(cx)))
+            .collect();
+        let mut built = Vec::with_capacity(self.steps.len());
+        for (step, late) in self.steps.iter().zip(&self.late) {
+            if *late {
+                built.push(None);
+                continue;
+            }
+            let mut lookup = BoundLookup {
+                bound: &bound,
+                inner: &mut *cx.lookup,
+            };
+            let mut step_cx = Cx {
+                rng: &mut *cx.rng,
+                lookup: &mut lookup,
+                now_ms: cx.now_ms,
+                user: cx.user,
+                state: &mut *cx.state,
+            };
+            let req = step.build(&mut step_cx, docs);
+            issued.extend(&req.issued);
+            built.push(Some(req));
+        }
+        StepsRequest {
+            op: Arc::clone(self),
+            bound,
+            built,
+            seed: cx.rng.next_u64(),
+            user: cx.user,
+            collections: Arc::clone(collections),
+        }
+    }
+}
+
+/// The user's lookups with the operation's bound values.
+struct BoundLookup<'a, 'b> {
+    bound: &'a [(String, Bson)],
+    inner: &'b mut dyn super::template::Lookup,
+}
+
+impl super::template::Lookup for BoundLookup<'_, '_> {
+    fn key(&mut self, rng: &mut dyn rand::RngCore) -> Option<Bson> {
+        self.inner.key(rng)
+    }
+    fn field(&mut self, path: &str, rng: &mut dyn rand::RngCore) -> Option<Bson> {
+        self.inner.field(path, rng)
+    }
+    fn bind(&mut self, name: &str) -> Option<Bson> {
+        self.bound
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+    }
+}

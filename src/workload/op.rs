@@ -169,6 +169,8 @@ pub enum OpSpec {
     },
     /// One of the profile's own operations (`[group.find]`, `[[group.ops]]`).
     Template(std::sync::Arc<super::command::TemplateOp>),
+    /// Several of them in order as one (`[[group.steps]]`).
+    Steps(std::sync::Arc<super::command::StepsOp>),
 }
 
 impl OpSpec {
@@ -183,6 +185,7 @@ impl OpSpec {
             OpSpec::Rmw { .. } => OpKind::Rmw,
             OpSpec::Scan { .. } => OpKind::Scan,
             OpSpec::Template(t) => return t.name.clone(),
+            OpSpec::Steps(s) => return s.name.clone(),
         };
         OpName::Kind(kind)
     }

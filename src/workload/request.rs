@@ -49,6 +49,8 @@ pub enum Request {
     },
     /// One of the profile's own operations.
     Template(super::command::TemplateRequest),
+    /// Several of them in order, as one.
+    Steps(super::command::StepsRequest),
 }
 
 /// An insert's documents from a collection's key space and document template.
@@ -84,6 +86,7 @@ impl Request {
             Request::Rmw { .. } => OpKind::Rmw,
             Request::Scan { .. } => OpKind::Scan,
             Request::Template(t) => return t.op.name.clone(),
+            Request::Steps(s) => return s.op.name.clone(),
         };
         kind.into()
     }
@@ -183,6 +186,8 @@ impl Request {
                 };
                 Request::Template(op.build(&mut cx, &mut CollectionDocs { keys, document: gen }))
             }
+            // Steps are made by the virtual user, which holds every collection's documents.
+            OpSpec::Steps(_) => unreachable!("steps are built by the virtual user"),
         }
     }
 }

@@ -58,15 +58,22 @@ impl<B: Backend + Clone> Session<'_, B> {
             )
             .run(rx),
         );
+        let keys: Vec<Arc<KeySpace>> = {
+            let mut keys = keys;
+            // A part's wait ended by Ctrl-C prepares nothing: every collection still gets one.
+            keys.resize_with(plan.collections.len(), KeySpace::default);
+            keys.into_iter().map(Arc::new).collect()
+        };
+        let collections: crate::workload::command::CollectionsDocs = keys
+            .iter()
+            .zip(&plan.collections)
+            .map(|(k, c)| (Arc::clone(k), Arc::clone(&c.document)))
+            .collect();
         let ctx = Arc::new(Context {
             backend: self.backend.clone(),
             gens: plan.collections.iter().map(|c| Arc::clone(&c.document)).collect(),
-            keys: {
-                let mut keys = keys;
-                // A part's wait ended by Ctrl-C prepares nothing: every collection still gets one.
-                keys.resize_with(plan.collections.len(), KeySpace::default);
-                keys.into_iter().map(Arc::new).collect()
-            },
+            keys,
+            collections,
             samples: tx,
             stop: run_stop.clone(),
             active,

@@ -121,6 +121,16 @@ macro_rules! with_op_tables {
 }
 
 with_op_tables! {
+    /// One step of a group's operation (`[[group.steps]]`).
+    #[derive(Debug, Clone, Default, Deserialize, serde::Serialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct StepDef {
+        /// The collection it works on; default the group's.
+        pub collection: Option<String>,
+    }
+}
+
+with_op_tables! {
     /// One of a group's named operations (`[[group.ops]]`), with its weight.
     #[derive(Debug, Clone, Default, Deserialize, serde::Serialize)]
     #[serde(deny_unknown_fields)]
@@ -182,6 +192,12 @@ pub struct Group {
     pub read_preference: Option<toml::Value>,
     /// Several named operations with weights, each a row of its own (`group:name`).
     pub ops: Option<Vec<NamedOp>>,
+    /// Several operations run in order as one (`[[group.steps]]`), timed as one sample.
+    pub steps: Option<Vec<StepDef>>,
+    /// Values generated once per operation, read by its steps with `{ "^Bind" = "name" }`.
+    pub bind: Option<toml::Table>,
+    /// Run the steps in one transaction, retried as the drivers' convenient API does.
+    pub transaction: Option<bool>,
     /// One operation kind; or `mix` instead.
     pub op: Option<OpKind>,
     /// Operation kinds with their weights: each operation draws its kind (`{ get = 95, update = 5 }`).
