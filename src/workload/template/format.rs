@@ -63,7 +63,7 @@ pub(super) fn parse(format: &str) -> Result<Vec<Piece>, String> {
             spec.precision = Some(digits(&mut chars).unwrap_or(0).min(1 << 16));
         }
         // Length modifiers mean nothing here: every integer is 64 bits.
-        while let Some(&(_, 'h' | 'l' | 'L' | 'q' | 'j' | 'z' | 't')) = chars.peek() {
+        while let Some(&(_, 'h' | 'l' | 'L' | 'j' | 'z' | 't')) = chars.peek() {
             chars.next();
         }
         match chars.next() {
