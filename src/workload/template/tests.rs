@@ -143,7 +143,10 @@ fn millis(values: &[Bson]) -> Vec<i64> {
 
 #[test]
 fn random_int_uniform_stays_within_and_hits_both_ends() {
-    let v = ints(&draw(&compile(r#"{ "^RandomInt" = { min = -2, max = 3 } }"#), N));
+    let v = ints(&draw(
+        &compile(r#"{ "^RandomInt" = { min = -2, max = 3 } }"#),
+        N,
+    ));
     assert!(v.iter().all(|i| (-2..=3).contains(i)));
     for x in -2..=3 {
         let share = v.iter().filter(|&&i| i == x).count() as f64 / N as f64;
@@ -153,12 +156,14 @@ fn random_int_uniform_stays_within_and_hits_both_ends() {
 
 #[test]
 fn random_int_with_equal_bounds_and_generated_bounds() {
-    assert!(ints(&draw(&compile(r#"{ "^RandomInt" = { min = 7, max = 7 } }"#), 100))
-        .iter()
-        .all(|&i| i == 7));
-    let t = compile(
-        r#"{ "^RandomInt" = { min = 0, max = { "^RandomInt" = { min = 3, max = 3 } } } }"#,
-    );
+    assert!(ints(&draw(
+        &compile(r#"{ "^RandomInt" = { min = 7, max = 7 } }"#),
+        100
+    ))
+    .iter()
+    .all(|&i| i == 7));
+    let t =
+        compile(r#"{ "^RandomInt" = { min = 0, max = { "^RandomInt" = { min = 3, max = 3 } } } }"#);
     let v = ints(&draw(&t, N));
     assert!(v.iter().all(|i| (0..=3).contains(i)));
     assert!(v.contains(&0) && v.contains(&3));
@@ -191,7 +196,10 @@ fn random_int_distributions_have_their_means() {
 
 #[test]
 fn random_double_uniform_normal_exponential() {
-    let u = doubles(&draw(&compile(r#"{ "^RandomDouble" = { min = 2, max = 3.5 } }"#), N));
+    let u = doubles(&draw(
+        &compile(r#"{ "^RandomDouble" = { min = 2, max = 3.5 } }"#),
+        N,
+    ));
     assert!(u.iter().all(|f| (2.0..3.5).contains(f)));
     assert!((mean(&u) - 2.75).abs() < 0.02);
     let d = doubles(&draw(&compile(r#"{ "^RandomDouble" = {} }"#), N));
@@ -215,9 +223,14 @@ fn random_double_uniform_normal_exponential() {
 
 #[test]
 fn random_string_length_and_default_alphabet() {
-    let s = strings(&draw(&compile(r#"{ "^RandomString" = { length = 12 } }"#), N));
+    let s = strings(&draw(
+        &compile(r#"{ "^RandomString" = { length = 12 } }"#),
+        N,
+    ));
     assert!(s.iter().all(|s| s.len() == 12));
-    assert!(s.iter().all(|s| s.chars().all(|c| DEFAULT_ALPHABET.contains(c))));
+    assert!(s
+        .iter()
+        .all(|s| s.chars().all(|c| DEFAULT_ALPHABET.contains(c))));
     // Every character of the 64 appears.
     let seen: std::collections::HashSet<char> = s.iter().flat_map(|s| s.chars()).collect();
     assert_eq!(seen.len(), 64);
@@ -238,17 +251,26 @@ fn random_string_generated_length_and_own_alphabet() {
         &compile(r#"{ "^RandomString" = { length = 3, alphabet = "äö€" } }"#),
         1000,
     ));
-    assert!(u.iter().all(|s| s.chars().count() == 3 && s.chars().all(|c| "äö€".contains(c))));
-    let fast = strings(&draw(&compile(r#"{ "^FastRandomString" = { length = 4 } }"#), 10));
+    assert!(u
+        .iter()
+        .all(|s| s.chars().count() == 3 && s.chars().all(|c| "äö€".contains(c))));
+    let fast = strings(&draw(
+        &compile(r#"{ "^FastRandomString" = { length = 4 } }"#),
+        10,
+    ));
     assert!(fast.iter().all(|s| s.len() == 4));
-    assert_eq!(one(r#"{ "^RandomString" = { length = 0 } }"#), Bson::String(String::new()));
+    assert_eq!(
+        one(r#"{ "^RandomString" = { length = 0 } }"#),
+        Bson::String(String::new())
+    );
 }
 
 // ---- ^Choose ----
 
 #[test]
 fn choose_follows_its_weights_within_two_percent() {
-    let t = compile(r#"{ "^Choose" = { from = ["open", "paid", "shipped"], weights = [1, 3, 6] } }"#);
+    let t =
+        compile(r#"{ "^Choose" = { from = ["open", "paid", "shipped"], weights = [1, 3, 6] } }"#);
     let s = strings(&draw(&t, N));
     for (name, want) in [("open", 0.1), ("paid", 0.3), ("shipped", 0.6)] {
         let share = s.iter().filter(|x| *x == name).count() as f64 / N as f64;
@@ -267,13 +289,19 @@ fn choose_uniform_with_generators_and_documents_among_the_choices() {
         .iter()
         .filter(|b| matches!(b, Bson::Int64(i) if (10..=12).contains(i)))
         .count();
-    let docs = v.iter().filter(|b| **b == Bson::Document(doc! { "a": "b" })).count();
+    let docs = v
+        .iter()
+        .filter(|b| **b == Bson::Document(doc! { "a": "b" }))
+        .count();
     assert_eq!(ones + gen + docs, N);
     for c in [ones, gen, docs] {
         assert!((c as f64 / N as f64 - 1.0 / 3.0).abs() < 0.02);
     }
     // A zero weight is never chosen.
-    let z = strings(&draw(&compile(r#"{ "^Choose" = { from = ["a", "b"], weights = [0, 1] } }"#), 1000));
+    let z = strings(&draw(
+        &compile(r#"{ "^Choose" = { from = ["a", "b"], weights = [0, 1] } }"#),
+        1000,
+    ));
     assert!(z.iter().all(|s| s == "b"));
 }
 
@@ -281,7 +309,10 @@ fn choose_uniform_with_generators_and_documents_among_the_choices() {
 
 #[test]
 fn now_is_the_operations_time_shifted() {
-    assert_eq!(one(r#"{ "^Now" = {} }"#), Bson::DateTime(DateTime::from_millis(NOW)));
+    assert_eq!(
+        one(r#"{ "^Now" = {} }"#),
+        Bson::DateTime(DateTime::from_millis(NOW))
+    );
     assert_eq!(
         one(r#"{ "^Now" = { minus = "1h" } }"#),
         Bson::DateTime(DateTime::from_millis(NOW - 3_600_000))
@@ -307,7 +338,9 @@ fn random_date_between_iso_bounds() {
     assert!((mid - 0.5).abs() < 0.02);
     // Offsets and fractions.
     let k = millis(&draw(
-        &compile(r#"{ "^RandomDate" = { min = "2015-01-01T05:30:00.250+05:30", max = "2015-01-01T00:00:00.250Z" } }"#),
+        &compile(
+            r#"{ "^RandomDate" = { min = "2015-01-01T05:30:00.250+05:30", max = "2015-01-01T00:00:00.250Z" } }"#,
+        ),
         5,
     ));
     assert!(k.iter().all(|&m| m == lo + 250));
@@ -317,14 +350,18 @@ fn random_date_between_iso_bounds() {
 fn random_date_relative_to_now_and_toml_datetimes() {
     let t = compile(r#"{ "^RandomDate" = { min = "-30d", max = "now" } }"#);
     let v = millis(&draw(&t, N));
-    assert!(v.iter().all(|&m| (NOW - 30 * 86_400_000..=NOW).contains(&m)));
+    assert!(v
+        .iter()
+        .all(|&m| (NOW - 30 * 86_400_000..=NOW).contains(&m)));
     let t = compile(r#"{ "^RandomDate" = { min = "now-1h", max = "+1h" } }"#);
     assert!(millis(&draw(&t, N))
         .iter()
         .all(|&m| (NOW - 3_600_000..=NOW + 3_600_000).contains(&m)));
     let t = compile(r#"{ "^RandomDate" = { min = 2020-01-01T00:00:00Z, max = 2020-01-01 } }"#);
     assert_eq!(millis(&draw(&t, 3)), vec![1_577_836_800_000; 3]);
-    let t = compile(r#"{ "^RandomDate" = { min = { "^Now" = { minus = "1m" } }, max = { "^Now" = {} } } }"#);
+    let t = compile(
+        r#"{ "^RandomDate" = { min = { "^Now" = { minus = "1m" } }, max = { "^Now" = {} } } }"#,
+    );
     assert!(millis(&draw(&t, N))
         .iter()
         .all(|&m| (NOW - 60_000..=NOW).contains(&m)));
@@ -349,12 +386,16 @@ fn object_id_new_constant_and_from_hex() {
     let c = compile(r#"{ "^ObjectId" = "5f1e6a3b9d1e8a2b3c4d5e6f" }"#);
     assert_eq!(
         c.constant(),
-        Some(&Bson::ObjectId(ObjectId::parse_str("5f1e6a3b9d1e8a2b3c4d5e6f").unwrap()))
+        Some(&Bson::ObjectId(
+            ObjectId::parse_str("5f1e6a3b9d1e8a2b3c4d5e6f").unwrap()
+        ))
     );
     let g = compile(
         r#"{ "^ObjectId" = { "^RandomString" = { length = 24, alphabet = "0123456789abcdef" } } }"#,
     );
-    assert!(draw(&g, 1000).iter().all(|b| matches!(b, Bson::ObjectId(_))));
+    assert!(draw(&g, 1000)
+        .iter()
+        .all(|b| matches!(b, Bson::ObjectId(_))));
     let f = compile(
         r#"{ "^ObjectId" = { "^FormatString" = { format = "%024x", withArgs = [{ "^Inc" = { start = 255 } }] } } }"#,
     );
@@ -390,7 +431,10 @@ fn uuid_random_v4_and_from_hex() {
             assert_eq!(bin.subtype, BinarySubtype::Uuid);
             assert_eq!(
                 bin.bytes,
-                vec![0, 0, 0, 0, 0x11, 0x11, 0x22, 0x22, 0x33, 0x33, 0x44, 0x44, 0x44, 0x44, 0x44, 0x44]
+                vec![
+                    0, 0, 0, 0, 0x11, 0x11, 0x22, 0x22, 0x33, 0x33, 0x44, 0x44, 0x44, 0x44, 0x44,
+                    0x44
+                ]
             );
         }
         other => panic!("{other:?}"),
@@ -453,11 +497,20 @@ fn inc_counts_per_user() {
     // Defaults: from 0, by 1; two ^Inc in one template count apart.
     let two = compile(r#"[{ "^Inc" = {} }, { "^Inc" = { start = 100 } }]"#);
     let mut s = UserState::default();
-    assert_eq!(gen_as(&two, 0, &mut s), Bson::Array(vec![Bson::Int64(0), Bson::Int64(100)]));
-    assert_eq!(gen_as(&two, 0, &mut s), Bson::Array(vec![Bson::Int64(1), Bson::Int64(101)]));
+    assert_eq!(
+        gen_as(&two, 0, &mut s),
+        Bson::Array(vec![Bson::Int64(0), Bson::Int64(100)])
+    );
+    assert_eq!(
+        gen_as(&two, 0, &mut s),
+        Bson::Array(vec![Bson::Int64(1), Bson::Int64(101)])
+    );
     // A clone of the template is the same counter.
     let clone = two.clone();
-    assert_eq!(gen_as(&clone, 0, &mut s), Bson::Array(vec![Bson::Int64(2), Bson::Int64(102)]));
+    assert_eq!(
+        gen_as(&clone, 0, &mut s),
+        Bson::Array(vec![Bson::Int64(2), Bson::Int64(102)])
+    );
 }
 
 #[test]
@@ -503,7 +556,9 @@ fn object_entries_keys_and_values() {
     for b in draw(&t, 100) {
         let Bson::Document(d) = b else { panic!() };
         assert_eq!(d.len(), 3);
-        assert!(d.iter().all(|(k, v)| k.len() == 12 && matches!(v, Bson::Int64(1 | 2))));
+        assert!(d
+            .iter()
+            .all(|(k, v)| k.len() == 12 && matches!(v, Bson::Int64(1 | 2))));
     }
     let few = compile(
         r#"{ "^Object" = { withNEntries = 10, havingKeys = { "^RandomString" = { length = 1, alphabet = "ab" } }, andValues = 42, duplicatedKeys = "skip" } }"#,
@@ -511,7 +566,9 @@ fn object_entries_keys_and_values() {
     for b in draw(&few, 100) {
         let Bson::Document(d) = b else { panic!() };
         assert!((1..=2).contains(&d.len()));
-        assert!(d.iter().all(|(k, v)| (k == "a" || k == "b") && *v == Bson::Int32(42)));
+        assert!(d
+            .iter()
+            .all(|(k, v)| (k == "a" || k == "b") && *v == Bson::Int32(42)));
     }
 }
 
@@ -525,9 +582,17 @@ fn join_strings_and_generated_values() {
     for s in strings(&draw(&t, 100)) {
         assert!(s == "build-qqqq" || s == "test-qqqq", "{s}");
     }
-    let a = compile(r#"{ "^Join" = { array = { "^Array" = { of = { "^Inc" = {} }, number = { "^Inc" = { start = 2 } } } }, sep = "," } }"#);
-    assert_eq!(strings(&draw(&a, 2)), vec!["0,1".to_string(), "2,3,4".to_string()]);
-    assert_eq!(one(r#"{ "^Join" = { array = ["a", "b"] } }"#), Bson::String("ab".into()));
+    let a = compile(
+        r#"{ "^Join" = { array = { "^Array" = { of = { "^Inc" = {} }, number = { "^Inc" = { start = 2 } } } }, sep = "," } }"#,
+    );
+    assert_eq!(
+        strings(&draw(&a, 2)),
+        vec!["0,1".to_string(), "2,3,4".to_string()]
+    );
+    assert_eq!(
+        one(r#"{ "^Join" = { array = ["a", "b"] } }"#),
+        Bson::String("ab".into())
+    );
 }
 
 #[test]
@@ -536,9 +601,21 @@ fn format_string_conversions() {
         (r#""%s-%d""#, r#"["id", 42]"#, "id-42"),
         (r#""%04d%s""#, r#"[7, "b"]"#, "0007b"),
         (r#""%5d|%-5d|%+d""#, "[42, 42, 42]", "   42|42   |+42"),
-        (r#""%x %X %#x %o %08x""#, "[255, 255, 255, 8, 48879]", "ff FF 0xff 10 0000beef"),
-        (r#""%.2f %8.3f %e""#, "[3.14159, 2.5, 1500.0]", "3.14    2.500 1.500000e+03"),
-        (r#""%g %g %g""#, "[0.0001, 100000.0, 1e20]", "0.0001 100000 1e+20"),
+        (
+            r#""%x %X %#x %o %08x""#,
+            "[255, 255, 255, 8, 48879]",
+            "ff FF 0xff 10 0000beef",
+        ),
+        (
+            r#""%.2f %8.3f %e""#,
+            "[3.14159, 2.5, 1500.0]",
+            "3.14    2.500 1.500000e+03",
+        ),
+        (
+            r#""%g %g %g""#,
+            "[0.0001, 100000.0, 1e20]",
+            "0.0001 100000 1e+20",
+        ),
         (r#""%.3s|%5s|%c""#, r#"["abcdef", "ab", 65]"#, "abc|   ab|A"),
         (r#""100%% %d""#, "[-5]", "100% -5"),
         (r#""%03d.%2.d""#, "[-1, 0]", "-01.  "),
@@ -548,17 +625,26 @@ fn format_string_conversions() {
         let t = compile(&format!(
             r#"{{ "^FormatString" = {{ format = {format}, withArgs = {args} }} }}"#
         ));
-        assert_eq!(t.constant(), Some(&Bson::String(want.into())), "{format} {args}");
+        assert_eq!(
+            t.constant(),
+            Some(&Bson::String(want.into())),
+            "{format} {args}"
+        );
     }
     let t = compile(
         r#"{ "^FormatString" = { format = "user-%03d", withArgs = [{ "^Inc" = { start = 8 } }] } }"#,
     );
-    assert_eq!(strings(&draw(&t, 3)), vec!["user-008", "user-009", "user-010"]);
+    assert_eq!(
+        strings(&draw(&t, 3)),
+        vec!["user-008", "user-009", "user-010"]
+    );
 }
 
 #[test]
 fn verbatim_is_not_interpreted() {
-    let c = compile(r#"{ "^Verbatim" = { "^a" = { "^RandomInt" = { min = 1, max = 2 } }, n = { "$numberLong" = "5" } } }"#);
+    let c = compile(
+        r#"{ "^Verbatim" = { "^a" = { "^RandomInt" = { min = 1, max = 2 } }, n = { "$numberLong" = "5" } } }"#,
+    );
     assert_eq!(
         c.constant(),
         Some(&Bson::Document(doc! {
@@ -573,14 +659,17 @@ fn verbatim_is_not_interpreted() {
 
 #[test]
 fn key_and_field_ask_the_lookup_and_are_null_without() {
-    let t = compile(r#"{ _id = { "^Key" = {} }, city = { "^Field" = { path = "address.city" } } }"#);
+    let t =
+        compile(r#"{ _id = { "^Key" = {} }, city = { "^Field" = { path = "address.city" } } }"#);
     assert!(t.uses_key());
     assert_eq!(t.field_paths(), vec!["address.city".to_string()]);
     let mut lookup = Fixed {
         keys: vec![Bson::Int64(1), Bson::Int64(2)],
         ..Default::default()
     };
-    lookup.fields.insert("address.city".into(), Bson::String("Lyon".into()));
+    lookup
+        .fields
+        .insert("address.city".into(), Bson::String("Lyon".into()));
     let v = draw_with(&t, 1000, &mut lookup, 3);
     let mut seen = std::collections::HashSet::new();
     for b in v {
@@ -607,7 +696,9 @@ fn bind_and_step_ask_the_lookup() {
     assert_eq!(t.step_refs(), vec![(0, "customer".to_string())]);
     let mut lookup = Fixed::default();
     lookup.binds.insert("amount".into(), Bson::Int64(7));
-    lookup.steps.insert((0, "customer".into()), Bson::String("c1".into()));
+    lookup
+        .steps
+        .insert((0, "customer".into()), Bson::String("c1".into()));
     assert_eq!(
         draw_with(&t, 1, &mut lookup, 1)[0],
         Bson::Document(doc! { "a": 7_i64, "b": "c1", "c": 7_i64 })
@@ -623,19 +714,29 @@ fn bind_and_step_ask_the_lookup() {
 fn extjson_cases() -> Vec<(&'static str, Bson)> {
     let oid = ObjectId::parse_str("5f1e6a3b9d1e8a2b3c4d5e6f").unwrap();
     let uuid_bytes = vec![
-        0x3b, 0x24, 0x11, 0x01, 0xe2, 0xbb, 0x42, 0x55, 0x8c, 0xaf, 0x41, 0x36, 0xc5, 0x66, 0xa9, 0x62,
+        0x3b, 0x24, 0x11, 0x01, 0xe2, 0xbb, 0x42, 0x55, 0x8c, 0xaf, 0x41, 0x36, 0xc5, 0x66, 0xa9,
+        0x62,
     ];
     vec![
-        (r#"{"$oid": "5f1e6a3b9d1e8a2b3c4d5e6f"}"#, Bson::ObjectId(oid)),
+        (
+            r#"{"$oid": "5f1e6a3b9d1e8a2b3c4d5e6f"}"#,
+            Bson::ObjectId(oid),
+        ),
         (
             r#"{"$date": {"$numberLong": "1706702400000"}}"#,
             Bson::DateTime(DateTime::from_millis(NOW)),
         ),
-        (r#"{"$date": "2024-01-31T12:00:00Z"}"#, Bson::DateTime(DateTime::from_millis(NOW))),
+        (
+            r#"{"$date": "2024-01-31T12:00:00Z"}"#,
+            Bson::DateTime(DateTime::from_millis(NOW)),
+        ),
         (r#"{"$numberLong": "42"}"#, Bson::Int64(42)),
         (r#"{"$numberInt": "-7"}"#, Bson::Int32(-7)),
         (r#"{"$numberDouble": "1.5"}"#, Bson::Double(1.5)),
-        (r#"{"$numberDouble": "-Infinity"}"#, Bson::Double(f64::NEG_INFINITY)),
+        (
+            r#"{"$numberDouble": "-Infinity"}"#,
+            Bson::Double(f64::NEG_INFINITY),
+        ),
         (
             r#"{"$numberDecimal": "9.99"}"#,
             Bson::Decimal128("9.99".parse::<Decimal128>().unwrap()),
@@ -678,7 +779,10 @@ fn extjson_cases() -> Vec<(&'static str, Bson)> {
         (r#"{"$minKey": 1}"#, Bson::MinKey),
         (r#"{"$maxKey": 1}"#, Bson::MaxKey),
         (r#"{"$symbol": "sym"}"#, Bson::Symbol("sym".into())),
-        (r#"{"$code": "function() { return 1; }"}"#, Bson::JavaScriptCode("function() { return 1; }".into())),
+        (
+            r#"{"$code": "function() { return 1; }"}"#,
+            Bson::JavaScriptCode("function() { return 1; }".into()),
+        ),
         (
             r#"{"$code": "f()", "$scope": {"x": 1}}"#,
             Bson::JavaScriptCodeWithScope(mongodb::bson::JavaScriptCodeWithScope {
@@ -697,7 +801,11 @@ fn extjson_cases() -> Vec<(&'static str, Bson)> {
 fn extended_json_wrappers_from_json_text() {
     for (text, want) in extjson_cases() {
         let t = json(&format!(r#"{{"v": {text}}}"#));
-        assert_eq!(t.constant(), Some(&Bson::Document(doc! { "v": want })), "{text}");
+        assert_eq!(
+            t.constant(),
+            Some(&Bson::Document(doc! { "v": want })),
+            "{text}"
+        );
     }
 }
 
@@ -707,7 +815,11 @@ fn extended_json_wrappers_from_toml_tables() {
         // The same JSON is valid TOML inline-table text once ':' becomes '='.
         let toml_text = text.replace("\": ", "\" = ");
         let t = compile(&format!("{{ v = {toml_text} }}"));
-        assert_eq!(t.constant(), Some(&Bson::Document(doc! { "v": want })), "{toml_text}");
+        assert_eq!(
+            t.constant(),
+            Some(&Bson::Document(doc! { "v": want })),
+            "{toml_text}"
+        );
     }
     // TOML nan is a double.
     match compile("nan").constant() {
@@ -757,7 +869,10 @@ fn literals_and_key_order() {
     let Some(Bson::Document(d)) = t.constant() else {
         panic!()
     };
-    assert_eq!(d.keys().collect::<Vec<_>>(), vec!["z", "a", "m", "big", "f", "arr"]);
+    assert_eq!(
+        d.keys().collect::<Vec<_>>(),
+        vec!["z", "a", "m", "big", "f", "arr"]
+    );
     assert_eq!(d.get("z"), Some(&Bson::Int32(1)));
     assert_eq!(d.get("big"), Some(&Bson::Int64(10_000_000_000)));
     let j = json(r#"{"z": 1, "a": null, "m": {"y": 1, "b": 2}}"#);
@@ -765,9 +880,15 @@ fn literals_and_key_order() {
         panic!()
     };
     assert_eq!(d.keys().collect::<Vec<_>>(), vec!["z", "a", "m"]);
-    assert_eq!(d.get_document("m").unwrap().keys().collect::<Vec<_>>(), vec!["y", "b"]);
+    assert_eq!(
+        d.get_document("m").unwrap().keys().collect::<Vec<_>>(),
+        vec!["y", "b"]
+    );
     // A TOML string is a string literal for compile, even when it looks like JSON.
-    assert_eq!(compile(r#""{\"a\": 1}""#).constant(), Some(&Bson::String("{\"a\": 1}".into())));
+    assert_eq!(
+        compile(r#""{\"a\": 1}""#).constant(),
+        Some(&Bson::String("{\"a\": 1}".into()))
+    );
 }
 
 #[test]
@@ -790,7 +911,10 @@ fn nested_generators_keep_their_place() {
         t.generate_doc(&mut cx),
         Some(doc! { "a": [1, { "b": 3_i64, "c": "x" }], "d": { "e": "pq" } })
     );
-    assert_eq!(compile(r#"{ "^RandomInt" = { min = 1, max = 1 } }"#).generate_doc(&mut cx), None);
+    assert_eq!(
+        compile(r#"{ "^RandomInt" = { min = 1, max = 1 } }"#).generate_doc(&mut cx),
+        None
+    );
 }
 
 #[test]
@@ -821,8 +945,14 @@ fn same_seed_same_values() {
     let t = compile(
         r#"{ a = { "^RandomInt" = { min = 0, max = 1000000 } }, b = { "^RandomString" = { length = 8 } }, c = { "^RandomDouble" = {} } }"#,
     );
-    assert_eq!(draw_with(&t, 50, &mut NoLookup, 9), draw_with(&t, 50, &mut NoLookup, 9));
-    assert_ne!(draw_with(&t, 50, &mut NoLookup, 9), draw_with(&t, 50, &mut NoLookup, 10));
+    assert_eq!(
+        draw_with(&t, 50, &mut NoLookup, 9),
+        draw_with(&t, 50, &mut NoLookup, 9)
+    );
+    assert_ne!(
+        draw_with(&t, 50, &mut NoLookup, 9),
+        draw_with(&t, 50, &mut NoLookup, 10)
+    );
 }
 
 #[test]
@@ -858,7 +988,11 @@ fn bad_duration_is_located() {
     let v = value(r#"{ created = { "$gte" = { "^Now" = { minus = "an hour" } } } }"#);
     let e = Template::compile(&v, "group[0].find.filter").unwrap_err();
     assert_eq!(e.key, "group[0].find.filter.created.$gte.^Now.minus");
-    assert!(e.problem.starts_with("`an hour` is not a duration"), "{}", e.problem);
+    assert!(
+        e.problem.starts_with("`an hour` is not a duration"),
+        "{}",
+        e.problem
+    );
     assert!(e.expected.contains("\"1h\""), "{}", e.expected);
     let e = compile_err(r#"{ "^Now" = { plus = 5 } }"#);
     assert_eq!(e.key, "v.^Now.plus");
@@ -869,82 +1003,202 @@ fn bad_duration_is_located() {
 fn unknown_and_missing_arguments() {
     let e = compile_err(r#"{ "^RandomInt" = { min = 1, maxx = 5 } }"#);
     assert_eq!(e.key, "v.^RandomInt.maxx");
-    assert_eq!(e.problem, "`maxx` is not an argument of ^RandomInt (did you mean `max`?)");
-    assert!(e.expected.contains("distribution, min, max"), "{}", e.expected);
+    assert_eq!(
+        e.problem,
+        "`maxx` is not an argument of ^RandomInt (did you mean `max`?)"
+    );
+    assert!(
+        e.expected.contains("distribution, min, max"),
+        "{}",
+        e.expected
+    );
     let e = compile_err(r#"{ "^RandomInt" = { min = 1 } }"#);
     assert_eq!(e.key, "v.^RandomInt");
     assert_eq!(e.problem, "^RandomInt needs `max`");
-    let e = compile_err(r#"{ "^RandomInt" = { distribution = "binomial", t = 5, p = 0.5, min = 1 } }"#);
+    let e =
+        compile_err(r#"{ "^RandomInt" = { distribution = "binomial", t = 5, p = 0.5, min = 1 } }"#);
     assert_eq!(e.key, "v.^RandomInt.min");
     assert!(e.expected.contains("distribution, t, p"), "{}", e.expected);
     let e = compile_err(r#"{ "^RandomInt" = { distribution = "binomal", t = 5, p = 0.5 } }"#);
     assert_eq!(e.key, "v.^RandomInt.distribution");
-    assert!(e.problem.contains("did you mean `binomial`"), "{}", e.problem);
+    assert!(
+        e.problem.contains("did you mean `binomial`"),
+        "{}",
+        e.problem
+    );
     let e = compile_err(r#"{ "^Key" = { path = "x" } }"#);
     assert_eq!(e.key, "v.^Key.path");
-    assert!(e.expected.starts_with("^Key takes no argument"), "{}", e.expected);
+    assert!(
+        e.expected.starts_with("^Key takes no argument"),
+        "{}",
+        e.expected
+    );
     let e = compile_err(r#"{ "^Choose" = { from = [1], weight = [1] } }"#);
-    assert!(e.problem.contains("did you mean `weights`"), "{}", e.problem);
+    assert!(
+        e.problem.contains("did you mean `weights`"),
+        "{}",
+        e.problem
+    );
     let e = compile_err(r#"{ "^RandomString" = 5 }"#);
     assert_eq!(e.key, "v.^RandomString");
-    assert!(e.problem.contains("takes a table of arguments"), "{}", e.problem);
+    assert!(
+        e.problem.contains("takes a table of arguments"),
+        "{}",
+        e.problem
+    );
 }
 
 #[test]
 fn wrong_values_are_refused() {
     let cases = [
-        (r#"{ "^RandomInt" = { min = 5, max = 1 } }"#, "v.^RandomInt.min", "min (5) is greater than max (1)"),
-        (r#"{ "^RandomInt" = { min = 1.5, max = 3 } }"#, "v.^RandomInt.min", "not an integer"),
-        (r#"{ "^RandomDouble" = { min = 5, max = 1 } }"#, "v.^RandomDouble.min", "greater than max"),
-        (r#"{ "^RandomString" = { length = -1 } }"#, "v.^RandomString.length", "negative (-1)"),
-        (r#"{ "^RandomString" = { length = "ten" } }"#, "v.^RandomString.length", "is a string, not an integer"),
+        (
+            r#"{ "^RandomInt" = { min = 5, max = 1 } }"#,
+            "v.^RandomInt.min",
+            "min (5) is greater than max (1)",
+        ),
+        (
+            r#"{ "^RandomInt" = { min = 1.5, max = 3 } }"#,
+            "v.^RandomInt.min",
+            "not an integer",
+        ),
+        (
+            r#"{ "^RandomDouble" = { min = 5, max = 1 } }"#,
+            "v.^RandomDouble.min",
+            "greater than max",
+        ),
+        (
+            r#"{ "^RandomString" = { length = -1 } }"#,
+            "v.^RandomString.length",
+            "negative (-1)",
+        ),
+        (
+            r#"{ "^RandomString" = { length = "ten" } }"#,
+            "v.^RandomString.length",
+            "is a string, not an integer",
+        ),
         (
             r#"{ "^RandomString" = { length = { "^RandomString" = { length = 2 } } } }"#,
             "v.^RandomString.length",
             "a generator of a string, not of an integer",
         ),
-        (r#"{ "^RandomString" = { length = 3, alphabet = "" } }"#, "v.^RandomString.alphabet", "empty"),
-        (r#"{ "^Array" = { of = 1, number = 99999999999 } }"#, "v.^Array.number", "16 MiB"),
+        (
+            r#"{ "^RandomString" = { length = 3, alphabet = "" } }"#,
+            "v.^RandomString.alphabet",
+            "empty",
+        ),
+        (
+            r#"{ "^Array" = { of = 1, number = 99999999999 } }"#,
+            "v.^Array.number",
+            "16 MiB",
+        ),
         (
             r#"{ "^Choose" = { from = [1, 2, 3], weights = [1, 2] } }"#,
             "v.^Choose.weights",
             "2 weights for 3 values",
         ),
-        (r#"{ "^Choose" = { from = [1], weights = [-1] } }"#, "v.^Choose.weights[0]", "negative"),
-        (r#"{ "^Choose" = { from = [1, 2], weights = [0, 0] } }"#, "v.^Choose.weights", "every weight is 0"),
-        (r#"{ "^Choose" = { from = [] } }"#, "v.^Choose.from", "empty"),
+        (
+            r#"{ "^Choose" = { from = [1], weights = [-1] } }"#,
+            "v.^Choose.weights[0]",
+            "negative",
+        ),
+        (
+            r#"{ "^Choose" = { from = [1, 2], weights = [0, 0] } }"#,
+            "v.^Choose.weights",
+            "every weight is 0",
+        ),
+        (
+            r#"{ "^Choose" = { from = [] } }"#,
+            "v.^Choose.from",
+            "empty",
+        ),
         (r#"{ "^ObjectId" = "xyz" }"#, "v.^ObjectId", "24 hex digits"),
-        (r#"{ "^ObjectId" = { "^RandomInt" = { min = 1, max = 2 } } }"#, "v.^ObjectId", "not of a string"),
-        (r#"{ "^UUID" = { hex = "12" } }"#, "v.^UUID.hex", "32 hex digits"),
+        (
+            r#"{ "^ObjectId" = { "^RandomInt" = { min = 1, max = 2 } } }"#,
+            "v.^ObjectId",
+            "not of a string",
+        ),
+        (
+            r#"{ "^UUID" = { hex = "12" } }"#,
+            "v.^UUID.hex",
+            "32 hex digits",
+        ),
         (
             r#"{ "^RandomInt" = { distribution = "binomial", t = 10, p = 1.5 } }"#,
             "v.^RandomInt.p",
             "not from 0 to 1",
         ),
-        (r#"{ "^RandomInt" = { distribution = "geometric", p = 0 } }"#, "v.^RandomInt.p", "above 0"),
-        (r#"{ "^RandomInt" = { distribution = "poisson", mean = -1 } }"#, "v.^RandomInt.mean", "not above 0"),
-        (r#"{ "^RandomInt" = { distribution = "binomial", t = -1, p = 0.5 } }"#, "v.^RandomInt.t", "negative"),
+        (
+            r#"{ "^RandomInt" = { distribution = "geometric", p = 0 } }"#,
+            "v.^RandomInt.p",
+            "above 0",
+        ),
+        (
+            r#"{ "^RandomInt" = { distribution = "poisson", mean = -1 } }"#,
+            "v.^RandomInt.mean",
+            "not above 0",
+        ),
+        (
+            r#"{ "^RandomInt" = { distribution = "binomial", t = -1, p = 0.5 } }"#,
+            "v.^RandomInt.t",
+            "negative",
+        ),
         (
             r#"{ "^RandomInt" = { min = { "^RandomInt" = { distribution = "binomial", t = 1, p = 0.5 } }, max = "x" } }"#,
             "v.^RandomInt.max",
             "is a string",
         ),
-        (r#"{ "^RandomDate" = { min = "now", max = "-1d" } }"#, "v.^RandomDate.min", "later than max"),
-        (r#"{ "^RandomDate" = { min = "2015-13-01" } }"#, "v.^RandomDate.min", "`2015-13-01` is not a date"),
-        (r#"{ "^Inc" = { step = { "^RandomInt" = { min = 1, max = 2 } } } }"#, "v.^Inc.step", "written as a value"),
-        (r#"{ "^Inc" = { scope = "global", multiplier = 5 } }"#, "v.^Inc.multiplier", "global"),
-        (r#"{ "^Inc" = { scope = "thread" } }"#, "v.^Inc.scope", "not a scope"),
+        (
+            r#"{ "^RandomDate" = { min = "now", max = "-1d" } }"#,
+            "v.^RandomDate.min",
+            "later than max",
+        ),
+        (
+            r#"{ "^RandomDate" = { min = "2015-13-01" } }"#,
+            "v.^RandomDate.min",
+            "`2015-13-01` is not a date",
+        ),
+        (
+            r#"{ "^Inc" = { step = { "^RandomInt" = { min = 1, max = 2 } } } }"#,
+            "v.^Inc.step",
+            "written as a value",
+        ),
+        (
+            r#"{ "^Inc" = { scope = "global", multiplier = 5 } }"#,
+            "v.^Inc.multiplier",
+            "global",
+        ),
+        (
+            r#"{ "^Inc" = { scope = "thread" } }"#,
+            "v.^Inc.scope",
+            "not a scope",
+        ),
         (
             r#"{ "^FormatString" = { format = "%d-%d", withArgs = [1] } }"#,
             "v.^FormatString.withArgs",
             "2 conversion(s) but withArgs has 1",
         ),
-        (r#"{ "^FormatString" = { format = "%q" } }"#, "v.^FormatString.format", "not a conversion"),
+        (
+            r#"{ "^FormatString" = { format = "%q" } }"#,
+            "v.^FormatString.format",
+            "not a conversion",
+        ),
         (r#"{ "^Field" = { path = "" } }"#, "v.^Field.path", "empty"),
         (r#"{ "^Bind" = {} }"#, "v.^Bind", "name of a bound value"),
-        (r#"{ "^Step" = { path = "a" } }"#, "v.^Step", "needs `index`"),
-        (r#"{ "^Object" = { withNEntries = 2, andValues = 1 } }"#, "v.^Object", "needs `havingKeys`"),
-        (r#"{ a = { "^RandomInt" = { min = 1, max = 2 }, b = 1 } }"#, "v.a.^RandomInt", "sits beside other keys (b)"),
+        (
+            r#"{ "^Step" = { path = "a" } }"#,
+            "v.^Step",
+            "needs `index`",
+        ),
+        (
+            r#"{ "^Object" = { withNEntries = 2, andValues = 1 } }"#,
+            "v.^Object",
+            "needs `havingKeys`",
+        ),
+        (
+            r#"{ a = { "^RandomInt" = { min = 1, max = 2 }, b = 1 } }"#,
+            "v.a.^RandomInt",
+            "sits beside other keys (b)",
+        ),
     ];
     for (src, key, problem) in cases {
         let e = compile_err(src);
@@ -958,9 +1212,18 @@ fn wrong_values_are_refused() {
 fn invalid_extended_json_gives_bsons_message() {
     let e = compile_err(r#"{ a = [{ "$numberLong" = 5 }] }"#);
     assert_eq!(e.key, "v.a[0]");
-    assert!(e.problem.starts_with("invalid Extended JSON `$numberLong` value: "), "{}", e.problem);
+    assert!(
+        e.problem
+            .starts_with("invalid Extended JSON `$numberLong` value: "),
+        "{}",
+        e.problem
+    );
     assert!(e.problem.contains("invalid type"), "{}", e.problem);
-    assert!(e.expected.contains(r#""$numberLong": "42""#), "{}", e.expected);
+    assert!(
+        e.expected.contains(r#""$numberLong": "42""#),
+        "{}",
+        e.expected
+    );
     let e = json_err(r#"{"a": {"$oid": "nothex"}}"#);
     assert_eq!(e.key, "v.a");
     assert!(e.problem.contains("$oid"), "{}", e.problem);
@@ -976,7 +1239,11 @@ fn json_text_errors_name_line_and_column() {
     let v = toml::Value::String("{\"a\": 1,\n \"b\": }".into());
     let e = Template::compile_arg(&v, "group[1].find.filter").unwrap_err();
     assert_eq!(e.key, "group[1].find.filter");
-    assert!(e.problem.starts_with("the string is not valid JSON: "), "{}", e.problem);
+    assert!(
+        e.problem.starts_with("the string is not valid JSON: "),
+        "{}",
+        e.problem
+    );
     assert!(e.problem.contains("line 2 column"), "{}", e.problem);
     // An error inside a generator in JSON text has its path inside the JSON.
     let e = json_err(r#"{"a": [0, {"^Now": {"minus": "soon"}}]}"#);
@@ -1017,7 +1284,14 @@ fn iso_dates_and_relative_times_parse_exactly() {
     for (s, want) in cases {
         assert_eq!(parse_iso(s), Some(want), "{s}");
     }
-    for bad in ["2023-02-29", "2024-1-31", "2024-01-31T25:00:00", "2024-01-31X", "2024-01-31T12:00:00+2", "yesterday"] {
+    for bad in [
+        "2023-02-29",
+        "2024-1-31",
+        "2024-01-31T25:00:00",
+        "2024-01-31X",
+        "2024-01-31T12:00:00+2",
+        "yesterday",
+    ] {
         assert_eq!(parse_iso(bad), None, "{bad}");
     }
     assert_eq!(parse_when("now"), Ok(When::FromNow(0)));
@@ -1056,8 +1330,17 @@ fn joined_text_of_each_bson_type() {
 fn what_a_template_makes() {
     assert!(!compile(r#"{ "^RandomInt" = { min = 1, max = 2 } }"#).makes_document());
     assert!(!compile(r#"{ "^Key" = {} }"#).makes_document());
-    assert!(compile(r#"{ "^Object" = { withNEntries = 1, havingKeys = "k", andValues = 1 } }"#).makes_document());
-    assert!(compile(r#"{ "^Choose" = { from = [{ a = 1 }, { b = { "^Inc" = {} } }] } }"#).makes_document());
+    assert!(
+        compile(r#"{ "^Object" = { withNEntries = 1, havingKeys = "k", andValues = 1 } }"#)
+            .makes_document()
+    );
+    assert!(
+        compile(r#"{ "^Choose" = { from = [{ a = 1 }, { b = { "^Inc" = {} } }] } }"#)
+            .makes_document()
+    );
     assert!(!compile(r#"{ "^Choose" = { from = [{ a = 1 }, 2] } }"#).makes_document());
-    assert_eq!(Template::from_bson(Bson::Int32(3)).constant(), Some(&Bson::Int32(3)));
+    assert_eq!(
+        Template::from_bson(Bson::Int32(3)).constant(),
+        Some(&Bson::Int32(3))
+    );
 }
