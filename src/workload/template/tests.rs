@@ -1344,3 +1344,29 @@ fn what_a_template_makes() {
         Some(&Bson::Int32(3))
     );
 }
+
+#[test]
+fn every_example_of_the_reference_compiles() {
+    let doc = include_str!("../../../docs/workload-generators.md");
+    let mut blocks = 0;
+    let mut rest = doc;
+    while let Some(start) = rest.find("```toml\n") {
+        let body = &rest[start + 8..];
+        let end = body.find("```").expect("closed block");
+        let table: toml::Table =
+            toml::from_str(&body[..end]).unwrap_or_else(|e| panic!("{}: {e}", &body[..end]));
+        for (k, v) in &table {
+            let t = if v.is_str() {
+                Template::compile_arg(v, k)
+            } else {
+                Template::compile(v, k)
+            };
+            if let Err(e) = t {
+                panic!("{k}: {e:?}");
+            }
+        }
+        blocks += 1;
+        rest = &body[end + 3..];
+    }
+    assert!(blocks >= 20, "{blocks} examples");
+}
