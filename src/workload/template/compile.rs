@@ -70,11 +70,15 @@ fn example(name: &str) -> &'static str {
         }
         "^Binary" => r#"{ "^Binary" = { size = 16 } }"#,
         "^Inc" => r#"{ "^Inc" = { start = 0, step = 1, multiplier = 1000000, scope = "user" } }"#,
-        "^Array" => r#"{ "^Array" = { of = { "^RandomInt" = { min = 1, max = 5 } }, number = 3 } }"#,
+        "^Array" => {
+            r#"{ "^Array" = { of = { "^RandomInt" = { min = 1, max = 5 } }, number = 3 } }"#
+        }
         "^Object" => {
             r#"{ "^Object" = { withNEntries = 3, havingKeys = { "^RandomString" = { length = 5 } }, andValues = 1 } }"#
         }
-        "^Join" => r#"{ "^Join" = { array = ["a", { "^RandomInt" = { min = 1, max = 9 } }], sep = "-" } }"#,
+        "^Join" => {
+            r#"{ "^Join" = { array = ["a", { "^RandomInt" = { min = 1, max = 9 } }], sep = "-" } }"#
+        }
         "^FormatString" => {
             r#"{ "^FormatString" = { format = "user-%04d", withArgs = [{ "^RandomInt" = { min = 1, max = 9999 } }] } }"#
         }
@@ -105,7 +109,11 @@ fn hint(word: &str, options: &[&str]) -> String {
         .unwrap_or_default()
 }
 
-fn err(key: impl Into<String>, problem: impl Into<String>, expected: impl Into<String>) -> GenError {
+fn err(
+    key: impl Into<String>,
+    problem: impl Into<String>,
+    expected: impl Into<String>,
+) -> GenError {
     GenError {
         key: key.into(),
         problem: problem.into(),
@@ -279,7 +287,10 @@ fn generator(name: &str, arg: &V, key: &str) -> Result<Node, GenError> {
             other => {
                 return Err(err(
                     at,
-                    format!("^Bind takes the name of a bound value, not {}", other.kind()),
+                    format!(
+                        "^Bind takes the name of a bound value, not {}",
+                        other.kind()
+                    ),
                     example("^Bind"),
                 ))
             }
@@ -349,11 +360,19 @@ impl<'a> Args<'a> {
                 let list = if allowed.is_empty() {
                     format!("{} takes no argument", self.name)
                 } else {
-                    format!("the arguments of {} here: {}", self.name, allowed.join(", "))
+                    format!(
+                        "the arguments of {} here: {}",
+                        self.name,
+                        allowed.join(", ")
+                    )
                 };
                 return Err(err(
                     self.path(k),
-                    format!("`{k}` is not an argument of {}{}", self.name, hint(k, allowed)),
+                    format!(
+                        "`{k}` is not an argument of {}{}",
+                        self.name,
+                        hint(k, allowed)
+                    ),
                     format!("{list}; e.g. {}", example(self.name)),
                 ));
             }
@@ -381,7 +400,10 @@ impl<'a> Args<'a> {
             Node::Const(b) => Ok(b),
             _ => Err(self.err(
                 arg,
-                format!("`{arg}` of {} must be written as a value, not generated", self.name),
+                format!(
+                    "`{arg}` of {} must be written as a value, not generated",
+                    self.name
+                ),
             )),
         }
     }
@@ -451,7 +473,7 @@ impl<'a> Args<'a> {
                 Bson::Int64(i) => Ok(Num::Const(i)),
                 b => Err(self.err(arg, format!("`{arg}` is {}, not an integer", kind(&b)))),
             },
-            n => Ok(Num::Gen(n)),
+            n => Ok(Num::Gen(Box::new(n))),
         }
     }
 
@@ -481,7 +503,7 @@ impl<'a> Args<'a> {
             Node::Const(b) => generators::to_f64(&b)
                 .map(Real::Const)
                 .ok_or_else(|| self.err(arg, format!("`{arg}` is {}, not a number", kind(&b)))),
-            n => Ok(Real::Gen(n)),
+            n => Ok(Real::Gen(Box::new(n))),
         }
     }
 
@@ -542,7 +564,7 @@ fn random_int(a: &Args) -> Result<Gen, GenError> {
         _ => {
             a.allow(&["distribution", "mean"])?;
             let mean = a.float(a.need("mean")?, "mean")?;
-            if !(mean > 0.0) {
+            if mean.is_nan() || mean <= 0.0 {
                 return Err(a.err("mean", format!("the mean ({mean}) is not above 0")));
             }
             IntGen::Poisson(rand_distr::Poisson::new(mean).map_err(|e| bad("mean", &e))?)
@@ -580,8 +602,11 @@ fn random_double(a: &Args) -> Result<Gen, GenError> {
                 Some(v) => a.float(v, "sigma")?,
                 None => 1.0,
             };
-            if !(sigma >= 0.0) || !sigma.is_finite() || !mean.is_finite() {
-                return Err(a.err("sigma", format!("sigma ({sigma}) must be 0 or more, and mean ({mean}) finite")));
+            if sigma.is_nan() || sigma < 0.0 || !sigma.is_finite() || !mean.is_finite() {
+                return Err(a.err(
+                    "sigma",
+                    format!("sigma ({sigma}) must be 0 or more, and mean ({mean}) finite"),
+                ));
             }
             DoubleGen::Normal(
                 rand_distr::Normal::new(mean, sigma).map_err(|e| a.err("sigma", e.to_string()))?,
@@ -593,7 +618,7 @@ fn random_double(a: &Args) -> Result<Gen, GenError> {
                 Some(v) => a.float(v, "lambda")?,
                 None => 1.0,
             };
-            if !(lambda > 0.0) || !lambda.is_finite() {
+            if lambda.is_nan() || lambda <= 0.0 || !lambda.is_finite() {
                 return Err(a.err("lambda", format!("lambda ({lambda}) must be above 0")));
             }
             DoubleGen::Exponential(
@@ -641,16 +666,14 @@ fn choose(a: &Args) -> Result<Gen, GenError> {
         }
     };
     let pick = match a.get("weights") {
-        None => Pick::Uniform(Uniform::new(0, from.len()).map_err(|e| a.err("from", e.to_string()))?),
+        None => {
+            Pick::Uniform(Uniform::new(0, from.len()).map_err(|e| a.err("from", e.to_string()))?)
+        }
         Some(V::Arr(ws)) => {
             if ws.len() != from.len() {
                 return Err(a.err(
                     "weights",
-                    format!(
-                        "{} weights for {} values in `from`",
-                        ws.len(),
-                        from.len()
-                    ),
+                    format!("{} weights for {} values in `from`", ws.len(), from.len()),
                 ));
             }
             let mut weights = Vec::with_capacity(ws.len());
@@ -658,13 +681,16 @@ fn choose(a: &Args) -> Result<Gen, GenError> {
                 let at = format!("weights[{i}]");
                 let w = a.int(w, &at)?;
                 weights.push(
-                    u64::try_from(w).map_err(|_| a.err(&at, format!("the weight {w} is negative")))?,
+                    u64::try_from(w)
+                        .map_err(|_| a.err(&at, format!("the weight {w} is negative")))?,
                 );
             }
             if weights.iter().all(|&w| w == 0) {
                 return Err(a.err("weights", "every weight is 0"));
             }
-            Pick::Weighted(WeightedIndex::new(weights).map_err(|e| a.err("weights", e.to_string()))?)
+            Pick::Weighted(
+                WeightedIndex::new(weights).map_err(|e| a.err("weights", e.to_string()))?,
+            )
         }
         Some(other) => {
             return Err(a.err(
@@ -679,8 +705,13 @@ fn choose(a: &Args) -> Result<Gen, GenError> {
 fn duration(a: &Args, arg: &str) -> Result<i64, GenError> {
     let Some(v) = a.get(arg) else { return Ok(0) };
     let s = a.string(v, arg)?;
-    time::parse_duration_ms(&s)
-        .map_err(|e| err(a.path(arg), e, format!("{}; e.g. {}", time::DURATION_FORM, example(a.name))))
+    time::parse_duration_ms(&s).map_err(|e| {
+        err(
+            a.path(arg),
+            e,
+            format!("{}; e.g. {}", time::DURATION_FORM, example(a.name)),
+        )
+    })
 }
 
 fn now(a: &Args) -> Result<Gen, GenError> {
@@ -690,7 +721,13 @@ fn now(a: &Args) -> Result<Gen, GenError> {
 }
 
 fn date_arg(a: &Args, arg: &str, default: i64) -> Result<DateArg, GenError> {
-    let bad = |e: String| err(a.path(arg), e, format!("{}; e.g. {}", time::DATE_FORM, example(a.name)));
+    let bad = |e: String| {
+        err(
+            a.path(arg),
+            e,
+            format!("{}; e.g. {}", time::DATE_FORM, example(a.name)),
+        )
+    };
     let Some(v) = a.get(arg) else {
         return Ok(DateArg::When(When::At(default)));
     };
@@ -705,7 +742,7 @@ fn date_arg(a: &Args, arg: &str, default: i64) -> Result<DateArg, GenError> {
             Some(ms) => Ok(DateArg::When(When::At(ms))),
             None => Err(bad(format!("`{arg}` is {}, not a date", kind(&b)))),
         },
-        n => Ok(DateArg::Gen(n)),
+        n => Ok(DateArg::Gen(Box::new(n))),
     }
 }
 
@@ -742,7 +779,11 @@ fn object_id(arg: &V, at: &str) -> Result<Node, GenError> {
         V::Str(s) if s.is_empty() => Ok(Node::Gen(Box::new(Gen::NewObjectId))),
         V::Str(s) => ObjectId::parse_str(s)
             .map(|o| Node::Const(Bson::ObjectId(o)))
-            .map_err(|_| bad(format!("`{s}` is not an ObjectId: 24 hex digits are needed"))),
+            .map_err(|_| {
+                bad(format!(
+                    "`{s}` is not an ObjectId: 24 hex digits are needed"
+                ))
+            }),
         other => match node(other, at)? {
             Node::Const(Bson::ObjectId(o)) => Ok(Node::Const(Bson::ObjectId(o))),
             Node::Const(b) => Err(bad(format!("^ObjectId of {}", kind(&b)))),
@@ -774,7 +815,12 @@ fn uuid(arg: &V, at: &str) -> Result<Node, GenError> {
             )),
         };
     }
-    let n = a.template(hex, "hex", ty::STRING | ty::BINARY, "a string of 32 hex digits")?;
+    let n = a.template(
+        hex,
+        "hex",
+        ty::STRING | ty::BINARY,
+        "a string of 32 hex digits",
+    )?;
     Ok(match n {
         Node::Const(b) => match generators::uuid_of(b) {
             Bson::Null => return Err(a.err("hex", "`hex` is not a UUID")),
@@ -826,7 +872,12 @@ fn array(a: &Args) -> Result<Node, GenError> {
 fn object(a: &Args) -> Result<Gen, GenError> {
     a.allow(&["withNEntries", "havingKeys", "andValues", "duplicatedKeys"])?;
     let entries = a.length("withNEntries")?;
-    let keys = a.template(a.need("havingKeys")?, "havingKeys", ty::STRING | ty::NUMBER, "a string")?;
+    let keys = a.template(
+        a.need("havingKeys")?,
+        "havingKeys",
+        ty::STRING | ty::NUMBER,
+        "a string",
+    )?;
     if let Node::Const(Bson::String(k)) = &keys {
         check_key(k, &a.path("havingKeys"))?;
     }

@@ -63,7 +63,7 @@ pub(super) fn parse(format: &str) -> Result<Vec<Piece>, String> {
             spec.precision = Some(digits(&mut chars).unwrap_or(0).min(1 << 16));
         }
         // Length modifiers mean nothing here: every integer is 64 bits.
-        while let Some(&(_, 'h' | 'l' | 'L' | 'q' | 'j' | 'z' | 't')) = chars.peek() {
+        while let Some(&(_, 'h' | 'l' | 'L' | 'j' | 'z' | 't')) = chars.peek() {
             chars.next();
         }
         match chars.next() {
@@ -175,10 +175,16 @@ pub(super) fn write(out: &mut String, spec: &Spec, arg: &Bson) {
             return pad(out, spec, "", s, false);
         }
         'c' => {
-            let s = match as_i64(arg).and_then(|i| u32::try_from(i).ok()).and_then(char::from_u32)
+            let s = match as_i64(arg)
+                .and_then(|i| u32::try_from(i).ok())
+                .and_then(char::from_u32)
             {
                 Some(c) => c.to_string(),
-                None => text(arg).chars().next().map(String::from).unwrap_or_default(),
+                None => text(arg)
+                    .chars()
+                    .next()
+                    .map(String::from)
+                    .unwrap_or_default(),
             };
             return pad(out, spec, "", s, false);
         }
@@ -232,7 +238,8 @@ pub(super) fn write(out: &mut String, spec: &Spec, arg: &Bson) {
             None => return pad(out, spec, "", text(arg), false),
         },
     };
-    let numeric = spec.precision.is_none() || matches!(spec.conv, 'f' | 'F' | 'e' | 'E' | 'g' | 'G');
+    let numeric =
+        spec.precision.is_none() || matches!(spec.conv, 'f' | 'F' | 'e' | 'E' | 'g' | 'G');
     pad(out, spec, sign, body, numeric)
 }
 

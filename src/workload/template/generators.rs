@@ -73,7 +73,7 @@ pub(super) mod ty {
 #[derive(Debug, Clone)]
 pub(super) enum Num {
     Const(i64),
-    Gen(Node),
+    Gen(Box<Node>),
 }
 
 impl Num {
@@ -101,7 +101,7 @@ impl Num {
 #[derive(Debug, Clone)]
 pub(super) enum Real {
     Const(f64),
-    Gen(Node),
+    Gen(Box<Node>),
 }
 
 impl Real {
@@ -124,7 +124,7 @@ impl Real {
 #[derive(Debug, Clone)]
 pub(super) enum DateArg {
     When(When),
-    Gen(Node),
+    Gen(Box<Node>),
 }
 
 impl DateArg {
@@ -285,10 +285,14 @@ impl Gen {
                 };
                 g.from[i].generate(cx)
             }
-            Gen::Now(offset) => Bson::DateTime(DateTime::from_millis(cx.now_ms.saturating_add(*offset))),
+            Gen::Now(offset) => {
+                Bson::DateTime(DateTime::from_millis(cx.now_ms.saturating_add(*offset)))
+            }
             Gen::Date(lo, hi) => {
                 let (a, b) = (lo.get(cx), hi.get(cx));
-                Bson::DateTime(DateTime::from_millis(cx.rng.random_range(a.min(b)..=a.max(b))))
+                Bson::DateTime(DateTime::from_millis(
+                    cx.rng.random_range(a.min(b)..=a.max(b)),
+                ))
             }
             Gen::NewObjectId => Bson::ObjectId(ObjectId::new()),
             Gen::ObjectIdOf(n) => object_id_of(n.generate(cx)),

@@ -198,9 +198,7 @@ fn wrapper_example(wrapper: &str) -> &'static str {
         "$numberDecimal" => r#"{ "$numberDecimal": "9.99" }"#,
         "$binary" => r#"{ "$binary": { "base64": "AQID", "subType": "00" } }"#,
         "$uuid" => r#"{ "$uuid": "3b241101-e2bb-4255-8caf-4136c566a962" }"#,
-        "$regularExpression" => {
-            r#"{ "$regularExpression": { "pattern": "^ab", "options": "i" } }"#
-        }
+        "$regularExpression" => r#"{ "$regularExpression": { "pattern": "^ab", "options": "i" } }"#,
         "$timestamp" => r#"{ "$timestamp": { "t": 1706702400, "i": 1 } }"#,
         "$minKey" => r#"{ "$minKey": 1 }"#,
         "$maxKey" => r#"{ "$maxKey": 1 }"#,
