@@ -95,14 +95,21 @@ fn templates(plan: &RunPlan) -> Vec<(String, Arc<TemplateOp>)> {
             g.mix.iter().map(|(s, _)| s).collect()
         };
         for s in specs {
-            if let OpSpec::Template(t) = s {
+            let (ops, named): (Vec<&Arc<TemplateOp>>, bool) = match s {
+                OpSpec::Template(t) => (vec![t], !g.mix.is_empty()),
+                OpSpec::Steps(st) => (st.steps.iter().collect(), false),
+                _ => (Vec::new(), false),
+            };
+            for t in ops {
                 if seen.iter().any(|(_, x)| Arc::ptr_eq(x, t) || x.at == t.at) {
                     continue;
                 }
-                let label = if g.mix.is_empty() {
-                    base.clone()
-                } else {
+                let label = if named {
                     format!("{base}:{}", t.name)
+                } else if matches!(s, OpSpec::Steps(_)) {
+                    format!("{base} {}", t.name)
+                } else {
+                    base.clone()
                 };
                 seen.push((label, Arc::clone(t)));
             }
@@ -114,101 +121,10 @@ fn templates(plan: &RunPlan) -> Vec<(String, Arc<TemplateOp>)> {
 /// The explain command for one generated request; None for operations explain does not take
 /// (inserts, estimatedDocumentCount, bulkWrite, commands).
 fn explain_of(op: &TemplateOp, body: Body, verbosity: &str) -> Option<Document> {
-    let coll = op.collection_name.as_str();
-    let put = |d: &mut Document, k: &str, v: Option<Bson>| {
-        if let Some(v) = v {
-            d.insert(k, v);
-        }
-    };
-    let inner = match (&op.command, body) {
-        (Command::Find { args, .. }, Body::Filter(filter)) => {
-            let mut d = doc! { "find": coll, "filter": filter };
-            put(&mut d, "projection", args.projection.clone().map(Bson::Document));
-            put(&mut d, "sort", args.sort.clone().map(Bson::Document));
-            put(&mut d, "skip", args.skip.map(|n| Bson::Int64(n as i64)));
-            put(&mut d, "limit", args.limit.map(Bson::Int64));
-            put(&mut d, "hint", args.hint.clone());
-            put(&mut d, "collation", args.collation.clone().map(Bson::Document));
-            if op.verb == Verb::FindOne {
-                d.insert("singleBatch", true);
-            }
-            d
-        }
-        (
-            Command::Aggregate {
-                allow_disk_use,
-                hint,
-                ..
-            },
-            Body::Pipeline(stages),
-        ) => {
-            let mut d = doc! { "aggregate": coll, "pipeline": stages, "cursor": {} };
-            put(&mut d, "allowDiskUse", allow_disk_use.map(Bson::Boolean));
-            put(&mut d, "hint", hint.clone());
-            d
-        }
-        (Command::Count { skip, limit, hint, .. }, Body::Filter(filter)) => {
-            let mut d = doc! { "count": coll, "query": filter };
-            put(&mut d, "skip", skip.map(|n| Bson::Int64(n as i64)));
-            put(&mut d, "limit", limit.map(|n| Bson::Int64(n as i64)));
-            put(&mut d, "hint", hint.clone());
-            d
-        }
-        (Command::Distinct { key, .. }, Body::Filter(filter)) => {
-            doc! { "distinct": coll, "key": key.as_str(), "query": filter }
-        }
-        (Command::Update { args, .. }, Body::FilterAnd(filter, update))
-        | (Command::Replace { args, .. }, Body::FilterAnd(filter, update)) => {
-            let mut u = doc! {
-                "q": filter,
-                "u": update,
-                "multi": op.verb == Verb::UpdateMany,
-            };
-            put(&mut u, "upsert", args.upsert.map(Bson::Boolean));
-            put(
-                &mut u,
-                "arrayFilters",
-                args.array_filters
-                    .clone()
-                    .map(|f| Bson::Array(f.into_iter().map(Bson::Document).collect())),
-            );
-            put(&mut u, "hint", args.hint.clone());
-            put(&mut u, "collation", args.collation.clone().map(Bson::Document));
-            doc! { "update": coll, "updates": [u] }
-        }
-        (Command::Delete { hint, collation, .. }, Body::Filter(filter)) => {
-            let mut d = doc! {
-                "q": filter,
-                "limit": if op.verb == Verb::DeleteMany { 0 } else { 1 },
-            };
-            put(&mut d, "hint", hint.clone());
-            put(&mut d, "collation", collation.clone().map(Bson::Document));
-            doc! { "delete": coll, "deletes": [d] }
-        }
-        (Command::FindAndModify { args, change, .. }, body) => {
-            let (filter, second) = match body {
-                Body::Filter(f) => (f, None),
-                Body::FilterAnd(f, s) => (f, Some(s)),
-                _ => return None,
-            };
-            let mut d = doc! { "findAndModify": coll, "query": filter };
-            match (change, second) {
-                (Some(_), Some(s)) => {
-                    d.insert("update", s);
-                    d.insert("new", args.return_after);
-                }
-                _ => {
-                    d.insert("remove", true);
-                }
-            }
-            put(&mut d, "sort", args.sort.clone().map(Bson::Document));
-            put(&mut d, "fields", args.projection.clone().map(Bson::Document));
-            put(&mut d, "upsert", args.upsert.map(Bson::Boolean));
-            put(&mut d, "hint", args.hint.clone());
-            d
-        }
-        _ => return None,
-    };
+    if matches!(op.command, Command::Insert { .. }) {
+        return None;
+    }
+    let inner = crate::workload::command::wire_command(op, body)?;
     Some(doc! { "explain": inner, "verbosity": verbosity })
 }
 

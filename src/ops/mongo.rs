@@ -46,6 +46,8 @@ pub struct MongoBackend {
 pub struct Handle {
     pub coll: Collection<RawDocumentBuf>,
     pub write_concern: Option<WriteConcern>,
+    /// `w: 0` (see `template::On::unacknowledged`).
+    pub unacknowledged: bool,
 }
 
 impl MongoBackend {
@@ -55,7 +57,11 @@ impl MongoBackend {
             .iter()
             .map(|h| {
                 let (coll, write_concern) = handle(client, &plan.target.database, &plan.collections[h.collection].name, &h.concerns);
-                Handle { coll, write_concern }
+                Handle {
+                    coll,
+                    write_concern,
+                    unacknowledged: h.concerns.write == Some(WriteConcernPlan::Nodes(0)),
+                }
             })
             .collect();
         MongoBackend {
@@ -85,6 +91,7 @@ impl Backend for MongoBackend {
                     coll,
                     client: &self.client,
                     write_concern: h.and_then(|h| h.write_concern.as_ref()),
+                    unacknowledged: h.is_some_and(|h| h.unacknowledged),
                     measure: self.measure,
                 };
                 if let Err(e) = super::template::execute(on, t, &mut out, None).await {
@@ -199,6 +206,7 @@ impl MongoBackend {
                     coll: &h.coll,
                     client: &self.client,
                     write_concern: h.write_concern.as_ref(),
+                    unacknowledged: h.unacknowledged,
                     measure: self.measure,
                 },
                 req,

@@ -14,6 +14,10 @@ pub struct On<'a> {
     pub coll: &'a Collection<RawDocumentBuf>,
     pub client: &'a mongodb::Client,
     pub write_concern: Option<&'a mongodb::options::WriteConcern>,
+    /// `w: 0`: the driver has no unacknowledged writes, so a write goes as its database
+    /// command with `writeConcern: { w: 0 }`, and the server replies without waiting for
+    /// replication or the journal (it says nothing of what was matched or written).
+    pub unacknowledged: bool,
     pub measure: bool,
 }
 
@@ -110,6 +114,7 @@ pub async fn execute(
     mut result: Option<&mut Option<Document>>,
 ) -> mongodb::error::Result<()> {
     let want = result.is_some();
+
     let mut keep = |d: Document| {
         if let Some(r) = result.as_deref_mut() {
             *r = Some(d);
@@ -119,6 +124,22 @@ pub async fn execute(
     let op = &req.op;
     let measure = on.measure;
     let size = |d: &Document| if measure { bytes(d) } else { 0 };
+    let writes = matches!(
+        op.command,
+        Command::Insert { .. } | Command::Update { .. } | Command::Replace { .. } | Command::Delete { .. }
+    );
+    if on.unacknowledged && writes {
+        let Some(mut command) = crate::workload::command::wire_command(op, req.body.clone()) else {
+            return Ok(());
+        };
+        command.insert("writeConcern", doc! { "w": 0 });
+        out.sent = if measure { bytes(&command) } else { 0 };
+        on.client
+            .database(&coll.namespace().db)
+            .run_command(command)
+            .await?;
+        return Ok(());
+    }
     match (&op.command, req.body) {
         (Command::Insert { batch, ordered, .. }, Body::Docs(docs)) => {
             if measure {

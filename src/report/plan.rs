@@ -36,13 +36,26 @@ pub fn render(plan: &RunPlan, out: &mut dyn Write) -> std::io::Result<()> {
     if let Some(pct) = plan.stop_on_error_pct {
         writeln!(out, "stop when {pct} % of the recent operations failed")?;
     }
-    writeln!(
-        out,
-        "setup drop={} preload={} indexes={}",
-        plan.setup().drop,
-        plan.setup().preload,
-        plan.setup().indexes.len()
-    )?;
+    if plan.collections.len() == 1 {
+        writeln!(
+            out,
+            "setup drop={} preload={} indexes={}",
+            plan.setup().drop,
+            plan.setup().preload,
+            plan.setup().indexes.len()
+        )?;
+    } else {
+        for c in &plan.collections {
+            writeln!(
+                out,
+                "collection {}  drop={} preload={} indexes={}",
+                c.name,
+                c.setup.drop,
+                c.setup.preload,
+                c.setup.indexes.len()
+            )?;
+        }
+    }
     for stage in &plan.stages {
         if !stage.name.is_empty() {
             writeln!(out, "stage {}", stage.name)?;
@@ -62,15 +75,65 @@ pub fn render(plan: &RunPlan, out: &mut dyn Write) -> std::io::Result<()> {
                 None => stop,
             };
             // A mix shows its kinds and weights, and keys other than uniform are named.
+            let what = |s: &crate::workload::OpSpec| match s {
+                crate::workload::OpSpec::Template(t) => t.verb.name().to_string(),
+                crate::workload::OpSpec::Steps(st) => format!(
+                    "{}({})",
+                    if st.transaction { "transaction" } else { "steps" },
+                    st.steps
+                        .iter()
+                        .map(|t| t.verb.name())
+                        .collect::<Vec<_>>()
+                        .join(", then ")
+                ),
+                other => other.kind().to_string(),
+            };
             let op = if g.mix.is_empty() {
-                g.op.kind().to_string()
+                what(&g.op)
             } else {
                 let kinds: Vec<String> = g
                     .mix
                     .iter()
-                    .map(|(s, w)| format!("{} {w}", s.kind()))
+                    .map(|(s, w)| match s {
+                        crate::workload::OpSpec::Template(t) => {
+                            format!("{} {w} = {}", s.kind(), t.verb.name())
+                        }
+                        _ => format!("{} {w}", s.kind()),
+                    })
                     .collect();
                 format!("mix({})", kinds.join(", "))
+            };
+            // The group's own concerns, where they differ from [target]'s.
+            let op = if g.handle != 0 {
+                let c = &g.concerns;
+                let mut parts = Vec::new();
+                if g.collection != 0 {
+                    parts.push(format!("on {}", plan.collections[g.collection].name));
+                }
+                if c.write != plan.target.write_concern || c.journal != plan.target.journal || c.wtimeout.is_some() {
+                    parts.push(format!(
+                        "w {}{}",
+                        match &c.write {
+                            None => "default".to_string(),
+                            Some(crate::plan::WriteConcernPlan::Majority) => "majority".into(),
+                            Some(crate::plan::WriteConcernPlan::Nodes(n)) => n.to_string(),
+                        },
+                        if c.journal == Some(true) { ", j" } else { "" }
+                    ));
+                }
+                if let Some(r) = c.read_concern {
+                    parts.push(format!("read concern {}", r.name()));
+                }
+                if c.read_preference.mode != plan.target.read_preference {
+                    parts.push(format!("read {}", c.read_preference.mode));
+                }
+                if parts.is_empty() {
+                    op
+                } else {
+                    format!("{op} [{}]", parts.join(", "))
+                }
+            } else {
+                op
             };
             let op = match g.keys {
                 crate::workload::KeyDist::Uniform => op,

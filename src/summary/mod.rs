@@ -278,6 +278,9 @@ pub struct GroupInfo {
     /// for the built-in ones.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub operations: Vec<String>,
+    /// The group's write concern (`1`, `0`, `majority`), when it sets one or `[target]` does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_concern: Option<String>,
     /// The key distribution, when not uniform.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keys: Option<String>,
@@ -358,12 +361,19 @@ pub fn group_info(plan: &RunPlan) -> Vec<GroupInfo> {
                     };
                     specs
                         .into_iter()
-                        .filter_map(|s| match s {
-                            crate::workload::OpSpec::Template(t) => Some(t.verb.name().to_string()),
-                            _ => None,
+                        .flat_map(|s| match s {
+                            crate::workload::OpSpec::Template(t) => vec![t.verb.name().to_string()],
+                            crate::workload::OpSpec::Steps(st) => {
+                                st.steps.iter().map(|t| t.verb.name().to_string()).collect()
+                            }
+                            _ => Vec::new(),
                         })
                         .collect()
                 },
+                write_concern: g.concerns.write.as_ref().map(|w| match w {
+                    crate::plan::WriteConcernPlan::Majority => "majority".to_string(),
+                    crate::plan::WriteConcernPlan::Nodes(n) => n.to_string(),
+                }),
                 keys: (g.keys != crate::workload::KeyDist::Uniform)
                     .then(|| g.keys.name().to_string()),
             })

@@ -42,18 +42,27 @@ fn handles(target: &TargetPlan, stages: &mut [Stage]) -> Vec<HandlePlan> {
             ..Concerns::default()
         },
     }];
+    let mut index_of = |h: HandlePlan| match handles.iter().position(|x| *x == h) {
+        Some(i) => i,
+        None => {
+            handles.push(h);
+            handles.len() - 1
+        }
+    };
     for g in stages.iter_mut().flat_map(|s| s.groups.iter_mut()) {
-        let h = HandlePlan {
+        g.handle = index_of(HandlePlan {
             collection: g.collection,
             concerns: g.concerns.clone(),
-        };
-        g.handle = match handles.iter().position(|x| *x == h) {
-            Some(i) => i,
-            None => {
-                handles.push(h);
-                handles.len() - 1
+        });
+        // A step on another collection sends with the group's concerns there.
+        if let OpSpec::Steps(s) = &g.op {
+            for step in &s.steps {
+                index_of(HandlePlan {
+                    collection: step.collection,
+                    concerns: g.concerns.clone(),
+                });
             }
-        };
+        }
     }
     handles
 }
@@ -74,17 +83,24 @@ fn keyed(
         }
     };
     for (c, coll) in collections.iter().enumerate() {
-        let inserted = groups.iter().filter(|g| g.collection == c).flat_map(specs).any(|s| match s {
-            OpSpec::Insert => true,
-            OpSpec::Template(t) => t.inserts_keyed(),
+        let inserted = groups.iter().flat_map(specs).any(|s| match s {
+            OpSpec::Insert => c == 0,
+            OpSpec::Template(t) => t.collection == c && t.inserts_keyed(),
+            OpSpec::Steps(s) => s.steps.iter().any(|t| t.collection == c && t.inserts_keyed()),
             _ => false,
         });
         if !coll.setup.drop || coll.setup.preload > 0 || inserted {
             continue;
         }
-        for g in groups.iter().filter(|g| g.collection == c) {
+        for g in groups.iter() {
             for s in specs(g) {
-                if let OpSpec::Template(t) = s {
+                let ops: Vec<std::sync::Arc<crate::workload::command::TemplateOp>> = match s {
+                    OpSpec::Template(t) => vec![t],
+                    // A step's ^Key draws from its group's collection (in [group.bind] too).
+                    OpSpec::Steps(st) if g.collection == c => st.steps.clone(),
+                    _ => Vec::new(),
+                };
+                for t in ops.into_iter().filter(|t| t.collection == c || matches!(g.op, OpSpec::Steps(_))) {
                     if t.templates().iter().any(|x| x.uses_key()) {
                         return Err(loaded.error_at(
                             &t.at,

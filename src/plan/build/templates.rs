@@ -18,7 +18,7 @@ use crate::error::ProfileError;
 use crate::plan::profile::Loaded;
 use crate::plan::CollectionPlan;
 use crate::workload::command::{
-    BulkModel, Command, FindAndModifyArgs, FindArgs, TemplateOp, Verb, WriteArgs,
+    BulkModel, Command, FindAndModifyArgs, FindArgs, StepsOp, TemplateOp, Verb, WriteArgs,
 };
 use crate::workload::op::OpName;
 use crate::workload::template::{Cx, Lookup, UserState};
@@ -417,6 +417,24 @@ impl GroupAt<'_> {
         let g = self.g;
         let tables = g.op_tables();
         let coll = &collections[collection];
+        if let Some(steps) = &g.steps {
+            if let Some((verb, _)) = tables.first() {
+                return Err(self.err(
+                    verb,
+                    format!("both [[group.steps]] and `{verb}` are set; a group's operation is one table, named ones ([[group.ops]]) or steps"),
+                ));
+            }
+            if g.ops.is_some() {
+                return Err(self.err("ops", "both [[group.steps]] and [[group.ops]] are set".into()));
+            }
+            self.no_builtin("steps")?;
+            return Ok(Some((self.steps(steps, collections, collection)?, Vec::new())));
+        }
+        for (k, set) in [("bind", g.bind.is_some()), ("transaction", g.transaction.is_some())] {
+            if set {
+                return Err(self.err(k, format!("`{k}` belongs to a group with [[group.steps]]")));
+            }
+        }
         match (&g.ops, tables.as_slice()) {
             (None, []) => Ok(None),
             (Some(_), [(verb, _), ..]) => Err(self.err(
@@ -430,7 +448,7 @@ impl GroupAt<'_> {
             (None, [(verb, value)]) => {
                 self.no_builtin(verb)?;
                 let op = self.template_op(verb, value, &self.path(verb), OpName::from(*verb), collection, coll)?;
-                Ok(Some((op, Vec::new())))
+                Ok(Some((OpSpec::Template(op), Vec::new())))
             }
             (Some(ops), []) => {
                 self.no_builtin("ops")?;
@@ -478,7 +496,7 @@ impl GroupAt<'_> {
                     };
                     let weight = o.weight.unwrap_or(1);
                     let op = self.template_op(verb, value, &format!("{at}.{verb}"), name, collection, coll)?;
-                    specs.push((op, weight));
+                    specs.push((OpSpec::Template(op), weight));
                 }
                 if specs.iter().all(|(_, w)| *w == 0) {
                     return Err(self.err("ops", "the weights sum to 0, so no operation could be drawn".into()));
@@ -486,6 +504,120 @@ impl GroupAt<'_> {
                 Ok(Some((specs[0].0.clone(), specs)))
             }
         }
+    }
+
+    /// `[[group.steps]]` with `[group.bind]`: each step an operation table on the group's
+    /// collection or its own; `^Step` may read only an earlier step.
+    fn steps(
+        &self,
+        steps: &[crate::plan::profile::model::StepDef],
+        collections: &[CollectionPlan],
+        collection: usize,
+    ) -> Result<OpSpec, ProfileError> {
+        let g = self.g;
+        if g.transaction == Some(true) {
+            return Err(self.err(
+                "transaction",
+                "transactions of steps are not built yet (issue 22): the steps would run one by one, not all or nothing".into(),
+            ));
+        }
+        if steps.is_empty() {
+            return Err(self.err("steps", "[[group.steps]] is empty".into()));
+        }
+        let mut bind = Vec::new();
+        for (name, v) in g.bind.iter().flatten() {
+            let path = self.path(&format!("bind.{name}"));
+            let t = Template::compile(v, &path)
+                .map_err(|e| self.loaded.error_at(&e.key, e.problem, e.expected))?;
+            if !t.step_refs().is_empty() || !t.bind_names().is_empty() {
+                return Err(self.loaded.error_at(
+                    &path,
+                    "a bound value is made before the first step: it cannot read a step's result or another bound value",
+                    "a generator, e.g. from = { \"^Key\" = {} }",
+                ));
+            }
+            bind.push((name.clone(), t));
+        }
+        let mut out: Vec<Arc<TemplateOp>> = Vec::new();
+        let mut late = Vec::new();
+        for (j, s) in steps.iter().enumerate() {
+            let at = self.path(&format!("steps[{j}]"));
+            let c = match &s.collection {
+                None => collection,
+                Some(name) => collections.iter().position(|c| &c.name == name).ok_or_else(|| {
+                    self.loaded.error_at(
+                        &format!("{at}.collection"),
+                        format!("`{name}` is not a collection of this profile"),
+                        format!(
+                            "one of: {}",
+                            collections.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ")
+                        ),
+                    )
+                })?,
+            };
+            let tables = s.op_tables();
+            let (verb, value) = match tables.as_slice() {
+                [one] => *one,
+                [] => {
+                    return Err(self.loaded.error_at(
+                        &at,
+                        format!("step {j} has no operation table"),
+                        format!("one of: {}", Verb::listed()),
+                    ))
+                }
+                [_, (second, _), ..] => {
+                    return Err(self.loaded.error_at(
+                        &format!("{at}.{second}"),
+                        format!("step {j} has two operation tables"),
+                        "one operation table per [[group.steps]] entry",
+                    ))
+                }
+            };
+            let path = format!("{at}.{verb}");
+            let op = self.template_op(verb, value, &path, OpName::from(format!("step{j}")), c, &collections[c])?;
+            let mut reads_step = false;
+            for t in op.templates() {
+                for (index, _) in t.step_refs() {
+                    if index >= j {
+                        return Err(self.loaded.error_at(
+                            &path,
+                            format!("step {j} reads step {index}'s result, which it does not have yet"),
+                            format!("^Step with index below {j} (steps count from 0)"),
+                        ));
+                    }
+                    reads_step = true;
+                }
+                for name in t.bind_names() {
+                    if !bind.iter().any(|(n, _)| n == &name) {
+                        return Err(self.loaded.error_at(
+                            &path,
+                            format!("`^Bind` names `{name}`, which [group.bind] does not have"),
+                            format!(
+                                "one of the bound names: {}",
+                                bind.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ")
+                            ),
+                        ));
+                    }
+                }
+            }
+            if reads_step && op.templates().iter().any(|t| t.uses_key() || !t.field_paths().is_empty()) {
+                return Err(self.loaded.error_at(
+                    &path,
+                    format!("step {j} reads an earlier step's result and also draws ^Key or ^Field; it is made at its turn, where those draws are not at hand"),
+                    "draw the value in [group.bind] (e.g. id = { \"^Key\" = {} }) and read it with { \"^Bind\" = \"id\" }",
+                ));
+            }
+            late.push(reads_step);
+            out.push(op);
+        }
+        Ok(OpSpec::Steps(Arc::new(StepsOp {
+            name: OpName::from(g.name.as_str()),
+            at: self.path("steps"),
+            steps: out,
+            late,
+            bind,
+            transaction: g.transaction.unwrap_or(false),
+        })))
     }
 
     /// The built-in operation settings have no meaning beside an operation table.
@@ -520,7 +652,7 @@ impl GroupAt<'_> {
         name: OpName,
         collection: usize,
         coll: &CollectionPlan,
-    ) -> Result<OpSpec, ProfileError> {
+    ) -> Result<Arc<TemplateOp>, ProfileError> {
         let verb = Verb::from_name(verb_name).expect("op_tables names only verbs");
         let line = self.loaded.error_at(path, "", "").line;
         let table = match (verb, value) {
@@ -703,7 +835,7 @@ impl GroupAt<'_> {
                 Command::RunCommand { document }
             }
         };
-        Ok(OpSpec::Template(Arc::new(TemplateOp {
+        Ok(Arc::new(TemplateOp {
             name,
             verb,
             at: path.to_string(),
@@ -711,7 +843,7 @@ impl GroupAt<'_> {
             collection,
             collection_name: coll.name.clone(),
             command,
-        })))
+        }))
     }
 
     /// `requests = [ { insertOne = { document } }, { updateOne = { filter, update } }, ... ]`.
