@@ -76,6 +76,9 @@ impl Backend for Scripted {
                     message: format!("scripted timeout on {kind} number {n}"),
                 })
             }),
+            // What the built-in operations count: an insert writes one, a remove deletes one.
+            inserted: u64::from(!failed && kind == OpKind::Insert),
+            deleted: u64::from(!failed && kind == OpKind::Remove),
             ..Outcome::default()
         }
     }
