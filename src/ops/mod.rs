@@ -2,7 +2,9 @@
 //! `Request` through it and gets an `Outcome`; `MongoBackend` is the real one (with `setup`:
 //! drop, indexes, preload), and a scripted backend in the tests runs the whole pipeline
 //! deterministically. `connect` reaches a deployment; `classify` turns driver errors into the
-//! summary's classes.
+//! summary's classes; `template` sends the profile's own operations (and `MongoBackend` their
+//! steps); `explain` has the server check every template before the load and gives their
+//! winning plans after the setup.
 //!
 //! Owns: driver calls for the workload, payload sizes, error classes. Never: measures time,
 //! records samples or prints.

@@ -153,6 +153,7 @@ pub fn data(dir: &RunDir) -> Value {
     json!({
         "header": header(dir),
         "thresholds": thresholds(s),
+        "plans": s.plans.iter().map(|p| json!({ "line": p.line(), "collscan": p.collscan })).collect::<Vec<_>>(),
         "summary_tsv": dir.summary_tsv,
         "resources_summary_tsv": dir.resources_summary_tsv,
         "parts_tsv": dir.parts_tsv,

@@ -134,6 +134,13 @@
   const tables = section("Summary", "summary");
   tables.append(el("p", {}, "As summary.tsv: times in ms, Throughput in samples/s."));
   tables.append(tsvTable(D.summary_tsv, "summary-table"));
+  if (D.plans && D.plans.length) {
+    // The server's explain of each of the profile's own operations, after the setup.
+    tables.append(el("h3", {}, "Query plans (the server's explain after the setup)"));
+    const ul = el("ul", { id: "plans" });
+    D.plans.forEach((p) => ul.append(el("li", p.collscan ? { class: "collscan" } : {}, p.line)));
+    tables.append(ul);
+  }
   if (D.resources_summary_tsv && D.resources_summary_tsv.trim().split("\n").length > 1) {
     tables.append(el("h3", {}, "Server resources per stage (as resources-summary.tsv)"));
     tables.append(tsvTable(D.resources_summary_tsv, "resources-table"));

@@ -1,9 +1,12 @@
 //! What the virtual users send, as values: generated documents, filters and `$set` updates
-//! (`document`), the key space of `_id`s (`keys`), operation kinds and specs (`op`), and the
-//! request built from them (`request`).
+//! (`document`), the key space of `_id`s (`keys`), operation kinds and specs (`op`), the request
+//! built from them (`request`); the profile's own operations: the template language of Extended
+//! JSON with genny's `^` generators (`template`), each driver operation with its templates and
+//! options (`command`), and what templates read from the run (`lookup`: `^Key`, `^Field`).
 //!
 //! Owns: generating values and proving a profile's documents are ones the server accepts.
-//! Never: calls the driver, reads a clock, or knows about groups and stages.
+//! Never: calls the driver, reads a clock other than the wall clock of `^Now` (once per
+//! operation, `lookup::now_ms`), or knows about groups and stages.
 
 pub mod distribution;
 pub mod document;

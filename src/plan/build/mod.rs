@@ -1,10 +1,12 @@
 //! `RunPlan::build`: a loaded profile and the overrides become a checked plan, one part at a
 //! time, every problem located in the profile (file, line, key, the expected form).
 //!
-//! Owns: the assembly of a `RunPlan` and `stop_on_error_pct`; one file per part: `target`
-//! (`[target]`), `setup` (`[setup]`), `groups` (each `[[group]]` and the stages), `rates` (rate
-//! steps and ramps), `operations` (a group's `op` or `mix`), `thresholds` (the profile's and the
-//! command line's). Never: talks to a server, touches the run directory, or formats a result.
+//! Owns: the assembly of a `RunPlan`, its handles (each collection with a group's concerns) and
+//! `stop_on_error_pct`; one file per part: `target` (`[target]`), `setup` (`[setup]`),
+//! `collections` (`[[collection]]`, index options, each group's concerns), `groups` (each
+//! `[[group]]` and the stages), `rates` (rate steps and ramps), `operations` (a group's `op` or
+//! `mix`), `templates` (a group's own operation tables, `[[group.ops]]` and `[[group.steps]]`),
+//! `thresholds` (the profile's and the command line's). Never: talks to a server, touches the run directory, or formats a result.
 
 mod collections;
 mod groups;
