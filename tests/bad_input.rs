@@ -23,6 +23,14 @@ const TABLE_HEADER: &str = "| # | input | exit | message (first line) |";
 
 const DOC: &str = "[document]\ncity = { choice = [\"a\", \"b\"] }\n";
 const INS: &str = "[[group]]\nname = \"g\"\nop = \"insert\"\n";
+/// A collection with a document template, and a group of one operation on it (its table next).
+const COLL: &str = "[[collection]]\nname = \"o\"\n[collection.document]\nstatus = \"open\"\n";
+const OWN: &str = "[[group]]\nname = \"g\"\nthreads = 1\nloops = 1\n";
+
+/// A profile of the collection, with `doc` added to its document, and the group's `op` table.
+fn own(desc: &'static str, doc: &str, op: &str) -> Input {
+    Input::Profile(desc, format!("{COLL}{doc}{OWN}{op}"))
+}
 
 enum Input {
     /// A profile file's text (after the document and group header when `grouped`).
@@ -35,6 +43,14 @@ enum Input {
 }
 
 impl Input {
+    /// The profile with its collection dropped first (no documents left for `^Key`).
+    fn with_drop(self) -> Input {
+        match self {
+            Input::Profile(d, text) => Input::Profile(d, text.replacen("name = \"o\"\n", "name = \"o\"\ndrop = true\n", 1)),
+            other => other,
+        }
+    }
+
     fn desc(&self) -> &'static str {
         match self {
             Input::Profile(d, _) | Input::Args(d, _) | Input::Live(d, _) => d,
@@ -65,6 +81,12 @@ fn cases(dir: &Path) -> (Vec<(Input, i32, &'static str)>, u16) {
         .unwrap()
         .port();
     let refused = format!("mongodb://127.0.0.1:{closed}/?serverSelectionTimeoutMS=1000");
+    let misspelt_stage = dir.join("stage.toml");
+    std::fs::write(
+        &misspelt_stage,
+        format!("{COLL}{OWN}[group.aggregate]\npipeline = [ {{ \"$matchh\" = {{ status = \"open\" }} }} ]\n"),
+    )
+    .unwrap();
     let all = vec![
         (grouped("misspelt key", "thredas = 4\nloops = 1\n"), 2, "did you mean `threads`"),
         (Input::Profile("unknown top-level key", format!("colour = 1\n{DOC}{INS}threads = 1\nloops = 1\n")), 2, "unknown key `colour`"),
@@ -153,6 +175,19 @@ fn cases(dir: &Path) -> (Vec<(Input, i32, &'static str)>, u16) {
         (args("capacity with --rate", &["capacity", "smoke", "--slo", "p99<50ms", "--rate", "100"]), 2, "so --rate would be ignored"),
         (args("capacity with --duration", &["capacity", "smoke", "--slo", "p99<50ms", "--duration", "5s"]), 2, "use --step"),
         (args("capacity without an SLO", &["capacity", "smoke"]), 2, "--slo <EXPR>"),
+        (own("unknown generator", "n = { \"^RandomInteger\" = { min = 1, max = 9 } }\n", "[group.insertOne]\n"), 2, "did you mean `^RandomInt`"),
+        (own("a generator's argument misspelt", "n = { \"^RandomInt\" = { min = 1, maxi = 9 } }\n", "[group.insertOne]\n"), 2, "`maxi`"),
+        (own("unknown operation table", "", "[group.fnd]\nfilter = {}\n"), 2, "did you mean `find`"),
+        (own("an operation's argument misspelt", "", "[group.find]\nfliter = { status = \"open\" }\n"), 2, "did you mean `filter`"),
+        (own("an update without an operator", "", "[group.updateOne]\nfilter = {}\nupdate = { status = \"paid\" }\n"), 2, "`status` is not one"),
+        (own("a $ key in a document to insert", "", "[group.insertOne]\ndocument = { \"$status\" = 1 }\n"), 2, "cannot be a field name of a stored document"),
+        (own("a generator where the server needs a constant", "", "[group.find]\nsort = { status = { \"^RandomInt\" = { min = 1, max = 2 } } }\n"), 2, "a generator has no meaning here"),
+        (own("^Key with no documents to draw", "", "[group.findOne]\nfilter = { _id = { \"^Key\" = {} } }\n").with_drop(), 2, "so it has none"),
+        (own("^Field on a path the document lacks", "", "[group.find]\nfilter = { status = { \"^Field\" = { path = \"stats\" } } }\n"), 2, "is not a field of collection `o`'s document template"),
+        (own("a group on a collection the profile lacks", "", "collection = \"orders\"\n[group.find]\n"), 2, "`orders` is not a collection of this profile"),
+        (own("a step reading a later step's result", "", "[[group.steps]]\nfind = { filter = { _id = { \"^Step\" = { index = 1, path = \"_id\" } } } }\n[[group.steps]]\ndeleteOne = { filter = {} }\n"), 2, "which it does not have yet"),
+        (own("a filter of JSON text that does not parse", "", "[group.find]\nfilter = '{\"status\": \"open\",}'\n"), 2, "group[0].find.filter"),
+        (live("a pipeline stage the server does not know", &["run", &misspelt_stage.to_string_lossy(), "--out", &dir.join("stage").to_string_lossy()]), 2, "the server refuses aggregate of group `g`"),
         (args("server refusing connections", &["run", "smoke", "--uri", &refused, "--out", &dir.join("refused").to_string_lossy()]), 3, "cannot reach the server"),
     ];
     (all, closed)
