@@ -33,17 +33,24 @@ pub async fn main(cli: Cli) -> Result<i32, Error> {
             overrides,
         } => {
             let plan = RunPlan::build(&profile::load(&profile)?, &(&overrides).into())?;
+            // The server's check first: "valid" is said only of a profile it accepts.
+            let checked = match &uri {
+                Some(uri) => {
+                    let connected =
+                        crate::ops::connect::connect(uri, plan.target.pool_size).await?;
+                    Some(crate::ops::explain::check(&plan, &connected.client).await?)
+                }
+                None => None,
+            };
             crate::report::plan::render(&plan, &mut std::io::stdout().lock())
                 .map_err(|e| Error::Other(e.into()))?;
-            if let Some(uri) = uri {
-                let connected = crate::ops::connect::connect(&uri, plan.target.pool_size).await?;
-                let checked = crate::ops::explain::check(&plan, &connected.client).await?;
+            if let (Some(checked), Some(uri)) = (checked, &uri) {
                 for w in &checked.warnings {
                     eprintln!("warning: {w}");
                 }
                 println!(
                     "templates: checked against {} with explain; the server accepts them",
-                    crate::redact::redact(&uri)
+                    crate::redact::redact(uri)
                 );
             }
             Ok(exit::OK)

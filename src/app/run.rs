@@ -55,8 +55,14 @@ pub async fn run(command: RunCommand, stop: CancellationToken) -> Result<i32, Er
         // A malformed URI is a usage error: refuse it before creating anything.
         connect::parse(uri).await?;
     }
-    let existed = args.out.as_deref().is_some_and(Path::exists);
-    let out_dir = prepare_out_dir(args.out.as_deref(), &plan)?;
+    let out_dir = out_dir_path(args.out.as_deref(), &plan);
+    // What this run creates, so a refusal by the server can leave nothing behind.
+    let created: Vec<PathBuf> = out_dir
+        .ancestors()
+        .take_while(|p| !p.as_os_str().is_empty() && !p.exists())
+        .map(Path::to_path_buf)
+        .collect();
+    let out_dir = prepare_out_dir(Some(&out_dir), &plan)?;
     let say = |msg: String| {
         if opts.chatty {
             eprintln!("{msg}");
@@ -80,9 +86,9 @@ pub async fn run(command: RunCommand, stop: CancellationToken) -> Result<i32, Er
         }
         Err(e) => {
             server.shut_down().await;
-            if !existed {
-                // Made just now and still empty: leave nothing behind.
-                let _ = std::fs::remove_dir(&out_dir);
+            // Made just now and still empty (remove_dir leaves a directory with anything in it).
+            for dir in &created {
+                let _ = std::fs::remove_dir(dir);
             }
             return Err(e);
         }
@@ -351,8 +357,9 @@ pub(super) fn jtl_url(uri: &str, plan: &RunPlan) -> String {
     )
 }
 
-pub(super) fn prepare_out_dir(out: Option<&Path>, plan: &RunPlan) -> Result<PathBuf, Error> {
-    let dir = match out {
+/// `--out`, or `results/<profile>-<YYYYmmdd-HHMMSS>` (with `-part<I>` for a part).
+fn out_dir_path(out: Option<&Path>, plan: &RunPlan) -> PathBuf {
+    match out {
         Some(d) => d.to_path_buf(),
         None => {
             let stamp: String = now_rfc3339()
@@ -371,7 +378,11 @@ pub(super) fn prepare_out_dir(out: Option<&Path>, plan: &RunPlan) -> Result<Path
                 &stamp[8..]
             ))
         }
-    };
+    }
+}
+
+pub(super) fn prepare_out_dir(out: Option<&Path>, plan: &RunPlan) -> Result<PathBuf, Error> {
+    let dir = out_dir_path(out, plan);
     let usage = |e: std::io::Error| {
         Error::Usage(format!(
             "cannot use {} as the run directory: {e}\n  fix: choose a writable directory with --out",

@@ -180,7 +180,13 @@ pub(super) async fn virtual_user<B: Backend>(
             received: out.received,
             matched: out.matched,
             modified: out.modified,
-            docs: OpDocs::new(out.returned, out.inserted, out.upserted, out.deleted),
+            docs: OpDocs::new(
+                out.returned,
+                out.inserted,
+                out.updated,
+                out.upserted,
+                out.deleted,
+            ),
             error: out.error,
         };
         if ctx.samples.send(sample).await.is_err() {

@@ -135,6 +135,8 @@ const MAX_MESSAGES: usize = 50;
 pub struct DocCounts {
     pub returned: u64,
     pub inserted: u64,
+    /// Documents updates changed (their `modifiedCount`).
+    pub updated: u64,
     pub upserted: u64,
     pub deleted: u64,
 }
@@ -144,6 +146,7 @@ impl DocCounts {
     pub fn add_op(&mut self, o: &super::sample::OpDocs) {
         self.returned += u64::from(o.returned);
         self.inserted += u64::from(o.inserted);
+        self.updated += u64::from(o.updated);
         self.upserted += u64::from(o.upserted);
         self.deleted += u64::from(o.deleted);
     }
@@ -151,13 +154,14 @@ impl DocCounts {
     pub fn add(&mut self, o: &DocCounts) {
         self.returned += o.returned;
         self.inserted += o.inserted;
+        self.updated += o.updated;
         self.upserted += o.upserted;
         self.deleted += o.deleted;
     }
 
     /// Every document read or written.
     pub fn moved(&self) -> u64 {
-        self.returned + self.inserted + self.upserted + self.deleted
+        self.returned + self.inserted + self.updated + self.upserted + self.deleted
     }
 }
 
@@ -342,6 +346,7 @@ impl GroupMetrics {
             docs: DocCounts {
                 returned: r.returned,
                 inserted: r.inserted,
+                updated: r.updated,
                 upserted: r.upserted,
                 deleted: r.deleted,
             },
@@ -404,6 +409,7 @@ impl GroupMetrics {
             modified: self.modified,
             returned: self.docs.returned,
             inserted: self.docs.inserted,
+            updated: self.docs.updated,
             upserted: self.docs.upserted,
             deleted: self.docs.deleted,
             docs_per_sec: per_sec(self.docs.moved() as f64),

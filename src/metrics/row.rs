@@ -34,6 +34,8 @@ pub struct Row {
     #[serde(default)]
     pub inserted: u64,
     #[serde(default)]
+    pub updated: u64,
+    #[serde(default)]
     pub upserted: u64,
     #[serde(default)]
     pub deleted: u64,

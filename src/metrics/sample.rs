@@ -70,16 +70,18 @@ impl From<GroupId> for usize {
 pub struct OpDocs {
     pub returned: u32,
     pub inserted: u32,
+    pub updated: u32,
     pub upserted: u32,
     pub deleted: u32,
 }
 
 impl OpDocs {
-    pub fn new(returned: u64, inserted: u64, upserted: u64, deleted: u64) -> Self {
+    pub fn new(returned: u64, inserted: u64, updated: u64, upserted: u64, deleted: u64) -> Self {
         let c = |n: u64| n.min(u64::from(u32::MAX)) as u32;
         OpDocs {
             returned: c(returned),
             inserted: c(inserted),
+            updated: c(updated),
             upserted: c(upserted),
             deleted: c(deleted),
         }

@@ -69,6 +69,8 @@ pub struct Outcome {
     /// Documents the operation read back (cursors to their end), inserted, upserted, deleted.
     pub returned: u64,
     pub inserted: u64,
+    /// Documents an update or replace changed (its `modifiedCount`).
+    pub updated: u64,
     pub upserted: u64,
     pub deleted: u64,
     pub error: Option<Box<crate::metrics::OpError>>,

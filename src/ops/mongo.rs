@@ -219,6 +219,7 @@ impl MongoBackend {
             out.modified |= one.modified;
             out.returned += one.returned;
             out.inserted += one.inserted;
+            out.updated += one.updated;
             out.upserted += one.upserted;
             out.deleted += one.deleted;
             if let Err(e) = sent {
@@ -226,7 +227,16 @@ impl MongoBackend {
                 out.matched = false;
                 break;
             }
-            if !one.matched {
+            // A write sent with w:0 says nothing of what it matched: the steps go on.
+            let unknown = h.unacknowledged
+                && matches!(
+                    step.command,
+                    crate::workload::command::Command::Insert { .. }
+                        | crate::workload::command::Command::Update { .. }
+                        | crate::workload::command::Command::Replace { .. }
+                        | crate::workload::command::Command::Delete { .. }
+                );
+            if !one.matched && !unknown {
                 // Nothing to go on with: the operation ends here, as not matched.
                 out.matched = false;
                 break;
@@ -391,6 +401,7 @@ pub async fn execute(coll: &Collection<RawDocumentBuf>, req: Request, measure: b
                 let r = coll.update_one(filter, update).await?;
                 out.matched = r.matched_count > 0;
                 out.modified = r.modified_count > 0;
+                out.updated = r.modified_count;
             }
             Request::UpdateByFilter {
                 filter,
@@ -405,6 +416,7 @@ pub async fn execute(coll: &Collection<RawDocumentBuf>, req: Request, measure: b
                 };
                 out.matched = r.matched_count > 0;
                 out.modified = r.modified_count > 0;
+                out.updated = r.modified_count;
             }
             Request::Get { id } => {
                 let Some(id) = id else { return Ok(()) };
@@ -431,6 +443,7 @@ pub async fn execute(coll: &Collection<RawDocumentBuf>, req: Request, measure: b
                     let r = coll.update_one(filter, update).await?;
                     out.matched = r.matched_count > 0;
                     out.modified = r.modified_count > 0;
+                    out.updated = r.modified_count;
                 }
             }
             Request::Scan { from, len } => {

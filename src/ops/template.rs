@@ -286,6 +286,7 @@ pub async fn execute(
             };
             out.matched = r.matched_count > 0;
             out.modified = r.modified_count > 0;
+            out.updated = r.modified_count;
             out.upserted = u64::from(r.upserted_id.is_some());
             if want {
                 keep(update_result(r));
@@ -310,6 +311,7 @@ pub async fn execute(
             let r = r.await?;
             out.matched = r.matched_count > 0;
             out.modified = r.modified_count > 0;
+            out.updated = r.modified_count;
             out.upserted = u64::from(r.upserted_id.is_some());
             if want {
                 keep(update_result(r));
@@ -400,9 +402,21 @@ pub async fn execute(
                         .await?
                 }
             };
+            // The driver gives the document only, not the server's lastErrorObject: a found
+            // document was changed (or deleted); with upsert and the document before, none
+            // found means one was inserted.
+            let changes = change.is_some();
+            if changes && found.is_none() && args.upsert == Some(true) && !args.return_after {
+                out.upserted = 1;
+                out.modified = true;
+            }
             if let Some(d) = found {
                 if measure {
                     out.received = d.as_bytes().len() as u32;
+                }
+                if changes {
+                    out.modified = true;
+                    out.updated = 1;
                 }
                 if want {
                     keep(Document::try_from(d.as_ref()).unwrap_or_default());
@@ -513,6 +527,7 @@ pub async fn execute(
             out.deleted = r.deleted_count as u64;
             out.matched = r.matched_count > 0 || r.inserted_count > 0 || r.deleted_count > 0;
             out.modified = r.modified_count > 0 || r.deleted_count > 0 || r.upserted_count > 0;
+            out.updated = r.modified_count as u64;
         }
         (Command::RunCommand { .. }, Body::Command(command)) => {
             out.sent = size(&command);

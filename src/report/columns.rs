@@ -10,7 +10,7 @@ pub const CLOSED_LOOP_COLUMNS: usize = 18;
 pub const JMETER_COLUMNS: usize = 13;
 
 /// Column names, in order, as in the console table and `summary.tsv`.
-pub const COLUMNS: [&str; 31] = [
+pub const COLUMNS: [&str; 32] = [
     "Label",
     "# Samples",
     "Average",
@@ -39,6 +39,7 @@ pub const COLUMNS: [&str; 31] = [
     "Missed",
     "Returned",
     "Inserted",
+    "Updated",
     "Upserted",
     "Deleted",
     "Docs/sec",
@@ -80,6 +81,7 @@ pub fn cells(row: &Row) -> Vec<String> {
         row.missed.to_string(),
         row.returned.to_string(),
         row.inserted.to_string(),
+        row.updated.to_string(),
         row.upserted.to_string(),
         row.deleted.to_string(),
         f(row.docs_per_sec),

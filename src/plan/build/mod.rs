@@ -69,6 +69,52 @@ fn handles(target: &TargetPlan, stages: &mut [Stage]) -> Vec<HandlePlan> {
     handles
 }
 
+/// What write concern 0 cannot serve: the driver has no unacknowledged writes, so the built-in
+/// writes and the operations whose reply is the result (findOneAnd*, bulkWrite) would fail
+/// every time; the profile's own insert, update, replace and delete go as commands.
+fn unacknowledged(loaded: &super::profile::Loaded, stages: &[Stage]) -> Result<(), ProfileError> {
+    use crate::workload::command::Verb;
+    let fix = "write_concern = 1 for this group, or an operation table (insertOne, updateOne, replaceOne, deleteOne, ...), whose w:0 writes are sent as commands";
+    for g in stages.iter().flat_map(|s| s.groups.iter()) {
+        if g.concerns.write != Some(super::WriteConcernPlan::Nodes(0)) {
+            continue;
+        }
+        let specs: Vec<&OpSpec> = if g.mix.is_empty() {
+            vec![&g.op]
+        } else {
+            g.mix.iter().map(|(s, _)| s).collect()
+        };
+        let index = loaded.profile.groups.iter().position(|x| g.name.split('@').next() == Some(x.name.as_str())).unwrap_or(0);
+        for s in specs {
+            let ops: Vec<&std::sync::Arc<crate::workload::command::TemplateOp>> = match s {
+                OpSpec::Template(t) => vec![t],
+                OpSpec::Steps(st) => st.steps.iter().collect(),
+                OpSpec::Insert | OpSpec::UpdateById { .. } | OpSpec::UpdateByFilter { .. } | OpSpec::Remove { .. } | OpSpec::Rmw { .. } => {
+                    return Err(loaded.error_at(
+                        &format!("group[{index}]"),
+                        format!("group `{}` writes with write concern 0, which the driver's built-in {} cannot send (it has no unacknowledged writes)", g.name, s.kind()),
+                        fix,
+                    ));
+                }
+                _ => Vec::new(),
+            };
+            for t in ops {
+                if matches!(
+                    t.verb,
+                    Verb::FindOneAndUpdate | Verb::FindOneAndReplace | Verb::FindOneAndDelete | Verb::BulkWrite
+                ) {
+                    return Err(loaded.error_at(
+                        &t.at,
+                        format!("{} with write concern 0: its reply is its result, and the driver has no unacknowledged writes", t.verb.name()),
+                        fix,
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A `^Key` needs documents to draw: a collection that is dropped, not preloaded and never
 /// inserted into by the tool has none.
 fn keyed(
@@ -143,6 +189,7 @@ impl RunPlan {
         let mut stages = groups::stages(loaded, ov, &env)?;
         let handles = handles(&target, &mut stages);
         keyed(loaded, &collections, &stages)?;
+        unacknowledged(loaded, &stages)?;
         let thresholds = thresholds::thresholds(loaded, ov, &stages)?;
         Ok(RunPlan {
             name: loaded.name.clone(),

@@ -210,6 +210,10 @@ impl<'a> Args<'a> {
     }
 
     fn hint(&self) -> Result<Option<Bson>, ProfileError> {
+        // A string is the index's name, not JSON text.
+        if let Some(toml::Value::String(name)) = self.table.get("hint") {
+            return Ok(Some(Bson::String(name.clone())));
+        }
         match self.constant("hint")? {
             None => Ok(None),
             Some(b @ (Bson::Document(_) | Bson::String(_))) => Ok(Some(b)),
