@@ -46,7 +46,10 @@ impl Input {
     /// The profile with its collection dropped first (no documents left for `^Key`).
     fn with_drop(self) -> Input {
         match self {
-            Input::Profile(d, text) => Input::Profile(d, text.replacen("name = \"o\"\n", "name = \"o\"\ndrop = true\n", 1)),
+            Input::Profile(d, text) => Input::Profile(
+                d,
+                text.replacen("name = \"o\"\n", "name = \"o\"\ndrop = true\n", 1),
+            ),
             other => other,
         }
     }

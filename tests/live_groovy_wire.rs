@@ -29,7 +29,11 @@ fn command_of(msg: &[u8]) -> Option<Document> {
         return None;
     }
     let flags = u32::from_le_bytes(msg[16..20].try_into().ok()?);
-    let end = if flags & 1 == 1 { msg.len() - 4 } else { msg.len() };
+    let end = if flags & 1 == 1 {
+        msg.len() - 4
+    } else {
+        msg.len()
+    };
     let mut at = 20;
     let mut body: Option<Document> = None;
     let mut sequences = Vec::new();
@@ -139,9 +143,7 @@ fn the_groovy_profile_sends_what_the_2016_samplers_sent() {
     let profile = dir.path().join("groovy.toml");
     std::fs::write(&profile, &text).unwrap();
     let client = server.client();
-    let cities = client
-        .database(&db)
-        .collection::<Document>("cities");
+    let cities = client.database(&db).collection::<Document>("cities");
     common::runtime()
         .block_on(async {
             cities
@@ -186,7 +188,10 @@ fn the_groovy_profile_sends_what_the_2016_samplers_sent() {
         assert_eq!(docs.len(), 1);
         let d = docs[0].as_document().unwrap();
         assert!(CITIES.contains(&d.get_str("city").unwrap()), "{d}");
-        assert_eq!(d.get_document("loc").unwrap(), &doc! { "x": 203i64, "y": 102i64 });
+        assert_eq!(
+            d.get_document("loc").unwrap(),
+            &doc! { "x": 203i64, "y": 102i64 }
+        );
         assert_eq!(d.get_str("state").unwrap(), "GD");
         assert!(d.contains_key("pop"));
     }
@@ -213,7 +218,7 @@ fn the_groovy_profile_sends_what_the_2016_samplers_sent() {
         for k in ["x", "y"] {
             assert!((0..=999).contains(&loc.get_i64(k).unwrap()), "{loc}");
         }
-        assert_eq!(u.get_bool("multi").unwrap(), false);
+        assert!(!u.get_bool("multi").unwrap());
     }
 
     // remove.groovy: a find of one Zhongshan with only its _id, then a delete by that _id (w:0).
@@ -221,11 +226,17 @@ fn the_groovy_profile_sends_what_the_2016_samplers_sent() {
     // (The setup's own find of the last numeric _id is not the sampler's.)
     let finds: Vec<&Document> = named("find")
         .into_iter()
-        .filter(|c| c.get_document("filter").is_ok_and(|f| f.contains_key("city")))
+        .filter(|c| {
+            c.get_document("filter")
+                .is_ok_and(|f| f.contains_key("city"))
+        })
         .collect();
     assert_eq!(finds.len(), 10, "{finds:?}");
     for c in &finds {
-        assert_eq!(c.get_document("filter").unwrap(), &doc! { "city": "Zhongshan" });
+        assert_eq!(
+            c.get_document("filter").unwrap(),
+            &doc! { "city": "Zhongshan" }
+        );
         assert_eq!(c.get_document("projection").unwrap(), &doc! { "_id": 1 });
         assert_eq!(c.get_i64("limit").unwrap(), 1);
     }

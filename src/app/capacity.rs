@@ -259,7 +259,7 @@ async fn run_step(
     };
     let session = Session {
         plan,
-        backend: MongoBackend::new(&server.connected.client, &plan),
+        backend: MongoBackend::new(&server.connected.client, plan),
         opts,
         out_dir: dir,
         stop,

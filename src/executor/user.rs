@@ -11,10 +11,10 @@ use tokio::time::Instant;
 use super::pacer::Schedule;
 use super::Context;
 use crate::metrics::sample::GroupId;
+use crate::metrics::sample::OpDocs;
 use crate::metrics::Sample;
 use crate::ops::{Backend, Outcome};
 use crate::plan::{GroupPlan, StopAt};
-use crate::metrics::sample::OpDocs;
 use crate::workload::lookup::{now_ms, GroupLookup};
 use crate::workload::request::CollectionDocs;
 use crate::workload::template::{Cx, UserState};
@@ -125,7 +125,13 @@ pub(super) async fn virtual_user<B: Backend>(
                     user: n,
                     state: &mut state,
                 };
-                Request::Template(t.build(&mut cx, &mut CollectionDocs { keys, document: gen }))
+                Request::Template(t.build(
+                    &mut cx,
+                    &mut CollectionDocs {
+                        keys,
+                        document: gen,
+                    },
+                ))
             }
             OpSpec::Steps(s) => {
                 let mut lookup = GroupLookup {
@@ -143,7 +149,10 @@ pub(super) async fn virtual_user<B: Backend>(
                 let mut issued = Vec::new();
                 let req = s.build(
                     &mut cx,
-                    &mut CollectionDocs { keys, document: gen },
+                    &mut CollectionDocs {
+                        keys,
+                        document: gen,
+                    },
                     &ctx.collections,
                     &mut issued,
                 );
@@ -160,7 +169,9 @@ pub(super) async fn virtual_user<B: Backend>(
         };
         let _ack = Ack(keys, req.inserted_id(), issued);
         let started = Instant::now();
-        let out = match tokio::time::timeout(ctx.op_timeout, ctx.backend.execute(group.handle, req)).await {
+        let out = match tokio::time::timeout(ctx.op_timeout, ctx.backend.execute(group.handle, req))
+            .await
+        {
             Ok(out) => out,
             Err(_) => Outcome::timed_out(ctx.op_timeout),
         };

@@ -439,7 +439,11 @@ mod tests {
         assert_eq!(k("ab:get"), Some(crate::workload::OpKind::Get.into()));
         assert_eq!(k("ab"), None);
         assert_eq!(k("abc:get"), None, "another group's row");
-        assert_eq!(k("ab:lookup"), Some(OpName::from("lookup")), "a named operation's row");
+        assert_eq!(
+            k("ab:lookup"),
+            Some(OpName::from("lookup")),
+            "a named operation's row"
+        );
         assert_eq!(k("ab@100/s"), None, "a rate step's row");
     }
 

@@ -224,7 +224,11 @@ pub async fn plans(plan: &RunPlan, client: &mongodb::Client, keys: &[KeySpace]) 
             op.verb,
             Verb::Find | Verb::FindOne | Verb::Aggregate | Verb::CountDocuments | Verb::Distinct
         );
-        let verbosity = if reads { "executionStats" } else { "queryPlanner" };
+        let verbosity = if reads {
+            "executionStats"
+        } else {
+            "queryPlanner"
+        };
         let fallback = KeySpace::default();
         let k = keys.get(op.collection).unwrap_or(&fallback);
         let Some(cmd) = explain_of(&op, sample(plan, &op, k), verbosity) else {
@@ -372,12 +376,19 @@ mod tests {
             let p = read_plan("recent", &op, &reply);
             assert_eq!(p.plan, "IXSCAN status_1_created_-1");
             assert!(!p.collscan);
-            assert_eq!((p.keys_examined, p.docs_examined, p.returned), (Some(20), Some(20), Some(20)));
+            assert_eq!(
+                (p.keys_examined, p.docs_examined, p.returned),
+                (Some(20), Some(20), Some(20))
+            );
         }
         let scan = doc! { "queryPlanner": { "winningPlan": { "stage": "COLLSCAN" } } };
         let p = read_plan("recent", &op, &scan);
         assert_eq!(p.plan, "COLLSCAN");
         assert!(p.collscan);
-        assert!(p.line().contains("reads the whole collection"), "{}", p.line());
+        assert!(
+            p.line().contains("reads the whole collection"),
+            "{}",
+            p.line()
+        );
     }
 }

@@ -10,8 +10,8 @@
 //! records samples or prints.
 
 pub mod classify;
-pub mod explain;
 pub mod connect;
+pub mod explain;
 pub mod marker;
 pub mod mongo;
 pub mod setup;

@@ -23,8 +23,8 @@ use crate::workload::command::{StepLookup, StepsRequest};
 use crate::workload::request::CollectionDocs;
 use crate::workload::template::{Cx, UserState};
 use crate::workload::KeySpace;
-use rand::SeedableRng;
 use crate::workload::{from_id, Request};
+use rand::SeedableRng;
 
 /// The workload's side of a real deployment.
 #[derive(Clone)]
@@ -56,7 +56,12 @@ impl MongoBackend {
             .handles
             .iter()
             .map(|h| {
-                let (coll, write_concern) = handle(client, &plan.target.database, &plan.collections[h.collection].name, &h.concerns);
+                let (coll, write_concern) = handle(
+                    client,
+                    &plan.target.database,
+                    &plan.collections[h.collection].name,
+                    &h.concerns,
+                );
                 Handle {
                     coll,
                     write_concern,

@@ -41,9 +41,13 @@ pub async fn prepare(
         // The other collections continue where part 0's setup left them (read before any part
         // inserts: every part starts at the common begin, after this).
         for coll in &colls[1..] {
-            let next = next_id(coll)
-                .await
-                .map_err(|e| Error::Server(format!("reading the last _id of {}: {}", coll.namespace(), crate::redact::redact(&e.to_string()))))?;
+            let next = next_id(coll).await.map_err(|e| {
+                Error::Server(format!(
+                    "reading the last _id of {}: {}",
+                    coll.namespace(),
+                    crate::redact::redact(&e.to_string())
+                ))
+            })?;
             prepared
                 .keys
                 .push(KeySpace::partitioned(next, p.part.index, p.part.count));
@@ -152,9 +156,14 @@ async fn set_up_one(
                 })?,
             )
         };
-        coll.create_index(IndexModel::builder().keys(index.keys.clone()).options(options).build())
-            .await
-            .map_err(|e| fail("indexing", e))?;
+        coll.create_index(
+            IndexModel::builder()
+                .keys(index.keys.clone())
+                .options(options)
+                .build(),
+        )
+        .await
+        .map_err(|e| fail("indexing", e))?;
     }
     let keys = KeySpace::starting_at(
         next_id(coll)

@@ -126,7 +126,10 @@ pub async fn execute(
     let size = |d: &Document| if measure { bytes(d) } else { 0 };
     let writes = matches!(
         op.command,
-        Command::Insert { .. } | Command::Update { .. } | Command::Replace { .. } | Command::Delete { .. }
+        Command::Insert { .. }
+            | Command::Update { .. }
+            | Command::Replace { .. }
+            | Command::Delete { .. }
     );
     if on.unacknowledged && writes {
         let Some(mut command) = crate::workload::command::wire_command(op, req.body.clone()) else {
@@ -148,7 +151,12 @@ pub async fn execute(
             if want {
                 let ids: Vec<Bson> = docs
                     .iter()
-                    .filter_map(|d| d.get("_id").ok().flatten().and_then(|v| Bson::try_from(v.to_raw_bson()).ok()))
+                    .filter_map(|d| {
+                        d.get("_id")
+                            .ok()
+                            .flatten()
+                            .and_then(|v| Bson::try_from(v.to_raw_bson()).ok())
+                    })
                     .collect();
                 keep(match ids.as_slice() {
                     [one] => doc! { "_id": one.clone() },
@@ -223,7 +231,10 @@ pub async fn execute(
         }
         (
             Command::Count {
-                skip, limit, hint: h, ..
+                skip,
+                limit,
+                hint: h,
+                ..
             },
             Body::Filter(filter),
         ) => {
@@ -317,7 +328,14 @@ pub async fn execute(
                 keep(update_result(r));
             }
         }
-        (Command::Delete { hint: h, collation: c, .. }, Body::Filter(filter)) => {
+        (
+            Command::Delete {
+                hint: h,
+                collation: c,
+                ..
+            },
+            Body::Filter(filter),
+        ) => {
             out.sent = size(&filter);
             let many = op.verb == crate::workload::command::Verb::DeleteMany;
             let n = if many {
@@ -365,14 +383,19 @@ pub async fn execute(
                         .projection(args.projection.clone())
                         .hint(hint(&args.hint))
                         .build();
-                    let found = coll.find_one_and_delete(filter).with_options(options).await?;
+                    let found = coll
+                        .find_one_and_delete(filter)
+                        .with_options(options)
+                        .await?;
                     if found.is_some() {
                         out.deleted = 1;
                         out.modified = true;
                     }
                     found
                 }
-                (Some(_), Some(s)) if op.verb == crate::workload::command::Verb::FindOneAndReplace => {
+                (Some(_), Some(s))
+                    if op.verb == crate::workload::command::Verb::FindOneAndReplace =>
+                {
                     let replacement = match s {
                         Bson::Document(d) => raw(&d),
                         _ => RawDocumentBuf::new(),
@@ -437,8 +460,13 @@ pub async fn execute(
                 if measure {
                     out.sent += match &b {
                         BuiltModel::InsertOne(d) => d.as_bytes().len() as u32,
-                        BuiltModel::Update { filter, update, .. } => bytes(filter) + bson_bytes(update),
-                        BuiltModel::ReplaceOne { filter, replacement } => bytes(filter) + bytes(replacement),
+                        BuiltModel::Update { filter, update, .. } => {
+                            bytes(filter) + bson_bytes(update)
+                        }
+                        BuiltModel::ReplaceOne {
+                            filter,
+                            replacement,
+                        } => bytes(filter) + bytes(replacement),
                         BuiltModel::Delete { filter, .. } => bytes(filter),
                     };
                 }
@@ -449,9 +477,9 @@ pub async fn execute(
                     _ => None,
                 };
                 let upsert = args.and_then(|a| a.upsert);
-                let array_filters = args.and_then(|a| a.array_filters.clone()).map(|f| {
-                    f.into_iter().map(Bson::Document).collect::<Vec<_>>()
-                });
+                let array_filters = args
+                    .and_then(|a| a.array_filters.clone())
+                    .map(|f| f.into_iter().map(Bson::Document).collect::<Vec<_>>());
                 let h = args.and_then(|a| a.hint.clone());
                 write.push(match b {
                     BuiltModel::InsertOne(d) => WriteModel::InsertOne(

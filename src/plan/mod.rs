@@ -80,9 +80,10 @@ pub enum WriteConcernPlan {
 }
 
 /// A read preference mode, as named in profiles (the one table of their names).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(into = "&'static str", try_from = "String")]
 pub enum ReadPref {
+    #[default]
     Primary,
     PrimaryPreferred,
     Secondary,
@@ -235,12 +236,6 @@ pub struct ReadPrefPlan {
     /// Tag sets, in order of preference.
     pub tags: Vec<Vec<(String, String)>>,
     pub max_staleness: Option<Duration>,
-}
-
-impl Default for ReadPref {
-    fn default() -> Self {
-        ReadPref::Primary
-    }
 }
 
 pub const DEFAULT_OP_TIMEOUT: Duration = Duration::from_secs(60);

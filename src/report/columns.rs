@@ -103,7 +103,10 @@ mod tests {
     fn the_document_counts_follow_the_schedule_columns() {
         assert_eq!(COLUMNS[DOC_COLUMNS - 1], "Missed");
         assert_eq!(COLUMNS[DOC_COLUMNS], "Returned");
-        assert_eq!(cells(&GroupMetrics::default().row("x")).len(), COLUMNS.len());
+        assert_eq!(
+            cells(&GroupMetrics::default().row("x")).len(),
+            COLUMNS.len()
+        );
     }
 
     #[test]

@@ -79,7 +79,11 @@ pub fn render(plan: &RunPlan, out: &mut dyn Write) -> std::io::Result<()> {
                 crate::workload::OpSpec::Template(t) => t.verb.name().to_string(),
                 crate::workload::OpSpec::Steps(st) => format!(
                     "{}({})",
-                    if st.transaction { "transaction" } else { "steps" },
+                    if st.transaction {
+                        "transaction"
+                    } else {
+                        "steps"
+                    },
                     st.steps
                         .iter()
                         .map(|t| t.verb.name())
@@ -110,7 +114,10 @@ pub fn render(plan: &RunPlan, out: &mut dyn Write) -> std::io::Result<()> {
                 if g.collection != 0 {
                     parts.push(format!("on {}", plan.collections[g.collection].name));
                 }
-                if c.write != plan.target.write_concern || c.journal != plan.target.journal || c.wtimeout.is_some() {
+                if c.write != plan.target.write_concern
+                    || c.journal != plan.target.journal
+                    || c.wtimeout.is_some()
+                {
                     parts.push(format!(
                         "w {}{}",
                         match &c.write {

@@ -55,7 +55,11 @@ fn body(s: &Summary, width: Option<usize>, out: &mut dyn Write) -> std::io::Resu
     // A profile's own operations move documents in batches and cursors: their counts are shown.
     let docs = s.groups.iter().any(|g| !g.operations.is_empty());
     let keep: Vec<usize> = (0..shown)
-        .chain(if docs { DOC_COLUMNS..COLUMNS.len() } else { 0..0 })
+        .chain(if docs {
+            DOC_COLUMNS..COLUMNS.len()
+        } else {
+            0..0
+        })
         .collect();
     let mut header: Vec<String> = keep.iter().map(|&i| COLUMNS[i].to_string()).collect();
     if with_run {

@@ -65,16 +65,23 @@ pub fn compute(s: &Summary) -> Vec<Warning> {
         for row in &run.rows {
             if row.samples > 0 && row.matched == 0 && row.errors < row.samples {
                 let unacknowledged = row.label.group_name().is_some_and(|g| {
-                    s.groups
-                        .iter()
-                        .any(|x| {
-                            x.name == g
-                                && x.write_concern.as_deref() == Some("0")
-                                && !x.operations.is_empty()
-                                && x.operations.iter().all(|o| {
-                                    ["insertOne", "insertMany", "updateOne", "updateMany", "replaceOne", "deleteOne", "deleteMany"].contains(&o.as_str())
-                                })
-                        })
+                    s.groups.iter().any(|x| {
+                        x.name == g
+                            && x.write_concern.as_deref() == Some("0")
+                            && !x.operations.is_empty()
+                            && x.operations.iter().all(|o| {
+                                [
+                                    "insertOne",
+                                    "insertMany",
+                                    "updateOne",
+                                    "updateMany",
+                                    "replaceOne",
+                                    "deleteOne",
+                                    "deleteMany",
+                                ]
+                                .contains(&o.as_str())
+                            })
+                    })
                 });
                 add(
                     WarningCode::NoMatch,
@@ -83,7 +90,8 @@ pub fn compute(s: &Summary) -> Vec<Warning> {
                     if unacknowledged {
                         "no operation is known to have found a document: with write concern 0 the server does not say what a write matched".into()
                     } else {
-                        "no operation found a document; check the filter fields and the preload".into()
+                        "no operation found a document; check the filter fields and the preload"
+                            .into()
                     },
                 );
             }

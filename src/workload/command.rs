@@ -287,11 +287,7 @@ pub trait Documents {
 
 impl TemplateOp {
     /// Generates one request.
-    pub fn build(
-        self: &Arc<Self>,
-        cx: &mut Cx<'_>,
-        docs: &mut dyn Documents,
-    ) -> TemplateRequest {
+    pub fn build(self: &Arc<Self>, cx: &mut Cx<'_>, docs: &mut dyn Documents) -> TemplateRequest {
         let mut issued = Vec::new();
         let mut doc = |t: &Option<Template>, cx: &mut Cx<'_>, issued: &mut Vec<i64>| {
             let d = match t {
@@ -618,12 +614,20 @@ pub fn wire_command(op: &TemplateOp, body: Body) -> Option<Document> {
     let inner = match (&op.command, body) {
         (Command::Find { args, .. }, Body::Filter(filter)) => {
             let mut d = doc! { "find": coll, "filter": filter };
-            put(&mut d, "projection", args.projection.clone().map(Bson::Document));
+            put(
+                &mut d,
+                "projection",
+                args.projection.clone().map(Bson::Document),
+            );
             put(&mut d, "sort", args.sort.clone().map(Bson::Document));
             put(&mut d, "skip", args.skip.map(|n| Bson::Int64(n as i64)));
             put(&mut d, "limit", args.limit.map(Bson::Int64));
             put(&mut d, "hint", args.hint.clone());
-            put(&mut d, "collation", args.collation.clone().map(Bson::Document));
+            put(
+                &mut d,
+                "collation",
+                args.collation.clone().map(Bson::Document),
+            );
             if op.verb == Verb::FindOne {
                 d.insert("singleBatch", true);
             }
@@ -642,7 +646,12 @@ pub fn wire_command(op: &TemplateOp, body: Body) -> Option<Document> {
             put(&mut d, "hint", hint.clone());
             d
         }
-        (Command::Count { skip, limit, hint, .. }, Body::Filter(filter)) => {
+        (
+            Command::Count {
+                skip, limit, hint, ..
+            },
+            Body::Filter(filter),
+        ) => {
             let mut d = doc! { "count": coll, "query": filter };
             put(&mut d, "skip", skip.map(|n| Bson::Int64(n as i64)));
             put(&mut d, "limit", limit.map(|n| Bson::Int64(n as i64)));
@@ -668,10 +677,19 @@ pub fn wire_command(op: &TemplateOp, body: Body) -> Option<Document> {
                     .map(|f| Bson::Array(f.into_iter().map(Bson::Document).collect())),
             );
             put(&mut u, "hint", args.hint.clone());
-            put(&mut u, "collation", args.collation.clone().map(Bson::Document));
+            put(
+                &mut u,
+                "collation",
+                args.collation.clone().map(Bson::Document),
+            );
             doc! { "update": coll, "updates": [u] }
         }
-        (Command::Delete { hint, collation, .. }, Body::Filter(filter)) => {
+        (
+            Command::Delete {
+                hint, collation, ..
+            },
+            Body::Filter(filter),
+        ) => {
             let mut d = doc! {
                 "q": filter,
                 "limit": if op.verb == Verb::DeleteMany { 0 } else { 1 },
@@ -697,7 +715,11 @@ pub fn wire_command(op: &TemplateOp, body: Body) -> Option<Document> {
                 }
             }
             put(&mut d, "sort", args.sort.clone().map(Bson::Document));
-            put(&mut d, "fields", args.projection.clone().map(Bson::Document));
+            put(
+                &mut d,
+                "fields",
+                args.projection.clone().map(Bson::Document),
+            );
             put(&mut d, "upsert", args.upsert.map(Bson::Boolean));
             put(&mut d, "hint", args.hint.clone());
             d
@@ -713,4 +735,3 @@ pub fn wire_command(op: &TemplateOp, body: Body) -> Option<Document> {
     };
     Some(inner)
 }
-

@@ -362,7 +362,9 @@ fn templated(v: &toml::Value) -> bool {
                 .any(|k| k.starts_with('^') || EXTENDED_JSON.contains(&k.as_str()))
                 && !t.contains_key("choice")
         }
-        toml::Value::Array(a) => a.iter().any(|x| templated(x) || matches!(x, toml::Value::Table(t) if t.values().any(templated))),
+        toml::Value::Array(a) => a.iter().any(|x| {
+            templated(x) || matches!(x, toml::Value::Table(t) if t.values().any(templated))
+        }),
         _ => false,
     }
 }

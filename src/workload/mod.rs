@@ -8,9 +8,9 @@
 //! Never: calls the driver, reads a clock other than the wall clock of `^Now` (once per
 //! operation, `lookup::now_ms`), or knows about groups and stages.
 
+pub mod command;
 pub mod distribution;
 pub mod document;
-pub mod command;
 pub mod keys;
 pub mod lookup;
 pub mod op;

@@ -101,10 +101,10 @@ impl OpName {
 
 impl From<&str> for OpName {
     fn from(s: &str) -> Self {
-        OpKind::ALL
-            .into_iter()
-            .find(|k| k.name() == s)
-            .map_or_else(|| OpName::Named(std::sync::Arc::new(s.to_string())), OpName::Kind)
+        OpKind::ALL.into_iter().find(|k| k.name() == s).map_or_else(
+            || OpName::Named(std::sync::Arc::new(s.to_string())),
+            OpName::Kind,
+        )
     }
 }
 

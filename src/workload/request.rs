@@ -184,7 +184,13 @@ impl Request {
                     user: 0,
                     state: &mut state,
                 };
-                Request::Template(op.build(&mut cx, &mut CollectionDocs { keys, document: gen }))
+                Request::Template(op.build(
+                    &mut cx,
+                    &mut CollectionDocs {
+                        keys,
+                        document: gen,
+                    },
+                ))
             }
             // Steps are made by the virtual user, which holds every collection's documents.
             OpSpec::Steps(_) => unreachable!("steps are built by the virtual user"),

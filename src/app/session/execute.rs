@@ -71,7 +71,11 @@ impl<B: Backend + Clone> Session<'_, B> {
             .collect();
         let ctx = Arc::new(Context {
             backend: self.backend.clone(),
-            gens: plan.collections.iter().map(|c| Arc::clone(&c.document)).collect(),
+            gens: plan
+                .collections
+                .iter()
+                .map(|c| Arc::clone(&c.document))
+                .collect(),
             keys,
             collections,
             samples: tx,

@@ -271,7 +271,9 @@ impl<B: Backend + Clone> Session<'_, B> {
         if plan.setup().preload > 0 && plan.part.as_ref().is_none_or(|p| p.part.index == 0) {
             self.say(format!(
                 "preloading {} documents into {}.{}",
-                plan.setup().preload, plan.target.database, plan.target.collection
+                plan.setup().preload,
+                plan.target.database,
+                plan.target.collection
             ));
         }
         self.backend

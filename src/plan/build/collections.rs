@@ -170,7 +170,8 @@ pub(super) fn index(
             let ok = match name.as_str() {
                 "unique" | "sparse" | "hidden" => matches!(value, Bson::Boolean(_)),
                 "expireAfterSeconds" => {
-                    matches!(value, Bson::Int32(n) if n >= 0) || matches!(value, Bson::Int64(n) if n >= 0)
+                    matches!(value, Bson::Int32(n) if n >= 0)
+                        || matches!(value, Bson::Int64(n) if n >= 0)
                 }
                 "name" => matches!(value, Bson::String(_)),
                 _ => matches!(value, Bson::Document(_)),
@@ -181,7 +182,9 @@ pub(super) fn index(
                     format!("`{name}` has the wrong type"),
                     match name.as_str() {
                         "unique" | "sparse" | "hidden" => "true or false".to_string(),
-                        "expireAfterSeconds" => "whole seconds from 0, e.g. expireAfterSeconds = 3600".into(),
+                        "expireAfterSeconds" => {
+                            "whole seconds from 0, e.g. expireAfterSeconds = 3600".into()
+                        }
                         "name" => "a string".into(),
                         _ => format!("a table, e.g. {name} = {{ sku = {{ \"$exists\" = true }} }}"),
                     },
@@ -391,7 +394,9 @@ fn read_preference(
                     }
                 }
             }
-            if out.mode == ReadPref::Primary && (!out.tags.is_empty() || out.max_staleness.is_some()) {
+            if out.mode == ReadPref::Primary
+                && (!out.tags.is_empty() || out.max_staleness.is_some())
+            {
                 return Err(loaded.error_at(
                     key,
                     "mode primary takes no tags or maxStalenessSeconds",

@@ -7,11 +7,11 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
+use super::Env;
 use crate::error::ProfileError;
 use crate::plan::limits;
 use crate::plan::profile::{expected_for, Group, Loaded};
 use crate::plan::{GroupPlan, Overrides, Stage, StopAt};
-use super::Env;
 use crate::workload::KeyDist;
 
 pub(super) fn stages(

@@ -19,7 +19,9 @@ mod thresholds;
 
 use super::limits;
 use super::profile::{expected_for, Loaded};
-use super::{CollectionPlan, Concerns, HandlePlan, Overrides, ReadPrefPlan, RunPlan, Stage, TargetPlan};
+use super::{
+    CollectionPlan, Concerns, HandlePlan, Overrides, ReadPrefPlan, RunPlan, Stage, TargetPlan,
+};
 use crate::error::ProfileError;
 use crate::workload::OpSpec;
 
@@ -84,12 +86,21 @@ fn unacknowledged(loaded: &super::profile::Loaded, stages: &[Stage]) -> Result<(
         } else {
             g.mix.iter().map(|(s, _)| s).collect()
         };
-        let index = loaded.profile.groups.iter().position(|x| g.name.split('@').next() == Some(x.name.as_str())).unwrap_or(0);
+        let index = loaded
+            .profile
+            .groups
+            .iter()
+            .position(|x| g.name.split('@').next() == Some(x.name.as_str()))
+            .unwrap_or(0);
         for s in specs {
             let ops: Vec<&std::sync::Arc<crate::workload::command::TemplateOp>> = match s {
                 OpSpec::Template(t) => vec![t],
                 OpSpec::Steps(st) => st.steps.iter().collect(),
-                OpSpec::Insert | OpSpec::UpdateById { .. } | OpSpec::UpdateByFilter { .. } | OpSpec::Remove { .. } | OpSpec::Rmw { .. } => {
+                OpSpec::Insert
+                | OpSpec::UpdateById { .. }
+                | OpSpec::UpdateByFilter { .. }
+                | OpSpec::Remove { .. }
+                | OpSpec::Rmw { .. } => {
                     return Err(loaded.error_at(
                         &format!("group[{index}]"),
                         format!("group `{}` writes with write concern 0, which the driver's built-in {} cannot send (it has no unacknowledged writes)", g.name, s.kind()),
@@ -101,7 +112,10 @@ fn unacknowledged(loaded: &super::profile::Loaded, stages: &[Stage]) -> Result<(
             for t in ops {
                 if matches!(
                     t.verb,
-                    Verb::FindOneAndUpdate | Verb::FindOneAndReplace | Verb::FindOneAndDelete | Verb::BulkWrite
+                    Verb::FindOneAndUpdate
+                        | Verb::FindOneAndReplace
+                        | Verb::FindOneAndDelete
+                        | Verb::BulkWrite
                 ) {
                     return Err(loaded.error_at(
                         &t.at,
@@ -134,7 +148,10 @@ fn keyed(
         let inserted = groups.iter().flat_map(specs).any(|s| match s {
             OpSpec::Insert => c == 0,
             OpSpec::Template(t) => t.collection == c && t.inserts_keyed(),
-            OpSpec::Steps(s) => s.steps.iter().any(|t| t.collection == c && t.inserts_keyed()),
+            OpSpec::Steps(s) => s
+                .steps
+                .iter()
+                .any(|t| t.collection == c && t.inserts_keyed()),
             _ => false,
         });
         if !coll.setup.drop || coll.setup.preload > 0 || inserted {
@@ -148,7 +165,10 @@ fn keyed(
                     OpSpec::Steps(st) if g.collection == c => st.steps.clone(),
                     _ => Vec::new(),
                 };
-                for t in ops.into_iter().filter(|t| t.collection == c || matches!(g.op, OpSpec::Steps(_))) {
+                for t in ops
+                    .into_iter()
+                    .filter(|t| t.collection == c || matches!(g.op, OpSpec::Steps(_)))
+                {
                     if t.templates().iter().any(|x| x.uses_key()) {
                         return Err(loaded.error_at(
                             &t.at,

@@ -24,6 +24,9 @@ use crate::workload::op::OpName;
 use crate::workload::template::{Cx, Lookup, UserState};
 use crate::workload::{DocGen, OpSpec, Template};
 
+/// A group's first operation, and (for several) each with its weight.
+type Ops = (OpSpec, Vec<(OpSpec, u32)>);
+
 /// The arguments each operation takes, as the drivers name them.
 fn allowed(verb: Verb) -> &'static [&'static str] {
     match verb {
@@ -53,9 +56,14 @@ fn allowed(verb: Verb) -> &'static [&'static str] {
         Verb::CountDocuments => &["filter", "skip", "limit", "hint"],
         Verb::EstimatedDocumentCount => &[],
         Verb::Distinct => &["key", "filter"],
-        Verb::UpdateOne | Verb::UpdateMany => {
-            &["filter", "update", "upsert", "arrayFilters", "hint", "collation"]
-        }
+        Verb::UpdateOne | Verb::UpdateMany => &[
+            "filter",
+            "update",
+            "upsert",
+            "arrayFilters",
+            "hint",
+            "collation",
+        ],
         Verb::ReplaceOne => &["filter", "replacement", "upsert", "hint", "collation"],
         Verb::DeleteOne | Verb::DeleteMany => &["filter", "hint", "collation"],
         Verb::FindOneAndUpdate => &[
@@ -109,7 +117,12 @@ struct Args<'a> {
 }
 
 impl<'a> Args<'a> {
-    fn err(&self, k: &str, problem: impl Into<String>, expected: impl Into<String>) -> ProfileError {
+    fn err(
+        &self,
+        k: &str,
+        problem: impl Into<String>,
+        expected: impl Into<String>,
+    ) -> ProfileError {
         let key = if k.is_empty() {
             self.path.clone()
         } else {
@@ -133,7 +146,11 @@ impl<'a> Args<'a> {
                     k,
                     format!("`{k}` is not an argument of {}{close}", self.verb.name()),
                     if ok.is_empty() {
-                        format!("{} takes no arguments: {} = {{}}", self.verb.name(), self.verb.name())
+                        format!(
+                            "{} takes no arguments: {} = {{}}",
+                            self.verb.name(),
+                            self.verb.name()
+                        )
                     } else {
                         format!("any of: {}", ok.join(", "))
                     },
@@ -195,7 +212,10 @@ impl<'a> Args<'a> {
             Some(b) => Ok(Some(b.clone())),
             None => Err(self.err(
                 k,
-                format!("`{k}` of {} is sent as written; a generator has no meaning here", self.verb.name()),
+                format!(
+                    "`{k}` of {} is sent as written; a generator has no meaning here",
+                    self.verb.name()
+                ),
                 "a constant value (generators go in filter, update, document, pipeline)",
             )),
         }
@@ -205,7 +225,11 @@ impl<'a> Args<'a> {
         match self.constant(k)? {
             None => Ok(None),
             Some(Bson::Document(d)) => Ok(Some(d)),
-            Some(_) => Err(self.err(k, format!("`{k}` must be a document"), format!("{k} = {example}"))),
+            Some(_) => Err(self.err(
+                k,
+                format!("`{k}` must be a document"),
+                format!("{k} = {example}"),
+            )),
         }
     }
 
@@ -229,7 +253,11 @@ impl<'a> Args<'a> {
         match self.table.get(k) {
             None => Ok(None),
             Some(toml::Value::Boolean(b)) => Ok(Some(*b)),
-            Some(_) => Err(self.err(k, format!("`{k}` must be true or false"), format!("{k} = true"))),
+            Some(_) => Err(self.err(
+                k,
+                format!("`{k}` must be true or false"),
+                format!("{k} = true"),
+            )),
         }
     }
 
@@ -320,7 +348,10 @@ impl<'a> Args<'a> {
             other => {
                 return Err(self.err(
                     k,
-                    format!("an update is a document of operators or a pipeline, not {}", kind_of(&other)),
+                    format!(
+                        "an update is a document of operators or a pipeline, not {}",
+                        kind_of(&other)
+                    ),
                     "update = { \"$set\" = { status = \"paid\" } }",
                 ))
             }
@@ -417,7 +448,7 @@ impl GroupAt<'_> {
         &self,
         collections: &[CollectionPlan],
         collection: usize,
-    ) -> Result<Option<(OpSpec, Vec<(OpSpec, u32)>)>, ProfileError> {
+    ) -> Result<Option<Ops>, ProfileError> {
         let g = self.g;
         let tables = g.op_tables();
         let coll = &collections[collection];
@@ -429,12 +460,21 @@ impl GroupAt<'_> {
                 ));
             }
             if g.ops.is_some() {
-                return Err(self.err("ops", "both [[group.steps]] and [[group.ops]] are set".into()));
+                return Err(self.err(
+                    "ops",
+                    "both [[group.steps]] and [[group.ops]] are set".into(),
+                ));
             }
             self.no_builtin("steps")?;
-            return Ok(Some((self.steps(steps, collections, collection)?, Vec::new())));
+            return Ok(Some((
+                self.steps(steps, collections, collection)?,
+                Vec::new(),
+            )));
         }
-        for (k, set) in [("bind", g.bind.is_some()), ("transaction", g.transaction.is_some())] {
+        for (k, set) in [
+            ("bind", g.bind.is_some()),
+            ("transaction", g.transaction.is_some()),
+        ] {
             if set {
                 return Err(self.err(k, format!("`{k}` belongs to a group with [[group.steps]]")));
             }
@@ -548,16 +588,23 @@ impl GroupAt<'_> {
             let at = self.path(&format!("steps[{j}]"));
             let c = match &s.collection {
                 None => collection,
-                Some(name) => collections.iter().position(|c| &c.name == name).ok_or_else(|| {
-                    self.loaded.error_at(
-                        &format!("{at}.collection"),
-                        format!("`{name}` is not a collection of this profile"),
-                        format!(
-                            "one of: {}",
-                            collections.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ")
-                        ),
-                    )
-                })?,
+                Some(name) => collections
+                    .iter()
+                    .position(|c| &c.name == name)
+                    .ok_or_else(|| {
+                        self.loaded.error_at(
+                            &format!("{at}.collection"),
+                            format!("`{name}` is not a collection of this profile"),
+                            format!(
+                                "one of: {}",
+                                collections
+                                    .iter()
+                                    .map(|c| c.name.as_str())
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            ),
+                        )
+                    })?,
             };
             let tables = s.op_tables();
             let (verb, value) = match tables.as_slice() {
@@ -578,14 +625,23 @@ impl GroupAt<'_> {
                 }
             };
             let path = format!("{at}.{verb}");
-            let op = self.template_op(verb, value, &path, OpName::from(format!("step{j}")), c, &collections[c])?;
+            let op = self.template_op(
+                verb,
+                value,
+                &path,
+                OpName::from(format!("step{j}")),
+                c,
+                &collections[c],
+            )?;
             let mut reads_step = false;
             for t in op.templates() {
                 for (index, _) in t.step_refs() {
                     if index >= j {
                         return Err(self.loaded.error_at(
                             &path,
-                            format!("step {j} reads step {index}'s result, which it does not have yet"),
+                            format!(
+                                "step {j} reads step {index}'s result, which it does not have yet"
+                            ),
                             format!("^Step with index below {j} (steps count from 0)"),
                         ));
                     }
@@ -598,13 +654,21 @@ impl GroupAt<'_> {
                             format!("`^Bind` names `{name}`, which [group.bind] does not have"),
                             format!(
                                 "one of the bound names: {}",
-                                bind.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ")
+                                bind.iter()
+                                    .map(|(n, _)| n.as_str())
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
                             ),
                         ));
                     }
                 }
             }
-            if reads_step && op.templates().iter().any(|t| t.uses_key() || !t.field_paths().is_empty()) {
+            if reads_step
+                && op
+                    .templates()
+                    .iter()
+                    .any(|t| t.uses_key() || !t.field_paths().is_empty())
+            {
                 return Err(self.loaded.error_at(
                     &path,
                     format!("step {j} reads an earlier step's result and also draws ^Key or ^Field; it is made at its turn, where those draws are not at hand"),
@@ -702,7 +766,11 @@ impl GroupAt<'_> {
                 }
                 let batch = if verb == Verb::InsertMany {
                     a.int("batch", 1, MAX_BATCH)?.ok_or_else(|| {
-                        a.err("", "insertMany needs `batch`, the documents per command", "batch = 100")
+                        a.err(
+                            "",
+                            "insertMany needs `batch`, the documents per command",
+                            "batch = 100",
+                        )
                     })? as u32
                 } else {
                     1
@@ -728,15 +796,20 @@ impl GroupAt<'_> {
                         sort: a.sort()?,
                         skip: a.int("skip", 0, i64::MAX)?.map(|n| n as u64),
                         limit,
-                        batch_size: a.int("batchSize", 0, i64::from(i32::MAX))?.map(|n| n as u32),
+                        batch_size: a
+                            .int("batchSize", 0, i64::from(i32::MAX))?
+                            .map(|n| n as u32),
                         hint: a.hint()?,
                         collation: a.doc("collation", "{ locale = \"en\" }")?,
-                        max_time_ms: a.int("maxTimeMS", 0, i64::from(i32::MAX))?.map(|n| n as u64),
+                        max_time_ms: a
+                            .int("maxTimeMS", 0, i64::from(i32::MAX))?
+                            .map(|n| n as u64),
                     },
                 }
             }
             Verb::Aggregate => {
-                let pipeline = a.required("pipeline", "[ { \"$match\" = { status = \"open\" } } ]")?;
+                let pipeline =
+                    a.required("pipeline", "[ { \"$match\" = { status = \"open\" } } ]")?;
                 match a.trial(&pipeline) {
                     Bson::Array(stages) => a.pipeline_shape("pipeline", &stages)?,
                     other => {
@@ -750,7 +823,9 @@ impl GroupAt<'_> {
                 Command::Aggregate {
                     pipeline,
                     allow_disk_use: a.bool("allowDiskUse")?,
-                    batch_size: a.int("batchSize", 0, i64::from(i32::MAX))?.map(|n| n as u32),
+                    batch_size: a
+                        .int("batchSize", 0, i64::from(i32::MAX))?
+                        .map(|n| n as u32),
                     hint: a.hint()?,
                 }
             }
@@ -768,7 +843,13 @@ impl GroupAt<'_> {
             Verb::Distinct => {
                 let key = match a.table.get("key") {
                     Some(toml::Value::String(s)) if !s.is_empty() => s.clone(),
-                    _ => return Err(a.err("key", "distinct needs `key`, the field whose values it lists", "key = \"status\"")),
+                    _ => {
+                        return Err(a.err(
+                            "key",
+                            "distinct needs `key`, the field whose values it lists",
+                            "key = \"status\"",
+                        ))
+                    }
                 };
                 let filter = a.filter()?;
                 a.must_be_doc("filter", &filter, "{ status = \"open\" }")?;
@@ -854,7 +935,11 @@ impl GroupAt<'_> {
     fn bulk_models(&self, a: &Args<'_>) -> Result<Vec<BulkModel>, ProfileError> {
         let expected = "requests = [ { insertOne = { document = {...} } }, { updateOne = { filter = {...}, update = {...} } }, { deleteOne = { filter = {...} } } ] (insertOne, updateOne, updateMany, replaceOne, deleteOne, deleteMany)";
         let Some(toml::Value::Array(requests)) = a.table.get("requests") else {
-            return Err(a.err("requests", "bulkWrite needs `requests`, a list of write models", expected));
+            return Err(a.err(
+                "requests",
+                "bulkWrite needs `requests`, a list of write models",
+                expected,
+            ));
         };
         if requests.is_empty() {
             return Err(a.err("requests", "bulkWrite's requests are empty", expected));
@@ -867,7 +952,11 @@ impl GroupAt<'_> {
                 _ => None,
             };
             let Some((model, args)) = one else {
-                return Err(self.loaded.error_at(&at, "a write model is a one-key table", expected));
+                return Err(self.loaded.error_at(
+                    &at,
+                    "a write model is a one-key table",
+                    expected,
+                ));
             };
             let verb = match model.as_str() {
                 "insertOne" => Verb::InsertOne,
@@ -885,7 +974,11 @@ impl GroupAt<'_> {
                 }
             };
             let toml::Value::Table(table) = args else {
-                return Err(self.loaded.error_at(&format!("{at}.{model}"), "a write model takes a table", expected));
+                return Err(self.loaded.error_at(
+                    &format!("{at}.{model}"),
+                    "a write model takes a table",
+                    expected,
+                ));
             };
             let m = Args {
                 loaded: self.loaded,
