@@ -11,7 +11,8 @@ import time
 
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 3
 DURATION = sys.argv[2] if len(sys.argv) > 2 else "10s"
-# Which parts to run: all by default; `costs` runs only the costs of the sample log, the sampler
+# Which parts to run: all by default; `template` only the template profile against the baseline;
+# `costs` runs only the costs of the sample log, the sampler
 # and the interval log; `hlog` only the interval log's; `monitor` only the cost of
 # --server-metrics (a real node_exporter, and an endpoint that never answers).
 PARTS = sys.argv[3] if len(sys.argv) > 3 else "all"
@@ -88,6 +89,27 @@ try:
                          f"CPU per operation ratio {statistics.mean(cpu):.3f} (target <= 1.15)")
     print()
     print("\n".join(lines))
+
+    if PARTS in ("all", "template"):
+        # The profile's own operations (scripts/bench-template.toml) against the baseline
+        # sending the same generated commands through the same backend.
+        tpl = "scripts/bench-template.toml"
+        tput, cpu = [], []
+        print(f"\ntemplate profile ({tpl}: findOne by zipfian ^Key 70, insertOne 20, updateOne $inc 10), 50 users:")
+        for rnd in range(1, ROUNDS + 1):
+            if rnd % 2:
+                t = tool(tpl, 50)
+                b = base(tpl, 50)
+            else:
+                b = base(tpl, 50)
+                t = tool(tpl, 50)
+            tk, bk = t[2] / t[0] * 1e4, b[2] / b[0] * 1e4
+            tput.append(t[1] / b[1])
+            cpu.append(tk / bk)
+            print(f"  round {rnd}: tool {t[1]:9.1f}/s {tk:.3f} CPU s/10k, driver {b[1]:9.1f}/s {bk:.3f} CPU s/10k, "
+                  f"throughput ratio {tput[-1]:.3f}, CPU ratio {cpu[-1]:.3f}", flush=True)
+        print(f"template profile at 50 users: throughput ratio {statistics.mean(tput):.3f} (target >= 0.95), "
+              f"CPU per operation ratio {statistics.mean(cpu):.3f} (target <= 1.10)")
 
     if PARTS == "all":
         ops, rate, _, rss = tool("insert", 10000, "--rate", "500")
@@ -166,7 +188,7 @@ try:
             print(f"--server-metrics ({v}) against the sampler alone: throughput ratio "
                   f"{m[v][0] / m['sampler'][0]:.3f}, CPU per operation ratio {m[v][1] / m['sampler'][1]:.3f}, "
                   f"p99 ratio {m[v][2] / m['sampler'][2]:.3f}")
-    if PARTS == "monitor":
+    if PARTS in ("monitor", "template"):
         sys.exit(0)
     # The interval log (latency.hlog) at 1 s intervals, 4 groups at once. Open loop at a rate the
     # server holds, so both variants send the same operations and CPU compares like for like

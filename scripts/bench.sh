@@ -7,7 +7,9 @@
 # of the interval log and of --server-metrics (a real node_exporter, a hanging endpoint); then (scripts/bench-merge.py) merging 100 synthetic parts of a one-hour,
 # 4-group run with 1 s intervals, against its targets (10 s, 500 MB).
 # Every number it prints is a ratio or reading from this run. See docs/performance.md.
-# Usage: scripts/bench.sh [ROUNDS] [DURATION] [all|costs|hlog|monitor|merge]   (defaults: 3 10s all)
+# and a template profile (scripts/bench-template.toml) against the baseline sending the same
+# generated commands.
+# Usage: scripts/bench.sh [ROUNDS] [DURATION] [all|template|costs|hlog|monitor|merge]   (defaults: 3 10s all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
