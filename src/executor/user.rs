@@ -173,7 +173,17 @@ pub(super) async fn virtual_user<B: Backend>(
             .await
         {
             Ok(out) => out,
-            Err(_) => Outcome::timed_out(ctx.op_timeout),
+            Err(_) => {
+                let mut out = Outcome::timed_out(ctx.op_timeout);
+                // Abandoned mid-transaction: whether it committed is not known.
+                if matches!(spec, OpSpec::Steps(s) if s.transaction) {
+                    out.tx = Some(crate::metrics::sample::TxSample {
+                        state: crate::metrics::sample::TxState::InDoubt,
+                        ..Default::default()
+                    });
+                }
+                out
+            }
         };
         let elapsed = started.elapsed();
         let start_us = ctx.clock.epoch_us(started);
@@ -191,6 +201,7 @@ pub(super) async fn virtual_user<B: Backend>(
             received: out.received,
             matched: out.matched,
             modified: out.modified,
+            tx: out.tx,
             docs: OpDocs::new(
                 out.returned,
                 out.inserted,

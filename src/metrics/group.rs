@@ -114,6 +114,8 @@ pub struct GroupMetrics {
     /// Documents the operations returned (cursors read to the end), inserted, upserted and
     /// deleted.
     pub docs: DocCounts,
+    /// Transactions: how they ended and their retries.
+    pub tx: TxCounts,
     /// Operations whose user was still busy with the previous one when they were due.
     pub late: u64,
     /// Largest delay of an actual start behind its intended start.
@@ -139,6 +141,48 @@ pub struct DocCounts {
     pub updated: u64,
     pub upserted: u64,
     pub deleted: u64,
+}
+
+/// Transactions of a row: committed, aborted, in doubt; retries of whole transactions and of
+/// commits; and how many transactions took each number of retries.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TxCounts {
+    pub committed: u64,
+    pub aborted: u64,
+    pub in_doubt: u64,
+    pub retries: u64,
+    pub commit_retries: u64,
+    /// Retries of the whole transaction -> transactions that took that many.
+    pub retried: BTreeMap<u32, u64>,
+}
+
+impl TxCounts {
+    pub fn add_op(&mut self, t: &super::sample::TxSample) {
+        use super::sample::TxState;
+        match t.state {
+            TxState::Committed => self.committed += 1,
+            TxState::Aborted => self.aborted += 1,
+            TxState::InDoubt => self.in_doubt += 1,
+        }
+        self.retries += u64::from(t.retries);
+        self.commit_retries += u64::from(t.commit_retries);
+        *self.retried.entry(u32::from(t.retries)).or_default() += 1;
+    }
+
+    pub fn add(&mut self, o: &TxCounts) {
+        self.committed += o.committed;
+        self.aborted += o.aborted;
+        self.in_doubt += o.in_doubt;
+        self.retries += o.retries;
+        self.commit_retries += o.commit_retries;
+        for (k, n) in &o.retried {
+            *self.retried.entry(*k).or_default() += n;
+        }
+    }
+
+    pub fn any(&self) -> bool {
+        self.committed + self.aborted + self.in_doubt > 0
+    }
 }
 
 impl DocCounts {
@@ -179,6 +223,7 @@ impl Default for GroupMetrics {
             matched: 0,
             modified: 0,
             docs: DocCounts::default(),
+            tx: TxCounts::default(),
             late: 0,
             max_behind_us: 0,
             missed: 0,
@@ -215,6 +260,9 @@ impl GroupMetrics {
         self.matched += u64::from(s.matched);
         self.modified += u64::from(s.modified);
         self.docs.add_op(&s.docs);
+        if let Some(t) = &s.tx {
+            self.tx.add_op(t);
+        }
         if let Some(e) = &s.error {
             self.errors += 1;
             *self.errors_by_class.entry(e.class).or_default() += 1;
@@ -259,6 +307,7 @@ impl GroupMetrics {
         self.matched += o.matched;
         self.modified += o.modified;
         self.docs.add(&o.docs);
+        self.tx.add(&o.tx);
         self.late += o.late;
         self.max_behind_us = self.max_behind_us.max(o.max_behind_us);
         for (c, n) in &o.errors_by_class {
@@ -343,6 +392,7 @@ impl GroupMetrics {
             received_bytes: r.received_bytes,
             matched: r.matched,
             modified: r.modified,
+            tx: r.transactions.clone().unwrap_or_default(),
             docs: DocCounts {
                 returned: r.returned,
                 inserted: r.inserted,
@@ -413,6 +463,7 @@ impl GroupMetrics {
             upserted: self.docs.upserted,
             deleted: self.docs.deleted,
             docs_per_sec: per_sec(self.docs.moved() as f64),
+            transactions: self.tx.any().then(|| self.tx.clone()),
             service_average_ms: sv.average_ms(),
             service_median_ms: sv.quantile_ms(0.50),
             service_p90_ms: sv.quantile_ms(0.90),

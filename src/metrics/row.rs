@@ -41,6 +41,10 @@ pub struct Row {
     pub deleted: u64,
     #[serde(default)]
     pub docs_per_sec: f64,
+    /// Transactions (`transaction = true`): committed, aborted, in doubt, retries, and how many
+    /// took each number of retries. Absent for rows without transactions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transactions: Option<super::group::TxCounts>,
     /// Service time (from the actual start); equal to the latency columns in closed loop.
     pub service_average_ms: f64,
     pub service_median_ms: f64,

@@ -88,6 +88,27 @@ impl OpDocs {
     }
 }
 
+/// How a transaction ended.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum TxState {
+    #[default]
+    Committed,
+    /// Aborted: by an error (its class is the sample's) or by a step that matched nothing.
+    Aborted,
+    /// The commit's outcome is unknown (the server went away while committing, or the time
+    /// limit ran out on UnknownTransactionCommitResult): never counted as committed.
+    InDoubt,
+}
+
+/// A transaction's end and how often it was retried: the whole transaction (on
+/// TransientTransactionError) and its commit (on UnknownTransactionCommitResult).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TxSample {
+    pub state: TxState,
+    pub retries: u16,
+    pub commit_retries: u16,
+}
+
 #[derive(Debug, Clone)]
 pub struct Sample {
     /// `GroupPlan::index`.
@@ -118,6 +139,8 @@ pub struct Sample {
     pub modified: bool,
     /// Documents returned, inserted, upserted, deleted (a batch is one sample).
     pub docs: OpDocs,
+    /// A transaction's end and retries (`transaction = true`); None outside one.
+    pub tx: Option<TxSample>,
     pub error: Option<Box<OpError>>,
 }
 
@@ -140,6 +163,7 @@ impl Sample {
             matched: false,
             modified: false,
             docs: Default::default(),
+            tx: None,
             error: None,
         }
     }
@@ -193,9 +217,10 @@ mod tests {
 
     #[test]
     #[cfg(target_pointer_width = "64")]
-    fn a_sample_sent_per_operation_stays_88_bytes() {
-        // 56 before the document counts (16 bytes) and named operations (a tagged thin
-        // pointer, 16 bytes with alignment, instead of a byte) were added.
-        assert_eq!(std::mem::size_of::<Sample>(), 88);
+    fn a_sample_sent_per_operation_stays_96_bytes() {
+        // 56 before the profile's own operations: document counts (20 bytes), a named
+        // operation (a tagged thin pointer, 16 with alignment, instead of a byte) and a
+        // transaction's end and retries (8) were added.
+        assert_eq!(std::mem::size_of::<Sample>(), 96);
     }
 }

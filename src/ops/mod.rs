@@ -12,6 +12,7 @@
 pub mod classify;
 pub mod connect;
 pub mod explain;
+pub mod invariant;
 pub mod marker;
 pub mod mongo;
 pub mod setup;
@@ -50,6 +51,15 @@ pub trait Backend: Send + Sync + 'static {
         async { Vec::new() }
     }
 
+    /// The collections' invariants now (`invariant = { sum, min }`), and what could not be read.
+    fn invariants(
+        &self,
+        plan: &RunPlan,
+    ) -> impl Future<Output = (Vec<invariant::Reading>, Vec<String>)> + Send {
+        let _ = plan;
+        async { (Vec::new(), Vec::new()) }
+    }
+
     fn prepare(
         &self,
         plan: &RunPlan,
@@ -73,6 +83,8 @@ pub struct Outcome {
     pub updated: u64,
     pub upserted: u64,
     pub deleted: u64,
+    /// A transaction's end and its retries; None for an operation outside one.
+    pub tx: Option<crate::metrics::sample::TxSample>,
     pub error: Option<Box<crate::metrics::OpError>>,
 }
 

@@ -99,7 +99,7 @@ impl Backend for MongoBackend {
                     unacknowledged: h.is_some_and(|h| h.unacknowledged),
                     measure: self.measure,
                 };
-                if let Err(e) = super::template::execute(on, t, &mut out, None).await {
+                if let Err(e) = super::template::execute(on, t, &mut out, None, None).await {
                     out.error = Some(Box::new(super::classify::classify(&e)));
                 }
                 out
@@ -115,6 +115,13 @@ impl Backend for MongoBackend {
         keys: &[crate::workload::KeySpace],
     ) -> Vec<super::explain::QueryPlan> {
         super::explain::plans(plan, &self.client, keys).await
+    }
+
+    async fn invariants(
+        &self,
+        plan: &RunPlan,
+    ) -> (Vec<super::invariant::Reading>, Vec<String>) {
+        super::invariant::read(plan, &self.client).await
     }
 
     async fn prepare(
@@ -152,42 +159,53 @@ impl MongoBackend {
         self.handles.get(i)
     }
 
-    /// Several steps in order as one operation: each made (before the clock, or at its turn
-    /// when it reads an earlier one's result) and sent; the first that matches nothing, or
-    /// fails, ends it.
+    /// Several steps in order as one operation (in one transaction with `transaction = true`).
     async fn steps(&self, on: usize, req: StepsRequest) -> Outcome {
-        let StepsRequest {
-            op,
-            bound,
-            built,
-            seed,
-            user,
-            collections,
-        } = req;
+        if req.op.transaction {
+            return self.transaction(on, req).await;
+        }
+        let (mut out, sent) = self.run_steps(on, &req, None).await;
+        if let Err(e) = sent {
+            out.error = Some(Box::new(super::classify::classify(&e)));
+        }
+        out
+    }
+
+    /// Each step made (before the clock, or at its turn when it reads an earlier one's result)
+    /// and sent, in `session` when given; the first that matches nothing, or fails, ends it.
+    /// Returns what they did and the failure, unclassified (a transaction reads its labels).
+    async fn run_steps(
+        &self,
+        on: usize,
+        req: &StepsRequest,
+        mut session: Option<&mut mongodb::ClientSession>,
+    ) -> (Outcome, mongodb::error::Result<()>) {
+        let op = &req.op;
         let mut out = Outcome {
             matched: true,
             ..Outcome::default()
         };
-        let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
+        // The same stream for every attempt: a retried transaction sends the same steps.
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(req.seed);
         let mut state = UserState::default();
         let mut results: Vec<Option<Document>> = Vec::with_capacity(op.steps.len());
-        for (step, pre) in op.steps.iter().zip(built) {
+        for (step, pre) in op.steps.iter().zip(&req.built) {
             let mut _late = None;
-            let req = match pre {
-                Some(r) => r,
+            let built = match pre {
+                Some(r) => r.clone(),
                 None => {
-                    let Some((keys, gen)) = collections.get(step.collection) else {
+                    let Some((keys, gen)) = req.collections.get(step.collection) else {
                         break;
                     };
                     let mut lookup = StepLookup {
-                        bound: &bound,
+                        bound: &req.bound,
                         results: &results,
                     };
                     let mut cx = Cx {
                         rng: &mut rng,
                         lookup: &mut lookup,
                         now_ms: crate::workload::lookup::now_ms(),
-                        user,
+                        user: req.user,
                         state: &mut state,
                     };
                     let r = step.build(
@@ -210,13 +228,15 @@ impl MongoBackend {
                 super::template::On {
                     coll: &h.coll,
                     client: &self.client,
-                    write_concern: h.write_concern.as_ref(),
-                    unacknowledged: h.unacknowledged,
+                    // In a transaction the write concern is the transaction's, at its commit.
+                    write_concern: h.write_concern.as_ref().filter(|_| session.is_none()),
+                    unacknowledged: h.unacknowledged && session.is_none(),
                     measure: self.measure,
                 },
-                req,
+                built,
                 &mut one,
                 Some(&mut result),
+                session.as_deref_mut(),
             )
             .await;
             out.sent = out.sent.saturating_add(one.sent);
@@ -228,12 +248,12 @@ impl MongoBackend {
             out.upserted += one.upserted;
             out.deleted += one.deleted;
             if let Err(e) = sent {
-                out.error = Some(Box::new(super::classify::classify(&e)));
                 out.matched = false;
-                break;
+                return (out, Err(e));
             }
             // A write sent with w:0 says nothing of what it matched: the steps go on.
             let unknown = h.unacknowledged
+                && session.is_none()
                 && matches!(
                     step.command,
                     crate::workload::command::Command::Insert { .. }
@@ -248,7 +268,123 @@ impl MongoBackend {
             }
             results.push(result);
         }
-        out
+        (out, Ok(()))
+    }
+
+    /// The steps in one transaction, retried as the drivers' convenient API does: the whole
+    /// transaction again on TransientTransactionError, the commit again on
+    /// UnknownTransactionCommitResult, until `TX_TIME_LIMIT` from the first attempt. A step that
+    /// matches nothing aborts it; a commit whose outcome stays unknown is in doubt, never
+    /// committed. Only the committed attempt's documents are counted (an aborted one's are
+    /// rolled back).
+    async fn transaction(&self, on: usize, req: StepsRequest) -> Outcome {
+        use crate::metrics::sample::{TxSample, TxState};
+        use mongodb::error::{TRANSIENT_TRANSACTION_ERROR, UNKNOWN_TRANSACTION_COMMIT_RESULT};
+        let started = std::time::Instant::now();
+        let mut tx = TxSample::default();
+        let failed = |e: &mongodb::error::Error, tx: TxSample| Outcome {
+            error: Some(Box::new(super::classify::classify(e))),
+            tx: Some(tx),
+            ..Outcome::default()
+        };
+        let mut session = match self.client.start_session().await {
+            Ok(s) => s,
+            Err(e) => {
+                tx.state = TxState::Aborted;
+                return failed(&e, tx);
+            }
+        };
+        let options = self.transaction_options(on);
+        'attempt: loop {
+            if let Err(e) = session
+                .start_transaction()
+                .with_options(options.clone())
+                .await
+            {
+                tx.state = TxState::Aborted;
+                return failed(&e, tx);
+            }
+            let (mut out, sent) = self.run_steps(on, &req, Some(&mut session)).await;
+            let retry = |e: &mongodb::error::Error| {
+                e.contains_label(TRANSIENT_TRANSACTION_ERROR) && started.elapsed() < TX_TIME_LIMIT
+            };
+            match sent {
+                Err(e) => {
+                    let _ = session.abort_transaction().await;
+                    if retry(&e) {
+                        tx.retries = tx.retries.saturating_add(1);
+                        continue 'attempt;
+                    }
+                    tx.state = TxState::Aborted;
+                    return failed(&e, tx);
+                }
+                Ok(()) if !out.matched => {
+                    // A step found nothing to go on with: the transaction is aborted.
+                    let _ = session.abort_transaction().await;
+                    tx.state = TxState::Aborted;
+                    return Outcome {
+                        sent: out.sent,
+                        received: out.received,
+                        tx: Some(tx),
+                        ..Outcome::default()
+                    };
+                }
+                Ok(()) => loop {
+                    match session.commit_transaction().await {
+                        Ok(()) => {
+                            tx.state = TxState::Committed;
+                            out.tx = Some(tx);
+                            return out;
+                        }
+                        Err(e)
+                            if e.contains_label(UNKNOWN_TRANSACTION_COMMIT_RESULT)
+                                && started.elapsed() < TX_TIME_LIMIT =>
+                        {
+                            tx.commit_retries = tx.commit_retries.saturating_add(1);
+                        }
+                        Err(e) if retry(&e) => {
+                            tx.retries = tx.retries.saturating_add(1);
+                            continue 'attempt;
+                        }
+                        Err(e) => {
+                            tx.state = if e.contains_label(UNKNOWN_TRANSACTION_COMMIT_RESULT) {
+                                TxState::InDoubt
+                            } else {
+                                TxState::Aborted
+                            };
+                            return failed(&e, tx);
+                        }
+                    }
+                },
+            }
+        }
+    }
+
+    /// The group's read concern, write concern and read preference for its transactions.
+    fn transaction_options(&self, on: usize) -> mongodb::options::TransactionOptions {
+        let h = self.handles.get(on);
+        let plan = self.handle_plans.get(on);
+        mongodb::options::TransactionOptions::builder()
+            .write_concern(h.and_then(|h| h.write_concern.clone()))
+            .read_concern(plan.and_then(|p| p.concerns.read_concern).map(read_concern))
+            .selection_criteria(
+                h.and_then(|h| h.coll.selection_criteria().cloned()),
+            )
+            .build()
+    }
+}
+
+/// How long a transaction may be retried, from its first attempt: the drivers' convenient API's
+/// limit (120 s).
+pub const TX_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
+
+fn read_concern(r: ReadConcernPlan) -> ReadConcern {
+    match r {
+        ReadConcernPlan::Local => ReadConcern::local(),
+        ReadConcernPlan::Majority => ReadConcern::majority(),
+        ReadConcernPlan::Available => ReadConcern::available(),
+        ReadConcernPlan::Linearizable => ReadConcern::linearizable(),
+        ReadConcernPlan::Snapshot => ReadConcern::snapshot(),
     }
 }
 
@@ -289,13 +425,7 @@ pub fn handle(
         ReadPref::SecondaryPreferred => ReadPreference::SecondaryPreferred { options },
         ReadPref::Nearest => ReadPreference::Nearest { options },
     };
-    let read_concern = c.read_concern.map(|r| match r {
-        ReadConcernPlan::Local => ReadConcern::local(),
-        ReadConcernPlan::Majority => ReadConcern::majority(),
-        ReadConcernPlan::Available => ReadConcern::available(),
-        ReadConcernPlan::Linearizable => ReadConcern::linearizable(),
-        ReadConcernPlan::Snapshot => ReadConcern::snapshot(),
-    });
+    let read_concern = c.read_concern.map(read_concern);
     let opts = CollectionOptions::builder()
         .write_concern(write_concern.clone())
         .read_concern(read_concern)

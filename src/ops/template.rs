@@ -4,7 +4,7 @@
 
 use mongodb::bson::{doc, Bson, Document, RawDocumentBuf};
 use mongodb::options::{Hint, ReturnDocument, WriteModel};
-use mongodb::Collection;
+use mongodb::{ClientSession, Collection};
 
 use super::Outcome;
 use crate::workload::command::{Body, BuiltModel, Command, TemplateRequest};
@@ -66,6 +66,31 @@ fn bson_bytes(b: &Bson) -> u32 {
     }
 }
 
+/// `drain` for a cursor of a transaction's session.
+async fn drain_in(
+    cursor: &mut mongodb::SessionCursor<RawDocumentBuf>,
+    session: &mut ClientSession,
+    measure: bool,
+    out: &mut Outcome,
+    mut first: Option<&mut (dyn FnMut(Document) + Send)>,
+) -> mongodb::error::Result<()> {
+    let mut received = 0usize;
+    while cursor.advance(session).await? {
+        if measure {
+            received += cursor.current().as_bytes().len();
+        }
+        if out.returned == 0 {
+            if let Some(keep) = first.as_deref_mut() {
+                keep(Document::try_from(cursor.current()).unwrap_or_default());
+            }
+        }
+        out.returned += 1;
+    }
+    out.received = received.min(u32::MAX as usize) as u32;
+    out.matched = out.returned > 0;
+    Ok(())
+}
+
 /// An update's counts, as a later step reads them.
 fn update_result(r: mongodb::results::UpdateResult) -> Document {
     let mut d = doc! {
@@ -103,6 +128,16 @@ async fn drain(
     Ok(())
 }
 
+/// Sends a driver action, in the transaction's session when there is one.
+macro_rules! send {
+    ($session:ident, $action:expr) => {
+        match $session.as_deref_mut() {
+            Some(s) => $action.session(s).await,
+            None => $action.await,
+        }
+    };
+}
+
 /// Sends one request; with `result`, keeps what a later step may read of it (`^Step`): the
 /// first document a read returned, the document a findOneAnd* returned, an insert's `_id`s
 /// (`{ _id }`, or `{ insertedIds }` for a batch), an update's `{ matchedCount, modifiedCount,
@@ -112,6 +147,7 @@ pub async fn execute(
     req: TemplateRequest,
     out: &mut Outcome,
     mut result: Option<&mut Option<Document>>,
+    mut session: Option<&mut ClientSession>,
 ) -> mongodb::error::Result<()> {
     let want = result.is_some();
 
@@ -137,10 +173,10 @@ pub async fn execute(
         };
         command.insert("writeConcern", doc! { "w": 0 });
         out.sent = if measure { bytes(&command) } else { 0 };
-        on.client
-            .database(&coll.namespace().db)
-            .run_command(command)
-            .await?;
+        send!(
+            session,
+            on.client.database(&coll.namespace().db).run_command(command)
+        )?;
         return Ok(());
     }
     match (&op.command, req.body) {
@@ -165,11 +201,11 @@ pub async fn execute(
             }
             if *batch == 1 && docs.len() == 1 {
                 let doc = docs.into_iter().next().unwrap_or_default();
-                coll.insert_one(doc).await?;
+                send!(session, coll.insert_one(doc))?;
                 out.inserted = 1;
             } else {
                 let n = docs.len() as u64;
-                match coll.insert_many(docs).ordered(*ordered).await {
+                match send!(session, coll.insert_many(docs).ordered(*ordered)) {
                     Ok(r) => out.inserted = r.inserted_ids.len() as u64,
                     Err(e) => {
                         // Some documents of the batch may be in: ordered stops at the first
@@ -201,8 +237,16 @@ pub async fn execute(
                 .max_time(args.max_time_ms.map(std::time::Duration::from_millis))
                 .build();
             let find = coll.find(filter).with_options(options);
-            let mut cursor = find.await?;
-            drain(&mut cursor, measure, out, want.then_some(&mut keep)).await?;
+            match session.as_deref_mut() {
+                Some(s) => {
+                    let mut cursor = find.session(&mut *s).await?;
+                    drain_in(&mut cursor, s, measure, out, want.then_some(&mut keep)).await?;
+                }
+                None => {
+                    let mut cursor = find.await?;
+                    drain(&mut cursor, measure, out, want.then_some(&mut keep)).await?;
+                }
+            }
         }
         (
             Command::Aggregate {
@@ -226,8 +270,16 @@ pub async fn execute(
             if let Some(h) = hint(h) {
                 agg = agg.hint(h);
             }
-            let mut cursor = agg.await?;
-            drain(&mut cursor, measure, out, want.then_some(&mut keep)).await?;
+            match session.as_deref_mut() {
+                Some(s) => {
+                    let mut cursor = agg.session(&mut *s).await?;
+                    drain_in(&mut cursor, s, measure, out, want.then_some(&mut keep)).await?;
+                }
+                None => {
+                    let mut cursor = agg.await?;
+                    drain(&mut cursor, measure, out, want.then_some(&mut keep)).await?;
+                }
+            }
         }
         (
             Command::Count {
@@ -249,14 +301,15 @@ pub async fn execute(
             if let Some(h) = hint(h) {
                 count = count.hint(h);
             }
-            out.matched = count.await? > 0;
+            out.matched = send!(session, count)? > 0;
         }
         (Command::EstimatedCount, _) => {
+            // Metadata, not a read of documents: it takes no session (nor a transaction).
             out.matched = coll.estimated_document_count().await? > 0;
         }
         (Command::Distinct { key, .. }, Body::Filter(filter)) => {
             out.sent = size(&filter);
-            let values = coll.distinct(key, filter).await?;
+            let values = send!(session, coll.distinct(key, filter))?;
             out.returned = values.len() as u64;
             out.matched = !values.is_empty();
         }
@@ -278,7 +331,7 @@ pub async fn execute(
                 if let Some(c) = collation(&args.collation) {
                     u = u.collation(c);
                 }
-                u.await?
+                send!(session, u)?
             } else {
                 let mut u = coll.update_one(filter, update);
                 if let Some(x) = args.upsert {
@@ -293,7 +346,7 @@ pub async fn execute(
                 if let Some(c) = collation(&args.collation) {
                     u = u.collation(c);
                 }
-                u.await?
+                send!(session, u)?
             };
             out.matched = r.matched_count > 0;
             out.modified = r.modified_count > 0;
@@ -319,7 +372,7 @@ pub async fn execute(
             if let Some(c) = collation(&args.collation) {
                 r = r.collation(c);
             }
-            let r = r.await?;
+            let r = send!(session, r)?;
             out.matched = r.matched_count > 0;
             out.modified = r.modified_count > 0;
             out.updated = r.modified_count;
@@ -346,7 +399,7 @@ pub async fn execute(
                 if let Some(c) = collation(c) {
                     d = d.collation(c);
                 }
-                d.await?.deleted_count
+                send!(session, d)?.deleted_count
             } else {
                 let mut d = coll.delete_one(filter);
                 if let Some(h) = hint(h) {
@@ -355,7 +408,7 @@ pub async fn execute(
                 if let Some(c) = collation(c) {
                     d = d.collation(c);
                 }
-                d.await?.deleted_count
+                send!(session, d)?.deleted_count
             };
             out.deleted = n;
             out.matched = n > 0;
@@ -383,10 +436,10 @@ pub async fn execute(
                         .projection(args.projection.clone())
                         .hint(hint(&args.hint))
                         .build();
-                    let found = coll
-                        .find_one_and_delete(filter)
-                        .with_options(options)
-                        .await?;
+                    let found = send!(
+                        session,
+                        coll.find_one_and_delete(filter).with_options(options)
+                    )?;
                     if found.is_some() {
                         out.deleted = 1;
                         out.modified = true;
@@ -407,9 +460,11 @@ pub async fn execute(
                         .upsert(args.upsert)
                         .hint(hint(&args.hint))
                         .build();
-                    coll.find_one_and_replace(filter, replacement)
-                        .with_options(options)
-                        .await?
+                    send!(
+                        session,
+                        coll.find_one_and_replace(filter, replacement)
+                            .with_options(options)
+                    )?
                 }
                 (Some(_), Some(s)) => {
                     let options = mongodb::options::FindOneAndUpdateOptions::builder()
@@ -420,9 +475,11 @@ pub async fn execute(
                         .array_filters(args.array_filters.clone())
                         .hint(hint(&args.hint))
                         .build();
-                    coll.find_one_and_update(filter, update_of(s))
-                        .with_options(options)
-                        .await?
+                    send!(
+                        session,
+                        coll.find_one_and_update(filter, update_of(s))
+                            .with_options(options)
+                    )?
                 }
             };
             // The driver gives the document only, not the server's lastErrorObject: a found
@@ -549,7 +606,7 @@ pub async fn execute(
             if let Some(wc) = on.write_concern {
                 bulk = bulk.write_concern(wc.clone());
             }
-            let r = bulk.await?;
+            let r = send!(session, bulk)?;
             out.inserted = r.inserted_count as u64;
             out.upserted = r.upserted_count as u64;
             out.deleted = r.deleted_count as u64;
@@ -560,7 +617,7 @@ pub async fn execute(
         (Command::RunCommand { .. }, Body::Command(command)) => {
             out.sent = size(&command);
             let db = on.client.database(&coll.namespace().db);
-            let reply = db.run_command(command).await?;
+            let reply = send!(session, db.run_command(command))?;
             if measure {
                 out.received = bytes(&reply);
             }

@@ -175,6 +175,16 @@ pub struct CollectionPlan {
     pub name: String,
     pub setup: SetupPlan,
     pub document: Arc<DocGen>,
+    /// Checked after each run (`invariant = { sum, min }`).
+    pub invariant: Option<InvariantPlan>,
+}
+
+/// The sum of `field` over the collection stays what it was before the load, and no value of
+/// it falls below `min`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InvariantPlan {
+    pub field: String,
+    pub min: Option<f64>,
 }
 
 /// A collection with the concerns a group sends on it.

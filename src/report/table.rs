@@ -94,6 +94,41 @@ fn body(s: &Summary, width: Option<usize>, out: &mut dyn Write) -> std::io::Resu
         out,
     )?;
     for run in &s.runs {
+        let prefix = if with_run {
+            format!("run {}: ", run.run)
+        } else {
+            String::new()
+        };
+        // Per group (the totals would repeat them).
+        for row in run.rows.iter().filter(|r| r.label.group_name().is_some()) {
+            let Some(t) = &row.transactions else { continue };
+            let most = t.retried.keys().next_back().copied().unwrap_or(0);
+            let mut retried: Vec<String> = t
+                .retried
+                .iter()
+                .take(4)
+                .map(|(k, n)| format!("{n} x {k}"))
+                .collect();
+            if t.retried.len() > 4 {
+                retried.push(format!("... at most {most}"));
+            }
+            writeln!(
+                out,
+                "{prefix}transactions {}: {} committed, {} aborted, {} in doubt; {} retries of the whole transaction (transactions x retries: {}), {} of the commit",
+                row.label,
+                t.committed,
+                t.aborted,
+                t.in_doubt,
+                t.retries,
+                retried.join(", "),
+                t.commit_retries
+            )?;
+        }
+        for i in &run.invariants {
+            writeln!(out, "{prefix}{}", i.line())?;
+        }
+    }
+    for run in &s.runs {
         if let Some(l) = &run.load {
             let prefix = if with_run {
                 format!("run {}: ", run.run)

@@ -144,6 +144,10 @@ impl Summary {
         !self.failures.is_empty()
             || self.runs.iter().any(|r| !r.failures.is_empty())
             || self.warnings.iter().any(|w| w.code == WarningCode::Failure)
+            || self
+                .runs
+                .iter()
+                .any(|r| r.invariants.iter().any(|i| !i.holds))
     }
 
     /// What the exit code is made of.
@@ -164,6 +168,46 @@ impl Summary {
     /// The exit code this result earns (`run`, `merge` and `report.html` all ask here).
     pub fn exit_code(&self) -> i32 {
         self.outcome().exit_code()
+    }
+}
+
+/// A collection's invariant over one run: the sum of `field` before the load and after it,
+/// the lowest value after, and how many fell below `min`. It holds when the sums are equal and
+/// nothing is below `min`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InvariantResult {
+    pub collection: String,
+    pub field: String,
+    pub sum_before: f64,
+    pub sum_after: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lowest: Option<f64>,
+    pub below_min: u64,
+    pub documents: u64,
+    pub holds: bool,
+}
+
+impl InvariantResult {
+    /// `accounts.balance: sum 100000 before, 100000 after; lowest 3, none below 0: holds`.
+    pub fn line(&self) -> String {
+        let lowest = self
+            .lowest
+            .map_or(String::new(), |l| format!("; lowest {l}"));
+        let below = match self.min {
+            Some(m) if self.below_min == 0 => format!(", none below {m}"),
+            Some(m) => format!(", {} below {m}", self.below_min),
+            None => String::new(),
+        };
+        format!(
+            "invariant {}.{}: sum {} before the load, {} after{lowest}{below}: {}",
+            self.collection,
+            self.field,
+            self.sum_before,
+            self.sum_after,
+            if self.holds { "holds" } else { "DOES NOT HOLD" }
+        )
     }
 }
 
@@ -322,6 +366,9 @@ pub struct RunResult {
     pub start: Option<StartInfo>,
     /// Each threshold of the plan, judged on this run (warm-up excluded).
     pub thresholds: Vec<ThresholdResult>,
+    /// Each collection's invariant (`invariant = { sum, min }`), before and after this run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub invariants: Vec<InvariantResult>,
     /// What failed inside the run (a virtual user's or the recorder's panic); shown as warnings.
     #[serde(skip)]
     pub failures: Vec<String>,
@@ -455,6 +502,7 @@ impl RunResult {
             load: None,
             start: None,
             thresholds: Vec::new(),
+            invariants: Vec::new(),
             failures: Vec::new(),
         }
     }

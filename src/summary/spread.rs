@@ -83,6 +83,7 @@ mod tests {
                     start: None,
                     load: None,
                     thresholds: Vec::new(),
+                    invariants: Vec::new(),
                     failures: Vec::new(),
                 }
             })

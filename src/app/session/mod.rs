@@ -154,6 +154,13 @@ impl<B: Backend + Clone> Session<'_, B> {
         if self.stop.is_cancelled() {
             return Ok(false);
         }
+        // The invariants before the load (one part alone cannot judge a shared collection).
+        let checks = self.plan.collections.iter().any(|c| c.invariant.is_some()) && self.plan.part.is_none();
+        let before = if checks {
+            self.backend.invariants(self.plan).await
+        } else {
+            Default::default()
+        };
         let seed = self.opts.seed.wrapping_add(u64::from(run) - 1);
         // Each part draws its own documents and keys from the run's shared seed.
         let seed = self.plan.part.as_ref().map_or(seed, |p| p.part.seed(seed));
@@ -167,6 +174,28 @@ impl<B: Backend + Clone> Session<'_, B> {
             )
             .await;
         result.start = start;
+        if checks {
+            let (after, errors) = self.backend.invariants(self.plan).await;
+            result.failures.extend(before.1.into_iter().chain(errors));
+            for a in after {
+                let Some(b) = before.0.iter().find(|b| b.collection == a.collection) else {
+                    continue;
+                };
+                let inv = crate::summary::InvariantResult {
+                    collection: a.collection.clone(),
+                    field: a.field.clone(),
+                    sum_before: b.sum,
+                    sum_after: a.sum,
+                    min: a.min,
+                    lowest: a.lowest,
+                    below_min: a.below,
+                    documents: a.documents,
+                    holds: a.sum == b.sum && a.below == 0,
+                };
+                self.say(inv.line());
+                result.invariants.push(inv);
+            }
+        }
         result.load = prepared.load.map(|(documents, took)| {
             let secs = took.as_secs_f64();
             crate::summary::LoadResult {

@@ -48,6 +48,7 @@ pub(super) fn collections(
             name: target.collection.clone(),
             setup,
             document: Arc::new(document),
+            invariant: None,
         }]);
     }
     let both = |k: &str, set: bool| {
@@ -113,6 +114,23 @@ pub(super) fn collections(
                 indexes,
             },
             document: Arc::new(document),
+            invariant: match &c.invariant {
+                None => None,
+                Some(d) => {
+                    let ok = !d.sum.is_empty() && !d.sum.starts_with('$') && !d.sum.contains('\0');
+                    if !ok {
+                        return Err(loaded.error_at(
+                            &format!("{at}.invariant.sum"),
+                            "not a field name",
+                            "invariant = { sum = \"balance\", min = 0 }",
+                        ));
+                    }
+                    Some(crate::plan::InvariantPlan {
+                        field: d.sum.clone(),
+                        min: d.min,
+                    })
+                }
+            },
         });
     }
     target.collection = out[0].name.clone();

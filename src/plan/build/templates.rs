@@ -559,12 +559,6 @@ impl GroupAt<'_> {
         collection: usize,
     ) -> Result<OpSpec, ProfileError> {
         let g = self.g;
-        if g.transaction == Some(true) {
-            return Err(self.err(
-                "transaction",
-                "transactions of steps are not built yet (issue 22): the steps would run one by one, not all or nothing".into(),
-            ));
-        }
         if steps.is_empty() {
             return Err(self.err("steps", "[[group.steps]] is empty".into()));
         }

@@ -32,6 +32,7 @@ bundled! {
     "ycsb-d" => "YCSB D, read latest: 95 % get / 5 % insert, latest; 100,000 documents loaded first",
     "ycsb-e" => "YCSB E, short ranges: 95 % scan (up to 100) / 5 % insert, zipfian; 100,000 loaded first",
     "ycsb-f" => "YCSB F, read-modify-write: 50 % get / 50 % rmw, zipfian; 100,000 documents loaded first",
+    "transfer" => "the bank test: transfers between accounts in transactions, then the check that no money was made or lost",
     "orders" => "your own workload, by example: a range query with sort and limit, an aggregation, batched inserts, an upsert, on two collections",
 }
 

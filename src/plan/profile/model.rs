@@ -45,6 +45,16 @@ pub struct CollectionDef {
     pub indexes: Vec<toml::Table>,
     #[serde(default)]
     pub document: toml::Table,
+    /// Checked after the run: the sum of a field is what it was before, and no value is below
+    /// `min` (the bank-transfer invariant): `invariant = { sum = "balance", min = 0 }`.
+    pub invariant: Option<InvariantDef>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct InvariantDef {
+    pub sum: String,
+    pub min: Option<f64>,
 }
 
 /// Declares a struct with the given fields and one optional table per operation of the
