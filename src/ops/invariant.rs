@@ -23,9 +23,7 @@ pub struct Reading {
 }
 
 /// The first document of an aggregation's cursor.
-async fn next(
-    cursor: &mut mongodb::Cursor<Document>,
-) -> mongodb::error::Result<Option<Document>> {
+async fn next(cursor: &mut mongodb::Cursor<Document>) -> mongodb::error::Result<Option<Document>> {
     if cursor.advance().await? {
         Ok(Some(Document::try_from(cursor.current())?))
     } else {

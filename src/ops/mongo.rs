@@ -117,10 +117,7 @@ impl Backend for MongoBackend {
         super::explain::plans(plan, &self.client, keys).await
     }
 
-    async fn invariants(
-        &self,
-        plan: &RunPlan,
-    ) -> (Vec<super::invariant::Reading>, Vec<String>) {
+    async fn invariants(&self, plan: &RunPlan) -> (Vec<super::invariant::Reading>, Vec<String>) {
         super::invariant::read(plan, &self.client).await
     }
 
@@ -367,9 +364,7 @@ impl MongoBackend {
         mongodb::options::TransactionOptions::builder()
             .write_concern(h.and_then(|h| h.write_concern.clone()))
             .read_concern(plan.and_then(|p| p.concerns.read_concern).map(read_concern))
-            .selection_criteria(
-                h.and_then(|h| h.coll.selection_criteria().cloned()),
-            )
+            .selection_criteria(h.and_then(|h| h.coll.selection_criteria().cloned()))
             .build()
     }
 }

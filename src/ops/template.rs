@@ -175,7 +175,9 @@ pub async fn execute(
         out.sent = if measure { bytes(&command) } else { 0 };
         send!(
             session,
-            on.client.database(&coll.namespace().db).run_command(command)
+            on.client
+                .database(&coll.namespace().db)
+                .run_command(command)
         )?;
         return Ok(());
     }

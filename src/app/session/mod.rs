@@ -155,7 +155,8 @@ impl<B: Backend + Clone> Session<'_, B> {
             return Ok(false);
         }
         // The invariants before the load (one part alone cannot judge a shared collection).
-        let checks = self.plan.collections.iter().any(|c| c.invariant.is_some()) && self.plan.part.is_none();
+        let checks =
+            self.plan.collections.iter().any(|c| c.invariant.is_some()) && self.plan.part.is_none();
         let before = if checks {
             self.backend.invariants(self.plan).await
         } else {

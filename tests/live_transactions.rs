@@ -1,0 +1,250 @@
+//! Steps and transactions against the real server: the bundled transfer profile commits its
+//! transactions, retries on the hot keys' write conflicts, and keeps the money (the tool's
+//! invariant and an independent client's sum agree); a read-then-write flow does on the server
+//! exactly the updates it counts; a transaction whose second step is refused leaves no trace of
+//! its first.
+
+mod common;
+
+use common::{bin, read_json, row, TestServer};
+use mongodb::bson::{doc, Document};
+
+/// The bundled transfer profile on this test's own database, with `keys` for the accounts.
+fn transfer(db: &str, keys: &str) -> String {
+    let text = mongo_stress::plan::profile::bundled::get("transfer")
+        .unwrap()
+        .replace("keys = \"zipfian\"", &format!("keys = \"{keys}\""));
+    assert!(text.contains(&format!("keys = \"{keys}\"")));
+    format!("{text}\n[target]\ndatabase = \"{db}\"\n")
+}
+
+fn run(server: &TestServer, text: &str, extra: &[&str]) -> serde_json::Value {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("p.toml");
+    std::fs::write(&profile, text).unwrap();
+    let out = dir.path().join("run");
+    bin()
+        .args([
+            "run",
+            profile.to_str().unwrap(),
+            "--uri",
+            &server.uri,
+            "--quiet",
+        ])
+        .args(["--no-resources", "--out"])
+        .arg(&out)
+        .args(extra)
+        .timeout(std::time::Duration::from_secs(120))
+        .assert()
+        .code(0);
+    let summary = read_json(&out.join("summary.json"));
+    common::validate_schema(&summary);
+    summary
+}
+
+/// Sum and lowest of the accounts' balances, as an independent client reads them.
+fn balances(server: &TestServer, db: &str) -> (i64, i64, u64) {
+    let client = server.client();
+    let accounts = client.database(db).collection::<Document>("accounts");
+    common::runtime().block_on(async {
+        let mut cursor = accounts.find(doc! {}).await.unwrap();
+        let (mut sum, mut lowest, mut n) = (0i64, i64::MAX, 0u64);
+        while cursor.advance().await.unwrap() {
+            let d = Document::try_from(cursor.current()).unwrap();
+            let b = match d.get("balance").unwrap() {
+                mongodb::bson::Bson::Int32(x) => i64::from(*x),
+                mongodb::bson::Bson::Int64(x) => *x,
+                other => panic!("balance is not an integer: {other:?}"),
+            };
+            sum += b;
+            lowest = lowest.min(b);
+            n += 1;
+        }
+        (sum, lowest, n)
+    })
+}
+
+#[test]
+fn transfers_commit_retry_on_hot_keys_and_keep_the_money() {
+    let Some(server) = TestServer::start() else {
+        return common::skipped("MONGO_STRESS_SKIP_LIVE");
+    };
+    let mut retries = Vec::new();
+    for keys in ["uniform", "zipfian"] {
+        let db = common::unique_db(&format!("transfer_{keys}"));
+        let s = run(
+            &server,
+            &transfer(&db, keys),
+            &["--duration", "3s", "--threads", "16"],
+        );
+        let r = row(&s, "transfer");
+        let t = &r["transactions"];
+        let committed = t["committed"].as_u64().unwrap();
+        let aborted = t["aborted"].as_u64().unwrap();
+        assert!(committed > 100, "{keys}: {t}");
+        // Every sample is one transaction, ended one way or another.
+        assert_eq!(
+            committed + aborted + t["in_doubt"].as_u64().unwrap(),
+            r["samples"].as_u64().unwrap(),
+            "{keys}: {t}"
+        );
+        assert_eq!(t["in_doubt"], 0, "{keys}: no server went away");
+        // Each committed transfer is two updates, each changing one document.
+        assert_eq!(r["updated"].as_u64().unwrap(), 2 * committed, "{keys}: {r}");
+        let hist: u64 = t["retried"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|v| v.as_u64().unwrap())
+            .sum();
+        assert_eq!(
+            hist,
+            r["samples"].as_u64().unwrap(),
+            "{keys}: the histogram counts every transaction"
+        );
+        retries.push(t["retries"].as_u64().unwrap() as f64 / r["samples"].as_f64().unwrap());
+        // The tool's invariant, and an independent client's sum.
+        let inv = &s["runs"][0]["invariants"][0];
+        assert_eq!(inv["holds"], true, "{keys}: {inv}");
+        assert_eq!(inv["sum_before"], 100_000.0);
+        assert_eq!(inv["sum_after"], 100_000.0);
+        let (sum, lowest, n) = balances(&server, &db);
+        assert_eq!((sum, n), (100_000, 1000), "{keys}: the server's sum");
+        assert!(lowest >= 0, "{keys}: a negative balance {lowest}");
+    }
+    // Hot keys meet: most transfers on a few accounts conflict and are retried.
+    let (uniform, zipfian) = (retries[0], retries[1]);
+    assert!(
+        zipfian > 0.01,
+        "zipfian transfers retried {zipfian} times per transfer"
+    );
+    assert!(
+        zipfian > 2.0 * uniform,
+        "retries per transfer: uniform {uniform}, zipfian {zipfian}"
+    );
+}
+
+#[test]
+fn a_read_then_write_flow_does_on_the_server_the_updates_it_counts() {
+    let Some(server) = TestServer::start() else {
+        return common::skipped("MONGO_STRESS_SKIP_LIVE");
+    };
+    let db = common::unique_db("readwrite");
+    let text = format!(
+        r#"[target]
+database = "{db}"
+[[collection]]
+name = "items"
+drop = true
+preload = 200
+[collection.document]
+hits = 0
+[[group]]
+name = "touch"
+keys = "zipfian"
+threads = 4
+loops = 250
+[[group.steps]]
+findOne = {{ filter = {{ _id = {{ "^Key" = {{}} }} }}, projection = {{ _id = 1 }} }}
+[[group.steps]]
+updateOne = {{ filter = {{ _id = {{ "^Step" = {{ index = 0, path = "_id" }} }} }}, update = {{ "$inc" = {{ hits = 1 }} }} }}
+"#
+    );
+    let s = run(&server, &text, &[]);
+    let r = row(&s, "touch");
+    assert_eq!(r["samples"], 1000);
+    assert_eq!(r["errors"], 0);
+    // Every read found its document and every update changed it.
+    assert_eq!(r["matched"], 1000, "{r}");
+    assert_eq!(r["returned"], 1000, "{r}");
+    assert_eq!(r["updated"], 1000, "{r}");
+    let client = server.client();
+    let hits: i64 = common::runtime().block_on(async {
+        let items = client.database(&db).collection::<Document>("items");
+        let mut c = items
+            .aggregate(vec![
+                doc! { "$group": { "_id": null, "n": { "$sum": "$hits" } } },
+            ])
+            .await
+            .unwrap();
+        assert!(c.advance().await.unwrap());
+        let d = Document::try_from(c.current()).unwrap();
+        match d.get("n").unwrap() {
+            mongodb::bson::Bson::Int32(x) => i64::from(*x),
+            mongodb::bson::Bson::Int64(x) => *x,
+            other => panic!("{other:?}"),
+        }
+    });
+    assert_eq!(hits, 1000, "the documents' own counters");
+}
+
+#[test]
+fn a_transaction_whose_second_step_is_refused_aborts_and_leaves_no_trace() {
+    let Some(server) = TestServer::start() else {
+        return common::skipped("MONGO_STRESS_SKIP_LIVE");
+    };
+    let db = common::unique_db("abort");
+    // The first step writes a log entry; the second inserts an account whose _id exists.
+    let text = format!(
+        r#"[target]
+database = "{db}"
+[[collection]]
+name = "accounts"
+drop = true
+preload = 10
+[collection.document]
+balance = 100
+[[collection]]
+name = "log"
+drop = true
+[[group]]
+name = "open"
+threads = 2
+loops = 20
+transaction = true
+[[group.steps]]
+collection = "log"
+insertOne = {{ document = {{ note = "opening" }} }}
+[[group.steps]]
+insertOne = {{ document = {{ _id = 3, balance = 0 }} }}
+"#
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("p.toml");
+    std::fs::write(&profile, text).unwrap();
+    let out = dir.path().join("run");
+    // Every operation fails (a duplicate key): exit 1, with everything summarised.
+    bin()
+        .args([
+            "run",
+            profile.to_str().unwrap(),
+            "--uri",
+            &server.uri,
+            "--quiet",
+        ])
+        .args(["--no-resources", "--out"])
+        .arg(&out)
+        .timeout(std::time::Duration::from_secs(120))
+        .assert()
+        .code(1);
+    let s = read_json(&out.join("summary.json"));
+    common::validate_schema(&s);
+    let r = row(&s, "open");
+    let t = &r["transactions"];
+    assert_eq!(r["samples"], 40);
+    assert_eq!(t["aborted"], 40, "{t}");
+    assert_eq!(t["committed"], 0, "{t}");
+    assert_eq!(r["errors"], 40, "{r}");
+    assert_eq!(
+        r["inserted"], 0,
+        "an aborted transaction's inserts are not counted: {r}"
+    );
+    let classes = &s["runs"][0]["errors_by_class"]["open"];
+    assert!(
+        classes.as_object().unwrap().contains_key("duplicate_key"),
+        "{classes}"
+    );
+    // The server's witness: no log entry survived, the accounts are as preloaded.
+    assert_eq!(server.count(&db, "log", doc! {}), 0);
+    assert_eq!(server.count(&db, "accounts", doc! {}), 10);
+}
