@@ -102,6 +102,17 @@ fn transfers_commit_retry_on_hot_keys_and_keep_the_money() {
             r["samples"].as_u64().unwrap(),
             "{keys}: the histogram counts every transaction"
         );
+        // Each step's row times the step (of the attempt that counted), and the first attempt
+        // of every transaction has a row of its own.
+        let samples = r["samples"].as_u64().unwrap();
+        assert_eq!(
+            row(&s, "transfer:step0")["samples"].as_u64().unwrap(),
+            samples
+        );
+        assert!(row(&s, "transfer:step1")["samples"].as_u64().unwrap() >= committed);
+        let first = row(&s, "transfer:first-attempt");
+        assert_eq!(first["samples"].as_u64().unwrap(), samples);
+        assert!(first["average_ms"].as_f64().unwrap() <= r["average_ms"].as_f64().unwrap() + 1e-9);
         retries.push(t["retries"].as_u64().unwrap() as f64 / r["samples"].as_f64().unwrap());
         // The tool's invariant, and an independent client's sum.
         let inv = &s["runs"][0]["invariants"][0];

@@ -177,10 +177,13 @@ pub(super) async fn virtual_user<B: Backend>(
                 let mut out = Outcome::timed_out(ctx.op_timeout);
                 // Abandoned mid-transaction: whether it committed is not known.
                 if matches!(spec, OpSpec::Steps(s) if s.transaction) {
-                    out.tx = Some(crate::metrics::sample::TxSample {
-                        state: crate::metrics::sample::TxState::InDoubt,
+                    out.extra = Some(Box::new(crate::metrics::sample::SampleExtra {
+                        tx: Some(crate::metrics::sample::TxSample {
+                            state: crate::metrics::sample::TxState::InDoubt,
+                            ..Default::default()
+                        }),
                         ..Default::default()
-                    });
+                    }));
                 }
                 out
             }
@@ -201,7 +204,7 @@ pub(super) async fn virtual_user<B: Backend>(
             received: out.received,
             matched: out.matched,
             modified: out.modified,
-            tx: out.tx,
+            extra: out.extra,
             docs: OpDocs::new(
                 out.returned,
                 out.inserted,

@@ -125,7 +125,8 @@ pub struct GroupMetrics {
     pub errors_by_class: BTreeMap<ErrorClass, u64>,
     /// Distinct error messages with their counts (bounded, see `MAX_MESSAGES`).
     pub messages: BTreeMap<String, u64>,
-    /// A group that mixes operations: the same per operation kind.
+    /// A group that mixes operations: the same per operation kind (and a group of steps: the
+    /// time of each step, and a transaction's first attempt).
     pub kinds: BTreeMap<OpName, GroupMetrics>,
 }
 
@@ -234,6 +235,10 @@ impl Default for GroupMetrics {
     }
 }
 
+/// The row of a transaction's first attempt (`transfer:first-attempt`): its latency before any
+/// retry, beside the whole transaction's in the group's row.
+pub const FIRST_ATTEMPT: &str = "first-attempt";
+
 /// The kind a summary row's label names when it is one of group `group`'s kind rows
 /// (`group:kind`, as the recorder labels a mix's kinds); None for any other row.
 pub fn kind_row_of(label: &Label, group: &str) -> Option<OpName> {
@@ -248,6 +253,21 @@ impl GroupMetrics {
         if s.mixed {
             self.kinds.entry(s.op.clone()).or_default().record_one(s);
         }
+        // Steps: each its own row's time (`group:step`), and a transaction's first attempt.
+        if let Some(e) = &s.extra {
+            for (name, us) in &e.steps {
+                self.kinds
+                    .entry(name.clone())
+                    .or_default()
+                    .record_latency(s.start_us, u64::from(*us));
+            }
+            if let Some(us) = e.first_attempt_us {
+                self.kinds
+                    .entry(OpName::from(FIRST_ATTEMPT))
+                    .or_default()
+                    .record_latency(s.start_us, u64::from(us));
+            }
+        }
         self.record_one(s);
     }
 
@@ -260,7 +280,7 @@ impl GroupMetrics {
         self.matched += u64::from(s.matched);
         self.modified += u64::from(s.modified);
         self.docs.add_op(&s.docs);
-        if let Some(t) = &s.tx {
+        if let Some(t) = s.extra.as_ref().and_then(|e| e.tx.as_ref()) {
             self.tx.add_op(t);
         }
         if let Some(e) = &s.error {

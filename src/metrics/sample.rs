@@ -109,6 +109,18 @@ pub struct TxSample {
     pub commit_retries: u16,
 }
 
+/// What an operation of several steps adds to its sample.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SampleExtra {
+    /// Each step sent, in order: its row's name and microseconds (of the attempt that
+    /// counted, for a transaction).
+    pub steps: Vec<(crate::workload::op::OpName, u32)>,
+    /// A transaction's end and retries; None for steps outside one.
+    pub tx: Option<TxSample>,
+    /// A transaction's first attempt, microseconds (its steps and commit, before any retry).
+    pub first_attempt_us: Option<u32>,
+}
+
 #[derive(Debug, Clone)]
 pub struct Sample {
     /// `GroupPlan::index`.
@@ -139,8 +151,9 @@ pub struct Sample {
     pub modified: bool,
     /// Documents returned, inserted, upserted, deleted (a batch is one sample).
     pub docs: OpDocs,
-    /// A transaction's end and retries (`transaction = true`); None outside one.
-    pub tx: Option<TxSample>,
+    /// Steps and transactions: each step's time, a transaction's end, retries and first
+    /// attempt (boxed: most operations have none).
+    pub extra: Option<Box<SampleExtra>>,
     pub error: Option<Box<OpError>>,
 }
 
@@ -163,7 +176,7 @@ impl Sample {
             matched: false,
             modified: false,
             docs: Default::default(),
-            tx: None,
+            extra: None,
             error: None,
         }
     }
@@ -217,10 +230,10 @@ mod tests {
 
     #[test]
     #[cfg(target_pointer_width = "64")]
-    fn a_sample_sent_per_operation_stays_96_bytes() {
+    fn a_sample_sent_per_operation_stays_104_bytes() {
         // 56 before the profile's own operations: document counts (20 bytes), a named
-        // operation (a tagged thin pointer, 16 with alignment, instead of a byte) and a
-        // transaction's end and retries (8) were added.
-        assert_eq!(std::mem::size_of::<Sample>(), 96);
+        // operation (a tagged thin pointer, 16 with alignment, instead of a byte) and the steps'
+        // and transaction's extra (a pointer, boxed: most operations have none) were added.
+        assert_eq!(std::mem::size_of::<Sample>(), 104);
     }
 }

@@ -83,8 +83,8 @@ pub struct Outcome {
     pub updated: u64,
     pub upserted: u64,
     pub deleted: u64,
-    /// A transaction's end and its retries; None for an operation outside one.
-    pub tx: Option<crate::metrics::sample::TxSample>,
+    /// Steps and transactions: each step's time, a transaction's end, retries and first attempt.
+    pub extra: Option<Box<crate::metrics::sample::SampleExtra>>,
     pub error: Option<Box<crate::metrics::OpError>>,
 }
 

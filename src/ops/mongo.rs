@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Backend, Outcome, Prepared};
 use crate::error::Error;
+use crate::metrics::sample::SampleExtra;
 use crate::plan::{
     Concerns, HandlePlan, ReadConcernPlan, ReadPref, RunPlan, TargetPlan, WriteConcernPlan,
 };
@@ -186,6 +187,7 @@ impl MongoBackend {
         let mut rng = rand::rngs::SmallRng::seed_from_u64(req.seed);
         let mut state = UserState::default();
         let mut results: Vec<Option<Document>> = Vec::with_capacity(op.steps.len());
+        let mut timed: Vec<(crate::workload::op::OpName, u32)> = Vec::with_capacity(op.steps.len());
         for (step, pre) in op.steps.iter().zip(&req.built) {
             let mut _late = None;
             let built = match pre {
@@ -221,6 +223,7 @@ impl MongoBackend {
             };
             let mut one = Outcome::default();
             let mut result = None;
+            let step_started = std::time::Instant::now();
             let sent = super::template::execute(
                 super::template::On {
                     coll: &h.coll,
@@ -236,6 +239,10 @@ impl MongoBackend {
                 session.as_deref_mut(),
             )
             .await;
+            timed.push((
+                step.name.clone(),
+                step_started.elapsed().as_micros().min(u128::from(u32::MAX)) as u32,
+            ));
             out.sent = out.sent.saturating_add(one.sent);
             out.received = out.received.saturating_add(one.received);
             out.modified |= one.modified;
@@ -246,6 +253,10 @@ impl MongoBackend {
             out.deleted += one.deleted;
             if let Err(e) = sent {
                 out.matched = false;
+                out.extra = Some(Box::new(SampleExtra {
+                    steps: timed,
+                    ..SampleExtra::default()
+                }));
                 return (out, Err(e));
             }
             // A write sent with w:0 says nothing of what it matched: the steps go on.
@@ -265,6 +276,10 @@ impl MongoBackend {
             }
             results.push(result);
         }
+        out.extra = Some(Box::new(SampleExtra {
+            steps: timed,
+            ..SampleExtra::default()
+        }));
         (out, Ok(()))
     }
 
@@ -279,16 +294,27 @@ impl MongoBackend {
         use mongodb::error::{TRANSIENT_TRANSACTION_ERROR, UNKNOWN_TRANSACTION_COMMIT_RESULT};
         let started = std::time::Instant::now();
         let mut tx = TxSample::default();
-        let failed = |e: &mongodb::error::Error, tx: TxSample| Outcome {
-            error: Some(Box::new(super::classify::classify(e))),
-            tx: Some(tx),
-            ..Outcome::default()
+        // The first attempt's time, taken when it ends (committed, retried or given up).
+        let mut first: Option<u32> = None;
+        let us = |d: std::time::Duration| d.as_micros().min(u128::from(u32::MAX)) as u32;
+        let ended = |out: &mut Outcome, tx: TxSample, first: Option<u32>| {
+            let extra = out.extra.get_or_insert_with(Default::default);
+            extra.tx = Some(tx);
+            extra.first_attempt_us = first;
+        };
+        let failed = |e: &mongodb::error::Error, tx: TxSample, first: Option<u32>| {
+            let mut out = Outcome {
+                error: Some(Box::new(super::classify::classify(e))),
+                ..Outcome::default()
+            };
+            ended(&mut out, tx, first);
+            out
         };
         let mut session = match self.client.start_session().await {
             Ok(s) => s,
             Err(e) => {
                 tx.state = TxState::Aborted;
-                return failed(&e, tx);
+                return failed(&e, tx, first.or(Some(us(started.elapsed()))));
             }
         };
         let options = self.transaction_options(on);
@@ -299,8 +325,9 @@ impl MongoBackend {
                 .await
             {
                 tx.state = TxState::Aborted;
-                return failed(&e, tx);
+                return failed(&e, tx, first.or(Some(us(started.elapsed()))));
             }
+            let attempt = std::time::Instant::now();
             let (mut out, sent) = self.run_steps(on, &req, Some(&mut session)).await;
             let retry = |e: &mongodb::error::Error| {
                 e.contains_label(TRANSIENT_TRANSACTION_ERROR) && started.elapsed() < TX_TIME_LIMIT
@@ -308,29 +335,34 @@ impl MongoBackend {
             match sent {
                 Err(e) => {
                     let _ = session.abort_transaction().await;
+                    first.get_or_insert(us(attempt.elapsed()));
                     if retry(&e) {
                         tx.retries = tx.retries.saturating_add(1);
                         continue 'attempt;
                     }
                     tx.state = TxState::Aborted;
-                    return failed(&e, tx);
+                    return failed(&e, tx, first.or(Some(us(started.elapsed()))));
                 }
                 Ok(()) if !out.matched => {
                     // A step found nothing to go on with: the transaction is aborted.
                     let _ = session.abort_transaction().await;
                     tx.state = TxState::Aborted;
-                    return Outcome {
+                    first.get_or_insert(us(attempt.elapsed()));
+                    let mut aborted = Outcome {
                         sent: out.sent,
                         received: out.received,
-                        tx: Some(tx),
+                        extra: out.extra.take(),
                         ..Outcome::default()
                     };
+                    ended(&mut aborted, tx, first);
+                    return aborted;
                 }
                 Ok(()) => loop {
                     match session.commit_transaction().await {
                         Ok(()) => {
                             tx.state = TxState::Committed;
-                            out.tx = Some(tx);
+                            first.get_or_insert(us(attempt.elapsed()));
+                            ended(&mut out, tx, first);
                             return out;
                         }
                         Err(e)
@@ -340,6 +372,7 @@ impl MongoBackend {
                             tx.commit_retries = tx.commit_retries.saturating_add(1);
                         }
                         Err(e) if retry(&e) => {
+                            first.get_or_insert(us(attempt.elapsed()));
                             tx.retries = tx.retries.saturating_add(1);
                             continue 'attempt;
                         }
@@ -349,7 +382,7 @@ impl MongoBackend {
                             } else {
                                 TxState::Aborted
                             };
-                            return failed(&e, tx);
+                            return failed(&e, tx, first.or(Some(us(started.elapsed()))));
                         }
                     }
                 },

@@ -306,6 +306,14 @@ impl GroupPlan {
 
     /// The kinds of the group's operations, in the profile's order.
     pub fn kinds(&self) -> Vec<crate::workload::op::OpName> {
+        if let OpSpec::Steps(s) = &self.op {
+            // A group of steps has a row per step, and a transaction's first attempt.
+            let mut names: Vec<_> = s.steps.iter().map(|t| t.name.clone()).collect();
+            if s.transaction {
+                names.push(crate::metrics::group::FIRST_ATTEMPT.into());
+            }
+            return names;
+        }
         if self.mix.is_empty() {
             vec![self.op.kind()]
         } else {

@@ -76,6 +76,7 @@ pub fn data(dir: &RunDir) -> Value {
         .flat_map(|g| {
             std::iter::once(Label::group(&g.name))
                 .chain(g.mix.iter().map(|k| Label::kind(&g.name, k.op.clone())))
+                .chain(g.steps.iter().map(|k| Label::kind(&g.name, k.as_str())))
                 .map(|label| {
                     let name = label.to_string();
                     json!({

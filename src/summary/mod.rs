@@ -322,6 +322,10 @@ pub struct GroupInfo {
     /// for the built-in ones.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub operations: Vec<String>,
+    /// A group of steps: its rows besides its own (`group:STEP`, and `group:first-attempt`
+    /// for a transaction).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<String>,
     /// The group's write concern (`1`, `0`, `majority`), when it sets one or `[target]` does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_concern: Option<String>,
@@ -417,6 +421,12 @@ pub fn group_info(plan: &RunPlan) -> Vec<GroupInfo> {
                         })
                         .collect()
                 },
+                steps: match &g.op {
+                    crate::workload::OpSpec::Steps(_) => {
+                        g.kinds().iter().map(|k| k.to_string()).collect()
+                    }
+                    _ => Vec::new(),
+                },
                 write_concern: g.concerns.write.as_ref().map(|w| match w {
                     crate::plan::WriteConcernPlan::Majority => "majority".to_string(),
                     crate::plan::WriteConcernPlan::Nodes(n) => n.to_string(),
@@ -449,8 +459,9 @@ impl RunResult {
             let mut stage_total = GroupMetrics::default();
             for g in &stage.groups {
                 let m = &metrics[g.index];
-                // A group that mixes operations: a row per kind (`group:get`), then its total.
-                if !g.mix.is_empty() {
+                // A group that mixes operations: a row per kind (`group:get`), then its total;
+                // a group of steps: a row per step's time (`group:debit`), then the whole.
+                if !g.mix.is_empty() || matches!(g.op, crate::workload::OpSpec::Steps(_)) {
                     for kind in g.kinds() {
                         let k = m.kinds.get(&kind).cloned().unwrap_or_default();
                         rows.push(k.summary_row(Label::kind(&g.name, kind), g.rate.is_some()));

@@ -619,14 +619,31 @@ impl GroupAt<'_> {
                 }
             };
             let path = format!("{at}.{verb}");
-            let op = self.template_op(
-                verb,
-                value,
-                &path,
-                OpName::from(format!("step{j}")),
-                c,
-                &collections[c],
-            )?;
+            let step_name = match &s.name {
+                None => OpName::from(format!("step{j}")),
+                Some(n) => {
+                    let bad = n.trim().is_empty()
+                        || n.contains([':', '@'])
+                        || n.chars().any(char::is_control)
+                        || n == crate::metrics::group::FIRST_ATTEMPT;
+                    if bad {
+                        return Err(self.loaded.error_at(
+                            &format!("{at}.name"),
+                            format!("`{}` cannot name a step's row (empty, `:`, `@`, a control character, or `{}`)", n.escape_debug(), crate::metrics::group::FIRST_ATTEMPT),
+                            "a short name, e.g. name = \"debit\"",
+                        ));
+                    }
+                    OpName::from(n.as_str())
+                }
+            };
+            if out.iter().any(|o: &Arc<TemplateOp>| o.name == step_name) {
+                return Err(self.loaded.error_at(
+                    &format!("{at}.name"),
+                    format!("two steps of group `{}` are named `{step_name}`", g.name),
+                    "a different name for each step",
+                ));
+            }
+            let op = self.template_op(verb, value, &path, step_name.clone(), c, &collections[c])?;
             let mut reads_step = false;
             for t in op.templates() {
                 for (index, _) in t.step_refs() {

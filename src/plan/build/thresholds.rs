@@ -26,7 +26,7 @@ pub(super) fn thresholds(
         match (t.group, &t.kind) {
             (Some(g), Some(kind)) => {
                 let group = by_index[g];
-                if group.mix.is_empty() {
+                if group.mix.is_empty() && !matches!(group.op, crate::workload::OpSpec::Steps(_)) {
                     return Err(format!(
                         "`{}:{kind}`: group `{}` runs one operation, so it has no kind rows; name it `{}`",
                         group.name, group.name, group.name

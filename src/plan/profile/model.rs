@@ -135,6 +135,8 @@ with_op_tables! {
     #[derive(Debug, Clone, Default, Deserialize, serde::Serialize)]
     #[serde(deny_unknown_fields)]
     pub struct StepDef {
+        /// Its row's name (`transfer:debit`); default `step0`, `step1`, ...
+        pub name: Option<String>,
         /// The collection it works on; default the group's.
         pub collection: Option<String>,
     }
