@@ -259,3 +259,212 @@ insertOne = {{ document = {{ _id = 3, balance = 0 }} }}
     assert_eq!(server.count(&db, "log", doc! {}), 0);
     assert_eq!(server.count(&db, "accounts", doc! {}), 10);
 }
+
+/// A loopback proxy that forwards to the server until `cut` is called, then closes every
+/// connection and refuses new ones: the server gone away, as the client sees it.
+struct Cuttable {
+    port: u16,
+    up: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    open: std::sync::Arc<std::sync::Mutex<Vec<std::net::TcpStream>>>,
+}
+
+impl Cuttable {
+    fn start(upstream: u16) -> Cuttable {
+        use std::sync::atomic::Ordering;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let up = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let open = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (up2, open2) = (std::sync::Arc::clone(&up), std::sync::Arc::clone(&open));
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { return };
+                if !up2.load(Ordering::SeqCst) {
+                    let _ = client.shutdown(std::net::Shutdown::Both);
+                    continue;
+                }
+                let Ok(server) = std::net::TcpStream::connect(("127.0.0.1", upstream)) else {
+                    continue;
+                };
+                {
+                    let mut o = open2.lock().unwrap();
+                    o.push(client.try_clone().unwrap());
+                    o.push(server.try_clone().unwrap());
+                }
+                for (mut from, mut to) in [
+                    (client.try_clone().unwrap(), server.try_clone().unwrap()),
+                    (server, client),
+                ] {
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut from, &mut to);
+                        let _ = to.shutdown(std::net::Shutdown::Both);
+                    });
+                }
+            }
+        });
+        Cuttable { port, up, open }
+    }
+
+    fn restore(&self) {
+        self.up.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn cut(&self) {
+        self.up.store(false, std::sync::atomic::Ordering::SeqCst);
+        for s in self.open.lock().unwrap().drain(..) {
+            let _ = s.shutdown(std::net::Shutdown::Both);
+        }
+    }
+}
+
+/// The transfer profile with a log step (a witness on the server of every transfer that got
+/// past its credit), run while the server goes away for a second and comes back.
+fn transfers_across_an_outage(
+    server: &TestServer,
+    db: &str,
+    transaction: bool,
+) -> (
+    serde_json::Value,
+    i32,
+    std::path::PathBuf,
+    tempfile::TempDir,
+) {
+    let text = transfer(db, "uniform")
+        .replace(
+            "transaction = true ",
+            &format!("transaction = {transaction} "),
+        )
+        .replace(
+            "# ... and give it to the other.",
+            "# ... and give it to the other.\n[[group.steps]]\ncollection = \"log\"\ninsertOne = { document = { amount = { \"^Bind\" = \"amount\" } } }",
+        )
+        + "op_timeout = \"3s\"\n[[collection]]\nname = \"log\"\ndrop = true\n";
+    assert!(
+        text.contains("collection = \"log\"")
+            && text.contains(&format!("transaction = {transaction}"))
+    );
+    let proxy = Cuttable::start(common::proxy::port_of(&server.uri));
+    // No retryable writes: a write cut off is not sent again, so the steps' atomicity is what
+    // the test sees.
+    let uri = format!(
+        "mongodb://127.0.0.1:{}/?directConnection=true&serverSelectionTimeoutMS=1000&retryWrites=false",
+        proxy.port
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("p.toml");
+    std::fs::write(&profile, &text).unwrap();
+    let out = dir.path().join("run");
+    let child = std::process::Command::new(common::bin_path())
+        .args([
+            "run",
+            profile.to_str().unwrap(),
+            "--uri",
+            &uri,
+            "--quiet",
+            "--no-resources",
+        ])
+        .args(["--duration", "6s", "--threads", "16", "--out"])
+        .arg(&out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Let the transfers run, then take the server away for a second.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while server.count(db, "log", doc! {}) < 200 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no transfer within 60 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    proxy.cut();
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    proxy.restore();
+    let done = child.wait_with_output().unwrap();
+    let code = done.status.code().unwrap_or(-1);
+    let s = read_json(&out.join("summary.json"));
+    common::validate_schema(&s);
+    (s, code, out, dir)
+}
+
+#[test]
+fn transactions_cut_off_by_a_server_gone_away_are_never_counted_as_committed() {
+    let Some(server) = TestServer::start() else {
+        return common::skipped("MONGO_STRESS_SKIP_LIVE");
+    };
+    let db = common::unique_db("gone");
+    let (s, code, out, _dir) = transfers_across_an_outage(&server, &db, true);
+    // A transaction cut off is retried (TransientTransactionError) until the server is back, so
+    // the run may well end with none failed.
+    assert!(code == 0 || code == 1, "exit {code}");
+    let r = row(&s, "transfer");
+    let t = &r["transactions"];
+    let (committed, in_doubt) = (
+        t["committed"].as_u64().unwrap(),
+        t["in_doubt"].as_u64().unwrap(),
+    );
+    let logged = server.count(&db, "log", doc! {});
+    // What the tool calls committed is on the server; what the server holds beyond that is
+    // among the ones it called in doubt.
+    assert!(committed >= 200, "{t}");
+    assert!(
+        committed <= logged,
+        "committed {committed}, logged {logged}: {t}"
+    );
+    assert!(
+        logged <= committed + in_doubt,
+        "committed {committed} + in doubt {in_doubt} < logged {logged}: {t}"
+    );
+    let retries = t["retries"].as_u64().unwrap() + t["commit_retries"].as_u64().unwrap();
+    assert!(
+        retries + in_doubt + r["errors"].as_u64().unwrap() > 0,
+        "the outage must show as retries, doubt or failures: {r}"
+    );
+    assert_eq!(
+        code == 1,
+        r["errors"].as_u64().unwrap() > 0,
+        "exit {code}: {r}"
+    );
+    // Every transaction was all or nothing: the money is all there, by the tool's check after
+    // the server came back and by an independent client.
+    let inv = &s["runs"][0]["invariants"][0];
+    assert_eq!(inv["holds"], true, "{inv}");
+    let (sum, lowest, _) = balances(&server, &db);
+    assert_eq!(sum, 100_000);
+    assert!(lowest >= 0);
+    // The sample log is whole: a line per sample, each with all its fields.
+    let text = std::fs::read_to_string(out.join("samples.tsv")).unwrap();
+    let lines: Vec<&str> = text.lines().skip(1).collect();
+    let fields = lines[0].split('\t').count();
+    assert!(lines.iter().all(|l| l.split('\t').count() == fields));
+    assert_eq!(lines.len() as u64, r["samples"].as_u64().unwrap());
+}
+
+#[test]
+fn without_a_transaction_the_invariant_check_shows_the_money_an_outage_lost() {
+    let Some(server) = TestServer::start() else {
+        return common::skipped("MONGO_STRESS_SKIP_LIVE");
+    };
+    let db = common::unique_db("nontx");
+    let (s, code, _out, _dir) = transfers_across_an_outage(&server, &db, false);
+    assert_eq!(code, 1);
+    // 16 users, each about half its time between its debit and its credit: a cut catches some
+    // between the two, and their amount is gone.
+    let inv = &s["runs"][0]["invariants"][0];
+    let (sum, _, _) = balances(&server, &db);
+    assert!(
+        sum < 100_000,
+        "the outage caught no transfer between its steps"
+    );
+    assert_eq!(inv["holds"], false, "{inv}");
+    assert_eq!(
+        inv["sum_after"].as_f64().unwrap(),
+        sum as f64,
+        "the tool's check and the server agree"
+    );
+    assert!(
+        row(&s, "transfer").get("transactions").is_none(),
+        "no transactions without one"
+    );
+}

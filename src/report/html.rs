@@ -155,6 +155,17 @@ pub fn data(dir: &RunDir) -> Value {
         "header": header(dir),
         "thresholds": thresholds(s),
         "plans": s.plans.iter().map(|p| json!({ "line": p.line(), "collscan": p.collscan })).collect::<Vec<_>>(),
+        // Transactions and invariants, as the console says them.
+        "checks": s.runs.iter().flat_map(|r| {
+            let run = if s.runs.len() > 1 { format!("run {}: ", r.run) } else { String::new() };
+            r.rows
+                .iter()
+                .filter(|row| row.label.group_name().is_some())
+                .filter_map(|row| row.transactions.as_ref().map(|t| super::table::transactions_line(&row.label, t)))
+                .chain(r.invariants.iter().map(|i| i.line()))
+                .map(move |l| format!("{run}{l}"))
+                .collect::<Vec<_>>()
+        }).collect::<Vec<_>>(),
         "summary_tsv": dir.summary_tsv,
         "resources_summary_tsv": dir.resources_summary_tsv,
         "parts_tsv": dir.parts_tsv,

@@ -134,6 +134,13 @@
   const tables = section("Summary", "summary");
   tables.append(el("p", {}, "As summary.tsv: times in ms, Throughput in samples/s."));
   tables.append(tsvTable(D.summary_tsv, "summary-table"));
+  if (D.checks && D.checks.length) {
+    // Transactions (committed, aborted, retries) and the collections' invariants.
+    tables.append(el("h3", {}, "Transactions and invariants"));
+    const ul = el("ul", { id: "checks" });
+    D.checks.forEach((line) => ul.append(el("li", {}, line)));
+    tables.append(ul);
+  }
   if (D.plans && D.plans.length) {
     // The server's explain of each of the profile's own operations, after the setup.
     tables.append(el("h3", {}, "Query plans (the server's explain after the setup)"));

@@ -42,6 +42,32 @@ pub fn render_within(
     }
 }
 
+/// `transactions transfer: 17233 committed, 101 aborted, 0 in doubt; 4959 retries ...`.
+pub fn transactions_line(
+    label: &crate::metrics::Label,
+    t: &crate::metrics::group::TxCounts,
+) -> String {
+    let most = t.retried.keys().next_back().copied().unwrap_or(0);
+    let mut retried: Vec<String> = t
+        .retried
+        .iter()
+        .take(4)
+        .map(|(k, n)| format!("{n} x {k}"))
+        .collect();
+    if t.retried.len() > 4 {
+        retried.push(format!("... at most {most}"));
+    }
+    format!(
+        "transactions {label}: {} committed, {} aborted, {} in doubt; {} retries of the whole transaction (transactions x retries: {}), {} of the commit",
+        t.committed,
+        t.aborted,
+        t.in_doubt,
+        t.retries,
+        retried.join(", "),
+        t.commit_retries
+    )
+}
+
 fn body(s: &Summary, width: Option<usize>, out: &mut dyn Write) -> std::io::Result<()> {
     let with_run = s.runs.len() > 1;
     // In closed loop the service columns repeat the latency ones and the schedule columns are
@@ -101,28 +127,9 @@ fn body(s: &Summary, width: Option<usize>, out: &mut dyn Write) -> std::io::Resu
         };
         // Per group (the totals would repeat them).
         for row in run.rows.iter().filter(|r| r.label.group_name().is_some()) {
-            let Some(t) = &row.transactions else { continue };
-            let most = t.retried.keys().next_back().copied().unwrap_or(0);
-            let mut retried: Vec<String> = t
-                .retried
-                .iter()
-                .take(4)
-                .map(|(k, n)| format!("{n} x {k}"))
-                .collect();
-            if t.retried.len() > 4 {
-                retried.push(format!("... at most {most}"));
+            if let Some(t) = &row.transactions {
+                writeln!(out, "{prefix}{}", transactions_line(&row.label, t))?;
             }
-            writeln!(
-                out,
-                "{prefix}transactions {}: {} committed, {} aborted, {} in doubt; {} retries of the whole transaction (transactions x retries: {}), {} of the commit",
-                row.label,
-                t.committed,
-                t.aborted,
-                t.in_doubt,
-                t.retries,
-                retried.join(", "),
-                t.commit_retries
-            )?;
         }
         for i in &run.invariants {
             writeln!(out, "{prefix}{}", i.line())?;
