@@ -10,7 +10,7 @@ pub const CLOSED_LOOP_COLUMNS: usize = 18;
 pub const JMETER_COLUMNS: usize = 13;
 
 /// Column names, in order, as in the console table and `summary.tsv`.
-pub const COLUMNS: [&str; 32] = [
+pub const COLUMNS: [&str; 37] = [
     "Label",
     "# Samples",
     "Average",
@@ -43,7 +43,16 @@ pub const COLUMNS: [&str; 32] = [
     "Upserted",
     "Deleted",
     "Docs/sec",
+    "Committed",
+    "Aborted",
+    "In Doubt",
+    "Retries",
+    "Commit Retries",
 ];
+
+/// Where the transaction counts begin (`Committed`): the console shows them for a profile with
+/// transactions.
+pub const TX_COLUMNS: usize = 32;
 
 /// Where the document counts begin (`Returned`): the console shows them for a profile's own
 /// operations.
@@ -86,6 +95,19 @@ pub fn cells(row: &Row) -> Vec<String> {
         row.deleted.to_string(),
         f(row.docs_per_sec),
     ]
+    .into_iter()
+    .chain({
+        let t = row.transactions.clone().unwrap_or_default();
+        [
+            t.committed,
+            t.aborted,
+            t.in_doubt,
+            t.retries,
+            t.commit_retries,
+        ]
+        .map(|n| n.to_string())
+    })
+    .collect()
 }
 
 #[cfg(test)]
@@ -103,6 +125,8 @@ mod tests {
     fn the_document_counts_follow_the_schedule_columns() {
         assert_eq!(COLUMNS[DOC_COLUMNS - 1], "Missed");
         assert_eq!(COLUMNS[DOC_COLUMNS], "Returned");
+        assert_eq!(COLUMNS[TX_COLUMNS - 1], "Docs/sec");
+        assert_eq!(COLUMNS[TX_COLUMNS], "Committed");
         assert_eq!(
             cells(&GroupMetrics::default().row("x")).len(),
             COLUMNS.len()

@@ -4,7 +4,9 @@
 
 use std::io::Write;
 
-use super::columns::{cells, CLOSED_LOOP_COLUMNS, COLUMNS, DOC_COLUMNS, JMETER_COLUMNS};
+use super::columns::{
+    cells, CLOSED_LOOP_COLUMNS, COLUMNS, DOC_COLUMNS, JMETER_COLUMNS, TX_COLUMNS,
+};
 use super::layout::{aligned, fitted, Wrapped};
 use crate::summary::{Summary, Warning, WarningCode};
 
@@ -80,9 +82,14 @@ fn body(s: &Summary, width: Option<usize>, out: &mut dyn Write) -> std::io::Resu
     };
     // A profile's own operations move documents in batches and cursors: their counts are shown.
     let docs = s.groups.iter().any(|g| !g.operations.is_empty());
+    let transactions = s
+        .runs
+        .iter()
+        .any(|r| r.rows.iter().any(|row| row.transactions.is_some()));
     let keep: Vec<usize> = (0..shown)
-        .chain(if docs {
-            DOC_COLUMNS..COLUMNS.len()
+        .chain(if docs { DOC_COLUMNS..TX_COLUMNS } else { 0..0 })
+        .chain(if transactions {
+            TX_COLUMNS..COLUMNS.len()
         } else {
             0..0
         })

@@ -135,7 +135,8 @@ mod tests {
             "Label\t# Samples\tAverage\tMedian\t90% Line\t95% Line\t99% Line\tMin\tMax\tError %\tThroughput\t\
              Received KB/sec\tSent KB/sec\t99.9% Line\tStd. Dev.\tErrors\tMatched\tModified\t\
              Service Average\tService Median\tService 90% Line\tService 99% Line\tService Max\tLate\tMax Behind\tMissed\t\
-             Returned\tInserted\tUpdated\tUpserted\tDeleted\tDocs/sec\n"
+             Returned\tInserted\tUpdated\tUpserted\tDeleted\tDocs/sec\t\
+             Committed\tAborted\tIn Doubt\tRetries\tCommit Retries\n"
         );
     }
 }
