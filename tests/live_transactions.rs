@@ -5,6 +5,8 @@
 //! its first.
 
 mod common;
+#[path = "common/wire_log.rs"]
+mod wire_log;
 
 use common::{bin, read_json, row, TestServer};
 use mongodb::bson::{doc, Document};
@@ -467,4 +469,61 @@ fn without_a_transaction_the_invariant_check_shows_the_money_an_outage_lost() {
         row(&s, "transfer").get("transactions").is_none(),
         "no transactions without one"
     );
+}
+
+#[test]
+fn each_virtual_user_keeps_one_session_for_its_transactions() {
+    let Some(server) = TestServer::start() else {
+        return common::skipped("MONGO_STRESS_SKIP_LIVE");
+    };
+    let db = common::unique_db("sessions");
+    let wire = wire_log::start(common::proxy::port_of(&server.uri));
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("p.toml");
+    std::fs::write(&profile, transfer(&db, "uniform")).unwrap();
+    bin()
+        .args([
+            "run",
+            profile.to_str().unwrap(),
+            "--uri",
+            &wire.uri(),
+            "--quiet",
+            "--no-resources",
+        ])
+        .args(["--threads", "4", "--loops", "25", "--out"])
+        .arg(dir.path().join("run"))
+        .timeout(std::time::Duration::from_secs(120))
+        .assert()
+        .code(0);
+    // Every command of a transaction carries its session's id and transaction number.
+    let mut numbers: std::collections::BTreeMap<Vec<u8>, std::collections::BTreeSet<i64>> =
+        Default::default();
+    for e in wire
+        .all()
+        .iter()
+        .filter(|e| e.command == "commitTransaction")
+    {
+        let lsid = match e.body.get_document("lsid").unwrap().get("id") {
+            Some(mongodb::bson::Bson::Binary(b)) => b.bytes.clone(),
+            other => panic!("an lsid's id is a UUID: {other:?}"),
+        };
+        numbers
+            .entry(lsid)
+            .or_default()
+            .insert(e.body.get_i64("txnNumber").unwrap());
+    }
+    let commits: usize = numbers.values().map(|n| n.len()).sum();
+    assert!(
+        commits >= 100,
+        "4 users x 25 transfers commit, some after retries: {commits}"
+    );
+    // 4 users: 4 sessions, each with its user's transactions numbered one after another.
+    assert_eq!(numbers.len(), 4, "sessions: {}", numbers.len());
+    for n in numbers.values() {
+        assert!(
+            n.len() >= 25,
+            "a user's session committed {} transactions",
+            n.len()
+        );
+    }
 }

@@ -51,6 +51,9 @@ pub trait Backend: Send + Sync + 'static {
         async { Vec::new() }
     }
 
+    /// The run is over: the virtual users' sessions are ended.
+    fn finish(&self) {}
+
     /// The collections' invariants now (`invariant = { sum, min }`), and what could not be read.
     fn invariants(
         &self,

@@ -36,6 +36,10 @@ pub struct MongoBackend {
     pub handles: Arc<Vec<Handle>>,
     /// What each handle is (collection and concerns), to find a step's.
     pub handle_plans: Arc<Vec<HandlePlan>>,
+    /// Each virtual user's session (by its group's handle and its number), kept across its
+    /// operations: its transactions', and its causally consistent operations'. Ended with the
+    /// run (`Backend::finish`).
+    pub sessions: Sessions,
     /// Each collection of the plan with `[target]`'s concerns, for the setup.
     pub setup: Arc<Vec<Collection<RawDocumentBuf>>>,
     pub client: mongodb::Client,
@@ -80,6 +84,7 @@ impl MongoBackend {
             ),
             handles: Arc::new(handles),
             handle_plans: Arc::new(plan.handles.clone()),
+            sessions: Default::default(),
             client: client.clone(),
             measure: true,
         }
@@ -91,6 +96,31 @@ impl Backend for MongoBackend {
         let h = self.handles.get(on);
         let coll = h.map_or(&self.coll, |h| &h.coll);
         match req {
+            Request::Template(t) if self.causal(on) => {
+                let mut out = Outcome::default();
+                let user = t.user;
+                let mut session = match self.session(on, user).await {
+                    Ok(s) => s,
+                    Err(e) => {
+                        out.error = Some(Box::new(super::classify::classify(&e)));
+                        return out;
+                    }
+                };
+                let to = super::template::On {
+                    coll,
+                    client: &self.client,
+                    write_concern: h.and_then(|h| h.write_concern.as_ref()),
+                    unacknowledged: h.is_some_and(|h| h.unacknowledged),
+                    measure: self.measure,
+                };
+                if let Err(e) =
+                    super::template::execute(to, t, &mut out, None, Some(&mut session)).await
+                {
+                    out.error = Some(Box::new(super::classify::classify(&e)));
+                }
+                self.keep(on, user, session);
+                out
+            }
             Request::Template(t) => {
                 let mut out = Outcome::default();
                 let on = super::template::On {
@@ -116,6 +146,14 @@ impl Backend for MongoBackend {
         keys: &[crate::workload::KeySpace],
     ) -> Vec<super::explain::QueryPlan> {
         super::explain::plans(plan, &self.client, keys).await
+    }
+
+    fn finish(&self) {
+        // Dropped sessions go back to the driver's pool, which ends them with the client.
+        self.sessions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
     }
 
     async fn invariants(&self, plan: &RunPlan) -> (Vec<super::invariant::Reading>, Vec<String>) {
@@ -161,6 +199,23 @@ impl MongoBackend {
     async fn steps(&self, on: usize, req: StepsRequest) -> Outcome {
         if req.op.transaction {
             return self.transaction(on, req).await;
+        }
+        if self.causal(on) {
+            let mut session = match self.session(on, req.user).await {
+                Ok(s) => s,
+                Err(e) => {
+                    return Outcome {
+                        error: Some(Box::new(super::classify::classify(&e))),
+                        ..Outcome::default()
+                    }
+                }
+            };
+            let (mut out, sent) = self.run_steps(on, &req, Some(&mut session)).await;
+            self.keep(on, req.user, session);
+            if let Err(e) = sent {
+                out.error = Some(Box::new(super::classify::classify(&e)));
+            }
+            return out;
         }
         let (mut out, sent) = self.run_steps(on, &req, None).await;
         if let Err(e) = sent {
@@ -290,6 +345,34 @@ impl MongoBackend {
     /// committed. Only the committed attempt's documents are counted (an aborted one's are
     /// rolled back).
     async fn transaction(&self, on: usize, req: StepsRequest) -> Outcome {
+        let mut session = match self.session(on, req.user).await {
+            Ok(s) => s,
+            Err(e) => {
+                return Outcome {
+                    error: Some(Box::new(super::classify::classify(&e))),
+                    extra: Some(Box::new(SampleExtra {
+                        tx: Some(crate::metrics::sample::TxSample {
+                            state: crate::metrics::sample::TxState::Aborted,
+                            ..Default::default()
+                        }),
+                        ..SampleExtra::default()
+                    })),
+                    ..Outcome::default()
+                }
+            }
+        };
+        let out = self.attempts(on, &req, &mut session).await;
+        self.keep(on, req.user, session);
+        out
+    }
+
+    /// A transaction's attempts in the user's `session` (see `transaction`).
+    async fn attempts(
+        &self,
+        on: usize,
+        req: &StepsRequest,
+        session: &mut mongodb::ClientSession,
+    ) -> Outcome {
         use crate::metrics::sample::{TxSample, TxState};
         use mongodb::error::{TRANSIENT_TRANSACTION_ERROR, UNKNOWN_TRANSACTION_COMMIT_RESULT};
         let started = std::time::Instant::now();
@@ -310,13 +393,6 @@ impl MongoBackend {
             ended(&mut out, tx, first);
             out
         };
-        let mut session = match self.client.start_session().await {
-            Ok(s) => s,
-            Err(e) => {
-                tx.state = TxState::Aborted;
-                return failed(&e, tx, first.or(Some(us(started.elapsed()))));
-            }
-        };
         let options = self.transaction_options(on);
         'attempt: loop {
             if let Err(e) = session
@@ -328,7 +404,7 @@ impl MongoBackend {
                 return failed(&e, tx, first.or(Some(us(started.elapsed()))));
             }
             let attempt = std::time::Instant::now();
-            let (mut out, sent) = self.run_steps(on, &req, Some(&mut session)).await;
+            let (mut out, sent) = self.run_steps(on, req, Some(&mut *session)).await;
             let retry = |e: &mongodb::error::Error| {
                 e.contains_label(TRANSIENT_TRANSACTION_ERROR) && started.elapsed() < TX_TIME_LIMIT
             };
@@ -390,6 +466,43 @@ impl MongoBackend {
         }
     }
 
+    fn causal(&self, on: usize) -> bool {
+        self.handle_plans
+            .get(on)
+            .is_some_and(|p| p.concerns.causal_consistency)
+    }
+
+    /// The session of user `user` of the group sending on handle `on`: its own, kept from its
+    /// last operation, or a new one (causally consistent when the group asks for it).
+    async fn session(
+        &self,
+        on: usize,
+        user: u32,
+    ) -> mongodb::error::Result<mongodb::ClientSession> {
+        let kept = self
+            .sessions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&(on, user));
+        match kept {
+            Some(s) => Ok(s),
+            None => {
+                let options = mongodb::options::SessionOptions::builder()
+                    .causal_consistency(Some(self.causal(on)))
+                    .build();
+                self.client.start_session().with_options(options).await
+            }
+        }
+    }
+
+    /// Keeps the user's session for its next operation.
+    fn keep(&self, on: usize, user: u32, session: mongodb::ClientSession) {
+        self.sessions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert((on, user), session);
+    }
+
     /// The group's read concern, write concern and read preference for its transactions.
     fn transaction_options(&self, on: usize) -> mongodb::options::TransactionOptions {
         let h = self.handles.get(on);
@@ -401,6 +514,10 @@ impl MongoBackend {
             .build()
     }
 }
+
+/// The virtual users' sessions, by (handle, user).
+pub type Sessions =
+    Arc<std::sync::Mutex<std::collections::HashMap<(usize, u32), mongodb::ClientSession>>>;
 
 /// How long a transaction may be retried, from its first attempt: the drivers' convenient API's
 /// limit (120 s).

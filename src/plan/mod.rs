@@ -202,6 +202,8 @@ pub struct Concerns {
     pub wtimeout: Option<Duration>,
     pub read_concern: Option<ReadConcernPlan>,
     pub read_preference: ReadPrefPlan,
+    /// The profile's own operations of each user in one causally consistent session.
+    pub causal_consistency: bool,
 }
 
 /// A read concern level, as named in profiles.

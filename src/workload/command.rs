@@ -275,6 +275,8 @@ pub struct TemplateRequest {
     pub body: Body,
     /// `_id`s it inserts from the collection's key space, acknowledged when it ends.
     pub issued: Vec<i64>,
+    /// The virtual user (0-based) whose operation it is: its session, when it has one.
+    pub user: u32,
 }
 
 /// What an insert's documents come from: the collection's key space (an `_id` for each
@@ -385,6 +387,7 @@ impl TemplateOp {
             ),
         };
         TemplateRequest {
+            user: cx.user,
             op: Arc::clone(self),
             body,
             issued,

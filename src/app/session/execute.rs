@@ -90,6 +90,7 @@ impl<B: Backend + Clone> Session<'_, B> {
         let started_at = now_rfc3339();
         let t0 = Instant::now();
         let (spans, mut failures) = self.stages(&ctx, &run_stop, bars.as_ref()).await;
+        ctx.backend.finish();
         let missed: Vec<u64> = ctx
             .missed
             .iter()

@@ -329,6 +329,7 @@ pub(super) fn concerns(
             mode: target.read_preference,
             ..ReadPrefPlan::default()
         },
+        causal_consistency: false,
     };
     if let Some(v) = &g.write_concern {
         let (w, j, wtimeout) = write_concern(loaded, &at("write_concern"), v)?;
@@ -348,6 +349,7 @@ pub(super) fn concerns(
     if let Some(v) = &g.read_preference {
         c.read_preference = read_preference(loaded, &at("read_preference"), v)?;
     }
+    c.causal_consistency = g.causal_consistency.unwrap_or(false);
     Ok(c)
 }
 

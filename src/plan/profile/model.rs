@@ -210,6 +210,9 @@ pub struct Group {
     pub bind: Option<toml::Table>,
     /// Run the steps in one transaction, retried as the drivers' convenient API does.
     pub transaction: Option<bool>,
+    /// Each virtual user's operations in one causally consistent session of its own (reads see
+    /// the user's own earlier writes, also on secondaries).
+    pub causal_consistency: Option<bool>,
     /// One operation kind; or `mix` instead.
     pub op: Option<OpKind>,
     /// Operation kinds with their weights: each operation draws its kind (`{ get = 95, update = 5 }`).
