@@ -28,6 +28,10 @@ pub use gate::Gate;
 /// The metrics compared, in column order (the one list: `metrics::metric::COMPARED`).
 pub use crate::metrics::metric::COMPARED as METRICS;
 
+/// Compared besides `METRICS` where either run has them: documents per second (the profile's
+/// own operations) and retries per transaction.
+pub const EXTRA: [&str; 2] = ["docs_per_sec", "retries_per_tx"];
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
@@ -132,6 +136,18 @@ fn side(dir: &RunDir) -> Result<Side, Error> {
             {
                 runs.entry(k).or_default().push(v);
             }
+            // Documents per second, and retries per transaction: compared where a side has them.
+            if row.docs_per_sec > 0.0 {
+                runs.entry("docs_per_sec")
+                    .or_default()
+                    .push(row.docs_per_sec);
+            }
+            if let Some(t) = &row.transactions {
+                let n = (t.committed + t.aborted + t.in_doubt).max(1) as f64;
+                runs.entry("retries_per_tx")
+                    .or_default()
+                    .push(t.retries as f64 / n);
+            }
             let p = pooled
                 .entry(label)
                 .or_insert_with(|| (crate::metrics::new_histogram(), 0.0, 0.0, 0.0, 0.0, 0.0));
@@ -162,6 +178,11 @@ fn side(dir: &RunDir) -> Result<Side, Error> {
             None => 0.0,
         };
         v.insert("avg", avg);
+        for extra in EXTRA {
+            if let Some(x) = per_run.get(&label).and_then(|m| m.get(extra)) {
+                v.insert(extra, mean(x));
+            }
+        }
         v.insert(
             "error_pct",
             if samples > 0.0 {
@@ -360,6 +381,42 @@ pub fn compare(
                 change_pct,
                 verdict,
                 noise: if by_runs { "runs" } else { "intervals" }.into(),
+            });
+        }
+        // Where a side has them: documents per second and retries per transaction, judged
+        // over runs (with --repeat), not over intervals (the interval log has neither).
+        for metric in EXTRA {
+            let (bv, nv) = (b.values[label].get(metric), n.values[label].get(metric));
+            if bv.is_none() && nv.is_none() {
+                continue;
+            }
+            let (bv, nv) = (bv.copied().unwrap_or(0.0), nv.copied().unwrap_or(0.0));
+            let judged = if by_runs {
+                let series = |s: &Side| {
+                    s.per_run
+                        .get(label)
+                        .and_then(|m| m.get(metric))
+                        .cloned()
+                        .unwrap_or_default()
+                };
+                beyond_noise(&series(&b), &series(&n), true, &mut rng)
+            } else {
+                None
+            };
+            let higher_is_better = metric == "docs_per_sec";
+            cells.push(Cell {
+                label: label.clone(),
+                metric,
+                base: bv,
+                new: nv,
+                change_pct: (bv != 0.0).then(|| (nv - bv) * 100.0 / bv),
+                verdict: match judged {
+                    None => Verdict::NotJudged,
+                    Some(false) => Verdict::SameWithinNoise,
+                    Some(true) if (nv > bv) == higher_is_better => Verdict::Faster,
+                    Some(true) => Verdict::Slower,
+                },
+                noise: "runs".into(),
             });
         }
     }
