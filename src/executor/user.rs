@@ -110,9 +110,10 @@ pub(super) async fn virtual_user<B: Backend>(
         };
         let spec = group.draw(&mut rng);
         let op = spec.kind();
-        let mut steps_issued = Vec::new();
+        // The `_id`s a template or the steps insert, acknowledged however the operation ends.
+        let mut issued = Vec::new();
         let req = match spec {
-            OpSpec::Template(t) => {
+            OpSpec::Template(_) | OpSpec::Steps(_) => {
                 let mut lookup = GroupLookup {
                     keys,
                     pick: &mut pick,
@@ -125,48 +126,24 @@ pub(super) async fn virtual_user<B: Backend>(
                     user: n,
                     state: &mut state,
                 };
-                Request::Template(t.build(
-                    &mut cx,
-                    &mut CollectionDocs {
-                        keys,
-                        document: gen,
-                    },
-                ))
-            }
-            OpSpec::Steps(s) => {
-                let mut lookup = GroupLookup {
+                let mut docs = CollectionDocs {
                     keys,
-                    pick: &mut pick,
                     document: gen,
                 };
-                let mut cx = Cx {
-                    rng: &mut rng,
-                    lookup: &mut lookup,
-                    now_ms: now_ms(),
-                    user: n,
-                    state: &mut state,
-                };
-                let mut issued = Vec::new();
-                let req = s.build(
-                    &mut cx,
-                    &mut CollectionDocs {
-                        keys,
-                        document: gen,
-                    },
-                    &ctx.collections,
-                    &mut issued,
-                );
-                steps_issued = issued;
-                Request::Steps(req)
+                if let OpSpec::Steps(s) = spec {
+                    Request::Steps(s.build(&mut cx, &mut docs, &ctx.collections, &mut issued))
+                } else if let OpSpec::Template(t) = spec {
+                    let req = t.build(&mut cx, &mut docs);
+                    issued.clone_from(&req.issued);
+                    Request::Template(req)
+                } else {
+                    unreachable!("matched a template or steps above")
+                }
             }
             _ => Request::build(spec, gen, keys, &mut pick, &mut rng),
         };
         // Acknowledged however the insert ends, even by a panic: a later `_id` is drawn only
         // once every insert before it has ended.
-        let issued = match &req {
-            Request::Template(t) => t.issued.clone(),
-            _ => std::mem::take(&mut steps_issued),
-        };
         let _ack = Ack(keys, req.inserted_id(), issued);
         let started = Instant::now();
         let out = match tokio::time::timeout(ctx.op_timeout, ctx.backend.execute(group.handle, req))
