@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::marker::{self, Marker};
 use crate::error::Error;
 use crate::plan::{CollectionPlan, RunPlan};
-use crate::workload::lookup::NoLookup;
+use crate::workload::template::NoLookup;
 use crate::workload::template::{Cx, UserState};
 use crate::workload::KeySpace;
 

@@ -237,7 +237,7 @@ impl DocGen {
     ) -> Document {
         let mut doc = Document::new();
         let mut state = super::template::UserState::default();
-        let mut lookup = super::lookup::NoLookup;
+        let mut lookup = super::template::NoLookup;
         let mut cx = super::template::Cx {
             rng,
             lookup: &mut lookup,
@@ -254,7 +254,7 @@ impl DocGen {
     /// the user's.
     pub fn fill(&self, doc: &mut Document, only: Option<&[usize]>, rng: &mut impl Rng) {
         let mut state = super::template::UserState::default();
-        let mut lookup = super::lookup::NoLookup;
+        let mut lookup = super::template::NoLookup;
         let mut cx = super::template::Cx {
             rng,
             lookup: &mut lookup,
@@ -374,7 +374,7 @@ fn stored_key_problem(t: &super::template::Template) -> Option<String> {
     use rand::SeedableRng;
     let mut rng = rand::rngs::SmallRng::seed_from_u64(1);
     let mut state = super::template::UserState::default();
-    let mut lookup = super::lookup::NoLookup;
+    let mut lookup = super::template::NoLookup;
     let mut cx = super::template::Cx {
         rng: &mut rng,
         lookup: &mut lookup,

@@ -1,5 +1,6 @@
 //! What templates read from the run: an existing `_id` of the group's collection (`^Key`, by
 //! the group's key distribution) and fresh values of its document template (`^Field`).
+//! (`template::NoLookup` is the one with nothing to give.)
 
 use mongodb::bson::Bson;
 use rand::RngCore;
@@ -8,19 +9,6 @@ use super::distribution::Chooser;
 use super::document::DocGen;
 use super::keys::KeySpace;
 use super::template::Lookup;
-
-/// No `_id`s and no document template: `^Key` and `^Field` make null (a document generated
-/// outside any group, such as the preload's).
-pub struct NoLookup;
-
-impl Lookup for NoLookup {
-    fn key(&mut self, _rng: &mut dyn RngCore) -> Option<Bson> {
-        None
-    }
-    fn field(&mut self, _path: &str, _rng: &mut dyn RngCore) -> Option<Bson> {
-        None
-    }
-}
 
 /// A virtual user's lookups on its group's collection.
 pub struct GroupLookup<'a> {
