@@ -117,6 +117,19 @@ pub struct OverrideArgs {
     /// Documents the setup loads first in batches, overriding setup.preload (YCSB's recordcount)
     #[arg(long, value_name = "N", value_parser = parse_recordcount)]
     pub recordcount: Option<u64>,
+    /// After each run, read back what the server kept of every acknowledged write (inserts,
+    /// deletes, $inc counters); acknowledged data lost exits 5, listed in audit.tsv
+    #[arg(long)]
+    pub audit: bool,
+    /// A fault done to the server, from the first stage's start: kill@4s+2s (SIGKILL, start
+    /// again 2 s later), restart@10s+1s, pause@5s+2s (SIGSTOP), stepdown@5s+3s; replaces the
+    /// profile's [[fault]]s (repeatable)
+    #[arg(long = "fault", value_name = "KIND@AT+LEN")]
+    pub faults: Vec<String>,
+    /// An extra flag for the embedded server, e.g. --server-arg=--sync-on-commit; replaces the
+    /// profile's [server] args (repeatable)
+    #[arg(long = "server-arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub server_args: Vec<String>,
 }
 
 /// `run`: what a capacity step shares (`RunArgs`), and how the summary is shown.
@@ -316,6 +329,9 @@ impl From<&OverrideArgs> for crate::plan::Overrides {
             warmup: a.warmup,
             thresholds: a.thresholds.clone(),
             recordcount: a.recordcount,
+            audit: a.audit,
+            faults: a.faults.clone(),
+            server_args: a.server_args.clone(),
         }
     }
 }

@@ -178,7 +178,7 @@ pub(super) fn options(args: &RunArgs, plan: &RunPlan) -> Result<RunOptions, Erro
 
 /// The server the run talks to: one the tool started, or the one `--uri` names.
 pub(super) struct Server {
-    embedded: Option<EmbeddedServer>,
+    pub(super) embedded: Option<std::sync::Arc<EmbeddedServer>>,
     pub(super) uri: String,
     pub(super) connected: Connected,
     version: String,
@@ -193,7 +193,10 @@ impl Server {
         let (embedded, uri) = match &args.uri {
             Some(u) => (None, u.clone()),
             None => {
-                let s = EmbeddedServer::launch(args.server_bin.clone()).await?;
+                let s = std::sync::Arc::new(
+                    EmbeddedServer::launch(args.server_bin.clone(), plan.server_args.clone())
+                        .await?,
+                );
                 say(format!(
                     "embedded server: {} (pid {}) on {}, data in {}",
                     s.version,
@@ -313,7 +316,11 @@ pub(super) async fn start_sampler(
     let target = monitor::Target {
         // Its own client: serverStatus must not wait in the virtual users' pool.
         client: connect::monitor(&server.uri).await?,
-        server_pid,
+        // The embedded server's pid follows its restarts.
+        server_pid: match &server.embedded {
+            Some(s) => Some(s.pid_cell()),
+            None => server_pid.map(|p| std::sync::Arc::new(std::sync::atomic::AtomicU32::new(p))),
+        },
         data_dir,
         server_metrics,
     };

@@ -3,6 +3,8 @@
 //! Blocking reads: the sampler calls them off the async runtime.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
 
 use sysinfo::{Pid, ProcessRefreshKind, ProcessesToUpdate, System};
 
@@ -13,7 +15,7 @@ use super::row::ResourceRow;
 pub struct Local {
     sys: System,
     own_pid: Pid,
-    server_pid: Option<Pid>,
+    server_pid: Option<Arc<AtomicU32>>,
     device: Option<(u32, u32)>,
     last_disk: Option<[u64; 2]>,
     /// The tool's own health (waits to run, throttling, runtime lag).
@@ -21,11 +23,11 @@ pub struct Local {
 }
 
 impl Local {
-    pub fn new(server_pid: Option<u32>, data_dir: Option<&Path>) -> Self {
+    pub fn new(server_pid: Option<Arc<AtomicU32>>, data_dir: Option<&Path>) -> Self {
         Local {
             sys: System::new(),
             own_pid: Pid::from_u32(std::process::id()),
-            server_pid: server_pid.map(Pid::from_u32),
+            server_pid,
             device: data_dir.and_then(device_of),
             last_disk: None,
             health: Health::new(),
@@ -35,7 +37,12 @@ impl Local {
     /// Fills the local columns of `row`, with rates over the last `secs` seconds.
     pub fn read(&mut self, row: &mut ResourceRow, secs: f64) {
         let mut pids = vec![self.own_pid];
-        pids.extend(self.server_pid);
+        // Read each time: a restarted server is a new process.
+        let server_pid = self
+            .server_pid
+            .as_ref()
+            .map(|p| Pid::from_u32(p.load(Ordering::Relaxed)));
+        pids.extend(server_pid);
         self.sys.refresh_processes_specifics(
             ProcessesToUpdate::Some(&pids),
             true,
@@ -53,7 +60,7 @@ impl Local {
             row.client_cpu_pct = Some(f64::from(p.cpu_usage()));
             row.client_rss_mb = Some(p.memory() as f64 / 1_048_576.0);
         }
-        if let Some(p) = self.server_pid.and_then(|pid| self.sys.process(pid)) {
+        if let Some(p) = server_pid.and_then(|pid| self.sys.process(pid)) {
             let d = p.disk_usage();
             row.server_cpu_pct = Some(f64::from(p.cpu_usage()));
             row.server_rss_mb = Some(p.memory() as f64 / 1_048_576.0);

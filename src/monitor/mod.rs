@@ -42,8 +42,9 @@ pub trait RowSink: Send {
 /// What to watch.
 pub struct Target {
     pub client: mongodb::Client,
-    /// The local server process, when known.
-    pub server_pid: Option<u32>,
+    /// The local server process, when known: a cell, as a restarted embedded server's pid
+    /// changes and the sampler follows it.
+    pub server_pid: Option<Arc<std::sync::atomic::AtomicU32>>,
     /// Its data directory, when known, for the device's IOPS.
     pub data_dir: Option<PathBuf>,
     /// Prometheus exporter endpoints on the server hosts (`--server-metrics`).
@@ -118,7 +119,7 @@ async fn sample(
     shared: Arc<Mutex<Sampled>>,
     stopped: CancellationToken,
 ) {
-    let (pid, dir) = (target.server_pid, target.data_dir.clone());
+    let (pid, dir) = (target.server_pid.clone(), target.data_dir.clone());
     let mut local = match tokio::task::spawn_blocking(move || Local::new(pid, dir.as_deref())).await
     {
         Ok(l) => {

@@ -7,6 +7,7 @@
 //! Never: talks to a server, touches the run directory, or formats a result.
 
 mod build;
+pub mod fault;
 pub mod limits;
 pub mod part;
 pub mod profile;
@@ -33,6 +34,12 @@ pub struct Overrides {
     pub thresholds: Vec<String>,
     /// `--recordcount`: the documents the setup loads first (`setup.preload`).
     pub recordcount: Option<u64>,
+    /// `--audit`.
+    pub audit: bool,
+    /// `--fault`s: they replace the profile's `[[fault]]`s.
+    pub faults: Vec<String>,
+    /// `--server-arg`s: they replace the profile's `[server] args`.
+    pub server_args: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -55,6 +62,15 @@ pub struct RunPlan {
     pub thresholds: Vec<thresholds::ThresholdPlan>,
     /// Set when this invocation runs one part of a run on several machines.
     pub part: Option<part::PartPlan>,
+    /// Check after each run what the server kept of every acknowledged write.
+    pub audit: bool,
+    /// Faults done to the server, from the first stage's start.
+    pub faults: Vec<fault::FaultPlan>,
+    /// Extra flags for the embedded server.
+    pub server_args: Vec<String>,
+    /// A window of unavailability is a gap with no success longer than this; None: 1 s, or 10x
+    /// the group's median latency when longer.
+    pub unavailable_after: Option<Duration>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

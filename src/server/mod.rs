@@ -1,7 +1,9 @@
 //! The embedded server: a throwaway local `mongod` (preferred, when on PATH) or `secantusd-rs`,
-//! bound to 127.0.0.1 on a free port with its data in a temporary directory. Dropping the handle
-//! stops the process and removes the directory; a second Ctrl-C does the same through
-//! `emergency_cleanup` before exiting. `local` finds a server we did not start.
+//! bound to 127.0.0.1 on a free port with its data in a temporary directory, with the
+//! profile's extra flags. Dropping the handle stops the process and removes the directory; a
+//! second Ctrl-C does the same through `emergency_cleanup` before exiting. It can be killed,
+//! paused and started again on the same data and port (`crate::fault` does). `local` finds a
+//! server we did not start.
 //!
 //! Owns: server processes and their directories. Never: sends workload traffic. Starting and
 //! stopping wait (sleep, poll): async callers use `launch` and `shut_down`, which run them on the
@@ -9,11 +11,13 @@
 
 pub mod local;
 
+use std::ffi::OsString;
 use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::error::Error;
@@ -30,13 +34,26 @@ pub enum Flavor {
     Secantus,
 }
 
+/// The embedded server. It can be killed, paused and started again on the same data directory
+/// and port (`crate::fault`), so its process sits behind a lock and its pid in a shared cell
+/// that the sampler follows.
 pub struct EmbeddedServer {
-    child: Child,
-    dir: Option<tempfile::TempDir>,
+    child: Mutex<Child>,
+    pid: Arc<AtomicU32>,
+    dir: Mutex<Option<tempfile::TempDir>>,
+    data: PathBuf,
+    log_path: PathBuf,
+    /// Its flags but the port's value (`port_at`).
+    args: Vec<OsString>,
+    port_at: usize,
     pub flavor: Flavor,
     pub program: PathBuf,
     pub version: String,
     pub address: String,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl EmbeddedServer {
@@ -44,17 +61,24 @@ impl EmbeddedServer {
         format!("mongodb://{}/?directConnection=true", self.address)
     }
 
+    /// The pid of the process running now.
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.pid.load(Ordering::Relaxed)
+    }
+
+    /// The pid of whatever process runs the server, kept current across restarts.
+    pub fn pid_cell(&self) -> Arc<AtomicU32> {
+        Arc::clone(&self.pid)
     }
 
     pub fn data_dir(&self) -> &Path {
-        self.dir.as_ref().map_or(Path::new(""), |d| d.path())
+        &self.data
     }
 
     /// Starts the chosen server: `explicit` (from --server-bin or MONGO_STRESS_SERVER_BIN), else
-    /// `mongod` on PATH, else `secantusd-rs` on PATH or in ~/.cargo/bin.
-    pub fn start(explicit: Option<&Path>) -> Result<Self, Error> {
+    /// `mongod` on PATH, else `secantusd-rs` on PATH or in ~/.cargo/bin; `extra` flags after
+    /// the tool's own (`[server] args`, `--server-arg`).
+    pub fn start(explicit: Option<&Path>, extra: &[String]) -> Result<Self, Error> {
         let program = match explicit {
             Some(p) => resolve(p).ok_or_else(|| {
                 Error::Server(format!(
@@ -88,131 +112,178 @@ impl EmbeddedServer {
                 ))
             })?;
         let log_path = dir.path().join("server.log");
-        let log = std::fs::File::create(&log_path)
-            .map_err(|e| Error::Server(format!("cannot create {}: {e}", log_path.display())))?;
         let data = dir.path().join("data");
         std::fs::create_dir_all(&data)
             .map_err(|e| Error::Server(format!("cannot create {}: {e}", data.display())))?;
 
-        let mut cmd = Command::new(&program);
-        let mongod_port = match flavor {
+        let os = |s: &str| OsString::from(s);
+        // secantusd-rs picks a free port itself and says which in its log; mongod is given one.
+        let (mut args, port_at, port): (Vec<OsString>, usize, Option<u16>) = match flavor {
             Flavor::Mongod => {
                 let port = free_port()?;
-                cmd.args([
-                    "--bind_ip",
-                    "127.0.0.1",
-                    "--port",
-                    &port.to_string(),
-                    "--dbpath",
-                ])
-                .arg(&data)
-                .args(["--quiet", "--nounixsocket"]);
-                Some(port)
+                let mut a = vec![os("--bind_ip"), os("127.0.0.1"), os("--port"), os("")];
+                a.extend([os("--dbpath"), data.clone().into_os_string()]);
+                a.extend([os("--quiet"), os("--nounixsocket")]);
+                (a, 3, Some(port))
             }
             Flavor::Secantus => {
-                cmd.args([
-                    "--host",
-                    "127.0.0.1",
-                    "--port",
-                    "0",
-                    "--log-level",
-                    "WARNING",
-                    "--cache-size",
-                    "1G",
-                    "--storage-path",
-                ])
-                .arg(&data);
-                None
+                let mut a = vec![os("--host"), os("127.0.0.1"), os("--port"), os("")];
+                a.extend([
+                    os("--log-level"),
+                    os("WARNING"),
+                    os("--cache-size"),
+                    os("1G"),
+                ]);
+                a.extend([os("--storage-path"), data.clone().into_os_string()]);
+                (a, 3, None)
             }
         };
-        cmd.stdin(Stdio::null())
-            .stdout(log.try_clone().map_err(|e| Error::Server(e.to_string()))?)
-            .stderr(log)
-            // Its own process group, so the terminal's Ctrl-C reaches only us and we stop it in order.
-            .process_group(0);
-        // SAFETY: prctl is async-signal-safe; it makes the kernel kill the server if we die
-        // without running our cleanup (SIGKILL), so no server outlives the tool.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                Ok(())
-            });
-        }
-        let child = cmd
-            .spawn()
-            .map_err(|e| Error::Server(format!("cannot start {}: {e}", program.display())))?;
-        *RUNNING.lock().unwrap_or_else(|p| p.into_inner()) =
-            Some((child.id() as i32, dir.path().to_path_buf()));
+        args.extend(extra.iter().map(OsString::from));
         let mut server = EmbeddedServer {
-            child,
-            dir: Some(dir),
+            child: Mutex::new(spawn(
+                &program,
+                &args,
+                port_at,
+                port.unwrap_or(0),
+                &log_path,
+            )?),
+            pid: Arc::new(AtomicU32::new(0)),
+            dir: Mutex::new(Some(dir)),
+            data,
+            log_path,
+            args,
+            port_at,
             flavor,
             program,
             version,
             address: String::new(),
         };
+        server.started();
+        server.address = server.wait_listening(port)?;
+        Ok(server)
+    }
 
+    /// The process just spawned is the one to stop, sample and clean up after.
+    fn started(&self) {
+        let pid = lock(&self.child).id();
+        self.pid.store(pid, Ordering::Relaxed);
+        *lock(&RUNNING) = Some((pid as i32, self.data.parent().unwrap_or(&self.data).into()));
+    }
+
+    /// Waits until the server listens: on `port`, or where its log says (port 0).
+    fn wait_listening(&self, port: Option<u16>) -> Result<String, Error> {
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
-            if let Some(status) = server.child.try_wait().ok().flatten() {
+            if let Some(status) = lock(&self.child).try_wait().ok().flatten() {
                 return Err(Error::Server(format!(
                     "{} exited ({status}) before listening; its log ends:\n{}",
-                    server.program.display(),
-                    tail(&log_path)
+                    self.program.display(),
+                    tail(&self.log_path)
                 )));
             }
-            let address = match mongod_port {
+            let address = match port {
                 Some(port) => std::net::TcpStream::connect(("127.0.0.1", port))
                     .ok()
                     .map(|_| format!("127.0.0.1:{port}")),
-                None => listening_address(&log_path),
+                None => listening_address(&self.log_path),
             };
             if let Some(address) = address {
-                server.address = address;
-                return Ok(server);
+                return Ok(address);
             }
             if Instant::now() > deadline {
                 return Err(Error::Server(format!(
                     "{} did not listen within {}s; its log ends:\n{}",
-                    server.program.display(),
+                    self.program.display(),
                     START_TIMEOUT.as_secs(),
-                    tail(&log_path)
+                    tail(&self.log_path)
                 )));
             }
-            std::thread::sleep(Duration::from_millis(50));
+            std::thread::sleep(Duration::from_millis(20));
         }
     }
 
     /// `start` on the blocking pool, for async callers.
-    pub async fn launch(explicit: Option<PathBuf>) -> Result<Self, Error> {
-        tokio::task::spawn_blocking(move || Self::start(explicit.as_deref()))
+    pub async fn launch(explicit: Option<PathBuf>, extra: Vec<String>) -> Result<Self, Error> {
+        tokio::task::spawn_blocking(move || Self::start(explicit.as_deref(), &extra))
             .await
             .map_err(|e| Error::Server(format!("starting the embedded server failed: {e}")))?
     }
 
     /// `stop` on the blocking pool, for async callers.
-    pub async fn shut_down(mut self) {
+    pub async fn shut_down(self: Arc<Self>) {
         let _ = tokio::task::spawn_blocking(move || self.stop()).await;
     }
 
-    /// Stops the server (SIGTERM, then SIGKILL after 10 s) and removes its directory.
-    pub fn stop(&mut self) {
-        if self.child.try_wait().ok().flatten().is_none() {
-            // SAFETY: plain kill(2) on our own child's pid.
+    /// Sends `signal` to the process, if it still runs (a reaped pid may be another's).
+    pub fn signal(&self, signal: i32) {
+        let mut child = lock(&self.child);
+        if child.try_wait().ok().flatten().is_none() {
+            // SAFETY: plain kill(2) on our own, unreaped child's pid.
             unsafe {
-                libc::kill(self.child.id() as i32, libc::SIGTERM);
+                libc::kill(child.id() as i32, signal);
             }
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while self.child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            let _ = self.child.kill();
-            let _ = self.child.wait();
         }
-        if let Some(dir) = self.dir.take() {
+    }
+
+    /// SIGKILL, and waits for the process to be gone.
+    pub fn kill(&self) {
+        let mut child = lock(&self.child);
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+
+    /// SIGTERM, and waits for it to exit (SIGKILL after 10 s). True when it exited by itself.
+    pub fn terminate(&self) -> bool {
+        let mut child = lock(&self.child);
+        if child.try_wait().ok().flatten().is_some() {
+            return true;
+        }
+        // SAFETY: plain kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(child.id() as i32, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while child.try_wait().ok().flatten().is_none() {
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        true
+    }
+
+    /// Starts the server again on its data directory and port (after `kill` or `terminate`),
+    /// and waits until it listens.
+    pub fn restart(&self) -> Result<(), Error> {
+        let port = self
+            .address
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse::<u16>().ok())
+            .ok_or_else(|| Error::Server(format!("no port in {}", self.address)))?;
+        let child = spawn(
+            &self.program,
+            &self.args,
+            self.port_at,
+            port,
+            &self.log_path,
+        )?;
+        *lock(&self.child) = child;
+        self.started();
+        self.wait_listening(Some(port)).map(|_| ())
+    }
+
+    /// Stops the server (SIGTERM, then SIGKILL after 10 s) and removes its directory.
+    pub fn stop(&self) {
+        // A paused server cannot act on SIGTERM.
+        self.signal(libc::SIGCONT);
+        self.terminate();
+        if let Some(dir) = lock(&self.dir).take() {
             let _ = dir.close();
         }
-        *RUNNING.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        *lock(&RUNNING) = None;
     }
 }
 
@@ -222,9 +293,69 @@ impl Drop for EmbeddedServer {
     }
 }
 
+/// Spawns `program` with `args` (the port's value at `port_at`), its output appended to `log`,
+/// from the one thread that lives as long as the tool: the kernel kills the server when the
+/// thread that started it ends (PR_SET_PDEATHSIG follows the thread, not the process), and the
+/// blocking pool's threads end when idle.
+fn spawn(
+    program: &Path,
+    args: &[OsString],
+    port_at: usize,
+    port: u16,
+    log: &Path,
+) -> Result<Child, Error> {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .map_err(|e| Error::Server(format!("cannot open {}: {e}", log.display())))?;
+    let mut cmd = Command::new(program);
+    for (i, a) in args.iter().enumerate() {
+        if i == port_at {
+            cmd.arg(port.to_string());
+        } else {
+            cmd.arg(a);
+        }
+    }
+    cmd.stdin(Stdio::null())
+        .stdout(log.try_clone().map_err(|e| Error::Server(e.to_string()))?)
+        .stderr(log)
+        // Its own process group, so the terminal's Ctrl-C reaches only us and we stop it in order.
+        .process_group(0);
+    // SAFETY: prctl is async-signal-safe; it makes the kernel kill the server if we die
+    // without running our cleanup (SIGKILL), so no server outlives the tool.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    type Reply = std::sync::mpsc::Sender<std::io::Result<Child>>;
+    static SPAWNER: OnceLock<Mutex<std::sync::mpsc::Sender<(Command, Reply)>>> = OnceLock::new();
+    let spawner = SPAWNER.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel::<(Command, Reply)>();
+        std::thread::Builder::new()
+            .name("server-spawner".into())
+            .spawn(move || {
+                for (mut cmd, reply) in rx {
+                    let _ = reply.send(cmd.spawn());
+                }
+            })
+            .expect("a thread to start servers from");
+        Mutex::new(tx)
+    });
+    let (reply, answer) = std::sync::mpsc::channel();
+    let gone = || Error::Server("the thread that starts servers is gone".into());
+    lock(spawner).send((cmd, reply)).map_err(|_| gone())?;
+    answer
+        .recv()
+        .map_err(|_| gone())?
+        .map_err(|e| Error::Server(format!("cannot start {}: {e}", program.display())))
+}
+
 /// Kills the embedded server at once and removes its directory; for exits that skip `Drop`.
 pub fn emergency_cleanup() {
-    if let Some((pid, dir)) = RUNNING.lock().unwrap_or_else(|p| p.into_inner()).take() {
+    if let Some((pid, dir)) = lock(&RUNNING).take() {
         // SAFETY: kill(2) and waitpid(2) on our own child's pid.
         unsafe {
             libc::kill(pid, libc::SIGKILL);

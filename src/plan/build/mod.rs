@@ -6,9 +6,10 @@
 //! `collections` (`[[collection]]`, index options, each group's concerns), `groups` (each
 //! `[[group]]` and the stages), `rates` (rate steps and ramps), `operations` (a group's `op` or
 //! `mix`), `templates` (a group's own operation tables, `[[group.ops]]` and `[[group.steps]]`),
-//! `thresholds` (the profile's and the command line's). Never: talks to a server, touches the run directory, or formats a result.
+//! `thresholds` (the profile's and the command line's), `faults` (`audit`, `[server]`, `[[fault]]`, `unavailable_after`). Never: talks to a server, touches the run directory, or formats a result.
 
 mod collections;
+mod faults;
 mod groups;
 mod operations;
 mod rates;
@@ -211,6 +212,12 @@ impl RunPlan {
         keyed(loaded, &collections, &stages)?;
         unacknowledged(loaded, &stages)?;
         let thresholds = thresholds::thresholds(loaded, ov, &stages)?;
+        let faults::Faults {
+            audit,
+            faults,
+            server_args,
+            unavailable_after,
+        } = faults::faults(loaded, ov)?;
         Ok(RunPlan {
             name: loaded.name.clone(),
             origin: loaded.origin.clone(),
@@ -223,6 +230,10 @@ impl RunPlan {
             stop_on_error_pct,
             thresholds,
             part: None,
+            audit,
+            faults,
+            server_args,
+            unavailable_after,
         })
     }
 }

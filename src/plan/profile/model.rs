@@ -30,6 +30,40 @@ pub struct Profile {
     /// profile without it has the one `[target]` collection with `[setup]` and `[document]`.
     #[serde(default, rename = "collection")]
     pub collections: Vec<CollectionDef>,
+    /// Check after the run what the server kept of each acknowledged write (`--audit`).
+    #[serde(default)]
+    pub audit: bool,
+    /// `[server]`: how the embedded server is started.
+    #[serde(default)]
+    pub server: ServerDef,
+    /// `[[fault]]`: faults done to the server during the run (`--fault`).
+    #[serde(default, rename = "fault")]
+    pub faults: Vec<FaultDef>,
+    /// A gap with no successful operation longer than this is a window of unavailability
+    /// (default 1 s, or 10x the group's median latency when that is longer).
+    pub unavailable_after: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerDef {
+    /// Extra flags for the embedded server (`--server-arg`), e.g. `["--sync-on-commit"]`.
+    #[serde(default)]
+    pub args: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaultDef {
+    /// kill, pause, restart or stepdown.
+    pub kind: String,
+    /// From the first stage's start, e.g. "4s".
+    pub at: String,
+    /// kill, restart: the wait before the server starts again.
+    pub restart_after: Option<String>,
+    /// pause, stepdown: how long it lasts.
+    #[serde(rename = "for")]
+    pub lasts: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, serde::Serialize)]
