@@ -255,6 +255,10 @@ pub struct RunArgs {
     /// Server program for the embedded server (mongod or secantusd-rs)
     #[arg(long, env = "MONGO_STRESS_SERVER_BIN", value_name = "PATH")]
     pub server_bin: Option<PathBuf>,
+    /// The embedded server's data directory, kept after the run (to read what it holds with
+    /// another client); default a temporary one, removed at the end
+    #[arg(long, value_name = "DIR")]
+    pub server_data: Option<PathBuf>,
 }
 
 use crate::plan::limits;

@@ -10,6 +10,8 @@ pub mod exit {
     pub const USAGE: i32 = 2;
     pub const SERVER: i32 = 3;
     pub const THRESHOLD: i32 = 4;
+    /// The audit found acknowledged data lost (before 1 and 4).
+    pub const DATA_LOST: i32 = 5;
     pub const INTERRUPTED: i32 = 130;
 }
 

@@ -15,11 +15,13 @@
 #![allow(clippy::result_large_err)]
 
 pub mod app;
+pub mod audit;
 pub mod capacity;
 pub mod cli;
 pub mod compare;
 pub mod error;
 pub mod executor;
+pub mod fault;
 pub mod merge;
 pub mod metrics;
 pub mod monitor;

@@ -189,6 +189,7 @@ async fn run_plan(dir: &Path, backend: Scripted, plan: &RunPlan) -> Summary {
         },
         command_line: vec!["mongo-stress".into(), "run".into(), "pipeline".into()],
         url: "scripted://db.coll".into(),
+        injector: None,
     };
     session.run(None).await.expect("the session runs")
 }

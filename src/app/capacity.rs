@@ -181,6 +181,7 @@ pub async fn capacity(args: CapacityArgs, stop: CancellationToken) -> Result<i32
         // A search cut short by a failure found no knee, but no SLO said so.
         threshold_failed: result.knee.is_none() && failure.is_none(),
         failed: failure.is_some(),
+        data_lost: false,
     }
     .exit_code())
 }
@@ -195,6 +196,11 @@ fn check_profile(plan: &RunPlan) -> Result<(), Error> {
     };
     if plan.stages.len() > 1 {
         return refuse(format!("`{}` has {} stages", plan.name, plan.stages.len()));
+    }
+    if plan.audit || !plan.faults.is_empty() {
+        return Err(Error::Usage(
+            "capacity searches for the highest rate the deployment holds; an audit or faults belong to one run at a known load\n  fix: run the profile with `mongo-stress run` (with --rate for the load), or leave out --audit and --fault".into(),
+        ));
     }
     if let Some(g) = plan.groups().find(|g| !g.start_delay.is_zero()) {
         return refuse(format!(
@@ -255,7 +261,7 @@ async fn run_step(
     let sampler = if run.no_resources {
         None
     } else {
-        Some(run_cmd::start_sampler(run, plan, server, dir, &|_| {}).await?)
+        Some(run_cmd::start_sampler(run, plan, server, dir, &|_| {}, &Default::default()).await?)
     };
     let session = Session {
         plan,
@@ -266,6 +272,7 @@ async fn run_step(
         server: server.info(),
         command_line: std::env::args().map(|a| redact(&a)).collect(),
         url: run_cmd::jtl_url(&server.uri, plan),
+        injector: None,
     };
     session.run(sampler).await
 }

@@ -41,6 +41,7 @@ pub async fn run(command: RunCommand, stop: CancellationToken) -> Result<i32, Er
             args.repeat, args.repeat
         )));
     }
+    check_faults(&args, &plan, part.is_some())?;
     let plan = match part {
         Some(part) => plan.divide(PartPlan {
             part,
@@ -93,10 +94,28 @@ pub async fn run(command: RunCommand, stop: CancellationToken) -> Result<i32, Er
             return Err(e);
         }
     }
+    let events = std::sync::Arc::new(monitor::EventMark::default());
     let sampler = if args.no_resources {
         None
     } else {
-        Some(start_sampler(&args, &plan, &server, &out_dir, &say).await?)
+        Some(start_sampler(&args, &plan, &server, &out_dir, &say, &events).await?)
+    };
+    let injector = if plan.faults.is_empty() {
+        None
+    } else {
+        for f in &plan.faults {
+            say(format!(
+                "fault: {} at {} from the first stage's start",
+                f.text(),
+                humantime::format_duration(f.at)
+            ));
+        }
+        Some(std::sync::Arc::new(crate::fault::Injector {
+            faults: plan.faults.clone(),
+            server: server.embedded.clone(),
+            client: Some(connect::monitor(&server.uri).await?),
+            mark: events,
+        }))
     };
     let session = Session {
         plan: &plan,
@@ -107,6 +126,7 @@ pub async fn run(command: RunCommand, stop: CancellationToken) -> Result<i32, Er
         server: server.info(),
         command_line: std::env::args().map(|a| redact(&a)).collect(),
         url: jtl_url(&server.uri, &plan),
+        injector,
     };
     let result = session.run(sampler).await;
     server.shut_down().await;
@@ -114,6 +134,37 @@ pub async fn run(command: RunCommand, stop: CancellationToken) -> Result<i32, Er
     show(&summary, &args, console)?;
     say(format!("results: {}", out_dir.display()));
     Ok(summary.exit_code())
+}
+
+/// Faults on the server's process and its flags need the embedded server; a run in parts
+/// cannot audit or fault one deployment from several machines. Checked before anything runs.
+fn check_faults(args: &RunArgs, plan: &RunPlan, part: bool) -> Result<(), Error> {
+    if part && (plan.audit || !plan.faults.is_empty()) {
+        return Err(Error::Usage(
+            "an audit and faults belong to one whole run, but this is one part of a run (each part would audit only its own writes, and every part would do each fault)\n  fix: run the audit or the faults as one run, without --part/--parts".into(),
+        ));
+    }
+    if args.uri.is_none() {
+        return Ok(());
+    }
+    if let Some(f) = plan.faults.iter().find(|f| f.kind.needs_process()) {
+        return Err(Error::Usage(format!(
+            "the fault {} acts on the server's process, which only the embedded server gives the tool; --uri names a deployment it did not start\n  fix: leave out --uri (the embedded server), or use stepdown@AT+LEN, which works on any deployment you may step down",
+            f.text()
+        )));
+    }
+    if args.server_data.is_some() {
+        return Err(Error::Usage(
+            "--server-data is the embedded server's data directory, but --uri names a deployment the tool did not start\n  fix: leave out one of the two".into(),
+        ));
+    }
+    if !plan.server_args.is_empty() {
+        return Err(Error::Usage(format!(
+            "server flags ({}) are for the embedded server, but --uri names a deployment the tool did not start\n  fix: leave out --uri, or set those flags on your own server",
+            plan.server_args.join(" ")
+        )));
+    }
+    Ok(())
 }
 
 /// Relative thresholds need a baseline, and a baseline must be a run directory: both checked
@@ -194,8 +245,12 @@ impl Server {
             Some(u) => (None, u.clone()),
             None => {
                 let s = std::sync::Arc::new(
-                    EmbeddedServer::launch(args.server_bin.clone(), plan.server_args.clone())
-                        .await?,
+                    EmbeddedServer::launch(
+                        args.server_bin.clone(),
+                        plan.server_args.clone(),
+                        args.server_data.clone(),
+                    )
+                    .await?,
                 );
                 say(format!(
                     "embedded server: {} (pid {}) on {}, data in {}",
@@ -268,6 +323,7 @@ pub(super) async fn start_sampler(
     server: &Server,
     out_dir: &Path,
     say: &impl Fn(String),
+    events: &std::sync::Arc<monitor::EventMark>,
 ) -> Result<Sampler, Error> {
     let server_metrics = server_metrics(args, plan);
     let server_pid = match (&server.embedded, args.server_pid) {
@@ -323,6 +379,7 @@ pub(super) async fn start_sampler(
         },
         data_dir,
         server_metrics,
+        events: std::sync::Arc::clone(events),
     };
     Ok(Sampler::start(target, Box::new(file)))
 }

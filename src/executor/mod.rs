@@ -53,6 +53,8 @@ pub struct Context<B> {
     pub seed: u64,
     pub clock: Clock,
     pub op_timeout: Duration,
+    /// The write audit's ledger (`--audit`): each write the audit can check, as it ended.
+    pub audit: Option<crate::audit::Auditor>,
 }
 
 /// Runs one stage to its end, or until `ctx.stop` fires and in-flight operations had

@@ -145,6 +145,8 @@ pub(super) async fn virtual_user<B: Backend>(
         // Acknowledged however the insert ends, even by a panic: a later `_id` is drawn only
         // once every insert before it has ended.
         let _ack = Ack(keys, req.inserted_id(), issued);
+        // What the audit will check of it, read before the request is sent away.
+        let intent = ctx.audit.as_ref().and_then(|a| a.intent(group.index, &req));
         let started = Instant::now();
         let out = match tokio::time::timeout(ctx.op_timeout, ctx.backend.execute(group.handle, req))
             .await
@@ -166,6 +168,16 @@ pub(super) async fn virtual_user<B: Backend>(
             }
         };
         let elapsed = started.elapsed();
+        if let (Some(audit), Some(intent)) = (&ctx.audit, intent) {
+            let done = crate::audit::Done {
+                error: out.error.as_ref().map(|e| e.class),
+                tx: out.extra.as_ref().and_then(|x| x.tx).map(|t| t.state),
+                matched: out.matched,
+                deleted: out.deleted,
+                removed: out.removed,
+            };
+            audit.settle(group.index, intent, done);
+        }
         let start_us = ctx.clock.epoch_us(started);
         let sample = Sample {
             group: group_id,
@@ -256,6 +268,7 @@ mod tests {
             seed: 1,
             clock: Clock::new(),
             op_timeout: std::time::Duration::from_secs(1),
+            audit: None,
         });
         virtual_user(Arc::new(group), 0, ctx, Instant::now(), None).await;
         let sample = rx.recv().await.expect("the user's one sample");

@@ -128,6 +128,17 @@ pub struct GroupMetrics {
     /// A group that mixes operations: the same per operation kind (and a group of steps: the
     /// time of each step, and a transaction's first attempt).
     pub kinds: BTreeMap<OpName, GroupMetrics>,
+    /// Known once the run is over: the longest window without a success, and the
+    /// acknowledged writes the audit found not kept.
+    pub outage: Outage,
+}
+
+/// What is known of a group once its run is over (`unavailable_max`, `lost`); merged as the
+/// longest window and the sum of writes lost.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Outage {
+    pub unavailable_max_us: u64,
+    pub lost: u64,
 }
 
 const MAX_MESSAGES: usize = 50;
@@ -231,6 +242,7 @@ impl Default for GroupMetrics {
             errors_by_class: BTreeMap::new(),
             messages: BTreeMap::new(),
             kinds: BTreeMap::new(),
+            outage: Outage::default(),
         }
     }
 }
@@ -313,6 +325,11 @@ impl GroupMetrics {
             self.kinds.entry(k.clone()).or_default().merge(m);
         }
         self.missed += o.missed;
+        self.outage.unavailable_max_us = self
+            .outage
+            .unavailable_max_us
+            .max(o.outage.unavailable_max_us);
+        self.outage.lost += o.outage.lost;
         if o.samples == 0 {
             return;
         }
@@ -426,6 +443,8 @@ impl GroupMetrics {
             errors_by_class: BTreeMap::new(),
             messages: BTreeMap::new(),
             kinds: BTreeMap::new(),
+            // Known only to the run itself (a merge has neither faults nor an audit).
+            outage: Outage::default(),
         })
     }
 

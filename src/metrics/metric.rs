@@ -15,6 +15,10 @@ pub enum MetricKind {
     ErrorPct,
     Errors,
     Samples,
+    /// The longest window with no successful operation (known after the run).
+    UnavailableMax,
+    /// Acknowledged writes the audit found not kept: lost, deleted and back, lost updates.
+    Lost,
 }
 
 /// A metric of a group: a latency one (of service time when `service`), or a count or rate.
@@ -28,7 +32,7 @@ pub struct Metric {
 }
 
 /// The metric names, for error messages.
-pub const NAMES: &str = "avg, min, max, median, pNN or pNN.N (p50, p99, p99.9), throughput, error_pct, errors, samples, and svc_avg, svc_min, svc_max, svc_median, svc_pNN (service time, open loop)";
+pub const NAMES: &str = "avg, min, max, median, pNN or pNN.N (p50, p99, p99.9), throughput, error_pct, errors, samples, unavailable_max (the longest window without a success), lost (acknowledged writes the audit found not kept), and svc_avg, svc_min, svc_max, svc_median, svc_pNN (service time, open loop)";
 
 /// The metrics `compare` sets side by side, in column order; a gate (`--fail-if`) and a relative
 /// threshold (`<= +10%`) name one of these (or `median`, which is `p50`).
@@ -69,7 +73,10 @@ impl Metric {
                 let name = format!("p{p}");
                 return COMPARED.iter().find(|c| **c == name).copied();
             }
-            MetricKind::Min | MetricKind::Errors => return None,
+            MetricKind::Min
+            | MetricKind::Errors
+            | MetricKind::UnavailableMax
+            | MetricKind::Lost => return None,
         };
         Some(name)
     }
@@ -88,6 +95,8 @@ impl Metric {
             "error_pct" => MetricKind::ErrorPct,
             "errors" => MetricKind::Errors,
             "samples" => MetricKind::Samples,
+            "unavailable_max" => MetricKind::UnavailableMax,
+            "lost" => MetricKind::Lost,
             p => {
                 let n: f64 = p.strip_prefix('p')?.parse().ok()?;
                 if !(n > 0.0 && n < 100.0) || p.contains(['e', 'E', '+', '-']) {
@@ -120,6 +129,8 @@ impl Metric {
             MetricKind::ErrorPct => "error_pct".to_string(),
             MetricKind::Errors => "errors".to_string(),
             MetricKind::Samples => "samples".to_string(),
+            MetricKind::UnavailableMax => "unavailable_max".to_string(),
+            MetricKind::Lost => "lost".to_string(),
         };
         if self.service {
             format!("svc_{base}")
@@ -137,6 +148,7 @@ impl Metric {
                 | MetricKind::Max
                 | MetricKind::Median
                 | MetricKind::Percentile(_)
+                | MetricKind::UnavailableMax
         )
     }
 
@@ -154,7 +166,7 @@ impl Metric {
         match self.kind {
             MetricKind::Throughput => "/s",
             MetricKind::ErrorPct => "%",
-            MetricKind::Errors | MetricKind::Samples => "",
+            MetricKind::Errors | MetricKind::Samples | MetricKind::Lost => "",
             _ => "ms",
         }
     }
@@ -181,6 +193,8 @@ impl Metric {
             MetricKind::ErrorPct => m.errors as f64 * 100.0 / m.samples as f64,
             MetricKind::Errors => m.errors as f64,
             MetricKind::Samples => m.samples as f64,
+            MetricKind::UnavailableMax => m.outage.unavailable_max_us as f64 / 1000.0,
+            MetricKind::Lost => m.outage.lost as f64,
         }
     }
 }

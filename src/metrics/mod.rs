@@ -4,6 +4,7 @@
 //! Owns: the one place percentiles are computed. Never: formats text for people, writes files,
 //! or decides when a run stops (a `Watch` from the executor does).
 
+pub mod availability;
 pub mod group;
 pub mod interval;
 pub mod label;

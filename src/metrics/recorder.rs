@@ -66,6 +66,8 @@ pub struct Recorder {
     pub check: Option<Box<dyn IntervalCheck>>,
     pub log: Option<mpsc::Sender<Vec<Logged>>>,
     pub hlog: Option<mpsc::Sender<IntervalBatch>>,
+    /// The gaps between successes, per group and for the run (warm-up included).
+    pub availability: super::availability::Availability,
 }
 
 /// What the recorder measured, by group index, and what went wrong inside it.
@@ -75,6 +77,7 @@ pub struct Recorded {
     /// Within the warm-up: logged, excluded from the summary.
     pub warmup: Vec<GroupMetrics>,
     pub failures: Vec<String>,
+    pub availability: super::availability::Availability,
 }
 
 /// Samples per batch handed to the sample log writer, and the longest a sample waits for one.
@@ -143,6 +146,7 @@ impl Recorder {
                     }
                     let recorded = catch_unwind(AssertUnwindSafe(|| {
                         for s in &batch {
+                            self.availability.observe(s);
                             let into = if s.warmup { &mut st.interval_warm } else { &mut st.interval };
                             if let Some(m) = into.get_mut(usize::from(s.group)) {
                                 m.record(s);
@@ -210,10 +214,12 @@ impl Recorder {
         }
         let closed = self.close_interval(&mut st);
         to_hlog(&self.hlog, closed).await;
+        self.availability.finish();
         Recorded {
             groups: st.total,
             warmup: st.total_warm,
             failures,
+            availability: self.availability,
         }
     }
 
@@ -372,6 +378,7 @@ mod tests {
             check: None,
             log: None,
             hlog,
+            availability: Default::default(),
         }
     }
 
@@ -442,6 +449,7 @@ mod cost {
             check: None,
             log: None,
             hlog: None,
+            availability: Default::default(),
         };
         let mut st = State {
             interval: fresh(4),

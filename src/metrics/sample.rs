@@ -10,6 +10,8 @@ pub enum ErrorClass {
     Timeout,
     Network,
     ServerSelection,
+    /// The server is not (or no longer) the primary: a step-down, a failover.
+    NotPrimary,
     DuplicateKey,
     WriteConflict,
     ServerError,
@@ -17,11 +19,28 @@ pub enum ErrorClass {
 }
 
 impl ErrorClass {
+    pub const ALL: [ErrorClass; 8] = [
+        ErrorClass::Timeout,
+        ErrorClass::Network,
+        ErrorClass::ServerSelection,
+        ErrorClass::NotPrimary,
+        ErrorClass::DuplicateKey,
+        ErrorClass::WriteConflict,
+        ErrorClass::ServerError,
+        ErrorClass::Other,
+    ];
+
+    /// Its bit in a set of classes (`Classes`).
+    pub fn bit(self) -> u8 {
+        1 << (self as u8)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             ErrorClass::Timeout => "timeout",
             ErrorClass::Network => "network",
             ErrorClass::ServerSelection => "server_selection",
+            ErrorClass::NotPrimary => "not_primary",
             ErrorClass::DuplicateKey => "duplicate_key",
             ErrorClass::WriteConflict => "write_conflict",
             ErrorClass::ServerError => "server_error",

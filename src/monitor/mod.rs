@@ -49,6 +49,30 @@ pub struct Target {
     pub data_dir: Option<PathBuf>,
     /// Prometheus exporter endpoints on the server hosts (`--server-metrics`).
     pub server_metrics: Vec<String>,
+    /// The fault going on, for each row's `fault` column.
+    pub events: Arc<EventMark>,
+}
+
+/// The fault going on now, and the last one begun since the sampler last looked: a row
+/// names a fault that went on in any part of its interval.
+#[derive(Debug, Default)]
+pub struct EventMark(Mutex<(Option<&'static str>, Option<&'static str>)>);
+
+impl EventMark {
+    pub fn begin(&self, what: &'static str) {
+        let mut m = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        *m = (Some(what), Some(what));
+    }
+
+    pub fn end(&self) {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).0 = None;
+    }
+
+    /// What a row covering the time since the last call names.
+    pub fn take(&self) -> Option<&'static str> {
+        let mut m = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        m.1.take().or(m.0)
+    }
 }
 
 /// Every row taken, and what went wrong while taking or writing them.
@@ -168,6 +192,7 @@ async fn sample(
             ..Default::default()
         };
         let mut row = read_local(&mut local, row, secs, &shared).await;
+        row.fault = target.events.take().map(str::to_string);
         // serverStatus and the exporters' pages at once, each with its own time limit.
         let scraped = scrape_all(&mut scrapers, &hosts, &shared, false);
         let ((), host_rows) = tokio::join!(status.read(&target.client, &mut row, secs), scraped);
@@ -361,6 +386,7 @@ mod tests {
             server_pid: None,
             data_dir: None,
             server_metrics: Vec::new(),
+            events: Default::default(),
         };
         let sampler = Sampler::start(target, Box::new(Broken));
         tokio::time::sleep(PERIOD + Duration::from_millis(300)).await;

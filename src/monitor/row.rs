@@ -33,6 +33,8 @@ pub struct ResourceRow {
     pub health: HealthCells,
     /// One per `--server-metrics` URL, in their order.
     pub hosts: Vec<HostRow>,
+    /// The fault (`[[fault]]`) going on in the interval, or done within it.
+    pub fault: Option<String>,
 }
 
 /// serverStatus beyond opcounters: mongostat's columns and the server's own latencies.
@@ -120,7 +122,7 @@ pub fn host_column(name: &str) -> usize {
 pub const OPCOUNTERS: [&str; 6] = ["insert", "query", "update", "delete", "getmore", "command"];
 
 /// Columns that hold words, not numbers.
-pub const TEXT_COLUMNS: [&str; 1] = ["repl"];
+pub const TEXT_COLUMNS: [&str; 2] = ["repl", "fault"];
 
 impl ResourceRow {
     /// Server-side CRUD operations per second (opcounters insert + query + update + delete).

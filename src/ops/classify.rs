@@ -4,6 +4,10 @@ use mongodb::error::{ErrorKind, WriteFailure};
 
 use crate::metrics::{ErrorClass, OpError};
 
+/// The server's codes for "not the primary (any more)": NotWritablePrimary, NotPrimaryNoSecondaryOk,
+/// NotPrimaryOrSecondary, PrimarySteppedDown, InterruptedDueToReplStateChange.
+const NOT_PRIMARY: [i32; 5] = [10107, 13435, 13436, 189, 11602];
+
 /// Maps a driver error to a class and a one-line message.
 pub fn classify(e: &mongodb::error::Error) -> OpError {
     let class = {
@@ -22,6 +26,10 @@ pub fn classify(e: &mongodb::error::Error) -> OpError {
                 ErrorClass::DuplicateKey
             }
             ErrorKind::Command(c) if c.code == 112 => ErrorClass::WriteConflict,
+            ErrorKind::Command(c) if NOT_PRIMARY.contains(&c.code) => ErrorClass::NotPrimary,
+            ErrorKind::Write(WriteFailure::WriteError(w)) if NOT_PRIMARY.contains(&w.code) => {
+                ErrorClass::NotPrimary
+            }
             ErrorKind::Command(c) if c.code == 50 => ErrorClass::Timeout,
             ErrorKind::Write(_)
             | ErrorKind::Command(_)

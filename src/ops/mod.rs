@@ -4,11 +4,12 @@
 //! deterministically. `connect` reaches a deployment; `classify` turns driver errors into the
 //! summary's classes; `template` sends the profile's own operations (and `MongoBackend` their
 //! steps); `explain` has the server check every template before the load and gives their
-//! winning plans after the setup.
+//! winning plans after the setup; `audit` reads the collections back for the write audit.
 //!
 //! Owns: driver calls for the workload, payload sizes, error classes. Never: measures time,
 //! records samples or prints.
 
+pub mod audit;
 pub mod classify;
 pub mod connect;
 pub mod explain;
@@ -63,6 +64,17 @@ pub trait Backend: Send + Sync + 'static {
         async { (Vec::new(), Vec::new()) }
     }
 
+    /// The audit's read-back of what `wanted` asks (none without a server to ask).
+    fn audit_read(
+        &self,
+        plan: &RunPlan,
+        wanted: &crate::audit::Wanted,
+        stop: &CancellationToken,
+    ) -> impl Future<Output = Result<crate::audit::Found, String>> + Send {
+        let _ = (plan, wanted, stop);
+        async { Ok(crate::audit::Found::default()) }
+    }
+
     fn prepare(
         &self,
         plan: &RunPlan,
@@ -86,6 +98,8 @@ pub struct Outcome {
     pub updated: u64,
     pub upserted: u64,
     pub deleted: u64,
+    /// The `_id` a remove found to delete (for the audit), set before the delete is sent.
+    pub removed: Option<i64>,
     /// Steps and transactions: each step's time, a transaction's end, retries and first attempt.
     pub extra: Option<Box<crate::metrics::sample::SampleExtra>>,
     pub error: Option<Box<crate::metrics::OpError>>,

@@ -156,6 +156,15 @@ impl Backend for MongoBackend {
             .clear();
     }
 
+    async fn audit_read(
+        &self,
+        plan: &RunPlan,
+        wanted: &crate::audit::Wanted,
+        stop: &CancellationToken,
+    ) -> Result<crate::audit::Found, String> {
+        super::audit::read(&self.client, &plan.target.database, wanted, stop).await
+    }
+
     async fn invariants(&self, plan: &RunPlan) -> (Vec<super::invariant::Reading>, Vec<String>) {
         super::invariant::read(plan, &self.client).await
     }
@@ -758,6 +767,11 @@ pub async fn execute(coll: &Collection<RawDocumentBuf>, req: Request, measure: b
                     out.matched = true;
                     let id = found.get("_id").ok().flatten().map(|v| v.to_raw_bson());
                     if let Some(id) = id {
+                        out.removed = match id.as_raw_bson_ref() {
+                            mongodb::bson::RawBsonRef::Int64(i) => Some(i),
+                            mongodb::bson::RawBsonRef::Int32(i) => Some(i64::from(i)),
+                            _ => None,
+                        };
                         let filter =
                             doc! { "_id": mongodb::bson::Bson::try_from(id).unwrap_or_default() };
                         out.sent += bson_len(&filter);

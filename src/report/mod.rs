@@ -11,6 +11,7 @@ pub mod html;
 pub mod json;
 pub mod layout;
 pub mod live;
+pub mod outage;
 pub mod parts;
 pub mod plan;
 pub mod table;

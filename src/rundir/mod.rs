@@ -34,10 +34,11 @@ pub enum File {
     Parts,
     Report,
     Samples,
+    Audit,
 }
 
 impl File {
-    pub const ALL: [File; 10] = [
+    pub const ALL: [File; 11] = [
         File::SummaryJson,
         File::SummaryTsv,
         File::RunJson,
@@ -48,6 +49,7 @@ impl File {
         File::Parts,
         File::Report,
         File::Samples,
+        File::Audit,
     ];
 
     pub fn name(self) -> &'static str {
@@ -62,6 +64,7 @@ impl File {
             File::Parts => "parts.tsv",
             File::Report => "report.html",
             File::Samples => "samples.tsv",
+            File::Audit => "audit.tsv",
         }
     }
 

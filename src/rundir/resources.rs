@@ -28,6 +28,7 @@ pub fn header(hosts: &[String], extra: &[String]) -> String {
         cols.push(name.to_string());
         if name == "res_mb" {
             cols.push("repl".into());
+            cols.push("fault".into());
         }
     }
     for h in hosts {
@@ -49,6 +50,7 @@ pub fn line(r: &ResourceRow, extra: &[Option<f64>]) -> String {
         });
         if name == "res_mb" {
             cells.push(r.status.repl.clone().unwrap_or_default());
+            cells.push(r.fault.clone().unwrap_or_default());
         }
     }
     for h in &r.hosts {
@@ -210,6 +212,11 @@ impl Resources {
         if let Some(repl) = self.text.get("repl") {
             for (row, r) in rows.iter_mut().zip(repl) {
                 row.status.repl = (!r.is_empty()).then(|| r.clone());
+            }
+        }
+        if let Some(fault) = self.text.get("fault") {
+            for (row, f) in rows.iter_mut().zip(fault) {
+                row.fault = (!f.is_empty()).then(|| f.clone());
             }
         }
         rows

@@ -32,6 +32,9 @@ static RUNNING: Mutex<Option<(i32, PathBuf)>> = Mutex::new(None);
 pub enum Flavor {
     Mongod,
     Secantus,
+    /// `secantusd-py` (PyPI's SecantusDB): secantusd-rs's flags, but it names its port only
+    /// in INFO logs, so it is given one.
+    SecantusPy,
 }
 
 /// The embedded server. It can be killed, paused and started again on the same data directory
@@ -77,8 +80,13 @@ impl EmbeddedServer {
 
     /// Starts the chosen server: `explicit` (from --server-bin or MONGO_STRESS_SERVER_BIN), else
     /// `mongod` on PATH, else `secantusd-rs` on PATH or in ~/.cargo/bin; `extra` flags after
-    /// the tool's own (`[server] args`, `--server-arg`).
-    pub fn start(explicit: Option<&Path>, extra: &[String]) -> Result<Self, Error> {
+    /// the tool's own (`[server] args`, `--server-arg`); its data in `keep` when given (left
+    /// there after it stops), else in a temporary directory.
+    pub fn start(
+        explicit: Option<&Path>,
+        extra: &[String],
+        keep: Option<&Path>,
+    ) -> Result<Self, Error> {
         let program = match explicit {
             Some(p) => resolve(p).ok_or_else(|| {
                 Error::Server(format!(
@@ -99,6 +107,8 @@ impl EmbeddedServer {
             .unwrap_or_default();
         let flavor = if file.starts_with("mongod") {
             Flavor::Mongod
+        } else if file.starts_with("secantusd-py") {
+            Flavor::SecantusPy
         } else {
             Flavor::Secantus
         };
@@ -112,7 +122,7 @@ impl EmbeddedServer {
                 ))
             })?;
         let log_path = dir.path().join("server.log");
-        let data = dir.path().join("data");
+        let data = keep.map_or_else(|| dir.path().join("data"), Path::to_path_buf);
         std::fs::create_dir_all(&data)
             .map_err(|e| Error::Server(format!("cannot create {}: {e}", data.display())))?;
 
@@ -126,7 +136,7 @@ impl EmbeddedServer {
                 a.extend([os("--quiet"), os("--nounixsocket")]);
                 (a, 3, Some(port))
             }
-            Flavor::Secantus => {
+            Flavor::Secantus | Flavor::SecantusPy => {
                 let mut a = vec![os("--host"), os("127.0.0.1"), os("--port"), os("")];
                 a.extend([
                     os("--log-level"),
@@ -135,7 +145,8 @@ impl EmbeddedServer {
                     os("1G"),
                 ]);
                 a.extend([os("--storage-path"), data.clone().into_os_string()]);
-                (a, 3, None)
+                let port = (flavor == Flavor::SecantusPy).then(free_port).transpose()?;
+                (a, 3, port)
             }
         };
         args.extend(extra.iter().map(OsString::from));
@@ -167,7 +178,8 @@ impl EmbeddedServer {
     fn started(&self) {
         let pid = lock(&self.child).id();
         self.pid.store(pid, Ordering::Relaxed);
-        *lock(&RUNNING) = Some((pid as i32, self.data.parent().unwrap_or(&self.data).into()));
+        let dir = lock(&self.dir).as_ref().map(|d| d.path().to_path_buf());
+        *lock(&RUNNING) = dir.map(|d| (pid as i32, d));
     }
 
     /// Waits until the server listens: on `port`, or where its log says (port 0).
@@ -203,10 +215,16 @@ impl EmbeddedServer {
     }
 
     /// `start` on the blocking pool, for async callers.
-    pub async fn launch(explicit: Option<PathBuf>, extra: Vec<String>) -> Result<Self, Error> {
-        tokio::task::spawn_blocking(move || Self::start(explicit.as_deref(), &extra))
-            .await
-            .map_err(|e| Error::Server(format!("starting the embedded server failed: {e}")))?
+    pub async fn launch(
+        explicit: Option<PathBuf>,
+        extra: Vec<String>,
+        keep: Option<PathBuf>,
+    ) -> Result<Self, Error> {
+        tokio::task::spawn_blocking(move || {
+            Self::start(explicit.as_deref(), &extra, keep.as_deref())
+        })
+        .await
+        .map_err(|e| Error::Server(format!("starting the embedded server failed: {e}")))?
     }
 
     /// `stop` on the blocking pool, for async callers.

@@ -134,13 +134,18 @@ pub struct Outcome {
     /// Some operations failed, the run stopped on its error rate, an output was not written
     /// whole, or a part of the tool failed.
     pub failed: bool,
+    /// The audit found acknowledged writes the server did not keep.
+    pub data_lost: bool,
 }
 
 impl Outcome {
-    /// SPEC's exit codes: 130 interrupted, 4 a threshold failed (before 1), 1 failed, 0 done.
+    /// SPEC's exit codes: 130 interrupted, 5 acknowledged data lost (before 4 and 1), 4 a
+    /// threshold failed (before 1), 1 failed, 0 done.
     pub fn exit_code(self) -> i32 {
         if self.interrupted {
             exit::INTERRUPTED
+        } else if self.data_lost {
+            exit::DATA_LOST
         } else if self.threshold_failed {
             exit::THRESHOLD
         } else if self.failed {
@@ -155,6 +160,7 @@ impl Outcome {
         let code = self.exit_code();
         let what = match code {
             exit::INTERRUPTED => "interrupted: what completed is shown",
+            exit::DATA_LOST => "the audit found acknowledged data lost",
             exit::THRESHOLD => "a threshold failed",
             exit::ERRORS => "some operations failed, or a part of the tool did",
             _ => "done",
@@ -174,7 +180,16 @@ mod tests {
             interrupted,
             threshold_failed,
             failed,
+            data_lost: false,
         };
+        let lost = |interrupted| Outcome {
+            interrupted,
+            threshold_failed: true,
+            failed: true,
+            data_lost: true,
+        };
+        assert_eq!(lost(false).exit_code(), 5);
+        assert_eq!(lost(true).exit_code(), 130);
         assert_eq!(o(false, false, false).exit_code(), 0);
         assert_eq!(o(false, false, true).exit_code(), 1);
         assert_eq!(o(false, true, true).exit_code(), 4);

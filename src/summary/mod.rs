@@ -162,6 +162,7 @@ impl Summary {
             failed: self.failed()
                 || self.interrupted
                 || self.runs.iter().any(|r| r.total().errors > 0),
+            data_lost: self.runs.iter().any(RunResult::data_lost),
         }
     }
 
@@ -373,6 +374,19 @@ pub struct RunResult {
     /// Each collection's invariant (`invariant = { sum, min }`), before and after this run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub invariants: Vec<InvariantResult>,
+    /// The write audit (`--audit`): what the server kept of the acknowledged writes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit: Option<crate::audit::AuditResult>,
+    /// The faults done to the server (`[[fault]]`), with how each group came back.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<crate::fault::FaultEvent>,
+    /// Windows with no successful operation, per group and for the run (TOTAL: no group had
+    /// one), longer than each one's bound.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unavailable: Vec<crate::metrics::availability::Window>,
+    /// The audit's lines for `audit.tsv` (not in summary.json: there may be millions).
+    #[serde(skip)]
+    pub audit_lines: Vec<crate::audit::AuditLine>,
     /// What failed inside the run (a virtual user's or the recorder's panic); shown as warnings.
     #[serde(skip)]
     pub failures: Vec<String>,
@@ -514,11 +528,23 @@ impl RunResult {
             start: None,
             thresholds: Vec::new(),
             invariants: Vec::new(),
+            audit: None,
+            faults: Vec::new(),
+            unavailable: Vec::new(),
+            audit_lines: Vec::new(),
             failures: Vec::new(),
         }
     }
 
     pub fn total(&self) -> &Row {
         self.rows.last().expect("a run always has a TOTAL row")
+    }
+
+    /// The audit found acknowledged writes the server did not keep (with the audit on, a
+    /// collection's broken invariant too: money acknowledged as moved that is not there).
+    pub fn data_lost(&self) -> bool {
+        self.audit
+            .as_ref()
+            .is_some_and(|a| a.total.not_kept() > 0 || self.invariants.iter().any(|i| !i.holds))
     }
 }

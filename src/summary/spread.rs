@@ -84,6 +84,10 @@ mod tests {
                     load: None,
                     thresholds: Vec::new(),
                     invariants: Vec::new(),
+                    audit: None,
+                    faults: Vec::new(),
+                    unavailable: Vec::new(),
+                    audit_lines: Vec::new(),
                     failures: Vec::new(),
                 }
             })

@@ -23,6 +23,39 @@ use crate::summary::resources::StageSpan;
 use crate::summary::RunResult;
 use crate::workload::KeySpace;
 
+/// A gap without success counts as unavailability from this long (or 10x the median).
+const DEFAULT_UNAVAILABLE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The audit of one run as it goes.
+struct AuditRun {
+    plan: crate::audit::AuditPlan,
+    before: Result<crate::audit::Found, String>,
+    auditor: crate::audit::Auditor,
+    keeper: crate::audit::Keeper,
+}
+
+/// How each group and the whole run came back after fault `e`.
+fn recoveries(
+    plan: &crate::plan::RunPlan,
+    a: &crate::metrics::availability::Availability,
+    e: &crate::fault::FaultEvent,
+) -> Vec<crate::fault::Recovery> {
+    let (at, over) = (e.start_ms * 1000, e.end_ms * 1000);
+    let one = |label: &str, track: &crate::metrics::availability::Track| {
+        let (first, back, rate) = crate::metrics::availability::recovery(track, a.t0_us, at, over);
+        crate::fault::Recovery {
+            label: label.to_string(),
+            rate_before: rate,
+            first_success_secs: first,
+            throughput_back_secs: back,
+        }
+    };
+    plan.groups()
+        .filter_map(|g| a.groups.get(g.index).map(|t| one(&g.name, t)))
+        .chain(std::iter::once(one("TOTAL", &a.all)))
+        .collect()
+}
+
 impl<B: Backend + Clone> Session<'_, B> {
     /// One repetition: every stage in order, recorded, as one `RunResult`.
     pub(super) async fn execute(
@@ -38,6 +71,12 @@ impl<B: Backend + Clone> Session<'_, B> {
         let active: Arc<Vec<AtomicU32>> =
             Arc::new((0..groups).map(|_| AtomicU32::new(0)).collect());
         let (tx, rx) = mpsc::channel(super::SAMPLE_CHANNEL);
+        // The audit's ledger, and the counters before the load it measures increments from.
+        let audit = if plan.audit {
+            Some(self.audit_start().await)
+        } else {
+            None
+        };
         // On a terminal the live lines are bars; the stage lines go through them too.
         let bars = self
             .opts
@@ -86,10 +125,26 @@ impl<B: Backend + Clone> Session<'_, B> {
             seed,
             clock: Clock::new(),
             op_timeout: plan.target.op_timeout,
+            audit: audit.as_ref().map(|a| a.auditor.clone()),
         });
         let started_at = now_rfc3339();
         let t0 = Instant::now();
+        let stages_ms = epoch_ms();
+        // The faults from the first stage's start; none begins after the stages end, and one
+        // going on is seen through (a killed server is started again) before the audit.
+        let stages_over = CancellationToken::new();
+        let faults = self.injector.as_ref().map(|i| {
+            tokio::spawn(Arc::clone(i).run(t0, stages_ms, stages_over.clone(), self.stop.clone()))
+        });
         let (spans, mut failures) = self.stages(&ctx, &run_stop, bars.as_ref()).await;
+        stages_over.cancel();
+        let mut events = match faults {
+            Some(f) => f.await.unwrap_or_else(|e| {
+                failures.push(format!("the faults' task failed: {e}"));
+                Vec::new()
+            }),
+            None => Vec::new(),
+        };
         ctx.backend.finish();
         let missed: Vec<u64> = ctx
             .missed
@@ -101,12 +156,14 @@ impl<B: Backend + Clone> Session<'_, B> {
             groups: mut metrics,
             warmup,
             failures: recorder_failures,
+            availability,
         } = recorder.await.unwrap_or_else(|e| Recorded {
             groups: vec![Default::default(); groups],
             warmup: vec![Default::default(); groups],
             failures: vec![format!(
                 "the recorder failed and its measurements are lost: {e}"
             )],
+            availability: Default::default(),
         });
         failures.extend(recorder_failures);
         for (m, missed) in metrics.iter_mut().zip(missed) {
@@ -122,6 +179,19 @@ impl<B: Backend + Clone> Session<'_, B> {
             &warmup,
         );
         result.stages = spans;
+        result.unavailable = self.unavailability(&availability, &mut metrics, stages_ms);
+        for e in &mut events {
+            e.recovery = recoveries(plan, &availability, e);
+        }
+        result.faults = events;
+        if let Some(a) = audit {
+            let (verdict, lines) = self.audit_finish(a).await;
+            for (m, g) in metrics.iter_mut().zip(&verdict.groups) {
+                m.outage.lost = g.not_kept();
+            }
+            result.audit = Some(verdict);
+            result.audit_lines = lines;
+        }
         let stopped = stopped_early.get();
         result.stopped_early = stopped.map(|r| r.message.clone());
         result.aborted_by = stopped.and_then(|r| r.threshold.clone());
@@ -181,7 +251,15 @@ impl<B: Backend + Clone> Session<'_, B> {
                 reason: Arc::clone(stopped_early),
             }) as Box<dyn IntervalCheck>
         });
+        let min_gap = plan
+            .unavailable_after
+            .map_or(DEFAULT_UNAVAILABLE, |d| d.min(DEFAULT_UNAVAILABLE));
         Recorder {
+            availability: crate::metrics::availability::Availability::new(
+                plan.groups().count(),
+                epoch_ms() * 1000,
+                min_gap.as_micros() as u64,
+            ),
             check,
             names: plan.groups().map(|g| g.name.clone()).collect(),
             open_loop: plan.groups().map(|g| g.rate.is_some()).collect(),
@@ -193,6 +271,129 @@ impl<B: Backend + Clone> Session<'_, B> {
             log,
             hlog,
         }
+    }
+
+    /// The audit's start: its plan, the counters before the load, and the ledger's thread.
+    async fn audit_start(&self) -> AuditRun {
+        let plan = crate::audit::AuditPlan::of(self.plan);
+        let wanted = crate::audit::wanted_before(&plan);
+        let before = if wanted.collections.iter().any(|c| !c.counters.is_empty()) {
+            self.backend.audit_read(self.plan, &wanted, self.stop).await
+        } else {
+            Ok(Default::default())
+        };
+        let (auditor, keeper) = crate::audit::Auditor::start(plan.clone());
+        AuditRun {
+            plan,
+            before,
+            auditor,
+            keeper,
+        }
+    }
+
+    /// The audit's verdict, once the users are gone: the collections read back.
+    async fn audit_finish(
+        &self,
+        a: AuditRun,
+    ) -> (crate::audit::AuditResult, Vec<crate::audit::AuditLine>) {
+        let AuditRun {
+            plan,
+            before,
+            auditor,
+            keeper,
+        } = a;
+        drop(auditor);
+        let ledger = tokio::task::spawn_blocking(move || keeper.finish())
+            .await
+            .unwrap_or_default();
+        let before = match before {
+            Ok(b) => b,
+            Err(e) => {
+                return (
+                    crate::audit::AuditResult::unfinished(format!(
+                        "the counters could not be read before the load: {e}"
+                    )),
+                    Vec::new(),
+                )
+            }
+        };
+        let wanted = crate::audit::wanted_after(&plan, &ledger);
+        self.say(format!(
+            "audit: reading back {}",
+            wanted
+                .collections
+                .iter()
+                .map(|c| c.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        let began = std::time::Instant::now();
+        match self.backend.audit_read(self.plan, &wanted, self.stop).await {
+            Ok(after) => {
+                let (groups, total, lines) = crate::audit::check(&plan, &ledger, &before, &after);
+                (
+                    crate::audit::AuditResult {
+                        finished: true,
+                        problem: None,
+                        groups,
+                        total,
+                        secs: began.elapsed().as_secs_f64(),
+                    },
+                    lines,
+                )
+            }
+            Err(e) => (crate::audit::AuditResult::unfinished(e), Vec::new()),
+        }
+    }
+
+    /// The windows without a success longer than each series' bound (`unavailable_after`,
+    /// else 1 s or 10x its median latency, or 3 of an open-loop group's intervals, if
+    /// longer); each group's longest goes into its metrics for `unavailable_max`.
+    fn unavailability(
+        &self,
+        a: &crate::metrics::availability::Availability,
+        metrics: &mut [crate::metrics::GroupMetrics],
+        stages_ms: u64,
+    ) -> Vec<crate::metrics::availability::Window> {
+        use crate::metrics::availability::windows;
+        let bound = |median_ms: f64, rate: Option<f64>| -> u64 {
+            match self.plan.unavailable_after {
+                Some(d) => d.as_micros() as u64,
+                None => {
+                    let by_rate = rate.filter(|r| *r > 0.0).map_or(0.0, |r| 3e6 / r);
+                    (DEFAULT_UNAVAILABLE.as_micros() as f64)
+                        .max(median_ms * 10_000.0)
+                        .max(by_rate) as u64
+                }
+            }
+        };
+        let t0 = stages_ms * 1000;
+        let mut out = Vec::new();
+        let mut all = crate::metrics::GroupMetrics::default();
+        for g in self.plan.groups() {
+            let Some(track) = a.groups.get(g.index) else {
+                continue;
+            };
+            let m = &mut metrics[g.index];
+            let w = windows(
+                track,
+                &g.name,
+                bound(m.latency.quantile_ms(0.5), g.rate),
+                t0,
+            );
+            m.outage.unavailable_max_us =
+                w.iter().map(|w| (w.secs * 1e6) as u64).max().unwrap_or(0);
+            all.merge(m);
+            out.extend(w);
+        }
+        let rate: f64 = self.plan.groups().filter_map(|g| g.rate).sum();
+        out.extend(windows(
+            &a.all,
+            "TOTAL",
+            bound(all.latency.quantile_ms(0.5), (rate > 0.0).then_some(rate)),
+            t0,
+        ));
+        out
     }
 
     /// Every stage in order until the run's stop: when each ran, and what failed inside.

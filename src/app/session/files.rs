@@ -160,5 +160,8 @@ pub(in crate::app) fn write_summaries(dir: &Path, summary: &Summary) -> Result<(
             report::tsv::render_thresholds,
         )?;
     }
+    if summary.runs.iter().any(|r| r.audit.is_some()) {
+        report::write_to(&File::Audit.path(dir), summary, report::tsv::render_audit)?;
+    }
     report::write_to(&File::SummaryJson.path(dir), summary, report::json::render)
 }

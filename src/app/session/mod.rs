@@ -63,6 +63,8 @@ pub struct Session<'a, B> {
     pub command_line: Vec<String>,
     /// What the JTL's URL column says: the deployment, database and collection.
     pub url: String,
+    /// The plan's faults, done to the server during each run (`[[fault]]`, `--fault`).
+    pub injector: Option<std::sync::Arc<crate::fault::Injector>>,
 }
 
 impl<B: Backend + Clone> Session<'_, B> {

@@ -1,0 +1,490 @@
+//! The verdict: the ledger against what the server has after the run.
+
+use std::collections::HashMap;
+
+use roaring::RoaringTreemap;
+use serde::{Deserialize, Serialize};
+
+use super::ledger::Ledger;
+use super::{AuditPlan, Found, Wanted, WantedCollection};
+
+/// Lost `_id`s a group's row lists (all of them are in `audit.tsv`).
+const LISTED: usize = 10;
+
+/// One group's audit (or TOTAL's).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AuditGroup {
+    pub group: String,
+    pub collection: String,
+    /// `w:1`, `w:majority j:true`, `default`.
+    pub write_concern: String,
+    /// Writes acknowledged: inserted documents, deletes and `$inc`s.
+    pub acknowledged: u64,
+    /// Documents whose insert was acknowledged, and of them those not there (nor deleted).
+    pub inserts: u64,
+    pub lost: u64,
+    /// Inserts whose outcome is unknown, and where they ended.
+    pub in_doubt: u64,
+    pub in_doubt_present: u64,
+    pub in_doubt_absent: u64,
+    /// Acknowledged deletes, and of them documents there again.
+    pub deletes: u64,
+    pub back: u64,
+    /// Acknowledged increments, those missing from the counters (lost updates), and
+    /// increments beyond acknowledged plus in doubt (phantom).
+    pub increments: u64,
+    pub lost_updates: u64,
+    pub phantom: u64,
+    /// A few lost `_id`s (every one is in `audit.tsv`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lost_ids: Vec<String>,
+}
+
+impl AuditGroup {
+    /// Acknowledged writes the server did not keep: lost inserts, deletes back, lost updates.
+    pub fn not_kept(&self) -> u64 {
+        self.lost + self.back + self.lost_updates
+    }
+
+    fn add(&mut self, o: &AuditGroup) {
+        self.acknowledged += o.acknowledged;
+        self.inserts += o.inserts;
+        self.lost += o.lost;
+        self.in_doubt += o.in_doubt;
+        self.in_doubt_present += o.in_doubt_present;
+        self.in_doubt_absent += o.in_doubt_absent;
+        self.deletes += o.deletes;
+        self.back += o.back;
+        self.increments += o.increments;
+        self.lost_updates += o.lost_updates;
+        self.phantom += o.phantom;
+        for id in &o.lost_ids {
+            if self.lost_ids.len() < LISTED {
+                self.lost_ids.push(id.clone());
+            }
+        }
+    }
+}
+
+/// The audit of one run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AuditResult {
+    /// The collections were read back whole; false: interrupted, or the server did not answer.
+    pub finished: bool,
+    /// Why it did not finish.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+    pub groups: Vec<AuditGroup>,
+    pub total: AuditGroup,
+    /// How long reading back took.
+    pub secs: f64,
+}
+
+impl AuditResult {
+    /// An audit that could not read the collections back.
+    pub fn unfinished(problem: String) -> AuditResult {
+        AuditResult {
+            finished: false,
+            problem: Some(problem),
+            ..Default::default()
+        }
+    }
+
+    /// The console's line about it.
+    pub fn line(&self) -> String {
+        let t = &self.total;
+        if !self.finished {
+            return format!(
+                "audit: did not finish ({})",
+                self.problem.as_deref().unwrap_or("unknown")
+            );
+        }
+        format!(
+            "audit: {} acknowledged writes, {} lost, {} in doubt ({} present, {} absent), {} deleted and back, {} lost updates, {} phantom",
+            t.acknowledged, t.lost, t.in_doubt, t.in_doubt_present, t.in_doubt_absent, t.back, t.lost_updates, t.phantom
+        )
+    }
+}
+
+/// What `audit.tsv` says of one write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LineKind {
+    /// Inserted and acknowledged, not there.
+    Lost,
+    /// Deleted and acknowledged, there again.
+    Back,
+    /// Increments acknowledged but missing from the counter.
+    LostUpdate,
+    /// More increments than were acknowledged or in doubt.
+    Phantom,
+}
+
+impl LineKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            LineKind::Lost => "lost",
+            LineKind::Back => "back",
+            LineKind::LostUpdate => "lost_update",
+            LineKind::Phantom => "phantom",
+        }
+    }
+}
+
+/// One line of `audit.tsv`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuditLine {
+    pub group: String,
+    pub write_concern: String,
+    pub kind: LineKind,
+    pub collection: String,
+    /// The `_id`, as Extended JSON (a number is itself).
+    pub id: String,
+    /// A counter's name, the value expected and found.
+    pub detail: String,
+}
+
+/// `audit.tsv`'s header.
+pub const TSV_HEADER: &str = "run\tgroup\twrite_concern\tkind\tcollection\t_id\tdetail";
+
+impl AuditLine {
+    pub fn tsv(&self, run: u32) -> String {
+        let clean = |s: &str| s.replace(['\t', '\n', '\r'], " ");
+        format!(
+            "{run}\t{}\t{}\t{}\t{}\t{}\t{}",
+            clean(&self.group),
+            self.write_concern,
+            self.kind.name(),
+            clean(&self.collection),
+            clean(&self.id),
+            clean(&self.detail)
+        )
+    }
+}
+
+/// What to read before the load: the counters of every collection some group increments.
+pub fn wanted_before(plan: &AuditPlan) -> Wanted {
+    Wanted {
+        collections: plan
+            .collections
+            .iter()
+            .map(|c| WantedCollection {
+                name: c.name.clone(),
+                ids: false,
+                counters: c.counters.clone(),
+                keyed: Vec::new(),
+            })
+            .collect(),
+    }
+}
+
+/// What to read after the run: every collection some group wrote to the ledger.
+pub fn wanted_after(plan: &AuditPlan, ledger: &Ledger) -> Wanted {
+    let mut w = wanted_before(plan);
+    for (g, l) in ledger.groups.iter().enumerate() {
+        let Some(c) = plan.groups.get(g).map(|g| g.collection) else {
+            continue;
+        };
+        let wc = &mut w.collections[c];
+        wc.ids |= !l.inserted[0].is_empty()
+            || !l.inserted[1].is_empty()
+            || !l.deleted[0].is_empty()
+            || !l.inc.is_empty();
+        wc.keyed
+            .extend(l.keyed[0].iter().chain(&l.keyed[1]).cloned());
+    }
+    w
+}
+
+/// The verdict per group, and every write found not kept as a line. `before` holds the
+/// counters before the load, `after` what the server has now (for `wanted_after`).
+pub fn check(
+    plan: &AuditPlan,
+    ledger: &Ledger,
+    before: &Found,
+    after: &Found,
+) -> (Vec<AuditGroup>, AuditGroup, Vec<AuditLine>) {
+    let empty = super::FoundCollection::default();
+    let mut rows: Vec<AuditGroup> = plan
+        .groups
+        .iter()
+        .map(|g| AuditGroup {
+            group: g.name.clone(),
+            collection: plan.collections[g.collection].name.clone(),
+            write_concern: if g.acknowledged {
+                g.write_concern.clone()
+            } else {
+                format!("{} (unacknowledged: not audited)", g.write_concern)
+            },
+            ..Default::default()
+        })
+        .collect();
+    let mut lines = Vec::new();
+    let none = super::ledger::GroupLedger::default();
+    let ledger_of = |g: usize| ledger.groups.get(g).unwrap_or(&none);
+    // Position of each group's keyed `_id`s in the collection's asked list.
+    let mut keyed_at = vec![0usize; plan.collections.len()];
+    for (c, coll) in plan.collections.iter().enumerate() {
+        let found = after.collections.get(c).unwrap_or(&empty);
+        let present = &found.ids;
+        let groups: Vec<usize> = (0..plan.groups.len())
+            .filter(|g| plan.groups[*g].collection == c)
+            .collect();
+        let mut deleted = RoaringTreemap::new();
+        for g in &groups {
+            deleted |= &ledger_of(*g).deleted[0];
+            deleted |= &ledger_of(*g).deleted[1];
+        }
+        // Counters: every group's increments of a document together.
+        let mut totals: HashMap<(u16, i64), ([u64; 2], usize)> = HashMap::new();
+        for g in &groups {
+            let l = ledger_of(*g);
+            for (key, n) in &l.inc {
+                let t = totals.entry(*key).or_insert(([0, 0], *g));
+                t.0[0] += u64::from(n[0]);
+                t.0[1] += u64::from(n[1]);
+            }
+        }
+        for &g in &groups {
+            let l = ledger_of(g);
+            let row = &mut rows[g];
+            let wc = row.write_concern.clone();
+            let line = |kind, id: String, detail: String| AuditLine {
+                group: row.group.clone(),
+                write_concern: wc.clone(),
+                kind,
+                collection: coll.name.clone(),
+                id,
+                detail,
+            };
+            row.inserts = l.inserted[0].len() + l.keyed[0].len() as u64;
+            row.in_doubt = l.inserted[1].len() + l.keyed[1].len() as u64;
+            row.deletes = l.deleted[0].len();
+            let lost = &(&l.inserted[0] - present) - &deleted;
+            row.lost = lost.len();
+            let doubt_present = (&l.inserted[1] & present).len();
+            row.in_doubt_present = doubt_present;
+            row.in_doubt_absent = (&(&l.inserted[1] - present) - &deleted).len();
+            for id in lost.iter() {
+                let id = (id as i64).to_string();
+                if row.lost_ids.len() < LISTED {
+                    row.lost_ids.push(id.clone());
+                }
+                lines.push(line(LineKind::Lost, id, String::new()));
+            }
+            let back = &l.deleted[0] & present;
+            row.back = back.len();
+            for id in back.iter() {
+                lines.push(line(
+                    LineKind::Back,
+                    (id as i64).to_string(),
+                    "deleted, acknowledged, and there again".into(),
+                ));
+            }
+            // A template's own `_id`s: asked in order, acknowledged then in doubt.
+            let asked = &found.keyed;
+            let at = keyed_at[c];
+            let is_there = |i: usize| asked.get(at + i).copied().unwrap_or(false);
+            for (i, v) in l.keyed[0].iter().enumerate() {
+                if !is_there(i) {
+                    row.lost += 1;
+                    let id = v.clone().into_relaxed_extjson().to_string();
+                    if row.lost_ids.len() < LISTED {
+                        row.lost_ids.push(id.clone());
+                    }
+                    lines.push(line(LineKind::Lost, id, String::new()));
+                }
+            }
+            let n0 = l.keyed[0].len();
+            for i in 0..l.keyed[1].len() {
+                if is_there(n0 + i) {
+                    row.in_doubt_present += 1;
+                } else {
+                    row.in_doubt_absent += 1;
+                }
+            }
+            keyed_at[c] += n0 + l.keyed[1].len();
+            row.increments = l.inc.values().map(|n| u64::from(n[0])).sum();
+            row.acknowledged = row.inserts + row.deletes + row.increments;
+        }
+        for ((counter, id), ([acked, doubt], g)) in totals {
+            if !present.contains(id as u64) || deleted.contains(id as u64) {
+                continue;
+            }
+            let Some(now) = found
+                .counters
+                .get(&id)
+                .and_then(|v| v.get(counter as usize))
+            else {
+                continue;
+            };
+            let base = before
+                .collections
+                .get(c)
+                .and_then(|b| b.counters.get(&id))
+                .and_then(|v| v.get(counter as usize).copied())
+                .or_else(|| {
+                    ledger
+                        .initial
+                        .get(c)
+                        .and_then(|m| m.get(&(counter, id)).copied())
+                });
+            // A document a template inserted: its counter's start is not known.
+            let Some(base) = base else { continue };
+            let grew = now - base;
+            let name = &coll.counters[counter as usize];
+            let row = &mut rows[g];
+            let line = |kind, detail: String| AuditLine {
+                group: row.group.clone(),
+                write_concern: row.write_concern.clone(),
+                kind,
+                collection: coll.name.clone(),
+                id: id.to_string(),
+                detail,
+            };
+            if grew < acked as i64 {
+                let missing = acked as i64 - grew;
+                lines.push(line(
+                    LineKind::LostUpdate,
+                    format!("{name}: {now}, acknowledged {acked} increments from {base}, {missing} lost"),
+                ));
+                rows[g].lost_updates += missing as u64;
+            } else if grew > (acked + doubt) as i64 {
+                let extra = grew - (acked + doubt) as i64;
+                lines.push(line(
+                    LineKind::Phantom,
+                    format!("{name}: {now}, from {base} with {acked} acknowledged and {doubt} in doubt: {extra} more"),
+                ));
+                rows[g].phantom += extra as u64;
+            }
+        }
+    }
+    let mut total = AuditGroup {
+        group: "TOTAL".into(),
+        ..Default::default()
+    };
+    for r in &rows {
+        total.add(r);
+    }
+    lines.sort_by(|a, b| (a.kind.name(), &a.group).cmp(&(b.kind.name(), &b.group)));
+    (rows, total, lines)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Auditor, Collection, Done, FoundCollection, GroupAudit, Intent};
+    use super::*;
+    use crate::metrics::ErrorClass;
+
+    fn plan() -> AuditPlan {
+        AuditPlan {
+            collections: vec![Collection {
+                name: "c".into(),
+                counters: vec!["n".into()],
+            }],
+            groups: ["ins", "upd", "del"]
+                .iter()
+                .map(|n| GroupAudit {
+                    name: n.to_string(),
+                    collection: 0,
+                    write_concern: "w:1".into(),
+                    acknowledged: true,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn each_kind_of_loss_is_counted_and_listed() {
+        let (a, keeper) = Auditor::start(plan());
+        let insert = |id| Intent::Insert {
+            collection: 0,
+            ids: vec![id],
+            keyed: vec![],
+            initial: vec![(0, 0)],
+        };
+        // 10..20 acknowledged; 20, 21 in doubt.
+        for id in 10..20 {
+            a.settle(0, insert(id), Done::default());
+        }
+        for id in 20..22 {
+            let done = Done {
+                error: Some(ErrorClass::Timeout),
+                ..Done::default()
+            };
+            a.settle(0, insert(id), done);
+        }
+        // Preloaded 0 and 1: three increments each acknowledged, one in doubt on 1.
+        let inc = |id| Intent::Inc {
+            id,
+            counters: vec![0],
+        };
+        for _ in 0..3 {
+            for id in [0, 1] {
+                let done = Done {
+                    matched: true,
+                    ..Done::default()
+                };
+                a.settle(1, inc(id), done);
+            }
+        }
+        a.settle(
+            1,
+            inc(1),
+            Done {
+                error: Some(ErrorClass::Network),
+                ..Done::default()
+            },
+        );
+        // 2 deleted (acknowledged) and 11 deleted too.
+        for id in [2, 11] {
+            let done = Done {
+                removed: Some(id),
+                deleted: 1,
+                ..Done::default()
+            };
+            a.settle(2, Intent::Remove, done);
+        }
+        drop(a);
+        let ledger = keeper.finish();
+        let before = Found {
+            collections: vec![FoundCollection {
+                counters: [(0, vec![100]), (1, vec![50])].into(),
+                ..Default::default()
+            }],
+        };
+        // On the server: 0..=2 (2 is back), 10, 12..17 (13 and 18, 19 lost; 11 was deleted),
+        // 20 (in doubt, present); counter of 0 grew by 1 (2 lost), of 1 by 5 (1 phantom).
+        let mut ids = RoaringTreemap::new();
+        for id in [0, 1, 2, 10, 12, 14, 15, 16, 17, 20] {
+            ids.insert(id);
+        }
+        let after = Found {
+            collections: vec![FoundCollection {
+                ids,
+                counters: [(0, vec![101]), (1, vec![55])].into(),
+                keyed: vec![],
+            }],
+        };
+        let (rows, total, lines) = check(&plan(), &ledger, &before, &after);
+        let ins = &rows[0];
+        assert_eq!((ins.inserts, ins.lost), (10, 3));
+        assert_eq!(
+            (ins.in_doubt, ins.in_doubt_present, ins.in_doubt_absent),
+            (2, 1, 1)
+        );
+        assert_eq!(ins.lost_ids, vec!["13", "18", "19"]);
+        assert_eq!(
+            (rows[1].increments, rows[1].lost_updates, rows[1].phantom),
+            (6, 2, 1)
+        );
+        assert_eq!((rows[2].deletes, rows[2].back), (2, 1));
+        assert_eq!(total.not_kept(), 3 + 1 + 2);
+        let kinds: Vec<&str> = lines.iter().map(|l| l.kind.name()).collect();
+        assert_eq!(kinds.iter().filter(|k| **k == "lost").count(), 3);
+        assert!(
+            kinds.contains(&"back") && kinds.contains(&"phantom") && kinds.contains(&"lost_update")
+        );
+        assert!(lines[0].tsv(1).starts_with("1\t"), "{:?}", lines[0]);
+    }
+}

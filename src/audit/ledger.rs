@@ -1,0 +1,290 @@
+//! The ledger of acknowledged and in-doubt writes, kept on a thread of its own: the virtual
+//! users send each write's effect down a channel after its sample is taken.
+
+use std::collections::HashMap;
+use std::sync::mpsc;
+
+use mongodb::bson::Bson;
+use roaring::RoaringTreemap;
+
+use super::{AuditPlan, Done, Fate, Intent};
+
+/// One write's effect, as the ledger files it.
+#[derive(Debug)]
+enum Entry {
+    Insert {
+        group: u32,
+        fate: Fate,
+        ids: Vec<i64>,
+        keyed: Vec<Bson>,
+        initial: Vec<(u16, i64)>,
+    },
+    Delete {
+        group: u32,
+        fate: Fate,
+        id: i64,
+    },
+    Inc {
+        group: u32,
+        fate: Fate,
+        id: i64,
+        counters: Vec<u16>,
+    },
+}
+
+/// Acknowledged (`[0]`) and in-doubt (`[1]`) sets.
+pub type Pair<T> = [T; 2];
+
+fn slot(f: Fate) -> usize {
+    match f {
+        Fate::Acked => 0,
+        Fate::InDoubt => 1,
+    }
+}
+
+/// What one group's writes did.
+#[derive(Debug, Default, Clone)]
+pub struct GroupLedger {
+    pub inserted: Pair<RoaringTreemap>,
+    pub keyed: Pair<Vec<Bson>>,
+    pub deleted: Pair<RoaringTreemap>,
+    /// (counter, `_id`) -> increments acknowledged, in doubt.
+    pub inc: HashMap<(u16, i64), Pair<u32>>,
+}
+
+/// Every group's writes, and the counters' values in documents inserted during the run.
+#[derive(Debug, Default, Clone)]
+pub struct Ledger {
+    pub groups: Vec<GroupLedger>,
+    /// By collection: (counter, `_id`) -> its value in the inserted document.
+    pub initial: Vec<HashMap<(u16, i64), i64>>,
+}
+
+impl Ledger {
+    fn file(&mut self, e: Entry) {
+        fn group(l: &mut Ledger, g: u32) -> &mut GroupLedger {
+            let g = g as usize;
+            if l.groups.len() <= g {
+                l.groups.resize_with(g + 1, Default::default);
+            }
+            &mut l.groups[g]
+        }
+        match e {
+            Entry::Insert {
+                group: g,
+                fate,
+                ids,
+                keyed,
+                ..
+            } => {
+                let l = group(self, g);
+                for id in &ids {
+                    l.inserted[slot(fate)].insert(*id as u64);
+                }
+                l.keyed[slot(fate)].extend(keyed);
+            }
+            Entry::Delete { group: g, fate, id } => {
+                group(self, g).deleted[slot(fate)].insert(id as u64);
+            }
+            Entry::Inc {
+                group: g,
+                fate,
+                id,
+                counters,
+            } => {
+                let l = group(self, g);
+                for c in counters {
+                    l.inc.entry((c, id)).or_default()[slot(fate)] += 1;
+                }
+            }
+        }
+    }
+}
+
+/// The virtual users' end of the ledger. Sending never waits (the channel is unbounded; each
+/// entry is a few dozen bytes).
+#[derive(Debug, Clone)]
+pub struct Auditor {
+    plan: std::sync::Arc<AuditPlan>,
+    tx: mpsc::Sender<(Option<usize>, Entry)>,
+}
+
+/// The ledger's thread: it ends, handing the ledger over, once every `Auditor` is dropped.
+pub struct Keeper {
+    thread: std::thread::JoinHandle<Ledger>,
+}
+
+impl Auditor {
+    pub fn start(plan: AuditPlan) -> (Auditor, Keeper) {
+        let (tx, rx) = mpsc::channel::<(Option<usize>, Entry)>();
+        let collections = plan.collections.len();
+        let thread = std::thread::Builder::new()
+            .name("audit-ledger".into())
+            .spawn(move || {
+                let mut ledger = Ledger {
+                    groups: Vec::new(),
+                    initial: vec![HashMap::new(); collections],
+                };
+                for (collection, e) in rx {
+                    // A built-in insert's document: its counters' starting values.
+                    if let (Some(c), Entry::Insert { ids, initial, .. }) = (collection, &e) {
+                        if let (Some(id), Some(map)) = (ids.first(), ledger.initial.get_mut(c)) {
+                            for (counter, v) in initial {
+                                map.insert((*counter, *id), *v);
+                            }
+                        }
+                    }
+                    ledger.file(e);
+                }
+                ledger
+            })
+            .expect("a thread for the audit's ledger");
+        (
+            Auditor {
+                plan: std::sync::Arc::new(plan),
+                tx,
+            },
+            Keeper { thread },
+        )
+    }
+
+    pub fn plan(&self) -> &AuditPlan {
+        &self.plan
+    }
+
+    /// What `req` of `group` will write, if anything the audit can check.
+    pub fn intent(&self, group: usize, req: &crate::workload::Request) -> Option<Intent> {
+        Intent::of(&self.plan, group, req)
+    }
+
+    /// Files the write as its end decides.
+    pub fn settle(&self, group: usize, intent: Intent, done: Done) {
+        let Some(fate) = Fate::of(done.error, done.tx) else {
+            return;
+        };
+        let g = group as u32;
+        let (collection, entry) = match intent {
+            Intent::Insert {
+                collection,
+                ids,
+                keyed,
+                initial,
+            } => (
+                Some(collection),
+                Entry::Insert {
+                    group: g,
+                    fate,
+                    ids,
+                    keyed,
+                    initial,
+                },
+            ),
+            // Acknowledged but matched nothing: the document was gone already.
+            Intent::Inc { .. } if fate == Fate::Acked && !done.matched => return,
+            Intent::Inc { id, counters } => (
+                None,
+                Entry::Inc {
+                    group: g,
+                    fate,
+                    id,
+                    counters,
+                },
+            ),
+            Intent::Remove => match done.removed {
+                Some(id) if id >= 0 && (fate == Fate::InDoubt || done.deleted > 0) => {
+                    (None, Entry::Delete { group: g, fate, id })
+                }
+                _ => return,
+            },
+        };
+        let _ = self.tx.send((collection, entry));
+    }
+}
+
+impl Keeper {
+    /// The ledger, once every `Auditor` is gone.
+    pub fn finish(self) -> Ledger {
+        self.thread.join().unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::ErrorClass;
+
+    fn plan() -> AuditPlan {
+        AuditPlan {
+            collections: vec![super::super::Collection {
+                name: "c".into(),
+                counters: vec!["n".into()],
+            }],
+            groups: vec![super::super::GroupAudit {
+                name: "g".into(),
+                collection: 0,
+                write_concern: "w:1".into(),
+                acknowledged: true,
+            }],
+        }
+    }
+
+    #[test]
+    fn the_ledger_files_each_end_by_its_fate() {
+        let (a, keeper) = Auditor::start(plan());
+        let insert = |id| Intent::Insert {
+            collection: 0,
+            ids: vec![id],
+            keyed: vec![],
+            initial: vec![(0, 5)],
+        };
+        a.settle(0, insert(1), Done::default());
+        a.settle(
+            0,
+            insert(2),
+            Done {
+                error: Some(ErrorClass::Network),
+                ..Done::default()
+            },
+        );
+        a.settle(
+            0,
+            insert(3),
+            Done {
+                error: Some(ErrorClass::DuplicateKey),
+                ..Done::default()
+            },
+        );
+        let inc = || Intent::Inc {
+            id: 1,
+            counters: vec![0],
+        };
+        a.settle(
+            0,
+            inc(),
+            Done {
+                matched: true,
+                ..Done::default()
+            },
+        );
+        // Acknowledged, but its document was gone: nothing to check.
+        a.settle(0, inc(), Done::default());
+        a.settle(
+            0,
+            Intent::Remove,
+            Done {
+                removed: Some(7),
+                deleted: 1,
+                ..Done::default()
+            },
+        );
+        drop(a);
+        let l = keeper.finish();
+        let g = &l.groups[0];
+        assert_eq!(g.inserted[0].iter().collect::<Vec<_>>(), vec![1]);
+        assert_eq!(g.inserted[1].iter().collect::<Vec<_>>(), vec![2]);
+        assert_eq!(g.inc[&(0, 1)], [1, 0]);
+        assert_eq!(g.deleted[0].iter().collect::<Vec<_>>(), vec![7]);
+        assert_eq!(l.initial[0][&(0, 1)], 5);
+        assert_eq!(l.initial[0][&(0, 2)], 5);
+    }
+}

@@ -1,0 +1,373 @@
+//! The write audit (`--audit`): did the deployment keep what it acknowledged? Each write the
+//! workload can recompute is recorded as it ends, off the timed path, on a thread of its own
+//! (`Auditor`, `Ledger`): the `_id`s inserted, the `_id`s deleted, each document's `$inc`
+//! counters, and the `_id`s a template's inserts carry, as *acknowledged* or, when its
+//! outcome is unknown (a timeout, a lost connection, a commit cut off), *in doubt*. After the
+//! run the backend reads the collections back (`Wanted`, `Found`) and `check` gives the
+//! verdict per group: acknowledged and lost, in doubt and present or absent, deleted and back,
+//! counters below their acknowledged increments (lost updates) or above them and the in-doubt
+//! ones together (phantom), and every lost write as a line of `audit.tsv`.
+//!
+//! Owns: what a write's end makes of it (`Fate`), the ledger, the verdict and `audit.tsv`'s
+//! lines. Never: calls the driver, times an operation or prints.
+
+mod check;
+mod ledger;
+
+pub use check::{
+    check, wanted_after, wanted_before, AuditGroup, AuditLine, AuditResult, LineKind, TSV_HEADER,
+};
+pub use ledger::{Auditor, Keeper, Ledger};
+
+use mongodb::bson::Bson;
+
+use crate::metrics::sample::TxState;
+use crate::metrics::ErrorClass;
+use crate::plan::{Concerns, RunPlan, WriteConcernPlan};
+use crate::workload::command::{Body, BuiltModel, TemplateRequest, Verb};
+use crate::workload::Request;
+
+/// What an acknowledged write's end says about its effect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fate {
+    Acked,
+    /// It may or may not have been applied: never counted as lost.
+    InDoubt,
+}
+
+impl Fate {
+    /// An operation's end: no error (or a committed transaction) is acknowledged; an error
+    /// that leaves the effect unknown is in doubt; a refusal by the server (a duplicate key, a
+    /// write conflict, not primary, an aborted transaction) did nothing, and is None.
+    pub fn of(error: Option<ErrorClass>, tx: Option<TxState>) -> Option<Fate> {
+        match (tx, error) {
+            (Some(TxState::Committed), _) => Some(Fate::Acked),
+            (Some(TxState::InDoubt), _) => Some(Fate::InDoubt),
+            (Some(TxState::Aborted), _) => None,
+            (None, None) => Some(Fate::Acked),
+            (None, Some(c)) => match c {
+                ErrorClass::Timeout
+                | ErrorClass::Network
+                | ErrorClass::ServerSelection
+                | ErrorClass::Other => Some(Fate::InDoubt),
+                ErrorClass::DuplicateKey
+                | ErrorClass::WriteConflict
+                | ErrorClass::NotPrimary
+                | ErrorClass::ServerError => None,
+            },
+        }
+    }
+}
+
+/// What the audit checks in one collection.
+#[derive(Debug, Clone, Default)]
+pub struct Collection {
+    pub name: String,
+    /// The counter fields some group increments (`inc = [...]`), dotted paths allowed.
+    pub counters: Vec<String>,
+}
+
+/// What the audit knows of the plan: each collection's counters, each group's collection and
+/// write concern.
+#[derive(Debug, Clone, Default)]
+pub struct AuditPlan {
+    pub collections: Vec<Collection>,
+    /// By group plan index.
+    pub groups: Vec<GroupAudit>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct GroupAudit {
+    pub name: String,
+    pub collection: usize,
+    /// `w:1`, `w:majority j:true`, `default` (the deployment's).
+    pub write_concern: String,
+    /// Unacknowledged writes (w:0) have nothing to audit.
+    pub acknowledged: bool,
+}
+
+impl AuditPlan {
+    pub fn of(plan: &RunPlan) -> AuditPlan {
+        let mut collections: Vec<Collection> = plan
+            .collections
+            .iter()
+            .map(|c| Collection {
+                name: c.name.clone(),
+                counters: Vec::new(),
+            })
+            .collect();
+        let groups = plan
+            .groups()
+            .map(|g| {
+                let specs = std::iter::once(&g.op).chain(g.mix.iter().map(|(s, _)| s));
+                for spec in specs {
+                    if let crate::workload::OpSpec::UpdateById { change }
+                    | crate::workload::OpSpec::Rmw { change } = spec
+                    {
+                        let c = &mut collections[g.collection].counters;
+                        for f in &change.inc {
+                            if !c.contains(f) {
+                                c.push(f.clone());
+                            }
+                        }
+                    }
+                }
+                GroupAudit {
+                    name: g.name.clone(),
+                    collection: g.collection,
+                    write_concern: concern_label(&g.concerns),
+                    acknowledged: !matches!(g.concerns.write, Some(WriteConcernPlan::Nodes(0))),
+                }
+            })
+            .collect();
+        AuditPlan {
+            collections,
+            groups,
+        }
+    }
+}
+
+/// A group's write concern as the audit's table names it.
+pub fn concern_label(c: &Concerns) -> String {
+    let w = match &c.write {
+        None => "default".to_string(),
+        Some(WriteConcernPlan::Nodes(n)) => format!("w:{n}"),
+        Some(WriteConcernPlan::Majority) => "w:majority".to_string(),
+    };
+    match c.journal {
+        Some(j) => format!("{w} j:{j}"),
+        None => w,
+    }
+}
+
+/// A write the audit can recompute, known before it is sent.
+#[derive(Debug, Clone)]
+pub enum Intent {
+    /// Documents with these `_id`s into `collection`; `initial`: the counters' values in the
+    /// one document of a built-in insert (counter index, value).
+    Insert {
+        collection: usize,
+        ids: Vec<i64>,
+        keyed: Vec<Bson>,
+        initial: Vec<(u16, i64)>,
+    },
+    /// `$inc` by 1 of these counters (indexes into the collection's) of `_id` `id`.
+    Inc { id: i64, counters: Vec<u16> },
+    /// The built-in remove: which `_id` it deletes is known only once it found one.
+    Remove,
+}
+
+impl Intent {
+    /// What `req` of group `group` will write, if the audit can check it.
+    pub fn of(plan: &AuditPlan, group: usize, req: &Request) -> Option<Intent> {
+        let g = plan.groups.get(group)?;
+        if !g.acknowledged {
+            return None;
+        }
+        let counters = &plan.collections[g.collection].counters;
+        match req {
+            Request::Insert(doc) => Some(Intent::Insert {
+                collection: g.collection,
+                ids: doc.get_i64("_id").ok().into_iter().collect(),
+                keyed: Vec::new(),
+                initial: counters
+                    .iter()
+                    .enumerate()
+                    .map(|(i, f)| (i as u16, number_at(doc, f).unwrap_or(0)))
+                    .collect(),
+            }),
+            Request::UpdateById {
+                id: Some(id),
+                update,
+            }
+            | Request::Rmw {
+                id: Some(id),
+                update,
+            } => {
+                let inc = update.get_document("$inc").ok()?;
+                let counters: Vec<u16> = inc
+                    .keys()
+                    .filter_map(|k| counters.iter().position(|c| c == k))
+                    .map(|i| i as u16)
+                    .collect();
+                (!counters.is_empty()).then_some(Intent::Inc { id: *id, counters })
+            }
+            Request::Remove { .. } => Some(Intent::Remove),
+            Request::Template(t) => inserted(t),
+            Request::Steps(s) => {
+                let mut all: Option<Intent> = None;
+                // Steps into several collections: the audit follows the group's.
+                for t in s.built.iter().flatten() {
+                    if let Some(Intent::Insert {
+                        collection,
+                        ids,
+                        keyed,
+                        ..
+                    }) = inserted(t)
+                    {
+                        if collection != g.collection {
+                            continue;
+                        }
+                        match &mut all {
+                            Some(Intent::Insert {
+                                ids: a, keyed: k, ..
+                            }) => {
+                                a.extend(ids);
+                                k.extend(keyed);
+                            }
+                            _ => {
+                                all = Some(Intent::Insert {
+                                    collection,
+                                    ids,
+                                    keyed,
+                                    initial: Vec::new(),
+                                })
+                            }
+                        }
+                    }
+                }
+                all
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The documents a template inserts: `_id`s from the key space, and the `_id`s it sets itself.
+fn inserted(t: &TemplateRequest) -> Option<Intent> {
+    if !matches!(
+        t.op.verb,
+        Verb::InsertOne | Verb::InsertMany | Verb::BulkWrite
+    ) {
+        return None;
+    }
+    let docs: Vec<&mongodb::bson::RawDocumentBuf> = match &t.body {
+        Body::Docs(d) => d.iter().collect(),
+        Body::Bulk(models) => models
+            .iter()
+            .filter_map(|m| match m {
+                BuiltModel::InsertOne(d) => Some(d),
+                _ => None,
+            })
+            .collect(),
+        _ => return None,
+    };
+    let mut ids = Vec::new();
+    let mut keyed = Vec::new();
+    for d in docs {
+        match d.get("_id").ok().flatten() {
+            Some(mongodb::bson::RawBsonRef::Int64(i)) if i >= 0 => ids.push(i),
+            Some(v) => {
+                if let Ok(b) = Bson::try_from(v.to_raw_bson()) {
+                    keyed.push(b);
+                }
+            }
+            None => {}
+        }
+    }
+    (!ids.is_empty() || !keyed.is_empty()).then_some(Intent::Insert {
+        collection: t.op.collection,
+        ids,
+        keyed,
+        initial: Vec::new(),
+    })
+}
+
+/// The integer at a dotted path of a raw document.
+pub fn number_at(doc: &mongodb::bson::RawDocument, path: &str) -> Option<i64> {
+    let mut cur = doc;
+    let mut parts = path.split('.').peekable();
+    while let Some(p) = parts.next() {
+        let v = cur.get(p).ok().flatten()?;
+        if parts.peek().is_none() {
+            return match v {
+                mongodb::bson::RawBsonRef::Int32(i) => Some(i64::from(i)),
+                mongodb::bson::RawBsonRef::Int64(i) => Some(i),
+                mongodb::bson::RawBsonRef::Double(d) if d.fract() == 0.0 => Some(d as i64),
+                _ => None,
+            };
+        }
+        cur = v.as_document()?;
+    }
+    None
+}
+
+/// How a write ended, as far as the audit needs it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Done {
+    pub error: Option<ErrorClass>,
+    pub tx: Option<TxState>,
+    /// It found (and so updated) its document.
+    pub matched: bool,
+    pub deleted: u64,
+    /// The `_id` a remove found to delete.
+    pub removed: Option<i64>,
+}
+
+/// What the backend is to read back: per collection, its documents' integer `_id`s and
+/// counters, and whether the given other `_id`s are there.
+#[derive(Debug, Clone, Default)]
+pub struct Wanted {
+    pub collections: Vec<WantedCollection>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct WantedCollection {
+    pub name: String,
+    /// Every integer `_id` there.
+    pub ids: bool,
+    /// These fields of every document (as integers; a missing one is 0).
+    pub counters: Vec<String>,
+    /// Are these `_id`s there?
+    pub keyed: Vec<Bson>,
+}
+
+/// What the backend read.
+#[derive(Debug, Clone, Default)]
+pub struct Found {
+    pub collections: Vec<FoundCollection>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct FoundCollection {
+    pub ids: roaring::RoaringTreemap,
+    /// By `_id`: each counter's value, in `WantedCollection::counters` order.
+    pub counters: std::collections::HashMap<i64, Vec<i64>>,
+    /// `keyed[i]`: the i-th asked `_id` is there.
+    pub keyed: Vec<bool>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_an_unknown_outcome_is_in_doubt() {
+        assert_eq!(Fate::of(None, None), Some(Fate::Acked));
+        assert_eq!(
+            Fate::of(Some(ErrorClass::Timeout), None),
+            Some(Fate::InDoubt)
+        );
+        assert_eq!(
+            Fate::of(Some(ErrorClass::Network), None),
+            Some(Fate::InDoubt)
+        );
+        assert_eq!(Fate::of(Some(ErrorClass::DuplicateKey), None), None);
+        assert_eq!(Fate::of(Some(ErrorClass::NotPrimary), None), None);
+        assert_eq!(
+            Fate::of(Some(ErrorClass::Network), Some(TxState::Committed)),
+            Some(Fate::Acked)
+        );
+        assert_eq!(Fate::of(None, Some(TxState::Aborted)), None);
+        assert_eq!(Fate::of(None, Some(TxState::InDoubt)), Some(Fate::InDoubt));
+    }
+
+    #[test]
+    fn counters_are_read_at_dotted_paths() {
+        let d = mongodb::bson::rawdoc! { "a": 3_i32, "s": { "n": 7_i64 }, "x": "no" };
+        assert_eq!(number_at(&d, "a"), Some(3));
+        assert_eq!(number_at(&d, "s.n"), Some(7));
+        assert_eq!(number_at(&d, "x"), None);
+        assert_eq!(number_at(&d, "missing"), None);
+    }
+}

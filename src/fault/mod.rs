@@ -1,0 +1,240 @@
+//! Scheduled faults (`[[fault]]`, `--fault`): each is done to the server at its time from the
+//! first stage's start, and recorded as an event (when it began, when it was over, what
+//! happened) for `summary.json`, the report's bands and `resources.tsv`'s `fault` column.
+//! `kill`, `pause` and `restart` act on the embedded server's process (and start it again on
+//! the same data and port); `stepdown` sends `replSetStepDown` with force on a client of its own.
+//!
+//! Owns: carrying out the plan's faults and what they did. Never: measures operations, judges
+//! availability (that is `metrics::availability`), or prints.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mongodb::bson::doc;
+use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::monitor::EventMark;
+use crate::plan::fault::{FaultKind, FaultPlan};
+use crate::server::EmbeddedServer;
+
+/// What a fault did, and how each series came back after it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FaultEvent {
+    pub kind: FaultKind,
+    /// As `--fault` writes it.
+    pub fault: String,
+    /// Epoch milliseconds: when it was done, and when it was over (the server listening
+    /// again, the pause or the step-down's length over).
+    pub start_ms: u64,
+    pub end_ms: u64,
+    /// From the first stage's start.
+    pub offset_secs: f64,
+    /// What happened, in words ("pid 4242 killed; pid 4250 listening after 0.62 s").
+    pub detail: String,
+    /// It could not be done (whole or in part).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Per group and TOTAL: seconds from the fault to the first success, and to the
+    /// throughput before it.
+    #[serde(default)]
+    pub recovery: Vec<Recovery>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Recovery {
+    pub label: String,
+    /// Successes per second in the (up to) 5 whole seconds before the fault.
+    pub rate_before: f64,
+    /// Seconds from the fault to the first success; None: none before the run ended.
+    pub first_success_secs: Option<f64>,
+    /// Seconds from the fault to the end of the first whole second with 90 % of
+    /// `rate_before` (to the second); None: not within the run.
+    pub throughput_back_secs: Option<f64>,
+}
+
+impl FaultEvent {
+    pub fn line(&self) -> String {
+        format!(
+            "fault {} at +{:.2}s, over after {:.2}s: {}{}",
+            self.fault,
+            self.offset_secs,
+            self.end_ms.saturating_sub(self.start_ms) as f64 / 1000.0,
+            self.detail,
+            self.error
+                .as_ref()
+                .map_or(String::new(), |e| format!(" (failed: {e})"))
+        )
+    }
+}
+
+/// Does the plan's faults to the server.
+pub struct Injector {
+    pub faults: Vec<FaultPlan>,
+    /// The embedded server (kill, pause, restart need it).
+    pub server: Option<Arc<EmbeddedServer>>,
+    /// A client of its own (step-down).
+    pub client: Option<mongodb::Client>,
+    /// Where the sampler sees the fault going on.
+    pub mark: Arc<EventMark>,
+}
+
+fn epoch_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+impl Injector {
+    /// Does each fault at its time from `start`. No fault begins once `over` is cancelled (the
+    /// stages ended), and one going on is cut short by `stop` (Ctrl-C): the server is started
+    /// again (or let go on) at once.
+    pub async fn run(
+        self: Arc<Self>,
+        start: Instant,
+        start_ms: u64,
+        over: CancellationToken,
+        stop: CancellationToken,
+    ) -> Vec<FaultEvent> {
+        let mut order: Vec<&FaultPlan> = self.faults.iter().collect();
+        order.sort_by_key(|f| f.at);
+        let mut events = Vec::new();
+        for f in order {
+            tokio::select! {
+                _ = tokio::time::sleep_until(start + f.at) => {}
+                _ = over.cancelled() => break,
+            }
+            let began = epoch_ms();
+            self.mark.begin(f.kind.name());
+            let (detail, error) = self.inflict(f, &stop).await;
+            self.mark.end();
+            events.push(FaultEvent {
+                kind: f.kind,
+                fault: f.text(),
+                start_ms: began,
+                end_ms: epoch_ms(),
+                offset_secs: began.saturating_sub(start_ms) as f64 / 1000.0,
+                detail,
+                error,
+                recovery: Vec::new(),
+            });
+        }
+        events
+    }
+
+    /// Sleeps `d`, or less when stopped.
+    async fn wait(d: Duration, stop: &CancellationToken) {
+        tokio::select! {
+            _ = tokio::time::sleep(d) => {}
+            _ = stop.cancelled() => {}
+        }
+    }
+
+    async fn inflict(&self, f: &FaultPlan, stop: &CancellationToken) -> (String, Option<String>) {
+        let secs = |d: Duration| format!("{:.2}s", d.as_secs_f64());
+        match f.kind {
+            FaultKind::Stepdown => {
+                let Some(client) = &self.client else {
+                    return (String::new(), Some("no client to step down with".into()));
+                };
+                let cmd = doc! { "replSetStepDown": f.length.as_secs() as i64, "force": true };
+                let sent = Instant::now();
+                let reply = client.database("admin").run_command(cmd).await;
+                // The step-down lasts its length; the server gives no end to wait for.
+                Self::wait(f.length.saturating_sub(sent.elapsed()), stop).await;
+                match reply {
+                    Ok(_) => (
+                        format!("replSetStepDown {} s with force: ok", f.length.as_secs()),
+                        None,
+                    ),
+                    // The connection may close as the primary steps down: it did happen.
+                    Err(e) if is_closed(&e) => (
+                        format!(
+                            "replSetStepDown {} s with force: the connection closed (the server stepped down)",
+                            f.length.as_secs()
+                        ),
+                        None,
+                    ),
+                    Err(e) => (
+                        String::new(),
+                        Some(format!(
+                            "replSetStepDown was refused: {}",
+                            crate::redact::redact(&e.to_string())
+                        )),
+                    ),
+                }
+            }
+            kind => {
+                let Some(server) = &self.server else {
+                    return (
+                        String::new(),
+                        Some(format!("a {} needs the embedded server", kind.name())),
+                    );
+                };
+                let old = server.pid();
+                match kind {
+                    FaultKind::Pause => {
+                        server.signal(libc::SIGSTOP);
+                        Self::wait(f.length, stop).await;
+                        server.signal(libc::SIGCONT);
+                        (
+                            format!("pid {old} stopped (SIGSTOP) for {}", secs(f.length)),
+                            None,
+                        )
+                    }
+                    _ => {
+                        let s = Arc::clone(server);
+                        let how = if kind == FaultKind::Kill {
+                            tokio::task::spawn_blocking(move || {
+                                s.kill();
+                                "killed (SIGKILL)"
+                            })
+                            .await
+                            .unwrap_or("killed (SIGKILL)")
+                        } else {
+                            tokio::task::spawn_blocking(move || {
+                                if s.terminate() {
+                                    "stopped (SIGTERM)"
+                                } else {
+                                    "stopped (SIGTERM, then SIGKILL after 10 s)"
+                                }
+                            })
+                            .await
+                            .unwrap_or("stopped")
+                        };
+                        Self::wait(f.length, stop).await;
+                        let s = Arc::clone(server);
+                        let begun = Instant::now();
+                        let restarted = tokio::task::spawn_blocking(move || s.restart())
+                            .await
+                            .map_err(|e| e.to_string())
+                            .and_then(|r| r.map_err(|e| e.to_string()));
+                        match restarted {
+                            Ok(()) => (
+                                format!(
+                                    "pid {old} {how}; started again after {}, pid {} listening after {}",
+                                    secs(f.length),
+                                    server.pid(),
+                                    secs(begun.elapsed())
+                                ),
+                                None,
+                            ),
+                            Err(e) => (
+                                format!("pid {old} {how}"),
+                                Some(format!("it did not start again: {e}")),
+                            ),
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn is_closed(e: &mongodb::error::Error) -> bool {
+    matches!(
+        e.kind.as_ref(),
+        mongodb::error::ErrorKind::Io(_) | mongodb::error::ErrorKind::ConnectionPoolCleared { .. }
+    )
+}

@@ -1,0 +1,307 @@
+//! Unavailability, measured: per group and for the whole run (any group), the gaps between
+//! successful operations longer than a bound, with the error classes seen in them, and the
+//! successes per second, from which the time from a fault to the first success and to the
+//! throughput before it are read. Fed by the recorder with every sample (a few comparisons
+//! each); judged after the run, when each group's median latency is known.
+
+use serde::{Deserialize, Serialize};
+
+use super::sample::{ErrorClass, Sample};
+
+/// A gap with no success, as recorded: microseconds since the epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Gap {
+    pub start_us: u64,
+    pub end_us: u64,
+    /// The error classes seen in it (`ErrorClass::bit`).
+    pub classes: u8,
+    /// Still without a success when the run ended.
+    pub open: bool,
+}
+
+/// One series' successes and gaps.
+#[derive(Debug, Clone, Default)]
+pub struct Track {
+    first_start_us: Option<u64>,
+    last_ok_us: Option<u64>,
+    last_end_us: u64,
+    /// Error classes since the last success.
+    since: u8,
+    pub gaps: Vec<Gap>,
+    /// Successes per second from `t0`.
+    pub ok_per_sec: Vec<u32>,
+    /// Per second: the end of its first success (0: none).
+    pub first_ok_us: Vec<u64>,
+}
+
+impl Track {
+    fn observe(&mut self, s: &Sample, t0_us: u64, min_gap_us: u64) {
+        let end = s.end_us();
+        self.first_start_us.get_or_insert(s.start_us);
+        self.last_end_us = self.last_end_us.max(end);
+        match &s.error {
+            Some(e) => self.since |= e.class.bit(),
+            None => {
+                let from = match self.last_ok_us {
+                    Some(last) => Some(last),
+                    // Failures before the first success: the gap runs from the first start.
+                    None if self.since != 0 => self.first_start_us,
+                    None => None,
+                };
+                if let Some(from) = from.filter(|f| end > f + min_gap_us) {
+                    self.gaps.push(Gap {
+                        start_us: from,
+                        end_us: end,
+                        classes: self.since,
+                        open: false,
+                    });
+                }
+                self.last_ok_us = Some(self.last_ok_us.map_or(end, |l| l.max(end)));
+                self.since = 0;
+                let sec = (end.saturating_sub(t0_us) / 1_000_000) as usize;
+                if self.ok_per_sec.len() <= sec {
+                    self.ok_per_sec.resize(sec + 1, 0);
+                    self.first_ok_us.resize(sec + 1, 0);
+                }
+                self.ok_per_sec[sec] += 1;
+                if self.first_ok_us[sec] == 0 || end < self.first_ok_us[sec] {
+                    self.first_ok_us[sec] = end;
+                }
+            }
+        }
+    }
+
+    fn finish(&mut self, min_gap_us: u64) {
+        let from = self.last_ok_us.or(self.first_start_us);
+        if let Some(from) = from {
+            if self.since != 0 && self.last_end_us > from + min_gap_us {
+                self.gaps.push(Gap {
+                    start_us: from,
+                    end_us: self.last_end_us,
+                    classes: self.since,
+                    open: true,
+                });
+            }
+        }
+    }
+
+    /// The end of the first success at or after `at_us`.
+    pub fn first_success_after(&self, at_us: u64, t0_us: u64) -> Option<u64> {
+        if let Some(g) = self
+            .gaps
+            .iter()
+            .find(|g| g.start_us <= at_us && at_us < g.end_us)
+        {
+            return (!g.open).then_some(g.end_us);
+        }
+        let sec = (at_us.saturating_sub(t0_us) / 1_000_000) as usize;
+        self.first_ok_us
+            .iter()
+            .skip(sec)
+            .find(|&&t| t >= at_us)
+            .copied()
+            // A success in the same second before `at_us`: the next is within the second.
+            .or_else(|| (self.ok_per_sec.get(sec).copied().unwrap_or(0) > 0).then_some(at_us))
+    }
+}
+
+/// The whole run's tracks: one per group (by index) and one for any group.
+#[derive(Debug, Clone, Default)]
+pub struct Availability {
+    /// Where the seconds count from (epoch microseconds).
+    pub t0_us: u64,
+    /// Gaps shorter than this are not kept.
+    pub min_gap_us: u64,
+    pub groups: Vec<Track>,
+    pub all: Track,
+}
+
+impl Availability {
+    pub fn new(groups: usize, t0_us: u64, min_gap_us: u64) -> Self {
+        Availability {
+            t0_us,
+            min_gap_us,
+            groups: vec![Track::default(); groups],
+            all: Track::default(),
+        }
+    }
+
+    pub fn observe(&mut self, s: &Sample) {
+        let (t0, min) = (self.t0_us, self.min_gap_us);
+        if let Some(t) = self.groups.get_mut(usize::from(s.group)) {
+            t.observe(s, t0, min);
+        }
+        self.all.observe(s, t0, min);
+    }
+
+    /// No more samples: a gap still open at the end is closed there.
+    pub fn finish(&mut self) {
+        let min = self.min_gap_us;
+        for t in &mut self.groups {
+            t.finish(min);
+        }
+        self.all.finish(min);
+    }
+}
+
+/// A window of unavailability, as the summary reports it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Window {
+    /// A group's name, or TOTAL (no group had a success).
+    pub label: String,
+    /// Epoch milliseconds.
+    pub start_ms: u64,
+    pub end_ms: u64,
+    pub secs: f64,
+    /// From the run's first stage start.
+    pub offset_secs: f64,
+    /// The error classes seen in it (none: the operations only waited).
+    pub classes: Vec<String>,
+    /// Still without a success when the run ended.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub open: bool,
+}
+
+impl Window {
+    pub fn line(&self) -> String {
+        format!(
+            "{}: unavailable {:.2}s from +{:.2}s{}{}",
+            self.label,
+            self.secs,
+            self.offset_secs,
+            if self.classes.is_empty() {
+                " (no errors: operations waited)".to_string()
+            } else {
+                format!(" ({})", self.classes.join(", "))
+            },
+            if self.open { ", until the end" } else { "" }
+        )
+    }
+}
+
+/// The classes in a set.
+pub fn classes(set: u8) -> Vec<String> {
+    ErrorClass::ALL
+        .iter()
+        .filter(|c| set & c.bit() != 0)
+        .map(|c| c.as_str().to_string())
+        .collect()
+}
+
+/// The gaps of `track` at least `bound_us` long, as windows labelled `label`.
+pub fn windows(track: &Track, label: &str, bound_us: u64, t0_us: u64) -> Vec<Window> {
+    track
+        .gaps
+        .iter()
+        .filter(|g| g.end_us - g.start_us >= bound_us)
+        .map(|g| Window {
+            label: label.to_string(),
+            start_ms: g.start_us / 1000,
+            end_ms: g.end_us / 1000,
+            secs: (g.end_us - g.start_us) as f64 / 1e6,
+            offset_secs: g.start_us.saturating_sub(t0_us) as f64 / 1e6,
+            classes: classes(g.classes),
+            open: g.open,
+        })
+        .collect()
+}
+
+/// How a series came back after a fault at `at_us` that was over at `over_us`: seconds to its
+/// first success, and to the end of the first whole second with at least 90 % of the
+/// successes per second of the (up to) 5 whole seconds before the fault.
+pub fn recovery(
+    track: &Track,
+    t0_us: u64,
+    at_us: u64,
+    over_us: u64,
+) -> (Option<f64>, Option<f64>, f64) {
+    let first = track
+        .first_success_after(at_us, t0_us)
+        .map(|t| t.saturating_sub(at_us) as f64 / 1e6);
+    let sec = (at_us.saturating_sub(t0_us) / 1_000_000) as usize;
+    // Whole seconds before the fault's, leaving out the run's first (it is partial).
+    let before: Vec<u32> = (sec.saturating_sub(5).max(1)..sec)
+        .map(|s| track.ok_per_sec.get(s).copied().unwrap_or(0))
+        .collect();
+    let rate = if before.is_empty() {
+        0.0
+    } else {
+        f64::from(before.iter().sum::<u32>()) / before.len() as f64
+    };
+    let over_sec = (over_us.saturating_sub(t0_us) / 1_000_000) as usize;
+    let back = (rate > 0.0)
+        .then(|| {
+            (over_sec.max(sec)..track.ok_per_sec.len().saturating_sub(1))
+                .find(|&s| f64::from(track.ok_per_sec[s]) >= 0.9 * rate)
+        })
+        .flatten()
+        .map(|s| (t0_us + (s as u64 + 1) * 1_000_000).saturating_sub(at_us) as f64 / 1e6);
+    (first, back, rate)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::OpError;
+
+    fn ok(at_ms: u64) -> Sample {
+        Sample::at(at_ms * 1000, 1000)
+    }
+
+    fn failed(at_ms: u64, class: ErrorClass) -> Sample {
+        let mut s = Sample::at(at_ms * 1000, 1000);
+        s.error = Some(Box::new(OpError {
+            class,
+            message: String::new(),
+        }));
+        s
+    }
+
+    #[test]
+    fn a_gap_between_successes_is_a_window_with_its_errors() {
+        let t0 = 1_000_000_000;
+        let mut a = Availability::new(1, t0 * 1000, 1_000_000);
+        for ms in (0..3000).step_by(10) {
+            a.observe(&ok(t0 + ms));
+        }
+        // 3 s of refusals, then successes again.
+        for ms in (3000..6000).step_by(10) {
+            a.observe(&failed(t0 + ms, ErrorClass::NotPrimary));
+        }
+        for ms in (6000..10000).step_by(10) {
+            a.observe(&ok(t0 + ms));
+        }
+        a.finish();
+        let w = windows(&a.groups[0], "insert", 1_000_000, t0 * 1000);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!((w[0].secs - 3.01).abs() < 0.02, "{w:?}");
+        assert_eq!(w[0].classes, vec!["not_primary"]);
+        // A bound above the gap: no window.
+        assert!(windows(&a.groups[0], "insert", 4_000_000, t0 * 1000).is_empty());
+        let (first, back, rate) = recovery(
+            &a.groups[0],
+            t0 * 1000,
+            (t0 + 3000) * 1000,
+            (t0 + 6000) * 1000,
+        );
+        assert!((first.unwrap() - 3.0).abs() < 0.05, "{first:?}");
+        assert_eq!(rate, 100.0);
+        assert!((back.unwrap() - 4.0).abs() < 0.01, "{back:?}");
+    }
+
+    #[test]
+    fn failures_to_the_end_leave_an_open_window_and_a_short_gap_none() {
+        let t0 = 2_000_000_000;
+        let mut a = Availability::new(1, t0 * 1000, 1_000_000);
+        a.observe(&ok(t0));
+        a.observe(&ok(t0 + 500));
+        for ms in (600..2600).step_by(100) {
+            a.observe(&failed(t0 + ms, ErrorClass::Network));
+        }
+        a.finish();
+        let w = windows(&a.all, "TOTAL", 1_000_000, t0 * 1000);
+        assert_eq!(w.len(), 1);
+        assert!(w[0].open);
+        assert_eq!(w[0].classes, vec!["network"]);
+    }
+}

@@ -1,0 +1,102 @@
+//! The console's account of what went wrong in a run: the faults done, the windows without a
+//! successful operation, and the write audit's table per group.
+
+use std::io::Write;
+
+use super::layout::aligned;
+use crate::summary::RunResult;
+
+/// Faults, windows and the audit of `run`, each line after `prefix` (`run 2: `).
+pub fn render(run: &RunResult, prefix: &str, out: &mut dyn Write) -> std::io::Result<()> {
+    for f in &run.faults {
+        writeln!(out, "{prefix}{}", f.line())?;
+        for r in &f.recovery {
+            let secs =
+                |x: Option<f64>| x.map_or("not within the run".to_string(), |s| format!("{s:.2}s"));
+            writeln!(
+                out,
+                "{prefix}  {}: first success after {}, throughput back ({:.0}/s before) after {}",
+                r.label,
+                secs(r.first_success_secs),
+                r.rate_before,
+                secs(r.throughput_back_secs)
+            )?;
+        }
+    }
+    for w in &run.unavailable {
+        writeln!(out, "{prefix}{}", w.line())?;
+    }
+    let Some(a) = &run.audit else { return Ok(()) };
+    if !a.finished {
+        writeln!(out, "{prefix}{}", a.line())?;
+        return Ok(());
+    }
+    writeln!(out, "{prefix}Write audit (what the server kept of the acknowledged writes; audit.tsv lists every one lost):")?;
+    let mut lines = vec![[
+        "Group",
+        "Write concern",
+        "Acknowledged",
+        "Lost",
+        "In doubt",
+        "present",
+        "absent",
+        "Deletes",
+        "Back",
+        "Increments",
+        "Lost updates",
+        "Phantom",
+    ]
+    .map(String::from)
+    .to_vec()];
+    for g in a.groups.iter().chain(std::iter::once(&a.total)) {
+        let n = |v: u64| v.to_string();
+        lines.push(vec![
+            g.group.clone(),
+            g.write_concern.clone(),
+            n(g.acknowledged),
+            n(g.lost),
+            n(g.in_doubt),
+            n(g.in_doubt_present),
+            n(g.in_doubt_absent),
+            n(g.deletes),
+            n(g.back),
+            n(g.increments),
+            n(g.lost_updates),
+            n(g.phantom),
+        ]);
+    }
+    aligned(&lines, &[0, 1], out)?;
+    for g in &a.groups {
+        if !g.lost_ids.is_empty() {
+            writeln!(
+                out,
+                "{prefix}{}: lost _ids {}{}",
+                g.group,
+                g.lost_ids.join(", "),
+                if g.lost > g.lost_ids.len() as u64 {
+                    format!(" and {} more (audit.tsv)", g.lost - g.lost_ids.len() as u64)
+                } else {
+                    String::new()
+                }
+            )?;
+        }
+    }
+    let t = &a.total;
+    if t.not_kept() > 0 {
+        writeln!(
+            out,
+            "{prefix}the server did not keep {} acknowledged writes ({} inserts lost, {} deletes back, {} increments lost): exit 5",
+            t.not_kept(),
+            t.lost,
+            t.back,
+            t.lost_updates
+        )?;
+    } else {
+        writeln!(
+            out,
+            "{prefix}every acknowledged write the audit can check was kept ({} checked in {:.2}s)",
+            t.acknowledged, a.secs
+        )?;
+    }
+    Ok(())
+}
