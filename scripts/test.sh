@@ -25,6 +25,9 @@
 # MONGO_STRESS_NODE_EXPORTER=path names Prometheus's node_exporter for tests/live_server_metrics.rs
 # when it is not Debian's prometheus-node-exporter (installed below);
 # MONGO_STRESS_SKIP_NODE_EXPORTER=1 skips that one test.
+# MONGO_STRESS_SECANTUSD_PY=path names the Python server secantusd-py (PyPI's SecantusDB) for
+# tests/live_audit.rs when it is not on PATH (installed below into a virtual environment);
+# MONGO_STRESS_SKIP_SECANTUSD_PY=1 skips the tests that need it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
@@ -89,6 +92,17 @@ if [ -z "${MONGO_STRESS_BROWSER:-}" ] && [ "${MONGO_STRESS_SKIP_BROWSER:-}" != "
   if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium-headless-shell >/dev/null
+fi
+# The Python server of tests/live_audit.rs (it honours j: true, which secantusd-rs accepts and
+# ignores): PyPI's SecantusDB, in a virtual environment of its own.
+if [ -z "${MONGO_STRESS_SECANTUSD_PY:-}" ] && [ "${MONGO_STRESS_SKIP_SECANTUSD_PY:-}" != "1" ] &&
+  ! command -v secantusd-py >/dev/null; then
+  venv="${XDG_DATA_HOME:-$HOME/.local/share}/mongo-stress/secantusd-py"
+  if [ ! -x "$venv/bin/secantusd-py" ]; then
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check --pre SecantusDB
+  fi
+  export MONGO_STRESS_SECANTUSD_PY="$venv/bin/secantusd-py"
 fi
 rc=0
 cargo test --all-targets "$@" || rc=$?

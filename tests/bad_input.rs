@@ -191,6 +191,13 @@ fn cases(dir: &Path) -> (Vec<(Input, i32, &'static str)>, u16) {
         (own("a step reading a later step's result", "", "[[group.steps]]\nfind = { filter = { _id = { \"^Step\" = { index = 1, path = \"_id\" } } } }\n[[group.steps]]\ndeleteOne = { filter = {} }\n"), 2, "which it does not have yet"),
         (own("a filter of JSON text that does not parse", "", "[group.find]\nfilter = '{\"status\": \"open\",}'\n"), 2, "group[0].find.filter"),
         (live("a pipeline stage the server does not know", &["run", &misspelt_stage.to_string_lossy(), "--out", &dir.join("stage").to_string_lossy()]), 2, "the server refuses aggregate of group `g`"),
+        (args("a fault of an unknown kind", &["run", "smoke", "--fault", "crash@4s"]), 2, "`crash` is not a fault"),
+        (args("a pause without its length", &["run", "smoke", "--fault", "pause@4s"]), 2, "needs its length"),
+        (Input::Profile("faults that overlap", format!("{DOC}{INS}threads = 1\nduration = \"10s\"\n[[fault]]\nkind = \"kill\"\nat = \"2s\"\nrestart_after = \"3s\"\n[[fault]]\nkind = \"pause\"\nat = \"4s\"\nfor = \"1s\"\n")), 2, "one fault at a time"),
+        (Input::Profile("a step-down of part of a second", format!("{DOC}{INS}threads = 1\nduration = \"10s\"\n[[fault]]\nkind = \"stepdown\"\nat = \"2s\"\nfor = \"1500ms\"\n")), 2, "whole seconds"),
+        (args("a kill of a server the tool did not start", &["run", "smoke", "--uri", "mongodb://127.0.0.1:1", "--fault", "kill@2s+1s"]), 2, "acts on the server's process"),
+        (args("server flags for a server the tool did not start", &["run", "smoke", "--uri", "mongodb://127.0.0.1:1", "--server-arg=--sync-on-commit"]), 2, "are for the embedded server"),
+        (args("an audit of one part of a run", &["run", "smoke", "--uri", "mongodb://127.0.0.1:1", "--audit", "--part", "1/2"]), 2, "belong to one whole run"),
         (args("server refusing connections", &["run", "smoke", "--uri", &refused, "--out", &dir.join("refused").to_string_lossy()]), 3, "cannot reach the server"),
     ];
     (all, closed)

@@ -25,7 +25,7 @@ fn a_server_frozen_past_the_operation_timeout_fails_operations_as_timeouts_and_t
     if skip_live() {
         return;
     }
-    let server = EmbeddedServer::start(None).expect("a server to start");
+    let server = EmbeddedServer::start(None, &[], None).expect("a server to start");
     let pid = server.pid() as i32;
     let dir = tempfile::tempdir().unwrap();
     let setup = "drop = true";
@@ -75,7 +75,7 @@ fn a_server_killed_mid_run_stops_it_early_with_stop_on_error_pct() {
     if skip_live() {
         return;
     }
-    let mut server = EmbeddedServer::start(None).expect("a server to start");
+    let server = EmbeddedServer::start(None, &[], None).expect("a server to start");
     let dir = tempfile::tempdir().unwrap();
     let groups = "[[group]]\nname = \"ins\"\nop = \"insert\"\nthreads = 4\nduration = \"60s\"\n";
     let path = profile(dir.path(), &unique_db("killed"), "drop = true", groups);

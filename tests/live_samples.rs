@@ -169,7 +169,8 @@ fn a_server_killed_mid_run_leaves_a_sample_log_matching_the_summary() {
         return;
     }
     // Our own server, so it can be killed.
-    let mut server = mongo_stress::server::EmbeddedServer::start(None).expect("a server to start");
+    let server =
+        mongo_stress::server::EmbeddedServer::start(None, &[], None).expect("a server to start");
     let dir = tempfile::tempdir().unwrap();
     let path = profile(
         dir.path(),

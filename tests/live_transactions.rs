@@ -8,6 +8,7 @@ mod common;
 #[path = "common/wire_log.rs"]
 mod wire_log;
 
+use common::proxy::Cuttable;
 use common::{bin, read_json, row, TestServer};
 use mongodb::bson::{doc, Document};
 
@@ -260,63 +261,6 @@ insertOne = {{ document = {{ _id = 3, balance = 0 }} }}
     // The server's witness: no log entry survived, the accounts are as preloaded.
     assert_eq!(server.count(&db, "log", doc! {}), 0);
     assert_eq!(server.count(&db, "accounts", doc! {}), 10);
-}
-
-/// A loopback proxy that forwards to the server until `cut` is called, then closes every
-/// connection and refuses new ones: the server gone away, as the client sees it.
-struct Cuttable {
-    port: u16,
-    up: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    open: std::sync::Arc<std::sync::Mutex<Vec<std::net::TcpStream>>>,
-}
-
-impl Cuttable {
-    fn start(upstream: u16) -> Cuttable {
-        use std::sync::atomic::Ordering;
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let up = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
-        let open = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let (up2, open2) = (std::sync::Arc::clone(&up), std::sync::Arc::clone(&open));
-        std::thread::spawn(move || {
-            for client in listener.incoming() {
-                let Ok(client) = client else { return };
-                if !up2.load(Ordering::SeqCst) {
-                    let _ = client.shutdown(std::net::Shutdown::Both);
-                    continue;
-                }
-                let Ok(server) = std::net::TcpStream::connect(("127.0.0.1", upstream)) else {
-                    continue;
-                };
-                {
-                    let mut o = open2.lock().unwrap();
-                    o.push(client.try_clone().unwrap());
-                    o.push(server.try_clone().unwrap());
-                }
-                for (mut from, mut to) in [
-                    (client.try_clone().unwrap(), server.try_clone().unwrap()),
-                    (server, client),
-                ] {
-                    std::thread::spawn(move || {
-                        let _ = std::io::copy(&mut from, &mut to);
-                        let _ = to.shutdown(std::net::Shutdown::Both);
-                    });
-                }
-            }
-        });
-        Cuttable { port, up, open }
-    }
-
-    fn restore(&self) {
-        self.up.store(true, std::sync::atomic::Ordering::SeqCst);
-    }
-
-    fn cut(&self) {
-        self.up.store(false, std::sync::atomic::Ordering::SeqCst);
-        for s in self.open.lock().unwrap().drain(..) {
-            let _ = s.shutdown(std::net::Shutdown::Both);
-        }
-    }
 }
 
 /// The transfer profile with a log step (a witness on the server of every transfer that got

@@ -33,6 +33,8 @@ pub struct AuditGroup {
     /// Acknowledged increments, those missing from the counters (lost updates), and
     /// increments beyond acknowledged plus in doubt (phantom).
     pub increments: u64,
+    #[serde(default)]
+    pub increments_in_doubt: u64,
     pub lost_updates: u64,
     pub phantom: u64,
     /// A few lost `_id`s (every one is in `audit.tsv`).
@@ -56,6 +58,7 @@ impl AuditGroup {
         self.deletes += o.deletes;
         self.back += o.back;
         self.increments += o.increments;
+        self.increments_in_doubt += o.increments_in_doubt;
         self.lost_updates += o.lost_updates;
         self.phantom += o.phantom;
         for id in &o.lost_ids {
@@ -305,6 +308,7 @@ pub fn check(
             }
             keyed_at[c] += n0 + l.keyed[1].len();
             row.increments = l.inc.values().map(|n| u64::from(n[0])).sum();
+            row.increments_in_doubt = l.inc.values().map(|n| u64::from(n[1])).sum();
             row.acknowledged = row.inserts + row.deletes + row.increments;
         }
         for ((counter, id), ([acked, doubt], g)) in totals {

@@ -159,7 +159,15 @@ impl Auditor {
 
     /// Files the write as its end decides.
     pub fn settle(&self, group: usize, intent: Intent, done: Done) {
-        let Some(fate) = Fate::of(done.error, done.tx) else {
+        // An insert of the tool's own `_id` refused as a duplicate: its own earlier attempt
+        // (sent again by the driver after a lost connection) may be the one that wrote it.
+        let fate = match (&intent, done.error) {
+            (Intent::Insert { .. }, Some(crate::metrics::ErrorClass::DuplicateKey)) => {
+                Some(Fate::InDoubt)
+            }
+            _ => Fate::of(done.error, done.tx),
+        };
+        let Some(fate) = fate else {
             return;
         };
         let g = group as u32;

@@ -121,7 +121,10 @@ impl FaultPlan {
             (true, None, None) => {
                 return Err((
                     "for",
-                    format!("a {} needs its length: for = \"3s\"", kind.name()),
+                    format!(
+                        "a {k} needs its length ({k}@4s+2s; in a profile, for = \"2s\")",
+                        k = kind.name()
+                    ),
                 ))
             }
             (true, None, Some(s)) => limits::parse_duration(s).map_err(|p| ("for", p))?,

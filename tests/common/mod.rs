@@ -76,7 +76,7 @@ impl TestServer {
         if skip_live() {
             return None;
         }
-        match mongo_stress::server::EmbeddedServer::start(None) {
+        match mongo_stress::server::EmbeddedServer::start(None, &[], None) {
             Ok(s) => Some(TestServer { uri: s.uri(), embedded: Some(s) }),
             Err(e) => panic!(
                 "live tests need a server and none could be started: {e}\n\

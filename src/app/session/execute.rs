@@ -191,6 +191,8 @@ impl<B: Backend + Clone> Session<'_, B> {
             }
             result.audit = Some(verdict);
             result.audit_lines = lines;
+            // Ctrl-C during the read-back: what completed is shown, the audit unfinished.
+            result.interrupted |= self.stop.is_cancelled();
         }
         let stopped = stopped_early.get();
         result.stopped_early = stopped.map(|r| r.message.clone());
