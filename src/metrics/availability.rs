@@ -8,6 +8,9 @@ use serde::{Deserialize, Serialize};
 
 use super::sample::{ErrorClass, Sample};
 
+/// Gaps a series keeps at most (a slow open loop gaps between each operation).
+const MAX_GAPS: usize = 1 << 20;
+
 /// A gap with no success, as recorded: microseconds since the epoch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Gap {
@@ -49,6 +52,10 @@ impl Track {
                     None => None,
                 };
                 if let Some(from) = from.filter(|f| end > f + min_gap_us) {
+                    if self.gaps.len() >= MAX_GAPS {
+                        // An open loop slow enough to gap every operation: keep the longest.
+                        self.gaps.retain(|g| g.end_us - g.start_us >= 1_000_000);
+                    }
                     self.gaps.push(Gap {
                         start_us: from,
                         end_us: end,
@@ -85,23 +92,20 @@ impl Track {
         }
     }
 
-    /// The end of the first success at or after `at_us`.
-    pub fn first_success_after(&self, at_us: u64, t0_us: u64) -> Option<u64> {
-        if let Some(g) = self
+    /// The end of the first success after a fault at `at_us`: the end of the gap it falls in
+    /// or that begins within a second of it (operations in flight may still end just after
+    /// the fault), else `at_us` itself (no gap of the recorded minimum followed it).
+    pub fn first_success_after(&self, at_us: u64) -> Option<u64> {
+        let gap = self
             .gaps
             .iter()
-            .find(|g| g.start_us <= at_us && at_us < g.end_us)
-        {
-            return (!g.open).then_some(g.end_us);
+            .find(|g| g.end_us > at_us && g.start_us <= at_us + 1_000_000);
+        match gap {
+            Some(g) if g.open => None,
+            Some(g) => Some(g.end_us),
+            None if self.last_ok_us.is_some_and(|l| l >= at_us) => Some(at_us),
+            None => None,
         }
-        let sec = (at_us.saturating_sub(t0_us) / 1_000_000) as usize;
-        self.first_ok_us
-            .iter()
-            .skip(sec)
-            .find(|&&t| t >= at_us)
-            .copied()
-            // A success in the same second before `at_us`: the next is within the second.
-            .or_else(|| (self.ok_per_sec.get(sec).copied().unwrap_or(0) > 0).then_some(at_us))
     }
 }
 
@@ -206,17 +210,14 @@ pub fn windows(track: &Track, label: &str, bound_us: u64, t0_us: u64) -> Vec<Win
         .collect()
 }
 
-/// How a series came back after a fault at `at_us` that was over at `over_us`: seconds to its
-/// first success, and to the end of the first whole second with at least 90 % of the
-/// successes per second of the (up to) 5 whole seconds before the fault.
-pub fn recovery(
-    track: &Track,
-    t0_us: u64,
-    at_us: u64,
-    over_us: u64,
-) -> (Option<f64>, Option<f64>, f64) {
+/// How a series came back after a fault at `at_us`: seconds to its first success (0 when no
+/// recorded gap followed it), and to the end of the first whole second after the
+/// fault's with at least 90 % of the successes per second of the (up to) 5 whole seconds
+/// before it (to the second; 0 for a series the fault left untouched: no gap after it and the
+/// next second at that rate).
+pub fn recovery(track: &Track, t0_us: u64, at_us: u64) -> (Option<f64>, Option<f64>, f64) {
     let first = track
-        .first_success_after(at_us, t0_us)
+        .first_success_after(at_us)
         .map(|t| t.saturating_sub(at_us) as f64 / 1e6);
     let sec = (at_us.saturating_sub(t0_us) / 1_000_000) as usize;
     // Whole seconds before the fault's, leaving out the run's first (it is partial).
@@ -228,14 +229,21 @@ pub fn recovery(
     } else {
         f64::from(before.iter().sum::<u32>()) / before.len() as f64
     };
-    let over_sec = (over_us.saturating_sub(t0_us) / 1_000_000) as usize;
+    // Whole seconds after the fault's own (which holds successes from before it).
     let back = (rate > 0.0)
         .then(|| {
-            (over_sec.max(sec)..track.ok_per_sec.len().saturating_sub(1))
+            (sec + 1..track.ok_per_sec.len().saturating_sub(1))
                 .find(|&s| f64::from(track.ok_per_sec[s]) >= 0.9 * rate)
         })
         .flatten()
-        .map(|s| (t0_us + (s as u64 + 1) * 1_000_000).saturating_sub(at_us) as f64 / 1e6);
+        .map(|s| {
+            // Untouched: no gap after the fault, and the very next second at the rate.
+            if first == Some(0.0) && s == sec + 1 {
+                0.0
+            } else {
+                (t0_us + (s as u64 + 1) * 1_000_000).saturating_sub(at_us) as f64 / 1e6
+            }
+        });
     (first, back, rate)
 }
 

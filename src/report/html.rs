@@ -113,7 +113,13 @@ pub fn data(dir: &RunDir) -> Value {
                 .filter(|row| row.label.is_step() && row.first_start_us > 0)
                 .map(|row| json!({ "label": row.label, "at": secs(row.first_start_us as f64 / 1000.0) }))
                 .collect();
-            json!({ "run": r.run, "stages": stages, "steps": steps })
+            // Each fault as a band from when it was done to when it was over.
+            let faults: Vec<Value> = r
+                .faults
+                .iter()
+                .map(|f| json!({ "label": f.fault, "from": secs(f.start_ms as f64), "to": secs(f.end_ms as f64) }))
+                .collect();
+            json!({ "run": r.run, "stages": stages, "steps": steps, "faults": faults })
         })
         .collect();
     let intervals: BTreeMap<&str, Value> = dir
@@ -165,6 +171,13 @@ pub fn data(dir: &RunDir) -> Value {
                 .chain(r.invariants.iter().map(|i| i.line()))
                 .map(move |l| format!("{run}{l}"))
                 .collect::<Vec<_>>()
+        }).collect::<Vec<_>>(),
+        // Faults, windows without a success and the write audit, as the console says them.
+        "outage": s.runs.iter().filter_map(|r| {
+            let prefix = if s.runs.len() > 1 { format!("run {}: ", r.run) } else { String::new() };
+            let mut text = Vec::new();
+            super::outage::render(r, &prefix, &mut text).ok()?;
+            (!text.is_empty()).then(|| String::from_utf8_lossy(&text).into_owned())
         }).collect::<Vec<_>>(),
         "summary_tsv": dir.summary_tsv,
         "resources_summary_tsv": dir.resources_summary_tsv,

@@ -48,7 +48,17 @@ pub fn render(run: &RunResult, prefix: &str, out: &mut dyn Write) -> std::io::Re
     ]
     .map(String::from)
     .to_vec()];
-    for g in a.groups.iter().chain(std::iter::once(&a.total)) {
+    // Groups that wrote nothing the audit can check (reads) have no row.
+    let wrote = |g: &&crate::audit::AuditGroup| {
+        g.acknowledged + g.in_doubt + g.increments_in_doubt > 0
+            || g.write_concern.contains("not audited")
+    };
+    for g in a
+        .groups
+        .iter()
+        .filter(wrote)
+        .chain(std::iter::once(&a.total))
+    {
         let n = |v: u64| v.to_string();
         lines.push(vec![
             g.group.clone(),

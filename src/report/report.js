@@ -24,12 +24,27 @@
   D.runs.forEach((r) => (r.steps || []).forEach((s) => {
     if (s.at != null) marks.push({ x: s.at, label: s.label, dash: [1, 3] });
   }));
+  // Faults: a shaded band from when each was done to when it was over.
+  const bands = [];
+  D.runs.forEach((r) => (r.faults || []).forEach((f) => {
+    bands.push({ from: f.from, to: f.to, label: (D.runs.length > 1 ? "run " + r.run + " " : "") + f.label });
+  }));
   function markPlugin() {
     return {
       hooks: {
         draw: [(u) => {
           const ctx = u.ctx;
           ctx.save();
+          bands.forEach((b) => {
+            const x0 = Math.max(u.valToPos(b.from, "x", true), u.bbox.left);
+            const x1 = Math.min(u.valToPos(Math.max(b.to, b.from + 0.05), "x", true), u.bbox.left + u.bbox.width);
+            if (x1 <= x0) return;
+            ctx.fillStyle = "rgba(214, 39, 40, 0.15)";
+            ctx.fillRect(x0, u.bbox.top, x1 - x0, u.bbox.height);
+            ctx.fillStyle = "#b22222";
+            ctx.font = Math.round(10 * devicePixelRatio) + "px sans-serif";
+            ctx.fillText(b.label, x0 + 3 * devicePixelRatio, u.bbox.top + u.bbox.height - 6 * devicePixelRatio);
+          });
           ctx.strokeStyle = "#888";
           ctx.fillStyle = "#555";
           ctx.font = Math.round(10 * devicePixelRatio) + "px sans-serif";
@@ -140,6 +155,13 @@
     const ul = el("ul", { id: "checks" });
     D.checks.forEach((line) => ul.append(el("li", {}, line)));
     tables.append(ul);
+  }
+  if (D.outage && D.outage.length) {
+    // Faults done, windows without a success, and the write audit.
+    tables.append(el("h3", {}, "Faults, unavailability and the write audit"));
+    const pre = el("pre", { id: "outage" });
+    pre.textContent = D.outage.join("\n");
+    tables.append(pre);
   }
   if (D.plans && D.plans.length) {
     // The server's explain of each of the profile's own operations, after the setup.

@@ -23,6 +23,9 @@ use crate::summary::resources::StageSpan;
 use crate::summary::RunResult;
 use crate::workload::KeySpace;
 
+/// The shortest gap between successes the recorder keeps.
+const RECORDED_GAP: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// A gap without success counts as unavailability from this long (or 10x the median).
 const DEFAULT_UNAVAILABLE: std::time::Duration = std::time::Duration::from_secs(1);
 
@@ -40,9 +43,9 @@ fn recoveries(
     a: &crate::metrics::availability::Availability,
     e: &crate::fault::FaultEvent,
 ) -> Vec<crate::fault::Recovery> {
-    let (at, over) = (e.start_ms * 1000, e.end_ms * 1000);
+    let at = e.start_ms * 1000;
     let one = |label: &str, track: &crate::metrics::availability::Track| {
-        let (first, back, rate) = crate::metrics::availability::recovery(track, a.t0_us, at, over);
+        let (first, back, rate) = crate::metrics::availability::recovery(track, a.t0_us, at);
         crate::fault::Recovery {
             label: label.to_string(),
             rate_before: rate,
@@ -253,9 +256,11 @@ impl<B: Backend + Clone> Session<'_, B> {
                 reason: Arc::clone(stopped_early),
             }) as Box<dyn IntervalCheck>
         });
+        // Gaps are kept from 100 ms (the time to a first success after a fault is read from
+        // them); windows are the ones past each series' bound.
         let min_gap = plan
             .unavailable_after
-            .map_or(DEFAULT_UNAVAILABLE, |d| d.min(DEFAULT_UNAVAILABLE));
+            .map_or(RECORDED_GAP, |d| d.min(RECORDED_GAP));
         Recorder {
             availability: crate::metrics::availability::Availability::new(
                 plan.groups().count(),
