@@ -286,12 +286,7 @@ mod tests {
         assert_eq!(w[0].classes, vec!["not_primary"]);
         // A bound above the gap: no window.
         assert!(windows(&a.groups[0], "insert", 4_000_000, t0 * 1000).is_empty());
-        let (first, back, rate) = recovery(
-            &a.groups[0],
-            t0 * 1000,
-            (t0 + 3000) * 1000,
-            (t0 + 6000) * 1000,
-        );
+        let (first, back, rate) = recovery(&a.groups[0], t0 * 1000, (t0 + 3000) * 1000);
         assert!((first.unwrap() - 3.0).abs() < 0.05, "{first:?}");
         assert_eq!(rate, 100.0);
         assert!((back.unwrap() - 4.0).abs() < 0.01, "{back:?}");
