@@ -29,8 +29,9 @@ pub use gate::Gate;
 pub use crate::metrics::metric::COMPARED as METRICS;
 
 /// Compared besides `METRICS` where either run has them: documents per second (the profile's
-/// own operations) and retries per transaction.
-pub const EXTRA: [&str; 2] = ["docs_per_sec", "retries_per_tx"];
+/// own operations), retries per transaction, acknowledged writes the audit found not kept
+/// (`lost`) and the longest window without a success in seconds (`unavailable_max`).
+pub const EXTRA: [&str; 4] = ["docs_per_sec", "retries_per_tx", "lost", "unavailable_max"];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -147,6 +148,33 @@ fn side(dir: &RunDir) -> Result<Side, Error> {
                 runs.entry("retries_per_tx")
                     .or_default()
                     .push(t.retries as f64 / n);
+            }
+            // The audit's acknowledged writes not kept, by group and TOTAL.
+            if let Some(a) = run.audit.as_ref().filter(|a| a.finished) {
+                let g = match &row.label {
+                    Label::Total => Some(&a.total),
+                    Label::Group(name) => a.groups.iter().find(|g| &g.group == name),
+                    _ => None,
+                };
+                if let Some(g) = g {
+                    runs.entry("lost").or_default().push(g.not_kept() as f64);
+                }
+            }
+            // The longest window without a success (TOTAL: of any group), where a run had
+            // faults or windows.
+            if !run.faults.is_empty() || !run.unavailable.is_empty() {
+                let longest = run
+                    .unavailable
+                    .iter()
+                    .filter(|w| match &row.label {
+                        Label::Total => w.label != "TOTAL",
+                        l => {
+                            l.group_name() == Some(w.label.as_str()) && matches!(l, Label::Group(_))
+                        }
+                    })
+                    .map(|w| w.secs)
+                    .fold(0.0, f64::max);
+                runs.entry("unavailable_max").or_default().push(longest);
             }
             let p = pooled
                 .entry(label)

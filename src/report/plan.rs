@@ -157,6 +157,34 @@ pub fn render(plan: &RunPlan, out: &mut dyn Write) -> std::io::Result<()> {
             )?;
         }
     }
+    if !plan.server_args.is_empty() {
+        writeln!(out, "embedded server flags: {}", plan.server_args.join(" "))?;
+    }
+    for f in &plan.faults {
+        use crate::plan::fault::FaultKind;
+        let secs = |d: std::time::Duration| humantime::format_duration(d).to_string();
+        let what = match f.kind {
+            FaultKind::Kill => format!(
+                "SIGKILL the embedded server, start it again {} later",
+                secs(f.length)
+            ),
+            FaultKind::Restart => format!(
+                "SIGTERM the embedded server, start it again {} later",
+                secs(f.length)
+            ),
+            FaultKind::Pause => format!("SIGSTOP the embedded server for {}", secs(f.length)),
+            FaultKind::Stepdown => format!("replSetStepDown for {} with force", secs(f.length)),
+        };
+        writeln!(
+            out,
+            "fault {}: at {} from the first stage's start, {what}",
+            f.text(),
+            secs(f.at)
+        )?;
+    }
+    if plan.audit {
+        writeln!(out, "audit: after each run, the collections are read back and every acknowledged insert, delete and $inc checked (audit.tsv; lost data exits 5)")?;
+    }
     match plan.planned_operations() {
         Some(n) => writeln!(out, "total: {n} operations"),
         None => writeln!(out, "total: time-bound (some groups run for a duration)"),

@@ -33,6 +33,7 @@ bundled! {
     "ycsb-e" => "YCSB E, short ranges: 95 % scan (up to 100) / 5 % insert, zipfian; 100,000 loaded first",
     "ycsb-f" => "YCSB F, read-modify-write: 50 % get / 50 % rmw, zipfian; 100,000 documents loaded first",
     "transfer" => "the bank test: transfers between accounts in transactions, then the check that no money was made or lost",
+    "kill-under-load" => "the write audit: inserts, $inc counters and reads while the embedded server is killed and started again; what it kept of the acknowledged writes",
     "orders" => "your own workload, by example: a range query with sort and limit, an aggregation, batched inserts, an upsert, on two collections",
 }
 
