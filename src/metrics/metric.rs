@@ -246,6 +246,14 @@ mod tests {
             (100.0, 0.0, 0.0)
         );
         assert_eq!(v("max"), 100.0);
+        // Known once the run is over: the longest window (ms, a time) and the writes lost.
+        m.outage.unavailable_max_us = 3_250_000;
+        m.outage.lost = 7;
+        let v = |name: &str| Metric::parse(name).unwrap().value(&m);
+        assert_eq!((v("unavailable_max"), v("lost")), (3250.0, 7.0));
+        assert!(Metric::parse("unavailable_max").unwrap().is_time());
+        assert!(!Metric::parse("lost").unwrap().is_time());
+        assert_eq!(Metric::parse("svc_lost"), None);
     }
 
     #[test]
