@@ -170,12 +170,25 @@ fn a_kill_under_w1_loses_acknowledged_inserts_which_audit_tsv_lists_and_the_serv
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let ran = until_lost(dir.path(), "w1", INSERTS, &["--fault", "kill@4s+2s"], None);
+    let thresholds = [
+        "--threshold",
+        "TOTAL.lost<1",
+        "--threshold",
+        "insert.unavailable_max<1s",
+    ];
+    let mut args = vec!["--fault", "kill@4s+2s"];
+    args.extend(thresholds);
+    let ran = until_lost(dir.path(), "w1", INSERTS, &args, None);
+    // Exit 5, before the failed thresholds' 4.
     assert_eq!(
         ran.code, 5,
         "lost acknowledged data exits 5: {}",
         ran.stdout
     );
+    let t = ran.summary["runs"][0]["thresholds"].as_array().unwrap();
+    assert_eq!(t.len(), 2);
+    assert!(t.iter().all(|t| t["pass"] == false), "{t:?}");
+    assert_eq!(t[0]["value"].as_f64(), Some(ran.n("insert", "lost") as f64));
     assert!(ran.stdout.contains("lost _ids"), "{}", ran.stdout);
     let fault = &ran.summary["runs"][0]["faults"][0];
     assert_eq!(fault["kind"], "kill", "{fault}");
