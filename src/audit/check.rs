@@ -234,9 +234,13 @@ pub fn check(
             .filter(|g| plan.groups[*g].collection == c)
             .collect();
         let mut deleted = RoaringTreemap::new();
+        let key = |b: &mongodb::bson::Bson| b.clone().into_relaxed_extjson().to_string();
+        let mut deleted_keyed = std::collections::HashSet::new();
         for g in &groups {
-            deleted |= &ledger_of(*g).deleted[0];
-            deleted |= &ledger_of(*g).deleted[1];
+            let l = ledger_of(*g);
+            deleted |= &l.deleted[0];
+            deleted |= &l.deleted[1];
+            deleted_keyed.extend(l.deleted_keyed.iter().flatten().map(key));
         }
         // Counters: every group's increments of a document together.
         let mut totals: HashMap<(u16, i64), ([u64; 2], usize)> = HashMap::new();
@@ -262,7 +266,7 @@ pub fn check(
             };
             row.inserts = l.inserted[0].len() + l.keyed[0].len() as u64;
             row.in_doubt = l.inserted[1].len() + l.keyed[1].len() as u64;
-            row.deletes = l.deleted[0].len();
+            row.deletes = l.deleted[0].len() + l.deleted_keyed[0].len() as u64;
             let lost = &(&l.inserted[0] - present) - &deleted;
             row.lost = lost.len();
             let doubt_present = (&l.inserted[1] & present).len();
@@ -289,7 +293,7 @@ pub fn check(
             let at = keyed_at[c];
             let is_there = |i: usize| asked.get(at + i).copied().unwrap_or(false);
             for (i, v) in l.keyed[0].iter().enumerate() {
-                if !is_there(i) {
+                if !is_there(i) && !deleted_keyed.contains(&key(v)) {
                     row.lost += 1;
                     let id = v.clone().into_relaxed_extjson().to_string();
                     if row.lost_ids.len() < LISTED {
@@ -443,14 +447,15 @@ mod tests {
         // 2 deleted (acknowledged) and 11 deleted too.
         for id in [2, 11] {
             let done = Done {
-                removed: Some(id),
                 deleted: 1,
                 ..Done::default()
             };
-            a.settle(2, Intent::Remove, done);
+            let slot = crate::workload::request::RemovedId::default();
+            slot.set(mongodb::bson::Bson::Int64(id)).unwrap();
+            a.settle(2, Intent::Remove(slot), done);
         }
         drop(a);
-        let ledger = keeper.finish();
+        let ledger = keeper.finish().unwrap();
         let before = Found {
             collections: vec![FoundCollection {
                 counters: [(0, vec![100]), (1, vec![50])].into(),

@@ -22,7 +22,7 @@ enum Entry {
     Delete {
         group: u32,
         fate: Fate,
-        id: i64,
+        id: Bson,
     },
     Inc {
         group: u32,
@@ -30,6 +30,15 @@ enum Entry {
         id: i64,
         counters: Vec<u16>,
     },
+}
+
+/// An `_id` as the integer sets hold it: a whole number from 0.
+pub fn as_key(id: &Bson) -> Option<u64> {
+    match id {
+        Bson::Int64(i) if *i >= 0 => Some(*i as u64),
+        Bson::Int32(i) if *i >= 0 => Some(*i as u64),
+        _ => None,
+    }
 }
 
 /// Acknowledged (`[0]`) and in-doubt (`[1]`) sets.
@@ -48,6 +57,8 @@ pub struct GroupLedger {
     pub inserted: Pair<RoaringTreemap>,
     pub keyed: Pair<Vec<Bson>>,
     pub deleted: Pair<RoaringTreemap>,
+    /// Deleted `_id`s that are not whole numbers (a template's own).
+    pub deleted_keyed: Pair<Vec<Bson>>,
     /// (counter, `_id`) -> increments acknowledged, in doubt.
     pub inc: HashMap<(u16, i64), Pair<u32>>,
 }
@@ -84,7 +95,13 @@ impl Ledger {
                 l.keyed[slot(fate)].extend(keyed);
             }
             Entry::Delete { group: g, fate, id } => {
-                group(self, g).deleted[slot(fate)].insert(id as u64);
+                let l = group(self, g);
+                match as_key(&id) {
+                    Some(k) => {
+                        l.deleted[slot(fate)].insert(k);
+                    }
+                    None => l.deleted_keyed[slot(fate)].push(id),
+                }
             }
             Entry::Inc {
                 group: g,
@@ -153,18 +170,23 @@ impl Auditor {
     }
 
     /// What `req` of `group` will write, if anything the audit can check.
-    pub fn intent(&self, group: usize, req: &crate::workload::Request) -> Option<Intent> {
+    pub fn intent(&self, group: usize, req: &mut crate::workload::Request) -> Option<Intent> {
         Intent::of(&self.plan, group, req)
     }
 
     /// Files the write as its end decides.
     pub fn settle(&self, group: usize, intent: Intent, done: Done) {
-        // An insert of the tool's own `_id` refused as a duplicate: its own earlier attempt
-        // (sent again by the driver after a lost connection) may be the one that wrote it.
         let fate = match (&intent, done.error) {
-            (Intent::Insert { .. }, Some(crate::metrics::ErrorClass::DuplicateKey)) => {
+            // An insert of `_id`s from the run's own sequence refused as a duplicate: its own
+            // earlier attempt (sent again by the driver after a lost connection) may be the one
+            // that wrote it (a batch's documents before the refused one are in, too).
+            (Intent::Insert { ids, .. }, Some(crate::metrics::ErrorClass::DuplicateKey))
+                if !ids.is_empty() =>
+            {
                 Some(Fate::InDoubt)
             }
+            // A remove that failed after it chose its document may have deleted it.
+            (Intent::Remove(_), Some(_)) => Some(Fate::InDoubt),
             _ => Fate::of(done.error, done.tx),
         };
         let Some(fate) = fate else {
@@ -198,10 +220,16 @@ impl Auditor {
                     counters,
                 },
             ),
-            Intent::Remove => match done.removed {
-                Some(id) if id >= 0 && (fate == Fate::InDoubt || done.deleted > 0) => {
-                    (None, Entry::Delete { group: g, fate, id })
-                }
+            // Nothing found: nothing was sent to delete.
+            Intent::Remove(slot) => match slot.get() {
+                Some(id) if fate == Fate::InDoubt || done.deleted > 0 => (
+                    None,
+                    Entry::Delete {
+                        group: g,
+                        fate,
+                        id: id.clone(),
+                    },
+                ),
                 _ => return,
             },
         };
@@ -210,9 +238,15 @@ impl Auditor {
 }
 
 impl Keeper {
-    /// The ledger, once every `Auditor` is gone.
-    pub fn finish(self) -> Ledger {
-        self.thread.join().unwrap_or_default()
+    /// The ledger, once every `Auditor` is gone; Err when its thread failed (what it held
+    /// is lost, and the audit cannot be judged).
+    pub fn finish(self) -> Result<Ledger, String> {
+        self.thread.join().map_err(|p| {
+            format!(
+                "the audit's ledger failed: {}",
+                crate::metrics::panic_message(p.as_ref())
+            )
+        })
     }
 }
 
@@ -276,23 +310,42 @@ mod tests {
         );
         // Acknowledged, but its document was gone: nothing to check.
         a.settle(0, inc(), Done::default());
+        let removed = |id: i64| {
+            let slot = crate::workload::request::RemovedId::default();
+            slot.set(Bson::Int64(id)).unwrap();
+            Intent::Remove(slot)
+        };
         a.settle(
             0,
-            Intent::Remove,
+            removed(7),
             Done {
-                removed: Some(7),
                 deleted: 1,
                 ..Done::default()
             },
         );
+        // Refused after it chose its document: it may have deleted it.
+        let refused = Done {
+            error: Some(ErrorClass::ServerError),
+            ..Done::default()
+        };
+        a.settle(0, removed(8), refused);
+        // Nothing found: nothing deleted.
+        a.settle(0, Intent::Remove(Default::default()), Done::default());
+        // Abandoned at a stop: in doubt.
+        let mut req = crate::workload::Request::Insert(
+            mongodb::bson::RawDocumentBuf::from_document(&mongodb::bson::doc! { "_id": 9_i64 })
+                .unwrap(),
+        );
+        drop(super::super::Pending::new(&a, 0, &mut req));
         drop(a);
-        let l = keeper.finish();
+        let l = keeper.finish().unwrap();
         let g = &l.groups[0];
         assert_eq!(g.inserted[0].iter().collect::<Vec<_>>(), vec![1]);
         // A duplicate of its own `_id`: its earlier attempt may have written it.
-        assert_eq!(g.inserted[1].iter().collect::<Vec<_>>(), vec![2, 3]);
+        assert_eq!(g.inserted[1].iter().collect::<Vec<_>>(), vec![2, 3, 9]);
         assert_eq!(g.inc[&(0, 1)], [1, 0]);
         assert_eq!(g.deleted[0].iter().collect::<Vec<_>>(), vec![7]);
+        assert_eq!(g.deleted[1].iter().collect::<Vec<_>>(), vec![8]);
         assert_eq!(l.initial[0][&(0, 1)], 5);
         assert_eq!(l.initial[0][&(0, 2)], 5);
     }

@@ -49,6 +49,7 @@ impl Fate {
                 ErrorClass::Timeout
                 | ErrorClass::Network
                 | ErrorClass::ServerSelection
+                | ErrorClass::WriteConcern
                 | ErrorClass::Other => Some(Fate::InDoubt),
                 ErrorClass::DuplicateKey
                 | ErrorClass::WriteConflict
@@ -88,36 +89,22 @@ pub struct GroupAudit {
 
 impl AuditPlan {
     pub fn of(plan: &RunPlan) -> AuditPlan {
-        let mut collections: Vec<Collection> = plan
+        let collections: Vec<Collection> = plan
             .collections
             .iter()
-            .map(|c| Collection {
+            .zip(plan.counters())
+            .map(|(c, counters)| Collection {
                 name: c.name.clone(),
-                counters: Vec::new(),
+                counters,
             })
             .collect();
         let groups = plan
             .groups()
-            .map(|g| {
-                let specs = std::iter::once(&g.op).chain(g.mix.iter().map(|(s, _)| s));
-                for spec in specs {
-                    if let crate::workload::OpSpec::UpdateById { change }
-                    | crate::workload::OpSpec::Rmw { change } = spec
-                    {
-                        let c = &mut collections[g.collection].counters;
-                        for f in &change.inc {
-                            if !c.contains(f) {
-                                c.push(f.clone());
-                            }
-                        }
-                    }
-                }
-                GroupAudit {
-                    name: g.name.clone(),
-                    collection: g.collection,
-                    write_concern: concern_label(&g.concerns),
-                    acknowledged: !matches!(g.concerns.write, Some(WriteConcernPlan::Nodes(0))),
-                }
+            .map(|g| GroupAudit {
+                name: g.name.clone(),
+                collection: g.collection,
+                write_concern: concern_label(&g.concerns),
+                acknowledged: !matches!(g.concerns.write, Some(WriteConcernPlan::Nodes(0))),
             })
             .collect();
         AuditPlan {
@@ -153,19 +140,21 @@ pub enum Intent {
     },
     /// `$inc` by 1 of these counters (indexes into the collection's) of `_id` `id`.
     Inc { id: i64, counters: Vec<u16> },
-    /// The built-in remove: which `_id` it deletes is known only once it found one.
-    Remove,
+    /// The built-in remove: which `_id` it deletes is known once it found one (the backend
+    /// puts it here before the delete is sent).
+    Remove(crate::workload::request::RemovedId),
 }
 
 impl Intent {
-    /// What `req` of group `group` will write, if the audit can check it.
-    pub fn of(plan: &AuditPlan, group: usize, req: &Request) -> Option<Intent> {
+    /// What `req` of group `group` will write, if the audit can check it (a remove is given
+    /// the slot its `_id` goes into).
+    pub fn of(plan: &AuditPlan, group: usize, req: &mut Request) -> Option<Intent> {
         let g = plan.groups.get(group)?;
         if !g.acknowledged {
             return None;
         }
         let counters = &plan.collections[g.collection].counters;
-        match req {
+        match &mut *req {
             Request::Insert(doc) => Some(Intent::Insert {
                 collection: g.collection,
                 ids: doc.get_i64("_id").ok().into_iter().collect(),
@@ -184,15 +173,20 @@ impl Intent {
                 id: Some(id),
                 update,
             } => {
+                let id = *id;
                 let inc = update.get_document("$inc").ok()?;
                 let counters: Vec<u16> = inc
                     .keys()
                     .filter_map(|k| counters.iter().position(|c| c == k))
                     .map(|i| i as u16)
                     .collect();
-                (!counters.is_empty()).then_some(Intent::Inc { id: *id, counters })
+                (!counters.is_empty()).then_some(Intent::Inc { id, counters })
             }
-            Request::Remove { .. } => Some(Intent::Remove),
+            Request::Remove { found, .. } => {
+                let slot = crate::workload::request::RemovedId::default();
+                *found = Some(std::sync::Arc::clone(&slot));
+                Some(Intent::Remove(slot))
+            }
             Request::Template(t) => inserted(t),
             Request::Steps(s) => {
                 let mut all: Option<Intent> = None;
@@ -256,7 +250,9 @@ fn inserted(t: &TemplateRequest) -> Option<Intent> {
     let mut keyed = Vec::new();
     for d in docs {
         match d.get("_id").ok().flatten() {
+            // Numbers are one key to the server: 5 and 5L are the same `_id`.
             Some(mongodb::bson::RawBsonRef::Int64(i)) if i >= 0 => ids.push(i),
+            Some(mongodb::bson::RawBsonRef::Int32(i)) if i >= 0 => ids.push(i64::from(i)),
             Some(v) => {
                 if let Ok(b) = Bson::try_from(v.to_raw_bson()) {
                     keyed.push(b);
@@ -300,8 +296,49 @@ pub struct Done {
     /// It found (and so updated) its document.
     pub matched: bool,
     pub deleted: u64,
-    /// The `_id` a remove found to delete.
-    pub removed: Option<i64>,
+}
+
+impl Done {
+    /// An operation that never ended: abandoned at a stop, its outcome unknown.
+    pub fn abandoned() -> Done {
+        Done {
+            error: Some(ErrorClass::Other),
+            ..Done::default()
+        }
+    }
+}
+
+/// A write on its way: settled with how it ended, or, dropped unsettled (the operation was
+/// abandoned at a stop), filed as in doubt.
+pub struct Pending<'a> {
+    auditor: &'a Auditor,
+    group: usize,
+    intent: Option<Intent>,
+}
+
+impl<'a> Pending<'a> {
+    pub fn new(auditor: &'a Auditor, group: usize, req: &mut Request) -> Option<Pending<'a>> {
+        let intent = auditor.intent(group, req)?;
+        Some(Pending {
+            auditor,
+            group,
+            intent: Some(intent),
+        })
+    }
+
+    pub fn settle(mut self, done: Done) {
+        if let Some(i) = self.intent.take() {
+            self.auditor.settle(self.group, i, done);
+        }
+    }
+}
+
+impl Drop for Pending<'_> {
+    fn drop(&mut self) {
+        if let Some(i) = self.intent.take() {
+            self.auditor.settle(self.group, i, Done::abandoned());
+        }
+    }
 }
 
 /// What the backend is to read back: per collection, its documents' integer `_id`s and

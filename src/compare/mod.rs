@@ -162,7 +162,8 @@ fn side(dir: &RunDir) -> Result<Side, Error> {
             }
             // The longest window without a success (TOTAL: of any group), where a run had
             // faults or windows.
-            if !run.faults.is_empty() || !run.unavailable.is_empty() {
+            let whole = matches!(row.label, Label::Total | Label::Group(_));
+            if whole && (!run.faults.is_empty() || !run.unavailable.is_empty()) {
                 let longest = run
                     .unavailable
                     .iter()

@@ -144,9 +144,14 @@ pub(super) async fn virtual_user<B: Backend>(
         };
         // Acknowledged however the insert ends, even by a panic: a later `_id` is drawn only
         // once every insert before it has ended.
+        let mut req = req;
         let _ack = Ack(keys, req.inserted_id(), issued);
-        // What the audit will check of it, read before the request is sent away.
-        let intent = ctx.audit.as_ref().and_then(|a| a.intent(group.index, &req));
+        // What the audit will check of it, read before the request is sent away; abandoned
+        // at a stop, it is filed as in doubt.
+        let pending = ctx
+            .audit
+            .as_ref()
+            .and_then(|a| crate::audit::Pending::new(a, group.index, &mut req));
         let started = Instant::now();
         let out = match tokio::time::timeout(ctx.op_timeout, ctx.backend.execute(group.handle, req))
             .await
@@ -168,15 +173,13 @@ pub(super) async fn virtual_user<B: Backend>(
             }
         };
         let elapsed = started.elapsed();
-        if let (Some(audit), Some(intent)) = (&ctx.audit, intent) {
-            let done = crate::audit::Done {
+        if let Some(p) = pending {
+            p.settle(crate::audit::Done {
                 error: out.error.as_ref().map(|e| e.class),
                 tx: out.extra.as_ref().and_then(|x| x.tx).map(|t| t.state),
                 matched: out.matched,
                 deleted: out.deleted,
-                removed: out.removed,
-            };
-            audit.settle(group.index, intent, done);
+            });
         }
         let start_us = ctx.clock.epoch_us(started);
         let sample = Sample {

@@ -17,7 +17,7 @@ pub struct Gap {
     pub start_us: u64,
     pub end_us: u64,
     /// The error classes seen in it (`ErrorClass::bit`).
-    pub classes: u8,
+    pub classes: u16,
     /// Still without a success when the run ended.
     pub open: bool,
 }
@@ -29,7 +29,7 @@ pub struct Track {
     last_ok_us: Option<u64>,
     last_end_us: u64,
     /// Error classes since the last success.
-    since: u8,
+    since: u16,
     pub gaps: Vec<Gap>,
     /// Successes per second from `t0`.
     pub ok_per_sec: Vec<u32>,
@@ -92,14 +92,17 @@ impl Track {
         }
     }
 
-    /// The end of the first success after a fault at `at_us`: the end of the gap it falls in
-    /// or that begins within a second of it (operations in flight may still end just after
-    /// the fault), else `at_us` itself (no gap of the recorded minimum followed it).
-    pub fn first_success_after(&self, at_us: u64) -> Option<u64> {
+    /// The end of the first success after a fault from `at_us` to `over_us`: the end of the
+    /// longest gap that covers the fault's start or begins before it is over (operations in
+    /// flight may still end just after the fault began), else `at_us` itself (no gap of the
+    /// recorded minimum followed it).
+    pub fn first_success_after(&self, at_us: u64, over_us: u64) -> Option<u64> {
+        let until = over_us.max(at_us + 1_000_000);
         let gap = self
             .gaps
             .iter()
-            .find(|g| g.end_us > at_us && g.start_us <= at_us + 1_000_000);
+            .filter(|g| g.end_us > at_us && g.start_us <= until)
+            .max_by_key(|g| g.end_us - g.start_us);
         match gap {
             Some(g) if g.open => None,
             Some(g) => Some(g.end_us),
@@ -184,7 +187,7 @@ impl Window {
 }
 
 /// The classes in a set.
-pub fn classes(set: u8) -> Vec<String> {
+pub fn classes(set: u16) -> Vec<String> {
     ErrorClass::ALL
         .iter()
         .filter(|c| set & c.bit() != 0)
@@ -210,14 +213,19 @@ pub fn windows(track: &Track, label: &str, bound_us: u64, t0_us: u64) -> Vec<Win
         .collect()
 }
 
-/// How a series came back after a fault at `at_us`: seconds to its first success (0 when no
+/// How a series came back after a fault from `at_us` to `over_us`: seconds to its first success (0 when no
 /// recorded gap followed it), and to the end of the first whole second after the
 /// fault's with at least 90 % of the successes per second of the (up to) 5 whole seconds
 /// before it (to the second; 0 for a series the fault left untouched: no gap after it and the
 /// next second at that rate).
-pub fn recovery(track: &Track, t0_us: u64, at_us: u64) -> (Option<f64>, Option<f64>, f64) {
+pub fn recovery(
+    track: &Track,
+    t0_us: u64,
+    at_us: u64,
+    over_us: u64,
+) -> (Option<f64>, Option<f64>, f64) {
     let first = track
-        .first_success_after(at_us)
+        .first_success_after(at_us, over_us)
         .map(|t| t.saturating_sub(at_us) as f64 / 1e6);
     let sec = (at_us.saturating_sub(t0_us) / 1_000_000) as usize;
     // Whole seconds before the fault's, leaving out the run's first (it is partial).
@@ -286,7 +294,12 @@ mod tests {
         assert_eq!(w[0].classes, vec!["not_primary"]);
         // A bound above the gap: no window.
         assert!(windows(&a.groups[0], "insert", 4_000_000, t0 * 1000).is_empty());
-        let (first, back, rate) = recovery(&a.groups[0], t0 * 1000, (t0 + 3000) * 1000);
+        let (first, back, rate) = recovery(
+            &a.groups[0],
+            t0 * 1000,
+            (t0 + 3000) * 1000,
+            (t0 + 6000) * 1000,
+        );
         assert!((first.unwrap() - 3.0).abs() < 0.05, "{first:?}");
         assert_eq!(rate, 100.0);
         assert!((back.unwrap() - 4.0).abs() < 0.01, "{back:?}");

@@ -14,25 +14,28 @@ pub enum ErrorClass {
     NotPrimary,
     DuplicateKey,
     WriteConflict,
+    /// The write was done, but its write concern was not met (a w:majority timeout).
+    WriteConcern,
     ServerError,
     Other,
 }
 
 impl ErrorClass {
-    pub const ALL: [ErrorClass; 8] = [
+    pub const ALL: [ErrorClass; 9] = [
         ErrorClass::Timeout,
         ErrorClass::Network,
         ErrorClass::ServerSelection,
         ErrorClass::NotPrimary,
         ErrorClass::DuplicateKey,
         ErrorClass::WriteConflict,
+        ErrorClass::WriteConcern,
         ErrorClass::ServerError,
         ErrorClass::Other,
     ];
 
-    /// Its bit in a set of classes (`Classes`).
-    pub fn bit(self) -> u8 {
-        1 << (self as u8)
+    /// Its bit in a set of classes.
+    pub fn bit(self) -> u16 {
+        1 << (self as u16)
     }
 
     pub fn as_str(self) -> &'static str {
@@ -43,6 +46,7 @@ impl ErrorClass {
             ErrorClass::NotPrimary => "not_primary",
             ErrorClass::DuplicateKey => "duplicate_key",
             ErrorClass::WriteConflict => "write_conflict",
+            ErrorClass::WriteConcern => "write_concern",
             ErrorClass::ServerError => "server_error",
             ErrorClass::Other => "other",
         }

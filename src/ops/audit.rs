@@ -56,7 +56,16 @@ async fn read_once(
     database: &str,
     wanted: &Wanted,
 ) -> mongodb::error::Result<Found> {
-    let db = client.database(database);
+    // From the primary, whatever the URI prefers: a lagging secondary would make writes not
+    // yet replicated look lost.
+    let db = client.database_with_options(
+        database,
+        mongodb::options::DatabaseOptions::builder()
+            .selection_criteria(mongodb::options::SelectionCriteria::ReadPreference(
+                mongodb::options::ReadPreference::Primary,
+            ))
+            .build(),
+    );
     let mut found = Found::default();
     for w in &wanted.collections {
         let coll = db.collection::<RawDocumentBuf>(&w.name);

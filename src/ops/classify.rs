@@ -25,6 +25,7 @@ pub fn classify(e: &mongodb::error::Error) -> OpError {
             ErrorKind::Write(WriteFailure::WriteError(w)) if w.code == 11000 => {
                 ErrorClass::DuplicateKey
             }
+            ErrorKind::Write(WriteFailure::WriteConcernError(_)) => ErrorClass::WriteConcern,
             ErrorKind::Command(c) if c.code == 112 => ErrorClass::WriteConflict,
             ErrorKind::Command(c) if NOT_PRIMARY.contains(&c.code) => ErrorClass::NotPrimary,
             ErrorKind::Write(WriteFailure::WriteError(w)) if NOT_PRIMARY.contains(&w.code) => {

@@ -98,8 +98,6 @@ pub struct Outcome {
     pub updated: u64,
     pub upserted: u64,
     pub deleted: u64,
-    /// The `_id` a remove found to delete (for the audit), set before the delete is sent.
-    pub removed: Option<i64>,
     /// Steps and transactions: each step's time, a transaction's end, retries and first attempt.
     pub extra: Option<Box<crate::metrics::sample::SampleExtra>>,
     pub error: Option<Box<crate::metrics::OpError>>,

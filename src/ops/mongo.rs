@@ -746,7 +746,11 @@ pub async fn execute(coll: &Collection<RawDocumentBuf>, req: Request, measure: b
                     .await?;
                 read_cursor(&mut cursor, measure, &mut out).await?;
             }
-            Request::Remove { filter, from } => {
+            Request::Remove {
+                filter,
+                from,
+                found: slot,
+            } => {
                 let mut found = None;
                 if let Some(from) = from {
                     let after = from_id(&filter, from);
@@ -767,13 +771,12 @@ pub async fn execute(coll: &Collection<RawDocumentBuf>, req: Request, measure: b
                     out.matched = true;
                     let id = found.get("_id").ok().flatten().map(|v| v.to_raw_bson());
                     if let Some(id) = id {
-                        out.removed = match id.as_raw_bson_ref() {
-                            mongodb::bson::RawBsonRef::Int64(i) => Some(i),
-                            mongodb::bson::RawBsonRef::Int32(i) => Some(i64::from(i)),
-                            _ => None,
-                        };
-                        let filter =
-                            doc! { "_id": mongodb::bson::Bson::try_from(id).unwrap_or_default() };
+                        let id = mongodb::bson::Bson::try_from(id).unwrap_or_default();
+                        // Known to the audit before the delete goes out.
+                        if let Some(slot) = &slot {
+                            let _ = slot.set(id.clone());
+                        }
+                        let filter = doc! { "_id": id };
                         out.sent += bson_len(&filter);
                         out.deleted = coll.delete_one(filter).await?.deleted_count;
                         out.modified = out.deleted > 0;

@@ -349,6 +349,25 @@ pub enum StopAt {
 }
 
 impl RunPlan {
+    /// By collection: the counter fields built-in groups increment by `_id` (`inc = [...]` of
+    /// `update` and `rmw`), each once, in the order first met; what the write audit checks.
+    pub fn counters(&self) -> Vec<Vec<String>> {
+        let mut out = vec![Vec::new(); self.collections.len()];
+        for g in self.groups() {
+            for spec in std::iter::once(&g.op).chain(g.mix.iter().map(|(s, _)| s)) {
+                if let OpSpec::UpdateById { change } | OpSpec::Rmw { change } = spec {
+                    let c: &mut Vec<String> = &mut out[g.collection];
+                    for f in &change.inc {
+                        if !c.contains(f) {
+                            c.push(f.clone());
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
     /// The first collection's document template (the `[document]` of a one-collection profile).
     pub fn document(&self) -> &Arc<DocGen> {
         &self.collections[0].document

@@ -25,8 +25,9 @@ use crate::error::Error;
 /// How long a server may take to start listening.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// The running embedded server, if any: its pid and data directory, for `emergency_cleanup`.
-static RUNNING: Mutex<Option<(i32, PathBuf)>> = Mutex::new(None);
+/// The running embedded server, if any: its pid (None while it is down between a kill and its
+/// restart) and directory, for `emergency_cleanup`.
+static RUNNING: Mutex<Option<(Option<i32>, PathBuf)>> = Mutex::new(None);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Flavor {
@@ -179,7 +180,7 @@ impl EmbeddedServer {
         let pid = lock(&self.child).id();
         self.pid.store(pid, Ordering::Relaxed);
         let dir = lock(&self.dir).as_ref().map(|d| d.path().to_path_buf());
-        *lock(&RUNNING) = dir.map(|d| (pid as i32, d));
+        *lock(&RUNNING) = dir.map(|d| (Some(pid as i32), d));
     }
 
     /// Waits until the server listens: on `port`, or where its log says (port 0).
@@ -248,6 +249,7 @@ impl EmbeddedServer {
         let mut child = lock(&self.child);
         let _ = child.kill();
         let _ = child.wait();
+        gone();
     }
 
     /// SIGTERM, and waits for it to exit (SIGKILL after 10 s). True when it exited by itself.
@@ -265,10 +267,12 @@ impl EmbeddedServer {
             if Instant::now() > deadline {
                 let _ = child.kill();
                 let _ = child.wait();
+                gone();
                 return false;
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+        gone();
         true
     }
 
@@ -371,13 +375,22 @@ fn spawn(
         .map_err(|e| Error::Server(format!("cannot start {}: {e}", program.display())))
 }
 
+/// The server's process is reaped: its pid may be another's now.
+fn gone() {
+    if let Some((pid, _)) = lock(&RUNNING).as_mut() {
+        *pid = None;
+    }
+}
+
 /// Kills the embedded server at once and removes its directory; for exits that skip `Drop`.
 pub fn emergency_cleanup() {
     if let Some((pid, dir)) = lock(&RUNNING).take() {
-        // SAFETY: kill(2) and waitpid(2) on our own child's pid.
-        unsafe {
-            libc::kill(pid, libc::SIGKILL);
-            libc::waitpid(pid, std::ptr::null_mut(), 0);
+        if let Some(pid) = pid {
+            // SAFETY: kill(2) and waitpid(2) on our own, unreaped child's pid.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, std::ptr::null_mut(), 0);
+            }
         }
         let _ = std::fs::remove_dir_all(dir);
     }

@@ -148,6 +148,11 @@ impl Summary {
                 .runs
                 .iter()
                 .any(|r| r.invariants.iter().any(|i| !i.holds))
+            // An audit that could not read back (not for an interruption: that is 130).
+            || self
+                .runs
+                .iter()
+                .any(|r| r.audit.as_ref().is_some_and(|a| !a.finished) && !r.interrupted)
     }
 
     /// What the exit code is made of.

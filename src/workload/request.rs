@@ -32,6 +32,8 @@ pub enum Request {
     Remove {
         filter: Document,
         from: Option<i64>,
+        /// Where the `_id` it found is put before the delete is sent (the write audit's).
+        found: Option<RemovedId>,
     },
     /// A point read by `_id` (None: no document yet).
     Get {
@@ -52,6 +54,10 @@ pub enum Request {
     /// Several of them in order, as one.
     Steps(super::command::StepsRequest),
 }
+
+/// The `_id` a remove found and is about to delete, set by the backend, read by the audit
+/// however the operation ends (even abandoned at its timeout).
+pub type RemovedId = std::sync::Arc<std::sync::OnceLock<mongodb::bson::Bson>>;
 
 /// An insert's documents from a collection's key space and document template.
 pub struct CollectionDocs<'a> {
@@ -158,6 +164,7 @@ impl Request {
             OpSpec::Remove { filter } => Request::Remove {
                 filter: gen.generate_filter(filter, pick, rng),
                 from: keys.existing(pick, rng),
+                found: None,
             },
             OpSpec::Get => Request::Get {
                 id: keys.existing(pick, rng),

@@ -43,9 +43,9 @@ fn recoveries(
     a: &crate::metrics::availability::Availability,
     e: &crate::fault::FaultEvent,
 ) -> Vec<crate::fault::Recovery> {
-    let at = e.start_ms * 1000;
+    let (at, over) = (e.start_ms * 1000, e.end_ms * 1000);
     let one = |label: &str, track: &crate::metrics::availability::Track| {
-        let (first, back, rate) = crate::metrics::availability::recovery(track, a.t0_us, at);
+        let (first, back, rate) = crate::metrics::availability::recovery(track, a.t0_us, at, over);
         crate::fault::Recovery {
             label: label.to_string(),
             rate_before: rate,
@@ -183,6 +183,16 @@ impl<B: Backend + Clone> Session<'_, B> {
         );
         result.stages = spans;
         result.unavailable = self.unavailability(&availability, &mut metrics, stages_ms);
+        // The run's own windows (no group had a success) count where something went wrong:
+        // errors in them, or a fault; idle time between stages or before a delayed group is not
+        // unavailability.
+        result.unavailable.retain(|w| {
+            w.label != "TOTAL"
+                || !w.classes.is_empty()
+                || events
+                    .iter()
+                    .any(|e| e.start_ms <= w.end_ms && w.start_ms <= e.end_ms)
+        });
         for e in &mut events {
             e.recovery = recoveries(plan, &availability, e);
         }
@@ -209,7 +219,13 @@ impl<B: Backend + Clone> Session<'_, B> {
                     deferred: plan.part.is_some() && t.metric.scales_with_load(),
                     aborted: result.aborted_by.as_ref() == Some(&t.text),
                 };
-                judge::judge(t, &judge::select(t, &metrics), how)
+                let mut r = judge::judge(t, &judge::select(t, &metrics), how);
+                // `lost` knows nothing of writes an unfinished audit did not read back.
+                let unread = result.audit.as_ref().is_some_and(|a| !a.finished);
+                if unread && t.metric.kind == crate::metrics::MetricKind::Lost {
+                    r.pass = false;
+                }
+                r
             })
             .collect();
         result.failures = failures;
@@ -310,9 +326,26 @@ impl<B: Backend + Clone> Session<'_, B> {
             keeper,
         } = a;
         drop(auditor);
-        let ledger = tokio::task::spawn_blocking(move || keeper.finish())
-            .await
-            .unwrap_or_default();
+        let ledger = match tokio::task::spawn_blocking(move || keeper.finish()).await {
+            Ok(Ok(l)) => l,
+            Ok(Err(e)) => return (crate::audit::AuditResult::unfinished(e), Vec::new()),
+            Err(e) => {
+                return (
+                    crate::audit::AuditResult::unfinished(format!(
+                        "the audit's ledger failed: {e}"
+                    )),
+                    Vec::new(),
+                )
+            }
+        };
+        if self.stop.is_cancelled() {
+            return (
+                crate::audit::AuditResult::unfinished(
+                    "the run was interrupted before the collections were read back".into(),
+                ),
+                Vec::new(),
+            );
+        }
         let before = match before {
             Ok(b) => b,
             Err(e) => {

@@ -6,6 +6,7 @@ use std::time::Duration;
 use super::{Loaded, Overrides, ProfileError};
 use crate::plan::fault::{self, FaultPlan, FAULT_FORMS};
 use crate::plan::limits;
+use crate::plan::RunPlan;
 
 /// What the run does to the server and checks afterwards.
 pub(super) struct Faults {
@@ -93,4 +94,123 @@ pub(super) fn faults(loaded: &Loaded, ov: &Overrides) -> Result<Faults, ProfileE
         server_args,
         unavailable_after,
     })
+}
+
+/// `lost` is the audit's, and both `lost` and `unavailable_max` are known only once the run is
+/// over: a threshold on `lost` needs the audit, and neither can stop a run (`abort`).
+pub(super) fn judged_after_the_run(
+    loaded: &Loaded,
+    thresholds: &[crate::plan::thresholds::ThresholdPlan],
+    audit: bool,
+) -> Result<(), ProfileError> {
+    use crate::metrics::MetricKind;
+    let refuse = |t: &crate::plan::thresholds::ThresholdPlan, problem: String, fix: &str| {
+        let key = format!("thresholds.\"{}.{}\"", t.label, t.metric.name());
+        let mut e = loaded.error_at(&key, problem, fix);
+        if !loaded.text.contains(&t.metric.name()) {
+            // Given with --threshold.
+            e.file = "--threshold".into();
+            e.line = 1;
+            e.column = 1;
+            e.key = String::new();
+            e.value = Some(t.text.clone());
+        }
+        e
+    };
+    for t in thresholds {
+        let after = matches!(t.metric.kind, MetricKind::Lost | MetricKind::UnavailableMax);
+        if t.metric.kind == MetricKind::Lost && !audit {
+            return Err(refuse(
+                t,
+                format!(
+                    "`{}` counts what the write audit found lost, but the audit is off",
+                    t.text
+                ),
+                "audit = true in the profile, or --audit",
+            ));
+        }
+        if after && t.abort {
+            return Err(refuse(
+                t,
+                format!(
+                    "`{}` is known only once the run is over, so it cannot stop the run",
+                    t.text
+                ),
+                "leave out abort for it (it is judged after the run)",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Why the audit could not judge this plan, if it could not: a template that deletes documents
+/// in a collection the run inserts into (a document it deleted would look lost), or one that
+/// updates documents of a collection whose `$inc` counters are audited (its changes would look
+/// like lost updates or phantom ones), or a by-filter update of such a counter.
+pub(super) fn refusal(plan: &RunPlan) -> Option<String> {
+    use crate::workload::command::{BulkModel, Command, TemplateOp};
+    use crate::workload::OpSpec;
+    let counters = plan.counters();
+    let deletes = |t: &TemplateOp| {
+        matches!(
+            t.verb,
+            crate::workload::command::Verb::DeleteOne
+                | crate::workload::command::Verb::DeleteMany
+                | crate::workload::command::Verb::FindOneAndDelete
+        ) || matches!(&t.command, Command::Bulk { models, .. } if models.iter().any(|m| matches!(m, BulkModel::Delete { .. })))
+    };
+    let updates = |t: &TemplateOp| {
+        matches!(
+            t.verb,
+            crate::workload::command::Verb::UpdateOne
+                | crate::workload::command::Verb::UpdateMany
+                | crate::workload::command::Verb::ReplaceOne
+                | crate::workload::command::Verb::FindOneAndUpdate
+                | crate::workload::command::Verb::FindOneAndReplace
+        ) || matches!(&t.command, Command::Bulk { models, .. } if models.iter().any(|m| matches!(m, BulkModel::Update { .. } | BulkModel::ReplaceOne { .. })))
+    };
+    for g in plan.groups() {
+        let specs = std::iter::once(&g.op).chain(g.mix.iter().map(|(s, _)| s));
+        for spec in specs {
+            let ops: Vec<&std::sync::Arc<TemplateOp>> = match spec {
+                OpSpec::Template(t) => vec![t],
+                OpSpec::Steps(s) => s.steps.iter().collect(),
+                OpSpec::UpdateByFilter { change, .. } => {
+                    let counters = &counters[g.collection];
+                    if let Some(f) = change.inc.iter().find(|f| counters.contains(f)) {
+                        return Some(format!(
+                            "group `{}` increments `{f}` of the documents a filter matches, which the audit cannot count per document, beside groups whose increments of `{f}` it checks",
+                            g.name
+                        ));
+                    }
+                    Vec::new()
+                }
+                _ => Vec::new(),
+            };
+            for t in ops {
+                let (name, c) = (
+                    &plan.collections[t.collection].name,
+                    &counters[t.collection],
+                );
+                if deletes(t) {
+                    return Some(format!(
+                        "group `{}`'s {} deletes documents of `{}`, and the audit could not tell a document it deleted from one the server lost",
+                        g.name,
+                        t.verb.name(),
+                        name
+                    ));
+                }
+                if updates(t) && !c.is_empty() {
+                    return Some(format!(
+                        "group `{}`'s {} may change the counters ({}) of `{}` whose increments the audit checks",
+                        g.name,
+                        t.verb.name(),
+                        c.join(", "),
+                        name
+                    ));
+                }
+            }
+        }
+    }
+    None
 }

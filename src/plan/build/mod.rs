@@ -218,7 +218,8 @@ impl RunPlan {
             server_args,
             unavailable_after,
         } = faults::faults(loaded, ov)?;
-        Ok(RunPlan {
+        faults::judged_after_the_run(loaded, &thresholds, audit)?;
+        let plan = RunPlan {
             name: loaded.name.clone(),
             origin: loaded.origin.clone(),
             description: p.description.clone().unwrap_or_default(),
@@ -234,7 +235,15 @@ impl RunPlan {
             faults,
             server_args,
             unavailable_after,
-        })
+        };
+        if let Some(why) = plan.audit.then(|| faults::refusal(&plan)).flatten() {
+            return Err(loaded.error_at(
+                "audit",
+                format!("the write audit cannot judge this profile: {why}"),
+                "leave out the audit (audit = true, --audit), or run it on a profile without that operation",
+            ));
+        }
+        Ok(plan)
     }
 }
 
