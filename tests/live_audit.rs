@@ -507,3 +507,40 @@ fn a_run_interrupted_during_the_audit_writes_every_file_whole_and_says_so() {
         common::row(&s, "insert")["samples"].as_u64().unwrap()
     );
 }
+
+#[test]
+fn removes_cut_off_by_their_timeout_are_in_doubt_not_documents_lost() {
+    if skip_live() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // A pause longer than the operation timeout: removes time out after choosing their
+    // document, and the server deletes it once it goes on.
+    let profile = "name = \"rm\"\naudit = true\n[target]\nwrite_concern = 1\nop_timeout = \"1s\"\n[setup]\ndrop = true\npreload = 2000\n[document]\ncity = { choice = [\"A\", \"B\"] }\n[[group]]\nname = \"insert\"\nop = \"insert\"\nthreads = 4\nduration = \"6s\"\n[[group]]\nname = \"remove\"\nop = \"remove\"\nthreads = 4\nduration = \"6s\"\n";
+    let ran = run(dir.path(), "rm", profile, &["--fault", "pause@2s+2s"]);
+    let timeouts = &ran.summary["runs"][0]["errors_by_class"]["remove"]["timeout"];
+    assert!(
+        timeouts.as_u64().unwrap_or(0) > 0,
+        "{}",
+        ran.summary["runs"][0]["errors_by_class"]
+    );
+    assert!(ran.n("remove", "deletes") > 100, "{}", ran.audit());
+    assert_eq!(ran.audit()["total"]["lost"], 0, "{}", ran.audit());
+    assert_eq!(ran.audit()["total"]["back"], 0, "{}", ran.audit());
+    assert_ne!(ran.code, 5, "{}", ran.stdout);
+    // The witness: the collection holds the preload and the acknowledged inserts less what was
+    // deleted, within what is in doubt.
+    let (_server, coll) = reopen(&ran, None);
+    let there = count(&coll, doc! {}) as i64;
+    let inserted = ran.n("insert", "inserts") as i64;
+    let deleted = ran.n("remove", "deletes") as i64;
+    let doubt_ins = ran.n("insert", "in_doubt") as i64;
+    let removes = common::row(&ran.summary, "remove")["samples"]
+        .as_i64()
+        .unwrap();
+    let expected = 2000 + inserted - deleted;
+    assert!(
+        there <= expected + doubt_ins && there >= expected - removes,
+        "{there} documents: 2000 + {inserted} inserted - {deleted} deleted (± in doubt)"
+    );
+}
