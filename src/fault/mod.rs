@@ -101,9 +101,25 @@ impl Injector {
         order.sort_by_key(|f| f.at);
         let mut events = Vec::new();
         for f in order {
-            tokio::select! {
-                _ = tokio::time::sleep_until(start + f.at) => {}
-                _ = over.cancelled() => break,
+            let due = tokio::select! {
+                biased;
+                _ = over.cancelled() => false,
+                _ = tokio::time::sleep_until(start + f.at) => true,
+            };
+            if !due {
+                // The stages ended first (a group of loops, or Ctrl-C): said, not hidden.
+                let now = epoch_ms();
+                events.push(FaultEvent {
+                    kind: f.kind,
+                    fault: f.text(),
+                    start_ms: now,
+                    end_ms: now,
+                    offset_secs: now.saturating_sub(start_ms) as f64 / 1000.0,
+                    detail: String::new(),
+                    error: Some("not done: the stages ended before its time".into()),
+                    recovery: Vec::new(),
+                });
+                continue;
             }
             let began = epoch_ms();
             self.mark.begin(f.kind.name());

@@ -117,6 +117,7 @@ pub fn data(dir: &RunDir) -> Value {
             let faults: Vec<Value> = r
                 .faults
                 .iter()
+                .filter(|f| !f.detail.is_empty())
                 .map(|f| json!({ "label": f.fault, "from": secs(f.start_ms as f64), "to": secs(f.end_ms as f64) }))
                 .collect();
             json!({ "run": r.run, "stages": stages, "steps": steps, "faults": faults })

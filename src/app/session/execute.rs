@@ -193,7 +193,7 @@ impl<B: Backend + Clone> Session<'_, B> {
                     .iter()
                     .any(|e| e.start_ms <= w.end_ms && w.start_ms <= e.end_ms)
         });
-        for e in &mut events {
+        for e in events.iter_mut().filter(|e| e.error.is_none()) {
             e.recovery = recoveries(plan, &availability, e);
         }
         result.faults = events;

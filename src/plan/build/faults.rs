@@ -214,3 +214,46 @@ pub(super) fn refusal(plan: &RunPlan) -> Option<String> {
     }
     None
 }
+
+/// A fault must come while the stages run: when every group runs for a duration, a fault at
+/// or after their end is refused (it would never be done).
+pub(super) fn within_the_stages(
+    loaded: &Loaded,
+    ov: &Overrides,
+    faults: &[FaultPlan],
+    stages: &[crate::plan::Stage],
+) -> Result<(), ProfileError> {
+    let mut total = Duration::ZERO;
+    for s in stages {
+        let mut longest = Duration::ZERO;
+        for g in &s.groups {
+            match g.stop {
+                crate::plan::StopAt::Duration(d) => longest = longest.max(g.start_delay + d),
+                // Loops: its length is not known before the run.
+                crate::plan::StopAt::Loops(_) => return Ok(()),
+            }
+        }
+        total += longest;
+    }
+    let Some((i, f)) = faults.iter().enumerate().find(|(_, f)| f.at >= total) else {
+        return Ok(());
+    };
+    let problem = format!(
+        "{} comes at or after the stages end ({} from the first stage's start): it would never be done",
+        f.text(),
+        humantime::format_duration(total)
+    );
+    Err(if ov.faults.is_empty() {
+        loaded.error_at(&format!("fault[{i}].at"), problem, FAULT_FORMS)
+    } else {
+        ProfileError {
+            file: "--fault".into(),
+            line: 1,
+            column: 1,
+            key: String::new(),
+            value: Some(ov.faults[i].clone()),
+            problem,
+            expected: FAULT_FORMS.into(),
+        }
+    })
+}

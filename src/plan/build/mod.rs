@@ -219,6 +219,7 @@ impl RunPlan {
             unavailable_after,
         } = faults::faults(loaded, ov)?;
         faults::judged_after_the_run(loaded, &thresholds, audit)?;
+        faults::within_the_stages(loaded, ov, &faults, &stages)?;
         let plan = RunPlan {
             name: loaded.name.clone(),
             origin: loaded.origin.clone(),
