@@ -219,7 +219,9 @@ impl Injector {
                             .await
                             .unwrap_or("stopped")
                         };
+                        let down = Instant::now();
                         Self::wait(f.length, stop).await;
+                        let waited = down.elapsed();
                         let s = Arc::clone(server);
                         let begun = Instant::now();
                         let restarted = tokio::task::spawn_blocking(move || s.restart())
@@ -230,7 +232,7 @@ impl Injector {
                             Ok(()) => (
                                 format!(
                                     "pid {old} {how}; started again after {}, pid {} listening after {}",
-                                    secs(f.length),
+                                    secs(waited),
                                     server.pid(),
                                     secs(begun.elapsed())
                                 ),
