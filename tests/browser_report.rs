@@ -274,6 +274,59 @@ fn the_report_of_a_real_run_draws_every_chart_from_its_data_in_a_browser() {
     assert!(dom.contains("data-exit=\"0\""), "the page says exit 0");
 }
 
+/// The fault bands a chart drew, by its data-chart name.
+fn bands(dom: &str, chart: &str) -> usize {
+    let at = dom
+        .find(&format!("data-chart=\"{chart}\""))
+        .unwrap_or_else(|| panic!("no chart {chart}"));
+    let rest = &dom[at..dom[at..].find('>').map_or(dom.len(), |i| at + i)];
+    rest.split("data-bands=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("chart {chart} recorded no bands: {rest}"))
+}
+
+#[test]
+fn a_fault_is_a_band_on_every_time_chart_and_its_account_is_on_the_page() {
+    if common::skip_live() {
+        return;
+    }
+    // A pause needs the embedded server: the tool starts its own.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    bin()
+        .args([
+            "run",
+            "smoke",
+            "--duration",
+            "4s",
+            "--fault",
+            "pause@1s+1s",
+            "--quiet",
+            "--out",
+        ])
+        .arg(&out)
+        .timeout(std::time::Duration::from_secs(120))
+        .assert()
+        .code(0);
+    let Some(browser) = browser() else { return };
+    let dom = drawn(
+        &browser,
+        &dir.path().join("browser-profile"),
+        &out.join("report.html"),
+    );
+    for chart in ["throughput", "users", "resources:cpu"] {
+        assert_eq!(bands(&dom, chart), 1, "{chart}");
+    }
+    let at = dom.find("id=\"outage\"").expect("the faults' account");
+    assert!(
+        dom[at..].contains("fault pause@1s+1s at +1."),
+        "{}",
+        &dom[at..at + 400]
+    );
+}
+
 #[test]
 fn report_rebuilds_the_page_of_an_interrupted_run_and_refuses_a_broken_directory() {
     let Some(server) = TestServer::start() else {
