@@ -25,6 +25,9 @@
 # MONGO_STRESS_NODE_EXPORTER=path names Prometheus's node_exporter for tests/live_server_metrics.rs
 # when it is not Debian's prometheus-node-exporter (installed below);
 # MONGO_STRESS_SKIP_NODE_EXPORTER=1 skips that one test.
+# MONGO_STRESS_PROMETHEUS=path names Prometheus for tests/live_metrics.rs when it is not on PATH
+# (Debian's prometheus is installed below); MONGO_STRESS_SKIP_PROMETHEUS=1 skips the tests that
+# need it.
 # MONGO_STRESS_SECANTUSD_PY=path names the Python server secantusd-py (PyPI's SecantusDB) for
 # tests/live_audit.rs when it is not on PATH (installed below into a virtual environment);
 # MONGO_STRESS_SKIP_SECANTUSD_PY=1 skips the tests that need it.
@@ -85,6 +88,15 @@ if [ -z "${MONGO_STRESS_NODE_EXPORTER:-}" ] && [ "${MONGO_STRESS_SKIP_NODE_EXPOR
   if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends prometheus-node-exporter >/dev/null
+fi
+# The Prometheus of tests/live_metrics.rs (it scrapes the tool and receives its remote writes):
+# Debian's prometheus; the test starts its own on a free loopback port (the package's service, if
+# any, is left alone).
+if [ -z "${MONGO_STRESS_PROMETHEUS:-}" ] && [ "${MONGO_STRESS_SKIP_PROMETHEUS:-}" != "1" ] &&
+  ! command -v prometheus >/dev/null; then
+  if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends prometheus >/dev/null
 fi
 # The browser of tests/browser_report.rs: Debian's headless Chromium.
 if [ -z "${MONGO_STRESS_BROWSER:-}" ] && [ "${MONGO_STRESS_SKIP_BROWSER:-}" != "1" ] &&

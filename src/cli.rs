@@ -255,6 +255,19 @@ pub struct RunArgs {
     /// Server program for the embedded server (mongod or secantusd-rs)
     #[arg(long, env = "MONGO_STRESS_SERVER_BIN", value_name = "PATH")]
     pub server_bin: Option<PathBuf>,
+    /// Serve live metrics for Prometheus at http://ADDR/metrics during the run (ADDR like
+    /// 127.0.0.1:9464, or a port on loopback); profile [metrics] listen
+    #[arg(long, env = "MONGO_STRESS_METRICS_LISTEN", value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
+    /// Send the same live metrics to a Prometheus remote-write endpoint every interval, e.g.
+    /// http://prometheus:9090/api/v1/write; profile [metrics] push
+    #[arg(
+        long,
+        env = "MONGO_STRESS_METRICS_PUSH",
+        value_name = "URL",
+        hide_env_values = true
+    )]
+    pub metrics_push: Option<String>,
     /// The embedded server's data directory, kept after the run (to read what it holds with
     /// another client); default a temporary one, removed at the end
     #[arg(long, value_name = "DIR")]

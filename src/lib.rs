@@ -21,6 +21,7 @@ pub mod cli;
 pub mod compare;
 pub mod error;
 pub mod executor;
+pub mod exporter;
 pub mod fault;
 pub mod merge;
 pub mod metrics;

@@ -190,6 +190,7 @@ async fn run_plan(dir: &Path, backend: Scripted, plan: &RunPlan) -> Summary {
         command_line: vec!["mongo-stress".into(), "run".into(), "pipeline".into()],
         url: "scripted://db.coll".into(),
         injector: None,
+        live: None,
     };
     session.run(None).await.expect("the session runs")
 }

@@ -261,7 +261,10 @@ async fn run_step(
     let sampler = if run.no_resources {
         None
     } else {
-        Some(run_cmd::start_sampler(run, plan, server, dir, &|_| {}, &Default::default()).await?)
+        Some(
+            run_cmd::start_sampler(run, plan, server, dir, &|_| {}, &Default::default(), None)
+                .await?,
+        )
     };
     let session = Session {
         plan,
@@ -273,6 +276,7 @@ async fn run_step(
         command_line: std::env::args().map(|a| redact(&a)).collect(),
         url: run_cmd::jtl_url(&server.uri, plan),
         injector: None,
+        live: None,
     };
     session.run(sampler).await
 }

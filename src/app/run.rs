@@ -57,6 +57,8 @@ pub async fn run(command: RunCommand, stop: CancellationToken) -> Result<i32, Er
         connect::parse(uri).await?;
     }
     let out_dir = out_dir_path(args.out.as_deref(), &plan);
+    // Live metrics: the port is taken before anything is created or run.
+    let (live, endpoint) = live_metrics(&args, &plan, &out_dir)?;
     // What this run creates, so a refusal by the server can leave nothing behind.
     let created: Vec<PathBuf> = out_dir
         .ancestors()
@@ -98,7 +100,18 @@ pub async fn run(command: RunCommand, stop: CancellationToken) -> Result<i32, Er
     let sampler = if args.no_resources {
         None
     } else {
-        Some(start_sampler(&args, &plan, &server, &out_dir, &say, &events).await?)
+        Some(
+            start_sampler(
+                &args,
+                &plan,
+                &server,
+                &out_dir,
+                &say,
+                &events,
+                live.as_ref().map(|l| &l.exporter),
+            )
+            .await?,
+        )
     };
     let injector = if plan.faults.is_empty() {
         None
@@ -127,13 +140,93 @@ pub async fn run(command: RunCommand, stop: CancellationToken) -> Result<i32, Er
         command_line: std::env::args().map(|a| redact(&a)).collect(),
         url: jtl_url(&server.uri, &plan),
         injector,
+        live: live.clone(),
     };
     let result = session.run(sampler).await;
+    // Its share of the live metrics goes with it: the pusher below is the last one's.
+    drop(session);
     server.shut_down().await;
-    let summary = result?;
-    show(&summary, &args, console)?;
+    let summary = result;
+    if let Ok(s) = &summary {
+        show(s, &args, console)?;
+    }
+    // The last numbers pushed, and scraped (the endpoint waits for one scrape of them).
+    if let Some(l) = live {
+        let families = l.exporter.families();
+        if let Some(p) = l.pusher.and_then(|p| std::sync::Arc::try_unwrap(p).ok()) {
+            let _ = tokio::task::spawn_blocking(move || p.finish(families)).await;
+        }
+    }
+    if let Some(e) = endpoint {
+        let _ = tokio::task::spawn_blocking(move || e.close()).await;
+    }
+    let summary = summary?;
     say(format!("results: {}", out_dir.display()));
     Ok(summary.exit_code())
+}
+
+/// `--metrics-listen` (else `MONGO_STRESS_METRICS_LISTEN`, clap's env, else `[metrics] listen`)
+/// and `--metrics-push` likewise: the exporter, its endpoint bound (a port in use is a usage
+/// error, before anything runs) and the pusher started.
+fn live_metrics(
+    args: &RunArgs,
+    plan: &RunPlan,
+    out_dir: &Path,
+) -> Result<
+    (
+        Option<crate::exporter::Live>,
+        Option<crate::exporter::Endpoint>,
+    ),
+    Error,
+> {
+    let listen = args
+        .metrics_listen
+        .clone()
+        .or_else(|| plan.metrics_listen.clone());
+    let push = args
+        .metrics_push
+        .clone()
+        .or_else(|| plan.metrics_push.clone());
+    if listen.is_none() && push.is_none() {
+        return Ok((None, None));
+    }
+    // The run's name: its directory's, or for a part the directory above the parts' (so all
+    // parts of a run share it, and their series add up).
+    let dir = match &plan.part {
+        Some(_) => out_dir.parent().filter(|p| !p.as_os_str().is_empty()),
+        None => Some(out_dir),
+    };
+    let run = dir
+        .and_then(|d| d.file_name())
+        .map_or_else(|| plan.name.clone(), |n| n.to_string_lossy().into_owned());
+    let exporter = crate::exporter::Exporter::new(plan, &run, std::sync::Arc::new(Vec::new()));
+    let endpoint = listen
+        .map(|l| {
+            let addr = crate::exporter::listen_address(&l)
+                .map_err(|p| Error::Usage(format!("--metrics-listen: {p}")))?;
+            exporter.serve(addr)
+        })
+        .transpose()?;
+    let pusher = match push {
+        Some(url) => {
+            crate::monitor::scrape::check_urls(std::slice::from_ref(&url))
+                .map_err(|p| Error::Usage(format!("--metrics-push: {p}")))?;
+            let host = hostname();
+            Some(std::sync::Arc::new(crate::exporter::push::Pusher::start(
+                url.clone(),
+                crate::monitor::scrape::shown(&url),
+                host,
+            )))
+        }
+        None => None,
+    };
+    Ok((Some(crate::exporter::Live { exporter, pusher }), endpoint))
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "mongo-stress".into())
 }
 
 /// Faults on the server's process and its flags need the embedded server; a run in parts
@@ -324,6 +417,7 @@ pub(super) async fn start_sampler(
     out_dir: &Path,
     say: &impl Fn(String),
     events: &std::sync::Arc<monitor::EventMark>,
+    exporter: Option<&crate::exporter::Exporter>,
 ) -> Result<Sampler, Error> {
     let server_metrics = server_metrics(args, plan);
     let server_pid = match (&server.embedded, args.server_pid) {
@@ -381,7 +475,11 @@ pub(super) async fn start_sampler(
         server_metrics,
         events: std::sync::Arc::clone(events),
     };
-    Ok(Sampler::start(target, Box::new(file)))
+    let sink: Box<dyn monitor::RowSink> = match exporter {
+        Some(e) => Box::new(crate::exporter::Tee(Box::new(file), e.clone())),
+        None => Box::new(file),
+    };
+    Ok(Sampler::start(target, sink))
 }
 
 /// The summary on the console (stderr when a `-` output takes stdout), as wide as a terminal

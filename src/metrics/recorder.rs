@@ -68,6 +68,8 @@ pub struct Recorder {
     pub hlog: Option<mpsc::Sender<IntervalBatch>>,
     /// The gaps between successes, per group and for the run (warm-up included).
     pub availability: super::availability::Availability,
+    /// Shown the run's totals at the end of each interval and at the end (live metrics).
+    pub feed: Option<Box<dyn IntervalCheck>>,
 }
 
 /// What the recorder measured, by group index, and what went wrong inside it.
@@ -202,6 +204,9 @@ impl Recorder {
                     if self.check.as_mut().is_some_and(|c| c.check(started.elapsed(), &st.total)) {
                         self.check = None;
                     }
+                    if let Some(f) = self.feed.as_mut() {
+                        f.check(started.elapsed(), &st.total);
+                    }
                     ticks += 1;
                     if ticks % self.live_every.max(1) == 0 {
                         self.show_live(&mut st, started.elapsed(), &mut failures);
@@ -214,6 +219,9 @@ impl Recorder {
         }
         let closed = self.close_interval(&mut st);
         to_hlog(&self.hlog, closed).await;
+        if let Some(f) = self.feed.as_mut() {
+            f.check(started.elapsed(), &st.total);
+        }
         self.availability.finish();
         Recorded {
             groups: st.total,
@@ -379,6 +387,7 @@ mod tests {
             log: None,
             hlog,
             availability: Default::default(),
+            feed: None,
         }
     }
 
@@ -450,6 +459,7 @@ mod cost {
             log: None,
             hlog: None,
             availability: Default::default(),
+            feed: None,
         };
         let mut st = State {
             interval: fresh(4),

@@ -71,6 +71,9 @@ pub struct RunPlan {
     /// A window of unavailability is a gap with no success longer than this; None: 1 s, or 10x
     /// the group's median latency when longer.
     pub unavailable_after: Option<Duration>,
+    /// `[metrics] listen` and `push` as written (the command line and environment win).
+    pub metrics_listen: Option<String>,
+    pub metrics_push: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -277,7 +277,11 @@ impl<B: Backend + Clone> Session<'_, B> {
         let min_gap = plan
             .unavailable_after
             .map_or(RECORDED_GAP, |d| d.min(RECORDED_GAP));
+        let feed = self.live.as_ref().map(|l| {
+            Box::new(crate::exporter::Feed::new(l, Arc::clone(&active))) as Box<dyn IntervalCheck>
+        });
         Recorder {
+            feed,
             availability: crate::metrics::availability::Availability::new(
                 plan.groups().count(),
                 epoch_ms() * 1000,

@@ -65,6 +65,8 @@ pub struct Session<'a, B> {
     pub url: String,
     /// The plan's faults, done to the server during each run (`[[fault]]`, `--fault`).
     pub injector: Option<std::sync::Arc<crate::fault::Injector>>,
+    /// Live metrics (`--metrics-listen`, `--metrics-push`).
+    pub live: Option<crate::exporter::Live>,
 }
 
 impl<B: Backend + Clone> Session<'_, B> {

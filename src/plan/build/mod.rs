@@ -236,6 +236,8 @@ impl RunPlan {
             faults,
             server_args,
             unavailable_after,
+            metrics_listen: p.metrics.listen.clone(),
+            metrics_push: p.metrics.push.clone(),
         };
         if let Some(why) = plan.audit.then(|| faults::refusal(&plan)).flatten() {
             return Err(loaded.error_at(

@@ -42,6 +42,18 @@ pub struct Profile {
     /// A gap with no successful operation longer than this is a window of unavailability
     /// (default 1 s, or 10x the group's median latency when that is longer).
     pub unavailable_after: Option<String>,
+    /// `[metrics]`: live metrics for Prometheus (`--metrics-listen`, `--metrics-push`).
+    #[serde(default)]
+    pub metrics: MetricsDef,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsDef {
+    /// Where to serve `/metrics`, e.g. "127.0.0.1:9464".
+    pub listen: Option<String>,
+    /// A Prometheus remote-write URL.
+    pub push: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, serde::Serialize)]

@@ -1,0 +1,649 @@
+//! Live metrics where the team already looks: Prometheus. `--metrics-listen ADDR` serves
+//! `/metrics` (Prometheus's text format, or OpenMetrics when the scraper asks for it) for the
+//! whole run; `--metrics-push URL` sends the same series by Prometheus remote write (`push`).
+//! The numbers are the recorder's own, taken at the end of each interval from the run's totals
+//! (the histograms and counters the summary is made of, warm-up excluded), and the sampler's
+//! last row, so every figure agrees with the summary, `latency.hlog` and `resources.tsv`.
+//!
+//! Owns: the metric families and their names, the scrape endpoint, the remote-write sender.
+//! Never: records samples, judges a result or writes the run directory.
+
+pub mod push;
+pub mod text;
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use text::{Family, Kind, Sample};
+
+use crate::error::Error;
+use crate::metrics::{GroupMetrics, IntervalCheck};
+use crate::monitor::{ResourceRow, RowSink};
+use crate::plan::RunPlan;
+use crate::workload::op::OpName;
+
+/// Upper bounds of the latency buckets, in seconds: from 25 µs up by 5 % to past 2 minutes,
+/// so `histogram_quantile` lands within 5 % of the summary's percentiles.
+pub fn bounds() -> &'static [f64] {
+    static B: std::sync::OnceLock<Vec<f64>> = std::sync::OnceLock::new();
+    B.get_or_init(|| {
+        let mut v = Vec::new();
+        let mut b = 25e-6;
+        while b < 150.0 {
+            v.push((b * 1e9f64).round() / 1e9);
+            b *= 1.05;
+        }
+        v
+    })
+}
+
+/// What the families need to know of a group.
+#[derive(Debug, Clone)]
+struct GroupView {
+    name: String,
+    /// A mix's kinds (their rows), or the group's one operation.
+    kinds: Vec<OpName>,
+    mixed: bool,
+    rate: Option<f64>,
+}
+
+/// The run's labels, and the families as the last update left them.
+struct State {
+    base: Vec<(&'static str, String)>,
+    groups: Vec<GroupView>,
+    families: Vec<Family>,
+    resources: Vec<Family>,
+    /// Bumped at each update; the endpoint notes which one it last served.
+    version: u64,
+}
+
+/// The live metrics of a run: updated by the recorder and the sampler, read by the endpoint
+/// and the pusher.
+#[derive(Clone)]
+pub struct Exporter {
+    state: Arc<Mutex<State>>,
+    active: Arc<Vec<AtomicU32>>,
+    served: Arc<AtomicU64>,
+}
+
+fn lock(m: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Exporter {
+    /// For `plan`'s groups, labelled `run` (the run directory's name) and `part` (a part's).
+    pub fn new(plan: &RunPlan, run: &str, active: Arc<Vec<AtomicU32>>) -> Exporter {
+        let mut base = vec![("run", run.to_string())];
+        if let Some(p) = &plan.part {
+            base.push(("part", p.part.to_string()));
+        }
+        let groups = plan
+            .groups()
+            .map(|g| GroupView {
+                name: g.name.clone(),
+                kinds: if g.mix.is_empty() {
+                    vec![g.op.kind()]
+                } else {
+                    g.mix.iter().map(|(s, _)| s.kind()).collect()
+                },
+                mixed: !g.mix.is_empty(),
+                rate: g.rate,
+            })
+            .collect();
+        let e = Exporter {
+            state: Arc::new(Mutex::new(State {
+                base,
+                groups,
+                families: Vec::new(),
+                resources: Vec::new(),
+                version: 0,
+            })),
+            active,
+            served: Arc::new(AtomicU64::new(0)),
+        };
+        e.update(&vec![GroupMetrics::default(); plan.groups().count()]);
+        e
+    }
+
+    /// The users' counts of a new repetition's recorder.
+    pub fn with_active(&self, active: Arc<Vec<AtomicU32>>) -> Exporter {
+        Exporter {
+            state: Arc::clone(&self.state),
+            active,
+            served: Arc::clone(&self.served),
+        }
+    }
+
+    /// Every family now, the groups' then the sampler's.
+    pub fn families(&self) -> Vec<Family> {
+        let st = lock(&self.state);
+        st.families.iter().chain(&st.resources).cloned().collect()
+    }
+
+    /// The run's totals so far, by group plan index.
+    pub fn update(&self, totals: &[GroupMetrics]) {
+        let active: Vec<u32> = self
+            .active
+            .iter()
+            .map(|a| a.load(Ordering::Relaxed))
+            .collect();
+        let mut st = lock(&self.state);
+        st.families = group_families(&st.base, &st.groups, totals, &active);
+        st.version += 1;
+    }
+
+    /// The sampler's newest row.
+    pub fn resources(&self, row: &ResourceRow) {
+        let mut st = lock(&self.state);
+        st.resources = resource_families(&st.base, row);
+    }
+
+    /// Serves `/metrics` on `addr` until the returned endpoint is stopped. A port that cannot
+    /// be had is a usage error (nothing has run yet).
+    pub fn serve(&self, addr: SocketAddr) -> Result<Endpoint, Error> {
+        let server = tiny_http::Server::http(addr).map_err(|e| {
+            Error::Usage(format!(
+                "--metrics-listen {addr}: cannot listen there ({e})\n  fix: choose a free port (e.g. --metrics-listen 127.0.0.1:9464), or stop what holds port {}",
+                addr.port()
+            ))
+        })?;
+        // The port it got (a port 0 asks for any free one).
+        let addr = server.server_addr().to_ip().unwrap_or(addr);
+        let server = Arc::new(server);
+        let (srv, me) = (Arc::clone(&server), self.clone());
+        let thread = std::thread::Builder::new()
+            .name("metrics-endpoint".into())
+            .spawn(move || {
+                for req in srv.incoming_requests() {
+                    me.answer(req);
+                }
+            })
+            .map_err(|e| Error::Other(e.into()))?;
+        Ok(Endpoint {
+            server,
+            thread: Some(thread),
+            exporter: self.clone(),
+            addr,
+        })
+    }
+
+    fn answer(&self, req: tiny_http::Request) {
+        let path = req.url().split('?').next().unwrap_or("");
+        if path != "/metrics" {
+            let r = tiny_http::Response::from_string("mongo-stress: the metrics are at /metrics\n")
+                .with_status_code(404);
+            let _ = req.respond(r);
+            return;
+        }
+        let om = req.headers().iter().any(|h| {
+            h.field.equiv("Accept") && h.value.as_str().contains("application/openmetrics-text")
+        });
+        let (body, ctype) = {
+            let families = self.families();
+            if om {
+                (
+                    text::openmetrics(&families),
+                    "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                )
+            } else {
+                (
+                    text::prometheus(&families),
+                    "text/plain; version=0.0.4; charset=utf-8",
+                )
+            }
+        };
+        let version = lock(&self.state).version;
+        let header = tiny_http::Header::from_bytes(&b"Content-Type"[..], ctype.as_bytes())
+            .expect("a valid header");
+        if req
+            .respond(tiny_http::Response::from_string(body).with_header(header))
+            .is_ok()
+        {
+            self.served.fetch_max(version, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The scrape endpoint of a run.
+pub struct Endpoint {
+    server: Arc<tiny_http::Server>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    exporter: Exporter,
+    pub addr: SocketAddr,
+}
+
+/// The longest the endpoint waits, after the run, for a scrape of its final numbers.
+pub const LINGER: Duration = Duration::from_secs(3);
+
+impl Endpoint {
+    /// Closes the endpoint once a scrape has seen the final numbers, or after `LINGER`.
+    pub fn close(mut self) {
+        let last = lock(&self.exporter.state).version;
+        let deadline = Instant::now() + LINGER;
+        while self.exporter.served.load(Ordering::Relaxed) < last && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        self.server.unblock();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// `--metrics-listen`'s address: `HOST:PORT`, or a port alone (then on loopback).
+pub fn listen_address(s: &str) -> Result<SocketAddr, String> {
+    let s = s.trim();
+    let with_host = if s.parse::<u16>().is_ok() {
+        format!("127.0.0.1:{s}")
+    } else if let Some(p) = s.strip_prefix(':') {
+        format!("127.0.0.1:{p}")
+    } else {
+        s.to_string()
+    };
+    with_host.parse().map_err(|_| {
+        format!("`{s}` is not an address to listen on; give HOST:PORT (127.0.0.1:9464) or a port")
+    })
+}
+
+fn labels(
+    base: &[(&'static str, String)],
+    more: &[(&'static str, &str)],
+) -> Vec<(&'static str, String)> {
+    let mut l = base.to_vec();
+    l.extend(more.iter().map(|(k, v)| (*k, v.to_string())));
+    l
+}
+
+fn family(name: &'static str, help: &'static str, kind: Kind, samples: Vec<Sample>) -> Family {
+    Family {
+        name,
+        help,
+        kind,
+        unit: if name.ends_with("_seconds") {
+            "seconds"
+        } else {
+            ""
+        },
+        samples,
+    }
+}
+
+fn histogram(
+    out: &mut Vec<Sample>,
+    l: &[(&'static str, String)],
+    t: &crate::metrics::Timing,
+    n: u64,
+) {
+    let b = bounds();
+    let mut counts = vec![0u64; b.len()];
+    let mut over = 0u64;
+    for v in t.hist.iter_recorded() {
+        let secs = v.value_iterated_to() as f64 / 1e6;
+        match b.iter().position(|x| secs <= *x) {
+            Some(i) => counts[i] += v.count_at_value(),
+            None => over += v.count_at_value(),
+        }
+    }
+    let _ = over;
+    let mut cum = 0u64;
+    for (i, c) in counts.iter().enumerate() {
+        cum += c;
+        let mut l = l.to_vec();
+        l.push(("le", format!("{}", b[i])));
+        out.push(Sample {
+            suffix: "_bucket",
+            labels: l,
+            value: cum as f64,
+        });
+    }
+    let mut inf = l.to_vec();
+    inf.push(("le", "+Inf".into()));
+    out.push(Sample {
+        suffix: "_bucket",
+        labels: inf,
+        value: n as f64,
+    });
+    out.push(Sample {
+        suffix: "_sum",
+        labels: l.to_vec(),
+        value: t.sum_us as f64 / 1e6,
+    });
+    out.push(Sample {
+        suffix: "_count",
+        labels: l.to_vec(),
+        value: n as f64,
+    });
+}
+
+fn group_families(
+    base: &[(&'static str, String)],
+    groups: &[GroupView],
+    totals: &[GroupMetrics],
+    active: &[u32],
+) -> Vec<Family> {
+    let none = GroupMetrics::default();
+    let (mut ops, mut errs, mut lat, mut svc) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut users, mut rate, mut late, mut docs) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for (i, g) in groups.iter().enumerate() {
+        let m = totals.get(i).unwrap_or(&none);
+        let gl = labels(base, &[("group", &g.name)]);
+        for k in &g.kinds {
+            let km = if g.mixed {
+                m.kinds.get(k).unwrap_or(&none)
+            } else {
+                m
+            };
+            let kind = k.to_string();
+            for (outcome, v) in [("ok", km.samples - km.errors), ("error", km.errors)] {
+                ops.push(Sample {
+                    suffix: "_total",
+                    labels: labels(
+                        base,
+                        &[("group", &g.name), ("kind", &kind), ("outcome", outcome)],
+                    ),
+                    value: v as f64,
+                });
+            }
+        }
+        for (class, n) in &m.errors_by_class {
+            errs.push(Sample {
+                suffix: "_total",
+                labels: labels(base, &[("group", &g.name), ("class", class.as_str())]),
+                value: *n as f64,
+            });
+        }
+        histogram(&mut lat, &gl, &m.latency, m.samples);
+        if g.rate.is_some() {
+            histogram(&mut svc, &gl, &m.service, m.samples);
+        }
+        users.push(Sample {
+            suffix: "",
+            labels: gl.clone(),
+            value: f64::from(active.get(i).copied().unwrap_or(0)),
+        });
+        if let Some(r) = g.rate {
+            rate.push(Sample {
+                suffix: "",
+                labels: gl.clone(),
+                value: r,
+            });
+        }
+        late.push(Sample {
+            suffix: "_total",
+            labels: gl.clone(),
+            value: m.late as f64,
+        });
+        let d = &m.docs;
+        for (what, n) in [
+            ("returned", d.returned),
+            ("inserted", d.inserted),
+            ("updated", d.updated),
+            ("upserted", d.upserted),
+            ("deleted", d.deleted),
+        ] {
+            docs.push(Sample {
+                suffix: "_total",
+                labels: labels(base, &[("group", &g.name), ("what", what)]),
+                value: n as f64,
+            });
+        }
+    }
+    let mut f = vec![
+        family("mongo_stress_operations", "Operations completed, by group, kind and outcome (warm-up excluded), as the summary's # Samples.", Kind::Counter, ops),
+        family("mongo_stress_errors", "Failed operations by error class, as the summary's failures.", Kind::Counter, errs),
+        family("mongo_stress_latency_seconds", "Latency as reported (from the intended start in open loop).", Kind::Histogram, lat),
+    ];
+    if !svc.is_empty() {
+        f.push(family(
+            "mongo_stress_service_seconds",
+            "Service time, from the actual start (open loop).",
+            Kind::Histogram,
+            svc,
+        ));
+    }
+    f.push(family(
+        "mongo_stress_users",
+        "Virtual users running.",
+        Kind::Gauge,
+        users,
+    ));
+    if !rate.is_empty() {
+        f.push(family(
+            "mongo_stress_target_rate",
+            "The operations per second an open-loop group is to offer.",
+            Kind::Gauge,
+            rate,
+        ));
+    }
+    f.push(family(
+        "mongo_stress_late_operations",
+        "Open-loop operations started after they were due (every user busy).",
+        Kind::Counter,
+        late,
+    ));
+    f.push(family(
+        "mongo_stress_documents",
+        "Documents the operations returned, inserted, updated, upserted, deleted.",
+        Kind::Counter,
+        docs,
+    ));
+    f
+}
+
+fn resource_families(base: &[(&'static str, String)], r: &ResourceRow) -> Vec<Family> {
+    let g = |name: &'static str, help: &'static str, v: Option<f64>| {
+        v.map(|v| {
+            family(
+                name,
+                help,
+                Kind::Gauge,
+                vec![Sample {
+                    suffix: "",
+                    labels: base.to_vec(),
+                    value: v,
+                }],
+            )
+        })
+    };
+    let mut out: Vec<Family> = [
+        g(
+            "mongo_stress_server_cpu_percent",
+            "The server process's CPU, percent of one core (the sampler's last second).",
+            r.server_cpu_pct,
+        ),
+        g(
+            "mongo_stress_server_iops",
+            "Reads and writes completed per second on the server's data device.",
+            r.iops,
+        ),
+        g(
+            "mongo_stress_server_disk_write_kilobytes_per_second",
+            "The server process's writes to storage, KB/s.",
+            r.disk_write_kbs,
+        ),
+        g(
+            "mongo_stress_server_cache_used_megabytes",
+            "WiredTiger cache in use, MiB.",
+            r.cache_used_mb,
+        ),
+        g(
+            "mongo_stress_server_connections",
+            "The server's open connections.",
+            r.connections,
+        ),
+        g(
+            "mongo_stress_client_cpu_percent",
+            "The tool's own CPU, percent of one core.",
+            r.client_cpu_pct,
+        ),
+        g(
+            "mongo_stress_client_wait_milliseconds_per_second",
+            "Time the tool's threads waited to run, ms per second.",
+            r.health.wait_ms,
+        ),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let ops: Vec<Sample> = crate::monitor::OPCOUNTERS
+        .iter()
+        .zip(r.ops_s)
+        .filter_map(|(op, v)| {
+            v.map(|v| Sample {
+                suffix: "",
+                labels: labels(base, &[("op", op)]),
+                value: v,
+            })
+        })
+        .collect();
+    if !ops.is_empty() {
+        out.push(family(
+            "mongo_stress_server_operations_per_second",
+            "serverStatus opcounters per second, by operation.",
+            Kind::Gauge,
+            ops,
+        ));
+    }
+    out
+}
+
+/// A run's live metrics: the exporter (serving `/metrics`, if listening) and the pusher.
+#[derive(Clone)]
+pub struct Live {
+    pub exporter: Exporter,
+    pub pusher: Option<Arc<push::Pusher>>,
+}
+
+/// Hands the recorder's totals to the exporter at the end of each interval and at the end,
+/// and offers them to the pusher.
+pub struct Feed(pub Live);
+
+impl Feed {
+    /// For one repetition's recorder, with its users' counts.
+    pub fn new(live: &Live, active: Arc<Vec<AtomicU32>>) -> Feed {
+        Feed(Live {
+            exporter: live.exporter.with_active(active),
+            pusher: live.pusher.clone(),
+        })
+    }
+}
+
+impl IntervalCheck for Feed {
+    fn check(&mut self, _elapsed: Duration, totals: &[GroupMetrics]) -> bool {
+        self.0.exporter.update(totals);
+        if let Some(p) = &self.0.pusher {
+            p.offer(self.0.exporter.families());
+        }
+        false
+    }
+}
+
+/// `resources.tsv`'s writer, with each row shown to the exporter too.
+pub struct Tee(pub Box<dyn RowSink>, pub Exporter);
+
+impl RowSink for Tee {
+    fn write(&mut self, row: &ResourceRow) -> std::io::Result<()> {
+        self.1.resources(row);
+        self.0.write(row)
+    }
+
+    fn name(&self) -> String {
+        self.0.name()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_are_5_percent_apart_and_an_address_defaults_to_loopback() {
+        let b = bounds();
+        assert!(b[0] <= 25e-6 + 1e-12 && *b.last().unwrap() >= 120.0);
+        for w in b.windows(2) {
+            assert!(w[1] / w[0] <= 1.051, "{w:?}");
+        }
+        assert_eq!(
+            listen_address("9464").unwrap().to_string(),
+            "127.0.0.1:9464"
+        );
+        assert_eq!(
+            listen_address(":9464").unwrap().to_string(),
+            "127.0.0.1:9464"
+        );
+        assert_eq!(
+            listen_address("0.0.0.0:1").unwrap().to_string(),
+            "0.0.0.0:1"
+        );
+        assert!(listen_address("nowhere").is_err());
+    }
+
+    #[test]
+    fn the_endpoint_answers_in_the_format_asked_for() {
+        let text = "[document]\ncity = \"a\"\n[[group]]\nname = \"g\"\nop = \"insert\"\nthreads = 1\nloops = 3\n";
+        let loaded = crate::plan::profile::parse("p.toml", text, "p").unwrap();
+        let plan = RunPlan::build(&loaded, &Default::default()).unwrap();
+        let e = Exporter::new(&plan, "r1", Arc::new(vec![AtomicU32::new(0)]));
+        let end = e.serve("127.0.0.1:0".parse().unwrap()).unwrap();
+        let url = format!("http://{}/metrics", end.addr);
+        let mut plain = ureq::get(&url).call().unwrap();
+        let ctype = plain
+            .headers()
+            .get("content-type")
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_string();
+        assert!(ctype.starts_with("text/plain; version=0.0.4"), "{ctype}");
+        let body = plain.body_mut().read_to_string().unwrap();
+        assert!(
+            body.contains("# TYPE mongo_stress_operations_total counter"),
+            "{body}"
+        );
+        let mut om = ureq::get(&url)
+            .header("Accept", "application/openmetrics-text; version=1.0.0")
+            .call()
+            .unwrap();
+        let body = om.body_mut().read_to_string().unwrap();
+        assert!(body.ends_with("# EOF\n"), "{body}");
+        // Taken: a usage error naming the port.
+        let again = e.serve(end.addr).err().expect("the port is taken");
+        assert!(
+            again
+                .to_string()
+                .contains(&format!("port {}", end.addr.port())),
+            "{again}"
+        );
+        end.close();
+    }
+
+    #[test]
+    fn the_families_count_what_the_group_metrics_hold() {
+        let text = "[document]\ncity = \"a\"\n[[group]]\nname = \"g\"\nop = \"insert\"\nthreads = 1\nloops = 3\n";
+        let loaded = crate::plan::profile::parse("p.toml", text, "p").unwrap();
+        let plan = RunPlan::build(&loaded, &Default::default()).unwrap();
+        let e = Exporter::new(&plan, "r1", Arc::new(vec![AtomicU32::new(1)]));
+        let mut m = GroupMetrics::default();
+        for i in 1..=3u64 {
+            m.record(&crate::metrics::Sample::at(i * 1000, i * 1000));
+        }
+        e.update(&[m]);
+        let p = text::prometheus(&e.families());
+        assert!(p.contains("mongo_stress_operations_total{run=\"r1\",group=\"g\",kind=\"insert\",outcome=\"ok\"} 3\n"), "{p}");
+        assert!(
+            p.contains("mongo_stress_latency_seconds_count{run=\"r1\",group=\"g\"} 3\n"),
+            "{p}"
+        );
+        assert!(
+            p.contains("mongo_stress_latency_seconds_sum{run=\"r1\",group=\"g\"} 0.006\n"),
+            "{p}"
+        );
+        assert!(
+            p.contains("mongo_stress_users{run=\"r1\",group=\"g\"} 1\n"),
+            "{p}"
+        );
+    }
+}
