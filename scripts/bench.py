@@ -14,7 +14,8 @@ DURATION = sys.argv[2] if len(sys.argv) > 2 else "10s"
 # Which parts to run: all by default; `template` only the template profile against the baseline;
 # `costs` runs only the costs of the sample log, the sampler
 # and the interval log; `hlog` only the interval log's; `monitor` only the cost of
-# --server-metrics (a real node_exporter, and an endpoint that never answers).
+# --server-metrics (a real node_exporter, and an endpoint that never answers); `live` only the
+# cost of --metrics-listen (scraped every second) and --metrics-push.
 PARTS = sys.argv[3] if len(sys.argv) > 3 else "all"
 TOOL = "target/release/mongo-stress"
 BASE = "target/release/examples/baseline"
@@ -188,7 +189,81 @@ try:
             print(f"--server-metrics ({v}) against the sampler alone: throughput ratio "
                   f"{m[v][0] / m['sampler'][0]:.3f}, CPU per operation ratio {m[v][1] / m['sampler'][1]:.3f}, "
                   f"p99 ratio {m[v][2] / m['sampler'][2]:.3f}")
-    if PARTS in ("monitor", "template"):
+    if PARTS in ("all", "live"):
+        # Live metrics: /metrics scraped every second (a scraper thread here, as Prometheus would),
+        # and remote write to a receiver here that takes each push; against a run without them.
+        # Open loop at a rate the server holds, so every variant sends the same operations and the
+        # difference in CPU seconds per second of run is the cost.
+        import socket
+        import threading
+        import urllib.request
+        from http.server import BaseHTTPRequestHandler, HTTPServer
+
+        class Sink(BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, *a):
+                pass
+
+        receiver = HTTPServer(("127.0.0.1", 0), Sink)
+        threading.Thread(target=receiver.serve_forever, daemon=True).start()
+        free = socket.socket()
+        free.bind(("127.0.0.1", 0))
+        mport = free.getsockname()[1]
+        free.close()
+        scraping = threading.Event()
+
+        def scraper():
+            while True:
+                scraping.wait()
+                try:
+                    urllib.request.urlopen(f"http://127.0.0.1:{mport}/metrics", timeout=1).read()
+                except Exception:
+                    pass
+                time.sleep(1)
+
+        threading.Thread(target=scraper, daemon=True).start()
+        secs = float(DURATION.rstrip("s"))
+        variants = {
+            "without": [],
+            "listen": ["--metrics-listen", f"127.0.0.1:{mport}"],
+            "push": ["--metrics-push", f"http://127.0.0.1:{receiver.server_port}/api/v1/write"],
+        }
+        names = list(variants)
+        got = {v: ([], []) for v in names}
+        for rnd in range(ROUNDS):
+            for v in names[rnd % 3:] + names[:rnd % 3]:
+                runs += 1
+                out_dir = os.path.join(work, f"run-{runs}")
+                if v == "listen":
+                    scraping.set()
+                _, cpu, _ = timed([TOOL, "run", "crud-mixed", "--uri", uri, "--threads", "10",
+                                   "--rate", "200", "--duration", DURATION, "--quiet", "--no-samples",
+                                   "--out", out_dir, *variants[v]])
+                scraping.clear()
+                total = [r for r in json.load(open(os.path.join(out_dir, "summary.json")))["runs"][0]["rows"]
+                         if r["label"] == "TOTAL"][0]
+                got[v][0].append(total["samples"])
+                got[v][1].append(cpu)
+                print(f"  round {rnd + 1} {v:8} {total['samples']} operations  {cpu:.3f} CPU s", flush=True)
+        receiver.shutdown()
+        m = {v: tuple(statistics.mean(x) for x in got[v]) for v in names}
+        print(f"\ncrud-mixed, 4 groups at 200/s each ({DURATION}), mean of {ROUNDS} (order rotated):")
+        for v in names:
+            print(f"  {v:8} {m[v][0]:9.0f} operations  {m[v][1]:.3f} CPU s")
+        for v in ("listen", "push"):
+            extra = (m[v][1] - m["without"][1]) / secs * 1000
+            print(f"--metrics-{v}: {extra:+.1f} ms of CPU per second of run (the resource sampler's, "
+                  f"to beat: 3.5 ms/s); CPU ratio {m[v][1] / m['without'][1]:.3f}")
+        spread = max(max(c) - min(c) for _, c in got.values()) / secs * 1000
+        print(f"(whole-process CPU seconds move by up to {spread:.0f} ms per second of run between rounds "
+              f"here: the work itself, measured in-process on the thread's CPU clock:)")
+        print(subprocess.run(["target/release/examples/exporter_cost"], capture_output=True,
+                             text=True, check=True).stdout, end="")
+    if PARTS in ("monitor", "template", "live"):
         sys.exit(0)
     # The interval log (latency.hlog) at 1 s intervals, 4 groups at once. Open loop at a rate the
     # server holds, so both variants send the same operations and CPU compares like for like

@@ -9,10 +9,10 @@
 # Every number it prints is a ratio or reading from this run. See docs/performance.md.
 # and a template profile (scripts/bench-template.toml) against the baseline sending the same
 # generated commands.
-# Usage: scripts/bench.sh [ROUNDS] [DURATION] [all|template|costs|hlog|monitor|merge]   (defaults: 3 10s all)
+# Usage: scripts/bench.sh [ROUNDS] [DURATION] [all|template|costs|hlog|monitor|live|merge]   (defaults: 3 10s all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
-cargo build --release --quiet --bin mongo-stress --example baseline --example synth_parts
+cargo build --release --quiet --bin mongo-stress --example baseline --example synth_parts --example exporter_cost
 if [ "${3:-all}" != merge ]; then python3 scripts/bench.py "$@"; fi
 if [ "${3:-all}" = merge ] || [ "${3:-all}" = all ]; then python3 scripts/bench-merge.py; fi

@@ -281,9 +281,10 @@ fn histogram(
     let mut over = 0u64;
     for v in t.hist.iter_recorded() {
         let secs = v.value_iterated_to() as f64 / 1e6;
-        match b.iter().position(|x| secs <= *x) {
-            Some(i) => counts[i] += v.count_at_value(),
-            None => over += v.count_at_value(),
+        // The first bound at or above it (the buckets are sorted).
+        match b.partition_point(|x| *x < secs) {
+            i if i < b.len() => counts[i] += v.count_at_value(),
+            _ => over += v.count_at_value(),
         }
     }
     let _ = over;
