@@ -198,6 +198,8 @@ fn cases(dir: &Path) -> (Vec<(Input, i32, &'static str)>, u16) {
         (args("a kill of a server the tool did not start", &["run", "smoke", "--uri", "mongodb://127.0.0.1:1", "--fault", "kill@2s+1s"]), 2, "acts on the server's process"),
         (args("server flags for a server the tool did not start", &["run", "smoke", "--uri", "mongodb://127.0.0.1:1", "--server-arg=--sync-on-commit"]), 2, "are for the embedded server"),
         (args("an audit of one part of a run", &["run", "smoke", "--uri", "mongodb://127.0.0.1:1", "--audit", "--part", "1/2"]), 2, "belong to one whole run"),
+        (args("a metrics address that is not one", &["run", "smoke", "--metrics-listen", "localhost-9464"]), 2, "is not an address to listen on"),
+        (args("a push URL that is not a URL", &["run", "smoke", "--metrics-push", "prometheus:9090/api/v1/write"]), 2, "--metrics-push"),
         (args("a fault after the stages end", &["run", "smoke", "--duration", "3s", "--fault", "kill@50s+1s"]), 2, "it would never be done"),
         (args("a threshold on lost writes without the audit", &["run", "smoke", "--threshold", "TOTAL.lost<1"]), 2, "but the audit is off"),
         (Input::Profile("an aborting threshold known only after the run", format!("{DOC}{INS}threads = 1\nduration = \"2s\"\n[thresholds]\n\"g.unavailable_max\" = {{ limit = \"< 1s\", abort = true }}\n")), 2, "cannot stop the run"),

@@ -209,7 +209,7 @@ fn live_metrics(
         .transpose()?;
     let pusher = match push {
         Some(url) => {
-            crate::monitor::scrape::check_urls(std::slice::from_ref(&url))
+            crate::exporter::check_push_url(&url)
                 .map_err(|p| Error::Usage(format!("--metrics-push: {p}")))?;
             let host = hostname();
             Some(std::sync::Arc::new(crate::exporter::push::Pusher::start(

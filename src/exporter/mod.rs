@@ -242,9 +242,33 @@ pub fn listen_address(s: &str) -> Result<SocketAddr, String> {
     } else {
         s.to_string()
     };
-    with_host.parse().map_err(|_| {
-        format!("`{s}` is not an address to listen on; give HOST:PORT (127.0.0.1:9464) or a port")
-    })
+    use std::net::ToSocketAddrs;
+    with_host
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .ok_or_else(|| {
+            format!(
+                "`{s}` is not an address to listen on; give HOST:PORT (127.0.0.1:9464) or a port"
+            )
+        })
+}
+
+/// `--metrics-push`'s URL: http(s), with a host.
+pub fn check_push_url(url: &str) -> Result<(), String> {
+    let ok = (url.starts_with("http://") || url.starts_with("https://"))
+        && url
+            .parse::<ureq::http::Uri>()
+            .ok()
+            .is_some_and(|u| u.host().is_some_and(|h| !h.is_empty()));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{}` is not an http(s) URL of a Prometheus remote-write endpoint; give e.g. http://prometheus:9090/api/v1/write",
+            crate::monitor::scrape::shown(url)
+        ))
+    }
 }
 
 fn labels(
