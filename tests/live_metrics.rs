@@ -137,25 +137,46 @@ fn prometheus_sees_what_the_summary_says_by_scrape_and_by_remote_write() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("live-run");
     let push = format!("http://127.0.0.1:{}/api/v1/write", prom.port);
-    let (summary, _, stderr) = server.run_ok(
-        "crud-mixed",
-        &out,
-        &[
-            "--duration",
-            "10s",
-            "--threads",
-            "5",
-            "--metrics-listen",
-            &format!("127.0.0.1:{listen}"),
-            "--metrics-push",
-            &push,
-        ],
-    );
+    // Inserts, a mix of kinds, and a group whose every insert but the first is a duplicate (so
+    // the errors by class have something to agree on).
+    let db = common::unique_db("live");
+    let profile = dir.path().join("live.toml");
+    std::fs::write(
+        &profile,
+        format!("name = \"live\"\n[target]\ndatabase = \"{db}\"\nwrite_concern = 1\n[setup]\ndrop = true\npreload = 500\n[document]\ncity = {{ choice = [\"A\", \"B\"] }}\n[[group]]\nname = \"insert\"\nop = \"insert\"\nthreads = 3\nduration = \"10s\"\n[[group]]\nname = \"mix\"\nmix = {{ get = 80, update = 20 }}\nset = [\"city\"]\nthreads = 3\nduration = \"10s\"\n[[group]]\nname = \"dup\"\nthreads = 1\nduration = \"10s\"\n[group.insertOne]\ndocument = {{ _id = \"the same\" }}\n"),
+    )
+    .unwrap();
+    let listen_at = format!("127.0.0.1:{listen}");
+    // Exit 1: the duplicates failed.
+    let output = bin()
+        .args([
+            "run",
+            profile.to_str().unwrap(),
+            "--uri",
+            &server.uri,
+            "--quiet",
+            "--out",
+        ])
+        .arg(&out)
+        .args(["--metrics-listen", &listen_at, "--metrics-push", &push])
+        .timeout(Duration::from_secs(120))
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let summary = read_json(&out.join("summary.json"));
     assert!(
         !stderr.contains("--metrics-push"),
         "no push failed: {stderr}"
     );
-    let groups = ["insert", "find", "update", "remove"];
+    let dups = &summary["runs"][0]["errors_by_class"]["dup"]["duplicate_key"];
+    assert!(
+        dups.as_u64().unwrap_or(0) > 0,
+        "{}",
+        summary["runs"][0]["errors_by_class"]
+    );
+    let groups = ["insert", "mix", "dup"];
     for job in ["scrape", "mongo-stress"] {
         let sel = format!("job=\"{job}\",run=\"live-run\"");
         // The last value of each series (a finished target's scraped series go stale).
@@ -198,6 +219,16 @@ fn prometheus_sees_what_the_summary_says_by_scrape_and_by_remote_write() {
             want.sort_by(|a, b| a.0.cmp(&b.0));
             assert_eq!(by_class, want, "{job} {g}: errors by class");
         }
+        // A mix: each kind's operations are its row's.
+        let kinds = prom.query(&format!("sum by (kind) (last_over_time(mongo_stress_operations_total{{{sel},group=\"mix\"}}[10m]))"));
+        for k in ["get", "update"] {
+            let got = kinds.iter().find(|(m, _)| m["kind"] == k).map(|(_, v)| *v);
+            assert_eq!(
+                got,
+                row(&summary, &format!("mix:{k}"))["samples"].as_f64(),
+                "{job} mix:{k}"
+            );
+        }
     }
     // Every query of the Grafana dashboard is one this Prometheus accepts.
     let dashboard: serde_json::Value = serde_json::from_str(
@@ -215,7 +246,10 @@ fn prometheus_sees_what_the_summary_says_by_scrape_and_by_remote_write() {
     }
     assert!(exprs.len() >= 9, "{exprs:?}");
     for e in exprs {
-        let q = e.replace("$__rate_interval", "1m").replace("$run", ".*");
+        let q = e
+            .replace("$__rate_interval", "1m")
+            .replace("$run", ".*")
+            .replace("$job", ".*");
         prom.accepts(&q).unwrap();
     }
 }

@@ -47,7 +47,10 @@ pub async fn capacity(args: CapacityArgs, stop: CancellationToken) -> Result<i32
             )));
         }
     }
-    let base = RunPlan::build(&profile::load(&run.profile)?, &(&run.overrides).into())?;
+    let mut base = RunPlan::build(&profile::load(&run.profile)?, &(&run.overrides).into())?;
+    // The command line's (and environment's) live metrics are refused like the profile's.
+    base.metrics_listen = run.metrics_listen.clone().or(base.metrics_listen);
+    base.metrics_push = run.metrics_push.clone().or(base.metrics_push);
     check_profile(&base)?;
     if !(0.0..=100.0).contains(&args.error_pct) {
         return Err(Error::Usage(format!(
@@ -196,6 +199,11 @@ fn check_profile(plan: &RunPlan) -> Result<(), Error> {
     };
     if plan.stages.len() > 1 {
         return refuse(format!("`{}` has {} stages", plan.name, plan.stages.len()));
+    }
+    if plan.metrics_listen.is_some() || plan.metrics_push.is_some() {
+        return Err(Error::Usage(
+            "capacity runs many short steps, each its own run: live metrics are for `mongo-stress run`\n  fix: leave out [metrics] (and --metrics-listen, --metrics-push) for capacity".into(),
+        ));
     }
     if plan.audit || !plan.faults.is_empty() {
         return Err(Error::Usage(

@@ -147,19 +147,25 @@ pub async fn run(command: RunCommand, stop: CancellationToken) -> Result<i32, Er
     drop(session);
     server.shut_down().await;
     let summary = result;
-    if let Ok(s) = &summary {
-        show(s, &args, console)?;
+    // The last numbers pushed and scraped (the endpoint waits for one scrape of them), both at
+    // once, whatever else happens below.
+    let families = live.as_ref().map(|l| l.exporter.families());
+    let pushed = live.and_then(|l| l.pusher).map(|p| {
+        let families = families.clone().unwrap_or_default();
+        tokio::task::spawn_blocking(move || p.finish(families))
+    });
+    let closed = endpoint.map(|e| tokio::task::spawn_blocking(move || e.close()));
+    let shown = match &summary {
+        Ok(s) => show(s, &args, console),
+        Err(_) => Ok(()),
+    };
+    if let Some(p) = pushed {
+        let _ = p.await;
     }
-    // The last numbers pushed, and scraped (the endpoint waits for one scrape of them).
-    if let Some(l) = live {
-        let families = l.exporter.families();
-        if let Some(p) = l.pusher.and_then(|p| std::sync::Arc::try_unwrap(p).ok()) {
-            let _ = tokio::task::spawn_blocking(move || p.finish(families)).await;
-        }
+    if let Some(c) = closed {
+        let _ = c.await;
     }
-    if let Some(e) = endpoint {
-        let _ = tokio::task::spawn_blocking(move || e.close()).await;
-    }
+    shown?;
     let summary = summary?;
     say(format!("results: {}", out_dir.display()));
     Ok(summary.exit_code())

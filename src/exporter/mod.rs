@@ -53,8 +53,8 @@ struct GroupView {
 struct State {
     base: Vec<(&'static str, String)>,
     groups: Vec<GroupView>,
-    families: Vec<Family>,
-    resources: Vec<Family>,
+    families: Arc<Vec<Family>>,
+    resources: Arc<Vec<Family>>,
     /// Bumped at each update; the endpoint notes which one it last served.
     version: u64,
 }
@@ -96,8 +96,8 @@ impl Exporter {
             state: Arc::new(Mutex::new(State {
                 base,
                 groups,
-                families: Vec::new(),
-                resources: Vec::new(),
+                families: Arc::default(),
+                resources: Arc::default(),
                 version: 0,
             })),
             active,
@@ -118,8 +118,21 @@ impl Exporter {
 
     /// Every family now, the groups' then the sampler's.
     pub fn families(&self) -> Vec<Family> {
-        let st = lock(&self.state);
-        st.families.iter().chain(&st.resources).cloned().collect()
+        self.snapshot().0
+    }
+
+    /// The families and the update they are from, read together.
+    fn snapshot(&self) -> (Vec<Family>, u64) {
+        let (groups, resources, version) = {
+            let st = lock(&self.state);
+            (
+                Arc::clone(&st.families),
+                Arc::clone(&st.resources),
+                st.version,
+            )
+        };
+        let all = groups.iter().chain(resources.iter()).cloned().collect();
+        (all, version)
     }
 
     /// The run's totals so far, by group plan index.
@@ -129,15 +142,22 @@ impl Exporter {
             .iter()
             .map(|a| a.load(Ordering::Relaxed))
             .collect();
+        let (base, groups) = {
+            let st = lock(&self.state);
+            (st.base.clone(), st.groups.clone())
+        };
+        // Built outside the lock: a scrape never waits for it.
+        let families = Arc::new(group_families(&base, &groups, totals, &active));
         let mut st = lock(&self.state);
-        st.families = group_families(&st.base, &st.groups, totals, &active);
+        st.families = families;
         st.version += 1;
     }
 
     /// The sampler's newest row.
     pub fn resources(&self, row: &ResourceRow) {
-        let mut st = lock(&self.state);
-        st.resources = resource_families(&st.base, row);
+        let base = lock(&self.state).base.clone();
+        let families = Arc::new(resource_families(&base, row));
+        lock(&self.state).resources = families;
     }
 
     /// Serves `/metrics` on `addr` until the returned endpoint is stopped. A port that cannot
@@ -180,8 +200,8 @@ impl Exporter {
         let om = req.headers().iter().any(|h| {
             h.field.equiv("Accept") && h.value.as_str().contains("application/openmetrics-text")
         });
+        let (families, version) = self.snapshot();
         let (body, ctype) = {
-            let families = self.families();
             if om {
                 (
                     text::openmetrics(&families),
@@ -194,7 +214,6 @@ impl Exporter {
                 )
             }
         };
-        let version = lock(&self.state).version;
         let header = tiny_http::Header::from_bytes(&b"Content-Type"[..], ctype.as_bytes())
             .expect("a valid header");
         if req
@@ -226,8 +245,15 @@ impl Endpoint {
             std::thread::sleep(Duration::from_millis(50));
         }
         self.server.unblock();
+        // A client that stopped reading may hold the thread in a write: it is not waited for.
         if let Some(t) = self.thread.take() {
-            let _ = t.join();
+            let deadline = Instant::now() + Duration::from_secs(1);
+            while !t.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            if t.is_finished() {
+                let _ = t.join();
+            }
         }
     }
 }
@@ -473,26 +499,28 @@ fn resource_families(base: &[(&'static str, String)], r: &ResourceRow) -> Vec<Fa
             )
         })
     };
+    // In base units, as Prometheus names them: CPU in cores, bytes, seconds.
+    let scaled = |v: Option<f64>, by: f64| v.map(|v| v * by);
     let mut out: Vec<Family> = [
         g(
-            "mongo_stress_server_cpu_percent",
-            "The server process's CPU, percent of one core (the sampler's last second).",
-            r.server_cpu_pct,
+            "mongo_stress_server_cpu_cores",
+            "The server process's CPU, in cores (the sampler's last second).",
+            scaled(r.server_cpu_pct, 0.01),
         ),
         g(
-            "mongo_stress_server_iops",
-            "Reads and writes completed per second on the server's data device.",
+            "mongo_stress_server_disk_operations_per_second",
+            "Reads and writes completed per second on the server's data device (IOPS).",
             r.iops,
         ),
         g(
-            "mongo_stress_server_disk_write_kilobytes_per_second",
-            "The server process's writes to storage, KB/s.",
-            r.disk_write_kbs,
+            "mongo_stress_server_disk_write_bytes_per_second",
+            "The server process's writes to storage, bytes per second.",
+            scaled(r.disk_write_kbs, 1024.0),
         ),
         g(
-            "mongo_stress_server_cache_used_megabytes",
-            "WiredTiger cache in use, MiB.",
-            r.cache_used_mb,
+            "mongo_stress_server_cache_used_bytes",
+            "WiredTiger cache in use, bytes.",
+            scaled(r.cache_used_mb, 1_048_576.0),
         ),
         g(
             "mongo_stress_server_connections",
@@ -500,14 +528,14 @@ fn resource_families(base: &[(&'static str, String)], r: &ResourceRow) -> Vec<Fa
             r.connections,
         ),
         g(
-            "mongo_stress_client_cpu_percent",
-            "The tool's own CPU, percent of one core.",
-            r.client_cpu_pct,
+            "mongo_stress_client_cpu_cores",
+            "The tool's own CPU, in cores.",
+            scaled(r.client_cpu_pct, 0.01),
         ),
         g(
-            "mongo_stress_client_wait_milliseconds_per_second",
-            "Time the tool's threads waited to run, ms per second.",
-            r.health.wait_ms,
+            "mongo_stress_client_wait_seconds_per_second",
+            "Time the tool's threads waited to run, seconds per second.",
+            scaled(r.health.wait_ms, 0.001),
         ),
     ]
     .into_iter()
@@ -604,6 +632,28 @@ mod tests {
             "0.0.0.0:1"
         );
         assert!(listen_address("nowhere").is_err());
+    }
+
+    #[test]
+    fn a_latency_lands_in_the_first_bucket_at_or_above_it_and_inf_is_the_count() {
+        let mut t = crate::metrics::Timing::default();
+        // 25 µs: exactly the first bound; 26 µs: the second; an hour: only +Inf.
+        for us in [25u64, 26, 3_600_000_000] {
+            t.hist.saturating_record(us);
+        }
+        let mut out = Vec::new();
+        histogram(&mut out, &[], &t, 3);
+        let at = |i: usize| out[i].value;
+        assert_eq!(out[0].labels[0].1, "0.000025");
+        assert_eq!((at(0), at(1)), (1.0, 2.0));
+        let inf = out
+            .iter()
+            .position(|s| s.labels.iter().any(|l| l.1 == "+Inf"))
+            .unwrap();
+        assert_eq!(at(inf - 1), 2.0, "past the last bound: only +Inf");
+        assert_eq!(at(inf), 3.0);
+        assert!(out[..inf].windows(2).all(|w| w[0].value <= w[1].value));
+        assert_eq!(out.last().unwrap().suffix, "_count");
     }
 
     #[test]
