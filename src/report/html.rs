@@ -177,7 +177,7 @@ pub fn data(dir: &RunDir) -> Value {
         "outage": s.runs.iter().filter_map(|r| {
             let prefix = if s.runs.len() > 1 { format!("run {}: ", r.run) } else { String::new() };
             let mut text = Vec::new();
-            super::outage::render(r, &prefix, &mut text).ok()?;
+            super::outage::render(r, &prefix, None, &mut text).ok()?;
             (!text.is_empty()).then(|| String::from_utf8_lossy(&text).into_owned())
         }).collect::<Vec<_>>(),
         "summary_tsv": dir.summary_tsv,

@@ -3,24 +3,33 @@
 
 use std::io::Write;
 
-use super::layout::aligned;
+use super::layout::fitted;
 use crate::summary::RunResult;
 
-/// Faults, windows and the audit of `run`, each line after `prefix` (`run 2: `).
-pub fn render(run: &RunResult, prefix: &str, out: &mut dyn Write) -> std::io::Result<()> {
+/// Faults, windows and the audit of `run`, each line after `prefix` (`run 2: `); the audit's
+/// table within `width` columns (a terminal's) when given, the columns that do not fit left out
+/// and named.
+pub fn render(
+    run: &RunResult,
+    prefix: &str,
+    width: Option<usize>,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
     for f in &run.faults {
         writeln!(out, "{prefix}{}", f.line())?;
         for r in &f.recovery {
-            let secs =
-                |x: Option<f64>| x.map_or("not within the run".to_string(), |s| format!("{s:.2}s"));
-            writeln!(
-                out,
-                "{prefix}  {}: first success after {}, throughput back ({:.0}/s before) after {}",
-                r.label,
-                secs(r.first_success_secs),
-                r.rate_before,
-                secs(r.throughput_back_secs)
-            )?;
+            let first = match r.first_success_secs {
+                Some(s) => format!("first success after {s:.2}s"),
+                None => "no success within the run".to_string(),
+            };
+            let back = match r.throughput_back_secs {
+                Some(s) => format!("back to its {:.0}/s of before after {s:.2}s", r.rate_before),
+                None => format!(
+                    "not back to its {:.0}/s of before within the run",
+                    r.rate_before
+                ),
+            };
+            writeln!(out, "{prefix}  {}: {first}; throughput {back}", r.label)?;
         }
     }
     for w in &run.unavailable {
@@ -85,7 +94,19 @@ pub fn render(run: &RunResult, prefix: &str, out: &mut dyn Write) -> std::io::Re
             n(g.phantom),
         ]);
     }
-    aligned(&lines, &[0, 1], out)?;
+    // The least telling columns go first on a narrow terminal (the counts of what was lost
+    // last); summary.json has them all.
+    let dropped = [
+        "present",
+        "absent",
+        "Deletes",
+        "Increments",
+        "In doubt",
+        "Write concern",
+        "Phantom",
+        "Back",
+    ];
+    fitted(&lines, &[0, 1], width, &dropped, "summary.json", out)?;
     for g in &a.groups {
         if !g.lost_ids.is_empty() {
             writeln!(

@@ -141,7 +141,7 @@ fn body(s: &Summary, width: Option<usize>, out: &mut dyn Write) -> std::io::Resu
         for i in &run.invariants {
             writeln!(out, "{prefix}{}", i.line())?;
         }
-        super::outage::render(run, &prefix, out)?;
+        super::outage::render(run, &prefix, width, out)?;
     }
     for run in &s.runs {
         if let Some(l) = &run.load {
