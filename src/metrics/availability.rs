@@ -33,8 +33,6 @@ pub struct Track {
     pub gaps: Vec<Gap>,
     /// Successes per second from `t0`.
     pub ok_per_sec: Vec<u32>,
-    /// Per second: the end of its first success (0: none).
-    pub first_ok_us: Vec<u64>,
 }
 
 impl Track {
@@ -68,12 +66,8 @@ impl Track {
                 let sec = (end.saturating_sub(t0_us) / 1_000_000) as usize;
                 if self.ok_per_sec.len() <= sec {
                     self.ok_per_sec.resize(sec + 1, 0);
-                    self.first_ok_us.resize(sec + 1, 0);
                 }
                 self.ok_per_sec[sec] += 1;
-                if self.first_ok_us[sec] == 0 || end < self.first_ok_us[sec] {
-                    self.first_ok_us[sec] = end;
-                }
             }
         }
     }
