@@ -73,7 +73,7 @@ impl Backend for Scripted {
             error: failed.then(|| {
                 Box::new(OpError {
                     class: ErrorClass::Timeout,
-                    message: format!("scripted timeout on {kind} number {n}"),
+                    message: format!("scripted timeout on {kind} number {n}").into(),
                 })
             }),
             // What the built-in operations count: an insert writes one, a remove deletes one.

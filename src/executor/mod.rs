@@ -1,13 +1,15 @@
-//! Runs the thread groups of a stage at once on tokio: one virtual user is one task (`user`),
-//! paced by `pacer` in open loop, stopped by its loops, its duration, the run's stop token
-//! (Ctrl-C) or the error-rate `guard`. Samples go to the recorder over a bounded channel.
+//! Runs the thread groups of a stage at once on tokio: in closed loop one virtual user is one
+//! task (`user`); in open loop one task per group (`open`) hands the slots of its schedule
+//! (`pacer`) to idle users, each operation a task while it runs. Users stop at their loops,
+//! their duration, the run's stop token (Ctrl-C) or the error-rate `guard`. Samples go to the
+//! recorder over a bounded channel.
 //!
 //! Owns: stages, virtual users, pacing, stop conditions, and catching a user's panic so that it
 //! fails the run instead of vanishing. Never: formats text, writes files, or calls the driver
 //! except through `ops::Backend`.
 
-pub mod clock;
 pub mod guard;
+mod open;
 pub mod pacer;
 mod user;
 
@@ -26,7 +28,7 @@ use crate::ops::Backend;
 use crate::plan::{Stage, StopAt};
 use crate::workload::{DocGen, KeySpace};
 
-pub use clock::Clock;
+pub use crate::metrics::Clock;
 pub use guard::ErrorGuard;
 pub use pacer::Schedule;
 pub use user::user_seed;
@@ -72,13 +74,22 @@ pub async fn run_stage<B: Backend>(stage: &Stage, ctx: &Arc<Context<B>>) -> Vec<
         if let (Some(s), StopAt::Duration(d)) = (&schedule, group.stop) {
             paced.push((group.index, Arc::clone(s), group_start + d));
         }
+        if let Some(schedule) = schedule {
+            let task = users.spawn(open::group(
+                Arc::clone(&group),
+                Arc::clone(ctx),
+                group_start,
+                schedule,
+            ));
+            who.insert(task.id(), (Arc::clone(&group), 0));
+            continue;
+        }
         for n in 0..group.threads {
             let task = users.spawn(user::virtual_user(
                 Arc::clone(&group),
                 n,
                 Arc::clone(ctx),
                 group_start,
-                schedule.clone(),
             ));
             who.insert(task.id(), (Arc::clone(&group), n + 1));
         }
@@ -105,20 +116,28 @@ pub async fn run_stage<B: Backend>(stage: &Stage, ctx: &Arc<Context<B>>) -> Vec<
 
 type Who = HashMap<tokio::task::Id, (Arc<crate::plan::GroupPlan>, u32)>;
 
-async fn drain(users: &mut JoinSet<()>, who: &Who, failures: &mut Vec<String>) {
+async fn drain(users: &mut JoinSet<Vec<String>>, who: &Who, failures: &mut Vec<String>) {
     while let Some(ended) = users.join_next_with_id().await {
-        let Err(e) = ended else { continue };
+        let e = match ended {
+            // An open-loop group names the users whose operations panicked.
+            Ok((_, failed)) => {
+                failures.extend(failed);
+                continue;
+            }
+            Err(e) => e,
+        };
         if !e.is_panic() {
             continue; // aborted after the stop grace: not a failure of the user
         }
         let id = e.id();
         let message = panic_message(e.into_panic().as_ref());
         failures.push(match who.get(&id) {
-            Some((g, n)) => format!(
+            Some((g, n)) if *n > 0 => format!(
                 "virtual user {n} of group `{}` ({}) panicked: {message}",
                 g.name,
                 g.op.kind()
             ),
+            Some((g, _)) => format!("group `{}` ({}) panicked: {message}", g.name, g.op.kind()),
             None => format!("a virtual user panicked: {message}"),
         });
     }

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use rand::SeedableRng;
 use tokio::time::Instant;
 
-use super::pacer::Schedule;
 use super::Context;
 use crate::metrics::sample::GroupId;
 use crate::metrics::sample::OpDocs;
@@ -43,13 +42,40 @@ impl Drop for Active<'_> {
     }
 }
 
+/// What one virtual user carries from one operation to the next: its number, its random
+/// stream, its key chooser and its generators' `^Inc` counters. In open loop, all an idle user
+/// is (no task of its own); made the first time the user is needed.
+pub(super) struct User {
+    n: u32,
+    rng: rand::rngs::SmallRng,
+    pick: Chooser,
+    state: UserState,
+}
+
+impl User {
+    pub(super) fn new<B>(group: &GroupPlan, n: u32, ctx: &Context<B>) -> User {
+        User {
+            n,
+            rng: rand::rngs::SmallRng::seed_from_u64(user_seed(ctx.seed, group.index, n)),
+            pick: Chooser::new(group.keys, Arc::clone(&ctx.key_state[group.index])),
+            state: UserState::default(),
+        }
+    }
+
+    /// Its number in the group, from 0.
+    pub(super) fn number(&self) -> u32 {
+        self.n
+    }
+}
+
+/// A closed-loop virtual user: waits for its ramp-up slot, then sends operations one after the
+/// other until its loops, its group's duration or the run's stop end it.
 pub(super) async fn virtual_user<B: Backend>(
     group: Arc<GroupPlan>,
     n: u32,
     ctx: Arc<Context<B>>,
     group_start: Instant,
-    schedule: Option<Arc<Schedule>>,
-) {
+) -> Vec<String> {
     let offset = group
         .ramp_up
         .mul_f64(f64::from(n) / f64::from(group.threads));
@@ -57,105 +83,101 @@ pub(super) async fn virtual_user<B: Backend>(
         StopAt::Duration(d) => Some(group_start + d),
         StopAt::Loops(_) => None,
     };
-    let warmup_end = group_start + group.warmup;
-    // Closed loop: each user its own loops. Open loop: the group's shared schedule decides.
-    let loops = match (&schedule, group.stop) {
-        (None, StopAt::Loops(l)) => l,
-        _ => u64::MAX,
+    let loops = match group.stop {
+        StopAt::Loops(l) => l,
+        StopAt::Duration(_) => u64::MAX,
     };
     tokio::select! {
         _ = tokio::time::sleep_until(group_start + offset) => {}
-        _ = ctx.stop.cancelled() => return,
+        _ = ctx.stop.cancelled() => return Vec::new(),
     }
     let active = &ctx.active[group.index];
     active.fetch_add(1, Ordering::Relaxed);
     let _active = Active(active);
-
-    let mut rng = rand::rngs::SmallRng::seed_from_u64(user_seed(ctx.seed, group.index, n));
-    let thread = n + 1;
-    // A plan would need 2^32 group plans (each with its histograms) to fail this.
-    let group_id = GroupId::try_from(group.index).expect("fewer than 2^32 group plans");
-    let mixed = !group.mix.is_empty();
-    let mut pick = Chooser::new(group.keys, Arc::clone(&ctx.key_state[group.index]));
-    let keys: &KeySpace = &ctx.keys[group.collection];
-    let gen: &DocGen = &ctx.gens[group.collection];
-    // The user's own generator state (its `^Inc` counters).
-    let mut state = UserState::default();
+    let mut user = User::new(&group, n, &ctx);
+    let warmup_end = group_start + group.warmup;
     for _ in 0..loops {
         if ctx.stop.is_cancelled() {
             break;
         }
-        let now = Instant::now();
-        if deadline.is_some_and(|d| now >= d) {
-            // Time is up; in open loop the slots still owed are counted as missed.
+        if deadline.is_some_and(|d| Instant::now() >= d) {
             break;
         }
-        let (due, late) = match &schedule {
-            None => (None, false),
-            Some(s) => {
-                let Some((_, due)) = s.claim() else { break };
-                if deadline.is_some_and(|d| due >= d) {
-                    break;
-                }
-                if due > now {
-                    tokio::select! {
-                        _ = tokio::time::sleep_until(due) => {}
-                        _ = ctx.stop.cancelled() => break,
-                    }
-                }
-                s.start();
-                // Taken after it was due: every user of the group was busy then.
-                (Some(due), due <= now)
+        if !one_op(&group, &mut user, &ctx, None, false, warmup_end).await {
+            break;
+        }
+    }
+    Vec::new()
+}
+
+/// One operation of `user`: built, sent (bounded by the operation timeout), timed and handed
+/// to the recorder; `due` is its slot in open loop, `late` whether it waited for a user. False
+/// once the recorder is gone.
+pub(super) async fn one_op<B: Backend>(
+    group: &GroupPlan,
+    user: &mut User,
+    ctx: &Context<B>,
+    due: Option<Instant>,
+    late: bool,
+    warmup_end: Instant,
+) -> bool {
+    // A plan would need 2^32 group plans (each with its histograms) to fail this.
+    let group_id = GroupId::try_from(group.index).expect("fewer than 2^32 group plans");
+    let keys: &KeySpace = &ctx.keys[group.collection];
+    let gen: &DocGen = &ctx.gens[group.collection];
+    let User {
+        n,
+        rng,
+        pick,
+        state,
+    } = user;
+    let spec = group.draw(rng);
+    let op = spec.kind();
+    // The `_id`s a template or the steps insert, acknowledged however the operation ends.
+    let mut issued = Vec::new();
+    let req = match spec {
+        OpSpec::Template(_) | OpSpec::Steps(_) => {
+            let mut lookup = GroupLookup {
+                keys,
+                pick,
+                document: gen,
+            };
+            let mut cx = Cx {
+                rng,
+                lookup: &mut lookup,
+                now_ms: now_ms(),
+                user: *n,
+                state,
+            };
+            let mut docs = CollectionDocs {
+                keys,
+                document: gen,
+            };
+            if let OpSpec::Steps(s) = spec {
+                Request::Steps(s.build(&mut cx, &mut docs, &ctx.collections, &mut issued))
+            } else if let OpSpec::Template(t) = spec {
+                let req = t.build(&mut cx, &mut docs);
+                issued.clone_from(&req.issued);
+                Request::Template(req)
+            } else {
+                unreachable!("matched a template or steps above")
             }
-        };
-        let spec = group.draw(&mut rng);
-        let op = spec.kind();
-        // The `_id`s a template or the steps insert, acknowledged however the operation ends.
-        let mut issued = Vec::new();
-        let req = match spec {
-            OpSpec::Template(_) | OpSpec::Steps(_) => {
-                let mut lookup = GroupLookup {
-                    keys,
-                    pick: &mut pick,
-                    document: gen,
-                };
-                let mut cx = Cx {
-                    rng: &mut rng,
-                    lookup: &mut lookup,
-                    now_ms: now_ms(),
-                    user: n,
-                    state: &mut state,
-                };
-                let mut docs = CollectionDocs {
-                    keys,
-                    document: gen,
-                };
-                if let OpSpec::Steps(s) = spec {
-                    Request::Steps(s.build(&mut cx, &mut docs, &ctx.collections, &mut issued))
-                } else if let OpSpec::Template(t) = spec {
-                    let req = t.build(&mut cx, &mut docs);
-                    issued.clone_from(&req.issued);
-                    Request::Template(req)
-                } else {
-                    unreachable!("matched a template or steps above")
-                }
-            }
-            _ => Request::build(spec, gen, keys, &mut pick, &mut rng),
-        };
-        // Acknowledged however the insert ends, even by a panic: a later `_id` is drawn only
-        // once every insert before it has ended.
-        let mut req = req;
-        let _ack = Ack(keys, req.inserted_id(), issued);
-        // What the audit will check of it, read before the request is sent away; abandoned
-        // at a stop, it is filed as in doubt.
-        let pending = ctx
-            .audit
-            .as_ref()
-            .and_then(|a| crate::audit::Pending::new(a, group.index, &mut req));
-        let started = Instant::now();
-        let out = match tokio::time::timeout(ctx.op_timeout, ctx.backend.execute(group.handle, req))
-            .await
-        {
+        }
+        _ => Request::build(spec, gen, keys, pick, rng),
+    };
+    // Acknowledged however the insert ends, even by a panic: a later `_id` is drawn only
+    // once every insert before it has ended.
+    let mut req = req;
+    let _ack = Ack(keys, req.inserted_id(), issued);
+    // What the audit will check of it, read before the request is sent away; abandoned at a
+    // stop, it is filed as in doubt.
+    let pending = ctx
+        .audit
+        .as_ref()
+        .and_then(|a| crate::audit::Pending::new(a, group.index, &mut req));
+    let started = Instant::now();
+    let out =
+        match tokio::time::timeout(ctx.op_timeout, ctx.backend.execute(group.handle, req)).await {
             Ok(out) => out,
             Err(_) => {
                 let mut out = Outcome::timed_out(ctx.op_timeout);
@@ -172,44 +194,41 @@ pub(super) async fn virtual_user<B: Backend>(
                 out
             }
         };
-        let elapsed = started.elapsed();
-        if let Some(p) = pending {
-            p.settle(crate::audit::Done {
-                error: out.error.as_ref().map(|e| e.class),
-                tx: out.extra.as_ref().and_then(|x| x.tx).map(|t| t.state),
-                matched: out.matched,
-                deleted: out.deleted,
-            });
-        }
-        let start_us = ctx.clock.epoch_us(started);
-        let sample = Sample {
-            group: group_id,
-            op,
-            mixed,
-            thread,
-            start_us,
-            intended_us: due.map_or(start_us, |d| ctx.clock.epoch_us(d)),
-            elapsed_us: elapsed.as_micros() as u64,
-            late,
-            warmup: due.unwrap_or(started) < warmup_end,
-            sent: out.sent,
-            received: out.received,
+    let elapsed = started.elapsed();
+    if let Some(p) = pending {
+        p.settle(crate::audit::Done {
+            error: out.error.as_ref().map(|e| e.class),
+            tx: out.extra.as_ref().and_then(|x| x.tx).map(|t| t.state),
             matched: out.matched,
-            modified: out.modified,
-            extra: out.extra,
-            docs: OpDocs::new(
-                out.returned,
-                out.inserted,
-                out.updated,
-                out.upserted,
-                out.deleted,
-            ),
-            error: out.error,
-        };
-        if ctx.samples.send(sample).await.is_err() {
-            break;
-        }
+            deleted: out.deleted,
+        });
     }
+    let start_us = ctx.clock.epoch_us(started);
+    let sample = Sample {
+        group: group_id,
+        op,
+        mixed: !group.mix.is_empty(),
+        thread: *n + 1,
+        start_us,
+        intended_us: due.map_or(start_us, |d| ctx.clock.epoch_us(d)),
+        elapsed_us: elapsed.as_micros() as u64,
+        late,
+        warmup: due.unwrap_or(started) < warmup_end,
+        sent: out.sent,
+        received: out.received,
+        matched: out.matched,
+        modified: out.modified,
+        extra: out.extra,
+        docs: OpDocs::new(
+            out.returned,
+            out.inserted,
+            out.updated,
+            out.upserted,
+            out.deleted,
+        ),
+        error: out.error,
+    };
+    ctx.samples.send(sample).await.is_ok()
 }
 
 /// A distinct, reproducible stream per virtual user (splitmix64 of seed, group and user).
@@ -273,7 +292,7 @@ mod tests {
             op_timeout: std::time::Duration::from_secs(1),
             audit: None,
         });
-        virtual_user(Arc::new(group), 0, ctx, Instant::now(), None).await;
+        virtual_user(Arc::new(group), 0, ctx, Instant::now()).await;
         let sample = rx.recv().await.expect("the user's one sample");
         assert_eq!(usize::from(sample.group), index);
     }

@@ -336,6 +336,7 @@ pub fn merge(logs: &[PathBuf], length: Duration, out: &Path, tool: &str) -> Resu
                     .into_iter()
                     .map(|(tag, users, errors)| Activity { tag, users, errors })
                     .collect(),
+                spares: Default::default(),
             };
             if tx.blocking_send(batch).is_err() {
                 break; // the writer failed; `finish` says why

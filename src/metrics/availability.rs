@@ -262,7 +262,7 @@ mod tests {
         let mut s = Sample::at(at_ms * 1000, 1000);
         s.error = Some(Box::new(OpError {
             class,
-            message: String::new(),
+            message: String::new().into(),
         }));
         s
     }

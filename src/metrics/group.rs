@@ -26,8 +26,18 @@ pub struct Timing {
 
 impl Default for Timing {
     fn default() -> Self {
+        Self::with(new_histogram())
+    }
+}
+
+impl Timing {
+    /// An empty timing around `hist`, emptied first (a histogram used again).
+    pub fn with(mut hist: Histogram<u64>) -> Self {
+        if !hist.is_empty() {
+            hist.reset();
+        }
         Self {
-            hist: new_histogram(),
+            hist,
             sum_us: 0,
             min_us: u64::MAX,
             max_us: 0,
@@ -223,9 +233,16 @@ impl DocCounts {
 
 impl Default for GroupMetrics {
     fn default() -> Self {
+        Self::with_timings(Timing::default(), Timing::default())
+    }
+}
+
+impl GroupMetrics {
+    /// Empty metrics around the given (empty) timings: histograms used again.
+    pub fn with_timings(latency: Timing, service: Timing) -> Self {
         Self {
-            latency: Timing::default(),
-            service: Timing::default(),
+            latency,
+            service,
             samples: 0,
             errors: 0,
             first_start_us: u64::MAX,
@@ -298,10 +315,11 @@ impl GroupMetrics {
         if let Some(e) = &s.error {
             self.errors += 1;
             *self.errors_by_class.entry(e.class).or_default() += 1;
-            if let Some(n) = self.messages.get_mut(&e.message) {
+            let message = e.message.as_str();
+            if let Some(n) = self.messages.get_mut(message.as_ref()) {
                 *n += 1;
             } else if self.messages.len() < MAX_MESSAGES {
-                self.messages.insert(e.message.clone(), 1);
+                self.messages.insert(message.into_owned(), 1);
             }
         }
     }

@@ -1,9 +1,57 @@
 //! Interval histograms: what the recorder hands to the interval log (`latency.hlog`) at the end
 //! of each `--hdr-interval`, and the tags that name them.
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
+
+use super::group::Timing;
+
+/// Histograms an interval is done with (written to the interval log, or not logged), back for
+/// the recorder to empty and use again instead of allocating new ones (about 184 KiB each).
+/// `Spares::default()` keeps none (a merge's interval log, whose histograms are not reused).
+#[derive(Debug, Clone, Default)]
+pub struct Spares(Option<Arc<Mutex<Vec<Histogram<u64>>>>>);
+
+/// Most histograms kept for use again.
+const MAX_SPARES: usize = 256;
+
+impl Spares {
+    /// A pool that keeps what it is given.
+    pub fn keeping() -> Self {
+        Spares(Some(Default::default()))
+    }
+
+    pub fn give(&self, h: Histogram<u64>) {
+        if let Some(pool) = &self.0 {
+            let mut spares = pool.lock().unwrap_or_else(|e| e.into_inner());
+            if spares.len() < MAX_SPARES {
+                spares.push(h);
+            }
+        }
+    }
+
+    /// An empty timing: a spare histogram emptied, or a new one.
+    pub fn timing(&self) -> Timing {
+        let spare = self
+            .0
+            .as_ref()
+            .and_then(|pool| pool.lock().unwrap_or_else(|e| e.into_inner()).pop());
+        spare.map_or_else(Timing::default, Timing::with)
+    }
+
+    /// Histograms kept now.
+    pub fn len(&self) -> usize {
+        self.0.as_ref().map_or(0, |pool| {
+            pool.lock().unwrap_or_else(|e| e.into_inner()).len()
+        })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
 
 /// One interval: a histogram per series that had operations, and what each group did.
 #[derive(Debug, Clone)]
@@ -13,6 +61,8 @@ pub struct IntervalBatch {
     pub duration: Duration,
     pub hists: Vec<IntervalHist>,
     pub activity: Vec<Activity>,
+    /// Where the histograms go once written.
+    pub spares: Spares,
 }
 
 /// One interval's histogram of one series.

@@ -5,6 +5,7 @@
 //! or decides when a run stops (a `Watch` from the executor does).
 
 pub mod availability;
+pub mod clock;
 pub mod group;
 pub mod interval;
 pub mod label;
@@ -13,6 +14,7 @@ pub mod recorder;
 pub mod row;
 pub mod sample;
 
+pub use clock::Clock;
 pub use group::{decode, encode, new_histogram, GroupMetrics, Timing};
 pub use interval::{Activity, IntervalBatch, IntervalHist, Series};
 pub use label::Label;

@@ -70,6 +70,10 @@ pub struct Recorder {
     pub availability: super::availability::Availability,
     /// Shown the run's totals at the end of each interval and at the end (live metrics).
     pub feed: Option<Box<dyn IntervalCheck>>,
+    /// The samples' clock: intervals and the watcher's window are read on it.
+    pub clock: super::Clock,
+    /// Histograms done with, used again for the next intervals.
+    pub spares: super::interval::Spares,
 }
 
 /// What the recorder measured, by group index, and what went wrong inside it.
@@ -87,12 +91,6 @@ const LOG_BATCH: usize = 4096;
 const LOG_FLUSH: Duration = Duration::from_millis(200);
 /// How often the watcher is checked when no sample arrives.
 const WATCH_TICK: Duration = Duration::from_secs(1);
-
-fn now_us() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_micros() as u64)
-}
 
 /// The text of a panic's payload.
 pub fn panic_message(payload: &(dyn Any + Send)) -> String {
@@ -127,7 +125,7 @@ impl Recorder {
         let mut st = State {
             interval: fresh(n),
             interval_warm: fresh(n),
-            interval_start_us: now_us(),
+            interval_start_us: self.clock.now_us(),
             interval_started: started,
             window: fresh(n),
             total: fresh(n),
@@ -147,7 +145,12 @@ impl Recorder {
                         break;
                     }
                     let recorded = catch_unwind(AssertUnwindSafe(|| {
-                        for s in &batch {
+                        for s in &mut batch {
+                            // A failure's message becomes text here, once, off the user's path.
+                            if let Some(e) = s.error.as_mut() {
+                                e.message.text();
+                            }
+                            let s = &*s;
                             self.availability.observe(s);
                             let into = if s.warmup { &mut st.interval_warm } else { &mut st.interval };
                             if let Some(m) = into.get_mut(usize::from(s.group)) {
@@ -158,7 +161,7 @@ impl Recorder {
                                 w.observe(s);
                             }
                         }
-                        self.watch.as_mut().is_some_and(|w| w.check(now_us()))
+                        self.watch.as_mut().is_some_and(|w| w.check(self.clock.now_us()))
                     }));
                     match recorded {
                         Ok(true) => self.watch = None,
@@ -194,7 +197,7 @@ impl Recorder {
                     }
                 }
                 _ = watch_tick.tick(), if self.watch.is_some() => {
-                    if self.watch.as_mut().is_some_and(|w| w.check(now_us())) {
+                    if self.watch.as_mut().is_some_and(|w| w.check(self.clock.now_us())) {
                         self.watch = None;
                     }
                 }
@@ -236,7 +239,7 @@ impl Recorder {
     fn close_interval(&self, st: &mut State) -> IntervalBatch {
         let start_epoch_us = st.interval_start_us;
         let duration = st.interval_started.elapsed();
-        st.interval_start_us = now_us();
+        st.interval_start_us = self.clock.now_us();
         st.interval_started = Instant::now();
         let mut out = Vec::new();
         let mut activity = Vec::new();
@@ -246,8 +249,15 @@ impl Recorder {
                 hist: timing.hist,
             })
         };
-        // Only the groups that ran in this interval are taken (and given fresh histograms).
-        let used = |m: &mut GroupMetrics| (m.samples > 0).then(|| std::mem::take(m));
+        // Only the groups that ran in this interval are taken, and given histograms the
+        // interval log is done with.
+        let spares = &self.spares;
+        let used = |m: &mut GroupMetrics| {
+            (m.samples > 0).then(|| {
+                let empty = GroupMetrics::with_timings(spares.timing(), spares.timing());
+                std::mem::replace(m, empty)
+            })
+        };
         let mut all: Option<(Timing, Timing)> = None;
         for g in 0..self.names.len() {
             let name = &self.names[g];
@@ -267,23 +277,33 @@ impl Recorder {
                 if self.live.is_some() {
                     st.window[g].merge(&m);
                 }
-                let (lat, svc) = all.get_or_insert_with(Default::default);
+                let (lat, svc) = all.get_or_insert_with(|| (spares.timing(), spares.timing()));
                 lat.merge(&m.latency);
                 // svc:TOTAL is the service time of the open-loop groups.
                 if open {
                     svc.merge(&m.service);
                 }
                 // A group that mixes operations: each kind's series too (`group:get`).
-                for (kind, k) in &m.kinds {
-                    let label = super::Label::kind(name, kind.clone()).to_string();
-                    entry(tag(&label, Series::Latency, false), k.latency.clone());
+                let GroupMetrics {
+                    latency,
+                    service,
+                    kinds,
+                    ..
+                } = m;
+                for (kind, k) in kinds {
+                    let label = super::Label::kind(name, kind).to_string();
+                    entry(tag(&label, Series::Latency, false), k.latency);
                     if open {
-                        entry(tag(&label, Series::Service, false), k.service.clone());
+                        entry(tag(&label, Series::Service, false), k.service);
+                    } else {
+                        spares.give(k.service.hist);
                     }
                 }
-                entry(tag(name, Series::Latency, false), m.latency);
+                entry(tag(name, Series::Latency, false), latency);
                 if open {
-                    entry(tag(name, Series::Service, false), m.service);
+                    entry(tag(name, Series::Service, false), service);
+                } else {
+                    spares.give(service.hist);
                 }
             }
             if let Some(w) = used(&mut st.interval_warm[g]) {
@@ -295,6 +315,8 @@ impl Recorder {
                 entry(tag(name, Series::Latency, true), w.latency);
                 if open {
                     entry(tag(name, Series::Service, true), w.service);
+                } else {
+                    spares.give(w.service.hist);
                 }
             }
         }
@@ -302,6 +324,8 @@ impl Recorder {
             entry(tag("TOTAL", Series::Latency, false), lat);
             if self.open_loop.iter().any(|o| *o) {
                 entry(tag("TOTAL", Series::Service, false), svc);
+            } else {
+                spares.give(svc.hist);
             }
         }
         IntervalBatch {
@@ -309,6 +333,7 @@ impl Recorder {
             duration,
             hists: out,
             activity,
+            spares: spares.clone(),
         }
     }
 
@@ -337,10 +362,16 @@ impl Recorder {
 }
 
 async fn to_hlog(hlog: &Option<mpsc::Sender<IntervalBatch>>, closed: IntervalBatch) {
-    if let Some(hlog) = hlog {
-        if !closed.hists.is_empty() || !closed.activity.is_empty() {
+    match hlog {
+        Some(hlog) if !closed.hists.is_empty() || !closed.activity.is_empty() => {
             // The writer only goes away after an I/O error, which its `finish` reports.
             let _ = hlog.send(closed).await;
+        }
+        // Not logged: the histograms are used again at once.
+        _ => {
+            for h in closed.hists {
+                closed.spares.give(h.hist);
+            }
         }
     }
 }
@@ -388,6 +419,8 @@ mod tests {
             hlog,
             availability: Default::default(),
             feed: None,
+            clock: Default::default(),
+            spares: crate::metrics::interval::Spares::keeping(),
         }
     }
 
@@ -407,6 +440,40 @@ mod tests {
         assert!(recorded.failures[0].contains("watcher broke"));
         // The third sample was recorded before the watcher saw it; none is lost.
         assert_eq!(recorded.groups[0].samples, 5);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn histograms_used_again_hold_only_their_own_intervals_samples() {
+        let (tx, rx) = mpsc::channel(16);
+        let (htx, mut hrx) = mpsc::channel::<IntervalBatch>(16);
+        let r = recorder(None, Some(htx));
+        let spares = r.spares.clone();
+        let task = tokio::spawn(r.run(rx));
+        // The interval log's part: each histogram read, then given back at once.
+        let log = tokio::spawn(async move {
+            let mut lens = Vec::new();
+            while let Some(batch) = hrx.recv().await {
+                for h in batch.hists {
+                    if h.tag == "g" {
+                        lens.push(h.hist.len());
+                    }
+                    batch.spares.give(h.hist);
+                }
+            }
+            lens
+        });
+        for i in 0..50u64 {
+            tx.send(Sample::at(i * 100_000, 1000 + i)).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        drop(tx);
+        let recorded = task.await.unwrap();
+        let lens = log.await.unwrap();
+        // One sample every 100 ms: 10 in each whole interval, none counted twice.
+        assert_eq!(lens.iter().sum::<u64>(), 50, "{lens:?}");
+        assert!(lens.iter().all(|n| *n <= 11), "{lens:?}");
+        assert_eq!(recorded.groups[0].samples, 50);
+        assert!(!spares.is_empty(), "histograms came back to be used again");
     }
 
     #[tokio::test(start_paused = true)]
@@ -460,6 +527,8 @@ mod cost {
             hlog: None,
             availability: Default::default(),
             feed: None,
+            clock: Default::default(),
+            spares: crate::metrics::interval::Spares::keeping(),
         };
         let mut st = State {
             interval: fresh(4),

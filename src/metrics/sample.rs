@@ -62,7 +62,83 @@ impl From<ErrorClass> for &'static str {
 #[derive(Debug, Clone)]
 pub struct OpError {
     pub class: ErrorClass,
-    pub message: String,
+    pub message: ErrorText,
+}
+
+/// A failure's message: the error itself as the virtual user caught it, made into one line
+/// without passwords (`text`) by the recorder, off the virtual user's path, once.
+#[derive(Clone)]
+pub enum ErrorText {
+    Text(String),
+    Caught(std::sync::Arc<dyn std::fmt::Display + Send + Sync>),
+}
+
+/// Longest message kept of a failure, in bytes.
+const MAX_MESSAGE_BYTES: usize = 300;
+
+impl ErrorText {
+    /// The message, made into its text once.
+    pub fn text(&mut self) -> &str {
+        if let ErrorText::Caught(e) = self {
+            *self = ErrorText::Text(one_line(&e.to_string()));
+        }
+        match self {
+            ErrorText::Text(t) => t,
+            ErrorText::Caught(_) => unreachable!("made into text above"),
+        }
+    }
+
+    /// The message's text (made now, not kept, when `text` has not made it yet).
+    pub fn as_str(&self) -> std::borrow::Cow<'_, str> {
+        match self {
+            ErrorText::Text(t) => std::borrow::Cow::Borrowed(t),
+            ErrorText::Caught(e) => std::borrow::Cow::Owned(one_line(&e.to_string())),
+        }
+    }
+}
+
+/// One line without passwords, at most `MAX_MESSAGE_BYTES` (cut at a character).
+fn one_line(message: &str) -> String {
+    let mut message = crate::redact::redact(message).replace(['\n', '\t'], " ");
+    if message.len() > MAX_MESSAGE_BYTES {
+        let cut = (0..=MAX_MESSAGE_BYTES)
+            .rev()
+            .find(|i| message.is_char_boundary(*i))
+            .unwrap_or(0);
+        message.truncate(cut);
+        message.push_str("...");
+    }
+    message
+}
+
+impl std::fmt::Debug for ErrorText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", self.as_str())
+    }
+}
+
+impl std::fmt::Display for ErrorText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.as_str())
+    }
+}
+
+impl PartialEq<&str> for ErrorText {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl From<String> for ErrorText {
+    fn from(s: String) -> Self {
+        ErrorText::Text(s)
+    }
+}
+
+impl From<&str> for ErrorText {
+    fn from(s: &str) -> Self {
+        ErrorText::Text(s.to_string())
+    }
 }
 
 /// A group plan's position among all groups of the plan (`GroupPlan::index`), as a sample

@@ -38,7 +38,7 @@ pub async fn read(
                 return Err(format!(
                     "the server did not answer the read-back within {}s: {}",
                     AUDIT_PATIENCE.as_secs(),
-                    super::classify::classify(&e).message
+                    super::classify::classify(e).message
                 ))
             }
             Err(_) => {

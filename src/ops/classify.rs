@@ -8,8 +8,9 @@ use crate::metrics::{ErrorClass, OpError};
 /// NotPrimaryOrSecondary, PrimarySteppedDown, InterruptedDueToReplStateChange.
 const NOT_PRIMARY: [i32; 5] = [10107, 13435, 13436, 189, 11602];
 
-/// Maps a driver error to a class and a one-line message.
-pub fn classify(e: &mongodb::error::Error) -> OpError {
+/// Maps a driver error to a class, keeping the error for its message (made into text by the
+/// recorder, not by the virtual user).
+pub fn classify(e: mongodb::error::Error) -> OpError {
     let class = {
         match e.kind.as_ref() {
             ErrorKind::Io(io)
@@ -39,14 +40,8 @@ pub fn classify(e: &mongodb::error::Error) -> OpError {
             _ => ErrorClass::Other,
         }
     };
-    let mut message = crate::redact::redact(&e.to_string()).replace(['\n', '\t'], " ");
-    if message.len() > 300 {
-        let cut = (0..=300)
-            .rev()
-            .find(|i| message.is_char_boundary(*i))
-            .unwrap_or(0);
-        message.truncate(cut);
-        message.push_str("...");
+    OpError {
+        class,
+        message: crate::metrics::sample::ErrorText::Caught(std::sync::Arc::new(e)),
     }
-    OpError { class, message }
 }

@@ -109,12 +109,24 @@ impl Outcome {
         Outcome {
             error: Some(Box::new(crate::metrics::OpError {
                 class: crate::metrics::ErrorClass::Timeout,
-                message: format!(
-                    "no reply within the operation timeout of {} (op_timeout, --op-timeout)",
-                    humantime::format_duration(limit)
-                ),
+                message: crate::metrics::sample::ErrorText::Caught(std::sync::Arc::new(TimedOut(
+                    limit,
+                ))),
             })),
             ..Outcome::default()
         }
+    }
+}
+
+/// A timeout's message, written out by the recorder.
+struct TimedOut(std::time::Duration);
+
+impl std::fmt::Display for TimedOut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "no reply within the operation timeout of {} (op_timeout, --op-timeout)",
+            humantime::format_duration(self.0)
+        )
     }
 }

@@ -102,7 +102,7 @@ impl Backend for MongoBackend {
                 let mut session = match self.session(on, user).await {
                     Ok(s) => s,
                     Err(e) => {
-                        out.error = Some(Box::new(super::classify::classify(&e)));
+                        out.error = Some(Box::new(super::classify::classify(e)));
                         return out;
                     }
                 };
@@ -116,7 +116,7 @@ impl Backend for MongoBackend {
                 if let Err(e) =
                     super::template::execute(to, t, &mut out, None, Some(&mut session)).await
                 {
-                    out.error = Some(Box::new(super::classify::classify(&e)));
+                    out.error = Some(Box::new(super::classify::classify(e)));
                 }
                 self.keep(on, user, session);
                 out
@@ -131,7 +131,7 @@ impl Backend for MongoBackend {
                     measure: self.measure,
                 };
                 if let Err(e) = super::template::execute(on, t, &mut out, None, None).await {
-                    out.error = Some(Box::new(super::classify::classify(&e)));
+                    out.error = Some(Box::new(super::classify::classify(e)));
                 }
                 out
             }
@@ -214,7 +214,7 @@ impl MongoBackend {
                 Ok(s) => s,
                 Err(e) => {
                     return Outcome {
-                        error: Some(Box::new(super::classify::classify(&e))),
+                        error: Some(Box::new(super::classify::classify(e.clone()))),
                         ..Outcome::default()
                     }
                 }
@@ -222,13 +222,13 @@ impl MongoBackend {
             let (mut out, sent) = self.run_steps(on, &req, Some(&mut session)).await;
             self.keep(on, req.user, session);
             if let Err(e) = sent {
-                out.error = Some(Box::new(super::classify::classify(&e)));
+                out.error = Some(Box::new(super::classify::classify(e)));
             }
             return out;
         }
         let (mut out, sent) = self.run_steps(on, &req, None).await;
         if let Err(e) = sent {
-            out.error = Some(Box::new(super::classify::classify(&e)));
+            out.error = Some(Box::new(super::classify::classify(e)));
         }
         out
     }
@@ -358,7 +358,7 @@ impl MongoBackend {
             Ok(s) => s,
             Err(e) => {
                 return Outcome {
-                    error: Some(Box::new(super::classify::classify(&e))),
+                    error: Some(Box::new(super::classify::classify(e.clone()))),
                     extra: Some(Box::new(SampleExtra {
                         tx: Some(crate::metrics::sample::TxSample {
                             state: crate::metrics::sample::TxState::Aborted,
@@ -396,7 +396,7 @@ impl MongoBackend {
         };
         let failed = |e: &mongodb::error::Error, tx: TxSample, first: Option<u32>| {
             let mut out = Outcome {
-                error: Some(Box::new(super::classify::classify(e))),
+                error: Some(Box::new(super::classify::classify(e.clone()))),
                 ..Outcome::default()
             };
             ended(&mut out, tx, first);
@@ -627,9 +627,8 @@ pub fn collection_named(
 }
 
 fn bson_len(d: &Document) -> u32 {
-    // A filter or update of a few fields; the driver serializes it again, which costs about as
-    // much as this. Sizes above 4 GiB cannot occur (BSON's own limit is 16 MiB).
-    RawDocumentBuf::from_document(d).map_or(0, |r| r.as_bytes().len() as u32)
+    // Counted, not encoded again beside the driver. BSON's own limit is 16 MiB.
+    crate::workload::size::document(d) as u32
 }
 
 /// Reads a cursor to its end: whether it found anything, and (when measuring) the bytes.
@@ -788,7 +787,7 @@ pub async fn execute(coll: &Collection<RawDocumentBuf>, req: Request, measure: b
     }
     .await;
     if let Err(e) = result {
-        out.error = Some(Box::new(super::classify::classify(&e)));
+        out.error = Some(Box::new(super::classify::classify(e)));
     }
     out
 }

@@ -39,7 +39,7 @@ fn raw(d: &Document) -> RawDocumentBuf {
 }
 
 fn bytes(d: &Document) -> u32 {
-    raw(d).as_bytes().len() as u32
+    crate::workload::size::document(d) as u32
 }
 
 fn update_of(b: Bson) -> mongodb::options::UpdateModifications {

@@ -80,6 +80,8 @@ impl IntervalLog {
                         log.write_histogram(&h.hist, start, batch.duration, Tag::new(&h.tag))
                             .map_err(|e| fail(std::io::Error::other(format!("{e:?}"))))?;
                         lines += 1;
+                        // Back to the recorder, to be emptied and used again.
+                        batch.spares.give(h.hist);
                     }
                     if !batch.activity.is_empty() {
                         log.write_comment(&activity_comment(start, batch.duration, &batch.activity))

@@ -60,9 +60,9 @@ pub(super) fn format_jtl(out: &mut String, l: &Logged, groups: &[String], url: &
         None => ("200".to_string(), "OK".to_string(), "true", String::new()),
         Some(e) => (
             e.class.as_str().to_string(),
-            csv(&e.message),
+            csv(&e.message.as_str()),
             "false",
-            csv(&e.message),
+            csv(&e.message.as_str()),
         ),
     };
     let _ = writeln!(

@@ -284,7 +284,7 @@ pub struct TemplateRequest {
 /// document template.
 pub trait Documents {
     fn issue(&mut self) -> i64;
-    fn fill(&mut self, doc: &mut Document, cx: &mut Cx<'_>);
+    fn fill(&mut self, doc: &mut RawDocumentBuf, cx: &mut Cx<'_>);
 }
 
 impl TemplateOp {
@@ -307,12 +307,13 @@ impl TemplateOp {
                     }
                 }
                 None => {
+                    // The collection's document, built in its bytes.
                     let id = docs.issue();
                     issued.push(id);
-                    let mut d = Document::new();
-                    d.insert("_id", id);
+                    let mut d = RawDocumentBuf::new();
+                    d.append("_id", id);
                     docs.fill(&mut d, cx);
-                    d
+                    return d;
                 }
             };
             // Field names were checked when the profile was read; a generated value cannot

@@ -182,11 +182,44 @@ impl Shared {
 pub struct Chooser {
     dist: KeyDist,
     shared: Arc<Shared>,
+    /// `latest`: the item counts and zetas of this user's last draws (the key space, and a
+    /// filter field's choices), the most recent first; grown by the user itself while the
+    /// count grows by a little (no lock), from the group's when by much.
+    zetas: [(u64, f64); 2],
 }
+
+/// Items a user sums itself to grow its zeta; more are taken from the group's.
+const OWN_ZETA_TERMS: u64 = 1024;
 
 impl Chooser {
     pub fn new(dist: KeyDist, shared: Arc<Shared>) -> Chooser {
-        Chooser { dist, shared }
+        Chooser {
+            dist,
+            shared,
+            zetas: [(0, 0.0); 2],
+        }
+    }
+
+    fn zeta_of(&mut self, n: u64) -> f64 {
+        let near = |&(m, _): &(u64, f64)| m > 0 && m <= n && n - m <= OWN_ZETA_TERMS;
+        let (i, z) = match self.zetas.iter().position(near) {
+            Some(i) => {
+                let (m, z) = self.zetas[i];
+                (
+                    i,
+                    if m == n {
+                        z
+                    } else {
+                        zeta_from(m, z, n, ZIPFIAN_CONSTANT)
+                    },
+                )
+            }
+            // The older entry gives way.
+            None => (1, self.shared.zeta_of(n)),
+        };
+        self.zetas[i] = (n, z);
+        self.zetas.swap(0, i);
+        z
     }
 
     /// An item in `0..n` (n > 0) of a list that does not grow (a filter field's choices).
@@ -220,7 +253,7 @@ impl Chooser {
                 }
             }
             KeyDist::Latest => {
-                let zetan = self.shared.zeta_of(n);
+                let zetan = self.zeta_of(n);
                 n - 1 - zipf_rank(n, zetan, ZIPFIAN_CONSTANT, rng.random())
             }
             KeyDist::Sequential => self.shared.next.fetch_add(1, Ordering::Relaxed) % n,

@@ -9,7 +9,7 @@
 //! - `{ int = [lo, hi] }`, `{ float = [lo, hi] }`: uniform, inclusive of both ends for int;
 //! - any other table: a nested document of generators.
 
-use mongodb::bson::{Bson, Document};
+use mongodb::bson::{Bson, Document, RawBson, RawDocumentBuf};
 use rand::Rng;
 
 use super::distribution::Chooser;
@@ -38,6 +38,9 @@ pub enum Gen {
 #[derive(Debug, Clone, Default)]
 pub struct DocGen {
     pub fields: Vec<(String, Gen)>,
+    /// By field: a literal's value or a choice's values already in BSON's bytes, so a raw
+    /// document (`fill_raw`) copies them instead of encoding them again.
+    raw: Vec<Vec<RawBson>>,
 }
 
 /// A generator problem: the key path (from `document`) and what is wrong.
@@ -156,7 +159,22 @@ impl DocGen {
             };
             fields.push((name.clone(), gen));
         }
-        Ok(DocGen { fields })
+        let raw = fields
+            .iter()
+            .map(|(_, g)| {
+                let values: &[Bson] = match g {
+                    Gen::Literal(b) => std::slice::from_ref(b),
+                    Gen::Choice(c) | Gen::Paired(_, c) => c,
+                    _ => &[],
+                };
+                // Checked above: every literal encodes (no NUL, no `$` key, within the size).
+                values
+                    .iter()
+                    .map(|b| RawBson::try_from(b.clone()).unwrap_or(RawBson::Null))
+                    .collect()
+            })
+            .collect();
+        Ok(DocGen { fields, raw })
     }
 
     /// Index of a top-level field by name.
@@ -250,7 +268,7 @@ impl DocGen {
     }
 
     /// Adds the generated fields (all, or `only` those) to `doc`. Templates in it generate
-    /// without `^Key` or `^Field` values and with a fresh `^Inc` state: `fill_cx` gives them
+    /// without `^Key` or `^Field` values and with a fresh `^Inc` state: `fill_raw` gives them
     /// the user's.
     pub fn fill(&self, doc: &mut Document, only: Option<&[usize]>, rng: &mut impl Rng) {
         let mut state = super::template::UserState::default();
@@ -269,10 +287,84 @@ impl DocGen {
         self.fill_picked(doc, only, None, &mut cx)
     }
 
-    /// Adds every generated field to `doc`, templates generating with `cx` (the user's lookups,
-    /// time and `^Inc` counters); everything random is drawn from `cx.rng`.
-    pub fn fill_cx(&self, doc: &mut Document, cx: &mut super::template::Cx<'_>) {
-        self.fill_picked(doc, None, None, cx)
+    /// A document to insert with `_id` `id`, in BSON's bytes: what `fill` makes, with the same
+    /// draws.
+    pub fn raw_with_id(&self, id: i64, rng: &mut impl Rng) -> RawDocumentBuf {
+        let mut state = super::template::UserState::default();
+        let mut lookup = super::template::NoLookup;
+        let mut cx = super::template::Cx {
+            rng,
+            lookup: &mut lookup,
+            now_ms: if self.has_templates() {
+                super::lookup::now_ms()
+            } else {
+                0
+            },
+            user: 0,
+            state: &mut state,
+        };
+        let mut doc = RawDocumentBuf::new();
+        doc.append("_id", id);
+        self.fill_raw(&mut doc, &mut cx);
+        doc
+    }
+
+    /// Appends every generated field to a raw document, as `fill` does to a `Document` (the
+    /// same draws in the same order, so a seed makes the same documents): an insert's
+    /// document built in the bytes it is sent in, without a `Document` to encode again.
+    pub fn fill_raw(&self, doc: &mut RawDocumentBuf, cx: &mut super::template::Cx<'_>) {
+        let mut picked = [usize::MAX; MAX_PAIRED_LEVEL];
+        let mut pick = |i: usize, n: usize, rng: &mut &mut dyn rand::RngCore| -> usize {
+            if i < MAX_PAIRED_LEVEL {
+                if picked[i] == usize::MAX {
+                    picked[i] = rand::Rng::random_range(rng, 0..n);
+                }
+                picked[i]
+            } else {
+                rand::Rng::random_range(rng, 0..n)
+            }
+        };
+        for (i, (name, gen)) in self.fields.iter().enumerate() {
+            // A literal or a choice: its bytes copied from the ones made when the profile
+            // was read.
+            let mut cached =
+                |j: usize, values: &[Bson]| match self.raw.get(i).and_then(|r| r.get(j)) {
+                    Some(r) => doc.append_ref(name, r.as_raw_bson_ref()),
+                    None => doc.append(
+                        name,
+                        RawBson::try_from(values[j].clone()).unwrap_or(RawBson::Null),
+                    ),
+                };
+            match gen {
+                Gen::Literal(b) => cached(0, std::slice::from_ref(b)),
+                Gen::Choice(c) => {
+                    let j = pick(i, c.len(), &mut cx.rng);
+                    cached(j, c)
+                }
+                Gen::Paired(src, values) => {
+                    let j = pick(*src, values.len(), &mut cx.rng);
+                    cached(j, values)
+                }
+                Gen::Int(lo, hi) => doc.append(name, cx.rng.random_range(*lo..=*hi)),
+                Gen::Float(lo, hi) => doc.append(
+                    name,
+                    if lo < hi {
+                        cx.rng.random_range(*lo..*hi)
+                    } else {
+                        *lo
+                    },
+                ),
+                Gen::Nested(g) => {
+                    let mut d = RawDocumentBuf::new();
+                    g.fill_raw(&mut d, cx);
+                    doc.append(name, d)
+                }
+                Gen::Template(t) => doc.append(
+                    name,
+                    RawBson::try_from(t.generate(cx)).unwrap_or(RawBson::Null),
+                ),
+            }
+        }
     }
 
     fn has_templates(&self) -> bool {
@@ -503,30 +595,7 @@ fn to_bson(v: &toml::Value, key: &str, depth: usize) -> Result<Bson, GenError> {
 
 /// BSON bytes of a value (without its element's type byte and key).
 fn bson_value_bytes(b: &Bson) -> usize {
-    match b {
-        Bson::String(s) => 4 + s.len() + 1,
-        Bson::Int32(_) => 4,
-        Bson::Int64(_) | Bson::Double(_) => 8,
-        Bson::Boolean(_) => 1,
-        Bson::Array(a) => {
-            4 + a
-                .iter()
-                .enumerate()
-                .map(|(i, v)| 1 + i.to_string().len() + 1 + bson_value_bytes(v))
-                .sum::<usize>()
-                + 1
-        }
-        Bson::Document(d) => {
-            4 + d
-                .iter()
-                .map(|(k, v)| 1 + k.len() + 1 + bson_value_bytes(v))
-                .sum::<usize>()
-                + 1
-        }
-        // Literals come from TOML: nothing else occurs; a generous bound if it ever does.
-        other => mongodb::bson::to_vec(&mongodb::bson::doc! { "v": other.clone() })
-            .map_or(MAX_DOCUMENT_BYTES, |v| v.len()),
-    }
+    super::size::value(b)
 }
 #[cfg(test)]
 mod tests {

@@ -1,7 +1,7 @@
 //! The key space: which `_id`s exist, for the operations that pick an existing document.
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use rand::Rng;
@@ -20,14 +20,23 @@ pub struct KeySpace {
     next: AtomicI64,
     /// How many of them, from the first, have completed (`acknowledge`).
     acked: AtomicI64,
-    /// Completed out of order, waiting for the ones before them.
+    /// Completed out of order within `WINDOW` of `acked`, waiting for the ones before them:
+    /// slot `k % WINDOW` holds `k + 1` (0 when free). No lock: the common case of a user's
+    /// insert ending while a few others are in flight.
+    window: Box<[AtomicI64]>,
+    /// Completed further ahead than the window (an insert stalled while many others went on).
     ahead: Mutex<BTreeSet<i64>>,
+    /// How many are in `ahead`: the lock is taken only when some are.
+    ahead_len: AtomicUsize,
     /// The items when the first draw was made: what the scrambled zipfian hashes onto.
     fixed: OnceLock<i64>,
     base: i64,
     stride: i64,
     offset: i64,
 }
+
+/// Completions ahead of `acked` that need no lock.
+const WINDOW: usize = 4096;
 
 impl Default for KeySpace {
     fn default() -> Self {
@@ -45,7 +54,9 @@ impl KeySpace {
         KeySpace {
             next: AtomicI64::new(0),
             acked: AtomicI64::new(0),
+            window: (0..WINDOW).map(|_| AtomicI64::new(0)).collect(),
             ahead: Mutex::new(BTreeSet::new()),
+            ahead_len: AtomicUsize::new(0),
             fixed: OnceLock::new(),
             base: first,
             stride: i64::from(count.max(1)),
@@ -60,23 +71,58 @@ impl KeySpace {
     /// The insert of `id` (issued here) completed, whether it succeeded or not.
     pub fn acknowledge(&self, id: i64) {
         let k = (id - self.base - self.offset) / self.stride;
-        let mut ahead = self.ahead.lock().unwrap_or_else(|e| e.into_inner());
-        let mut done = self.acked.load(Ordering::Acquire);
+        // SeqCst here and in `advance`: a completion filed while another user advances past
+        // the slot before it is seen by one of the two.
+        let done = self.acked.load(Ordering::SeqCst);
         if k < done {
             return;
         }
-        ahead.insert(k);
-        while ahead.remove(&done) {
-            done += 1;
+        if k - done < WINDOW as i64 {
+            // `acked` cannot pass k before k is filed, so the slot's last holder (k - WINDOW,
+            // below `acked`) has left it.
+            self.window[k as usize % WINDOW].store(k + 1, Ordering::SeqCst);
+        } else {
+            let mut ahead = self.ahead.lock().unwrap_or_else(|e| e.into_inner());
+            ahead.insert(k);
+            self.ahead_len.fetch_add(1, Ordering::SeqCst);
         }
-        self.acked.store(done, Ordering::Release);
+        self.advance();
+    }
+
+    /// Moves `acked` past every completion that follows it.
+    fn advance(&self) {
+        loop {
+            let a = self.acked.load(Ordering::SeqCst);
+            // Only the one who empties slot `a` while it holds `a` moves `acked` from `a`.
+            let slot = &self.window[a as usize % WINDOW];
+            if slot
+                .compare_exchange(a + 1, 0, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+            {
+                self.acked.store(a + 1, Ordering::SeqCst);
+                continue;
+            }
+            if self.ahead_len.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            let mut ahead = self.ahead.lock().unwrap_or_else(|e| e.into_inner());
+            // Checked again under the lock: `acked` may have moved meanwhile.
+            let a = self.acked.load(Ordering::SeqCst);
+            if !ahead.remove(&a) {
+                return;
+            }
+            self.ahead_len.fetch_sub(1, Ordering::SeqCst);
+            drop(ahead);
+            // Held by no slot (it was filed too far ahead), so no one else can move from `a`.
+            self.acked.store(a + 1, Ordering::SeqCst);
+        }
     }
 
     /// Every `_id` issued so far has completed (after a preload batch).
     pub fn acknowledge_all(&self) {
         let _ahead = self.ahead.lock().unwrap_or_else(|e| e.into_inner());
         self.acked
-            .store(self.next.load(Ordering::Relaxed), Ordering::Release);
+            .store(self.next.load(Ordering::Relaxed), Ordering::SeqCst);
     }
 
     /// One past the `_id`s issued so far (by every part, when they go at the same pace).

@@ -15,6 +15,7 @@ pub mod keys;
 pub mod lookup;
 pub mod op;
 pub mod request;
+pub mod size;
 pub mod template;
 
 pub use distribution::{Chooser, KeyDist};

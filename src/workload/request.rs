@@ -69,8 +69,8 @@ impl super::command::Documents for CollectionDocs<'_> {
     fn issue(&mut self) -> i64 {
         self.keys.issue()
     }
-    fn fill(&mut self, doc: &mut Document, cx: &mut super::template::Cx<'_>) {
-        self.document.fill_cx(doc, cx)
+    fn fill(&mut self, doc: &mut mongodb::bson::RawDocumentBuf, cx: &mut super::template::Cx<'_>) {
+        self.document.fill_raw(doc, cx)
     }
 }
 
@@ -130,15 +130,7 @@ impl Request {
             u
         };
         match op {
-            OpSpec::Insert => {
-                let mut doc = Document::new();
-                doc.insert("_id", keys.issue());
-                gen.fill(&mut doc, None, rng);
-                // A generated document always serializes: keys are TOML keys, values plain BSON.
-                let raw = mongodb::bson::RawDocumentBuf::from_document(&doc)
-                    .expect("generated document is valid BSON");
-                Request::Insert(raw)
-            }
+            OpSpec::Insert => Request::Insert(gen.raw_with_id(keys.issue(), rng)),
             OpSpec::Find {
                 filter,
                 limit,

@@ -89,8 +89,11 @@ impl<B: Backend + Clone> Session<'_, B> {
         // must not stop later runs of --repeat.
         let run_stop = self.stop.child_token();
         let stopped_early: Arc<OnceLock<StopReason>> = Arc::new(OnceLock::new());
+        // One clock for the samples and the recorder's intervals and windows.
+        let clock = Clock::new();
         let recorder = tokio::spawn(
             self.recorder(
+                clock,
                 bars.clone(),
                 Arc::clone(&active),
                 &run_stop,
@@ -126,7 +129,7 @@ impl<B: Backend + Clone> Session<'_, B> {
             missed: (0..groups).map(|_| AtomicU64::new(0)).collect(),
             key_state: (0..groups).map(|_| Default::default()).collect(),
             seed,
-            clock: Clock::new(),
+            clock,
             op_timeout: plan.target.op_timeout,
             audit: audit.as_ref().map(|a| a.auditor.clone()),
         });
@@ -234,6 +237,7 @@ impl<B: Backend + Clone> Session<'_, B> {
     /// The recorder of one run: the error-rate stop watches it, the live lines hang on it.
     pub(super) fn recorder(
         &self,
+        clock: Clock,
         bars: Option<MultiProgress>,
         active: Arc<Vec<AtomicU32>>,
         run_stop: &CancellationToken,
@@ -281,6 +285,8 @@ impl<B: Backend + Clone> Session<'_, B> {
             Box::new(crate::exporter::Feed::new(l, Arc::clone(&active))) as Box<dyn IntervalCheck>
         });
         Recorder {
+            clock,
+            spares: crate::metrics::interval::Spares::keeping(),
             feed,
             availability: crate::metrics::availability::Availability::new(
                 plan.groups().count(),

@@ -1,4 +1,6 @@
-//! Wall-clock microseconds for sample times, read from the monotonic (tokio) clock.
+//! Wall-clock microseconds for sample times, read from the monotonic (tokio) clock: one origin
+//! for the run, so the samples' times, the recorder's intervals and the error-rate window are on
+//! one clock, which a step of the wall clock during the run does not move.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -19,6 +21,11 @@ impl Clock {
             origin: Instant::now(),
             origin_epoch_us: since.as_micros() as u64,
         }
+    }
+
+    /// Now, on this clock.
+    pub fn now_us(&self) -> u64 {
+        self.epoch_us(Instant::now())
     }
 
     pub fn epoch_us(&self, at: Instant) -> u64 {

@@ -1,0 +1,207 @@
+//! Open loop without a task per virtual user: one task per group takes each slot of the
+//! group's schedule when it falls due and hands it to an idle user, whose operation runs as a
+//! task of its own until it ends; the user is then idle again. An idle user is only its state
+//! (`User`, made the first time it is needed), so a million users cost what their operations in
+//! flight cost, not a million tasks. Users take turns: those never needed yet go first, then the
+//! ones that came back, in the order they came back. A slot that finds every user busy waits for
+//! the first to come back and counts as late.
+
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+
+use super::pacer::Schedule;
+use super::user::{one_op, User};
+use super::Context;
+use crate::metrics::panic_message;
+use crate::ops::Backend;
+use crate::plan::{GroupPlan, StopAt};
+
+/// How often the users started during the ramp-up are counted.
+const RAMP_TICK: Duration = Duration::from_millis(10);
+
+/// The group's started users, taken off its active count however the group ends.
+struct Started<'a>(&'a AtomicU32, u32);
+
+impl Started<'_> {
+    fn up_to(&mut self, n: u32) {
+        if n > self.1 {
+            self.0.fetch_add(n - self.1, Ordering::Relaxed);
+            self.1 = n;
+        }
+    }
+}
+
+impl Drop for Started<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(self.1, Ordering::Relaxed);
+    }
+}
+
+/// Says which user's operation panicked: its task's id and the user's number, filed while the
+/// panic unwinds (only then: nothing on an operation's way).
+struct Panicked {
+    n: u32,
+    into: Arc<Mutex<Vec<(tokio::task::Id, u32)>>>,
+}
+
+impl Drop for Panicked {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.into
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push((tokio::task::id(), self.n));
+        }
+    }
+}
+
+/// Runs an open-loop group to its end: its users started over the ramp-up, then every slot of
+/// its schedule until its duration or loops are over or the run stops. Returns each user whose
+/// operation panicked, named as `run_stage` names them.
+pub(super) async fn group<B: Backend>(
+    group: Arc<GroupPlan>,
+    ctx: Arc<Context<B>>,
+    group_start: Instant,
+    schedule: Arc<Schedule>,
+) -> Vec<String> {
+    let mut failures = Vec::new();
+    tokio::select! {
+        _ = tokio::time::sleep_until(group_start) => {}
+        _ = ctx.stop.cancelled() => return failures,
+    }
+    // Users start at their ramp-up offsets (user n at ramp_up * n / threads), as closed-loop
+    // users do; the schedule's first slot comes after the last of them.
+    let threads = group.threads;
+    let mut started = Started(&ctx.active[group.index], 0);
+    let ramp = group.ramp_up.as_secs_f64();
+    loop {
+        let since = Instant::now().saturating_duration_since(group_start);
+        let due = if ramp <= 0.0 || since.as_secs_f64() >= ramp {
+            threads
+        } else {
+            ((since.as_secs_f64() / ramp * f64::from(threads)) as u32 + 1).min(threads)
+        };
+        started.up_to(due);
+        if started.1 >= threads {
+            break;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(RAMP_TICK) => {}
+            _ = ctx.stop.cancelled() => return failures,
+        }
+    }
+
+    let deadline = match group.stop {
+        StopAt::Duration(d) => Some(group_start + d),
+        StopAt::Loops(_) => None,
+    };
+    let warmup_end = group_start + group.warmup;
+    let (back, mut idle) = mpsc::unbounded_channel::<User>();
+    let gone = Arc::new(AtomicBool::new(false));
+    let panicked: Arc<Mutex<Vec<(tokio::task::Id, u32)>>> = Default::default();
+    let mut made = 0u32;
+    let mut ops = JoinSet::new();
+    loop {
+        while let Some(ended) = ops.try_join_next_with_id() {
+            note_panic(ended, &panicked, &group, &mut failures);
+        }
+        if ctx.stop.is_cancelled() || gone.load(Ordering::Relaxed) {
+            break;
+        }
+        let Some((_, due)) = schedule.claim() else {
+            break;
+        };
+        if deadline.is_some_and(|d| due >= d) {
+            break;
+        }
+        if due > Instant::now() {
+            tokio::select! {
+                _ = tokio::time::sleep_until(due) => {}
+                _ = ctx.stop.cancelled() => break,
+            }
+        }
+        // An idle user: one never needed yet, or the one that came back first.
+        let (mut user, late) = if made < threads {
+            made += 1;
+            (User::new(&group, made - 1, &ctx), false)
+        } else if let Ok(u) = idle.try_recv() {
+            (u, false)
+        } else {
+            // Every user is busy: the slot waits for the first to come back.
+            let far =
+                deadline.unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400 * 365));
+            let user = tokio::select! {
+                u = idle.recv() => u,
+                _ = tokio::time::sleep_until(far) => None,
+                _ = ctx.stop.cancelled() => None,
+            };
+            match user {
+                Some(u) => (u, true),
+                None => break,
+            }
+        };
+        schedule.start();
+        let (group, ctx, back, gone) = (
+            Arc::clone(&group),
+            Arc::clone(&ctx),
+            back.clone(),
+            Arc::clone(&gone),
+        );
+        let marker = Panicked {
+            n: user.number(),
+            into: Arc::clone(&panicked),
+        };
+        ops.spawn(async move {
+            let _marker = marker;
+            if one_op(&group, &mut user, &ctx, Some(due), late, warmup_end).await {
+                let _ = back.send(user);
+            } else {
+                // The recorder is gone: nothing more can be recorded.
+                gone.store(true, Ordering::Relaxed);
+            }
+        });
+    }
+    // Operations in flight end on their own (bounded by the operation timeout); at a stop,
+    // `run_stage` aborts this task after its grace, and with it every one of them.
+    while let Some(ended) = ops.join_next_with_id().await {
+        note_panic(ended, &panicked, &group, &mut failures);
+    }
+    failures
+}
+
+fn note_panic(
+    ended: Result<(tokio::task::Id, ()), tokio::task::JoinError>,
+    panicked: &Mutex<Vec<(tokio::task::Id, u32)>>,
+    group: &GroupPlan,
+    failures: &mut Vec<String>,
+) {
+    let Err(e) = ended else { return };
+    if !e.is_panic() {
+        return;
+    }
+    let id = e.id();
+    let n = panicked
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .find(|(t, _)| *t == id)
+        .map(|(_, n)| *n);
+    let message = panic_message(e.into_panic().as_ref());
+    failures.push(match n {
+        Some(n) => format!(
+            "virtual user {} of group `{}` ({}) panicked: {message}",
+            n + 1,
+            group.name,
+            group.op.kind()
+        ),
+        None => format!(
+            "a virtual user of group `{}` panicked: {message}",
+            group.name
+        ),
+    });
+}
