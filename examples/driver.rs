@@ -4,6 +4,7 @@
 //! one tokio task per user, one shared counter. The limit the tool is measured against.
 //!
 //! Usage: cargo run --release --example driver -- WORKLOAD URI USERS LOOPS|DURATION [RATE]
+//!        cargo run --release --example driver -- count URI COLLECTION   (documents in it)
 //!   WORKLOAD  insert     insertOne of the `insert` profile's city documents (`_id` 0, 1, ...)
 //!             find       find by `city` (limit 50, read to the end) on 10,000 preloaded
 //!                        documents indexed on `city`, as the `find` profile
@@ -95,6 +96,14 @@ enum Stop {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
+    if let [_, count, uri, name] = args.as_slice() {
+        if count == "count" {
+            let client = Client::with_uri_str(uri).await?;
+            let coll: Collection<RawDocumentBuf> = client.database("mongo_stress").collection(name);
+            println!("{}", coll.count_documents(doc! {}).await?);
+            return Ok(());
+        }
+    }
     let (workload, uri, users, length, rate) = match args.as_slice() {
         [_, w, u, n, l] => (w, u, n, l, None),
         [_, w, u, n, l, r] => (w, u, n, l, Some(r.parse::<f64>()?)),
@@ -171,6 +180,9 @@ async fn main() -> anyhow::Result<()> {
                 }
                 if let Some(p) = period {
                     let due = start + p.mul_f64(slot.fetch_add(1, Ordering::Relaxed) as f64);
+                    if matches!(stop, Stop::At(t) if due >= t) {
+                        break;
+                    }
                     tokio::time::sleep_until(due.into()).await;
                 }
                 let sent = match workload {

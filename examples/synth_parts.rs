@@ -104,6 +104,7 @@ fn write_part(plan: &RunPlan, dir: &Path, seconds: u64, rate: u64) -> anyhow::Re
             duration: Duration::from_secs(1),
             hists,
             activity,
+            spares: Default::default(),
         })?;
     }
     drop(tx);

@@ -37,7 +37,7 @@ pub async fn main(cli: Cli) -> Result<i32, Error> {
             let checked = match &uri {
                 Some(uri) => {
                     let connected =
-                        crate::ops::connect::connect(uri, plan.target.pool_size).await?;
+                        crate::ops::connect::connect(uri, plan.target.pool_size, false).await?;
                     Some(crate::ops::explain::check(&plan, &connected.client).await?)
                 }
                 None => None,

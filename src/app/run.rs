@@ -362,7 +362,8 @@ impl Server {
                 (Some(s), uri)
             }
         };
-        let connected = match connect::connect(&uri, plan.target.pool_size).await {
+        let open_loop = plan.groups().any(|g| g.rate.is_some());
+        let connected = match connect::connect(&uri, plan.target.pool_size, open_loop).await {
             Ok(c) => c,
             Err(e) => {
                 if let Some(s) = embedded {

@@ -57,6 +57,9 @@ pub struct Context<B> {
     pub op_timeout: Duration,
     /// The write audit's ledger (`--audit`): each write the audit can check, as it ended.
     pub audit: Option<crate::audit::Auditor>,
+    /// Open loop: one permit per connection of the driver's pool (`pool_size`), held by each
+    /// operation in flight, so a slot that finds every connection busy waits without a task.
+    pub pool: Arc<tokio::sync::Semaphore>,
 }
 
 /// Runs one stage to its end, or until `ctx.stop` fires and in-flight operations had

@@ -3,8 +3,10 @@
 //! task of its own until it ends; the user is then idle again. An idle user is only its state
 //! (`User`, made the first time it is needed), so a million users cost what their operations in
 //! flight cost, not a million tasks. Users take turns: those never needed yet go first, then the
-//! ones that came back, in the order they came back. A slot that finds every user busy waits for
-//! the first to come back and counts as late.
+//! ones that came back, in the order they came back. An operation also holds one of the pool's
+//! connections (`Context::pool`, as many as `pool_size`) while it runs, so users beyond the pool
+//! wait here, as a count, not as tasks queued in the driver. A slot that finds every user or
+//! every connection busy waits for the first to come back and counts as late.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -145,6 +147,26 @@ pub(super) async fn group<B: Backend>(
                 None => break,
             }
         };
+        // A connection of the pool: waited for here, not by a task of the operation's own.
+        let (connection, late) = match Arc::clone(&ctx.pool).try_acquire_owned() {
+            Ok(p) => (p, late),
+            Err(_) => {
+                let far =
+                    deadline.unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400 * 365));
+                let permit = tokio::select! {
+                    p = Arc::clone(&ctx.pool).acquire_owned() => p.ok(),
+                    _ = tokio::time::sleep_until(far) => None,
+                    _ = ctx.stop.cancelled() => None,
+                };
+                match permit {
+                    Some(p) => (p, true),
+                    None => {
+                        let _ = back.send(user);
+                        break;
+                    }
+                }
+            }
+        };
         schedule.start();
         let (group, ctx, back, gone) = (
             Arc::clone(&group),
@@ -158,7 +180,8 @@ pub(super) async fn group<B: Backend>(
         };
         ops.spawn(async move {
             let _marker = marker;
-            if one_op(&group, &mut user, &ctx, Some(due), late, warmup_end).await {
+            let _connection = connection;
+            if one_op(&group, &mut user, &ctx, Some(due), late, warmup_end, None).await {
                 let _ = back.send(user);
             } else {
                 // The recorder is gone: nothing more can be recorded.

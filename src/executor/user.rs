@@ -2,6 +2,7 @@
 //! (loops, duration, or the run's stop token), pacing them in open loop, timing each one and
 //! handing the sample to the recorder.
 
+use std::future::Future;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
@@ -96,6 +97,7 @@ pub(super) async fn virtual_user<B: Backend>(
     let _active = Active(active);
     let mut user = User::new(&group, n, &ctx);
     let warmup_end = group_start + group.warmup;
+    let mut timer = Box::pin(tokio::time::sleep(ctx.op_timeout));
     for _ in 0..loops {
         if ctx.stop.is_cancelled() {
             break;
@@ -103,16 +105,26 @@ pub(super) async fn virtual_user<B: Backend>(
         if deadline.is_some_and(|d| Instant::now() >= d) {
             break;
         }
-        if !one_op(&group, &mut user, &ctx, None, false, warmup_end).await {
+        if !one_op(
+            &group,
+            &mut user,
+            &ctx,
+            None,
+            false,
+            warmup_end,
+            Some(&mut timer),
+        )
+        .await
+        {
             break;
         }
     }
     Vec::new()
 }
 
-/// One operation of `user`: built, sent (bounded by the operation timeout), timed and handed
-/// to the recorder; `due` is its slot in open loop, `late` whether it waited for a user. False
-/// once the recorder is gone.
+/// One operation of `user`: built, sent (bounded by the operation timeout, on the user's own
+/// `timer` when it has one), timed and handed to the recorder; `due` is its slot in open loop,
+/// `late` whether it waited for a user or a connection. False once the recorder is gone.
 pub(super) async fn one_op<B: Backend>(
     group: &GroupPlan,
     user: &mut User,
@@ -120,6 +132,7 @@ pub(super) async fn one_op<B: Backend>(
     due: Option<Instant>,
     late: bool,
     warmup_end: Instant,
+    timer: Option<&mut std::pin::Pin<Box<tokio::time::Sleep>>>,
 ) -> bool {
     // A plan would need 2^32 group plans (each with its histograms) to fail this.
     let group_id = GroupId::try_from(group.index).expect("fewer than 2^32 group plans");
@@ -176,24 +189,60 @@ pub(super) async fn one_op<B: Backend>(
         .as_ref()
         .and_then(|a| crate::audit::Pending::new(a, group.index, &mut req));
     let started = Instant::now();
-    let out =
-        match tokio::time::timeout(ctx.op_timeout, ctx.backend.execute(group.handle, req)).await {
-            Ok(out) => out,
-            Err(_) => {
-                let mut out = Outcome::timed_out(ctx.op_timeout);
-                // Abandoned mid-transaction: whether it committed is not known.
-                if matches!(spec, OpSpec::Steps(s) if s.transaction) {
-                    out.extra = Some(Box::new(crate::metrics::sample::SampleExtra {
-                        tx: Some(crate::metrics::sample::TxSample {
-                            state: crate::metrics::sample::TxState::InDoubt,
-                            ..Default::default()
-                        }),
-                        ..Default::default()
-                    }));
+    let replied = match timer {
+        // Closed loop: the user's one timer, armed at some operation's deadline; when it fires
+        // before this one's, it is moved on to it. An operation that ends in time (nearly all)
+        // moves no timer, and the timer is polled once per operation (to hold the task's
+        // waker) and again only once it has fired.
+        Some(timer) => {
+            let sent = ctx.backend.execute(group.handle, req);
+            tokio::pin!(sent);
+            let mut watching = false;
+            std::future::poll_fn(|cx| {
+                if let std::task::Poll::Ready(out) = sent.as_mut().poll(cx) {
+                    return std::task::Poll::Ready(Some(out));
                 }
-                out
+                while !watching || timer.is_elapsed() {
+                    match timer.as_mut().poll(cx) {
+                        std::task::Poll::Pending => watching = true,
+                        std::task::Poll::Ready(()) => {
+                            let due = started + ctx.op_timeout;
+                            if Instant::now() >= due {
+                                return std::task::Poll::Ready(None);
+                            }
+                            timer.as_mut().reset(due);
+                            watching = false;
+                        }
+                    }
+                }
+                std::task::Poll::Pending
+            })
+            .await
+        }
+        // Open loop: boxed, as the driver's futures are large and an operation's task is made
+        // (moved into place) for each operation.
+        None => {
+            let sent = Box::pin(ctx.backend.execute(group.handle, req));
+            tokio::time::timeout(ctx.op_timeout, sent).await.ok()
+        }
+    };
+    let out = match replied {
+        Some(out) => out,
+        None => {
+            let mut out = Outcome::timed_out(ctx.op_timeout);
+            // Abandoned mid-transaction: whether it committed is not known.
+            if matches!(spec, OpSpec::Steps(s) if s.transaction) {
+                out.extra = Some(Box::new(crate::metrics::sample::SampleExtra {
+                    tx: Some(crate::metrics::sample::TxSample {
+                        state: crate::metrics::sample::TxState::InDoubt,
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }));
             }
-        };
+            out
+        }
+    };
     let elapsed = started.elapsed();
     if let Some(p) = pending {
         p.settle(crate::audit::Done {
@@ -291,6 +340,7 @@ mod tests {
             clock: Clock::new(),
             op_timeout: std::time::Duration::from_secs(1),
             audit: None,
+            pool: Arc::new(tokio::sync::Semaphore::new(1)),
         });
         virtual_user(Arc::new(group), 0, ctx, Instant::now()).await;
         let sample = rx.recv().await.expect("the user's one sample");

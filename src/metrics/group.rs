@@ -279,22 +279,37 @@ pub fn kind_row_of(label: &Label, group: &str) -> Option<OpName> {
 
 impl GroupMetrics {
     pub fn record(&mut self, s: &Sample) {
+        self.record_with(s, &super::interval::Spares::default());
+    }
+
+    /// `record`, a kind's first sample of the interval taking its histograms from `spares`.
+    pub fn record_with(&mut self, s: &Sample, spares: &super::interval::Spares) {
+        let kind = |kinds: &mut BTreeMap<OpName, GroupMetrics>, name: &OpName| {
+            if !kinds.contains_key(name) {
+                let m = GroupMetrics::with_timings(spares.timing(), spares.timing());
+                kinds.insert(name.clone(), m);
+            }
+        };
         if s.mixed {
-            self.kinds.entry(s.op.clone()).or_default().record_one(s);
+            kind(&mut self.kinds, &s.op);
+            if let Some(m) = self.kinds.get_mut(&s.op) {
+                m.record_one(s);
+            }
         }
         // Steps: each its own row's time (`group:step`), and a transaction's first attempt.
         if let Some(e) = &s.extra {
             for (name, us) in &e.steps {
-                self.kinds
-                    .entry(name.clone())
-                    .or_default()
-                    .record_latency(s.start_us, u64::from(*us));
+                kind(&mut self.kinds, name);
+                if let Some(m) = self.kinds.get_mut(name) {
+                    m.record_latency(s.start_us, u64::from(*us));
+                }
             }
             if let Some(us) = e.first_attempt_us {
-                self.kinds
-                    .entry(OpName::from(FIRST_ATTEMPT))
-                    .or_default()
-                    .record_latency(s.start_us, u64::from(us));
+                let name = OpName::from(FIRST_ATTEMPT);
+                kind(&mut self.kinds, &name);
+                if let Some(m) = self.kinds.get_mut(&name) {
+                    m.record_latency(s.start_us, u64::from(us));
+                }
             }
         }
         self.record_one(s);

@@ -154,7 +154,7 @@ impl Recorder {
                             self.availability.observe(s);
                             let into = if s.warmup { &mut st.interval_warm } else { &mut st.interval };
                             if let Some(m) = into.get_mut(usize::from(s.group)) {
-                                m.record(s);
+                                m.record_with(s, &self.spares);
                             }
                             // The warm-up is kept out of the exit code, and so of the error-rate stop.
                             if let (Some(w), false) = (self.watch.as_mut(), s.warmup) {

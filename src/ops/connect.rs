@@ -78,13 +78,18 @@ pub async fn monitor(uri: &str) -> Result<Client, Error> {
     Client::with_options(opts).map_err(|e| bad_options(&shown, &e))
 }
 
-pub async fn connect(uri: &str, pool_size: u32) -> Result<Connected, Error> {
+/// Connects with a pool of `pool_size`; `warm` opens all of it before the load (open loop: the
+/// schedule never waits on a new connection, and memory is flat from the start).
+pub async fn connect(uri: &str, pool_size: u32, warm: bool) -> Result<Connected, Error> {
     let shown = redact(uri);
     let mut opts = parse(uri).await?;
     opts.app_name.get_or_insert_with(|| "mongo-stress".into());
     opts.server_selection_timeout.get_or_insert(DEFAULT_TIMEOUT);
     opts.connect_timeout.get_or_insert(DEFAULT_TIMEOUT);
     opts.max_pool_size = Some(pool_size);
+    if warm {
+        opts.min_pool_size = Some(pool_size);
+    }
     let timeout = opts.server_selection_timeout.unwrap_or(DEFAULT_TIMEOUT);
     let asked = Asked {
         tls: matches!(opts.tls, Some(Tls::Enabled(_))),

@@ -338,6 +338,10 @@ pub struct GroupInfo {
     /// The key distribution, when not uniform.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keys: Option<String>,
+    /// Open loop: the connections its operations can have at once (the driver's pool,
+    /// `pool_size`); a slot that finds them all busy waits, and starts late.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool_size: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -415,6 +419,7 @@ pub fn group_info(plan: &RunPlan) -> Vec<GroupInfo> {
                     StopAt::Loops(_) => None,
                 },
                 rate: g.rate,
+                pool_size: g.rate.map(|_| plan.target.pool_size),
                 mix: g
                     .mix
                     .iter()

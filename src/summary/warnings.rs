@@ -141,8 +141,24 @@ pub fn compute(s: &Summary) -> Vec<Warning> {
                     Some(run.run),
                     Some(g.name.clone()),
                     format!(
-                        "{} of {} operations started late (all {} users busy), up to {:.2} ms behind the schedule; at {rate}/s and a service p99 of {:.2} ms, about {needed:.0} users are needed (rate x service time)",
-                        row.late, row.samples, g.threads, row.max_behind_ms, row.service_p99_ms
+                        "{} of {} operations started late ({}), up to {:.2} ms behind the schedule; at {rate}/s and a service p99 of {:.2} ms, about {needed:.0} {} are needed (rate x service time){}",
+                        row.late,
+                        row.samples,
+                        match g.pool_size {
+                            // More users than connections: the pool is what ran out.
+                            Some(p) if p < g.threads => format!("all {p} connections of the pool busy, with {} users", g.threads),
+                            _ => format!("all {} users busy", g.threads),
+                        },
+                        row.max_behind_ms,
+                        row.service_p99_ms,
+                        match g.pool_size {
+                            Some(p) if p < g.threads => "connections (pool_size)",
+                            _ => "users",
+                        },
+                        match g.pool_size {
+                            Some(p) if p < g.threads => ", or a server that answers faster",
+                            _ => "",
+                        },
                     ),
                 );
             }

@@ -96,8 +96,7 @@ impl<B: Backend + Clone> Session<'_, B> {
                 clock,
                 bars.clone(),
                 Arc::clone(&active),
-                &run_stop,
-                &stopped_early,
+                (&run_stop, &stopped_early),
                 log,
                 hlog,
             )
@@ -132,6 +131,7 @@ impl<B: Backend + Clone> Session<'_, B> {
             clock,
             op_timeout: plan.target.op_timeout,
             audit: audit.as_ref().map(|a| a.auditor.clone()),
+            pool: Arc::new(tokio::sync::Semaphore::new(plan.target.pool_size as usize)),
         });
         let started_at = now_rfc3339();
         let t0 = Instant::now();
@@ -234,14 +234,15 @@ impl<B: Backend + Clone> Session<'_, B> {
         result.failures = failures;
         result
     }
-    /// The recorder of one run: the error-rate stop watches it, the live lines hang on it.
+
+    /// The recorder of one run: the error-rate stop (with the run's stop token and where it
+    /// says why) watches it, the live lines hang on it.
     pub(super) fn recorder(
         &self,
         clock: Clock,
         bars: Option<MultiProgress>,
         active: Arc<Vec<AtomicU32>>,
-        run_stop: &CancellationToken,
-        stopped_early: &Arc<OnceLock<StopReason>>,
+        (run_stop, stopped_early): (&CancellationToken, &Arc<OnceLock<StopReason>>),
         log: Option<mpsc::Sender<Vec<Logged>>>,
         hlog: Option<mpsc::Sender<IntervalBatch>>,
     ) -> Recorder {
