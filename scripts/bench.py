@@ -11,7 +11,9 @@ import time
 
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 3
 DURATION = sys.argv[2] if len(sys.argv) > 2 else "10s"
-# Which parts to run: all by default; `template` only the template profile against the baseline;
+# Which parts to run: all by default; `parity` the throughput of insert, find and the template
+# profile against the bare driver; `instructions` the callgrind counts; `users` RSS with 10^4 to
+# 10^6 virtual users; `template` only the template profile against the bare driver;
 # `costs` runs only the costs of the sample log, the sampler
 # and the interval log; `hlog` only the interval log's; `monitor` only the cost of
 # --server-metrics (a real node_exporter, and an endpoint that never answers); `live` only the
@@ -88,7 +90,7 @@ def tool_cmd(profile, threads, length, *extra):
 def instructions():
     """Marginal instructions per operation, tool against the bare driver, with the per-second
     costs apart (see docs/performance.md). Each side runs each workload at two lengths (the
-    difference, so start-up cancels) under load, and at a trickle (20 operations a second) for
+    difference, so start-up cancels) under load, and at a trickle (2 operations a second) for
     10 s and 30 s. Under valgrind a run lasts far longer than natively, so what a side spends
     per second of run (the tool's intervals and interval log, the driver's monitors) would count
     as per-operation cost; the two differences give two equations, instructions = c x operations
@@ -112,7 +114,7 @@ def instructions():
           f"{'with the per-second costs apart:':>32} {'tool':>8} {'driver':>8} {'ratio':>6}  "
           f"{'per second, M:':>14} {'tool':>6} {'driver':>6}")
     out = {}
-    trickle_rate = 20
+    trickle_rate = 2
     for name, profile, workload, users, (short, long), rate in cases:
         extra = ["--rate", str(rate)] if rate else []
         drate = [str(rate)] if rate else []
@@ -148,13 +150,13 @@ try:
     uri = f"mongodb://{m.group(1)}/?directConnection=true"
     version = subprocess.run([SERVER, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
     print(f"server: {version}, {os.cpu_count()} cores shared with the client; {DURATION} per run, {ROUNDS} rounds")
-    if PARTS == "all":
+    if PARTS in ("all", "parity"):
         print(f"\n{'op':7} {'users':>5} {'round':>5}  {'tool/s':>9} {'driver/s':>9} {'ratio':>6}  "
               f"{'tool cpu':>9} {'drv cpu':>9} {'ratio':>6}  {'tool RSS':>8} {'drv RSS':>8}")
         print(f"{'':7} {'':>5} {'':>5}  {'':>9} {'':>9} {'':>6}  {'s/10k op':>9} {'s/10k op':>9} {'':>6}  "
               f"{'MB':>8} {'MB':>8}")
     lines = []
-    for op in (("insert", "find") if PARTS == "all" else ()):
+    for op in (("insert", "find") if PARTS in ("all", "parity") else ()):
         for users in (50, 500):
             tput, cpu = [], []
             for rnd in range(1, ROUNDS + 1):
@@ -175,7 +177,7 @@ try:
     print()
     print("\n".join(lines))
 
-    if PARTS in ("all", "template"):
+    if PARTS in ("all", "template", "parity"):
         # The profile's own operations (scripts/bench-template.toml) against the bare driver
         # sending the same kinds of commands (examples/driver.rs `template`).
         tpl = "scripts/bench-template.toml"
@@ -368,7 +370,7 @@ try:
               f"here: the work itself, measured in-process on the thread's CPU clock:)")
         print(subprocess.run(["target/release/examples/exporter_cost"], capture_output=True,
                              text=True, check=True).stdout, end="")
-    if PARTS in ("monitor", "template", "live", "instructions", "users"):
+    if PARTS in ("monitor", "template", "live", "instructions", "users", "parity"):
         sys.exit(0)
     # The interval log (latency.hlog) at 1 s intervals, 4 groups at once. Open loop at a rate the
     # server holds, so both variants send the same operations and CPU compares like for like

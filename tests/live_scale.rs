@@ -76,7 +76,13 @@ fn a_hundred_thousand_open_loop_users_start_fit_in_150_mb_and_count_true() {
         total["inserted"].as_u64().unwrap(),
         "the server's documents"
     );
-    assert!(samples > 4 * 2000 * 8 / 10, "{samples} of about 8,000");
+    // 4 s of slots at 2,000/s after the ramp-up: each one sent or counted as missed.
+    let missed = total["missed"].as_u64().unwrap();
+    assert!(samples > 1000, "{samples} sent");
+    assert!(
+        (samples + missed).abs_diff(8000) <= 1,
+        "{samples} sent + {missed} missed of 8,000 slots"
+    );
     // Every user started: the interval log's activity lines count them (`ins=USERS/ERRORS`).
     let hlog = std::fs::read_to_string(out.join("latency.hlog")).unwrap();
     let most = hlog

@@ -70,6 +70,8 @@ pub async fn run_stage<B: Backend>(stage: &Stage, ctx: &Arc<Context<B>>) -> Vec<
     let mut users = JoinSet::new();
     let mut who = HashMap::new();
     let mut paced = Vec::new();
+    // Open-loop groups file their users' panics here as they happen.
+    let open_failures: Arc<std::sync::Mutex<Vec<String>>> = Default::default();
     for group in &stage.groups {
         let group = Arc::new(group.clone());
         let group_start = start + group.start_delay;
@@ -83,6 +85,7 @@ pub async fn run_stage<B: Backend>(stage: &Stage, ctx: &Arc<Context<B>>) -> Vec<
                 Arc::clone(ctx),
                 group_start,
                 schedule,
+                Arc::clone(&open_failures),
             ));
             who.insert(task.id(), (Arc::clone(&group), 0));
             continue;
@@ -107,6 +110,9 @@ pub async fn run_stage<B: Backend>(stage: &Stage, ctx: &Arc<Context<B>>) -> Vec<
             }
         }
     }
+    failures.extend(std::mem::take(
+        &mut *open_failures.lock().unwrap_or_else(|e| e.into_inner()),
+    ));
     // Slots that fell due before a group's time ran out but found no user: never dropped
     // silently (an interruption is not the group's time running out).
     if !ctx.stop.is_cancelled() {
@@ -119,16 +125,9 @@ pub async fn run_stage<B: Backend>(stage: &Stage, ctx: &Arc<Context<B>>) -> Vec<
 
 type Who = HashMap<tokio::task::Id, (Arc<crate::plan::GroupPlan>, u32)>;
 
-async fn drain(users: &mut JoinSet<Vec<String>>, who: &Who, failures: &mut Vec<String>) {
+async fn drain(users: &mut JoinSet<()>, who: &Who, failures: &mut Vec<String>) {
     while let Some(ended) = users.join_next_with_id().await {
-        let e = match ended {
-            // An open-loop group names the users whose operations panicked.
-            Ok((_, failed)) => {
-                failures.extend(failed);
-                continue;
-            }
-            Err(e) => e,
-        };
+        let Err(e) = ended else { continue };
         if !e.is_panic() {
             continue; // aborted after the stop grace: not a failure of the user
         }

@@ -76,7 +76,7 @@ pub(super) async fn virtual_user<B: Backend>(
     n: u32,
     ctx: Arc<Context<B>>,
     group_start: Instant,
-) -> Vec<String> {
+) {
     let offset = group
         .ramp_up
         .mul_f64(f64::from(n) / f64::from(group.threads));
@@ -90,7 +90,7 @@ pub(super) async fn virtual_user<B: Backend>(
     };
     tokio::select! {
         _ = tokio::time::sleep_until(group_start + offset) => {}
-        _ = ctx.stop.cancelled() => return Vec::new(),
+        _ = ctx.stop.cancelled() => return,
     }
     let active = &ctx.active[group.index];
     active.fetch_add(1, Ordering::Relaxed);
@@ -105,21 +105,19 @@ pub(super) async fn virtual_user<B: Backend>(
         if deadline.is_some_and(|d| Instant::now() >= d) {
             break;
         }
-        if !one_op(
-            &group,
-            &mut user,
-            &ctx,
-            None,
-            false,
-            warmup_end,
-            Some(&mut timer),
-        )
-        .await
-        {
+        if !one_op(&group, &mut user, &ctx, None, warmup_end, Some(&mut timer)).await {
             break;
         }
     }
-    Vec::new()
+}
+
+/// An open-loop operation's slot: when it was due, whether it started late (it waited for a
+/// user or a connection, or came due while the group waited for one), and the connection of the
+/// pool it holds until its reply.
+pub(super) struct Slot {
+    pub due: Instant,
+    pub late: bool,
+    pub connection: tokio::sync::OwnedSemaphorePermit,
 }
 
 /// One operation of `user`: built, sent (bounded by the operation timeout, on the user's own
@@ -129,11 +127,14 @@ pub(super) async fn one_op<B: Backend>(
     group: &GroupPlan,
     user: &mut User,
     ctx: &Context<B>,
-    due: Option<Instant>,
-    late: bool,
+    slot: Option<Slot>,
     warmup_end: Instant,
     timer: Option<&mut std::pin::Pin<Box<tokio::time::Sleep>>>,
 ) -> bool {
+    let (due, late, connection) = match slot {
+        Some(s) => (Some(s.due), s.late, Some(s.connection)),
+        None => (None, false, None),
+    };
     // A plan would need 2^32 group plans (each with its histograms) to fail this.
     let group_id = GroupId::try_from(group.index).expect("fewer than 2^32 group plans");
     let keys: &KeySpace = &ctx.keys[group.collection];
@@ -203,7 +204,10 @@ pub(super) async fn one_op<B: Backend>(
                     return std::task::Poll::Ready(Some(out));
                 }
                 while !watching || timer.is_elapsed() {
-                    match timer.as_mut().poll(cx) {
+                    // Unconstrained: out of tokio's cooperative budget a sleep would return
+                    // Pending without holding the waker, and never be looked at again.
+                    let mut poll = tokio::task::unconstrained(timer.as_mut());
+                    match std::pin::Pin::new(&mut poll).poll(cx) {
                         std::task::Poll::Pending => watching = true,
                         std::task::Poll::Ready(()) => {
                             let due = started + ctx.op_timeout;
@@ -244,6 +248,9 @@ pub(super) async fn one_op<B: Backend>(
         }
     };
     let elapsed = started.elapsed();
+    // The connection is free again once the reply is in: handing the sample on is not the
+    // pool's wait.
+    drop(connection);
     if let Some(p) = pending {
         p.settle(crate::audit::Done {
             error: out.error.as_ref().map(|e| e.class),
@@ -345,6 +352,14 @@ mod tests {
         virtual_user(Arc::new(group), 0, ctx, Instant::now()).await;
         let sample = rx.recv().await.expect("the user's one sample");
         assert_eq!(usize::from(sample.group), index);
+    }
+
+    #[test]
+    fn an_idle_user_is_its_state_alone_a_few_hundred_bytes_at_most() {
+        // What an open-loop user that has run costs while it waits (one that has not run yet
+        // costs nothing): its random stream, key chooser and `^Inc` counters, no task.
+        let size = std::mem::size_of::<User>();
+        assert!(size <= 192, "{size} bytes");
     }
 
     #[test]

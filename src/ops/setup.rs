@@ -181,8 +181,7 @@ async fn set_up_one(
             let now_ms = crate::workload::lookup::now_ms();
             let docs: Vec<RawDocumentBuf> = (0..n)
                 .map(|_| {
-                    let mut d = RawDocumentBuf::new();
-                    d.append("_id", keys.issue());
+                    let id = keys.issue();
                     let mut lookup = NoLookup;
                     let mut cx = Cx {
                         rng: &mut rng,
@@ -191,8 +190,7 @@ async fn set_up_one(
                         user: 0,
                         state: &mut state,
                     };
-                    c.document.fill_raw(&mut d, &mut cx);
-                    d
+                    c.document.raw_doc(id, &mut cx)
                 })
                 .collect();
             coll.insert_many(docs)

@@ -284,7 +284,8 @@ pub struct TemplateRequest {
 /// document template.
 pub trait Documents {
     fn issue(&mut self) -> i64;
-    fn fill(&mut self, doc: &mut RawDocumentBuf, cx: &mut Cx<'_>);
+    /// The collection's document with `_id` `id`, in BSON's bytes.
+    fn fill(&mut self, id: i64, cx: &mut Cx<'_>) -> RawDocumentBuf;
 }
 
 impl TemplateOp {
@@ -310,10 +311,7 @@ impl TemplateOp {
                     // The collection's document, built in its bytes.
                     let id = docs.issue();
                     issued.push(id);
-                    let mut d = RawDocumentBuf::new();
-                    d.append("_id", id);
-                    docs.fill(&mut d, cx);
-                    return d;
+                    return docs.fill(id, cx);
                 }
             };
             // Field names were checked when the profile was read; a generated value cannot

@@ -188,8 +188,9 @@ pub struct Chooser {
     zetas: [(u64, f64); 2],
 }
 
-/// Items a user sums itself to grow its zeta; more are taken from the group's.
-const OWN_ZETA_TERMS: u64 = 1024;
+/// Items a user sums itself to grow its zeta; more are taken from the group's (summed once for
+/// the group, under its lock).
+const OWN_ZETA_TERMS: u64 = 32;
 
 impl Chooser {
     pub fn new(dist: KeyDist, shared: Arc<Shared>) -> Chooser {

@@ -303,9 +303,18 @@ impl DocGen {
             user: 0,
             state: &mut state,
         };
+        self.raw_doc(id, &mut cx)
+    }
+
+    /// A document with `_id` `id` and every generated field, in BSON's bytes; a template with
+    /// an `_id` field of its own keeps its own (as a `Document` would, the generated value
+    /// replacing the issued one).
+    pub fn raw_doc(&self, id: i64, cx: &mut super::template::Cx<'_>) -> RawDocumentBuf {
         let mut doc = RawDocumentBuf::new();
-        doc.append("_id", id);
-        self.fill_raw(&mut doc, &mut cx);
+        if !self.fields.iter().any(|(name, _)| name == "_id") {
+            doc.append("_id", id);
+        }
+        self.fill_raw(&mut doc, cx);
         doc
     }
 
@@ -753,6 +762,51 @@ mod tests {
         g.fill(&mut d, None, &mut rng);
         let real = mongodb::bson::to_vec(&d).unwrap().len();
         assert_eq!(real, ID_ELEMENT_BYTES + g.max_bytes());
+    }
+
+    #[test]
+    fn a_raw_document_is_the_document_fill_makes_with_the_same_draws() {
+        let g = gen(r#"
+            city = { choice = ["Guangzhou", "Shenzhen", "Dongguan"] }
+            pop = { paired_with = "city", choice = [1, 2, 3] }
+            loc = { x = { float = [1.0, 2.0] }, y = { int = [1, 9] }, tag = "t" }
+            state = "GD"
+            n = { "^RandomInt" = { min = 1, max = 100 } }
+        "#)
+        .unwrap();
+        for seed in 0..50 {
+            let mut a = rand::rngs::SmallRng::seed_from_u64(seed);
+            let mut b = rand::rngs::SmallRng::seed_from_u64(seed);
+            let mut d = Document::new();
+            d.insert("_id", 7_i64);
+            g.fill(&mut d, None, &mut a);
+            let raw = g.raw_with_id(7, &mut b);
+            assert_eq!(Document::try_from(raw.as_ref()).unwrap(), d, "seed {seed}");
+            assert_eq!(d.get_i64("pop").unwrap(), {
+                let c = d.get_str("city").unwrap();
+                ["Guangzhou", "Shenzhen", "Dongguan"]
+                    .iter()
+                    .position(|x| *x == c)
+                    .unwrap() as i64
+                    + 1
+            });
+        }
+    }
+
+    #[test]
+    fn a_template_with_its_own_id_keeps_it_in_a_raw_document() {
+        let g = gen("_id = { int = [5, 5] }
+city = \"a\"\n")
+        .unwrap();
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(1);
+        let raw = g.raw_with_id(99, &mut rng);
+        let ids: Vec<_> = raw
+            .iter()
+            .filter_map(|e| e.ok())
+            .filter(|(k, _)| *k == "_id")
+            .collect();
+        assert_eq!(ids.len(), 1, "one _id");
+        assert_eq!(raw.get_i64("_id").unwrap(), 5);
     }
 
     const CITIES_LITERAL: &str = r#"

@@ -69,8 +69,8 @@ impl super::command::Documents for CollectionDocs<'_> {
     fn issue(&mut self) -> i64 {
         self.keys.issue()
     }
-    fn fill(&mut self, doc: &mut mongodb::bson::RawDocumentBuf, cx: &mut super::template::Cx<'_>) {
-        self.document.fill_raw(doc, cx)
+    fn fill(&mut self, id: i64, cx: &mut super::template::Cx<'_>) -> mongodb::bson::RawDocumentBuf {
+        self.document.raw_doc(id, cx)
     }
 }
 
