@@ -75,10 +75,13 @@ impl EventMark {
     }
 }
 
-/// Every row taken, and what went wrong while taking or writing them.
+/// The rows the sink could not take, and what went wrong while taking or writing them. Rows
+/// the sink took are in its file (`resources.tsv`), read back from there for the summary, so a
+/// long run holds no row in memory; from a failed write on, the rows are kept here instead, so
+/// nothing measured is lost.
 #[derive(Debug, Default)]
 pub struct Sampled {
-    pub rows: Vec<ResourceRow>,
+    pub unwritten: Vec<ResourceRow>,
     pub failures: Vec<String>,
     /// How each `--server-metrics` endpoint answered.
     pub sources: Vec<MetricsSource>,
@@ -117,9 +120,9 @@ impl Sampler {
         Sampler { shared, stop, task }
     }
 
-    /// Every row taken so far.
-    pub fn rows(&self) -> Vec<ResourceRow> {
-        lock(&self.shared).rows.clone()
+    /// The rows taken so far that the sink could not take (after it failed).
+    pub fn unwritten(&self) -> Vec<ResourceRow> {
+        lock(&self.shared).unwritten.clone()
     }
 
     /// Stops sampling; returns every row taken and every failure.
@@ -198,7 +201,9 @@ async fn sample(
         let ((), host_rows) = tokio::join!(status.read(&target.client, &mut row, secs), scraped);
         row.hosts = host_rows;
         write_row(&mut sink, &row, &shared).await;
-        lock(&shared).rows.push(row);
+        if sink.is_none() {
+            lock(&shared).unwritten.push(row);
+        }
         if last {
             break;
         }
@@ -315,7 +320,7 @@ async fn read_local(
 }
 
 /// Hands `row` to the sink on the blocking pool; after a failure the sink is dropped (the rows
-/// are still kept for the summary) and the failure is reported at once and at the end.
+/// are then kept in memory for the summary) and the failure is reported at once and at the end.
 async fn write_row(
     sink: &mut Option<Box<dyn RowSink>>,
     row: &ResourceRow,
@@ -391,8 +396,8 @@ mod tests {
         let sampler = Sampler::start(target, Box::new(Broken));
         tokio::time::sleep(PERIOD + Duration::from_millis(300)).await;
         let sampled = sampler.stop().await;
-        assert!(!sampled.rows.is_empty());
-        assert!(sampled.rows.iter().all(|r| r.client_cpu_pct.is_some()));
+        assert!(!sampled.unwritten.is_empty());
+        assert!(sampled.unwritten.iter().all(|r| r.client_cpu_pct.is_some()));
         assert_eq!(sampled.failures.len(), 1, "{:?}", sampled.failures);
         assert!(sampled.failures[0].contains("writing resources.tsv failed: disk full"));
     }

@@ -70,6 +70,22 @@ pub struct Session<'a, B> {
 }
 
 impl<B: Backend + Clone> Session<'_, B> {
+    /// The sampler's rows so far: those in `resources.tsv`, read back (a long run holds none in
+    /// memory), then those it could not write there.
+    fn resource_rows(
+        &self,
+        unwritten: Vec<crate::monitor::ResourceRow>,
+    ) -> Vec<crate::monitor::ResourceRow> {
+        let path = crate::rundir::File::Resources.path(self.out_dir);
+        let mut rows = std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|text| crate::rundir::parse_resources(&text).ok())
+            .map(|r| r.rows())
+            .unwrap_or_default();
+        rows.extend(unwritten);
+        rows
+    }
+
     /// Runs every repetition; files are rewritten after each, so an interruption keeps what
     /// completed. Errors are only those that stop before any result (setup, outputs).
     pub async fn run(&self, sampler: Option<Sampler>) -> Result<Summary, Error> {
@@ -94,7 +110,7 @@ impl<B: Backend + Clone> Session<'_, B> {
             let sampled = sampler.stop().await;
             summary.failures.extend(sampled.failures);
             summary.metrics_sources = sampled.sources;
-            summary.refresh(&sampled.rows, true);
+            summary.refresh(&self.resource_rows(sampled.unwritten), true);
         }
         logs.close(&mut summary).await;
         summary.refresh(&[], false);
@@ -214,7 +230,10 @@ impl<B: Backend + Clone> Session<'_, B> {
                 batch: crate::ops::setup::PRELOAD_BATCH,
             }
         });
-        let rows = sampler.as_ref().map(Sampler::rows).unwrap_or_default();
+        let rows = match sampler {
+            Some(s) => self.resource_rows(s.unwritten()),
+            None => Vec::new(),
+        };
         summary.add_run(result, &rows, sampler.is_some());
         write_summaries(self.out_dir, summary)?;
         Ok(true)
