@@ -13,6 +13,8 @@
 //!   LOOPS     operations per user (`400`), or a DURATION (`10s`) for every user
 //!   RATE      open loop: operations per second shared by the users (each idle user takes the
 //!             next slot of one schedule, as the tool's open loop does)
+//!   ramp=D    users start over D, user n at D x n / USERS, as a profile's `ramp_up` does (the
+//!             bundled insert and find profiles ramp over 2 s)
 //! Prints: operations, seconds, operations per second (tab-separated).
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -95,7 +97,11 @@ enum Stop {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let args: Vec<String> = std::env::args().collect();
+    let mut args: Vec<String> = std::env::args().collect();
+    let ramp = match args.iter().position(|a| a.starts_with("ramp=")) {
+        Some(i) => humantime::parse_duration(&args.remove(i)["ramp=".len()..])?,
+        None => Duration::ZERO,
+    };
     if let [_, count, uri, name] = args.as_slice() {
         if count == "count" {
             let client = Client::with_uri_str(uri).await?;
@@ -169,7 +175,9 @@ async fn main() -> anyhow::Result<()> {
     let mut tasks = tokio::task::JoinSet::new();
     for n in 0..users {
         let (coll, next, slot) = (coll.clone(), Arc::clone(&next), Arc::clone(&slot));
+        let offset = ramp.mul_f64(n as f64 / users as f64);
         tasks.spawn(async move {
+            tokio::time::sleep_until((start + offset).into()).await;
             let mut rng = SmallRng::seed_from_u64(n);
             let mut done = 0u64;
             loop {

@@ -58,7 +58,9 @@ WORKLOAD = {"insert": "insert", "find": "find", "scripts/bench-template.toml": "
 
 
 def base(profile, threads):
-    out, cpu, rss = timed([DRIVER, WORKLOAD[profile], uri, str(threads), DURATION])
+    # The bundled insert and find profiles ramp their users up over 2 s; the template's does not.
+    ramp = "ramp=0s" if profile.endswith(".toml") else "ramp=2s"
+    out, cpu, rss = timed([DRIVER, WORKLOAD[profile], uri, str(threads), DURATION, ramp])
     ops, _secs, rate = out.split()
     return int(ops), float(rate), cpu, rss
 
@@ -150,13 +152,13 @@ try:
     uri = f"mongodb://{m.group(1)}/?directConnection=true"
     version = subprocess.run([SERVER, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
     print(f"server: {version}, {os.cpu_count()} cores shared with the client; {DURATION} per run, {ROUNDS} rounds")
-    if PARTS in ("all", "parity"):
+    if PARTS in ("all", "parity", "parity-find"):
         print(f"\n{'op':7} {'users':>5} {'round':>5}  {'tool/s':>9} {'driver/s':>9} {'ratio':>6}  "
               f"{'tool cpu':>9} {'drv cpu':>9} {'ratio':>6}  {'tool RSS':>8} {'drv RSS':>8}")
         print(f"{'':7} {'':>5} {'':>5}  {'':>9} {'':>9} {'':>6}  {'s/10k op':>9} {'s/10k op':>9} {'':>6}  "
               f"{'MB':>8} {'MB':>8}")
     lines = []
-    for op in (("insert", "find") if PARTS in ("all", "parity") else ()):
+    for op in (("insert", "find") if PARTS in ("all", "parity") else ("find",) if PARTS == "parity-find" else ()):
         for users in (50, 500):
             tput, cpu = [], []
             for rnd in range(1, ROUNDS + 1):
@@ -370,7 +372,7 @@ try:
               f"here: the work itself, measured in-process on the thread's CPU clock:)")
         print(subprocess.run(["target/release/examples/exporter_cost"], capture_output=True,
                              text=True, check=True).stdout, end="")
-    if PARTS in ("monitor", "template", "live", "instructions", "users", "parity"):
+    if PARTS in ("monitor", "template", "live", "instructions", "users", "parity", "parity-find"):
         sys.exit(0)
     # The interval log (latency.hlog) at 1 s intervals, 4 groups at once. Open loop at a rate the
     # server holds, so both variants send the same operations and CPU compares like for like
