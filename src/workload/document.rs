@@ -271,25 +271,22 @@ impl DocGen {
     /// without `^Key` or `^Field` values and with a fresh `^Inc` state: `fill_raw` gives them
     /// the user's.
     pub fn fill(&self, doc: &mut Document, only: Option<&[usize]>, rng: &mut impl Rng) {
-        let mut state = super::template::UserState::default();
-        let mut lookup = super::template::NoLookup;
-        let mut cx = super::template::Cx {
-            rng,
-            lookup: &mut lookup,
-            now_ms: if self.has_templates() {
-                super::lookup::now_ms()
-            } else {
-                0
-            },
-            user: 0,
-            state: &mut state,
-        };
-        self.fill_picked(doc, only, None, &mut cx)
+        self.with_plain_cx(rng, |cx| self.fill_picked(doc, only, None, cx))
     }
 
     /// A document to insert with `_id` `id`, in BSON's bytes: what `fill` makes, with the same
     /// draws.
     pub fn raw_with_id(&self, id: i64, rng: &mut impl Rng) -> RawDocumentBuf {
+        self.with_plain_cx(rng, |cx| self.raw_doc(id, cx))
+    }
+
+    /// Runs `f` with a context of no lookups, a fresh `^Inc` state and the wall clock read
+    /// only when a template needs it.
+    fn with_plain_cx<R>(
+        &self,
+        rng: &mut impl Rng,
+        f: impl FnOnce(&mut super::template::Cx<'_>) -> R,
+    ) -> R {
         let mut state = super::template::UserState::default();
         let mut lookup = super::template::NoLookup;
         let mut cx = super::template::Cx {
@@ -303,7 +300,7 @@ impl DocGen {
             user: 0,
             state: &mut state,
         };
-        self.raw_doc(id, &mut cx)
+        f(&mut cx)
     }
 
     /// A document with `_id` `id` and every generated field, in BSON's bytes; a template with
