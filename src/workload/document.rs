@@ -331,25 +331,18 @@ impl DocGen {
             }
         };
         for (i, (name, gen)) in self.fields.iter().enumerate() {
-            // A literal or a choice: its bytes copied from the ones made when the profile
-            // was read.
-            let mut cached =
-                |j: usize, values: &[Bson]| match self.raw.get(i).and_then(|r| r.get(j)) {
-                    Some(r) => doc.append_ref(name, r.as_raw_bson_ref()),
-                    None => doc.append(
-                        name,
-                        RawBson::try_from(values[j].clone()).unwrap_or(RawBson::Null),
-                    ),
-                };
+            // A literal or a choice: its bytes, made once when the profile was read (`raw`
+            // is built beside `fields` by the one constructor, so it has this entry).
+            let mut cached = |j: usize| doc.append_ref(name, self.raw[i][j].as_raw_bson_ref());
             match gen {
-                Gen::Literal(b) => cached(0, std::slice::from_ref(b)),
+                Gen::Literal(_) => cached(0),
                 Gen::Choice(c) => {
                     let j = pick(i, c.len(), &mut cx.rng);
-                    cached(j, c)
+                    cached(j)
                 }
                 Gen::Paired(src, values) => {
                     let j = pick(*src, values.len(), &mut cx.rng);
-                    cached(j, values)
+                    cached(j)
                 }
                 Gen::Int(lo, hi) => doc.append(name, cx.rng.random_range(*lo..=*hi)),
                 Gen::Float(lo, hi) => doc.append(
