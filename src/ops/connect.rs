@@ -78,8 +78,9 @@ pub async fn monitor(uri: &str) -> Result<Client, Error> {
     Client::with_options(opts).map_err(|e| bad_options(&shown, &e))
 }
 
-/// Connects with a pool of `pool_size`; `warm` opens all of it before the load (open loop: the
-/// schedule never waits on a new connection, and memory is flat from the start).
+/// Connects with a pool of `pool_size`; `warm` has the driver fill all of it from the start (in
+/// the background, a few connections a second), not as bursts need them (open loop: memory and
+/// connections flat once it is full).
 pub async fn connect(uri: &str, pool_size: u32, warm: bool) -> Result<Connected, Error> {
     let shown = redact(uri);
     let mut opts = parse(uri).await?;
