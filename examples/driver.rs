@@ -27,18 +27,19 @@ use mongodb::{Client, Collection};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+/// The 2016 experiment's cities and the `pop` string paired with each (the bundled profiles').
 const CITIES: [&str; 8] = [
-    "Guangzhou",
+    "Zhongshan",
+    "Zhuhai",
     "Shenzhen",
-    "Dongguan",
-    "Foshan",
-    "Shantou",
-    "Zhanjiang",
-    "Huizhou",
-    "Jiangmen",
+    "Guangzhou",
+    "Meizhou",
+    "Qingyuan",
+    "Shaoguang",
+    "Zhaoqing",
 ];
-const POPS: [i64; 8] = [
-    18827000, 17791000, 10466000, 9613000, 5530000, 7036000, 6073000, 4821000,
+const POPS: [&str; 8] = [
+    "528400", "528401", "528402", "528403", "528404", "528405", "528406", "528407",
 ];
 const PRELOAD: i64 = 10_000;
 
@@ -47,7 +48,7 @@ fn city(id: i64, rng: &mut SmallRng) -> RawDocumentBuf {
     rawdoc! {
         "_id": id,
         "city": CITIES[c],
-        "loc": { "x": rng.random_range(109.7..117.3), "y": rng.random_range(20.2..25.5) },
+        "loc": { "x": 203_i64, "y": 102_i64 },
         "pop": POPS[c],
         "state": "GD",
     }

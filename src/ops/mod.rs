@@ -4,7 +4,8 @@
 //! deterministically. `connect` reaches a deployment; `classify` turns driver errors into the
 //! summary's classes; `template` sends the profile's own operations (and `MongoBackend` their
 //! steps); `explain` has the server check every template before the load and gives their
-//! winning plans after the setup; `audit` reads the collections back for the write audit.
+//! winning plans after the setup; `audit` reads the collections back for the write audit; `owned` records the
+//! collections the setup created, so their next drop needs no `--force`.
 //!
 //! Owns: driver calls for the workload, payload sizes, error classes. Never: measures time,
 //! records samples or prints.
@@ -16,6 +17,7 @@ pub mod explain;
 pub mod invariant;
 pub mod marker;
 pub mod mongo;
+pub mod owned;
 pub mod setup;
 pub mod template;
 

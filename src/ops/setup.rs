@@ -10,6 +10,7 @@ use rand::SeedableRng;
 use tokio_util::sync::CancellationToken;
 
 use super::marker::{self, Marker};
+use super::owned;
 use crate::error::Error;
 use crate::plan::{CollectionPlan, RunPlan};
 use crate::workload::template::NoLookup;
@@ -129,7 +130,10 @@ async fn set_up_one(
         ))
     };
     if c.setup.drop {
-        if !force {
+        let ours = owned::created_by_us(coll)
+            .await
+            .map_err(|e| fail("inspecting", e))?;
+        if !force && !ours {
             let foreign = foreign_document(coll)
                 .await
                 .map_err(|e| fail("inspecting", e))?;
@@ -142,6 +146,9 @@ async fn set_up_one(
             }
         }
         coll.drop().await.map_err(|e| fail("dropping", e))?;
+        owned::create_and_record(coll, &plan.name)
+            .await
+            .map_err(|e| fail("creating", e))?;
     }
     for index in &c.setup.indexes {
         let options = if index.options.is_empty() {
@@ -204,8 +211,9 @@ async fn set_up_one(
     Ok((keys, load))
 }
 
-/// The `_id` of a document the tool cannot have written: it writes only numeric `_id`s (0, 1,
-/// 2, ...), so any other `_id` (an ObjectId, a string) means another writer.
+/// The `_id` of a document the tool cannot have written into a collection it did not create
+/// (`owned`): there it writes only numeric `_id`s (0, 1, 2, ...), so any other `_id` (an
+/// ObjectId, a string) means another writer.
 async fn foreign_document(
     coll: &Collection<RawDocumentBuf>,
 ) -> mongodb::error::Result<Option<Bson>> {

@@ -124,6 +124,24 @@ impl TestServer {
             })
             .expect("count")
     }
+
+    /// The documents `pipeline` gives on `db.coll`, read by the test's own client.
+    pub fn aggregate(&self, db: &str, coll: &str, pipeline: Vec<Document>) -> Vec<Document> {
+        let client = self.client();
+        runtime().block_on(async {
+            let mut cursor = client
+                .database(db)
+                .collection::<Document>(coll)
+                .aggregate(pipeline)
+                .await
+                .expect("aggregate");
+            let mut docs = Vec::new();
+            while cursor.advance().await.expect("cursor") {
+                docs.push(cursor.deserialize_current().expect("document"));
+            }
+            docs
+        })
+    }
 }
 
 pub fn counter(d: &Document, key: &str) -> i64 {

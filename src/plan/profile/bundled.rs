@@ -25,7 +25,7 @@ bundled! {
     "remove" => "remove-only stress: find one by city, delete it by _id; 50 threads x 200 loops",
     "crud-mixed" => "insert, find, update and remove groups at once: 4 x 50 threads for 20 s",
     "jmeter-2016" => "the 2016 reference experiment's sizes: 1000-thread units one after another, then the mixed run",
-    "jmeter-2016-groovy" => "what the 2016 experiment's four Groovy samplers really sent, as written (count, w:0 updates of missing ObjectIds, ...)",
+    "jmeter-2016-groovy" => "what the 2016 experiment's four Groovy samplers really sent, at its sizes: an acknowledged insert, a count of the whole collection, w:0 updates by a 2016 ObjectId, find one Zhongshan then delete it at w:0",
     "ycsb-a" => "YCSB A, update heavy: 50 % get / 50 % update, zipfian; 100,000 documents loaded first",
     "ycsb-b" => "YCSB B, read mostly: 95 % get / 5 % update, zipfian; 100,000 documents loaded first",
     "ycsb-c" => "YCSB C, read only: 100 % get, zipfian; 100,000 documents loaded first",
