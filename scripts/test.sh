@@ -71,6 +71,9 @@ fi
 # and HdrHistogram's Java log processor (Debian's libhdrhistogram-java; java must be on PATH).
 python3 -c "import hdrh" 2>/dev/null ||
   python3 -m pip install --quiet --disable-pip-version-check hdrhistogram
+# The client of tests/live_capture.rs's workload (a driver that is not mongo-stress): pymongo.
+python3 -c "import pymongo" 2>/dev/null ||
+  python3 -m pip install --quiet --disable-pip-version-check pymongo
 # The Kubernetes API schemas of tests/manifests.rs (strict validation, offline): kubernetes-validate.
 if [ "${MONGO_STRESS_SKIP_K8S_VALIDATE:-}" != "1" ]; then
   python3 -c "import kubernetes_validate" 2>/dev/null ||

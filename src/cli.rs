@@ -79,6 +79,9 @@ pub enum Command {
     /// Search for the highest rate the deployment holds within an SLO: each step a short
     /// open-loop run, the rate doubled, then bisected to within 5 %
     Capacity(Box<CapacityArgs>),
+    /// Make a profile from what a deployment served: its profiler (--from-profiler) or its
+    /// MongoDB 4.4+ JSON log (--from-log)
+    Capture(Box<CaptureArgs>),
     /// Rebuild report.html from the files of a finished or interrupted run
     Report {
         /// The run directory (what `run --out` named)
@@ -87,6 +90,92 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
     },
+}
+
+#[derive(Debug, Clone, Args)]
+#[command(group(clap::ArgGroup::new("source").required(true).args(["from_profiler", "from_log"])))]
+pub struct CaptureArgs {
+    /// Turn the database profiler on for --for on each --db of this deployment and read
+    /// system.profile (the previous settings are put back, also on Ctrl-C or an error)
+    #[arg(long, value_name = "URI")]
+    pub from_profiler: Option<String>,
+    /// MongoDB 4.4+ JSON log files (plain or gzip; - for standard input): the slow-operation
+    /// lines (id 51803)
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    pub from_log: Vec<PathBuf>,
+    /// Beside a log: the live deployment, for its indexes, counts and a sample of documents
+    #[arg(long, value_name = "URI")]
+    pub uri: Option<String>,
+    /// A database to profile (repeatable; default: the URI's database)
+    #[arg(long = "db", value_name = "DB")]
+    pub dbs: Vec<String>,
+    /// How long to profile
+    #[arg(long = "for", default_value = "1m", value_parser = parse_capture_window, value_name = "D")]
+    pub for_: Duration,
+    /// Profile at level 1 with slowms 0 and this sample rate (0 to 1) instead of level 2; the
+    /// rates are divided by it
+    #[arg(long, value_name = "F", value_parser = parse_sample_rate)]
+    pub sample_rate: Option<f64>,
+    /// The capture's directory [default: captured/capture-<YYYYmmdd-HHMMSS>]
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Emit the fewest shapes that cover this percentage of the operations
+    #[arg(long, default_value = "95", value_parser = parse_coverage, value_name = "P")]
+    pub coverage: f64,
+    /// Emit at most this many shapes
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=1000), value_name = "N")]
+    pub max_shapes: u32,
+    /// One thread group per client application (app), per namespace, or one for all (none)
+    #[arg(long, default_value = "app", value_parser = ["app", "namespace", "none"], value_name = "BY")]
+    pub group_by: String,
+    /// Rates times this (3 = three times what was observed)
+    #[arg(long, default_value_t = 1.0, value_parser = parse_scale, value_name = "X")]
+    pub scale: f64,
+    /// Write the observed literal values (by default only types, ranges, frequencies and
+    /// lengths leave the source)
+    #[arg(long)]
+    pub keep_values: bool,
+    /// Only log lines at or after this time (RFC 3339, e.g. 2024-03-01T10:00:00Z)
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    pub since: Option<i64>,
+    /// Only log lines at or before this time (RFC 3339)
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    pub until: Option<i64>,
+}
+
+fn parse_capture_window(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d < Duration::from_secs(1) {
+        return Err("the window must be at least 1s, such as 30s or 10m".into());
+    }
+    Ok(d)
+}
+
+fn parse_sample_rate(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(r) if r > 0.0 && r <= 1.0 => Ok(r),
+        _ => Err("expected a sample rate above 0 and at most 1, such as 0.1".into()),
+    }
+}
+
+fn parse_coverage(s: &str) -> Result<f64, String> {
+    match s.trim_end_matches('%').trim().parse::<f64>() {
+        Ok(p) if p > 0.0 && p <= 100.0 => Ok(p / 100.0),
+        _ => Err("expected a percentage above 0 and at most 100, such as 95".into()),
+    }
+}
+
+fn parse_scale(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if x > 0.0 && x <= 1000.0 => Ok(x),
+        _ => Err("expected a factor above 0 and at most 1000, such as 3 or 0.5".into()),
+    }
+}
+
+fn parse_time(s: &str) -> Result<i64, String> {
+    mongodb::bson::DateTime::parse_rfc3339_str(s)
+        .map(|d| d.timestamp_millis())
+        .map_err(|_| "expected an RFC 3339 time such as 2024-03-01T10:00:00Z".into())
 }
 
 #[derive(Debug, Clone, Args)]

@@ -17,6 +17,7 @@
 pub mod app;
 pub mod audit;
 pub mod capacity;
+pub mod capture;
 pub mod cli;
 pub mod compare;
 pub mod error;

@@ -213,3 +213,158 @@ fn validate_shows_an_open_loop_group() {
         .code(0)
         .stdout(predicate::str::contains("open loop at 50/s"));
 }
+
+/// `capture --from-log` on lines in MongoDB's documented 4.4+ format (tests/capture/): an update
+/// and a delete logged twice (statement and command) counted once, a getMore folded, a
+/// transaction, a truncated command, a line that is not JSON; rates times --scale; no observed
+/// value written; the profile validates.
+#[test]
+fn capture_from_a_log_counts_each_operation_once_and_writes_a_profile_that_validates() {
+    let log = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/capture/mongod-4.4.log");
+    let dir = tempfile::tempdir().unwrap();
+    // Plain, gzip and standard input give the same capture.
+    let gz = dir.path().join("mongod.log.gz");
+    {
+        use std::io::Write;
+        let mut e = flate2::write::GzEncoder::new(
+            std::fs::File::create(&gz).unwrap(),
+            flate2::Compression::default(),
+        );
+        e.write_all(&std::fs::read(&log).unwrap()).unwrap();
+        e.finish().unwrap();
+    }
+    let mut jsons = Vec::new();
+    for (i, source) in [log.clone(), gz, "-".into()].into_iter().enumerate() {
+        let out = dir.path().join(format!("cap{i}"));
+        let mut cmd = bin();
+        cmd.args(["capture", "--from-log"])
+            .arg(&source)
+            .args(["--scale", "3", "--coverage", "100", "--out"])
+            .arg(&out);
+        if source.as_os_str() == "-" {
+            cmd.pipe_stdin(&log).unwrap();
+        }
+        let output = cmd.assert().code(0).get_output().clone();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            stdout.contains("10 operations in 10 s: 6 shapes cover 100.0 %"),
+            "{stdout}"
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("capture.json")).unwrap())
+                .unwrap();
+        let profile = std::fs::read_to_string(out.join("profile.toml")).unwrap();
+        jsons.push((
+            json,
+            profile,
+            std::fs::read_to_string(out.join("shapes.tsv")).unwrap(),
+        ));
+    }
+    let (json, profile, tsv) = &jsons[0];
+    // The same profile from each source, but for the source's name and the profile's.
+    let body = |p: &str| p[p.find("[target]").unwrap()..].to_string();
+    for (j, p, _) in &jsons[1..] {
+        assert_eq!(j["shapes"], json["shapes"]);
+        assert_eq!(body(p), body(profile));
+    }
+    let left = &json["left_out"];
+    for (k, n) in [
+        ("double_logged", 3),
+        ("getmore_folded", 1),
+        ("transactions", 1),
+        ("transaction_control", 1),
+        ("truncated", 1),
+        ("not_json", 1),
+        ("not_operations", 1),
+    ] {
+        assert_eq!(left[k], n, "{k}: {left}");
+    }
+    assert_eq!(left["driver"]["serverStatus"], 1);
+    assert_eq!(left["other"]["createIndexes"], 1);
+    assert_eq!(json["operations"], 10);
+    let shapes = json["shapes"].as_array().unwrap();
+    let first = &shapes[0];
+    assert_eq!(first["count"], 4);
+    assert_eq!(first["operation"], "find");
+    assert_eq!(
+        first["shape"],
+        r#"find {"filter":{"status":"?string","created":{"$gte":"?date"}},"sort":{"created":-1},"limit":"?number"}"#
+    );
+    assert_eq!(first["plan"], "IXSCAN { status: 1, created: -1 }");
+    let update = shapes
+        .iter()
+        .find(|s| s["operation"] == "updateOne")
+        .unwrap();
+    assert_eq!(
+        update["count"], 2,
+        "the statement lines, not the command lines"
+    );
+    let delete = shapes
+        .iter()
+        .find(|s| s["operation"] == "deleteMany")
+        .unwrap();
+    assert_eq!(delete["count"], 1);
+    assert_eq!(tsv.lines().count(), 1 + shapes.len());
+    // The web application on orders: 8 operations in 9.9 s, times 3.
+    assert!(
+        profile.contains("rate = 2.42  # observed 0.81/s x --scale 3"),
+        "{profile}"
+    );
+    // A date an hour before each operation: ^Now minus an hour.
+    assert!(
+        profile.contains(r#""$gte" = { "^Now" = { minus = "3600s" } }"#),
+        "{profile}"
+    );
+    assert!(
+        profile.contains(
+            r#"update = { "$inc" = { total = { "^RandomInt" = { min = 2, max = 5 } } } }"#
+        ),
+        "{profile}"
+    );
+    // No observed string value leaves the log.
+    for v in ["\"open\"", "\"paid\"", "\"cancelled\""] {
+        assert!(!profile.contains(v), "{v} in {profile}");
+    }
+    assert!(
+        profile.contains("{ keys = { status = 1, created = -1 } }"),
+        "{profile}"
+    );
+    bin()
+        .args(["validate"])
+        .arg(dir.path().join("cap0/profile.toml"))
+        .assert()
+        .code(0);
+}
+
+#[test]
+fn capture_refuses_a_file_that_is_not_a_mongodb_log_and_a_missing_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = dir.path().join("notes.txt");
+    std::fs::write(&text, "hello\nworld\n").unwrap();
+    bin()
+        .args(["capture", "--from-log"])
+        .arg(&text)
+        .arg("--out")
+        .arg(dir.path().join("a"))
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("not a MongoDB 4.4+ log")
+                .and(predicate::str::contains("fix:")),
+        );
+    assert!(!dir.path().join("a").exists(), "nothing written");
+    bin()
+        .args(["capture", "--from-log", "/nonexistent/mongod.log", "--out"])
+        .arg(dir.path().join("b"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "cannot read the log /nonexistent/mongod.log",
+        ));
+    bin()
+        .args(["capture", "--out"])
+        .arg(dir.path().join("c"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--from-profiler"));
+}

@@ -6,6 +6,7 @@
 //! imports it.
 
 pub mod capacity;
+pub mod capture;
 pub mod compare;
 pub mod merge;
 pub mod report;
@@ -85,6 +86,11 @@ pub async fn main(cli: Cli) -> Result<i32, Error> {
         })
         .await
         .map_err(|e| Error::Other(e.into()))?,
+        Command::Capture(args) => {
+            let stop = CancellationToken::new();
+            tokio::spawn(capture::watch_signals(stop.clone()));
+            capture::capture(*args, stop).await
+        }
         Command::Capacity(args) => {
             let stop = CancellationToken::new();
             tokio::spawn(watch_signals(stop.clone()));

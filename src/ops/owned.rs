@@ -2,21 +2,27 @@
 //! whatever `_id`s they came to hold (ObjectIds its templates generated, or the server gave its
 //! upserts).
 //!
-//! After its drop, the setup creates the collection and records it in `mongo_stress_owned` (in
-//! the target database, `_id` the collection's name) with the collection's UUID, the one
-//! `listCollections` reports. The record vouches only for that very collection: dropped and
-//! created again by anyone else, the collection has another UUID and the record no longer
-//! applies. A server that reports no UUID gets no record (the check then stays as strict as
-//! before).
+//! After its drop, the setup creates the collection and marks it with an empty collection of the
+//! same database named `mongo_stress_owned.<the collection's UUID>` (the UUID `listCollections`
+//! reports). The mark vouches only for that very collection: dropped and created again by anyone
+//! else, the collection has another UUID. The mark is made and removed by commands (`create`,
+//! `drop`), never by writing a document, so the server's insert, update and delete counters see
+//! only the workload. A server that reports no UUID gets no mark (the check then stays as strict
+//! as before).
 
-use mongodb::bson::{doc, Binary, Bson, Document, RawDocumentBuf};
+use mongodb::bson::{doc, Binary, Document, RawDocumentBuf};
 use mongodb::Collection;
 
-/// The collection of ownership records, in the target database.
-pub const COLLECTION: &str = "mongo_stress_owned";
+/// The prefix of the marks' names, in the target database.
+pub const PREFIX: &str = "mongo_stress_owned.";
 
-/// MongoDB's error code for creating a collection that exists (`NamespaceExists`).
+/// MongoDB's error codes for creating a collection that exists and dropping one that does not.
 const NAMESPACE_EXISTS: i32 = 48;
+const NAMESPACE_NOT_FOUND: i32 = 26;
+
+fn code_is(e: &mongodb::error::Error, code: i32) -> bool {
+    matches!(&*e.kind, mongodb::error::ErrorKind::Command(c) if c.code == code)
+}
 
 /// The UUID `listCollections` reports for the collection, if it exists and the server says.
 async fn uuid_of(coll: &Collection<RawDocumentBuf>) -> mongodb::error::Result<Option<Binary>> {
@@ -32,48 +38,53 @@ async fn uuid_of(coll: &Collection<RawDocumentBuf>) -> mongodb::error::Result<Op
     Ok(None)
 }
 
-fn records(coll: &Collection<RawDocumentBuf>) -> Collection<Document> {
-    coll.client()
-        .database(coll.namespace().db.as_str())
-        .collection(COLLECTION)
+fn mark(uuid: &Binary) -> String {
+    let hex: String = uuid.bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!("{PREFIX}{hex}")
 }
 
-/// Whether the collection is the very one an earlier run created and recorded.
-pub async fn created_by_us(coll: &Collection<RawDocumentBuf>) -> mongodb::error::Result<bool> {
-    let Some(uuid) = uuid_of(coll).await? else {
-        return Ok(false);
-    };
-    let record = records(coll).find_one(doc! { "_id": coll.name() }).await?;
-    Ok(record.is_some_and(|r| r.get("uuid") == Some(&Bson::Binary(uuid))))
-}
-
-/// Creates the (just dropped) collection and records it as the tool's own, for `profile`.
-pub async fn create_and_record(
+/// The collection's UUID and whether it is the very one an earlier run created and marked.
+pub async fn created_by_us(
     coll: &Collection<RawDocumentBuf>,
-    profile: &str,
+) -> mongodb::error::Result<(Option<Binary>, bool)> {
+    let Some(uuid) = uuid_of(coll).await? else {
+        return Ok((None, false));
+    };
+    let db = coll.client().database(coll.namespace().db.as_str());
+    let names = db
+        .list_collection_names()
+        .filter(doc! { "name": mark(&uuid) })
+        .await?;
+    let ours = !names.is_empty();
+    Ok((Some(uuid), ours))
+}
+
+/// Creates the (just dropped) collection and marks it as the tool's own; removes the mark of the
+/// collection it replaces (`old`).
+pub async fn create_and_mark(
+    coll: &Collection<RawDocumentBuf>,
+    old: Option<&Binary>,
 ) -> mongodb::error::Result<()> {
     let db = coll.client().database(coll.namespace().db.as_str());
+    if let Some(old) = old {
+        if let Err(e) = db.collection::<Document>(&mark(old)).drop().await {
+            if !code_is(&e, NAMESPACE_NOT_FOUND) {
+                return Err(e);
+            }
+        }
+    }
     if let Err(e) = db.create_collection(coll.name()).await {
-        let exists =
-            matches!(&*e.kind, mongodb::error::ErrorKind::Command(c) if c.code == NAMESPACE_EXISTS);
-        if !exists {
+        if !code_is(&e, NAMESPACE_EXISTS) {
             return Err(e);
         }
     }
     let Some(uuid) = uuid_of(coll).await? else {
         return Ok(());
     };
-    records(coll)
-        .replace_one(
-            doc! { "_id": coll.name() },
-            doc! {
-                "_id": coll.name(),
-                "uuid": uuid,
-                "profile": profile,
-                "created": mongodb::bson::DateTime::now(),
-            },
-        )
-        .upsert(true)
-        .await?;
+    if let Err(e) = db.create_collection(mark(&uuid)).await {
+        if !code_is(&e, NAMESPACE_EXISTS) {
+            return Err(e);
+        }
+    }
     Ok(())
 }

@@ -130,7 +130,7 @@ async fn set_up_one(
         ))
     };
     if c.setup.drop {
-        let ours = owned::created_by_us(coll)
+        let (uuid, ours) = owned::created_by_us(coll)
             .await
             .map_err(|e| fail("inspecting", e))?;
         if !force && !ours {
@@ -146,7 +146,7 @@ async fn set_up_one(
             }
         }
         coll.drop().await.map_err(|e| fail("dropping", e))?;
-        owned::create_and_record(coll, &plan.name)
+        owned::create_and_mark(coll, uuid.as_ref())
             .await
             .map_err(|e| fail("creating", e))?;
     }

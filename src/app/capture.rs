@@ -1,0 +1,272 @@
+//! `mongo-stress capture`: read the source, ask the live server what it knows of the captured
+//! collections, build the profile, check that it validates, write the capture's directory, print
+//! the shapes and the coverage.
+
+use std::collections::{BTreeSet, HashMap};
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use tokio_util::sync::CancellationToken;
+
+use crate::capture::{self, emit, CollectionInfo, GroupBy, LeftOut, Observed, Options};
+use crate::cli::CaptureArgs;
+use crate::error::{exit, Error};
+
+/// Every Ctrl-C or SIGTERM only stops the capture: the profiler's settings are always put back
+/// before the process ends.
+pub async fn watch_signals(stop: CancellationToken) {
+    let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+    else {
+        return;
+    };
+    loop {
+        tokio::select! {
+            r = tokio::signal::ctrl_c() => if r.is_err() { return },
+            _ = term.recv() => {}
+        }
+        eprintln!("\ninterrupted: ending the capture (the profiler's settings are put back first)");
+        stop.cancel();
+    }
+}
+
+pub async fn capture(args: CaptureArgs, stop: CancellationToken) -> Result<i32, Error> {
+    let out = args.out.clone().unwrap_or_else(|| {
+        let stamp: String = super::session::now_rfc3339()
+            .chars()
+            .filter(|c| c.is_ascii_digit())
+            .take(14)
+            .collect();
+        PathBuf::from(format!("captured/capture-{}-{}", &stamp[..8], &stamp[8..]))
+    });
+    if out.join("profile.toml").exists() {
+        return Err(Error::Usage(format!(
+            "{} already holds a capture (profile.toml)\n  fix: choose another --out, or remove that directory first",
+            out.display()
+        )));
+    }
+    let name = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| "captured".into());
+    let mut left = LeftOut::default();
+    let mut blind = Vec::new();
+    let mut opts = Options {
+        coverage: args.coverage,
+        max_shapes: args.max_shapes as usize,
+        group_by: match args.group_by.as_str() {
+            "namespace" => GroupBy::Namespace,
+            "none" => GroupBy::None,
+            _ => GroupBy::App,
+        },
+        scale: args.scale,
+        keep_values: args.keep_values,
+        ..Options::default()
+    };
+    let (observed, source, client) = if let Some(uri) = &args.from_profiler {
+        let dbs = profiled_dbs(uri, &args.dbs).await?;
+        let connected = crate::ops::connect::connect(uri, 4, false).await?;
+        let shown = crate::redact::redact(uri);
+        eprintln!(
+            "capture: profiling {} on {shown} for {} ({}); Ctrl-C ends it early",
+            dbs.join(", "),
+            humantime::format_duration(args.for_),
+            match args.sample_rate {
+                Some(r) => format!("level 1, slowms 0, sample rate {r}"),
+                None => "level 2".into(),
+            }
+        );
+        let started = std::time::Instant::now();
+        let got =
+            capture::profiler::capture(&connected.client, &dbs, args.for_, args.sample_rate, &stop)
+                .await?;
+        eprintln!(
+            "capture: the profiler's settings are as they were on {}",
+            dbs.join(", ")
+        );
+        for w in &got.warnings {
+            eprintln!("warning: {w}");
+        }
+        blind.extend(got.warnings.iter().cloned());
+        opts.window_s = Some(started.elapsed().as_secs_f64().max(1.0));
+        if let Some(r) = args.sample_rate {
+            opts.sample_rate = r;
+            blind.push(format!(
+                "the profiler sampled {r} of the operations: counts are of the sample, rates divided by {r}"
+            ));
+        }
+        let source = format!("the profiler of {shown} ({})", dbs.join(", "));
+        (got.operations, source, Some(connected.client))
+    } else {
+        let observed = read_logs(&args.from_log, args.since, args.until, &mut left)?;
+        blind.push(
+            "a log holds only the operations slower than slowms (100 ms unless lowered): the shapes and rates are of those".into(),
+        );
+        let client = match &args.uri {
+            Some(uri) => Some(crate::ops::connect::connect(uri, 4, false).await?.client),
+            None => {
+                blind.push("no --uri: indexes are the ones the plans named, counts and documents are guessed".into());
+                None
+            }
+        };
+        let files: Vec<String> = args
+            .from_log
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        (observed, format!("the log {}", files.join(", ")), client)
+    };
+    if stop.is_cancelled() && observed.is_empty() {
+        eprintln!("interrupted before any operation was captured; nothing written");
+        return Ok(exit::INTERRUPTED);
+    }
+
+    // What only the live server knows, for the namespaces of the captured operations.
+    let mut infos: HashMap<(String, String), CollectionInfo> = HashMap::new();
+    if let Some(client) = &client {
+        let namespaces: BTreeSet<(String, String)> = observed
+            .iter()
+            .filter(|o| {
+                !o.coll.is_empty() && !o.coll.starts_with("$cmd") && !o.coll.starts_with("system.")
+            })
+            .map(|o| (o.db.clone(), o.coll.clone()))
+            .take(200)
+            .collect();
+        for (db, coll) in namespaces {
+            let info = capture::profiler::collection_info(client, &db, &coll).await;
+            infos.insert((db, coll), info);
+        }
+    }
+
+    let mut captured = emit::build(&observed, &infos, &opts, &name, &source, left);
+    captured.blind = blind;
+    if captured.operations == 0 {
+        return Err(Error::Usage(format!(
+            "no operation to capture from {}: {}\n  fix: {}",
+            captured.source,
+            nothing_because(&captured.left_out, observed.len()),
+            if args.from_profiler.is_some() {
+                "capture while the application runs, for longer (--for), or name the databases it uses (--db)"
+            } else {
+                "give mongod's own log (systemLog.path, MongoDB 4.4 or later) from a time the application ran; lower slowms (db.setProfilingLevel(0, {slowms: 0})) so that every operation is logged"
+            }
+        )));
+    }
+
+    std::fs::create_dir_all(&out).map_err(|e| Error::Output {
+        path: out.clone(),
+        source: e,
+    })?;
+    let profile_path = out.join("profile.toml");
+    write(&profile_path, &captured.profile)?;
+    write(&out.join("shapes.tsv"), &emit::shapes_tsv(&captured))?;
+    let json = serde_json::to_string_pretty(&captured).map_err(|e| Error::Other(e.into()))?;
+    write(&out.join("capture.json"), &(json + "\n"))?;
+
+    print!("{}", emit::console(&captured));
+    // The profile must be one `run` executes unchanged.
+    let checked = crate::plan::profile::load(&profile_path.to_string_lossy())
+        .map_err(Error::from)
+        .and_then(|p| crate::plan::RunPlan::build(&p, &Default::default()).map_err(Error::from));
+    if let Err(e) = checked {
+        return Err(Error::Other(anyhow::anyhow!(
+            "the captured profile {} does not validate, which is a bug of capture: {e}",
+            profile_path.display()
+        )));
+    }
+    println!(
+        "profile: {} (run it: mongo-stress run {} --uri ...)",
+        profile_path.display(),
+        profile_path.display()
+    );
+    Ok(if stop.is_cancelled() {
+        exit::INTERRUPTED
+    } else {
+        exit::OK
+    })
+}
+
+/// The databases to profile: `--db`, else the URI's own database.
+async fn profiled_dbs(uri: &str, dbs: &[String]) -> Result<Vec<String>, Error> {
+    if !dbs.is_empty() {
+        return Ok(dbs.to_vec());
+    }
+    let opts = crate::ops::connect::parse(uri).await?;
+    match opts.default_database {
+        Some(db) => Ok(vec![db]),
+        None => Err(Error::Usage(
+            "capture --from-profiler needs the databases to profile\n  fix: name each with --db (e.g. --db shop), or put one in the URI (mongodb://host:27017/shop)".into(),
+        )),
+    }
+}
+
+/// Why nothing was captured, in words.
+fn nothing_because(left: &LeftOut, observed: usize) -> String {
+    if left.not_json > 0 && left.not_operations == 0 && observed == 0 {
+        return format!(
+            "none of its {} lines is JSON: it is not a MongoDB 4.4+ log (older logs are text, which capture does not read)",
+            left.not_json
+        );
+    }
+    if observed == 0 && left.outside_window > 0 {
+        return format!(
+            "all {} operations are outside --since/--until",
+            left.outside_window
+        );
+    }
+    if observed == 0 {
+        return format!(
+            "no slow-operation line (id 51803) among its lines ({} JSON lines of other kinds)",
+            left.not_operations
+        );
+    }
+    format!(
+        "its {observed} entries are driver, admin or DDL commands only ({} driver, {} other)",
+        left.driver_total(),
+        left.other_total()
+    )
+}
+
+fn write(path: &Path, text: &str) -> Result<(), Error> {
+    crate::rundir::write_atomically(path, text.as_bytes())
+}
+
+/// Reads every log (gzip by its magic bytes, `-` for standard input).
+fn read_logs(
+    paths: &[PathBuf],
+    since: Option<i64>,
+    until: Option<i64>,
+    left: &mut LeftOut,
+) -> Result<Vec<Observed>, Error> {
+    let mut all = Vec::new();
+    for p in paths {
+        let reader: Box<dyn Read> = if p.as_os_str() == "-" {
+            Box::new(std::io::stdin())
+        } else {
+            Box::new(std::fs::File::open(p).map_err(|e| {
+                Error::Usage(format!(
+                    "cannot read the log {}: {e}\n  fix: give the path of mongod's log file (systemLog.path), or - for standard input",
+                    p.display()
+                ))
+            })?)
+        };
+        let mut buffered = BufReader::new(reader);
+        let gz = buffered
+            .fill_buf()
+            .map(|b| b.starts_with(&[0x1f, 0x8b]))
+            .unwrap_or(false);
+        let input: Box<dyn BufRead> = if gz {
+            Box::new(BufReader::new(flate2::read::MultiGzDecoder::new(buffered)))
+        } else {
+            Box::new(buffered)
+        };
+        let read = capture::log::read(input, since, until, left).map_err(|e| {
+            Error::Usage(format!(
+                "cannot read the log {}: {e}\n  fix: give a MongoDB 4.4+ JSON log, plain or gzip",
+                p.display()
+            ))
+        })?;
+        all.extend(read.operations);
+    }
+    Ok(all)
+}

@@ -1,0 +1,159 @@
+//! `capture`: a deployment's own workload as a profile. A source (the database profiler, or
+//! MongoDB 4.4+ JSON log lines) gives `Observed` operations; `shape` turns each into a shape
+//! (namespace, operation, arguments with every literal a typed slot) and its slot values;
+//! `fit` turns the values seen in a slot, or a field, into a generator; `emit` writes the
+//! profile, `shapes.tsv` and `capture.json`.
+//!
+//! Owns: reading the sources (`log`, `profiler`: the profiler's settings are put back whatever
+//! happens), shapes, fitted generators, the captured profile's text and the account of what was
+//! left out. Never: runs load, or writes an observed literal value unless asked
+//! (`Options::keep_values`).
+
+pub mod emit;
+pub mod fit;
+pub mod log;
+pub mod profiler;
+pub mod shape;
+
+use std::collections::BTreeMap;
+
+use mongodb::bson::{Bson, Document};
+
+/// One operation as the source recorded it.
+#[derive(Debug, Clone, Default)]
+pub struct Observed {
+    /// When it ended (the profiler's `ts`, the log line's `t`), ms since the epoch.
+    pub ts_ms: i64,
+    pub db: String,
+    pub coll: String,
+    /// The source's name for it: the profiler's `op` or the log's `attr.type` (`command`,
+    /// `query`, `update`, `remove`, `insert`, `getmore`).
+    pub op_type: String,
+    /// The command, or for an update or delete logged per statement, the statement (`q`, `u`,
+    /// `multi`, `upsert` / `q`, `limit`).
+    pub command: Document,
+    /// The getMore's originating command, when the source gives it.
+    pub originating: Option<Document>,
+    pub millis: f64,
+    pub app: Option<String>,
+    /// The connection (`conn12`) when the source names it.
+    pub conn: Option<String>,
+    pub client: Option<String>,
+    pub plan: Option<String>,
+    pub keys_examined: Option<i64>,
+    pub docs_examined: Option<i64>,
+    pub nreturned: Option<i64>,
+    pub ninserted: Option<i64>,
+    /// The command was cut by the source (`$truncated`).
+    pub truncated: bool,
+}
+
+/// What a collection looked like on the live server, when one was reachable.
+#[derive(Debug, Clone, Default)]
+pub struct CollectionInfo {
+    pub count: Option<u64>,
+    pub avg_size: Option<f64>,
+    /// `listIndexes`: each index's `key` and options (the `_id` index left out).
+    pub indexes: Vec<Document>,
+    /// A `$sample` of documents.
+    pub sample: Vec<Document>,
+}
+
+/// How a capture is turned into a profile.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Fraction (0..=1) of the operations the emitted shapes must cover.
+    pub coverage: f64,
+    pub max_shapes: usize,
+    pub group_by: GroupBy,
+    pub scale: f64,
+    pub keep_values: bool,
+    /// The profiler's sample rate: the rates seen are divided by it.
+    pub sample_rate: f64,
+    /// Largest `preload` written (the real count goes in a comment).
+    pub preload_cap: u64,
+    /// The window's length in seconds when the source knows it (`--for`), else from the first
+    /// and last operation.
+    pub window_s: Option<f64>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            coverage: 0.95,
+            max_shapes: 50,
+            group_by: GroupBy::App,
+            scale: 1.0,
+            keep_values: false,
+            sample_rate: 1.0,
+            preload_cap: 100_000,
+            window_s: None,
+        }
+    }
+}
+
+/// One thread group per client application, per namespace, or one for all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupBy {
+    App,
+    Namespace,
+    None,
+}
+
+/// What the source held that is not an operation of the profile, counted.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct LeftOut {
+    /// Lines that are not JSON.
+    pub not_json: u64,
+    /// JSON lines that are not slow-operation lines (id 51803).
+    pub not_operations: u64,
+    /// Outside `--since` / `--until`.
+    pub outside_window: u64,
+    /// Driver and monitoring commands (`hello`, `ping`, `saslStart`, ...), by name.
+    pub driver: BTreeMap<String, u64>,
+    /// DDL, admin commands and change streams, by name.
+    pub other: BTreeMap<String, u64>,
+    /// getMore folded into the find or aggregate that opened the cursor.
+    pub getmore_folded: u64,
+    /// Command lines of updates and deletes whose statements were logged apart.
+    pub double_logged: u64,
+    /// Commands the source cut (`$truncated`): kept as far as they go.
+    pub truncated: u64,
+    /// Transactions seen (session and transaction number), their statements captured one by one.
+    pub transactions: u64,
+    /// commitTransaction / abortTransaction commands.
+    pub transaction_control: u64,
+    /// Shapes beyond the coverage or `--max-shapes`, and their operations.
+    pub shapes_not_emitted: u64,
+    pub operations_not_emitted: u64,
+}
+
+impl LeftOut {
+    pub fn driver_total(&self) -> u64 {
+        self.driver.values().sum()
+    }
+    pub fn other_total(&self) -> u64 {
+        self.other.values().sum()
+    }
+}
+
+/// A number from a BSON value of any numeric type.
+pub fn as_f64(b: &Bson) -> Option<f64> {
+    match b {
+        Bson::Int32(n) => Some(f64::from(*n)),
+        Bson::Int64(n) => Some(*n as f64),
+        Bson::Double(n) => Some(*n),
+        Bson::Decimal128(d) => d.to_string().parse().ok(),
+        _ => None,
+    }
+}
+
+/// An integer from a BSON value of any numeric type.
+pub fn as_i64(b: &Bson) -> Option<i64> {
+    match b {
+        Bson::Int32(n) => Some(i64::from(*n)),
+        Bson::Int64(n) => Some(*n),
+        Bson::Double(n) if n.fract() == 0.0 && n.abs() < 9.0e15 => Some(*n as i64),
+        _ => None,
+    }
+}

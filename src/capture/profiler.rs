@@ -1,0 +1,293 @@
+//! The profiler as a source: profiling set on each database for the window (level 2, or level 1
+//! with `slowms: 0` and a sample rate), `system.profile` read as it fills by `ts` (a capped
+//! collection that wrapped past what was read is noticed and said), and every database's previous
+//! settings put back on success, error and interrupt alike. Then what only a live server knows of
+//! each captured collection: its indexes, count, average size and a `$sample` of documents.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use mongodb::bson::{doc, Bson, Document};
+use mongodb::{Client, Collection};
+use tokio_util::sync::CancellationToken;
+
+use super::{as_f64, as_i64, CollectionInfo, Observed};
+use crate::error::Error;
+
+/// How often `system.profile` is read while the window lasts.
+const POLL: Duration = Duration::from_millis(500);
+
+/// Documents sampled per collection for its template.
+pub const SAMPLE: i64 = 200;
+
+/// What the profiler gave.
+#[derive(Debug, Default)]
+pub struct Profiled {
+    pub operations: Vec<Observed>,
+    /// Said to the user: a wrap, a level that sees only slow operations.
+    pub warnings: Vec<String>,
+}
+
+/// A database's profiler settings, as `{profile: -1}` reports them.
+#[derive(Debug, Clone)]
+struct Settings {
+    db: String,
+    was: i64,
+    slowms: Option<i64>,
+    sample_rate: Option<f64>,
+    filter: Option<Bson>,
+}
+
+async fn settings(client: &Client, db: &str) -> Result<Settings, Error> {
+    let r = client
+        .database(db)
+        .run_command(doc! { "profile": -1 })
+        .await
+        .map_err(|e| refused(db, "read the profiler's settings of", &e))?;
+    Ok(Settings {
+        db: db.to_string(),
+        was: r.get("was").and_then(as_i64).unwrap_or(0),
+        slowms: r.get("slowms").and_then(as_i64),
+        sample_rate: r.get("sampleRate").and_then(as_f64),
+        filter: r.get("filter").cloned(),
+    })
+}
+
+fn refused(db: &str, what: &str, e: &mongodb::error::Error) -> Error {
+    let text = crate::redact::redact(&e.to_string());
+    let unauthorized = text.contains("not authorized")
+        || text.contains("Unauthorized")
+        || text.contains("code 13");
+    let fix = if unauthorized {
+        format!("fix: use a user with the dbAdmin role on {db} (the profiler needs it), or capture from the log (--from-log)")
+    } else {
+        "fix: check the URI and that the server is reachable, or capture from the log (--from-log)"
+            .into()
+    };
+    Error::Server(format!("cannot {what} database {db}: {text}\n  {fix}"))
+}
+
+async fn restore(client: &Client, s: &Settings) -> Result<(), Error> {
+    let mut cmd = doc! { "profile": s.was };
+    if let Some(ms) = s.slowms {
+        cmd.insert("slowms", ms);
+    }
+    if let Some(r) = s.sample_rate {
+        cmd.insert("sampleRate", r);
+    }
+    if let Some(f) = &s.filter {
+        cmd.insert("filter", f.clone());
+    }
+    client
+        .database(&s.db)
+        .run_command(cmd)
+        .await
+        .map(|_| ())
+        .map_err(|e| refused(&s.db, "put back the profiler's settings of", &e))
+}
+
+/// Profiles `dbs` for `window` (or until `stop`), reading what they record, and puts every
+/// database's settings back before returning, whatever happened.
+pub async fn capture(
+    client: &Client,
+    dbs: &[String],
+    window: Duration,
+    sample_rate: Option<f64>,
+    stop: &CancellationToken,
+) -> Result<Profiled, Error> {
+    let mut before = Vec::new();
+    for db in dbs {
+        before.push(settings(client, db).await?);
+    }
+    let mut set_ok = Vec::new();
+    let mut result = Ok(Profiled::default());
+    for s in &before {
+        let cmd = match sample_rate {
+            Some(r) => doc! { "profile": 1, "slowms": 0, "sampleRate": r },
+            None => doc! { "profile": 2 },
+        };
+        match client.database(&s.db).run_command(cmd).await {
+            Ok(_) => set_ok.push(s.clone()),
+            Err(e) => {
+                result = Err(refused(&s.db, "set the profiler on", &e));
+                break;
+            }
+        }
+    }
+    if result.is_ok() {
+        result = read(client, dbs, window, stop).await;
+    }
+    // Put back every database that was changed, even after an error or an interrupt.
+    let mut restore_err = None;
+    for s in &set_ok {
+        if let Err(e) = restore(client, s).await {
+            restore_err.get_or_insert(e);
+        }
+    }
+    match (result, restore_err) {
+        (Err(e), _) | (Ok(_), Some(e)) => Err(e),
+        (Ok(p), None) => Ok(p),
+    }
+}
+
+async fn read(
+    client: &Client,
+    dbs: &[String],
+    window: Duration,
+    stop: &CancellationToken,
+) -> Result<Profiled, Error> {
+    let started = std::time::Instant::now();
+    let mut out = Profiled::default();
+    // Per database: the newest ts read; the profile's own entries from before the window are
+    // skipped by starting at the time profiling began.
+    let begin = mongodb::bson::DateTime::now();
+    let mut last: HashMap<String, mongodb::bson::DateTime> =
+        dbs.iter().map(|d| (d.clone(), begin)).collect();
+    // The entries at each database's newest ts already read (ts has ms resolution, so the
+    // next read starts at that ts again and skips these).
+    let mut at_last: HashMap<String, std::collections::HashSet<String>> = HashMap::new();
+    loop {
+        let ending = started.elapsed() >= window || stop.is_cancelled();
+        for db in dbs {
+            let profile: Collection<Document> = client.database(db).collection("system.profile");
+            let since = last[db];
+            // A capped collection that wrapped: its oldest entry is newer than what was read.
+            if let Ok(Some(oldest)) = profile.find_one(doc! {}).sort(doc! { "ts": 1 }).await {
+                if let Ok(ts) = oldest.get_datetime("ts") {
+                    if *ts > since && since > begin {
+                        out.warnings.push(format!(
+                            "{db}.system.profile wrapped: operations between {} and {} were overwritten before they were read; give it more room (profiling off, drop system.profile, create it capped with a larger size)",
+                            since.try_to_rfc3339_string().unwrap_or_default(),
+                            ts.try_to_rfc3339_string().unwrap_or_default()
+                        ));
+                    }
+                }
+            }
+            let mut cursor = profile
+                .find(doc! { "ts": { "$gte": since } })
+                .sort(doc! { "ts": 1 })
+                .await
+                .map_err(|e| refused(db, "read system.profile of", &e))?;
+            let done = at_last.entry(db.clone()).or_default();
+            while cursor
+                .advance()
+                .await
+                .map_err(|e| refused(db, "read system.profile of", &e))?
+            {
+                let d: Document = cursor
+                    .deserialize_current()
+                    .map_err(|e| Error::Server(format!("reading system.profile of {db}: {e}")))?;
+                let ts = d.get_datetime("ts").copied().unwrap_or(since);
+                let id = d.to_string();
+                if ts == last[db] && done.contains(&id) {
+                    continue;
+                }
+                if ts > last[db] {
+                    last.insert(db.clone(), ts);
+                    done.clear();
+                }
+                done.insert(id);
+                if let Some(o) = observed(&d) {
+                    out.operations.push(o);
+                }
+            }
+        }
+        if ending {
+            return Ok(out);
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(POLL) => {}
+            _ = stop.cancelled() => {}
+        }
+    }
+}
+
+/// A `system.profile` entry as an operation; None for the profiler's own traffic.
+fn observed(d: &Document) -> Option<Observed> {
+    let ns = d.get_str("ns").unwrap_or("");
+    let (db, coll) = ns.split_once('.').unwrap_or((ns, ""));
+    let command = d.get_document("command").cloned().unwrap_or_default();
+    if coll == "system.profile" || command.contains_key("profile") {
+        return None;
+    }
+    let int = |k: &str| d.get(k).and_then(as_i64);
+    Some(Observed {
+        ts_ms: d
+            .get_datetime("ts")
+            .map(|t| t.timestamp_millis())
+            .unwrap_or(0),
+        db: db.to_string(),
+        coll: coll.to_string(),
+        op_type: d.get_str("op").unwrap_or("command").to_string(),
+        command,
+        originating: d.get_document("originatingCommand").ok().cloned(),
+        millis: d.get("millis").and_then(as_f64).unwrap_or(0.0),
+        app: d.get_str("appName").ok().map(str::to_string),
+        conn: None,
+        client: d.get_str("client").ok().map(str::to_string),
+        plan: d.get_str("planSummary").ok().map(str::to_string),
+        keys_examined: int("keysExamined"),
+        docs_examined: int("docsExamined"),
+        nreturned: int("nreturned"),
+        ninserted: int("ninserted"),
+        truncated: d.contains_key("$truncated"),
+    })
+}
+
+/// Indexes, count, average size and a sample of documents of `db.coll`.
+pub async fn collection_info(client: &Client, db: &str, coll: &str) -> CollectionInfo {
+    let c: Collection<Document> = client.database(db).collection(coll);
+    let mut info = CollectionInfo::default();
+    if let Ok(mut cursor) = c.list_indexes().await {
+        while let Ok(true) = cursor.advance().await {
+            if let Ok(m) = cursor.deserialize_current() {
+                let mut spec = Document::new();
+                spec.insert("key", Bson::Document(m.keys.clone()));
+                if let Some(o) = &m.options {
+                    if let Some(n) = &o.name {
+                        if n == "_id_" {
+                            continue;
+                        }
+                        spec.insert("name", n.clone());
+                    }
+                    if let Some(u) = o.unique {
+                        spec.insert("unique", u);
+                    }
+                    if let Some(s) = o.sparse {
+                        spec.insert("sparse", s);
+                    }
+                    if let Some(p) = &o.partial_filter_expression {
+                        spec.insert("partialFilterExpression", p.clone());
+                    }
+                    if let Some(e) = o.expire_after {
+                        spec.insert("expireAfterSeconds", e.as_secs() as i64);
+                    }
+                }
+                if m.keys.keys().eq(["_id"]) {
+                    continue;
+                }
+                info.indexes.push(spec);
+            }
+        }
+    }
+    info.count = c.estimated_document_count().await.ok();
+    if let Ok(mut cursor) = c
+        .aggregate(vec![doc! { "$sample": { "size": SAMPLE } }])
+        .await
+    {
+        while let Ok(true) = cursor.advance().await {
+            if let Ok(d) = cursor.deserialize_current() {
+                info.sample.push(d);
+            }
+        }
+    }
+    if !info.sample.is_empty() {
+        let bytes: usize = info
+            .sample
+            .iter()
+            .map(|d| mongodb::bson::to_vec(d).map_or(0, |v| v.len()))
+            .sum();
+        info.avg_size = Some(bytes as f64 / info.sample.len() as f64);
+    }
+    info
+}

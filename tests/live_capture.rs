@@ -1,0 +1,321 @@
+//! `capture --from-profiler` round trip against the real server: a pymongo client (not
+//! mongo-stress) sends a workload of a known mix on two collections while the profiler is read;
+//! the captured profile validates and runs on a fresh database; each shape's share is within 2
+//! points of the known mix, its operators and fields are the workload's, and its plan is the
+//! workload's. The profiler's settings are as they were afterwards, also after a Ctrl-C.
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{bin, bin_path, TestServer};
+use mongodb::bson::{doc, Document};
+
+/// The workload, in Python: 1,000 operations in a shuffled but fixed order, appName "shopapp".
+const WORKLOAD: &str = r#"
+import sys, random, datetime
+from pymongo import MongoClient, ASCENDING, DESCENDING
+uri, db_name = sys.argv[1], sys.argv[2]
+c = MongoClient(uri, appname="shopapp")
+db = c[db_name]
+now = datetime.datetime.now(datetime.timezone.utc)
+mix = ["recent"] * 300 + ["customer"] * 200 + ["pay"] * 150 + ["order"] * 150 + ["totals"] * 100 + ["tiers"] * 100
+random.Random(7).shuffle(mix)
+for i, kind in enumerate(mix):
+    r = random.Random(i)
+    if kind == "recent":
+        list(db.orders.find({"status": r.choice(["open", "paid", "shipped"]), "created": {"$gte": now - datetime.timedelta(hours=1)}}).sort("created", DESCENDING).limit(20))
+    elif kind == "customer":
+        db.customers.find_one({"_id": r.randint(0, 199)})
+    elif kind == "pay":
+        db.orders.update_one({"_id": r.randint(0, 499)}, {"$inc": {"total": 1}})
+    elif kind == "order":
+        db.orders.insert_one({"status": "open", "created": now, "customer": r.randint(0, 199), "total": 10})
+    elif kind == "totals":
+        list(db.orders.aggregate([{"$match": {"customer": {"$in": [r.randint(0, 199) for _ in range(3)]}}}, {"$group": {"_id": "$customer", "total": {"$sum": "$total"}}}]))
+    else:
+        db.command("count", "customers", query={"tier": {"$in": ["gold", "silver"]}})
+"#;
+
+/// The known mix: (operation, namespace's collection, share).
+const MIX: [(&str, &str, f64); 6] = [
+    ("find", "orders", 0.30),
+    ("findOne", "customers", 0.20),
+    ("updateOne", "orders", 0.15),
+    ("insertOne", "orders", 0.15),
+    ("aggregate", "orders", 0.10),
+    ("countDocuments", "customers", 0.10),
+];
+
+fn python_with_pymongo() -> String {
+    std::env::var("MONGO_STRESS_PYTHON").unwrap_or_else(|_| "python3".into())
+}
+
+fn settings(server: &TestServer, db: &str) -> (i64, i64) {
+    let r = common::runtime()
+        .block_on(
+            server
+                .client()
+                .database(db)
+                .run_command(doc! { "profile": -1 }),
+        )
+        .unwrap();
+    let n = |k: &str| match r.get(k) {
+        Some(mongodb::bson::Bson::Int32(n)) => i64::from(*n),
+        Some(mongodb::bson::Bson::Int64(n)) => *n,
+        Some(mongodb::bson::Bson::Double(n)) => *n as i64,
+        other => panic!("{k}: {other:?}"),
+    };
+    (n("was"), n("slowms"))
+}
+
+/// Loads the data the workload reads: 500 orders, 200 customers, the index the finds use.
+fn load(server: &TestServer, db: &str) {
+    let client = server.client();
+    common::runtime().block_on(async {
+        let d = client.database(db);
+        let now = mongodb::bson::DateTime::now();
+        let orders: Vec<Document> = (0..500)
+            .map(|i| doc! { "_id": i, "status": ["open", "paid", "shipped"][i as usize % 3], "created": now, "customer": i % 200, "total": 10 })
+            .collect();
+        d.collection::<Document>("orders").insert_many(orders).await.unwrap();
+        let customers: Vec<Document> = (0..200)
+            .map(|i| doc! { "_id": i, "name": format!("c{i}"), "tier": ["gold", "silver", "bronze"][i as usize % 3] })
+            .collect();
+        d.collection::<Document>("customers").insert_many(customers).await.unwrap();
+        d.collection::<Document>("orders")
+            .create_index(
+                mongodb::IndexModel::builder()
+                    .keys(doc! { "status": 1, "created": -1 })
+                    .build(),
+            )
+            .await
+            .unwrap();
+    });
+}
+
+/// Waits until the capture has set the profiler (level 2) on `db`.
+fn wait_for_level_2(server: &TestServer, db: &str) {
+    let t = Instant::now();
+    while settings(server, db).0 != 2 {
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "the capture never set the profiler"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_profiler_capture_of_a_known_mix_runs_as_that_mix() {
+    let Some(server) = TestServer::start() else {
+        return common::skipped("MONGO_STRESS_SKIP_LIVE");
+    };
+    let db = common::unique_db("capture");
+    load(&server, &db);
+    let before = settings(&server, &db);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("shop");
+    let mut capture = Command::new(bin_path())
+        .args([
+            "capture",
+            "--from-profiler",
+            &server.uri,
+            "--db",
+            &db,
+            "--for",
+            "20s",
+            "--out",
+        ])
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_level_2(&server, &db);
+    let script = dir.path().join("workload.py");
+    std::fs::write(&script, WORKLOAD).unwrap();
+    let py = Command::new(python_with_pymongo())
+        .arg(&script)
+        .args([&server.uri, &db])
+        .output()
+        .expect("python3 with pymongo (scripts/test.sh installs it)");
+    assert!(
+        py.status.success(),
+        "{}",
+        String::from_utf8_lossy(&py.stderr)
+    );
+    let done = capture.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&done.stdout);
+    assert_eq!(
+        done.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    assert_eq!(
+        settings(&server, &db),
+        before,
+        "the profiler's settings as they were"
+    );
+
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("capture.json")).unwrap()).unwrap();
+    let shapes = json["shapes"].as_array().unwrap();
+    let total: u64 = shapes.iter().map(|s| s["count"].as_u64().unwrap()).sum();
+    assert_eq!(
+        total, 1000,
+        "every operation of the workload, once: {shapes:#?}"
+    );
+    for (op, coll, share) in MIX {
+        let s = shapes
+            .iter()
+            .find(|s| s["operation"] == op && s["namespace"] == format!("{db}.{coll}"))
+            .unwrap_or_else(|| panic!("no {op} on {coll}: {shapes:#?}"));
+        let got = s["share"].as_f64().unwrap();
+        assert!(
+            (got - share).abs() <= 0.02,
+            "{op} on {coll}: {got} against {share}"
+        );
+        assert!(s["emitted"].as_str().unwrap().starts_with("shopapp"), "{s}");
+    }
+    let shape_of = |op: &str| {
+        shapes.iter().find(|s| s["operation"] == op).unwrap()["shape"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(
+        shape_of("find"),
+        r#"find {"filter":{"status":"?string","created":{"$gte":"?date"}},"sort":{"created":-1},"limit":"?number"}"#
+    );
+    assert_eq!(
+        shape_of("updateOne"),
+        r#"updateOne {"filter":{"_id":"?number"},"update":{"$inc":{"total":"?number"}}}"#
+    );
+    assert!(shape_of("aggregate").contains(r#"{"$match":{"customer":{"$in":"?[number]"}}},{"$group":{"_id":"$customer","total":{"$sum":"$total"}}}"#));
+    assert_eq!(
+        shape_of("countDocuments"),
+        r#"countDocuments {"filter":{"tier":{"$in":"?[string]"}}}"#
+    );
+
+    // The profile runs on a fresh database, and the server plans its find as it planned the
+    // workload's: on the same index.
+    let profile = std::fs::read_to_string(out.join("profile.toml")).unwrap();
+    assert!(profile.contains("status_1_created_-1"), "{profile}");
+    let fresh = common::unique_db("captured");
+    let copy = dir.path().join("fresh.toml");
+    std::fs::write(
+        &copy,
+        profile.replace(
+            &format!("database = \"{db}\""),
+            &format!("database = \"{fresh}\""),
+        ),
+    )
+    .unwrap();
+    let run_out = dir.path().join("run");
+    let ran = bin()
+        .args([
+            "run",
+            copy.to_str().unwrap(),
+            "--uri",
+            &server.uri,
+            "--duration",
+            "3s",
+            "--no-resources",
+            "--out",
+        ])
+        .arg(&run_out)
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    assert_eq!(
+        ran.status.code(),
+        Some(0),
+        "{stderr}{}",
+        String::from_utf8_lossy(&ran.stdout)
+    );
+    let plan_line = stderr
+        .lines()
+        .find(|l| l.starts_with("query plan:") && l.contains("find-orders-by-status-created"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(
+        plan_line.contains("IXSCAN status_1_created_-1"),
+        "{plan_line}"
+    );
+    // The workload's own find, explained: the same index.
+    let own = common::runtime()
+        .block_on(server.client().database(&db).run_command(doc! {
+            "explain": { "find": "orders", "filter": { "status": "open", "created": { "$gte": mongodb::bson::DateTime::now() } }, "sort": { "created": -1 }, "limit": 20 },
+            "verbosity": "queryPlanner",
+        }))
+        .unwrap();
+    assert!(own.to_string().contains("status_1_created_-1"), "{own}");
+    let summary = common::read_json(&run_out.join("summary.json"));
+    assert!(common::row(&summary, "TOTAL")["samples"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn an_interrupted_capture_puts_the_profiler_back() {
+    let Some(server) = TestServer::start() else {
+        return common::skipped("MONGO_STRESS_SKIP_LIVE");
+    };
+    let db = common::unique_db("capture_int");
+    load(&server, &db);
+    // Settings of the user's own: level 1 at 50 ms.
+    common::runtime()
+        .block_on(
+            server
+                .client()
+                .database(&db)
+                .run_command(doc! { "profile": 1, "slowms": 50 }),
+        )
+        .unwrap();
+    let before = settings(&server, &db);
+    assert_eq!(before, (1, 50));
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("cap");
+    let capture = Command::new(bin_path())
+        .args([
+            "capture",
+            "--from-profiler",
+            &server.uri,
+            "--db",
+            &db,
+            "--for",
+            "5m",
+            "--out",
+        ])
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_level_2(&server, &db);
+    common::runtime().block_on(async {
+        server
+            .client()
+            .database(&db)
+            .collection::<Document>("orders")
+            .find_one(doc! { "_id": 1 })
+            .await
+            .unwrap();
+    });
+    std::thread::sleep(Duration::from_millis(700));
+    unsafe { libc::kill(capture.id() as i32, libc::SIGINT) };
+    let done = capture.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert_eq!(done.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("settings are as they were"), "{stderr}");
+    assert_eq!(
+        settings(&server, &db),
+        before,
+        "as they were after a Ctrl-C"
+    );
+    // What was captured before the interrupt is written, whole.
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("capture.json")).unwrap()).unwrap();
+    assert_eq!(json["operations"], 1);
+}
