@@ -52,15 +52,16 @@ fn python_with_pymongo() -> String {
     std::env::var("MONGO_STRESS_PYTHON").unwrap_or_else(|_| "python3".into())
 }
 
+/// Runs a command on `db` with the test's own client.
+fn command(server: &TestServer, db: &str, cmd: Document) -> Document {
+    let client = server.client();
+    common::runtime()
+        .block_on(async { client.database(db).run_command(cmd).await })
+        .unwrap()
+}
+
 fn settings(server: &TestServer, db: &str) -> (i64, i64) {
-    let r = common::runtime()
-        .block_on(
-            server
-                .client()
-                .database(db)
-                .run_command(doc! { "profile": -1 }),
-        )
-        .unwrap();
+    let r = command(server, db, doc! { "profile": -1 });
     let n = |k: &str| match r.get(k) {
         Some(mongodb::bson::Bson::Int32(n)) => i64::from(*n),
         Some(mongodb::bson::Bson::Int64(n)) => *n,
@@ -77,11 +78,11 @@ fn load(server: &TestServer, db: &str) {
         let d = client.database(db);
         let now = mongodb::bson::DateTime::now();
         let orders: Vec<Document> = (0..500)
-            .map(|i| doc! { "_id": i, "status": ["open", "paid", "shipped"][i as usize % 3], "created": now, "customer": i % 200, "total": 10 })
+            .map(|i| doc! { "_id": i, "status": (["open", "paid", "shipped"][i as usize % 3]), "created": now, "customer": i % 200, "total": 10 })
             .collect();
         d.collection::<Document>("orders").insert_many(orders).await.unwrap();
         let customers: Vec<Document> = (0..200)
-            .map(|i| doc! { "_id": i, "name": format!("c{i}"), "tier": ["gold", "silver", "bronze"][i as usize % 3] })
+            .map(|i| doc! { "_id": i, "name": format!("c{i}"), "tier": (["gold", "silver", "bronze"][i as usize % 3]) })
             .collect();
         d.collection::<Document>("customers").insert_many(customers).await.unwrap();
         d.collection::<Document>("orders")
@@ -246,12 +247,14 @@ fn a_profiler_capture_of_a_known_mix_runs_as_that_mix() {
         "{plan_line}"
     );
     // The workload's own find, explained: the same index.
-    let own = common::runtime()
-        .block_on(server.client().database(&db).run_command(doc! {
+    let own = command(
+        &server,
+        &db,
+        doc! {
             "explain": { "find": "orders", "filter": { "status": "open", "created": { "$gte": mongodb::bson::DateTime::now() } }, "sort": { "created": -1 }, "limit": 20 },
             "verbosity": "queryPlanner",
-        }))
-        .unwrap();
+        },
+    );
     assert!(own.to_string().contains("status_1_created_-1"), "{own}");
     let summary = common::read_json(&run_out.join("summary.json"));
     assert!(common::row(&summary, "TOTAL")["samples"].as_u64().unwrap() > 0);
@@ -265,14 +268,7 @@ fn an_interrupted_capture_puts_the_profiler_back() {
     let db = common::unique_db("capture_int");
     load(&server, &db);
     // Settings of the user's own: level 1 at 50 ms.
-    common::runtime()
-        .block_on(
-            server
-                .client()
-                .database(&db)
-                .run_command(doc! { "profile": 1, "slowms": 50 }),
-        )
-        .unwrap();
+    command(&server, &db, doc! { "profile": 1, "slowms": 50 });
     let before = settings(&server, &db);
     assert_eq!(before, (1, 50));
     let dir = tempfile::tempdir().unwrap();
@@ -294,9 +290,9 @@ fn an_interrupted_capture_puts_the_profiler_back() {
         .spawn()
         .unwrap();
     wait_for_level_2(&server, &db);
+    let client = server.client();
     common::runtime().block_on(async {
-        server
-            .client()
+        client
             .database(&db)
             .collection::<Document>("orders")
             .find_one(doc! { "_id": 1 })

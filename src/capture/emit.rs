@@ -399,7 +399,10 @@ fn fit_fields(
         if paths.is_empty() {
             // Nothing says what the documents hold: one string field of their average size
             // (100 bytes when that is unknown too), so that inserts still write that much.
-            let size = info.and_then(|i| i.avg_size).unwrap_or(100.0).clamp(1.0, 1_000_000.0);
+            let size = info
+                .and_then(|i| i.avg_size)
+                .unwrap_or(100.0)
+                .clamp(1.0, 1_000_000.0);
             t.insert(
                 "payload".into(),
                 fit::generator(

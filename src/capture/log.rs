@@ -130,9 +130,9 @@ fn lenient(v: &serde_json::Value) -> Bson {
         return b;
     }
     match v {
-        serde_json::Value::Object(m) => Bson::Document(
-            m.iter().map(|(k, v)| (k.clone(), lenient(v))).collect(),
-        ),
+        serde_json::Value::Object(m) => {
+            Bson::Document(m.iter().map(|(k, v)| (k.clone(), lenient(v))).collect())
+        }
         serde_json::Value::Array(a) => Bson::Array(a.iter().map(lenient).collect()),
         other => Bson::String(other.to_string()),
     }

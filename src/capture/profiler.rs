@@ -145,7 +145,7 @@ async fn read(
         dbs.iter().map(|d| (d.clone(), begin)).collect();
     // The entries at each database's newest ts already read (ts has ms resolution, so the
     // next read starts at that ts again and skips these).
-    let mut at_last: HashMap<String, std::collections::HashSet<String>> = HashMap::new();
+    let mut at_last: HashMap<String, HashMap<String, usize>> = HashMap::new();
     loop {
         let ending = started.elapsed() >= window || stop.is_cancelled();
         for db in dbs {
@@ -169,6 +169,9 @@ async fn read(
                 .await
                 .map_err(|e| refused(db, "read system.profile of", &e))?;
             let done = at_last.entry(db.clone()).or_default();
+            // Entries alike in every field (one session's same command in the same ms) are
+            // told apart by their number, not their content.
+            let mut again: HashMap<String, usize> = HashMap::new();
             while cursor
                 .advance()
                 .await
@@ -179,14 +182,18 @@ async fn read(
                     .map_err(|e| Error::Server(format!("reading system.profile of {db}: {e}")))?;
                 let ts = d.get_datetime("ts").copied().unwrap_or(since);
                 let id = d.to_string();
-                if ts == last[db] && done.contains(&id) {
-                    continue;
+                if ts == since {
+                    let n = again.entry(id.clone()).or_default();
+                    *n += 1;
+                    if *n <= done.get(&id).copied().unwrap_or(0) {
+                        continue;
+                    }
                 }
                 if ts > last[db] {
                     last.insert(db.clone(), ts);
                     done.clear();
                 }
-                done.insert(id);
+                *done.entry(id).or_default() += 1;
                 if let Some(o) = observed(&d) {
                     out.operations.push(o);
                 }
