@@ -84,6 +84,9 @@ fn cases(dir: &Path) -> (Vec<(Input, i32, &'static str)>, u16) {
         .unwrap()
         .port();
     let refused = format!("mongodb://127.0.0.1:{closed}/?serverSelectionTimeoutMS=1000");
+    let notes = dir.join("notes.txt");
+    std::fs::write(&notes, "shopping list\nmilk\n").unwrap();
+    let notes = notes.to_string_lossy().into_owned();
     let misspelt_stage = dir.join("stage.toml");
     std::fs::write(
         &misspelt_stage,
@@ -205,6 +208,11 @@ fn cases(dir: &Path) -> (Vec<(Input, i32, &'static str)>, u16) {
         (Input::Profile("an aborting threshold known only after the run", format!("{DOC}{INS}threads = 1\nduration = \"2s\"\n[thresholds]\n\"g.unavailable_max\" = {{ limit = \"< 1s\", abort = true }}\n")), 2, "cannot stop the run"),
         (Input::Profile("an audit of a collection a template deletes from", format!("audit = true\n{COLL}{OWN}[group.deleteOne]\nfilter = {{ status = \"open\" }}\n")), 2, "the write audit cannot judge this profile"),
         (args("server refusing connections", &["run", "smoke", "--uri", &refused, "--out", &dir.join("refused").to_string_lossy()]), 3, "cannot reach the server"),
+        (args("capture of a file that is not a MongoDB log", &["capture", "--from-log", &notes, "--out", &dir.join("cap1").to_string_lossy()]), 2, "it is not a MongoDB 4.4+ log"),
+        (args("capture of a log that is not there", &["capture", "--from-log", "no-such.log", "--out", &dir.join("cap2").to_string_lossy()]), 2, "cannot read the log no-such.log"),
+        (args("capture without a source", &["capture"]), 2, "--from-profiler"),
+        (args("capture --coverage above 100", &["capture", "--from-log", "x.log", "--coverage", "120"]), 2, "a percentage above 0 and at most 100"),
+        (args("capture of the profiler without a database", &["capture", "--from-profiler", "mongodb://127.0.0.1:1"]), 2, "needs the databases to profile"),
     ];
     (all, closed)
 }

@@ -118,7 +118,7 @@ fn a_profiler_capture_of_a_known_mix_runs_as_that_mix() {
     let before = settings(&server, &db);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("shop");
-    let mut capture = Command::new(bin_path())
+    let capture = Command::new(bin_path())
         .args([
             "capture",
             "--from-profiler",

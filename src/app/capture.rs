@@ -139,6 +139,11 @@ pub async fn capture(args: CaptureArgs, stop: CancellationToken) -> Result<i32, 
     }
 
     let mut captured = emit::build(&observed, &infos, &opts, &name, &source, left);
+    if !captured.shapes.is_empty() && captured.shapes.iter().all(|s| s.plan.is_none()) {
+        blind.push(
+            "the source recorded no query plans (secantusd-rs's profiler keeps none): shapes.tsv has no plan, and indexes come from the server's list only".into(),
+        );
+    }
     captured.blind = blind;
     if captured.operations == 0 {
         return Err(Error::Usage(format!(
@@ -166,7 +171,6 @@ pub async fn capture(args: CaptureArgs, stop: CancellationToken) -> Result<i32, 
     print!("{}", emit::console(&captured));
     // The profile must be one `run` executes unchanged.
     let checked = crate::plan::profile::load(&profile_path.to_string_lossy())
-        .map_err(Error::from)
         .and_then(|p| crate::plan::RunPlan::build(&p, &Default::default()).map_err(Error::from));
     if let Err(e) = checked {
         return Err(Error::Other(anyhow::anyhow!(

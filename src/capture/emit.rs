@@ -651,7 +651,8 @@ fn plan_indexes(plan: &str) -> Vec<Vec<(String, i64)>> {
                 (!k.is_empty()).then_some((k, v))
             })
             .collect();
-        if !keys.is_empty() && !(keys.len() == 1 && keys[0].0 == "_id") && !out.contains(&keys) {
+        let only_id = keys.len() == 1 && keys[0].0 == "_id";
+        if !keys.is_empty() && !only_id && !out.contains(&keys) {
             out.push(keys);
         }
     }
@@ -787,6 +788,9 @@ fn render(
             let _ = writeln!(t, "indexes = [\n  {},\n]", idx.join(",\n  "));
         }
         let _ = writeln!(t, "[collection.document]");
+        if let Some(size) = info.and_then(|i| i.avg_size) {
+            let _ = writeln!(t, "# the sampled documents average {size:.0} bytes");
+        }
         if let Some((tmpl, synthetic)) = fields.templates.get(coll) {
             if *synthetic {
                 let _ = writeln!(
@@ -977,8 +981,8 @@ pub fn console(c: &Captured) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:>7}  {:>6}  {:>8}  {:>8}  {:<30}  {}",
-        "share", "count", "ops/s", "p95 ms", "emitted as", "shape"
+        "{:>7}  {:>6}  {:>8}  {:>8}  {:<30}  shape",
+        "share", "count", "ops/s", "p95 ms", "emitted as"
     );
     for s in c.shapes.iter().take(30) {
         let shape: String = format!("{} {}", s.namespace, s.shape)

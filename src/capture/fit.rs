@@ -237,7 +237,7 @@ pub fn param(values: &[Bson], plain: bool) -> Value {
             None => counts.push((k, 1, v)),
         }
     }
-    counts.sort_by(|a, b| b.1.cmp(&a.1));
+    counts.sort_by_key(|c| std::cmp::Reverse(c.1));
     let Some((_, n, top)) = counts.first() else {
         return Value::Integer(0);
     };
