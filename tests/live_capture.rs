@@ -205,12 +205,17 @@ fn a_profiler_capture_of_a_known_mix_runs_as_that_mix() {
     // workload's: on the same index.
     let profile = std::fs::read_to_string(out.join("profile.toml")).unwrap();
     assert!(profile.contains("status_1_created_-1"), "{profile}");
+    // Never the source's database: a run against the source must not drop its collections.
+    assert!(
+        profile.contains(&format!("database = \"{db}_replay\"")),
+        "{profile}"
+    );
     let fresh = common::unique_db("captured");
     let copy = dir.path().join("fresh.toml");
     std::fs::write(
         &copy,
         profile.replace(
-            &format!("database = \"{db}\""),
+            &format!("database = \"{db}_replay\""),
             &format!("database = \"{fresh}\""),
         ),
     )

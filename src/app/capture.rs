@@ -149,7 +149,11 @@ pub async fn capture(args: CaptureArgs, stop: CancellationToken) -> Result<i32, 
         return Err(Error::Usage(format!(
             "no operation to capture from {}: {}\n  fix: {}",
             captured.source,
-            nothing_because(&captured.left_out, observed.len()),
+            nothing_because(
+                &captured.left_out,
+                observed.len(),
+                args.from_profiler.is_some()
+            ),
             if args.from_profiler.is_some() {
                 "capture while the application runs, for longer (--for), or name the databases it uses (--db)"
             } else {
@@ -205,7 +209,10 @@ async fn profiled_dbs(uri: &str, dbs: &[String]) -> Result<Vec<String>, Error> {
 }
 
 /// Why nothing was captured, in words.
-fn nothing_because(left: &LeftOut, observed: usize) -> String {
+fn nothing_because(left: &LeftOut, observed: usize, profiler: bool) -> String {
+    if profiler && observed == 0 {
+        return "the profiler recorded no operation during the window".into();
+    }
     if left.not_json > 0 && left.not_operations == 0 && observed == 0 {
         return format!(
             "none of its {} lines is JSON: it is not a MongoDB 4.4+ log (older logs are text, which capture does not read)",

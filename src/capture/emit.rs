@@ -491,12 +491,22 @@ fn lookup<'a>(d: &'a Document, path: &str) -> Option<&'a Bson> {
 fn insert_path(t: &mut toml::Table, path: &str, v: Value) {
     match path.split_once('.') {
         None => {
-            t.insert(path.to_string(), v);
+            // A document already there (its fields came first) stays.
+            if !matches!(t.get(path), Some(Value::Table(s)) if !s.keys().any(|k| k.starts_with('^')))
+            {
+                t.insert(path.to_string(), v);
+            }
         }
         Some((head, rest)) => {
             let sub = t
                 .entry(head.to_string())
                 .or_insert_with(|| Value::Table(toml::Table::new()));
+            // A field seen both as a value and as a document: the document wins (its fields
+            // are what the operations use), never fields beside a generator.
+            let generator = matches!(sub, Value::Table(s) if s.keys().any(|k| k.starts_with('^')));
+            if generator || !matches!(sub, Value::Table(_)) {
+                *sub = Value::Table(toml::Table::new());
+            }
             if let Value::Table(sub) = sub {
                 insert_path(sub, rest, v);
             }
@@ -642,15 +652,19 @@ fn plan_indexes(plan: &str) -> Vec<Vec<(String, i64)>> {
         let Some(close) = part.find('}') else {
             continue;
         };
-        let keys: Vec<(String, i64)> = part[open + 1..close]
+        // An index with a key this cannot read (`loc: "2dsphere"`) is left out whole.
+        let Some(keys) = part[open + 1..close]
             .split(',')
-            .filter_map(|kv| {
+            .map(|kv| {
                 let (k, v) = kv.split_once(':')?;
                 let k = k.trim().trim_matches('"').to_string();
                 let v: i64 = v.trim().parse().ok()?;
                 (!k.is_empty()).then_some((k, v))
             })
-            .collect();
+            .collect::<Option<Vec<(String, i64)>>>()
+        else {
+            continue;
+        };
         let only_id = keys.len() == 1 && keys[0].0 == "_id";
         if !keys.is_empty() && !only_id && !out.contains(&keys) {
             out.push(keys);
@@ -695,10 +709,14 @@ fn render(
         "description = {}",
         Value::String(format!("captured from {source}, rates x {}", opts.scale))
     );
+    // Another database than the source's: the collections are dropped before each run, so a
+    // run pointed at the source by mistake must never drop the source's own.
+    let source_db = database.unwrap_or("test");
     let _ = writeln!(
         t,
-        "\n[target]\ndatabase = {}",
-        Value::String(database.unwrap_or("test").to_string())
+        "\n# The source's database is {}; this one is named apart so that a run against the source\n# never drops its collections (rename it to use the same names elsewhere).\n[target]\ndatabase = {}",
+        Value::String(source_db.to_string()),
+        Value::String(replay_database(source_db))
     );
 
     // Collections.
@@ -739,8 +757,19 @@ fn render(
             for ix in &info.indexes {
                 let mut spec = toml::Table::new();
                 let to = |v: &Bson| to_toml(v, &|_| None);
-                if let Some(k) = ix.get("key") {
-                    spec.insert("keys".into(), to(k));
+                if let Some(Bson::Document(k)) = ix.get("key") {
+                    // Directions as integers (the legacy shell stored 1.0); index types as text.
+                    let keys: toml::Table = k
+                        .iter()
+                        .map(|(f, d)| {
+                            let v = match super::as_f64(d) {
+                                Some(x) => Value::Integer(x as i64),
+                                None => to(d),
+                            };
+                            (f.clone(), v)
+                        })
+                        .collect();
+                    spec.insert("keys".into(), Value::Table(keys));
                 }
                 for opt in [
                     "name",
@@ -876,9 +905,7 @@ fn render(
         let _ = writeln!(
             t,
             "rate = {}  # observed {observed_rate:.2}/s x --scale {}",
-            Value::Float((rate * 100.0).round() / 100.0)
-                .to_string()
-                .trim_end_matches(".0"),
+            rate_text(rate),
             opts.scale
         );
         let _ = writeln!(t, "duration = \"{duration}s\"");
@@ -931,6 +958,30 @@ fn render(
         }
     }
     t
+}
+
+/// The captured profile's database: the source's name with `_replay` (within MongoDB's 63 bytes).
+pub fn replay_database(source: &str) -> String {
+    let mut base: String = source.to_string();
+    while base.len() > 63 - "_replay".len() {
+        base.pop();
+    }
+    format!("{base}_replay")
+}
+
+/// A rate as the profile writes it: never below the least rate a profile takes, with the
+/// significant digits a slow rate needs.
+fn rate_text(rate: f64) -> String {
+    let r = rate.max(crate::plan::limits::MIN_RATE);
+    let text = if r >= 100.0 {
+        format!("{r:.1}")
+    } else if r >= 1.0 {
+        format!("{r:.2}")
+    } else {
+        format!("{r:.6}")
+    };
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    text.to_string()
 }
 
 /// The most intervals that overlap at one instant.
@@ -1170,11 +1221,40 @@ mod tests {
     }
 
     #[test]
+    fn a_field_seen_as_a_value_and_as_a_document_stays_a_document() {
+        let mut t = toml::Table::new();
+        insert_path(
+            &mut t,
+            "address",
+            fit::generator("^Null", Value::Table(toml::Table::new())),
+        );
+        insert_path(&mut t, "address.city", Value::String("x".into()));
+        insert_path(&mut t, "address", Value::Integer(1));
+        assert_eq!(
+            Value::Table(t).to_string(),
+            "{ address = { city = \"x\" } }"
+        );
+    }
+
+    #[test]
+    fn a_slow_rate_keeps_its_digits_and_never_falls_below_the_least() {
+        assert_eq!(rate_text(0.0041667), "0.004167");
+        assert_eq!(rate_text(1e-9), "0.001");
+        assert_eq!(rate_text(2.4242), "2.42");
+        assert_eq!(rate_text(138.03), "138");
+        assert_eq!(rate_text(30.0), "30");
+        assert_eq!(replay_database("shop"), "shop_replay");
+        assert_eq!(replay_database(&"d".repeat(70)).len(), 63);
+    }
+
+    #[test]
     fn plan_summaries_name_their_indexes() {
         assert_eq!(
             plan_indexes("IXSCAN { status: 1, created: -1 }, IXSCAN { _id: 1 }"),
             vec![vec![("status".to_string(), 1), ("created".to_string(), -1)]]
         );
         assert!(plan_indexes("COLLSCAN").is_empty());
+        // A key this cannot read leaves the whole index out, never half of it.
+        assert!(plan_indexes("IXSCAN { a: 1, loc: \"2dsphere\" }").is_empty());
     }
 }

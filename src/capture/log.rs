@@ -70,6 +70,22 @@ pub fn parse_line(json: &serde_json::Value) -> Option<Observed> {
     let originating = attr.get("originatingCommand").and_then(document);
     let truncated = attr.get("truncated").is_some() || has_truncated(&command);
     let int = |k: &str| attr.get(k).and_then(|v| v.as_i64());
+    // A line without its namespace: the command's `$db` and the collection it names.
+    let db = if db.is_empty() {
+        command.get_str("$db").unwrap_or("")
+    } else {
+        db
+    };
+    let named = command
+        .iter()
+        .next()
+        .and_then(|(_, v)| v.as_str())
+        .unwrap_or("");
+    let coll = if coll.is_empty() || coll == "$cmd" {
+        named
+    } else {
+        coll
+    };
     Some(Observed {
         ts_ms,
         db: db.to_string(),

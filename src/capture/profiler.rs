@@ -99,6 +99,7 @@ pub async fn capture(
     for db in dbs {
         before.push(settings(client, db).await?);
     }
+    let begin = server_time(client).await;
     let mut set_ok = Vec::new();
     let mut result = Ok(Profiled::default());
     for s in &before {
@@ -115,7 +116,7 @@ pub async fn capture(
         }
     }
     if result.is_ok() {
-        result = read(client, dbs, window, stop).await;
+        result = read(client, dbs, begin, window, stop).await;
     }
     // Put back every database that was changed, even after an error or an interrupt.
     let mut restore_err = None;
@@ -125,53 +126,78 @@ pub async fn capture(
         }
     }
     match (result, restore_err) {
-        (Err(e), _) | (Ok(_), Some(e)) => Err(e),
         (Ok(p), None) => Ok(p),
+        (Err(e), None) | (Ok(_), Some(e)) => Err(e),
+        // Both failed: the put-back failure matters most (a database may still be profiled).
+        (Err(read), Some(put_back)) => Err(Error::Server(format!(
+            "{put_back}\n  (capture had stopped because: {read})"
+        ))),
     }
 }
+
+/// The server's own clock (`hello`'s `localTime`): the window is compared with the profiler's
+/// `ts`, which the server stamps, whatever the capturing host's clock says.
+async fn server_time(client: &Client) -> mongodb::bson::DateTime {
+    client
+        .database("admin")
+        .run_command(doc! { "hello": 1 })
+        .await
+        .ok()
+        .and_then(|r| r.get_datetime("localTime").ok().copied())
+        .unwrap_or_else(mongodb::bson::DateTime::now)
+}
+
+/// How far back each read of `system.profile` looks again: an entry stamped a little before the
+/// newest one read may be written after it.
+const OVERLAP_MS: i64 = 1000;
 
 async fn read(
     client: &Client,
     dbs: &[String],
+    begin: mongodb::bson::DateTime,
     window: Duration,
     stop: &CancellationToken,
 ) -> Result<Profiled, Error> {
     let started = std::time::Instant::now();
     let mut out = Profiled::default();
-    // Per database: the newest ts read; the profile's own entries from before the window are
-    // skipped by starting at the time profiling began.
-    let begin = mongodb::bson::DateTime::now();
-    let mut last: HashMap<String, mongodb::bson::DateTime> =
-        dbs.iter().map(|d| (d.clone(), begin)).collect();
-    // The entries at each database's newest ts already read (ts has ms resolution, so the
-    // next read starts at that ts again and skips these).
-    let mut at_last: HashMap<String, HashMap<String, usize>> = HashMap::new();
+    // Per database: the newest ts read (entries from before the window are not read), and the
+    // entries of the last OVERLAP_MS already read, counted by (ts, content): entries alike in
+    // every field (one session's same command in the same ms) are told apart by their number.
+    let mut newest: HashMap<String, i64> = dbs
+        .iter()
+        .map(|d| (d.clone(), begin.timestamp_millis()))
+        .collect();
+    let mut done: HashMap<String, HashMap<(i64, String), usize>> = HashMap::new();
     loop {
         let ending = started.elapsed() >= window || stop.is_cancelled();
         for db in dbs {
             let profile: Collection<Document> = client.database(db).collection("system.profile");
-            let since = last[db];
+            let last = newest[db];
+            let from = if last > begin.timestamp_millis() {
+                (last - OVERLAP_MS).max(begin.timestamp_millis())
+            } else {
+                last
+            };
             // A capped collection that wrapped: its oldest entry is newer than what was read.
             if let Ok(Some(oldest)) = profile.find_one(doc! {}).sort(doc! { "ts": 1 }).await {
                 if let Ok(ts) = oldest.get_datetime("ts") {
-                    if *ts > since && since > begin {
+                    if ts.timestamp_millis() > last && last > begin.timestamp_millis() {
                         out.warnings.push(format!(
                             "{db}.system.profile wrapped: operations between {} and {} were overwritten before they were read; give it more room (profiling off, drop system.profile, create it capped with a larger size)",
-                            since.try_to_rfc3339_string().unwrap_or_default(),
+                            mongodb::bson::DateTime::from_millis(last).try_to_rfc3339_string().unwrap_or_default(),
                             ts.try_to_rfc3339_string().unwrap_or_default()
                         ));
                     }
                 }
             }
             let mut cursor = profile
-                .find(doc! { "ts": { "$gte": since } })
+                .find(doc! { "ts": { "$gte": mongodb::bson::DateTime::from_millis(from) } })
                 .sort(doc! { "ts": 1 })
                 .await
                 .map_err(|e| refused(db, "read system.profile of", &e))?;
-            let done = at_last.entry(db.clone()).or_default();
-            // Entries alike in every field (one session's same command in the same ms) are
-            // told apart by their number, not their content.
-            let mut again: HashMap<String, usize> = HashMap::new();
+            let before = done.remove(db).unwrap_or_default();
+            let mut now: HashMap<(i64, String), usize> = HashMap::new();
+            let mut top = last;
             while cursor
                 .advance()
                 .await
@@ -180,24 +206,24 @@ async fn read(
                 let d: Document = cursor
                     .deserialize_current()
                     .map_err(|e| Error::Server(format!("reading system.profile of {db}: {e}")))?;
-                let ts = d.get_datetime("ts").copied().unwrap_or(since);
-                let id = d.to_string();
-                if ts == since {
-                    let n = again.entry(id.clone()).or_default();
-                    *n += 1;
-                    if *n <= done.get(&id).copied().unwrap_or(0) {
-                        continue;
-                    }
+                let ts = d
+                    .get_datetime("ts")
+                    .map(|t| t.timestamp_millis())
+                    .unwrap_or(from);
+                top = top.max(ts);
+                let key = (ts, d.to_string());
+                let n = now.entry(key.clone()).or_default();
+                *n += 1;
+                if *n <= before.get(&key).copied().unwrap_or(0) {
+                    continue;
                 }
-                if ts > last[db] {
-                    last.insert(db.clone(), ts);
-                    done.clear();
-                }
-                *done.entry(id).or_default() += 1;
                 if let Some(o) = observed(&d) {
                     out.operations.push(o);
                 }
             }
+            newest.insert(db.clone(), top);
+            now.retain(|(ts, _), _| *ts >= top - OVERLAP_MS);
+            done.insert(db.clone(), now);
         }
         if ending {
             return Ok(out);

@@ -312,7 +312,11 @@ impl Shaper {
             return u.clone();
         };
         if !d.keys().any(|k| k.starts_with('$')) {
-            return Bson::Document(self.literal_doc(d, "", path));
+            // A replacement's `_id` is the filter's document's own: sent again as another
+            // value it would be refused (`_id` is immutable), so it is left out.
+            let mut d = d.clone();
+            d.remove("_id");
+            return Bson::Document(self.literal_doc(&d, "", path));
         }
         let mut out = Document::new();
         for (op, fields) in d {
@@ -618,7 +622,8 @@ fn find_and_modify(c: &Document) -> Op {
 /// A value that is data: not a document or array (those are walked), nor a `"$field"` path.
 fn is_literal(v: &Bson) -> bool {
     match v {
-        Bson::Document(_) | Bson::Array(_) => false,
+        // `null` in a query means "missing or null": the query's logic, kept as written.
+        Bson::Document(_) | Bson::Array(_) | Bson::Null | Bson::Undefined => false,
         Bson::String(s) => !s.starts_with('$'),
         Bson::JavaScriptCode(_) | Bson::JavaScriptCodeWithScope(_) | Bson::RegularExpression(_) => {
             false
@@ -729,6 +734,26 @@ mod tests {
         );
         assert_eq!(op.slots[2].kind, SlotKind::List);
         assert_eq!(op.slots[3].kind, SlotKind::Param);
+    }
+
+    #[test]
+    fn null_stays_and_a_replacement_leaves_its_id_out() {
+        let o = observed(doc! { "find": "c", "filter": { "deletedAt": null, "a": 1 } });
+        assert_eq!(
+            ops(classify(&o, true))[0].key(),
+            r#"find {"filter":{"deletedAt":null,"a":"?number"}}"#
+        );
+        let r = Observed {
+            op_type: "update".into(),
+            command: doc! { "q": { "_id": 5 }, "u": { "_id": 5, "name": "x" } },
+            ..Default::default()
+        };
+        let op = ops(classify(&r, true)).remove(0);
+        assert_eq!(op.verb, Verb::ReplaceOne);
+        assert_eq!(
+            op.key(),
+            r#"replaceOne {"filter":{"_id":"?number"},"replacement":{"name":"?string"}}"#
+        );
     }
 
     #[test]
