@@ -96,6 +96,34 @@ fn load(server: &TestServer, db: &str) {
     });
 }
 
+/// Starts `capture --from-profiler` on `db` for `window` into `out`, and waits until it has set
+/// the profiler.
+fn start_capture(
+    server: &TestServer,
+    db: &str,
+    window: &str,
+    out: &std::path::Path,
+) -> std::process::Child {
+    let capture = Command::new(bin_path())
+        .args([
+            "capture",
+            "--from-profiler",
+            &server.uri,
+            "--db",
+            db,
+            "--for",
+            window,
+            "--out",
+        ])
+        .arg(out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_level_2(server, db);
+    capture
+}
+
 /// Waits until the capture has set the profiler (level 2) on `db`.
 fn wait_for_level_2(server: &TestServer, db: &str) {
     let t = Instant::now();
@@ -118,23 +146,7 @@ fn a_profiler_capture_of_a_known_mix_runs_as_that_mix() {
     let before = settings(&server, &db);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("shop");
-    let capture = Command::new(bin_path())
-        .args([
-            "capture",
-            "--from-profiler",
-            &server.uri,
-            "--db",
-            &db,
-            "--for",
-            "20s",
-            "--out",
-        ])
-        .arg(&out)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for_level_2(&server, &db);
+    let capture = start_capture(&server, &db, "20s", &out);
     let script = dir.path().join("workload.py");
     std::fs::write(&script, WORKLOAD).unwrap();
     let py = Command::new(python_with_pymongo())
@@ -278,23 +290,7 @@ fn an_interrupted_capture_puts_the_profiler_back() {
     assert_eq!(before, (1, 50));
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("cap");
-    let capture = Command::new(bin_path())
-        .args([
-            "capture",
-            "--from-profiler",
-            &server.uri,
-            "--db",
-            &db,
-            "--for",
-            "5m",
-            "--out",
-        ])
-        .arg(&out)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for_level_2(&server, &db);
+    let capture = start_capture(&server, &db, "5m", &out);
     let client = server.client();
     common::runtime().block_on(async {
         client

@@ -76,6 +76,28 @@ struct Seen {
     intervals: Vec<(i64, i64)>,
 }
 
+impl Seen {
+    /// The source's durations, in order.
+    fn sorted_ms(&self) -> Vec<f64> {
+        let mut ms = self.millis.clone();
+        ms.sort_by(f64::total_cmp);
+        ms
+    }
+
+    /// The plan the source named most often.
+    fn plan(&self) -> Option<&String> {
+        self.plans.iter().max_by_key(|p| p.1).map(|p| p.0)
+    }
+}
+
+/// The value at fraction `p` of sorted values (nearest rank), 0 when there are none.
+fn quantile(sorted: &[f64], p: f64) -> f64 {
+    sorted
+        .get(((sorted.len() as f64 - 1.0) * p).round() as usize)
+        .copied()
+        .unwrap_or(0.0)
+}
+
 /// Builds the profile and the account from what the source observed.
 pub fn build(
     observed: &[Observed],
@@ -252,13 +274,8 @@ pub fn build(
         .iter()
         .enumerate()
         .map(|(i, s)| {
-            let mut ms = s.millis.clone();
-            ms.sort_by(f64::total_cmp);
-            let q = |p: f64| {
-                ms.get(((ms.len() as f64 - 1.0) * p).round() as usize)
-                    .copied()
-                    .unwrap_or(0.0)
-            };
+            let ms = s.sorted_ms();
+            let q = |p: f64| quantile(&ms, p);
             let per =
                 |x: i64| (s.examined_known && s.returned > 0).then(|| x as f64 / s.returned as f64);
             ShapeStat {
@@ -275,7 +292,7 @@ pub fn build(
                 p50_ms: q(0.5),
                 p95_ms: q(0.95),
                 max_ms: ms.last().copied().unwrap_or(0.0),
-                plan: s.plans.iter().max_by_key(|p| p.1).map(|p| p.0.clone()),
+                plan: s.plan().cloned(),
                 keys_per_returned: per(s.keys_examined),
                 docs_per_returned: per(s.docs_examined),
                 emitted: names
@@ -286,16 +303,18 @@ pub fn build(
         })
         .collect();
     let date = |ms: i64| {
-        (first <= last).then(|| {
-            mongodb::bson::DateTime::from_millis(ms)
-                .try_to_rfc3339_string()
-                .unwrap_or_default()
-        })
+        (first <= last)
+            .then(|| {
+                mongodb::bson::DateTime::from_millis(ms)
+                    .try_to_rfc3339_string()
+                    .ok()
+            })
+            .flatten()
     };
     Captured {
         source: source.to_string(),
-        first: date(first).flatten_str(),
-        last: date(last).flatten_str(),
+        first: date(first),
+        last: date(last),
         window_s,
         operations,
         emitted_shapes: emitted.len(),
@@ -310,15 +329,6 @@ pub fn build(
         blind: Vec::new(),
         scale: opts.scale,
         profile,
-    }
-}
-
-trait FlattenStr {
-    fn flatten_str(self) -> Option<String>;
-}
-impl FlattenStr for Option<String> {
-    fn flatten_str(self) -> Option<String> {
-        self.filter(|s| !s.is_empty())
     }
 }
 
@@ -427,16 +437,7 @@ fn fit_fields(
                 .filter_map(|v| v.as_array().map(Vec::len))
                 .collect();
             if !lens.is_empty() {
-                g = fit::generator(
-                    "^Array",
-                    [
-                        ("of".to_string(), g),
-                        ("number".to_string(), fit::length(&lens)),
-                    ]
-                    .into_iter()
-                    .collect::<toml::Table>()
-                    .into(),
-                );
+                g = fit::array(g, fit::length(&lens));
             }
             insert_path(&mut t, p, g);
         }
@@ -518,30 +519,20 @@ fn insert_path(t: &mut toml::Table, path: &str, v: Value) {
 fn slot_value(s: &Seen, i: usize, fields: &Fields) -> Value {
     let slot = &s.op.slots[i];
     let vals = &s.values[i];
-    let empty = || Value::Table(toml::Table::new());
     match (slot.kind, slot.field.as_deref()) {
         (SlotKind::Param, _) => fit::param(vals, matches!(slot.path.as_str(), "limit" | "skip")),
-        (SlotKind::Value, Some("_id")) => fit::generator("^Key", empty()),
+        (SlotKind::Value, Some("_id")) => fit::bare("^Key"),
         (SlotKind::List, Some(f)) => {
             let lens: Vec<usize> = vals
                 .iter()
                 .map(|v| v.as_array().map_or(1, Vec::len))
                 .collect();
             let of = if f == "_id" {
-                fit::generator("^Key", empty())
+                fit::bare("^Key")
             } else {
                 field_gen(s, f, fields, vals)
             };
-            fit::generator(
-                "^Array",
-                [
-                    ("of".to_string(), of),
-                    ("number".to_string(), fit::length(&lens)),
-                ]
-                .into_iter()
-                .collect::<toml::Table>()
-                .into(),
-            )
+            fit::array(of, fit::length(&lens))
         }
         (SlotKind::Value, Some(f)) => {
             if vals.iter().all(|v| matches!(v, Bson::DateTime(_))) && !vals.is_empty() {
@@ -586,7 +577,7 @@ fn to_toml(v: &Bson, slot: &dyn Fn(usize) -> Option<Value>) -> Value {
         Bson::Int64(n) => Value::Integer(*n),
         Bson::Double(x) => Value::Float(*x),
         Bson::Boolean(b) => Value::Boolean(*b),
-        Bson::Null | Bson::Undefined => fit::generator("^Null", Value::Table(toml::Table::new())),
+        Bson::Null | Bson::Undefined => fit::bare("^Null"),
         other => {
             // Extended JSON type keys ($date, $oid, $numberDecimal, ...) read back as BSON.
             let json = other.clone().into_relaxed_extjson();
@@ -920,19 +911,9 @@ fn render(
             let s = &seen[i];
             let oname = op_name(s, &mut taken);
             names.insert(i, format!("{gname}:{oname}"));
-            let mut ms = s.millis.clone();
-            ms.sort_by(f64::total_cmp);
-            let q = |p: f64| {
-                ms.get(((ms.len() as f64 - 1.0) * p).round() as usize)
-                    .copied()
-                    .unwrap_or(0.0)
-            };
-            let plan = s
-                .plans
-                .iter()
-                .max_by_key(|p| p.1)
-                .map(|p| format!(", plan {}", p.0))
-                .unwrap_or_default();
+            let ms = s.sorted_ms();
+            let q = |p: f64| quantile(&ms, p);
+            let plan = s.plan().map(|p| format!(", plan {p}")).unwrap_or_default();
             let _ = writeln!(
                 t,
                 "[[group.ops]]\nname = {}\nweight = {}",
@@ -1223,11 +1204,7 @@ mod tests {
     #[test]
     fn a_field_seen_as_a_value_and_as_a_document_stays_a_document() {
         let mut t = toml::Table::new();
-        insert_path(
-            &mut t,
-            "address",
-            fit::generator("^Null", Value::Table(toml::Table::new())),
-        );
+        insert_path(&mut t, "address", fit::bare("^Null"));
         insert_path(&mut t, "address.city", Value::String("x".into()));
         insert_path(&mut t, "address", Value::Integer(1));
         assert_eq!(

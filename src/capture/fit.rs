@@ -25,6 +25,16 @@ pub fn generator(name: &str, arg: Value) -> Value {
     Value::Table(t)
 }
 
+/// A generator that takes no arguments: `{ "^Null" = {} }`, `{ "^Key" = {} }`.
+pub fn bare(name: &str) -> Value {
+    generator(name, Value::Table(toml::Table::new()))
+}
+
+/// `number` values of `of`: `{ "^Array" = { of, number } }`.
+pub fn array(of: Value, number: Value) -> Value {
+    generator("^Array", table(&[("of", of), ("number", number)]))
+}
+
 fn table(pairs: &[(&str, Value)]) -> Value {
     let mut t = toml::Table::new();
     for (k, v) in pairs {
@@ -42,7 +52,7 @@ pub fn field(field: &str, values: &[Bson], keep_values: bool, now_ms: i64) -> Va
         .filter(|v| !matches!(v, Bson::Array(_) | Bson::Document(_)))
         .collect();
     if scalars.is_empty() {
-        return generator("^Null", Value::Table(toml::Table::new()));
+        return bare("^Null");
     }
     // The most common kind of value decides.
     let mut kinds: HashMap<String, usize> = HashMap::new();
@@ -101,8 +111,8 @@ pub fn field(field: &str, values: &[Bson], keep_values: bool, now_ms: i64) -> Va
                 ]),
             )
         }
-        "objectId" => generator("^ObjectId", Value::Table(toml::Table::new())),
-        _ => generator("^Null", Value::Table(toml::Table::new())),
+        "objectId" => bare("^ObjectId"),
+        _ => bare("^Null"),
     }
 }
 

@@ -207,6 +207,20 @@ impl Shaper {
         }
     }
 
+    /// A shaper and the arguments begun with `filter`: the command's `key` (`filter`, `q`,
+    /// `query`) shaped.
+    fn with_filter(c: &Document, key: &str) -> (Shaper, Document) {
+        let mut s = Shaper::new();
+        let filter = s.filter(
+            &c.get_document(key).cloned().unwrap_or_default(),
+            "",
+            "filter",
+        );
+        let mut args = Document::new();
+        args.insert("filter", filter);
+        (s, args)
+    }
+
     fn slot(&mut self, kind: SlotKind, field: Option<&str>, path: &str, value: Bson) -> Bson {
         let i = self.slots.len();
         self.slots.push(Slot {
@@ -414,16 +428,7 @@ impl Shaper {
 }
 
 fn find(c: &Document) -> Op {
-    let mut s = Shaper::new();
-    let mut args = Document::new();
-    args.insert(
-        "filter",
-        s.filter(
-            &c.get_document("filter").cloned().unwrap_or_default(),
-            "",
-            "filter",
-        ),
-    );
+    let (mut s, mut args) = Shaper::with_filter(c, "filter");
     for k in ["sort", "projection", "hint", "collation"] {
         if let Some(v) = c.get(k) {
             args.insert(k, v.clone());
@@ -510,16 +515,7 @@ fn insert(n: u64) -> Op {
 }
 
 fn update_statement(st: &Document) -> Op {
-    let mut s = Shaper::new();
-    let mut args = Document::new();
-    args.insert(
-        "filter",
-        s.filter(
-            &st.get_document("q").cloned().unwrap_or_default(),
-            "",
-            "filter",
-        ),
-    );
+    let (mut s, mut args) = Shaper::with_filter(st, "q");
     let u = st
         .get("u")
         .cloned()
@@ -551,16 +547,7 @@ fn update_statement(st: &Document) -> Op {
 }
 
 fn delete_statement(st: &Document) -> Op {
-    let mut s = Shaper::new();
-    let mut args = Document::new();
-    args.insert(
-        "filter",
-        s.filter(
-            &st.get_document("q").cloned().unwrap_or_default(),
-            "",
-            "filter",
-        ),
-    );
+    let (s, mut args) = Shaper::with_filter(st, "q");
     for k in ["hint", "collation"] {
         if let Some(v) = st.get(k) {
             args.insert(k, v.clone());
@@ -579,16 +566,7 @@ fn delete_statement(st: &Document) -> Op {
 }
 
 fn find_and_modify(c: &Document) -> Op {
-    let mut s = Shaper::new();
-    let mut args = Document::new();
-    args.insert(
-        "filter",
-        s.filter(
-            &c.get_document("query").cloned().unwrap_or_default(),
-            "",
-            "filter",
-        ),
-    );
+    let (mut s, mut args) = Shaper::with_filter(c, "query");
     for (from, to) in [("sort", "sort"), ("fields", "projection")] {
         if let Some(v) = c.get(from) {
             args.insert(to, v.clone());
