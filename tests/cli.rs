@@ -216,7 +216,9 @@ fn validate_shows_an_open_loop_group() {
 
 /// `capture --from-log` on lines in MongoDB's documented 4.4+ format (tests/capture/): an update
 /// and a delete logged twice (statement and command) counted once, a getMore folded, a
-/// transaction, a truncated command, a line that is not JSON; rates times --scale; no observed
+/// transaction seen whole made a transaction of steps (its update statement tied to it by the
+/// command line after it), one without its commit and an aborted one captured statement by
+/// statement, a truncated command, a line that is not JSON; rates times --scale; no observed
 /// value written; the profile validates.
 #[test]
 fn capture_from_a_log_counts_each_operation_once_and_writes_a_profile_that_validates() {
@@ -247,7 +249,8 @@ fn capture_from_a_log_counts_each_operation_once_and_writes_a_profile_that_valid
         let output = cmd.assert().code(0).get_output().clone();
         let stdout = String::from_utf8_lossy(&output.stdout);
         assert!(
-            stdout.contains("10 operations in 10 s: 6 shapes cover 100.0 %"),
+            stdout
+                .contains("11 operations (1 of them transactions) in 10 s: 6 shapes cover 100.0 %"),
             "{stdout}"
         );
         let json: serde_json::Value =
@@ -272,7 +275,9 @@ fn capture_from_a_log_counts_each_operation_once_and_writes_a_profile_that_valid
         ("double_logged", 3),
         ("getmore_folded", 1),
         ("transactions", 1),
-        ("transaction_control", 1),
+        ("partial_transactions", 1),
+        ("aborted_transactions", 1),
+        ("transaction_control", 2),
         ("truncated", 1),
         ("not_json", 1),
         ("not_operations", 1),
@@ -281,10 +286,10 @@ fn capture_from_a_log_counts_each_operation_once_and_writes_a_profile_that_valid
     }
     assert_eq!(left["driver"]["serverStatus"], 1);
     assert_eq!(left["other"]["createIndexes"], 1);
-    assert_eq!(json["operations"], 10);
+    assert_eq!(json["operations"], 11);
     let shapes = json["shapes"].as_array().unwrap();
     let first = &shapes[0];
-    assert_eq!(first["count"], 4);
+    assert_eq!(first["count"], 6, "4 alone, 2 of unfinished transactions");
     assert_eq!(first["operation"], "find");
     assert_eq!(
         first["shape"],
@@ -296,29 +301,48 @@ fn capture_from_a_log_counts_each_operation_once_and_writes_a_profile_that_valid
         .find(|s| s["operation"] == "updateOne")
         .unwrap();
     assert_eq!(
-        update["count"], 2,
-        "the statement lines, not the command lines"
+        update["count"], 1,
+        "the statement line, not the command line; the other is in its transaction"
     );
+    let steps: Vec<&serde_json::Value> = shapes
+        .iter()
+        .filter(|s| s["shape"].as_str().unwrap().starts_with("transaction step"))
+        .collect();
+    assert_eq!(steps.len(), 2, "{shapes:?}");
+    assert_eq!(steps[0]["shape"], "transaction step 1/2: insertOne {}");
+    assert_eq!(steps[0]["namespace"], "shop.customers");
+    assert_eq!(steps[1]["operation"], "updateOne");
+    assert_eq!(steps[1]["emitted"], "web-transaction step 2/2");
     let delete = shapes
         .iter()
         .find(|s| s["operation"] == "deleteMany")
         .unwrap();
     assert_eq!(delete["count"], 1);
     assert_eq!(tsv.lines().count(), 1 + shapes.len());
-    // The web application on orders: 8 operations in 9.9 s, times 3.
+    // The web application on orders: 9 operations in 9.9 s, times 3; its transaction of an
+    // insert into customers and an update of orders, once in 9.9 s.
     assert!(
-        profile.contains("rate = 2.42  # observed 0.81/s x --scale 3"),
+        profile.contains("rate = 2.73  # observed 0.91/s x --scale 3"),
         "{profile}"
     );
+    let txn = &profile[profile.find("name = \"web-transaction\"").expect(profile)..];
+    for part in [
+        "collection = \"customers\"",
+        "rate = 0.30303  # observed 0.10/s x --scale 3",
+        "transaction = true",
+        "[[group.steps]]\n# source p50 102.0 ms, p95 102.0 ms\ninsertOne = {}",
+        "[[group.steps]]\ncollection = \"orders\"",
+        r#"updateOne = { filter = { _id = { "^Key" = {} } }, update = { "$inc" = { total = 2 } } }"#,
+    ] {
+        assert!(txn.contains(part), "{part} not in {txn}");
+    }
     // A date an hour before each operation: ^Now minus an hour.
     assert!(
         profile.contains(r#""$gte" = { "^Now" = { minus = "3600s" } }"#),
         "{profile}"
     );
     assert!(
-        profile.contains(
-            r#"update = { "$inc" = { total = { "^RandomInt" = { min = 2, max = 5 } } } }"#
-        ),
+        profile.contains(r#"update = { "$inc" = { total = 5 } }"#),
         "{profile}"
     );
     // No observed string value leaves the log.

@@ -316,3 +316,116 @@ fn an_interrupted_capture_puts_the_profiler_back() {
         serde_json::from_str(&std::fs::read_to_string(out.join("capture.json")).unwrap()).unwrap();
     assert_eq!(json["operations"], 1);
 }
+
+/// Transactions through pymongo's `with session.start_transaction()`: those whose every
+/// statement the profiler tied to the session (a findOne, then an insert) become one
+/// transaction of steps; those with an update, whose statement entry carries no session on this
+/// server, are counted partial and captured statement by statement. The profile runs.
+#[test]
+fn transactions_seen_whole_become_a_transaction_of_steps() {
+    let Some(server) = TestServer::start() else {
+        return common::skipped("MONGO_STRESS_SKIP_LIVE");
+    };
+    let db = common::unique_db("capture_txn");
+    load(&server, &db);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("txn");
+    let capture = start_capture(&server, &db, "10s", &out);
+    let script = dir.path().join("txn.py");
+    std::fs::write(
+        &script,
+        r#"
+import sys, time
+from pymongo import MongoClient
+c = MongoClient(sys.argv[1], appname="shopapp")
+db = c[sys.argv[2]]
+for i in range(40):
+    with c.start_session() as s, s.start_transaction():
+        db.customers.find_one({"_id": i}, session=s)
+        db.orders.insert_one({"status": "open", "customer": i, "total": 10}, session=s)
+time.sleep(0.05)
+for i in range(20):
+    with c.start_session() as s, s.start_transaction():
+        db.customers.find_one({"_id": i}, session=s)
+        db.orders.update_one({"_id": i}, {"$inc": {"total": 1}}, session=s)
+"#,
+    )
+    .unwrap();
+    let py = Command::new(python_with_pymongo())
+        .arg(&script)
+        .args([&server.uri, &db])
+        .output()
+        .expect("python3 with pymongo (scripts/test.sh installs it)");
+    assert!(
+        py.status.success(),
+        "{}",
+        String::from_utf8_lossy(&py.stderr)
+    );
+    let done = capture.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&done.stdout);
+    assert_eq!(done.status.code(), Some(0), "{stdout}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("capture.json")).unwrap()).unwrap();
+    assert_eq!(json["left_out"]["transactions"], 40, "{stdout}");
+    assert_eq!(json["left_out"]["partial_transactions"], 20, "{stdout}");
+    // 40 transactions, and the partial ones' 20 finds and 20 updates one by one.
+    assert_eq!(json["operations"], 80, "{stdout}");
+    let shapes = json["shapes"].as_array().unwrap();
+    let steps: Vec<(&str, &str, u64)> = shapes
+        .iter()
+        .filter(|s| s["shape"].as_str().unwrap().starts_with("transaction step"))
+        .map(|s| {
+            (
+                s["operation"].as_str().unwrap(),
+                s["namespace"].as_str().unwrap(),
+                s["count"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let (customers, orders) = (format!("{db}.customers"), format!("{db}.orders"));
+    assert_eq!(
+        steps,
+        vec![
+            ("findOne", customers.as_str(), 40),
+            ("insertOne", orders.as_str(), 40)
+        ],
+        "{shapes:#?}"
+    );
+    let profile = std::fs::read_to_string(out.join("profile.toml")).unwrap();
+    let txn = &profile[profile
+        .find("name = \"shopapp-transaction\"")
+        .expect(&profile)..];
+    assert!(txn.contains("transaction = true"), "{txn}");
+    assert!(
+        txn.contains("[[group.steps]]\ncollection = \"orders\""),
+        "{txn}"
+    );
+
+    let run_out = dir.path().join("run");
+    let ran = bin()
+        .arg("run")
+        .arg(out.join("profile.toml"))
+        .args([
+            "--uri",
+            &server.uri,
+            "--duration",
+            "3s",
+            "--no-resources",
+            "--out",
+        ])
+        .arg(&run_out)
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    assert_eq!(
+        ran.status.code(),
+        Some(0),
+        "{}{}",
+        String::from_utf8_lossy(&ran.stderr),
+        String::from_utf8_lossy(&ran.stdout)
+    );
+    let summary = common::read_json(&run_out.join("summary.json"));
+    let row = common::row(&summary, "shopapp-transaction");
+    assert!(row["samples"].as_u64().unwrap() > 0, "{row}");
+    assert_eq!(row["errors"].as_u64().unwrap(), 0, "{row}");
+}

@@ -144,7 +144,7 @@ pub async fn capture(args: CaptureArgs, stop: CancellationToken) -> Result<i32, 
             "the source recorded no query plans (secantusd-rs's profiler keeps none): shapes.tsv has no plan, and indexes come from the server's list only".into(),
         );
     }
-    captured.blind = blind;
+    captured.blind.splice(0..0, blind);
     if captured.operations == 0 {
         return Err(Error::Usage(format!(
             "no operation to capture from {}: {}\n  fix: {}",

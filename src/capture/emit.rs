@@ -74,9 +74,32 @@ struct Seen {
     group: String,
     conns: BTreeSet<String>,
     intervals: Vec<(i64, i64)>,
+    /// A step of a transaction's shape.
+    txn: Option<Step>,
+}
+
+/// Where a shape stands in a transaction.
+#[derive(Debug, Clone)]
+struct Step {
+    /// The transaction's shape: its group and every step's namespace and shape.
+    unit: String,
+    pos: usize,
+    of: usize,
 }
 
 impl Seen {
+    /// What is emitted or left out as one: a transaction's shape, or the operation's.
+    fn unit(&self) -> String {
+        match &self.txn {
+            Some(t) => t.unit.clone(),
+            None => self.op.key(),
+        }
+    }
+
+    fn pos(&self) -> usize {
+        self.txn.as_ref().map_or(0, |t| t.pos)
+    }
+
     /// The source's durations, in order.
     fn sorted_ms(&self) -> Vec<f64> {
         let mut ms = self.millis.clone();
@@ -98,6 +121,62 @@ fn quantile(sorted: &[f64], p: f64) -> f64 {
         .unwrap_or(0.0)
 }
 
+/// Counts one operation of shape `key` (made at its first).
+fn record(
+    seen: &mut Vec<Seen>,
+    index: &mut HashMap<String, usize>,
+    key: String,
+    o: &Observed,
+    op: Op,
+    group: &str,
+    txn: Option<Step>,
+) {
+    let i = *index.entry(key).or_insert_with(|| {
+        seen.push(Seen {
+            db: o.db.clone(),
+            coll: o.coll.clone(),
+            values: vec![Vec::new(); op.values.len()],
+            op: op.clone(),
+            count: 0,
+            millis: Vec::new(),
+            plans: BTreeMap::new(),
+            keys_examined: 0,
+            docs_examined: 0,
+            returned: 0,
+            examined_known: false,
+            times: Vec::new(),
+            group: group.to_string(),
+            conns: BTreeSet::new(),
+            intervals: Vec::new(),
+            txn,
+        });
+        seen.len() - 1
+    });
+    let s = &mut seen[i];
+    s.count += 1;
+    s.millis.push(o.millis);
+    if let Some(p) = &o.plan {
+        *s.plans.entry(p.clone()).or_default() += 1;
+    }
+    if let (Some(k), Some(d), Some(r)) = (o.keys_examined, o.docs_examined, o.nreturned) {
+        s.examined_known = true;
+        s.keys_examined += k;
+        s.docs_examined += d;
+        s.returned += r;
+    }
+    for (slot, v) in op.values.into_iter().enumerate() {
+        if let Some(vs) = s.values.get_mut(slot) {
+            vs.push(v);
+        }
+    }
+    s.times.push(o.ts_ms);
+    if let Some(c) = o.conn.as_ref().or(o.client.as_ref()) {
+        s.conns.insert(c.clone());
+    }
+    s.intervals
+        .push((o.ts_ms - o.millis.ceil() as i64, o.ts_ms));
+}
+
 /// Builds the profile and the account from what the source observed.
 pub fn build(
     observed: &[Observed],
@@ -110,19 +189,23 @@ pub fn build(
     let statements_logged = observed
         .iter()
         .any(|o| matches!(o.op_type.as_str(), "update" | "remove") && o.command.contains_key("q"));
+    let txns = super::txn::group(observed);
     let mut seen: Vec<Seen> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
-    let mut transactions: BTreeSet<String> = BTreeSet::new();
     let (mut first, mut last) = (i64::MAX, i64::MIN);
     let mut operations = 0u64;
-    for o in observed {
+    let group_of = |o: &Observed| match opts.group_by {
+        GroupBy::App => o
+            .app
+            .clone()
+            .filter(|a| !a.is_empty())
+            .unwrap_or_else(|| "app".into()),
+        GroupBy::Namespace => format!("{}.{}", o.db, o.coll),
+        GroupBy::None => "all".into(),
+    };
+    for (oi, o) in observed.iter().enumerate() {
         if o.truncated {
             left.truncated += 1;
-        }
-        if o.command.get_bool("autocommit") == Ok(false) {
-            if let (Some(l), Some(t)) = (o.command.get("lsid"), o.command.get("txnNumber")) {
-                transactions.insert(format!("{l} {t}"));
-            }
         }
         let ops = match shape::classify(o, statements_logged) {
             Class::Ops(ops) => ops,
@@ -147,66 +230,64 @@ pub fn build(
                 continue;
             }
         };
+        if txns.member.contains_key(&oi) {
+            continue; // a step of its transaction, below
+        }
         first = first.min(o.ts_ms);
         last = last.max(o.ts_ms);
-        let group = match opts.group_by {
-            GroupBy::App => o
-                .app
-                .clone()
-                .filter(|a| !a.is_empty())
-                .unwrap_or_else(|| "app".into()),
-            GroupBy::Namespace => format!("{}.{}", o.db, o.coll),
-            GroupBy::None => "all".into(),
-        };
+        let group = group_of(o);
         for op in ops {
             operations += 1;
             let key = format!("{}.{} {} {}", o.db, o.coll, group, op.key());
-            let i = *index.entry(key).or_insert_with(|| {
-                seen.push(Seen {
-                    db: o.db.clone(),
-                    coll: o.coll.clone(),
-                    values: vec![Vec::new(); op.values.len()],
-                    op: op.clone(),
-                    count: 0,
-                    millis: Vec::new(),
-                    plans: BTreeMap::new(),
-                    keys_examined: 0,
-                    docs_examined: 0,
-                    returned: 0,
-                    examined_known: false,
-                    times: Vec::new(),
-                    group: group.clone(),
-                    conns: BTreeSet::new(),
-                    intervals: Vec::new(),
-                });
-                seen.len() - 1
-            });
-            let s = &mut seen[i];
-            s.count += 1;
-            s.millis.push(o.millis);
-            if let Some(p) = &o.plan {
-                *s.plans.entry(p.clone()).or_default() += 1;
-            }
-            if let (Some(k), Some(d), Some(r)) = (o.keys_examined, o.docs_examined, o.nreturned) {
-                s.examined_known = true;
-                s.keys_examined += k;
-                s.docs_examined += d;
-                s.returned += r;
-            }
-            for (slot, v) in op.values.iter().enumerate() {
-                if let Some(vs) = s.values.get_mut(slot) {
-                    vs.push(v.clone());
-                }
-            }
-            s.times.push(o.ts_ms);
-            if let Some(c) = o.conn.as_ref().or(o.client.as_ref()) {
-                s.conns.insert(c.clone());
-            }
-            s.intervals
-                .push((o.ts_ms - o.millis.ceil() as i64, o.ts_ms));
+            record(&mut seen, &mut index, key, o, op, &group, None);
         }
     }
-    left.transactions = transactions.len() as u64;
+    // Each complete transaction is one operation of its steps.
+    for members in &txns.complete {
+        let steps: Vec<(&Observed, Op)> = members
+            .iter()
+            .filter_map(
+                |&i| match shape::classify(&observed[i], statements_logged) {
+                    Class::Ops(ops) => Some(ops.into_iter().map(move |op| (&observed[i], op))),
+                    _ => None,
+                },
+            )
+            .flatten()
+            .collect();
+        let Some((head, _)) = steps.first() else {
+            continue;
+        };
+        operations += 1;
+        left.transactions += 1;
+        let group = group_of(head);
+        let unit = steps
+            .iter()
+            .map(|(o, op)| format!("{}.{} {}", o.db, o.coll, op.key()))
+            .collect::<Vec<_>>()
+            .join(" ; ");
+        let unit = format!("{group} {unit}");
+        let of = steps.len();
+        for (pos, (o, op)) in steps.into_iter().enumerate() {
+            first = first.min(o.ts_ms);
+            last = last.max(o.ts_ms);
+            let key = format!("transaction {unit} #{pos}");
+            let step = Step {
+                unit: unit.clone(),
+                pos,
+                of,
+            };
+            record(&mut seen, &mut index, key, o, op, &group, Some(step));
+        }
+    }
+    left.partial_transactions = txns.partial;
+    left.aborted_transactions = txns.aborted;
+    let mut blind = Vec::new();
+    if !txns.commits_visible && left.transactions + left.partial_transactions > 0 {
+        blind.push("the source shows no commitTransaction (a database's profiler never does: commits run on admin): a transaction whose first statement was seen is taken as committed, and one the window cut may lack its last statements".to_string());
+    }
+    if left.partial_transactions > 0 {
+        blind.push(format!("{} transactions were seen only in part (their first statement or commit outside the window, or a statement entry without its session beside them, as secantusd-rs's profiler writes an update's or a delete's statements): their statements are captured one by one", left.partial_transactions));
+    }
     let window_s = opts.window_s.unwrap_or_else(|| {
         if first <= last {
             ((last - first) as f64 / 1000.0).max(1.0)
@@ -214,11 +295,17 @@ pub fn build(
             1.0
         }
     });
-    seen.sort_by(|a, b| b.count.cmp(&a.count).then(a.op.key().cmp(&b.op.key())));
+    // Largest first; a transaction's steps together and in order.
+    seen.sort_by(|a, b| {
+        b.count
+            .cmp(&a.count)
+            .then_with(|| a.unit().cmp(&b.unit()))
+            .then(a.pos().cmp(&b.pos()))
+    });
 
     // The profile is for one database: the one with the most operations.
     let mut per_db: BTreeMap<&str, u64> = BTreeMap::new();
-    for s in &seen {
+    for s in seen.iter().filter(|s| s.pos() == 0) {
         *per_db.entry(&s.db).or_default() += s.count;
     }
     let database = per_db
@@ -226,31 +313,36 @@ pub fn build(
         .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
         .map(|(d, _)| d.to_string());
 
-    // The fewest shapes that cover the wanted share, at most max_shapes.
+    // The fewest shapes that cover the wanted share, at most max_shapes; a transaction is one
+    // shape, its steps emitted or left out together.
     let mut emitted: Vec<usize> = Vec::new();
+    let mut units = 0usize;
     let mut covered = 0u64;
     let mut reasons: Vec<String> = vec![String::new(); seen.len()];
     for (i, s) in seen.iter().enumerate() {
-        if Some(&s.db) != database.as_ref() {
-            reasons[i] = format!("another database ({}), not in this profile", s.db);
+        if s.pos() > 0 {
+            // The step before decided for the whole transaction.
+            if emitted.last() == Some(&(i - 1)) {
+                emitted.push(i);
+            } else {
+                reasons[i] = reasons[i - 1].clone();
+            }
             continue;
         }
-        if (covered as f64) >= opts.coverage * operations as f64 {
-            reasons[i] = "beyond --coverage".into();
+        reasons[i] = if Some(&s.db) != database.as_ref() {
+            format!("another database ({}), not in this profile", s.db)
+        } else if (covered as f64) >= opts.coverage * operations as f64 {
+            "beyond --coverage".into()
+        } else if units >= opts.max_shapes {
+            "beyond --max-shapes".into()
+        } else {
+            emitted.push(i);
+            covered += s.count;
+            units += 1;
             continue;
-        }
-        if emitted.len() >= opts.max_shapes {
-            reasons[i] = "beyond --max-shapes".into();
-            continue;
-        }
-        emitted.push(i);
-        covered += s.count;
-    }
-    for (i, s) in seen.iter().enumerate() {
-        if !emitted.contains(&i) {
-            left.shapes_not_emitted += 1;
-            left.operations_not_emitted += s.count;
-        }
+        };
+        left.shapes_not_emitted += 1;
+        left.operations_not_emitted += s.count;
     }
 
     let now_ms = if last > i64::MIN { last } else { 0 };
@@ -281,7 +373,10 @@ pub fn build(
             ShapeStat {
                 namespace: format!("{}.{}", s.db, s.coll),
                 operation: s.op.verb.name(),
-                shape: s.op.key(),
+                shape: match &s.txn {
+                    Some(t) => format!("transaction step {}/{}: {}", t.pos + 1, t.of, s.op.key()),
+                    None => s.op.key(),
+                },
                 count: s.count,
                 share: if operations > 0 {
                     s.count as f64 / operations as f64
@@ -317,7 +412,7 @@ pub fn build(
         last: date(last),
         window_s,
         operations,
-        emitted_shapes: emitted.len(),
+        emitted_shapes: units,
         coverage: if operations > 0 {
             covered as f64 / operations as f64
         } else {
@@ -326,7 +421,7 @@ pub fn build(
         database,
         shapes,
         left_out: left,
-        blind: Vec::new(),
+        blind,
         scale: opts.scale,
         profile,
     }
@@ -679,13 +774,14 @@ fn render(
     names: &mut HashMap<usize, String>,
 ) -> String {
     let mut t = String::new();
-    let covered: u64 = emitted.iter().map(|&i| seen[i].count).sum();
+    let heads = || emitted.iter().filter(|&&i| seen[i].pos() == 0);
+    let covered: u64 = heads().map(|&i| seen[i].count).sum();
     let _ = writeln!(t, "# Captured by mongo-stress capture from {source}.");
     let _ =
         writeln!(
         t,
         "# {operations} operations in {window_s:.0} s; {} shapes emitted cover {:.1} % of them.",
-        emitted.len(),
+        heads().count(),
         if operations > 0 { 100.0 * covered as f64 / operations as f64 } else { 0.0 }
     );
     if !opts.keep_values {
@@ -824,23 +920,34 @@ fn render(
         }
     }
 
-    // Groups: per (group, collection), in the order of their first shape.
-    let mut groups: Vec<(String, String, Vec<usize>)> = Vec::new();
+    // Groups: per (group, collection), in the order of their first shape; a group per
+    // transaction shape.
+    let mut groups: Vec<(String, String, Option<String>, Vec<usize>)> = Vec::new();
     for &i in emitted {
         let s = &seen[i];
-        match groups.iter_mut().find(|g| g.0 == s.group && g.1 == s.coll) {
-            Some(g) => g.2.push(i),
-            None => groups.push((s.group.clone(), s.coll.clone(), vec![i])),
+        let unit = s.txn.as_ref().map(|t| t.unit.clone());
+        let found = groups
+            .iter_mut()
+            .find(|g| g.0 == s.group && (g.2 == unit) && (unit.is_some() || g.1 == s.coll));
+        match found {
+            Some(g) => g.3.push(i),
+            None => groups.push((s.group.clone(), s.coll.clone(), unit, vec![i])),
         }
     }
-    let per_group_coll: BTreeMap<&str, usize> = groups.iter().fold(BTreeMap::new(), |mut m, g| {
-        *m.entry(g.0.as_str()).or_default() += 1;
-        m
-    });
+    let per_group_coll: BTreeMap<&str, usize> =
+        groups
+            .iter()
+            .filter(|g| g.2.is_none())
+            .fold(BTreeMap::new(), |mut m, g| {
+                *m.entry(g.0.as_str()).or_default() += 1;
+                m
+            });
     let mut group_names: BTreeSet<String> = BTreeSet::new();
     let duration = (window_s.round() as u64).clamp(10, 600);
-    for (group, coll, members) in &groups {
-        let base = if per_group_coll.get(group.as_str()).copied().unwrap_or(0) > 1 {
+    for (group, coll, unit, members) in &groups {
+        let base = if unit.is_some() {
+            format!("{group}-transaction")
+        } else if per_group_coll.get(group.as_str()).copied().unwrap_or(0) > 1 {
             format!("{group}-{coll}")
         } else {
             group.clone()
@@ -864,16 +971,39 @@ fn render(
         while !group_names.insert(gname.clone()) {
             gname.push('_');
         }
-        let count: u64 = members.iter().map(|&i| seen[i].count).sum();
+        let txn = unit.is_some();
+        let count: u64 = if txn {
+            seen[members[0]].count
+        } else {
+            members.iter().map(|&i| seen[i].count).sum()
+        };
         let observed_rate = count as f64 / window_s / opts.sample_rate;
         let rate = observed_rate * opts.scale;
         let conns: BTreeSet<&String> = members.iter().flat_map(|&i| seen[i].conns.iter()).collect();
-        let mut intervals: Vec<(i64, i64)> = members
-            .iter()
-            .flat_map(|&i| seen[i].intervals.iter().copied())
-            .collect();
+        let mut intervals: Vec<(i64, i64)> = if txn {
+            // The k-th interval of each step is the k-th transaction's: from its first step's
+            // start to its last step's end.
+            (0..count as usize)
+                .map(|k| {
+                    let ends = members.iter().filter_map(|&i| seen[i].intervals.get(k));
+                    ends.fold((i64::MAX, i64::MIN), |(a, b), (s, e)| {
+                        (a.min(*s), b.max(*e))
+                    })
+                })
+                .collect()
+        } else {
+            members
+                .iter()
+                .flat_map(|&i| seen[i].intervals.iter().copied())
+                .collect()
+        };
         let peak = peak_in_flight(&mut intervals);
-        let mean_ms: f64 = {
+        // The mean time of one operation: of a transaction, its steps' means added.
+        let mean =
+            |i: usize| seen[i].millis.iter().sum::<f64>() / seen[i].millis.len().max(1) as f64;
+        let mean_ms: f64 = if txn {
+            members.iter().map(|&i| mean(i)).sum()
+        } else {
             let all: Vec<f64> = members
                 .iter()
                 .flat_map(|&i| seen[i].millis.iter().copied())
@@ -906,32 +1036,54 @@ fn render(
                 "keys = \"zipfian\"  # a tenth of the _ids seen took half the hits or more"
             );
         }
+        if txn {
+            let _ = writeln!(
+                t,
+                "transaction = true  # {count} transactions of {} statements seen whole ({:.1} % of the operations)",
+                members.len(),
+                if operations > 0 { 100.0 * count as f64 / operations as f64 } else { 0.0 }
+            );
+        }
         let mut taken = BTreeSet::new();
         for &i in members {
             let s = &seen[i];
-            let oname = op_name(s, &mut taken);
-            names.insert(i, format!("{gname}:{oname}"));
             let ms = s.sorted_ms();
             let q = |p: f64| quantile(&ms, p);
             let plan = s.plan().map(|p| format!(", plan {p}")).unwrap_or_default();
-            let _ = writeln!(
-                t,
-                "[[group.ops]]\nname = {}\nweight = {}",
-                Value::String(oname),
-                s.count
-            );
-            let _ = writeln!(
-                t,
-                "# {} operations ({:.1} %), source p50 {:.1} ms, p95 {:.1} ms{plan}",
-                s.count,
-                if operations > 0 {
-                    100.0 * s.count as f64 / operations as f64
-                } else {
-                    0.0
-                },
-                q(0.5),
-                q(0.95)
-            );
+            if let Some(step) = &s.txn {
+                names.insert(i, format!("{gname} step {}/{}", step.pos + 1, step.of));
+                let _ = writeln!(t, "[[group.steps]]");
+                if s.coll != *coll {
+                    let _ = writeln!(t, "collection = {}", Value::String(s.coll.clone()));
+                }
+                let _ = writeln!(
+                    t,
+                    "# source p50 {:.1} ms, p95 {:.1} ms{plan}",
+                    q(0.5),
+                    q(0.95)
+                );
+            } else {
+                let oname = op_name(s, &mut taken);
+                names.insert(i, format!("{gname}:{oname}"));
+                let _ = writeln!(
+                    t,
+                    "[[group.ops]]\nname = {}\nweight = {}",
+                    Value::String(oname),
+                    s.count
+                );
+                let _ = writeln!(
+                    t,
+                    "# {} operations ({:.1} %), source p50 {:.1} ms, p95 {:.1} ms{plan}",
+                    s.count,
+                    if operations > 0 {
+                        100.0 * s.count as f64 / operations as f64
+                    } else {
+                        0.0
+                    },
+                    q(0.5),
+                    q(0.95)
+                );
+            }
             let args = to_toml(&Bson::Document(s.op.args.clone()), &|slot| {
                 Some(slot_value(s, slot, fields))
             });
@@ -1061,8 +1213,12 @@ pub fn console(c: &Captured) -> String {
         ),
     );
     say(
-        l.transactions,
-        "transactions (their statements captured one by one)",
+        l.partial_transactions,
+        "partial transactions (statements captured one by one)",
+    );
+    say(
+        l.aborted_transactions,
+        "aborted transactions (statements captured one by one)",
     );
     say(
         l.truncated,
@@ -1073,8 +1229,13 @@ pub fn console(c: &Captured) -> String {
     say(l.outside_window, "outside --since/--until");
     let _ = writeln!(
         out,
-        "{} operations in {:.0} s: {} shapes cover {:.1} %{}",
+        "{} operations{} in {:.0} s: {} shapes cover {:.1} %{}",
         c.operations,
+        if l.transactions > 0 {
+            format!(" ({} of them transactions)", l.transactions)
+        } else {
+            String::new()
+        },
         c.window_s,
         c.emitted_shapes,
         100.0 * c.coverage,

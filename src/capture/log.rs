@@ -120,6 +120,10 @@ pub fn parse_line(json: &serde_json::Value) -> Option<Observed> {
         nreturned: int("nreturned"),
         ninserted: int("ninserted"),
         truncated,
+        session: match (attr.get("lsid"), attr.get("txnNumber")) {
+            (Some(l), Some(n)) => document(&serde_json::json!({ "lsid": l, "txnNumber": n })),
+            _ => None,
+        },
     })
 }
 

@@ -14,6 +14,7 @@ pub mod fit;
 pub mod log;
 pub mod profiler;
 pub mod shape;
+pub mod txn;
 
 use std::collections::BTreeMap;
 
@@ -46,6 +47,9 @@ pub struct Observed {
     pub ninserted: Option<i64>,
     /// The command was cut by the source (`$truncated`).
     pub truncated: bool,
+    /// `lsid` and `txnNumber` where the source gives them beside the command (an entry whose
+    /// command is a statement without its session).
+    pub session: Option<Document>,
 }
 
 /// What a collection looked like on the live server, when one was reachable.
@@ -119,8 +123,11 @@ pub struct LeftOut {
     pub double_logged: u64,
     /// Commands the source cut (`$truncated`): kept as far as they go.
     pub truncated: u64,
-    /// Transactions seen (session and transaction number), their statements captured one by one.
+    /// Complete transactions, emitted as transactions of steps (one operation each).
     pub transactions: u64,
+    /// Transactions seen only in part, or aborted: their statements captured one by one.
+    pub partial_transactions: u64,
+    pub aborted_transactions: u64,
     /// commitTransaction / abortTransaction commands.
     pub transaction_control: u64,
     /// Shapes beyond the coverage or `--max-shapes`, and their operations.

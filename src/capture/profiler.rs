@@ -264,7 +264,17 @@ fn observed(d: &Document) -> Option<Observed> {
         nreturned: int("nreturned"),
         ninserted: int("ninserted"),
         truncated: d.contains_key("$truncated"),
+        session: beside(d),
     })
+}
+
+/// The entry's own `lsid` and `txnNumber`, when it has them.
+fn beside(d: &Document) -> Option<Document> {
+    let mut s = Document::new();
+    for k in ["lsid", "txnNumber"] {
+        s.insert(k, d.get(k)?.clone());
+    }
+    Some(s)
 }
 
 /// Indexes, count, average size and a sample of documents of `db.coll`.

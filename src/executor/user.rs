@@ -168,7 +168,13 @@ pub(super) async fn one_op<B: Backend>(
                 document: gen,
             };
             if let OpSpec::Steps(s) = spec {
-                Request::Steps(s.build(&mut cx, &mut docs, &ctx.collections, &mut issued))
+                Request::Steps(s.build(
+                    &mut cx,
+                    &mut docs,
+                    group.collection,
+                    &ctx.collections,
+                    &mut issued,
+                ))
             } else if let OpSpec::Template(t) = spec {
                 let req = t.build(&mut cx, &mut docs);
                 issued.clone_from(&req.issued);

@@ -23,7 +23,6 @@ use crate::plan::{
 use crate::workload::command::{StepLookup, StepsRequest};
 use crate::workload::request::CollectionDocs;
 use crate::workload::template::{Cx, UserState};
-use crate::workload::KeySpace;
 use crate::workload::{from_id, Request};
 use rand::SeedableRng;
 
@@ -181,18 +180,6 @@ impl Backend for MongoBackend {
     }
 }
 
-/// Acknowledges the `_id`s a late step issued however the operation ends (even abandoned at
-/// its timeout), so the key space never waits for them.
-struct AckOnDrop(Arc<KeySpace>, Vec<i64>);
-
-impl Drop for AckOnDrop {
-    fn drop(&mut self) {
-        for id in &self.1 {
-            self.0.acknowledge(*id);
-        }
-    }
-}
-
 impl MongoBackend {
     /// The handle of collection `collection` with the concerns of handle `on`.
     fn handle_for(&self, on: usize, collection: usize) -> Option<&Handle> {
@@ -278,7 +265,11 @@ impl MongoBackend {
                             document: gen,
                         },
                     );
-                    _late = Some(AckOnDrop(Arc::clone(keys), r.issued.clone()));
+                    // Acknowledged however the operation ends (even abandoned at its timeout).
+                    _late = Some(crate::workload::keys::Acks(
+                        Arc::clone(keys),
+                        r.issued.clone(),
+                    ));
                     r
                 }
             };

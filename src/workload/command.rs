@@ -494,6 +494,9 @@ pub struct StepsRequest {
     pub seed: u64,
     pub user: u32,
     pub collections: CollectionsDocs,
+    /// The `_id`s early steps on other collections than the group's issued, acknowledged when
+    /// the last copy of the request is dropped.
+    pub acks: Arc<Vec<super::keys::Acks>>,
 }
 
 /// What a late step reads: the bound values and the earlier steps' results.
@@ -537,14 +540,18 @@ impl super::template::Lookup for StepLookup<'_> {
 }
 
 impl StepsOp {
-    /// Binds its values and makes every step that does not read an earlier one's result.
+    /// Binds its values and makes every step that does not read an earlier one's result; a
+    /// step on another collection than the group's (`group_collection`) draws that collection's
+    /// `_id`s and documents.
     pub fn build(
         self: &Arc<Self>,
         cx: &mut Cx<'_>,
         docs: &mut dyn Documents,
+        group_collection: usize,
         collections: &CollectionsDocs,
         issued: &mut Vec<i64>,
     ) -> StepsRequest {
+        let mut acks = Vec::new();
         let bound: Vec<(String, Bson)> = self
             .bind
             .iter()
@@ -560,15 +567,46 @@ impl StepsOp {
                 bound: &bound,
                 inner: &mut *cx.lookup,
             };
-            let mut step_cx = Cx {
-                rng: &mut *cx.rng,
-                lookup: &mut lookup,
-                now_ms: cx.now_ms,
-                user: cx.user,
-                state: &mut *cx.state,
+            let other = (step.collection != group_collection)
+                .then(|| collections.get(step.collection))
+                .flatten();
+            let req = match other {
+                Some((keys, gen)) => {
+                    let mut lookup = super::lookup::OtherCollection {
+                        keys,
+                        document: gen,
+                        inner: &mut lookup,
+                    };
+                    let mut step_cx = Cx {
+                        rng: &mut *cx.rng,
+                        lookup: &mut lookup,
+                        now_ms: cx.now_ms,
+                        user: cx.user,
+                        state: &mut *cx.state,
+                    };
+                    let req = step.build(
+                        &mut step_cx,
+                        &mut super::request::CollectionDocs {
+                            keys,
+                            document: gen,
+                        },
+                    );
+                    acks.push(super::keys::Acks(Arc::clone(keys), req.issued.clone()));
+                    req
+                }
+                None => {
+                    let mut step_cx = Cx {
+                        rng: &mut *cx.rng,
+                        lookup: &mut lookup,
+                        now_ms: cx.now_ms,
+                        user: cx.user,
+                        state: &mut *cx.state,
+                    };
+                    let req = step.build(&mut step_cx, docs);
+                    issued.extend(&req.issued);
+                    req
+                }
             };
-            let req = step.build(&mut step_cx, docs);
-            issued.extend(&req.issued);
             built.push(Some(req));
         }
         StepsRequest {
@@ -578,6 +616,7 @@ impl StepsOp {
             seed: cx.rng.next_u64(),
             user: cx.user,
             collections: Arc::clone(collections),
+            acks: Arc::new(acks),
         }
     }
 }
@@ -600,6 +639,9 @@ impl super::template::Lookup for BoundLookup<'_, '_> {
             .iter()
             .find(|(n, _)| n == name)
             .map(|(_, v)| v.clone())
+    }
+    fn chooser(&mut self) -> Option<&mut super::distribution::Chooser> {
+        self.inner.chooser()
     }
 }
 

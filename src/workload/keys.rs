@@ -2,7 +2,7 @@
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use rand::Rng;
 
@@ -14,6 +14,19 @@ use super::distribution::Chooser;
 /// insert issued before it has completed, so a get never asks for a document still in flight.
 /// In a run of several parts (`plan::part`), part i of N issues `base + i`, `base + i + N`, ...,
 /// so parts never collide.
+/// `_id`s issued by a key space, acknowledged when this is dropped, however the operation that
+/// inserts them ends.
+#[derive(Debug)]
+pub struct Acks(pub Arc<KeySpace>, pub Vec<i64>);
+
+impl Drop for Acks {
+    fn drop(&mut self) {
+        for id in &self.1 {
+            self.0.acknowledge(*id);
+        }
+    }
+}
+
 #[derive(Debug)]
 pub struct KeySpace {
     /// `_id`s this key space has issued.

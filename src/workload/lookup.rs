@@ -24,6 +24,30 @@ impl Lookup for GroupLookup<'_> {
     fn field(&mut self, path: &str, mut rng: &mut dyn RngCore) -> Option<Bson> {
         self.document.generate_path(path, &mut rng)
     }
+    fn chooser(&mut self) -> Option<&mut Chooser> {
+        Some(self.pick)
+    }
+}
+
+/// A step's lookups on a collection other than its group's: that collection's `_id`s (by the
+/// group's key distribution) and document template, the operation's bound values.
+pub struct OtherCollection<'a, 'b> {
+    pub keys: &'a KeySpace,
+    pub document: &'a DocGen,
+    pub inner: &'b mut dyn Lookup,
+}
+
+impl Lookup for OtherCollection<'_, '_> {
+    fn key(&mut self, mut rng: &mut dyn RngCore) -> Option<Bson> {
+        let pick = self.inner.chooser()?;
+        self.keys.existing(pick, &mut rng).map(Bson::Int64)
+    }
+    fn field(&mut self, path: &str, mut rng: &mut dyn RngCore) -> Option<Bson> {
+        self.document.generate_path(path, &mut rng)
+    }
+    fn bind(&mut self, name: &str) -> Option<Bson> {
+        self.inner.bind(name)
+    }
 }
 
 /// Milliseconds since the Unix epoch now (`^Now`'s and relative dates' time).

@@ -65,6 +65,11 @@ pub trait Lookup {
         let _ = (index, path);
         None
     }
+    /// The group's key distribution, for a step on another collection's `_id`s; None when
+    /// there is none (the default).
+    fn chooser(&mut self) -> Option<&mut super::distribution::Chooser> {
+        None
+    }
 }
 
 /// A `Lookup` with nothing to give: every `^Key`, `^Field`, `^Bind` and `^Step` is null.
