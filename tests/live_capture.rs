@@ -52,6 +52,22 @@ fn python_with_pymongo() -> String {
     std::env::var("MONGO_STRESS_PYTHON").unwrap_or_else(|_| "python3".into())
 }
 
+/// Runs a pymongo script with the server's URI and `db` as its arguments, to its end.
+fn run_python(script: &str, server: &TestServer, db: &str, dir: &std::path::Path) {
+    let path = dir.join("workload.py");
+    std::fs::write(&path, script).unwrap();
+    let py = Command::new(python_with_pymongo())
+        .arg(&path)
+        .args([&server.uri, db])
+        .output()
+        .expect("python3 with pymongo (scripts/test.sh installs it)");
+    assert!(
+        py.status.success(),
+        "{}",
+        String::from_utf8_lossy(&py.stderr)
+    );
+}
+
 /// Runs a command on `db` with the test's own client.
 fn command(server: &TestServer, db: &str, cmd: Document) -> Document {
     let client = server.client();
@@ -147,18 +163,7 @@ fn a_profiler_capture_of_a_known_mix_runs_as_that_mix() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("shop");
     let capture = start_capture(&server, &db, "20s", &out);
-    let script = dir.path().join("workload.py");
-    std::fs::write(&script, WORKLOAD).unwrap();
-    let py = Command::new(python_with_pymongo())
-        .arg(&script)
-        .args([&server.uri, &db])
-        .output()
-        .expect("python3 with pymongo (scripts/test.sh installs it)");
-    assert!(
-        py.status.success(),
-        "{}",
-        String::from_utf8_lossy(&py.stderr)
-    );
+    run_python(WORKLOAD, &server, &db, dir.path());
     let done = capture.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&done.stdout);
     assert_eq!(
@@ -331,9 +336,7 @@ fn transactions_seen_whole_become_a_transaction_of_steps() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("txn");
     let capture = start_capture(&server, &db, "10s", &out);
-    let script = dir.path().join("txn.py");
-    std::fs::write(
-        &script,
+    run_python(
         r#"
 import sys, time
 from pymongo import MongoClient
@@ -349,17 +352,9 @@ for i in range(20):
         db.customers.find_one({"_id": i}, session=s)
         db.orders.update_one({"_id": i}, {"$inc": {"total": 1}}, session=s)
 "#,
-    )
-    .unwrap();
-    let py = Command::new(python_with_pymongo())
-        .arg(&script)
-        .args([&server.uri, &db])
-        .output()
-        .expect("python3 with pymongo (scripts/test.sh installs it)");
-    assert!(
-        py.status.success(),
-        "{}",
-        String::from_utf8_lossy(&py.stderr)
+        &server,
+        &db,
+        dir.path(),
     );
     let done = capture.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&done.stdout);

@@ -570,20 +570,27 @@ impl StepsOp {
             let other = (step.collection != group_collection)
                 .then(|| collections.get(step.collection))
                 .flatten();
-            let req = match other {
+            let mut on_other;
+            let lookup: &mut dyn super::template::Lookup = match other {
                 Some((keys, gen)) => {
-                    let mut lookup = super::lookup::OtherCollection {
+                    on_other = super::lookup::OtherCollection {
                         keys,
                         document: gen,
                         inner: &mut lookup,
                     };
-                    let mut step_cx = Cx {
-                        rng: &mut *cx.rng,
-                        lookup: &mut lookup,
-                        now_ms: cx.now_ms,
-                        user: cx.user,
-                        state: &mut *cx.state,
-                    };
+                    &mut on_other
+                }
+                None => &mut lookup,
+            };
+            let mut step_cx = Cx {
+                rng: &mut *cx.rng,
+                lookup,
+                now_ms: cx.now_ms,
+                user: cx.user,
+                state: &mut *cx.state,
+            };
+            let req = match other {
+                Some((keys, gen)) => {
                     let req = step.build(
                         &mut step_cx,
                         &mut super::request::CollectionDocs {
@@ -595,13 +602,6 @@ impl StepsOp {
                     req
                 }
                 None => {
-                    let mut step_cx = Cx {
-                        rng: &mut *cx.rng,
-                        lookup: &mut lookup,
-                        now_ms: cx.now_ms,
-                        user: cx.user,
-                        state: &mut *cx.state,
-                    };
                     let req = step.build(&mut step_cx, docs);
                     issued.extend(&req.issued);
                     req
