@@ -35,6 +35,7 @@ pub mod rundir;
 pub mod samplelog;
 pub mod server;
 pub mod summary;
+pub mod sweep;
 pub mod workload;
 
 pub use app::main;
