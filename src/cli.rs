@@ -82,6 +82,9 @@ pub enum Command {
     /// Make a profile from what a deployment served: its profiler (--from-profiler) or its
     /// MongoDB 4.4+ JSON log (--from-log)
     Capture(Box<CaptureArgs>),
+    /// How the deployment scales with concurrency: closed-loop steps at N users (--threads
+    /// 1,2,4,8 or doubled until throughput falls), with the Universal Scalability Law fitted
+    Sweep(Box<SweepArgs>),
     /// Rebuild report.html from the files of a finished or interrupted run
     Report {
         /// The run directory (what `run --out` named)
@@ -180,9 +183,9 @@ fn parse_time(s: &str) -> Result<i64, String> {
 
 #[derive(Debug, Clone, Args)]
 pub struct OverrideArgs {
-    /// Virtual users per group, overriding every group
-    #[arg(long, value_parser = parse_threads)]
-    pub threads: Option<u32>,
+    /// Virtual users per group, overriding every group (`sweep`: a list of steps, 1,2,4,8)
+    #[arg(long, value_parser = parse_threads, value_name = "N")]
+    pub threads: Option<ThreadList>,
     /// Operations per virtual user, overriding every group's loops or duration
     #[arg(long, value_parser = parse_loops, conflicts_with = "duration")]
     pub loops: Option<u64>,
@@ -262,6 +265,33 @@ pub struct CapacityArgs {
     /// The highest rate offered, operations per second
     #[arg(long, default_value_t = 1_000_000.0, value_parser = parse_rate, value_name = "R")]
     pub max_rate: f64,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct SweepArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Measured length of each step, after its warm-up (--warmup, default 5s)
+    #[arg(long, default_value = "20s", value_parser = parse_positive_duration, value_name = "D")]
+    pub step: Duration,
+    /// What every step must hold, in the [thresholds] grammar: 'p99<50ms' (the TOTAL row) or
+    /// 'find.p99<50ms' (repeatable); the first step that breaks it ends the sweep
+    #[arg(long = "slo", value_name = "EXPR")]
+    pub slo: Vec<String>,
+    /// Without --threads: the most users per group the doubling goes to
+    #[arg(long, default_value_t = 1024, value_parser = parse_threads_one, value_name = "N")]
+    pub max_threads: u32,
+}
+
+fn parse_threads_one(s: &str) -> Result<u32, String> {
+    let list = parse_threads(s)?;
+    match list.0.as_slice() {
+        [one] => Ok(*one),
+        _ => Err(format!(
+            "expected one number: {}",
+            limits::threads_expected()
+        )),
+    }
 }
 
 #[derive(Debug, Clone, Args)]
@@ -365,11 +395,47 @@ pub struct RunArgs {
 
 use crate::plan::limits;
 
-fn parse_threads(s: &str) -> Result<u32, String> {
-    let n = s
-        .parse::<u32>()
-        .map_err(|_| format!("expected {}", limits::threads_expected()))?;
-    limits::check_threads(n).map_err(|p| format!("{p}; expected {}", limits::threads_expected()))
+/// `--threads`: one number of users, or (for `sweep`) a list of them, `1,2,4,8`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadList(pub Vec<u32>);
+
+impl ThreadList {
+    pub fn first(&self) -> u32 {
+        self.0[0]
+    }
+}
+
+fn parse_threads(s: &str) -> Result<ThreadList, String> {
+    let list = s
+        .split(',')
+        .map(|one| {
+            let n = one
+                .trim()
+                .parse::<u32>()
+                .map_err(|_| format!("expected {}", limits::threads_expected()))?;
+            limits::check_threads(n)
+                .map_err(|p| format!("{p}; expected {}", limits::threads_expected()))
+        })
+        .collect::<Result<Vec<u32>, String>>()?;
+    Ok(ThreadList(list))
+}
+
+impl OverrideArgs {
+    /// `run`, `validate` and `capacity` take one number of users; a list is `sweep`'s.
+    pub fn one_thread_count(&self) -> Result<(), crate::error::Error> {
+        match &self.threads {
+            Some(t) if t.0.len() > 1 => {
+                let list: Vec<String> = t.0.iter().map(u32::to_string).collect();
+                Err(crate::error::Error::Usage(format!(
+                    "--threads {} is a list of steps, and a list is for `sweep`\n  fix: one number (e.g. --threads {}), or mongo-stress sweep PROFILE --threads {}",
+                    list.join(","),
+                    t.first(),
+                    list.join(",")
+                )))
+            }
+            _ => Ok(()),
+        }
+    }
 }
 
 fn parse_loops(s: &str) -> Result<u64, String> {
@@ -427,7 +493,7 @@ fn parse_positive_duration(s: &str) -> Result<Duration, String> {
 impl From<&OverrideArgs> for crate::plan::Overrides {
     fn from(a: &OverrideArgs) -> Self {
         crate::plan::Overrides {
-            threads: a.threads,
+            threads: a.threads.as_ref().map(ThreadList::first),
             loops: a.loops,
             duration: a.duration,
             rate: a.rate,

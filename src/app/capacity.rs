@@ -22,6 +22,7 @@ use crate::report::capacity::CapacityResult;
 
 pub async fn capacity(args: CapacityArgs, stop: CancellationToken) -> Result<i32, Error> {
     let run = &args.run;
+    run.overrides.one_thread_count()?;
     if run.part.is_some() || run.parts.is_some() || run.repeat > 1 {
         return Err(Error::Usage(
             "capacity runs its own steps on one machine\n  fix: leave out --part, --parts and --repeat".into(),
@@ -254,7 +255,7 @@ fn step_plan(
     plan
 }
 
-async fn run_step(
+pub(super) async fn run_step(
     run: &crate::cli::RunArgs,
     server: &Server,
     plan: &RunPlan,

@@ -12,6 +12,7 @@ pub mod merge;
 pub mod report;
 pub mod run;
 pub mod session;
+pub mod sweep;
 
 use tokio_util::sync::CancellationToken;
 
@@ -33,6 +34,7 @@ pub async fn main(cli: Cli) -> Result<i32, Error> {
             uri,
             overrides,
         } => {
+            overrides.one_thread_count()?;
             let plan = RunPlan::build(&profile::load(&profile)?, &(&overrides).into())?;
             // The server's check first: "valid" is said only of a profile it accepts.
             let checked = match &uri {
@@ -90,6 +92,11 @@ pub async fn main(cli: Cli) -> Result<i32, Error> {
             let stop = CancellationToken::new();
             tokio::spawn(capture::watch_signals(stop.clone()));
             capture::capture(*args, stop).await
+        }
+        Command::Sweep(args) => {
+            let stop = CancellationToken::new();
+            tokio::spawn(watch_signals(stop.clone()));
+            sweep::sweep(*args, stop).await
         }
         Command::Capacity(args) => {
             let stop = CancellationToken::new();

@@ -21,6 +21,7 @@ use crate::summary::{ServerInfo, ServerKind, Summary};
 
 pub async fn run(command: RunCommand, stop: CancellationToken) -> Result<i32, Error> {
     let RunCommand { args, console } = command;
+    args.overrides.one_thread_count()?;
     let plan = RunPlan::build(&profile::load(&args.profile)?, &(&args.overrides).into())?;
     let part = which_part(&args)?;
     if part.is_some() && args.uri.is_none() {

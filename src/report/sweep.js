@@ -1,0 +1,72 @@
+// sweep.html: throughput against users with the fitted USL curve, the linear and Amdahl bounds
+// and the peak; latency percentiles against users; efficiency; latency against throughput; the
+// table of steps with a link to each step's report. Records its points.
+(function () {
+  "use strict";
+  const D = JSON.parse(document.getElementById("data").textContent);
+  const root = document.getElementById("report");
+  const { el, tsvTable } = window.MS;
+  root.append(el("h1", {}, "mongo-stress sweep: " + D.profile));
+  root.append(el("p", {}, D.paragraph));
+  root.append(el("p", {}, "Stopped: " + D.stop_text));
+  const steps = D.steps.slice().sort((a, b) => a.threads - b.threads);
+  const width = window.MS.width();
+  let points = 0;
+  function chart(name, title, axes, series, data) {
+    const box = el("div", { class: "chart", "data-chart": name });
+    root.append(box);
+    new uPlot({ title: title, width: width, height: 300, scales: { x: { time: false } }, axes: axes, series: series }, data, box);
+    const n = data.slice(1).reduce((sum, s) => sum + s.filter((v) => v != null).length, 0);
+    box.dataset.points = String(n);
+    points += n;
+  }
+  const fit = D.fit.fit;
+  const largest = steps.length ? steps[steps.length - 1].threads : 1;
+  // The fitted curve on a fine grid up to twice the largest step (never predicted beyond).
+  const xs = [];
+  for (let n = 1; n <= 2 * largest; n += Math.max(1, Math.round(largest / 100))) xs.push(n);
+  steps.forEach((s) => { if (!xs.includes(s.threads)) xs.push(s.threads); });
+  xs.sort((a, b) => a - b);
+  const one = steps.find((s) => s.threads === 1);
+  const measured = xs.map((n) => { const s = steps.find((t) => t.threads === n); return s ? s.throughput : null; });
+  const usl = xs.map((n) => fit ? fit.lambda.value * n / (1 + fit.sigma.value * (n - 1) + fit.kappa.value * n * (n - 1)) : null);
+  const linear = xs.map((n) => one ? one.throughput * n : null);
+  const amdahl = xs.map(() => D.fit.amdahl_ceiling);
+  chart("throughput", "throughput against users per group" + (D.fit.peak_n ? " (peak near " + D.fit.peak_n.toFixed(1) + ")" : ""),
+    [{ label: "users per group" }, { label: "operations/s", size: 80 }],
+    [{ label: "users" },
+      { label: "measured", stroke: "#1f77b4", width: 0, points: { show: true, size: 8 } },
+      { label: "USL fit", stroke: "#d62728", width: 2, points: { show: false } },
+      { label: "linear (N x X(1))", stroke: "#999", dash: [4, 4], points: { show: false } },
+      { label: "Amdahl ceiling", stroke: "#2ca02c", dash: [8, 4], points: { show: false } }],
+    [xs, measured, usl, linear, amdahl]);
+  const ns = steps.map((s) => s.threads);
+  chart("latency", "latency against users per group", [{ label: "users per group" }, { label: "ms", size: 70 }],
+    [{ label: "users" }, { label: "median", stroke: "#1f77b4", points: { show: true } },
+      { label: "p99", stroke: "#d62728", width: 2, points: { show: true } }],
+    [ns, steps.map((s) => s.median_ms), steps.map((s) => s.p99_ms)]);
+  chart("efficiency", "efficiency X(N) / (N X(1))", [{ label: "users per group" }, { label: "efficiency", size: 70 }],
+    [{ label: "users" }, { label: "efficiency", stroke: "#9467bd", points: { show: true } }],
+    [ns, steps.map((s) => s.efficiency)]);
+  const byX = steps.slice().sort((a, b) => a.throughput - b.throughput);
+  chart("latency-throughput", "latency against throughput", [{ label: "operations/s" }, { label: "ms", size: 70 }],
+    [{ label: "ops/s" }, { label: "median", stroke: "#1f77b4", points: { show: true } },
+      { label: "p99", stroke: "#d62728", width: 2, points: { show: true } }],
+    [byX.map((s) => s.throughput), byX.map((s) => s.median_ms), byX.map((s) => s.p99_ms)]);
+  const lines = ["Threads\tThroughput\tMedian\t99% Line\tError %\tLittle's N\tEfficiency\tSLO"].concat(
+    steps.map((s) => [String(s.threads), s.throughput.toFixed(1), s.median_ms.toFixed(2), s.p99_ms.toFixed(2),
+      s.error_pct.toFixed(2), s.littles_n.toFixed(1), s.efficiency == null ? "-" : s.efficiency.toFixed(2),
+      s.slo == null ? "-" : (s.slo ? "held" : "broken")].join("\t")));
+  root.append(tsvTable(lines.join("\n"), "sweep-table"));
+  const links = el("ul", { id: "step-reports" });
+  steps.forEach((s) => {
+    const rel = s.dir.split("/").slice(-2).join("/");
+    const li = el("li", {});
+    li.append(el("a", { href: rel + "/report.html" }, s.threads + " users per group: " + rel));
+    links.append(li);
+  });
+  root.append(el("h2", {}, "Each step's report"), links);
+  document.body.dataset.points = String(points);
+  document.body.dataset.charts = "4";
+  document.body.dataset.ready = "1";
+})();
