@@ -1,7 +1,7 @@
 //! The Universal Scalability Law (Gunther): X(N) = lambda N / (1 + sigma (N - 1) + kappa N (N - 1)),
 //! fitted by nonlinear least squares on throughput (Levenberg-Marquardt with Marquardt's scaling,
-//! started from the linear fit of the deviation from linearity N X(1) / X(N) - 1 = sigma (N - 1)
-//! + kappa N (N - 1)), with standard errors from the Jacobian at the solution. And what the fit
+//! started from the linear fit of the deviation from linearity, N X(1) / X(N) - 1 against
+//! sigma (N - 1) plus kappa N (N - 1)), with standard errors from the Jacobian at the solution. And what the fit
 //! may be trusted to say: a parameter the steps cannot determine is named, with the steps that
 //! would, never printed as a number.
 
@@ -64,10 +64,11 @@ fn solve(mut a: [[f64; 3]; 3], mut b: [f64; 3]) -> Option<[f64; 3]> {
         }
         a.swap(c, p);
         b.swap(c, p);
+        let pivot = a[c];
         for r in c + 1..3 {
-            let f = a[r][c] / a[c][c];
-            for k in c..3 {
-                a[r][k] -= f * a[c][k];
+            let f = a[r][c] / pivot[c];
+            for (x, p) in a[r].iter_mut().zip(pivot).skip(c) {
+                *x -= f * p;
             }
             b[r] -= f * b[c];
         }
