@@ -133,6 +133,7 @@ pub async fn sweep(args: SweepArgs, stop: CancellationToken) -> Result<i32, Erro
                     &summary,
                     n,
                     n.saturating_mul(groups),
+                    args.step,
                     &slo,
                     dir.display().to_string(),
                 );

@@ -25,6 +25,10 @@ pub struct Step {
     pub threads: u32,
     /// Users over every group.
     pub users: u32,
+    /// Operations of the measured window per second of it. (The step's own summary gives
+    /// JMeter's, over its first start to its last end, which counts the last operations'
+    /// time past the window: R / (window + R) less, noticeable when R is not small against the
+    /// step.)
     pub throughput: f64,
     pub median_ms: f64,
     pub p99_ms: f64,
@@ -49,12 +53,20 @@ pub struct Step {
 }
 
 impl Step {
-    /// A step's numbers from its run's summary (`users`: every group's users added).
-    pub fn measure(summary: &Summary, threads: u32, users: u32, slo: &Slo, dir: String) -> Step {
+    /// A step's numbers from its run's summary (`users`: every group's users added; `window`:
+    /// the measured length, warm-up left out).
+    pub fn measure(
+        summary: &Summary,
+        threads: u32,
+        users: u32,
+        window: std::time::Duration,
+        slo: &Slo,
+        dir: String,
+    ) -> Step {
         let judged = slo.judge(summary, 0.0, dir.clone());
         let total = summary.runs.first().and_then(|r| r.rows.last());
         let mean_ms = total.map_or(0.0, |t| t.average_ms);
-        let throughput = judged.achieved;
+        let throughput = total.map_or(0.0, |t| t.samples as f64) / window.as_secs_f64().max(1e-3);
         Step {
             threads,
             users,

@@ -158,3 +158,70 @@ impl Cuttable {
         }
     }
 }
+
+/// A loopback proxy whose replies take the Universal Scalability Law's time: a request that
+/// arrives with N requests in flight (itself included) is answered no sooner than
+/// R(N) = (1 + sigma (N - 1) + kappa N (N - 1)) / lambda seconds after it arrived, so a closed
+/// loop of N users gets X(N) = lambda N / (1 + sigma (N - 1) + kappa N (N - 1)). The driver's
+/// monitoring (`hello`, `isMaster`) passes untimed and uncounted.
+pub struct UslProxy {
+    pub port: u16,
+}
+
+/// An OP_MSG whose body's first key is one of the monitoring commands.
+fn is_monitoring(msg: &[u8]) -> bool {
+    let key = |k: &[u8]| msg.len() > 26 + k.len() && &msg[26..26 + k.len()] == k;
+    i32::from_le_bytes([msg[12], msg[13], msg[14], msg[15]]) == 2013
+        && msg[20] == 0
+        && (key(b"hello\0") || key(b"isMaster\0") || key(b"ismaster\0"))
+}
+
+pub fn start_usl_proxy(upstream_port: u16, lambda: f64, sigma: f64, kappa: f64) -> UslProxy {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let in_flight = Arc::new(AtomicU64::new(0));
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(mut client) = client else { return };
+            let Ok(mut server) = TcpStream::connect(("127.0.0.1", upstream_port)) else {
+                return;
+            };
+            let _ = client.set_nodelay(true);
+            let _ = server.set_nodelay(true);
+            let (mut client_w, mut server_r) =
+                (client.try_clone().unwrap(), server.try_clone().unwrap());
+            // Per request, in order: when its reply may leave (None: untimed).
+            let (due_tx, due_rx) = std::sync::mpsc::channel::<Option<std::time::Instant>>();
+            let (count_in, count_out) = (Arc::clone(&in_flight), Arc::clone(&in_flight));
+            std::thread::spawn(move || {
+                while let Some(msg) = read_message(&mut client) {
+                    let due = (!is_monitoring(&msg)).then(|| {
+                        let n = (count_in.fetch_add(1, Ordering::SeqCst) + 1) as f64;
+                        let r = (1.0 + sigma * (n - 1.0) + kappa * n * (n - 1.0)) / lambda;
+                        std::time::Instant::now() + Duration::from_secs_f64(r)
+                    });
+                    if due_tx.send(due).is_err() || server.write_all(&msg).is_err() {
+                        return;
+                    }
+                }
+                let _ = server.shutdown(std::net::Shutdown::Both);
+            });
+            std::thread::spawn(move || {
+                while let Some(msg) = read_message(&mut server_r) {
+                    if let Ok(Some(due)) = due_rx.recv() {
+                        let now = std::time::Instant::now();
+                        if due > now {
+                            std::thread::sleep(due - now);
+                        }
+                        count_out.fetch_sub(1, Ordering::SeqCst);
+                    }
+                    if client_w.write_all(&msg).is_err() {
+                        return;
+                    }
+                }
+                let _ = client_w.shutdown(std::net::Shutdown::Both);
+            });
+        }
+    });
+    UslProxy { port }
+}

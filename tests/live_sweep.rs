@@ -1,0 +1,150 @@
+//! `sweep` against a deployment of known scaling: the real server behind a loopback proxy whose
+//! replies take the Universal Scalability Law's time (`common::proxy::start_usl_proxy`), so that
+//! N users get X(N) = lambda N / (1 + sigma (N - 1) + kappa N (N - 1)) with known parameters.
+
+mod common;
+
+use std::time::Duration;
+
+use common::proxy::{port_of, start_usl_proxy};
+use common::{bin, TestServer};
+
+const PROFILE: &str = r#"
+name = "usl-get"
+[[collection]]
+name = "kv"
+drop = true
+preload = 100
+[collection.document]
+v = 1
+[[group]]
+name = "get"
+op = "get"
+threads = 1
+duration = "10s"
+"#;
+
+fn sweep(
+    server: &TestServer,
+    lambda: f64,
+    sigma: f64,
+    kappa: f64,
+    extra: &[&str],
+) -> (
+    serde_json::Value,
+    String,
+    std::path::PathBuf,
+    tempfile::TempDir,
+) {
+    let proxy = start_usl_proxy(port_of(&server.uri), lambda, sigma, kappa);
+    let uri = format!("mongodb://127.0.0.1:{}/?directConnection=true", proxy.port);
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("usl.toml");
+    std::fs::write(&profile, PROFILE).unwrap();
+    let out = dir.path().join("sweep");
+    let done = bin()
+        .arg("sweep")
+        .arg(&profile)
+        .args([
+            "--uri",
+            &uri,
+            "--step",
+            "3s",
+            "--warmup",
+            "1s",
+            "--no-resources",
+            "--out",
+        ])
+        .arg(&out)
+        .args(extra)
+        .timeout(Duration::from_secs(300))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&done.stdout).to_string();
+    assert_eq!(
+        done.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let json = common::read_json(&out.join("sweep.json"));
+    (json, stdout, out, dir)
+}
+
+/// lambda 50/s, sigma 0.05, kappa 0.002: the peak at sqrt(0.95 / 0.002) = 21.8 users, of
+/// X(21.8) = 369.9/s. The sweep doubles, turns down at 32 and 64, brackets the peak, and the fit
+/// finds it.
+#[test]
+fn a_sweep_finds_the_peak_of_a_deployment_of_known_scaling() {
+    let Some(server) = TestServer::start() else {
+        return common::skipped("MONGO_STRESS_SKIP_LIVE");
+    };
+    let (l, s, k) = (50.0, 0.05, 0.002);
+    let (json, stdout, out, _dir) = sweep(&server, l, s, k, &[]);
+    let want_n = ((1.0 - s) / k as f64).sqrt();
+    let want_x = l * want_n / (1.0 + s * (want_n - 1.0) + k * want_n * (want_n - 1.0));
+    let fit = &json["fit"];
+    let peak_n = fit["peak_n"].as_f64().unwrap_or_else(|| panic!("{stdout}"));
+    let peak_x = fit["peak_throughput"].as_f64().unwrap();
+    assert!(
+        (peak_n - want_n).abs() <= 0.2 * want_n,
+        "peak {peak_n} users against {want_n}: {stdout}"
+    );
+    assert!(
+        (peak_x - want_x).abs() <= 0.1 * want_x,
+        "peak {peak_x}/s against {want_x}: {stdout}"
+    );
+    for (name, want) in [("sigma", s), ("kappa", k)] {
+        let got = fit["fit"][name]["value"].as_f64().unwrap();
+        let se = fit["fit"][name]["se"].as_f64().unwrap();
+        assert!(
+            (got - want).abs() <= se.max(0.3 * want),
+            "{name} {got} +/- {se} against {want}: {stdout}"
+        );
+    }
+    let steps = json["steps"].as_array().unwrap();
+    let ran: Vec<u64> = steps
+        .iter()
+        .map(|s| s["threads"].as_u64().unwrap())
+        .collect();
+    assert_eq!(&ran[..7], &[1, 2, 4, 8, 16, 32, 64], "{stdout}");
+    assert_eq!(json["stop"]["reason"], "declined", "{stdout}");
+    // Little's law: every user always busy, X x R = N within 5 %.
+    for st in steps {
+        let users = st["users"].as_f64().unwrap();
+        let n = st["littles_n"].as_f64().unwrap();
+        assert!((n - users).abs() <= 0.05 * users, "{st}");
+        let dir = std::path::Path::new(st["dir"].as_str().unwrap());
+        for f in ["summary.json", "report.html", "latency.hlog", "samples.tsv"] {
+            assert!(dir.join(f).is_file(), "{} lacks {f}", dir.display());
+        }
+    }
+    let tsv = std::fs::read_to_string(out.join("sweep.tsv")).unwrap();
+    assert!(tsv.starts_with("Threads\tThroughput\tMedian\t99% Line\tError %\tLittle's N = X x R\tEfficiency\tClient CPU %\tServer CPU %\tSLO\n"), "{tsv}");
+    assert_eq!(tsv.lines().count(), 1 + steps.len());
+    assert!(out.join("sweep.html").is_file());
+    assert!(
+        stdout.contains("peak: N* = sqrt((1 - sigma) / kappa)"),
+        "{stdout}"
+    );
+}
+
+/// kappa 0: throughput never falls in the steps given, so kappa is not identified and no peak
+/// is printed.
+#[test]
+fn without_a_decline_kappa_is_not_identified_and_no_peak_is_printed() {
+    let Some(server) = TestServer::start() else {
+        return common::skipped("MONGO_STRESS_SKIP_LIVE");
+    };
+    let (json, stdout, _out, _dir) =
+        sweep(&server, 50.0, 0.05, 0.0, &["--threads", "1,2,4,8,16,32"]);
+    assert_eq!(json["stop"]["reason"], "listed", "{stdout}");
+    assert_eq!(json["fit"]["kappa_identified"], false, "{stdout}");
+    assert!(json["fit"]["peak_n"].is_null(), "{stdout}");
+    assert!(stdout.contains("kappa not determined"), "{stdout}");
+    assert!(
+        stdout.contains("kappa (coherency) is not identified"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("peak: N*"), "{stdout}");
+}
