@@ -81,7 +81,7 @@ fn a_sweep_finds_the_peak_of_a_deployment_of_known_scaling() {
     };
     let (l, s, k) = (50.0, 0.05, 0.002);
     let (json, stdout, out, _dir) = sweep(&server, l, s, k, &[]);
-    let want_n = ((1.0 - s) / k as f64).sqrt();
+    let want_n: f64 = ((1.0 - s) / k).sqrt();
     let want_x = l * want_n / (1.0 + s * (want_n - 1.0) + k * want_n * (want_n - 1.0));
     let fit = &json["fit"];
     let peak_n = fit["peak_n"].as_f64().unwrap_or_else(|| panic!("{stdout}"));
