@@ -450,3 +450,76 @@ fn report_rebuilds_the_page_of_an_interrupted_run_and_refuses_a_broken_directory
         "no half-written report"
     );
 }
+
+/// A sweep of a bundled profile on the embedded server runs to its stop reason, every step's
+/// run directory is complete, and sweep.html draws its four charts from the steps, lists the
+/// steps as sweep.tsv does (their first columns) and links each step's report.
+#[test]
+fn a_sweep_of_a_bundled_profile_draws_its_page_in_a_browser() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep");
+    let done = bin()
+        .args([
+            "sweep",
+            "find",
+            "--threads",
+            "1,2,3,4,5,6",
+            "--step",
+            "1s",
+            "--warmup",
+            "0s",
+            "--seed",
+            "7",
+            "--out",
+        ])
+        .arg(&out)
+        .timeout(Duration::from_secs(300))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&done.stdout);
+    assert_eq!(
+        done.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    assert!(stdout.contains("stopped: "), "{stdout}");
+    let json = read_json(&out.join("sweep.json"));
+    let steps = json["steps"].as_array().unwrap();
+    assert!(!steps.is_empty(), "{stdout}");
+    for s in steps {
+        let d = Path::new(s["dir"].as_str().unwrap());
+        for f in [
+            "run.json",
+            "summary.json",
+            "summary.tsv",
+            "report.html",
+            "latency.hlog",
+            "samples.tsv",
+            "resources.tsv",
+        ] {
+            assert!(d.join(f).is_file(), "{} lacks {f}", d.display());
+        }
+    }
+    let Some(browser) = browser() else { return };
+    let dom = drawn(
+        &browser,
+        &dir.path().join("browser-profile"),
+        &out.join("sweep.html"),
+    );
+    assert_eq!(points(&dom, "latency"), 2 * steps.len());
+    assert_eq!(points(&dom, "latency-throughput"), 2 * steps.len());
+    assert!(points(&dom, "throughput") >= steps.len());
+    let table = table_as_tsv(&dom, "sweep-table");
+    let tsv = std::fs::read_to_string(out.join("sweep.tsv")).unwrap();
+    assert_eq!(table.lines().count(), tsv.lines().count());
+    for (shown, written) in table.lines().zip(tsv.lines()).skip(1) {
+        let first = |l: &str| l.split('\t').take(5).collect::<Vec<_>>().join("\t");
+        assert_eq!(first(shown), first(written));
+    }
+    assert_eq!(
+        dom.matches("href=\"steps/").count(),
+        steps.len(),
+        "a link per step"
+    );
+}

@@ -127,6 +127,11 @@ fn a_sweep_finds_the_peak_of_a_deployment_of_known_scaling() {
         stdout.contains("peak: N* = sqrt((1 - sigma) / kappa)"),
         "{stdout}"
     );
+    // Kept for reading: the console and the page (docs/sweep.md quotes them).
+    let artefacts = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-artefacts");
+    std::fs::create_dir_all(&artefacts).unwrap();
+    std::fs::write(artefacts.join("sweep-usl.txt"), stdout.as_bytes()).unwrap();
+    std::fs::copy(out.join("sweep.html"), artefacts.join("sweep-usl.html")).unwrap();
 }
 
 /// kappa 0: throughput never falls in the steps given, so kappa is not identified and no peak

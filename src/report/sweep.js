@@ -30,7 +30,9 @@
   const one = steps.find((s) => s.threads === 1);
   const measured = xs.map((n) => { const s = steps.find((t) => t.threads === n); return s ? s.throughput : null; });
   const usl = xs.map((n) => fit ? fit.lambda.value * n / (1 + fit.sigma.value * (n - 1) + fit.kappa.value * n * (n - 1)) : null);
-  const linear = xs.map((n) => one ? one.throughput * n : null);
+  // The linear bound, drawn only up to half again the most measured (it would flatten the rest).
+  const most = Math.max.apply(null, steps.map((s) => s.throughput).concat([0]));
+  const linear = xs.map((n) => one && one.throughput * n <= 1.5 * most ? one.throughput * n : null);
   const amdahl = xs.map(() => D.fit.amdahl_ceiling);
   chart("throughput", "throughput against users per group" + (D.fit.peak_n ? " (peak near " + D.fit.peak_n.toFixed(1) + ")" : ""),
     [{ label: "users per group" }, { label: "operations/s", size: 80 }],
@@ -49,9 +51,10 @@
     [{ label: "users" }, { label: "efficiency", stroke: "#9467bd", points: { show: true } }],
     [ns, steps.map((s) => s.efficiency)]);
   const byX = steps.slice().sort((a, b) => a.throughput - b.throughput);
-  chart("latency-throughput", "latency against throughput", [{ label: "operations/s" }, { label: "ms", size: 70 }],
-    [{ label: "ops/s" }, { label: "median", stroke: "#1f77b4", points: { show: true } },
-      { label: "p99", stroke: "#d62728", width: 2, points: { show: true } }],
+  // Points only: past the peak, throughput falls while latency grows, so a line would zigzag.
+  chart("latency-throughput", "latency against throughput (one point per step)", [{ label: "operations/s" }, { label: "ms", size: 70 }],
+    [{ label: "ops/s" }, { label: "median", stroke: "#1f77b4", width: 0, points: { show: true, size: 7 } },
+      { label: "p99", stroke: "#d62728", width: 0, points: { show: true, size: 7 } }],
     [byX.map((s) => s.throughput), byX.map((s) => s.median_ms), byX.map((s) => s.p99_ms)]);
   const lines = ["Threads\tThroughput\tMedian\t99% Line\tError %\tLittle's N\tEfficiency\tSLO"].concat(
     steps.map((s) => [String(s.threads), s.throughput.toFixed(1), s.median_ms.toFixed(2), s.p99_ms.toFixed(2),

@@ -114,9 +114,19 @@ fn paragraph(r: &SweepResult) -> String {
     ) else {
         return "No step completed.".into();
     };
+    let users = |n: u32| {
+        if n == 1 {
+            "1 user".to_string()
+        } else {
+            format!("{n} users")
+        }
+    };
     let mut p = format!(
-        "Throughput went from {:.0}/s at {} users per group to at most {:.0}/s at {}",
-        first.throughput, first.threads, best.throughput, best.threads
+        "Throughput went from {:.0}/s at {} per group to at most {:.0}/s at {}",
+        first.throughput,
+        users(first.threads),
+        best.throughput,
+        users(best.threads)
     );
     if let Some(e) = best.efficiency {
         p.push_str(&format!(
@@ -159,12 +169,11 @@ fn paragraph(r: &SweepResult) -> String {
 
 fn write_fit(a: &Analysis, out: &mut dyn Write) -> std::io::Result<()> {
     if let Some(f) = &a.fit {
-        let shown = |name: &str, e: &crate::sweep::usl::Estimate, known: bool| {
-            if known {
-                format!("{name} {:.4e} +/- {:.1e}", e.value, e.se)
-            } else {
-                format!("{name} not determined")
-            }
+        let shown = |name: &str, e: &crate::sweep::usl::Estimate, known: bool| match (known, name) {
+            (false, _) => format!("{name} not determined"),
+            (true, "lambda") => format!("{name} {:.2} +/- {:.2}", e.value, e.se),
+            (true, "sigma") => format!("{name} {:.4} +/- {:.4}", e.value, e.se),
+            (true, _) => format!("{name} {:.3e} +/- {:.1e}", e.value, e.se),
         };
         writeln!(
             out,
