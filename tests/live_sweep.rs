@@ -153,3 +153,63 @@ fn without_a_decline_kappa_is_not_identified_and_no_peak_is_printed() {
     );
     assert!(!stdout.contains("peak: N*"), "{stdout}");
 }
+
+/// Ctrl-C during a step ends the sweep: the steps that completed are written and fitted as far
+/// as they go, and the exit code is 130.
+#[test]
+fn an_interrupted_sweep_writes_the_steps_it_completed() {
+    let Some(server) = TestServer::start() else {
+        return common::skipped("MONGO_STRESS_SKIP_LIVE");
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("usl.toml");
+    std::fs::write(&profile, PROFILE).unwrap();
+    let out = dir.path().join("sweep");
+    let child = std::process::Command::new(common::bin_path())
+        .arg("sweep")
+        .arg(&profile)
+        .args([
+            "--uri",
+            &server.uri,
+            "--threads",
+            "1,2,4",
+            "--step",
+            "2s",
+            "--warmup",
+            "0s",
+            "--no-resources",
+            "--out",
+        ])
+        .arg(&out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once the second step has begun, interrupt.
+    let t = std::time::Instant::now();
+    while !out.join("steps/02-2").exists() {
+        assert!(t.elapsed() < Duration::from_secs(60), "no second step");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let done = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&done.stdout);
+    assert_eq!(done.status.code(), Some(130), "{stdout}");
+    let json = common::read_json(&out.join("sweep.json"));
+    assert_eq!(json["stop"]["reason"], "interrupted", "{stdout}");
+    let steps = json["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 1, "the completed step only: {stdout}");
+    assert_eq!(steps[0]["threads"], 1);
+    assert!(json["fit"]["notes"][0]
+        .as_str()
+        .unwrap()
+        .contains("at least 6"));
+    assert_eq!(
+        std::fs::read_to_string(out.join("sweep.tsv"))
+            .unwrap()
+            .lines()
+            .count(),
+        2
+    );
+}
