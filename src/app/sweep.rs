@@ -70,7 +70,7 @@ pub async fn sweep(args: SweepArgs, stop: CancellationToken) -> Result<i32, Erro
     let users = most.saturating_mul(groups);
     if base.target.pool_size < users {
         notes.push(format!(
-            "the connection pool was raised from {} to {users}, the users of the largest step, so that no user waits for a connection",
+            "the connection pool was raised from {} to {users}, the users of the largest step the sweep may run, so that no user waits for a connection",
             base.target.pool_size
         ));
         base.target.pool_size = users;
