@@ -95,8 +95,8 @@ fn a_sweep_finds_the_peak_of_a_deployment_of_known_scaling() {
         "peak {peak_x}/s against {want_x}: {stdout}"
     );
     for (name, want) in [("sigma", s), ("kappa", k)] {
-        let got = fit["fit"][name]["value"].as_f64().unwrap();
-        let se = fit["fit"][name]["se"].as_f64().unwrap();
+        let got = fit["parameters"][name]["value"].as_f64().unwrap();
+        let se = fit["parameters"][name]["se"].as_f64().unwrap();
         assert!(
             (got - want).abs() <= se.max(0.3 * want),
             "{name} {got} +/- {se} against {want}: {stdout}"
@@ -146,6 +146,7 @@ fn without_a_decline_kappa_is_not_identified_and_no_peak_is_printed() {
     assert_eq!(json["stop"]["reason"], "listed", "{stdout}");
     assert_eq!(json["fit"]["kappa_identified"], false, "{stdout}");
     assert!(json["fit"]["peak_n"].is_null(), "{stdout}");
+    assert!(json["fit"]["parameters"]["kappa"].is_null(), "{stdout}");
     assert!(stdout.contains("kappa not determined"), "{stdout}");
     assert!(
         stdout.contains("kappa (coherency) is not identified"),

@@ -115,6 +115,7 @@ pub async fn sweep(args: SweepArgs, stop: CancellationToken) -> Result<i32, Erro
     ));
     let server = Server::reach(run, &base, &say).await?;
     let mut steps: Vec<Step> = Vec::new();
+    let mut failure: Option<Error> = None;
     let reason = loop {
         if stop.is_cancelled() {
             break StopReason::Interrupted;
@@ -155,13 +156,17 @@ pub async fn sweep(args: SweepArgs, stop: CancellationToken) -> Result<i32, Erro
                     break why;
                 }
             }
-            Err(e) => break StopReason::Failed(e.to_string()),
+            Err(e) => {
+                let why = StopReason::Failed(e.to_string());
+                failure = Some(e);
+                break why;
+            }
         }
     };
     server.shut_down().await;
     if steps.is_empty() {
-        if let StopReason::Failed(e) = &reason {
-            return Err(Error::Server(e.clone()));
+        if let Some(e) = failure {
+            return Err(e);
         }
     }
     sweep::efficiencies(&mut steps);

@@ -257,9 +257,19 @@ pub fn build(
         let Some((head, _)) = steps.first() else {
             continue;
         };
+        let group = group_of(head);
+        if steps.iter().any(|(o, _)| o.db != head.db) {
+            // A profile runs on one database: such a transaction's statements one by one.
+            left.partial_transactions += 1;
+            for (o, op) in steps {
+                operations += 1;
+                let key = format!("{}.{} {} {}", o.db, o.coll, group, op.key());
+                record(&mut seen, &mut index, key, o, op, &group, None);
+            }
+            continue;
+        }
         operations += 1;
         left.transactions += 1;
-        let group = group_of(head);
         let unit = steps
             .iter()
             .map(|(o, op)| format!("{}.{} {}", o.db, o.coll, op.key()))
@@ -279,7 +289,7 @@ pub fn build(
             record(&mut seen, &mut index, key, o, op, &group, Some(step));
         }
     }
-    left.partial_transactions = txns.partial;
+    left.partial_transactions += txns.partial;
     left.aborted_transactions = txns.aborted;
     let mut blind = Vec::new();
     if !txns.commits_visible && left.transactions + left.partial_transactions > 0 {
@@ -378,7 +388,8 @@ pub fn build(
                     None => s.op.key(),
                 },
                 count: s.count,
-                share: if operations > 0 {
+                // A transaction is one operation: its share is on its first step.
+                share: if operations > 0 && s.pos() == 0 {
                     s.count as f64 / operations as f64
                 } else {
                     0.0

@@ -2,7 +2,8 @@
 //! A transaction is complete when its first statement (`startTransaction: true`) was seen, it
 //! was not aborted, its `commitTransaction` was seen where the source shows commits (a log; the
 //! profiler of a database never does, they run on `admin`), and no statement the source did not
-//! tie to a session ran on its connection while it was the connection's open transaction. Complete transactions
+//! tie to a session ran on its connection (where the source names none, its client) while it was
+//! the connection's open transaction, at most UNTIED_GRACE_MS after its last statement seen. Complete transactions
 //! become a transaction of steps; the statements of the others are captured one by one.
 //!
 //! A statement logged apart from its command (mongod logs an update's or a delete's statements
@@ -30,12 +31,18 @@ pub struct Txns {
     pub commits_visible: bool,
 }
 
+/// How long after a transaction's last statement seen a statement without its session on the
+/// same connection may still be one of its own (the profiler shows no commit to end it).
+const UNTIED_GRACE_MS: i64 = 1000;
+
 #[derive(Default)]
 struct Open {
     members: Vec<usize>,
     start: bool,
     commit: bool,
     abort: bool,
+    /// When its last statement seen ended.
+    last_ms: i64,
 }
 
 /// `lsid.id` and the transaction number of an entry, from its command or, where the source
@@ -78,7 +85,22 @@ pub fn group(observed: &[Observed]) -> Txns {
     let mut keyed: Vec<(usize, (String, i64))> = Vec::new();
     let mut commits_visible = false;
     let add = |open: &mut BTreeMap<(String, i64), Open>, k: &(String, i64), i: usize| {
-        open.entry(k.clone()).or_default().members.push(i);
+        let t = open.entry(k.clone()).or_default();
+        t.members.push(i);
+        t.last_ms = t.last_ms.max(observed[i].ts_ms);
+    };
+    // The connection's open transaction, if a statement at `ms` may still be one of its own.
+    let open_at = |open: &BTreeMap<(String, i64), Open>,
+                   current: &HashMap<String, (String, i64)>,
+                   c: &str,
+                   ms: i64| {
+        current
+            .get(c)
+            .filter(|k| {
+                open.get(*k)
+                    .is_some_and(|t| ms <= t.last_ms + UNTIED_GRACE_MS)
+            })
+            .cloned()
     };
     for &i in &order {
         let o = &observed[i];
@@ -96,8 +118,11 @@ pub fn group(observed: &[Observed]) -> Txns {
         let name = o.command.keys().next().map(String::as_str).unwrap_or("");
         let statements_of_this = matches!(name, "update" | "delete");
         // The statements' own command line ties them (to its transaction, or to none).
-        if !waiting.is_empty() && !statements_of_this {
-            untied.extend(current.get(&c).cloned());
+        if !statements_of_this {
+            for &s in &waiting {
+                let ms = observed[s].ts_ms - observed[s].millis.ceil() as i64;
+                untied.extend(open_at(&open, &current, &c, ms));
+            }
         }
         if let (Some(k), true) = (&k, in_txn) {
             if statements_of_this {
@@ -127,8 +152,9 @@ pub fn group(observed: &[Observed]) -> Txns {
         }
     }
     for (c, left) in pending {
-        if !left.is_empty() {
-            untied.extend(current.get(&c).cloned());
+        for s in left {
+            let ms = observed[s].ts_ms - observed[s].millis.ceil() as i64;
+            untied.extend(open_at(&open, &current, &c, ms));
         }
     }
     for (i, k) in keyed {
@@ -273,6 +299,37 @@ mod tests {
         let t = group(&log);
         assert!(t.complete.is_empty(), "{:?}", t.complete);
         assert_eq!((t.partial, t.aborted), (3, 1));
+    }
+
+    #[test]
+    fn a_statement_without_session_long_after_a_transaction_leaves_it_whole() {
+        // The profiler names the client only; an updateMany a minute later is not the
+        // transaction's, one a millisecond later may be.
+        let log = vec![
+            entry(
+                1,
+                "",
+                "query",
+                txn(1, 1, doc! { "find": "orders", "startTransaction": true }),
+            ),
+            entry(
+                60_000,
+                "",
+                "update",
+                doc! { "q": {}, "u": {}, "multi": true },
+            ),
+            entry(60_001, "", "query", doc! { "find": "orders" }),
+            entry(
+                70_000,
+                "",
+                "query",
+                txn(2, 1, doc! { "find": "orders", "startTransaction": true }),
+            ),
+            entry(70_001, "", "update", doc! { "q": { "_id": 1 }, "u": {} }),
+        ];
+        let t = group(&log);
+        assert_eq!(t.complete, vec![vec![0]]);
+        assert_eq!(t.partial, 1);
     }
 
     #[test]

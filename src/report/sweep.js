@@ -20,16 +20,14 @@
     box.dataset.points = String(n);
     points += n;
   }
-  const fit = D.fit.fit;
-  const largest = steps.length ? steps[steps.length - 1].threads : 1;
-  // The fitted curve on a fine grid up to twice the largest step (never predicted beyond).
-  const xs = [];
-  for (let n = 1; n <= 2 * largest; n += Math.max(1, Math.round(largest / 100))) xs.push(n);
+  // The fitted curve's points (to the largest step, or twice it when the peak is determined).
+  const curve = new Map(D.fit.curve.map((p) => [p[0], p[1]]));
+  const xs = D.fit.curve.map((p) => p[0]);
   steps.forEach((s) => { if (!xs.includes(s.threads)) xs.push(s.threads); });
   xs.sort((a, b) => a - b);
   const one = steps.find((s) => s.threads === 1);
   const measured = xs.map((n) => { const s = steps.find((t) => t.threads === n); return s ? s.throughput : null; });
-  const usl = xs.map((n) => fit ? fit.lambda.value * n / (1 + fit.sigma.value * (n - 1) + fit.kappa.value * n * (n - 1)) : null);
+  const usl = xs.map((n) => curve.has(n) ? curve.get(n) : null);
   // The linear bound, drawn only up to half again the most measured (it would flatten the rest).
   const most = Math.max.apply(null, steps.map((s) => s.throughput).concat([0]));
   const linear = xs.map((n) => one && one.throughput * n <= 1.5 * most ? one.throughput * n : null);
@@ -38,8 +36,8 @@
     [{ label: "users per group" }, { label: "operations/s", size: 80 }],
     [{ label: "users" },
       { label: "measured", stroke: "#1f77b4", width: 0, points: { show: true, size: 8 } },
-      { label: "USL fit", stroke: "#d62728", width: 2, points: { show: false } },
-      { label: "linear (N x X(1))", stroke: "#999", dash: [4, 4], points: { show: false } },
+      { label: "USL fit", stroke: "#d62728", width: 2, spanGaps: true, points: { show: false } },
+      { label: "linear (N x X(1))", stroke: "#999", dash: [4, 4], spanGaps: true, points: { show: false } },
       { label: "Amdahl ceiling", stroke: "#2ca02c", dash: [8, 4], points: { show: false } }],
     [xs, measured, usl, linear, amdahl]);
   const ns = steps.map((s) => s.threads);

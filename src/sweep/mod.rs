@@ -157,11 +157,10 @@ pub fn next(steps: &[Step], listed: Option<&[u32]>, max: u32) -> Result<u32, Sto
     // Doubling, until throughput fell twice in a row (the doubled steps alone).
     let doubled: Vec<Step> = steps
         .iter()
-        .filter(|s| s.threads.is_power_of_two())
+        .filter(|s| s.threads.is_power_of_two() || s.threads == max)
         .cloned()
         .collect();
-    let turned = fell_twice(&doubled);
-    if !turned {
+    if !fell_twice(&doubled) {
         if last >= max {
             return Err(StopReason::MaxThreads(max));
         }
@@ -197,13 +196,13 @@ pub fn stops(step: &Step) -> Option<StopReason> {
     }
     if step.error_pct > MAX_ERROR_PCT {
         return Some(StopReason::Errors(format!(
-            "{:.2} % of its operations at {} users, above {MAX_ERROR_PCT} %",
-            step.error_pct, step.users
+            "{:.2} % of its operations at {} users per group, above {MAX_ERROR_PCT} %",
+            step.error_pct, step.threads
         )));
     }
     step.load_generator
         .as_ref()
-        .map(|w| StopReason::Starved(format!("at {} users: {w}", step.users)))
+        .map(|w| StopReason::Starved(format!("at {} users per group: {w}", step.threads)))
 }
 
 /// Fills each step's efficiency X(N) / (N X(1)) from the step at one user per group.
@@ -216,14 +215,33 @@ pub fn efficiencies(steps: &mut [Step]) {
     }
 }
 
-/// The fit on throughput per users of every group (N = users per group x groups).
+/// A step whose throughput says nothing about the server: its load generator set the pace, or
+/// it failed more than MAX_ERROR_PCT of its operations.
+pub fn unfit(s: &Step) -> bool {
+    s.load_generator.is_some() || s.error_pct > MAX_ERROR_PCT || s.throughput <= 0.0
+}
+
+/// The fit of the whole throughput against users per group (N), the steps `unfit` names left
+/// out and said.
 pub fn analyse(steps: &[Step]) -> usl::Analysis {
     let points: Vec<(f64, f64)> = steps
         .iter()
-        .filter(|s| s.throughput > 0.0)
+        .filter(|s| !unfit(s))
         .map(|s| (f64::from(s.threads), s.throughput))
         .collect();
-    usl::analyse(&points)
+    let mut a = usl::analyse(&points);
+    let out: Vec<String> = steps
+        .iter()
+        .filter(|s| unfit(s))
+        .map(|s| s.threads.to_string())
+        .collect();
+    if !out.is_empty() {
+        a.notes.push(format!(
+            "left out of the fit, as their throughput says nothing about the server (a starved load generator, or errors over {MAX_ERROR_PCT} %): {} users per group",
+            out.join(", ")
+        ));
+    }
+    a
 }
 
 #[cfg(test)]
@@ -285,6 +303,15 @@ mod tests {
         steps.push(step(1, 1.0));
         steps.push(step(16, 1.0));
         assert_eq!(next(&steps, Some(&[4, 1, 16]), 8), Err(StopReason::Listed));
+    }
+
+    #[test]
+    fn a_max_that_is_not_a_power_of_two_still_turns_down() {
+        // Peak near 40: throughput rises to 32, falls at 64 and at the ceiling, 100.
+        let usl = |n: f64| 1000.0 * n / (1.0 + 0.01 * (n - 1.0) + 0.000619 * n * (n - 1.0));
+        let (ran, why) = sweep(usl, 100);
+        assert_eq!(&ran[..8], &[1, 2, 4, 8, 16, 32, 64, 100]);
+        assert_eq!(why, StopReason::Declined, "{ran:?}");
     }
 
     #[test]

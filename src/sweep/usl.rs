@@ -134,6 +134,7 @@ pub fn fit(points: &[(f64, f64)]) -> Option<Fit> {
     let mut p = start(points);
     let mut cost = rss(p, points);
     let mut mu = 1e-3;
+    let mut converged = false;
     for _ in 0..10_000 {
         let (jtj, jtr) = normal(p, points);
         let mut damped = jtj;
@@ -153,14 +154,20 @@ pub fn fit(points: &[(f64, f64)]) -> Option<Fit> {
             cost = c;
             mu = (mu / 10.0).max(1e-12);
             if small || flat {
+                converged = true;
                 break;
             }
         } else {
             mu *= 10.0;
             if mu > 1e12 {
+                // No step lowers the residuals any more: a minimum.
+                converged = true;
                 break;
             }
         }
+    }
+    if !converged {
+        return None;
     }
     let (jtj, _) = normal(p, points);
     let dof = (points.len() - 3) as f64;
@@ -213,8 +220,11 @@ pub struct Holdout {
 /// What the steps say, and what they cannot.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Analysis {
-    /// None with fewer than MIN_STEPS steps or when no fit converges.
+    /// None with fewer than MIN_STEPS steps or when no fit converges. Not written: `parameters`
+    /// is, without what the steps cannot determine.
+    #[serde(skip)]
     pub fit: Option<Fit>,
+    pub parameters: Option<Parameters>,
     pub sigma_identified: bool,
     pub kappa_identified: bool,
     /// N* = sqrt((1 - sigma) / kappa) and X(N*), when kappa is identified and N* is within
@@ -226,14 +236,31 @@ pub struct Analysis {
     /// lambda / sigma: the most any number of users could give without coherency.
     pub amdahl_ceiling: Option<f64>,
     pub holdout: Option<Holdout>,
+    /// The fitted curve as (N, X) points, from 1 to the largest step (to twice it when the peak
+    /// is determined): what sweep.html draws.
+    pub curve: Vec<(f64, f64)>,
     /// What could not be determined, and the steps that would determine it.
     pub notes: Vec<String>,
+}
+
+/// The fit as written: a parameter the steps cannot determine is null, never a number.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Parameters {
+    pub lambda: Estimate,
+    pub sigma: Option<Estimate>,
+    pub kappa: Option<Estimate>,
+    pub residual_se: f64,
+    pub max_residual: f64,
+    pub max_residual_at: f64,
+    pub r_squared: f64,
 }
 
 /// Fits the steps and says what the fit can be trusted with.
 pub fn analyse(points: &[(f64, f64)]) -> Analysis {
     let mut a = Analysis {
         fit: None,
+        parameters: None,
+        curve: Vec::new(),
         sigma_identified: false,
         kappa_identified: false,
         peak_n: None,
@@ -318,6 +345,26 @@ pub fn analyse(points: &[(f64, f64)]) -> Analysis {
                 worst_error,
             });
         }
+    }
+    a.parameters = Some(Parameters {
+        lambda: fit.lambda,
+        sigma: a.sigma_identified.then_some(fit.sigma),
+        kappa: a.kappa_identified.then_some(fit.kappa),
+        residual_se: fit.residual_se,
+        max_residual: fit.max_residual,
+        max_residual_at: fit.max_residual_at,
+        r_squared: fit.r_squared,
+    });
+    let end = if a.peak_n.is_some() {
+        2.0 * largest
+    } else {
+        largest
+    };
+    let step = (end / 200.0).max(0.5);
+    let mut n = 1.0;
+    while n <= end {
+        a.curve.push((n, fit.throughput(n)));
+        n += step;
     }
     a.fit = Some(fit);
     a

@@ -14,19 +14,6 @@ use super::distribution::Chooser;
 /// insert issued before it has completed, so a get never asks for a document still in flight.
 /// In a run of several parts (`plan::part`), part i of N issues `base + i`, `base + i + N`, ...,
 /// so parts never collide.
-/// `_id`s issued by a key space, acknowledged when this is dropped, however the operation that
-/// inserts them ends.
-#[derive(Debug)]
-pub struct Acks(pub Arc<KeySpace>, pub Vec<i64>);
-
-impl Drop for Acks {
-    fn drop(&mut self) {
-        for id in &self.1 {
-            self.0.acknowledge(*id);
-        }
-    }
-}
-
 #[derive(Debug)]
 pub struct KeySpace {
     /// `_id`s this key space has issued.
@@ -160,6 +147,19 @@ impl KeySpace {
                 self.base + (r - self.base) * self.stride + self.offset
             }
         })
+    }
+}
+
+/// `_id`s issued by a key space, acknowledged when this is dropped, however the operation that
+/// inserts them ends.
+#[derive(Debug)]
+pub struct Acks(pub Arc<KeySpace>, pub Vec<i64>);
+
+impl Drop for Acks {
+    fn drop(&mut self) {
+        for id in &self.1 {
+            self.0.acknowledge(*id);
+        }
     }
 }
 
