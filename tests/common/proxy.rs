@@ -163,7 +163,8 @@ impl Cuttable {
 /// arrives with N requests in flight (itself included) is answered no sooner than
 /// R(N) = (1 + sigma (N - 1) + kappa N (N - 1)) / lambda seconds after it arrived, so a closed
 /// loop of N users gets X(N) = lambda N / (1 + sigma (N - 1) + kappa N (N - 1)). The driver's
-/// monitoring (`hello`, `isMaster`) passes untimed and uncounted.
+/// monitoring (`hello`, `isMaster`, and the replies the server streams to it) passes untimed
+/// and uncounted.
 pub struct UslProxy {
     pub port: u16,
 }
@@ -208,7 +209,10 @@ pub fn start_usl_proxy(upstream_port: u16, lambda: f64, sigma: f64, kappa: f64) 
             });
             std::thread::spawn(move || {
                 while let Some(msg) = read_message(&mut server_r) {
-                    if let Ok(Some(due)) = due_rx.recv() {
+                    // A request's time is queued before the request goes on, so it is here
+                    // before its reply. A reply with none queued is one the server streams
+                    // (the driver's awaitable `hello`): it goes on at once, never waiting.
+                    if let Ok(Some(due)) = due_rx.try_recv() {
                         let now = std::time::Instant::now();
                         if due > now {
                             std::thread::sleep(due - now);
