@@ -87,13 +87,22 @@ impl<B: Backend + Clone> Session<'_, B> {
     }
 
     /// Runs every repetition; files are rewritten after each, so an interruption keeps what
-    /// completed. Errors are only those that stop before any result (setup, outputs).
-    pub async fn run(&self, sampler: Option<Sampler>) -> Result<Summary, Error> {
+    /// completed. Errors are only those that stop before any result (setup, outputs); the
+    /// sampler is stopped on them too, so it never polls a server that is being shut down.
+    pub async fn run(&self, mut sampler: Option<Sampler>) -> Result<Summary, Error> {
+        let result = self.run_sampled(&mut sampler).await;
+        if let Some(s) = sampler.take() {
+            s.stop().await;
+        }
+        result
+    }
+
+    async fn run_sampled(&self, sampler: &mut Option<Sampler>) -> Result<Summary, Error> {
         let mut summary = Summary::new(self.plan, self.opts.seed, self.server.clone());
         let record = Record::start(self, &summary).await?;
         let logs = Logs::open(self, &summary.tool)?;
         for run in 1..=self.opts.repeat {
-            if !self.repetition(run, &logs, &sampler, &mut summary).await? {
+            if !self.repetition(run, &logs, sampler, &mut summary).await? {
                 break;
             }
             if run < self.opts.repeat {
@@ -106,7 +115,7 @@ impl<B: Backend + Clone> Session<'_, B> {
         if summary.runs.is_empty() {
             summary.interrupted = true;
         }
-        if let Some(sampler) = sampler {
+        if let Some(sampler) = sampler.take() {
             let sampled = sampler.stop().await;
             summary.failures.extend(sampled.failures);
             summary.metrics_sources = sampled.sources;
