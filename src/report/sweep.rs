@@ -63,9 +63,7 @@ impl SweepResult {
     }
 
     fn sorted(&self) -> Vec<&Step> {
-        let mut s: Vec<&Step> = self.steps.iter().collect();
-        s.sort_by_key(|s| s.threads);
-        s
+        crate::sweep::by_threads(&self.steps)
     }
 }
 

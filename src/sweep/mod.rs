@@ -126,7 +126,7 @@ impl StopReason {
 }
 
 /// Steps by users, ascending.
-fn by_threads(steps: &[Step]) -> Vec<&Step> {
+pub fn by_threads(steps: &[Step]) -> Vec<&Step> {
     let mut s: Vec<&Step> = steps.iter().collect();
     s.sort_by_key(|s| s.threads);
     s
