@@ -522,4 +522,60 @@ fn a_sweep_of_a_bundled_profile_draws_its_page_in_a_browser() {
         steps.len(),
         "a link per step"
     );
+
+    // The sweep compared with a moved copy of itself: its steps are found under the copy, it
+    // differs in nothing, and the page draws both sides.
+    let copy = dir.path().join("moved");
+    copy_dir(&out, &copy);
+    std::fs::remove_dir_all(&out).unwrap();
+    let page = dir.path().join("compare.html");
+    let compared = bin()
+        .arg("compare")
+        .arg(&copy)
+        .arg(&copy)
+        .arg("--html")
+        .arg(&page)
+        .output()
+        .unwrap();
+    let console = String::from_utf8_lossy(&compared.stdout);
+    assert_eq!(
+        compared.status.code(),
+        Some(0),
+        "{console}{}",
+        String::from_utf8_lossy(&compared.stderr)
+    );
+    assert!(!console.contains("could not be read"), "{console}");
+    assert!(console.contains("same within noise"), "{console}");
+    for s in steps {
+        for metric in ["throughput", "p99"] {
+            let row = format!("{} {metric}", s["threads"]);
+            let line = console
+                .lines()
+                .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+                .find(|l| l.starts_with(&row))
+                .unwrap_or_else(|| panic!("no row {row}: {console}"));
+            // Same within noise, or not judged where a 1 s step has too few intervals.
+            assert!(
+                line.ends_with("+0.0% same within noise") || line.ends_with("+0.0% -"),
+                "{line}"
+            );
+        }
+    }
+    let dom = drawn(&browser, &dir.path().join("browser-profile"), &page);
+    assert_eq!(points(&dom, "latency"), 2 * steps.len());
+    assert!(points(&dom, "throughput") >= 2 * steps.len());
+    let table = table_as_tsv(&dom, "compare-table");
+    assert_eq!(table.lines().count(), 1 + 5 + 2 * steps.len(), "{table}");
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
 }

@@ -132,6 +132,84 @@ fn a_sweep_finds_the_peak_of_a_deployment_of_known_scaling() {
     std::fs::create_dir_all(&artefacts).unwrap();
     std::fs::write(artefacts.join("sweep-usl.txt"), stdout.as_bytes()).unwrap();
     std::fs::copy(out.join("sweep.html"), artefacts.join("sweep-usl.html")).unwrap();
+
+    // After a change that doubles the coherency cost (kappa 0.004): the peak moves to
+    // sqrt(0.95 / 0.004) = 15.4 users and 295/s (20 % less), and `compare` says so.
+    let k2 = 0.004;
+    let (json2, stdout2, out2, _dir2) =
+        sweep(&server, l, s, k2, &["--threads", "1,2,4,8,12,16,24,32"]);
+    let compared = bin()
+        .arg("compare")
+        .arg(&out)
+        .arg(&out2)
+        .args([
+            "--fail-if",
+            "peak_throughput < -10%",
+            "--fail-if",
+            "lambda < -10%",
+            "--json",
+            "-",
+        ])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let console = String::from_utf8_lossy(&compared.stderr).to_string();
+    assert_eq!(compared.status.code(), Some(4), "{console}{stdout2}");
+    let c: serde_json::Value = serde_json::from_slice(&compared.stdout).unwrap();
+    let param = |name: &str| {
+        c["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["parameter"] == name)
+            .unwrap_or_else(|| panic!("{name}: {c}"))
+            .clone()
+    };
+    for (name, difference) in [
+        ("kappa", "higher"),
+        ("peak_n", "lower"),
+        ("peak_throughput", "lower"),
+    ] {
+        assert_eq!(param(name)["difference"], difference, "{name}: {console}");
+    }
+    // The new sweep's own fit, as sweep.json wrote it, is what compare shows.
+    assert_eq!(
+        param("kappa")["new"]["value"],
+        json2["fit"]["parameters"]["kappa"]["value"]
+    );
+    let want_n2 = ((1.0 - s) / k2).sqrt();
+    let got_n2 = param("peak_n")["new"]["value"].as_f64().unwrap();
+    assert!((got_n2 - want_n2).abs() <= 0.2 * want_n2, "{console}");
+    let lambda_change = param("lambda")["change_pct"].as_f64().unwrap();
+    assert!(lambda_change.abs() < 10.0, "{console}");
+    let gates = c["gates"].as_array().unwrap();
+    assert_eq!(gates[0]["pass"], false, "{console}");
+    assert_eq!(gates[1]["pass"], true, "{console}");
+    assert!(console.contains("GATES FAILED: 1 (exit 4)"), "{console}");
+    // At 32 users the coherency cost shows: 353/s against 245/s in the model, and the steps'
+    // own intervals tell it from noise.
+    let at32 = c["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["threads"] == 32 && x["metric"] == "throughput")
+        .unwrap()
+        .clone();
+    assert_eq!(at32["verdict"], "slower", "{console}");
+    assert!(at32["change_pct"].as_f64().unwrap() < -15.0, "{console}");
+    // 64 users ran only before the change: shown, not judged.
+    let at64 = c["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["threads"] == 64 && x["metric"] == "throughput")
+        .unwrap()
+        .clone();
+    assert!(
+        at64["new"].is_null() && at64["verdict"] == "not_judged",
+        "{at64}"
+    );
+    std::fs::write(artefacts.join("sweep-compare.txt"), console.as_bytes()).unwrap();
 }
 
 /// kappa 0: throughput never falls in the steps given, so kappa is not identified and no peak

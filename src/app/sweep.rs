@@ -15,8 +15,7 @@ use crate::error::Error;
 use crate::ops::connect;
 use crate::plan::{profile, RunPlan, StopAt};
 use crate::report;
-use crate::report::sweep::SweepResult;
-use crate::sweep::{self, Step, StopReason};
+use crate::sweep::{self, Step, StopReason, SweepResult};
 
 /// A step's warm-up without --warmup.
 const DEFAULT_WARMUP: Duration = Duration::from_secs(5);

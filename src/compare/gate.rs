@@ -29,19 +29,54 @@ pub struct GateResult {
 
 pub const GRAMMAR: &str = "GROUP.METRIC > +N% or GROUP.METRIC < -N%, GROUP a group's name, GROUP:KIND or TOTAL, METRIC one of samples, throughput, avg, p50 (or median), p90, p99, p99.9, max, error_pct; e.g. 'find.p99 > +10%', 'TOTAL.throughput < -5%'";
 
-impl Gate {
-    pub fn parse(expr: &str) -> Result<Gate, Error> {
-        let bad =
-            |why: &str| Error::Usage(format!("--fail-if '{expr}': {why}\n  expected: {GRAMMAR}"));
-        let at = expr.find(['<', '>']).ok_or_else(|| bad("no < or >"))?;
+/// A gate's `KEY > +N%` or `KEY < -N%`, split.
+pub struct Limit<'a> {
+    pub key: &'a str,
+    /// `>`: fails above `limit_pct`; `<`: below.
+    pub above: bool,
+    /// As written: `+10%`.
+    pub limit: &'a str,
+    pub limit_pct: f64,
+}
+
+impl<'a> Limit<'a> {
+    pub fn parse(expr: &'a str) -> Result<Limit<'a>, &'static str> {
+        let at = expr.find(['<', '>']).ok_or("no < or >")?;
         let (key, rest) = (expr[..at].trim(), &expr[at..]);
-        let above = rest.starts_with('>');
         let limit = rest[1..].trim();
         let limit_pct: f64 = limit
             .strip_suffix('%')
             .filter(|n| n.starts_with(['+', '-']))
             .and_then(|n| n.parse().ok())
-            .ok_or_else(|| bad("the limit is a signed change in percent, such as +10% or -5%"))?;
+            .ok_or("the limit is a signed change in percent, such as +10% or -5%")?;
+        Ok(Limit {
+            key,
+            above: rest.starts_with('>'),
+            limit,
+            limit_pct,
+        })
+    }
+
+    /// The change goes past the limit, in the limit's direction.
+    pub fn exceeded_by(&self, change_pct: Option<f64>) -> bool {
+        exceeds(self.above, self.limit_pct, change_pct)
+    }
+}
+
+fn exceeds(above: bool, limit_pct: f64, change_pct: Option<f64>) -> bool {
+    change_pct.is_some_and(|c| if above { c > limit_pct } else { c < limit_pct })
+}
+
+impl Gate {
+    pub fn parse(expr: &str) -> Result<Gate, Error> {
+        let bad =
+            |why: &str| Error::Usage(format!("--fail-if '{expr}': {why}\n  expected: {GRAMMAR}"));
+        let Limit {
+            key,
+            above,
+            limit,
+            limit_pct,
+        } = Limit::parse(expr).map_err(bad)?;
         let (label, written, metric) = Metric::split_key(key)
             .and_then(|(l, w, m)| Some((l, w, m.compared()?)))
             .ok_or_else(|| bad("no metric it knows"))?;
@@ -71,13 +106,7 @@ impl Gate {
                     labels.join(", ")
                 ))
             })?;
-        let over = cell.change_pct.is_some_and(|c| {
-            if self.above {
-                c > self.limit_pct
-            } else {
-                c < self.limit_pct
-            }
-        });
+        let over = exceeds(self.above, self.limit_pct, cell.change_pct);
         let beyond_noise = matches!(cell.verdict, Verdict::Faster | Verdict::Slower)
             // Counts are not judged for noise: their change alone decides.
             || cell.verdict == Verdict::NotJudged;

@@ -13,6 +13,7 @@
 //! Owns: the comparison's numbers and verdicts. Never: prints or writes files (`report` does).
 
 pub mod gate;
+pub mod sweeps;
 
 use std::collections::BTreeMap;
 

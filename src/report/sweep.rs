@@ -1,71 +1,15 @@
 //! What `sweep` shows and writes: the table of steps on the console, the fit with its
 //! uncertainties, the peak, the SLO's knee, one paragraph in words and the stop reason;
 //! `sweep.tsv`, `sweep.json`, and `sweep.html` (throughput against users with the fitted curve,
-//! latency against users, efficiency, latency against throughput).
+//! latency against users, efficiency, latency against throughput); and `compare` of two sweeps.
 
 use std::io::Write;
 
 use serde::Serialize;
 
-use crate::sweep::usl::Analysis;
-use crate::sweep::{Step, StopReason};
-
-/// A sweep as written.
-#[derive(Debug, Clone, Serialize)]
-pub struct SweepResult {
-    pub profile: String,
-    pub slo: Vec<String>,
-    /// In the order they ran.
-    pub steps: Vec<Step>,
-    pub fit: Analysis,
-    /// The most users per group whose step held the SLO, below every step that broke it.
-    pub slo_knee: Option<u32>,
-    pub stop: StopReason,
-    pub stop_text: String,
-    pub notes: Vec<String>,
-    /// The result in plain words.
-    pub paragraph: String,
-}
-
-impl SweepResult {
-    pub fn new(
-        profile: &str,
-        slo: &[String],
-        steps: Vec<Step>,
-        stop: StopReason,
-        notes: Vec<String>,
-    ) -> SweepResult {
-        let fit = crate::sweep::analyse(&steps);
-        let first_broken = steps
-            .iter()
-            .filter(|s| s.slo == Some(false))
-            .map(|s| s.threads)
-            .min()
-            .unwrap_or(u32::MAX);
-        let slo_knee = steps
-            .iter()
-            .filter(|s| s.slo == Some(true) && s.threads < first_broken)
-            .map(|s| s.threads)
-            .max();
-        let mut r = SweepResult {
-            profile: profile.to_string(),
-            slo: slo.to_vec(),
-            steps,
-            fit,
-            slo_knee,
-            stop_text: stop.text(),
-            stop,
-            notes,
-            paragraph: String::new(),
-        };
-        r.paragraph = paragraph(&r);
-        r
-    }
-
-    fn sorted(&self) -> Vec<&Step> {
-        crate::sweep::by_threads(&self.steps)
-    }
-}
+use crate::compare::sweeps::{Parameter, SweepComparison};
+use crate::sweep::usl::{Analysis, Estimate};
+use crate::sweep::{Step, SweepResult};
 
 /// SPEC's `sweep.tsv` columns.
 pub const HEADER: [&str; 10] = [
@@ -103,8 +47,8 @@ fn cells(s: &Step) -> Vec<String> {
 }
 
 /// The result in words: how throughput grew, what the fit says and what it cannot.
-fn paragraph(r: &SweepResult) -> String {
-    let s = r.sorted();
+pub fn paragraph(r: &SweepResult) -> String {
+    let s = r.by_threads();
     let (Some(first), Some(best)) = (
         s.first(),
         s.iter()
@@ -225,7 +169,7 @@ pub fn render(r: &SweepResult, out: &mut dyn Write) -> std::io::Result<()> {
         r.profile
     )?;
     let mut lines = vec![HEADER.iter().map(|h| h.to_string()).collect::<Vec<_>>()];
-    lines.extend(r.sorted().into_iter().map(cells));
+    lines.extend(r.by_threads().into_iter().map(cells));
     super::layout::aligned(&lines, &[9], out)?;
     write_fit(&r.fit, out)?;
     if let Some(k) = r.slo_knee {
@@ -235,7 +179,7 @@ pub fn render(r: &SweepResult, out: &mut dyn Write) -> std::io::Result<()> {
             r.slo.join(", ")
         )?;
     }
-    for s in r.sorted() {
+    for s in r.by_threads() {
         if s.littles_n < 0.95 * f64::from(s.users) && s.throughput > 0.0 {
             writeln!(
                 out,
@@ -247,30 +191,205 @@ pub fn render(r: &SweepResult, out: &mut dyn Write) -> std::io::Result<()> {
     for n in &r.notes {
         writeln!(out, "note: {n}")?;
     }
-    writeln!(out, "{}", r.paragraph)?;
+    writeln!(out, "{}", paragraph(r))?;
     writeln!(out, "stopped: {}", r.stop_text)
 }
 
 /// `sweep.tsv`: one line per step, by users.
 pub fn render_tsv(r: &SweepResult, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out, "{}", HEADER.join("\t"))?;
-    for s in r.sorted() {
+    for s in r.by_threads() {
         writeln!(out, "{}", cells(s).join("\t").replace('\n', " "))?;
     }
     Ok(())
 }
 
+/// `sweep.json`: the result and its paragraph.
+#[derive(Serialize)]
+struct Written<'a> {
+    #[serde(flatten)]
+    result: &'a SweepResult,
+    paragraph: String,
+}
+
+fn written(r: &SweepResult) -> Written<'_> {
+    Written {
+        result: r,
+        paragraph: paragraph(r),
+    }
+}
+
 pub fn render_json(r: &SweepResult, out: &mut dyn Write) -> std::io::Result<()> {
-    serde_json::to_writer_pretty(&mut *out, r)?;
+    serde_json::to_writer_pretty(&mut *out, &written(r))?;
     writeln!(out)
 }
 
 /// `sweep.html`.
 pub fn render_html(r: &SweepResult) -> String {
-    let data = serde_json::to_value(r).unwrap_or_default();
+    let data = serde_json::to_value(written(r)).unwrap_or_default();
     super::html::page(
         &format!("mongo-stress sweep: {}", r.profile),
         &data,
         include_str!("sweep.js"),
+    )
+}
+
+/// A parameter's value in its own precision.
+fn estimate_text(p: Parameter, e: Option<Estimate>) -> String {
+    let Some(e) = e else {
+        return "not determined".into();
+    };
+    let (v, se) = match p {
+        Parameter::Lambda => (format!("{:.2}", e.value), format!("{:.2}", e.se)),
+        Parameter::Sigma => (format!("{:.4}", e.value), format!("{:.4}", e.se)),
+        Parameter::Kappa => (format!("{:.3e}", e.value), format!("{:.1e}", e.se)),
+        Parameter::PeakN => (format!("{:.1}", e.value), format!("{:.2}", e.se)),
+        Parameter::PeakThroughput => (format!("{:.0}", e.value), format!("{:.1}", e.se)),
+    };
+    if e.se.is_finite() {
+        format!("{v} +/- {se}")
+    } else {
+        v
+    }
+}
+
+fn change_text(c: Option<f64>) -> String {
+    c.map_or("-".into(), |c| format!("{c:+.1}%"))
+}
+
+/// `compare` of two sweeps on the console.
+pub fn compare_table(c: &SweepComparison, out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(out, "base: {}\nnew:  {}", c.base, c.new)?;
+    writeln!(
+        out,
+        "\nUSL fit (+/- one standard error; a difference beyond 2.58 standard errors of the difference is judged, 99 %):"
+    )?;
+    let mut lines = vec![[
+        "Parameter",
+        "Base",
+        "New",
+        "Change",
+        "Difference",
+        "Meaning",
+    ]
+    .iter()
+    .map(|h| h.to_string())
+    .collect::<Vec<_>>()];
+    lines.extend(c.parameters.iter().map(|p| {
+        vec![
+            p.parameter.name().to_string(),
+            estimate_text(p.parameter, p.base),
+            estimate_text(p.parameter, p.new),
+            change_text(p.change_pct),
+            p.difference.words().to_string(),
+            p.parameter.meaning().to_string(),
+        ]
+    }));
+    super::layout::aligned(&lines, &[0, 4, 5], out)?;
+    writeln!(
+        out,
+        "\nSteps (users per group; throughput in operations/s of each step's measured window, p99 in ms; verdicts from each pair of steps' intervals):"
+    )?;
+    let mut lines = vec![["Users", "Metric", "Base", "New", "Change", "Verdict"]
+        .iter()
+        .map(|h| h.to_string())
+        .collect::<Vec<_>>()];
+    let shown = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
+    lines.extend(c.steps.iter().map(|s| {
+        vec![
+            s.threads.to_string(),
+            s.metric.to_string(),
+            shown(s.base),
+            shown(s.new),
+            change_text(s.change_pct),
+            s.verdict.words().to_string(),
+        ]
+    }));
+    super::layout::aligned(&lines, &[1, 5], out)?;
+    for n in &c.notes {
+        writeln!(out, "note: {n}")?;
+    }
+    if !c.gates.is_empty() {
+        writeln!(out)?;
+        for g in &c.gates {
+            writeln!(
+                out,
+                "gate {}: {} (change {}, {}){}",
+                g.gate,
+                if g.pass { "pass" } else { "FAILED" },
+                change_text(g.change_pct),
+                g.difference.words(),
+                g.why.as_ref().map_or(String::new(), |w| format!(": {w}"))
+            )?;
+        }
+        let failed = c.gates.iter().filter(|g| !g.pass).count();
+        if failed > 0 {
+            writeln!(out, "GATES FAILED: {failed} (exit 4)")?;
+        }
+    }
+    Ok(())
+}
+
+/// `compare --tsv` of two sweeps: the parameters (Users `fit`), then each step's throughput and
+/// p99; a value a side lacks is `-`.
+pub fn compare_tsv(c: &SweepComparison, out: &mut dyn Write) -> std::io::Result<()> {
+    let num = |v: Option<f64>| {
+        v.filter(|v| v.is_finite())
+            .map_or("-".into(), |v| v.to_string())
+    };
+    writeln!(
+        out,
+        "Users\tMetric\tBase\tBase SE\tNew\tNew SE\tChange %\tVerdict"
+    )?;
+    for p in &c.parameters {
+        writeln!(
+            out,
+            "fit\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+            p.parameter.name(),
+            num(p.base.map(|e| e.value)),
+            num(p.base.map(|e| e.se)),
+            num(p.new.map(|e| e.value)),
+            num(p.new.map(|e| e.se)),
+            p.change_pct.map_or("-".into(), |c| format!("{c:.2}")),
+            p.difference.words()
+        )?;
+    }
+    for s in &c.steps {
+        writeln!(
+            out,
+            "{}\t{}\t{}\t-\t{}\t-\t{}\t{}",
+            s.threads,
+            s.metric,
+            num(s.base),
+            num(s.new),
+            s.change_pct.map_or("-".into(), |c| format!("{c:.2}")),
+            s.verdict.words()
+        )?;
+    }
+    Ok(())
+}
+
+pub fn compare_json(c: &SweepComparison, out: &mut dyn Write) -> std::io::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, c)?;
+    writeln!(out)
+}
+
+/// `compare --html` of two sweeps: both sweeps' measured throughput and fitted curves on one
+/// chart, p99 against users for both, and the table.
+pub fn render_compare(base: &SweepResult, new: &SweepResult, c: &SweepComparison) -> String {
+    let mut tsv = Vec::new();
+    compare_tsv(c, &mut tsv).ok();
+    let data = serde_json::json!({
+        "base_name": c.base,
+        "new_name": c.new,
+        "base": written(base),
+        "new": written(new),
+        "table_tsv": String::from_utf8_lossy(&tsv),
+        "notes": c.notes,
+    });
+    super::html::page(
+        &format!("mongo-stress sweeps compared: {}", new.profile),
+        &data,
+        include_str!("sweep-compare.js"),
     )
 }

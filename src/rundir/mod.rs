@@ -11,6 +11,7 @@
 
 pub mod hlog;
 pub mod resources;
+pub mod sweep;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -20,6 +21,7 @@ use crate::summary::run_info::RunInfo;
 use crate::summary::Summary;
 pub use hlog::{parse_hlog, ActivityStats, IntervalStats};
 pub use resources::{parse_resources, Resources, ResourcesFile};
+pub use sweep::SweepDir;
 
 /// A file of a run directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,6 +129,13 @@ fn check_tsv(text: &str) -> Result<(), String> {
 }
 
 fn bad(dir: &Path, what: String) -> Error {
+    if SweepDir::is_sweep(dir) {
+        return Error::Usage(format!(
+            "{} is a sweep's directory, not a run's\n  fix: give one of its steps (under {}), open its sweep.html, or compare it with another sweep (`mongo-stress compare SWEEP SWEEP`)",
+            dir.display(),
+            dir.join("steps").display()
+        ));
+    }
     Error::Usage(format!(
         "{} is not a usable run directory: {what}\n  fix: give the directory a `mongo-stress run` (or `merge`) wrote (its --out), with summary.json, summary.tsv, run.json (and latency.hlog unless it ran with --no-interval-log), written whole",
         dir.display()

@@ -8,7 +8,7 @@
 
 pub mod usl;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::capacity::Slo;
 use crate::summary::Summary;
@@ -19,7 +19,7 @@ pub const REFINE_STEPS: usize = 3;
 pub const MAX_ERROR_PCT: f64 = 1.0;
 
 /// One step: N users in every group, measured after its warm-up.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Step {
     /// Users per group.
     pub threads: u32,
@@ -89,7 +89,7 @@ impl Step {
 }
 
 /// Why a sweep ended.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "reason", content = "detail", rename_all = "snake_case")]
 pub enum StopReason {
     /// Every step of `--threads` ran.
@@ -122,6 +122,59 @@ impl StopReason {
             StopReason::Interrupted => "interrupted: the steps that completed are written and fitted".into(),
             StopReason::Failed(e) => format!("a step could not run: {e}"),
         }
+    }
+}
+
+/// A sweep as written.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SweepResult {
+    pub profile: String,
+    pub slo: Vec<String>,
+    /// In the order they ran.
+    pub steps: Vec<Step>,
+    pub fit: usl::Analysis,
+    /// The most users per group whose step held the SLO, below every step that broke it.
+    pub slo_knee: Option<u32>,
+    pub stop: StopReason,
+    pub stop_text: String,
+    pub notes: Vec<String>,
+}
+
+impl SweepResult {
+    pub fn new(
+        profile: &str,
+        slo: &[String],
+        steps: Vec<Step>,
+        stop: StopReason,
+        notes: Vec<String>,
+    ) -> SweepResult {
+        let fit = analyse(&steps);
+        let first_broken = steps
+            .iter()
+            .filter(|s| s.slo == Some(false))
+            .map(|s| s.threads)
+            .min()
+            .unwrap_or(u32::MAX);
+        let slo_knee = steps
+            .iter()
+            .filter(|s| s.slo == Some(true) && s.threads < first_broken)
+            .map(|s| s.threads)
+            .max();
+        SweepResult {
+            profile: profile.to_string(),
+            slo: slo.to_vec(),
+            steps,
+            fit,
+            slo_knee,
+            stop_text: stop.text(),
+            stop,
+            notes,
+        }
+    }
+
+    /// The steps by users, ascending.
+    pub fn by_threads(&self) -> Vec<&Step> {
+        by_threads(&self.steps)
     }
 }
 

@@ -5,16 +5,22 @@
 //! may be trusted to say: a parameter the steps cannot determine is named, with the steps that
 //! would, never printed as a number.
 
-use serde::Serialize;
+use serde::{Deserialize, Deserializer, Serialize};
 
 /// Fewest steps whose fit is shown.
 pub const MIN_STEPS: usize = 6;
 
 /// A fitted parameter and its standard error.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Estimate {
     pub value: f64,
+    /// Not a number (written as null) when the fit's matrix could not be inverted.
+    #[serde(deserialize_with = "null_is_nan")]
     pub se: f64,
+}
+
+fn null_is_nan<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }
 
 /// The least-squares fit.
@@ -29,11 +35,60 @@ pub struct Fit {
     pub max_residual: f64,
     pub max_residual_at: f64,
     pub r_squared: f64,
+    /// The covariance of (lambda, sigma, kappa): the residual variance times (J^T J)^-1 (NaN
+    /// where it could not be inverted).
+    pub covariance: [[f64; 3]; 3],
 }
 
 impl Fit {
+    fn parameters(&self) -> [f64; 3] {
+        [self.lambda.value, self.sigma.value, self.kappa.value]
+    }
+
     pub fn throughput(&self, n: f64) -> f64 {
-        model([self.lambda.value, self.sigma.value, self.kappa.value], n)
+        model(self.parameters(), n)
+    }
+
+    /// The standard error of a function of the parameters whose gradient is `g` (the delta
+    /// method: sqrt(g^T C g)).
+    fn se_of(&self, g: [f64; 3]) -> f64 {
+        let c = &self.covariance;
+        root(
+            (0..3)
+                .flat_map(|i| (0..3).map(move |j| (i, j)))
+                .map(|(i, j)| g[i] * c[i][j] * g[j])
+                .sum::<f64>(),
+        )
+    }
+
+    /// The peak N* = sqrt((1 - sigma) / kappa), its throughput X(N*), and their standard errors.
+    /// At N* dX/dN is 0, so X(N*)'s gradient in the parameters is the model's own there.
+    pub fn peak(&self) -> Option<(Estimate, Estimate)> {
+        let (s, k) = (self.sigma.value, self.kappa.value);
+        if !(k > 0.0 && s < 1.0) {
+            return None;
+        }
+        let n = ((1.0 - s) / k).sqrt();
+        let dn = [0.0, -1.0 / (2.0 * k * n), -n / (2.0 * k)];
+        Some((
+            Estimate {
+                value: n,
+                se: self.se_of(dn),
+            },
+            Estimate {
+                value: self.throughput(n),
+                se: self.se_of(gradient(self.parameters(), n)),
+            },
+        ))
+    }
+}
+
+/// The square root of a variance that rounding may have made slightly negative; NaN stays NaN.
+fn root(v: f64) -> f64 {
+    if v.is_nan() {
+        v
+    } else {
+        v.max(0.0).sqrt()
     }
 }
 
@@ -172,14 +227,17 @@ pub fn fit(points: &[(f64, f64)]) -> Option<Fit> {
     let (jtj, _) = normal(p, points);
     let dof = (points.len() - 3) as f64;
     let s2 = cost / dof;
-    let mut se = [f64::NAN; 3];
-    for (i, s) in se.iter_mut().enumerate() {
+    let mut covariance = [[f64::NAN; 3]; 3];
+    for i in 0..3 {
         let mut e = [0.0; 3];
         e[i] = 1.0;
         if let Some(col) = solve(jtj, e) {
-            *s = (s2 * col[i]).max(0.0).sqrt();
+            for (row, v) in covariance.iter_mut().zip(col) {
+                row[i] = s2 * v;
+            }
         }
     }
+    let se: [f64; 3] = std::array::from_fn(|i| root(covariance[i][i]));
     let mean = points.iter().map(|p| p.1).sum::<f64>() / points.len() as f64;
     let tss: f64 = points.iter().map(|&(_, x)| (x - mean).powi(2)).sum();
     let (at, worst) = points
@@ -203,11 +261,12 @@ pub fn fit(points: &[(f64, f64)]) -> Option<Fit> {
         max_residual: worst,
         max_residual_at: at,
         r_squared: if tss > 0.0 { 1.0 - cost / tss } else { 1.0 },
+        covariance,
     })
 }
 
 /// A prediction of the steps left out of a fit.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Holdout {
     /// The steps fitted (the first ones).
     pub fitted_steps: usize,
@@ -218,7 +277,7 @@ pub struct Holdout {
 }
 
 /// What the steps say, and what they cannot.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Analysis {
     /// None with fewer than MIN_STEPS steps or when no fit converges. Not written: `parameters`
     /// is, without what the steps cannot determine.
@@ -231,6 +290,11 @@ pub struct Analysis {
     /// twice the largest step.
     pub peak_n: Option<f64>,
     pub peak_throughput: Option<f64>,
+    /// Their standard errors, from the fit's covariance (the delta method).
+    #[serde(default)]
+    pub peak_n_se: Option<f64>,
+    #[serde(default)]
+    pub peak_throughput_se: Option<f64>,
     /// 1 / sigma: where returns start to fall fast.
     pub one_over_sigma: Option<f64>,
     /// lambda / sigma: the most any number of users could give without coherency.
@@ -244,7 +308,7 @@ pub struct Analysis {
 }
 
 /// The fit as written: a parameter the steps cannot determine is null, never a number.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Parameters {
     pub lambda: Estimate,
     pub sigma: Option<Estimate>,
@@ -265,6 +329,8 @@ pub fn analyse(points: &[(f64, f64)]) -> Analysis {
         kappa_identified: false,
         peak_n: None,
         peak_throughput: None,
+        peak_n_se: None,
+        peak_throughput_se: None,
         one_over_sigma: None,
         amdahl_ceiling: None,
         holdout: None,
@@ -315,11 +381,12 @@ pub fn analyse(points: &[(f64, f64)]) -> Analysis {
         a.one_over_sigma = Some(1.0 / s.value);
         a.amdahl_ceiling = Some(fit.lambda.value / s.value);
     }
-    if a.kappa_identified && s.value < 1.0 {
-        let n = ((1.0 - s.value) / k.value).sqrt();
-        if n <= 2.0 * largest {
-            a.peak_n = Some(n);
-            a.peak_throughput = Some(fit.throughput(n));
+    if let Some((n, x)) = fit.peak().filter(|_| a.kappa_identified) {
+        if n.value <= 2.0 * largest {
+            a.peak_n = Some(n.value);
+            a.peak_throughput = Some(x.value);
+            a.peak_n_se = n.se.is_finite().then_some(n.se);
+            a.peak_throughput_se = x.se.is_finite().then_some(x.se);
         } else {
             a.notes.push(format!(
                 "the fitted peak lies beyond twice the largest step ({largest:.0}): not printed; add steps above {largest:.0} users"
@@ -424,6 +491,38 @@ mod tests {
         let h = a.holdout.unwrap();
         assert_eq!(h.fitted_steps, 7);
         assert!(h.worst_error < 1e-9);
+    }
+
+    /// The peak's standard errors come from the analytic gradients (X(N*)'s by the envelope
+    /// theorem); central differences of N*(p) and X(N*(p), p) give the same.
+    #[test]
+    fn the_peaks_standard_errors_match_numeric_gradients() {
+        let f = fit(&cisco()).unwrap();
+        let (n, x) = f.peak().unwrap();
+        let p = f.parameters();
+        let at = |q: [f64; 3]| {
+            let n = ((1.0 - q[1]) / q[2]).sqrt();
+            (n, model(q, n))
+        };
+        let mut gn = [0.0; 3];
+        let mut gx = [0.0; 3];
+        for i in 0..3 {
+            let h = p[i] * 1e-6;
+            let (mut up, mut down) = (p, p);
+            up[i] += h;
+            down[i] -= h;
+            let (a, b) = (at(up), at(down));
+            gn[i] = (a.0 - b.0) / (2.0 * h);
+            gx[i] = (a.1 - b.1) / (2.0 * h);
+        }
+        let close = |want: f64, got: f64| {
+            assert!((got - want).abs() <= want * 1e-4, "{got} against {want}")
+        };
+        close(f.se_of(gn), n.se);
+        close(f.se_of(gx), x.se);
+        assert!(n.se > 0.0 && n.se < n.value / 4.0, "{n:?}");
+        let a = analyse(&cisco());
+        assert_eq!(a.peak_n_se, Some(n.se));
     }
 
     #[test]
