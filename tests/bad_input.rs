@@ -186,6 +186,8 @@ fn cases(dir: &Path) -> (Vec<(Input, i32, &'static str)>, u16) {
         (args("sweep with users out of range", &["sweep", "smoke", "--threads", "1,0"]), 2, "--threads"),
         (args("sweep of a profile in stages", &["sweep", "jmeter-2016"]), 2, "has 5 stages"),
         (args("sweep with an unparsable SLO", &["sweep", "smoke", "--slo", "p99 soon"]), 2, "--slo p99 soon"),
+        (args("compare of a sweep with a run", &["compare", "sweep", "nothing-here"]), 2, "is a sweep and"),
+        (args("a run's gate on two sweeps", &["compare", "sweep", "sweep", "--fail-if", "TOTAL.p99 > +10%"]), 2, "no fitted parameter of that name"),
         (own("unknown generator", "n = { \"^RandomInteger\" = { min = 1, max = 9 } }\n", "[group.insertOne]\n"), 2, "did you mean `^RandomInt`"),
         (own("a generator's argument misspelt", "n = { \"^RandomInt\" = { min = 1, maxi = 9 } }\n", "[group.insertOne]\n"), 2, "`maxi`"),
         (own("unknown operation table", "", "[group.fnd]\nfilter = {}\n"), 2, "did you mean `find`"),
@@ -362,6 +364,13 @@ fn fail_on(problems: &[String]) {
 #[test]
 fn every_bad_input_is_refused_with_one_message_naming_the_problem() {
     let dir = tempfile::tempdir().unwrap();
+    // A sweep's directory, for the `compare` cases.
+    std::fs::create_dir(dir.path().join("sweep")).unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sweep/sweep.json"),
+        dir.path().join("sweep/sweep.json"),
+    )
+    .unwrap();
     let (all, port) = cases(dir.path());
     let mut problems = Vec::new();
     let rows: Vec<Row> = all
