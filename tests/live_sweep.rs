@@ -292,3 +292,82 @@ fn an_interrupted_sweep_writes_the_steps_it_completed() {
         2
     );
 }
+
+/// A collection the profile does not drop keeps what each step inserted: each step records the
+/// documents it held after it, growing, and the last equals the server's own count.
+#[test]
+fn a_collection_kept_between_steps_is_counted_after_each() {
+    let Some(server) = TestServer::start() else {
+        return common::skipped("MONGO_STRESS_SKIP_LIVE");
+    };
+    let db = common::unique_db("sweep_kept");
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("kept.toml");
+    std::fs::write(
+        &profile,
+        format!(
+            "name = \"kept\"\n[target]\ndatabase = \"{db}\"\n[[collection]]\nname = \"log\"\ndrop = false\n[collection.document]\nv = 1\n[[group]]\nname = \"add\"\nop = \"insert\"\nthreads = 1\nduration = \"1s\"\n"
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("sweep");
+    let done = bin()
+        .arg("sweep")
+        .arg(&profile)
+        .args([
+            "--uri",
+            &server.uri,
+            "--threads",
+            "1,2",
+            "--step",
+            "1s",
+            "--warmup",
+            "0s",
+            "--no-resources",
+            "--out",
+        ])
+        .arg(&out)
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&done.stdout).to_string();
+    assert_eq!(
+        done.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let json = common::read_json(&out.join("sweep.json"));
+    let held: Vec<u64> = json["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            assert_eq!(s["held"][0]["collection"], "log", "{s}");
+            s["held"][0]["documents"].as_u64().unwrap()
+        })
+        .collect();
+    assert_eq!(held.len(), 2, "{stdout}");
+    assert!(0 < held[0] && held[0] < held[1], "{held:?}");
+    let client = server.client();
+    let count = common::runtime()
+        .block_on(async {
+            client
+                .database(&db)
+                .collection::<mongodb::bson::Document>("log")
+                .count_documents(mongodb::bson::doc! {})
+                .await
+        })
+        .unwrap();
+    assert_eq!(count, held[1], "{stdout}");
+    assert!(
+        stdout.contains(&format!(
+            "step 1 (1 users): log {}; step 2 (2 users): log {}",
+            held[0], held[1]
+        )),
+        "{stdout}"
+    );
+    common::runtime()
+        .block_on(async { client.database(&db).drop().await })
+        .unwrap();
+}

@@ -129,7 +129,7 @@ pub async fn sweep(args: SweepArgs, stop: CancellationToken) -> Result<i32, Erro
             .join(format!("{:02}-{n}", steps.len() + 1));
         match run_step(run, &server, &plan, &opts, &dir, &stop).await {
             Ok(summary) => {
-                let step = Step::measure(
+                let mut step = Step::measure(
                     &summary,
                     n,
                     n.saturating_mul(groups),
@@ -137,6 +137,17 @@ pub async fn sweep(args: SweepArgs, stop: CancellationToken) -> Result<i32, Erro
                     &slo,
                     dir.display().to_string(),
                 );
+                for c in base.collections.iter().filter(|c| !c.setup.drop) {
+                    let client = &server.connected.client;
+                    if let Some(documents) =
+                        connect::document_count(client, &base.target.database, &c.name).await
+                    {
+                        step.held.push(sweep::Held {
+                            collection: c.name.clone(),
+                            documents,
+                        });
+                    }
+                }
                 say(format!(
                     "step {}: {n} users per group, {:.1}/s, median {:.2} ms, p99 {:.2} ms, {:.2} % errors, Little's N {:.1}",
                     steps.len() + 1,

@@ -132,3 +132,14 @@ mod tests {
         );
     }
 }
+
+/// The documents a collection holds, from the server's metadata count; None when it cannot be
+/// read.
+pub async fn document_count(client: &Client, database: &str, collection: &str) -> Option<u64> {
+    client
+        .database(database)
+        .collection::<mongodb::bson::Document>(collection)
+        .estimated_document_count()
+        .await
+        .ok()
+}

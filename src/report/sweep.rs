@@ -191,6 +191,28 @@ pub fn render(r: &SweepResult, out: &mut dyn Write) -> std::io::Result<()> {
     for n in &r.notes {
         writeln!(out, "note: {n}")?;
     }
+    // In the order the steps ran: what each left behind for the next.
+    let held: Vec<String> = r
+        .steps
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| !s.held.is_empty())
+        .map(|(i, s)| {
+            let each: Vec<String> = s
+                .held
+                .iter()
+                .map(|h| format!("{} {}", h.collection, h.documents))
+                .collect();
+            format!("step {} ({} users): {}", i + 1, s.threads, each.join(", "))
+        })
+        .collect();
+    if !held.is_empty() {
+        writeln!(
+            out,
+            "note: documents held after each step in the collections not dropped between steps: {}",
+            held.join("; ")
+        )?;
+    }
     writeln!(out, "{}", paragraph(r))?;
     writeln!(out, "stopped: {}", r.stop_text)
 }

@@ -50,6 +50,17 @@ pub struct Step {
     pub load_generator: Option<String>,
     /// The step's run directory.
     pub dir: String,
+    /// The documents each collection the profile does not drop held after the step (such a
+    /// collection keeps what every step wrote, so later steps start from more data).
+    #[serde(default)]
+    pub held: Vec<Held>,
+}
+
+/// A collection's documents after a step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Held {
+    pub collection: String,
+    pub documents: u64,
 }
 
 impl Step {
@@ -84,6 +95,7 @@ impl Step {
             why: judged.why,
             load_generator: judged.load_generator,
             dir,
+            held: Vec::new(),
         }
     }
 }
@@ -319,6 +331,7 @@ mod tests {
             why: Vec::new(),
             load_generator: None,
             dir: String::new(),
+            held: Vec::new(),
         }
     }
 
