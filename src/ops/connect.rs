@@ -120,6 +120,17 @@ pub async fn connect(uri: &str, pool_size: u32, warm: bool) -> Result<Connected,
     })
 }
 
+/// The documents a collection holds, from the server's metadata count; None when it cannot be
+/// read.
+pub async fn document_count(client: &Client, database: &str, collection: &str) -> Option<u64> {
+    client
+        .database(database)
+        .collection::<mongodb::bson::Document>(collection)
+        .estimated_document_count()
+        .await
+        .ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,15 +142,4 @@ mod tests {
             "Unable to parse PEM-encoded root certificate from /x.pem: I/O error: No such file or directory (os error 2)"
         );
     }
-}
-
-/// The documents a collection holds, from the server's metadata count; None when it cannot be
-/// read.
-pub async fn document_count(client: &Client, database: &str, collection: &str) -> Option<u64> {
-    client
-        .database(database)
-        .collection::<mongodb::bson::Document>(collection)
-        .estimated_document_count()
-        .await
-        .ok()
 }
