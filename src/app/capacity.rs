@@ -3,55 +3,44 @@
 //! `OUT/step-NN-RATE`), judge each against the SLO, let the search pick the next rate, and show
 //! and write the steps and the knee (`capacity.tsv`, `capacity.json`, `capacity.html`).
 
-use std::path::Path;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::run::{self as run_cmd, Server};
-use super::session::Session;
+use super::run::Server;
+use super::steps::{self, Ignored, Series};
 use crate::capacity::{Search, Slo, Step};
 use crate::cli::CapacityArgs;
 use crate::error::Error;
-use crate::ops::connect;
-use crate::ops::MongoBackend;
-use crate::plan::{profile, RunPlan, SetupPlan, StopAt};
-use crate::redact::redact;
+use crate::plan::{RunPlan, SetupPlan, StopAt};
 use crate::report;
 use crate::report::capacity::CapacityResult;
 
 pub async fn capacity(args: CapacityArgs, stop: CancellationToken) -> Result<i32, Error> {
     let run = &args.run;
     run.overrides.one_thread_count()?;
-    if run.part.is_some() || run.parts.is_some() || run.repeat > 1 {
-        return Err(Error::Usage(
-            "capacity runs its own steps on one machine\n  fix: leave out --part, --parts and --repeat".into(),
-        ));
-    }
-    // Options a step would ignore (each step sets its own rate, length and warm-up) are
-    // refused, with the option of capacity's that does the job.
     let o = &run.overrides;
-    for (given, flag, instead) in [
-        (o.rate.is_some(), "--rate", "--start-rate and --max-rate"),
-        (o.duration.is_some(), "--duration", "--step"),
-        (
-            o.loops.is_some(),
-            "--loops",
-            "--step (each step runs for a time)",
-        ),
-        (o.warmup.is_some(), "--warmup", "--step-warmup"),
-        (!o.thresholds.is_empty(), "--threshold", "--slo"),
-    ] {
-        if given {
-            return Err(Error::Usage(format!(
-                "capacity sets each step's rate, length and warm-up itself, so {flag} would be ignored\n  fix: leave out {flag}; use {instead}"
-            )));
-        }
-    }
-    let mut base = RunPlan::build(&profile::load(&run.profile)?, &(&run.overrides).into())?;
-    // The command line's (and environment's) live metrics are refused like the profile's.
-    base.metrics_listen = run.metrics_listen.clone().or(base.metrics_listen);
-    base.metrics_push = run.metrics_push.clone().or(base.metrics_push);
+    let ignored = |given, flag, instead| Ignored {
+        given,
+        flag,
+        instead,
+    };
+    let base = steps::base_plan(
+        "capacity",
+        run,
+        &[
+            ignored(o.rate.is_some(), "--rate", "--start-rate and --max-rate"),
+            ignored(o.duration.is_some(), "--duration", "--step"),
+            ignored(
+                o.loops.is_some(),
+                "--loops",
+                "--step (each step runs for a time)",
+            ),
+            ignored(o.warmup.is_some(), "--warmup", "--step-warmup"),
+            ignored(!o.thresholds.is_empty(), "--threshold", "--slo"),
+        ],
+        "sets each step's rate, length and warm-up itself",
+    )?;
     check_profile(&base)?;
     if !(0.0..=100.0).contains(&args.error_pct) {
         return Err(Error::Usage(format!(
@@ -67,19 +56,9 @@ pub async fn capacity(args: CapacityArgs, stop: CancellationToken) -> Result<i32
             args.max_rate, args.start_rate
         )));
     }
-    let mut opts = run_cmd::options(run, &base)?;
-    let chatty = opts.chatty;
-    opts.live = None;
-    opts.chatty = false;
-    if let Some(uri) = &run.uri {
-        connect::parse(uri).await?;
-    }
-    let out_dir = run_cmd::prepare_out_dir(run.out.as_deref(), &base)?;
-    let say = |msg: String| {
-        if chatty {
-            eprintln!("{msg}");
-        }
-    };
+    let series = Series::start(run, &base).await?;
+    let out_dir = &series.out_dir;
+    let say = |msg: String| series.say(msg);
     say(format!(
         "capacity of {} within {} (steps of {} after a {} warm-up), results in {}",
         base.name,
@@ -108,7 +87,7 @@ pub async fn capacity(args: CapacityArgs, stop: CancellationToken) -> Result<i32
         );
         let n = steps.len() + 1;
         let mut dir = out_dir.join(format!("step-{n:02}-{rate:.0}"));
-        let mut ran = run_step(run, &server, &plan, &opts, &dir, &stop).await;
+        let mut ran = series.run_step(run, &server, &plan, &dir, &stop).await;
         // A step that failed with no sign of saturation (no late operation, the rate achieved)
         // may have met a spell of this machine's noise: it runs once more, and fails only if it
         // fails again.
@@ -124,7 +103,7 @@ pub async fn capacity(args: CapacityArgs, stop: CancellationToken) -> Result<i32
                     first.why.join("; ")
                 ));
                 dir = out_dir.join(format!("step-{n:02}-{rate:.0}-again"));
-                ran = run_step(run, &server, &plan, &opts, &dir, &stop).await;
+                ran = series.run_step(run, &server, &plan, &dir, &stop).await;
             }
         }
         match ran {
@@ -253,41 +232,6 @@ fn step_plan(
         }
     }
     plan
-}
-
-pub(super) async fn run_step(
-    run: &crate::cli::RunArgs,
-    server: &Server,
-    plan: &RunPlan,
-    opts: &super::session::RunOptions,
-    dir: &Path,
-    stop: &CancellationToken,
-) -> Result<crate::summary::Summary, Error> {
-    std::fs::create_dir_all(dir).map_err(|source| Error::Output {
-        path: dir.to_path_buf(),
-        source,
-    })?;
-    let sampler = if run.no_resources {
-        None
-    } else {
-        Some(
-            run_cmd::start_sampler(run, plan, server, dir, &|_| {}, &Default::default(), None)
-                .await?,
-        )
-    };
-    let session = Session {
-        plan,
-        backend: MongoBackend::new(&server.connected.client, plan),
-        opts,
-        out_dir: dir,
-        stop,
-        server: server.info(),
-        command_line: std::env::args().map(|a| redact(&a)).collect(),
-        url: run_cmd::jtl_url(&server.uri, plan),
-        injector: None,
-        live: None,
-    };
-    session.run(sampler).await
 }
 
 /// What the reader must be told about the search (and `max` the ceiling it was given): when the load generator (its CPU, or the

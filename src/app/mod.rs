@@ -12,6 +12,7 @@ pub mod merge;
 pub mod report;
 pub mod run;
 pub mod session;
+mod steps;
 pub mod sweep;
 
 use tokio_util::sync::CancellationToken;

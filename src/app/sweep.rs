@@ -7,13 +7,13 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::capacity::run_step;
-use super::run::{self as run_cmd, Server};
+use super::run::Server;
+use super::steps::{self, Ignored, Series};
 use crate::capacity::Slo;
 use crate::cli::SweepArgs;
 use crate::error::Error;
 use crate::ops::connect;
-use crate::plan::{profile, RunPlan, StopAt};
+use crate::plan::{RunPlan, StopAt};
 use crate::report;
 use crate::sweep::{self, Step, StopReason, SweepResult};
 
@@ -22,34 +22,29 @@ const DEFAULT_WARMUP: Duration = Duration::from_secs(5);
 
 pub async fn sweep(args: SweepArgs, stop: CancellationToken) -> Result<i32, Error> {
     let run = &args.run;
-    if run.part.is_some() || run.parts.is_some() || run.repeat > 1 {
-        return Err(Error::Usage(
-            "sweep runs its own steps on one machine\n  fix: leave out --part, --parts and --repeat"
-                .into(),
-        ));
-    }
     let o = &run.overrides;
-    for (given, flag, instead) in [
-        (o.rate.is_some(), "--rate", "capacity, for open-loop rates"),
-        (o.duration.is_some(), "--duration", "--step"),
-        (
-            o.loops.is_some(),
-            "--loops",
-            "--step (each step runs for a time)",
-        ),
-        (!o.thresholds.is_empty(), "--threshold", "--slo"),
-    ] {
-        if given {
-            return Err(Error::Usage(format!(
-                "sweep runs each step closed loop for --step after --warmup, so {flag} would be ignored\n  fix: leave out {flag}; use {instead}"
-            )));
-        }
-    }
+    let ignored = |given, flag, instead| Ignored {
+        given,
+        flag,
+        instead,
+    };
+    let mut base = steps::base_plan(
+        "sweep",
+        run,
+        &[
+            ignored(o.rate.is_some(), "--rate", "capacity, for open-loop rates"),
+            ignored(o.duration.is_some(), "--duration", "--step"),
+            ignored(
+                o.loops.is_some(),
+                "--loops",
+                "--step (each step runs for a time)",
+            ),
+            ignored(!o.thresholds.is_empty(), "--threshold", "--slo"),
+        ],
+        "runs each step closed loop for --step after --warmup",
+    )?;
     let listed: Option<Vec<u32>> = o.threads.as_ref().map(|t| t.0.clone());
     let warmup = o.warmup.unwrap_or(DEFAULT_WARMUP);
-    let mut base = RunPlan::build(&profile::load(&run.profile)?, &(&run.overrides).into())?;
-    base.metrics_listen = run.metrics_listen.clone().or(base.metrics_listen);
-    base.metrics_push = run.metrics_push.clone().or(base.metrics_push);
     check_profile(&base)?;
     let names: Vec<String> = base.groups().map(|g| g.name.clone()).collect();
     let slo = if args.slo.is_empty() {
@@ -82,19 +77,9 @@ pub async fn sweep(args: SweepArgs, stop: CancellationToken) -> Result<i32, Erro
                 .into(),
         );
     }
-    let mut opts = run_cmd::options(run, &base)?;
-    let chatty = opts.chatty;
-    opts.live = None;
-    opts.chatty = false;
-    if let Some(uri) = &run.uri {
-        connect::parse(uri).await?;
-    }
-    let out_dir = run_cmd::prepare_out_dir(run.out.as_deref(), &base)?;
-    let say = |msg: String| {
-        if chatty {
-            eprintln!("{msg}");
-        }
-    };
+    let series = Series::start(run, &base).await?;
+    let out_dir = &series.out_dir;
+    let say = |msg: String| series.say(msg);
     say(format!(
         "sweep of {} (steps of {} after a {} warm-up, {}), results in {}",
         base.name,
@@ -127,7 +112,7 @@ pub async fn sweep(args: SweepArgs, stop: CancellationToken) -> Result<i32, Erro
         let dir = out_dir
             .join("steps")
             .join(format!("{:02}-{n}", steps.len() + 1));
-        match run_step(run, &server, &plan, &opts, &dir, &stop).await {
+        match series.run_step(run, &server, &plan, &dir, &stop).await {
             Ok(summary) => {
                 let mut step = Step::measure(
                     &summary,

@@ -7,15 +7,9 @@
   const { el, tsvTable } = window.MS;
   root.append(el("h1", {}, "mongo-stress sweeps compared: " + D.new.profile));
   root.append(el("p", {}, "base: " + D.base_name), el("p", {}, "new: " + D.new_name));
-  const width = window.MS.width();
   let points = 0;
   function chart(name, title, axes, series, data) {
-    const box = el("div", { class: "chart", "data-chart": name });
-    root.append(box);
-    new uPlot({ title: title, width: width, height: 320, scales: { x: { time: false } }, axes: axes, series: series }, data, box);
-    const n = data.slice(1).reduce((sum, s) => sum + s.filter((v) => v != null).length, 0);
-    box.dataset.points = String(n);
-    points += n;
+    points += window.MS.xyChart(root, name, title, axes, series, data, 320);
   }
   const sides = [D.base, D.new];
   const xs = [];

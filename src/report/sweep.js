@@ -10,15 +10,9 @@
   root.append(el("p", {}, D.paragraph));
   root.append(el("p", {}, "Stopped: " + D.stop_text));
   const steps = D.steps.slice().sort((a, b) => a.threads - b.threads);
-  const width = window.MS.width();
   let points = 0;
   function chart(name, title, axes, series, data) {
-    const box = el("div", { class: "chart", "data-chart": name });
-    root.append(box);
-    new uPlot({ title: title, width: width, height: 300, scales: { x: { time: false } }, axes: axes, series: series }, data, box);
-    const n = data.slice(1).reduce((sum, s) => sum + s.filter((v) => v != null).length, 0);
-    box.dataset.points = String(n);
-    points += n;
+    points += window.MS.xyChart(root, name, title, axes, series, data, 300);
   }
   // The fitted curve's points (to the largest step, or twice it when the peak is determined).
   const curve = new Map(D.fit.curve.map((p) => [p[0], p[1]]));

@@ -1,0 +1,121 @@
+//! What the commands that run a profile as a series of steps (`capacity`, `sweep`) share: the
+//! options a step would ignore refused with the one that does the job, the base plan, the
+//! console and output directory of the whole series, and one step run into a directory of its
+//! own against the server reached once.
+
+use std::path::{Path, PathBuf};
+
+use tokio_util::sync::CancellationToken;
+
+use super::run::{self as run_cmd, Server};
+use super::session::{RunOptions, Session};
+use crate::cli::RunArgs;
+use crate::error::Error;
+use crate::ops::{connect, MongoBackend};
+use crate::plan::{profile, RunPlan};
+use crate::redact::redact;
+use crate::summary::Summary;
+
+/// An option of `run` a step would ignore: given or not, its flag, and what to use instead.
+pub(super) struct Ignored<'a> {
+    pub given: bool,
+    pub flag: &'a str,
+    pub instead: &'a str,
+}
+
+/// The profile's plan for a series of steps, after refusing what the series cannot honour:
+/// `--part`, `--parts`, `--repeat`, and each `ignored` option given (`why`: what the command sets
+/// itself). The command line's live metrics are put in the plan, so they are refused with the
+/// profile's.
+pub(super) fn base_plan(
+    command: &str,
+    run: &RunArgs,
+    ignored: &[Ignored],
+    why: &str,
+) -> Result<RunPlan, Error> {
+    if run.part.is_some() || run.parts.is_some() || run.repeat > 1 {
+        return Err(Error::Usage(format!(
+            "{command} runs its own steps on one machine\n  fix: leave out --part, --parts and --repeat"
+        )));
+    }
+    if let Some(i) = ignored.iter().find(|i| i.given) {
+        return Err(Error::Usage(format!(
+            "{command} {why}, so {} would be ignored\n  fix: leave out {}; use {}",
+            i.flag, i.flag, i.instead
+        )));
+    }
+    let mut base = RunPlan::build(&profile::load(&run.profile)?, &(&run.overrides).into())?;
+    base.metrics_listen = run.metrics_listen.clone().or(base.metrics_listen);
+    base.metrics_push = run.metrics_push.clone().or(base.metrics_push);
+    Ok(base)
+}
+
+/// A series under way: each step's options (no live lines: the series speaks for itself), and
+/// where it writes.
+pub(super) struct Series {
+    pub opts: RunOptions,
+    pub chatty: bool,
+    pub out_dir: PathBuf,
+}
+
+impl Series {
+    /// Checks the URI and makes the output directory: the last refusals before the server.
+    pub(super) async fn start(run: &RunArgs, base: &RunPlan) -> Result<Series, Error> {
+        let mut opts = run_cmd::options(run, base)?;
+        let chatty = opts.chatty;
+        opts.live = None;
+        opts.chatty = false;
+        if let Some(uri) = &run.uri {
+            connect::parse(uri).await?;
+        }
+        let out_dir = run_cmd::prepare_out_dir(run.out.as_deref(), base)?;
+        Ok(Series {
+            opts,
+            chatty,
+            out_dir,
+        })
+    }
+
+    /// A line on stderr, unless `--quiet`.
+    pub(super) fn say(&self, msg: String) {
+        if self.chatty {
+            eprintln!("{msg}");
+        }
+    }
+
+    /// One step: `plan` run whole into `dir`, with its own sampler unless `--no-resources`.
+    pub(super) async fn run_step(
+        &self,
+        run: &RunArgs,
+        server: &Server,
+        plan: &RunPlan,
+        dir: &Path,
+        stop: &CancellationToken,
+    ) -> Result<Summary, Error> {
+        std::fs::create_dir_all(dir).map_err(|source| Error::Output {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        let sampler = if run.no_resources {
+            None
+        } else {
+            Some(
+                run_cmd::start_sampler(run, plan, server, dir, &|_| {}, &Default::default(), None)
+                    .await?,
+            )
+        };
+        let session = Session {
+            plan,
+            backend: MongoBackend::new(&server.connected.client, plan),
+            opts: &self.opts,
+            out_dir: dir,
+            stop,
+            server: server.info(),
+            command_line: std::env::args().map(|a| redact(&a)).collect(),
+            url: run_cmd::jtl_url(&server.uri, plan),
+            injector: None,
+            live: None,
+        };
+        session.run(sampler).await
+    }
+}
