@@ -158,16 +158,18 @@ fn compare_tells_a_held_server_from_noise_and_gates_fail_with_exit_4() {
     assert_eq!(code, Some(4), "{stderr}");
     for metric in ["avg", "p50", "p90", "p99"] {
         let x = cell(&c, "ins", metric);
-        // A p99 of 600 operations is their 6th slowest: over three runs a side its run-to-run
-        // spread on this shared machine can reach the 5 ms (a CI run saw 4.1 -> 10.1 ms judged
-        // within noise), so its verdict may honestly be "within noise"; its change is still 5 ms.
-        if metric == "p99" {
-            assert_ne!(x["verdict"], "faster", "{metric}: {x}");
-        } else {
-            assert_eq!(x["verdict"], "slower", "{metric}: {x}");
-        }
         let change = x["new"].as_f64().unwrap() - x["base"].as_f64().unwrap();
-        assert!((change - 5.0).abs() <= 1.5, "{metric}: +{change} ms");
+        if ["avg", "p50"].contains(&metric) {
+            assert_eq!(x["verdict"], "slower", "{metric}: {x}");
+            assert!((change - 5.0).abs() <= 1.5, "{metric}: +{change} ms");
+        } else {
+            // The tail of 600 operations a side moves with this shared machine's spells as
+            // well as with the hold: CI runs saw p99 4.1 -> 10.1 ms and p90 4.97 -> 11.14 ms
+            // judged within noise. Every operation waits 5 ms more, so each quantile moves by
+            // about that or more, and never the other way.
+            assert_ne!(x["verdict"], "faster", "{metric}: {x}");
+            assert!(change >= 3.5, "{metric}: +{change} ms");
+        }
     }
     // p99.9 and max are each one operation of these 600: a server hiccup in the base run can
     // outweigh the 5 ms, so they are never faster, and slower unless such a hiccup hid it.
