@@ -122,7 +122,9 @@ pub async fn sweep(args: SweepArgs, stop: CancellationToken) -> Result<i32, Erro
                     &slo,
                     dir.display().to_string(),
                 );
-                for c in base.collections.iter().filter(|c| !c.setup.drop) {
+                // Not after Ctrl-C: the sweep ends now.
+                let kept = base.collections.iter().filter(|c| !c.setup.drop);
+                for c in kept.filter(|_| !summary.interrupted) {
                     let client = &server.connected.client;
                     if let Some(documents) =
                         connect::document_count(client, &base.target.database, &c.name).await

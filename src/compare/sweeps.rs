@@ -216,9 +216,10 @@ impl SweepGate {
             (_, None) => Some("the new sweep did not determine it"),
             _ => None,
         });
+        // Within the uncertainty never fails; without a standard error on a side (a sweep.json
+        // written before they were), the change alone decides, as for runs' counts.
         let pass = missing.is_none()
-            && !(limit.exceeded_by(change_pct)
-                && matches!(difference, Difference::Higher | Difference::Lower));
+            && !(limit.exceeded_by(change_pct) && difference != Difference::SameWithinUncertainty);
         SweepGateResult {
             gate: self.text.clone(),
             change_pct,
@@ -309,7 +310,13 @@ pub fn compare(base: &SweepDir, new: &SweepDir, gates: &[SweepGate], seed: u64) 
                     RunDir::open(&base.step_dir(x)),
                     RunDir::open(&new.step_dir(y)),
                 ) {
-                    (Ok(rx), Ok(ry)) => super::compare(&rx, &ry, &[], seed).ok(),
+                    (Ok(rx), Ok(ry)) => match super::compare(&rx, &ry, &[], seed) {
+                        Ok(c) => Some(c),
+                        Err(e) => {
+                            unread.push(format!("{u} ({})", first_line(&e.to_string())));
+                            None
+                        }
+                    },
                     (Err(e), _) | (_, Err(e)) => {
                         unread.push(format!("{u} ({})", first_line(&e.to_string())));
                         None
@@ -343,7 +350,7 @@ pub fn compare(base: &SweepDir, new: &SweepDir, gates: &[SweepGate], seed: u64) 
     }
     if !unread.is_empty() {
         notes.push(format!(
-            "steps not judged for noise, as a step's run directory could not be read: {}",
+            "steps not judged for noise, as their run directories could not be read or compared: {}",
             unread.join("; ")
         ));
     }
@@ -417,6 +424,9 @@ mod tests {
         assert!(g.judge(&[cell(e(100.0, 10.0), e(80.0, 10.0))]).pass);
         // 5 % lower, beyond the uncertainty but within the limit: passes.
         assert!(g.judge(&[cell(e(100.0, 0.1), e(95.0, 0.1))]).pass);
+        // No standard error on a side: the change alone decides.
+        assert!(!g.judge(&[cell(e(100.0, f64::NAN), e(50.0, 1.0))]).pass);
+        assert!(g.judge(&[cell(e(100.0, f64::NAN), e(95.0, 1.0))]).pass);
         // Not determined by the new sweep: fails, and says why.
         let r = g.judge(&[cell(e(100.0, 1.0), None)]);
         assert!(!r.pass && r.why.unwrap().contains("new sweep"));

@@ -121,14 +121,19 @@ pub async fn connect(uri: &str, pool_size: u32, warm: bool) -> Result<Connected,
 }
 
 /// The documents a collection holds, from the server's metadata count; None when it cannot be
-/// read.
+/// read within 5 s (a server that went away does not hold the caller for the driver's 30 s
+/// server selection).
 pub async fn document_count(client: &Client, database: &str, collection: &str) -> Option<u64> {
-    client
+    let coll = client
         .database(database)
-        .collection::<mongodb::bson::Document>(collection)
-        .estimated_document_count()
-        .await
-        .ok()
+        .collection::<mongodb::bson::Document>(collection);
+    tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        coll.estimated_document_count(),
+    )
+    .await
+    .ok()?
+    .ok()
 }
 
 #[cfg(test)]
