@@ -943,10 +943,10 @@ fn the_bundled_orders_profile_runs_3_seconds_and_the_server_holds_its_inserts() 
     };
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
-    // Its database is the default, mongo_stress. summary.json is not checked against
-    // docs/summary.schema.json here: the schema does not have the template runs' new fields yet
-    // (rows' returned, inserted, ...; groups' operations; plans).
+    // Its database is the default, mongo_stress.
     let (summary, _, _) = server.run_ok("orders", &out, &["--duration", "3s", "--no-resources"]);
+    validate_schema(&summary);
+    validate_against(&read_json(&out.join("run.json")), "docs/run.schema.json");
     for label in [
         "recent",
         "totals",

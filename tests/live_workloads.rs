@@ -171,6 +171,7 @@ fn the_bundled_ycsb_workloads_run_on_the_embedded_server() {
         );
         let summary = read_json(&out.join("summary.json"));
         validate_schema(&summary);
+        validate_against(&read_json(&out.join("run.json")), "docs/run.schema.json");
         assert_eq!(
             summary["runs"][0]["load"]["documents"], 2000,
             "ycsb-{w}'s load phase"
@@ -188,6 +189,61 @@ fn the_bundled_ycsb_workloads_run_on_the_embedded_server() {
         }
         if !kinds.is_empty() {
             assert_eq!(sum, total, "ycsb-{w}: the kinds add up to the group");
+        }
+    }
+}
+
+/// Every bundled profile but the YCSB ones (above) runs briefly, and the run.json and
+/// summary.json it writes validate against their schemas in docs/. `kill-under-load` kills the
+/// embedded server, so it runs on one of its own, long enough for its fault (exit 5 when the
+/// audit finds acknowledged writes the killed server lost, as secantusd-rs may).
+#[test]
+fn every_bundled_profile_writes_files_that_validate_against_their_schemas() {
+    let Some(server) = TestServer::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let names: Vec<&str> = mongo_stress::plan::profile::bundled::ALL
+        .iter()
+        .map(|b| b.name)
+        .filter(|n| !n.starts_with("ycsb-"))
+        .collect();
+    assert!(names.len() >= 11, "{names:?}");
+    for name in names {
+        let out = dir.path().join(name);
+        let mut cmd = bin();
+        cmd.args([
+            "run",
+            name,
+            "--threads",
+            "2",
+            "--quiet",
+            "--no-resources",
+            "--out",
+        ])
+        .arg(&out)
+        .timeout(std::time::Duration::from_secs(180));
+        let allowed: &[i32] = if name == "kill-under-load" {
+            cmd.args(["--duration", "8s"]);
+            &[0, 5]
+        } else {
+            cmd.args(["--duration", "2s", "--uri", &server.uri]);
+            &[0]
+        };
+        let run = cmd.output().unwrap();
+        assert!(
+            run.status.code().is_some_and(|c| allowed.contains(&c)),
+            "{name}: exit {:?}: {}",
+            run.status.code(),
+            String::from_utf8_lossy(&run.stderr)
+        );
+        for (file, schema) in [
+            ("summary.json", "docs/summary.schema.json"),
+            ("run.json", "docs/run.schema.json"),
+        ] {
+            let value = read_json(&out.join(file));
+            let check = std::panic::catch_unwind(|| validate_against(&value, schema));
+            assert!(check.is_ok(), "{name}'s {file}");
         }
     }
 }

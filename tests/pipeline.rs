@@ -431,6 +431,17 @@ fn mixed_backend() -> Scripted {
     ])
 }
 
+/// run.json's groups and summary.json's are one type (`summary::GroupInfo`): their schemas
+/// define it alike, so one cannot drift from the other (run.json's lacked four fields once).
+#[test]
+fn run_and_summary_schemas_define_a_group_alike() {
+    let run: serde_json::Value =
+        serde_json::from_str(include_str!("../docs/run.schema.json")).unwrap();
+    let summary: serde_json::Value =
+        serde_json::from_str(include_str!("../docs/summary.schema.json")).unwrap();
+    assert_eq!(run["$defs"]["group"], summary["$defs"]["group"]);
+}
+
 /// Validates a run.json against docs/run.schema.json.
 fn assert_run_json_valid(dir: &Path) {
     let json: serde_json::Value = serde_json::from_str(&read(dir, "run.json")).unwrap();

@@ -264,20 +264,19 @@ pub fn spawn_run(
 
 /// Checks a summary.json against docs/summary.schema.json.
 pub fn validate_schema(summary: &serde_json::Value) {
-    let schema: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/summary.schema.json"),
-        )
-        .unwrap(),
+    validate_against(summary, "docs/summary.schema.json");
+}
+
+/// Checks a file the tool wrote against a schema of `docs/`.
+pub fn validate_against(value: &serde_json::Value, schema: &str) {
+    let schema_json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(schema)).unwrap(),
     )
     .unwrap();
-    let validator = jsonschema::validator_for(&schema).expect("a valid schema");
+    let validator = jsonschema::validator_for(&schema_json).expect("a valid schema");
     let errors: Vec<String> = validator
-        .iter_errors(summary)
+        .iter_errors(value)
         .map(|e| format!("{} at {}", e, e.instance_path()))
         .collect();
-    assert!(
-        errors.is_empty(),
-        "summary.json breaks its schema: {errors:#?}"
-    );
+    assert!(errors.is_empty(), "a file breaks {schema}: {errors:#?}");
 }
