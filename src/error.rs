@@ -1,5 +1,7 @@
-//! The error type that reaches `main`, and the exit code each kind maps to (SPEC.md: 0 done, 1 done
-//! with errors, 2 usage or profile error, 3 server unreachable, 4 a threshold failed, 130 interrupted).
+//! The error type that reaches `main`, and the exit code each kind maps to (the product
+//! contract's list, README's "Exit codes": 0 done, 1 done with errors or a part of the tool
+//! failed, 2 usage or profile error, 3 server unreachable, 4 a threshold or comparison gate
+//! failed, 5 the audit found acknowledged data lost, 130 interrupted).
 
 use std::path::PathBuf;
 

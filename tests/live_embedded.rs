@@ -156,3 +156,39 @@ fn interrupted_mid_run(signal: i32) {
     );
     assert_eq!(processes_mentioning(&data), Vec::<u32>::new());
 }
+
+/// A wrapper script around secantusd-py is started as secantusd-py: the tool asks the program
+/// (`--version`) what it is instead of guessing from its file name (it was started with
+/// secantusd-rs's expectations and never seen listening).
+#[test]
+fn a_wrapper_script_around_secantusd_py_is_known_by_its_answer() {
+    if skip_live() || skip_if_set("MONGO_STRESS_SKIP_SECANTUSD_PY") {
+        return;
+    }
+    let py = std::env::var("MONGO_STRESS_SECANTUSD_PY").unwrap_or_else(|_| "secantusd-py".into());
+    let dir = tempfile::tempdir().unwrap();
+    let wrapper = dir.path().join("my-database");
+    std::fs::write(&wrapper, format!("#!/bin/sh\nexec '{py}' \"$@\"\n")).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let t = Instant::now();
+    let out = bin()
+        .args([
+            "run",
+            "smoke",
+            "--duration",
+            "2s",
+            "--no-resources",
+            "--server-bin",
+        ])
+        .arg(&wrapper)
+        .arg("--out")
+        .arg(dir.path().join("run"))
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("embedded server:"), "{stderr}");
+    assert!(t.elapsed() < Duration::from_secs(60), "{:?}", t.elapsed());
+}

@@ -7,8 +7,10 @@
 //! winning plans after the setup; `audit` reads the collections back for the write audit; `owned` records the
 //! collections the setup created, so their next drop needs no `--force`.
 //!
-//! Owns: driver calls for the workload, payload sizes, error classes. Never: measures time,
-//! records samples or prints.
+//! Owns: driver calls for the workload, payload sizes, error classes, and the times only a
+//! sender can see (a step's time inside a group of steps, a transaction's first attempt, the
+//! audit's and setup's patience). Never: measures an operation's latency (the executor does,
+//! around `Backend::execute`), records samples or prints.
 
 pub mod audit;
 pub mod classify;

@@ -38,6 +38,25 @@ pub enum Flavor {
     SecantusPy,
 }
 
+impl Flavor {
+    /// From what the program answered to `--version` (so a wrapper script is known by what it
+    /// runs), else from its file name.
+    fn of(answer: &str, file: &str) -> Flavor {
+        let said = |s: &str| answer.contains(s);
+        if said("secantusd-py") {
+            Flavor::SecantusPy
+        } else if said("secantusd-rs") {
+            Flavor::Secantus
+        } else if said("db version v") || file.starts_with("mongod") {
+            Flavor::Mongod
+        } else if file.starts_with("secantusd-py") {
+            Flavor::SecantusPy
+        } else {
+            Flavor::Secantus
+        }
+    }
+}
+
 /// The embedded server. It can be killed, paused and started again on the same data directory
 /// and port (`crate::fault`), so its process sits behind a lock and its pid in a shared cell
 /// that the sampler follows.
@@ -106,14 +125,13 @@ impl EmbeddedServer {
             .file_name()
             .map(|f| f.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let flavor = if file.starts_with("mongod") {
-            Flavor::Mongod
-        } else if file.starts_with("secantusd-py") {
-            Flavor::SecantusPy
-        } else {
-            Flavor::Secantus
-        };
-        let version = version_of(&program);
+        let answer = answer_to_version(&program);
+        let flavor = Flavor::of(&answer, &file);
+        let version = answer
+            .lines()
+            .next()
+            .filter(|l| !l.starts_with("usage:"))
+            .map_or_else(|| "unknown version".to_string(), str::to_string);
         let dir = tempfile::Builder::new()
             .prefix("mongo-stress-server-")
             .tempdir()
@@ -428,19 +446,19 @@ fn free_port() -> Result<u16, Error> {
         .map_err(|e| Error::Server(e.to_string()))
 }
 
-fn version_of(program: &Path) -> String {
+/// What the program says to `--version`, its output and then its error output (secantusd-py
+/// answers with its usage there), or nothing when it cannot be run.
+fn answer_to_version(program: &Path) -> String {
     Command::new(program)
         .arg("--version")
         .stdin(Stdio::null())
         .output()
-        .ok()
-        .and_then(|o| {
-            String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .next()
-                .map(str::to_string)
+        .map(|o| {
+            let mut text = String::from_utf8_lossy(&o.stdout).into_owned();
+            text.push_str(&String::from_utf8_lossy(&o.stderr));
+            text
         })
-        .unwrap_or_else(|| "unknown version".into())
+        .unwrap_or_default()
 }
 
 fn resolve(p: &Path) -> Option<PathBuf> {
@@ -475,4 +493,25 @@ pub fn find_default() -> Option<PathBuf> {
             let p = cargo_home.join("bin").join("secantusd-rs");
             is_executable(&p).then_some(p)
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The answers the three servers give to `--version` (mongod's first line, secantusd-rs's,
+    /// and secantusd-py's argparse usage on its error output), under any file name.
+    #[test]
+    fn a_server_is_known_by_its_answer_to_version_then_by_its_name() {
+        let mongod = "db version v7.0.12\nBuild Info: {\n    \"version\": \"7.0.12\"\n}\n";
+        let rs = "secantusd-rs 0.5.3-beta.196\nsource: crates.io\n";
+        let py = "usage: secantusd-py [-h] [--config PATH] [--host HOST] [--port PORT]\nsecantusd-py: error: unrecognized arguments: --version\n";
+        assert_eq!(Flavor::of(mongod, "db-wrapper"), Flavor::Mongod);
+        assert_eq!(Flavor::of(rs, "server"), Flavor::Secantus);
+        assert_eq!(Flavor::of(py, "my-db.sh"), Flavor::SecantusPy);
+        // A program that does not answer: its name.
+        assert_eq!(Flavor::of("", "mongod-7.0"), Flavor::Mongod);
+        assert_eq!(Flavor::of("", "secantusd-py"), Flavor::SecantusPy);
+        assert_eq!(Flavor::of("", "something"), Flavor::Secantus);
+    }
 }
