@@ -1,7 +1,7 @@
-//! The layout's rules, checked on the source: data flows one way between the top-level modules
-//! of `src/` (no module imports another that imports it back, directly or around a circle),
-//! nothing imports `app`, and nothing on the hot path (`executor`, `ops`, `metrics`) imports
-//! `report`.
+//! The layout's rules, checked on the source: every top-level module of `src/` has a rank, and a
+//! module imports only modules of lower rank (so no import goes up, and none comes back around a
+//! circle); nothing imports `app`, and nothing on the hot path (`executor`, `ops`, `metrics`)
+//! imports `report`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -143,4 +143,75 @@ fn nothing_imports_app_and_the_hot_path_never_imports_report() {
     for hot in ["executor", "ops", "metrics", "workload"] {
         assert!(!g[hot].contains("report"), "{hot} imports report");
     }
+}
+
+/// The ranks, lowest first: a module imports only modules of a lower rank. The result model
+/// (`summary`) sits below the modules that act (`audit`, `fault`, `ops`, `executor`): their
+/// results' types are its own. A new top-level module must be given a rank here.
+const RANKS: &[(&str, u32)] = &[
+    // Imports nothing of the crate.
+    ("error", 0),
+    ("redact", 0),
+    ("workload", 0),
+    ("server", 1),
+    ("metrics", 1),
+    ("monitor", 2),
+    ("samplelog", 2),
+    ("plan", 3),
+    // The result model and what reads only plans.
+    ("summary", 4),
+    ("cli", 4),
+    ("capture", 4),
+    ("exporter", 4),
+    // The actors, and the searches over results.
+    ("audit", 5),
+    ("fault", 5),
+    ("capacity", 5),
+    ("ops", 6),
+    ("sweep", 6),
+    ("executor", 7),
+    ("rundir", 7),
+    ("compare", 8),
+    ("merge", 8),
+    ("report", 9),
+    ("app", 10),
+];
+
+/// The edges that go to a module of the same or a higher rank.
+fn upward(g: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    let rank = |m: &str| RANKS.iter().find(|(n, _)| *n == m).map(|(_, r)| *r);
+    let mut out = Vec::new();
+    for (from, to) in g {
+        for t in to {
+            match (rank(from), rank(t)) {
+                (Some(a), Some(b)) if b >= a => {
+                    out.push(format!("{from} (rank {a}) imports {t} (rank {b})"))
+                }
+                (None, _) => out.push(format!("{from} has no rank")),
+                (_, None) => out.push(format!("{t} has no rank")),
+                _ => {}
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+#[test]
+fn every_module_imports_only_modules_of_lower_rank() {
+    let g = graph();
+    let up = upward(&g);
+    assert!(up.is_empty(), "imports that go up: {up:#?}");
+    for m in g.keys() {
+        assert!(RANKS.iter().any(|(n, _)| n == m), "{m} has no rank");
+    }
+}
+
+#[test]
+fn an_upward_import_is_found() {
+    // The check above is only worth something if it fails on an import that goes up.
+    let mut g = graph();
+    g.get_mut("summary").unwrap().insert("ops".into());
+    assert_eq!(upward(&g), ["summary (rank 4) imports ops (rank 6)"]);
 }

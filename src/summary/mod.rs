@@ -5,7 +5,10 @@
 //! Owns: every number and judgement a report shows. Never: formats a cell, picks a column
 //! order, or writes a file.
 
+pub mod audit;
+pub mod faults;
 pub mod judge;
+pub mod plans;
 pub mod resources;
 pub mod run_info;
 pub mod spread;
@@ -54,7 +57,7 @@ pub struct Summary {
     pub metrics_sources: Vec<crate::monitor::MetricsSource>,
     /// Each template's winning plan, from the server's explain after the setup.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub plans: Vec<crate::ops::explain::QueryPlan>,
+    pub plans: Vec<plans::QueryPlan>,
     /// A merged run with `--allow-missing`: the parts it lacks.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub missing_parts: Vec<u32>,
@@ -385,17 +388,17 @@ pub struct RunResult {
     pub invariants: Vec<InvariantResult>,
     /// The write audit (`--audit`): what the server kept of the acknowledged writes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub audit: Option<crate::audit::AuditResult>,
+    pub audit: Option<audit::AuditResult>,
     /// The faults done to the server (`[[fault]]`), with how each group came back.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub faults: Vec<crate::fault::FaultEvent>,
+    pub faults: Vec<faults::FaultEvent>,
     /// Windows with no successful operation, per group and for the run (TOTAL: no group had
     /// one), longer than each one's bound.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unavailable: Vec<crate::metrics::availability::Window>,
     /// The audit's lines for `audit.tsv` (not in summary.json: there may be millions).
     #[serde(skip)]
-    pub audit_lines: Vec<crate::audit::AuditLine>,
+    pub audit_lines: Vec<audit::AuditLine>,
     /// What failed inside the run (a virtual user's or the recorder's panic); shown as warnings.
     #[serde(skip)]
     pub failures: Vec<String>,

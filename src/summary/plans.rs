@@ -1,0 +1,59 @@
+//! The winning plan the server's explain gave each of the profile's own operations (`ops::explain`
+//! asks for them; the summary keeps them).
+
+use serde::{Deserialize, Serialize};
+
+/// One template's plan, as the server's explain gave it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueryPlan {
+    /// The row it belongs to (`recent`, `app:lookup`).
+    pub label: String,
+    /// The driver's name of the operation (`find`, `aggregate`).
+    pub operation: String,
+    pub collection: String,
+    /// `IXSCAN status_1_created_-1`, `COLLSCAN`, `IDHACK`, `EOF`, ...: the winning plan's
+    /// access stages.
+    pub plan: String,
+    /// The indexes the winning plan reads.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub indexes: Vec<String>,
+    /// It reads the whole collection.
+    pub collscan: bool,
+    /// From `executionStats` (reads only): keys and documents examined, documents returned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keys_examined: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub docs_examined: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub returned: Option<u64>,
+}
+
+impl QueryPlan {
+    /// `recent (find on orders): IXSCAN status_1_created_-1, 20 keys and 20 documents examined
+    /// for 20 returned`.
+    pub fn line(&self) -> String {
+        let stats = match (self.keys_examined, self.docs_examined, self.returned) {
+            (Some(k), Some(d), Some(n)) if n > 0 => format!(
+                "; examined {k} keys and {d} documents for {n} returned ({:.1} and {:.1} per document returned)",
+                k as f64 / n as f64,
+                d as f64 / n as f64
+            ),
+            (Some(k), Some(d), Some(_)) => {
+                format!("; examined {k} keys and {d} documents, returned none")
+            }
+            _ => String::new(),
+        };
+        format!(
+            "{} ({} on {}): {}{}{stats}",
+            self.label,
+            self.operation,
+            self.collection,
+            self.plan,
+            if self.collscan {
+                " (reads the whole collection: no index serves this query)"
+            } else {
+                ""
+            }
+        )
+    }
+}
