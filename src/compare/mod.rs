@@ -89,13 +89,7 @@ struct Side {
     per_interval: BTreeMap<Label, BTreeMap<&'static str, Vec<f64>>>,
 }
 
-fn ms(h: &Histogram<u64>, q: f64) -> f64 {
-    if h.is_empty() {
-        0.0
-    } else {
-        h.value_at_quantile(q) as f64 / 1000.0
-    }
-}
+use crate::metrics::group::quantile_ms as ms;
 
 /// The latency metrics of a histogram, in ms.
 fn latency_values(h: &Histogram<u64>) -> [(&'static str, f64); 5] {

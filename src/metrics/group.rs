@@ -90,11 +90,7 @@ impl Timing {
 
     /// Milliseconds at quantile `q` (0 when empty).
     pub fn quantile_ms(&self, q: f64) -> f64 {
-        if self.hist.is_empty() {
-            0.0
-        } else {
-            self.hist.value_at_quantile(q) as f64 / 1000.0
-        }
+        quantile_ms(&self.hist, q)
     }
 
     pub fn average_ms(&self) -> f64 {
@@ -551,6 +547,31 @@ impl GroupMetrics {
             latency_hdr: None,
             service_hdr: None,
         }
+    }
+}
+
+/// HdrHistogram's percentile spectrum of a histogram of microseconds (5 ticks per half
+/// distance): x = 1 / (1 - p), y = milliseconds, up to but not at p = 1.
+pub fn spectrum(h: &Histogram<u64>) -> (Vec<f64>, Vec<f64>) {
+    let (mut x, mut y) = (Vec::new(), Vec::new());
+    for v in h.iter_quantiles(5) {
+        let q = v.quantile_iterated_to();
+        if q >= 1.0 {
+            break;
+        }
+        x.push(1.0 / (1.0 - q));
+        y.push(v.value_iterated_to() as f64 / 1000.0);
+    }
+    (x, y)
+}
+
+/// Milliseconds at quantile `q` of a histogram of microseconds (0 when empty): the one place a
+/// percentile is read (the summary's rows, `compare`, the interval log read back).
+pub fn quantile_ms(h: &Histogram<u64>, q: f64) -> f64 {
+    if h.is_empty() {
+        0.0
+    } else {
+        h.value_at_quantile(q) as f64 / 1000.0
     }
 }
 

@@ -296,15 +296,7 @@ fn spectrum(s: &Summary) -> Vec<Value> {
             else {
                 continue;
             };
-            let (mut x, mut y) = (Vec::new(), Vec::new());
-            for v in h.iter_quantiles(5) {
-                let q = v.quantile_iterated_to();
-                if q >= 1.0 {
-                    break;
-                }
-                x.push(1.0 / (1.0 - q));
-                y.push(v.value_iterated_to() as f64 / 1000.0);
-            }
+            let (x, y) = crate::metrics::group::spectrum(&h);
             out.push(json!({ "run": run.run, "label": row.label, "x": x, "y": y }));
         }
     }
