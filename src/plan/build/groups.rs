@@ -180,6 +180,13 @@ impl GroupAt<'_> {
                         "the built-in operations work on the first collection; an operation table (find = {...}, insertOne = {...}) works on any".into(),
                     ));
                 }
+                if concerns.causal_consistency {
+                    return Err(self.loaded.error_at(
+                        &self.path("causal_consistency"),
+                        "the built-in operations do not run in a session of their own (it was ignored)",
+                        "causal_consistency = true on a group of the profile's own operations ([group.find], [[group.ops]], [[group.steps]]), or leave it out",
+                    ));
+                }
                 self.ops(&env.collections[0].document)?
             }
         };
