@@ -163,10 +163,8 @@ fn side(dir: &RunDir) -> Result<Side, Error> {
                     .unavailable
                     .iter()
                     .filter(|w| match &row.label {
-                        Label::Total => w.label != "TOTAL",
-                        l => {
-                            l.group_name() == Some(w.label.as_str()) && matches!(l, Label::Group(_))
-                        }
+                        Label::Total => w.label != Label::Total,
+                        l => matches!(l, Label::Group(_)) && w.label == *l,
                     })
                     .map(|w| w.secs)
                     .fold(0.0, f64::max);

@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::sample::{ErrorClass, Sample};
+use super::Label;
 
 /// Gaps a series keeps at most (a slow open loop gaps between each operation).
 const MAX_GAPS: usize = 1 << 20;
@@ -149,7 +150,7 @@ impl Availability {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Window {
     /// A group's name, or TOTAL (no group had a success).
-    pub label: String,
+    pub label: Label,
     /// Epoch milliseconds.
     pub start_ms: u64,
     pub end_ms: u64,
@@ -190,13 +191,13 @@ pub fn classes(set: u16) -> Vec<String> {
 }
 
 /// The gaps of `track` at least `bound_us` long, as windows labelled `label`.
-pub fn windows(track: &Track, label: &str, bound_us: u64, t0_us: u64) -> Vec<Window> {
+pub fn windows(track: &Track, label: Label, bound_us: u64, t0_us: u64) -> Vec<Window> {
     track
         .gaps
         .iter()
         .filter(|g| g.end_us - g.start_us >= bound_us)
         .map(|g| Window {
-            label: label.to_string(),
+            label: label.clone(),
             start_ms: g.start_us / 1000,
             end_ms: g.end_us / 1000,
             secs: (g.end_us - g.start_us) as f64 / 1e6,
@@ -282,12 +283,12 @@ mod tests {
             a.observe(&ok(t0 + ms));
         }
         a.finish();
-        let w = windows(&a.groups[0], "insert", 1_000_000, t0 * 1000);
+        let w = windows(&a.groups[0], Label::group("insert"), 1_000_000, t0 * 1000);
         assert_eq!(w.len(), 1, "{w:?}");
         assert!((w[0].secs - 3.01).abs() < 0.02, "{w:?}");
         assert_eq!(w[0].classes, vec!["not_primary"]);
         // A bound above the gap: no window.
-        assert!(windows(&a.groups[0], "insert", 4_000_000, t0 * 1000).is_empty());
+        assert!(windows(&a.groups[0], Label::group("insert"), 4_000_000, t0 * 1000).is_empty());
         let (first, back, rate) = recovery(
             &a.groups[0],
             t0 * 1000,
@@ -309,7 +310,7 @@ mod tests {
             a.observe(&failed(t0 + ms, ErrorClass::Network));
         }
         a.finish();
-        let w = windows(&a.all, "TOTAL", 1_000_000, t0 * 1000);
+        let w = windows(&a.all, Label::Total, 1_000_000, t0 * 1000);
         assert_eq!(w.len(), 1);
         assert!(w[0].open);
         assert_eq!(w[0].classes, vec!["network"]);

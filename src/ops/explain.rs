@@ -239,7 +239,7 @@ fn read_plan(label: &str, op: &TemplateOp, reply: &Document) -> QueryPlan {
     };
     let first = stats.first();
     QueryPlan {
-        label: label.to_string(),
+        label: crate::metrics::Label::parse(label),
         operation: op.verb.name().to_string(),
         collection: op.collection_name.clone(),
         collscan: stages.iter().any(|s| s == "COLLSCAN"),

@@ -215,7 +215,7 @@ fn body(s: &Summary, width: Option<usize>, out: &mut dyn Write) -> std::io::Resu
         let w = s
             .spread
             .iter()
-            .map(|x| x.label.len())
+            .map(|x| x.label.to_string().len())
             .max()
             .unwrap_or(5)
             .max(5);

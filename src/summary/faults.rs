@@ -30,7 +30,7 @@ pub struct FaultEvent {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Recovery {
-    pub label: String,
+    pub label: crate::metrics::Label,
     /// Successes per second in the (up to) 5 whole seconds before the fault.
     pub rate_before: f64,
     /// Seconds from the fault to the first success; None: none before the run ended.

@@ -289,7 +289,7 @@ pub struct StartInfo {
 /// What a group's warm-up kept out of the summary (it is in samples.tsv and latency.hlog).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WarmupRow {
-    pub label: String,
+    pub label: crate::metrics::Label,
     pub secs: f64,
     pub samples: u64,
     pub errors: u64,
@@ -519,7 +519,7 @@ impl RunResult {
             .groups()
             .filter(|g| !g.warmup.is_zero())
             .map(|g| WarmupRow {
-                label: g.name.clone(),
+                label: Label::group(&g.name),
                 secs: g.warmup.as_secs_f64(),
                 samples: warmup[g.index].samples,
                 errors: warmup[g.index].errors,

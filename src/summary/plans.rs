@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct QueryPlan {
     /// The row it belongs to (`recent`, `app:lookup`).
-    pub label: String,
+    pub label: crate::metrics::Label,
     /// The driver's name of the operation (`find`, `aggregate`).
     pub operation: String,
     pub collection: String,

@@ -6,7 +6,7 @@ use super::RunResult;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Spread {
-    pub label: String,
+    pub label: crate::metrics::Label,
     pub runs: usize,
     pub mean: f64,
     pub min: f64,
@@ -39,7 +39,7 @@ pub fn spread(runs: &[RunResult]) -> Vec<Spread> {
             };
             let stddev = var.sqrt();
             Spread {
-                label: r.label.to_string(),
+                label: r.label.clone(),
                 runs: xs.len(),
                 mean,
                 min: xs.iter().copied().fold(f64::INFINITY, f64::min),

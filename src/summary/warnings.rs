@@ -206,7 +206,7 @@ pub fn compute(s: &Summary) -> Vec<Warning> {
             let measured = run
                 .rows
                 .iter()
-                .find(|r| r.label == crate::metrics::Label::group(&w.label))
+                .find(|r| r.label == w.label)
                 .map_or(0, |r| r.samples);
             let also = if measured == 0 && w.samples > 0 {
                 "; every operation of the group fell within it, so its row is empty"
@@ -216,7 +216,7 @@ pub fn compute(s: &Summary) -> Vec<Warning> {
             add(
                 WarningCode::WarmupExcluded,
                 Some(run.run),
-                Some(w.label.clone()),
+                Some(w.label.to_string()),
                 format!(
                     "its {} warm-up ({} operations, {} failed) is in samples.tsv and latency.hlog, not in the summary{also}",
                     humantime::format_duration(std::time::Duration::from_secs_f64(w.secs)),

@@ -44,18 +44,22 @@ fn recoveries(
     e: &crate::fault::FaultEvent,
 ) -> Vec<crate::fault::Recovery> {
     let (at, over) = (e.start_ms * 1000, e.end_ms * 1000);
-    let one = |label: &str, track: &crate::metrics::availability::Track| {
+    let one = |label: crate::metrics::Label, track: &crate::metrics::availability::Track| {
         let (first, back, rate) = crate::metrics::availability::recovery(track, a.t0_us, at, over);
         crate::fault::Recovery {
-            label: label.to_string(),
+            label,
             rate_before: rate,
             first_success_secs: first,
             throughput_back_secs: back,
         }
     };
     plan.groups()
-        .filter_map(|g| a.groups.get(g.index).map(|t| one(&g.name, t)))
-        .chain(std::iter::once(one("TOTAL", &a.all)))
+        .filter_map(|g| {
+            a.groups
+                .get(g.index)
+                .map(|t| one(crate::metrics::Label::group(&g.name), t))
+        })
+        .chain(std::iter::once(one(crate::metrics::Label::Total, &a.all)))
         .collect()
 }
 
@@ -190,7 +194,7 @@ impl<B: Backend + Clone> Session<'_, B> {
         // errors in them, or a fault; idle time between stages or before a delayed group is not
         // unavailability.
         result.unavailable.retain(|w| {
-            w.label != "TOTAL"
+            w.label != crate::metrics::Label::Total
                 || !w.classes.is_empty()
                 || events
                     .iter()
@@ -428,7 +432,7 @@ impl<B: Backend + Clone> Session<'_, B> {
             let m = &mut metrics[g.index];
             let w = windows(
                 track,
-                &g.name,
+                crate::metrics::Label::group(&g.name),
                 bound(m.latency.quantile_ms(0.5), g.rate),
                 t0,
             );
@@ -440,7 +444,7 @@ impl<B: Backend + Clone> Session<'_, B> {
         let rate: f64 = self.plan.groups().filter_map(|g| g.rate).sum();
         out.extend(windows(
             &a.all,
-            "TOTAL",
+            crate::metrics::Label::Total,
             bound(all.latency.quantile_ms(0.5), (rate > 0.0).then_some(rate)),
             t0,
         ));
