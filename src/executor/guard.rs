@@ -51,19 +51,23 @@ impl ErrorGuard {
 
     /// Checks the window ending at `now_us`; on tripping, records why and stops the run.
     fn check_window(&mut self, now_us: u64) -> bool {
-        let horizon = now_us.saturating_sub(GUARD_WINDOW.as_micros() as u64);
+        let window_us = u64::try_from(GUARD_WINDOW.as_micros()).unwrap_or(u64::MAX);
+        let horizon = now_us.saturating_sub(window_us);
         while self.recent.front().is_some_and(|(end, _)| *end < horizon) {
             self.recent.pop_front();
         }
         let n = self.recent.len();
         let failed = self.recent.iter().filter(|(_, f)| *f).count();
-        if n < GUARD_MIN_OPS || (failed as f64) * 100.0 < self.pct * n as f64 {
+        // Operations ended within a few seconds: far below 2^52, exact as f64.
+        #[allow(clippy::cast_precision_loss)]
+        let failed_pct = failed as f64 * 100.0 / n.max(1) as f64;
+        if n < GUARD_MIN_OPS || failed_pct < self.pct {
             return false;
         }
         let _ = self.reason.set(StopReason {
             message: format!(
                 "stopped early: {failed} of the last {n} operations failed ({:.1} %), at or over stop_on_error_pct = {}",
-                failed as f64 * 100.0 / n as f64,
+                failed_pct,
                 self.pct
             ),
             threshold: None,
@@ -172,7 +176,7 @@ mod tests {
         for i in 0..5 {
             g.observe_one(&sample(t + i, true));
         }
-        assert!(!g.check_window(t + 11_000_000 + GUARD_WINDOW.as_micros() as u64));
+        assert!(!g.check_window(t + 11_000_000 + u64::try_from(GUARD_WINDOW.as_micros()).unwrap()));
         assert!(!g.stop.is_cancelled());
     }
 }

@@ -88,7 +88,11 @@ pub(super) async fn group<B: Backend>(
         let due = if ramp <= 0.0 || since.as_secs_f64() >= ramp {
             threads
         } else {
-            ((since.as_secs_f64() / ramp * f64::from(threads)) as u32 + 1).min(threads)
+            // since < ramp here, so the product lies in [0, threads): it fits a u32 and is not
+            // negative.
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            let ramped = (since.as_secs_f64() / ramp * f64::from(threads)) as u32;
+            (ramped + 1).min(threads)
         };
         started.up_to(due);
         if started.1 >= threads {

@@ -54,7 +54,10 @@ impl Schedule {
 
     /// The intended start of slot `j`.
     pub fn due(&self, j: u64) -> Instant {
-        self.first + self.period.mul_f64(j as f64)
+        // A slot's number stays far below 2^52 (a million a second for over a hundred years).
+        #[allow(clippy::cast_precision_loss)]
+        let j = j as f64;
+        self.first + self.period.mul_f64(j)
     }
 
     /// Slots due before `deadline` that no user started: operations owed when time ran out.
@@ -62,6 +65,8 @@ impl Schedule {
         if deadline <= self.first {
             return 0;
         }
+        // deadline > first, so the ratio is positive; `as` saturates a value beyond u64.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         let due = ((deadline - self.first).as_secs_f64() / self.period.as_secs_f64()).ceil() as u64;
         let due = self.total.map_or(due, |t| due.min(t));
         due.saturating_sub(self.started.load(Ordering::Relaxed))

@@ -273,7 +273,7 @@ pub(super) async fn one_op<B: Backend>(
         thread: *n + 1,
         start_us,
         intended_us: due.map_or(start_us, |d| ctx.clock.epoch_us(d)),
-        elapsed_us: elapsed.as_micros() as u64,
+        elapsed_us: u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX),
         late,
         warmup: due.unwrap_or(started) < warmup_end,
         sent: out.sent,
