@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::run::Server;
-use super::steps::{self, Ignored, Series};
+use super::steps::{self, Series};
 use crate::capacity::{Search, Slo, Step};
 use crate::cli::CapacityArgs;
 use crate::error::Error;
@@ -20,24 +20,12 @@ pub async fn capacity(args: CapacityArgs, stop: CancellationToken) -> Result<i32
     let run = &args.run;
     run.overrides.one_thread_count()?;
     let o = &run.overrides;
-    let ignored = |given, flag, instead| Ignored {
-        given,
-        flag,
-        instead,
-    };
     let base = steps::base_plan(
         "capacity",
         run,
         &[
-            ignored(o.rate.is_some(), "--rate", "--start-rate and --max-rate"),
-            ignored(o.duration.is_some(), "--duration", "--step"),
-            ignored(
-                o.loops.is_some(),
-                "--loops",
-                "--step (each step runs for a time)",
-            ),
-            ignored(o.warmup.is_some(), "--warmup", "--step-warmup"),
-            ignored(!o.thresholds.is_empty(), "--threshold", "--slo"),
+            (o.rate.is_some(), "--rate", "--start-rate and --max-rate"),
+            (o.warmup.is_some(), "--warmup", "--step-warmup"),
         ],
         "sets each step's rate, length and warm-up itself",
     )?;

@@ -17,15 +17,12 @@ use crate::redact::redact;
 use crate::summary::Summary;
 
 /// An option of `run` a step would ignore: given or not, its flag, and what to use instead.
-pub(super) struct Ignored<'a> {
-    pub given: bool,
-    pub flag: &'a str,
-    pub instead: &'a str,
-}
+pub(super) type Ignored<'a> = (bool, &'a str, &'a str);
 
 /// The profile's plan for a series of steps, after refusing what the series cannot honour:
-/// `--part`, `--parts`, `--repeat`, and each `ignored` option given (`why`: what the command sets
-/// itself). The command line's live metrics are put in the plan, so they are refused with the
+/// `--part`, `--parts`, `--repeat`, `--duration`, `--loops` and `--threshold` (every step runs for
+/// `--step` and is judged by `--slo`), and each of the command's own `ignored` options given
+/// (`why`: what the command sets itself). The command line's live metrics are put in the plan, so they are refused with the
 /// profile's.
 pub(super) fn base_plan(
     command: &str,
@@ -38,10 +35,19 @@ pub(super) fn base_plan(
             "{command} runs its own steps on one machine\n  fix: leave out --part, --parts and --repeat"
         )));
     }
-    if let Some(i) = ignored.iter().find(|i| i.given) {
+    let o = &run.overrides;
+    let common: [Ignored; 3] = [
+        (o.duration.is_some(), "--duration", "--step"),
+        (
+            o.loops.is_some(),
+            "--loops",
+            "--step (each step runs for a time)",
+        ),
+        (!o.thresholds.is_empty(), "--threshold", "--slo"),
+    ];
+    if let Some((_, flag, instead)) = ignored.iter().chain(&common).find(|i| i.0) {
         return Err(Error::Usage(format!(
-            "{command} {why}, so {} would be ignored\n  fix: leave out {}; use {}",
-            i.flag, i.flag, i.instead
+            "{command} {why}, so {flag} would be ignored\n  fix: leave out {flag}; use {instead}"
         )));
     }
     let mut base = RunPlan::build(&profile::load(&run.profile)?, &(&run.overrides).into())?;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::run::Server;
-use super::steps::{self, Ignored, Series};
+use super::steps::{self, Series};
 use crate::capacity::Slo;
 use crate::cli::SweepArgs;
 use crate::error::Error;
@@ -23,24 +23,10 @@ const DEFAULT_WARMUP: Duration = Duration::from_secs(5);
 pub async fn sweep(args: SweepArgs, stop: CancellationToken) -> Result<i32, Error> {
     let run = &args.run;
     let o = &run.overrides;
-    let ignored = |given, flag, instead| Ignored {
-        given,
-        flag,
-        instead,
-    };
     let mut base = steps::base_plan(
         "sweep",
         run,
-        &[
-            ignored(o.rate.is_some(), "--rate", "capacity, for open-loop rates"),
-            ignored(o.duration.is_some(), "--duration", "--step"),
-            ignored(
-                o.loops.is_some(),
-                "--loops",
-                "--step (each step runs for a time)",
-            ),
-            ignored(!o.thresholds.is_empty(), "--threshold", "--slo"),
-        ],
+        &[(o.rate.is_some(), "--rate", "capacity, for open-loop rates")],
         "runs each step closed loop for --step after --warmup",
     )?;
     let listed: Option<Vec<u32>> = o.threads.as_ref().map(|t| t.0.clone());
