@@ -186,7 +186,6 @@ fn cases(dir: &Path) -> (Vec<(Input, i32, &'static str)>, u16) {
         (args("sweep with users out of range", &["sweep", "smoke", "--threads", "1,0"]), 2, "--threads"),
         (args("sweep of a profile in stages", &["sweep", "jmeter-2016"]), 2, "has 5 stages"),
         (args("sweep with an unparsable SLO", &["sweep", "smoke", "--slo", "p99 soon"]), 2, "--slo p99 soon"),
-        (Input::Profile("a causally consistent group of built-in operations", format!("{DOC}{INS}threads = 1\nloops = 1\ncausal_consistency = true\n")), 2, "do not run in a session of their own"),
         (args("compare of a sweep with a run", &["compare", "sweep", "nothing-here"]), 2, "is a sweep and"),
         (args("a run's gate on two sweeps", &["compare", "sweep", "sweep", "--fail-if", "TOTAL.p99 > +10%"]), 2, "no fitted parameter of that name"),
         (own("unknown generator", "n = { \"^RandomInteger\" = { min = 1, max = 9 } }\n", "[group.insertOne]\n"), 2, "did you mean `^RandomInt`"),

@@ -332,10 +332,37 @@ mod tests {
         // Nothing found: nothing deleted.
         a.settle(0, Intent::Remove(Default::default()), Done::default());
         // Abandoned at a stop: in doubt.
-        let mut req = crate::workload::Request::Insert(
-            mongodb::bson::RawDocumentBuf::from_document(&mongodb::bson::doc! { "_id": 9_i64 })
-                .unwrap(),
-        );
+        use crate::workload::command::{
+            Body, Command, Desugared, TemplateOp, TemplateRequest, Verb,
+        };
+        let insert = std::sync::Arc::new(TemplateOp {
+            name: crate::workload::OpKind::Insert.into(),
+            verb: Verb::InsertOne,
+            at: "group[0].op".into(),
+            line: 1,
+            collection: 0,
+            collection_name: "c".into(),
+            command: Command::Insert {
+                batch: 1,
+                ordered: true,
+                document: None,
+            },
+            desugared: Some(Desugared {
+                kind: crate::workload::OpKind::Insert,
+                needs_key: false,
+                inc: Vec::new(),
+            }),
+        });
+        let mut req = crate::workload::Request::Template(TemplateRequest {
+            op: insert,
+            body: Body::Docs(vec![mongodb::bson::RawDocumentBuf::from_document(
+                &mongodb::bson::doc! { "_id": 9_i64 },
+            )
+            .unwrap()]),
+            issued: vec![9],
+            user: 0,
+            removed: None,
+        });
         drop(super::super::Pending::new(&a, 0, &mut req));
         drop(a);
         let l = keeper.finish().unwrap();

@@ -25,7 +25,7 @@ use crate::metrics::sample::TxState;
 use crate::metrics::ErrorClass;
 use crate::plan::{Concerns, RunPlan, WriteConcernPlan};
 use crate::workload::command::{Body, BuiltModel, TemplateRequest, Verb};
-use crate::workload::Request;
+use crate::workload::{OpKind, Request};
 
 /// What an acknowledged write's end says about its effect.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -155,39 +155,44 @@ impl Intent {
         }
         let counters = &plan.collections[g.collection].counters;
         match &mut *req {
-            Request::Insert(doc) => Some(Intent::Insert {
-                collection: g.collection,
-                ids: doc.get_i64("_id").ok().into_iter().collect(),
-                keyed: Vec::new(),
-                initial: counters
-                    .iter()
-                    .enumerate()
-                    .map(|(i, f)| (i as u16, number_at(doc, f).unwrap_or(0)))
-                    .collect(),
-            }),
-            Request::UpdateById {
-                id: Some(id),
-                update,
-            }
-            | Request::Rmw {
-                id: Some(id),
-                update,
-            } => {
-                let id = *id;
-                let inc = update.get_document("$inc").ok()?;
-                let counters: Vec<u16> = inc
-                    .keys()
-                    .filter_map(|k| counters.iter().position(|c| c == k))
-                    .map(|i| i as u16)
-                    .collect();
-                (!counters.is_empty()).then_some(Intent::Inc { id, counters })
-            }
-            Request::Remove { found, .. } => {
-                let slot = crate::workload::request::RemovedId::default();
-                *found = Some(std::sync::Arc::clone(&slot));
-                Some(Intent::Remove(slot))
-            }
-            Request::Template(t) => inserted(t),
+            Request::Template(t) => match t.op.desugared.as_ref().map(|d| d.kind) {
+                Some(OpKind::Insert) => match (inserted(t), &t.body) {
+                    (Some(Intent::Insert { ids, keyed, .. }), Body::Docs(docs)) => {
+                        let doc = docs.first()?;
+                        Some(Intent::Insert {
+                            collection: g.collection,
+                            ids,
+                            keyed,
+                            initial: counters
+                                .iter()
+                                .enumerate()
+                                .map(|(i, f)| (i as u16, number_at(doc, f).unwrap_or(0)))
+                                .collect(),
+                        })
+                    }
+                    (other, _) => other,
+                },
+                Some(OpKind::Update | OpKind::Rmw) => {
+                    let Body::FilterAnd(filter, Bson::Document(update)) = &t.body else {
+                        return None;
+                    };
+                    let id = filter.get_i64("_id").ok()?;
+                    let inc = update.get_document("$inc").ok()?;
+                    let counters: Vec<u16> = inc
+                        .keys()
+                        .filter_map(|k| counters.iter().position(|c| c == k))
+                        .map(|i| i as u16)
+                        .collect();
+                    (!counters.is_empty()).then_some(Intent::Inc { id, counters })
+                }
+                Some(OpKind::Remove) => {
+                    let slot = crate::workload::request::RemovedId::default();
+                    t.removed = Some(std::sync::Arc::clone(&slot));
+                    Some(Intent::Remove(slot))
+                }
+                Some(OpKind::Find | OpKind::Get | OpKind::Scan) => None,
+                None => inserted(t),
+            },
             Request::Steps(s) => {
                 let mut all: Option<Intent> = None;
                 // Steps into several collections: the audit follows the group's.
@@ -222,7 +227,6 @@ impl Intent {
                 }
                 all
             }
-            _ => None,
         }
     }
 }

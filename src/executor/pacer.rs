@@ -81,7 +81,7 @@ mod tests {
         GroupPlan {
             index: 0,
             name: "g".into(),
-            op: crate::workload::OpSpec::Insert,
+            op: crate::workload::OpSpec::Template(crate::workload::command::TemplateOp::stub("g")),
             threads: 4,
             ramp_up: Duration::from_secs(1),
             start_delay: Duration::ZERO,

@@ -21,14 +21,11 @@ use crate::workload::template::{Cx, UserState};
 use crate::workload::{Chooser, DocGen, KeySpace, OpSpec, Request};
 
 /// Acknowledges an insert's `_id`s when dropped.
-struct Ack<'a>(&'a KeySpace, Option<i64>, Vec<i64>);
+struct Ack<'a>(&'a KeySpace, Vec<i64>);
 
 impl Drop for Ack<'_> {
     fn drop(&mut self) {
-        if let Some(id) = self.1 {
-            self.0.acknowledge(id);
-        }
-        for id in &self.2 {
+        for id in &self.1 {
             self.0.acknowledge(*id);
         }
     }
@@ -149,46 +146,43 @@ pub(super) async fn one_op<B: Backend>(
     let op = spec.kind();
     // The `_id`s a template or the steps insert, acknowledged however the operation ends.
     let mut issued = Vec::new();
-    let req = match spec {
-        OpSpec::Template(_) | OpSpec::Steps(_) => {
-            let mut lookup = GroupLookup {
-                keys,
-                pick,
-                document: gen,
-            };
-            let mut cx = Cx {
-                rng,
-                lookup: &mut lookup,
-                now_ms: now_ms(),
-                user: *n,
-                state,
-            };
-            let mut docs = CollectionDocs {
-                keys,
-                document: gen,
-            };
-            if let OpSpec::Steps(s) = spec {
-                Request::Steps(s.build(
-                    &mut cx,
-                    &mut docs,
-                    group.collection,
-                    &ctx.collections,
-                    &mut issued,
-                ))
-            } else if let OpSpec::Template(t) = spec {
+    // Built before the clock starts, in a block of its own: the generation context is not
+    // `Send`, and the operation is awaited below.
+    let mut req = {
+        let mut lookup = GroupLookup {
+            keys,
+            pick,
+            document: gen,
+        };
+        let mut cx = Cx {
+            rng,
+            lookup: &mut lookup,
+            now_ms: now_ms(),
+            user: *n,
+            state,
+        };
+        let mut docs = CollectionDocs {
+            keys,
+            document: gen,
+        };
+        match spec {
+            OpSpec::Steps(s) => Request::Steps(s.build(
+                &mut cx,
+                &mut docs,
+                group.collection,
+                &ctx.collections,
+                &mut issued,
+            )),
+            OpSpec::Template(t) => {
                 let req = t.build(&mut cx, &mut docs);
                 issued.clone_from(&req.issued);
                 Request::Template(req)
-            } else {
-                unreachable!("matched a template or steps above")
             }
         }
-        _ => Request::build(spec, gen, keys, pick, rng),
     };
     // Acknowledged however the insert ends, even by a panic: a later `_id` is drawn only
     // once every insert before it has ended.
-    let mut req = req;
-    let _ack = Ack(keys, req.inserted_id(), issued);
+    let _ack = Ack(keys, issued);
     // What the audit will check of it, read before the request is sent away; abandoned at a
     // stop, it is filed as in doubt.
     let pending = ctx

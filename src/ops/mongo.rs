@@ -4,7 +4,7 @@
 
 use std::time::SystemTime;
 
-use mongodb::bson::{doc, Document, RawDocumentBuf};
+use mongodb::bson::{Document, RawDocumentBuf};
 use std::sync::Arc;
 
 use mongodb::options::{
@@ -23,7 +23,7 @@ use crate::plan::{
 use crate::workload::command::{StepLookup, StepsRequest};
 use crate::workload::request::CollectionDocs;
 use crate::workload::template::{Cx, UserState};
-use crate::workload::{from_id, Request};
+use crate::workload::Request;
 use rand::SeedableRng;
 
 /// The workload's side of a real deployment.
@@ -135,7 +135,6 @@ impl Backend for MongoBackend {
                 out
             }
             Request::Steps(s) => self.steps(on, s).await,
-            req => execute(coll, req, self.measure).await,
         }
     }
 
@@ -615,170 +614,4 @@ pub fn collection_named(
     client
         .database(&t.database)
         .collection_with_options(name, opts)
-}
-
-fn bson_len(d: &Document) -> u32 {
-    // Counted, not encoded again beside the driver. BSON's own limit is 16 MiB.
-    crate::workload::size::document(d) as u32
-}
-
-/// Reads a cursor to its end: whether it found anything, and (when measuring) the bytes.
-async fn read_cursor(
-    cursor: &mut mongodb::Cursor<RawDocumentBuf>,
-    measure: bool,
-    out: &mut Outcome,
-) -> mongodb::error::Result<()> {
-    let mut received = 0usize;
-    while cursor.advance().await? {
-        if measure {
-            received += cursor.current().as_bytes().len();
-        }
-        out.returned += 1;
-        out.matched = true;
-    }
-    out.received = received.min(u32::MAX as usize) as u32;
-    Ok(())
-}
-
-/// Sends one request; with `measure` off (the bare-driver baseline) payload sizes are not
-/// computed.
-pub async fn execute(coll: &Collection<RawDocumentBuf>, req: Request, measure: bool) -> Outcome {
-    let bson_len = |d: &Document| if measure { bson_len(d) } else { 0 };
-    let mut out = Outcome::default();
-    let result: mongodb::error::Result<()> = async {
-        match req {
-            // Sent by `super::template` and `MongoBackend::steps`.
-            Request::Template(_) | Request::Steps(_) => {}
-            Request::Insert(doc) => {
-                out.sent = if measure {
-                    doc.as_bytes().len() as u32
-                } else {
-                    0
-                };
-                coll.insert_one(doc).await?;
-                out.matched = true;
-                out.inserted = 1;
-            }
-            Request::Find {
-                filter,
-                limit,
-                count,
-            } => {
-                // The filter goes out twice when the find counts first.
-                out.sent = bson_len(&filter) * (1 + u32::from(count));
-                if count {
-                    coll.count_documents(filter.clone()).await?;
-                }
-                let mut cursor = coll.find(filter).limit(i64::from(limit)).await?;
-                read_cursor(&mut cursor, measure, &mut out).await?;
-            }
-            Request::UpdateById { id, update } => {
-                // No `_id` issued yet: nothing to update, nothing sent.
-                let Some(id) = id else { return Ok(()) };
-                let filter = doc! { "_id": id };
-                out.sent = bson_len(&filter) + bson_len(&update);
-                let r = coll.update_one(filter, update).await?;
-                out.matched = r.matched_count > 0;
-                out.modified = r.modified_count > 0;
-                out.updated = r.modified_count;
-            }
-            Request::UpdateByFilter {
-                filter,
-                update,
-                many,
-            } => {
-                out.sent = bson_len(&filter) + bson_len(&update);
-                let r = if many {
-                    coll.update_many(filter, update).await?
-                } else {
-                    coll.update_one(filter, update).await?
-                };
-                out.matched = r.matched_count > 0;
-                out.modified = r.modified_count > 0;
-                out.updated = r.modified_count;
-            }
-            Request::Get { id } => {
-                let Some(id) = id else { return Ok(()) };
-                let filter = doc! { "_id": id };
-                out.sent = bson_len(&filter);
-                if let Some(found) = coll.find_one(filter).await? {
-                    if measure {
-                        out.received = found.as_bytes().len() as u32;
-                    }
-                    out.matched = true;
-                    out.returned = 1;
-                }
-            }
-            Request::Rmw { id, update } => {
-                let Some(id) = id else { return Ok(()) };
-                let filter = doc! { "_id": id };
-                out.sent = bson_len(&filter);
-                if let Some(found) = coll.find_one(filter.clone()).await? {
-                    if measure {
-                        out.received = found.as_bytes().len() as u32;
-                    }
-                    out.returned = 1;
-                    out.sent += bson_len(&filter) + bson_len(&update);
-                    let r = coll.update_one(filter, update).await?;
-                    out.matched = r.matched_count > 0;
-                    out.modified = r.modified_count > 0;
-                    out.updated = r.modified_count;
-                }
-            }
-            Request::Scan { from, len } => {
-                let Some(from) = from else { return Ok(()) };
-                let filter = doc! { "_id": { "$gte": from } };
-                out.sent = bson_len(&filter);
-                let mut cursor = coll
-                    .find(filter)
-                    .sort(doc! { "_id": 1 })
-                    .limit(i64::from(len))
-                    .await?;
-                read_cursor(&mut cursor, measure, &mut out).await?;
-            }
-            Request::Remove {
-                filter,
-                from,
-                found: slot,
-            } => {
-                let mut found = None;
-                if let Some(from) = from {
-                    let after = from_id(&filter, from);
-                    out.sent += bson_len(&after);
-                    found = coll
-                        .find_one(after)
-                        .sort(doc! { "_id": 1 })
-                        .projection(doc! { "_id": 1 })
-                        .await?;
-                }
-                if found.is_none() {
-                    // Nothing matches past `from`: wrap around to the start.
-                    out.sent += bson_len(&filter);
-                    found = coll.find_one(filter).projection(doc! { "_id": 1 }).await?;
-                }
-                if let Some(found) = found {
-                    out.received = found.as_bytes().len() as u32;
-                    out.matched = true;
-                    let id = found.get("_id").ok().flatten().map(|v| v.to_raw_bson());
-                    if let Some(id) = id {
-                        let id = mongodb::bson::Bson::try_from(id).unwrap_or_default();
-                        // Known to the audit before the delete goes out.
-                        if let Some(slot) = &slot {
-                            let _ = slot.set(id.clone());
-                        }
-                        let filter = doc! { "_id": id };
-                        out.sent += bson_len(&filter);
-                        out.deleted = coll.delete_one(filter).await?.deleted_count;
-                        out.modified = out.deleted > 0;
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
-    .await;
-    if let Err(e) = result {
-        out.error = Some(Box::new(super::classify::classify(e)));
-    }
-    out
 }

@@ -1,13 +1,23 @@
-//! Sends one of the profile's own operations through the driver's own call for it (insertOne,
-//! find, aggregate, updateMany, bulkWrite, runCommand, ...), reads every cursor to its end, and
-//! counts what it did: documents returned, inserted, upserted, deleted, matched, modified.
+//! Sends one operation (the profile's own, and the built-in kinds read as them) through the
+//! driver's own call for it (insertOne, find, aggregate, updateMany, bulkWrite, runCommand, ...),
+//! one sender per family of verbs, reads every cursor to its end, and counts what it did:
+//! documents returned, inserted, upserted, deleted, matched, modified.
 
 use mongodb::bson::{doc, Bson, Document, RawDocumentBuf};
 use mongodb::options::{Hint, ReturnDocument, WriteModel};
 use mongodb::{ClientSession, Collection};
 
 use super::Outcome;
-use crate::workload::command::{Body, BuiltModel, Command, TemplateRequest};
+use crate::workload::command::{
+    Body, BuiltModel, BulkModel, Command, FindAndModifyArgs, FindArgs, TemplateRequest, Verb,
+    WriteArgs,
+};
+use crate::workload::request::RemovedId;
+
+type Result = mongodb::error::Result<()>;
+/// Where a later step's view of the result goes (`^Step`), when one reads it.
+type Keep<'a> = Option<&'a mut Option<Document>>;
+type Session<'a> = Option<&'a mut ClientSession>;
 
 /// Where a template's command goes: its collection handle, and the client for a `bulkWrite`.
 pub struct On<'a> {
@@ -39,7 +49,23 @@ fn raw(d: &Document) -> RawDocumentBuf {
 }
 
 fn bytes(d: &Document) -> u32 {
-    crate::workload::size::document(d) as u32
+    // BSON's own limit is 16 MiB.
+    u32::try_from(crate::workload::size::document(d)).unwrap_or(u32::MAX)
+}
+
+fn len(b: &[u8]) -> u32 {
+    u32::try_from(b.len()).unwrap_or(u32::MAX)
+}
+
+impl On<'_> {
+    /// A document's bytes when measuring.
+    fn size(&self, d: &Document) -> u32 {
+        if self.measure {
+            bytes(d)
+        } else {
+            0
+        }
+    }
 }
 
 fn update_of(b: Bson) -> mongodb::options::UpdateModifications {
@@ -66,69 +92,69 @@ fn bson_bytes(b: &Bson) -> u32 {
     }
 }
 
-/// `drain` for a cursor of a transaction's session.
-async fn drain_in(
-    cursor: &mut mongodb::SessionCursor<RawDocumentBuf>,
-    session: &mut ClientSession,
+/// Keeps `d` as the result a later step reads, when one does.
+fn keep(result: &mut Keep<'_>, d: Document) {
+    if let Some(r) = result.as_deref_mut() {
+        *r = Some(d);
+    }
+}
+
+/// Reads a cursor to its end (in the session's, when there is one), counting documents and
+/// (when measuring) bytes; the first document is kept for a later step.
+async fn drain(
+    cursor: Cursor,
+    session: &mut Session<'_>,
     measure: bool,
     out: &mut Outcome,
-    mut first: Option<&mut (dyn FnMut(Document) + Send)>,
-) -> mongodb::error::Result<()> {
+    result: &mut Keep<'_>,
+) -> Result {
     let mut received = 0usize;
-    while cursor.advance(session).await? {
+    let mut first = |out: &mut Outcome, raw: &mongodb::bson::RawDocument| {
         if measure {
-            received += cursor.current().as_bytes().len();
+            received += raw.as_bytes().len();
         }
-        if out.returned == 0 {
-            if let Some(keep) = first.as_deref_mut() {
-                keep(Document::try_from(cursor.current()).unwrap_or_default());
-            }
+        if out.returned == 0 && result.is_some() {
+            keep(result, Document::try_from(raw).unwrap_or_default());
         }
         out.returned += 1;
+    };
+    match (cursor, session.as_deref_mut()) {
+        (Cursor::In(mut c), Some(s)) => {
+            while c.advance(s).await? {
+                first(out, c.current());
+            }
+        }
+        (Cursor::In(_), None) => {}
+        (Cursor::Out(mut c), _) => {
+            while c.advance().await? {
+                first(out, c.current());
+            }
+        }
     }
-    out.received = received.min(u32::MAX as usize) as u32;
+    out.received = u32::try_from(received).unwrap_or(u32::MAX);
     out.matched = out.returned > 0;
     Ok(())
 }
 
+/// A cursor of the session's or of none.
+enum Cursor {
+    In(mongodb::SessionCursor<RawDocumentBuf>),
+    Out(mongodb::Cursor<RawDocumentBuf>),
+}
+
 /// An update's counts, as a later step reads them.
-fn update_result(r: mongodb::results::UpdateResult) -> Document {
+fn update_result(r: &mongodb::results::UpdateResult) -> Document {
     let mut d = doc! {
-        "matchedCount": r.matched_count as i64,
-        "modifiedCount": r.modified_count as i64,
+        "matchedCount": i64::try_from(r.matched_count).unwrap_or(i64::MAX),
+        "modifiedCount": i64::try_from(r.modified_count).unwrap_or(i64::MAX),
     };
-    if let Some(id) = r.upserted_id {
-        d.insert("upsertedId", id);
+    if let Some(id) = &r.upserted_id {
+        d.insert("upsertedId", id.clone());
     }
     d
 }
 
-/// Reads a cursor to its end, counting documents and (when measuring) bytes; `first` keeps
-/// the first document.
-async fn drain(
-    cursor: &mut mongodb::Cursor<RawDocumentBuf>,
-    measure: bool,
-    out: &mut Outcome,
-    mut first: Option<&mut (dyn FnMut(Document) + Send)>,
-) -> mongodb::error::Result<()> {
-    let mut received = 0usize;
-    while cursor.advance().await? {
-        if measure {
-            received += cursor.current().as_bytes().len();
-        }
-        if out.returned == 0 {
-            if let Some(keep) = first.as_deref_mut() {
-                keep(Document::try_from(cursor.current()).unwrap_or_default());
-            }
-        }
-        out.returned += 1;
-    }
-    out.received = received.min(u32::MAX as usize) as u32;
-    out.matched = out.returned > 0;
-    Ok(())
-}
-
-/// Sends a driver action, in the transaction's session when there is one.
+/// Sends a driver action, in the operation's session when there is one.
 macro_rules! send {
     ($session:ident, $action:expr) => {
         match $session.as_deref_mut() {
@@ -146,20 +172,10 @@ pub async fn execute(
     on: On<'_>,
     req: TemplateRequest,
     out: &mut Outcome,
-    mut result: Option<&mut Option<Document>>,
-    mut session: Option<&mut ClientSession>,
-) -> mongodb::error::Result<()> {
-    let want = result.is_some();
-
-    let mut keep = |d: Document| {
-        if let Some(r) = result.as_deref_mut() {
-            *r = Some(d);
-        }
-    };
-    let coll = on.coll;
+    mut result: Keep<'_>,
+    mut session: Session<'_>,
+) -> Result {
     let op = &req.op;
-    let measure = on.measure;
-    let size = |d: &Document| if measure { bytes(d) } else { 0 };
     let writes = matches!(
         op.command,
         Command::Insert { .. }
@@ -168,121 +184,274 @@ pub async fn execute(
             | Command::Delete { .. }
     );
     if on.unacknowledged && writes {
-        let Some(mut command) = crate::workload::command::wire_command(op, req.body.clone()) else {
-            return Ok(());
-        };
-        command.insert("writeConcern", doc! { "w": 0 });
-        out.sent = if measure { bytes(&command) } else { 0 };
-        send!(
-            session,
-            on.client
-                .database(&coll.namespace().db)
-                .run_command(command)
-        )?;
-        return Ok(());
+        return unacknowledged(&on, &req, out, &mut session).await;
     }
+    let (s, r) = (&mut session, &mut result);
     match (&op.command, req.body) {
+        (_, Body::Skip) => Ok(()),
         (Command::Insert { batch, ordered, .. }, Body::Docs(docs)) => {
-            if measure {
-                out.sent = docs.iter().map(|d| d.as_bytes().len() as u32).sum();
-            }
-            if want {
-                let ids: Vec<Bson> = docs
-                    .iter()
-                    .filter_map(|d| {
-                        d.get("_id")
-                            .ok()
-                            .flatten()
-                            .and_then(|v| Bson::try_from(v.to_raw_bson()).ok())
-                    })
-                    .collect();
-                keep(match ids.as_slice() {
-                    [one] => doc! { "_id": one.clone() },
-                    _ => doc! { "insertedIds": ids },
-                });
-            }
-            if *batch == 1 && docs.len() == 1 {
-                let doc = docs.into_iter().next().unwrap_or_default();
-                send!(session, coll.insert_one(doc))?;
-                out.inserted = 1;
-            } else {
-                let n = docs.len() as u64;
-                match send!(session, coll.insert_many(docs).ordered(*ordered)) {
-                    Ok(r) => out.inserted = r.inserted_ids.len() as u64,
-                    Err(e) => {
-                        // Some documents of the batch may be in: ordered stops at the first
-                        // failure, unordered skips each failed one.
-                        if let mongodb::error::ErrorKind::InsertMany(m) = e.kind.as_ref() {
-                            let errs = m.write_errors.as_deref().unwrap_or_default();
-                            out.inserted = if *ordered {
-                                errs.iter().map(|w| w.index as u64).min().unwrap_or(n)
-                            } else {
-                                n.saturating_sub(errs.len() as u64)
-                            };
-                        }
-                        return Err(e);
-                    }
-                }
-            }
-            out.matched = out.inserted > 0;
-        }
-        (Command::Find { args, .. }, Body::Filter(filter)) => {
-            out.sent = size(&filter);
-            let options = mongodb::options::FindOptions::builder()
-                .projection(args.projection.clone())
-                .sort(args.sort.clone())
-                .skip(args.skip)
-                .limit(args.limit)
-                .batch_size(args.batch_size)
-                .hint(hint(&args.hint))
-                .collation(collation(&args.collation))
-                .max_time(args.max_time_ms.map(std::time::Duration::from_millis))
-                .build();
-            let find = coll.find(filter).with_options(options);
-            match session.as_deref_mut() {
-                Some(s) => {
-                    let mut cursor = find.session(&mut *s).await?;
-                    drain_in(&mut cursor, s, measure, out, want.then_some(&mut keep)).await?;
-                }
-                None => {
-                    let mut cursor = find.await?;
-                    drain(&mut cursor, measure, out, want.then_some(&mut keep)).await?;
-                }
-            }
+            insert(&on, *batch, *ordered, docs, out, r, s).await
         }
         (
-            Command::Aggregate {
-                allow_disk_use,
-                batch_size,
-                hint: h,
-                ..
+            Command::Find {
+                args, count_first, ..
             },
-            Body::Pipeline(stages),
+            Body::Filter(filter),
+        ) => find(&on, args, *count_first, filter, None, out, r, s).await,
+        (
+            Command::Find {
+                args, count_first, ..
+            },
+            Body::Page(filter, limit),
+        ) => find(&on, args, *count_first, filter, Some(limit), out, r, s).await,
+        (command @ Command::Aggregate { .. }, Body::Pipeline(stages)) => {
+            aggregate(&on, command, stages, out, r, s).await
+        }
+        (
+            command @ (Command::Count { .. } | Command::Distinct { .. } | Command::EstimatedCount),
+            body,
+        ) => count(&on, command, body, out, s).await,
+        (
+            Command::Update {
+                args, read_first, ..
+            },
+            Body::FilterAnd(filter, change),
         ) => {
-            if measure {
-                out.sent = stages.iter().map(bytes).sum();
-            }
-            let mut agg = coll.aggregate(stages).with_type::<RawDocumentBuf>();
-            if let Some(a) = allow_disk_use {
-                agg = agg.allow_disk_use(*a);
-            }
-            if let Some(b) = batch_size {
-                agg = agg.batch_size(*b);
-            }
-            if let Some(h) = hint(h) {
-                agg = agg.hint(h);
-            }
-            match session.as_deref_mut() {
-                Some(s) => {
-                    let mut cursor = agg.session(&mut *s).await?;
-                    drain_in(&mut cursor, s, measure, out, want.then_some(&mut keep)).await?;
+            let many = op.verb == Verb::UpdateMany;
+            update(&on, args, many, *read_first, filter, change, out, r, s).await
+        }
+        (Command::Replace { args, .. }, Body::FilterAnd(filter, replacement)) => {
+            replace(&on, args, filter, replacement, out, r, s).await
+        }
+        (
+            Command::Delete {
+                hint, collation, ..
+            },
+            Body::Filter(filter),
+        ) => {
+            let many = op.verb == Verb::DeleteMany;
+            delete(&on, many, hint, collation, filter, out, r, s).await
+        }
+        (Command::Delete { .. }, Body::From(filter, from)) => {
+            remove(&on, filter, from, req.removed.as_ref(), out, s).await
+        }
+        (Command::FindAndModify { change, args, .. }, body) => {
+            let replace = op.verb == Verb::FindOneAndReplace;
+            find_and_modify(&on, change.is_some(), replace, args, body, out, r, s).await
+        }
+        (Command::Bulk { ordered, models }, Body::Bulk(built)) => {
+            bulk(&on, *ordered, models, built, out, s).await
+        }
+        (Command::RunCommand { .. }, Body::Command(command)) => {
+            run_command(&on, command, out, r, s).await
+        }
+        // `TemplateOp::build` makes each command's own body; another is a bug, said once.
+        (command, body) => {
+            out.error = Some(Box::new(crate::metrics::OpError {
+                class: crate::metrics::ErrorClass::Other,
+                message: format!(
+                    "internal: a {} request with the body of another operation ({}); please report it",
+                    command_name(command),
+                    body_name(&body)
+                )
+                .into(),
+            }));
+            Ok(())
+        }
+    }
+}
+
+fn body_name(b: &Body) -> &'static str {
+    match b {
+        Body::Docs(_) => "documents",
+        Body::Filter(_) => "filter",
+        Body::FilterAnd(..) => "filter and update",
+        Body::Pipeline(_) => "pipeline",
+        Body::Nothing => "nothing",
+        Body::Command(_) => "command",
+        Body::Bulk(_) => "write models",
+        Body::Page(..) => "filter and limit",
+        Body::From(..) => "filter and start",
+        Body::Skip => "skip",
+    }
+}
+
+fn command_name(c: &Command) -> &'static str {
+    match c {
+        Command::Insert { .. } => "insert",
+        Command::Find { .. } => "find",
+        Command::Aggregate { .. } => "aggregate",
+        Command::Count { .. } => "count",
+        Command::EstimatedCount => "estimatedDocumentCount",
+        Command::Distinct { .. } => "distinct",
+        Command::Update { .. } => "update",
+        Command::Replace { .. } => "replace",
+        Command::Delete { .. } => "delete",
+        Command::FindAndModify { .. } => "findAndModify",
+        Command::Bulk { .. } => "bulkWrite",
+        Command::RunCommand { .. } => "command",
+    }
+}
+
+/// A write at `w: 0`: its database command with `writeConcern: { w: 0 }`.
+async fn unacknowledged(
+    on: &On<'_>,
+    req: &TemplateRequest,
+    out: &mut Outcome,
+    session: &mut Session<'_>,
+) -> Result {
+    let Some(mut command) = crate::workload::command::wire_command(&req.op, req.body.clone())
+    else {
+        return Ok(());
+    };
+    command.insert("writeConcern", doc! { "w": 0 });
+    out.sent = if on.measure { bytes(&command) } else { 0 };
+    send!(
+        session,
+        on.client
+            .database(&on.coll.namespace().db)
+            .run_command(command)
+    )?;
+    Ok(())
+}
+
+async fn insert(
+    on: &On<'_>,
+    batch: u32,
+    ordered: bool,
+    docs: Vec<RawDocumentBuf>,
+    out: &mut Outcome,
+    result: &mut Keep<'_>,
+    session: &mut Session<'_>,
+) -> Result {
+    if on.measure {
+        out.sent = docs.iter().map(|d| len(d.as_bytes())).sum();
+    }
+    if result.is_some() {
+        let ids: Vec<Bson> = docs
+            .iter()
+            .filter_map(|d| {
+                d.get("_id")
+                    .ok()
+                    .flatten()
+                    .and_then(|v| Bson::try_from(v.to_raw_bson()).ok())
+            })
+            .collect();
+        keep(
+            result,
+            match ids.as_slice() {
+                [one] => doc! { "_id": one.clone() },
+                _ => doc! { "insertedIds": ids },
+            },
+        );
+    }
+    if batch == 1 && docs.len() == 1 {
+        let doc = docs.into_iter().next().unwrap_or_default();
+        send!(session, on.coll.insert_one(doc))?;
+        out.inserted = 1;
+    } else {
+        let n = docs.len() as u64;
+        match send!(session, on.coll.insert_many(docs).ordered(ordered)) {
+            Ok(r) => out.inserted = r.inserted_ids.len() as u64,
+            Err(e) => {
+                // Some documents of the batch may be in: ordered stops at the first failure,
+                // unordered skips each failed one.
+                if let mongodb::error::ErrorKind::InsertMany(m) = e.kind.as_ref() {
+                    let errs = m.write_errors.as_deref().unwrap_or_default();
+                    out.inserted = if ordered {
+                        errs.iter().map(|w| w.index as u64).min().unwrap_or(n)
+                    } else {
+                        n.saturating_sub(errs.len() as u64)
+                    };
                 }
-                None => {
-                    let mut cursor = agg.await?;
-                    drain(&mut cursor, measure, out, want.then_some(&mut keep)).await?;
-                }
+                return Err(e);
             }
         }
+    }
+    out.matched = out.inserted > 0;
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn find(
+    on: &On<'_>,
+    args: &FindArgs,
+    count_first: bool,
+    filter: Document,
+    page: Option<i64>,
+    out: &mut Outcome,
+    result: &mut Keep<'_>,
+    session: &mut Session<'_>,
+) -> Result {
+    // The filter goes out twice when the find counts first.
+    out.sent = on.size(&filter) * (1 + u32::from(count_first));
+    if count_first {
+        send!(session, on.coll.count_documents(filter.clone()))?;
+    }
+    let options = mongodb::options::FindOptions::builder()
+        .projection(args.projection.clone())
+        .sort(args.sort.clone())
+        .skip(args.skip)
+        .limit(page.or(args.limit))
+        .batch_size(args.batch_size)
+        .hint(hint(&args.hint))
+        .collation(collation(&args.collation))
+        .max_time(args.max_time_ms.map(std::time::Duration::from_millis))
+        .build();
+    let find = on.coll.find(filter).with_options(options);
+    let cursor = match session.as_deref_mut() {
+        Some(s) => Cursor::In(find.session(s).await?),
+        None => Cursor::Out(find.await?),
+    };
+    drain(cursor, session, on.measure, out, result).await
+}
+
+async fn aggregate(
+    on: &On<'_>,
+    command: &Command,
+    stages: Vec<Document>,
+    out: &mut Outcome,
+    result: &mut Keep<'_>,
+    session: &mut Session<'_>,
+) -> Result {
+    let Command::Aggregate {
+        allow_disk_use,
+        batch_size,
+        hint: h,
+        ..
+    } = command
+    else {
+        return Ok(());
+    };
+    if on.measure {
+        out.sent = stages.iter().map(bytes).sum();
+    }
+    let mut agg = on.coll.aggregate(stages).with_type::<RawDocumentBuf>();
+    if let Some(a) = allow_disk_use {
+        agg = agg.allow_disk_use(*a);
+    }
+    if let Some(b) = batch_size {
+        agg = agg.batch_size(*b);
+    }
+    if let Some(h) = hint(h) {
+        agg = agg.hint(h);
+    }
+    let cursor = match session.as_deref_mut() {
+        Some(s) => Cursor::In(agg.session(s).await?),
+        None => Cursor::Out(agg.await?),
+    };
+    drain(cursor, session, on.measure, out, result).await
+}
+
+/// countDocuments, estimatedDocumentCount and distinct: answers that are not documents.
+async fn count(
+    on: &On<'_>,
+    command: &Command,
+    body: Body,
+    out: &mut Outcome,
+    session: &mut Session<'_>,
+) -> Result {
+    match (command, body) {
         (
             Command::Count {
                 skip,
@@ -292,8 +461,8 @@ pub async fn execute(
             },
             Body::Filter(filter),
         ) => {
-            out.sent = size(&filter);
-            let mut count = coll.count_documents(filter);
+            out.sent = on.size(&filter);
+            let mut count = on.coll.count_documents(filter);
             if let Some(s) = skip {
                 count = count.skip(*s);
             }
@@ -307,327 +476,445 @@ pub async fn execute(
         }
         (Command::EstimatedCount, _) => {
             // Metadata, not a read of documents: it takes no session (nor a transaction).
-            out.matched = coll.estimated_document_count().await? > 0;
+            out.matched = on.coll.estimated_document_count().await? > 0;
         }
         (Command::Distinct { key, .. }, Body::Filter(filter)) => {
-            out.sent = size(&filter);
-            let values = send!(session, coll.distinct(key, filter))?;
+            out.sent = on.size(&filter);
+            let values = send!(session, on.coll.distinct(key, filter))?;
             out.returned = values.len() as u64;
             out.matched = !values.is_empty();
         }
-        (Command::Update { args, .. }, Body::FilterAnd(filter, update)) => {
-            out.sent = size(&filter) + if measure { bson_bytes(&update) } else { 0 };
-            let many = op.verb == crate::workload::command::Verb::UpdateMany;
-            let update = update_of(update);
-            let r = if many {
-                let mut u = coll.update_many(filter, update);
-                if let Some(x) = args.upsert {
-                    u = u.upsert(x);
-                }
-                if let Some(f) = &args.array_filters {
-                    u = u.array_filters(f.clone());
-                }
-                if let Some(h) = hint(&args.hint) {
-                    u = u.hint(h);
-                }
-                if let Some(c) = collation(&args.collation) {
-                    u = u.collation(c);
-                }
-                send!(session, u)?
-            } else {
-                let mut u = coll.update_one(filter, update);
-                if let Some(x) = args.upsert {
-                    u = u.upsert(x);
-                }
-                if let Some(f) = &args.array_filters {
-                    u = u.array_filters(f.clone());
-                }
-                if let Some(h) = hint(&args.hint) {
-                    u = u.hint(h);
-                }
-                if let Some(c) = collation(&args.collation) {
-                    u = u.collation(c);
-                }
-                send!(session, u)?
-            };
-            out.matched = r.matched_count > 0;
-            out.modified = r.modified_count > 0;
-            out.updated = r.modified_count;
-            out.upserted = u64::from(r.upserted_id.is_some());
-            if want {
-                keep(update_result(r));
-            }
+        _ => {}
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn update(
+    on: &On<'_>,
+    args: &WriteArgs,
+    many: bool,
+    read_first: bool,
+    filter: Document,
+    update: Bson,
+    out: &mut Outcome,
+    result: &mut Keep<'_>,
+    session: &mut Session<'_>,
+) -> Result {
+    if read_first {
+        // Read-modify-write: the update goes out only when the read found the document.
+        out.sent = on.size(&filter);
+        let Some(found) = send!(session, on.coll.find_one(filter.clone()))? else {
+            return Ok(());
+        };
+        if on.measure {
+            out.received = len(found.as_bytes());
         }
-        (Command::Replace { args, .. }, Body::FilterAnd(filter, replacement)) => {
-            out.sent = size(&filter) + if measure { bson_bytes(&replacement) } else { 0 };
-            let replacement = match replacement {
+        out.returned = 1;
+    }
+    out.sent += on.size(&filter) + if on.measure { bson_bytes(&update) } else { 0 };
+    let update = update_of(update);
+    let r = if many {
+        let mut u = on.coll.update_many(filter, update);
+        if let Some(x) = args.upsert {
+            u = u.upsert(x);
+        }
+        if let Some(f) = &args.array_filters {
+            u = u.array_filters(f.clone());
+        }
+        if let Some(h) = hint(&args.hint) {
+            u = u.hint(h);
+        }
+        if let Some(c) = collation(&args.collation) {
+            u = u.collation(c);
+        }
+        send!(session, u)?
+    } else {
+        let mut u = on.coll.update_one(filter, update);
+        if let Some(x) = args.upsert {
+            u = u.upsert(x);
+        }
+        if let Some(f) = &args.array_filters {
+            u = u.array_filters(f.clone());
+        }
+        if let Some(h) = hint(&args.hint) {
+            u = u.hint(h);
+        }
+        if let Some(c) = collation(&args.collation) {
+            u = u.collation(c);
+        }
+        send!(session, u)?
+    };
+    updated(&r, out, result);
+    Ok(())
+}
+
+/// What an update or replace did.
+fn updated(r: &mongodb::results::UpdateResult, out: &mut Outcome, result: &mut Keep<'_>) {
+    out.matched = r.matched_count > 0;
+    out.modified = r.modified_count > 0;
+    out.updated = r.modified_count;
+    out.upserted = u64::from(r.upserted_id.is_some());
+    if result.is_some() {
+        keep(result, update_result(r));
+    }
+}
+
+async fn replace(
+    on: &On<'_>,
+    args: &WriteArgs,
+    filter: Document,
+    replacement: Bson,
+    out: &mut Outcome,
+    result: &mut Keep<'_>,
+    session: &mut Session<'_>,
+) -> Result {
+    out.sent = on.size(&filter)
+        + if on.measure {
+            bson_bytes(&replacement)
+        } else {
+            0
+        };
+    let replacement = match replacement {
+        Bson::Document(d) => raw(&d),
+        _ => RawDocumentBuf::new(),
+    };
+    let mut r = on.coll.replace_one(filter, replacement);
+    if let Some(x) = args.upsert {
+        r = r.upsert(x);
+    }
+    if let Some(h) = hint(&args.hint) {
+        r = r.hint(h);
+    }
+    if let Some(c) = collation(&args.collation) {
+        r = r.collation(c);
+    }
+    let r = send!(session, r)?;
+    updated(&r, out, result);
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn delete(
+    on: &On<'_>,
+    many: bool,
+    h: &Option<Bson>,
+    c: &Option<Document>,
+    filter: Document,
+    out: &mut Outcome,
+    result: &mut Keep<'_>,
+    session: &mut Session<'_>,
+) -> Result {
+    out.sent = on.size(&filter);
+    let n = if many {
+        let mut d = on.coll.delete_many(filter);
+        if let Some(h) = hint(h) {
+            d = d.hint(h);
+        }
+        if let Some(c) = collation(c) {
+            d = d.collation(c);
+        }
+        send!(session, d)?.deleted_count
+    } else {
+        let mut d = on.coll.delete_one(filter);
+        if let Some(h) = hint(h) {
+            d = d.hint(h);
+        }
+        if let Some(c) = collation(c) {
+            d = d.collation(c);
+        }
+        send!(session, d)?.deleted_count
+    };
+    out.deleted = n;
+    out.matched = n > 0;
+    out.modified = n > 0;
+    if result.is_some() {
+        keep(
+            result,
+            doc! { "deletedCount": i64::try_from(n).unwrap_or(i64::MAX) },
+        );
+    }
+    Ok(())
+}
+
+/// The built-in remove: one match at or after `_id` `from` (so concurrent removers spread over
+/// the collection instead of all finding its first match), from the start when none is, then
+/// deleted by its `_id`, which `slot` holds before the delete goes out (the write audit's).
+async fn remove(
+    on: &On<'_>,
+    filter: Document,
+    from: Option<i64>,
+    slot: Option<&RemovedId>,
+    out: &mut Outcome,
+    session: &mut Session<'_>,
+) -> Result {
+    let coll = on.coll;
+    let mut found = None;
+    if let Some(from) = from {
+        let after = crate::workload::from_id(&filter, from);
+        out.sent += on.size(&after);
+        found = send!(
+            session,
+            coll.find_one(after)
+                .sort(doc! { "_id": 1 })
+                .projection(doc! { "_id": 1 })
+        )?;
+    }
+    if found.is_none() {
+        // Nothing matches past `from`: wrap around to the start.
+        out.sent += on.size(&filter);
+        found = send!(session, coll.find_one(filter).projection(doc! { "_id": 1 }))?;
+    }
+    let Some(found) = found else { return Ok(()) };
+    if on.measure {
+        out.received = len(found.as_bytes());
+    }
+    out.matched = true;
+    let Some(id) = found.get("_id").ok().flatten().map(|v| v.to_raw_bson()) else {
+        return Ok(());
+    };
+    let id = Bson::try_from(id).unwrap_or_default();
+    if let Some(slot) = slot {
+        let _ = slot.set(id.clone());
+    }
+    let filter = doc! { "_id": id };
+    out.sent += on.size(&filter);
+    out.deleted = send!(session, coll.delete_one(filter))?.deleted_count;
+    out.modified = out.deleted > 0;
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn find_and_modify(
+    on: &On<'_>,
+    changes: bool,
+    replace: bool,
+    args: &FindAndModifyArgs,
+    body: Body,
+    out: &mut Outcome,
+    result: &mut Keep<'_>,
+    session: &mut Session<'_>,
+) -> Result {
+    let coll = on.coll;
+    let (filter, second) = match body {
+        Body::Filter(f) => (f, None),
+        Body::FilterAnd(f, s) => (f, Some(s)),
+        _ => return Ok(()),
+    };
+    out.sent = on.size(&filter) + second.as_ref().filter(|_| on.measure).map_or(0, bson_bytes);
+    let after = if args.return_after {
+        ReturnDocument::After
+    } else {
+        ReturnDocument::Before
+    };
+    let found = match second {
+        Some(s) if changes && replace => {
+            let replacement = match s {
                 Bson::Document(d) => raw(&d),
                 _ => RawDocumentBuf::new(),
             };
-            let mut r = coll.replace_one(filter, replacement);
-            if let Some(x) = args.upsert {
-                r = r.upsert(x);
-            }
-            if let Some(h) = hint(&args.hint) {
-                r = r.hint(h);
-            }
-            if let Some(c) = collation(&args.collation) {
-                r = r.collation(c);
-            }
-            let r = send!(session, r)?;
-            out.matched = r.matched_count > 0;
-            out.modified = r.modified_count > 0;
-            out.updated = r.modified_count;
-            out.upserted = u64::from(r.upserted_id.is_some());
-            if want {
-                keep(update_result(r));
-            }
+            let options = mongodb::options::FindOneAndReplaceOptions::builder()
+                .sort(args.sort.clone())
+                .projection(args.projection.clone())
+                .return_document(after)
+                .upsert(args.upsert)
+                .hint(hint(&args.hint))
+                .build();
+            send!(
+                session,
+                coll.find_one_and_replace(filter, replacement)
+                    .with_options(options)
+            )?
         }
-        (
-            Command::Delete {
-                hint: h,
-                collation: c,
-                ..
-            },
-            Body::Filter(filter),
-        ) => {
-            out.sent = size(&filter);
-            let many = op.verb == crate::workload::command::Verb::DeleteMany;
-            let n = if many {
-                let mut d = coll.delete_many(filter);
-                if let Some(h) = hint(h) {
-                    d = d.hint(h);
-                }
-                if let Some(c) = collation(c) {
-                    d = d.collation(c);
-                }
-                send!(session, d)?.deleted_count
-            } else {
-                let mut d = coll.delete_one(filter);
-                if let Some(h) = hint(h) {
-                    d = d.hint(h);
-                }
-                if let Some(c) = collation(c) {
-                    d = d.collation(c);
-                }
-                send!(session, d)?.deleted_count
-            };
-            out.deleted = n;
-            out.matched = n > 0;
-            out.modified = n > 0;
-            if want {
-                keep(doc! { "deletedCount": n as i64 });
-            }
+        Some(s) if changes => {
+            let options = mongodb::options::FindOneAndUpdateOptions::builder()
+                .sort(args.sort.clone())
+                .projection(args.projection.clone())
+                .return_document(after)
+                .upsert(args.upsert)
+                .array_filters(args.array_filters.clone())
+                .hint(hint(&args.hint))
+                .build();
+            send!(
+                session,
+                coll.find_one_and_update(filter, update_of(s))
+                    .with_options(options)
+            )?
         }
-        (Command::FindAndModify { change, args, .. }, body) => {
-            let (filter, second) = match body {
-                Body::Filter(f) => (f, None),
-                Body::FilterAnd(f, s) => (f, Some(s)),
-                _ => return Ok(()),
-            };
-            out.sent = size(&filter) + second.as_ref().filter(|_| measure).map_or(0, bson_bytes);
-            let after = if args.return_after {
-                ReturnDocument::After
-            } else {
-                ReturnDocument::Before
-            };
-            let found = match (change, second) {
-                (None, _) | (_, None) => {
-                    let options = mongodb::options::FindOneAndDeleteOptions::builder()
-                        .sort(args.sort.clone())
-                        .projection(args.projection.clone())
-                        .hint(hint(&args.hint))
-                        .build();
-                    let found = send!(
-                        session,
-                        coll.find_one_and_delete(filter).with_options(options)
-                    )?;
-                    if found.is_some() {
-                        out.deleted = 1;
-                        out.modified = true;
-                    }
-                    found
-                }
-                (Some(_), Some(s))
-                    if op.verb == crate::workload::command::Verb::FindOneAndReplace =>
-                {
-                    let replacement = match s {
-                        Bson::Document(d) => raw(&d),
-                        _ => RawDocumentBuf::new(),
-                    };
-                    let options = mongodb::options::FindOneAndReplaceOptions::builder()
-                        .sort(args.sort.clone())
-                        .projection(args.projection.clone())
-                        .return_document(after)
-                        .upsert(args.upsert)
-                        .hint(hint(&args.hint))
-                        .build();
-                    send!(
-                        session,
-                        coll.find_one_and_replace(filter, replacement)
-                            .with_options(options)
-                    )?
-                }
-                (Some(_), Some(s)) => {
-                    let options = mongodb::options::FindOneAndUpdateOptions::builder()
-                        .sort(args.sort.clone())
-                        .projection(args.projection.clone())
-                        .return_document(after)
-                        .upsert(args.upsert)
-                        .array_filters(args.array_filters.clone())
-                        .hint(hint(&args.hint))
-                        .build();
-                    send!(
-                        session,
-                        coll.find_one_and_update(filter, update_of(s))
-                            .with_options(options)
-                    )?
-                }
-            };
-            // The driver gives the document only, not the server's lastErrorObject: a found
-            // document was changed (or deleted); with upsert and the document before, none
-            // found means one was inserted.
-            let changes = change.is_some();
-            if changes && found.is_none() && args.upsert == Some(true) && !args.return_after {
-                out.upserted = 1;
+        _ => {
+            let options = mongodb::options::FindOneAndDeleteOptions::builder()
+                .sort(args.sort.clone())
+                .projection(args.projection.clone())
+                .hint(hint(&args.hint))
+                .build();
+            let found = send!(
+                session,
+                coll.find_one_and_delete(filter).with_options(options)
+            )?;
+            if found.is_some() {
+                out.deleted = 1;
                 out.modified = true;
             }
-            if let Some(d) = found {
-                if measure {
-                    out.received = d.as_bytes().len() as u32;
-                }
-                if changes {
-                    out.modified = true;
-                    out.updated = 1;
-                }
-                if want {
-                    keep(Document::try_from(d.as_ref()).unwrap_or_default());
-                }
-                out.returned = 1;
-                out.matched = true;
-            }
+            found
         }
-        (Command::Bulk { ordered, models }, Body::Bulk(built)) => {
-            let ns = coll.namespace();
-            let mut write = Vec::with_capacity(built.len());
-            for (m, b) in models.iter().zip(built) {
-                use crate::workload::command::BulkModel;
-                use mongodb::options::{
-                    DeleteManyModel, DeleteOneModel, InsertOneModel, ReplaceOneModel,
-                    UpdateManyModel, UpdateOneModel,
-                };
-                if measure {
-                    out.sent += match &b {
-                        BuiltModel::InsertOne(d) => d.as_bytes().len() as u32,
-                        BuiltModel::Update { filter, update, .. } => {
-                            bytes(filter) + bson_bytes(update)
-                        }
-                        BuiltModel::ReplaceOne {
-                            filter,
-                            replacement,
-                        } => bytes(filter) + bytes(replacement),
-                        BuiltModel::Delete { filter, .. } => bytes(filter),
-                    };
-                }
-                let args = match m {
-                    BulkModel::Update { args, .. } | BulkModel::ReplaceOne { args, .. } => {
-                        Some(args)
-                    }
-                    _ => None,
-                };
-                let upsert = args.and_then(|a| a.upsert);
-                let array_filters = args
-                    .and_then(|a| a.array_filters.clone())
-                    .map(|f| f.into_iter().map(Bson::Document).collect::<Vec<_>>());
-                let h = args.and_then(|a| a.hint.clone());
-                write.push(match b {
-                    BuiltModel::InsertOne(d) => WriteModel::InsertOne(
-                        InsertOneModel::builder()
-                            .namespace(ns.clone())
-                            .document(Document::try_from(d).unwrap_or_default())
-                            .build(),
-                    ),
-                    BuiltModel::Update {
-                        many: false,
-                        filter,
-                        update,
-                    } => WriteModel::UpdateOne(
-                        UpdateOneModel::builder()
-                            .namespace(ns.clone())
-                            .filter(filter)
-                            .update(update_of(update))
-                            .upsert(upsert)
-                            .array_filters(array_filters)
-                            .hint(h)
-                            .build(),
-                    ),
-                    BuiltModel::Update {
-                        many: true,
-                        filter,
-                        update,
-                    } => WriteModel::UpdateMany(
-                        UpdateManyModel::builder()
-                            .namespace(ns.clone())
-                            .filter(filter)
-                            .update(update_of(update))
-                            .upsert(upsert)
-                            .array_filters(array_filters)
-                            .hint(h)
-                            .build(),
-                    ),
-                    BuiltModel::ReplaceOne {
-                        filter,
-                        replacement,
-                    } => WriteModel::ReplaceOne(
-                        ReplaceOneModel::builder()
-                            .namespace(ns.clone())
-                            .filter(filter)
-                            .replacement(replacement)
-                            .upsert(upsert)
-                            .hint(h)
-                            .build(),
-                    ),
-                    BuiltModel::Delete {
-                        many: false,
-                        filter,
-                    } => WriteModel::DeleteOne(
-                        DeleteOneModel::builder()
-                            .namespace(ns.clone())
-                            .filter(filter)
-                            .build(),
-                    ),
-                    BuiltModel::Delete { many: true, filter } => WriteModel::DeleteMany(
-                        DeleteManyModel::builder()
-                            .namespace(ns.clone())
-                            .filter(filter)
-                            .build(),
-                    ),
-                });
-            }
-            let mut bulk = on.client.bulk_write(write).ordered(*ordered);
-            if let Some(wc) = on.write_concern {
-                bulk = bulk.write_concern(wc.clone());
-            }
-            let r = send!(session, bulk)?;
-            out.inserted = r.inserted_count as u64;
-            out.upserted = r.upserted_count as u64;
-            out.deleted = r.deleted_count as u64;
-            out.matched = r.matched_count > 0 || r.inserted_count > 0 || r.deleted_count > 0;
-            out.modified = r.modified_count > 0 || r.deleted_count > 0 || r.upserted_count > 0;
-            out.updated = r.modified_count as u64;
-        }
-        (Command::RunCommand { .. }, Body::Command(command)) => {
-            out.sent = size(&command);
-            let db = on.client.database(&coll.namespace().db);
-            let reply = send!(session, db.run_command(command))?;
-            if measure {
-                out.received = bytes(&reply);
-            }
-            out.matched = true;
-            keep(reply);
-        }
-        // A body of another shape is never built for a command (`TemplateOp::build`).
-        _ => {}
+    };
+    // The driver gives the document only, not the server's lastErrorObject: a found document
+    // was changed (or deleted); with upsert and the document before, none found means one was
+    // inserted.
+    if changes && found.is_none() && args.upsert == Some(true) && !args.return_after {
+        out.upserted = 1;
+        out.modified = true;
     }
+    if let Some(d) = found {
+        if on.measure {
+            out.received = len(d.as_bytes());
+        }
+        if changes {
+            out.modified = true;
+            out.updated = 1;
+        }
+        if result.is_some() {
+            keep(result, Document::try_from(d.as_ref()).unwrap_or_default());
+        }
+        out.returned = 1;
+        out.matched = true;
+    }
+    Ok(())
+}
+
+async fn bulk(
+    on: &On<'_>,
+    ordered: bool,
+    models: &[BulkModel],
+    built: Vec<BuiltModel>,
+    out: &mut Outcome,
+    session: &mut Session<'_>,
+) -> Result {
+    let ns = on.coll.namespace();
+    let mut write = Vec::with_capacity(built.len());
+    for (m, b) in models.iter().zip(built) {
+        if on.measure {
+            out.sent += match &b {
+                BuiltModel::InsertOne(d) => len(d.as_bytes()),
+                BuiltModel::Update { filter, update, .. } => bytes(filter) + bson_bytes(update),
+                BuiltModel::ReplaceOne {
+                    filter,
+                    replacement,
+                } => bytes(filter) + bytes(replacement),
+                BuiltModel::Delete { filter, .. } => bytes(filter),
+            };
+        }
+        write.push(write_model(&ns, m, b));
+    }
+    let mut bulk = on.client.bulk_write(write).ordered(ordered);
+    if let Some(wc) = on.write_concern {
+        bulk = bulk.write_concern(wc.clone());
+    }
+    let r = send!(session, bulk)?;
+    let count = |n: i64| u64::try_from(n).unwrap_or(0);
+    out.inserted = count(r.inserted_count);
+    out.upserted = count(r.upserted_count);
+    out.deleted = count(r.deleted_count);
+    out.matched = r.matched_count > 0 || r.inserted_count > 0 || r.deleted_count > 0;
+    out.modified = r.modified_count > 0 || r.deleted_count > 0 || r.upserted_count > 0;
+    out.updated = count(r.modified_count);
+    Ok(())
+}
+
+/// One generated write model of a `bulkWrite`, with its model's options.
+fn write_model(ns: &mongodb::Namespace, m: &BulkModel, b: BuiltModel) -> WriteModel {
+    use mongodb::options::{
+        DeleteManyModel, DeleteOneModel, InsertOneModel, ReplaceOneModel, UpdateManyModel,
+        UpdateOneModel,
+    };
+    let args = match m {
+        BulkModel::Update { args, .. } | BulkModel::ReplaceOne { args, .. } => Some(args),
+        _ => None,
+    };
+    let upsert = args.and_then(|a| a.upsert);
+    let array_filters = args
+        .and_then(|a| a.array_filters.clone())
+        .map(|f| f.into_iter().map(Bson::Document).collect::<Vec<_>>());
+    let h = args.and_then(|a| a.hint.clone());
+    match b {
+        BuiltModel::InsertOne(d) => WriteModel::InsertOne(
+            InsertOneModel::builder()
+                .namespace(ns.clone())
+                .document(Document::try_from(d).unwrap_or_default())
+                .build(),
+        ),
+        BuiltModel::Update {
+            many: false,
+            filter,
+            update,
+        } => WriteModel::UpdateOne(
+            UpdateOneModel::builder()
+                .namespace(ns.clone())
+                .filter(filter)
+                .update(update_of(update))
+                .upsert(upsert)
+                .array_filters(array_filters)
+                .hint(h)
+                .build(),
+        ),
+        BuiltModel::Update {
+            many: true,
+            filter,
+            update,
+        } => WriteModel::UpdateMany(
+            UpdateManyModel::builder()
+                .namespace(ns.clone())
+                .filter(filter)
+                .update(update_of(update))
+                .upsert(upsert)
+                .array_filters(array_filters)
+                .hint(h)
+                .build(),
+        ),
+        BuiltModel::ReplaceOne {
+            filter,
+            replacement,
+        } => WriteModel::ReplaceOne(
+            ReplaceOneModel::builder()
+                .namespace(ns.clone())
+                .filter(filter)
+                .replacement(replacement)
+                .upsert(upsert)
+                .hint(h)
+                .build(),
+        ),
+        BuiltModel::Delete {
+            many: false,
+            filter,
+        } => WriteModel::DeleteOne(
+            DeleteOneModel::builder()
+                .namespace(ns.clone())
+                .filter(filter)
+                .build(),
+        ),
+        BuiltModel::Delete { many: true, filter } => WriteModel::DeleteMany(
+            DeleteManyModel::builder()
+                .namespace(ns.clone())
+                .filter(filter)
+                .build(),
+        ),
+    }
+}
+
+async fn run_command(
+    on: &On<'_>,
+    command: Document,
+    out: &mut Outcome,
+    result: &mut Keep<'_>,
+    session: &mut Session<'_>,
+) -> Result {
+    out.sent = on.size(&command);
+    let db = on.client.database(&on.coll.namespace().db);
+    let reply = send!(session, db.run_command(command))?;
+    if on.measure {
+        out.received = bytes(&reply);
+    }
+    out.matched = true;
+    keep(result, reply);
     Ok(())
 }

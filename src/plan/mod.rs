@@ -358,9 +358,11 @@ impl RunPlan {
         let mut out = vec![Vec::new(); self.collections.len()];
         for g in self.groups() {
             for spec in std::iter::once(&g.op).chain(g.mix.iter().map(|(s, _)| s)) {
-                if let OpSpec::UpdateById { change } | OpSpec::Rmw { change } = spec {
-                    let c: &mut Vec<String> = &mut out[g.collection];
-                    for f in &change.inc {
+                let OpSpec::Template(t) = spec else { continue };
+                // An update or rmw by `_id` (one that needs an existing document).
+                if let Some(d) = t.desugared.as_ref().filter(|d| d.needs_key) {
+                    let c: &mut Vec<String> = &mut out[t.collection];
+                    for f in &d.inc {
                         if !c.contains(f) {
                             c.push(f.clone());
                         }

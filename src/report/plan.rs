@@ -76,6 +76,9 @@ pub fn render(plan: &RunPlan, out: &mut dyn Write) -> std::io::Result<()> {
             };
             // A mix shows its kinds and weights, and keys other than uniform are named.
             let what = |s: &crate::workload::OpSpec| match s {
+                crate::workload::OpSpec::Template(t) if t.desugared.is_some() => {
+                    s.kind().to_string()
+                }
                 crate::workload::OpSpec::Template(t) => t.verb.name().to_string(),
                 crate::workload::OpSpec::Steps(st) => format!(
                     "{}({})",
@@ -90,7 +93,6 @@ pub fn render(plan: &RunPlan, out: &mut dyn Write) -> std::io::Result<()> {
                         .collect::<Vec<_>>()
                         .join(", then ")
                 ),
-                other => other.kind().to_string(),
             };
             let op = if g.mix.is_empty() {
                 what(&g.op)
@@ -99,7 +101,7 @@ pub fn render(plan: &RunPlan, out: &mut dyn Write) -> std::io::Result<()> {
                     .mix
                     .iter()
                     .map(|(s, w)| match s {
-                        crate::workload::OpSpec::Template(t) => {
+                        crate::workload::OpSpec::Template(t) if t.desugared.is_none() => {
                             format!("{} {w} = {}", s.kind(), t.verb.name())
                         }
                         _ => format!("{} {w}", s.kind()),

@@ -440,11 +440,13 @@ pub fn group_info(plan: &RunPlan) -> Vec<GroupInfo> {
                     specs
                         .into_iter()
                         .flat_map(|s| match s {
+                            crate::workload::OpSpec::Template(t) if t.desugared.is_some() => {
+                                Vec::new()
+                            }
                             crate::workload::OpSpec::Template(t) => vec![t.verb.name().to_string()],
                             crate::workload::OpSpec::Steps(st) => {
                                 st.steps.iter().map(|t| t.verb.name().to_string()).collect()
                             }
-                            _ => Vec::new(),
                         })
                         .collect()
                 },

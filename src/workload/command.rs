@@ -27,6 +27,22 @@ pub struct TemplateOp {
     pub collection: usize,
     pub collection_name: String,
     pub command: Command,
+    /// The built-in kind it was read from (`op = "get"` is a findOne by a drawn `_id`); None for
+    /// the profile's own operations.
+    pub desugared: Option<Desugared>,
+}
+
+/// What a built-in kind (`op = "insert"`, `"get"`, ...) keeps of itself once read as a verb:
+/// its row's name, whether it is sent at all before the collection has a document, and the
+/// counters it increments by `_id` (what the write audit checks).
+#[derive(Debug, Clone)]
+pub struct Desugared {
+    pub kind: super::op::OpKind,
+    /// It works on an existing document by `_id` (get, update by `_id`, rmw, scan): with none
+    /// yet, nothing is sent.
+    pub needs_key: bool,
+    /// `inc = [...]` of an update or rmw.
+    pub inc: Vec<String>,
 }
 
 /// The operations, as mongosh and the drivers name them.
@@ -188,6 +204,10 @@ pub enum Command {
     Find {
         filter: Template,
         args: FindArgs,
+        /// Count the matches first (`count = true` of the built-in find), timed with the find.
+        count_first: bool,
+        /// The limit drawn per operation (the built-in scan's length), over `args.limit`.
+        page: Option<Template>,
     },
     Aggregate {
         pipeline: Template,
@@ -211,6 +231,9 @@ pub enum Command {
         /// A document of operators, or a pipeline (an array).
         update: Template,
         args: WriteArgs,
+        /// Read the document first and update it only when found (the built-in rmw, timed as
+        /// one, like YCSB's F).
+        read_first: bool,
     },
     Replace {
         filter: Template,
@@ -221,6 +244,10 @@ pub enum Command {
         filter: Template,
         hint: Option<Bson>,
         collation: Option<Document>,
+        /// The built-in remove: find one match at or after this drawn `_id` (so concurrent
+        /// removers spread over the collection), from the start when none is, then delete it
+        /// by its `_id`.
+        from: Option<Template>,
     },
     FindAndModify {
         filter: Template,
@@ -248,6 +275,13 @@ pub enum Body {
     Nothing,
     Command(Document),
     Bulk(Vec<BuiltModel>),
+    /// A find with its limit drawn for this operation.
+    Page(Document, i64),
+    /// A remove's filter and the `_id` its search starts at (None: from the start).
+    From(Document, Option<i64>),
+    /// Nothing to send: the operation needs an existing document and the collection has none
+    /// yet.
+    Skip,
 }
 
 #[derive(Debug, Clone)]
@@ -277,6 +311,8 @@ pub struct TemplateRequest {
     pub issued: Vec<i64>,
     /// The virtual user (0-based) whose operation it is: its session, when it has one.
     pub user: u32,
+    /// Where a remove puts the `_id` it found before the delete goes out (the write audit's).
+    pub removed: Option<super::request::RemovedId>,
 }
 
 /// What an insert's documents come from: the collection's key space (an `_id` for each
@@ -289,9 +325,34 @@ pub trait Documents {
 }
 
 impl TemplateOp {
+    /// An estimatedDocumentCount named `name` on collection 0, for tests that need an operation
+    /// and do not send it.
+    #[cfg(test)]
+    pub fn stub(name: &str) -> Arc<TemplateOp> {
+        Arc::new(TemplateOp {
+            name: name.into(),
+            verb: Verb::EstimatedDocumentCount,
+            at: "group[0].estimatedDocumentCount".into(),
+            line: 1,
+            collection: 0,
+            collection_name: "c".into(),
+            command: Command::EstimatedCount,
+            desugared: None,
+        })
+    }
+
     /// Generates one request.
     pub fn build(self: &Arc<Self>, cx: &mut Cx<'_>, docs: &mut dyn Documents) -> TemplateRequest {
         let mut issued = Vec::new();
+        if self.desugared.as_ref().is_some_and(|d| d.needs_key) && !cx.lookup.has_key() {
+            return TemplateRequest {
+                user: cx.user,
+                op: Arc::clone(self),
+                body: Body::Skip,
+                issued,
+                removed: None,
+            };
+        }
         let mut doc = |t: &Option<Template>, cx: &mut Cx<'_>, issued: &mut Vec<i64>| {
             let d = match t {
                 Some(t) => {
@@ -327,6 +388,22 @@ impl TemplateOp {
                     .map(|_| doc(document, cx, &mut issued))
                     .collect(),
             ),
+            Command::Find {
+                filter: f,
+                page: Some(page),
+                ..
+            } => {
+                let f = filter(f, cx);
+                Body::Page(f, page.generate(cx).as_i64().unwrap_or(1))
+            }
+            Command::Delete {
+                filter: f,
+                from: Some(from),
+                ..
+            } => {
+                let f = filter(f, cx);
+                Body::From(f, from.generate(cx).as_i64())
+            }
             Command::Find { filter: f, .. }
             | Command::Count { filter: f, .. }
             | Command::Distinct { filter: f, .. }
@@ -390,6 +467,7 @@ impl TemplateOp {
             op: Arc::clone(self),
             body,
             issued,
+            removed: None,
         }
     }
 

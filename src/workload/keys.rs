@@ -130,6 +130,11 @@ impl KeySpace {
         self.base + self.next.load(Ordering::Relaxed) * self.stride
     }
 
+    /// No document to draw yet (`existing` gives None).
+    pub fn is_empty(&self) -> bool {
+        self.base + self.acked.load(Ordering::Acquire) == 0
+    }
+
     /// An `_id` that exists, drawn by `pick` (uniform, zipfian, ... over the items in `_id`
     /// order): one below where the run began (the preload, shared
     /// by every part) or one this key space issued (in a part, its own inserts: other parts'

@@ -27,6 +27,12 @@ impl Lookup for GroupLookup<'_> {
     fn chooser(&mut self) -> Option<&mut Chooser> {
         Some(self.pick)
     }
+    fn document(&mut self) -> Option<(&DocGen, &mut Chooser)> {
+        Some((self.document, self.pick))
+    }
+    fn has_key(&self) -> bool {
+        !self.keys.is_empty()
+    }
 }
 
 /// A step's lookups on a collection other than its group's: that collection's `_id`s (by the

@@ -132,43 +132,20 @@ impl std::fmt::Display for OpName {
     }
 }
 
-/// What an update changes: document fields `$set` to new generated values, and fields `$inc`
-/// by 1 (a counter of updates per document, e.g. `inc = ["updates"]`).
+/// What a built-in update changes: document fields `$set` to new generated values (indexes into
+/// the document's top level), and fields `$inc` by 1 (a counter of updates per document, e.g.
+/// `inc = ["updates"]`).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Change {
     pub set: Vec<usize>,
     pub inc: Vec<String>,
 }
 
-/// A group's operation with its settings; fields are indexes into the document's top level.
+/// A group's operation: one of the profile's own operations (a built-in kind is read as one,
+/// `plan::build::operations`), or several of them in order as one.
 #[derive(Debug, Clone)]
 pub enum OpSpec {
-    Insert,
-    Find {
-        filter: Vec<usize>,
-        limit: u32,
-        count: bool,
-    },
-    UpdateById {
-        change: Change,
-    },
-    UpdateByFilter {
-        filter: Vec<usize>,
-        change: Change,
-        many: bool,
-    },
-    Remove {
-        filter: Vec<usize>,
-    },
-    Get,
-    Rmw {
-        change: Change,
-    },
-    Scan {
-        /// The most documents one scan reads; each scan's length is uniform in 1..=max.
-        max: u32,
-    },
-    /// One of the profile's own operations (`[group.find]`, `[[group.ops]]`).
+    /// One operation (`op = "get"`, `[group.find]`, `[[group.ops]]`).
     Template(std::sync::Arc<super::command::TemplateOp>),
     /// Several of them in order as one (`[[group.steps]]`).
     Steps(std::sync::Arc<super::command::StepsOp>),
@@ -177,18 +154,10 @@ pub enum OpSpec {
 impl OpSpec {
     /// The name of its row (a built-in kind, or a template's name).
     pub fn kind(&self) -> OpName {
-        let kind = match self {
-            OpSpec::Insert => OpKind::Insert,
-            OpSpec::Find { .. } => OpKind::Find,
-            OpSpec::UpdateById { .. } | OpSpec::UpdateByFilter { .. } => OpKind::Update,
-            OpSpec::Remove { .. } => OpKind::Remove,
-            OpSpec::Get => OpKind::Get,
-            OpSpec::Rmw { .. } => OpKind::Rmw,
-            OpSpec::Scan { .. } => OpKind::Scan,
-            OpSpec::Template(t) => return t.name.clone(),
-            OpSpec::Steps(s) => return s.name.clone(),
-        };
-        OpName::Kind(kind)
+        match self {
+            OpSpec::Template(t) => t.name.clone(),
+            OpSpec::Steps(s) => s.name.clone(),
+        }
     }
 }
 

@@ -173,19 +173,23 @@ pub(super) fn refusal(plan: &RunPlan) -> Option<String> {
         let specs = std::iter::once(&g.op).chain(g.mix.iter().map(|(s, _)| s));
         for spec in specs {
             let ops: Vec<&std::sync::Arc<TemplateOp>> = match spec {
-                OpSpec::Template(t) => vec![t],
-                OpSpec::Steps(s) => s.steps.iter().collect(),
-                OpSpec::UpdateByFilter { change, .. } => {
-                    let counters = &counters[g.collection];
-                    if let Some(f) = change.inc.iter().find(|f| counters.contains(f)) {
-                        return Some(format!(
-                            "group `{}` increments `{f}` of the documents a filter matches, which the audit cannot count per document, beside groups whose increments of `{f}` it checks",
-                            g.name
-                        ));
+                // The built-in kinds the audit follows (inserts, increments by `_id`, removes
+                // by the `_id` found), but not an increment by filter.
+                OpSpec::Template(t) => match &t.desugared {
+                    Some(d) => {
+                        let counters = &counters[t.collection];
+                        let by_filter = !d.needs_key;
+                        if let Some(f) = d.inc.iter().find(|f| by_filter && counters.contains(f)) {
+                            return Some(format!(
+                                "group `{}` increments `{f}` of the documents a filter matches, which the audit cannot count per document, beside groups whose increments of `{f}` it checks",
+                                g.name
+                            ));
+                        }
+                        Vec::new()
                     }
-                    Vec::new()
-                }
-                _ => Vec::new(),
+                    None => vec![t],
+                },
+                OpSpec::Steps(s) => s.steps.iter().collect(),
             };
             for t in ops {
                 let (name, c) = (

@@ -173,22 +173,7 @@ impl GroupAt<'_> {
         let concerns = super::collections::concerns(self.loaded, self.index, env.target)?;
         let (op, mix) = match self.templates(env.collections, collection)? {
             Some(t) => t,
-            None => {
-                if collection != 0 {
-                    return Err(self.err(
-                        "collection",
-                        "the built-in operations work on the first collection; an operation table (find = {...}, insertOne = {...}) works on any".into(),
-                    ));
-                }
-                if concerns.causal_consistency {
-                    return Err(self.loaded.error_at(
-                        &self.path("causal_consistency"),
-                        "the built-in operations do not run in a session of their own (it was ignored)",
-                        "causal_consistency = true on a group of the profile's own operations ([group.find], [[group.ops]], [[group.steps]]), or leave it out",
-                    ));
-                }
-                self.ops(&env.collections[0].document)?
-            }
+            None => self.ops(&env.collections[collection], collection)?,
         };
         let keys = match &g.keys {
             None => KeyDist::Uniform,
@@ -295,7 +280,8 @@ mod tests {
     use super::*;
     use crate::plan::build::test_profile::{build, DOC};
     use crate::plan::RunPlan;
-    use crate::workload::OpSpec;
+    use crate::workload::command::Command;
+    use crate::workload::{OpKind, OpSpec};
 
     #[test]
     fn a_profile_without_groups_is_refused() {
@@ -349,13 +335,14 @@ mod tests {
             .groups()
             .all(|g| g.threads == 2 && g.stop == StopAt::Loops(4)));
         assert_eq!(plan.planned_operations(), Some(16));
+        // A built-in find reads as a find of the first choice field, limit 50, no count.
+        let OpSpec::Template(t) = &plan.groups().nth(1).unwrap().op else {
+            panic!("a built-in find is one operation")
+        };
+        assert_eq!(t.desugared.as_ref().map(|d| d.kind), Some(OpKind::Find));
         assert!(matches!(
-            &plan.groups().nth(1).unwrap().op,
-            OpSpec::Find {
-                filter,
-                limit: 50,
-                count: false
-            } if filter == &[0]
+            &t.command,
+            Command::Find { args, count_first: false, page: None, .. } if args.limit == Some(50)
         ));
     }
 

@@ -72,9 +72,10 @@ fn handles(target: &TargetPlan, stages: &mut [Stage]) -> Vec<HandlePlan> {
     handles
 }
 
-/// What write concern 0 cannot serve: the driver has no unacknowledged writes, so the built-in
-/// writes and the operations whose reply is the result (findOneAnd*, bulkWrite) would fail
-/// every time; the profile's own insert, update, replace and delete go as commands.
+/// What write concern 0 cannot serve: the driver has no unacknowledged writes, so the
+/// operations whose reply is the result (findOneAnd*, bulkWrite, and the built-in remove and
+/// rmw, which write what they read first) would fail every time; insert, update, replace and
+/// delete go as commands.
 fn unacknowledged(loaded: &super::profile::Loaded, stages: &[Stage]) -> Result<(), ProfileError> {
     use crate::workload::command::Verb;
     let fix = "write_concern = 1 for this group, or an operation table (insertOne, updateOne, replaceOne, deleteOne, ...), whose w:0 writes are sent as commands";
@@ -97,20 +98,18 @@ fn unacknowledged(loaded: &super::profile::Loaded, stages: &[Stage]) -> Result<(
             let ops: Vec<&std::sync::Arc<crate::workload::command::TemplateOp>> = match s {
                 OpSpec::Template(t) => vec![t],
                 OpSpec::Steps(st) => st.steps.iter().collect(),
-                OpSpec::Insert
-                | OpSpec::UpdateById { .. }
-                | OpSpec::UpdateByFilter { .. }
-                | OpSpec::Remove { .. }
-                | OpSpec::Rmw { .. } => {
+            };
+            for t in ops {
+                use crate::workload::OpKind;
+                if let Some(kind @ (OpKind::Remove | OpKind::Rmw)) =
+                    t.desugared.as_ref().map(|d| d.kind)
+                {
                     return Err(loaded.error_at(
                         &format!("group[{index}]"),
-                        format!("group `{}` writes with write concern 0, which the driver's built-in {} cannot send (it has no unacknowledged writes)", g.name, s.kind()),
+                        format!("group `{}` writes with write concern 0, which the built-in {kind} cannot send (it writes what it reads first, and the driver has no unacknowledged writes)", g.name),
                         fix,
                     ));
                 }
-                _ => Vec::new(),
-            };
-            for t in ops {
                 if matches!(
                     t.verb,
                     Verb::FindOneAndUpdate
@@ -147,13 +146,11 @@ fn keyed(
     };
     for (c, coll) in collections.iter().enumerate() {
         let inserted = groups.iter().flat_map(specs).any(|s| match s {
-            OpSpec::Insert => c == 0,
             OpSpec::Template(t) => t.collection == c && t.inserts_keyed(),
             OpSpec::Steps(s) => s
                 .steps
                 .iter()
                 .any(|t| t.collection == c && t.inserts_keyed()),
-            _ => false,
         });
         if !coll.setup.drop || coll.setup.preload > 0 || inserted {
             continue;
@@ -161,6 +158,8 @@ fn keyed(
         for g in groups.iter() {
             for s in specs(g) {
                 let ops: Vec<std::sync::Arc<crate::workload::command::TemplateOp>> = match s {
+                    // A built-in kind waits for a document instead (nothing is sent before).
+                    OpSpec::Template(t) if t.desugared.is_some() => Vec::new(),
                     OpSpec::Template(t) => vec![t],
                     // A step's ^Key draws from its group's collection (in [group.bind] too).
                     OpSpec::Steps(st) if g.collection == c => st.steps.clone(),

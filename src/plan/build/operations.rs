@@ -1,17 +1,23 @@
-//! A group's operations: its `op` or the kinds and weights of its `mix`, each with the settings
-//! that belong to it (filter, limit, count, set, inc, target, many), checked against the
-//! `[document]` the run generates.
+//! A group's built-in operations: its `op` or the kinds and weights of its `mix`, each with the
+//! settings that belong to it (filter, limit, count, set, inc, target, many), checked against
+//! the `[document]` of its collection and read as the verb that does what the kind does (`get`
+//! is a findOne by a drawn `_id`, `remove` a find from a drawn `_id` then a delete by the one
+//! found, ...), so they are sent, audited and explained as the profile's own operations are.
 //!
 //! Owns: a group's settings becoming `OpSpec`s. Never: builds a request or calls the driver
 //! (that is `workload` and `ops`).
+
+use std::sync::Arc;
 
 use super::groups::GroupAt;
 use crate::error::ProfileError;
 use crate::plan::limits;
 use crate::plan::profile::{expected_for, UpdateTarget};
+use crate::plan::CollectionPlan;
 use crate::plan::{DEFAULT_FIND_LIMIT, DEFAULT_SCAN_LIMIT};
+use crate::workload::command::{Command, Desugared, FindArgs, TemplateOp, Verb, WriteArgs};
 use crate::workload::op::Change;
-use crate::workload::{DocGen, Gen, OpKind, OpSpec};
+use crate::workload::{DocGen, Gen, OpKind, OpSpec, Template};
 
 impl GroupAt<'_> {
     /// Field names of `k` (filter, set) as indexes into the document; with `default`, the first
@@ -77,8 +83,10 @@ impl GroupAt<'_> {
     /// then the group's `op`).
     pub(super) fn ops(
         &self,
-        document: &DocGen,
+        coll: &CollectionPlan,
+        collection: usize,
     ) -> Result<(OpSpec, Vec<(OpSpec, u32)>), ProfileError> {
+        let document = &coll.document;
         let g = self.g;
         let kinds: Vec<(OpKind, u32)> = match (g.op, &g.mix) {
             (Some(op), None) => vec![(op, 1)],
@@ -140,7 +148,29 @@ impl GroupAt<'_> {
         }
         let specs = kinds
             .iter()
-            .map(|(k, w)| Ok((self.op(*k, document)?, *w)))
+            .map(|(k, w)| {
+                let at = if g.mix.is_some() {
+                    format!("{}.{k}", self.path("mix"))
+                } else {
+                    self.path("op")
+                };
+                let (verb, command, needs_key, inc) = self.op(*k, document)?;
+                let op = TemplateOp {
+                    name: (*k).into(),
+                    verb,
+                    line: self.loaded.error_at(&at, "", "").line,
+                    at,
+                    collection,
+                    collection_name: coll.name.clone(),
+                    command,
+                    desugared: Some(Desugared {
+                        kind: *k,
+                        needs_key,
+                        inc,
+                    }),
+                };
+                Ok((OpSpec::Template(Arc::new(op)), *w))
+            })
             .collect::<Result<Vec<_>, ProfileError>>()?;
         let first = specs[0].0.clone();
         Ok((first, if g.mix.is_some() { specs } else { Vec::new() }))
@@ -233,8 +263,31 @@ impl GroupAt<'_> {
         Ok(kinds)
     }
 
-    fn op(&self, kind: OpKind, document: &DocGen) -> Result<OpSpec, ProfileError> {
+    /// A kind as the verb that does what it does: the verb, its command, whether it needs an
+    /// existing document (sent only once there is one) and the counters it increments.
+    fn op(&self, kind: OpKind, document: &DocGen) -> Result<Builtin, ProfileError> {
         let g = self.g;
+        let update = |filter, change: Change, many: bool, read_first| {
+            let inc = change.inc.clone();
+            let verb = if many {
+                Verb::UpdateMany
+            } else {
+                Verb::UpdateOne
+            };
+            let command = Command::Update {
+                filter,
+                update: Template::change(change),
+                args: WriteArgs::default(),
+                read_first,
+            };
+            (verb, command, inc)
+        };
+        let find = |filter, args, count_first, page| Command::Find {
+            filter,
+            args,
+            count_first,
+            page,
+        };
         Ok(match kind {
             OpKind::Insert => {
                 if document.fields.is_empty() {
@@ -244,7 +297,12 @@ impl GroupAt<'_> {
                         expected_for("document"),
                     ));
                 }
-                OpSpec::Insert
+                let command = Command::Insert {
+                    batch: 1,
+                    ordered: true,
+                    document: None,
+                };
+                (Verb::InsertOne, command, false, Vec::new())
             }
             OpKind::Find => {
                 let limit = g.limit.unwrap_or(DEFAULT_FIND_LIMIT);
@@ -254,11 +312,18 @@ impl GroupAt<'_> {
                         "limit = 0 means no limit to MongoDB; give a real bound".into(),
                     ));
                 }
-                OpSpec::Find {
-                    filter: self.fields(document, "filter", &g.filter, true)?,
-                    limit,
-                    count: g.count.unwrap_or(false),
-                }
+                let filter = Template::fields(self.fields(document, "filter", &g.filter, true)?);
+                let args = FindArgs {
+                    limit: Some(i64::from(limit)),
+                    ..FindArgs::default()
+                };
+                let count = g.count.unwrap_or(false);
+                (
+                    Verb::Find,
+                    find(filter, args, count, None),
+                    false,
+                    Vec::new(),
+                )
             }
             OpKind::Update => {
                 let change = self.change(document)?;
@@ -274,32 +339,65 @@ impl GroupAt<'_> {
                             g.many.is_some(),
                             "update with target = \"filter\"",
                         )?;
-                        OpSpec::UpdateById { change }
+                        let (verb, command, inc) =
+                            update(Template::by_key(false), change, false, false);
+                        (verb, command, true, inc)
                     }
-                    UpdateTarget::Filter => OpSpec::UpdateByFilter {
-                        filter: self.fields(document, "filter", &g.filter, true)?,
-                        change,
-                        many: g.many.unwrap_or(false),
-                    },
+                    UpdateTarget::Filter => {
+                        let filter =
+                            Template::fields(self.fields(document, "filter", &g.filter, true)?);
+                        let many = g.many.unwrap_or(false);
+                        let (verb, command, inc) = update(filter, change, many, false);
+                        (verb, command, false, inc)
+                    }
                 }
             }
-            OpKind::Remove => OpSpec::Remove {
-                filter: self.fields(document, "filter", &g.filter, true)?,
-            },
-            OpKind::Get => OpSpec::Get,
-            OpKind::Rmw => OpSpec::Rmw {
-                change: self.change(document)?,
-            },
+            OpKind::Remove => {
+                let command = Command::Delete {
+                    filter: Template::fields(self.fields(document, "filter", &g.filter, true)?),
+                    hint: None,
+                    collation: None,
+                    from: Some(Template::key()),
+                };
+                (Verb::DeleteOne, command, false, Vec::new())
+            }
+            OpKind::Get => {
+                let args = FindArgs {
+                    limit: Some(1),
+                    ..FindArgs::default()
+                };
+                let command = find(Template::by_key(false), args, false, None);
+                (Verb::FindOne, command, true, Vec::new())
+            }
+            OpKind::Rmw => {
+                let (verb, command, inc) =
+                    update(Template::by_key(false), self.change(document)?, false, true);
+                (verb, command, true, inc)
+            }
             OpKind::Scan => {
                 let max = g.limit.unwrap_or(DEFAULT_SCAN_LIMIT);
                 if max < limits::MIN_FIND_LIMIT {
                     return Err(self.err("limit", "a scan of 0 documents reads nothing".into()));
                 }
-                OpSpec::Scan { max }
+                let args = FindArgs {
+                    sort: Some(mongodb::bson::doc! { "_id": 1 }),
+                    ..FindArgs::default()
+                };
+                let command = find(
+                    Template::by_key(true),
+                    args,
+                    false,
+                    Some(Template::up_to(max)),
+                );
+                (Verb::Find, command, true, Vec::new())
             }
         })
     }
 }
+
+/// A built-in kind read as a verb: the verb, its command, whether it needs an existing
+/// document, the counters it increments.
+type Builtin = (Verb, Command, bool, Vec<String>);
 
 #[cfg(test)]
 mod tests {

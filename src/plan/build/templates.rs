@@ -802,6 +802,8 @@ impl GroupAt<'_> {
                 };
                 Command::Find {
                     filter,
+                    count_first: false,
+                    page: None,
                     args: FindArgs {
                         projection: a.projection()?,
                         sort: a.sort()?,
@@ -873,6 +875,7 @@ impl GroupAt<'_> {
                     filter,
                     update: a.update("update")?,
                     args: a.write_args()?,
+                    read_first: false,
                 }
             }
             Verb::ReplaceOne => {
@@ -893,6 +896,7 @@ impl GroupAt<'_> {
                     filter,
                     hint: a.hint()?,
                     collation: a.doc("collation", "{ locale = \"en\" }")?,
+                    from: None,
                 }
             }
             Verb::FindOneAndUpdate | Verb::FindOneAndReplace | Verb::FindOneAndDelete => {
@@ -939,6 +943,7 @@ impl GroupAt<'_> {
             collection,
             collection_name: coll.name.clone(),
             command,
+            desugared: None,
         }))
     }
 

@@ -238,6 +238,14 @@ pub(super) enum Gen {
     Field(String),
     Bind(String),
     Step(usize, String),
+    /// A built-in kind's filter (`filter = [...]` of `op = "find"`): these top-level fields of
+    /// the collection's document, each choice drawn by the group's key distribution.
+    Fields(Vec<usize>),
+    /// A built-in update's change: `$set` of these fields of the collection's document (fresh
+    /// values), `$inc` by 1 of the named counters.
+    Change(crate::workload::op::Change),
+    /// A whole number uniform in 1..=max (a built-in scan's length).
+    UpTo(u32),
 }
 
 impl Gen {
@@ -348,6 +356,28 @@ impl Gen {
             Gen::Field(path) => cx.lookup.field(path, cx.rng).unwrap_or(Bson::Null),
             Gen::Bind(name) => cx.lookup.bind(name).unwrap_or(Bson::Null),
             Gen::Step(index, path) => cx.lookup.step(*index, path).unwrap_or(Bson::Null),
+            Gen::Fields(only) => match cx.lookup.document() {
+                Some((gen, pick)) => Bson::Document(gen.generate_filter(only, pick, &mut cx.rng)),
+                None => Bson::Document(Document::new()),
+            },
+            Gen::Change(change) => {
+                let mut u = Document::new();
+                if !change.set.is_empty() {
+                    if let Some((gen, _)) = cx.lookup.document() {
+                        u.insert("$set", gen.generate_fields(&change.set, &mut cx.rng));
+                    }
+                }
+                if !change.inc.is_empty() {
+                    let inc: Document = change
+                        .inc
+                        .iter()
+                        .map(|f| (f.clone(), Bson::Int32(1)))
+                        .collect();
+                    u.insert("$inc", inc);
+                }
+                Bson::Document(u)
+            }
+            Gen::UpTo(max) => Bson::Int64(i64::from(cx.rng.random_range(1..=(*max).max(1)))),
         }
     }
 
@@ -386,7 +416,8 @@ impl Gen {
             Gen::NewUuid | Gen::Binary(_) => ty::BINARY,
             Gen::UuidOf(_) => ty::BINARY | ty::NULL,
             Gen::Array(..) => ty::ARRAY,
-            Gen::Object(_) => ty::DOC,
+            Gen::Object(_) | Gen::Fields(_) | Gen::Change(_) => ty::DOC,
+            Gen::UpTo(_) => ty::INT,
             Gen::Key | Gen::Field(_) | Gen::Bind(_) | Gen::Step(..) => ty::ANY,
         }
     }

@@ -70,6 +70,17 @@ pub trait Lookup {
     fn chooser(&mut self) -> Option<&mut super::distribution::Chooser> {
         None
     }
+    /// The collection's document template and the group's key distribution, for the filters
+    /// and changes of the built-in kinds; None when there is none (the default).
+    fn document(
+        &mut self,
+    ) -> Option<(&super::document::DocGen, &mut super::distribution::Chooser)> {
+        None
+    }
+    /// Does the collection have a document for `^Key` to draw (true unless known to be empty)?
+    fn has_key(&self) -> bool {
+        true
+    }
 }
 
 /// A `Lookup` with nothing to give: every `^Key`, `^Field`, `^Bind` and `^Step` is null.
@@ -150,6 +161,47 @@ impl Template {
     pub fn from_bson(value: Bson) -> Template {
         Template {
             node: Node::Const(value),
+        }
+    }
+
+    /// `{ "^Key" = {} }`: an existing `_id` of the group's collection.
+    pub fn key() -> Template {
+        Template {
+            node: Node::Gen(Box::new(Gen::Key)),
+        }
+    }
+
+    /// `{ _id: <an existing _id> }`, or with `from`, `{ _id: { $gte: <an existing _id> } }`.
+    pub fn by_key(from: bool) -> Template {
+        let key = Node::Gen(Box::new(Gen::Key));
+        let id = if from {
+            Node::Doc(vec![("$gte".to_string(), key)])
+        } else {
+            key
+        };
+        Template {
+            node: Node::Doc(vec![("_id".to_string(), id)]),
+        }
+    }
+
+    /// A built-in kind's filter on these top-level fields of the collection's document.
+    pub fn fields(only: Vec<usize>) -> Template {
+        Template {
+            node: Node::Gen(Box::new(Gen::Fields(only))),
+        }
+    }
+
+    /// A built-in update's `$set` and `$inc`.
+    pub fn change(change: super::op::Change) -> Template {
+        Template {
+            node: Node::Gen(Box::new(Gen::Change(change))),
+        }
+    }
+
+    /// A whole number uniform in 1..=max.
+    pub fn up_to(max: u32) -> Template {
+        Template {
+            node: Node::Gen(Box::new(Gen::UpTo(max))),
         }
     }
 
