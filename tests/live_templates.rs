@@ -978,3 +978,161 @@ fn the_bundled_orders_profile_runs_3_seconds_and_the_server_holds_its_inserts() 
         n(row(&summary, "app:lookup"), "samples")
     );
 }
+
+/// The built-in kinds are operations like the profile's own: on a second collection (with its
+/// own `[document]`), each user in its own causally consistent session (kept across all its
+/// operations, seen on the wire), and an insert and an update at `w: 0`.
+#[test]
+fn built_in_kinds_work_on_a_second_collection_in_causal_sessions_and_at_w0() {
+    let Some(server) = TestServer::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = unique_db("builtin_any");
+    let profile = write(
+        dir.path(),
+        "anywhere",
+        &format!(
+            r#"name = "anywhere"
+[target]
+database = "{db}"
+[[collection]]
+name = "first"
+drop = true
+preload = 10
+[collection.document]
+v = 1
+[[collection]]
+name = "second"
+drop = true
+preload = 100
+[collection.document]
+city = {{ choice = ["a", "b", "c"] }}
+pop = {{ "^RandomInt" = {{ min = 1, max = 9 }} }}
+[[group]]
+name = "ins"
+collection = "second"
+op = "insert"
+threads = 2
+loops = 30
+causal_consistency = true
+[[group]]
+name = "upd"
+collection = "second"
+op = "update"
+set = ["pop"]
+threads = 2
+loops = 30
+causal_consistency = true
+[[group]]
+name = "get"
+collection = "second"
+op = "get"
+threads = 2
+loops = 30
+causal_consistency = true
+[[group]]
+name = "fast"
+op = "insert"
+write_concern = 0
+threads = 1
+loops = 20
+[[group]]
+name = "fastup"
+op = "update"
+set = ["v"]
+write_concern = 0
+threads = 1
+loops = 20
+"#
+        ),
+    );
+    let wire = wire_log::start(port_of(&server.uri));
+    let summary = run_ok(&wire.uri(), &profile, &dir.path().join("run"));
+    for g in ["ins", "upd", "get"] {
+        let r = row(&summary, g);
+        assert_eq!(n(r, "samples"), 60, "{g}: {r}");
+        assert_eq!(n(r, "errors"), 0, "{g}: {r}");
+    }
+    assert_eq!(
+        n(row(&summary, "get"), "matched"),
+        60,
+        "every get found its document"
+    );
+    assert_eq!(
+        n(row(&summary, "upd"), "matched"),
+        60,
+        "every update found its document"
+    );
+    assert_eq!(
+        server.count(&db, "second", doc! {}),
+        160,
+        "100 preloaded + 60 inserted"
+    );
+    assert_eq!(n(row(&summary, "fast"), "errors"), 0);
+    assert_eq!(n(row(&summary, "fastup"), "errors"), 0);
+
+    // On the wire: the second collection's inserts, updates and finds come from 6 users, each
+    // in one session of its own for all its 30 operations.
+    let mut per_session: std::collections::HashMap<Vec<u8>, Vec<String>> = Default::default();
+    // (The setup's preload is batches, and its checks are no finds by `_id`.)
+    let by_users = |e: &wire_log::Exchange| match e.command.as_str() {
+        "insert" => e.documents("documents").len() == 1,
+        "find" => e
+            .body
+            .get_document("filter")
+            .is_ok_and(|f| matches!(f.get("_id"), Some(Bson::Int64(_) | Bson::Int32(_)))),
+        _ => true,
+    };
+    for command in ["insert", "update", "find"] {
+        for e in wire
+            .commands(&db, command, "second")
+            .into_iter()
+            .filter(by_users)
+        {
+            let lsid = match e.body.get_document("lsid").map(|l| l.get("id")) {
+                Ok(Some(Bson::Binary(b))) => b.bytes.clone(),
+                other => panic!("a {command} without a session id: {other:?}"),
+            };
+            per_session
+                .entry(lsid)
+                .or_default()
+                .push(command.to_string());
+        }
+    }
+    assert_eq!(
+        per_session.len(),
+        6,
+        "one session per user of the three groups"
+    );
+    for commands in per_session.values() {
+        assert_eq!(commands.len(), 30, "a user's 30 operations in its session");
+        assert!(
+            commands.iter().all(|c| c == &commands[0]),
+            "a session is one user's, of one group: {commands:?}"
+        );
+    }
+    // At w:0, the insert and the update go as commands with writeConcern { w: 0 }.
+    let unacked = |command: &str| {
+        wire.commands(&db, command, "first")
+            .iter()
+            .filter(|e| {
+                e.body
+                    .get_document("writeConcern")
+                    .is_ok_and(|w| w.get("w").is_some_and(|w| as_i64(w) == 0))
+            })
+            .count()
+    };
+    assert_eq!(unacked("insert"), 20, "the w:0 inserts on the wire");
+    assert_eq!(unacked("update"), 20, "the w:0 updates on the wire");
+    // Sent without waiting for the write: the documents arrive within moments.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while server.count(&db, "first", doc! {}) < 30 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(
+        server.count(&db, "first", doc! {}),
+        30,
+        "10 preloaded + 20 at w:0"
+    );
+}

@@ -361,6 +361,7 @@ mod tests {
             .unwrap()]),
             issued: vec![9],
             user: 0,
+            group: 0,
             removed: None,
         });
         drop(super::super::Pending::new(&a, 0, &mut req));

@@ -182,6 +182,7 @@ pub(super) async fn one_op<B: Backend>(
     };
     // Acknowledged however the insert ends, even by a panic: a later `_id` is drawn only
     // once every insert before it has ended.
+    req.of_group(group.index);
     let _ack = Ack(keys, issued);
     // What the audit will check of it, read before the request is sent away; abandoned at a
     // stop, it is filed as in doubt.

@@ -97,7 +97,7 @@ impl Backend for MongoBackend {
         match req {
             Request::Template(t) if self.causal(on) => {
                 let mut out = Outcome::default();
-                let user = t.user;
+                let user = (t.group, t.user);
                 let mut session = match self.session(on, user).await {
                     Ok(s) => s,
                     Err(e) => {
@@ -117,7 +117,7 @@ impl Backend for MongoBackend {
                 {
                     out.error = Some(Box::new(super::classify::classify(e)));
                 }
-                self.keep(on, user, session);
+                self.keep(user, session);
                 out
             }
             Request::Template(t) => {
@@ -196,7 +196,7 @@ impl MongoBackend {
             return self.transaction(on, req).await;
         }
         if self.causal(on) {
-            let mut session = match self.session(on, req.user).await {
+            let mut session = match self.session(on, (req.group, req.user)).await {
                 Ok(s) => s,
                 Err(e) => {
                     return Outcome {
@@ -206,7 +206,7 @@ impl MongoBackend {
                 }
             };
             let (mut out, sent) = self.run_steps(on, &req, Some(&mut session)).await;
-            self.keep(on, req.user, session);
+            self.keep((req.group, req.user), session);
             if let Err(e) = sent {
                 out.error = Some(Box::new(super::classify::classify(e)));
             }
@@ -344,7 +344,7 @@ impl MongoBackend {
     /// committed. Only the committed attempt's documents are counted (an aborted one's are
     /// rolled back).
     async fn transaction(&self, on: usize, req: StepsRequest) -> Outcome {
-        let mut session = match self.session(on, req.user).await {
+        let mut session = match self.session(on, (req.group, req.user)).await {
             Ok(s) => s,
             Err(e) => {
                 return Outcome {
@@ -361,7 +361,7 @@ impl MongoBackend {
             }
         };
         let out = self.attempts(on, &req, &mut session).await;
-        self.keep(on, req.user, session);
+        self.keep((req.group, req.user), session);
         out
     }
 
@@ -471,18 +471,18 @@ impl MongoBackend {
             .is_some_and(|p| p.concerns.causal_consistency)
     }
 
-    /// The session of user `user` of the group sending on handle `on`: its own, kept from its
+    /// The session of `user` (group plan, user) sending on handle `on`: its own, kept from its
     /// last operation, or a new one (causally consistent when the group asks for it).
     async fn session(
         &self,
         on: usize,
-        user: u32,
+        user: (usize, u32),
     ) -> mongodb::error::Result<mongodb::ClientSession> {
         let kept = self
             .sessions
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .remove(&(on, user));
+            .remove(&user);
         match kept {
             Some(s) => Ok(s),
             None => {
@@ -495,11 +495,11 @@ impl MongoBackend {
     }
 
     /// Keeps the user's session for its next operation.
-    fn keep(&self, on: usize, user: u32, session: mongodb::ClientSession) {
+    fn keep(&self, user: (usize, u32), session: mongodb::ClientSession) {
         self.sessions
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert((on, user), session);
+            .insert(user, session);
     }
 
     /// The group's read concern, write concern and read preference for its transactions.
@@ -514,7 +514,8 @@ impl MongoBackend {
     }
 }
 
-/// The virtual users' sessions, by (handle, user).
+/// The virtual users' sessions, by (group plan, user): each user's own, however many groups
+/// share a collection and concerns.
 pub type Sessions =
     Arc<std::sync::Mutex<std::collections::HashMap<(usize, u32), mongodb::ClientSession>>>;
 

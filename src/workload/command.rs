@@ -309,8 +309,10 @@ pub struct TemplateRequest {
     pub body: Body,
     /// `_id`s it inserts from the collection's key space, acknowledged when it ends.
     pub issued: Vec<i64>,
-    /// The virtual user (0-based) whose operation it is: its session, when it has one.
+    /// The virtual user (0-based) whose operation it is, and its group plan's index
+    /// (`Request::of_group`): its session, when it has one.
     pub user: u32,
+    pub group: usize,
     /// Where a remove puts the `_id` it found before the delete goes out (the write audit's).
     pub removed: Option<super::request::RemovedId>,
 }
@@ -347,6 +349,7 @@ impl TemplateOp {
         if self.desugared.as_ref().is_some_and(|d| d.needs_key) && !cx.lookup.has_key() {
             return TemplateRequest {
                 user: cx.user,
+                group: 0,
                 op: Arc::clone(self),
                 body: Body::Skip,
                 issued,
@@ -464,6 +467,7 @@ impl TemplateOp {
         };
         TemplateRequest {
             user: cx.user,
+            group: 0,
             op: Arc::clone(self),
             body,
             issued,
@@ -570,7 +574,9 @@ pub struct StepsRequest {
     pub built: Vec<Option<TemplateRequest>>,
     /// The late steps' own random stream.
     pub seed: u64,
+    /// The virtual user and its group plan's index, as in `TemplateRequest`.
     pub user: u32,
+    pub group: usize,
     pub collections: CollectionsDocs,
     /// The `_id`s early steps on other collections than the group's issued, acknowledged when
     /// the last copy of the request is dropped.
@@ -693,6 +699,7 @@ impl StepsOp {
             built,
             seed: cx.rng.next_u64(),
             user: cx.user,
+            group: 0,
             collections: Arc::clone(collections),
             acks: Arc::new(acks),
         }

@@ -42,6 +42,14 @@ pub fn from_id(filter: &Document, from: i64) -> Document {
 }
 
 impl Request {
+    /// Says which group plan's user sends it (its session is that user's own).
+    pub fn of_group(&mut self, group: usize) {
+        match self {
+            Request::Template(t) => t.group = group,
+            Request::Steps(s) => s.group = group,
+        }
+    }
+
     pub fn kind(&self) -> super::op::OpName {
         match self {
             Request::Template(t) => t.op.name.clone(),
