@@ -13,6 +13,8 @@
 // Profile errors carry file, line, key, value and the fix; they occur once per run, before any
 // load, so their size costs nothing worth boxing for.
 #![allow(clippy::result_large_err)]
+// No unsafe code but the system calls of `server` (kill, waitpid, prctl), each saying why.
+#![deny(unsafe_code)]
 
 pub mod app;
 pub mod audit;

@@ -12,74 +12,121 @@ use std::time::Duration;
 
 use mongo_stress::app::session::{RunOptions, Session};
 use mongo_stress::error::Error;
+use mongo_stress::metrics::sample::{SampleExtra, TxSample, TxState};
 use mongo_stress::metrics::{ErrorClass, OpError};
 use mongo_stress::ops::{Backend, Outcome, Prepared};
 use mongo_stress::plan::{profile, Overrides, RunPlan};
 use mongo_stress::report;
 use mongo_stress::summary::{ServerInfo, ServerKind, Summary, WarningCode};
-use mongo_stress::workload::op::OpName;
-use mongo_stress::workload::{KeySpace, OpKind, Request};
+use mongo_stress::workload::command::Verb;
+use mongo_stress::workload::{KeySpace, Request};
 use tokio_util::sync::CancellationToken;
 
-/// What the scripted server does with each operation kind.
+/// What the scripted server does with each verb.
 #[derive(Clone, Copy)]
 struct Act {
     latency: Duration,
     sent: u32,
     received: u32,
-    /// Every n-th operation of this kind (1-based) fails as a timeout.
+    /// Every n-th operation of this verb (1-based) fails as a timeout.
     fail_every: Option<u64>,
-    /// The n-th operation of this kind (1-based) panics.
+    /// The n-th operation of this verb (1-based) panics.
     panic_at: Option<u64>,
 }
 
+/// A server scripted by verb: the built-in kinds arrive as the verbs they are read as
+/// (`insert` an insertOne, `get` a findOne, `update` an updateOne, `remove` a deleteOne), the
+/// profile's own operations as theirs, and steps and transactions step by step.
 #[derive(Clone)]
 struct Scripted {
-    acts: Arc<HashMap<OpKind, Act>>,
-    seen: Arc<HashMap<OpKind, AtomicU64>>,
+    acts: Arc<HashMap<Verb, Act>>,
+    seen: Arc<HashMap<Verb, AtomicU64>>,
 }
 
 impl Scripted {
-    fn new(acts: &[(OpKind, Act)]) -> Self {
+    fn new(acts: &[(Verb, Act)]) -> Self {
         Scripted {
             acts: Arc::new(acts.iter().copied().collect()),
-            seen: Arc::new(
-                OpKind::ALL
-                    .iter()
-                    .map(|k| (*k, AtomicU64::new(0)))
-                    .collect(),
-            ),
+            seen: Arc::new(Verb::ALL.iter().map(|v| (*v, AtomicU64::new(0))).collect()),
+        }
+    }
+
+    /// One operation of verb `verb` (its row named `name`): the scripted wait and what it did.
+    async fn one(&self, verb: Verb, name: &str) -> Outcome {
+        let act = self.acts[&verb];
+        let n = self.seen[&verb].fetch_add(1, Ordering::Relaxed) + 1;
+        if act.panic_at == Some(n) {
+            panic!("scripted panic on {name} number {n}");
+        }
+        tokio::time::sleep(act.latency).await;
+        let failed = act.fail_every.is_some_and(|every| n % every == 0);
+        let writes = |vs: &[Verb]| u64::from(!failed && vs.contains(&verb));
+        Outcome {
+            sent: act.sent,
+            received: act.received,
+            matched: !failed,
+            modified: !failed
+                && matches!(
+                    verb,
+                    Verb::UpdateOne | Verb::UpdateMany | Verb::DeleteOne | Verb::DeleteMany
+                ),
+            error: failed.then(|| {
+                Box::new(OpError {
+                    class: ErrorClass::Timeout,
+                    message: format!("scripted timeout on {name} number {n}").into(),
+                })
+            }),
+            inserted: writes(&[Verb::InsertOne]),
+            deleted: writes(&[Verb::DeleteOne]),
+            ..Outcome::default()
         }
     }
 }
 
 impl Backend for Scripted {
     async fn execute(&self, _on: usize, req: Request) -> Outcome {
-        let OpName::Kind(kind) = req.kind() else {
-            unreachable!("the scripted profiles use built-in operations only")
-        };
-        let act = self.acts[&kind];
-        let n = self.seen[&kind].fetch_add(1, Ordering::Relaxed) + 1;
-        if act.panic_at == Some(n) {
-            panic!("scripted panic on {kind} number {n}");
-        }
-        tokio::time::sleep(act.latency).await;
-        let failed = act.fail_every.is_some_and(|every| n % every == 0);
-        Outcome {
-            sent: act.sent,
-            received: act.received,
-            matched: !failed,
-            modified: !failed && matches!(kind, OpKind::Update | OpKind::Remove),
-            error: failed.then(|| {
-                Box::new(OpError {
-                    class: ErrorClass::Timeout,
-                    message: format!("scripted timeout on {kind} number {n}").into(),
-                })
-            }),
-            // What the built-in operations count: an insert writes one, a remove deletes one.
-            inserted: u64::from(!failed && kind == OpKind::Insert),
-            deleted: u64::from(!failed && kind == OpKind::Remove),
-            ..Outcome::default()
+        match req {
+            Request::Template(t) => self.one(t.op.verb, &t.op.name.to_string()).await,
+            Request::Steps(s) => {
+                // Each step in turn, timed; the first that fails or matches nothing ends it (a
+                // transaction's then aborts), as the real backend does.
+                let mut out = Outcome {
+                    matched: true,
+                    ..Outcome::default()
+                };
+                let mut extra = SampleExtra::default();
+                let started = tokio::time::Instant::now();
+                for step in &s.op.steps {
+                    let at = tokio::time::Instant::now();
+                    let one = self.one(step.verb, &step.name.to_string()).await;
+                    let us = u32::try_from(at.elapsed().as_micros()).unwrap();
+                    extra.steps.push((step.name.clone(), us));
+                    out.sent += one.sent;
+                    out.received += one.received;
+                    out.inserted += one.inserted;
+                    out.deleted += one.deleted;
+                    out.modified |= one.modified;
+                    if one.error.is_some() || !one.matched {
+                        out.matched = false;
+                        out.error = one.error;
+                        break;
+                    }
+                }
+                if s.op.transaction {
+                    extra.tx = Some(TxSample {
+                        state: if out.matched {
+                            TxState::Committed
+                        } else {
+                            TxState::Aborted
+                        },
+                        ..TxSample::default()
+                    });
+                    extra.first_attempt_us =
+                        Some(u32::try_from(started.elapsed().as_micros()).unwrap());
+                }
+                out.extra = Some(Box::new(extra));
+                out
+            }
         }
     }
 
@@ -92,7 +139,11 @@ impl Backend for Scripted {
         begin: Option<std::time::SystemTime>,
     ) -> Result<Prepared, Error> {
         Ok(Prepared {
-            keys: vec![KeySpace::starting_at(plan.setup().preload as i64)],
+            keys: plan
+                .collections
+                .iter()
+                .map(|c| KeySpace::starting_at(c.setup.preload as i64))
+                .collect(),
             begin,
             // As if the preload took a quarter of a second.
             load: (plan.setup().preload > 0)
@@ -299,16 +350,16 @@ fn table(summary: &Summary) -> String {
 async fn a_scripted_profile_gives_exact_outputs_in_every_format() {
     let dir = tempfile::tempdir().unwrap();
     let backend = Scripted::new(&[
-        (OpKind::Insert, act(2, 100, 0)),
+        (Verb::InsertOne, act(2, 100, 0)),
         (
-            OpKind::Find,
+            Verb::Find,
             Act {
                 fail_every: Some(4),
                 ..act(5, 30, 2000)
             },
         ),
-        (OpKind::Update, act(3, 60, 0)),
-        (OpKind::Remove, act(4, 50, 20)),
+        (Verb::UpdateOne, act(3, 60, 0)),
+        (Verb::DeleteOne, act(4, 50, 20)),
     ]);
     let summary = run(dir.path(), backend).await;
 
@@ -352,16 +403,16 @@ async fn a_scripted_profile_gives_exact_outputs_in_every_format() {
 async fn a_panic_in_one_virtual_user_fails_the_run_and_names_its_group() {
     let dir = tempfile::tempdir().unwrap();
     let backend = Scripted::new(&[
-        (OpKind::Insert, act(2, 100, 0)),
-        (OpKind::Find, act(5, 30, 2000)),
+        (Verb::InsertOne, act(2, 100, 0)),
+        (Verb::Find, act(5, 30, 2000)),
         (
-            OpKind::Update,
+            Verb::UpdateOne,
             Act {
                 panic_at: Some(3),
                 ..act(3, 60, 0)
             },
         ),
-        (OpKind::Remove, act(4, 50, 20)),
+        (Verb::DeleteOne, act(4, 50, 20)),
     ]);
     let summary = run(dir.path(), backend).await;
 
@@ -425,9 +476,9 @@ loops = 8
 
 fn mixed_backend() -> Scripted {
     Scripted::new(&[
-        (OpKind::Insert, act(2, 100, 0)),
-        (OpKind::Get, act(3, 30, 200)),
-        (OpKind::Update, act(4, 60, 0)),
+        (Verb::InsertOne, act(2, 100, 0)),
+        (Verb::FindOne, act(3, 30, 200)),
+        (Verb::UpdateOne, act(4, 60, 0)),
     ])
 }
 
@@ -622,4 +673,128 @@ async fn the_run_directory_reads_back_typed_in_every_reader() {
         .expect("refused")
         .to_string();
     assert!(e.contains("resources.tsv cannot be read"), "{e}");
+}
+
+/// The profile's own operations, a mix of named ones, steps on two collections and a
+/// transaction, through the whole pipeline without a server.
+const OWN: &str = r#"
+name = "own"
+[[collection]]
+name = "orders"
+preload = 100
+[collection.document]
+status = { "^Choose" = { from = ["open", "paid"] } }
+[[collection]]
+name = "accounts"
+preload = 10
+[collection.document]
+balance = 100
+[[group]]
+name = "recent"
+collection = "orders"
+threads = 2
+loops = 5
+[group.find]
+filter = { status = "open" }
+limit = 20
+[[group]]
+name = "app"
+collection = "orders"
+threads = 2
+loops = 10
+[[group.ops]]
+name = "lookup"
+weight = 1
+findOne = { filter = { _id = { "^Key" = {} } } }
+[[group.ops]]
+name = "load"
+weight = 1
+insertMany = { batch = 10 }
+[[group]]
+name = "order"
+collection = "orders"
+threads = 1
+loops = 4
+[[group.steps]]
+name = "pick"
+findOne = { filter = { _id = { "^Key" = {} } } }
+[[group.steps]]
+name = "log"
+collection = "accounts"
+insertOne = { document = { balance = 0 } }
+[[group]]
+name = "transfer"
+collection = "accounts"
+threads = 2
+loops = 5
+transaction = true
+[[group.steps]]
+name = "debit"
+updateOne = { filter = { _id = { "^Key" = {} } }, update = { "$inc" = { balance = -1 } } }
+[[group.steps]]
+name = "credit"
+updateOne = { filter = { _id = { "^Key" = {} } }, update = { "$inc" = { balance = 1 } } }
+"#;
+
+/// Equal within the histograms' three significant digits.
+fn assert_near(ms: f64, expected: f64, what: &str) {
+    assert!(
+        (ms - expected).abs() <= expected * 1e-3,
+        "{what}: {ms} ms, expected {expected}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn templates_steps_and_a_transaction_run_through_the_pipeline_by_verb() {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = Scripted::new(&[
+        (Verb::Find, act(5, 30, 2000)),
+        (Verb::FindOne, act(2, 20, 200)),
+        (
+            Verb::InsertMany,
+            Act {
+                fail_every: Some(3),
+                ..act(8, 1000, 0)
+            },
+        ),
+        (Verb::InsertOne, act(1, 40, 0)),
+        (Verb::UpdateOne, act(3, 60, 0)),
+    ]);
+    let loaded = profile::parse("own.toml", OWN, "own").expect("profile parses");
+    let plan = RunPlan::build(&loaded, &Overrides::default()).expect("profile plans");
+    let summary = run_plan(dir.path(), backend.clone(), &plan).await;
+    let rows = &summary.runs[0].rows;
+    let row = |label: &str| {
+        rows.iter()
+            .find(|r| r.label.is(label))
+            .unwrap_or_else(|| panic!("no row {label}"))
+    };
+    // Each verb's count on the scripted server is what the rows say was sent.
+    let seen = |v: Verb| backend.seen[&v].load(Ordering::Relaxed);
+    assert_eq!(row("recent").samples, 10);
+    assert_eq!(seen(Verb::Find), 10);
+    assert_near(row("recent").median_ms, 5.0, "the scripted find");
+    assert_eq!(row("app").samples, 20);
+    assert_eq!(row("app:lookup").samples + row("app:load").samples, 20);
+    assert_eq!(seen(Verb::InsertMany), row("app:load").samples);
+    assert_eq!(row("app:load").errors, seen(Verb::InsertMany) / 3);
+    // Steps: one sample each, a row per step with its own time, the whole their sum.
+    assert_eq!(row("order").samples, 4);
+    assert_eq!(seen(Verb::InsertOne), 4, "one log per order");
+    assert_near(row("order:pick").median_ms, 2.0, "order:pick");
+    assert_near(row("order:log").median_ms, 1.0, "order:log");
+    assert_near(row("order").median_ms, 3.0, "order");
+    // The transaction: 10 committed, each two updates of 3 ms.
+    let t = row("transfer");
+    assert_eq!(t.samples, 10);
+    assert_eq!(seen(Verb::UpdateOne), 20);
+    assert_near(t.median_ms, 6.0, "transfer");
+    let tx = t.transactions.as_ref().expect("a transaction's counts");
+    assert_eq!((tx.committed, tx.aborted, tx.in_doubt), (10, 0, 0));
+    assert_eq!(row("transfer:first-attempt").samples, 10);
+    assert_eq!(
+        read(dir.path(), "samples.tsv").lines().count() as u64,
+        1 + seen(Verb::Find) + 20 + 4 + 10
+    );
+    assert_run_json_valid(dir.path());
 }

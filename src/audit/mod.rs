@@ -24,7 +24,7 @@ use mongodb::bson::Bson;
 use crate::metrics::sample::TxState;
 use crate::metrics::ErrorClass;
 use crate::plan::{Concerns, RunPlan, WriteConcernPlan};
-use crate::workload::command::{Body, BuiltModel, TemplateRequest, Verb};
+use crate::workload::command::{AuditAs, Body, BuiltModel, TemplateRequest};
 use crate::workload::{OpKind, Request};
 
 /// What an acknowledged write's end says about its effect.
@@ -233,10 +233,7 @@ impl Intent {
 
 /// The documents a template inserts: `_id`s from the key space, and the `_id`s it sets itself.
 fn inserted(t: &TemplateRequest) -> Option<Intent> {
-    if !matches!(
-        t.op.verb,
-        Verb::InsertOne | Verb::InsertMany | Verb::BulkWrite
-    ) {
+    if !matches!(t.op.verb.audit(), AuditAs::Inserts | AuditAs::ByModel) {
         return None;
     }
     let docs: Vec<&mongodb::bson::RawDocumentBuf> = match &t.body {

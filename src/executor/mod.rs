@@ -70,6 +70,8 @@ pub struct Context<B> {
     /// Open loop: one permit per connection of the driver's pool (`pool_size`), held by each
     /// operation in flight, so a slot that finds every connection busy waits without a task.
     pub pool: Arc<tokio::sync::Semaphore>,
+    /// The pool's size (`pool_size`): an open-loop group has at most this many workers.
+    pub pool_size: u32,
 }
 
 /// Runs one stage to its end, or until `ctx.stop` fires and in-flight operations had

@@ -1,19 +1,20 @@
-//! Open loop without a task per virtual user: one task per group takes each slot of the
-//! group's schedule when it falls due and hands it to an idle user, whose operation runs as a
-//! task of its own until it ends; the user is then idle again. An idle user is only its state
+//! Open loop without a task per virtual user or per operation: a group's schedule is worked by
+//! as many workers as it may have operations in flight (its users, at most the pool's
+//! connections), each a task that takes the next slot of the schedule, waits until it is due,
+//! takes an idle user and runs that user's operation itself. An idle user is only its state
 //! (`User`, made the first time it is needed), so a million users cost what their operations in
 //! flight cost, not a million tasks. Users take turns: those never needed yet go first, then the
 //! ones that came back, in the order they came back. An operation also holds one of the pool's
-//! connections (`Context::pool`, as many as `pool_size`) until its reply, so users beyond the
-//! pool wait here, as a count, not as tasks queued in the driver. A slot that finds every user or
-//! every connection busy waits for the first to come back and counts as late, and so do the
-//! slots that came due during that wait.
+//! connections (`Context::pool`, shared by the run's open-loop groups) until its reply. A slot
+//! that came due before its worker was free again found every worker busy (each with a user
+//! whose operation was in flight; a free one takes the next slot at once): it is late, and so
+//! is one that then waited for a connection.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
@@ -45,14 +46,14 @@ impl Drop for Started<'_> {
     }
 }
 
-/// Says which user's operation panicked: its task's id and the user's number, filed while the
-/// panic unwinds (only then: nothing on an operation's way).
-struct Panicked {
+/// Says which user's operation panicked: its worker's task id and the user's number, filed
+/// while the panic unwinds (only then: nothing on an operation's way).
+struct Panicked<'a> {
     n: u32,
-    into: Arc<Mutex<Vec<(tokio::task::Id, u32)>>>,
+    into: &'a Mutex<Vec<(tokio::task::Id, u32)>>,
 }
 
-impl Drop for Panicked {
+impl Drop for Panicked<'_> {
     fn drop(&mut self) {
         if std::thread::panicking() {
             self.into
@@ -63,10 +64,132 @@ impl Drop for Panicked {
     }
 }
 
+/// What a group's workers share: the schedule, the idle users, and how the group is ending.
+struct Shared<B> {
+    group: Arc<GroupPlan>,
+    ctx: Arc<Context<B>>,
+    schedule: Arc<Schedule>,
+    deadline: Option<Instant>,
+    warmup_end: Instant,
+    idle: Mutex<Idle>,
+    /// The recorder is gone: nothing more can be recorded.
+    gone: AtomicBool,
+    panicked: Mutex<Vec<(tokio::task::Id, u32)>>,
+}
+
+/// The users not in an operation: how many were made (the rest are made when first needed),
+/// how many were lost (their operation panicked), and those that came back, in order.
+#[derive(Default)]
+struct Idle {
+    made: u32,
+    lost: u32,
+    back: VecDeque<User>,
+}
+
+impl<B: Backend> Shared<B> {
+    /// An idle user: one never needed yet, or the one that came back first; None when every
+    /// user left is in an operation (only after some were lost).
+    fn take(&self) -> Option<User> {
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        if idle.made < self.group.threads {
+            idle.made += 1;
+            return Some(User::new(&self.group, idle.made - 1, &self.ctx));
+        }
+        idle.back.pop_front()
+    }
+
+    fn give_back(&self, user: User) {
+        self.idle
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .back
+            .push_back(user);
+    }
+
+    /// The end of the run or of the group's duration, for a wait with no other end.
+    fn far(&self) -> Instant {
+        self.deadline
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400 * 365))
+    }
+}
+
+/// One worker: slot after slot, until the schedule, the group's duration or the run ends.
+async fn worker<B: Backend>(s: Arc<Shared<B>>) {
+    // The operation timeout's timer, moved only when it fires (as a closed-loop user's).
+    let mut timer = Box::pin(tokio::time::sleep(s.ctx.op_timeout));
+    // When this worker's last operation ended (None before its first).
+    let mut free_since: Option<Instant> = None;
+    loop {
+        if s.ctx.stop.is_cancelled() || s.gone.load(Ordering::Relaxed) {
+            return;
+        }
+        let Some((_, due)) = s.schedule.claim() else {
+            return;
+        };
+        if s.deadline.is_some_and(|d| due >= d) {
+            return;
+        }
+        // Due before this worker was free again: every worker was busy then (a free one
+        // would have taken it, slots being taken in order).
+        let mut late = free_since.is_some_and(|f| due < f);
+        if due > Instant::now() {
+            tokio::select! {
+                _ = tokio::time::sleep_until(due) => {}
+                _ = s.ctx.stop.cancelled() => return,
+            }
+        }
+        let Some(mut user) = s.take() else {
+            return;
+        };
+        // A connection of the pool: waited for here, not in the driver.
+        let connection = match Arc::clone(&s.ctx.pool).try_acquire_owned() {
+            Ok(p) => p,
+            Err(_) => {
+                late = true;
+                let permit = tokio::select! {
+                    p = Arc::clone(&s.ctx.pool).acquire_owned() => p.ok(),
+                    _ = tokio::time::sleep_until(s.far()) => None,
+                    _ = s.ctx.stop.cancelled() => None,
+                };
+                match permit {
+                    Some(p) => p,
+                    None => return s.give_back(user),
+                }
+            }
+        };
+        s.schedule.start();
+        let slot = Slot {
+            due,
+            late,
+            connection,
+        };
+        let marker = Panicked {
+            n: user.number(),
+            into: &s.panicked,
+        };
+        let recorded = one_op(
+            &s.group,
+            &mut user,
+            &s.ctx,
+            Some(slot),
+            s.warmup_end,
+            &mut timer,
+        )
+        .await;
+        drop(marker);
+        s.give_back(user);
+        free_since = Some(Instant::now());
+        if !recorded {
+            s.gone.store(true, Ordering::Relaxed);
+            return;
+        }
+    }
+}
+
 /// Runs an open-loop group to its end: its users started over the ramp-up, then every slot of
 /// its schedule until its duration or loops are over or the run stops. Each user whose
 /// operation panicked goes into `failures` at once, named as `run_stage` names them (so an
-/// abort after the stop's grace loses none).
+/// abort after the stop's grace loses none), and its worker is replaced while users remain.
 pub(super) async fn group<B: Backend>(
     group: Arc<GroupPlan>,
     ctx: Arc<Context<B>>,
@@ -104,118 +227,40 @@ pub(super) async fn group<B: Backend>(
         }
     }
 
-    let deadline = match group.stop {
-        StopAt::Duration(d) => Some(group_start + d),
-        StopAt::Loops(_) => None,
-    };
-    let far = || deadline.unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400 * 365));
-    let warmup_end = group_start + group.warmup;
-    let (back, mut idle) = mpsc::unbounded_channel::<User>();
-    let gone = Arc::new(AtomicBool::new(false));
-    let panicked: Arc<Mutex<Vec<(tokio::task::Id, u32)>>> = Default::default();
-    // Users made so far, and those lost (their operation panicked): the rest are idle or busy.
-    let mut made = 0u32;
-    let mut lost = 0u32;
-    // The group waited for a user or a connection until then: a slot due before it is late too,
-    // though it found one at once (the backlog of the same wait).
-    let mut caught_up = group_start;
-    let mut ops = JoinSet::new();
-    'slots: loop {
-        while let Some(ended) = ops.try_join_next_with_id() {
-            lost += note_panic(ended, &panicked, &group, &failures);
-        }
-        if ctx.stop.is_cancelled() || gone.load(Ordering::Relaxed) || lost >= threads {
-            break;
-        }
-        let Some((_, due)) = schedule.claim() else {
-            break;
-        };
-        if deadline.is_some_and(|d| due >= d) {
-            break;
-        }
-        if due > Instant::now() {
-            tokio::select! {
-                _ = tokio::time::sleep_until(due) => {}
-                _ = ctx.stop.cancelled() => break,
-            }
-        }
-        // An idle user: one never needed yet, or the one that came back first.
-        let mut waited = false;
-        let mut user = if made < threads {
-            made += 1;
-            User::new(&group, made - 1, &ctx)
-        } else if let Ok(u) = idle.try_recv() {
-            u
-        } else {
-            // Every user is busy: the slot waits for the first to come back (an operation that
-            // ends in a panic brings none back, and is counted).
-            waited = true;
-            loop {
-                tokio::select! {
-                    u = idle.recv() => match u {
-                        Some(u) => break u,
-                        None => break 'slots,
-                    },
-                    Some(ended) = ops.join_next_with_id() => {
-                        lost += note_panic(ended, &panicked, &group, &failures);
-                        if lost >= threads || gone.load(Ordering::Relaxed) {
-                            break 'slots;
-                        }
-                    }
-                    _ = tokio::time::sleep_until(far()) => break 'slots,
-                    _ = ctx.stop.cancelled() => break 'slots,
-                }
-            }
-        };
-        // A connection of the pool: waited for here, not by a task of the operation's own.
-        let connection = match Arc::clone(&ctx.pool).try_acquire_owned() {
-            Ok(p) => p,
-            Err(_) => {
-                waited = true;
-                let permit = tokio::select! {
-                    p = Arc::clone(&ctx.pool).acquire_owned() => p.ok(),
-                    _ = tokio::time::sleep_until(far()) => None,
-                    _ = ctx.stop.cancelled() => None,
-                };
-                match permit {
-                    Some(p) => p,
-                    None => break,
-                }
-            }
-        };
-        if waited {
-            caught_up = Instant::now();
-        }
-        let slot = Slot {
-            due,
-            late: waited || due < caught_up,
-            connection,
-        };
-        schedule.start();
-        let (group, ctx, back, gone) = (
-            Arc::clone(&group),
-            Arc::clone(&ctx),
-            back.clone(),
-            Arc::clone(&gone),
-        );
-        let marker = Panicked {
-            n: user.number(),
-            into: Arc::clone(&panicked),
-        };
-        ops.spawn(async move {
-            let _marker = marker;
-            if one_op(&group, &mut user, &ctx, Some(slot), warmup_end, None).await {
-                let _ = back.send(user);
-            } else {
-                // The recorder is gone: nothing more can be recorded.
-                gone.store(true, Ordering::Relaxed);
-            }
-        });
+    let shared = Arc::new(Shared {
+        deadline: match group.stop {
+            StopAt::Duration(d) => Some(group_start + d),
+            StopAt::Loops(_) => None,
+        },
+        warmup_end: group_start + group.warmup,
+        idle: Mutex::new(Idle::default()),
+        gone: AtomicBool::new(false),
+        panicked: Mutex::default(),
+        group: Arc::clone(&group),
+        ctx: Arc::clone(&ctx),
+        schedule,
+    });
+    // As many operations in flight as there are users, and at most the pool's connections.
+    let workers = threads.min(ctx.pool_size.max(1));
+    let mut running = JoinSet::new();
+    for _ in 0..workers {
+        running.spawn(worker(Arc::clone(&shared)));
     }
-    // Operations in flight end on their own (bounded by the operation timeout); at a stop,
-    // `run_stage` aborts this task after its grace, and with it every one of them.
-    while let Some(ended) = ops.join_next_with_id().await {
-        note_panic(ended, &panicked, &group, &failures);
+    // Workers end with the schedule, the group's duration or the run; at a stop, `run_stage`
+    // aborts this task after its grace, and with it every worker and its operation.
+    while let Some(ended) = running.join_next_with_id().await {
+        if note_panic(ended, &shared.panicked, &group, &failures) == 0 {
+            continue;
+        }
+        let left = {
+            let mut idle = shared.idle.lock().unwrap_or_else(|e| e.into_inner());
+            idle.lost += 1;
+            threads - idle.lost.min(threads)
+        };
+        let ending = ctx.stop.is_cancelled() || shared.gone.load(Ordering::Relaxed);
+        if !ending && u32::try_from(running.len()).unwrap_or(u32::MAX) < left {
+            running.spawn(worker(Arc::clone(&shared)));
+        }
     }
 }
 

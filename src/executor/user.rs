@@ -102,14 +102,14 @@ pub(super) async fn virtual_user<B: Backend>(
         if deadline.is_some_and(|d| Instant::now() >= d) {
             break;
         }
-        if !one_op(&group, &mut user, &ctx, None, warmup_end, Some(&mut timer)).await {
+        if !one_op(&group, &mut user, &ctx, None, warmup_end, &mut timer).await {
             break;
         }
     }
 }
 
-/// An open-loop operation's slot: when it was due, whether it started late (it waited for a
-/// user or a connection, or came due while the group waited for one), and the connection of the
+/// An open-loop operation's slot: when it was due, whether it started late (it came due while
+/// every worker of the group was busy, or waited for a connection), and the connection of the
 /// pool it holds until its reply.
 pub(super) struct Slot {
     pub due: Instant,
@@ -117,16 +117,17 @@ pub(super) struct Slot {
     pub connection: tokio::sync::OwnedSemaphorePermit,
 }
 
-/// One operation of `user`: built, sent (bounded by the operation timeout, on the user's own
-/// `timer` when it has one), timed and handed to the recorder; `due` is its slot in open loop,
-/// `late` whether it waited for a user or a connection. False once the recorder is gone.
+/// One operation of `user`: built, sent (bounded by the operation timeout, on `timer`: the
+/// closed-loop user's own, or the open-loop worker's), timed and handed to the recorder; `due`
+/// is its slot in open loop, `late` whether it came due with every worker busy or waited for a
+/// connection. False once the recorder is gone.
 pub(super) async fn one_op<B: Backend>(
     group: &GroupPlan,
     user: &mut User,
     ctx: &Context<B>,
     slot: Option<Slot>,
     warmup_end: Instant,
-    timer: Option<&mut std::pin::Pin<Box<tokio::time::Sleep>>>,
+    timer: &mut std::pin::Pin<Box<tokio::time::Sleep>>,
 ) -> bool {
     let (due, late, connection) = match slot {
         Some(s) => (Some(s.due), s.late, Some(s.connection)),
@@ -191,45 +192,37 @@ pub(super) async fn one_op<B: Backend>(
         .as_ref()
         .and_then(|a| crate::audit::Pending::new(a, group.index, &mut req));
     let started = Instant::now();
-    let replied = match timer {
-        // Closed loop: the user's one timer, armed at some operation's deadline; when it fires
-        // before this one's, it is moved on to it. An operation that ends in time (nearly all)
-        // moves no timer, and the timer is polled once per operation (to hold the task's
-        // waker) and again only once it has fired.
-        Some(timer) => {
-            let sent = ctx.backend.execute(group.handle, req);
-            tokio::pin!(sent);
-            let mut watching = false;
-            std::future::poll_fn(|cx| {
-                if let std::task::Poll::Ready(out) = sent.as_mut().poll(cx) {
-                    return std::task::Poll::Ready(Some(out));
-                }
-                while !watching || timer.is_elapsed() {
-                    // Unconstrained: out of tokio's cooperative budget a sleep would return
-                    // Pending without holding the waker, and never be looked at again.
-                    let mut poll = tokio::task::unconstrained(timer.as_mut());
-                    match std::pin::Pin::new(&mut poll).poll(cx) {
-                        std::task::Poll::Pending => watching = true,
-                        std::task::Poll::Ready(()) => {
-                            let due = started + ctx.op_timeout;
-                            if Instant::now() >= due {
-                                return std::task::Poll::Ready(None);
-                            }
-                            timer.as_mut().reset(due);
-                            watching = false;
+    // The one timer, armed at some operation's deadline; when it fires before this one's, it
+    // is moved on to it. An operation that ends in time (nearly all) moves no timer, and the
+    // timer is polled once per operation (to hold the task's waker) and again only once it has
+    // fired.
+    let replied = {
+        let sent = ctx.backend.execute(group.handle, req);
+        tokio::pin!(sent);
+        let mut watching = false;
+        std::future::poll_fn(|cx| {
+            if let std::task::Poll::Ready(out) = sent.as_mut().poll(cx) {
+                return std::task::Poll::Ready(Some(out));
+            }
+            while !watching || timer.is_elapsed() {
+                // Unconstrained: out of tokio's cooperative budget a sleep would return
+                // Pending without holding the waker, and never be looked at again.
+                let mut poll = tokio::task::unconstrained(timer.as_mut());
+                match std::pin::Pin::new(&mut poll).poll(cx) {
+                    std::task::Poll::Pending => watching = true,
+                    std::task::Poll::Ready(()) => {
+                        let due = started + ctx.op_timeout;
+                        if Instant::now() >= due {
+                            return std::task::Poll::Ready(None);
                         }
+                        timer.as_mut().reset(due);
+                        watching = false;
                     }
                 }
-                std::task::Poll::Pending
-            })
-            .await
-        }
-        // Open loop: boxed, as the driver's futures are large and an operation's task is made
-        // (moved into place) for each operation.
-        None => {
-            let sent = Box::pin(ctx.backend.execute(group.handle, req));
-            tokio::time::timeout(ctx.op_timeout, sent).await.ok()
-        }
+            }
+            std::task::Poll::Pending
+        })
+        .await
     };
     let out = match replied {
         Some(out) => out,
@@ -349,6 +342,7 @@ mod tests {
             op_timeout: std::time::Duration::from_secs(1),
             audit: None,
             pool: Arc::new(tokio::sync::Semaphore::new(1)),
+            pool_size: 1,
         });
         virtual_user(Arc::new(group), 0, ctx, Instant::now()).await;
         let sample = rx.recv().await.expect("the user's one sample");

@@ -4,6 +4,7 @@
 //! throughput before it are read. Fed by the recorder with every sample (a few comparisons
 //! each); judged after the run, when each group's median latency is known.
 
+use super::{real, real_len};
 use serde::{Deserialize, Serialize};
 
 use super::sample::{ErrorClass, Sample};
@@ -64,7 +65,8 @@ impl Track {
                 }
                 self.last_ok_us = Some(self.last_ok_us.map_or(end, |l| l.max(end)));
                 self.since = 0;
-                let sec = (end.saturating_sub(t0_us) / 1_000_000) as usize;
+                let sec =
+                    usize::try_from(end.saturating_sub(t0_us) / 1_000_000).unwrap_or(usize::MAX);
                 if self.ok_per_sec.len() <= sec {
                     self.ok_per_sec.resize(sec + 1, 0);
                 }
@@ -200,8 +202,8 @@ pub fn windows(track: &Track, label: Label, bound_us: u64, t0_us: u64) -> Vec<Wi
             label: label.clone(),
             start_ms: g.start_us / 1000,
             end_ms: g.end_us / 1000,
-            secs: (g.end_us - g.start_us) as f64 / 1e6,
-            offset_secs: g.start_us.saturating_sub(t0_us) as f64 / 1e6,
+            secs: real(g.end_us - g.start_us) / 1e6,
+            offset_secs: real(g.start_us.saturating_sub(t0_us)) / 1e6,
             classes: classes(g.classes),
             open: g.open,
         })
@@ -221,8 +223,8 @@ pub fn recovery(
 ) -> (Option<f64>, Option<f64>, f64) {
     let first = track
         .first_success_after(at_us, over_us)
-        .map(|t| t.saturating_sub(at_us) as f64 / 1e6);
-    let sec = (at_us.saturating_sub(t0_us) / 1_000_000) as usize;
+        .map(|t| real(t.saturating_sub(at_us)) / 1e6);
+    let sec = usize::try_from(at_us.saturating_sub(t0_us) / 1_000_000).unwrap_or(usize::MAX);
     // Whole seconds before the fault's, leaving out the run's first (it is partial).
     let before: Vec<u32> = (sec.saturating_sub(5).max(1)..sec)
         .map(|s| track.ok_per_sec.get(s).copied().unwrap_or(0))
@@ -230,7 +232,7 @@ pub fn recovery(
     let rate = if before.is_empty() {
         0.0
     } else {
-        f64::from(before.iter().sum::<u32>()) / before.len() as f64
+        f64::from(before.iter().sum::<u32>()) / real_len(before.len())
     };
     // Whole seconds after the fault's own (which holds successes from before it).
     let back = (rate > 0.0)
@@ -244,7 +246,10 @@ pub fn recovery(
             if first == Some(0.0) && s == sec + 1 {
                 0.0
             } else {
-                (t0_us + (s as u64 + 1) * 1_000_000).saturating_sub(at_us) as f64 / 1e6
+                real(
+                    (t0_us + (u64::try_from(s).unwrap_or(u64::MAX) + 1) * 1_000_000)
+                        .saturating_sub(at_us),
+                ) / 1e6
             }
         });
     (first, back, rate)

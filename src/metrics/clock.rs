@@ -19,7 +19,7 @@ impl Clock {
             .unwrap_or_default();
         Clock {
             origin: Instant::now(),
-            origin_epoch_us: since.as_micros() as u64,
+            origin_epoch_us: u64::try_from(since.as_micros()).unwrap_or(u64::MAX),
         }
     }
 
@@ -29,7 +29,8 @@ impl Clock {
     }
 
     pub fn epoch_us(&self, at: Instant) -> u64 {
-        self.origin_epoch_us + at.saturating_duration_since(self.origin).as_micros() as u64
+        let since = at.saturating_duration_since(self.origin).as_micros();
+        self.origin_epoch_us + u64::try_from(since).unwrap_or(u64::MAX)
     }
 }
 

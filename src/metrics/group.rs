@@ -1,6 +1,7 @@
 //! Per-group HdrHistograms (microseconds) and counters, and the JMeter Aggregate Report row
 //! computed from them: the one place latencies become percentiles.
 
+use super::{real, whole};
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -98,7 +99,7 @@ impl Timing {
         if n == 0 {
             0.0
         } else {
-            self.sum_us as f64 / n as f64 / 1000.0
+            real(u64::try_from(self.sum_us).unwrap_or(u64::MAX)) / real(n) / 1000.0
         }
     }
 }
@@ -408,7 +409,7 @@ impl GroupMetrics {
 
     fn from_one_row(r: &Row) -> Result<GroupMetrics, String> {
         let n = r.samples;
-        let us = |ms: f64| (ms * 1000.0).round() as u64;
+        let us = |ms: f64| whole(ms * 1000.0);
         let timing = |hdr: &str, average_ms: f64, min_us: u64, max_us: u64| {
             let hist = decode(hdr)?;
             let ours = new_histogram();
@@ -428,7 +429,7 @@ impl GroupMetrics {
             }
             Ok::<_, String>(Timing {
                 hist,
-                sum_us: (average_ms * 1000.0 * n as f64).round() as u128,
+                sum_us: u128::from(whole(average_ms * 1000.0 * real(n))),
                 min_us,
                 max_us,
             })
@@ -482,7 +483,7 @@ impl GroupMetrics {
         if self.samples == 0 {
             0.0
         } else {
-            (self.last_end_us.saturating_sub(self.first_start_us)) as f64 / 1e6
+            real(self.last_end_us.saturating_sub(self.first_start_us)) / 1e6
         }
     }
 
@@ -496,7 +497,7 @@ impl GroupMetrics {
     }
 
     pub fn row(&self, label: impl Into<Label>) -> Row {
-        let ms = |us: u64| us as f64 / 1000.0;
+        let ms = |us: u64| real(us) / 1000.0;
         let (l, sv) = (&self.latency, &self.service);
         let span = self.span_secs();
         let per_sec = |x: f64| if span > 0.0 { x / span } else { 0.0 };
@@ -515,11 +516,11 @@ impl GroupMetrics {
             error_pct: if empty {
                 0.0
             } else {
-                self.errors as f64 * 100.0 / n as f64
+                real(self.errors) * 100.0 / real(n)
             },
-            throughput: per_sec(n as f64),
-            received_kb_sec: per_sec(self.received_bytes as f64 / 1024.0),
-            sent_kb_sec: per_sec(self.sent_bytes as f64 / 1024.0),
+            throughput: per_sec(real(n)),
+            received_kb_sec: per_sec(real(self.received_bytes) / 1024.0),
+            sent_kb_sec: per_sec(real(self.sent_bytes) / 1024.0),
             p999_ms: l.quantile_ms(0.999),
             stddev_ms: if empty { 0.0 } else { l.hist.stdev() / 1000.0 },
             errors: self.errors,
@@ -530,7 +531,7 @@ impl GroupMetrics {
             updated: self.docs.updated,
             upserted: self.docs.upserted,
             deleted: self.docs.deleted,
-            docs_per_sec: per_sec(self.docs.moved() as f64),
+            docs_per_sec: per_sec(real(self.docs.moved())),
             transactions: self.tx.any().then(|| self.tx.clone()),
             service_average_ms: sv.average_ms(),
             service_median_ms: sv.quantile_ms(0.50),
@@ -560,7 +561,7 @@ pub fn spectrum(h: &Histogram<u64>) -> (Vec<f64>, Vec<f64>) {
             break;
         }
         x.push(1.0 / (1.0 - q));
-        y.push(v.value_iterated_to() as f64 / 1000.0);
+        y.push(real(v.value_iterated_to()) / 1000.0);
     }
     (x, y)
 }
@@ -571,7 +572,7 @@ pub fn quantile_ms(h: &Histogram<u64>, q: f64) -> f64 {
     if h.is_empty() {
         0.0
     } else {
-        h.value_at_quantile(q) as f64 / 1000.0
+        real(h.value_at_quantile(q)) / 1000.0
     }
 }
 
@@ -723,11 +724,11 @@ mod tests {
             let s = Sample {
                 intended_us: 1_700_000_000_000_000 + i * 997,
                 late: i % 50 == 0,
-                sent: 100 + i as u32,
-                received: 7 * i as u32,
+                sent: 100 + u32::try_from(i).unwrap(),
+                received: 7 * u32::try_from(i).unwrap(),
                 matched: i % 3 == 0,
                 ..Sample::at(
-                    1_700_000_000_000_000 + i * 997 + (i % 50 == 0) as u64 * 5000,
+                    1_700_000_000_000_000 + i * 997 + u64::from(i % 50 == 0) * 5000,
                     i * 13 % 4001 + 1,
                 )
             };

@@ -2,6 +2,7 @@
 //! value from a group's metrics: percentiles come from the histograms, never from rounded cells.
 
 use super::group::{GroupMetrics, Timing};
+use super::real;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum MetricKind {
@@ -177,24 +178,24 @@ impl Metric {
         match self.kind {
             MetricKind::Avg => t.average_ms(),
             MetricKind::Min if m.samples == 0 => 0.0,
-            MetricKind::Min => t.min_us as f64 / 1000.0,
-            MetricKind::Max => t.max_us as f64 / 1000.0,
+            MetricKind::Min => real(t.min_us) / 1000.0,
+            MetricKind::Max => real(t.max_us) / 1000.0,
             MetricKind::Median => t.quantile_ms(0.5),
             MetricKind::Percentile(p) => t.quantile_ms(p / 100.0),
             MetricKind::Throughput => {
                 let span = m.span_secs();
                 if span > 0.0 {
-                    m.samples as f64 / span
+                    real(m.samples) / span
                 } else {
                     0.0
                 }
             }
             MetricKind::ErrorPct if m.samples == 0 => 0.0,
-            MetricKind::ErrorPct => m.errors as f64 * 100.0 / m.samples as f64,
-            MetricKind::Errors => m.errors as f64,
-            MetricKind::Samples => m.samples as f64,
-            MetricKind::UnavailableMax => m.outage.unavailable_max_us as f64 / 1000.0,
-            MetricKind::Lost => m.outage.lost as f64,
+            MetricKind::ErrorPct => real(m.errors) * 100.0 / real(m.samples),
+            MetricKind::Errors => real(m.errors),
+            MetricKind::Samples => real(m.samples),
+            MetricKind::UnavailableMax => real(m.outage.unavailable_max_us) / 1000.0,
+            MetricKind::Lost => real(m.outage.lost),
         }
     }
 }

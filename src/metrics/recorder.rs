@@ -567,8 +567,8 @@ mod cost {
         }
         eprintln!(
             "per interval: close {:?}, serialize {:?}",
-            close / n as u32,
-            ser / n as u32
+            close / u32::try_from(n).unwrap(),
+            ser / u32::try_from(n).unwrap()
         );
     }
 }

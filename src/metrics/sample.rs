@@ -176,7 +176,7 @@ pub struct OpDocs {
 
 impl OpDocs {
     pub fn new(returned: u64, inserted: u64, updated: u64, upserted: u64, deleted: u64) -> Self {
-        let c = |n: u64| n.min(u64::from(u32::MAX)) as u32;
+        let c = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
         OpDocs {
             returned: c(returned),
             inserted: c(inserted),

@@ -87,11 +87,11 @@ async fn read_once(
                     Some(RawBsonRef::Int32(i)) => i64::from(i),
                     _ => continue,
                 };
-                if id < 0 {
+                let Ok(unsigned) = u64::try_from(id) else {
                     continue;
-                }
+                };
                 if w.ids {
-                    f.ids.insert(id as u64);
+                    f.ids.insert(unsigned);
                 }
                 if !w.counters.is_empty() {
                     // A counter never set is 0 to `$inc`.

@@ -232,9 +232,13 @@ fn read_plan(label: &str, op: &TemplateOp, reply: &Document) -> QueryPlan {
     find_key(reply, "executionStats", &mut stats);
     let num = |d: &Document, k: &str| -> Option<u64> {
         match d.get(k) {
-            Some(Bson::Int32(n)) => Some(*n as u64),
-            Some(Bson::Int64(n)) => Some(*n as u64),
-            Some(Bson::Double(n)) => Some(*n as u64),
+            Some(Bson::Int32(n)) => u64::try_from(*n).ok(),
+            Some(Bson::Int64(n)) => u64::try_from(*n).ok(),
+            // A count the server sent as a double: whole and not negative, or not a count.
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            Some(Bson::Double(n)) if n.fract() == 0.0 && (0.0..1.8e19).contains(n) => {
+                Some(*n as u64)
+            }
             _ => None,
         }
     };

@@ -31,9 +31,22 @@ async fn next(cursor: &mut mongodb::Cursor<Document>) -> mongodb::error::Result<
     }
 }
 
+/// A count the server summed (`$sum: 1`): a whole number from 0, else 0.
+fn count(n: Option<f64>) -> u64 {
+    match n {
+        // Whole, not negative, below 2^64: the cast is exact.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        Some(n) if n.fract() == 0.0 && (0.0..1.8e19).contains(&n) => n as u64,
+        _ => 0,
+    }
+}
+
 fn number(b: Option<&Bson>) -> Option<f64> {
     match b? {
         Bson::Int32(n) => Some(f64::from(*n)),
+        // A sum beyond 2^53 is rounded to the nearest double, as the server's own $sum of
+        // doubles would be.
+        #[allow(clippy::cast_precision_loss)]
         Bson::Int64(n) => Some(*n as f64),
         Bson::Double(n) => Some(*n),
         Bson::Decimal128(d) => d.to_string().parse().ok(),
@@ -77,8 +90,8 @@ pub async fn read(plan: &RunPlan, client: &mongodb::Client) -> (Vec<Reading>, Ve
                     field: inv.field.clone(),
                     sum: number(d.get("sum")).unwrap_or(0.0),
                     lowest: number(d.get("lowest")),
-                    below: number(d.get("below")).unwrap_or(0.0) as u64,
-                    documents: number(d.get("documents")).unwrap_or(0.0) as u64,
+                    below: count(number(d.get("below"))),
+                    documents: count(number(d.get("documents"))),
                     min: inv.min,
                 })
             }

@@ -35,13 +35,13 @@ pub fn default_begin() -> SystemTime {
     let at = SystemTime::now() + Duration::from_secs(2);
     let ms = at
         .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
     UNIX_EPOCH + Duration::from_millis(ms.div_ceil(1000) * 1000)
 }
 
 fn epoch_ms(t: SystemTime) -> i64 {
     t.duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 /// The marker of one run of one target collection.
@@ -132,10 +132,9 @@ impl<'a> Marker<'a> {
                 .await
                 .map_err(|e| self.failed("read", e))?;
             if let Some(m) = found {
-                let begin = m
-                    .get_i64("begin_ms")
-                    .ok()
-                    .and_then(|ms| UNIX_EPOCH.checked_add(Duration::from_millis(ms.max(0) as u64)));
+                let begin = m.get_i64("begin_ms").ok().and_then(|ms| {
+                    UNIX_EPOCH.checked_add(Duration::from_millis(u64::try_from(ms).unwrap_or(0)))
+                });
                 return Ok(Prepared {
                     keys: vec![KeySpace::partitioned(
                         m.get_i64("next_id").unwrap_or(0),

@@ -2,8 +2,9 @@
 //! `Request` through it and gets an `Outcome`; `MongoBackend` is the real one (with `setup`:
 //! drop, indexes, preload), and a scripted backend in the tests runs the whole pipeline
 //! deterministically. `connect` reaches a deployment; `classify` turns driver errors into the
-//! summary's classes; `template` sends the profile's own operations (and `MongoBackend` their
-//! steps); `explain` has the server check every template before the load and gives their
+//! summary's classes; `template` sends every operation (the built-in kinds are read as the
+//! profile's own, `plan::build::operations`), one sender per family of verbs (and
+//! `MongoBackend` their steps, transactions and sessions); `explain` has the server check every template before the load and gives their
 //! winning plans after the setup; `audit` reads the collections back for the write audit; `owned` records the
 //! collections the setup created, so their next drop needs no `--force`.
 //!
@@ -11,6 +12,16 @@
 //! sender can see (a step's time inside a group of steps, a transaction's first attempt, the
 //! audit's and setup's patience). Never: measures an operation's latency (the executor does,
 //! around `Backend::execute`), records samples or prints.
+
+// Every numeric cast says why it is safe: a cast that truncates, wraps or loses precision is
+// refused here unless allowed where it is, with the reason.
+#![deny(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    clippy::cast_precision_loss,
+    clippy::cast_lossless
+)]
 
 pub mod audit;
 pub mod classify;

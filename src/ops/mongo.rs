@@ -295,7 +295,7 @@ impl MongoBackend {
             .await;
             timed.push((
                 step.name.clone(),
-                step_started.elapsed().as_micros().min(u128::from(u32::MAX)) as u32,
+                u32::try_from(step_started.elapsed().as_micros()).unwrap_or(u32::MAX),
             ));
             out.sent = out.sent.saturating_add(one.sent);
             out.received = out.received.saturating_add(one.received);
@@ -314,15 +314,8 @@ impl MongoBackend {
                 return (out, Err(e));
             }
             // A write sent with w:0 says nothing of what it matched: the steps go on.
-            let unknown = h.unacknowledged
-                && session.is_none()
-                && matches!(
-                    step.command,
-                    crate::workload::command::Command::Insert { .. }
-                        | crate::workload::command::Command::Update { .. }
-                        | crate::workload::command::Command::Replace { .. }
-                        | crate::workload::command::Command::Delete { .. }
-                );
+            let unknown =
+                h.unacknowledged && session.is_none() && step.verb.writes() && step.verb.at_w0();
             if !one.matched && !unknown {
                 // Nothing to go on with: the operation ends here, as not matched.
                 out.matched = false;
@@ -378,7 +371,7 @@ impl MongoBackend {
         let mut tx = TxSample::default();
         // The first attempt's time, taken when it ends (committed, retried or given up).
         let mut first: Option<u32> = None;
-        let us = |d: std::time::Duration| d.as_micros().min(u128::from(u32::MAX)) as u32;
+        let us = |d: std::time::Duration| u32::try_from(d.as_micros()).unwrap_or(u32::MAX);
         let ended = |out: &mut Outcome, tx: TxSample, first: Option<u32>| {
             let extra = out.extra.get_or_insert_with(Default::default);
             extra.tx = Some(tx);

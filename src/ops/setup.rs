@@ -102,7 +102,15 @@ async fn set_up(
     let mut took = std::time::Duration::ZERO;
     let mut any_load = false;
     for (i, (c, coll)) in plan.collections.iter().zip(colls).enumerate() {
-        let (keys, load) = set_up_one(plan, c, coll, seed ^ (i as u64) << 48, stop, force).await?;
+        let (keys, load) = set_up_one(
+            plan,
+            c,
+            coll,
+            seed ^ (u64::try_from(i).unwrap_or(0) << 48),
+            stop,
+            force,
+        )
+        .await?;
         spaces.push(keys);
         if let Some((n, t)) = load {
             any_load = true;

@@ -53,6 +53,11 @@ fn bytes(d: &Document) -> u32 {
     u32::try_from(crate::workload::size::document(d)).unwrap_or(u32::MAX)
 }
 
+/// A number of documents (a `usize` fits a `u64` on every platform Rust targets).
+fn n_docs(n: usize) -> u64 {
+    u64::try_from(n).unwrap_or(u64::MAX)
+}
+
 fn len(b: &[u8]) -> u32 {
     u32::try_from(b.len()).unwrap_or(u32::MAX)
 }
@@ -176,14 +181,7 @@ pub async fn execute(
     mut session: Session<'_>,
 ) -> Result {
     let op = &req.op;
-    let writes = matches!(
-        op.command,
-        Command::Insert { .. }
-            | Command::Update { .. }
-            | Command::Replace { .. }
-            | Command::Delete { .. }
-    );
-    if on.unacknowledged && writes {
+    if on.unacknowledged && op.verb.writes() && op.verb.at_w0() {
         return unacknowledged(&on, &req, out, &mut session).await;
     }
     let (s, r) = (&mut session, &mut result);
@@ -350,18 +348,18 @@ async fn insert(
         send!(session, on.coll.insert_one(doc))?;
         out.inserted = 1;
     } else {
-        let n = docs.len() as u64;
+        let n = n_docs(docs.len());
         match send!(session, on.coll.insert_many(docs).ordered(ordered)) {
-            Ok(r) => out.inserted = r.inserted_ids.len() as u64,
+            Ok(r) => out.inserted = n_docs(r.inserted_ids.len()),
             Err(e) => {
                 // Some documents of the batch may be in: ordered stops at the first failure,
                 // unordered skips each failed one.
                 if let mongodb::error::ErrorKind::InsertMany(m) = e.kind.as_ref() {
                     let errs = m.write_errors.as_deref().unwrap_or_default();
                     out.inserted = if ordered {
-                        errs.iter().map(|w| w.index as u64).min().unwrap_or(n)
+                        errs.iter().map(|w| n_docs(w.index)).min().unwrap_or(n)
                     } else {
-                        n.saturating_sub(errs.len() as u64)
+                        n.saturating_sub(n_docs(errs.len()))
                     };
                 }
                 return Err(e);
@@ -481,7 +479,7 @@ async fn count(
         (Command::Distinct { key, .. }, Body::Filter(filter)) => {
             out.sent = on.size(&filter);
             let values = send!(session, on.coll.distinct(key, filter))?;
-            out.returned = values.len() as u64;
+            out.returned = n_docs(values.len());
             out.matched = !values.is_empty();
         }
         _ => {}

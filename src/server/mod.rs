@@ -252,6 +252,7 @@ impl EmbeddedServer {
     }
 
     /// Sends `signal` to the process, if it still runs (a reaped pid may be another's).
+    #[allow(unsafe_code)] // kill(2), waitpid(2), prctl(2): each block says why it is sound
     pub fn signal(&self, signal: i32) {
         let mut child = lock(&self.child);
         if child.try_wait().ok().flatten().is_none() {
@@ -271,6 +272,7 @@ impl EmbeddedServer {
     }
 
     /// SIGTERM, and waits for it to exit (SIGKILL after 10 s). True when it exited by itself.
+    #[allow(unsafe_code)] // kill(2), waitpid(2), prctl(2): each block says why it is sound
     pub fn terminate(&self) -> bool {
         let mut child = lock(&self.child);
         if child.try_wait().ok().flatten().is_some() {
@@ -337,6 +339,7 @@ impl Drop for EmbeddedServer {
 /// from the one thread that lives as long as the tool: the kernel kills the server when the
 /// thread that started it ends (PR_SET_PDEATHSIG follows the thread, not the process), and the
 /// blocking pool's threads end when idle.
+#[allow(unsafe_code)] // kill(2), waitpid(2), prctl(2): each block says why it is sound
 fn spawn(
     program: &Path,
     args: &[OsString],
@@ -401,6 +404,7 @@ fn gone() {
 }
 
 /// Kills the embedded server at once and removes its directory; for exits that skip `Drop`.
+#[allow(unsafe_code)] // kill(2), waitpid(2), prctl(2): each block says why it is sound
 pub fn emergency_cleanup() {
     if let Some((pid, dir)) = lock(&RUNNING).take() {
         if let Some(pid) = pid {

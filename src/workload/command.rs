@@ -46,7 +46,7 @@ pub struct Desugared {
 }
 
 /// The operations, as mongosh and the drivers name them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Verb {
     InsertOne,
     InsertMany,
@@ -122,6 +122,143 @@ impl Verb {
         Self::ALL.map(|v| v.name()).join(", ")
     }
 
+    /// The arguments it takes, as the drivers name them (the profile's operation tables).
+    pub fn arguments(self) -> &'static [&'static str] {
+        match self {
+            Verb::InsertOne => &["document"],
+            Verb::InsertMany => &["batch", "ordered", "document"],
+            Verb::Find => &[
+                "filter",
+                "projection",
+                "sort",
+                "skip",
+                "limit",
+                "batchSize",
+                "hint",
+                "collation",
+                "maxTimeMS",
+            ],
+            Verb::FindOne => &[
+                "filter",
+                "projection",
+                "sort",
+                "skip",
+                "hint",
+                "collation",
+                "maxTimeMS",
+            ],
+            Verb::Aggregate => &["pipeline", "allowDiskUse", "batchSize", "hint"],
+            Verb::CountDocuments => &["filter", "skip", "limit", "hint"],
+            Verb::EstimatedDocumentCount => &[],
+            Verb::Distinct => &["key", "filter"],
+            Verb::UpdateOne | Verb::UpdateMany => &[
+                "filter",
+                "update",
+                "upsert",
+                "arrayFilters",
+                "hint",
+                "collation",
+            ],
+            Verb::ReplaceOne => &["filter", "replacement", "upsert", "hint", "collation"],
+            Verb::DeleteOne | Verb::DeleteMany => &["filter", "hint", "collation"],
+            Verb::FindOneAndUpdate => &[
+                "filter",
+                "update",
+                "sort",
+                "projection",
+                "returnDocument",
+                "upsert",
+                "arrayFilters",
+                "hint",
+            ],
+            Verb::FindOneAndReplace => &[
+                "filter",
+                "replacement",
+                "sort",
+                "projection",
+                "returnDocument",
+                "upsert",
+                "hint",
+            ],
+            Verb::FindOneAndDelete => &["filter", "sort", "projection", "hint"],
+            Verb::BulkWrite => &["ordered", "requests"],
+            Verb::Command => &[],
+        }
+    }
+
+    /// Does it write documents (insert, update, replace or delete any)? A `command`'s effect is
+    /// not known, so no.
+    pub fn writes(self) -> bool {
+        match self {
+            Verb::InsertOne
+            | Verb::InsertMany
+            | Verb::UpdateOne
+            | Verb::UpdateMany
+            | Verb::ReplaceOne
+            | Verb::DeleteOne
+            | Verb::DeleteMany
+            | Verb::FindOneAndUpdate
+            | Verb::FindOneAndReplace
+            | Verb::FindOneAndDelete
+            | Verb::BulkWrite => true,
+            Verb::Find
+            | Verb::FindOne
+            | Verb::Aggregate
+            | Verb::CountDocuments
+            | Verb::EstimatedDocumentCount
+            | Verb::Distinct
+            | Verb::Command => false,
+        }
+    }
+
+    /// Can it go at write concern 0? The driver has no unacknowledged writes, so a write goes
+    /// as its database command with `writeConcern: { w: 0 }`; those whose reply is their result
+    /// (findOneAnd*, bulkWrite) cannot. Reads are not affected.
+    pub fn at_w0(self) -> bool {
+        match self {
+            Verb::InsertOne
+            | Verb::InsertMany
+            | Verb::UpdateOne
+            | Verb::UpdateMany
+            | Verb::ReplaceOne
+            | Verb::DeleteOne
+            | Verb::DeleteMany => true,
+            Verb::FindOneAndUpdate
+            | Verb::FindOneAndReplace
+            | Verb::FindOneAndDelete
+            | Verb::BulkWrite => false,
+            Verb::Find
+            | Verb::FindOne
+            | Verb::Aggregate
+            | Verb::CountDocuments
+            | Verb::EstimatedDocumentCount
+            | Verb::Distinct
+            | Verb::Command => !self.writes(),
+        }
+    }
+
+    /// What it does that the write audit must know of: inserts it can recompute (the `_id`s
+    /// sent), deletes and updates it cannot tell from a loss (a bulkWrite's are its models').
+    pub fn audit(self) -> AuditAs {
+        match self {
+            Verb::InsertOne | Verb::InsertMany => AuditAs::Inserts,
+            Verb::BulkWrite => AuditAs::ByModel,
+            Verb::DeleteOne | Verb::DeleteMany | Verb::FindOneAndDelete => AuditAs::Deletes,
+            Verb::UpdateOne
+            | Verb::UpdateMany
+            | Verb::ReplaceOne
+            | Verb::FindOneAndUpdate
+            | Verb::FindOneAndReplace => AuditAs::Updates,
+            Verb::Find
+            | Verb::FindOne
+            | Verb::Aggregate
+            | Verb::CountDocuments
+            | Verb::EstimatedDocumentCount
+            | Verb::Distinct
+            | Verb::Command => AuditAs::Nothing,
+        }
+    }
+
     /// Does it move many documents in one command (a documents-per-second figure is shown)?
     pub fn moves_many(self) -> bool {
         matches!(
@@ -134,6 +271,21 @@ impl Verb {
                 | Verb::BulkWrite
         )
     }
+}
+
+/// What a verb is to the write audit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuditAs {
+    /// Reads, or a command: nothing to check.
+    Nothing,
+    /// Inserts: the `_id`s it sends are checked after the run.
+    Inserts,
+    /// A bulkWrite: as its models (inserts checked, deletes and updates as below).
+    ByModel,
+    /// Deletes: a document it deleted would look lost.
+    Deletes,
+    /// Updates or replaces: its changes would look like lost or phantom increments.
+    Updates,
 }
 
 /// Options of a find (and of `findOne`, which is a find with limit 1).
@@ -472,6 +624,34 @@ impl TemplateOp {
             body,
             issued,
             removed: None,
+        }
+    }
+
+    /// Does it delete documents (its verb, or one of its bulkWrite's models)?
+    pub fn deletes(&self) -> bool {
+        match self.verb.audit() {
+            AuditAs::Deletes => true,
+            AuditAs::ByModel => self.models().any(|m| matches!(m, BulkModel::Delete { .. })),
+            AuditAs::Nothing | AuditAs::Inserts | AuditAs::Updates => false,
+        }
+    }
+
+    /// Does it update or replace documents (its verb, or one of its bulkWrite's models)?
+    pub fn updates(&self) -> bool {
+        match self.verb.audit() {
+            AuditAs::Updates => true,
+            AuditAs::ByModel => self
+                .models()
+                .any(|m| matches!(m, BulkModel::Update { .. } | BulkModel::ReplaceOne { .. })),
+            AuditAs::Nothing | AuditAs::Inserts | AuditAs::Deletes => false,
+        }
+    }
+
+    /// A bulkWrite's models (none for any other command).
+    fn models(&self) -> impl Iterator<Item = &BulkModel> {
+        match &self.command {
+            Command::Bulk { models, .. } => models.iter(),
+            _ => [].iter(),
         }
     }
 

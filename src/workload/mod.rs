@@ -1,6 +1,7 @@
 //! What the virtual users send, as values: generated documents, filters and `$set` updates
-//! (`document`), the key space of `_id`s (`keys`), operation kinds and specs (`op`), the request
-//! built from them (`request`); the profile's own operations: the template language of Extended
+//! (`document`), the key space of `_id`s (`keys`), the built-in kinds' names and a group's
+//! operation (`op`: the built-in kinds are read as the profile's own operations), the request
+//! built from it (`request`); the profile's own operations: the template language of Extended
 //! JSON with genny's `^` generators (`template`), each driver operation with its templates and
 //! options (`command`), and what templates read from the run (`lookup`: `^Key`, `^Field`).
 //!

@@ -136,6 +136,7 @@ impl<B: Backend + Clone> Session<'_, B> {
             op_timeout: plan.target.op_timeout,
             audit: audit.as_ref().map(|a| a.auditor.clone()),
             pool: Arc::new(tokio::sync::Semaphore::new(plan.target.pool_size as usize)),
+            pool_size: plan.target.pool_size,
         });
         let started_at = now_rfc3339();
         let t0 = Instant::now();

@@ -148,27 +148,9 @@ pub(super) fn judged_after_the_run(
 /// updates documents of a collection whose `$inc` counters are audited (its changes would look
 /// like lost updates or phantom ones), or a by-filter update of such a counter.
 pub(super) fn refusal(plan: &RunPlan) -> Option<String> {
-    use crate::workload::command::{BulkModel, Command, TemplateOp};
+    use crate::workload::command::TemplateOp;
     use crate::workload::OpSpec;
     let counters = plan.counters();
-    let deletes = |t: &TemplateOp| {
-        matches!(
-            t.verb,
-            crate::workload::command::Verb::DeleteOne
-                | crate::workload::command::Verb::DeleteMany
-                | crate::workload::command::Verb::FindOneAndDelete
-        ) || matches!(&t.command, Command::Bulk { models, .. } if models.iter().any(|m| matches!(m, BulkModel::Delete { .. })))
-    };
-    let updates = |t: &TemplateOp| {
-        matches!(
-            t.verb,
-            crate::workload::command::Verb::UpdateOne
-                | crate::workload::command::Verb::UpdateMany
-                | crate::workload::command::Verb::ReplaceOne
-                | crate::workload::command::Verb::FindOneAndUpdate
-                | crate::workload::command::Verb::FindOneAndReplace
-        ) || matches!(&t.command, Command::Bulk { models, .. } if models.iter().any(|m| matches!(m, BulkModel::Update { .. } | BulkModel::ReplaceOne { .. })))
-    };
     for g in plan.groups() {
         let specs = std::iter::once(&g.op).chain(g.mix.iter().map(|(s, _)| s));
         for spec in specs {
@@ -196,7 +178,7 @@ pub(super) fn refusal(plan: &RunPlan) -> Option<String> {
                     &plan.collections[t.collection].name,
                     &counters[t.collection],
                 );
-                if deletes(t) {
+                if t.deletes() {
                     return Some(format!(
                         "group `{}`'s {} deletes documents of `{}`, and the audit could not tell a document it deleted from one the server lost",
                         g.name,
@@ -204,7 +186,7 @@ pub(super) fn refusal(plan: &RunPlan) -> Option<String> {
                         name
                     ));
                 }
-                if updates(t) && !c.is_empty() {
+                if t.updates() && !c.is_empty() {
                     return Some(format!(
                         "group `{}`'s {} may change the counters ({}) of `{}` whose increments the audit checks",
                         g.name,

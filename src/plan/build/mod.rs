@@ -77,7 +77,6 @@ fn handles(target: &TargetPlan, stages: &mut [Stage]) -> Vec<HandlePlan> {
 /// rmw, which write what they read first) would fail every time; insert, update, replace and
 /// delete go as commands.
 fn unacknowledged(loaded: &super::profile::Loaded, stages: &[Stage]) -> Result<(), ProfileError> {
-    use crate::workload::command::Verb;
     let fix = "write_concern = 1 for this group, or an operation table (insertOne, updateOne, replaceOne, deleteOne, ...), whose w:0 writes are sent as commands";
     for g in stages.iter().flat_map(|s| s.groups.iter()) {
         if g.concerns.write != Some(super::WriteConcernPlan::Nodes(0)) {
@@ -110,13 +109,7 @@ fn unacknowledged(loaded: &super::profile::Loaded, stages: &[Stage]) -> Result<(
                         fix,
                     ));
                 }
-                if matches!(
-                    t.verb,
-                    Verb::FindOneAndUpdate
-                        | Verb::FindOneAndReplace
-                        | Verb::FindOneAndDelete
-                        | Verb::BulkWrite
-                ) {
+                if t.verb.writes() && !t.verb.at_w0() {
                     return Err(loaded.error_at(
                         &t.at,
                         format!("{} with write concern 0: its reply is its result, and the driver has no unacknowledged writes", t.verb.name()),

@@ -27,70 +27,6 @@ use crate::workload::{DocGen, OpSpec, Template};
 /// A group's first operation, and (for several) each with its weight.
 type Ops = (OpSpec, Vec<(OpSpec, u32)>);
 
-/// The arguments each operation takes, as the drivers name them.
-fn allowed(verb: Verb) -> &'static [&'static str] {
-    match verb {
-        Verb::InsertOne => &["document"],
-        Verb::InsertMany => &["batch", "ordered", "document"],
-        Verb::Find => &[
-            "filter",
-            "projection",
-            "sort",
-            "skip",
-            "limit",
-            "batchSize",
-            "hint",
-            "collation",
-            "maxTimeMS",
-        ],
-        Verb::FindOne => &[
-            "filter",
-            "projection",
-            "sort",
-            "skip",
-            "hint",
-            "collation",
-            "maxTimeMS",
-        ],
-        Verb::Aggregate => &["pipeline", "allowDiskUse", "batchSize", "hint"],
-        Verb::CountDocuments => &["filter", "skip", "limit", "hint"],
-        Verb::EstimatedDocumentCount => &[],
-        Verb::Distinct => &["key", "filter"],
-        Verb::UpdateOne | Verb::UpdateMany => &[
-            "filter",
-            "update",
-            "upsert",
-            "arrayFilters",
-            "hint",
-            "collation",
-        ],
-        Verb::ReplaceOne => &["filter", "replacement", "upsert", "hint", "collation"],
-        Verb::DeleteOne | Verb::DeleteMany => &["filter", "hint", "collation"],
-        Verb::FindOneAndUpdate => &[
-            "filter",
-            "update",
-            "sort",
-            "projection",
-            "returnDocument",
-            "upsert",
-            "arrayFilters",
-            "hint",
-        ],
-        Verb::FindOneAndReplace => &[
-            "filter",
-            "replacement",
-            "sort",
-            "projection",
-            "returnDocument",
-            "upsert",
-            "hint",
-        ],
-        Verb::FindOneAndDelete => &["filter", "sort", "projection", "hint"],
-        Verb::BulkWrite => &["ordered", "requests"],
-        Verb::Command => &[],
-    }
-}
-
 /// The most documents one insertMany may carry.
 const MAX_BATCH: i64 = 100_000;
 
@@ -132,7 +68,7 @@ impl<'a> Args<'a> {
     }
 
     fn check_keys(&self) -> Result<(), ProfileError> {
-        let ok = allowed(self.verb);
+        let ok = self.verb.arguments();
         for k in self.table.keys() {
             if !ok.contains(&k.as_str()) {
                 let close = ok
@@ -734,10 +670,11 @@ impl GroupAt<'_> {
     ) -> Result<Arc<TemplateOp>, ProfileError> {
         let verb = Verb::from_name(verb_name).expect("op_tables names only verbs");
         let line = self.loaded.error_at(path, "", "").line;
-        let table = match (verb, value) {
-            (Verb::Command, _) => toml::Table::new(),
-            (_, toml::Value::Table(t)) => t.clone(),
-            (_, toml::Value::String(s)) => match serde_json::from_str::<toml::Table>(s) {
+        // A command's table is its document (no arguments of its own).
+        let table = match value {
+            _ if verb == Verb::Command => toml::Table::new(),
+            toml::Value::Table(t) => t.clone(),
+            toml::Value::String(s) => match serde_json::from_str::<toml::Table>(s) {
                 Ok(t) => t,
                 Err(e) => {
                     return Err(self.loaded.error_at(
@@ -751,7 +688,7 @@ impl GroupAt<'_> {
                 return Err(self.loaded.error_at(
                     path,
                     format!("{verb_name} takes a table of its arguments"),
-                    format!("{verb_name} = {{ {} }}", allowed(verb).join(" = ..., ")),
+                    format!("{verb_name} = {{ {} }}", verb.arguments().join(" = ..., ")),
                 ))
             }
         };
@@ -902,14 +839,15 @@ impl GroupAt<'_> {
             Verb::FindOneAndUpdate | Verb::FindOneAndReplace | Verb::FindOneAndDelete => {
                 let filter = a.required("filter", "{ _id = { \"^Key\" = {} } }")?;
                 a.must_be_doc("filter", &filter, "{ status = \"open\" }")?;
-                let change = match verb {
-                    Verb::FindOneAndUpdate => Some(a.update("update")?),
-                    Verb::FindOneAndReplace => {
-                        let r = a.required("replacement", "{ status = \"open\" }")?;
-                        a.stored("replacement", &r)?;
-                        Some(r)
-                    }
-                    _ => None,
+                // findOneAndDelete changes nothing.
+                let change = if verb == Verb::FindOneAndUpdate {
+                    Some(a.update("update")?)
+                } else if verb == Verb::FindOneAndReplace {
+                    let r = a.required("replacement", "{ status = \"open\" }")?;
+                    a.stored("replacement", &r)?;
+                    Some(r)
+                } else {
+                    None
                 };
                 Command::FindAndModify {
                     filter,
@@ -1027,10 +965,29 @@ impl GroupAt<'_> {
                         args: m.write_args()?,
                     }
                 }
-                _ => BulkModel::Delete {
+                Verb::DeleteOne | Verb::DeleteMany => BulkModel::Delete {
                     many: verb == Verb::DeleteMany,
                     filter: m.required("filter", "{ _id = 1 }")?,
                 },
+                // Named above from the six model names only.
+                Verb::InsertMany
+                | Verb::Find
+                | Verb::FindOne
+                | Verb::Aggregate
+                | Verb::CountDocuments
+                | Verb::EstimatedDocumentCount
+                | Verb::Distinct
+                | Verb::FindOneAndUpdate
+                | Verb::FindOneAndReplace
+                | Verb::FindOneAndDelete
+                | Verb::BulkWrite
+                | Verb::Command => {
+                    return Err(self.loaded.error_at(
+                        &format!("{at}.{model}"),
+                        format!("`{model}` is not a write model of bulkWrite"),
+                        expected,
+                    ))
+                }
             });
         }
         Ok(out)
