@@ -18,9 +18,6 @@ use crate::error::Error;
 /// The environment variable a Kubernetes Indexed Job sets to the pod's index (0-based).
 pub const INDEX_VAR: &str = "JOB_COMPLETION_INDEX";
 
-/// Longest wait of parts 1.. for part 0's setup, unless `--setup-wait` says otherwise.
-pub const DEFAULT_SETUP_WAIT: Duration = Duration::from_secs(600);
-
 /// Which part of how many this invocation runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Part {

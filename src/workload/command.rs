@@ -258,19 +258,6 @@ impl Verb {
             | Verb::Command => AuditAs::Nothing,
         }
     }
-
-    /// Does it move many documents in one command (a documents-per-second figure is shown)?
-    pub fn moves_many(self) -> bool {
-        matches!(
-            self,
-            Verb::InsertMany
-                | Verb::Find
-                | Verb::Aggregate
-                | Verb::UpdateMany
-                | Verb::DeleteMany
-                | Verb::BulkWrite
-        )
-    }
 }
 
 /// What a verb is to the write audit.
