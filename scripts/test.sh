@@ -3,8 +3,9 @@
 #
 #   scripts/test.sh          everything: unit tests, binary tests, and live tests against a real
 #                            server (what .ci/run runs). Installs what they need first (below).
-#   scripts/test.sh --fast   the edit-test loop: the unit tests (--lib) and tests/pipeline.rs,
-#                            cli.rs, bad_input.rs, profile_fuzz.rs and module_graph.rs. No server
+#   scripts/test.sh --fast   the edit-test loop: the unit tests (--lib) and the one binary of
+#                            tests/fast/ (pipeline, cli, bad_input, profile_fuzz, module_graph,
+#                            console). No server
 #                            is installed or started: MONGO_STRESS_SKIP_LIVE=1 skips bad_input's
 #                            one live test (reported at the end), and MONGO_STRESS_SERVER_BIN
 #                            points nowhere, so a run that would start one fails instead. Nothing
@@ -58,8 +59,7 @@ if [ "${1:-}" = "--fast" ]; then
   rc=0
   env -u MONGODB_URI -u MONGO_STRESS_TEST_URI MONGO_STRESS_SKIP_LIVE=1 \
     MONGO_STRESS_SERVER_BIN=/nonexistent/no-server-in-the-fast-tier \
-    cargo test --lib --test pipeline --test cli --test bad_input --test profile_fuzz \
-    --test module_graph --test console "$@" || rc=$?
+    cargo test --lib --test fast "$@" || rc=$?
   finish "$rc" "fast (unit, pipeline, cli, bad_input, profile_fuzz, module_graph, console; no server; \
 scripts/test.sh runs the live, manifests and browser tests too)"
 fi

@@ -1,7 +1,7 @@
 //! The binary without a server: bad input is refused with exit 2 and one clear message, the
 //! bundled profiles validate, and the output contract's column names hold.
 
-mod common;
+use crate::common;
 
 use common::bin;
 use predicates::prelude::*;

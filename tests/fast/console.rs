@@ -2,7 +2,7 @@
 //! on loopback (`openssl s_server` with certificates made here by `openssl`), and that `--wide`
 //! is an option of the commands that print the summary table. No MongoDB server is needed.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};

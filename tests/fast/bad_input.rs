@@ -4,7 +4,7 @@
 //! docs/reliability.md's table under "Bad input" is the list: each of its rows must be a case
 //! here, each case a row, in the same order, with the exit code and the first line of the message
 //! as the tool prints it now, so the docs and the tool cannot drift apart unnoticed.
-//! `BAD_INPUT_UPDATE_DOCS=1 cargo test --test bad_input` rewrites that table from what the tool
+//! `BAD_INPUT_UPDATE_DOCS=1 cargo test --test fast bad_input` rewrites that table from what the tool
 //! printed; `BAD_INPUT_TABLE=path` writes it to a file of its own.
 //!
 //! Nearly every case is refused before the tool looks for a server, so the first test needs none
@@ -12,7 +12,7 @@
 //! JTL file is created once the server's URI is known) run in a live test of their own, against a
 //! real server.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 
@@ -354,7 +354,7 @@ fn fail_on(problems: &[String]) {
     assert!(
         problems.is_empty(),
         "{} problems:\n{}\n(after a deliberate change of a message or a case, \
-         BAD_INPUT_UPDATE_DOCS=1 cargo test --test bad_input rewrites the table in {DOCS}; \
+         BAD_INPUT_UPDATE_DOCS=1 cargo test --test fast bad_input rewrites the table in {DOCS}; \
          run it again to see it pass)",
         problems.len(),
         problems.join("\n")

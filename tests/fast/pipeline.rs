@@ -1,7 +1,7 @@
 //! The whole pipeline, deterministically: a scripted backend behind `ops::Backend` (fixed
 //! latencies, chosen failures, a panic on request) runs a profile through the executor, the
 //! recorder, the summary and every renderer, on tokio's paused clock, and the outputs are
-//! checked exactly (insta snapshots in tests/snapshots/). This adds determinism; the live tests
+//! checked exactly (insta snapshots in tests/snapshots/, named `pipeline__*`). This adds determinism; the live tests
 //! against a real server remain the witnesses of what the tool measures.
 
 use std::collections::HashMap;
@@ -340,6 +340,15 @@ fn redacted(text: &str) -> String {
     serde_json::to_string_pretty(&v).expect("JSON")
 }
 
+/// Checks `value` against `tests/snapshots/pipeline__NAME.snap`, the snapshots' place and name
+/// from when this was a test binary of its own.
+fn snapshot(name: &str, value: String) {
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path("../snapshots");
+    settings.set_prepend_module_to_snapshot(false);
+    settings.bind(|| insta::assert_snapshot!(format!("pipeline__{name}"), value));
+}
+
 fn table(summary: &Summary) -> String {
     let mut out = Vec::new();
     report::table::render(summary, &mut out).expect("render");
@@ -377,11 +386,11 @@ async fn a_scripted_profile_gives_exact_outputs_in_every_format() {
     assert_interval_log_matches(dir.path(), &summary);
     assert_eq!(summary.exit_code(), 1, "operations failed: exit 1");
 
-    insta::assert_snapshot!("table", table(&summary));
-    insta::assert_snapshot!("summary_tsv", read(dir.path(), "summary.tsv"));
+    snapshot("table", table(&summary));
+    snapshot("summary_tsv", read(dir.path(), "summary.tsv"));
     let json: serde_json::Value = serde_json::from_str(&read(dir.path(), "summary.json")).unwrap();
     let schema: serde_json::Value =
-        serde_json::from_str(include_str!("../docs/summary.schema.json")).unwrap();
+        serde_json::from_str(include_str!("../../docs/summary.schema.json")).unwrap();
     let validator = jsonschema::validator_for(&schema).expect("a valid schema");
     let errors: Vec<String> = validator
         .iter_errors(&json)
@@ -391,11 +400,11 @@ async fn a_scripted_profile_gives_exact_outputs_in_every_format() {
         errors.is_empty(),
         "summary.json breaks docs/summary.schema.json: {errors:#?}"
     );
-    insta::assert_snapshot!("summary_json", redacted(&read(dir.path(), "summary.json")));
-    insta::assert_snapshot!("run_json", redacted(&read(dir.path(), "run.json")));
-    insta::assert_snapshot!(
+    snapshot("summary_json", redacted(&read(dir.path(), "summary.json")));
+    snapshot("run_json", redacted(&read(dir.path(), "run.json")));
+    snapshot(
         "resources_summary_tsv",
-        read(dir.path(), "resources-summary.tsv")
+        read(dir.path(), "resources-summary.tsv"),
     );
 }
 
@@ -450,7 +459,7 @@ async fn a_panic_in_one_virtual_user_fails_the_run_and_names_its_group() {
     );
     let json = read(dir.path(), "summary.json");
     assert!(json.contains("\"code\": \"failure\""), "{json}");
-    insta::assert_snapshot!("table_after_a_panic", table(&summary));
+    snapshot("table_after_a_panic", table(&summary));
 }
 
 const MIXED: &str = r#"
@@ -487,9 +496,9 @@ fn mixed_backend() -> Scripted {
 #[test]
 fn run_and_summary_schemas_define_a_group_alike() {
     let run: serde_json::Value =
-        serde_json::from_str(include_str!("../docs/run.schema.json")).unwrap();
+        serde_json::from_str(include_str!("../../docs/run.schema.json")).unwrap();
     let summary: serde_json::Value =
-        serde_json::from_str(include_str!("../docs/summary.schema.json")).unwrap();
+        serde_json::from_str(include_str!("../../docs/summary.schema.json")).unwrap();
     assert_eq!(run["$defs"]["group"], summary["$defs"]["group"]);
 }
 
@@ -497,7 +506,7 @@ fn run_and_summary_schemas_define_a_group_alike() {
 fn assert_run_json_valid(dir: &Path) {
     let json: serde_json::Value = serde_json::from_str(&read(dir, "run.json")).unwrap();
     let schema: serde_json::Value =
-        serde_json::from_str(include_str!("../docs/run.schema.json")).unwrap();
+        serde_json::from_str(include_str!("../../docs/run.schema.json")).unwrap();
     let validator = jsonschema::validator_for(&schema).expect("a valid schema");
     let errors: Vec<String> = validator
         .iter_errors(&json)

@@ -1,0 +1,19 @@
+//! The fast tier in one test binary (one link, not six): no server is started here. The live
+//! tests (`tests/live_*.rs`), the manifests and the browser's are their own binaries.
+//!
+//! - `pipeline`: the whole pipeline on a scripted backend, outputs checked exactly
+//! - `cli`: the binary's commands without a server
+//! - `bad_input`: every class of bad input and its one message (docs/reliability.md's table)
+//! - `profile_fuzz`: mutated profiles never panic the reader
+//! - `module_graph`: the layout's rules (ranks, no upward import)
+//! - `console`: what the console shows, TLS failures included
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod bad_input;
+mod cli;
+mod console;
+mod module_graph;
+mod pipeline;
+mod profile_fuzz;
