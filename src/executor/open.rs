@@ -114,11 +114,13 @@ impl<B: Backend> Shared<B> {
 }
 
 /// One worker: slot after slot, until the schedule, the group's duration or the run ends.
-async fn worker<B: Backend>(s: Arc<Shared<B>>) {
+/// A worker that replaces one lost to a panic starts as free from `free_since`, so the slots
+/// that came due while the group was a worker short are late.
+async fn worker<B: Backend>(s: Arc<Shared<B>>, mut free_since: Option<Instant>) {
     // The operation timeout's timer, moved only when it fires (as a closed-loop user's).
     let mut timer = Box::pin(tokio::time::sleep(s.ctx.op_timeout));
-    // When this worker's last operation ended (None before its first).
-    let mut free_since: Option<Instant> = None;
+    // `free_since`: when this worker's last operation ended (None before a first worker's
+    // first).
     loop {
         if s.ctx.stop.is_cancelled() || s.gone.load(Ordering::Relaxed) {
             return;
@@ -244,7 +246,7 @@ pub(super) async fn group<B: Backend>(
     let workers = threads.min(ctx.pool_size.max(1));
     let mut running = JoinSet::new();
     for _ in 0..workers {
-        running.spawn(worker(Arc::clone(&shared)));
+        running.spawn(worker(Arc::clone(&shared), None));
     }
     // Workers end with the schedule, the group's duration or the run; at a stop, `run_stage`
     // aborts this task after its grace, and with it every worker and its operation.
@@ -259,7 +261,7 @@ pub(super) async fn group<B: Backend>(
         };
         let ending = ctx.stop.is_cancelled() || shared.gone.load(Ordering::Relaxed);
         if !ending && u32::try_from(running.len()).unwrap_or(u32::MAX) < left {
-            running.spawn(worker(Arc::clone(&shared)));
+            running.spawn(worker(Arc::clone(&shared), Some(Instant::now())));
         }
     }
 }

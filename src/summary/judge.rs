@@ -47,6 +47,33 @@ pub struct Judging {
     pub aborted: bool,
 }
 
+/// The verdicts of a run's absolute thresholds on its groups' metrics (by plan index): in one
+/// part of a run in parts, a metric that grows with the load passes, marked, for the merge to
+/// judge; the threshold that stopped the run (`aborted_by`, as written) failed; and `lost`
+/// fails while an unfinished audit left writes unread (it knows nothing of them).
+pub fn run_thresholds(
+    plan: &crate::plan::RunPlan,
+    metrics: &[GroupMetrics],
+    aborted_by: Option<&str>,
+    audit_unfinished: bool,
+) -> Vec<ThresholdResult> {
+    plan.thresholds
+        .iter()
+        .filter(|t| t.relative.is_none())
+        .map(|t| {
+            let how = Judging {
+                deferred: plan.part.is_some() && t.metric.scales_with_load(),
+                aborted: aborted_by == Some(t.text.as_str()),
+            };
+            let mut r = judge(t, &select(t, metrics), how);
+            if audit_unfinished && t.metric.kind == crate::metrics::MetricKind::Lost {
+                r.pass = false;
+            }
+            r
+        })
+        .collect()
+}
+
 /// The verdict of an absolute threshold on the metrics of its row.
 pub fn judge(rule: &ThresholdPlan, m: &GroupMetrics, how: Judging) -> ThresholdResult {
     let value = rule.metric.value(m);

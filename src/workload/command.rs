@@ -485,16 +485,9 @@ impl TemplateOp {
     /// Generates one request.
     pub fn build(self: &Arc<Self>, cx: &mut Cx<'_>, docs: &mut dyn Documents) -> TemplateRequest {
         let mut issued = Vec::new();
-        if self.desugared.as_ref().is_some_and(|d| d.needs_key) && !cx.lookup.has_key() {
-            return TemplateRequest {
-                user: cx.user,
-                group: 0,
-                op: Arc::clone(self),
-                body: Body::Skip,
-                issued,
-                removed: None,
-            };
-        }
+        // A built-in kind on an existing document sends nothing while there is none (its
+        // values are still drawn, so the random stream is the same either way).
+        let skip = self.desugared.as_ref().is_some_and(|d| d.needs_key) && !cx.lookup.has_key();
         let mut doc = |t: &Option<Template>, cx: &mut Cx<'_>, issued: &mut Vec<i64>| {
             let d = match t {
                 Some(t) => {
@@ -608,7 +601,7 @@ impl TemplateOp {
             user: cx.user,
             group: 0,
             op: Arc::clone(self),
-            body,
+            body: if skip { Body::Skip } else { body },
             issued,
             removed: None,
         }

@@ -18,7 +18,7 @@ use crate::metrics::{
 };
 use crate::ops::Backend;
 use crate::report;
-use crate::summary::judge::{self, Judging};
+use crate::summary::judge;
 use crate::summary::resources::StageSpan;
 use crate::summary::RunResult;
 use crate::workload::KeySpace;
@@ -218,24 +218,13 @@ impl<B: Backend + Clone> Session<'_, B> {
         let stopped = stopped_early.get();
         result.stopped_early = stopped.map(|r| r.message.clone());
         result.aborted_by = stopped.and_then(|r| r.threshold.clone());
-        result.thresholds = plan
-            .thresholds
-            .iter()
-            .filter(|t| t.relative.is_none())
-            .map(|t| {
-                let how = Judging {
-                    deferred: plan.part.is_some() && t.metric.scales_with_load(),
-                    aborted: result.aborted_by.as_ref() == Some(&t.text),
-                };
-                let mut r = judge::judge(t, &judge::select(t, &metrics), how);
-                // `lost` knows nothing of writes an unfinished audit did not read back.
-                let unread = result.audit.as_ref().is_some_and(|a| !a.finished);
-                if unread && t.metric.kind == crate::metrics::MetricKind::Lost {
-                    r.pass = false;
-                }
-                r
-            })
-            .collect();
+        let audit_unfinished = result.audit.as_ref().is_some_and(|a| !a.finished);
+        result.thresholds = judge::run_thresholds(
+            plan,
+            &metrics,
+            result.aborted_by.as_deref(),
+            audit_unfinished,
+        );
         result.failures = failures;
         result
     }

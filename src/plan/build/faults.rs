@@ -167,6 +167,19 @@ pub(super) fn refusal(plan: &RunPlan) -> Option<String> {
                                 g.name
                             ));
                         }
+                        // Its increments are not known: the server does not acknowledge them.
+                        let unacknowledged =
+                            g.concerns.write == Some(crate::plan::WriteConcernPlan::Nodes(0));
+                        if let Some(f) = d
+                            .inc
+                            .iter()
+                            .find(|f| unacknowledged && counters.contains(f))
+                        {
+                            return Some(format!(
+                                "group `{}` increments `{f}` at write concern 0, which the server does not acknowledge, beside groups whose increments of `{f}` the audit checks",
+                                g.name
+                            ));
+                        }
                         Vec::new()
                     }
                     None => vec![t],
@@ -242,4 +255,32 @@ pub(super) fn within_the_stages(
             expected: FAULT_FORMS.into(),
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::plan::build::test_profile::build;
+
+    /// An update at w:0 of a counter the audit checks would look like phantom increments.
+    #[test]
+    fn the_audit_refuses_an_unacknowledged_increment_of_a_counter_it_checks() {
+        let group = |name: &str, w: &str| {
+            format!("[[group]]\nname = \"{name}\"\nop = \"update\"\ninc = [\"n\"]\nthreads = 1\nloops = 1\n{w}")
+        };
+        let doc = "audit = true\n[setup]\npreload = 10\n[document]\nn = { int = [0, 0] }\n";
+        let both = format!(
+            "{doc}{}{}",
+            group("a", ""),
+            group("b", "write_concern = 0\n")
+        );
+        let e = build(&both).unwrap_err();
+        assert!(
+            e.problem.contains("increments `n` at write concern 0"),
+            "{}",
+            e.problem
+        );
+        // Alone, the w:0 group's counters are not audited, so there is nothing to refuse.
+        let alone = format!("{doc}{}", group("b", "write_concern = 0\n"));
+        assert!(build(&alone).is_ok_and(|p| p.counters()[0].is_empty()));
+    }
 }

@@ -19,16 +19,25 @@ use crate::workload::command::{Command, Desugared, FindArgs, TemplateOp, Verb, W
 use crate::workload::op::Change;
 use crate::workload::{DocGen, Gen, OpKind, OpSpec, Template};
 
+/// The document template a built-in kind draws from, where the profile writes it and how a
+/// message names it (`[document]`, or a `[[collection]]`'s own).
+struct Doc<'a> {
+    gen: &'a DocGen,
+    at: String,
+    called: String,
+}
+
 impl GroupAt<'_> {
     /// Field names of `k` (filter, set) as indexes into the document; with `default`, the first
     /// choice field when none is given.
     fn fields(
         &self,
-        document: &DocGen,
+        doc: &Doc<'_>,
         k: &str,
         names: &Option<Vec<String>>,
         default: bool,
     ) -> Result<Vec<usize>, ProfileError> {
+        let document = doc.gen;
         let names: Vec<String> = match names {
             Some(n) if n.is_empty() => {
                 return Err(self.err(k, format!("`{k}` needs at least one field")))
@@ -53,9 +62,10 @@ impl GroupAt<'_> {
                 document.field_index(n).ok_or_else(|| {
                     self.loaded.error_at(
                         &self.path(k),
-                        format!("`{n}` is not a field of [document]"),
+                        format!("`{n}` is not a field of {}", doc.called),
                         format!(
-                            "names from [document]: {}",
+                            "names from {}: {}",
+                            doc.called,
                             document.field_names().join(", ")
                         ),
                     )
@@ -86,7 +96,19 @@ impl GroupAt<'_> {
         coll: &CollectionPlan,
         collection: usize,
     ) -> Result<(OpSpec, Vec<(OpSpec, u32)>), ProfileError> {
-        let document = &coll.document;
+        let document = &if self.loaded.profile.collections.is_empty() {
+            Doc {
+                gen: &coll.document,
+                at: "document".into(),
+                called: "[document]".into(),
+            }
+        } else {
+            Doc {
+                gen: &coll.document,
+                at: format!("collection[{collection}].document"),
+                called: format!("collection `{}`'s [collection.document]", coll.name),
+            }
+        };
         let g = self.g;
         let kinds: Vec<(OpKind, u32)> = match (g.op, &g.mix) {
             (Some(op), None) => vec![(op, 1)],
@@ -177,7 +199,8 @@ impl GroupAt<'_> {
     }
 
     /// An update's `set` fields (of the document) and `inc` fields (any names): at least one.
-    fn change(&self, document: &DocGen) -> Result<Change, ProfileError> {
+    fn change(&self, doc: &Doc<'_>) -> Result<Change, ProfileError> {
+        let document = doc.gen;
         let g = self.g;
         let inc = match &g.inc {
             Some(f) if f.is_empty() => {
@@ -203,7 +226,7 @@ impl GroupAt<'_> {
         let set = if g.set.is_none() && !inc.is_empty() {
             Vec::new()
         } else {
-            self.fields(document, "set", &g.set, false)?
+            self.fields(doc, "set", &g.set, false)?
         };
         // A counter must be a number where it exists: a generated field that is not an int or
         // a float would make every update fail at the server, and so would one both set and
@@ -217,14 +240,14 @@ impl GroupAt<'_> {
             if !numeric || also_set {
                 return Err(self.err(
                     "inc",
-                    format!(
-                        "`{name}` {}",
-                        if also_set {
-                            "is both set and incremented; an update can do one of them"
-                        } else {
-                            "is a [document] field that is not a number (int or float), so $inc would fail"
-                        }
-                    ),
+                    if also_set {
+                        format!("`{name}` is both set and incremented; an update can do one of them")
+                    } else {
+                        format!(
+                            "`{name}` is a {} field that is not a number (int or float), so $inc would fail",
+                            doc.called
+                        )
+                    },
                 ));
             }
         }
@@ -265,7 +288,8 @@ impl GroupAt<'_> {
 
     /// A kind as the verb that does what it does: the verb, its command, whether it needs an
     /// existing document (sent only once there is one) and the counters it increments.
-    fn op(&self, kind: OpKind, document: &DocGen) -> Result<Builtin, ProfileError> {
+    fn op(&self, kind: OpKind, doc: &Doc<'_>) -> Result<Builtin, ProfileError> {
+        let document = doc.gen;
         let g = self.g;
         let update = |filter, change: Change, many: bool, read_first| {
             let inc = change.inc.clone();
@@ -292,8 +316,8 @@ impl GroupAt<'_> {
             OpKind::Insert => {
                 if document.fields.is_empty() {
                     return Err(self.loaded.error_at(
-                        "document",
-                        "insert needs a [document] to generate",
+                        &doc.at,
+                        format!("insert needs a {} to generate", doc.called),
                         expected_for("document"),
                     ));
                 }
@@ -312,7 +336,7 @@ impl GroupAt<'_> {
                         "limit = 0 means no limit to MongoDB; give a real bound".into(),
                     ));
                 }
-                let filter = Template::fields(self.fields(document, "filter", &g.filter, true)?);
+                let filter = Template::fields(self.fields(doc, "filter", &g.filter, true)?);
                 let args = FindArgs {
                     limit: Some(i64::from(limit)),
                     ..FindArgs::default()
@@ -326,7 +350,7 @@ impl GroupAt<'_> {
                 )
             }
             OpKind::Update => {
-                let change = self.change(document)?;
+                let change = self.change(doc)?;
                 match g.target.unwrap_or(UpdateTarget::Random) {
                     UpdateTarget::Random => {
                         self.misplaced(
@@ -344,8 +368,7 @@ impl GroupAt<'_> {
                         (verb, command, true, inc)
                     }
                     UpdateTarget::Filter => {
-                        let filter =
-                            Template::fields(self.fields(document, "filter", &g.filter, true)?);
+                        let filter = Template::fields(self.fields(doc, "filter", &g.filter, true)?);
                         let many = g.many.unwrap_or(false);
                         let (verb, command, inc) = update(filter, change, many, false);
                         (verb, command, false, inc)
@@ -354,7 +377,7 @@ impl GroupAt<'_> {
             }
             OpKind::Remove => {
                 let command = Command::Delete {
-                    filter: Template::fields(self.fields(document, "filter", &g.filter, true)?),
+                    filter: Template::fields(self.fields(doc, "filter", &g.filter, true)?),
                     hint: None,
                     collation: None,
                     from: Some(Template::key()),
@@ -362,8 +385,9 @@ impl GroupAt<'_> {
                 (Verb::DeleteOne, command, false, Vec::new())
             }
             OpKind::Get => {
+                // As the driver's findOne sends it: limit 1 in a single batch.
                 let args = FindArgs {
-                    limit: Some(1),
+                    limit: Some(-1),
                     ..FindArgs::default()
                 };
                 let command = find(Template::by_key(false), args, false, None);
@@ -371,7 +395,7 @@ impl GroupAt<'_> {
             }
             OpKind::Rmw => {
                 let (verb, command, inc) =
-                    update(Template::by_key(false), self.change(document)?, false, true);
+                    update(Template::by_key(false), self.change(doc)?, false, true);
                 (verb, command, true, inc)
             }
             OpKind::Scan => {
