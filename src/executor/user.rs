@@ -136,51 +136,10 @@ pub(super) async fn one_op<B: Backend>(
     // A plan would need 2^32 group plans (each with its histograms) to fail this.
     let group_id = GroupId::try_from(group.index).expect("fewer than 2^32 group plans");
     let keys: &KeySpace = &ctx.keys[group.collection];
-    let gen: &DocGen = &ctx.gens[group.collection];
-    let User {
-        n,
-        rng,
-        pick,
-        state,
-    } = user;
-    let spec = group.draw(rng);
+    let spec = group.draw(&mut user.rng);
     let op = spec.kind();
     // The `_id`s a template or the steps insert, acknowledged however the operation ends.
-    let mut issued = Vec::new();
-    // Built before the clock starts, in a block of its own: the generation context is not
-    // `Send`, and the operation is awaited below.
-    let mut req = {
-        let mut lookup = GroupLookup {
-            keys,
-            pick,
-            document: gen,
-        };
-        let mut cx = Cx {
-            rng,
-            lookup: &mut lookup,
-            now_ms: now_ms(),
-            user: *n,
-            state,
-        };
-        let mut docs = CollectionDocs {
-            keys,
-            document: gen,
-        };
-        match spec {
-            OpSpec::Steps(s) => Request::Steps(s.build(
-                &mut cx,
-                &mut docs,
-                group.collection,
-                &ctx.collections,
-                &mut issued,
-            )),
-            OpSpec::Template(t) => {
-                let req = t.build(&mut cx, &mut docs);
-                issued.clone_from(&req.issued);
-                Request::Template(req)
-            }
-        }
-    };
+    let (mut req, issued) = build(group, spec, user, ctx);
     // Acknowledged however the insert ends, even by a panic: a later `_id` is drawn only
     // once every insert before it has ended.
     req.of_group(group.index);
@@ -192,55 +151,14 @@ pub(super) async fn one_op<B: Backend>(
         .as_ref()
         .and_then(|a| crate::audit::Pending::new(a, group.index, &mut req));
     let started = Instant::now();
-    // The one timer, armed at some operation's deadline; when it fires before this one's, it
-    // is moved on to it. An operation that ends in time (nearly all) moves no timer, and the
-    // timer is polled once per operation (to hold the task's waker) and again only once it has
-    // fired.
-    let replied = {
-        let sent = ctx.backend.execute(group.handle, req);
-        tokio::pin!(sent);
-        let mut watching = false;
-        std::future::poll_fn(|cx| {
-            if let std::task::Poll::Ready(out) = sent.as_mut().poll(cx) {
-                return std::task::Poll::Ready(Some(out));
-            }
-            while !watching || timer.is_elapsed() {
-                // Unconstrained: out of tokio's cooperative budget a sleep would return
-                // Pending without holding the waker, and never be looked at again.
-                let mut poll = tokio::task::unconstrained(timer.as_mut());
-                match std::pin::Pin::new(&mut poll).poll(cx) {
-                    std::task::Poll::Pending => watching = true,
-                    std::task::Poll::Ready(()) => {
-                        let due = started + ctx.op_timeout;
-                        if Instant::now() >= due {
-                            return std::task::Poll::Ready(None);
-                        }
-                        timer.as_mut().reset(due);
-                        watching = false;
-                    }
-                }
-            }
-            std::task::Poll::Pending
-        })
-        .await
-    };
-    let out = match replied {
-        Some(out) => out,
-        None => {
-            let mut out = Outcome::timed_out(ctx.op_timeout);
-            // Abandoned mid-transaction: whether it committed is not known.
-            if matches!(spec, OpSpec::Steps(s) if s.transaction) {
-                out.extra = Some(Box::new(crate::metrics::sample::SampleExtra {
-                    tx: Some(crate::metrics::sample::TxSample {
-                        state: crate::metrics::sample::TxState::InDoubt,
-                        ..Default::default()
-                    }),
-                    ..Default::default()
-                }));
-            }
-            out
-        }
-    };
+    let out = within(
+        || ctx.backend.execute(group.handle, req),
+        timer,
+        started,
+        ctx.op_timeout,
+    )
+    .await
+    .unwrap_or_else(|| abandoned(spec, ctx.op_timeout));
     let elapsed = started.elapsed();
     // The connection is free again once the reply is in: handing the sample on is not the
     // pool's wait.
@@ -258,7 +176,7 @@ pub(super) async fn one_op<B: Backend>(
         group: group_id,
         op,
         mixed: !group.mix.is_empty(),
-        thread: *n + 1,
+        thread: user.n + 1,
         start_us,
         intended_us: due.map_or(start_us, |d| ctx.clock.epoch_us(d)),
         elapsed_us: u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX),
@@ -279,6 +197,111 @@ pub(super) async fn one_op<B: Backend>(
         error: out.error,
     };
     ctx.samples.send(sample).await.is_ok()
+}
+
+/// The next request of `spec` for `user`, built before the clock starts, and the `_id`s it
+/// inserts from the key space. (The generation context is not `Send`: it lives here, not
+/// across the operation's await.)
+fn build<B>(
+    group: &GroupPlan,
+    spec: &OpSpec,
+    user: &mut User,
+    ctx: &Context<B>,
+) -> (Request, Vec<i64>) {
+    let User {
+        n,
+        rng,
+        pick,
+        state,
+    } = user;
+    let keys: &KeySpace = &ctx.keys[group.collection];
+    let gen: &DocGen = &ctx.gens[group.collection];
+    let mut issued = Vec::new();
+    let mut lookup = GroupLookup {
+        keys,
+        pick,
+        document: gen,
+    };
+    let mut cx = Cx {
+        rng,
+        lookup: &mut lookup,
+        now_ms: now_ms(),
+        user: *n,
+        state,
+    };
+    let mut docs = CollectionDocs {
+        keys,
+        document: gen,
+    };
+    let req = match spec {
+        OpSpec::Steps(s) => Request::Steps(s.build(
+            &mut cx,
+            &mut docs,
+            group.collection,
+            &ctx.collections,
+            &mut issued,
+        )),
+        OpSpec::Template(t) => {
+            let req = t.build(&mut cx, &mut docs);
+            issued.clone_from(&req.issued);
+            Request::Template(req)
+        }
+    };
+    (req, issued)
+}
+
+/// The operation `send` makes, bounded by `limit` from `started` on the one `timer`, armed at
+/// some operation's deadline; when it fires before this one's, it is moved on to it. An
+/// operation that ends in time (nearly all) moves no timer, and the timer is polled once per
+/// operation (to hold the task's waker) and again only once it has fired. None: no reply in
+/// time. (The operation's future is made here, in place, not moved in.)
+async fn within<F: Future<Output = Outcome>>(
+    send: impl FnOnce() -> F,
+    timer: &mut std::pin::Pin<Box<tokio::time::Sleep>>,
+    started: Instant,
+    limit: std::time::Duration,
+) -> Option<Outcome> {
+    let sent = send();
+    tokio::pin!(sent);
+    let mut watching = false;
+    std::future::poll_fn(|cx| {
+        if let std::task::Poll::Ready(out) = sent.as_mut().poll(cx) {
+            return std::task::Poll::Ready(Some(out));
+        }
+        while !watching || timer.is_elapsed() {
+            // Unconstrained: out of tokio's cooperative budget a sleep would return Pending
+            // without holding the waker, and never be looked at again.
+            let mut poll = tokio::task::unconstrained(timer.as_mut());
+            match std::pin::Pin::new(&mut poll).poll(cx) {
+                std::task::Poll::Pending => watching = true,
+                std::task::Poll::Ready(()) => {
+                    let due = started + limit;
+                    if Instant::now() >= due {
+                        return std::task::Poll::Ready(None);
+                    }
+                    timer.as_mut().reset(due);
+                    watching = false;
+                }
+            }
+        }
+        std::task::Poll::Pending
+    })
+    .await
+}
+
+/// An operation abandoned at its timeout; mid-transaction, whether it committed is not known.
+fn abandoned(spec: &OpSpec, limit: std::time::Duration) -> Outcome {
+    let mut out = Outcome::timed_out(limit);
+    if matches!(spec, OpSpec::Steps(s) if s.transaction) {
+        out.extra = Some(Box::new(crate::metrics::sample::SampleExtra {
+            tx: Some(crate::metrics::sample::TxSample {
+                state: crate::metrics::sample::TxState::InDoubt,
+                ..Default::default()
+            }),
+            ..Default::default()
+        }));
+    }
+    out
 }
 
 /// A distinct, reproducible stream per virtual user (splitmix64 of seed, group and user).

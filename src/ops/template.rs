@@ -512,36 +512,29 @@ async fn update(
     }
     out.sent += on.size(&filter) + if on.measure { bson_bytes(&update) } else { 0 };
     let update = update_of(update);
+    // The two actions are of two types with the same options.
+    macro_rules! with_args {
+        ($u:expr) => {{
+            let mut u = $u;
+            if let Some(x) = args.upsert {
+                u = u.upsert(x);
+            }
+            if let Some(f) = &args.array_filters {
+                u = u.array_filters(f.clone());
+            }
+            if let Some(h) = hint(&args.hint) {
+                u = u.hint(h);
+            }
+            if let Some(c) = collation(&args.collation) {
+                u = u.collation(c);
+            }
+            u
+        }};
+    }
     let r = if many {
-        let mut u = on.coll.update_many(filter, update);
-        if let Some(x) = args.upsert {
-            u = u.upsert(x);
-        }
-        if let Some(f) = &args.array_filters {
-            u = u.array_filters(f.clone());
-        }
-        if let Some(h) = hint(&args.hint) {
-            u = u.hint(h);
-        }
-        if let Some(c) = collation(&args.collation) {
-            u = u.collation(c);
-        }
-        send!(session, u)?
+        send!(session, with_args!(on.coll.update_many(filter, update)))?
     } else {
-        let mut u = on.coll.update_one(filter, update);
-        if let Some(x) = args.upsert {
-            u = u.upsert(x);
-        }
-        if let Some(f) = &args.array_filters {
-            u = u.array_filters(f.clone());
-        }
-        if let Some(h) = hint(&args.hint) {
-            u = u.hint(h);
-        }
-        if let Some(c) = collation(&args.collation) {
-            u = u.collation(c);
-        }
-        send!(session, u)?
+        send!(session, with_args!(on.coll.update_one(filter, update)))?
     };
     updated(&r, out, result);
     Ok(())
@@ -604,24 +597,23 @@ async fn delete(
     session: &mut Session<'_>,
 ) -> Result {
     out.sent = on.size(&filter);
+    // The two actions are of two types with the same options.
+    macro_rules! with_args {
+        ($d:expr) => {{
+            let mut d = $d;
+            if let Some(h) = hint(h) {
+                d = d.hint(h);
+            }
+            if let Some(c) = collation(c) {
+                d = d.collation(c);
+            }
+            d
+        }};
+    }
     let n = if many {
-        let mut d = on.coll.delete_many(filter);
-        if let Some(h) = hint(h) {
-            d = d.hint(h);
-        }
-        if let Some(c) = collation(c) {
-            d = d.collation(c);
-        }
-        send!(session, d)?.deleted_count
+        send!(session, with_args!(on.coll.delete_many(filter)))?.deleted_count
     } else {
-        let mut d = on.coll.delete_one(filter);
-        if let Some(h) = hint(h) {
-            d = d.hint(h);
-        }
-        if let Some(c) = collation(c) {
-            d = d.collation(c);
-        }
-        send!(session, d)?.deleted_count
+        send!(session, with_args!(on.coll.delete_one(filter)))?.deleted_count
     };
     out.deleted = n;
     out.matched = n > 0;
