@@ -233,7 +233,7 @@ impl Verb {
             | Verb::CountDocuments
             | Verb::EstimatedDocumentCount
             | Verb::Distinct
-            | Verb::Command => !self.writes(),
+            | Verb::Command => true,
         }
     }
 

@@ -49,11 +49,4 @@ impl Request {
             Request::Steps(s) => s.group = group,
         }
     }
-
-    pub fn kind(&self) -> super::op::OpName {
-        match self {
-            Request::Template(t) => t.op.name.clone(),
-            Request::Steps(s) => s.op.name.clone(),
-        }
-    }
 }
