@@ -29,7 +29,74 @@ pub async fn watch_signals(stop: CancellationToken) {
     }
 }
 
+/// What a source gave: its operations, its name for the account, and a client of the live
+/// server when one is known.
+struct Source {
+    observed: Vec<Observed>,
+    name: String,
+    client: Option<mongodb::Client>,
+}
+
+/// `mongo-stress capture`: reads the source, builds the profile, writes the capture's directory
+/// and prints its account; the exit code.
 pub async fn capture(args: CaptureArgs, stop: CancellationToken) -> Result<i32, Error> {
+    let out = out_dir(&args)?;
+    let name = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| "captured".into());
+    let mut left = LeftOut::default();
+    let mut blind = Vec::new();
+    let mut opts = options(&args);
+    let Source {
+        observed,
+        name: source,
+        client,
+    } = if let Some(uri) = &args.from_profiler {
+        from_profiler(uri, &args, &stop, &mut opts, &mut blind).await?
+    } else {
+        from_logs(&args, &mut left, &mut blind).await?
+    };
+    if stop.is_cancelled() && observed.is_empty() {
+        eprintln!("interrupted before any operation was captured; nothing written");
+        return Ok(exit::INTERRUPTED);
+    }
+
+    let infos = collection_infos(client.as_ref(), &observed).await;
+    let mut captured = emit::build(&observed, &infos, &opts, &name, &source, left);
+    if !captured.shapes.is_empty() && captured.shapes.iter().all(|s| s.plan.is_none()) {
+        blind.push(
+            "the source recorded no query plans (secantusd-rs's profiler keeps none): shapes.tsv has no plan, and indexes come from the server's list only".into(),
+        );
+    }
+    captured.blind.splice(0..0, blind);
+    if captured.operations == 0 {
+        return Err(nothing_captured(
+            &captured,
+            observed.len(),
+            args.from_profiler.is_some(),
+        ));
+    }
+
+    let profile_path = write_capture(&out, &captured)?;
+    print!("{}", emit::console(&captured));
+    check_profile(&profile_path)?;
+    println!(
+        "profile: {} (run it: mongo-stress run {} --uri ...)",
+        profile_path.display(),
+        profile_path.display()
+    );
+    Ok(if stop.is_cancelled() {
+        exit::INTERRUPTED
+    } else {
+        exit::OK
+    })
+}
+
+/// The capture's directory: `--out`, else one named by the time; refused when it already
+/// holds a capture.
+fn out_dir(args: &CaptureArgs) -> Result<PathBuf, Error> {
     let out = args.out.clone().unwrap_or_else(|| {
         let stamp: String = super::session::now_rfc3339()
             .chars()
@@ -44,14 +111,12 @@ pub async fn capture(args: CaptureArgs, stop: CancellationToken) -> Result<i32, 
             out.display()
         )));
     }
-    let name = out
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .filter(|n| !n.is_empty())
-        .unwrap_or_else(|| "captured".into());
-    let mut left = LeftOut::default();
-    let mut blind = Vec::new();
-    let mut opts = Options {
+    Ok(out)
+}
+
+/// How the capture is turned into a profile, from the command line.
+fn options(args: &CaptureArgs) -> Options {
+    Options {
         coverage: args.coverage,
         max_shapes: args.max_shapes as usize,
         group_by: match args.group_by.as_str() {
@@ -62,68 +127,97 @@ pub async fn capture(args: CaptureArgs, stop: CancellationToken) -> Result<i32, 
         scale: args.scale,
         keep_values: args.keep_values,
         ..Options::default()
-    };
-    let (observed, source, client) = if let Some(uri) = &args.from_profiler {
-        let dbs = profiled_dbs(uri, &args.dbs).await?;
-        let connected = crate::ops::connect::connect(uri, 4, false).await?;
-        let shown = crate::redact::redact(uri);
-        eprintln!(
-            "capture: profiling {} on {shown} for {} ({}); Ctrl-C ends it early",
-            dbs.join(", "),
-            humantime::format_duration(args.for_),
-            match args.sample_rate {
-                Some(r) => format!("level 1, slowms 0, sample rate {r}"),
-                None => "level 2".into(),
-            }
-        );
-        let started = std::time::Instant::now();
-        let got =
-            capture::profiler::capture(&connected.client, &dbs, args.for_, args.sample_rate, &stop)
-                .await?;
-        eprintln!(
-            "capture: the profiler's settings are as they were on {}",
-            dbs.join(", ")
-        );
-        for w in &got.warnings {
-            eprintln!("warning: {w}");
-        }
-        blind.extend(got.warnings.iter().cloned());
-        opts.window_s = Some(started.elapsed().as_secs_f64().max(1.0));
-        if let Some(r) = args.sample_rate {
-            opts.sample_rate = r;
-            blind.push(format!(
-                "the profiler sampled {r} of the operations: counts are of the sample, rates divided by {r}"
-            ));
-        }
-        let source = format!("the profiler of {shown} ({})", dbs.join(", "));
-        (got.operations, source, Some(connected.client))
-    } else {
-        let observed = read_logs(&args.from_log, args.since, args.until, &mut left)?;
-        blind.push(
-            "a log holds only the operations slower than slowms (100 ms unless lowered): the shapes and rates are of those".into(),
-        );
-        let client = match &args.uri {
-            Some(uri) => Some(crate::ops::connect::connect(uri, 4, false).await?.client),
-            None => {
-                blind.push("no --uri: indexes are the ones the plans named, counts and documents are guessed".into());
-                None
-            }
-        };
-        let files: Vec<String> = args
-            .from_log
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect();
-        (observed, format!("the log {}", files.join(", ")), client)
-    };
-    if stop.is_cancelled() && observed.is_empty() {
-        eprintln!("interrupted before any operation was captured; nothing written");
-        return Ok(exit::INTERRUPTED);
     }
+}
 
-    // What only the live server knows, for the namespaces of the captured operations.
+/// Profiles the databases of `uri` for `--for` (or until `stop`), saying so on standard error;
+/// sets the window and sample rate in `opts` and adds what the profiler cannot see to `blind`.
+async fn from_profiler(
+    uri: &str,
+    args: &CaptureArgs,
+    stop: &CancellationToken,
+    opts: &mut Options,
+    blind: &mut Vec<String>,
+) -> Result<Source, Error> {
+    let dbs = profiled_dbs(uri, &args.dbs).await?;
+    let connected = crate::ops::connect::connect(uri, 4, false).await?;
+    let shown = crate::redact::redact(uri);
+    eprintln!(
+        "capture: profiling {} on {shown} for {} ({}); Ctrl-C ends it early",
+        dbs.join(", "),
+        humantime::format_duration(args.for_),
+        match args.sample_rate {
+            Some(r) => format!("level 1, slowms 0, sample rate {r}"),
+            None => "level 2".into(),
+        }
+    );
+    let started = std::time::Instant::now();
+    let got =
+        capture::profiler::capture(&connected.client, &dbs, args.for_, args.sample_rate, stop)
+            .await?;
+    eprintln!(
+        "capture: the profiler's settings are as they were on {}",
+        dbs.join(", ")
+    );
+    for w in &got.warnings {
+        eprintln!("warning: {w}");
+    }
+    blind.extend(got.warnings.iter().cloned());
+    opts.window_s = Some(started.elapsed().as_secs_f64().max(1.0));
+    if let Some(r) = args.sample_rate {
+        opts.sample_rate = r;
+        blind.push(format!(
+            "the profiler sampled {r} of the operations: counts are of the sample, rates divided by {r}"
+        ));
+    }
+    Ok(Source {
+        observed: got.operations,
+        name: format!("the profiler of {shown} ({})", dbs.join(", ")),
+        client: Some(connected.client),
+    })
+}
+
+/// Reads the logs of `--from-log` and connects to `--uri` when given; adds what a log cannot
+/// see to `blind`.
+async fn from_logs(
+    args: &CaptureArgs,
+    left: &mut LeftOut,
+    blind: &mut Vec<String>,
+) -> Result<Source, Error> {
+    let observed = read_logs(&args.from_log, args.since, args.until, left)?;
+    blind.push(
+        "a log holds only the operations slower than slowms (100 ms unless lowered): the shapes and rates are of those".into(),
+    );
+    let client = match &args.uri {
+        Some(uri) => Some(crate::ops::connect::connect(uri, 4, false).await?.client),
+        None => {
+            blind.push(
+                "no --uri: indexes are the ones the plans named, counts and documents are guessed"
+                    .into(),
+            );
+            None
+        }
+    };
+    let files: Vec<String> = args
+        .from_log
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    Ok(Source {
+        observed,
+        name: format!("the log {}", files.join(", ")),
+        client,
+    })
+}
+
+/// What only the live server knows, for the namespaces of the captured operations (none
+/// without a server).
+async fn collection_infos(
+    client: Option<&mongodb::Client>,
+    observed: &[Observed],
+) -> HashMap<(String, String), CollectionInfo> {
     let mut infos: HashMap<(String, String), CollectionInfo> = HashMap::new();
-    if let Some(client) = &client {
+    if let Some(client) = client {
         let namespaces: BTreeSet<(String, String)> = observed
             .iter()
             .filter(|o| {
@@ -137,43 +231,41 @@ pub async fn capture(args: CaptureArgs, stop: CancellationToken) -> Result<i32, 
             infos.insert((db, coll), info);
         }
     }
+    infos
+}
 
-    let mut captured = emit::build(&observed, &infos, &opts, &name, &source, left);
-    if !captured.shapes.is_empty() && captured.shapes.iter().all(|s| s.plan.is_none()) {
-        blind.push(
-            "the source recorded no query plans (secantusd-rs's profiler keeps none): shapes.tsv has no plan, and indexes come from the server's list only".into(),
-        );
-    }
-    captured.blind.splice(0..0, blind);
-    if captured.operations == 0 {
-        return Err(Error::Usage(format!(
-            "no operation to capture from {}: {}\n  fix: {}",
-            captured.source,
-            nothing_because(
-                &captured.left_out,
-                observed.len(),
-                args.from_profiler.is_some()
-            ),
-            if args.from_profiler.is_some() {
-                "capture while the application runs, for longer (--for), or name the databases it uses (--db)"
-            } else {
-                "give mongod's own log (systemLog.path, MongoDB 4.4 or later) from a time the application ran; lower slowms (db.setProfilingLevel(0, {slowms: 0})) so that every operation is logged"
-            }
-        )));
-    }
+/// The error when no operation was captured: why, and what to do instead.
+fn nothing_captured(captured: &emit::Captured, observed: usize, profiler: bool) -> Error {
+    Error::Usage(format!(
+        "no operation to capture from {}: {}\n  fix: {}",
+        captured.source,
+        nothing_because(&captured.left_out, observed, profiler),
+        if profiler {
+            "capture while the application runs, for longer (--for), or name the databases it uses (--db)"
+        } else {
+            "give mongod's own log (systemLog.path, MongoDB 4.4 or later) from a time the application ran; lower slowms (db.setProfilingLevel(0, {slowms: 0})) so that every operation is logged"
+        }
+    ))
+}
 
-    std::fs::create_dir_all(&out).map_err(|e| Error::Output {
-        path: out.clone(),
+/// Writes the capture's directory (`profile.toml`, `shapes.tsv`, `capture.json`); returns the
+/// profile's path.
+fn write_capture(out: &Path, captured: &emit::Captured) -> Result<PathBuf, Error> {
+    std::fs::create_dir_all(out).map_err(|e| Error::Output {
+        path: out.to_path_buf(),
         source: e,
     })?;
     let profile_path = out.join("profile.toml");
     write(&profile_path, &captured.profile)?;
-    write(&out.join("shapes.tsv"), &emit::shapes_tsv(&captured))?;
-    let json = serde_json::to_string_pretty(&captured).map_err(|e| Error::Other(e.into()))?;
+    write(&out.join("shapes.tsv"), &emit::shapes_tsv(captured))?;
+    let json = serde_json::to_string_pretty(captured).map_err(|e| Error::Other(e.into()))?;
     write(&out.join("capture.json"), &(json + "\n"))?;
+    Ok(profile_path)
+}
 
-    print!("{}", emit::console(&captured));
-    // The profile must be one `run` executes unchanged.
+/// The profile must be one `run` executes unchanged: an error (a bug of capture) when it does
+/// not validate.
+fn check_profile(profile_path: &Path) -> Result<(), Error> {
     let checked = crate::plan::profile::load(&profile_path.to_string_lossy())
         .and_then(|p| crate::plan::RunPlan::build(&p, &Default::default()).map_err(Error::from));
     if let Err(e) = checked {
@@ -182,16 +274,7 @@ pub async fn capture(args: CaptureArgs, stop: CancellationToken) -> Result<i32, 
             profile_path.display()
         )));
     }
-    println!(
-        "profile: {} (run it: mongo-stress run {} --uri ...)",
-        profile_path.display(),
-        profile_path.display()
-    );
-    Ok(if stop.is_cancelled() {
-        exit::INTERRUPTED
-    } else {
-        exit::OK
-    })
+    Ok(())
 }
 
 /// The databases to profile: `--db`, else the URI's own database.

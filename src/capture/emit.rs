@@ -177,24 +177,9 @@ fn record(
         .push((o.ts_ms - o.millis.ceil() as i64, o.ts_ms));
 }
 
-/// Builds the profile and the account from what the source observed.
-pub fn build(
-    observed: &[Observed],
-    infos: &HashMap<(String, String), CollectionInfo>,
-    opts: &Options,
-    name: &str,
-    source: &str,
-    mut left: LeftOut,
-) -> Captured {
-    let statements_logged = observed
-        .iter()
-        .any(|o| matches!(o.op_type.as_str(), "update" | "remove") && o.command.contains_key("q"));
-    let txns = super::txn::group(observed);
-    let mut seen: Vec<Seen> = Vec::new();
-    let mut index: HashMap<String, usize> = HashMap::new();
-    let (mut first, mut last) = (i64::MAX, i64::MIN);
-    let mut operations = 0u64;
-    let group_of = |o: &Observed| match opts.group_by {
+/// The thread group an operation belongs to.
+fn group_of(o: &Observed, by: GroupBy) -> String {
+    match by {
         GroupBy::App => o
             .app
             .clone()
@@ -202,48 +187,110 @@ pub fn build(
             .unwrap_or_else(|| "app".into()),
         GroupBy::Namespace => format!("{}.{}", o.db, o.coll),
         GroupBy::None => "all".into(),
-    };
-    for (oi, o) in observed.iter().enumerate() {
-        if o.truncated {
-            left.truncated += 1;
+    }
+}
+
+/// The operations of the profile an observed entry holds, or None when it is left out (counted
+/// in `left` by why).
+fn operations_of(o: &Observed, statements_logged: bool, left: &mut LeftOut) -> Option<Vec<Op>> {
+    if o.truncated {
+        left.truncated += 1;
+    }
+    match shape::classify(o, statements_logged) {
+        Class::Ops(ops) => Some(ops),
+        Class::GetMore => {
+            left.getmore_folded += 1;
+            None
         }
-        let ops = match shape::classify(o, statements_logged) {
-            Class::Ops(ops) => ops,
-            Class::GetMore => {
-                left.getmore_folded += 1;
-                continue;
-            }
-            Class::Driver(n) => {
-                *left.driver.entry(n).or_default() += 1;
-                continue;
-            }
-            Class::TransactionControl => {
-                left.transaction_control += 1;
-                continue;
-            }
-            Class::Other(n) => {
-                *left.other.entry(n).or_default() += 1;
-                continue;
-            }
-            Class::DoubleLogged => {
-                left.double_logged += 1;
-                continue;
-            }
-        };
-        if txns.member.contains_key(&oi) {
-            continue; // a step of its transaction, below
+        Class::Driver(n) => {
+            *left.driver.entry(n).or_default() += 1;
+            None
         }
-        first = first.min(o.ts_ms);
-        last = last.max(o.ts_ms);
-        let group = group_of(o);
-        for op in ops {
-            operations += 1;
-            let key = format!("{}.{} {} {}", o.db, o.coll, group, op.key());
-            record(&mut seen, &mut index, key, o, op, &group, None);
+        Class::TransactionControl => {
+            left.transaction_control += 1;
+            None
+        }
+        Class::Other(n) => {
+            *left.other.entry(n).or_default() += 1;
+            None
+        }
+        Class::DoubleLogged => {
+            left.double_logged += 1;
+            None
         }
     }
-    // Each complete transaction is one operation of its steps.
-    for members in &txns.complete {
+}
+
+/// The shapes seen so far, the first and last time of an operation, and how many operations.
+struct Tally {
+    seen: Vec<Seen>,
+    index: HashMap<String, usize>,
+    first: i64,
+    last: i64,
+    operations: u64,
+}
+
+impl Tally {
+    /// Counts every operation the source observed: each on its own, each complete
+    /// transaction as one operation of its steps.
+    fn of(
+        observed: &[Observed],
+        txns: &super::txn::Txns,
+        by: GroupBy,
+        left: &mut LeftOut,
+    ) -> Tally {
+        let statements_logged = observed.iter().any(|o| {
+            matches!(o.op_type.as_str(), "update" | "remove") && o.command.contains_key("q")
+        });
+        let mut tally = Tally {
+            seen: Vec::new(),
+            index: HashMap::new(),
+            first: i64::MAX,
+            last: i64::MIN,
+            operations: 0,
+        };
+        for (oi, o) in observed.iter().enumerate() {
+            let Some(ops) = operations_of(o, statements_logged, left) else {
+                continue;
+            };
+            if txns.member.contains_key(&oi) {
+                continue; // a step of its transaction, below
+            }
+            tally.widen(o.ts_ms);
+            let group = group_of(o, by);
+            for op in ops {
+                tally.one(o, op, &group);
+            }
+        }
+        // Each complete transaction is one operation of its steps.
+        for members in &txns.complete {
+            tally.transaction(observed, members, statements_logged, by, left);
+        }
+        tally
+    }
+
+    /// Takes `ts_ms` into the window from the first operation to the last.
+    fn widen(&mut self, ts_ms: i64) {
+        self.first = self.first.min(ts_ms);
+        self.last = self.last.max(ts_ms);
+    }
+
+    /// Counts one operation on its own.
+    fn one(&mut self, o: &Observed, op: Op, group: &str) {
+        self.operations += 1;
+        let key = format!("{}.{} {} {}", o.db, o.coll, group, op.key());
+        record(&mut self.seen, &mut self.index, key, o, op, group, None);
+    }
+
+    /// Counts one complete transaction (the indexes of its entries in `observed`).
+    fn transaction(
+        &mut self,
+        observed: &[Observed],
+        members: &[usize],
+        statements_logged: bool,
+        by: GroupBy,
+        left: &mut LeftOut,
+    ) {
         let steps: Vec<(&Observed, Op)> = members
             .iter()
             .filter_map(
@@ -255,20 +302,18 @@ pub fn build(
             .flatten()
             .collect();
         let Some((head, _)) = steps.first() else {
-            continue;
+            return;
         };
-        let group = group_of(head);
+        let group = group_of(head, by);
         if steps.iter().any(|(o, _)| o.db != head.db) {
             // A profile runs on one database: such a transaction's statements one by one.
             left.partial_transactions += 1;
             for (o, op) in steps {
-                operations += 1;
-                let key = format!("{}.{} {} {}", o.db, o.coll, group, op.key());
-                record(&mut seen, &mut index, key, o, op, &group, None);
+                self.one(o, op, &group);
             }
-            continue;
+            return;
         }
-        operations += 1;
+        self.operations += 1;
         left.transactions += 1;
         let unit = steps
             .iter()
@@ -278,33 +323,172 @@ pub fn build(
         let unit = format!("{group} {unit}");
         let of = steps.len();
         for (pos, (o, op)) in steps.into_iter().enumerate() {
-            first = first.min(o.ts_ms);
-            last = last.max(o.ts_ms);
+            self.widen(o.ts_ms);
             let key = format!("transaction {unit} #{pos}");
             let step = Step {
                 unit: unit.clone(),
                 pos,
                 of,
             };
-            record(&mut seen, &mut index, key, o, op, &group, Some(step));
+            record(
+                &mut self.seen,
+                &mut self.index,
+                key,
+                o,
+                op,
+                &group,
+                Some(step),
+            );
         }
     }
-    left.partial_transactions += txns.partial;
-    left.aborted_transactions = txns.aborted;
+}
+
+/// What the source cannot show of transactions, said once.
+fn transaction_notes(commits_visible: bool, left: &LeftOut) -> Vec<String> {
     let mut blind = Vec::new();
-    if !txns.commits_visible && left.transactions + left.partial_transactions > 0 {
+    if !commits_visible && left.transactions + left.partial_transactions > 0 {
         blind.push("the source shows no commitTransaction (a database's profiler never does: commits run on admin): a transaction whose first statement was seen is taken as committed, and one the window cut may lack its last statements".to_string());
     }
     if left.partial_transactions > 0 {
         blind.push(format!("{} transactions were seen only in part (their first statement or commit outside the window, or a statement entry without its session beside them, as secantusd-rs's profiler writes an update's or a delete's statements): their statements are captured one by one", left.partial_transactions));
     }
-    let window_s = opts.window_s.unwrap_or_else(|| {
-        if first <= last {
-            ((last - first) as f64 / 1000.0).max(1.0)
-        } else {
-            1.0
+    blind
+}
+
+/// The window's length in seconds from the first operation to the last, at least 1.
+fn window_between(first: i64, last: i64) -> f64 {
+    if first <= last {
+        ((last - first) as f64 / 1000.0).max(1.0)
+    } else {
+        1.0
+    }
+}
+
+/// The database with the most operations: the one the profile is for.
+fn main_database(seen: &[Seen]) -> Option<String> {
+    let mut per_db: BTreeMap<&str, u64> = BTreeMap::new();
+    for s in seen.iter().filter(|s| s.pos() == 0) {
+        *per_db.entry(&s.db).or_default() += s.count;
+    }
+    per_db
+        .iter()
+        .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
+        .map(|(d, _)| d.to_string())
+}
+
+/// The shapes chosen for the profile and why each other one was not.
+struct Chosen {
+    /// Indexes in `seen` of the emitted shapes (a transaction's every step).
+    emitted: Vec<usize>,
+    /// Shapes emitted, a transaction counted once.
+    units: usize,
+    /// Operations the emitted shapes cover.
+    covered: u64,
+    /// Per shape, why it was left out (empty when emitted).
+    reasons: Vec<String>,
+}
+
+/// The fewest shapes that cover the wanted share, at most `max_shapes`; a transaction is one
+/// shape, its steps emitted or left out together. Those left out are counted in `left`.
+fn choose(
+    seen: &[Seen],
+    database: Option<&str>,
+    opts: &Options,
+    operations: u64,
+    left: &mut LeftOut,
+) -> Chosen {
+    let mut c = Chosen {
+        emitted: Vec::new(),
+        units: 0,
+        covered: 0,
+        reasons: vec![String::new(); seen.len()],
+    };
+    for (i, s) in seen.iter().enumerate() {
+        if s.pos() > 0 {
+            // The step before decided for the whole transaction.
+            if c.emitted.last() == Some(&(i - 1)) {
+                c.emitted.push(i);
+            } else {
+                c.reasons[i] = c.reasons[i - 1].clone();
+            }
+            continue;
         }
-    });
+        c.reasons[i] = if Some(s.db.as_str()) != database {
+            format!("another database ({}), not in this profile", s.db)
+        } else if (c.covered as f64) >= opts.coverage * operations as f64 {
+            "beyond --coverage".into()
+        } else if c.units >= opts.max_shapes {
+            "beyond --max-shapes".into()
+        } else {
+            c.emitted.push(i);
+            c.covered += s.count;
+            c.units += 1;
+            continue;
+        };
+        left.shapes_not_emitted += 1;
+        left.operations_not_emitted += s.count;
+    }
+    c
+}
+
+/// The account of one shape: what the source said of it, and `emitted` (how it was emitted, or
+/// why not).
+fn shape_stat(
+    s: &Seen,
+    emitted: String,
+    operations: u64,
+    window_s: f64,
+    sample_rate: f64,
+) -> ShapeStat {
+    let ms = s.sorted_ms();
+    let q = |p: f64| quantile(&ms, p);
+    let per = |x: i64| (s.examined_known && s.returned > 0).then(|| x as f64 / s.returned as f64);
+    ShapeStat {
+        namespace: format!("{}.{}", s.db, s.coll),
+        operation: s.op.verb.name(),
+        shape: match &s.txn {
+            Some(t) => format!("transaction step {}/{}: {}", t.pos + 1, t.of, s.op.key()),
+            None => s.op.key(),
+        },
+        count: s.count,
+        // A transaction is one operation: its share is on its first step.
+        share: if operations > 0 && s.pos() == 0 {
+            s.count as f64 / operations as f64
+        } else {
+            0.0
+        },
+        ops_per_sec: s.count as f64 / window_s / sample_rate,
+        p50_ms: q(0.5),
+        p95_ms: q(0.95),
+        max_ms: ms.last().copied().unwrap_or(0.0),
+        plan: s.plan().cloned(),
+        keys_per_returned: per(s.keys_examined),
+        docs_per_returned: per(s.docs_examined),
+        emitted,
+    }
+}
+
+/// Builds the profile and the account from what the source observed.
+pub fn build(
+    observed: &[Observed],
+    infos: &HashMap<(String, String), CollectionInfo>,
+    opts: &Options,
+    name: &str,
+    source: &str,
+    mut left: LeftOut,
+) -> Captured {
+    let txns = super::txn::group(observed);
+    let Tally {
+        mut seen,
+        first,
+        last,
+        operations,
+        ..
+    } = Tally::of(observed, &txns, opts.group_by, &mut left);
+    left.partial_transactions += txns.partial;
+    left.aborted_transactions = txns.aborted;
+    let blind = transaction_notes(txns.commits_visible, &left);
+    let window_s = opts.window_s.unwrap_or_else(|| window_between(first, last));
     // Largest first; a transaction's steps together and in order.
     seen.sort_by(|a, b| {
         b.count
@@ -312,100 +496,35 @@ pub fn build(
             .then_with(|| a.unit().cmp(&b.unit()))
             .then(a.pos().cmp(&b.pos()))
     });
-
     // The profile is for one database: the one with the most operations.
-    let mut per_db: BTreeMap<&str, u64> = BTreeMap::new();
-    for s in seen.iter().filter(|s| s.pos() == 0) {
-        *per_db.entry(&s.db).or_default() += s.count;
-    }
-    let database = per_db
-        .iter()
-        .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
-        .map(|(d, _)| d.to_string());
-
-    // The fewest shapes that cover the wanted share, at most max_shapes; a transaction is one
-    // shape, its steps emitted or left out together.
-    let mut emitted: Vec<usize> = Vec::new();
-    let mut units = 0usize;
-    let mut covered = 0u64;
-    let mut reasons: Vec<String> = vec![String::new(); seen.len()];
-    for (i, s) in seen.iter().enumerate() {
-        if s.pos() > 0 {
-            // The step before decided for the whole transaction.
-            if emitted.last() == Some(&(i - 1)) {
-                emitted.push(i);
-            } else {
-                reasons[i] = reasons[i - 1].clone();
-            }
-            continue;
-        }
-        reasons[i] = if Some(&s.db) != database.as_ref() {
-            format!("another database ({}), not in this profile", s.db)
-        } else if (covered as f64) >= opts.coverage * operations as f64 {
-            "beyond --coverage".into()
-        } else if units >= opts.max_shapes {
-            "beyond --max-shapes".into()
-        } else {
-            emitted.push(i);
-            covered += s.count;
-            units += 1;
-            continue;
-        };
-        left.shapes_not_emitted += 1;
-        left.operations_not_emitted += s.count;
-    }
+    let database = main_database(&seen);
+    let chosen = choose(&seen, database.as_deref(), opts, operations, &mut left);
 
     let now_ms = if last > i64::MIN { last } else { 0 };
-    let fields = fit_fields(&seen, &emitted, infos, opts.keep_values, now_ms);
-    let mut names: HashMap<usize, String> = HashMap::new();
-    let profile = render(
-        &seen,
-        &emitted,
+    let fields = fit_fields(&seen, &chosen.emitted, infos, opts.keep_values, now_ms);
+    let (profile, names) = Renderer {
+        seen: &seen,
+        emitted: &chosen.emitted,
         infos,
-        &fields,
+        fields: &fields,
         opts,
-        name,
-        source,
         window_s,
         operations,
-        database.as_deref(),
-        &mut names,
-    );
+        database: database.as_deref(),
+        text: String::new(),
+        names: HashMap::new(),
+    }
+    .render(name, source);
 
     let shapes = seen
         .iter()
         .enumerate()
         .map(|(i, s)| {
-            let ms = s.sorted_ms();
-            let q = |p: f64| quantile(&ms, p);
-            let per =
-                |x: i64| (s.examined_known && s.returned > 0).then(|| x as f64 / s.returned as f64);
-            ShapeStat {
-                namespace: format!("{}.{}", s.db, s.coll),
-                operation: s.op.verb.name(),
-                shape: match &s.txn {
-                    Some(t) => format!("transaction step {}/{}: {}", t.pos + 1, t.of, s.op.key()),
-                    None => s.op.key(),
-                },
-                count: s.count,
-                // A transaction is one operation: its share is on its first step.
-                share: if operations > 0 && s.pos() == 0 {
-                    s.count as f64 / operations as f64
-                } else {
-                    0.0
-                },
-                ops_per_sec: s.count as f64 / window_s / opts.sample_rate,
-                p50_ms: q(0.5),
-                p95_ms: q(0.95),
-                max_ms: ms.last().copied().unwrap_or(0.0),
-                plan: s.plan().cloned(),
-                keys_per_returned: per(s.keys_examined),
-                docs_per_returned: per(s.docs_examined),
-                emitted: names
-                    .get(&i)
-                    .cloned()
-                    .unwrap_or_else(|| format!("not emitted: {}", reasons[i])),
-            }
+            let emitted = names
+                .get(&i)
+                .cloned()
+                .unwrap_or_else(|| format!("not emitted: {}", chosen.reasons[i]));
+            shape_stat(s, emitted, operations, window_s, opts.sample_rate)
         })
         .collect();
     let date = |ms: i64| {
@@ -423,9 +542,9 @@ pub fn build(
         last: date(last),
         window_s,
         operations,
-        emitted_shapes: units,
+        emitted_shapes: chosen.units,
         coverage: if operations > 0 {
-            covered as f64 / operations as f64
+            chosen.covered as f64 / operations as f64
         } else {
             0.0
         },
@@ -448,6 +567,8 @@ struct Fields {
     skewed: BTreeSet<String>,
 }
 
+/// Fits every field of the emitted shapes' collections once, from the values their slots saw
+/// and the sampled documents, and finds the collections whose `_id` hits are skewed.
 fn fit_fields(
     seen: &[Seen],
     emitted: &[usize],
@@ -490,64 +611,8 @@ fn fit_fields(
         .unwrap_or_default();
     for coll in &colls {
         let info = infos.get(&(db.clone(), coll.clone()));
-        let sample = info.map(|i| i.sample.as_slice()).unwrap_or(&[]);
-        let mut paths: Vec<String> = Vec::new();
-        for d in sample {
-            leaves(d, "", &mut |path, v| {
-                if path == "_id" {
-                    return;
-                }
-                if !paths.contains(&path.to_string()) {
-                    paths.push(path.to_string());
-                }
-                let pool = pools.entry((coll.clone(), path.to_string())).or_default();
-                match v {
-                    Bson::Array(a) => pool.extend(a.iter().cloned()),
-                    v => pool.push(v.clone()),
-                }
-            });
-        }
-        let synthetic = sample.is_empty();
-        if synthetic {
-            paths = order.get(coll).cloned().unwrap_or_default();
-        }
-        let mut t = toml::Table::new();
-        if paths.is_empty() {
-            // Nothing says what the documents hold: one string field of their average size
-            // (100 bytes when that is unknown too), so that inserts still write that much.
-            let size = info
-                .and_then(|i| i.avg_size)
-                .unwrap_or(100.0)
-                .clamp(1.0, 1_000_000.0);
-            t.insert(
-                "payload".into(),
-                fit::generator(
-                    "^RandomString",
-                    [("length".to_string(), Value::Integer(size as i64))]
-                        .into_iter()
-                        .collect::<toml::Table>()
-                        .into(),
-                ),
-            );
-        }
-        for p in &paths {
-            let vals = pools
-                .get(&(coll.clone(), p.clone()))
-                .cloned()
-                .unwrap_or_default();
-            let mut g = fit::field(p, &vals, keep, now_ms);
-            // A field sampled as arrays stays an array of its elements.
-            let lens: Vec<usize> = sample
-                .iter()
-                .filter_map(|d| lookup(d, p))
-                .filter_map(|v| v.as_array().map(Vec::len))
-                .collect();
-            if !lens.is_empty() {
-                g = fit::array(g, fit::length(&lens));
-            }
-            insert_path(&mut t, p, g);
-        }
-        templates.insert(coll.clone(), (t, synthetic));
+        let template = template(coll, info, &mut pools, &order, keep, now_ms);
+        templates.insert(coll.clone(), template);
     }
     let mut gens = HashMap::new();
     for ((coll, f), vals) in &pools {
@@ -563,6 +628,79 @@ fn fit_fields(
         templates,
         skewed,
     }
+}
+
+/// The document template of collection `coll`, and whether it is synthetic: the fields of its
+/// sampled documents (their values added to `pools`), else the fields its operations use
+/// (`order`), each fitted from its pooled values.
+fn template(
+    coll: &str,
+    info: Option<&CollectionInfo>,
+    pools: &mut BTreeMap<(String, String), Vec<Bson>>,
+    order: &BTreeMap<String, Vec<String>>,
+    keep: bool,
+    now_ms: i64,
+) -> (toml::Table, bool) {
+    let sample = info.map(|i| i.sample.as_slice()).unwrap_or(&[]);
+    let mut paths: Vec<String> = Vec::new();
+    for d in sample {
+        leaves(d, "", &mut |path, v| {
+            if path == "_id" {
+                return;
+            }
+            if !paths.contains(&path.to_string()) {
+                paths.push(path.to_string());
+            }
+            let pool = pools
+                .entry((coll.to_string(), path.to_string()))
+                .or_default();
+            match v {
+                Bson::Array(a) => pool.extend(a.iter().cloned()),
+                v => pool.push(v.clone()),
+            }
+        });
+    }
+    let synthetic = sample.is_empty();
+    if synthetic {
+        paths = order.get(coll).cloned().unwrap_or_default();
+    }
+    let mut t = toml::Table::new();
+    if paths.is_empty() {
+        // Nothing says what the documents hold: one string field of their average size
+        // (100 bytes when that is unknown too), so that inserts still write that much.
+        let size = info
+            .and_then(|i| i.avg_size)
+            .unwrap_or(100.0)
+            .clamp(1.0, 1_000_000.0);
+        t.insert(
+            "payload".into(),
+            fit::generator(
+                "^RandomString",
+                [("length".to_string(), Value::Integer(size as i64))]
+                    .into_iter()
+                    .collect::<toml::Table>()
+                    .into(),
+            ),
+        );
+    }
+    for p in &paths {
+        let vals = pools
+            .get(&(coll.to_string(), p.clone()))
+            .cloned()
+            .unwrap_or_default();
+        let mut g = fit::field(p, &vals, keep, now_ms);
+        // A field sampled as arrays stays an array of its elements.
+        let lens: Vec<usize> = sample
+            .iter()
+            .filter_map(|d| lookup(d, p))
+            .filter_map(|v| v.as_array().map(Vec::len))
+            .collect();
+        if !lens.is_empty() {
+            g = fit::array(g, fit::length(&lens));
+        }
+        insert_path(&mut t, p, g);
+    }
+    (t, synthetic)
 }
 
 /// Calls `f` with each leaf of `d` (arrays are leaves) and its dotted path.
@@ -770,75 +908,141 @@ fn plan_indexes(plan: &str) -> Vec<Vec<(String, i64)>> {
     out
 }
 
-#[allow(clippy::too_many_arguments)]
-fn render(
-    seen: &[Seen],
-    emitted: &[usize],
-    infos: &HashMap<(String, String), CollectionInfo>,
-    fields: &Fields,
-    opts: &Options,
-    name: &str,
-    source: &str,
+/// The emitted shapes of one `[[group]]`: a thread group's on one collection, or one
+/// transaction shape's steps.
+struct Grouped {
+    group: String,
+    coll: String,
+    /// The transaction's shape, for a group of steps.
+    unit: Option<String>,
+    /// Indexes in `seen`, in order.
+    members: Vec<usize>,
+}
+
+/// How hard a `[[group]]` drives its collection, from what the source observed.
+struct Load {
+    /// Operations (a transaction counted once).
+    count: u64,
+    observed_rate: f64,
+    /// The observed rate times the scale.
+    rate: f64,
+    /// Distinct connections seen.
+    conns: usize,
+    /// The most operations in flight at once.
+    peak: usize,
+    threads: usize,
+}
+
+/// Writes the profile's text: what it is made from, and the emitted shapes' collections and
+/// groups; keeps each emitted shape's name for the account.
+struct Renderer<'a> {
+    seen: &'a [Seen],
+    emitted: &'a [usize],
+    infos: &'a HashMap<(String, String), CollectionInfo>,
+    fields: &'a Fields,
+    opts: &'a Options,
     window_s: f64,
     operations: u64,
-    database: Option<&str>,
-    names: &mut HashMap<usize, String>,
-) -> String {
-    let mut t = String::new();
-    let heads = || emitted.iter().filter(|&&i| seen[i].pos() == 0);
-    let covered: u64 = heads().map(|&i| seen[i].count).sum();
-    let _ = writeln!(t, "# Captured by mongo-stress capture from {source}.");
-    let _ =
-        writeln!(
-        t,
-        "# {operations} operations in {window_s:.0} s; {} shapes emitted cover {:.1} % of them.",
-        heads().count(),
-        if operations > 0 { 100.0 * covered as f64 / operations as f64 } else { 0.0 }
-    );
-    if !opts.keep_values {
+    database: Option<&'a str>,
+    /// The profile written so far.
+    text: String,
+    /// Emitted shape (index in `seen`) -> `group:name`, or a step's group and position.
+    names: HashMap<usize, String>,
+}
+
+impl Renderer<'_> {
+    /// The profile's text and each emitted shape's name.
+    fn render(mut self, name: &str, source: &str) -> (String, HashMap<usize, String>) {
+        self.header(name, source);
+        for coll in self.collection_names() {
+            self.collection(&coll);
+        }
+        // Groups: per (group, collection), in the order of their first shape; a group per
+        // transaction shape.
+        let groups = self.groups();
+        let per_group_coll: BTreeMap<&str, usize> = groups
+            .iter()
+            .filter(|g| g.unit.is_none())
+            .fold(BTreeMap::new(), |mut m, g| {
+                *m.entry(g.group.as_str()).or_default() += 1;
+                m
+            });
+        let mut group_names: BTreeSet<String> = BTreeSet::new();
+        for g in &groups {
+            let gname = group_name(g, &per_group_coll, &mut group_names);
+            self.group(&gname, g);
+        }
+        (self.text, self.names)
+    }
+
+    /// The comments on where the profile comes from, its name and its `[target]`.
+    fn header(&mut self, name: &str, source: &str) {
+        let (seen, emitted) = (self.seen, self.emitted);
+        let (operations, window_s, t) = (self.operations, self.window_s, &mut self.text);
+        let heads = || emitted.iter().filter(|&&i| seen[i].pos() == 0);
+        let covered: u64 = heads().map(|&i| seen[i].count).sum();
+        let _ = writeln!(t, "# Captured by mongo-stress capture from {source}.");
+        let _ =
+            writeln!(
+            t,
+            "# {operations} operations in {window_s:.0} s; {} shapes emitted cover {:.1} % of them.",
+            heads().count(),
+            if operations > 0 { 100.0 * covered as f64 / operations as f64 } else { 0.0 }
+        );
+        if !self.opts.keep_values {
+            let _ = writeln!(
+                t,
+                "# No observed value is written: strings are placeholders with the observed frequencies,\n# numbers and dates the observed ranges (--keep-values writes the values)."
+            );
+        }
+        let _ = writeln!(t, "name = {}", Value::String(name.to_string()));
         let _ = writeln!(
             t,
-            "# No observed value is written: strings are placeholders with the observed frequencies,\n# numbers and dates the observed ranges (--keep-values writes the values)."
+            "description = {}",
+            Value::String(format!(
+                "captured from {source}, rates x {}",
+                self.opts.scale
+            ))
+        );
+        // Another database than the source's: the collections are dropped before each run, so a
+        // run pointed at the source by mistake must never drop the source's own.
+        let source_db = self.database.unwrap_or("test");
+        let _ = writeln!(
+            t,
+            "\n# The source's database is {}; this one is named apart so that a run against the source\n# never drops its collections (rename it to use the same names elsewhere).\n[target]\ndatabase = {}",
+            Value::String(source_db.to_string()),
+            Value::String(replay_database(source_db))
         );
     }
-    let _ = writeln!(t, "name = {}", Value::String(name.to_string()));
-    let _ = writeln!(
-        t,
-        "description = {}",
-        Value::String(format!("captured from {source}, rates x {}", opts.scale))
-    );
-    // Another database than the source's: the collections are dropped before each run, so a
-    // run pointed at the source by mistake must never drop the source's own.
-    let source_db = database.unwrap_or("test");
-    let _ = writeln!(
-        t,
-        "\n# The source's database is {}; this one is named apart so that a run against the source\n# never drops its collections (rename it to use the same names elsewhere).\n[target]\ndatabase = {}",
-        Value::String(source_db.to_string()),
-        Value::String(replay_database(source_db))
-    );
 
-    // Collections.
-    let mut colls: Vec<String> = Vec::new();
-    for &i in emitted {
-        if !colls.contains(&seen[i].coll) {
-            colls.push(seen[i].coll.clone());
+    /// The emitted shapes' collections, in the order of their first shape.
+    fn collection_names(&self) -> Vec<String> {
+        let mut colls: Vec<String> = Vec::new();
+        for &i in self.emitted {
+            if !colls.contains(&self.seen[i].coll) {
+                colls.push(self.seen[i].coll.clone());
+            }
         }
+        colls
     }
-    let db = database.unwrap_or("");
-    for coll in &colls {
-        let info = infos.get(&(db.to_string(), coll.clone()));
+
+    /// One `[[collection]]`: its preload, indexes and document template.
+    fn collection(&mut self, coll: &str) {
+        let (db, infos) = (self.database.unwrap_or(""), self.infos);
+        let info = infos.get(&(db.to_string(), coll.to_string()));
+        let t = &mut self.text;
         let _ = writeln!(
             t,
             "\n[[collection]]\nname = {}\ndrop = true",
-            Value::String(coll.clone())
+            Value::String(coll.to_string())
         );
         match info.and_then(|i| i.count) {
             Some(n) => {
-                let preload = n.min(opts.preload_cap);
+                let preload = n.min(self.opts.preload_cap);
                 let note = if n > preload {
                     format!(
                         "  # the server held {n} documents (capped at {})",
-                        opts.preload_cap
+                        self.opts.preload_cap
                     )
                 } else {
                     format!("  # the server held {n} documents")
@@ -849,76 +1053,66 @@ fn render(
                 let _ = writeln!(t, "preload = 1000  # the real count is unknown here (capture with --uri to read it)");
             }
         }
-        let mut idx: Vec<String> = Vec::new();
+        self.indexes(coll, info);
+        self.document(coll, info);
+    }
+
+    /// A collection's `indexes`: the server's when it listed them, else the ones the plans
+    /// named.
+    fn indexes(&mut self, coll: &str, info: Option<&CollectionInfo>) {
+        let mut idx: Vec<String> = info
+            .map(|info| info.indexes.iter().map(index_spec).collect())
+            .unwrap_or_default();
         let from_server = info.is_some_and(|i| !i.indexes.is_empty());
-        if let Some(info) = info {
-            for ix in &info.indexes {
-                let mut spec = toml::Table::new();
-                let to = |v: &Bson| to_toml(v, &|_| None);
-                if let Some(Bson::Document(k)) = ix.get("key") {
-                    // Directions as integers (the legacy shell stored 1.0); index types as text.
-                    let keys: toml::Table = k
-                        .iter()
-                        .map(|(f, d)| {
-                            let v = match super::as_f64(d) {
-                                Some(x) => Value::Integer(x as i64),
-                                None => to(d),
-                            };
-                            (f.clone(), v)
-                        })
-                        .collect();
-                    spec.insert("keys".into(), Value::Table(keys));
-                }
-                for opt in [
-                    "name",
-                    "unique",
-                    "sparse",
-                    "partialFilterExpression",
-                    "expireAfterSeconds",
-                ] {
-                    if let Some(v) = ix.get(opt) {
-                        spec.insert(opt.into(), to(v));
-                    }
-                }
-                idx.push(Value::Table(spec).to_string());
-            }
-        }
         if !from_server {
-            let mut named: Vec<Vec<(String, i64)>> = Vec::new();
-            for &i in emitted {
-                if seen[i].coll != *coll {
-                    continue;
-                }
-                for p in seen[i].plans.keys() {
-                    for keys in plan_indexes(p) {
-                        if !named.contains(&keys) {
-                            named.push(keys);
-                        }
-                    }
-                }
-            }
-            for keys in named {
-                let k: toml::Table = keys
-                    .into_iter()
-                    .map(|(k, v)| (k, Value::Integer(v)))
-                    .collect();
-                idx.push(format!("{{ keys = {} }}", Value::Table(k)));
-            }
+            idx.extend(self.plan_named_indexes(coll));
             if !idx.is_empty() {
                 let _ = writeln!(
-                    t,
+                    self.text,
                     "# indexes: the ones the plans named (no --uri to list the server's)"
                 );
             }
         }
         if !idx.is_empty() {
-            let _ = writeln!(t, "indexes = [\n  {},\n]", idx.join(",\n  "));
+            let _ = writeln!(self.text, "indexes = [\n  {},\n]", idx.join(",\n  "));
         }
+    }
+
+    /// The indexes the plans of the emitted shapes on `coll` named, as index specs.
+    fn plan_named_indexes(&self, coll: &str) -> Vec<String> {
+        let mut named: Vec<Vec<(String, i64)>> = Vec::new();
+        for &i in self.emitted {
+            if self.seen[i].coll != *coll {
+                continue;
+            }
+            for p in self.seen[i].plans.keys() {
+                for keys in plan_indexes(p) {
+                    if !named.contains(&keys) {
+                        named.push(keys);
+                    }
+                }
+            }
+        }
+        named
+            .into_iter()
+            .map(|keys| {
+                let k: toml::Table = keys
+                    .into_iter()
+                    .map(|(k, v)| (k, Value::Integer(v)))
+                    .collect();
+                format!("{{ keys = {} }}", Value::Table(k))
+            })
+            .collect()
+    }
+
+    /// A collection's `[collection.document]`: its fitted template.
+    fn document(&mut self, coll: &str, info: Option<&CollectionInfo>) {
+        let t = &mut self.text;
         let _ = writeln!(t, "[collection.document]");
         if let Some(size) = info.and_then(|i| i.avg_size) {
             let _ = writeln!(t, "# the sampled documents average {size:.0} bytes");
         }
-        if let Some((tmpl, synthetic)) = fields.templates.get(coll) {
+        if let Some((tmpl, synthetic)) = self.fields.templates.get(coll) {
             if *synthetic {
                 let _ = writeln!(
                     t,
@@ -931,67 +1125,61 @@ fn render(
         }
     }
 
-    // Groups: per (group, collection), in the order of their first shape; a group per
-    // transaction shape.
-    let mut groups: Vec<(String, String, Option<String>, Vec<usize>)> = Vec::new();
-    for &i in emitted {
-        let s = &seen[i];
-        let unit = s.txn.as_ref().map(|t| t.unit.clone());
-        let found = groups
-            .iter_mut()
-            .find(|g| g.0 == s.group && (g.2 == unit) && (unit.is_some() || g.1 == s.coll));
-        match found {
-            Some(g) => g.3.push(i),
-            None => groups.push((s.group.clone(), s.coll.clone(), unit, vec![i])),
-        }
-    }
-    let per_group_coll: BTreeMap<&str, usize> =
-        groups
-            .iter()
-            .filter(|g| g.2.is_none())
-            .fold(BTreeMap::new(), |mut m, g| {
-                *m.entry(g.0.as_str()).or_default() += 1;
-                m
+    /// The emitted shapes gathered into groups, in the order of their first shape.
+    fn groups(&self) -> Vec<Grouped> {
+        let mut groups: Vec<Grouped> = Vec::new();
+        for &i in self.emitted {
+            let s = &self.seen[i];
+            let unit = s.txn.as_ref().map(|t| t.unit.clone());
+            let found = groups.iter_mut().find(|g| {
+                g.group == s.group && (g.unit == unit) && (unit.is_some() || g.coll == s.coll)
             });
-    let mut group_names: BTreeSet<String> = BTreeSet::new();
-    let duration = (window_s.round() as u64).clamp(10, 600);
-    for (group, coll, unit, members) in &groups {
-        let base = if unit.is_some() {
-            format!("{group}-transaction")
-        } else if per_group_coll.get(group.as_str()).copied().unwrap_or(0) > 1 {
-            format!("{group}-{coll}")
-        } else {
-            group.clone()
-        };
-        let mut gname: String = base
-            .chars()
-            .map(|c| {
-                if c.is_control() || ":@".contains(c) {
-                    '-'
-                } else {
-                    c
-                }
-            })
-            .collect();
-        if gname.eq_ignore_ascii_case("TOTAL")
-            || gname.starts_with("svc:")
-            || gname.starts_with("warmup:")
-        {
-            gname = format!("app-{gname}");
+            match found {
+                Some(g) => g.members.push(i),
+                None => groups.push(Grouped {
+                    group: s.group.clone(),
+                    coll: s.coll.clone(),
+                    unit,
+                    members: vec![i],
+                }),
+            }
         }
-        while !group_names.insert(gname.clone()) {
-            gname.push('_');
-        }
-        let txn = unit.is_some();
+        groups
+    }
+
+    /// How hard group `g` drives its collection: its rate, and threads enough for its
+    /// connections, its operations in flight at once and its rate at its mean time.
+    fn load(&self, g: &Grouped) -> Load {
+        let (seen, members) = (self.seen, &g.members);
+        let txn = g.unit.is_some();
         let count: u64 = if txn {
             seen[members[0]].count
         } else {
             members.iter().map(|&i| seen[i].count).sum()
         };
-        let observed_rate = count as f64 / window_s / opts.sample_rate;
-        let rate = observed_rate * opts.scale;
+        let observed_rate = count as f64 / self.window_s / self.opts.sample_rate;
+        let rate = observed_rate * self.opts.scale;
         let conns: BTreeSet<&String> = members.iter().flat_map(|&i| seen[i].conns.iter()).collect();
-        let mut intervals: Vec<(i64, i64)> = if txn {
+        let mut intervals = self.intervals(g, count);
+        let peak = peak_in_flight(&mut intervals);
+        let mean_ms = self.mean_ms(g);
+        let needed = (rate * mean_ms.max(1.0) / 1000.0 * 2.0).ceil() as usize;
+        let threads = conns.len().max(peak).max(needed).clamp(1, 10_000);
+        Load {
+            count,
+            observed_rate,
+            rate,
+            conns: conns.len(),
+            peak,
+            threads,
+        }
+    }
+
+    /// The time intervals of group `g`'s `count` operations (of a transaction, the whole
+    /// transaction's).
+    fn intervals(&self, g: &Grouped, count: u64) -> Vec<(i64, i64)> {
+        let (seen, members) = (self.seen, &g.members);
+        if g.unit.is_some() {
             // The k-th interval of each step is the k-th transaction's: from its first step's
             // start to its last step's end.
             (0..count as usize)
@@ -1007,12 +1195,15 @@ fn render(
                 .iter()
                 .flat_map(|&i| seen[i].intervals.iter().copied())
                 .collect()
-        };
-        let peak = peak_in_flight(&mut intervals);
-        // The mean time of one operation: of a transaction, its steps' means added.
+        }
+    }
+
+    /// The mean time of one operation of group `g`: of a transaction, its steps' means added.
+    fn mean_ms(&self, g: &Grouped) -> f64 {
+        let (seen, members) = (self.seen, &g.members);
         let mean =
             |i: usize| seen[i].millis.iter().sum::<f64>() / seen[i].millis.len().max(1) as f64;
-        let mean_ms: f64 = if txn {
+        if g.unit.is_some() {
             members.iter().map(|&i| mean(i)).sum()
         } else {
             let all: Vec<f64> = members
@@ -1020,88 +1211,176 @@ fn render(
                 .flat_map(|&i| seen[i].millis.iter().copied())
                 .collect();
             all.iter().sum::<f64>() / all.len().max(1) as f64
-        };
-        let needed = (rate * mean_ms.max(1.0) / 1000.0 * 2.0).ceil() as usize;
-        let threads = conns.len().max(peak).max(needed).clamp(1, 10_000);
+        }
+    }
+
+    /// One `[[group]]` named `gname`: its threads, rate and duration, then its operations or
+    /// steps.
+    fn group(&mut self, gname: &str, g: &Grouped) {
+        let Load {
+            count,
+            observed_rate,
+            rate,
+            conns,
+            peak,
+            threads,
+        } = self.load(g);
+        let (operations, t) = (self.operations, &mut self.text);
+        let duration = (self.window_s.round() as u64).clamp(10, 600);
         let _ = writeln!(
             t,
             "\n[[group]]\nname = {}\ncollection = {}",
-            Value::String(gname.clone()),
-            Value::String(coll.clone())
+            Value::String(gname.to_string()),
+            Value::String(g.coll.clone())
         );
         let _ = writeln!(
             t,
-            "threads = {threads}  # connections seen: {}, most operations in flight at once: {peak}",
-            conns.len()
+            "threads = {threads}  # connections seen: {conns}, most operations in flight at once: {peak}",
         );
         let _ = writeln!(
             t,
             "rate = {}  # observed {observed_rate:.2}/s x --scale {}",
             rate_text(rate),
-            opts.scale
+            self.opts.scale
         );
         let _ = writeln!(t, "duration = \"{duration}s\"");
-        if fields.skewed.contains(coll) {
+        if self.fields.skewed.contains(&g.coll) {
             let _ = writeln!(
                 t,
                 "keys = \"zipfian\"  # a tenth of the _ids seen took half the hits or more"
             );
         }
-        if txn {
+        if g.unit.is_some() {
             let _ = writeln!(
                 t,
                 "transaction = true  # {count} transactions of {} statements seen whole ({:.1} % of the operations)",
-                members.len(),
+                g.members.len(),
                 if operations > 0 { 100.0 * count as f64 / operations as f64 } else { 0.0 }
             );
         }
         let mut taken = BTreeSet::new();
-        for &i in members {
-            let s = &seen[i];
-            let ms = s.sorted_ms();
-            let q = |p: f64| quantile(&ms, p);
-            let plan = s.plan().map(|p| format!(", plan {p}")).unwrap_or_default();
-            if let Some(step) = &s.txn {
-                names.insert(i, format!("{gname} step {}/{}", step.pos + 1, step.of));
-                let _ = writeln!(t, "[[group.steps]]");
-                if s.coll != *coll {
-                    let _ = writeln!(t, "collection = {}", Value::String(s.coll.clone()));
-                }
-                let _ = writeln!(
-                    t,
-                    "# source p50 {:.1} ms, p95 {:.1} ms{plan}",
-                    q(0.5),
-                    q(0.95)
-                );
-            } else {
-                let oname = op_name(s, &mut taken);
-                names.insert(i, format!("{gname}:{oname}"));
-                let _ = writeln!(
-                    t,
-                    "[[group.ops]]\nname = {}\nweight = {}",
-                    Value::String(oname),
-                    s.count
-                );
-                let _ = writeln!(
-                    t,
-                    "# {} operations ({:.1} %), source p50 {:.1} ms, p95 {:.1} ms{plan}",
-                    s.count,
-                    if operations > 0 {
-                        100.0 * s.count as f64 / operations as f64
-                    } else {
-                        0.0
-                    },
-                    q(0.5),
-                    q(0.95)
-                );
-            }
-            let args = to_toml(&Bson::Document(s.op.args.clone()), &|slot| {
-                Some(slot_value(s, slot, fields))
-            });
-            let _ = writeln!(t, "{} = {args}", s.op.verb.name());
+        for &i in &g.members {
+            self.member(i, gname, &g.coll, &mut taken);
         }
     }
-    t
+
+    /// Shape `i` of group `gname` (on collection `coll`): a `[[group.steps]]` of a transaction
+    /// or a `[[group.ops]]` named apart from the names `taken`.
+    fn member(&mut self, i: usize, gname: &str, coll: &str, taken: &mut BTreeSet<String>) {
+        let (seen, fields, operations) = (self.seen, self.fields, self.operations);
+        let (s, t) = (&seen[i], &mut self.text);
+        let ms = s.sorted_ms();
+        let q = |p: f64| quantile(&ms, p);
+        let plan = s.plan().map(|p| format!(", plan {p}")).unwrap_or_default();
+        if let Some(step) = &s.txn {
+            self.names
+                .insert(i, format!("{gname} step {}/{}", step.pos + 1, step.of));
+            let _ = writeln!(t, "[[group.steps]]");
+            if s.coll != *coll {
+                let _ = writeln!(t, "collection = {}", Value::String(s.coll.clone()));
+            }
+            let _ = writeln!(
+                t,
+                "# source p50 {:.1} ms, p95 {:.1} ms{plan}",
+                q(0.5),
+                q(0.95)
+            );
+        } else {
+            let oname = op_name(s, taken);
+            self.names.insert(i, format!("{gname}:{oname}"));
+            let _ = writeln!(
+                t,
+                "[[group.ops]]\nname = {}\nweight = {}",
+                Value::String(oname),
+                s.count
+            );
+            let _ = writeln!(
+                t,
+                "# {} operations ({:.1} %), source p50 {:.1} ms, p95 {:.1} ms{plan}",
+                s.count,
+                if operations > 0 {
+                    100.0 * s.count as f64 / operations as f64
+                } else {
+                    0.0
+                },
+                q(0.5),
+                q(0.95)
+            );
+        }
+        let args = to_toml(&Bson::Document(s.op.args.clone()), &|slot| {
+            Some(slot_value(s, slot, fields))
+        });
+        let _ = writeln!(t, "{} = {args}", s.op.verb.name());
+    }
+}
+
+/// A server index (`listIndexes`) as the profile's index spec: its keys and options.
+fn index_spec(ix: &Document) -> String {
+    let mut spec = toml::Table::new();
+    let to = |v: &Bson| to_toml(v, &|_| None);
+    if let Some(Bson::Document(k)) = ix.get("key") {
+        // Directions as integers (the legacy shell stored 1.0); index types as text.
+        let keys: toml::Table = k
+            .iter()
+            .map(|(f, d)| {
+                let v = match super::as_f64(d) {
+                    Some(x) => Value::Integer(x as i64),
+                    None => to(d),
+                };
+                (f.clone(), v)
+            })
+            .collect();
+        spec.insert("keys".into(), Value::Table(keys));
+    }
+    for opt in [
+        "name",
+        "unique",
+        "sparse",
+        "partialFilterExpression",
+        "expireAfterSeconds",
+    ] {
+        if let Some(v) = ix.get(opt) {
+            spec.insert(opt.into(), to(v));
+        }
+    }
+    Value::Table(spec).to_string()
+}
+
+/// A group's name: its application (or namespace), with its collection when the application
+/// has groups on several, made apart from the report's own rows and from every name `taken`.
+fn group_name(
+    g: &Grouped,
+    per_group_coll: &BTreeMap<&str, usize>,
+    taken: &mut BTreeSet<String>,
+) -> String {
+    let group = &g.group;
+    let base = if g.unit.is_some() {
+        format!("{group}-transaction")
+    } else if per_group_coll.get(group.as_str()).copied().unwrap_or(0) > 1 {
+        format!("{group}-{}", g.coll)
+    } else {
+        group.clone()
+    };
+    let mut gname: String = base
+        .chars()
+        .map(|c| {
+            if c.is_control() || ":@".contains(c) {
+                '-'
+            } else {
+                c
+            }
+        })
+        .collect();
+    if gname.eq_ignore_ascii_case("TOTAL")
+        || gname.starts_with("svc:")
+        || gname.starts_with("warmup:")
+    {
+        gname = format!("app-{gname}");
+    }
+    while !taken.insert(gname.clone()) {
+        gname.push('_');
+    }
+    gname
 }
 
 /// The captured profile's database: the source's name with `_replay` (within MongoDB's 63 bytes).
