@@ -1,10 +1,10 @@
 //! The verdict: the ledger against what the server has after the run.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use roaring::RoaringTreemap;
 
-use super::ledger::Ledger;
+use super::ledger::{GroupLedger, Ledger};
 use super::{AuditPlan, Found, Wanted, WantedCollection};
 pub use crate::summary::audit::{AuditGroup, AuditLine, AuditResult, LineKind, LISTED, TSV_HEADER};
 
@@ -51,8 +51,39 @@ pub fn check(
     after: &Found,
 ) -> (Vec<AuditGroup>, AuditGroup, Vec<AuditLine>) {
     let empty = super::FoundCollection::default();
-    let mut rows: Vec<AuditGroup> = plan
-        .groups
+    let mut rows = rows_of(plan);
+    let mut lines = Vec::new();
+    let none = GroupLedger::default();
+    let ledger_of = |g: usize| ledger.groups.get(g).unwrap_or(&none);
+    for (c, coll) in plan.collections.iter().enumerate() {
+        let found = after.collections.get(c).unwrap_or(&empty);
+        let groups: Vec<(usize, &GroupLedger)> = (0..plan.groups.len())
+            .filter(|g| plan.groups[*g].collection == c)
+            .map(|g| (g, ledger_of(g)))
+            .collect();
+        let kept = Kept::new(coll, found, &groups);
+        // Position of each group's keyed `_id`s in the collection's asked list.
+        let mut keyed_at = 0;
+        for &(g, l) in &groups {
+            keyed_at += kept.group(&mut rows[g], l, keyed_at, &mut lines);
+        }
+        let base = |counter: u16, id: i64| counter_base(before, ledger, c, counter, id);
+        kept.counters(counter_totals(&groups), base, &mut rows, &mut lines);
+    }
+    let mut total = AuditGroup {
+        group: "TOTAL".into(),
+        ..Default::default()
+    };
+    for r in &rows {
+        total.add(r);
+    }
+    lines.sort_by(|a, b| (a.kind.name(), &a.group).cmp(&(b.kind.name(), &b.group)));
+    (rows, total, lines)
+}
+
+/// Each group's row, its counts still zero.
+fn rows_of(plan: &AuditPlan) -> Vec<AuditGroup> {
+    plan.groups
         .iter()
         .map(|g| AuditGroup {
             group: g.name.clone(),
@@ -64,132 +95,201 @@ pub fn check(
             },
             ..Default::default()
         })
-        .collect();
-    let mut lines = Vec::new();
-    let none = super::ledger::GroupLedger::default();
-    let ledger_of = |g: usize| ledger.groups.get(g).unwrap_or(&none);
-    // Position of each group's keyed `_id`s in the collection's asked list.
-    let mut keyed_at = vec![0usize; plan.collections.len()];
-    for (c, coll) in plan.collections.iter().enumerate() {
-        let found = after.collections.get(c).unwrap_or(&empty);
-        let present = &found.ids;
-        let groups: Vec<usize> = (0..plan.groups.len())
-            .filter(|g| plan.groups[*g].collection == c)
-            .collect();
+        .collect()
+}
+
+/// A template's `_id` as the ledger and `audit.tsv` compare and show it.
+fn key(b: &mongodb::bson::Bson) -> String {
+    b.clone().into_relaxed_extjson().to_string()
+}
+
+/// Every group's increments of a document together: (counter, `_id`) -> (acknowledged, in
+/// doubt) and the first group that made them.
+fn counter_totals(groups: &[(usize, &GroupLedger)]) -> HashMap<(u16, i64), ([u64; 2], usize)> {
+    let mut totals: HashMap<(u16, i64), ([u64; 2], usize)> = HashMap::new();
+    for &(g, l) in groups {
+        for (key, n) in &l.inc {
+            let t = totals.entry(*key).or_insert(([0, 0], g));
+            t.0[0] += u64::from(n[0]);
+            t.0[1] += u64::from(n[1]);
+        }
+    }
+    totals
+}
+
+/// A counter's value before the load in collection `c`: as read before it, or as inserted
+/// during the run; None for a document a template inserted.
+fn counter_base(before: &Found, ledger: &Ledger, c: usize, counter: u16, id: i64) -> Option<i64> {
+    before
+        .collections
+        .get(c)
+        .and_then(|b| b.counters.get(&id))
+        .and_then(|v| v.get(counter as usize).copied())
+        .or_else(|| {
+            ledger
+                .initial
+                .get(c)
+                .and_then(|m| m.get(&(counter, id)).copied())
+        })
+}
+
+/// One collection after the run: what the server has and what its groups deleted.
+struct Kept<'a> {
+    coll: &'a super::Collection,
+    found: &'a super::FoundCollection,
+    /// The whole-number `_id`s some group deleted, acknowledged or in doubt.
+    deleted: RoaringTreemap,
+    /// The other `_id`s some group deleted, as `key` shows them.
+    deleted_keyed: HashSet<String>,
+}
+
+impl<'a> Kept<'a> {
+    /// Collection `coll` as `found`, with what its `groups` deleted.
+    fn new(
+        coll: &'a super::Collection,
+        found: &'a super::FoundCollection,
+        groups: &[(usize, &GroupLedger)],
+    ) -> Kept<'a> {
         let mut deleted = RoaringTreemap::new();
-        let key = |b: &mongodb::bson::Bson| b.clone().into_relaxed_extjson().to_string();
-        let mut deleted_keyed = std::collections::HashSet::new();
-        for g in &groups {
-            let l = ledger_of(*g);
+        let mut deleted_keyed = HashSet::new();
+        for &(_, l) in groups {
             deleted |= &l.deleted[0];
             deleted |= &l.deleted[1];
             deleted_keyed.extend(l.deleted_keyed.iter().flatten().map(key));
         }
-        // Counters: every group's increments of a document together.
-        let mut totals: HashMap<(u16, i64), ([u64; 2], usize)> = HashMap::new();
-        for g in &groups {
-            let l = ledger_of(*g);
-            for (key, n) in &l.inc {
-                let t = totals.entry(*key).or_insert(([0, 0], *g));
-                t.0[0] += u64::from(n[0]);
-                t.0[1] += u64::from(n[1]);
-            }
+        Kept {
+            coll,
+            found,
+            deleted,
+            deleted_keyed,
         }
-        for &g in &groups {
-            let l = ledger_of(g);
-            let row = &mut rows[g];
-            let wc = row.write_concern.clone();
-            let line = |kind, id: String, detail: String| AuditLine {
-                group: row.group.clone(),
-                write_concern: wc.clone(),
-                kind,
-                collection: coll.name.clone(),
-                id,
-                detail,
-            };
-            row.inserts = l.inserted[0].len() + l.keyed[0].len() as u64;
-            row.in_doubt = l.inserted[1].len() + l.keyed[1].len() as u64;
-            row.deletes = l.deleted[0].len() + l.deleted_keyed[0].len() as u64;
-            let lost = &(&l.inserted[0] - present) - &deleted;
-            row.lost = lost.len();
-            let doubt_present = (&l.inserted[1] & present).len();
-            row.in_doubt_present = doubt_present;
-            row.in_doubt_absent = (&(&l.inserted[1] - present) - &deleted).len();
-            for id in lost.iter() {
-                let id = (id as i64).to_string();
+    }
+
+    /// Fills `row` from its group's ledger `l` and adds a line per write not kept; its keyed
+    /// `_id`s start at `keyed_at` in the asked list. Returns how many keyed `_id`s it asked.
+    fn group(
+        &self,
+        row: &mut AuditGroup,
+        l: &GroupLedger,
+        keyed_at: usize,
+        lines: &mut Vec<AuditLine>,
+    ) -> usize {
+        let present = &self.found.ids;
+        let deleted = &self.deleted;
+        let wc = row.write_concern.clone();
+        let line = |kind, id: String, detail: String| AuditLine {
+            group: row.group.clone(),
+            write_concern: wc.clone(),
+            kind,
+            collection: self.coll.name.clone(),
+            id,
+            detail,
+        };
+        row.inserts = l.inserted[0].len() + l.keyed[0].len() as u64;
+        row.in_doubt = l.inserted[1].len() + l.keyed[1].len() as u64;
+        row.deletes = l.deleted[0].len() + l.deleted_keyed[0].len() as u64;
+        let lost = &(&l.inserted[0] - present) - deleted;
+        row.lost = lost.len();
+        let doubt_present = (&l.inserted[1] & present).len();
+        row.in_doubt_present = doubt_present;
+        row.in_doubt_absent = (&(&l.inserted[1] - present) - deleted).len();
+        for id in lost.iter() {
+            let id = (id as i64).to_string();
+            if row.lost_ids.len() < LISTED {
+                row.lost_ids.push(id.clone());
+            }
+            lines.push(line(LineKind::Lost, id, String::new()));
+        }
+        let back = &l.deleted[0] & present;
+        row.back = back.len();
+        for id in back.iter() {
+            lines.push(line(
+                LineKind::Back,
+                (id as i64).to_string(),
+                "deleted, acknowledged, and there again".into(),
+            ));
+        }
+        let asked = self.keyed(row, l, keyed_at, lines);
+        row.increments = l.inc.values().map(|n| u64::from(n[0])).sum();
+        row.increments_in_doubt = l.inc.values().map(|n| u64::from(n[1])).sum();
+        row.acknowledged = row.inserts + row.deletes + row.increments;
+        asked
+    }
+
+    /// A template's own `_id`s, asked in order from `at`, acknowledged then in doubt: counts
+    /// them into `row` and adds a line per lost one. Returns how many were asked.
+    fn keyed(
+        &self,
+        row: &mut AuditGroup,
+        l: &GroupLedger,
+        at: usize,
+        lines: &mut Vec<AuditLine>,
+    ) -> usize {
+        let asked = &self.found.keyed;
+        let is_there = |i: usize| asked.get(at + i).copied().unwrap_or(false);
+        for (i, v) in l.keyed[0].iter().enumerate() {
+            if !is_there(i) && !self.deleted_keyed.contains(&key(v)) {
+                row.lost += 1;
+                let id = v.clone().into_relaxed_extjson().to_string();
                 if row.lost_ids.len() < LISTED {
                     row.lost_ids.push(id.clone());
                 }
-                lines.push(line(LineKind::Lost, id, String::new()));
+                lines.push(AuditLine {
+                    group: row.group.clone(),
+                    write_concern: row.write_concern.clone(),
+                    kind: LineKind::Lost,
+                    collection: self.coll.name.clone(),
+                    id,
+                    detail: String::new(),
+                });
             }
-            let back = &l.deleted[0] & present;
-            row.back = back.len();
-            for id in back.iter() {
-                lines.push(line(
-                    LineKind::Back,
-                    (id as i64).to_string(),
-                    "deleted, acknowledged, and there again".into(),
-                ));
-            }
-            // A template's own `_id`s: asked in order, acknowledged then in doubt.
-            let asked = &found.keyed;
-            let at = keyed_at[c];
-            let is_there = |i: usize| asked.get(at + i).copied().unwrap_or(false);
-            for (i, v) in l.keyed[0].iter().enumerate() {
-                if !is_there(i) && !deleted_keyed.contains(&key(v)) {
-                    row.lost += 1;
-                    let id = v.clone().into_relaxed_extjson().to_string();
-                    if row.lost_ids.len() < LISTED {
-                        row.lost_ids.push(id.clone());
-                    }
-                    lines.push(line(LineKind::Lost, id, String::new()));
-                }
-            }
-            let n0 = l.keyed[0].len();
-            for i in 0..l.keyed[1].len() {
-                if is_there(n0 + i) {
-                    row.in_doubt_present += 1;
-                } else {
-                    row.in_doubt_absent += 1;
-                }
-            }
-            keyed_at[c] += n0 + l.keyed[1].len();
-            row.increments = l.inc.values().map(|n| u64::from(n[0])).sum();
-            row.increments_in_doubt = l.inc.values().map(|n| u64::from(n[1])).sum();
-            row.acknowledged = row.inserts + row.deletes + row.increments;
         }
+        let n0 = l.keyed[0].len();
+        for i in 0..l.keyed[1].len() {
+            if is_there(n0 + i) {
+                row.in_doubt_present += 1;
+            } else {
+                row.in_doubt_absent += 1;
+            }
+        }
+        n0 + l.keyed[1].len()
+    }
+
+    /// Each counter of a document still there against the increments made to it (`totals`)
+    /// from its value before the load (`base_of`): a line and a count on the first group that
+    /// made them for each lost update or phantom.
+    fn counters(
+        &self,
+        totals: HashMap<(u16, i64), ([u64; 2], usize)>,
+        base_of: impl Fn(u16, i64) -> Option<i64>,
+        rows: &mut [AuditGroup],
+        lines: &mut Vec<AuditLine>,
+    ) {
+        let present = &self.found.ids;
         for ((counter, id), ([acked, doubt], g)) in totals {
-            if !present.contains(id as u64) || deleted.contains(id as u64) {
+            if !present.contains(id as u64) || self.deleted.contains(id as u64) {
                 continue;
             }
-            let Some(now) = found
+            let Some(now) = self
+                .found
                 .counters
                 .get(&id)
                 .and_then(|v| v.get(counter as usize))
             else {
                 continue;
             };
-            let base = before
-                .collections
-                .get(c)
-                .and_then(|b| b.counters.get(&id))
-                .and_then(|v| v.get(counter as usize).copied())
-                .or_else(|| {
-                    ledger
-                        .initial
-                        .get(c)
-                        .and_then(|m| m.get(&(counter, id)).copied())
-                });
             // A document a template inserted: its counter's start is not known.
-            let Some(base) = base else { continue };
+            let Some(base) = base_of(counter, id) else {
+                continue;
+            };
             let grew = now - base;
-            let name = &coll.counters[counter as usize];
+            let name = &self.coll.counters[counter as usize];
             let row = &mut rows[g];
             let line = |kind, detail: String| AuditLine {
                 group: row.group.clone(),
                 write_concern: row.write_concern.clone(),
                 kind,
-                collection: coll.name.clone(),
+                collection: self.coll.name.clone(),
                 id: id.to_string(),
                 detail,
             };
@@ -210,15 +310,6 @@ pub fn check(
             }
         }
     }
-    let mut total = AuditGroup {
-        group: "TOTAL".into(),
-        ..Default::default()
-    };
-    for r in &rows {
-        total.add(r);
-    }
-    lines.sort_by(|a, b| (a.kind.name(), &a.group).cmp(&(b.kind.name(), &b.group)));
-    (rows, total, lines)
 }
 
 #[cfg(test)]

@@ -2,7 +2,8 @@
 
 use std::io::Write;
 
-use crate::plan::{RunPlan, StopAt, WriteConcernPlan};
+use crate::plan::fault::FaultPlan;
+use crate::plan::{GroupPlan, RunPlan, StopAt, WriteConcernPlan};
 
 /// Writes the resolved plan as `validate` shows it.
 pub fn render(plan: &RunPlan, out: &mut dyn Write) -> std::io::Result<()> {
@@ -10,6 +11,41 @@ pub fn render(plan: &RunPlan, out: &mut dyn Write) -> std::io::Result<()> {
     if !plan.description.is_empty() {
         writeln!(out, "  {}", plan.description)?;
     }
+    target(plan, out)?;
+    for stage in &plan.stages {
+        if !stage.name.is_empty() {
+            writeln!(out, "stage {}", stage.name)?;
+        }
+        for g in &stage.groups {
+            writeln!(
+                out,
+                "  group {:<14} {:<6} threads {:>5}  ramp-up {}  delay {}  {}",
+                g.name,
+                operation(plan, g),
+                g.threads,
+                humantime::format_duration(g.ramp_up),
+                humantime::format_duration(g.start_delay),
+                stop(g)
+            )?;
+        }
+    }
+    if !plan.server_args.is_empty() {
+        writeln!(out, "embedded server flags: {}", plan.server_args.join(" "))?;
+    }
+    for f in &plan.faults {
+        fault(f, out)?;
+    }
+    if plan.audit {
+        writeln!(out, "audit: after each run, the collections are read back and every acknowledged insert, delete and $inc checked (audit.tsv; lost data exits 5)")?;
+    }
+    match plan.planned_operations() {
+        Some(n) => writeln!(out, "total: {n} operations"),
+        None => writeln!(out, "total: time-bound (some groups run for a duration)"),
+    }
+}
+
+/// Writes the target, its server metrics, the error stop and each collection's setup.
+fn target(plan: &RunPlan, out: &mut dyn Write) -> std::io::Result<()> {
     let t = &plan.target;
     let w = match &t.write_concern {
         None => "the deployment's default".to_string(),
@@ -56,139 +92,132 @@ pub fn render(plan: &RunPlan, out: &mut dyn Write) -> std::io::Result<()> {
             )?;
         }
     }
-    for stage in &plan.stages {
-        if !stage.name.is_empty() {
-            writeln!(out, "stage {}", stage.name)?;
+    Ok(())
+}
+
+/// When group `g` stops: after its loops or a duration, and its open-loop rate.
+fn stop(g: &GroupPlan) -> String {
+    let stop = match g.stop {
+        StopAt::Loops(l) => {
+            format!(
+                "{l} loops = {} operations",
+                l.saturating_mul(u64::from(g.threads))
+            )
         }
-        for g in &stage.groups {
-            let stop = match g.stop {
-                StopAt::Loops(l) => {
-                    format!(
-                        "{l} loops = {} operations",
-                        l.saturating_mul(u64::from(g.threads))
-                    )
+        StopAt::Duration(d) => format!("for {}", humantime::format_duration(d)),
+    };
+    match g.rate {
+        Some(r) => format!("{stop}, open loop at {r}/s"),
+        None => stop,
+    }
+}
+
+/// What group `g` runs: its operation or mix, its own concerns and its keys.
+fn operation(plan: &RunPlan, g: &GroupPlan) -> String {
+    // A mix shows its kinds and weights, and keys other than uniform are named.
+    let op = if g.mix.is_empty() {
+        spec(&g.op)
+    } else {
+        let kinds: Vec<String> = g
+            .mix
+            .iter()
+            .map(|(s, w)| match s {
+                crate::workload::OpSpec::Template(t) if t.desugared.is_none() => {
+                    format!("{} {w} = {}", s.kind(), t.verb.name())
                 }
-                StopAt::Duration(d) => format!("for {}", humantime::format_duration(d)),
-            };
-            let stop = match g.rate {
-                Some(r) => format!("{stop}, open loop at {r}/s"),
-                None => stop,
-            };
-            // A mix shows its kinds and weights, and keys other than uniform are named.
-            let what = |s: &crate::workload::OpSpec| match s {
-                crate::workload::OpSpec::Template(t) if t.desugared.is_some() => {
-                    s.kind().to_string()
-                }
-                crate::workload::OpSpec::Template(t) => t.verb.name().to_string(),
-                crate::workload::OpSpec::Steps(st) => format!(
-                    "{}({})",
-                    if st.transaction {
-                        "transaction"
-                    } else {
-                        "steps"
-                    },
-                    st.steps
-                        .iter()
-                        .map(|t| t.verb.name())
-                        .collect::<Vec<_>>()
-                        .join(", then ")
-                ),
-            };
-            let op = if g.mix.is_empty() {
-                what(&g.op)
-            } else {
-                let kinds: Vec<String> = g
-                    .mix
-                    .iter()
-                    .map(|(s, w)| match s {
-                        crate::workload::OpSpec::Template(t) if t.desugared.is_none() => {
-                            format!("{} {w} = {}", s.kind(), t.verb.name())
-                        }
-                        _ => format!("{} {w}", s.kind()),
-                    })
-                    .collect();
-                format!("mix({})", kinds.join(", "))
-            };
-            // The group's own concerns, where they differ from [target]'s.
-            let op = if g.handle != 0 {
-                let c = &g.concerns;
-                let mut parts = Vec::new();
-                if g.collection != 0 {
-                    parts.push(format!("on {}", plan.collections[g.collection].name));
-                }
-                if c.write != plan.target.write_concern
-                    || c.journal != plan.target.journal
-                    || c.wtimeout.is_some()
-                {
-                    parts.push(format!(
-                        "w {}{}",
-                        match &c.write {
-                            None => "default".to_string(),
-                            Some(crate::plan::WriteConcernPlan::Majority) => "majority".into(),
-                            Some(crate::plan::WriteConcernPlan::Nodes(n)) => n.to_string(),
-                        },
-                        if c.journal == Some(true) { ", j" } else { "" }
-                    ));
-                }
-                if let Some(r) = c.read_concern {
-                    parts.push(format!("read concern {}", r.name()));
-                }
-                if c.read_preference.mode != plan.target.read_preference {
-                    parts.push(format!("read {}", c.read_preference.mode));
-                }
-                if parts.is_empty() {
-                    op
-                } else {
-                    format!("{op} [{}]", parts.join(", "))
-                }
-            } else {
-                op
-            };
-            let op = match g.keys {
-                crate::workload::KeyDist::Uniform => op,
-                k => format!("{op} keys {k}"),
-            };
-            writeln!(
-                out,
-                "  group {:<14} {:<6} threads {:>5}  ramp-up {}  delay {}  {stop}",
-                g.name,
-                op,
-                g.threads,
-                humantime::format_duration(g.ramp_up),
-                humantime::format_duration(g.start_delay)
-            )?;
+                _ => format!("{} {w}", s.kind()),
+            })
+            .collect();
+        format!("mix({})", kinds.join(", "))
+    };
+    // The group's own concerns, where they differ from [target]'s.
+    let op = if g.handle != 0 {
+        let parts = concerns(plan, g);
+        if parts.is_empty() {
+            op
+        } else {
+            format!("{op} [{}]", parts.join(", "))
         }
+    } else {
+        op
+    };
+    match g.keys {
+        crate::workload::KeyDist::Uniform => op,
+        k => format!("{op} keys {k}"),
     }
-    if !plan.server_args.is_empty() {
-        writeln!(out, "embedded server flags: {}", plan.server_args.join(" "))?;
+}
+
+/// One operation: a sugar's kind, a template's verb, or the verbs of steps in order.
+fn spec(s: &crate::workload::OpSpec) -> String {
+    match s {
+        crate::workload::OpSpec::Template(t) if t.desugared.is_some() => s.kind().to_string(),
+        crate::workload::OpSpec::Template(t) => t.verb.name().to_string(),
+        crate::workload::OpSpec::Steps(st) => format!(
+            "{}({})",
+            if st.transaction {
+                "transaction"
+            } else {
+                "steps"
+            },
+            st.steps
+                .iter()
+                .map(|t| t.verb.name())
+                .collect::<Vec<_>>()
+                .join(", then ")
+        ),
     }
-    for f in &plan.faults {
-        use crate::plan::fault::FaultKind;
-        let secs = |d: std::time::Duration| humantime::format_duration(d).to_string();
-        let what = match f.kind {
-            FaultKind::Kill => format!(
-                "SIGKILL the embedded server, start it again {} later",
-                secs(f.length)
-            ),
-            FaultKind::Restart => format!(
-                "SIGTERM the embedded server, start it again {} later",
-                secs(f.length)
-            ),
-            FaultKind::Pause => format!("SIGSTOP the embedded server for {}", secs(f.length)),
-            FaultKind::Stepdown => format!("replSetStepDown for {} with force", secs(f.length)),
-        };
-        writeln!(
-            out,
-            "fault {}: at {} from the first stage's start, {what}",
-            f.text(),
-            secs(f.at)
-        )?;
+}
+
+/// Where group `g`'s collection and concerns differ from `[target]`'s, each in a few words.
+fn concerns(plan: &RunPlan, g: &GroupPlan) -> Vec<String> {
+    let c = &g.concerns;
+    let mut parts = Vec::new();
+    if g.collection != 0 {
+        parts.push(format!("on {}", plan.collections[g.collection].name));
     }
-    if plan.audit {
-        writeln!(out, "audit: after each run, the collections are read back and every acknowledged insert, delete and $inc checked (audit.tsv; lost data exits 5)")?;
+    if c.write != plan.target.write_concern
+        || c.journal != plan.target.journal
+        || c.wtimeout.is_some()
+    {
+        parts.push(format!(
+            "w {}{}",
+            match &c.write {
+                None => "default".to_string(),
+                Some(crate::plan::WriteConcernPlan::Majority) => "majority".into(),
+                Some(crate::plan::WriteConcernPlan::Nodes(n)) => n.to_string(),
+            },
+            if c.journal == Some(true) { ", j" } else { "" }
+        ));
     }
-    match plan.planned_operations() {
-        Some(n) => writeln!(out, "total: {n} operations"),
-        None => writeln!(out, "total: time-bound (some groups run for a duration)"),
+    if let Some(r) = c.read_concern {
+        parts.push(format!("read concern {}", r.name()));
     }
+    if c.read_preference.mode != plan.target.read_preference {
+        parts.push(format!("read {}", c.read_preference.mode));
+    }
+    parts
+}
+
+/// Writes fault `f`: when it strikes and what it does.
+fn fault(f: &FaultPlan, out: &mut dyn Write) -> std::io::Result<()> {
+    use crate::plan::fault::FaultKind;
+    let secs = |d: std::time::Duration| humantime::format_duration(d).to_string();
+    let what = match f.kind {
+        FaultKind::Kill => format!(
+            "SIGKILL the embedded server, start it again {} later",
+            secs(f.length)
+        ),
+        FaultKind::Restart => format!(
+            "SIGTERM the embedded server, start it again {} later",
+            secs(f.length)
+        ),
+        FaultKind::Pause => format!("SIGSTOP the embedded server for {}", secs(f.length)),
+        FaultKind::Stepdown => format!("replSetStepDown for {} with force", secs(f.length)),
+    };
+    writeln!(
+        out,
+        "fault {}: at {} from the first stage's start, {what}",
+        f.text(),
+        secs(f.at)
+    )
 }

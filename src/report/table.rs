@@ -70,8 +70,58 @@ pub fn transactions_line(
     )
 }
 
+/// The whole console summary: the table, then each note, warning and failure below it.
 fn body(s: &Summary, width: Option<usize>, out: &mut dyn Write) -> std::io::Result<()> {
     let with_run = s.runs.len() > 1;
+    let left_out = table(s, with_run, width, out)?;
+    run_notes(s, with_run, width, out)?;
+    legend(&left_out, out)?;
+    failures_by_class(s, with_run, out)?;
+    for w in of(s, WarningCode::NoMatch) {
+        writeln!(out, "warning: {}: {}", labelled(w, with_run), w.message)?;
+    }
+    for w in of(s, WarningCode::StoppedEarly) {
+        writeln!(
+            out,
+            "\nSTOPPED: {}{}",
+            run_prefix(w.run, with_run),
+            w.message
+        )?;
+    }
+    latency_model(s, out)?;
+    for w in of(s, WarningCode::WarmupExcluded) {
+        writeln!(out, "warm-up: {}: {}", labelled(w, with_run), w.message)?;
+    }
+    super::parts::render(s, width, out)?;
+    for w in of(s, WarningCode::LateStart).chain(of(s, WarningCode::MissingParts)) {
+        writeln!(out, "warning: {}", w.message)?;
+    }
+    resources(s, with_run, width, out)?;
+    spread(s, out)?;
+    thresholds(s, with_run, out)?;
+    let failures: Vec<&Warning> = of(s, WarningCode::Failure).collect();
+    if !failures.is_empty() {
+        writeln!(out)?;
+        for w in failures {
+            writeln!(out, "FAILED: {}{}", run_prefix(w.run, with_run), w.message)?;
+        }
+    }
+    if s.interrupted {
+        writeln!(out, "\nINTERRUPTED: the numbers above cover only the operations that completed before the stop.")?;
+    }
+    Ok(())
+}
+
+/// `run N: ` before a line about run N, when there are several runs; nothing otherwise.
+fn run_prefix(run: Option<u32>, with_run: bool) -> String {
+    match run {
+        Some(run) if with_run => format!("run {run}: "),
+        _ => String::new(),
+    }
+}
+
+/// The indexes in `COLUMNS` of the columns the console shows for `s`.
+fn kept_columns(s: &Summary) -> Vec<usize> {
     // In closed loop the service columns repeat the latency ones and the schedule columns are
     // zero: the console leaves them out (summary.tsv and summary.json always have them).
     let open_loop = s.groups.iter().any(|g| g.rate.is_some());
@@ -86,14 +136,24 @@ fn body(s: &Summary, width: Option<usize>, out: &mut dyn Write) -> std::io::Resu
         .runs
         .iter()
         .any(|r| r.rows.iter().any(|row| row.transactions.is_some()));
-    let keep: Vec<usize> = (0..shown)
+    (0..shown)
         .chain(if docs { DOC_COLUMNS..TX_COLUMNS } else { 0..0 })
         .chain(if transactions {
             TX_COLUMNS..COLUMNS.len()
         } else {
             0..0
         })
-        .collect();
+        .collect()
+}
+
+/// Writes the table of rows within `width`; returns the columns it left out.
+fn table(
+    s: &Summary,
+    with_run: bool,
+    width: Option<usize>,
+    out: &mut dyn Write,
+) -> std::io::Result<Vec<String>> {
+    let keep = kept_columns(s);
     let mut header: Vec<String> = keep.iter().map(|&i| COLUMNS[i].to_string()).collect();
     if with_run {
         header.insert(0, "Run".into());
@@ -118,20 +178,26 @@ fn body(s: &Summary, width: Option<usize>, out: &mut dyn Write) -> std::io::Resu
         .chain(&JMETER_DROPPED)
         .copied()
         .collect();
-    let left_out = fitted(
+    fitted(
         &lines,
         &[usize::from(with_run)],
         width,
         &dropped,
         "summary.tsv",
         out,
-    )?;
+    )
+}
+
+/// Per run: each group's transactions, the invariants and the outages; then each run's load
+/// phase.
+fn run_notes(
+    s: &Summary,
+    with_run: bool,
+    width: Option<usize>,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
     for run in &s.runs {
-        let prefix = if with_run {
-            format!("run {}: ", run.run)
-        } else {
-            String::new()
-        };
+        let prefix = run_prefix(Some(run.run), with_run);
         // Per group (the totals would repeat them).
         for row in run.rows.iter().filter(|r| r.label.group_name().is_some()) {
             if let Some(t) = &row.transactions {
@@ -145,11 +211,7 @@ fn body(s: &Summary, width: Option<usize>, out: &mut dyn Write) -> std::io::Resu
     }
     for run in &s.runs {
         if let Some(l) = &run.load {
-            let prefix = if with_run {
-                format!("run {}: ", run.run)
-            } else {
-                String::new()
-            };
+            let prefix = run_prefix(Some(run.run), with_run);
             writeln!(
                 out,
                 "{prefix}load phase (setup.preload, insertMany of {}): {} documents in {:.2} s = {:.1} documents/s",
@@ -157,6 +219,11 @@ fn body(s: &Summary, width: Option<usize>, out: &mut dyn Write) -> std::io::Resu
             )?;
         }
     }
+    Ok(())
+}
+
+/// What the table's units and counts mean, for the columns it shows (all but `left_out`).
+fn legend(left_out: &[String], out: &mut dyn Write) -> std::io::Result<()> {
     if left_out.is_empty() {
         writeln!(out, "(times in ms; Throughput in samples/s; Matched = operations that found or wrote a document, Modified = updates that changed one or removes that deleted one)")?;
     } else {
@@ -171,16 +238,16 @@ fn body(s: &Summary, width: Option<usize>, out: &mut dyn Write) -> std::io::Resu
         }
         writeln!(out, "({})", legend.join("; "))?;
     }
+    Ok(())
+}
 
+/// Each run's failures per label and class, then its error messages with their counts.
+fn failures_by_class(s: &Summary, with_run: bool, out: &mut dyn Write) -> std::io::Result<()> {
     for run in &s.runs {
         if run.errors_by_class.is_empty() {
             continue;
         }
-        let prefix = if with_run {
-            format!("run {}: ", run.run)
-        } else {
-            String::new()
-        };
+        let prefix = run_prefix(Some(run.run), with_run);
         writeln!(out)?;
         for (label, classes) in &run.errors_by_class {
             let list: Vec<String> = classes.iter().map(|(c, n)| format!("{c} {n}")).collect();
@@ -190,62 +257,33 @@ fn body(s: &Summary, width: Option<usize>, out: &mut dyn Write) -> std::io::Resu
             writeln!(out, "  {n} x {msg}")?;
         }
     }
-    for w in of(s, WarningCode::NoMatch) {
-        writeln!(out, "warning: {}: {}", labelled(w, with_run), w.message)?;
-    }
-    for w in of(s, WarningCode::StoppedEarly) {
-        let prefix = match w.run {
-            Some(run) if with_run => format!("run {run}: "),
-            _ => String::new(),
-        };
-        writeln!(out, "\nSTOPPED: {prefix}{}", w.message)?;
-    }
-    latency_model(s, out)?;
-    for w in of(s, WarningCode::WarmupExcluded) {
-        writeln!(out, "warm-up: {}: {}", labelled(w, with_run), w.message)?;
-    }
-    super::parts::render(s, width, out)?;
-    for w in of(s, WarningCode::LateStart).chain(of(s, WarningCode::MissingParts)) {
-        writeln!(out, "warning: {}", w.message)?;
-    }
-    resources(s, with_run, width, out)?;
+    Ok(())
+}
 
-    if !s.spread.is_empty() {
-        writeln!(out, "\nThroughput over {} runs (samples/s):", s.runs.len())?;
-        let w = s
-            .spread
-            .iter()
-            .map(|x| x.label.to_string().len())
-            .max()
-            .unwrap_or(5)
-            .max(5);
+/// The run-to-run spread of throughput per label, when there are several runs.
+fn spread(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
+    if s.spread.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "\nThroughput over {} runs (samples/s):", s.runs.len())?;
+    let w = s
+        .spread
+        .iter()
+        .map(|x| x.label.to_string().len())
+        .max()
+        .unwrap_or(5)
+        .max(5);
+    writeln!(
+        out,
+        "{:<w$}  {:>10}  {:>10}  {:>10}  {:>10}  {:>6}",
+        "Label", "Mean", "Min", "Max", "Std. Dev.", "CV %"
+    )?;
+    for x in &s.spread {
         writeln!(
             out,
-            "{:<w$}  {:>10}  {:>10}  {:>10}  {:>10}  {:>6}",
-            "Label", "Mean", "Min", "Max", "Std. Dev.", "CV %"
+            "{:<w$}  {:>10.2}  {:>10.2}  {:>10.2}  {:>10.2}  {:>6.1}",
+            x.label, x.mean, x.min, x.max, x.stddev, x.cv_pct
         )?;
-        for x in &s.spread {
-            writeln!(
-                out,
-                "{:<w$}  {:>10.2}  {:>10.2}  {:>10.2}  {:>10.2}  {:>6.1}",
-                x.label, x.mean, x.min, x.max, x.stddev, x.cv_pct
-            )?;
-        }
-    }
-    thresholds(s, with_run, out)?;
-    let failures: Vec<&Warning> = of(s, WarningCode::Failure).collect();
-    if !failures.is_empty() {
-        writeln!(out)?;
-        for w in failures {
-            let prefix = match w.run {
-                Some(run) if with_run => format!("run {run}: "),
-                _ => String::new(),
-            };
-            writeln!(out, "FAILED: {prefix}{}", w.message)?;
-        }
-    }
-    if s.interrupted {
-        writeln!(out, "\nINTERRUPTED: the numbers above cover only the operations that completed before the stop.")?;
     }
     Ok(())
 }

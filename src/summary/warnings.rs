@@ -51,42 +51,50 @@ pub struct Warning {
 /// further apart than this did not load the server together.
 pub const LATE_START_MS: f64 = 50.0;
 
+/// Every warning of `s`, in the order a reader is told them.
 pub fn compute(s: &Summary) -> Vec<Warning> {
-    let mut out = Vec::new();
-    let mut add = |code, run: Option<u32>, label: Option<String>, message: String| {
-        out.push(Warning {
+    let mut out = Warnings::default();
+    no_match(s, &mut out);
+    stopped_early(s, &mut out);
+    rates(s, &mut out);
+    late_starts(s, &mut out);
+    missing_parts(s, &mut out);
+    warmups(s, &mut out);
+    metrics_sources(s, &mut out);
+    resources(s, &mut out);
+    failures(s, &mut out);
+    out.0
+}
+
+/// The warnings found so far, in the order they were found.
+#[derive(Default)]
+struct Warnings(Vec<Warning>);
+
+impl Warnings {
+    /// Adds a warning of `code` about `run` and `label`.
+    fn add(&mut self, code: WarningCode, run: Option<u32>, label: Option<String>, message: String) {
+        self.0.push(Warning {
             code,
             run,
             label,
             message,
         })
-    };
+    }
+}
+
+/// The rows whose operations ran but found no document.
+fn no_match(s: &Summary, out: &mut Warnings) {
     for run in &s.runs {
         for row in &run.rows {
             // A step's row times the step; what matched is counted on its group's row.
             let step_row = matches!(&row.label, crate::metrics::Label::Kind { group, kind }
                 if s.groups.iter().any(|g| &g.name == group && g.steps.iter().any(|x| x == kind.as_str())));
             if row.samples > 0 && row.matched == 0 && row.errors < row.samples && !step_row {
-                let unacknowledged = row.label.group_name().is_some_and(|g| {
-                    s.groups.iter().any(|x| {
-                        x.name == g
-                            && x.write_concern.as_deref() == Some("0")
-                            && !x.operations.is_empty()
-                            && x.operations.iter().all(|o| {
-                                [
-                                    "insertOne",
-                                    "insertMany",
-                                    "updateOne",
-                                    "updateMany",
-                                    "replaceOne",
-                                    "deleteOne",
-                                    "deleteMany",
-                                ]
-                                .contains(&o.as_str())
-                            })
-                    })
-                });
-                add(
+                let unacknowledged = row
+                    .label
+                    .group_name()
+                    .is_some_and(|g| only_unacknowledged_writes(s, g));
+                out.add(
                     WarningCode::NoMatch,
                     Some(run.run),
                     Some(row.label.to_string()),
@@ -100,9 +108,34 @@ pub fn compute(s: &Summary) -> Vec<Warning> {
             }
         }
     }
+}
+
+/// Whether group `g` writes with write concern 0 and does nothing but its own writes.
+fn only_unacknowledged_writes(s: &Summary, g: &str) -> bool {
+    s.groups.iter().any(|x| {
+        x.name == g
+            && x.write_concern.as_deref() == Some("0")
+            && !x.operations.is_empty()
+            && x.operations.iter().all(|o| {
+                [
+                    "insertOne",
+                    "insertMany",
+                    "updateOne",
+                    "updateMany",
+                    "replaceOne",
+                    "deleteOne",
+                    "deleteMany",
+                ]
+                .contains(&o.as_str())
+            })
+    })
+}
+
+/// The runs stopped on `stop_on_error_pct`.
+fn stopped_early(s: &Summary, out: &mut Warnings) {
     for run in &s.runs {
         if let Some(reason) = &run.stopped_early {
-            add(
+            out.add(
                 WarningCode::StoppedEarly,
                 Some(run.run),
                 None,
@@ -110,6 +143,10 @@ pub fn compute(s: &Summary) -> Vec<Warning> {
             );
         }
     }
+}
+
+/// The open-loop groups that fell short of their rate, or started operations late.
+fn rates(s: &Summary, out: &mut Warnings) {
     for run in &s.runs {
         for g in s.groups.iter().filter(|g| g.rate.is_some()) {
             let (Some(rate), Some(row)) = (
@@ -121,7 +158,7 @@ pub fn compute(s: &Summary) -> Vec<Warning> {
                 continue;
             };
             if row.throughput < rate * 0.95 || row.missed > 0 {
-                add(
+                out.add(
                     WarningCode::RateNotReached,
                     Some(run.run),
                     Some(g.name.clone()),
@@ -134,39 +171,49 @@ pub fn compute(s: &Summary) -> Vec<Warning> {
                 );
             }
             if row.late > 0 {
-                // Little's law: users in service = arrival rate x time in service.
-                let needed = (rate * row.service_p99_ms / 1000.0).ceil().max(1.0);
-                add(
+                out.add(
                     WarningCode::LateOperations,
                     Some(run.run),
                     Some(g.name.clone()),
-                    format!(
-                        "{} of {} operations started late ({}), up to {:.2} ms behind the schedule; at {rate}/s and a service p99 of {:.2} ms, about {needed:.0} {} are needed (rate x service time){}",
-                        row.late,
-                        row.samples,
-                        match g.pool_size {
-                            // More users than connections: the pool is what ran out.
-                            Some(p) if p < g.threads => format!("all {p} connections of the pool busy, with {} users", g.threads),
-                            _ => format!("all {} users busy", g.threads),
-                        },
-                        row.max_behind_ms,
-                        row.service_p99_ms,
-                        match g.pool_size {
-                            Some(p) if p < g.threads => "connections (pool_size)",
-                            _ => "users",
-                        },
-                        match g.pool_size {
-                            Some(p) if p < g.threads => ", or a server that answers faster",
-                            _ => "",
-                        },
-                    ),
+                    late_operations(g, row, rate),
                 );
             }
         }
     }
+}
+
+/// What started late in group `g`'s `row` at `rate`, and how many users (or connections)
+/// would keep up.
+fn late_operations(g: &super::GroupInfo, row: &crate::metrics::Row, rate: f64) -> String {
+    // Little's law: users in service = arrival rate x time in service.
+    let needed = (rate * row.service_p99_ms / 1000.0).ceil().max(1.0);
+    format!(
+        "{} of {} operations started late ({}), up to {:.2} ms behind the schedule; at {rate}/s and a service p99 of {:.2} ms, about {needed:.0} {} are needed (rate x service time){}",
+        row.late,
+        row.samples,
+        match g.pool_size {
+            // More users than connections: the pool is what ran out.
+            Some(p) if p < g.threads => format!("all {p} connections of the pool busy, with {} users", g.threads),
+            _ => format!("all {} users busy", g.threads),
+        },
+        row.max_behind_ms,
+        row.service_p99_ms,
+        match g.pool_size {
+            Some(p) if p < g.threads => "connections (pool_size)",
+            _ => "users",
+        },
+        match g.pool_size {
+            Some(p) if p < g.threads => ", or a server that answers faster",
+            _ => "",
+        },
+    )
+}
+
+/// The runs whose stages began well after the common start.
+fn late_starts(s: &Summary, out: &mut Warnings) {
     for run in &s.runs {
         if let Some(start) = run.start.as_ref().filter(|st| st.late_ms > LATE_START_MS) {
-            add(
+            out.add(
                 WarningCode::LateStart,
                 Some(run.run),
                 None,
@@ -177,9 +224,13 @@ pub fn compute(s: &Summary) -> Vec<Warning> {
             );
         }
     }
+}
+
+/// A merged run's missing parts, then its parts that began well after the common start.
+fn missing_parts(s: &Summary, out: &mut Warnings) {
     if !s.missing_parts.is_empty() {
         let list: Vec<String> = s.missing_parts.iter().map(u32::to_string).collect();
-        add(
+        out.add(
             WarningCode::MissingParts,
             None,
             None,
@@ -193,7 +244,7 @@ pub fn compute(s: &Summary) -> Vec<Warning> {
     }
     for p in &s.parts {
         if let Some(late) = p.late_start_ms.filter(|l| *l > LATE_START_MS) {
-            add(
+            out.add(
                 WarningCode::LateStart,
                 None,
                 Some(format!("part {}", p.part)),
@@ -201,6 +252,10 @@ pub fn compute(s: &Summary) -> Vec<Warning> {
             );
         }
     }
+}
+
+/// Each group's warm-up, kept out of the summary.
+fn warmups(s: &Summary, out: &mut Warnings) {
     for run in &s.runs {
         for w in &run.warmup {
             let measured = run
@@ -213,7 +268,7 @@ pub fn compute(s: &Summary) -> Vec<Warning> {
             } else {
                 ""
             };
-            add(
+            out.add(
                 WarningCode::WarmupExcluded,
                 Some(run.run),
                 Some(w.label.to_string()),
@@ -226,9 +281,13 @@ pub fn compute(s: &Summary) -> Vec<Warning> {
             );
         }
     }
+}
+
+/// The `--server-metrics` endpoints that missed some seconds.
+fn metrics_sources(s: &Summary, out: &mut Warnings) {
     for m in &s.metrics_sources {
         if m.answered < m.seconds {
-            add(
+            out.add(
                 WarningCode::MetricsSource,
                 None,
                 Some(m.host.to_string()),
@@ -244,9 +303,14 @@ pub fn compute(s: &Summary) -> Vec<Warning> {
             );
         }
     }
+}
+
+/// Per stage: the load generator's own warnings, serverStatus's missed seconds, and a stage
+/// too short to sample.
+fn resources(s: &Summary, out: &mut Warnings) {
     for r in &s.resources {
         if let Some(w) = &r.starved {
-            add(
+            out.add(
                 WarningCode::LoadGenerator,
                 Some(r.run),
                 Some(r.label.to_string()),
@@ -254,7 +318,7 @@ pub fn compute(s: &Summary) -> Vec<Warning> {
             );
         }
         if let Some(w) = &r.warning {
-            add(
+            out.add(
                 WarningCode::LoadGenerator,
                 Some(r.run),
                 Some(r.label.to_string()),
@@ -262,7 +326,7 @@ pub fn compute(s: &Summary) -> Vec<Warning> {
             );
         }
         if r.status_seconds < r.seconds && r.status_seconds > 0 {
-            add(
+            out.add(
                 WarningCode::StatusMissed,
                 Some(r.run),
                 Some(r.label.to_string()),
@@ -273,7 +337,7 @@ pub fn compute(s: &Summary) -> Vec<Warning> {
             );
         }
         if !r.measurable {
-            add(
+            out.add(
                 WarningCode::TooShortToSample,
                 Some(r.run),
                 Some(r.label.to_string()),
@@ -281,13 +345,16 @@ pub fn compute(s: &Summary) -> Vec<Warning> {
             );
         }
     }
+}
+
+/// What failed beyond operations: each run's, then the invocation's.
+fn failures(s: &Summary, out: &mut Warnings) {
     for run in &s.runs {
         for f in &run.failures {
-            add(WarningCode::Failure, Some(run.run), None, f.clone());
+            out.add(WarningCode::Failure, Some(run.run), None, f.clone());
         }
     }
     for f in &s.failures {
-        add(WarningCode::Failure, None, None, f.clone());
+        out.add(WarningCode::Failure, None, None, f.clone());
     }
-    out
 }
