@@ -14,7 +14,7 @@ use mongo_stress::plan::part::{Part, PartPlan};
 use mongo_stress::plan::{profile, Overrides, RunPlan};
 use mongo_stress::samplelog::hlog::IntervalLog;
 use mongo_stress::summary::run_info::{HostInfo, RunInfo};
-use mongo_stress::summary::{RunResult, ServerInfo, ServerKind, Summary};
+use mongo_stress::summary::{Measured, RunResult, ServerInfo, ServerKind, Summary};
 use rand::{Rng, SeedableRng};
 
 fn main() -> anyhow::Result<()> {
@@ -115,14 +115,16 @@ fn write_part(plan: &RunPlan, dir: &Path, seconds: u64, rate: u64) -> anyhow::Re
         uri: "mongodb://synthetic".into(),
     };
     let mut summary = Summary::new(plan, 1, server);
-    let result = RunResult::new(
-        1,
-        humantime::format_rfc3339_seconds(start).to_string(),
-        seconds as f64,
-        false,
+    let result = RunResult::judged(
         plan,
-        &totals,
-        &vec![GroupMetrics::default(); names.len()],
+        Measured {
+            run: 1,
+            started_at: humantime::format_rfc3339_seconds(start).to_string(),
+            wall_secs: seconds as f64,
+            groups: totals,
+            warmup: vec![GroupMetrics::default(); names.len()],
+            ..Measured::default()
+        },
     );
     summary.add_run(result, &[], false);
     let mut json = Vec::new();

@@ -14,6 +14,7 @@ use mongodb::bson::doc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::metrics::Clock;
 use crate::monitor::EventMark;
 use crate::plan::fault::{FaultKind, FaultPlan};
 use crate::server::EmbeddedServer;
@@ -30,23 +31,20 @@ pub struct Injector {
     pub mark: Arc<EventMark>,
 }
 
-fn epoch_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
-
 impl Injector {
-    /// Does each fault at its time from `start`. No fault begins once `over` is cancelled (the
-    /// stages ended), and one going on is cut short by `stop` (Ctrl-C): the server is started
-    /// again (or let go on) at once.
+    /// Does each fault at its time from `start`, its events' times on the run's `clock` (the
+    /// one of the samples and the unavailability windows). No fault begins once `over` is
+    /// cancelled (the stages ended), and one going on is cut short by `stop` (Ctrl-C): the
+    /// server is started again (or let go on) at once.
     pub async fn run(
         self: Arc<Self>,
         start: Instant,
-        start_ms: u64,
+        clock: Clock,
         over: CancellationToken,
         stop: CancellationToken,
     ) -> Vec<FaultEvent> {
+        let epoch_ms = || clock.now_us() / 1000;
+        let start_ms = clock.epoch_us(start) / 1000;
         let mut order: Vec<&FaultPlan> = self.faults.iter().collect();
         order.sort_by_key(|f| f.at);
         let mut events = Vec::new();

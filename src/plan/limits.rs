@@ -136,6 +136,14 @@ pub fn check_preload(n: u64) -> Result<u64, String> {
     }
 }
 
+/// The shortest gap between successes the recorder keeps (the time to a first success after a
+/// fault is read from these gaps).
+pub const RECORDED_GAP: Duration = Duration::from_millis(100);
+/// A gap without a success counts as unavailability from this long (or 10x the median
+/// latency, or 3 of an open-loop group's intervals, if longer), unless `unavailable_after`
+/// says otherwise.
+pub const UNAVAILABLE_AFTER: Duration = Duration::from_secs(1);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,13 +3,15 @@
 //! (`ThresholdResult`); and the exit code every command and the report give a result.
 //!
 //! Owns: which metrics a threshold looks at, whether it holds, what a threshold result records,
-//! and the exit policy. Never: parses threshold text (the plan did), or prints.
+//! which gaps are unavailability, whether an invariant holds, and the exit policy. Never: parses threshold text (the plan did), or prints.
 
 use std::borrow::Cow;
 
 use super::ThresholdResult;
 use crate::error::exit;
+use crate::metrics::availability::{windows, Availability, Window};
 use crate::metrics::{GroupMetrics, Label};
+use crate::plan::limits::UNAVAILABLE_AFTER;
 use crate::plan::thresholds::ThresholdPlan;
 
 /// The metrics a threshold names from the groups' metrics by plan index: its group's, one kind
@@ -193,6 +195,80 @@ impl Outcome {
             _ => "done",
         };
         format!("{code} ({what})")
+    }
+}
+
+/// The windows without a success longer than each series' bound (`unavailable_after`, else
+/// `UNAVAILABLE_AFTER` or 10x its median latency, or 3 of an open-loop group's intervals, if
+/// longer); each group's longest goes into its metrics for `unavailable_max`. The run's own
+/// windows (no group had a success) count only where something went wrong: errors in them, or
+/// a fault; idle time between stages or before a delayed group is not unavailability.
+pub fn unavailability(
+    plan: &crate::plan::RunPlan,
+    a: &Availability,
+    metrics: &mut [GroupMetrics],
+    t0_us: u64,
+    faults: &[super::faults::FaultEvent],
+) -> Vec<Window> {
+    let bound = |median_ms: f64, rate: Option<f64>| -> u64 {
+        match plan.unavailable_after {
+            Some(d) => u64::try_from(d.as_micros()).unwrap_or(u64::MAX),
+            None => {
+                let by_rate = rate.filter(|r| *r > 0.0).map_or(0.0, |r| 3e6 / r);
+                (UNAVAILABLE_AFTER.as_micros() as f64)
+                    .max(median_ms * 10_000.0)
+                    .max(by_rate) as u64
+            }
+        }
+    };
+    let mut out = Vec::new();
+    let mut all = GroupMetrics::default();
+    for g in plan.groups() {
+        let Some(track) = a.groups.get(g.index) else {
+            continue;
+        };
+        let m = &mut metrics[g.index];
+        let w = windows(
+            track,
+            Label::group(&g.name),
+            bound(m.latency.quantile_ms(0.5), g.rate),
+            t0_us,
+        );
+        m.outage.unavailable_max_us = w.iter().map(|w| (w.secs * 1e6) as u64).max().unwrap_or(0);
+        all.merge(m);
+        out.extend(w);
+    }
+    let rate: f64 = plan.groups().filter_map(|g| g.rate).sum();
+    out.extend(
+        windows(
+            &a.all,
+            Label::Total,
+            bound(all.latency.quantile_ms(0.5), (rate > 0.0).then_some(rate)),
+            t0_us,
+        )
+        .into_iter()
+        .filter(|w| {
+            !w.classes.is_empty()
+                || faults
+                    .iter()
+                    .any(|e| e.start_ms <= w.end_ms && w.start_ms <= e.end_ms)
+        }),
+    );
+    out
+}
+
+/// An invariant's verdict: the sum kept, and no document below its minimum.
+pub fn invariant(s: super::InvariantSums) -> super::InvariantResult {
+    super::InvariantResult {
+        holds: s.sum_after == s.sum_before && s.below_min == 0,
+        collection: s.collection,
+        field: s.field,
+        sum_before: s.sum_before,
+        sum_after: s.sum_after,
+        min: s.min,
+        lowest: s.lowest,
+        below_min: s.below_min,
+        documents: s.documents,
     }
 }
 

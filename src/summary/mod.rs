@@ -8,6 +8,7 @@
 pub mod audit;
 pub mod faults;
 pub mod judge;
+pub mod measured;
 pub mod plans;
 pub mod resources;
 pub mod run_info;
@@ -23,6 +24,7 @@ use crate::monitor::ResourceRow;
 use crate::plan::part::Part;
 use crate::plan::{RunPlan, StopAt};
 use crate::workload::op::OpName;
+pub use measured::{InvariantSums, Measured, Stopped};
 use resources::{ResourceSummary, StageSpan};
 pub use spread::{spread, Spread};
 pub use warnings::{Warning, WarningCode};
@@ -467,90 +469,72 @@ pub fn group_info(plan: &RunPlan) -> Vec<GroupInfo> {
         .collect()
 }
 
-impl RunResult {
-    /// Rows from the metrics of each group (indexed as in the plan).
-    pub fn new(
-        run: u32,
-        started_at: String,
-        wall_secs: f64,
-        interrupted: bool,
-        plan: &RunPlan,
-        metrics: &[GroupMetrics],
-        warmup: &[GroupMetrics],
-    ) -> Self {
-        let mut rows = Vec::new();
-        let open = |groups: &[crate::plan::GroupPlan]| groups.iter().any(|g| g.rate.is_some());
-        let mut total = GroupMetrics::default();
-        let mut errors_by_class = BTreeMap::new();
-        let mut error_messages: BTreeMap<String, u64> = BTreeMap::new();
-        let several_stages = plan.stages.len() > 1;
-        for stage in &plan.stages {
-            let mut stage_total = GroupMetrics::default();
-            for g in &stage.groups {
-                let m = &metrics[g.index];
-                // A group that mixes operations: a row per kind (`group:get`), then its total;
-                // a group of steps: a row per step's time (`group:debit`), then the whole.
-                if !g.mix.is_empty() || matches!(g.op, crate::workload::OpSpec::Steps(_)) {
-                    for kind in g.kinds() {
-                        let k = m.kinds.get(&kind).cloned().unwrap_or_default();
-                        rows.push(k.summary_row(Label::kind(&g.name, kind), g.rate.is_some()));
-                    }
-                }
-                rows.push(m.summary_row(Label::group(&g.name), g.rate.is_some()));
-                stage_total.merge(m);
-                if m.errors > 0 {
-                    errors_by_class.insert(
-                        g.name.clone(),
-                        m.errors_by_class
-                            .iter()
-                            .map(|(c, n)| (c.as_str().to_string(), *n))
-                            .collect(),
-                    );
-                }
-                for (msg, n) in &m.messages {
-                    *error_messages.entry(msg.clone()).or_default() += n;
-                }
-            }
-            if several_stages && stage.groups.len() > 1 {
-                rows.push(stage_total.summary_row(plan.stage_label(stage), open(&stage.groups)));
-            }
-            total.merge(&stage_total);
-        }
-        rows.push(total.summary_row(Label::Total, plan.groups().any(|g| g.rate.is_some())));
-        let warmup = plan
-            .groups()
-            .filter(|g| !g.warmup.is_zero())
-            .map(|g| WarmupRow {
-                label: Label::group(&g.name),
-                secs: g.warmup.as_secs_f64(),
-                samples: warmup[g.index].samples,
-                errors: warmup[g.index].errors,
-            })
-            .collect();
-        RunResult {
-            run,
-            started_at,
-            wall_secs,
-            interrupted,
-            rows,
-            errors_by_class,
-            error_messages,
-            stages: Vec::new(),
-            stopped_early: None,
-            aborted_by: None,
-            warmup,
-            load: None,
-            start: None,
-            thresholds: Vec::new(),
-            invariants: Vec::new(),
-            audit: None,
-            faults: Vec::new(),
-            unavailable: Vec::new(),
-            audit_lines: Vec::new(),
-            failures: Vec::new(),
-        }
-    }
+/// Failures by class per group, and distinct failure messages with counts.
+type Errors = (
+    BTreeMap<String, BTreeMap<String, u64>>,
+    BTreeMap<String, u64>,
+);
 
+/// The rows from the metrics of each group (indexed as in the plan): a group's (a mixed group's
+/// or a group of steps' kinds first), a `TOTAL <stage>` per multi-group stage when there are
+/// several stages, then `TOTAL`; with the errors by class and message.
+fn rows(plan: &RunPlan, metrics: &[GroupMetrics]) -> (Vec<Row>, Errors) {
+    let mut rows = Vec::new();
+    let open = |groups: &[crate::plan::GroupPlan]| groups.iter().any(|g| g.rate.is_some());
+    let mut total = GroupMetrics::default();
+    let mut errors_by_class = BTreeMap::new();
+    let mut error_messages: BTreeMap<String, u64> = BTreeMap::new();
+    let several_stages = plan.stages.len() > 1;
+    for stage in &plan.stages {
+        let mut stage_total = GroupMetrics::default();
+        for g in &stage.groups {
+            let m = &metrics[g.index];
+            // A group that mixes operations: a row per kind (`group:get`), then its total;
+            // a group of steps: a row per step's time (`group:debit`), then the whole.
+            if !g.mix.is_empty() || matches!(g.op, crate::workload::OpSpec::Steps(_)) {
+                for kind in g.kinds() {
+                    let k = m.kinds.get(&kind).cloned().unwrap_or_default();
+                    rows.push(k.summary_row(Label::kind(&g.name, kind), g.rate.is_some()));
+                }
+            }
+            rows.push(m.summary_row(Label::group(&g.name), g.rate.is_some()));
+            stage_total.merge(m);
+            if m.errors > 0 {
+                errors_by_class.insert(
+                    g.name.clone(),
+                    m.errors_by_class
+                        .iter()
+                        .map(|(c, n)| (c.as_str().to_string(), *n))
+                        .collect(),
+                );
+            }
+            for (msg, n) in &m.messages {
+                *error_messages.entry(msg.clone()).or_default() += n;
+            }
+        }
+        if several_stages && stage.groups.len() > 1 {
+            rows.push(stage_total.summary_row(plan.stage_label(stage), open(&stage.groups)));
+        }
+        total.merge(&stage_total);
+    }
+    rows.push(total.summary_row(Label::Total, plan.groups().any(|g| g.rate.is_some())));
+    (rows, (errors_by_class, error_messages))
+}
+
+/// Per group with a warm-up: what it excluded from the rows.
+fn warmup_rows(plan: &RunPlan, warmup: &[GroupMetrics]) -> Vec<WarmupRow> {
+    plan.groups()
+        .filter(|g| !g.warmup.is_zero())
+        .map(|g| WarmupRow {
+            label: Label::group(&g.name),
+            secs: g.warmup.as_secs_f64(),
+            samples: warmup[g.index].samples,
+            errors: warmup[g.index].errors,
+        })
+        .collect()
+}
+
+impl RunResult {
     pub fn total(&self) -> &Row {
         self.rows.last().expect("a run always has a TOTAL row")
     }

@@ -1,6 +1,7 @@
 //! One repetition's wiring: the recorder (live lines, the error-rate stop, aborting
-//! thresholds, the interval log), the virtual users' context, every stage in order, and the
-//! `RunResult` with its thresholds judged.
+//! thresholds, the interval log), the virtual users' context, every stage in order, the faults
+//! and the audit, all on one clock; what it measured goes back whole (`summary::Measured`), to
+//! be judged by `summary`.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -10,24 +11,26 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::{epoch_ms, now_rfc3339, Session};
+use super::{now_rfc3339, Session};
 use crate::executor::guard::{StopReason, ThresholdAbort};
 use crate::executor::{self, Clock, Context, ErrorGuard};
 use crate::metrics::{
     IntervalBatch, IntervalCheck, IntervalSink, Logged, Recorded, Recorder, Watch,
 };
 use crate::ops::Backend;
+use crate::plan::limits::RECORDED_GAP;
 use crate::report;
-use crate::summary::judge;
 use crate::summary::resources::StageSpan;
-use crate::summary::RunResult;
+use crate::summary::{Measured, Stopped};
 use crate::workload::KeySpace;
 
-/// The shortest gap between successes the recorder keeps.
-const RECORDED_GAP: std::time::Duration = std::time::Duration::from_millis(100);
-
-/// A gap without success counts as unavailability from this long (or 10x the median).
-const DEFAULT_UNAVAILABLE: std::time::Duration = std::time::Duration::from_secs(1);
+/// What the virtual users share with the session: where their samples go, how many are
+/// active per group, and the run's stop.
+struct Users<'a> {
+    samples: mpsc::Sender<crate::metrics::Sample>,
+    active: Arc<Vec<AtomicU32>>,
+    stop: &'a CancellationToken,
+}
 
 /// The audit of one run as it goes.
 struct AuditRun {
@@ -37,34 +40,8 @@ struct AuditRun {
     keeper: crate::audit::Keeper,
 }
 
-/// How each group and the whole run came back after fault `e`.
-fn recoveries(
-    plan: &crate::plan::RunPlan,
-    a: &crate::metrics::availability::Availability,
-    e: &crate::fault::FaultEvent,
-) -> Vec<crate::fault::Recovery> {
-    let (at, over) = (e.start_ms * 1000, e.end_ms * 1000);
-    let one = |label: crate::metrics::Label, track: &crate::metrics::availability::Track| {
-        let (first, back, rate) = crate::metrics::availability::recovery(track, a.t0_us, at, over);
-        crate::fault::Recovery {
-            label,
-            rate_before: rate,
-            first_success_secs: first,
-            throughput_back_secs: back,
-        }
-    };
-    plan.groups()
-        .filter_map(|g| {
-            a.groups
-                .get(g.index)
-                .map(|t| one(crate::metrics::Label::group(&g.name), t))
-        })
-        .chain(std::iter::once(one(crate::metrics::Label::Total, &a.all)))
-        .collect()
-}
-
 impl<B: Backend + Clone> Session<'_, B> {
-    /// One repetition: every stage in order, recorded, as one `RunResult`.
+    /// One repetition: every stage in order, recorded; what it measured, nothing judged.
     pub(super) async fn execute(
         &self,
         keys: Vec<KeySpace>,
@@ -72,7 +49,7 @@ impl<B: Backend + Clone> Session<'_, B> {
         run: u32,
         log: Option<mpsc::Sender<Vec<Logged>>>,
         hlog: Option<mpsc::Sender<IntervalBatch>>,
-    ) -> RunResult {
+    ) -> Measured {
         let plan = self.plan;
         let groups = plan.groups().count();
         let active: Arc<Vec<AtomicU32>> =
@@ -93,7 +70,8 @@ impl<B: Backend + Clone> Session<'_, B> {
         // must not stop later runs of --repeat.
         let run_stop = self.stop.child_token();
         let stopped_early: Arc<OnceLock<StopReason>> = Arc::new(OnceLock::new());
-        // One clock for the samples and the recorder's intervals and windows.
+        // One clock for the samples, the recorder's intervals and windows, the stages' spans
+        // and the faults' events.
         let clock = Clock::new();
         let recorder = tokio::spawn(
             self.recorder(
@@ -106,50 +84,29 @@ impl<B: Backend + Clone> Session<'_, B> {
             )
             .run(rx),
         );
-        let keys: Vec<Arc<KeySpace>> = {
-            let mut keys = keys;
-            // A part's wait ended by Ctrl-C prepares nothing: every collection still gets one.
-            keys.resize_with(plan.collections.len(), KeySpace::default);
-            keys.into_iter().map(Arc::new).collect()
-        };
-        let collections: crate::workload::command::CollectionsDocs = keys
-            .iter()
-            .zip(&plan.collections)
-            .map(|(k, c)| (Arc::clone(k), Arc::clone(&c.document)))
-            .collect();
-        let ctx = Arc::new(Context {
-            backend: self.backend.clone(),
-            gens: plan
-                .collections
-                .iter()
-                .map(|c| Arc::clone(&c.document))
-                .collect(),
+        let ctx = Arc::new(self.context(
             keys,
-            collections,
-            samples: tx,
-            stop: run_stop.clone(),
-            active,
-            missed: (0..groups).map(|_| AtomicU64::new(0)).collect(),
-            key_state: (0..groups).map(|_| Default::default()).collect(),
             seed,
             clock,
-            op_timeout: plan.target.op_timeout,
-            audit: audit.as_ref().map(|a| a.auditor.clone()),
-            pool: Arc::new(tokio::sync::Semaphore::new(plan.target.pool_size as usize)),
-            pool_size: plan.target.pool_size,
-        });
+            Users {
+                samples: tx,
+                active,
+                stop: &run_stop,
+            },
+            audit.as_ref(),
+        ));
         let started_at = now_rfc3339();
         let t0 = Instant::now();
-        let stages_ms = epoch_ms();
+        let stages_us = clock.epoch_us(t0);
         // The faults from the first stage's start; none begins after the stages end, and one
         // going on is seen through (a killed server is started again) before the audit.
         let stages_over = CancellationToken::new();
         let faults = self.injector.as_ref().map(|i| {
-            tokio::spawn(Arc::clone(i).run(t0, stages_ms, stages_over.clone(), self.stop.clone()))
+            tokio::spawn(Arc::clone(i).run(t0, clock, stages_over.clone(), self.stop.clone()))
         });
-        let (spans, mut failures) = self.stages(&ctx, &run_stop, bars.as_ref()).await;
+        let (stages, mut failures) = self.stages(&ctx, &run_stop, bars.as_ref(), clock).await;
         stages_over.cancel();
-        let mut events = match faults {
+        let faults = match faults {
             Some(f) => f.await.unwrap_or_else(|e| {
                 failures.push(format!("the faults' task failed: {e}"));
                 Vec::new()
@@ -163,12 +120,7 @@ impl<B: Backend + Clone> Session<'_, B> {
             .map(|m| m.load(Ordering::Relaxed))
             .collect();
         drop(ctx);
-        let Recorded {
-            groups: mut metrics,
-            warmup,
-            failures: recorder_failures,
-            availability,
-        } = recorder.await.unwrap_or_else(|e| Recorded {
+        let recorded = recorder.await.unwrap_or_else(|e| Recorded {
             groups: vec![Default::default(); groups],
             warmup: vec![Default::default(); groups],
             failures: vec![format!(
@@ -176,57 +128,80 @@ impl<B: Backend + Clone> Session<'_, B> {
             )],
             availability: Default::default(),
         });
-        failures.extend(recorder_failures);
-        for (m, missed) in metrics.iter_mut().zip(missed) {
-            m.missed = missed;
-        }
-        let mut result = RunResult::new(
+        failures.extend(recorded.failures);
+        let wall_secs = t0.elapsed().as_secs_f64();
+        let audit = match audit {
+            Some(a) => Some(self.audit_finish(a).await),
+            None => None,
+        };
+        Measured {
             run,
             started_at,
-            t0.elapsed().as_secs_f64(),
-            self.stop.is_cancelled(),
-            plan,
-            &metrics,
-            &warmup,
-        );
-        result.stages = spans;
-        result.unavailable = self.unavailability(&availability, &mut metrics, stages_ms);
-        // The run's own windows (no group had a success) count where something went wrong:
-        // errors in them, or a fault; idle time between stages or before a delayed group is not
-        // unavailability.
-        result.unavailable.retain(|w| {
-            w.label != crate::metrics::Label::Total
-                || !w.classes.is_empty()
-                || events
-                    .iter()
-                    .any(|e| e.start_ms <= w.end_ms && w.start_ms <= e.end_ms)
-        });
-        for e in events.iter_mut().filter(|e| e.error.is_none()) {
-            e.recovery = recoveries(plan, &availability, e);
+            wall_secs,
+            // Ctrl-C during the audit's read-back too: what completed is shown, the audit
+            // unfinished.
+            interrupted: self.stop.is_cancelled(),
+            groups: recorded.groups,
+            warmup: recorded.warmup,
+            missed,
+            stages,
+            availability: recorded.availability,
+            stages_us,
+            faults,
+            audit,
+            stopped: stopped_early.get().map(|r| Stopped {
+                message: r.message.clone(),
+                threshold: r.threshold.clone(),
+            }),
+            failures,
+            ..Measured::default()
         }
-        result.faults = events;
-        if let Some(a) = audit {
-            let (verdict, lines) = self.audit_finish(a).await;
-            for (m, g) in metrics.iter_mut().zip(&verdict.groups) {
-                m.outage.lost = g.not_kept();
-            }
-            result.audit = Some(verdict);
-            result.audit_lines = lines;
-            // Ctrl-C during the read-back: what completed is shown, the audit unfinished.
-            result.interrupted |= self.stop.is_cancelled();
+    }
+
+    /// The virtual users' context: the backend, the collections' documents and key spaces,
+    /// where samples go, and the pool's connections.
+    fn context(
+        &self,
+        keys: Vec<KeySpace>,
+        seed: u64,
+        clock: Clock,
+        users: Users<'_>,
+        audit: Option<&AuditRun>,
+    ) -> Context<B> {
+        let plan = self.plan;
+        let groups = plan.groups().count();
+        let keys: Vec<Arc<KeySpace>> = {
+            let mut keys = keys;
+            // A part's wait ended by Ctrl-C prepares nothing: every collection still gets one.
+            keys.resize_with(plan.collections.len(), KeySpace::default);
+            keys.into_iter().map(Arc::new).collect()
+        };
+        let collections: crate::workload::command::CollectionsDocs = keys
+            .iter()
+            .zip(&plan.collections)
+            .map(|(k, c)| (Arc::clone(k), Arc::clone(&c.document)))
+            .collect();
+        Context {
+            backend: self.backend.clone(),
+            gens: plan
+                .collections
+                .iter()
+                .map(|c| Arc::clone(&c.document))
+                .collect(),
+            keys,
+            collections,
+            samples: users.samples,
+            stop: users.stop.clone(),
+            active: users.active,
+            missed: (0..groups).map(|_| AtomicU64::new(0)).collect(),
+            key_state: (0..groups).map(|_| Default::default()).collect(),
+            seed,
+            clock,
+            op_timeout: plan.target.op_timeout,
+            audit: audit.map(|a| a.auditor.clone()),
+            pool: Arc::new(tokio::sync::Semaphore::new(plan.target.pool_size as usize)),
+            pool_size: plan.target.pool_size,
         }
-        let stopped = stopped_early.get();
-        result.stopped_early = stopped.map(|r| r.message.clone());
-        result.aborted_by = stopped.and_then(|r| r.threshold.clone());
-        let audit_unfinished = result.audit.as_ref().is_some_and(|a| !a.finished);
-        result.thresholds = judge::run_thresholds(
-            plan,
-            &metrics,
-            result.aborted_by.as_deref(),
-            audit_unfinished,
-        );
-        result.failures = failures;
-        result
     }
 
     /// The recorder of one run: the error-rate stop (with the run's stop token and where it
@@ -285,7 +260,7 @@ impl<B: Backend + Clone> Session<'_, B> {
             feed,
             availability: crate::metrics::availability::Availability::new(
                 plan.groups().count(),
-                epoch_ms() * 1000,
+                clock.now_us(),
                 min_gap.as_micros() as u64,
             ),
             check,
@@ -391,63 +366,15 @@ impl<B: Backend + Clone> Session<'_, B> {
         }
     }
 
-    /// The windows without a success longer than each series' bound (`unavailable_after`,
-    /// else 1 s or 10x its median latency, or 3 of an open-loop group's intervals, if
-    /// longer); each group's longest goes into its metrics for `unavailable_max`.
-    fn unavailability(
-        &self,
-        a: &crate::metrics::availability::Availability,
-        metrics: &mut [crate::metrics::GroupMetrics],
-        stages_ms: u64,
-    ) -> Vec<crate::metrics::availability::Window> {
-        use crate::metrics::availability::windows;
-        let bound = |median_ms: f64, rate: Option<f64>| -> u64 {
-            match self.plan.unavailable_after {
-                Some(d) => d.as_micros() as u64,
-                None => {
-                    let by_rate = rate.filter(|r| *r > 0.0).map_or(0.0, |r| 3e6 / r);
-                    (DEFAULT_UNAVAILABLE.as_micros() as f64)
-                        .max(median_ms * 10_000.0)
-                        .max(by_rate) as u64
-                }
-            }
-        };
-        let t0 = stages_ms * 1000;
-        let mut out = Vec::new();
-        let mut all = crate::metrics::GroupMetrics::default();
-        for g in self.plan.groups() {
-            let Some(track) = a.groups.get(g.index) else {
-                continue;
-            };
-            let m = &mut metrics[g.index];
-            let w = windows(
-                track,
-                crate::metrics::Label::group(&g.name),
-                bound(m.latency.quantile_ms(0.5), g.rate),
-                t0,
-            );
-            m.outage.unavailable_max_us =
-                w.iter().map(|w| (w.secs * 1e6) as u64).max().unwrap_or(0);
-            all.merge(m);
-            out.extend(w);
-        }
-        let rate: f64 = self.plan.groups().filter_map(|g| g.rate).sum();
-        out.extend(windows(
-            &a.all,
-            crate::metrics::Label::Total,
-            bound(all.latency.quantile_ms(0.5), (rate > 0.0).then_some(rate)),
-            t0,
-        ));
-        out
-    }
-
     /// Every stage in order until the run's stop: when each ran, and what failed inside.
     pub(super) async fn stages(
         &self,
         ctx: &Arc<Context<B>>,
         run_stop: &CancellationToken,
         bars: Option<&MultiProgress>,
+        clock: Clock,
     ) -> (Vec<StageSpan>, Vec<String>) {
+        let now_ms = || clock.now_us() / 1000;
         let mut spans = Vec::new();
         let mut failures = Vec::new();
         for stage in &self.plan.stages {
@@ -476,13 +403,13 @@ impl<B: Backend + Clone> Session<'_, B> {
                 .map(|g| g.start_delay + g.warmup)
                 .max()
                 .unwrap_or_default();
-            let began_ms = epoch_ms();
+            let began_ms = now_ms();
             failures.extend(executor::run_stage(stage, ctx).await);
             spans.push(StageSpan {
                 label: self.plan.stage_label(stage),
                 began_ms,
                 start_ms: began_ms + skip.as_millis() as u64,
-                end_ms: epoch_ms(),
+                end_ms: now_ms(),
             });
         }
         (spans, failures)

@@ -194,7 +194,7 @@ impl<B: Backend + Clone> Session<'_, B> {
         let seed = self.opts.seed.wrapping_add(u64::from(run) - 1);
         // Each part draws its own documents and keys from the run's shared seed.
         let seed = self.plan.part.as_ref().map_or(seed, |p| p.part.seed(seed));
-        let mut result = self
+        let mut measured = self
             .execute(
                 prepared.keys,
                 seed,
@@ -203,30 +203,28 @@ impl<B: Backend + Clone> Session<'_, B> {
                 logs.intervals(),
             )
             .await;
-        result.start = start;
+        measured.start = start;
         if checks {
             let (after, errors) = self.backend.invariants(self.plan).await;
-            result.failures.extend(before.1.into_iter().chain(errors));
-            for a in after {
-                let Some(b) = before.0.iter().find(|b| b.collection == a.collection) else {
-                    continue;
-                };
-                let inv = crate::summary::InvariantResult {
-                    collection: a.collection.clone(),
-                    field: a.field.clone(),
-                    sum_before: b.sum,
-                    sum_after: a.sum,
-                    min: a.min,
-                    lowest: a.lowest,
-                    below_min: a.below,
-                    documents: a.documents,
-                    holds: a.sum == b.sum && a.below == 0,
-                };
-                self.say(inv.line());
-                result.invariants.push(inv);
-            }
+            measured.failures.extend(before.1.into_iter().chain(errors));
+            measured.invariants = after
+                .into_iter()
+                .filter_map(|a| {
+                    let b = before.0.iter().find(|b| b.collection == a.collection)?;
+                    Some(crate::summary::InvariantSums {
+                        collection: a.collection,
+                        field: a.field,
+                        sum_before: b.sum,
+                        sum_after: a.sum,
+                        min: a.min,
+                        lowest: a.lowest,
+                        below_min: a.below,
+                        documents: a.documents,
+                    })
+                })
+                .collect();
         }
-        result.load = prepared.load.map(|(documents, took)| {
+        measured.load = prepared.load.map(|(documents, took)| {
             let secs = took.as_secs_f64();
             crate::summary::LoadResult {
                 documents,
@@ -239,6 +237,10 @@ impl<B: Backend + Clone> Session<'_, B> {
                 batch: crate::ops::setup::PRELOAD_BATCH,
             }
         });
+        let result = crate::summary::RunResult::judged(self.plan, measured);
+        for inv in &result.invariants {
+            self.say(inv.line());
+        }
         let rows = match sampler {
             Some(s) => self.resource_rows(s.unwritten()),
             None => Vec::new(),
@@ -350,12 +352,6 @@ pub fn before_load(e: Error) -> Error {
         Error::Output { .. } => Error::Usage(e.to_string()),
         e => e,
     }
-}
-
-pub(super) fn epoch_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 pub fn now_rfc3339() -> String {
