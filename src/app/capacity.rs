@@ -16,7 +16,52 @@ use crate::plan::{RunPlan, SetupPlan, StopAt};
 use crate::report;
 use crate::report::capacity::CapacityResult;
 
+/// The search: the profile and the SLO checked, the server reached, one step after another
+/// until the search has its knee, and the steps shown and written.
 pub async fn capacity(args: CapacityArgs, stop: CancellationToken) -> Result<i32, Error> {
+    let (base, slo) = checked(&args)?;
+    let series = Series::start(&args.run, &base).await?;
+    let say = |msg: String| series.say(msg);
+    say(format!(
+        "capacity of {} within {} (steps of {} after a {} warm-up), results in {}",
+        base.name,
+        args.slo.join(", "),
+        humantime::format_duration(args.step),
+        humantime::format_duration(args.step_warmup),
+        series.out_dir.display()
+    ));
+    let server = Server::reach(&args.run, &base, &say).await?;
+    let (steps, failure) = search(&args, &base, &slo, &series, &server, &stop).await;
+    server.shut_down().await;
+    if steps.is_empty() {
+        if let Some(e) = failure {
+            return Err(e);
+        }
+    }
+    let result = CapacityResult {
+        profile: base.name.clone(),
+        slo: slo.rules.iter().map(|r| r.text.clone()).collect(),
+        error_pct: args.error_pct,
+        knee: Search::knee(&steps),
+        warnings: warnings(&steps, &base, failure.as_ref(), args.max_rate),
+        steps,
+        interrupted: stop.is_cancelled(),
+    };
+    write(&result, &series.out_dir)?;
+    say(format!("results: {}", series.out_dir.display()));
+    Ok(crate::summary::judge::Outcome {
+        interrupted: result.interrupted,
+        // A search cut short by a failure found no knee, but no SLO said so.
+        threshold_failed: result.knee.is_none() && failure.is_none(),
+        failed: failure.is_some(),
+        data_lost: false,
+    }
+    .exit_code())
+}
+
+/// The base plan (the options a step sets itself refused) and the SLO, checked before anything
+/// runs.
+fn checked(args: &CapacityArgs) -> Result<(RunPlan, Slo), Error> {
     let run = &args.run;
     run.overrides.one_thread_count()?;
     let o = &run.overrides;
@@ -44,60 +89,39 @@ pub async fn capacity(args: CapacityArgs, stop: CancellationToken) -> Result<i32
             args.max_rate, args.start_rate
         )));
     }
-    let series = Series::start(run, &base).await?;
-    let out_dir = &series.out_dir;
-    let say = |msg: String| series.say(msg);
-    say(format!(
-        "capacity of {} within {} (steps of {} after a {} warm-up), results in {}",
-        base.name,
-        args.slo.join(", "),
-        humantime::format_duration(args.step),
-        humantime::format_duration(args.step_warmup),
-        out_dir.display()
-    ));
-    let server = Server::reach(run, &base, &say).await?;
+    Ok((base, slo))
+}
+
+/// Steps at the rates the search picks until it has its answer, Ctrl-C or a step that could
+/// not run (its error returned beside the steps that did).
+async fn search(
+    args: &CapacityArgs,
+    base: &RunPlan,
+    slo: &Slo,
+    series: &Series,
+    server: &Server,
+    stop: &CancellationToken,
+) -> (Vec<Step>, Option<Error>) {
     let search = Search {
         start: args.start_rate,
         max: args.max_rate,
     };
     let mut steps: Vec<Step> = Vec::new();
-    let mut failure = None;
     while let Some(rate) = search.next(&steps) {
         if stop.is_cancelled() {
             break;
         }
         let plan = step_plan(
-            &base,
+            base,
             rate,
             args.step_warmup + args.step,
             args.step_warmup,
             steps.is_empty(),
         );
         let n = steps.len() + 1;
-        let mut dir = out_dir.join(format!("step-{n:02}-{rate:.0}"));
-        let mut ran = series.run_step(run, &server, &plan, &dir, &stop).await;
-        // A step that failed with no sign of saturation (no late operation, the rate achieved)
-        // may have met a spell of this machine's noise: it runs once more, and fails only if it
-        // fails again.
-        if let Ok(summary) = &ran {
-            let first = slo.judge(summary, rate, dir.display().to_string());
-            if !first.held
-                && first.late == 0
-                && first.achieved >= crate::capacity::ACHIEVED_SHARE * rate
-                && !summary.interrupted
-            {
-                say(format!(
-                    "step {n}: {rate:.1}/s failed ({}) without late operations: running it again",
-                    first.why.join("; ")
-                ));
-                dir = out_dir.join(format!("step-{n:02}-{rate:.0}-again"));
-                ran = series.run_step(run, &server, &plan, &dir, &stop).await;
-            }
-        }
-        match ran {
-            Ok(summary) => {
-                let step = slo.judge(&summary, rate, dir.display().to_string());
-                say(format!(
+        match step(args, slo, series, server, (&plan, n, rate), stop).await {
+            Ok((step, interrupted)) => {
+                series.say(format!(
                     "step {n}: {rate:.1}/s offered, {:.1}/s achieved, p50 {:.2} ms, p99 {:.2} ms, {:.2} % errors: {}",
                     step.achieved,
                     step.p50_ms,
@@ -105,56 +129,65 @@ pub async fn capacity(args: CapacityArgs, stop: CancellationToken) -> Result<i32
                     step.error_pct,
                     if step.held { "held".to_string() } else { format!("failed ({})", step.why.join("; ")) }
                 ));
-                if summary.interrupted {
+                if interrupted {
                     break;
                 }
                 steps.push(step);
             }
-            Err(e) => {
-                failure = Some(e);
-                break;
-            }
+            Err(e) => return (steps, Some(e)),
         }
     }
-    server.shut_down().await;
-    if steps.is_empty() {
-        if let Some(e) = failure {
-            return Err(e);
-        }
+    (steps, None)
+}
+
+/// Step `n` at `rate`, judged; whether Ctrl-C cut it short. A step that failed with no sign of
+/// saturation (no late operation, the rate achieved) may have met a spell of this machine's
+/// noise: it runs once more, and fails only if it fails again.
+async fn step(
+    args: &CapacityArgs,
+    slo: &Slo,
+    series: &Series,
+    server: &Server,
+    (plan, n, rate): (&RunPlan, usize, f64),
+    stop: &CancellationToken,
+) -> Result<(Step, bool), Error> {
+    let out_dir = &series.out_dir;
+    let mut dir = out_dir.join(format!("step-{n:02}-{rate:.0}"));
+    let mut summary = series.run_step(&args.run, server, plan, &dir, stop).await?;
+    let first = slo.judge(&summary, rate, dir.display().to_string());
+    if !first.held
+        && first.late == 0
+        && first.achieved >= crate::capacity::ACHIEVED_SHARE * rate
+        && !summary.interrupted
+    {
+        series.say(format!(
+            "step {n}: {rate:.1}/s failed ({}) without late operations: running it again",
+            first.why.join("; ")
+        ));
+        dir = out_dir.join(format!("step-{n:02}-{rate:.0}-again"));
+        summary = series.run_step(&args.run, server, plan, &dir, stop).await?;
     }
-    let result = CapacityResult {
-        profile: base.name.clone(),
-        slo: slo.rules.iter().map(|r| r.text.clone()).collect(),
-        error_pct: args.error_pct,
-        knee: Search::knee(&steps),
-        warnings: warnings(&steps, &base, failure.as_ref(), args.max_rate),
-        steps,
-        interrupted: stop.is_cancelled(),
-    };
-    report::capacity::render(&result, &mut std::io::stdout().lock()).ok();
+    let judged = slo.judge(&summary, rate, dir.display().to_string());
+    Ok((judged, summary.interrupted))
+}
+
+/// The steps and the knee on the terminal, and as `capacity.tsv`, `.json` and `.html`.
+fn write(result: &CapacityResult, out_dir: &std::path::Path) -> Result<(), Error> {
+    report::capacity::render(result, &mut std::io::stdout().lock()).ok();
     report::write_to(
         &out_dir.join("capacity.tsv"),
-        &result,
+        result,
         report::capacity::render_tsv,
     )?;
     report::write_to(
         &out_dir.join("capacity.json"),
-        &result,
+        result,
         report::capacity::render_json,
     )?;
     report::write_atomically(
         &out_dir.join("capacity.html"),
-        report::capacity::render_html(&result).as_bytes(),
-    )?;
-    say(format!("results: {}", out_dir.display()));
-    Ok(crate::summary::judge::Outcome {
-        interrupted: result.interrupted,
-        // A search cut short by a failure found no knee, but no SLO said so.
-        threshold_failed: result.knee.is_none() && failure.is_none(),
-        failed: failure.is_some(),
-        data_lost: false,
-    }
-    .exit_code())
+        report::capacity::render_html(result).as_bytes(),
+    )
 }
 
 /// A step offers one rate to groups that run at once: one stage, no start delays, no rate
