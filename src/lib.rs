@@ -38,6 +38,7 @@ pub mod samplelog;
 pub mod server;
 pub mod summary;
 pub mod sweep;
+pub mod vocab;
 pub mod workload;
 
 pub use app::main;

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::label::Label;
 use super::row::Row;
 use super::sample::{ErrorClass, Sample};
-use crate::workload::op::OpName;
+use crate::vocab::OpName;
 use hdrhistogram::serialization::Serializer;
 use hdrhistogram::Histogram;
 
@@ -581,7 +581,7 @@ mod tests {
     #[test]
     fn a_kind_row_belongs_to_its_group_only() {
         let k = |l: &str| kind_row_of(&Label::parse(l), "ab");
-        assert_eq!(k("ab:get"), Some(crate::workload::OpKind::Get.into()));
+        assert_eq!(k("ab:get"), Some(crate::vocab::OpKind::Get.into()));
         assert_eq!(k("ab"), None);
         assert_eq!(k("abc:get"), None, "another group's row");
         assert_eq!(

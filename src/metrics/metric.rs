@@ -4,23 +4,7 @@
 use super::group::{GroupMetrics, Timing};
 use super::real;
 
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum MetricKind {
-    Avg,
-    Min,
-    Max,
-    Median,
-    /// A percentile, 0 to 100 (`p99.9` is 99.9).
-    Percentile(f64),
-    Throughput,
-    ErrorPct,
-    Errors,
-    Samples,
-    /// The longest window with no successful operation (known after the run).
-    UnavailableMax,
-    /// Acknowledged writes the audit found not kept: lost, deleted and back, lost updates.
-    Lost,
-}
+pub use crate::vocab::MetricKind;
 
 /// A metric of a group: a latency one (of service time when `service`), or a count or rate.
 /// Written in files as its name (`p99.9`, `svc_median`).

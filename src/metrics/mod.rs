@@ -18,7 +18,7 @@ pub mod availability;
 pub mod clock;
 pub mod group;
 pub mod interval;
-pub mod label;
+pub use crate::vocab::label;
 pub mod metric;
 pub mod recorder;
 pub mod row;

@@ -1,63 +1,9 @@
 //! One measured operation, as a virtual user hands it to the recorder, and as the recorder
 //! hands it on to the sample log.
 
-use crate::workload::op::OpName;
+use crate::vocab::OpName;
 
-/// Broad class of a failed operation; the summary counts failures per class.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
-#[serde(into = "&'static str")]
-pub enum ErrorClass {
-    Timeout,
-    Network,
-    ServerSelection,
-    /// The server is not (or no longer) the primary: a step-down, a failover.
-    NotPrimary,
-    DuplicateKey,
-    WriteConflict,
-    /// The write was done, but its write concern was not met (a w:majority timeout).
-    WriteConcern,
-    ServerError,
-    Other,
-}
-
-impl ErrorClass {
-    pub const ALL: [ErrorClass; 9] = [
-        ErrorClass::Timeout,
-        ErrorClass::Network,
-        ErrorClass::ServerSelection,
-        ErrorClass::NotPrimary,
-        ErrorClass::DuplicateKey,
-        ErrorClass::WriteConflict,
-        ErrorClass::WriteConcern,
-        ErrorClass::ServerError,
-        ErrorClass::Other,
-    ];
-
-    /// Its bit in a set of classes.
-    pub fn bit(self) -> u16 {
-        1 << (self as u16)
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorClass::Timeout => "timeout",
-            ErrorClass::Network => "network",
-            ErrorClass::ServerSelection => "server_selection",
-            ErrorClass::NotPrimary => "not_primary",
-            ErrorClass::DuplicateKey => "duplicate_key",
-            ErrorClass::WriteConflict => "write_conflict",
-            ErrorClass::WriteConcern => "write_concern",
-            ErrorClass::ServerError => "server_error",
-            ErrorClass::Other => "other",
-        }
-    }
-}
-
-impl From<ErrorClass> for &'static str {
-    fn from(c: ErrorClass) -> Self {
-        c.as_str()
-    }
-}
+pub use crate::vocab::ErrorClass;
 
 #[derive(Debug, Clone)]
 pub struct OpError {
@@ -213,7 +159,7 @@ pub struct TxSample {
 pub struct SampleExtra {
     /// Each step sent, in order: its row's name and microseconds (of the attempt that
     /// counted, for a transaction).
-    pub steps: Vec<(crate::workload::op::OpName, u32)>,
+    pub steps: Vec<(crate::vocab::OpName, u32)>,
     /// A transaction's end and retries; None for steps outside one.
     pub tx: Option<TxSample>,
     /// A transaction's first attempt, microseconds (its steps and commit, before any retry).
@@ -262,7 +208,7 @@ impl Sample {
     pub fn at(start_us: u64, elapsed_us: u64) -> Sample {
         Sample {
             group: GroupId(0),
-            op: crate::workload::OpKind::Insert.into(),
+            op: crate::vocab::OpKind::Insert.into(),
             mixed: false,
             thread: 1,
             start_us,

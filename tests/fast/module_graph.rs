@@ -152,7 +152,8 @@ const RANKS: &[(&str, u32)] = &[
     // Imports nothing of the crate.
     ("error", 0),
     ("redact", 0),
-    ("workload", 0),
+    ("vocab", 0),
+    ("workload", 1),
     ("server", 1),
     ("metrics", 1),
     ("monitor", 2),

@@ -9,7 +9,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::workload::op::OpName;
+use super::OpName;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(into = "String", from = "String")]
@@ -122,7 +122,7 @@ impl From<&str> for Label {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workload::OpKind;
+    use crate::vocab::OpKind;
 
     #[test]
     fn every_label_reads_back_as_it_was_written() {

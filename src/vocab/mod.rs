@@ -1,0 +1,16 @@
+//! The vocabulary every stage speaks: row labels (`Label`), operation kinds and names
+//! (`OpKind`, `OpName`), error classes (`ErrorClass`) and metric kinds (`MetricKind`).
+//!
+//! Owns: these names, their one written form and their parsing. Never: imports anything of the
+//! crate (it is the bottom of the module order, `tests/fast/module_graph.rs`), measures, or
+//! judges.
+
+pub mod error_class;
+pub mod label;
+pub mod metric;
+pub mod op;
+
+pub use error_class::ErrorClass;
+pub use label::Label;
+pub use metric::MetricKind;
+pub use op::{OpKind, OpName};
