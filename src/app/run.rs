@@ -24,33 +24,9 @@ pub async fn run(command: RunCommand, stop: CancellationToken) -> Result<i32, Er
     args.overrides.one_thread_count()?;
     let plan = RunPlan::build(&profile::load(&args.profile)?, &(&args.overrides).into())?;
     let part = which_part(&args)?;
-    if part.is_some() && args.uri.is_none() {
-        return Err(Error::Usage(
-            "the parts of a run must load one deployment, but without --uri each part would start an embedded server of its own\n  fix: give every part the same --uri (or MONGODB_URI)".into(),
-        ));
-    }
-    if part.is_some() && args.baseline.is_some() {
-        return Err(Error::Usage(
-            "--baseline compares a whole run, but this is one part of a run\n  fix: merge the parts, then compare the merged run with the baseline (mongo-stress compare BASE MERGED --fail-if ...)".into(),
-        ));
-    }
-    if part.is_some() && args.repeat > 1 {
-        // Part 0 would set up the next run while other parts still ran the last one.
-        return Err(Error::Usage(format!(
-            "--repeat {} cannot be split into parts: part 0 would set up run 2 under parts still in run 1
-  fix: run the parts (the Indexed Job) {} times, each with its own --out, and merge each",
-            args.repeat, args.repeat
-        )));
-    }
+    check_part(&args, part.is_some())?;
     check_faults(&args, &plan, part.is_some())?;
-    let plan = match part {
-        Some(part) => plan.divide(PartPlan {
-            part,
-            setup_wait: args.setup_wait,
-            start_at: args.start_at.clone(),
-        })?,
-        None => plan,
-    };
+    let plan = divide(plan, part, &args)?;
     let opts = options(&args, &plan)?;
     check_baseline(&plan, opts.baseline.as_deref())?;
     if let Some(uri) = &args.uri {
@@ -61,76 +37,21 @@ pub async fn run(command: RunCommand, stop: CancellationToken) -> Result<i32, Er
     // Live metrics: the port is taken before anything is created or run.
     let (live, endpoint) = live_metrics(&args, &plan, &out_dir)?;
     // What this run creates, so a refusal by the server can leave nothing behind.
-    let created: Vec<PathBuf> = out_dir
-        .ancestors()
-        .take_while(|p| !p.as_os_str().is_empty() && !p.exists())
-        .map(Path::to_path_buf)
-        .collect();
+    let created = to_create(&out_dir);
     let out_dir = prepare_out_dir(Some(&out_dir), &plan)?;
     let say = |msg: String| {
         if opts.chatty {
             eprintln!("{msg}");
         }
     };
-    say(format!(
-        "profile {} ({}){}, seed {}, results in {}",
-        plan.name,
-        plan.origin,
-        part.map_or(String::new(), |p| format!(", part {p}")),
-        opts.seed,
-        out_dir.display()
-    ));
+    say(opening(&plan, part, &opts, &out_dir));
     let server = Server::reach(&args, &plan, &say).await?;
-    // The server's own check of every template, before anything is written.
-    match crate::ops::explain::check(&plan, &server.connected.client).await {
-        Ok(checked) => {
-            for w in checked.warnings {
-                eprintln!("warning: {w}");
-            }
-        }
-        Err(e) => {
-            server.shut_down().await;
-            // Made just now and still empty (remove_dir leaves a directory with anything in it).
-            for dir in &created {
-                let _ = std::fs::remove_dir(dir);
-            }
-            return Err(e);
-        }
-    }
+    let server = check_templates(&plan, server, &created).await?;
     let events = std::sync::Arc::new(monitor::EventMark::default());
-    let sampler = if args.no_resources {
-        None
-    } else {
-        Some(
-            start_sampler(
-                &args,
-                &plan,
-                &server,
-                &out_dir,
-                &say,
-                &events,
-                live.as_ref().map(|l| &l.exporter),
-            )
-            .await?,
-        )
-    };
-    let injector = if plan.faults.is_empty() {
-        None
-    } else {
-        for f in &plan.faults {
-            say(format!(
-                "fault: {} at {} from the first stage's start",
-                f.text(),
-                humantime::format_duration(f.at)
-            ));
-        }
-        Some(std::sync::Arc::new(crate::fault::Injector {
-            faults: plan.faults.clone(),
-            server: server.embedded.clone(),
-            client: Some(connect::monitor(&server.uri).await?),
-            mark: events,
-        }))
-    };
+    let exporter = live.as_ref().map(|l| &l.exporter);
+    let sampler =
+        resources_sampler(&args, &plan, &server, &out_dir, &say, &events, exporter).await?;
+    let injector = injector(&plan, &server, &say, events).await?;
     let session = Session {
         plan: &plan,
         backend: MongoBackend::new(&server.connected.client, &plan),
@@ -147,6 +68,146 @@ pub async fn run(command: RunCommand, stop: CancellationToken) -> Result<i32, Er
     // Its share of the live metrics goes with it: the pusher below is the last one's.
     drop(session);
     server.shut_down().await;
+    let summary = finish(result, live, endpoint, &args, console).await?;
+    say(format!("results: {}", out_dir.display()));
+    Ok(summary.exit_code())
+}
+
+/// What a part of a run cannot do: start its own embedded server (every part must load one
+/// deployment), compare with a baseline, or repeat.
+fn check_part(args: &RunArgs, part: bool) -> Result<(), Error> {
+    if part && args.uri.is_none() {
+        return Err(Error::Usage(
+            "the parts of a run must load one deployment, but without --uri each part would start an embedded server of its own\n  fix: give every part the same --uri (or MONGODB_URI)".into(),
+        ));
+    }
+    if part && args.baseline.is_some() {
+        return Err(Error::Usage(
+            "--baseline compares a whole run, but this is one part of a run\n  fix: merge the parts, then compare the merged run with the baseline (mongo-stress compare BASE MERGED --fail-if ...)".into(),
+        ));
+    }
+    if part && args.repeat > 1 {
+        // Part 0 would set up the next run while other parts still ran the last one.
+        return Err(Error::Usage(format!(
+            "--repeat {} cannot be split into parts: part 0 would set up run 2 under parts still in run 1
+  fix: run the parts (the Indexed Job) {} times, each with its own --out, and merge each",
+            args.repeat, args.repeat
+        )));
+    }
+    Ok(())
+}
+
+/// The plan of this part of the run (with `--setup-wait` and `--start-at`), or the whole plan.
+fn divide(plan: RunPlan, part: Option<Part>, args: &RunArgs) -> Result<RunPlan, Error> {
+    Ok(match part {
+        Some(part) => plan.divide(PartPlan {
+            part,
+            setup_wait: args.setup_wait,
+            start_at: args.start_at.clone(),
+        })?,
+        None => plan,
+    })
+}
+
+/// The directories the run directory `out_dir` needs that do not exist yet (itself first).
+fn to_create(out_dir: &Path) -> Vec<PathBuf> {
+    out_dir
+        .ancestors()
+        .take_while(|p| !p.as_os_str().is_empty() && !p.exists())
+        .map(Path::to_path_buf)
+        .collect()
+}
+
+/// The run's first line: the profile, its origin, the part, the seed and where the results go.
+fn opening(plan: &RunPlan, part: Option<Part>, opts: &RunOptions, out_dir: &Path) -> String {
+    format!(
+        "profile {} ({}){}, seed {}, results in {}",
+        plan.name,
+        plan.origin,
+        part.map_or(String::new(), |p| format!(", part {p}")),
+        opts.seed,
+        out_dir.display()
+    )
+}
+
+/// The server's own check of every template, before anything is written: its warnings shown;
+/// on a refusal the server is shut down and the directories this run `created` (still empty)
+/// removed.
+async fn check_templates(
+    plan: &RunPlan,
+    server: Server,
+    created: &[PathBuf],
+) -> Result<Server, Error> {
+    match crate::ops::explain::check(plan, &server.connected.client).await {
+        Ok(checked) => {
+            for w in checked.warnings {
+                eprintln!("warning: {w}");
+            }
+            Ok(server)
+        }
+        Err(e) => {
+            server.shut_down().await;
+            // Made just now and still empty (remove_dir leaves a directory with anything in it).
+            for dir in created {
+                let _ = std::fs::remove_dir(dir);
+            }
+            Err(e)
+        }
+    }
+}
+
+/// The resources sampler, unless `--no-resources`.
+async fn resources_sampler(
+    args: &RunArgs,
+    plan: &RunPlan,
+    server: &Server,
+    out_dir: &Path,
+    say: &impl Fn(String),
+    events: &std::sync::Arc<monitor::EventMark>,
+    exporter: Option<&crate::exporter::Exporter>,
+) -> Result<Option<Sampler>, Error> {
+    if args.no_resources {
+        return Ok(None);
+    }
+    Ok(Some(
+        start_sampler(args, plan, server, out_dir, say, events, exporter).await?,
+    ))
+}
+
+/// The fault injector, if the plan has faults (each announced), marking its events in `events`.
+async fn injector(
+    plan: &RunPlan,
+    server: &Server,
+    say: &impl Fn(String),
+    events: std::sync::Arc<monitor::EventMark>,
+) -> Result<Option<std::sync::Arc<crate::fault::Injector>>, Error> {
+    if plan.faults.is_empty() {
+        return Ok(None);
+    }
+    for f in &plan.faults {
+        say(format!(
+            "fault: {} at {} from the first stage's start",
+            f.text(),
+            humantime::format_duration(f.at)
+        ));
+    }
+    Ok(Some(std::sync::Arc::new(crate::fault::Injector {
+        faults: plan.faults.clone(),
+        server: server.embedded.clone(),
+        client: Some(connect::monitor(&server.uri).await?),
+        mark: events,
+    })))
+}
+
+/// After the session: the last live numbers pushed and scraped while the summary is shown
+/// (none for a run that failed), then the run's summary, or why the run or its showing failed.
+async fn finish(
+    result: Result<Summary, Error>,
+    live: Option<crate::exporter::Live>,
+    endpoint: Option<crate::exporter::Endpoint>,
+    args: &RunArgs,
+    console: ConsoleArgs,
+) -> Result<Summary, Error> {
     let summary = result;
     // The last numbers pushed and scraped (the endpoint waits for one scrape of them), both at
     // once, whatever else happens below.
@@ -157,7 +218,7 @@ pub async fn run(command: RunCommand, stop: CancellationToken) -> Result<i32, Er
     });
     let closed = endpoint.map(|e| tokio::task::spawn_blocking(move || e.close()));
     let shown = match &summary {
-        Ok(s) => show(s, &args, console),
+        Ok(s) => show(s, args, console),
         Err(_) => Ok(()),
     };
     if let Some(p) = pushed {
@@ -167,9 +228,7 @@ pub async fn run(command: RunCommand, stop: CancellationToken) -> Result<i32, Er
         let _ = c.await;
     }
     shown?;
-    let summary = summary?;
-    say(format!("results: {}", out_dir.display()));
-    Ok(summary.exit_code())
+    summary
 }
 
 /// `--metrics-listen` (else `MONGO_STRESS_METRICS_LISTEN`, clap's env, else `[metrics] listen`)

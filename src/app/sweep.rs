@@ -3,6 +3,7 @@
 //! let `sweep::next` pick the next N, fit the Universal Scalability Law to the steps, and show
 //! and write them (`sweep.tsv`, `sweep.json`, `sweep.html`).
 
+use std::path::Path;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -15,6 +16,7 @@ use crate::error::Error;
 use crate::ops::connect;
 use crate::plan::{RunPlan, StopAt};
 use crate::report;
+use crate::summary::Summary;
 use crate::sweep::{self, Step, StopReason, SweepResult};
 
 /// A step's warm-up without --warmup.
@@ -32,6 +34,45 @@ pub async fn sweep(args: SweepArgs, stop: CancellationToken) -> Result<i32, Erro
     let listed: Option<Vec<u32>> = o.threads.as_ref().map(|t| t.0.clone());
     let warmup = o.warmup.unwrap_or(DEFAULT_WARMUP);
     check_profile(&base)?;
+    let (slo, groups) = slo_and_groups(&args, &base)?;
+    let most = listed
+        .as_ref()
+        .and_then(|l| l.iter().max().copied())
+        .unwrap_or(args.max_threads);
+    let notes = prepare(&mut base, most.saturating_mul(groups));
+    let series = Series::start(run, &base).await?;
+    let out_dir = &series.out_dir;
+    let say = |msg: String| series.say(msg);
+    say(opening(&args, &base, warmup, listed.as_deref(), out_dir));
+    let server = Server::reach(run, &base, &say).await?;
+    let sweeper = Sweeper {
+        args: &args,
+        base: &base,
+        series: &series,
+        server: &server,
+        stop: &stop,
+        listed: listed.as_deref(),
+        warmup,
+        slo: &slo,
+        groups,
+    };
+    let (mut steps, reason, failure) = sweeper.run_steps().await;
+    server.shut_down().await;
+    if steps.is_empty() {
+        if let Some(e) = failure {
+            return Err(e);
+        }
+    }
+    sweep::efficiencies(&mut steps);
+    let result = SweepResult::new(&base.name, &args.slo, steps, reason, notes);
+    show_and_write(&result, out_dir)?;
+    say(format!("results: {}", out_dir.display()));
+    Ok(exit_code(&result.stop))
+}
+
+/// The SLO the steps are judged by (`--slo`, else none, with every error allowed), and the
+/// number of groups (at least 1).
+fn slo_and_groups(args: &SweepArgs, base: &RunPlan) -> Result<(Slo, u32), Error> {
     let names: Vec<String> = base.groups().map(|g| g.name.clone()).collect();
     let slo = if args.slo.is_empty() {
         Slo {
@@ -42,12 +83,13 @@ pub async fn sweep(args: SweepArgs, stop: CancellationToken) -> Result<i32, Erro
         Slo::parse(&args.slo, &names, 100.0)?
     };
     let groups = u32::try_from(names.len()).unwrap_or(u32::MAX).max(1);
-    let most = listed
-        .as_ref()
-        .and_then(|l| l.iter().max().copied())
-        .unwrap_or(args.max_threads);
+    Ok((slo, groups))
+}
+
+/// Raises the connection pool to the `users` of the largest step, and returns the notes the
+/// result shows: that raise, and whether each step starts from the same data.
+fn prepare(base: &mut RunPlan, users: u32) -> Vec<String> {
     let mut notes = Vec::new();
-    let users = most.saturating_mul(groups);
     if base.target.pool_size < users {
         notes.push(format!(
             "the connection pool was raised from {} to {users}, the users of the largest step the sweep may run, so that no user waits for a connection",
@@ -63,15 +105,24 @@ pub async fn sweep(args: SweepArgs, stop: CancellationToken) -> Result<i32, Erro
                 .into(),
         );
     }
-    let series = Series::start(run, &base).await?;
-    let out_dir = &series.out_dir;
-    let say = |msg: String| series.say(msg);
-    say(format!(
+    notes
+}
+
+/// The sweep's first line: the profile, the steps' length and warm-up, the users per group
+/// (`listed`, or doubled up to `--max-threads`) and where the results go.
+fn opening(
+    args: &SweepArgs,
+    base: &RunPlan,
+    warmup: Duration,
+    listed: Option<&[u32]>,
+    out_dir: &Path,
+) -> String {
+    format!(
         "sweep of {} (steps of {} after a {} warm-up, {}), results in {}",
         base.name,
         humantime::format_duration(args.step),
         humantime::format_duration(warmup),
-        match &listed {
+        match listed {
             Some(l) => format!(
                 "users per group {}",
                 l.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
@@ -82,95 +133,131 @@ pub async fn sweep(args: SweepArgs, stop: CancellationToken) -> Result<i32, Erro
             ),
         },
         out_dir.display()
-    ));
-    let server = Server::reach(run, &base, &say).await?;
-    let mut steps: Vec<Step> = Vec::new();
-    let mut failure: Option<Error> = None;
-    let reason = loop {
-        if stop.is_cancelled() {
-            break StopReason::Interrupted;
-        }
-        let n = match sweep::next(&steps, listed.as_deref(), args.max_threads) {
-            Ok(n) => n,
-            Err(why) => break why,
-        };
-        let plan = step_plan(&base, n, warmup + args.step, warmup);
-        let dir = out_dir
-            .join("steps")
-            .join(format!("{:02}-{n}", steps.len() + 1));
-        match series.run_step(run, &server, &plan, &dir, &stop).await {
-            Ok(summary) => {
-                let mut step = Step::measure(
-                    &summary,
-                    n,
-                    n.saturating_mul(groups),
-                    args.step,
-                    &slo,
-                    dir.display().to_string(),
-                );
-                // Not after Ctrl-C: the sweep ends now.
-                let kept = base.collections.iter().filter(|c| !c.setup.drop);
-                for c in kept.filter(|_| !summary.interrupted) {
-                    let client = &server.connected.client;
-                    if let Some(documents) =
-                        connect::document_count(client, &base.target.database, &c.name).await
-                    {
-                        step.held.push(sweep::Held {
-                            collection: c.name.clone(),
-                            documents,
-                        });
+    )
+}
+
+/// What every step of a sweep shares: the command line, the base plan, the series and the
+/// server it runs on, the stop, the users per group listed (if any), the warm-up, the SLO and
+/// the number of groups.
+struct Sweeper<'a> {
+    args: &'a SweepArgs,
+    base: &'a RunPlan,
+    series: &'a Series,
+    server: &'a Server,
+    stop: &'a CancellationToken,
+    listed: Option<&'a [u32]>,
+    warmup: Duration,
+    slo: &'a Slo,
+    groups: u32,
+}
+
+impl Sweeper<'_> {
+    /// Runs one step after another until `sweep::next` or a step says to stop, a step fails or
+    /// the run is interrupted: the steps measured, why the sweep stopped, and a failed step's
+    /// error.
+    async fn run_steps(&self) -> (Vec<Step>, StopReason, Option<Error>) {
+        let mut steps: Vec<Step> = Vec::new();
+        let mut failure: Option<Error> = None;
+        let reason = loop {
+            if self.stop.is_cancelled() {
+                break StopReason::Interrupted;
+            }
+            let n = match sweep::next(&steps, self.listed, self.args.max_threads) {
+                Ok(n) => n,
+                Err(why) => break why,
+            };
+            let plan = step_plan(self.base, n, self.warmup + self.args.step, self.warmup);
+            let dir = self
+                .series
+                .out_dir
+                .join("steps")
+                .join(format!("{:02}-{n}", steps.len() + 1));
+            let ran = self
+                .series
+                .run_step(&self.args.run, self.server, &plan, &dir, self.stop)
+                .await;
+            match ran {
+                Ok(summary) => {
+                    let step = self.measure(&summary, n, &dir).await;
+                    self.series.say(format!(
+                        "step {}: {n} users per group, {:.1}/s, median {:.2} ms, p99 {:.2} ms, {:.2} % errors, Little's N {:.1}",
+                        steps.len() + 1,
+                        step.throughput,
+                        step.median_ms,
+                        step.p99_ms,
+                        step.error_pct,
+                        step.littles_n
+                    ));
+                    if summary.interrupted {
+                        break StopReason::Interrupted;
+                    }
+                    let ends = sweep::stops(&step);
+                    steps.push(step);
+                    if let Some(why) = ends {
+                        break why;
                     }
                 }
-                say(format!(
-                    "step {}: {n} users per group, {:.1}/s, median {:.2} ms, p99 {:.2} ms, {:.2} % errors, Little's N {:.1}",
-                    steps.len() + 1,
-                    step.throughput,
-                    step.median_ms,
-                    step.p99_ms,
-                    step.error_pct,
-                    step.littles_n
-                ));
-                if summary.interrupted {
-                    break StopReason::Interrupted;
-                }
-                let ends = sweep::stops(&step);
-                steps.push(step);
-                if let Some(why) = ends {
+                Err(e) => {
+                    let why = StopReason::Failed(e.to_string());
+                    failure = Some(e);
                     break why;
                 }
             }
-            Err(e) => {
-                let why = StopReason::Failed(e.to_string());
-                failure = Some(e);
-                break why;
+        };
+        (steps, reason, failure)
+    }
+
+    /// The step at `n` users per group measured from its `summary` (run into `dir`), with the
+    /// documents each collection the profile does not drop holds after it.
+    async fn measure(&self, summary: &Summary, n: u32, dir: &Path) -> Step {
+        let mut step = Step::measure(
+            summary,
+            n,
+            n.saturating_mul(self.groups),
+            self.args.step,
+            self.slo,
+            dir.display().to_string(),
+        );
+        // Not after Ctrl-C: the sweep ends now.
+        let kept = self.base.collections.iter().filter(|c| !c.setup.drop);
+        for c in kept.filter(|_| !summary.interrupted) {
+            let client = &self.server.connected.client;
+            if let Some(documents) =
+                connect::document_count(client, &self.base.target.database, &c.name).await
+            {
+                step.held.push(sweep::Held {
+                    collection: c.name.clone(),
+                    documents,
+                });
             }
         }
-    };
-    server.shut_down().await;
-    if steps.is_empty() {
-        if let Some(e) = failure {
-            return Err(e);
-        }
+        step
     }
-    sweep::efficiencies(&mut steps);
-    let result = SweepResult::new(&base.name, &args.slo, steps, reason, notes);
-    report::sweep::render(&result, &mut std::io::stdout().lock()).ok();
+}
+
+/// The result on the console, then in `sweep.tsv`, `sweep.json` and `sweep.html` in `out_dir`.
+fn show_and_write(result: &SweepResult, out_dir: &Path) -> Result<(), Error> {
+    report::sweep::render(result, &mut std::io::stdout().lock()).ok();
     report::write_to(
         &out_dir.join("sweep.tsv"),
-        &result,
+        result,
         report::sweep::render_tsv,
     )?;
     report::write_to(
         &out_dir.join("sweep.json"),
-        &result,
+        result,
         report::sweep::render_json,
     )?;
     report::write_atomically(
         &out_dir.join("sweep.html"),
-        report::sweep::render_html(&result).as_bytes(),
+        report::sweep::render_html(result).as_bytes(),
     )?;
-    say(format!("results: {}", out_dir.display()));
-    Ok(match result.stop {
+    Ok(())
+}
+
+/// The exit code of a sweep that stopped for `stop`: an interrupted or failed run's, else OK.
+fn exit_code(stop: &StopReason) -> i32 {
+    match stop {
         StopReason::Interrupted => crate::summary::judge::Outcome {
             interrupted: true,
             threshold_failed: false,
@@ -186,7 +273,7 @@ pub async fn sweep(args: SweepArgs, stop: CancellationToken) -> Result<i32, Erro
         }
         .exit_code(),
         _ => crate::error::exit::OK,
-    })
+    }
 }
 
 /// Steps run every group at once with the same users: one stage, no start delays, no live

@@ -344,6 +344,195 @@ impl<'a> Args<'a> {
             )),
         }
     }
+
+    /// A filter, `{}` when not given, that makes a document.
+    fn doc_filter(&self) -> Result<Template, ProfileError> {
+        let filter = self.filter()?;
+        self.must_be_doc("filter", &filter, "{ status = \"open\" }")?;
+        Ok(filter)
+    }
+
+    /// A filter that must be given and make a document.
+    fn required_filter(&self) -> Result<Template, ProfileError> {
+        let filter = self.required("filter", "{ _id = { \"^Key\" = {} } }")?;
+        self.must_be_doc("filter", &filter, "{ status = \"open\" }")?;
+        Ok(filter)
+    }
+
+    /// insertOne or insertMany: the document (else the collection's), the batch and `ordered`.
+    fn insert_command(&self) -> Result<Command, ProfileError> {
+        let document = self.template("document")?;
+        if let Some(d) = &document {
+            self.stored("document", d)?;
+        } else if self.coll.document.fields.is_empty() {
+            return Err(self.err(
+                "",
+                format!(
+                    "{} has no `document` and collection `{}` has no document template",
+                    self.verb.name(),
+                    self.coll.name
+                ),
+                "document = { status = \"open\" }, or a [collection.document] (or [document]) table",
+            ));
+        }
+        let batch = if self.verb == Verb::InsertMany {
+            self.int("batch", 1, MAX_BATCH)?.ok_or_else(|| {
+                self.err(
+                    "",
+                    "insertMany needs `batch`, the documents per command",
+                    "batch = 100",
+                )
+            })? as u32
+        } else {
+            1
+        };
+        Ok(Command::Insert {
+            batch,
+            ordered: self.bool("ordered")?.unwrap_or(true),
+            document,
+        })
+    }
+
+    /// find or findOne (a limit of 1): the filter and the cursor's options.
+    fn find_command(&self) -> Result<Command, ProfileError> {
+        let filter = self.doc_filter()?;
+        let limit = if self.verb == Verb::FindOne {
+            Some(1)
+        } else {
+            self.int("limit", 0, i64::from(i32::MAX))?
+        };
+        Ok(Command::Find {
+            filter,
+            count_first: false,
+            page: None,
+            args: FindArgs {
+                projection: self.projection()?,
+                sort: self.sort()?,
+                skip: self.int("skip", 0, i64::MAX)?.map(|n| n as u64),
+                limit,
+                batch_size: self
+                    .int("batchSize", 0, i64::from(i32::MAX))?
+                    .map(|n| n as u32),
+                hint: self.hint()?,
+                collation: self.doc("collation", "{ locale = \"en\" }")?,
+                max_time_ms: self
+                    .int("maxTimeMS", 0, i64::from(i32::MAX))?
+                    .map(|n| n as u64),
+            },
+        })
+    }
+
+    /// aggregate: a pipeline that makes a list of stages, and its options.
+    fn aggregate_command(&self) -> Result<Command, ProfileError> {
+        let pipeline = self.required("pipeline", "[ { \"$match\" = { status = \"open\" } } ]")?;
+        match self.trial(&pipeline) {
+            Bson::Array(stages) => self.pipeline_shape("pipeline", &stages)?,
+            other => {
+                return Err(self.err(
+                    "pipeline",
+                    format!("a pipeline is a list of stages, not {}", kind_of(&other)),
+                    "pipeline = [ { \"$match\" = { status = \"open\" } } ]",
+                ))
+            }
+        }
+        Ok(Command::Aggregate {
+            pipeline,
+            allow_disk_use: self.bool("allowDiskUse")?,
+            batch_size: self
+                .int("batchSize", 0, i64::from(i32::MAX))?
+                .map(|n| n as u32),
+            hint: self.hint()?,
+        })
+    }
+
+    /// countDocuments: the filter, skip, limit and hint.
+    fn count_command(&self) -> Result<Command, ProfileError> {
+        let filter = self.doc_filter()?;
+        Ok(Command::Count {
+            filter,
+            skip: self.int("skip", 0, i64::MAX)?.map(|n| n as u64),
+            limit: self.int("limit", 1, i64::MAX)?.map(|n| n as u64),
+            hint: self.hint()?,
+        })
+    }
+
+    /// distinct: the key whose values it lists, and the filter.
+    fn distinct_command(&self) -> Result<Command, ProfileError> {
+        let key = match self.table.get("key") {
+            Some(toml::Value::String(s)) if !s.is_empty() => s.clone(),
+            _ => {
+                return Err(self.err(
+                    "key",
+                    "distinct needs `key`, the field whose values it lists",
+                    "key = \"status\"",
+                ))
+            }
+        };
+        let filter = self.doc_filter()?;
+        Ok(Command::Distinct { key, filter })
+    }
+
+    /// updateOne or updateMany: the filter, the update and the write options.
+    fn update_command(&self) -> Result<Command, ProfileError> {
+        let filter = self.required_filter()?;
+        Ok(Command::Update {
+            filter,
+            update: self.update("update")?,
+            args: self.write_args()?,
+            read_first: false,
+        })
+    }
+
+    /// replaceOne: the filter, a replacement that can be stored, and the write options.
+    fn replace_command(&self) -> Result<Command, ProfileError> {
+        let filter = self.required_filter()?;
+        let replacement = self.required("replacement", "{ status = \"open\" }")?;
+        self.stored("replacement", &replacement)?;
+        Ok(Command::Replace {
+            filter,
+            replacement,
+            args: self.write_args()?,
+        })
+    }
+
+    /// deleteOne or deleteMany: the filter, hint and collation.
+    fn delete_command(&self) -> Result<Command, ProfileError> {
+        let filter = self.required_filter()?;
+        Ok(Command::Delete {
+            filter,
+            hint: self.hint()?,
+            collation: self.doc("collation", "{ locale = \"en\" }")?,
+            from: None,
+        })
+    }
+
+    /// findOneAndUpdate, findOneAndReplace or findOneAndDelete: the filter, the change (an
+    /// update, a replacement, or none for a delete) and the options.
+    fn find_and_modify_command(&self) -> Result<Command, ProfileError> {
+        let filter = self.required_filter()?;
+        // findOneAndDelete changes nothing.
+        let change = if self.verb == Verb::FindOneAndUpdate {
+            Some(self.update("update")?)
+        } else if self.verb == Verb::FindOneAndReplace {
+            let r = self.required("replacement", "{ status = \"open\" }")?;
+            self.stored("replacement", &r)?;
+            Some(r)
+        } else {
+            None
+        };
+        Ok(Command::FindAndModify {
+            filter,
+            change,
+            args: FindAndModifyArgs {
+                sort: self.sort()?,
+                projection: self.projection()?,
+                return_after: self.return_after()?,
+                upsert: self.bool("upsert")?,
+                array_filters: self.array_filters()?,
+                hint: self.hint()?,
+            },
+        })
+    }
 }
 
 fn kind_of(b: &Bson) -> &'static str {
@@ -498,8 +687,29 @@ impl GroupAt<'_> {
         if steps.is_empty() {
             return Err(self.err("steps", "[[group.steps]] is empty".into()));
         }
+        let bind = self.bind()?;
+        let mut out: Vec<Arc<TemplateOp>> = Vec::new();
+        let mut late = Vec::new();
+        for (j, s) in steps.iter().enumerate() {
+            let (op, reads_step) = self.step(j, s, &out, &bind, collections, collection)?;
+            late.push(reads_step);
+            out.push(op);
+        }
+        Ok(OpSpec::Steps(Arc::new(StepsOp {
+            name: OpName::from(g.name.as_str()),
+            at: self.path("steps"),
+            steps: out,
+            late,
+            bind,
+            transaction: g.transaction.unwrap_or(false),
+        })))
+    }
+
+    /// `[group.bind]`: each bound value compiled, none reading a step's result or another bound
+    /// value (all are made before the first step).
+    fn bind(&self) -> Result<Vec<(String, Template)>, ProfileError> {
         let mut bind = Vec::new();
-        for (name, v) in g.bind.iter().flatten() {
+        for (name, v) in self.g.bind.iter().flatten() {
             let path = self.path(&format!("bind.{name}"));
             let t = Template::compile(v, &path)
                 .map_err(|e| self.loaded.error_at(&e.key, e.problem, e.expected))?;
@@ -512,127 +722,173 @@ impl GroupAt<'_> {
             }
             bind.push((name.clone(), t));
         }
-        let mut out: Vec<Arc<TemplateOp>> = Vec::new();
-        let mut late = Vec::new();
-        for (j, s) in steps.iter().enumerate() {
-            let at = self.path(&format!("steps[{j}]"));
-            let c = match &s.collection {
-                None => collection,
-                Some(name) => collections
-                    .iter()
-                    .position(|c| &c.name == name)
-                    .ok_or_else(|| {
-                        self.loaded.error_at(
-                            &format!("{at}.collection"),
-                            format!("`{name}` is not a collection of this profile"),
-                            format!(
-                                "one of: {}",
-                                collections
-                                    .iter()
-                                    .map(|c| c.name.as_str())
-                                    .collect::<Vec<_>>()
-                                    .join(", ")
-                            ),
-                        )
-                    })?,
-            };
-            let tables = s.op_tables();
-            let (verb, value) = match tables.as_slice() {
-                [one] => *one,
-                [] => {
-                    return Err(self.loaded.error_at(
-                        &at,
-                        format!("step {j} has no operation table"),
-                        format!("one of: {}", Verb::listed()),
-                    ))
-                }
-                [_, (second, _), ..] => {
-                    return Err(self.loaded.error_at(
-                        &format!("{at}.{second}"),
-                        format!("step {j} has two operation tables"),
-                        "one operation table per [[group.steps]] entry",
-                    ))
-                }
-            };
-            let path = format!("{at}.{verb}");
-            let step_name = match &s.name {
-                None => OpName::from(format!("step{j}")),
-                Some(n) => {
-                    let bad = n.trim().is_empty()
-                        || n.contains([':', '@'])
-                        || n.chars().any(char::is_control)
-                        || n == crate::metrics::group::FIRST_ATTEMPT;
-                    if bad {
-                        return Err(self.loaded.error_at(
-                            &format!("{at}.name"),
-                            format!("`{}` cannot name a step's row (empty, `:`, `@`, a control character, or `{}`)", n.escape_debug(), crate::metrics::group::FIRST_ATTEMPT),
-                            "a short name, e.g. name = \"debit\"",
-                        ));
-                    }
-                    OpName::from(n.as_str())
-                }
-            };
-            if out.iter().any(|o: &Arc<TemplateOp>| o.name == step_name) {
-                return Err(self.loaded.error_at(
-                    &format!("{at}.name"),
-                    format!("two steps of group `{}` are named `{step_name}`", g.name),
-                    "a different name for each step",
-                ));
-            }
-            let op = self.template_op(verb, value, &path, step_name.clone(), c, &collections[c])?;
-            let mut reads_step = false;
-            for t in op.templates() {
-                for (index, _) in t.step_refs() {
-                    if index >= j {
-                        return Err(self.loaded.error_at(
-                            &path,
-                            format!(
-                                "step {j} reads step {index}'s result, which it does not have yet"
-                            ),
-                            format!("^Step with index below {j} (steps count from 0)"),
-                        ));
-                    }
-                    reads_step = true;
-                }
-                for name in t.bind_names() {
-                    if !bind.iter().any(|(n, _)| n == &name) {
-                        return Err(self.loaded.error_at(
-                            &path,
-                            format!("`^Bind` names `{name}`, which [group.bind] does not have"),
-                            format!(
-                                "one of the bound names: {}",
-                                bind.iter()
-                                    .map(|(n, _)| n.as_str())
-                                    .collect::<Vec<_>>()
-                                    .join(", ")
-                            ),
-                        ));
-                    }
-                }
-            }
-            if reads_step
-                && op
-                    .templates()
-                    .iter()
-                    .any(|t| t.uses_key() || !t.field_paths().is_empty())
-            {
-                return Err(self.loaded.error_at(
-                    &path,
-                    format!("step {j} reads an earlier step's result and also draws ^Key or ^Field; it is made at its turn, where those draws are not at hand"),
-                    "draw the value in [group.bind] (e.g. id = { \"^Key\" = {} }) and read it with { \"^Bind\" = \"id\" }",
-                ));
-            }
-            late.push(reads_step);
-            out.push(op);
+        Ok(bind)
+    }
+
+    /// Step `j` read into its operation (after the `earlier` steps, with the `bind` values at
+    /// hand), and whether it reads an earlier step's result (so is made at its turn).
+    fn step(
+        &self,
+        j: usize,
+        s: &crate::plan::profile::model::StepDef,
+        earlier: &[Arc<TemplateOp>],
+        bind: &[(String, Template)],
+        collections: &[CollectionPlan],
+        collection: usize,
+    ) -> Result<(Arc<TemplateOp>, bool), ProfileError> {
+        let at = self.path(&format!("steps[{j}]"));
+        let c = self.step_collection(&at, s, collections, collection)?;
+        let (verb, value) = self.step_table(&at, j, s)?;
+        let path = format!("{at}.{verb}");
+        let step_name = self.step_name(&at, j, s, earlier)?;
+        let op = self.template_op(verb, value, &path, step_name, c, &collections[c])?;
+        let reads_step = self.step_reads(&op, j, &path, bind)?;
+        Ok((op, reads_step))
+    }
+
+    /// The index of the collection a step works on: its own `collection`, else the group's.
+    fn step_collection(
+        &self,
+        at: &str,
+        s: &crate::plan::profile::model::StepDef,
+        collections: &[CollectionPlan],
+        collection: usize,
+    ) -> Result<usize, ProfileError> {
+        match &s.collection {
+            None => Ok(collection),
+            Some(name) => collections
+                .iter()
+                .position(|c| &c.name == name)
+                .ok_or_else(|| {
+                    self.loaded.error_at(
+                        &format!("{at}.collection"),
+                        format!("`{name}` is not a collection of this profile"),
+                        format!(
+                            "one of: {}",
+                            collections
+                                .iter()
+                                .map(|c| c.name.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    )
+                }),
         }
-        Ok(OpSpec::Steps(Arc::new(StepsOp {
-            name: OpName::from(g.name.as_str()),
-            at: self.path("steps"),
-            steps: out,
-            late,
-            bind,
-            transaction: g.transaction.unwrap_or(false),
-        })))
+    }
+
+    /// Step `j`'s one operation table: its verb and value.
+    fn step_table<'s>(
+        &self,
+        at: &str,
+        j: usize,
+        s: &'s crate::plan::profile::model::StepDef,
+    ) -> Result<(&'static str, &'s toml::Value), ProfileError> {
+        let tables = s.op_tables();
+        match tables.as_slice() {
+            [one] => Ok(*one),
+            [] => Err(self.loaded.error_at(
+                at,
+                format!("step {j} has no operation table"),
+                format!("one of: {}", Verb::listed()),
+            )),
+            [_, (second, _), ..] => Err(self.loaded.error_at(
+                &format!("{at}.{second}"),
+                format!("step {j} has two operation tables"),
+                "one operation table per [[group.steps]] entry",
+            )),
+        }
+    }
+
+    /// Step `j`'s row name: its own `name` (one that can label a row), else `stepJ`; none the
+    /// same as an `earlier` step's.
+    fn step_name(
+        &self,
+        at: &str,
+        j: usize,
+        s: &crate::plan::profile::model::StepDef,
+        earlier: &[Arc<TemplateOp>],
+    ) -> Result<OpName, ProfileError> {
+        let step_name = match &s.name {
+            None => OpName::from(format!("step{j}")),
+            Some(n) => {
+                let bad = n.trim().is_empty()
+                    || n.contains([':', '@'])
+                    || n.chars().any(char::is_control)
+                    || n == crate::metrics::group::FIRST_ATTEMPT;
+                if bad {
+                    return Err(self.loaded.error_at(
+                        &format!("{at}.name"),
+                        format!("`{}` cannot name a step's row (empty, `:`, `@`, a control character, or `{}`)", n.escape_debug(), crate::metrics::group::FIRST_ATTEMPT),
+                        "a short name, e.g. name = \"debit\"",
+                    ));
+                }
+                OpName::from(n.as_str())
+            }
+        };
+        if earlier.iter().any(|o| o.name == step_name) {
+            return Err(self.loaded.error_at(
+                &format!("{at}.name"),
+                format!(
+                    "two steps of group `{}` are named `{step_name}`",
+                    self.g.name
+                ),
+                "a different name for each step",
+            ));
+        }
+        Ok(step_name)
+    }
+
+    /// Whether step `j`'s operation reads an earlier step's result, after checking that it
+    /// reads only earlier steps and bound names `bind` has, and that such a step draws no `^Key`
+    /// or `^Field`.
+    fn step_reads(
+        &self,
+        op: &TemplateOp,
+        j: usize,
+        path: &str,
+        bind: &[(String, Template)],
+    ) -> Result<bool, ProfileError> {
+        let mut reads_step = false;
+        for t in op.templates() {
+            for (index, _) in t.step_refs() {
+                if index >= j {
+                    return Err(self.loaded.error_at(
+                        path,
+                        format!("step {j} reads step {index}'s result, which it does not have yet"),
+                        format!("^Step with index below {j} (steps count from 0)"),
+                    ));
+                }
+                reads_step = true;
+            }
+            for name in t.bind_names() {
+                if !bind.iter().any(|(n, _)| n == &name) {
+                    return Err(self.loaded.error_at(
+                        path,
+                        format!("`^Bind` names `{name}`, which [group.bind] does not have"),
+                        format!(
+                            "one of the bound names: {}",
+                            bind.iter()
+                                .map(|(n, _)| n.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    ));
+                }
+            }
+        }
+        if reads_step
+            && op
+                .templates()
+                .iter()
+                .any(|t| t.uses_key() || !t.field_paths().is_empty())
+        {
+            return Err(self.loaded.error_at(
+                path,
+                format!("step {j} reads an earlier step's result and also draws ^Key or ^Field; it is made at its turn, where those draws are not at hand"),
+                "draw the value in [group.bind] (e.g. id = { \"^Key\" = {} }) and read it with { \"^Bind\" = \"id\" }",
+            ));
+        }
+        Ok(reads_step)
     }
 
     /// The built-in operation settings have no meaning beside an operation table.
@@ -659,6 +915,8 @@ impl GroupAt<'_> {
         Ok(())
     }
 
+    /// One operation table (`verb_name = value`, located at `path`) read into the operation
+    /// `name` on collection `collection` (`coll`), its arguments checked.
     fn template_op(
         &self,
         verb_name: &str,
@@ -670,209 +928,15 @@ impl GroupAt<'_> {
     ) -> Result<Arc<TemplateOp>, ProfileError> {
         let verb = Verb::from_name(verb_name).expect("op_tables names only verbs");
         let line = self.loaded.error_at(path, "", "").line;
-        // A command's table is its document (no arguments of its own).
-        let table = match value {
-            _ if verb == Verb::Command => toml::Table::new(),
-            toml::Value::Table(t) => t.clone(),
-            toml::Value::String(s) => match serde_json::from_str::<toml::Table>(s) {
-                Ok(t) => t,
-                Err(e) => {
-                    return Err(self.loaded.error_at(
-                        path,
-                        format!("not a JSON object of {verb_name}'s arguments: {e}"),
-                        format!("a table of {verb_name}'s arguments, e.g. {verb_name} = {{ filter = {{ status = \"open\" }} }}"),
-                    ))
-                }
-            },
-            _ => {
-                return Err(self.loaded.error_at(
-                    path,
-                    format!("{verb_name} takes a table of its arguments"),
-                    format!("{verb_name} = {{ {} }}", verb.arguments().join(" = ..., ")),
-                ))
-            }
-        };
         let a = Args {
             loaded: self.loaded,
             path: path.to_string(),
-            table,
+            table: self.op_table(verb, value, path)?,
             verb,
             coll,
         };
         a.check_keys()?;
-        let command = match verb {
-            Verb::InsertOne | Verb::InsertMany => {
-                let document = a.template("document")?;
-                if let Some(d) = &document {
-                    a.stored("document", d)?;
-                } else if coll.document.fields.is_empty() {
-                    return Err(a.err(
-                        "",
-                        format!("{verb_name} has no `document` and collection `{}` has no document template", coll.name),
-                        "document = { status = \"open\" }, or a [collection.document] (or [document]) table",
-                    ));
-                }
-                let batch = if verb == Verb::InsertMany {
-                    a.int("batch", 1, MAX_BATCH)?.ok_or_else(|| {
-                        a.err(
-                            "",
-                            "insertMany needs `batch`, the documents per command",
-                            "batch = 100",
-                        )
-                    })? as u32
-                } else {
-                    1
-                };
-                Command::Insert {
-                    batch,
-                    ordered: a.bool("ordered")?.unwrap_or(true),
-                    document,
-                }
-            }
-            Verb::Find | Verb::FindOne => {
-                let filter = a.filter()?;
-                a.must_be_doc("filter", &filter, "{ status = \"open\" }")?;
-                let limit = if verb == Verb::FindOne {
-                    Some(1)
-                } else {
-                    a.int("limit", 0, i64::from(i32::MAX))?
-                };
-                Command::Find {
-                    filter,
-                    count_first: false,
-                    page: None,
-                    args: FindArgs {
-                        projection: a.projection()?,
-                        sort: a.sort()?,
-                        skip: a.int("skip", 0, i64::MAX)?.map(|n| n as u64),
-                        limit,
-                        batch_size: a
-                            .int("batchSize", 0, i64::from(i32::MAX))?
-                            .map(|n| n as u32),
-                        hint: a.hint()?,
-                        collation: a.doc("collation", "{ locale = \"en\" }")?,
-                        max_time_ms: a
-                            .int("maxTimeMS", 0, i64::from(i32::MAX))?
-                            .map(|n| n as u64),
-                    },
-                }
-            }
-            Verb::Aggregate => {
-                let pipeline =
-                    a.required("pipeline", "[ { \"$match\" = { status = \"open\" } } ]")?;
-                match a.trial(&pipeline) {
-                    Bson::Array(stages) => a.pipeline_shape("pipeline", &stages)?,
-                    other => {
-                        return Err(a.err(
-                            "pipeline",
-                            format!("a pipeline is a list of stages, not {}", kind_of(&other)),
-                            "pipeline = [ { \"$match\" = { status = \"open\" } } ]",
-                        ))
-                    }
-                }
-                Command::Aggregate {
-                    pipeline,
-                    allow_disk_use: a.bool("allowDiskUse")?,
-                    batch_size: a
-                        .int("batchSize", 0, i64::from(i32::MAX))?
-                        .map(|n| n as u32),
-                    hint: a.hint()?,
-                }
-            }
-            Verb::CountDocuments => {
-                let filter = a.filter()?;
-                a.must_be_doc("filter", &filter, "{ status = \"open\" }")?;
-                Command::Count {
-                    filter,
-                    skip: a.int("skip", 0, i64::MAX)?.map(|n| n as u64),
-                    limit: a.int("limit", 1, i64::MAX)?.map(|n| n as u64),
-                    hint: a.hint()?,
-                }
-            }
-            Verb::EstimatedDocumentCount => Command::EstimatedCount,
-            Verb::Distinct => {
-                let key = match a.table.get("key") {
-                    Some(toml::Value::String(s)) if !s.is_empty() => s.clone(),
-                    _ => {
-                        return Err(a.err(
-                            "key",
-                            "distinct needs `key`, the field whose values it lists",
-                            "key = \"status\"",
-                        ))
-                    }
-                };
-                let filter = a.filter()?;
-                a.must_be_doc("filter", &filter, "{ status = \"open\" }")?;
-                Command::Distinct { key, filter }
-            }
-            Verb::UpdateOne | Verb::UpdateMany => {
-                let filter = a.required("filter", "{ _id = { \"^Key\" = {} } }")?;
-                a.must_be_doc("filter", &filter, "{ status = \"open\" }")?;
-                Command::Update {
-                    filter,
-                    update: a.update("update")?,
-                    args: a.write_args()?,
-                    read_first: false,
-                }
-            }
-            Verb::ReplaceOne => {
-                let filter = a.required("filter", "{ _id = { \"^Key\" = {} } }")?;
-                a.must_be_doc("filter", &filter, "{ status = \"open\" }")?;
-                let replacement = a.required("replacement", "{ status = \"open\" }")?;
-                a.stored("replacement", &replacement)?;
-                Command::Replace {
-                    filter,
-                    replacement,
-                    args: a.write_args()?,
-                }
-            }
-            Verb::DeleteOne | Verb::DeleteMany => {
-                let filter = a.required("filter", "{ _id = { \"^Key\" = {} } }")?;
-                a.must_be_doc("filter", &filter, "{ status = \"open\" }")?;
-                Command::Delete {
-                    filter,
-                    hint: a.hint()?,
-                    collation: a.doc("collation", "{ locale = \"en\" }")?,
-                    from: None,
-                }
-            }
-            Verb::FindOneAndUpdate | Verb::FindOneAndReplace | Verb::FindOneAndDelete => {
-                let filter = a.required("filter", "{ _id = { \"^Key\" = {} } }")?;
-                a.must_be_doc("filter", &filter, "{ status = \"open\" }")?;
-                // findOneAndDelete changes nothing.
-                let change = if verb == Verb::FindOneAndUpdate {
-                    Some(a.update("update")?)
-                } else if verb == Verb::FindOneAndReplace {
-                    let r = a.required("replacement", "{ status = \"open\" }")?;
-                    a.stored("replacement", &r)?;
-                    Some(r)
-                } else {
-                    None
-                };
-                Command::FindAndModify {
-                    filter,
-                    change,
-                    args: FindAndModifyArgs {
-                        sort: a.sort()?,
-                        projection: a.projection()?,
-                        return_after: a.return_after()?,
-                        upsert: a.bool("upsert")?,
-                        array_filters: a.array_filters()?,
-                        hint: a.hint()?,
-                    },
-                }
-            }
-            Verb::BulkWrite => Command::Bulk {
-                ordered: a.bool("ordered")?.unwrap_or(true),
-                models: self.bulk_models(&a)?,
-            },
-            Verb::Command => {
-                let document = Template::compile_arg(value, path)
-                    .map_err(|e| self.loaded.error_at(&e.key, e.problem, e.expected))?;
-                a.must_be_doc("", &document, "{ ping = 1 }")?;
-                Command::RunCommand { document }
-            }
-        };
+        let command = self.command(&a, value)?;
         Ok(Arc::new(TemplateOp {
             name,
             verb,
@@ -883,6 +947,63 @@ impl GroupAt<'_> {
             command,
             desugared: None,
         }))
+    }
+
+    /// The table of `verb`'s arguments: the TOML table, or a string of JSON; a command's is
+    /// empty (its table is its document, with no arguments of its own).
+    fn op_table(
+        &self,
+        verb: Verb,
+        value: &toml::Value,
+        path: &str,
+    ) -> Result<toml::Table, ProfileError> {
+        let verb_name = verb.name();
+        match value {
+            _ if verb == Verb::Command => Ok(toml::Table::new()),
+            toml::Value::Table(t) => Ok(t.clone()),
+            toml::Value::String(s) => match serde_json::from_str::<toml::Table>(s) {
+                Ok(t) => Ok(t),
+                Err(e) => Err(self.loaded.error_at(
+                    path,
+                    format!("not a JSON object of {verb_name}'s arguments: {e}"),
+                    format!("a table of {verb_name}'s arguments, e.g. {verb_name} = {{ filter = {{ status = \"open\" }} }}"),
+                )),
+            },
+            _ => Err(self.loaded.error_at(
+                path,
+                format!("{verb_name} takes a table of its arguments"),
+                format!("{verb_name} = {{ {} }}", verb.arguments().join(" = ..., ")),
+            )),
+        }
+    }
+
+    /// The command `a`'s verb sends, made from its arguments (a command's from `value`, its
+    /// document).
+    fn command(&self, a: &Args<'_>, value: &toml::Value) -> Result<Command, ProfileError> {
+        Ok(match a.verb {
+            Verb::InsertOne | Verb::InsertMany => a.insert_command()?,
+            Verb::Find | Verb::FindOne => a.find_command()?,
+            Verb::Aggregate => a.aggregate_command()?,
+            Verb::CountDocuments => a.count_command()?,
+            Verb::EstimatedDocumentCount => Command::EstimatedCount,
+            Verb::Distinct => a.distinct_command()?,
+            Verb::UpdateOne | Verb::UpdateMany => a.update_command()?,
+            Verb::ReplaceOne => a.replace_command()?,
+            Verb::DeleteOne | Verb::DeleteMany => a.delete_command()?,
+            Verb::FindOneAndUpdate | Verb::FindOneAndReplace | Verb::FindOneAndDelete => {
+                a.find_and_modify_command()?
+            }
+            Verb::BulkWrite => Command::Bulk {
+                ordered: a.bool("ordered")?.unwrap_or(true),
+                models: self.bulk_models(a)?,
+            },
+            Verb::Command => {
+                let document = Template::compile_arg(value, &a.path)
+                    .map_err(|e| self.loaded.error_at(&e.key, e.problem, e.expected))?;
+                a.must_be_doc("", &document, "{ ping = 1 }")?;
+                Command::RunCommand { document }
+            }
+        })
     }
 
     /// `requests = [ { insertOne = { document } }, { updateOne = { filter, update } }, ... ]`.

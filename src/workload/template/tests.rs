@@ -1048,9 +1048,21 @@ fn unknown_and_missing_arguments() {
     );
 }
 
+/// Compiles each `(source, key, problem)` case and checks that it is refused at `key`, with a
+/// problem that contains `problem` and an expected form.
+fn assert_refused(cases: &[(&str, &str, &str)]) {
+    for &(src, key, problem) in cases {
+        let e = compile_err(src);
+        assert_eq!(e.key, key, "{src}");
+        assert!(e.problem.contains(problem), "{src}: {}", e.problem);
+        assert!(!e.expected.is_empty(), "{src}");
+    }
+}
+
+/// Bounds the wrong way round, or of the wrong type.
 #[test]
-fn wrong_values_are_refused() {
-    let cases = [
+fn wrong_number_bounds_are_refused() {
+    assert_refused(&[
         (
             r#"{ "^RandomInt" = { min = 5, max = 1 } }"#,
             "v.^RandomInt.min",
@@ -1066,6 +1078,45 @@ fn wrong_values_are_refused() {
             "v.^RandomDouble.min",
             "greater than max",
         ),
+        (
+            r#"{ "^RandomInt" = { min = { "^RandomInt" = { distribution = "binomial", t = 1, p = 0.5 } }, max = "x" } }"#,
+            "v.^RandomInt.max",
+            "is a string",
+        ),
+    ]);
+}
+
+/// A distribution's parameters out of their range.
+#[test]
+fn wrong_distribution_parameters_are_refused() {
+    assert_refused(&[
+        (
+            r#"{ "^RandomInt" = { distribution = "binomial", t = 10, p = 1.5 } }"#,
+            "v.^RandomInt.p",
+            "not from 0 to 1",
+        ),
+        (
+            r#"{ "^RandomInt" = { distribution = "geometric", p = 0 } }"#,
+            "v.^RandomInt.p",
+            "above 0",
+        ),
+        (
+            r#"{ "^RandomInt" = { distribution = "poisson", mean = -1 } }"#,
+            "v.^RandomInt.mean",
+            "not above 0",
+        ),
+        (
+            r#"{ "^RandomInt" = { distribution = "binomial", t = -1, p = 0.5 } }"#,
+            "v.^RandomInt.t",
+            "negative",
+        ),
+    ]);
+}
+
+/// Lengths, alphabets and array sizes that cannot be made.
+#[test]
+fn wrong_string_and_array_sizes_are_refused() {
+    assert_refused(&[
         (
             r#"{ "^RandomString" = { length = -1 } }"#,
             "v.^RandomString.length",
@@ -1091,6 +1142,13 @@ fn wrong_values_are_refused() {
             "v.^Array.number",
             "16 MiB",
         ),
+    ]);
+}
+
+/// `^Choose`'s values and weights that do not match or cannot be drawn.
+#[test]
+fn wrong_choices_are_refused() {
+    assert_refused(&[
         (
             r#"{ "^Choose" = { from = [1, 2, 3], weights = [1, 2] } }"#,
             "v.^Choose.weights",
@@ -1111,6 +1169,13 @@ fn wrong_values_are_refused() {
             "v.^Choose.from",
             "empty",
         ),
+    ]);
+}
+
+/// ObjectIds and UUIDs that are not of their form.
+#[test]
+fn wrong_ids_are_refused() {
+    assert_refused(&[
         (r#"{ "^ObjectId" = "xyz" }"#, "v.^ObjectId", "24 hex digits"),
         (
             r#"{ "^ObjectId" = { "^RandomInt" = { min = 1, max = 2 } } }"#,
@@ -1122,31 +1187,13 @@ fn wrong_values_are_refused() {
             "v.^UUID.hex",
             "32 hex digits",
         ),
-        (
-            r#"{ "^RandomInt" = { distribution = "binomial", t = 10, p = 1.5 } }"#,
-            "v.^RandomInt.p",
-            "not from 0 to 1",
-        ),
-        (
-            r#"{ "^RandomInt" = { distribution = "geometric", p = 0 } }"#,
-            "v.^RandomInt.p",
-            "above 0",
-        ),
-        (
-            r#"{ "^RandomInt" = { distribution = "poisson", mean = -1 } }"#,
-            "v.^RandomInt.mean",
-            "not above 0",
-        ),
-        (
-            r#"{ "^RandomInt" = { distribution = "binomial", t = -1, p = 0.5 } }"#,
-            "v.^RandomInt.t",
-            "negative",
-        ),
-        (
-            r#"{ "^RandomInt" = { min = { "^RandomInt" = { distribution = "binomial", t = 1, p = 0.5 } }, max = "x" } }"#,
-            "v.^RandomInt.max",
-            "is a string",
-        ),
+    ]);
+}
+
+/// Dates that are not dates, or bounds the wrong way round.
+#[test]
+fn wrong_dates_are_refused() {
+    assert_refused(&[
         (
             r#"{ "^RandomDate" = { min = "now", max = "-1d" } }"#,
             "v.^RandomDate.min",
@@ -1157,6 +1204,13 @@ fn wrong_values_are_refused() {
             "v.^RandomDate.min",
             "`2015-13-01` is not a date",
         ),
+    ]);
+}
+
+/// `^Inc`'s and `^FormatString`'s arguments that do not fit.
+#[test]
+fn wrong_counters_and_formats_are_refused() {
+    assert_refused(&[
         (
             r#"{ "^Inc" = { step = { "^RandomInt" = { min = 1, max = 2 } } } }"#,
             "v.^Inc.step",
@@ -1182,6 +1236,13 @@ fn wrong_values_are_refused() {
             "v.^FormatString.format",
             "not a conversion",
         ),
+    ]);
+}
+
+/// References without what they name, and generators in the wrong place.
+#[test]
+fn wrong_references_and_shapes_are_refused() {
+    assert_refused(&[
         (r#"{ "^Field" = { path = "" } }"#, "v.^Field.path", "empty"),
         (r#"{ "^Bind" = {} }"#, "v.^Bind", "name of a bound value"),
         (
@@ -1199,13 +1260,7 @@ fn wrong_values_are_refused() {
             "v.a.^RandomInt",
             "sits beside other keys (b)",
         ),
-    ];
-    for (src, key, problem) in cases {
-        let e = compile_err(src);
-        assert_eq!(e.key, key, "{src}");
-        assert!(e.problem.contains(problem), "{src}: {}", e.problem);
-        assert!(!e.expected.is_empty(), "{src}");
-    }
+    ]);
 }
 
 #[test]
