@@ -77,5 +77,3 @@ impl Error {
         }
     }
 }
-
-pub type Result<T, E = Error> = std::result::Result<T, E>;

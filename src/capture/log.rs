@@ -67,7 +67,6 @@ pub fn parse_line(json: &serde_json::Value) -> Option<Observed> {
         .and_then(|t| t.get("$date"))
         .and_then(date_ms)?;
     let command = attr.get("command").and_then(document).unwrap_or_default();
-    let originating = attr.get("originatingCommand").and_then(document);
     let truncated = attr.get("truncated").is_some() || has_truncated(&command);
     let int = |k: &str| attr.get(k).and_then(|v| v.as_i64());
     // A line without its namespace: the command's `$db` and the collection it names.
@@ -96,7 +95,6 @@ pub fn parse_line(json: &serde_json::Value) -> Option<Observed> {
             .unwrap_or("command")
             .to_string(),
         command,
-        originating,
         millis: attr
             .get("durationMillis")
             .and_then(|v| v.as_f64())

@@ -33,8 +33,6 @@ pub struct Observed {
     /// The command, or for an update or delete logged per statement, the statement (`q`, `u`,
     /// `multi`, `upsert` / `q`, `limit`).
     pub command: Document,
-    /// The getMore's originating command, when the source gives it.
-    pub originating: Option<Document>,
     pub millis: f64,
     pub app: Option<String>,
     /// The connection (`conn12`) when the source names it.

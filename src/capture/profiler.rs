@@ -253,7 +253,6 @@ fn observed(d: &Document) -> Option<Observed> {
         coll: coll.to_string(),
         op_type: d.get_str("op").unwrap_or("command").to_string(),
         command,
-        originating: d.get_document("originatingCommand").ok().cloned(),
         millis: d.get("millis").and_then(as_f64).unwrap_or(0.0),
         app: d.get_str("appName").ok().map(str::to_string),
         conn: None,

@@ -21,11 +21,10 @@ use crate::workload::request::CollectionDocs;
 use crate::workload::template::{Cx, UserState};
 use crate::workload::{Chooser, KeySpace, OpSpec};
 
-/// What the explain check found: the server lacks explain (a warning), or plans.
+/// What the explain check found: whether the server lacks explain (a warning).
 #[derive(Debug, Default)]
 pub struct Checked {
     pub warnings: Vec<String>,
-    pub plans: Vec<QueryPlan>,
 }
 
 /// Each of the plan's templates once (rate steps share their group's), with its row's label.
