@@ -9,6 +9,8 @@
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use mongo_stress::metrics::interval::Tag;
+use mongo_stress::metrics::Label;
 use mongo_stress::metrics::{new_histogram, Activity, GroupMetrics, IntervalBatch, IntervalHist};
 use mongo_stress::plan::part::{Part, PartPlan};
 use mongo_stress::plan::{profile, Overrides, RunPlan};
@@ -83,18 +85,18 @@ fn write_part(plan: &RunPlan, dir: &Path, seconds: u64, rate: u64) -> anyhow::Re
             }
             total.add(&h)?;
             hists.push(IntervalHist {
-                tag: names[g].clone(),
+                tag: Tag::latency(Label::group(&names[g])),
                 hist: h,
             });
         }
         hists.push(IntervalHist {
-            tag: "TOTAL".into(),
+            tag: Tag::latency(Label::Total),
             hist: total,
         });
         let activity = names
             .iter()
             .map(|n| Activity {
-                tag: n.clone(),
+                tag: Tag::latency(Label::group(n)),
                 users: 1,
                 errors: 0,
             })

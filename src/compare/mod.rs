@@ -219,11 +219,7 @@ fn side(dir: &RunDir) -> Result<Side, Error> {
     let mut per_interval: BTreeMap<Label, BTreeMap<&'static str, Vec<f64>>> = BTreeMap::new();
     let labels: Vec<Label> = values.keys().cloned().collect();
     for label in &labels {
-        let tag = crate::metrics::interval::tag(
-            &label.to_string(),
-            crate::metrics::Series::Latency,
-            false,
-        );
+        let tag = crate::metrics::interval::Tag::latency(label.clone()).to_string();
         let Some(list) = dir.intervals.get(&tag) else {
             continue;
         };

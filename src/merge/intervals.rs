@@ -19,6 +19,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use super::counts::{Counts, Decoder};
 use crate::error::Error;
+use crate::metrics::interval::Tag;
 use crate::metrics::{Activity, IntervalBatch, IntervalHist};
 use crate::samplelog::hlog::IntervalLog;
 
@@ -327,14 +328,18 @@ pub fn merge(logs: &[PathBuf], length: Duration, out: &Path, tool: &str) -> Resu
                     .hists
                     .into_iter()
                     .map(|(tag, counts)| IntervalHist {
-                        tag,
+                        tag: Tag::parse(&tag),
                         hist: counts.to_histogram(),
                     })
                     .collect(),
                 activity: slot
                     .activity
                     .into_iter()
-                    .map(|(tag, users, errors)| Activity { tag, users, errors })
+                    .map(|(tag, users, errors)| Activity {
+                        tag: Tag::parse(&tag),
+                        users,
+                        errors,
+                    })
                     .collect(),
                 spares: Default::default(),
             };

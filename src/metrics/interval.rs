@@ -7,6 +7,7 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 
 use super::group::Timing;
+use super::Label;
 
 /// Histograms an interval is done with (written to the interval log, or not logged), back for
 /// the recorder to empty and use again instead of allocating new ones (about 184 KiB each).
@@ -68,8 +69,8 @@ pub struct IntervalBatch {
 /// One interval's histogram of one series.
 #[derive(Debug, Clone)]
 pub struct IntervalHist {
-    /// `insert`, `TOTAL`, `svc:insert`, `warmup:insert`, ... (see `tag`).
-    pub tag: String,
+    /// `insert`, `TOTAL`, `svc:insert`, `warmup:insert`, ...
+    pub tag: Tag,
     pub hist: Histogram<u64>,
 }
 
@@ -77,13 +78,13 @@ pub struct IntervalHist {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Activity {
     /// The group's latency tag.
-    pub tag: String,
+    pub tag: Tag,
     pub users: u32,
     pub errors: u64,
 }
 
 /// Which histogram of a group an interval log line holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Series {
     /// Latency as the summary counts it.
     Latency,
@@ -91,19 +92,62 @@ pub enum Series {
     Service,
 }
 
-/// The interval log tag of a group's (or `TOTAL`'s) series. HdrHistogram tags cannot hold a
-/// space or a comma, so those become `_` in a group's name.
-pub fn tag(name: &str, series: Series, warmup: bool) -> String {
-    let clean: String = name
-        .chars()
-        .map(|c| if c == ' ' || c == ',' { '_' } else { c })
-        .collect();
-    let svc = match series {
-        Series::Latency => "",
-        Series::Service => "svc:",
-    };
-    let phase = if warmup { "warmup:" } else { "" };
-    format!("{phase}{svc}{clean}")
+/// The interval log's name of one series: a row's latency or service time, counted or in the
+/// warm-up. Written as `[warmup:][svc:]LABEL`; HdrHistogram tags cannot hold a space or a
+/// comma, so those become `_` in the label (the plan refuses two groups that would then share
+/// a tag, so a tag's text names one series).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Tag {
+    pub label: Label,
+    pub series: Series,
+    pub warmup: bool,
+}
+
+impl Tag {
+    pub fn new(label: Label, series: Series, warmup: bool) -> Tag {
+        Tag {
+            label,
+            series,
+            warmup,
+        }
+    }
+
+    /// A tag as an interval log holds it (read back to be written again, as `merge` does):
+    /// its text is written back unchanged.
+    pub fn parse(text: &str) -> Tag {
+        let (warmup, rest) = match text.strip_prefix("warmup:") {
+            Some(rest) => (true, rest),
+            None => (false, text),
+        };
+        let (series, rest) = match rest.strip_prefix("svc:") {
+            Some(rest) => (Series::Service, rest),
+            None => (Series::Latency, rest),
+        };
+        Tag::new(Label::parse(rest), series, warmup)
+    }
+
+    /// A row's latency as the summary counts it.
+    pub fn latency(label: Label) -> Tag {
+        Tag::new(label, Series::Latency, false)
+    }
+}
+
+impl std::fmt::Display for Tag {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.warmup {
+            f.write_str("warmup:")?;
+        }
+        if self.series == Series::Service {
+            f.write_str("svc:")?;
+        }
+        let clean: String = self
+            .label
+            .to_string()
+            .chars()
+            .map(|c| if c == ' ' || c == ',' { '_' } else { c })
+            .collect();
+        f.write_str(&clean)
+    }
 }
 
 #[cfg(test)]
@@ -112,9 +156,24 @@ mod tests {
 
     #[test]
     fn tags_are_what_hdrhistogram_accepts() {
+        let tag =
+            |name: &str, series, warmup| Tag::new(Label::group(name), series, warmup).to_string();
         assert_eq!(tag("insert", Series::Latency, false), "insert");
         assert_eq!(tag("my group,1", Series::Service, false), "svc:my_group_1");
         assert_eq!(tag("find", Series::Service, true), "warmup:svc:find");
+        assert_eq!(Tag::latency(Label::Total).to_string(), "TOTAL");
+        assert_eq!(Tag::latency(Label::kind("g", "get")).to_string(), "g:get");
+        for text in [
+            "g",
+            "TOTAL",
+            "svc:TOTAL",
+            "warmup:svc:g:get",
+            "run@500/s",
+            "a_b",
+            "g:",
+        ] {
+            assert_eq!(Tag::parse(text).to_string(), text, "{text} read back");
+        }
         let t = tag("a b,c", Series::Latency, true);
         assert!(hdrhistogram::serialization::interval_log::Tag::new(&t).is_some());
     }

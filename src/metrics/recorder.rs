@@ -21,8 +21,9 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::group::{GroupMetrics, Timing};
-use super::interval::{tag, Activity, IntervalBatch, IntervalHist, Series};
+use super::interval::{Activity, IntervalBatch, IntervalHist, Series, Tag};
 use super::sample::{Logged, Sample};
+use super::Label;
 
 /// Watches every recorded sample; the executor's error-rate stop is one.
 pub trait Watch: Send {
@@ -243,7 +244,7 @@ impl Recorder {
         st.interval_started = Instant::now();
         let mut out = Vec::new();
         let mut activity = Vec::new();
-        let mut entry = |tag: String, timing: Timing| {
+        let mut entry = |tag: Tag, timing: Timing| {
             out.push(IntervalHist {
                 tag,
                 hist: timing.hist,
@@ -267,7 +268,7 @@ impl Recorder {
             let ran = st.interval[g].samples + st.interval_warm[g].samples > 0;
             if ran || users > 0 {
                 activity.push(Activity {
-                    tag: tag(name, Series::Latency, false),
+                    tag: Tag::latency(Label::group(name)),
                     users,
                     errors,
                 });
@@ -291,17 +292,23 @@ impl Recorder {
                     ..
                 } = m;
                 for (kind, k) in kinds {
-                    let label = super::Label::kind(name, kind).to_string();
-                    entry(tag(&label, Series::Latency, false), k.latency);
+                    let label = Label::kind(name, kind.clone());
+                    entry(Tag::new(label.clone(), Series::Latency, false), k.latency);
                     if open {
-                        entry(tag(&label, Series::Service, false), k.service);
+                        entry(Tag::new(label, Series::Service, false), k.service);
                     } else {
                         spares.give(k.service.hist);
                     }
                 }
-                entry(tag(name, Series::Latency, false), latency);
+                entry(
+                    Tag::new(Label::group(name), Series::Latency, false),
+                    latency,
+                );
                 if open {
-                    entry(tag(name, Series::Service, false), service);
+                    entry(
+                        Tag::new(Label::group(name), Series::Service, false),
+                        service,
+                    );
                 } else {
                     spares.give(service.hist);
                 }
@@ -312,18 +319,24 @@ impl Recorder {
                     // The live view shows everything that ran, the warm-up too.
                     st.window[g].merge(&w);
                 }
-                entry(tag(name, Series::Latency, true), w.latency);
+                entry(
+                    Tag::new(Label::group(name), Series::Latency, true),
+                    w.latency,
+                );
                 if open {
-                    entry(tag(name, Series::Service, true), w.service);
+                    entry(
+                        Tag::new(Label::group(name), Series::Service, true),
+                        w.service,
+                    );
                 } else {
                     spares.give(w.service.hist);
                 }
             }
         }
         if let Some((lat, svc)) = all {
-            entry(tag("TOTAL", Series::Latency, false), lat);
+            entry(Tag::latency(Label::Total), lat);
             if self.open_loop.iter().any(|o| *o) {
-                entry(tag("TOTAL", Series::Service, false), svc);
+                entry(Tag::new(Label::Total, Series::Service, false), svc);
             } else {
                 spares.give(svc.hist);
             }
@@ -454,7 +467,7 @@ mod tests {
             let mut lens = Vec::new();
             while let Some(batch) = hrx.recv().await {
                 for h in batch.hists {
-                    if h.tag == "g" {
+                    if h.tag.to_string() == "g" {
                         lens.push(h.hist.len());
                     }
                     batch.spares.give(h.hist);
@@ -493,7 +506,7 @@ mod tests {
         let mut by_tag: std::collections::BTreeMap<String, u64> = Default::default();
         while let Ok(batch) = hrx.try_recv() {
             for h in batch.hists {
-                *by_tag.entry(h.tag).or_default() += h.hist.len();
+                *by_tag.entry(h.tag.to_string()).or_default() += h.hist.len();
             }
         }
         assert_eq!(by_tag["g"], 25);

@@ -80,7 +80,7 @@ pub fn data(dir: &RunDir) -> Value {
                 .map(|label| {
                     let name = label.to_string();
                     json!({
-                        "tag": crate::metrics::interval::tag(&name, crate::metrics::Series::Latency, false),
+                        "tag": crate::metrics::interval::Tag::latency(label.clone()).to_string(),
                         "name": name,
                         "open_loop": g.rate.is_some(),
                         "stage": g.stage,
@@ -380,7 +380,7 @@ pub fn render_compare(base: &RunDir, new: &RunDir, table_tsv: &str) -> String {
         .groups
         .iter()
         .map(|g| {
-            json!({ "name": g.name, "tag": crate::metrics::interval::tag(&g.name, crate::metrics::Series::Latency, false) })
+            json!({ "name": g.name, "tag": crate::metrics::interval::Tag::latency(Label::group(&g.name)).to_string() })
         })
         .collect();
     let data = json!({

@@ -77,7 +77,7 @@ impl IntervalLog {
                     let start =
                         Duration::from_micros(batch.start_epoch_us.saturating_sub(base_us));
                     for h in batch.hists {
-                        log.write_histogram(&h.hist, start, batch.duration, Tag::new(&h.tag))
+                        log.write_histogram(&h.hist, start, batch.duration, Tag::new(&h.tag.to_string()))
                             .map_err(|e| fail(std::io::Error::other(format!("{e:?}"))))?;
                         lines += 1;
                         // Back to the recorder, to be emptied and used again.

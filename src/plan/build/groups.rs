@@ -48,7 +48,8 @@ pub(super) fn stages(
             ));
         }
         // The interval log's tag of a group is its name with spaces and commas as `_`.
-        let tag = crate::metrics::interval::tag(&g.name, crate::metrics::Series::Latency, false);
+        let tag = crate::metrics::interval::Tag::latency(crate::metrics::Label::group(&g.name))
+            .to_string();
         if let Some(other) = seen_tags.insert(tag.clone(), g.name.clone()) {
             return Err(at.err(
                 "name",
