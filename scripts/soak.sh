@@ -2,7 +2,7 @@
 # A long run stays flat: mongo-stress for DURATION (default 30m) in open loop on the embedded
 # server with the sample log off, its RSS, open files and latency.hlog size read every 10 s
 # from /proc into soak.tsv; at the end, RSS at minute 5 against the last reading, and the
-# interval log's bytes per second in the first and the last third. tests/live_scale.rs has a
+# interval log's bytes per second in the first and the last third. tests/live/scale.rs has a
 # one-minute version of it. See docs/performance.md.
 # Usage: scripts/soak.sh [DURATION] [THREADS] [RATE]   (defaults: 30m 1000 1000)
 set -euo pipefail

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs the test suite, in one of two tiers; the last line says which ran and how it ended.
 #
-#   scripts/test.sh          everything: unit tests, binary tests, and live tests against a real
-#                            server (what .ci/run runs). Installs what they need first (below).
+#   scripts/test.sh          everything: the unit tests and the two test binaries, tests/fast/ and
+#                            tests/live/ (live tests against a real server, the browser's and
+#                            the manifests'; what .ci/run runs). Installs what they need first
+#                            (below).
 #   scripts/test.sh --fast   the edit-test loop: the unit tests (--lib) and the one binary of
 #                            tests/fast/ (pipeline, cli, bad_input, profile_fuzz, module_graph,
 #                            console). No server
@@ -11,7 +13,10 @@
 #                            points nowhere, so a run that would start one fails instead. Nothing
 #                            is installed or downloaded beyond the crates cargo fetches.
 #
-# Further arguments go to cargo test, e.g. `scripts/test.sh --fast -- --nocapture`.
+# Further arguments go to cargo test, e.g. `scripts/test.sh --fast -- --nocapture`. One file's
+# tests of tests/live/ by their module: `cargo test --release --test live scale::`. The live tests
+# run two at a time in one process; those that measure time, memory or CPU run alone
+# (tests/common/mod.rs, `alone()`).
 #
 # The full tier installs the server first if it is missing (idempotent; see
 # scripts/install-server.sh).
@@ -21,16 +26,16 @@
 # and the last lines here count and name the tests that did not run.
 # MONGO_STRESS_HDRHISTOGRAM_JAR=path names HdrHistogram's jar when it is not Debian's;
 # MONGO_STRESS_BROWSER=path names the headless Chromium, MONGO_STRESS_SKIP_BROWSER=1 skips it.
-# MONGO_STRESS_SKIP_K8S_VALIDATE=1 skips the offline checks of deploy/kubernetes (tests/manifests.rs),
+# MONGO_STRESS_SKIP_K8S_VALIDATE=1 skips the offline checks of deploy/kubernetes (tests/live/manifests.rs),
 # which otherwise need the Python kubernetes-validate package (installed below).
-# MONGO_STRESS_NODE_EXPORTER=path names Prometheus's node_exporter for tests/live_server_metrics.rs
+# MONGO_STRESS_NODE_EXPORTER=path names Prometheus's node_exporter for tests/live/server_metrics.rs
 # when it is not Debian's prometheus-node-exporter (installed below);
 # MONGO_STRESS_SKIP_NODE_EXPORTER=1 skips that one test.
-# MONGO_STRESS_PROMETHEUS=path names Prometheus for tests/live_metrics.rs when it is not on PATH
+# MONGO_STRESS_PROMETHEUS=path names Prometheus for tests/live/metrics.rs when it is not on PATH
 # (Debian's prometheus is installed below); MONGO_STRESS_SKIP_PROMETHEUS=1 skips the tests that
 # need it.
 # MONGO_STRESS_SECANTUSD_PY=path names the Python server secantusd-py (PyPI's SecantusDB) for
-# tests/live_audit.rs when it is not on PATH (installed below into a virtual environment);
+# tests/live/audit.rs when it is not on PATH (installed below into a virtual environment);
 # MONGO_STRESS_SKIP_SECANTUSD_PY=1 skips the tests that need it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -67,14 +72,14 @@ fi
 if [ -z "${MONGO_STRESS_TEST_URI:-}" ] && [ "${MONGO_STRESS_SKIP_LIVE:-}" != "1" ]; then
   scripts/install-server.sh
 fi
-# The other readers of latency.hlog in tests/live_intervals.rs: the Python hdrhistogram package
+# The other readers of latency.hlog in tests/live/intervals.rs: the Python hdrhistogram package
 # and HdrHistogram's Java log processor (Debian's libhdrhistogram-java; java must be on PATH).
 python3 -c "import hdrh" 2>/dev/null ||
   python3 -m pip install --quiet --disable-pip-version-check hdrhistogram
-# The client of tests/live_capture.rs's workload (a driver that is not mongo-stress): pymongo.
+# The client of tests/live/capture.rs's workload (a driver that is not mongo-stress): pymongo.
 python3 -c "import pymongo" 2>/dev/null ||
   python3 -m pip install --quiet --disable-pip-version-check pymongo
-# The Kubernetes API schemas of tests/manifests.rs (strict validation, offline): kubernetes-validate.
+# The Kubernetes API schemas of tests/live/manifests.rs (strict validation, offline): kubernetes-validate.
 if [ "${MONGO_STRESS_SKIP_K8S_VALIDATE:-}" != "1" ]; then
   python3 -c "import kubernetes_validate" 2>/dev/null ||
     python3 -m pip install --quiet --disable-pip-version-check kubernetes-validate
@@ -84,7 +89,7 @@ if [ -z "${MONGO_STRESS_HDRHISTOGRAM_JAR:-}" ] && [ ! -f /usr/share/java/hdrhist
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq libhdrhistogram-java default-jre-headless >/dev/null
 fi
-# The exporter of tests/live_server_metrics.rs: Debian's prometheus-node-exporter (the test starts
+# The exporter of tests/live/server_metrics.rs: Debian's prometheus-node-exporter (the test starts
 # its own on a free loopback port; the package's service, if any, is left alone).
 if [ -z "${MONGO_STRESS_NODE_EXPORTER:-}" ] && [ "${MONGO_STRESS_SKIP_NODE_EXPORTER:-}" != "1" ] &&
   ! command -v prometheus-node-exporter >/dev/null && ! command -v node_exporter >/dev/null; then
@@ -92,7 +97,7 @@ if [ -z "${MONGO_STRESS_NODE_EXPORTER:-}" ] && [ "${MONGO_STRESS_SKIP_NODE_EXPOR
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends prometheus-node-exporter >/dev/null
 fi
-# The Prometheus of tests/live_metrics.rs (it scrapes the tool and receives its remote writes):
+# The Prometheus of tests/live/metrics.rs (it scrapes the tool and receives its remote writes):
 # Debian's prometheus; the test starts its own on a free loopback port (the package's service, if
 # any, is left alone).
 if [ -z "${MONGO_STRESS_PROMETHEUS:-}" ] && [ "${MONGO_STRESS_SKIP_PROMETHEUS:-}" != "1" ] &&
@@ -101,14 +106,14 @@ if [ -z "${MONGO_STRESS_PROMETHEUS:-}" ] && [ "${MONGO_STRESS_SKIP_PROMETHEUS:-}
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends prometheus >/dev/null
 fi
-# The browser of tests/browser_report.rs: Debian's headless Chromium.
+# The browser of tests/live/browser_report.rs: Debian's headless Chromium.
 if [ -z "${MONGO_STRESS_BROWSER:-}" ] && [ "${MONGO_STRESS_SKIP_BROWSER:-}" != "1" ] &&
   ! command -v chromium-headless-shell >/dev/null && ! command -v chromium >/dev/null; then
   if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium-headless-shell >/dev/null
 fi
-# The Python server of tests/live_audit.rs (it honours j: true, which secantusd-rs accepts and
+# The Python server of tests/live/audit.rs (it honours j: true, which secantusd-rs accepts and
 # ignores): PyPI's SecantusDB, in a virtual environment of its own.
 if [ -z "${MONGO_STRESS_SECANTUSD_PY:-}" ] && [ "${MONGO_STRESS_SKIP_SECANTUSD_PY:-}" != "1" ] &&
   ! command -v secantusd-py >/dev/null; then

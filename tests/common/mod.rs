@@ -1,10 +1,12 @@
-//! Helpers shared by the integration tests: the binary, a real server per test, and witnesses
-//! read from the server itself.
+//! Helpers shared by the integration tests: the binary, a real server per test, a turn on the
+//! machine, and witnesses read from the server itself.
 #![allow(dead_code)]
 
 pub mod proxy;
 
+use std::cell::Cell;
 use std::path::{Path, PathBuf};
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use mongodb::bson::{doc, Document};
 
@@ -44,7 +46,8 @@ pub fn skipped_dir() -> PathBuf {
 /// marker file in `skipped_dir()`, one per test, which scripts/test.sh counts and names at the
 /// end, so a skipped test never passes for one that ran.
 pub fn skipped(var: &str) {
-    // libtest runs each test on a thread named after it; the crate is the test file.
+    // libtest runs each test on a thread named after it (`scale::a_test`); the crate is the test
+    // binary (`fast` or `live`).
     let krate = module_path!().split("::").next().unwrap_or("tests");
     let thread = std::thread::current();
     let test = thread.name().unwrap_or("unnamed");
@@ -56,28 +59,99 @@ pub fn skipped(var: &str) {
         .unwrap_or_else(|e| panic!("cannot record the skip of {name} in {}: {e}", dir.display()));
 }
 
+/// The machine, shared by the tests of one binary: libtest runs two tests at a time, and in
+/// tests/live/ any file's beside any other's. A live test holds a turn while it runs: a shared
+/// one (`shared()`, which `TestServer::start` takes) runs beside other shared ones; one alone
+/// (`alone()`, `TestServer::start_alone`) waits until no other turn is held and keeps the others
+/// waiting until it ends. Tests that measure rates, latencies, windows, memory, CPU or timeouts
+/// take theirs alone.
+static MACHINE: RwLock<()> = RwLock::new(());
+
+thread_local! {
+    /// How many turns this thread holds: a turn taken inside another is the same turn.
+    static TURNS_HELD: Cell<usize> = const { Cell::new(0) };
+}
+
+/// A test's turn on the machine, released on drop (see `MACHINE`).
+pub struct Turn {
+    _guard: Option<Guard>,
+}
+
+enum Guard {
+    Shared(RwLockReadGuard<'static, ()>),
+    Alone(RwLockWriteGuard<'static, ()>),
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        TURNS_HELD.with(|n| n.set(n.get() - 1));
+    }
+}
+
+/// A turn beside the other live tests. Inside a turn this thread holds already, that one.
+pub fn shared() -> Turn {
+    let guard = (TURNS_HELD.with(Cell::get) == 0).then(|| {
+        // A test that failed holding its turn poisons the lock; the next test's turn is whole.
+        Guard::Shared(MACHINE.read().unwrap_or_else(|e| e.into_inner()))
+    });
+    TURNS_HELD.with(|n| n.set(n.get() + 1));
+    Turn { _guard: guard }
+}
+
+/// The machine to this test alone: waits for the other tests' turns to end, and no other live
+/// test starts until this one's ends. Taken first in the test (a shared turn held already cannot
+/// become one alone: that panics rather than wait for itself).
+pub fn alone() -> Turn {
+    let guard = match TURNS_HELD.with(Cell::get) {
+        0 => Some(Guard::Alone(
+            MACHINE.write().unwrap_or_else(|e| e.into_inner()),
+        )),
+        _ => panic!("alone() inside a turn this test holds already: take it first"),
+    };
+    TURNS_HELD.with(|n| n.set(n.get() + 1));
+    Turn { _guard: guard }
+}
+
 /// A real MongoDB-wire server for one test: `MONGO_STRESS_TEST_URI` if set (shared, so each
 /// test uses its own database), else a `secantusd-rs` / `mongod` started here and stopped on drop.
 /// No server at all fails the test, unless `MONGO_STRESS_SKIP_LIVE=1`, which makes `start`
-/// return None so the caller can return early.
+/// return None so the caller can return early. It holds the test's turn on the machine
+/// (`shared()` from `start`, `alone()` from `start_alone`) until it is dropped, after its server.
 pub struct TestServer {
     pub uri: String,
     embedded: Option<mongo_stress::server::EmbeddedServer>,
+    _turn: Turn,
 }
 
 impl TestServer {
+    /// A server for a test that may run beside other live tests.
     pub fn start() -> Option<TestServer> {
+        Self::start_in(shared())
+    }
+
+    /// A server for a test that measures the machine's time, memory or CPU: it runs with no
+    /// other live test beside it.
+    pub fn start_alone() -> Option<TestServer> {
+        Self::start_in(alone())
+    }
+
+    fn start_in(turn: Turn) -> Option<TestServer> {
         if let Ok(uri) = std::env::var("MONGO_STRESS_TEST_URI") {
             return Some(TestServer {
                 uri,
                 embedded: None,
+                _turn: turn,
             });
         }
         if skip_live() {
             return None;
         }
         match mongo_stress::server::EmbeddedServer::start(None, &[], None) {
-            Ok(s) => Some(TestServer { uri: s.uri(), embedded: Some(s) }),
+            Ok(s) => Some(TestServer {
+                uri: s.uri(),
+                embedded: Some(s),
+                _turn: turn,
+            }),
             Err(e) => panic!(
                 "live tests need a server and none could be started: {e}\n\
                  run scripts/install-server.sh, set MONGO_STRESS_TEST_URI, or set MONGO_STRESS_SKIP_LIVE=1 to skip them"
@@ -163,7 +237,8 @@ pub fn runtime() -> &'static tokio::runtime::Runtime {
     })
 }
 
-/// A database name no other test uses.
+/// A database name no other test uses: the tests of a binary share its process id, so each
+/// `tag` is used by one test of the binary only.
 pub fn unique_db(tag: &str) -> String {
     format!("ms_test_{tag}_{}", std::process::id())
 }

@@ -1,5 +1,5 @@
 //! The fast tier in one test binary (one link, not six): no server is started here. The live
-//! tests (`tests/live_*.rs`), the manifests and the browser's are their own binaries.
+//! tests, the manifests and the browser's are the other binary, tests/live/.
 //!
 //! - `pipeline`: the whole pipeline on a scripted backend, outputs checked exactly
 //! - `cli`: the binary's commands without a server

@@ -3,7 +3,7 @@
 //! operations, and a hotspot's 80 % of updates on 20 % of the documents counted on the
 //! documents themselves (each update increments their `updates` field).
 
-mod common;
+use crate::common;
 
 use common::*;
 use mongodb::bson::{doc, Document};
@@ -135,6 +135,7 @@ fn hotspot_keys_put_80_percent_of_the_updates_on_20_percent_of_the_documents() {
 
 #[test]
 fn the_bundled_ycsb_workloads_run_on_the_embedded_server() {
+    let _turn = common::shared();
     // As the README's first command runs a profile: no --uri, the embedded server.
     if skip_live() {
         return;

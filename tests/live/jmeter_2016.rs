@@ -6,9 +6,8 @@
 //! - every bundled profile that inserts the 2016 document draws its eight cities, each about an
 //!   eighth of the documents, with `pop` the paired string, counted on the server.
 
-mod common;
-#[path = "common/wire_log.rs"]
-mod wire_log;
+use crate::common;
+use crate::wire_log;
 
 use std::collections::{BTreeMap, BTreeSet};
 

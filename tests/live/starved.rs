@@ -4,9 +4,10 @@
 //! the same run unpinned gives no such warning. Also: host CPU counts the machine's CPUs, not
 //! the one the tool may use (the busy core alone is about 100 % of one core).
 //!
-//! In a file of its own: no other test of this binary competes for the CPU meanwhile.
+//! Alone on the machine (`TestServer::start_alone`): no other live test competes for the CPU
+//! meanwhile.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Stdio};
 
@@ -67,7 +68,7 @@ fn run(
 
 #[test]
 fn a_starved_load_generator_is_named_and_an_unstarved_one_is_not() {
-    let Some(server) = TestServer::start() else {
+    let Some(server) = TestServer::start_alone() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

@@ -3,7 +3,7 @@
 //! inserts/s (a long hold, so this machine's noise of a few ms is a small share of it). The search must find its knee within 10 % of that, and the steps must show p99
 //! crossing the SLO right after the knee.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
@@ -16,7 +16,7 @@ const SLO_MS: f64 = 100.0;
 
 #[test]
 fn capacity_finds_the_knee_of_a_server_that_holds_users_over_reply_time() {
-    let Some(server) = TestServer::start() else {
+    let Some(server) = TestServer::start_alone() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

@@ -251,6 +251,7 @@ fn consistency(dir: &Path) -> Result<(), String> {
 
 #[test]
 fn every_manifest_passes_the_kubernetes_schemas_strictly() {
+    let _turn = crate::common::shared();
     if !validator_present() {
         return;
     }
@@ -262,6 +263,7 @@ fn every_manifest_passes_the_kubernetes_schemas_strictly() {
 
 #[test]
 fn parts_job_and_merge_job_agree() {
+    let _turn = crate::common::shared();
     if !validator_present() {
         return;
     }
@@ -288,6 +290,7 @@ fn broken_copy(name: &str, file: &str, from: &str, to: &str) -> PathBuf {
 
 #[test]
 fn broken_copies_are_rejected() {
+    let _turn = crate::common::shared();
     if !validator_present() {
         return;
     }

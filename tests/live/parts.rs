@@ -3,7 +3,7 @@
 //! `merge`. Witnesses: the documents in the collection, the three parts' own summaries, and the
 //! union of their `samples.tsv` files. Also what `merge` refuses.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -94,7 +94,7 @@ fn merge(dirs: &[&Path], out: &Path, extra: &[&str]) -> (Option<i32>, String, St
 
 #[test]
 fn three_parts_with_one_start_merge_into_the_exact_run() {
-    let Some(server) = TestServer::start() else {
+    let Some(server) = TestServer::start_alone() else {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();

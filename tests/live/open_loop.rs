@@ -4,7 +4,7 @@
 //! says how many users the rate needs. The server is real; a loopback proxy in front of it holds
 //! chosen replies.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -55,7 +55,7 @@ fn run_through(
 
 #[test]
 fn with_idle_users_the_share_of_slow_operations_is_the_share_of_slow_replies() {
-    let Some(server) = TestServer::start() else {
+    let Some(server) = TestServer::start_alone() else {
         return;
     };
     // 2.00 % of inserts held 300 ms; 20 users at 200/s have plenty idle. A stall of the shared

@@ -2,7 +2,7 @@
 //! and the table names it, and `abort = true` stops a 30 s run within its `after` plus two
 //! intervals.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
@@ -103,7 +103,7 @@ fn thresholds_that_hold_pass_and_one_that_cannot_gives_exit_4() {
 
 #[test]
 fn an_aborting_threshold_stops_a_30_second_run_soon_after_its_after() {
-    let Some(server) = TestServer::start() else {
+    let Some(server) = TestServer::start_alone() else {
         return;
     };
     let table = "[thresholds]\n\"ins.p99\" = { limit = \"< 1us\", abort = true, after = \"2s\" }\n";

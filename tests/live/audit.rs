@@ -9,7 +9,7 @@
 //! the test starts a server of its own on it after the run and reads the collection with the
 //! driver.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -169,6 +169,7 @@ fn a_kill_under_w1_loses_acknowledged_inserts_which_audit_tsv_lists_and_the_serv
     if skip_live() {
         return;
     }
+    let _turn = common::alone();
     let dir = tempfile::tempdir().unwrap();
     let thresholds = [
         "--threshold",
@@ -211,6 +212,7 @@ fn a_kill_of_a_server_that_syncs_each_commit_loses_nothing() {
     if skip_live() {
         return;
     }
+    let _turn = common::shared();
     let dir = tempfile::tempdir().unwrap();
     let ran = run(
         dir.path(),
@@ -229,6 +231,7 @@ fn a_run_without_faults_loses_nothing_and_has_nothing_in_doubt() {
     if skip_live() {
         return;
     }
+    let _turn = common::shared();
     let dir = tempfile::tempdir().unwrap();
     let ran = run(
         dir.path(),
@@ -264,6 +267,7 @@ fn journaled_writes_survive_a_kill_of_secantusd_py_and_not_of_secantusd_rs() {
     if skip_live() || skip_if_set("MONGO_STRESS_SKIP_SECANTUSD_PY") {
         return;
     }
+    let _turn = common::shared();
     let py = std::env::var_os("MONGO_STRESS_SECANTUSD_PY")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("secantusd-py"));
@@ -312,6 +316,7 @@ fn a_kill_loses_acknowledged_increments_and_audit_tsv_names_each_counter() {
     if skip_live() {
         return;
     }
+    let _turn = common::shared();
     let dir = tempfile::tempdir().unwrap();
     let profile = "name = \"inc\"\naudit = true\n[target]\nwrite_concern = 1\n[setup]\ndrop = true\npreload = 200\n[document]\ncity = \"A\"\n[[group]]\nname = \"bump\"\nop = \"update\"\ninc = [\"updates\"]\nthreads = 10\nduration = \"7s\"\n";
     for attempt in 1..=3 {
@@ -373,6 +378,7 @@ fn a_step_down_refuses_writes_for_its_length_while_reads_go_on() {
     if skip_live() {
         return;
     }
+    let _turn = common::alone();
     let dir = tempfile::tempdir().unwrap();
     let profile = "name = \"stepdown\"\n[target]\nwrite_concern = 1\n[setup]\ndrop = true\npreload = 1000\n[document]\ncity = \"A\"\n[[group]]\nname = \"write\"\nop = \"insert\"\nthreads = 4\nduration = \"9s\"\n[[group]]\nname = \"read\"\nop = \"get\"\nthreads = 4\nduration = \"9s\"\n";
     let ran = run(
@@ -427,6 +433,7 @@ fn a_pause_shows_as_latency_and_a_window_without_errors() {
     if skip_live() {
         return;
     }
+    let _turn = common::alone();
     let dir = tempfile::tempdir().unwrap();
     let profile = INSERTS
         .replace("audit = true\n", "")
@@ -513,6 +520,7 @@ fn removes_cut_off_by_their_timeout_are_in_doubt_not_documents_lost() {
     if skip_live() {
         return;
     }
+    let _turn = common::shared();
     let dir = tempfile::tempdir().unwrap();
     // A pause longer than the operation timeout: removes time out after choosing their
     // document, and the server deletes it once it goes on.

@@ -3,7 +3,7 @@
 //! summary; summary.json validates against docs/summary.schema.json and its encoded histograms
 //! give the table's percentiles; a warm-up is logged but not counted.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

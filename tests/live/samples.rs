@@ -1,7 +1,7 @@
 //! The sample log and the resource sampler, checked against independent witnesses: the summary's
 //! `# Samples`, JMeter's header, the server's opcounters and its process's CPU and disk.
 
-mod common;
+use crate::common;
 
 use common::*;
 
@@ -101,7 +101,7 @@ fn column(header: &str, name: &str) -> usize {
 
 #[test]
 fn an_insert_run_shows_server_cpu_disk_writes_and_an_insert_rate_matching_the_client() {
-    let Some(server) = TestServer::start() else {
+    let Some(server) = TestServer::start_alone() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -168,13 +168,14 @@ fn a_server_killed_mid_run_leaves_a_sample_log_matching_the_summary() {
     if skip_live() {
         return;
     }
+    let _turn = common::alone();
     // Our own server, so it can be killed.
     let server =
         mongo_stress::server::EmbeddedServer::start(None, &[], None).expect("a server to start");
     let dir = tempfile::tempdir().unwrap();
     let path = profile(
         dir.path(),
-        &unique_db("killed"),
+        &unique_db("sample_log_killed"),
         "drop = true",
         "[[group]]\nname = \"ins\"\nop = \"insert\"\nthreads = 4\nduration = \"4s\"\n",
     );

@@ -2,7 +2,7 @@
 //! replies take the Universal Scalability Law's time (`common::proxy::start_usl_proxy`), so that
 //! N users get X(N) = lambda N / (1 + sigma (N - 1) + kappa N (N - 1)) with known parameters.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
@@ -76,7 +76,7 @@ fn sweep(
 /// finds it.
 #[test]
 fn a_sweep_finds_the_peak_of_a_deployment_of_known_scaling() {
-    let Some(server) = TestServer::start() else {
+    let Some(server) = TestServer::start_alone() else {
         return common::skipped("MONGO_STRESS_SKIP_LIVE");
     };
     let (l, s, k) = (50.0, 0.05, 0.002);
@@ -216,7 +216,7 @@ fn a_sweep_finds_the_peak_of_a_deployment_of_known_scaling() {
 /// is printed.
 #[test]
 fn without_a_decline_kappa_is_not_identified_and_no_peak_is_printed() {
-    let Some(server) = TestServer::start() else {
+    let Some(server) = TestServer::start_alone() else {
         return common::skipped("MONGO_STRESS_SKIP_LIVE");
     };
     let (json, stdout, _out, _dir) =

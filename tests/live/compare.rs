@@ -3,7 +3,7 @@
 //! and a `--fail-if` gate on the median fails with exit 4. The percentiles it prints for each side
 //! are those of that run's summary; runs of different plans are refused unless --force.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::Duration;
@@ -70,7 +70,7 @@ fn cell<'a>(c: &'a serde_json::Value, label: &str, metric: &str) -> &'a serde_js
 
 #[test]
 fn compare_tells_a_held_server_from_noise_and_gates_fail_with_exit_4() {
-    let Some(server) = TestServer::start() else {
+    let Some(server) = TestServer::start_alone() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

@@ -1,7 +1,7 @@
 //! Live runs against a server started by the test: counts checked against the server itself
 //! (documents in the collection, serverStatus opcounters), not against the tool's own counters.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mongodb::bson::doc;

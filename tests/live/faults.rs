@@ -2,7 +2,7 @@
 //! stop_on_error_pct, and a collection the tool did not write. Each run must end on time, count
 //! its failures by class, keep samples.tsv equal to `# Samples`, and exit with the documented code.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 
@@ -25,6 +25,7 @@ fn a_server_frozen_past_the_operation_timeout_fails_operations_as_timeouts_and_t
     if skip_live() {
         return;
     }
+    let _turn = common::alone();
     let server = EmbeddedServer::start(None, &[], None).expect("a server to start");
     let pid = server.pid() as i32;
     let dir = tempfile::tempdir().unwrap();
@@ -75,6 +76,7 @@ fn a_server_killed_mid_run_stops_it_early_with_stop_on_error_pct() {
     if skip_live() {
         return;
     }
+    let _turn = common::alone();
     let server = EmbeddedServer::start(None, &[], None).expect("a server to start");
     let dir = tempfile::tempdir().unwrap();
     let groups = "[[group]]\nname = \"ins\"\nop = \"insert\"\nthreads = 4\nduration = \"60s\"\n";

@@ -2,7 +2,7 @@
 //! process or directory behind; a wrong --uri exits 3 within its timeout; Ctrl-C mid-run prints
 //! what completed, keeps the output files whole and exits 130.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 
@@ -21,6 +21,7 @@ fn run_smoke_without_uri_uses_the_embedded_server_and_cleans_up() {
     if skip_live() {
         return;
     }
+    let _turn = common::shared();
     let dir = tempfile::tempdir().unwrap();
     let out = bin()
         .args(["run", "smoke", "--out"])
@@ -57,6 +58,7 @@ fn run_smoke_without_uri_uses_the_embedded_server_and_cleans_up() {
 
 #[test]
 fn a_wrong_uri_exits_3_within_the_connect_timeout() {
+    let _turn = common::shared();
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -97,6 +99,8 @@ fn interrupted_mid_run(signal: i32) {
     if skip_live() {
         return;
     }
+    // Alone: the load must be past setup within the 6 s it is given.
+    let _turn = common::alone();
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("run");
     let mut child = std::process::Command::new(bin_path())
@@ -165,6 +169,7 @@ fn a_wrapper_script_around_secantusd_py_is_known_by_its_answer() {
     if skip_live() || skip_if_set("MONGO_STRESS_SKIP_SECANTUSD_PY") {
         return;
     }
+    let _turn = common::shared();
     let py = std::env::var("MONGO_STRESS_SECANTUSD_PY").unwrap_or_else(|_| "secantusd-py".into());
     let dir = tempfile::tempdir().unwrap();
     let wrapper = dir.path().join("my-database");

@@ -4,7 +4,7 @@
 //! points of the known mix, its operators and fields are the workload's, and its plan is the
 //! workload's. The profiler's settings are as they were afterwards, also after a Ctrl-C.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -9,7 +9,7 @@
 //! accepted by that Prometheus. `MONGO_STRESS_PROMETHEUS=path` names the binary when it is not
 //! on PATH; `MONGO_STRESS_SKIP_PROMETHEUS=1` skips the tests that need it.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -8,7 +8,7 @@
 //! chromium-headless-shell), or MONGO_STRESS_BROWSER; MONGO_STRESS_SKIP_BROWSER=1 skips the
 //! browser part explicitly. Without one, the test fails.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -292,6 +292,7 @@ fn a_fault_is_a_band_on_every_time_chart_and_its_account_is_on_the_page() {
     if common::skip_live() {
         return;
     }
+    let _turn = common::shared();
     // A pause needs the embedded server: the tool starts its own.
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
@@ -456,6 +457,7 @@ fn report_rebuilds_the_page_of_an_interrupted_run_and_refuses_a_broken_directory
 /// steps as sweep.tsv does (their first columns) and links each step's report.
 #[test]
 fn a_sweep_of_a_bundled_profile_draws_its_page_in_a_browser() {
+    let _turn = common::shared();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("sweep");
     let done = bin()

@@ -3,7 +3,7 @@
 //! in at least 95 % of the sampled seconds of every stage, because the sampler has a client of
 //! its own. (Measured before: empty in 40 of 41 seconds of the find stage.)
 
-mod common;
+use crate::common;
 
 use common::*;
 
@@ -12,6 +12,7 @@ fn server_status_arrives_every_second_however_many_users_queue_for_the_pool() {
     if skip_live() {
         return;
     }
+    let _turn = common::alone();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let run = bin()

@@ -4,9 +4,8 @@
 //! exactly the updates it counts; a transaction whose second step is refused leaves no trace of
 //! its first.
 
-mod common;
-#[path = "common/wire_log.rs"]
-mod wire_log;
+use crate::common;
+use crate::wire_log;
 
 use common::proxy::Cuttable;
 use common::{bin, read_json, row, TestServer};

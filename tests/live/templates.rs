@@ -4,9 +4,8 @@
 //! own explain, and the commands and replies on the wire (a logging proxy, `common/wire_log.rs`),
 //! never the tool's own output alone.
 
-mod common;
-#[path = "common/wire_log.rs"]
-mod wire_log;
+use crate::common;
+use crate::wire_log;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! Open-loop runs at a target rate: the rate and the operation count against the server's own
 //! opcounters, and a server frozen mid-run (SIGSTOP) showing in the intended-start latency.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
@@ -14,7 +14,7 @@ fn insert_group(rate: u32, threads: u32, duration: &str) -> String {
 
 #[test]
 fn a_rate_of_200_per_second_for_5_seconds_sends_1000_operations_evenly() {
-    let Some(server) = TestServer::start() else {
+    let Some(server) = TestServer::start_alone() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -64,7 +64,7 @@ fn a_rate_of_200_per_second_for_5_seconds_sends_1000_operations_evenly() {
 
 #[test]
 fn a_one_second_freeze_shows_in_the_intended_start_latency_but_not_in_the_service_time() {
-    let Some(server) = TestServer::start() else {
+    let Some(server) = TestServer::start_alone() else {
         return;
     };
     let pid = server

@@ -1,0 +1,67 @@
+//! The live tier in one test binary (one link, not 25): the tests that start a real server or a
+//! real program beside the tool (Prometheus, node_exporter, Chromium, pymongo, Java), and the
+//! offline checks of deploy/kubernetes. Run one file's tests with a filter on its module, e.g.
+//! `cargo test --release --test live scale::`.
+//!
+//! libtest runs two tests at a time here, from any two files. Each live test holds a turn on the
+//! machine (`common::shared()`, which `TestServer::start` takes); those that measure rates,
+//! latencies, windows, memory, CPU or timeouts take theirs alone (`TestServer::start_alone`,
+//! `common::alone()`), so that no other live test runs beside them. No test sets an environment
+//! variable of this process: a child is given its own (`Command::env`).
+//!
+//! - `audit`: the write audit and scheduled faults (kill, step-down, pause)
+//! - `browser_report`: report.html, sweep.html and compare's page in headless Chromium
+//! - `capacity`: the knee of a proxy of known capacity
+//! - `capture`: a pymongo workload captured from the profiler and run again
+//! - `compare`: a held server told from noise
+//! - `counts`: documents and opcounters against the tool's counts
+//! - `embedded`: the embedded server, a wrong URI, Ctrl-C and SIGTERM
+//! - `faults`: a frozen server, a killed one, a collection the tool did not write
+//! - `intervals`: latency.hlog read by three readers; the warm-up
+//! - `jmeter_2016`: the 2016 samplers on the wire and the 2016 document
+//! - `manifests`: deploy/kubernetes against the API schemas, offline
+//! - `metrics`: live metrics against a real Prometheus
+//! - `monitor`: serverStatus every second under 1000 users
+//! - `open_loop`: the share of slow operations, and late ones
+//! - `parts`: one run in three parts, merged
+//! - `rate`: a target rate, and a frozen server in the intended-start latency
+//! - `samples`: the sample log and the resource sampler
+//! - `scale`: 100,000 users in 150 MB; RSS and open files flat over a minute
+//! - `server_metrics`: node_exporter and serverStatus's mongostat columns
+//! - `starved`: a starved load generator named
+//! - `sweep`: the peak of a proxy of known USL scaling
+//! - `templates`: the profile's own operations, the server as the witness
+//! - `thresholds`: thresholds on real runs, an aborting one
+//! - `transactions`: steps and transactions
+//! - `workloads`: mixes, key distributions, the bundled YCSB workloads
+
+#[path = "../common/mod.rs"]
+mod common;
+#[path = "../common/wire_log.rs"]
+mod wire_log;
+
+mod audit;
+mod browser_report;
+mod capacity;
+mod capture;
+mod compare;
+mod counts;
+mod embedded;
+mod faults;
+mod intervals;
+mod jmeter_2016;
+mod manifests;
+mod metrics;
+mod monitor;
+mod open_loop;
+mod parts;
+mod rate;
+mod samples;
+mod scale;
+mod server_metrics;
+mod starved;
+mod sweep;
+mod templates;
+mod thresholds;
+mod transactions;
+mod workloads;
