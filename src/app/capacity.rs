@@ -152,23 +152,26 @@ async fn step(
     stop: &CancellationToken,
 ) -> Result<(Step, bool), Error> {
     let out_dir = &series.out_dir;
-    let mut dir = out_dir.join(format!("step-{n:02}-{rate:.0}"));
-    let mut summary = series.run_step(&args.run, server, plan, &dir, stop).await?;
+    let dir = out_dir.join(format!("step-{n:02}-{rate:.0}"));
+    let summary = series.run_step(&args.run, server, plan, &dir, stop).await?;
     let first = slo.judge(&summary, rate, dir.display().to_string());
-    if !first.held
+    let again = !first.held
         && first.late == 0
         && first.achieved >= crate::capacity::ACHIEVED_SHARE * rate
-        && !summary.interrupted
-    {
-        series.say(format!(
-            "step {n}: {rate:.1}/s failed ({}) without late operations: running it again",
-            first.why.join("; ")
-        ));
-        dir = out_dir.join(format!("step-{n:02}-{rate:.0}-again"));
-        summary = series.run_step(&args.run, server, plan, &dir, stop).await?;
+        && !summary.interrupted;
+    if !again {
+        return Ok((first, summary.interrupted));
     }
-    let judged = slo.judge(&summary, rate, dir.display().to_string());
-    Ok((judged, summary.interrupted))
+    series.say(format!(
+        "step {n}: {rate:.1}/s failed ({}) without late operations: running it again",
+        first.why.join("; ")
+    ));
+    let dir = out_dir.join(format!("step-{n:02}-{rate:.0}-again"));
+    let summary = series.run_step(&args.run, server, plan, &dir, stop).await?;
+    Ok((
+        slo.judge(&summary, rate, dir.display().to_string()),
+        summary.interrupted,
+    ))
 }
 
 /// The steps and the knee on the terminal, and as `capacity.tsv`, `.json` and `.html`.

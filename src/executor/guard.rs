@@ -11,13 +11,9 @@ use crate::metrics::{GroupMetrics, IntervalCheck, Sample, Watch};
 use crate::plan::thresholds::ThresholdPlan;
 use crate::summary::judge;
 
-/// Why a run stopped before its plan: the words, and the aborting threshold when one did it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StopReason {
-    pub message: String,
-    /// The threshold that stopped it (`abort = true`), as written.
-    pub threshold: Option<String>,
-}
+/// Why a run stopped before its plan (the result model's type: the session hands it over as
+/// measured).
+pub use crate::summary::Stopped as StopReason;
 
 /// Stops the run once `pct` percent of the recent operations failed: the last
 /// `GUARD_WINDOW_OPS` that completed within `GUARD_WINDOW`, at least `GUARD_MIN_OPS` of them.

@@ -12,8 +12,8 @@ use crate::metrics::availability::{recovery, Availability};
 use crate::metrics::{GroupMetrics, Label};
 use crate::plan::RunPlan;
 
-/// Why the run ended before its plan, as the guard that stopped it said.
-#[derive(Debug, Clone, Default)]
+/// Why the run ended before its plan: the words, and the aborting threshold when one did it.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Stopped {
     pub message: String,
     /// The aborting threshold that stopped it, as written.

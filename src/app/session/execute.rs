@@ -21,7 +21,7 @@ use crate::ops::Backend;
 use crate::plan::limits::RECORDED_GAP;
 use crate::report;
 use crate::summary::resources::StageSpan;
-use crate::summary::{Measured, Stopped};
+use crate::summary::Measured;
 use crate::workload::KeySpace;
 
 /// What the virtual users share with the session: where their samples go, how many are
@@ -149,10 +149,7 @@ impl<B: Backend + Clone> Session<'_, B> {
             stages_us,
             faults,
             audit,
-            stopped: stopped_early.get().map(|r| Stopped {
-                message: r.message.clone(),
-                threshold: r.threshold.clone(),
-            }),
+            stopped: stopped_early.get().cloned(),
             failures,
             ..Measured::default()
         }
