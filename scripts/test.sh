@@ -3,8 +3,8 @@
 #
 #   scripts/test.sh          everything: the unit tests and the two test binaries, tests/fast/ and
 #                            tests/live/ (live tests against a real server, the browser's and
-#                            the manifests'; what .ci/run runs). Installs what they need first
-#                            (below).
+#                            the manifests'; what .ci/run runs), then scripts/check-docs.py with
+#                            the binary they built. Installs what they need first (below).
 #   scripts/test.sh --fast   the edit-test loop: the unit tests (--lib) and the one binary of
 #                            tests/fast/ (pipeline, cli, bad_input, profile_fuzz, module_graph,
 #                            console). No server
@@ -126,4 +126,19 @@ if [ -z "${MONGO_STRESS_SECANTUSD_PY:-}" ] && [ "${MONGO_STRESS_SKIP_SECANTUSD_P
 fi
 rc=0
 cargo test --all-targets "$@" || rc=$?
-finish "$rc" "full (every test)"
+# Every command output quoted in README.md and docs/*.md, reproduced (its shape) by the binary
+# cargo test just built (scripts/check-docs.py; its docstring has the marker convention). It
+# starts embedded servers, so it goes with the live tests.
+bin="${CARGO_TARGET_DIR:-target}/debug/mongo-stress"
+for a in "$@"; do [ "$a" = "--release" ] && bin="${CARGO_TARGET_DIR:-target}/release/mongo-stress"; done
+docs_rc=0
+if [ "${MONGO_STRESS_SKIP_LIVE:-}" = "1" ] || [ -n "${MONGO_STRESS_TEST_URI:-}" ]; then
+  mkdir -p "$skips"
+  if [ -n "${MONGO_STRESS_TEST_URI:-}" ]; then why=MONGO_STRESS_TEST_URI; else why=MONGO_STRESS_SKIP_LIVE; fi
+  echo "$why" >"$skips/scripts::check-docs"
+else
+  echo
+  python3 scripts/check-docs.py "$bin" || docs_rc=$?
+fi
+[ "$rc" -ne 0 ] || rc=$docs_rc
+finish "$rc" "full (every test, and the docs' quoted outputs)"
