@@ -123,6 +123,14 @@ pub fn data(dir: &RunDir) -> Value {
             json!({ "run": r.run, "stages": stages, "steps": steps, "faults": faults })
         })
         .collect();
+    // Each interval as the part of it its series ran in, and a rate as a count over that part.
+    let spans = running_spans(s, &secs);
+    let spans_of = |tag: &str| spans.get(tag).map(Vec::as_slice).unwrap_or_default();
+    let parts = |spans: &[(f64, f64)], list: Vec<(u64, f64, f64)>| {
+        let ran = running(&list, spans);
+        let col = |f: fn(&(f64, f64, f64)) -> f64| -> Vec<f64> { ran.iter().map(f).collect() };
+        (col(|r| r.0), col(|r| r.1), col(|r| r.2))
+    };
     let intervals: BTreeMap<&str, Value> = dir
         .intervals
         .iter()
@@ -130,11 +138,18 @@ pub fn data(dir: &RunDir) -> Value {
             let col = |f: fn(&crate::rundir::IntervalStats) -> f64| -> Vec<f64> {
                 list.iter().map(f).collect()
             };
+            let (from, to, rate) = parts(
+                spans_of(tag),
+                list.iter().map(|i| (i.count, i.start, i.length)).collect(),
+            );
             (
                 tag.as_str(),
                 json!({
                     "t": col(|i| i.start + i.length),
-                    "rate": col(|i| if i.length > 0.0 { i.count as f64 / i.length } else { 0.0 }),
+                    // The part of each interval the series ran in: its values are drawn over it.
+                    "from": from,
+                    "to": to,
+                    "rate": rate,
                     "count": col(|i| i.count as f64),
                     "p50": col(|i| i.p50),
                     "p90": col(|i| i.p90),
@@ -148,12 +163,23 @@ pub fn data(dir: &RunDir) -> Value {
         .activity
         .iter()
         .map(|(tag, list)| {
+            // A group's activity counts its warm-up's failures too.
+            let warmup = crate::metrics::interval::Tag {
+                warmup: true,
+                ..crate::metrics::interval::Tag::parse(tag)
+            };
+            let (from, to, errors) = parts(
+                &[spans_of(tag), spans_of(&warmup.to_string())].concat(),
+                list.iter().map(|a| (a.errors, a.start, a.length)).collect(),
+            );
             (
                 tag.as_str(),
                 json!({
                     "t": list.iter().map(|a| a.start + a.length).collect::<Vec<_>>(),
+                    "from": from,
+                    "to": to,
                     "users": list.iter().map(|a| a.users).collect::<Vec<_>>(),
-                    "errors": list.iter().map(|a| if a.length > 0.0 { a.errors as f64 / a.length } else { 0.0 }).collect::<Vec<_>>(),
+                    "errors": errors,
                 }),
             )
         })
@@ -191,6 +217,112 @@ pub fn data(dir: &RunDir) -> Value {
         "spectrum": spectrum(s),
         "resources": resources(dir),
     })
+}
+
+/// Less of an interval than this is too short a time for a rate of its own: a few operations
+/// over a few milliseconds (and samples are put in the interval they reach the recorder in, a
+/// little after they end). Such a piece is taken together with the interval next to it.
+const SHORTEST_RATE_SECS: f64 = 0.1;
+
+/// When each series of the interval log ran, per run, in seconds from the log's base: a row's
+/// (and its service time's) from its first start to its last end; its warm-up's from the start
+/// of its stage to that first start.
+fn running_spans(s: &Summary, secs: impl Fn(f64) -> f64) -> BTreeMap<String, Vec<(f64, f64)>> {
+    use crate::metrics::interval::{Series, Tag};
+    let mut spans: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+    for run in &s.runs {
+        for row in run.rows.iter().filter(|row| row.samples > 0) {
+            let from = secs(row.first_start_us as f64 / 1000.0);
+            let to = secs(row.last_end_us as f64 / 1000.0);
+            let began = run
+                .stages
+                .iter()
+                .map(|st| secs(st.began_ms as f64))
+                .filter(|&b| b <= from)
+                .reduce(f64::max);
+            for series in [Series::Latency, Series::Service] {
+                let mut add = |warmup: bool, span: (f64, f64)| {
+                    let tag = Tag::new(row.label.clone(), series, warmup).to_string();
+                    spans.entry(tag).or_default().push(span);
+                };
+                add(false, (from, to));
+                if let Some(b) = began {
+                    add(true, (b, from));
+                }
+            }
+        }
+    }
+    spans
+}
+
+/// Per interval of a series (its `count`, `start` and `length`): the part of it the series ran
+/// in, by the series' `spans`, and its count per second of that part, so that a group that
+/// begins or ends inside an interval (after its warm-up, its last loops, its stage's end, the
+/// run's short last interval, whose end waits for the run to finish) does not read as a drop.
+/// A span's first interval holds all the series did from the span's start, also before the
+/// interval's own start (the recorder's first interval starts when its task first runs); the
+/// interval right after the one a span ended in holds what reached the recorder late, and is
+/// no time of its own. An interval that no span meets otherwise (or of a series without spans)
+/// is taken whole. A part shorter than SHORTEST_RATE_SECS joins the one before it (a first one,
+/// the one after it), and each shows the rate of the two.
+fn running(intervals: &[(u64, f64, f64)], spans: &[(f64, f64)]) -> Vec<(f64, f64, f64)> {
+    let part = |k: usize| {
+        let (_, start, length) = intervals[k];
+        let end = start + length;
+        let before = k
+            .checked_sub(1)
+            .map_or(f64::NEG_INFINITY, |b| intervals[b].1 + intervals[b].2);
+        let met = spans
+            .iter()
+            .map(|&(from, to)| {
+                // A span's first interval (none before it reaches the span) that it reaches.
+                let first = before <= from && to > start;
+                let begin = if first { from } else { start.max(from) };
+                (begin, end.min(to))
+            })
+            .filter(|(begin, end)| end > begin)
+            .reduce(|(a, b), (c, d)| (a.min(c), b.max(d)));
+        let late = || {
+            spans
+                .iter()
+                .find(|&&(from, to)| {
+                    from < before && to <= before && (before - start).abs() < 0.005
+                })
+                .map(|&(_, to)| (to, to))
+        };
+        met.or_else(late).unwrap_or((start, end))
+    };
+    let parts: Vec<(f64, f64)> = (0..intervals.len()).map(part).collect();
+    // Count and seconds per group of intervals taken together, and each interval's group.
+    let mut sums: Vec<(f64, f64)> = Vec::new();
+    let mut group = Vec::with_capacity(intervals.len());
+    for (k, &(count, start, _)) in intervals.iter().enumerate() {
+        let secs = parts[k].1 - parts[k].0;
+        // One right after the other (their times are written to the millisecond).
+        let joins = k > 0 && {
+            let (_, before, before_length) = intervals[k - 1];
+            let adjacent = (before + before_length - start).abs() < 0.005;
+            let short = secs < SHORTEST_RATE_SECS
+                || sums.last().is_some_and(|&(_, s)| s < SHORTEST_RATE_SECS);
+            adjacent && short
+        };
+        if !joins {
+            sums.push((0.0, 0.0));
+        }
+        if let Some(last) = sums.last_mut() {
+            last.0 += count as f64;
+            last.1 += secs;
+        }
+        group.push(sums.len() - 1);
+    }
+    parts
+        .iter()
+        .zip(group)
+        .map(|(&(from, to), g)| {
+            let (count, secs) = sums[g];
+            (from, to, if secs > 0.0 { count / secs } else { 0.0 })
+        })
+        .collect()
 }
 
 /// Every threshold of every run, judged: the table under the header.
@@ -422,6 +554,59 @@ fn escape(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rate_is_over_the_part_of_its_interval_the_series_ran_in() {
+        let close = |a: &[(f64, f64, f64)], b: &[(f64, f64, f64)]| {
+            let near = |x: f64, y: f64| (x - y).abs() < 1e-9;
+            a.len() == b.len()
+                && a.iter()
+                    .zip(b)
+                    .all(|(x, y)| near(x.0, y.0) && near(x.1, y.1) && near(x.2, y.2))
+        };
+        // Ran 0.2 s of the last 0.3 s interval: 14 operations are 70/s, not 47/s.
+        let r = running(&[(100, 0.2, 1.0), (14, 1.2, 0.3)], &[(0.2, 1.4)]);
+        assert!(close(&r, &[(0.2, 1.2, 100.0), (1.2, 1.4, 70.0)]), "{r:?}");
+        // Intervals no span meets, or a series without spans: whole.
+        let r = running(&[(100, 1.0, 1.0), (3, 6.0, 1.0)], &[(1.0, 5.0)]);
+        assert!(close(&r, &[(1.0, 2.0, 100.0), (6.0, 7.0, 3.0)]), "{r:?}");
+        let r = running(&[(100, 1.0, 1.0)], &[]);
+        assert!(close(&r, &[(1.0, 2.0, 100.0)]), "{r:?}");
+        // The last 2 ms the series ran, after a full interval: both show the rate of the two,
+        // not 4 operations over 2 ms, nor over the whole 0.5 s the run took to finish.
+        let r = running(&[(1000, 4.0, 1.0), (4, 5.0, 0.5)], &[(4.0, 5.002)]);
+        let both = 1004.0 / 1.002;
+        assert!(close(&r, &[(4.0, 5.0, both), (5.0, 5.002, both)]), "{r:?}");
+        // The first interval started after the series did: what it holds is from the start.
+        let r = running(&[(200, 1.047, 0.357)], &[(0.961, 1.262)]);
+        assert!(close(&r, &[(0.961, 1.262, 200.0 / 0.301)]), "{r:?}");
+        // A span over before the interval begins does not reach it: whole.
+        let r = running(&[(186, 0.191, 1.005)], &[(0.188, 0.189)]);
+        assert!(close(&r, &[(0.191, 1.196, 186.0 / 1.005)]), "{r:?}");
+        // A short first one joins the one after it; one after a gap stands alone.
+        let r = running(
+            &[(5, 0.95, 1.0), (100, 1.95, 1.0), (50, 4.0, 1.0)],
+            &[(1.9, 5.0)],
+        );
+        let both = 105.0 / 1.05;
+        assert!(
+            close(
+                &r,
+                &[(1.9, 1.95, both), (1.95, 2.95, both), (4.0, 5.0, 50.0)]
+            ),
+            "{r:?}"
+        );
+        // What reached the recorder after the series ended: with the interval before it.
+        let r = running(&[(1000, 1.0, 1.0), (3, 2.0, 1.0)], &[(1.0, 1.999)]);
+        let both = 1003.0 / 0.999;
+        assert!(
+            close(&r, &[(1.0, 1.999, both), (1.999, 1.999, both)]),
+            "{r:?}"
+        );
+        // Nothing, or no time: no rate.
+        assert!(running(&[], &[]).is_empty());
+        assert!(close(&running(&[(0, 5.0, 0.0)], &[]), &[(5.0, 5.0, 0.0)]));
+    }
 
     #[test]
     fn every_charted_column_is_one_resources_tsv_has() {

@@ -15,8 +15,10 @@
 
   // Vertical lines at stage boundaries and warm-up ends, on every time chart.
   const marks = [];
+  // A run of one stage: its mark is where the load began (its label would be TOTAL).
   D.runs.forEach((r) => r.stages.forEach((s) => {
-    if (s.began != null) marks.push({ x: s.began, label: (D.runs.length > 1 ? "run " + r.run + " " : "") + s.label, dash: [] });
+    const name = r.stages.length > 1 ? s.label : "load begins";
+    if (s.began != null) marks.push({ x: s.began, label: (D.runs.length > 1 ? "run " + r.run + " " : "") + name, dash: [] });
     if (s.start != null && s.began != null && s.start > s.began + 0.001) marks.push({ x: s.start, label: "warm-up ends", dash: [4, 4] });
     if (s.end != null) marks.push({ x: s.end, label: "", dash: [2, 2] });
   }));
@@ -35,6 +37,9 @@
         draw: [(u) => {
           const ctx = u.ctx;
           ctx.save();
+          // Labels start at their line (uPlot leaves the context aligned as its last axis was).
+          ctx.textAlign = "left";
+          ctx.textBaseline = "alphabetic";
           let drawnBands = 0;
           bands.forEach((b) => {
             const x0 = Math.max(u.valToPos(b.from, "x", true), u.bbox.left);
@@ -68,6 +73,24 @@
     };
   }
 
+  // Every time chart of the page shares one x range: from the run's start (0 s, the interval
+  // log's base) to the last time anything was measured, so charts read one above another line up.
+  let tEnd = 0;
+  const later = (t) => { if (t != null && t > tEnd) tEnd = t; };
+  [D.intervals, D.activity].forEach((src) => Object.values(src).forEach((c) => c.t.forEach(later)));
+  if (D.resources) D.resources.t.forEach(later);
+  D.runs.forEach((r) => r.stages.forEach((s) => later(s.end)));
+  bands.forEach((b) => later(b.to));
+  // A legend value: blank until a point is hovered, "-" where the hovered series has none.
+  const shown = (fmt) => (u, v, si, idx) => (idx == null ? "" : v == null ? "-" : fmt(v));
+  const num = (v) => {
+    const a = Math.abs(v);
+    return Number.isInteger(+v) ? String(+v) : (+v).toFixed(a >= 100 ? 0 : a >= 10 ? 1 : 2);
+  };
+
+  // A value per interval holds over its interval: from the point before it to its own.
+  const stepped = uPlot.paths.stepped({ align: -1 });
+
   const charts = [];
   // One chart: `tables` are [x[], y[]] per series, aligned here on the union of their x.
   function chart(section, title, series, tables, opts) {
@@ -79,33 +102,54 @@
       box.dataset.points = "0";
       return;
     }
-    const data = uPlot.join(tables);
+    const time = opts.time !== false;
+    let data = uPlot.join(tables);
+    // The values drawn (the browser test counts them against the interval log's lines).
     let points = 0;
-    data.slice(1).forEach((ys) => ys.forEach((y) => { if (y != null) points += 1; }));
+    tables.forEach((table) => { points += table.valueCount != null ? table.valueCount : table[1].filter((y) => y != null).length; });
+    if (time) {
+      // The shared range, as x values without a point (nothing is drawn there).
+      const xs = data[0];
+      const before = xs[0] > 0, after = xs[xs.length - 1] < tEnd;
+      data = data.map((col, i) => (before ? [i ? null : 0] : []).concat(Array.from(col), after ? [i ? null : tEnd] : []));
+    }
+    const unit = opts.unit || "";
     const make = () => {
       box.innerHTML = "";
       const plot = new uPlot({
         title: title,
         width: width(),
         height: opts.height || 240,
-        plugins: opts.time === false ? [] : [markPlugin()],
+        plugins: time ? [markPlugin()] : [],
         scales: {
-          x: opts.time === false ? { time: false, distr: 3, log: 10 } : { time: false },
+          x: time ? { time: false } : { time: false, distr: 3, log: 10 },
           y: { distr: opts.log && opts.log() ? 3 : 1 },
         },
         axes: [
-          { label: opts.xLabel || "seconds since the start", values: opts.xValues, splits: opts.xSplits },
+          Object.assign({ label: opts.xLabel || "seconds since the run's start", values: opts.xValues, splits: opts.xSplits },
+            // Every split labelled (a log axis otherwise drops those between powers of ten).
+            opts.xSplits ? { filter: (u, splits) => splits } : {}),
           { label: opts.yLabel || "", size: 70 },
         ],
         cursor: { drag: { x: true, y: false } },
-        series: [{ label: opts.xLabel || "s" }].concat(series.map((s) => ({
+        legend: {
+          // Each swatch in its line's colour, dashed for a dashed line.
+          markers: {
+            dash: (u, i) => (u.series[i].dash && u.series[i].dash.length ? "dashed" : "solid"),
+            fill: (u, i) => { const c = u.series[i].stroke(u, i); return /^#[0-9a-f]{6}$/i.test(c) ? c + "55" : "transparent"; },
+          },
+        },
+        series: [{
+          label: opts.xName || "time",
+          value: opts.xLegend || shown((v) => (+v).toFixed(1) + " s"),
+        }].concat(series.map((s) => Object.assign({
           label: s.label,
           stroke: s.colour,
           width: s.width || 1.5,
           dash: s.dash,
           spanGaps: false,
-          value: (u, v) => (v == null ? "-" : (+v).toFixed(2)),
-        }))),
+          value: shown((v) => num(v) + unit),
+        }, s.step ? { paths: stepped } : {}))),
       }, data, box);
       box.dataset.points = String(points);
       return plot;
@@ -208,16 +252,38 @@
       return { suffix: " (run " + w.run + ")", cols: cut };
     }).filter((p) => p.cols.t.length);
   }
+  // A value per interval (a rate, a percentile) is drawn as a step over the part of its
+  // interval its series ran in (`from` to `to`, as the data gives them), nothing between parts
+  // apart; a value of a moment (users) is a point at its time (`t`, the interval's end).
+  function over(cols, col, step) {
+    if (!step || !cols.from) return [cols.t, cols[col]];
+    const xs = [], ys = [];
+    cols[col].forEach((y, i) => {
+      const from = cols.from[i], to = cols.to[i];
+      // None of its own time: what reached the recorder after its series ended.
+      if (!(to > from)) return;
+      const last = xs.length ? xs[xs.length - 1] : null;
+      if (last == null || from > last + 0.005) {
+        if (last != null) { xs.push((last + from) / 2); ys.push(null); }
+        xs.push(from); ys.push(y);
+      }
+      xs.push(to); ys.push(y);
+    });
+    const table = [xs, ys];
+    // The interval log's values it draws (the browser test counts them).
+    table.valueCount = cols[col].filter((y) => y != null).length;
+    return table;
+  }
   // For each group tag with data in `source` (and its warm-up, dashed): series and tables of
   // the column `col`.
-  function lines(source, col, withWarmup) {
+  function lines(source, col, withWarmup, step) {
     const series = [], tables = [];
     D.groups.forEach((g) => {
       [[g.tag, undefined, ""], [withWarmup ? "warmup:" + g.tag : null, [3, 3], " warm-up"]].forEach(([tag, dash, word]) => {
         if (!tag || !source[tag]) return;
         perRun(source[tag]).forEach((p) => {
-          series.push({ label: labelOf[g.tag] + word + p.suffix, colour: colour[g.tag], dash: dash });
-          tables.push([p.cols.t, p.cols[col]]);
+          series.push({ label: labelOf[g.tag] + word + p.suffix, colour: colour[g.tag], dash: dash, step: step });
+          tables.push(over(p.cols, col, step));
         });
       });
     });
@@ -226,60 +292,65 @@
 
   // Throughput and errors.
   const tp = section("Throughput", "throughput");
-  const rates = lines(D.intervals, "rate", true);
+  const rates = lines(D.intervals, "rate", true, true);
   const warmed = D.groups.some((g) => D.intervals["warmup:" + g.tag]);
   chart(tp, "Operations per second, per interval" + (warmed ? " (warm-up dashed)" : ""), rates.series, rates.tables,
-    { yLabel: "ops/s", id: "throughput" });
-  const errs = lines(D.activity, "errors", false);
-  chart(tp, "Failed operations per second", errs.series, errs.tables, { yLabel: "errors/s", height: 160, id: "errors" });
+    { yLabel: "ops/s", unit: "/s", id: "throughput" });
+  const errs = lines(D.activity, "errors", false, true);
+  chart(tp, "Failed operations per second", errs.series, errs.tables, { yLabel: "errors/s", unit: "/s", height: 160, id: "errors" });
 
   // Latency over time, one chart per group.
   const lat = section("Latency over time", "latency");
   const logBox = el("input", { type: "checkbox", id: "log-scale" });
   lat.append(el("label", { class: "toggle" }, logBox, " logarithmic latency axis"));
   const isLog = () => logBox.checked;
+  // Each percentile its own colour (the legend's swatch is the line's colour); the warm-up's
+  // the same colours, dashed.
+  const PCT = [["p50", "#1f77b4", 1.5], ["p90", "#2ca02c", 1.5], ["p99", "#ff7f0e", 2], ["max", "#d62728", 1]];
   D.groups.forEach((g) => {
     if (!D.intervals[g.tag]) return;
-    const c = colour[g.tag];
     const series = [], t = [];
     [[g.tag, ""], ["warmup:" + g.tag, "warm-up "]].forEach(([tag, word]) => {
       if (!D.intervals[tag]) return;
       perRun(D.intervals[tag]).forEach((p) => {
-        const warm = word ? [2, 4] : undefined;
-        series.push(
-          { label: word + "p50" + p.suffix, colour: c, width: 1, dash: warm },
-          { label: word + "p90" + p.suffix, colour: c, width: 1.5, dash: warm || [6, 3] },
-          { label: word + "p99" + p.suffix, colour: c, width: 2, dash: warm },
-          { label: word + "max" + p.suffix, colour: c, width: 1, dash: warm || [2, 3] });
-        t.push([p.cols.t, p.cols.p50], [p.cols.t, p.cols.p90], [p.cols.t, p.cols.p99], [p.cols.t, p.cols.max]);
+        PCT.forEach(([col, c, w]) => {
+          series.push({ label: word + col + p.suffix, colour: c, width: w, dash: word ? [3, 3] : undefined, step: true });
+          t.push(over(p.cols, col, true));
+        });
       });
     });
     const svc = D.intervals["svc:" + g.tag];
     if (g.open_loop && svc) {
       perRun(svc).forEach((p) => {
-        series.push({ label: "service p99" + p.suffix, colour: "#999", width: 1.5 });
-        t.push([p.cols.t, p.cols.p99]);
+        series.push({ label: "service p99" + p.suffix, colour: "#888", width: 1.5, dash: [6, 3], step: true });
+        t.push(over(p.cols, "p99", true));
       });
     }
-    chart(lat, g.name + (g.open_loop ? " (latency from the intended start; service time in grey)" : ""),
-      series, t, { yLabel: "ms", log: isLog, id: "latency:" + g.tag });
+    chart(lat, g.name + (g.open_loop ? " (latency from the intended start; service time's p99 grey)" : ""),
+      series, t, { yLabel: "ms", unit: " ms", log: isLog, id: "latency:" + g.tag });
   });
   logBox.addEventListener("change", () => charts.filter((c) => c.log).forEach((c) => c.make()));
 
   // The percentile spectrum of the whole run.
   const sp = section("Latency distribution", "spectrum");
-  const pct = (u, vals) => vals.map((v) => {
-    if (!(v >= 1)) return "";
+  // x = 1/(1-p): a percentile with as many decimals as it needs (90%, 99%, 99.9%, 99.99%), and
+  // `more` decimals besides for a point hovered.
+  const pctText = (v, more) => {
     const p = 100 * (1 - 1 / v);
-    return p >= 99.99 ? p.toFixed(3) + "%" : p >= 99 ? p.toFixed(1) + "%" : p.toFixed(0) + "%";
-  });
+    const d = Math.max(0, Math.ceil(Math.log10(v) - 1e-9) - 2) + more;
+    let text = p.toFixed(d);
+    if (text.includes(".")) text = text.replace(/\.?0+$/, "");
+    return text + "%";
+  };
   chart(sp, "Latency by percentile (HdrHistogram's spectrum)", D.spectrum.map((s) => ({
     label: (D.runs.length > 1 ? "run " + s.run + " " : "") + s.label,
     colour: colour[D.groups.find((g) => g.name === s.label)?.tag] || colour.TOTAL,
     width: s.label === "TOTAL" ? 1 : 1.5,
     dash: s.label === "TOTAL" ? [4, 3] : undefined,
   })), D.spectrum.map((s) => [s.x, s.y]), {
-    time: false, xLabel: "percentile", xValues: pct, yLabel: "ms", log: isLog, height: 300, id: "spectrum",
+    time: false, xLabel: "percentile", xName: "percentile", yLabel: "ms", unit: " ms", log: isLog, height: 300, id: "spectrum",
+    xValues: (u, vals) => vals.map((v) => (v >= 1 ? pctText(v, 0) : "")),
+    xLegend: shown((v) => pctText(v, 2)),
     // 0 %, 50 %, 90 %, 99 %, 99.9 %, ...: where 1/(1-p) is 1, 2, 10, 100, 1000, ...
     xSplits: (u, i, min, max) => [1, 2, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7].filter((v) => v >= min * 0.999 && v <= max * 1.001),
   });
