@@ -78,12 +78,32 @@ pub enum Command {
     },
     /// Search for the highest rate the deployment holds within an SLO: each step a short
     /// open-loop run, the rate doubled, then bisected to within 5 %
+    // `run`'s options a step sets itself are refused (app::steps) and not shown in its help.
+    #[command(
+        mut_arg("duration", hidden),
+        mut_arg("loops", hidden),
+        mut_arg("thresholds", hidden),
+        mut_arg("rate", hidden),
+        mut_arg("warmup", hidden),
+        mut_arg("repeat", hidden),
+        mut_arg("part", hidden),
+        mut_arg("parts", hidden)
+    )]
     Capacity(Box<CapacityArgs>),
     /// Make a profile from what a deployment served: its profiler (--from-profiler) or its
     /// MongoDB 4.4+ JSON log (--from-log)
     Capture(Box<CaptureArgs>),
     /// How the deployment scales with concurrency: closed-loop steps at N users (--threads
     /// 1,2,4,8 or doubled until throughput falls), with the Universal Scalability Law fitted
+    #[command(
+        mut_arg("duration", hidden),
+        mut_arg("loops", hidden),
+        mut_arg("thresholds", hidden),
+        mut_arg("rate", hidden),
+        mut_arg("repeat", hidden),
+        mut_arg("part", hidden),
+        mut_arg("parts", hidden)
+    )]
     Sweep(Box<SweepArgs>),
     /// Rebuild report.html from the files of a finished or interrupted run
     Report {
@@ -222,6 +242,11 @@ pub struct OverrideArgs {
     /// profile's [server] args (repeatable)
     #[arg(long = "server-arg", value_name = "ARG", allow_hyphen_values = true)]
     pub server_args: Vec<String>,
+}
+
+/// An option of `run` hidden from a command's help (it refuses it: see `app::steps`).
+fn hidden(a: clap::Arg) -> clap::Arg {
+    a.hide(true)
 }
 
 /// `run`: what a capacity step shares (`RunArgs`), and how the summary is shown.

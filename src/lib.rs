@@ -22,6 +22,7 @@ pub mod capacity;
 pub mod capture;
 pub mod cli;
 pub mod compare;
+pub mod driver_error;
 pub mod error;
 pub mod executor;
 pub mod exporter;

@@ -30,12 +30,14 @@ pub async fn capacity(args: CapacityArgs, stop: CancellationToken) -> Result<i32
         humantime::format_duration(args.step_warmup),
         series.out_dir.display()
     ));
-    let server = Server::reach(&args.run, &base, &say).await?;
+    let server = Server::reach(&args.run, &base, &say)
+        .await
+        .map_err(|e| series.failed(e))?;
     let (steps, failure) = search(&args, &base, &slo, &series, &server, &stop).await;
     server.shut_down().await;
     if steps.is_empty() {
         if let Some(e) = failure {
-            return Err(e);
+            return Err(series.failed(e));
         }
     }
     let result = CapacityResult {

@@ -112,6 +112,52 @@ pub async fn main(cli: Cli) -> Result<i32, Error> {
     }
 }
 
+/// The directory the command is writing into, for a second interrupt to say what it keeps.
+static WRITING_INTO: std::sync::Mutex<Option<std::path::PathBuf>> = std::sync::Mutex::new(None);
+
+/// Says that the command now writes into `dir`.
+pub(crate) fn writing_into(dir: &std::path::Path) {
+    if let Ok(mut w) = WRITING_INTO.lock() {
+        *w = Some(dir.to_path_buf());
+    }
+}
+
+/// What a second interrupt leaves: the directory's files as written so far (every file is
+/// written whole or appended line by line, so none is cut mid-record), and whether the summary
+/// made it.
+fn kept() -> String {
+    let dir = WRITING_INTO.lock().ok().and_then(|w| w.clone());
+    let Some(dir) = dir else {
+        return "quit at once: nothing had been written yet".into();
+    };
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| !n.starts_with('.'))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    if names.is_empty() {
+        return format!("quit at once: {} holds nothing yet", dir.display());
+    }
+    let summary = if names
+        .iter()
+        .any(|n| n == crate::rundir::File::SummaryJson.name())
+    {
+        "its summary is the one written before this interrupt"
+    } else {
+        "no summary was written: samples.tsv and latency.hlog hold the operations that ended"
+    };
+    format!(
+        "quit at once: {} keeps {}, each whole as written so far; {summary}",
+        dir.display(),
+        names.join(", ")
+    )
+}
+
 /// First Ctrl-C or SIGTERM: stop starting operations. Second: kill the embedded server and exit.
 async fn watch_signals(stop: CancellationToken) {
     let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
@@ -130,6 +176,7 @@ async fn watch_signals(stop: CancellationToken) {
             stop.cancel();
         } else {
             crate::server::emergency_cleanup();
+            eprintln!("{}", kept());
             std::process::exit(crate::error::exit::INTERRUPTED);
         }
     }

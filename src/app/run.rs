@@ -16,6 +16,7 @@ use crate::plan::part::{self, Part, PartPlan};
 use crate::plan::{profile, RunPlan};
 use crate::redact::redact;
 use crate::report;
+use crate::rundir::Fresh;
 use crate::server::{local, EmbeddedServer};
 use crate::summary::{ServerInfo, ServerKind, Summary};
 
@@ -36,31 +37,80 @@ pub async fn run(command: RunCommand, stop: CancellationToken) -> Result<i32, Er
     let out_dir = out_dir_path(args.out.as_deref(), &plan);
     // Live metrics: the port is taken before anything is created or run.
     let (live, endpoint) = live_metrics(&args, &plan, &out_dir)?;
-    // What this run creates, so a refusal by the server can leave nothing behind.
-    let created = to_create(&out_dir);
-    let out_dir = prepare_out_dir(Some(&out_dir), &plan)?;
+    // New, or empty: a run never mixes with another's files; and one that fails before it
+    // measured anything (the server unreachable, a refusal at setup) leaves nothing behind.
+    let fresh = Fresh::make(&out_dir, args.out.is_none())?;
+    super::writing_into(&fresh.dir);
+    let loaded = load(
+        Load {
+            args: &args,
+            plan: &plan,
+            part,
+            opts: &opts,
+            out_dir: &fresh.dir,
+            stop: &stop,
+        },
+        live,
+        endpoint,
+        console,
+    )
+    .await;
+    if loaded.is_err() {
+        fresh.discard_unmeasured();
+    }
+    loaded
+}
+
+/// What `load` works from.
+struct Load<'a> {
+    args: &'a RunArgs,
+    plan: &'a RunPlan,
+    part: Option<Part>,
+    opts: &'a RunOptions,
+    out_dir: &'a Path,
+    stop: &'a CancellationToken,
+}
+
+/// The run itself, into its fresh directory: reach the server, check the templates, start the
+/// sampler and the faults, run the session, show the summary.
+async fn load(
+    l: Load<'_>,
+    live: Option<crate::exporter::Live>,
+    endpoint: Option<crate::exporter::Endpoint>,
+    console: ConsoleArgs,
+) -> Result<i32, Error> {
+    let Load {
+        args,
+        plan,
+        part,
+        opts,
+        out_dir,
+        stop,
+    } = l;
     let say = |msg: String| {
         if opts.chatty {
             eprintln!("{msg}");
         }
     };
-    say(opening(&plan, part, &opts, &out_dir));
-    let server = Server::reach(&args, &plan, &say).await?;
-    let server = check_templates(&plan, server, &created).await?;
+    say(opening(plan, part, opts, out_dir));
+    for note in plan.groups().filter_map(rate_after_ramp) {
+        say(note);
+    }
+    let server = Server::reach(args, plan, &say).await?;
+    let server = check_templates(plan, server).await?;
     let events = std::sync::Arc::new(monitor::EventMark::default());
     let exporter = live.as_ref().map(|l| &l.exporter);
-    let sampler =
-        resources_sampler(&args, &plan, &server, &out_dir, &say, &events, exporter).await?;
-    let injector = injector(&plan, &server, &say, events).await?;
+    let sampler = resources_sampler(args, plan, &server, out_dir, &say, &events, exporter).await?;
+    let injector = injector(plan, &server, &say, events).await?;
     let session = Session {
-        plan: &plan,
-        backend: MongoBackend::new(&server.connected.client, &plan),
-        opts: &opts,
-        out_dir: &out_dir,
-        stop: &stop,
+        plan,
+        backend: MongoBackend::new(&server.connected.client, plan),
+        opts,
+        out_dir,
+        stop,
         server: server.info(),
         command_line: std::env::args().map(|a| redact(&a)).collect(),
-        url: jtl_url(&server.uri, &plan),
+        url: jtl_url(&server.uri, plan),
         injector,
         live: live.clone(),
     };
@@ -68,7 +118,7 @@ pub async fn run(command: RunCommand, stop: CancellationToken) -> Result<i32, Er
     // Its share of the live metrics goes with it: the pusher below is the last one's.
     drop(session);
     server.shut_down().await;
-    let summary = finish(result, live, endpoint, &args, console).await?;
+    let summary = finish(result, live, endpoint, args, console).await?;
     say(format!("results: {}", out_dir.display()));
     Ok(summary.exit_code())
 }
@@ -109,13 +159,30 @@ fn divide(plan: RunPlan, part: Option<Part>, args: &RunArgs) -> Result<RunPlan, 
     })
 }
 
-/// The directories the run directory `out_dir` needs that do not exist yet (itself first).
-fn to_create(out_dir: &Path) -> Vec<PathBuf> {
-    out_dir
-        .ancestors()
-        .take_while(|p| !p.as_os_str().is_empty() && !p.exists())
-        .map(Path::to_path_buf)
-        .collect()
+/// An open-loop group's rate begins once its users have ramped up, inside its duration: said,
+/// with what that leaves, so `--rate 500 --duration 5s` giving 1,500 operations is no surprise.
+fn rate_after_ramp(g: &crate::plan::GroupPlan) -> Option<String> {
+    let rate = g.rate?;
+    if g.ramp_up.is_zero() {
+        return None;
+    }
+    let ramp = humantime::format_duration(g.ramp_up);
+    Some(match g.stop {
+        crate::plan::StopAt::Duration(d) => {
+            let left = d.saturating_sub(g.ramp_up);
+            format!(
+                "{}: {rate}/s begins after its {ramp} ramp-up, which counts in its {}: {} at {rate}/s, about {:.0} operations (ramp_up = \"0s\" starts the rate at once)",
+                g.name,
+                humantime::format_duration(d),
+                humantime::format_duration(left),
+                rate * left.as_secs_f64()
+            )
+        }
+        crate::plan::StopAt::Loops(_) => format!(
+            "{}: {rate}/s begins after its {ramp} ramp-up (ramp_up = \"0s\" starts the rate at once)",
+            g.name
+        ),
+    })
 }
 
 /// The run's first line: the profile, its origin, the part, the seed and where the results go.
@@ -131,13 +198,8 @@ fn opening(plan: &RunPlan, part: Option<Part>, opts: &RunOptions, out_dir: &Path
 }
 
 /// The server's own check of every template, before anything is written: its warnings shown;
-/// on a refusal the server is shut down and the directories this run `created` (still empty)
-/// removed.
-async fn check_templates(
-    plan: &RunPlan,
-    server: Server,
-    created: &[PathBuf],
-) -> Result<Server, Error> {
+/// on a refusal the server is shut down (the run directory is removed by `run`).
+async fn check_templates(plan: &RunPlan, server: Server) -> Result<Server, Error> {
     match crate::ops::explain::check(plan, &server.connected.client).await {
         Ok(checked) => {
             for w in checked.warnings {
@@ -147,10 +209,6 @@ async fn check_templates(
         }
         Err(e) => {
             server.shut_down().await;
-            // Made just now and still empty (remove_dir leaves a directory with anything in it).
-            for dir in created {
-                let _ = std::fs::remove_dir(dir);
-            }
             Err(e)
         }
     }
@@ -610,18 +668,7 @@ fn out_dir_path(out: Option<&Path>, plan: &RunPlan) -> PathBuf {
     }
 }
 
-pub(super) fn prepare_out_dir(out: Option<&Path>, plan: &RunPlan) -> Result<PathBuf, Error> {
-    let dir = out_dir_path(out, plan);
-    let usage = |e: std::io::Error| {
-        Error::Usage(format!(
-            "cannot use {} as the run directory: {e}\n  fix: choose a writable directory with --out",
-            dir.display()
-        ))
-    };
-    std::fs::create_dir_all(&dir).map_err(usage)?;
-    // Prove it is writable before any load starts.
-    let probe = dir.join(".write-test");
-    std::fs::write(&probe, b"").map_err(usage)?;
-    let _ = std::fs::remove_file(probe);
-    Ok(dir)
+/// The run directory of `out` (else the default path), new or empty: see `rundir::Fresh`.
+pub(super) fn prepare_out_dir(out: Option<&Path>, plan: &RunPlan) -> Result<Fresh, Error> {
+    Fresh::make(&out_dir_path(out, plan), out.is_none())
 }

@@ -62,6 +62,8 @@ pub(super) struct Series {
     pub opts: RunOptions,
     pub chatty: bool,
     pub out_dir: PathBuf,
+    /// The series' directory, removed again if the series fails before a step measured.
+    fresh: crate::rundir::Fresh,
 }
 
 impl Series {
@@ -74,12 +76,21 @@ impl Series {
         if let Some(uri) = &run.uri {
             connect::parse(uri).await?;
         }
-        let out_dir = run_cmd::prepare_out_dir(run.out.as_deref(), base)?;
+        let fresh = run_cmd::prepare_out_dir(run.out.as_deref(), base)?;
+        super::writing_into(&fresh.dir);
         Ok(Series {
             opts,
             chatty,
-            out_dir,
+            out_dir: fresh.dir.clone(),
+            fresh,
         })
+    }
+
+    /// The series failed with `e` before any step measured: its directory goes, `e` is the
+    /// answer.
+    pub(super) fn failed(&self, e: Error) -> Error {
+        self.fresh.discard_unmeasured();
+        e
     }
 
     /// A line on stderr, unless `--quiet`.

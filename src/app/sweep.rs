@@ -44,7 +44,9 @@ pub async fn sweep(args: SweepArgs, stop: CancellationToken) -> Result<i32, Erro
     let out_dir = &series.out_dir;
     let say = |msg: String| series.say(msg);
     say(opening(&args, &base, warmup, listed.as_deref(), out_dir));
-    let server = Server::reach(run, &base, &say).await?;
+    let server = Server::reach(run, &base, &say)
+        .await
+        .map_err(|e| series.failed(e))?;
     let sweeper = Sweeper {
         args: &args,
         base: &base,
@@ -60,7 +62,7 @@ pub async fn sweep(args: SweepArgs, stop: CancellationToken) -> Result<i32, Erro
     server.shut_down().await;
     if steps.is_empty() {
         if let Some(e) = failure {
-            return Err(e);
+            return Err(series.failed(e));
         }
     }
     sweep::efficiencies(&mut steps);

@@ -54,6 +54,7 @@ impl Fate {
                 ErrorClass::DuplicateKey
                 | ErrorClass::WriteConflict
                 | ErrorClass::NotPrimary
+                | ErrorClass::Rejected
                 | ErrorClass::ServerError => None,
             },
         }

@@ -54,7 +54,7 @@ async fn settings(client: &Client, db: &str) -> Result<Settings, Error> {
 }
 
 fn refused(db: &str, what: &str, e: &mongodb::error::Error) -> Error {
-    let text = crate::redact::redact(&e.to_string());
+    let text = crate::driver_error::said(e);
     let unauthorized = text.contains("not authorized")
         || text.contains("Unauthorized")
         || text.contains("code 13");

@@ -128,6 +128,7 @@ mod tests {
             error: failed.then(|| {
                 Box::new(OpError {
                     class: ErrorClass::Network,
+                    code: None,
                     message: "gone".into(),
                 })
             }),

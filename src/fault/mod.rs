@@ -124,7 +124,7 @@ impl Injector {
                         String::new(),
                         Some(format!(
                             "replSetStepDown was refused: {}",
-                            crate::redact::redact(&e.to_string())
+                            crate::driver_error::said(&e)
                         )),
                     ),
                 }

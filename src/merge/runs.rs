@@ -102,7 +102,7 @@ fn merge_run(
         metrics.push(m);
     }
     out.errors_by_class = BTreeMap::new();
-    out.error_messages = BTreeMap::new();
+    out.error_kinds = Vec::new();
     for run in &runs {
         for (label, classes) in &run.errors_by_class {
             let mine = out.errors_by_class.entry(label.clone()).or_default();
@@ -110,9 +110,29 @@ fn merge_run(
                 *mine.entry(c.clone()).or_default() += n;
             }
         }
-        for (m, n) in &run.error_messages {
-            *out.error_messages.entry(m.clone()).or_default() += n;
+        for f in &run.error_kinds {
+            match out
+                .error_kinds
+                .iter_mut()
+                .find(|o| (&o.label, &o.class, o.code) == (&f.label, &f.class, f.code))
+            {
+                Some(o) => o.count += f.count,
+                None => out.error_kinds.push(f.clone()),
+            }
         }
+    }
+    // Each kind's share of its group's operations in the whole of the parts.
+    for f in &mut out.error_kinds {
+        let samples = out
+            .rows
+            .iter()
+            .find(|r| r.label.to_string() == f.label)
+            .map_or(0, |r| r.samples);
+        f.share_pct = if samples == 0 {
+            0.0
+        } else {
+            f.count as f64 * 100.0 / samples as f64
+        };
     }
     out.started_at = runs
         .iter()

@@ -1,5 +1,5 @@
 //! Unavailability, measured: per group and for the whole run (any group), the gaps between
-//! successful operations longer than a bound, with the error classes seen in them, and the
+//! successful operations (or the server's refusals, which are answers too) longer than a bound, with the error classes seen in them, and the
 //! successes per second, from which the time from a fault to the first success and to the
 //! throughput before it are read. Fed by the recorder with every sample (a few comparisons
 //! each); judged after the run, when each group's median latency is known.
@@ -42,9 +42,12 @@ impl Track {
         let end = s.end_us();
         self.first_start_us.get_or_insert(s.start_us);
         self.last_end_us = self.last_end_us.max(end);
-        match &s.error {
-            Some(e) => self.since |= e.class.bit(),
-            None => {
+        // A refusal (a duplicate key, a bad value) is the server's answer: it ends a gap as a
+        // success does. An error of the tool's own side says nothing of the server.
+        match s.error.as_deref().map(|e| e.class) {
+            Some(c) if c.unavailable() => self.since |= c.bit(),
+            Some(c) if !c.answered() => {}
+            _ => {
                 let from = match self.last_ok_us {
                     Some(last) => Some(last),
                     // Failures before the first success: the gap runs from the first start.
@@ -268,6 +271,7 @@ mod tests {
         let mut s = Sample::at(at_ms * 1000, 1000);
         s.error = Some(Box::new(OpError {
             class,
+            code: None,
             message: String::new().into(),
         }));
         s

@@ -130,8 +130,10 @@ pub struct GroupMetrics {
     /// Scheduled operations never started because the group's time ran out.
     pub missed: u64,
     pub errors_by_class: BTreeMap<ErrorClass, u64>,
-    /// Distinct error messages with their counts (bounded, see `MAX_MESSAGES`).
-    pub messages: BTreeMap<String, u64>,
+    /// Each kind of failure (class and server code) with its count and first message (bounded,
+    /// see `MAX_FAILURE_KINDS`): a wrong update fails the same way on every document, and is
+    /// one line, not one per document.
+    pub failures: BTreeMap<FailureKind, Seen>,
     /// A group that mixes operations: the same per operation kind (and a group of steps: the
     /// time of each step, and a transaction's first attempt).
     pub kinds: BTreeMap<OpName, GroupMetrics>,
@@ -148,7 +150,38 @@ pub struct Outage {
     pub lost: u64,
 }
 
-const MAX_MESSAGES: usize = 50;
+/// Kinds of failure a group keeps at most.
+const MAX_FAILURE_KINDS: usize = 50;
+
+/// A kind of failure: its class and, when the server returned it, the server's code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct FailureKind {
+    pub class: ErrorClass,
+    pub code: Option<crate::vocab::ServerCode>,
+}
+
+/// How often a kind of failure was seen, and the message of the first one.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Seen {
+    pub count: u64,
+    pub message: String,
+}
+
+impl Seen {
+    fn add(map: &mut BTreeMap<FailureKind, Seen>, kind: FailureKind, count: u64, message: &str) {
+        if let Some(seen) = map.get_mut(&kind) {
+            seen.count += count;
+        } else if map.len() < MAX_FAILURE_KINDS {
+            map.insert(
+                kind,
+                Seen {
+                    count,
+                    message: message.to_string(),
+                },
+            );
+        }
+    }
+}
 
 /// Documents operations moved: returned (read to the end of their cursors), inserted,
 /// upserted, deleted.
@@ -254,7 +287,7 @@ impl GroupMetrics {
             max_behind_us: 0,
             missed: 0,
             errors_by_class: BTreeMap::new(),
-            messages: BTreeMap::new(),
+            failures: BTreeMap::new(),
             kinds: BTreeMap::new(),
             outage: Outage::default(),
         }
@@ -327,11 +360,13 @@ impl GroupMetrics {
         if let Some(e) = &s.error {
             self.errors += 1;
             *self.errors_by_class.entry(e.class).or_default() += 1;
-            let message = e.message.as_str();
-            if let Some(n) = self.messages.get_mut(message.as_ref()) {
-                *n += 1;
-            } else if self.messages.len() < MAX_MESSAGES {
-                self.messages.insert(message.into_owned(), 1);
+            let kind = FailureKind {
+                class: e.class,
+                code: e.code,
+            };
+            match self.failures.get_mut(&kind) {
+                Some(seen) => seen.count += 1,
+                None => Seen::add(&mut self.failures, kind, 1, &e.message.as_str()),
             }
         }
     }
@@ -380,10 +415,8 @@ impl GroupMetrics {
         for (c, n) in &o.errors_by_class {
             *self.errors_by_class.entry(*c).or_default() += n;
         }
-        for (m, n) in &o.messages {
-            if self.messages.contains_key(m) || self.messages.len() < MAX_MESSAGES {
-                *self.messages.entry(m.clone()).or_default() += n;
-            }
+        for (kind, seen) in &o.failures {
+            Seen::add(&mut self.failures, *kind, seen.count, &seen.message);
         }
     }
 
@@ -471,7 +504,7 @@ impl GroupMetrics {
             max_behind_us: us(r.max_behind_ms),
             missed: r.missed,
             errors_by_class: BTreeMap::new(),
-            messages: BTreeMap::new(),
+            failures: BTreeMap::new(),
             kinds: BTreeMap::new(),
             // Known only to the run itself (a merge has neither faults nor an audit).
             outage: Outage::default(),
@@ -688,7 +721,17 @@ mod tests {
         let r = m.row("g");
         assert_eq!((r.errors, r.error_pct), (2, 20.0));
         assert_eq!(m.errors_by_class[&ErrorClass::Timeout], 2);
-        assert_eq!(m.messages["timed out"], 2);
+        let timeouts = FailureKind {
+            class: ErrorClass::Timeout,
+            code: None,
+        };
+        assert_eq!(
+            m.failures[&timeouts],
+            Seen {
+                count: 2,
+                message: "timed out".into()
+            }
+        );
     }
 
     struct OpErrorFixture;
@@ -696,6 +739,7 @@ mod tests {
         fn timeout() -> crate::metrics::OpError {
             crate::metrics::OpError {
                 class: ErrorClass::Timeout,
+                code: None,
                 message: "timed out".into(),
             }
         }

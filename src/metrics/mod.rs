@@ -25,7 +25,7 @@ pub mod row;
 pub mod sample;
 
 pub use clock::Clock;
-pub use group::{decode, encode, new_histogram, GroupMetrics, Timing};
+pub use group::{decode, encode, new_histogram, FailureKind, GroupMetrics, Seen, Timing};
 pub use interval::{Activity, IntervalBatch, IntervalHist, Series};
 pub use label::Label;
 pub use metric::{Metric, MetricKind};

@@ -8,6 +8,8 @@ pub use crate::vocab::ErrorClass;
 #[derive(Debug, Clone)]
 pub struct OpError {
     pub class: ErrorClass,
+    /// The server's code, when the server returned the failure.
+    pub code: Option<crate::vocab::ServerCode>,
     pub message: ErrorText,
 }
 
@@ -19,8 +21,8 @@ pub enum ErrorText {
     Caught(std::sync::Arc<dyn std::fmt::Display + Send + Sync>),
 }
 
-/// Longest message kept of a failure, in bytes.
-const MAX_MESSAGE_BYTES: usize = 300;
+/// Longest message kept of a failure, in bytes (cut at a word where one is near).
+const MAX_MESSAGE_BYTES: usize = 400;
 
 impl ErrorText {
     /// The message, made into its text once.
@@ -47,10 +49,14 @@ impl ErrorText {
 fn one_line(message: &str) -> String {
     let mut message = crate::redact::redact(message).replace(['\n', '\t'], " ");
     if message.len() > MAX_MESSAGE_BYTES {
-        let cut = (0..=MAX_MESSAGE_BYTES)
+        let at_char = (0..=MAX_MESSAGE_BYTES)
             .rev()
             .find(|i| message.is_char_boundary(*i))
             .unwrap_or(0);
+        let cut = message[..at_char]
+            .rfind(' ')
+            .filter(|space| at_char - space < 40)
+            .unwrap_or(at_char);
         message.truncate(cut);
         message.push_str("...");
     }

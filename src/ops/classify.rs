@@ -1,8 +1,10 @@
-//! Driver errors as the summary counts them: a class and a one-line message without passwords.
+//! Driver errors as the summary counts them: a class, the server's code, and a message in the
+//! user's terms (the server's code, its name and its own message; never the driver's Debug).
 
-use mongodb::error::{ErrorKind, WriteFailure};
+use mongodb::error::ErrorKind;
 
 use crate::metrics::{ErrorClass, OpError};
+use crate::vocab::ServerCode;
 
 /// The server's codes for "not the primary (any more)": NotWritablePrimary, NotPrimaryNoSecondaryOk,
 /// NotPrimaryOrSecondary, PrimarySteppedDown, InterruptedDueToReplStateChange.
@@ -11,37 +13,44 @@ const NOT_PRIMARY: [i32; 5] = [10107, 13435, 13436, 189, 11602];
 /// Maps a driver error to a class, keeping the error for its message (made into text by the
 /// recorder, not by the virtual user).
 pub fn classify(e: mongodb::error::Error) -> OpError {
-    let class = {
-        match e.kind.as_ref() {
-            ErrorKind::Io(io)
-                if matches!(
-                    io.kind(),
-                    std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock
-                ) =>
-            {
-                ErrorClass::Timeout
-            }
-            ErrorKind::Io(_) | ErrorKind::ConnectionPoolCleared { .. } => ErrorClass::Network,
-            ErrorKind::ServerSelection { .. } => ErrorClass::ServerSelection,
-            ErrorKind::Write(WriteFailure::WriteError(w)) if w.code == 11000 => {
-                ErrorClass::DuplicateKey
-            }
-            ErrorKind::Write(WriteFailure::WriteConcernError(_)) => ErrorClass::WriteConcern,
-            ErrorKind::Command(c) if c.code == 112 => ErrorClass::WriteConflict,
-            ErrorKind::Command(c) if NOT_PRIMARY.contains(&c.code) => ErrorClass::NotPrimary,
-            ErrorKind::Write(WriteFailure::WriteError(w)) if NOT_PRIMARY.contains(&w.code) => {
-                ErrorClass::NotPrimary
-            }
-            ErrorKind::Command(c) if c.code == 50 => ErrorClass::Timeout,
-            ErrorKind::Write(_)
-            | ErrorKind::Command(_)
-            | ErrorKind::InsertMany(_)
-            | ErrorKind::BulkWrite(_) => ErrorClass::ServerError,
-            _ => ErrorClass::Other,
+    let said = crate::driver_error::server_error(&e);
+    let code = said.as_ref().map(|s| ServerCode(s.code));
+    let class = match e.kind.as_ref() {
+        ErrorKind::Io(io)
+            if matches!(
+                io.kind(),
+                std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock
+            ) =>
+        {
+            ErrorClass::Timeout
         }
+        ErrorKind::Io(_) | ErrorKind::ConnectionPoolCleared { .. } => ErrorClass::Network,
+        ErrorKind::ServerSelection { .. } => ErrorClass::ServerSelection,
+        _ => match said {
+            None => ErrorClass::Other,
+            Some(s) if s.write_concern => ErrorClass::WriteConcern,
+            Some(s) => match s.code {
+                11000 => ErrorClass::DuplicateKey,
+                112 => ErrorClass::WriteConflict,
+                50 => ErrorClass::Timeout,
+                c if NOT_PRIMARY.contains(&c) => ErrorClass::NotPrimary,
+                c if ServerCode(c).unavailable() => ErrorClass::ServerError,
+                _ => ErrorClass::Rejected,
+            },
+        },
     };
     OpError {
         class,
-        message: crate::metrics::sample::ErrorText::Caught(std::sync::Arc::new(e)),
+        code,
+        message: crate::metrics::sample::ErrorText::Caught(std::sync::Arc::new(Described(e))),
+    }
+}
+
+/// A driver error, shown as `driver_error::describe` words it (made into text by the recorder).
+struct Described(mongodb::error::Error);
+
+impl std::fmt::Display for Described {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&crate::driver_error::describe(&self.0))
     }
 }

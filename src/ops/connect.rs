@@ -12,6 +12,7 @@ use crate::error::Error;
 use crate::redact::redact;
 
 mod cause;
+mod probe;
 use cause::{unreachable, Asked};
 
 /// Server selection and connect timeout unless the URI sets its own.
@@ -28,7 +29,12 @@ pub async fn parse(uri: &str) -> Result<ClientOptions, Error> {
     let shown = redact(uri);
     ClientOptions::parse(uri).await.map_err(|e| {
         let problem = driver_words(&redact(&e.to_string()));
-        let fix = if problem.to_lowercase().contains("tlsallowinvalidhostnames") {
+        let srv_lookup = uri.starts_with("mongodb+srv://")
+            && matches!(e.kind.as_ref(), mongodb::error::ErrorKind::DnsResolve { .. });
+        let fix = if srv_lookup {
+            // The form is right; the name's SRV record could not be read.
+            "mongodb+srv:// reads the hosts from the DNS SRV record _mongodb._tcp.<host>: check the host name (as the Atlas or cluster console gives it) and that this machine's DNS resolves it (dig SRV _mongodb._tcp.<host>); or list the hosts yourself: mongodb://host1:27017,host2:27017/?replicaSet=NAME&tls=true"
+        } else if problem.to_lowercase().contains("tlsallowinvalidhostnames") {
             // The driver's TLS here is rustls, which cannot skip only the name check.
             "this build's TLS (rustls) cannot skip only the host name check: connect with a host name the server's certificate names, or, for a test server only, use tlsAllowInvalidCertificates=true"
         } else {
@@ -96,9 +102,30 @@ pub async fn connect(uri: &str, pool_size: u32, warm: bool) -> Result<Connected,
         tls: matches!(opts.tls, Some(Tls::Enabled(_))),
         ca_file: matches!(&opts.tls, Some(Tls::Enabled(t)) if t.ca_file_path.is_some()),
     };
+    // Plain TCP to one named host: what answers there is probed beside the ping, so a port
+    // where something else listens (a web console) is named at once, not after the timeout.
+    let first = match opts.hosts.first() {
+        Some(mongodb::options::ServerAddress::Tcp { host, port }) if !asked.tls => {
+            Some((host.clone(), port.unwrap_or(27017)))
+        }
+        _ => None,
+    };
     let client = Client::with_options(opts).map_err(|e| bad_options(&shown, &e))?;
     let admin = client.database("admin");
-    if let Err(e) = admin.run_command(doc! { "ping": 1 }).await {
+    let ping = admin.run_command(doc! { "ping": 1 });
+    let probe = async {
+        match &first {
+            Some((host, port)) => probe::not_mongodb(host, *port).await,
+            None => None,
+        }
+    };
+    let pinged = tokio::select! {
+        pinged = ping => pinged,
+        Some(what) = probe => return Err(Error::Server(format!(
+            "cannot connect to the server at {shown}: {what}\n  fix: point --uri at the MongoDB port (27017 unless the server was told otherwise); a web console's or an exporter's port is not it"
+        ))),
+    };
+    if let Err(e) = pinged {
         return Err(Error::Server(unreachable(
             &shown,
             timeout,

@@ -131,7 +131,7 @@ pub async fn check(plan: &RunPlan, client: &mongodb::Client) -> Result<Checked, 
                     "the server has no explain for {} ({}): its templates were not checked before the load ({})",
                     op.verb.name(),
                     label,
-                    crate::redact::redact(&e.to_string())
+                    crate::driver_error::said(&e)
                 ));
             }
             Err(e) => {
@@ -139,13 +139,18 @@ pub async fn check(plan: &RunPlan, client: &mongodb::Client) -> Result<Checked, 
                     mongodb::error::ErrorKind::Command(c) => {
                         format!("{} (code {}, {})", c.message, c.code, c.code_name)
                     }
-                    _ => crate::redact::redact(&e.to_string()),
+                    _ => crate::driver_error::said(&e),
                 };
                 if matches!(e.kind.as_ref(), mongodb::error::ErrorKind::Command(_)) {
+                    // The operator the server names, where the template writes it; else the
+                    // template's table.
+                    let (line, place) = match operator_at(&plan.profile_text, op.line, &message) {
+                        Some((line, column)) => (line, format!("{line}:{column}")),
+                        None => (op.line, op.line.to_string()),
+                    };
                     return Err(Error::Usage(format!(
-                        "{origin}:{line}: the server refuses {verb} of group `{label}` ({at}): {message}\n  fix: correct the template at line {line}; nothing was run or written",
+                        "{origin}:{place}: the server refuses {verb} of group `{label}` ({at}): {message}\n  fix: correct the template at line {line}; nothing was run or written",
                         origin = plan.origin,
-                        line = op.line,
                         verb = op.verb.name(),
                         at = op.at,
                     )));
@@ -157,6 +162,35 @@ pub async fn check(plan: &RunPlan, client: &mongodb::Client) -> Result<Checked, 
         }
     }
     Ok(out)
+}
+
+/// The line and column where the template whose table begins at `table_line` writes an
+/// operator the server's `message` names (`unknown operator: $eqq`, `Unrecognized pipeline
+/// stage name: '$mtch'`): the first `$name` of the message found as a whole word from the
+/// table's line until the next table.
+fn operator_at(text: &str, table_line: usize, message: &str) -> Option<(usize, usize)> {
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let operators = message.match_indices('$').filter_map(|(i, _)| {
+        let rest = &message[i + 1..];
+        let end = rest.find(|c: char| !word(c)).unwrap_or(rest.len());
+        (end > 0).then(|| &message[i..i + 1 + end])
+    });
+    let lines: Vec<&str> = text.lines().collect();
+    let from = table_line.saturating_sub(1);
+    let to = (from + 1..lines.len())
+        .find(|&i| lines[i].trim_start().starts_with('['))
+        .unwrap_or(lines.len());
+    for op in operators {
+        for (i, l) in lines.iter().enumerate().take(to).skip(from) {
+            let hit = l
+                .match_indices(op)
+                .find(|(at, _)| !l[at + op.len()..].starts_with(word));
+            if let Some((at, _)) = hit {
+                return Some((i + 1, l[..at].chars().count() + 1));
+            }
+        }
+    }
+    None
 }
 
 /// After the setup: each read template's winning plan (executionStats), each write's
@@ -182,9 +216,41 @@ pub async fn plans(plan: &RunPlan, client: &mongodb::Client, keys: &[KeySpace]) 
         let Ok(reply) = db.run_command(cmd).await else {
             continue;
         };
-        out.push(read_plan(&label, &op, &reply));
+        let mut p = read_plan(&label, &op, &reply);
+        if op.verb == Verb::Aggregate {
+            p.pipeline_returned = pipeline_returned(&db, &op, sample(plan, &op, k)).await;
+        }
+        out.push(p);
     }
     out
+}
+
+/// What one call of an aggregate returns, counted by running it once (the explain does not
+/// say): None for a pipeline that writes (`$out`, `$merge`), one whose results do not fit a
+/// first batch, or a refusal.
+async fn pipeline_returned(db: &mongodb::Database, op: &TemplateOp, body: Body) -> Option<u64> {
+    let mut cmd = crate::workload::command::wire_command(op, body)?;
+    let writes = cmd.get_array("pipeline").ok()?.iter().any(|s| {
+        s.as_document()
+            .is_some_and(|s| s.contains_key("$out") || s.contains_key("$merge"))
+    });
+    if writes {
+        return None;
+    }
+    cmd.insert("cursor", doc! { "batchSize": 100_000 });
+    let reply = db.run_command(cmd).await.ok()?;
+    let cursor = reply.get_document("cursor").ok()?;
+    let more = cursor.get_i64("id").unwrap_or(0) != 0;
+    if more {
+        if let (Ok(id), Ok(ns)) = (cursor.get_i64("id"), cursor.get_str("ns")) {
+            let coll = ns.split_once('.').map_or(ns, |(_, c)| c);
+            let _ = db
+                .run_command(doc! { "killCursors": coll, "cursors": [id] })
+                .await;
+        }
+        return None;
+    }
+    u64::try_from(cursor.get_array("firstBatch").ok()?.len()).ok()
 }
 
 /// The winning plan's access stages and the execution counts, wherever the server put them
@@ -252,6 +318,7 @@ fn read_plan(label: &str, op: &TemplateOp, reply: &Document) -> QueryPlan {
         keys_examined: first.and_then(|d| num(d, "totalKeysExamined")),
         docs_examined: first.and_then(|d| num(d, "totalDocsExamined")),
         returned: first.and_then(|d| num(d, "nReturned")),
+        pipeline_returned: None,
     }
 }
 
@@ -301,6 +368,18 @@ fn walk(d: &Document, stages: &mut Vec<String>, indexes: &mut Vec<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refusal_names_the_line_and_column_of_the_operator_it_names() {
+        let text = "name = \"p\"\n[[group]]\nname = \"g\"\n[group.find]\nlimit = 10\nfilter = { city = { \"$eqq\" = \"Rome\" } }\n[[group]]\nfilter = { \"$eqq\" = 1 }\n";
+        assert_eq!(
+            operator_at(text, 4, "unknown operator: $eqq"),
+            Some((6, 22))
+        );
+        // Only within its own table, and only the whole word.
+        assert_eq!(operator_at(text, 4, "unknown operator: $eq"), None);
+        assert_eq!(operator_at(text, 4, "no operator named"), None);
+    }
 
     #[test]
     fn a_classic_and_an_sbe_plan_read_the_same() {

@@ -98,7 +98,7 @@ pub async fn read(plan: &RunPlan, client: &mongodb::Client) -> (Vec<Reading>, Ve
             Err(e) => errors.push(format!(
                 "cannot check the invariant of {}: {}",
                 c.name,
-                crate::redact::redact(&e.to_string())
+                crate::driver_error::said(&e)
             )),
         }
     }

@@ -86,7 +86,7 @@ impl<'a> Marker<'a> {
             "part {} could not {what} the parts' marker in {}.{COLLECTION}: {}",
             self.part.part,
             self.plan.target.database,
-            crate::redact::redact(&e.to_string())
+            crate::driver_error::said(&e)
         ))
     }
 

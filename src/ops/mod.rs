@@ -124,6 +124,7 @@ impl Outcome {
         Outcome {
             error: Some(Box::new(crate::metrics::OpError {
                 class: crate::metrics::ErrorClass::Timeout,
+                code: None,
                 message: crate::metrics::sample::ErrorText::Caught(std::sync::Arc::new(TimedOut(
                     limit,
                 ))),

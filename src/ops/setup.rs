@@ -46,7 +46,7 @@ pub async fn prepare(
                 Error::Server(format!(
                     "reading the last _id of {}: {}",
                     coll.namespace(),
-                    crate::redact::redact(&e.to_string())
+                    crate::driver_error::said(&e)
                 ))
             })?;
             prepared
@@ -134,7 +134,7 @@ async fn set_up_one(
             "setup failed while {what} {}.{}: {}",
             plan.target.database,
             c.name,
-            crate::redact::redact(&e.to_string())
+            crate::driver_error::said(&e)
         ))
     };
     if c.setup.drop {

@@ -247,6 +247,7 @@ pub async fn execute(
         (command, body) => {
             out.error = Some(Box::new(crate::metrics::OpError {
                 class: crate::metrics::ErrorClass::Other,
+                code: None,
                 message: format!(
                     "internal: a {} request with the body of another operation ({}); please report it",
                     command_name(command),

@@ -124,7 +124,7 @@ pub fn data(dir: &RunDir) -> Value {
         })
         .collect();
     // Each interval as the part of it its series ran in, and a rate as a count over that part.
-    let spans = running_spans(s, &secs);
+    let spans = running_spans(s, secs);
     let spans_of = |tag: &str| spans.get(tag).map(Vec::as_slice).unwrap_or_default();
     let parts = |spans: &[(f64, f64)], list: Vec<(u64, f64, f64)>| {
         let ran = running(&list, spans);

@@ -252,9 +252,14 @@ fn failures_by_class(s: &Summary, with_run: bool, out: &mut dyn Write) -> std::i
         for (label, classes) in &run.errors_by_class {
             let list: Vec<String> = classes.iter().map(|(c, n)| format!("{c} {n}")).collect();
             writeln!(out, "{prefix}{label} failures: {}", list.join(", "))?;
-        }
-        for (msg, n) in &run.error_messages {
-            writeln!(out, "  {n} x {msg}")?;
+            // One line per kind (class and server code), its first message once.
+            for f in run.error_kinds.iter().filter(|f| &f.label == label) {
+                writeln!(
+                    out,
+                    "  {} x ({:.1} % of {label}'s operations) {}: {}",
+                    f.count, f.share_pct, f.class, f.message
+                )?;
+            }
         }
     }
     Ok(())
@@ -520,7 +525,9 @@ mod tests {
                 "run": run, "started_at": "", "wall_secs": 3600.0, "interrupted": false,
                 "rows": rows,
                 "errors_by_class": {"find-by-city": {"timeout": 1_543_209}},
-                "error_messages": {"Kind: Server selection timeout: No available servers. Topology: { Type: Unknown, Servers: [ { Address: 127.0.0.1:27017, Type: Unknown } ] }": 3},
+                "error_kinds": [{"label": "find-by-city", "class": "timeout", "count": 1_543_209,
+                    "message": "Server selection timeout: No available servers. Topology: { Type: Unknown, Servers: [ { Address: 127.0.0.1:27017, Type: Unknown } ] }",
+                    "share_pct": 100.0}],
                 "stages": [], "stopped_early": null, "warmup": [],
                 "thresholds": [{
                     "threshold": "find-by-city.p99 < 50ms", "value": 1234.56, "limit": 50.0,

@@ -2,13 +2,15 @@
 //! may lack it), the typed reader every command that looks at a result after the run starts from
 //! (`report`, `compare`, `merge`, a relative threshold's baseline), and the writers of its data
 //! files: `summary.json` and `run.json` from their types, `resources.tsv` (`resources`), and any
-//! file written whole (a temporary sibling, then renamed).
+//! file written whole (a temporary sibling, then renamed); `fresh.rs`, a run's directory new or
+//! empty, and removed again when the run failed before it measured anything.
 //!
 //! Owns: file names, reading them back into `Summary`, `RunInfo`, interval statistics and
 //! resource rows, and the error that names the file that is missing or broken. Never: renders a
 //! table or a page (`report` does; its text reaches the disk through `write_atomically`), or
 //! re-reads `samples.tsv` (a long run's sample log can be gigabytes).
 
+pub mod fresh;
 pub mod hlog;
 pub mod resources;
 pub mod sweep;
@@ -19,6 +21,7 @@ use std::path::{Path, PathBuf};
 use crate::error::Error;
 use crate::summary::run_info::RunInfo;
 use crate::summary::Summary;
+pub use fresh::Fresh;
 pub use hlog::{parse_hlog, ActivityStats, IntervalStats};
 pub use resources::{parse_resources, Resources, ResourcesFile};
 pub use sweep::SweepDir;

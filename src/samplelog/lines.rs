@@ -148,6 +148,7 @@ mod tests {
         let mut s = String::new();
         let e = OpError {
             class: ErrorClass::ServerError,
+            code: None,
             message: "E11000, \"dup\"".into(),
         };
         let l = Logged {

@@ -104,7 +104,7 @@ impl RunResult {
         let audit_unfinished = audit.as_ref().is_some_and(|a| !a.finished);
         let thresholds =
             judge::run_thresholds(plan, &metrics, aborted_by.as_deref(), audit_unfinished);
-        let (rows, (errors_by_class, error_messages)) = super::rows(plan, &metrics);
+        let (rows, (errors_by_class, error_kinds)) = super::rows(plan, &metrics);
         RunResult {
             run,
             started_at,
@@ -112,7 +112,7 @@ impl RunResult {
             interrupted,
             rows,
             errors_by_class,
-            error_messages,
+            error_kinds,
             stages,
             stopped_early: stopped.map(|s| s.message),
             aborted_by,

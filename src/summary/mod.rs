@@ -366,8 +366,10 @@ pub struct RunResult {
     pub rows: Vec<Row>,
     /// Failures by class, per label.
     pub errors_by_class: BTreeMap<String, BTreeMap<String, u64>>,
-    /// Distinct failure messages with counts, over all groups.
-    pub error_messages: BTreeMap<String, u64>,
+    /// Each group's kinds of failure (class and server code), with the first one's message,
+    /// the count and the share of the group's operations.
+    #[serde(default)]
+    pub error_kinds: Vec<Failure>,
     /// When each stage ran.
     pub stages: Vec<StageSpan>,
     /// Why the run ended before its plan (stop_on_error_pct, an aborting threshold), if it did.
@@ -469,11 +471,49 @@ pub fn group_info(plan: &RunPlan) -> Vec<GroupInfo> {
         .collect()
 }
 
-/// Failures by class per group, and distinct failure messages with counts.
-type Errors = (
-    BTreeMap<String, BTreeMap<String, u64>>,
-    BTreeMap<String, u64>,
-);
+/// One kind of failure of one group: its class, the server's code (with MongoDB's name for
+/// it), the first such failure's message, how many and what share of the group's operations.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Failure {
+    pub label: String,
+    pub class: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code_name: Option<String>,
+    pub message: String,
+    pub count: u64,
+    /// Percent of the group's operations.
+    pub share_pct: f64,
+}
+
+impl Failure {
+    /// A group's kinds of failure, most frequent first.
+    pub fn of(label: &str, m: &GroupMetrics) -> Vec<Failure> {
+        let mut out: Vec<Failure> = m
+            .failures
+            .iter()
+            .map(|(kind, seen)| Failure {
+                label: label.to_string(),
+                class: kind.class.as_str().to_string(),
+                code: kind.code.map(|c| c.0),
+                code_name: kind.code.and_then(|c| c.name()).map(str::to_string),
+                message: seen.message.clone(),
+                count: seen.count,
+                share_pct: if m.samples == 0 {
+                    0.0
+                } else {
+                    seen.count as f64 * 100.0 / m.samples as f64
+                },
+            })
+            .collect();
+        out.sort_by_key(|f| std::cmp::Reverse(f.count));
+        out
+    }
+}
+
+/// Failures by class per group, and each group's kinds of failure.
+type Errors = (BTreeMap<String, BTreeMap<String, u64>>, Vec<Failure>);
 
 /// The rows from the metrics of each group (indexed as in the plan): a group's (a mixed group's
 /// or a group of steps' kinds first), a `TOTAL <stage>` per multi-group stage when there are
@@ -483,7 +523,7 @@ fn rows(plan: &RunPlan, metrics: &[GroupMetrics]) -> (Vec<Row>, Errors) {
     let open = |groups: &[crate::plan::GroupPlan]| groups.iter().any(|g| g.rate.is_some());
     let mut total = GroupMetrics::default();
     let mut errors_by_class = BTreeMap::new();
-    let mut error_messages: BTreeMap<String, u64> = BTreeMap::new();
+    let mut error_kinds = Vec::new();
     let several_stages = plan.stages.len() > 1;
     for stage in &plan.stages {
         let mut stage_total = GroupMetrics::default();
@@ -508,9 +548,7 @@ fn rows(plan: &RunPlan, metrics: &[GroupMetrics]) -> (Vec<Row>, Errors) {
                         .collect(),
                 );
             }
-            for (msg, n) in &m.messages {
-                *error_messages.entry(msg.clone()).or_default() += n;
-            }
+            error_kinds.extend(Failure::of(&g.name, m));
         }
         if several_stages && stage.groups.len() > 1 {
             rows.push(stage_total.summary_row(plan.stage_label(stage), open(&stage.groups)));
@@ -518,7 +556,7 @@ fn rows(plan: &RunPlan, metrics: &[GroupMetrics]) -> (Vec<Row>, Errors) {
         total.merge(&stage_total);
     }
     rows.push(total.summary_row(Label::Total, plan.groups().any(|g| g.rate.is_some())));
-    (rows, (errors_by_class, error_messages))
+    (rows, (errors_by_class, error_kinds))
 }
 
 /// Per group with a warm-up: what it excluded from the rows.

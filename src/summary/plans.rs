@@ -26,20 +26,46 @@ pub struct QueryPlan {
     pub docs_examined: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub returned: Option<u64>,
+    /// An aggregate's: what the whole pipeline returned in that one call (`returned` is what
+    /// its first stage read from the collection into it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pipeline_returned: Option<u64>,
 }
 
 impl QueryPlan {
     /// `recent (find on orders): IXSCAN status_1_created_-1, 20 keys and 20 documents examined
     /// for 20 returned`.
     pub fn line(&self) -> String {
-        let stats = match (self.keys_examined, self.docs_examined, self.returned) {
-            (Some(k), Some(d), Some(n)) if n > 0 => format!(
-                "; examined {k} keys and {d} documents for {n} returned ({:.1} and {:.1} per document returned)",
+        let per = |k: u64, d: u64, n: u64| {
+            format!(
+                "{:.1} and {:.1} per document returned",
                 k as f64 / n as f64,
                 d as f64 / n as f64
+            )
+        };
+        let stats = match (self.keys_examined, self.docs_examined, self.returned) {
+            // An aggregate: its first stage's reads fed the pipeline; what it returned is
+            // what a call gives the application.
+            (Some(k), Some(d), Some(n)) if self.operation == "aggregate" => {
+                match self.pipeline_returned {
+                    Some(p) if p > 0 => format!(
+                        "; one call examined {k} keys and {d} documents, {n} of them into the pipeline, which returned {p} ({})",
+                        per(k, d, p)
+                    ),
+                    Some(_) => format!(
+                        "; one call examined {k} keys and {d} documents, {n} of them into the pipeline, which returned none"
+                    ),
+                    None => format!(
+                        "; one call examined {k} keys and {d} documents, {n} of them into the pipeline"
+                    ),
+                }
+            }
+            (Some(k), Some(d), Some(n)) if n > 0 => format!(
+                "; one call examined {k} keys and {d} documents for {n} returned ({})",
+                per(k, d, n)
             ),
             (Some(k), Some(d), Some(_)) => {
-                format!("; examined {k} keys and {d} documents, returned none")
+                format!("; one call examined {k} keys and {d} documents, returned none")
             }
             _ => String::new(),
         };

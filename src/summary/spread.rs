@@ -75,7 +75,7 @@ mod tests {
                     interrupted: false,
                     rows: vec![row],
                     errors_by_class: BTreeMap::new(),
-                    error_messages: BTreeMap::new(),
+                    error_kinds: Vec::new(),
                     stages: Vec::new(),
                     stopped_early: None,
                     aborted_by: None,

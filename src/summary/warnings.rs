@@ -112,22 +112,27 @@ fn no_match(s: &Summary, out: &mut Warnings) {
 
 /// Whether group `g` writes with write concern 0 and does nothing but its own writes.
 fn only_unacknowledged_writes(s: &Summary, g: &str) -> bool {
+    use crate::vocab::{OpKind, OpName};
+    use crate::workload::command::Verb;
     s.groups.iter().any(|x| {
         x.name == g
             && x.write_concern.as_deref() == Some("0")
-            && !x.operations.is_empty()
-            && x.operations.iter().all(|o| {
-                [
-                    "insertOne",
-                    "insertMany",
-                    "updateOne",
-                    "updateMany",
-                    "replaceOne",
-                    "deleteOne",
-                    "deleteMany",
-                ]
-                .contains(&o.as_str())
-            })
+            && if x.operations.is_empty() {
+                // Built-in kinds: an insert and an update are a write alone (a remove's find
+                // and a get are acknowledged reads).
+                let kinds: Vec<&OpName> = if x.mix.is_empty() {
+                    vec![&x.op]
+                } else {
+                    x.mix.iter().map(|m| &m.op).collect()
+                };
+                kinds
+                    .iter()
+                    .all(|k| matches!(k, OpName::Kind(OpKind::Insert | OpKind::Update)))
+            } else {
+                x.operations
+                    .iter()
+                    .all(|o| Verb::from_name(o).is_some_and(|v| v.writes() && v.at_w0()))
+            }
     })
 }
 

@@ -13,12 +13,16 @@ pub enum ErrorClass {
     WriteConflict,
     /// The write was done, but its write concern was not met (a w:majority timeout).
     WriteConcern,
+    /// The server refused the request as written (an application error: BadValue,
+    /// TypeMismatch, DocumentValidationFailure, ...): it answered, so it was up.
+    Rejected,
+    /// The server could not serve (shutting down, interrupted, out of time, overloaded).
     ServerError,
     Other,
 }
 
 impl ErrorClass {
-    pub const ALL: [ErrorClass; 9] = [
+    pub const ALL: [ErrorClass; 10] = [
         ErrorClass::Timeout,
         ErrorClass::Network,
         ErrorClass::ServerSelection,
@@ -26,6 +30,7 @@ impl ErrorClass {
         ErrorClass::DuplicateKey,
         ErrorClass::WriteConflict,
         ErrorClass::WriteConcern,
+        ErrorClass::Rejected,
         ErrorClass::ServerError,
         ErrorClass::Other,
     ];
@@ -44,9 +49,39 @@ impl ErrorClass {
             ErrorClass::DuplicateKey => "duplicate_key",
             ErrorClass::WriteConflict => "write_conflict",
             ErrorClass::WriteConcern => "write_concern",
+            ErrorClass::Rejected => "rejected",
             ErrorClass::ServerError => "server_error",
             ErrorClass::Other => "other",
         }
+    }
+}
+
+impl ErrorClass {
+    /// A failure of this class says the deployment could not serve: it counts toward an
+    /// unavailability window. A duplicate key, a write conflict or a refusal is an answer (the
+    /// server was up and said no), and an error of the tool's own side (`Other`) says nothing
+    /// of the server either way: neither counts.
+    pub fn unavailable(self) -> bool {
+        match self {
+            ErrorClass::Timeout
+            | ErrorClass::Network
+            | ErrorClass::ServerSelection
+            | ErrorClass::NotPrimary
+            | ErrorClass::WriteConcern
+            | ErrorClass::ServerError => true,
+            ErrorClass::DuplicateKey
+            | ErrorClass::WriteConflict
+            | ErrorClass::Rejected
+            | ErrorClass::Other => false,
+        }
+    }
+
+    /// A failure of this class is the server's answer (it was reached and replied).
+    pub fn answered(self) -> bool {
+        matches!(
+            self,
+            ErrorClass::DuplicateKey | ErrorClass::WriteConflict | ErrorClass::Rejected
+        )
     }
 }
 

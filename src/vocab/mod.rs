@@ -1,5 +1,6 @@
 //! The vocabulary every stage speaks: row labels (`Label`), operation kinds and names
-//! (`OpKind`, `OpName`), error classes (`ErrorClass`) and metric kinds (`MetricKind`).
+//! (`OpKind`, `OpName`), error classes (`ErrorClass`), the server's error codes (`ServerCode`:
+//! names, and which say the server could not serve) and metric kinds (`MetricKind`).
 //!
 //! Owns: these names, their one written form and their parsing. Never: imports anything of the
 //! crate (it is the bottom of the module order, `tests/fast/module_graph.rs`), measures, or
@@ -9,8 +10,10 @@ pub mod error_class;
 pub mod label;
 pub mod metric;
 pub mod op;
+pub mod server_code;
 
 pub use error_class::ErrorClass;
 pub use label::Label;
 pub use metric::MetricKind;
 pub use op::{OpKind, OpName};
+pub use server_code::ServerCode;

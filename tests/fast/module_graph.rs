@@ -154,6 +154,7 @@ const RANKS: &[(&str, u32)] = &[
     ("redact", 0),
     ("vocab", 0),
     ("workload", 1),
+    ("driver_error", 1),
     ("server", 1),
     ("metrics", 1),
     ("monitor", 2),

@@ -73,6 +73,7 @@ impl Scripted {
             error: failed.then(|| {
                 Box::new(OpError {
                     class: ErrorClass::Timeout,
+                    code: None,
                     message: format!("scripted timeout on {name} number {n}").into(),
                 })
             }),

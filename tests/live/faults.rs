@@ -171,6 +171,8 @@ fn setup_drop_refuses_a_collection_another_program_wrote_unless_forced() {
         1,
         "nothing was dropped"
     );
+    // Refused at setup, before its first operation: it leaves no run directory behind.
+    assert!(!dir.path().join("refused").exists());
 
     server.run_ok(
         path.to_str().unwrap(),

@@ -17,6 +17,8 @@
 //! - `counts`: documents and opcounters against the tool's counts
 //! - `embedded`: the embedded server, a wrong URI, Ctrl-C and SIGTERM
 //! - `faults`: a frozen server, a killed one, a collection the tool did not write
+//! - `first_hour`: a wrong update in the server's words, run directories that never mix, a
+//!   failed run that leaves nothing, an HTTP port named at once
 //! - `intervals`: latency.hlog read by three readers; the warm-up
 //! - `jmeter_2016`: the 2016 samplers on the wire and the 2016 document
 //! - `manifests`: deploy/kubernetes against the API schemas, offline
@@ -48,6 +50,7 @@ mod compare;
 mod counts;
 mod embedded;
 mod faults;
+mod first_hour;
 mod intervals;
 mod jmeter_2016;
 mod manifests;

@@ -74,6 +74,27 @@ impl GroupAt<'_> {
             .collect()
     }
 
+    /// The ways a group says what it sends, those of the form the profile already uses first:
+    /// its own operations (`[group.find]`, `[[group.ops]]`, `[[group.steps]]`) when another
+    /// group or a `[[collection]]` has them, else the built-in `op` and `mix`.
+    fn operation_forms(&self) -> String {
+        let p = &self.loaded.profile;
+        let own = !p.collections.is_empty()
+            || p.groups
+                .iter()
+                .any(|g| !g.op_tables().is_empty() || g.ops.is_some() || g.steps.is_some());
+        let own_forms = "an operation of its own: a table such as [group.find] (filter = { ... }), [group.insertOne], [group.updateOne] or [group.aggregate]; [[group.ops]] for several, weighted; [[group.steps]] for steps in order (docs/workload.md)";
+        let built_in = format!(
+            "a built-in op = \"insert\" (one of {}) or mix = {{ get = 95, update = 5 }}",
+            OpKind::listed()
+        );
+        if own {
+            format!("{own_forms}; or {built_in}")
+        } else {
+            format!("{built_in}; or {own_forms}")
+        }
+    }
+
     fn misplaced(&self, k: &str, set: bool, ok_for: &str) -> Result<(), ProfileError> {
         if set {
             let what = match (&self.g.op, &self.g.mix) {
@@ -122,11 +143,8 @@ impl GroupAt<'_> {
             (None, None) => {
                 return Err(self.loaded.error_at(
                     &format!("group[{}]", self.index),
-                    format!("group `{}` has neither op nor mix", g.name),
-                    format!(
-                        "op = \"insert\" (one of {}) or mix = {{ get = 95, update = 5 }}",
-                        OpKind::listed()
-                    ),
+                    format!("group `{}` has no operation", g.name),
+                    self.operation_forms(),
                 ))
             }
         };

@@ -75,8 +75,23 @@ pub fn load(spec: &str) -> Result<Loaded, Error> {
         )
     } else {
         let names: Vec<&str> = bundled::ALL.iter().map(|b| b.name).collect();
+        // The file the user most likely meant: `blog` for ./blog.toml, a bundled name misspelt.
+        let file = Path::new(&format!("{spec}.toml"))
+            .is_file()
+            .then(|| format!("{spec}.toml"));
+        let near = names
+            .iter()
+            .map(|n| (strsim::jaro_winkler(n, spec), *n))
+            .filter(|(score, _)| *score > 0.85)
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(_, n)| n);
+        let meant = match (file, near) {
+            (Some(f), _) => format!("\n  did you mean the file {f}? A profile file is named by its path, .toml included"),
+            (None, Some(n)) => format!("\n  did you mean the bundled profile {n}?"),
+            (None, None) => String::new(),
+        };
         return Err(Error::Usage(format!(
-            "no profile file or bundled profile named '{spec}'\n  fix: give a path to a .toml file, or one of: {}",
+            "no profile file or bundled profile named '{spec}'{meant}\n  fix: give a path to a .toml file, or one of: {}",
             names.join(", ")
         )));
     };

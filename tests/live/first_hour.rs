@@ -1,0 +1,180 @@
+//! What a new user meets in the first hour, against a real server: a wrong update told as one
+//! line in the server's words (code, name, message, count, share), never as the driver's Debug
+//! and never as an outage; a run directory that never mixes with another run's; a run that
+//! fails before its first operation leaving nothing behind.
+
+use crate::common;
+
+use common::*;
+
+/// Every file under `dir`, read as text (lossy).
+fn all_text(dir: &std::path::Path) -> String {
+    let mut out = String::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.push_str(&all_text(&p));
+        } else {
+            out.push_str(&String::from_utf8_lossy(&std::fs::read(&p).unwrap()));
+        }
+    }
+    out
+}
+
+#[test]
+fn a_push_onto_a_string_field_is_one_line_in_the_servers_words_and_no_outage() {
+    let Some(server) = TestServer::start() else {
+        return;
+    };
+    let db = unique_db("push_string");
+    let dir = tempfile::tempdir().unwrap();
+    // `state` is the string "GD" in every document: $push onto it is refused, every time, each
+    // time about another document.
+    let path = profile(
+        dir.path(),
+        &db,
+        "drop = true\npreload = 200",
+        "[[group]]\nname = \"tag\"\nthreads = 2\nduration = \"3s\"\n[group.updateOne]\nfilter = { _id = { \"^Key\" = {} } }\nupdate = { \"$push\" = { state = \"x\" } }\n",
+    );
+    let out = dir.path().join("run");
+    let output = bin()
+        .args(["run", path.to_str().unwrap(), "--uri", &server.uri, "--out"])
+        .arg(&out)
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stdout}\n{stderr}");
+    let summary = read_json(&out.join("summary.json"));
+    let samples = row(&summary, "tag")["samples"].as_u64().unwrap();
+    let errors = row(&summary, "tag")["errors"].as_u64().unwrap();
+    assert!(samples > 20 && errors == samples, "{samples} {errors}");
+
+    // The server's own count of failed updates is not readable; its documents are: none was
+    // changed.
+    assert_eq!(
+        server.count(&db, "cities", mongodb::bson::doc! { "state": "GD" }),
+        200
+    );
+
+    // One failure line: the server's code, its name, its message, the count and the share.
+    let lines: Vec<&str> = stdout.lines().filter(|l| l.contains(" x (")).collect();
+    assert_eq!(lines.len(), 1, "one line per kind of failure:\n{stdout}");
+    let line = lines[0];
+    assert!(
+        line.contains(&format!("{errors} x (100.0 % of tag's operations)")),
+        "{line}"
+    );
+    assert!(line.contains("rejected: code 2 (BadValue): "), "{line}");
+    let failures = summary["runs"][0]["error_kinds"].as_array().unwrap();
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    assert_eq!(failures[0]["code"], 2);
+    assert_eq!(failures[0]["code_name"], "BadValue");
+    assert_eq!(failures[0]["count"].as_u64(), Some(errors));
+    assert_eq!(
+        summary["runs"][0]["errors_by_class"]["tag"]["rejected"],
+        errors
+    );
+
+    // An application error is not an outage: no unavailability window.
+    assert!(
+        !stdout.contains("unavailable") && !stderr.contains("unavailable"),
+        "{stdout}\n{stderr}"
+    );
+    let windows = &summary["runs"][0]["unavailable"];
+    assert!(windows.as_array().is_none_or(|w| w.is_empty()), "{windows}");
+
+    // The driver's Debug reaches no one: not the console, not a file of the run.
+    let files = all_text(&out);
+    for debug in ["Kind:", "labels:", "WriteError {", "code_name:"] {
+        assert!(
+            !stdout.contains(debug) && !stderr.contains(debug),
+            "{debug} in\n{stdout}\n{stderr}"
+        );
+        assert!(!files.contains(debug), "{debug} in a file of the run");
+    }
+}
+
+#[test]
+fn a_run_into_a_directory_holding_a_run_is_refused_and_changes_nothing() {
+    let Some(server) = TestServer::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("old-run");
+    std::fs::create_dir(&out).unwrap();
+    std::fs::write(out.join("audit.tsv"), "an earlier run's audit\n").unwrap();
+    std::fs::write(out.join("summary.json"), "{}").unwrap();
+    let before = all_text(&out);
+    bin()
+        .args(["run", "smoke", "--uri", &server.uri, "--quiet", "--out"])
+        .arg(&out)
+        .timeout(std::time::Duration::from_secs(60))
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "already holds a run (summary.json, audit.tsv)",
+        ))
+        .stderr(predicates::str::contains(
+            "fix: choose a new directory with --out",
+        ));
+    assert_eq!(all_text(&out), before);
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), 2);
+}
+
+#[test]
+fn a_run_that_cannot_reach_its_server_leaves_no_directory() {
+    let _turn = common::shared();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results/never");
+    bin()
+        .args(["run", "smoke", "--quiet", "--uri"])
+        .arg("mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=1000&connectTimeoutMS=1000")
+        .arg("--out")
+        .arg(&out)
+        .timeout(std::time::Duration::from_secs(60))
+        .assert()
+        .code(3);
+    assert!(
+        !dir.path().join("results").exists(),
+        "a failed run left a directory"
+    );
+}
+
+#[test]
+fn a_port_where_http_answers_is_named_at_once_not_after_the_timeout() {
+    let _turn = common::shared();
+    // A one-connection HTTP server of the test's own, on a free loopback port.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            use std::io::{Read, Write};
+            let mut s = stream;
+            let mut buf = [0u8; 512];
+            let _ = s.read(&mut buf);
+            let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let started = std::time::Instant::now();
+    bin()
+        .args(["run", "smoke", "--quiet", "--uri"])
+        .arg(format!("mongodb://127.0.0.1:{port}/"))
+        .arg("--out")
+        .arg(dir.path().join("run"))
+        .timeout(std::time::Duration::from_secs(60))
+        .assert()
+        .code(3)
+        .stderr(predicates::str::contains(
+            "an HTTP server answers on that port, not MongoDB (it replied `HTTP/1.1 400 Bad Request`)",
+        ))
+        .stderr(predicates::str::contains("point --uri at the MongoDB port"));
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(8),
+        "told after {:?}, not at once (the driver's timeout is 10 s)",
+        started.elapsed()
+    );
+    assert!(!dir.path().join("run").exists());
+}
