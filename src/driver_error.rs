@@ -25,64 +25,63 @@ pub struct ServerSaid<'a> {
     pub write_concern: bool,
 }
 
+impl<'a> ServerSaid<'a> {
+    /// A write or command error.
+    fn error(code: i32, name: Option<&'a str>, message: &'a str, more: usize) -> Self {
+        ServerSaid {
+            code,
+            name,
+            message,
+            more,
+            write_concern: false,
+        }
+    }
+
+    /// A write concern not met.
+    fn concern(w: &'a mongodb::error::WriteConcernError) -> Self {
+        ServerSaid {
+            write_concern: true,
+            ..Self::error(w.code, Some(w.code_name.as_str()), &w.message, 0)
+        }
+    }
+}
+
+/// What the server returned, when it did (a batch: its first write error, by index).
 pub fn server_error(e: &mongodb::error::Error) -> Option<ServerSaid<'_>> {
     match e.kind.as_ref() {
-        ErrorKind::Command(c) => Some(ServerSaid {
-            code: c.code,
-            name: Some(c.code_name.as_str()),
-            message: &c.message,
-            more: 0,
-            write_concern: false,
-        }),
-        ErrorKind::Write(WriteFailure::WriteError(w)) => Some(ServerSaid {
-            code: w.code,
-            name: w.code_name.as_deref(),
-            message: &w.message,
-            more: 0,
-            write_concern: false,
-        }),
-        ErrorKind::Write(WriteFailure::WriteConcernError(w)) => Some(ServerSaid {
-            code: w.code,
-            name: Some(w.code_name.as_str()),
-            message: &w.message,
-            more: 0,
-            write_concern: true,
-        }),
-        ErrorKind::InsertMany(m) => match (&m.write_errors, &m.write_concern_error) {
-            (Some(errors), _) if !errors.is_empty() => {
-                let first = errors.iter().min_by_key(|w| w.index)?;
-                Some(ServerSaid {
-                    code: first.code,
-                    name: first.code_name.as_deref(),
-                    message: &first.message,
-                    more: errors.len() - 1,
-                    write_concern: false,
-                })
+        ErrorKind::Command(c) => Some(ServerSaid::error(
+            c.code,
+            Some(c.code_name.as_str()),
+            &c.message,
+            0,
+        )),
+        ErrorKind::Write(WriteFailure::WriteError(w)) => Some(ServerSaid::error(
+            w.code,
+            w.code_name.as_deref(),
+            &w.message,
+            0,
+        )),
+        ErrorKind::Write(WriteFailure::WriteConcernError(w)) => Some(ServerSaid::concern(w)),
+        ErrorKind::InsertMany(m) => {
+            let errors = m.write_errors.as_deref().unwrap_or_default();
+            match errors.iter().min_by_key(|w| w.index) {
+                Some(first) => Some(ServerSaid::error(
+                    first.code,
+                    first.code_name.as_deref(),
+                    &first.message,
+                    errors.len() - 1,
+                )),
+                None => m.write_concern_error.as_ref().map(ServerSaid::concern),
             }
-            (_, Some(w)) => Some(ServerSaid {
-                code: w.code,
-                name: Some(w.code_name.as_str()),
-                message: &w.message,
-                more: 0,
-                write_concern: true,
-            }),
-            _ => None,
-        },
+        }
         ErrorKind::BulkWrite(b) => match b.write_errors.iter().min_by_key(|(i, _)| **i) {
-            Some((_, first)) => Some(ServerSaid {
-                code: first.code,
-                name: first.code_name.as_deref(),
-                message: &first.message,
-                more: b.write_errors.len() - 1,
-                write_concern: false,
-            }),
-            None => b.write_concern_errors.first().map(|w| ServerSaid {
-                code: w.code,
-                name: Some(w.code_name.as_str()),
-                message: &w.message,
-                more: 0,
-                write_concern: true,
-            }),
+            Some((_, first)) => Some(ServerSaid::error(
+                first.code,
+                first.code_name.as_deref(),
+                &first.message,
+                b.write_errors.len() - 1,
+            )),
+            None => b.write_concern_errors.first().map(ServerSaid::concern),
         },
         _ => None,
     }
@@ -112,6 +111,14 @@ pub fn describe(e: &mongodb::error::Error) -> String {
                 out.push_str(&format!(" (and {} more write errors in the batch)", s.more));
             }
             out
+        }
+        // These two print their parts with Debug; without a write error there is no more to say.
+        None if matches!(
+            e.kind.as_ref(),
+            ErrorKind::InsertMany(_) | ErrorKind::BulkWrite(_)
+        ) =>
+        {
+            "the batch failed without a write error from the server".into()
         }
         None => e.kind.to_string(),
     }

@@ -143,13 +143,25 @@ fn kept() -> String {
     if names.is_empty() {
         return format!("quit at once: {} holds nothing yet", dir.display());
     }
-    let summary = if names
-        .iter()
-        .any(|n| n == crate::rundir::File::SummaryJson.name())
-    {
-        "its summary is the one written before this interrupt"
+    let has = |f: crate::rundir::File| names.iter().any(|n| n == f.name());
+    let logs: Vec<&str> = [
+        crate::rundir::File::Samples,
+        crate::rundir::File::LatencyHlog,
+    ]
+    .into_iter()
+    .filter(|f| has(*f))
+    .map(|f| f.name())
+    .collect();
+    let summary = if has(crate::rundir::File::SummaryJson) {
+        "its summary is the one written before this interrupt".to_string()
+    } else if logs.is_empty() {
+        "no summary was written".to_string()
     } else {
-        "no summary was written: samples.tsv and latency.hlog hold the operations that ended"
+        format!(
+            "no summary was written: {} hold{} the operations that ended",
+            logs.join(" and "),
+            if logs.len() == 1 { "s" } else { "" }
+        )
     };
     format!(
         "quit at once: {} keeps {}, each whole as written so far; {summary}",

@@ -56,8 +56,7 @@ async fn settings(client: &Client, db: &str) -> Result<Settings, Error> {
 fn refused(db: &str, what: &str, e: &mongodb::error::Error) -> Error {
     let text = crate::driver_error::said(e);
     let unauthorized = text.contains("not authorized")
-        || text.contains("Unauthorized")
-        || text.contains("code 13");
+        || crate::driver_error::server_code(e) == Some(crate::vocab::ServerCode(13));
     let fix = if unauthorized {
         format!("fix: use a user with the dbAdmin role on {db} (the profiler needs it), or capture from the log (--from-log)")
     } else {
@@ -203,9 +202,12 @@ async fn read(
                 .await
                 .map_err(|e| refused(db, "read system.profile of", &e))?
             {
-                let d: Document = cursor
-                    .deserialize_current()
-                    .map_err(|e| Error::Server(format!("reading system.profile of {db}: {e}")))?;
+                let d: Document = cursor.deserialize_current().map_err(|e| {
+                    Error::Server(format!(
+                        "reading system.profile of {db}: {}",
+                        crate::driver_error::said(&e)
+                    ))
+                })?;
                 let ts = d
                     .get_datetime("ts")
                     .map(|t| t.timestamp_millis())

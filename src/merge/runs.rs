@@ -134,6 +134,7 @@ fn merge_run(
             f.count as f64 * 100.0 / samples as f64
         };
     }
+    out.error_messages = crate::summary::Failure::messages(&out.error_kinds);
     out.started_at = runs
         .iter()
         .map(|x| x.started_at.clone())

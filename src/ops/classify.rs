@@ -10,6 +10,14 @@ use crate::vocab::ServerCode;
 /// NotPrimaryOrSecondary, PrimarySteppedDown, InterruptedDueToReplStateChange.
 const NOT_PRIMARY: [i32; 5] = [10107, 13435, 13436, 189, 11602];
 
+/// The error labels that say "try again": the deployment could not serve just then.
+const UNAVAILABLE_LABELS: [&str; 4] = [
+    "RetryableWriteError",
+    "TransientTransactionError",
+    "RetryableError",
+    "SystemOverloadedError",
+];
+
 /// Maps a driver error to a class, keeping the error for its message (made into text by the
 /// recorder, not by the virtual user).
 pub fn classify(e: mongodb::error::Error) -> OpError {
@@ -35,6 +43,12 @@ pub fn classify(e: mongodb::error::Error) -> OpError {
                 50 => ErrorClass::Timeout,
                 c if NOT_PRIMARY.contains(&c) => ErrorClass::NotPrimary,
                 c if ServerCode(c).unavailable() => ErrorClass::ServerError,
+                // Whatever its code, a failure the server or the driver says to try again (a
+                // transaction's NoSuchTransaction after a failover) is the deployment not
+                // serving, not the request refused.
+                _ if UNAVAILABLE_LABELS.iter().any(|l| e.contains_label(l)) => {
+                    ErrorClass::ServerError
+                }
                 _ => ErrorClass::Rejected,
             },
         },

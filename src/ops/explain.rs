@@ -135,12 +135,7 @@ pub async fn check(plan: &RunPlan, client: &mongodb::Client) -> Result<Checked, 
                 ));
             }
             Err(e) => {
-                let message = match e.kind.as_ref() {
-                    mongodb::error::ErrorKind::Command(c) => {
-                        format!("{} (code {}, {})", c.message, c.code, c.code_name)
-                    }
-                    _ => crate::driver_error::said(&e),
-                };
+                let message = crate::driver_error::said(&e);
                 if matches!(e.kind.as_ref(), mongodb::error::ErrorKind::Command(_)) {
                     // The operator the server names, where the template writes it; else the
                     // template's table.

@@ -256,8 +256,13 @@ fn failures_by_class(s: &Summary, with_run: bool, out: &mut dyn Write) -> std::i
             for f in run.error_kinds.iter().filter(|f| &f.label == label) {
                 writeln!(
                     out,
-                    "  {} x ({:.1} % of {label}'s operations) {}: {}",
-                    f.count, f.share_pct, f.class, f.message
+                    "  {} x ({:.1} % of {label}'s operations) {}{}: {}",
+                    f.count,
+                    f.share_pct,
+                    f.class,
+                    // The message is the first one's: the others may differ in a document's _id.
+                    if f.count > 1 { ", the first" } else { "" },
+                    f.message
                 )?;
             }
         }

@@ -54,11 +54,11 @@ impl Fresh {
         Ok(fresh)
     }
 
-    /// After a run that ended in an error: when it measured nothing (no `summary.json` was
-    /// written), everything it wrote is removed, and the directories it made. A run that
-    /// measured something keeps its directory whole.
+    /// After a run that ended in an error: when it measured nothing, everything it wrote is
+    /// removed, and the directories it made. A run that measured something keeps its directory
+    /// whole, even when its summary could not be written.
     pub fn discard_unmeasured(&self) {
-        if !File::SummaryJson.path(&self.dir).exists() {
+        if !measured(&self.dir, 3) {
             self.discard();
         }
     }
@@ -89,6 +89,26 @@ impl Fresh {
     }
 }
 
+/// Something was measured into `dir` or a directory below it (a series' steps): a summary, an
+/// audit, a sample log with a line after its header, or an interval log with a histogram.
+fn measured(dir: &Path, depth: u32) -> bool {
+    let has_line = |path: PathBuf, data: &dyn Fn(&str) -> bool| {
+        std::fs::read_to_string(path).is_ok_and(|t| t.lines().any(data))
+    };
+    let here = File::SummaryJson.path(dir).exists()
+        || File::Audit.path(dir).exists()
+        || has_line(File::Samples.path(dir), &|l| {
+            !l.is_empty() && !l.starts_with("start_us")
+        })
+        || has_line(File::LatencyHlog.path(dir), &|l| l.starts_with("Tag="));
+    here || (depth > 0
+        && std::fs::read_dir(dir).is_ok_and(|entries| {
+            entries
+                .flatten()
+                .any(|e| e.path().is_dir() && measured(&e.path(), depth - 1))
+        }))
+}
+
 /// What `dir` holds that a run must not be written over, in words; None for a directory that
 /// is absent or empty.
 fn holds(dir: &Path) -> Option<String> {
@@ -96,7 +116,7 @@ fn holds(dir: &Path) -> Option<String> {
         return None;
     }
     if !dir.is_dir() {
-        return Some("a file of that name".into());
+        return Some("nothing: it is a file, not a directory".into());
     }
     let names: Vec<String> = std::fs::read_dir(dir)
         .ok()?
@@ -112,7 +132,10 @@ fn holds(dir: &Path) -> Option<String> {
         .filter(|n| names.iter().any(|x| x == n))
         .collect();
     Some(if ours.is_empty() {
-        format!("{} files or directories", names.len())
+        match names.len() {
+            1 => format!("`{}`", names[0]),
+            n => format!("{n} files or directories"),
+        }
     } else {
         format!("a run ({})", ours.join(", "))
     })
@@ -172,10 +195,31 @@ mod tests {
     }
 
     #[test]
+    fn a_run_whose_summary_was_not_written_keeps_what_it_measured() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("run");
+        let f = Fresh::make(&dir, false).unwrap();
+        std::fs::write(dir.join("samples.tsv"), "start_us\telapsed_us\n").unwrap();
+        f.discard_unmeasured();
+        assert!(!dir.exists(), "a header alone is nothing measured");
+        let f = Fresh::make(&dir, false).unwrap();
+        std::fs::write(dir.join("samples.tsv"), "start_us\telapsed_us\n1\t2\n").unwrap();
+        f.discard_unmeasured();
+        assert!(dir.join("samples.tsv").exists());
+        // A series: a step below it that measured keeps the whole series.
+        let series = tmp.path().join("series");
+        let f = Fresh::make(&series, false).unwrap();
+        std::fs::create_dir_all(series.join("steps/step-01")).unwrap();
+        std::fs::write(series.join("steps/step-01/summary.json"), "{}").unwrap();
+        f.discard_unmeasured();
+        assert!(series.join("steps/step-01/summary.json").exists());
+    }
+
+    #[test]
     fn an_empty_directory_is_used_and_emptied_again_not_removed() {
         let tmp = tempfile::tempdir().unwrap();
         let f = Fresh::make(tmp.path(), false).unwrap();
-        std::fs::write(tmp.path().join("samples.tsv"), "x").unwrap();
+        std::fs::write(tmp.path().join("run.json"), "{}").unwrap();
         f.discard_unmeasured();
         assert!(tmp.path().is_dir());
         assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);

@@ -7,7 +7,7 @@
 use super::audit::{AuditLine, AuditResult};
 use super::faults::{FaultEvent, Recovery};
 use super::resources::StageSpan;
-use super::{judge, LoadResult, RunResult, StartInfo};
+use super::{judge, Failure, LoadResult, RunResult, StartInfo};
 use crate::metrics::availability::{recovery, Availability};
 use crate::metrics::{GroupMetrics, Label};
 use crate::plan::RunPlan;
@@ -112,6 +112,7 @@ impl RunResult {
             interrupted,
             rows,
             errors_by_class,
+            error_messages: Failure::messages(&error_kinds),
             error_kinds,
             stages,
             stopped_early: stopped.map(|s| s.message),

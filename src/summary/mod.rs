@@ -370,6 +370,10 @@ pub struct RunResult {
     /// the count and the share of the group's operations.
     #[serde(default)]
     pub error_kinds: Vec<Failure>,
+    /// schema_version 1's failure messages with counts, kept for its readers: each kind's first
+    /// message (with its label) and the kind's count (`Failure::messages`).
+    #[serde(default)]
+    pub error_messages: BTreeMap<String, u64>,
     /// When each stage ran.
     pub stages: Vec<StageSpan>,
     /// Why the run ended before its plan (stop_on_error_pct, an aborting threshold), if it did.
@@ -508,6 +512,18 @@ impl Failure {
             })
             .collect();
         out.sort_by_key(|f| std::cmp::Reverse(f.count));
+        out
+    }
+}
+
+impl Failure {
+    /// `error_messages` of schema_version 1 from the kinds: `label: message` to the count.
+    pub fn messages(kinds: &[Failure]) -> BTreeMap<String, u64> {
+        let mut out = BTreeMap::new();
+        for f in kinds {
+            *out.entry(format!("{}: {}", f.label, f.message))
+                .or_default() += f.count;
+        }
         out
     }
 }

@@ -277,7 +277,7 @@ pub fn summarize(
                 disk_source: match (disk_source, write_source) {
                     (Some(a), Some(b)) if a != b => Some(format!("{a} (IOPS), {b} (KB/s)")),
                     // KB/s from the server process, but no IOPS: say why it is `-`.
-                    (None, Some(b)) => Some(format!(
+                    (None, Some(b)) if b == "local /proc" => Some(format!(
                         "{b} (disk write KB/s; IOPS: - since the server's data directory is on no block device /proc/diskstats counts, such as a tmpfs or overlay; --server-metrics with a node_exporter counts the host's disks)"
                     )),
                     (a, b) => a.or(b),

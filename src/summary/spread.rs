@@ -76,6 +76,7 @@ mod tests {
                     rows: vec![row],
                     errors_by_class: BTreeMap::new(),
                     error_kinds: Vec::new(),
+                    error_messages: BTreeMap::new(),
                     stages: Vec::new(),
                     stopped_early: None,
                     aborted_by: None,

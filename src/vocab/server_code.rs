@@ -5,9 +5,15 @@
 //! Names and categories are MongoDB's own, from `src/mongo/base/error_codes.yml` (mongodb/mongo,
 //! read 2026-12-02): the codes in its NetworkError, ShutdownError, NotPrimaryError, Interruption,
 //! ExceededTimeLimitError, RetriableError, WriteConcernError, StaleShardVersionError and
-//! SystemOverloadedError categories are the unavailable ones; every other code the server returns is a refusal.
+//! SystemOverloadedError categories that a client can be sent are the unavailable ones (the
+//! InternalOnly ones never reach a client), with the three named at `CODES`; every other code
+//! the server returns is a refusal. A failure the server labels retryable or transient is
+//! unavailability whatever its code (`ops::classify`).
 
-/// Code, name, and whether it is a category of "could not serve".
+/// Code, name, and whether it says the server could not serve: MongoDB's categories above, and
+/// three it leaves uncategorised that mean the same to a load test: FailedToSatisfyReadPreference
+/// (no member could serve the read preference: a mongos while a shard elects),
+/// TemporarilyUnavailable (the storage engine's cache under pressure) and OutOfDiskSpace.
 const CODES: &[(i32, &str, bool)] = &[
     (1, "InternalError", false),
     (2, "BadValue", false),
@@ -47,6 +53,7 @@ const CODES: &[(i32, &str, bool)] = &[
     (68, "IndexAlreadyExists", false),
     (72, "InvalidOptions", false),
     (73, "InvalidNamespace", false),
+    (75, "WriteConcernLegacyOK", true),
     (79, "UnknownReplWriteConcern", true),
     (85, "IndexOptionsConflict", false),
     (86, "IndexKeySpecsConflict", false),
@@ -59,10 +66,11 @@ const CODES: &[(i32, &str, bool)] = &[
     (116, "DocTooLargeForCapped", false),
     (121, "DocumentValidationFailure", false),
     (125, "CommandFailed", false),
-    (133, "FailedToSatisfyReadPreference", false),
+    (133, "FailedToSatisfyReadPreference", true),
     (134, "ReadConcernMajorityNotAvailableYet", true),
     (136, "CappedPositionLost", false),
     (146, "ExceededMemoryLimit", false),
+    (150, "StaleEpoch", true),
     (166, "CommandNotSupportedOnView", false),
     (168, "InvalidPipelineOperator", false),
     (175, "QueryPlanKilled", false),
@@ -79,11 +87,21 @@ const CODES: &[(i32, &str, bool)] = &[
     (262, "ExceededTimeLimit", true),
     (263, "OperationNotSupportedInTransaction", false),
     (279, "ClientDisconnect", true),
+    (281, "TransactionCoordinatorSteppingDown", true),
+    (282, "TransactionCoordinatorReachedAbortDecision", true),
     (290, "TransactionExceededLifetimeLimitSeconds", true),
     (292, "QueryExceededMemoryLimitNoDiskUseAllowed", false),
+    (355, "InterruptedDueToStorageChange", true),
+    (358, "InternalTransactionNotSupported", true),
+    (365, "TemporarilyUnavailable", true),
     (402, "ResourceExhausted", true),
+    (406, "MigrationBlockingOperationCoordinatorCleaningUp", true),
+    (407, "PooledConnectionAcquisitionExceededTimeLimit", true),
+    (412, "UpdatesStillPending", true),
     (433, "AdmissionQueueOverflow", true),
     (449, "RateLimitExceeded", true),
+    (450, "PooledConnectionAcquisitionRejected", true),
+    (453, "InterruptedDueToReshardingCriticalSection", true),
     (462, "IngressRequestRateLimitExceeded", true),
     (9001, "SocketException", true),
     (10107, "NotWritablePrimary", true),
@@ -96,7 +114,11 @@ const CODES: &[(i32, &str, bool)] = &[
     (13388, "StaleConfig", true),
     (13435, "NotPrimaryNoSecondaryOk", true),
     (13436, "NotPrimaryOrSecondary", true),
-    (14031, "OutOfDiskSpace", false),
+    (14031, "OutOfDiskSpace", true),
+    (46841, "ClientMarkedKilled", true),
+    (50915, "BackupCursorOpenConflictWithCheckpoint", true),
+    (91331, "RetriableRemoteCommandFailure", true),
+    (10045600, "InterruptedDueToFCVChange", true),
 ];
 
 /// A server error code, as the server returned it (`code`, and `codeName` when it sent one).
@@ -136,7 +158,9 @@ mod tests {
         for code in [2, 11000, 121, 14, 52, 123_456] {
             assert!(!ServerCode(code).unavailable(), "{code}");
         }
-        for code in [91, 11600, 10107, 189, 11602, 50, 9001] {
+        for code in [
+            91, 11600, 10107, 189, 11602, 50, 9001, 133, 450, 14031, 10_045_600,
+        ] {
             assert!(ServerCode(code).unavailable(), "{code}");
         }
     }

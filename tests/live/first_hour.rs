@@ -66,7 +66,10 @@ fn a_push_onto_a_string_field_is_one_line_in_the_servers_words_and_no_outage() {
         line.contains(&format!("{errors} x (100.0 % of tag's operations)")),
         "{line}"
     );
-    assert!(line.contains("rejected: code 2 (BadValue): "), "{line}");
+    assert!(
+        line.contains("rejected, the first: code 2 (BadValue): "),
+        "{line}"
+    );
     let failures = summary["runs"][0]["error_kinds"].as_array().unwrap();
     assert_eq!(failures.len(), 1, "{failures:?}");
     assert_eq!(failures[0]["code"], 2);
@@ -177,4 +180,74 @@ fn a_port_where_http_answers_is_named_at_once_not_after_the_timeout() {
         started.elapsed()
     );
     assert!(!dir.path().join("run").exists());
+}
+
+#[test]
+fn a_second_interrupt_quits_at_once_and_says_what_the_directory_keeps() {
+    let Some(server) = TestServer::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = unique_db("second_interrupt");
+    let path = profile(
+        dir.path(),
+        &db,
+        "drop = true",
+        "[[group]]\nname = \"ins\"\nop = \"insert\"\nthreads = 4\nduration = \"30s\"\n",
+    );
+    let out = dir.path().join("run");
+    let mut child = std::process::Command::new(bin_path())
+        .args(["run", path.to_str().unwrap(), "--uri", &server.uri, "--out"])
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Operations are being logged: the run is under way.
+    let began = std::time::Instant::now();
+    while std::fs::metadata(out.join("samples.tsv")).map_or(0, |m| m.len()) < 4096 {
+        assert!(
+            began.elapsed() < std::time::Duration::from_secs(30),
+            "the run never logged an operation"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let pid = child.id() as i32;
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    // The second interrupt once the first is taken (it says so), before the run can finish.
+    use std::io::BufRead;
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut stderr = String::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        stderr.push_str(&line);
+        stderr.push('\n');
+        if line.starts_with("interrupted:") {
+            unsafe { libc::kill(pid, libc::SIGINT) };
+            break;
+        }
+    }
+    for line in lines {
+        stderr.push_str(&line.unwrap());
+        stderr.push('\n');
+    }
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    let said = stderr
+        .lines()
+        .find(|l| l.starts_with("quit at once: "))
+        .unwrap_or_else(|| panic!("no word of what was kept:\n{stderr}"));
+    assert!(
+        said.contains(&format!("{} keeps ", out.display())),
+        "{said}"
+    );
+    assert!(
+        said.contains("samples.tsv") && said.contains("run.json"),
+        "{said}"
+    );
+    // What it says is kept is whole: every line of the sample log has all its fields.
+    let samples = std::fs::read_to_string(out.join("samples.tsv")).unwrap();
+    assert!(samples.ends_with('\n'));
+    let fields = samples.lines().next().unwrap().split('\t').count();
+    assert!(samples.lines().all(|l| l.split('\t').count() == fields));
 }

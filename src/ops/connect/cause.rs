@@ -202,8 +202,12 @@ pub(super) fn unreachable(shown: &str, timeout: Duration, asked: Asked, message:
     }
 }
 
+/// The message's first line, in the driver's words only (its `Kind: ` and its trailing
+/// `, labels: {...}, source: ...` left out).
 fn first_line(s: &str) -> String {
     let s = s.lines().next().unwrap_or("");
+    let s = s.strip_prefix("Kind: ").unwrap_or(s);
+    let s = s.split(", labels: {").next().unwrap_or(s).trim();
     if s.len() > 400 {
         let cut = (0..=400)
             .rev()
@@ -364,5 +368,10 @@ mod tests {
             m.contains("within 2s: something new\n  fix: check that the server runs"),
             "{m}"
         );
+        let m = message(
+            PLAIN,
+            "Kind: something newer, labels: {}, source: None, server response: None",
+        );
+        assert!(m.contains("within 2s: something newer\n"), "{m}");
     }
 }
