@@ -148,18 +148,33 @@ fn a_run_that_cannot_reach_its_server_leaves_no_directory() {
 #[test]
 fn a_port_where_http_answers_is_named_at_once_not_after_the_timeout() {
     let _turn = common::shared();
-    // A one-connection HTTP server of the test's own, on a free loopback port.
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            use std::io::{Read, Write};
-            let mut s = stream;
-            let mut buf = [0u8; 512];
-            let _ = s.read(&mut buf);
-            let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
-        }
-    });
+    // A real HTTP server (Python's) on a free loopback port.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let http = std::process::Command::new("python3")
+        .args([
+            "-m",
+            "http.server",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("python3 to start its http.server");
+    let _http = KillOnDrop(http);
+    let up = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            up.elapsed() < std::time::Duration::from_secs(20),
+            "http.server never listened"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     let dir = tempfile::tempdir().unwrap();
     let started = std::time::Instant::now();
     bin()
@@ -171,7 +186,7 @@ fn a_port_where_http_answers_is_named_at_once_not_after_the_timeout() {
         .assert()
         .code(3)
         .stderr(predicates::str::contains(
-            "an HTTP server answers on that port, not MongoDB (it replied `HTTP/1.1 400 Bad Request`)",
+            "an HTTP server answers on that port, not MongoDB (it replied",
         ))
         .stderr(predicates::str::contains("point --uri at the MongoDB port"));
     assert!(
@@ -180,6 +195,16 @@ fn a_port_where_http_answers_is_named_at_once_not_after_the_timeout() {
         started.elapsed()
     );
     assert!(!dir.path().join("run").exists());
+}
+
+/// A child process stopped when the test ends, passed or not.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 #[test]

@@ -30,10 +30,15 @@ pub(super) async fn not_mongodb(host: &str, port: u16) -> Option<String> {
     judge(&first[..n])
 }
 
-/// A `hello` to `admin`, as OP_MSG.
+/// A `hello` to `admin`, as OP_MSG. Its comment ends in an empty line, so that an HTTP server,
+/// which reads a request up to one, answers at once (400) instead of waiting for the rest.
 fn hello() -> Vec<u8> {
-    let body = mongodb::bson::to_vec(&mongodb::bson::doc! { "hello": 1, "$db": "admin" })
-        .expect("a small document encodes");
+    let body = mongodb::bson::to_vec(&mongodb::bson::doc! {
+        "hello": 1,
+        "comment": "mongo-stress probe\r\n\r\n",
+        "$db": "admin",
+    })
+    .expect("a small document encodes");
     let length = 16 + 4 + 1 + body.len();
     let mut m = Vec::with_capacity(length);
     let length = i32::try_from(length).expect("a hello of a few dozen bytes");
@@ -59,6 +64,16 @@ fn judge(first: &[u8]) -> Option<String> {
         return Some(format!(
             "an HTTP server answers on that port, not MongoDB (it replied `{status}`)"
         ));
+    }
+    // A web server that took the request for HTTP/0.9 answers with its page alone.
+    let text = String::from_utf8_lossy(first)
+        .trim_start()
+        .to_ascii_lowercase();
+    if text.starts_with("<!doctype html") || text.starts_with("<html") {
+        return Some(
+            "an HTTP server answers on that port, not MongoDB (it replied with an HTML page)"
+                .into(),
+        );
     }
     if first.len() >= 16 {
         let word =
@@ -97,6 +112,11 @@ mod tests {
         assert!(
             http.contains("an HTTP server") && http.contains("400 Bad Request"),
             "{http}"
+        );
+        let page = judge(b"<!DOCTYPE HTML>\n<html lang=\"en\">").unwrap();
+        assert!(
+            page.contains("an HTTP server") && page.contains("HTML page"),
+            "{page}"
         );
         let ssh = judge(b"SSH-2.0-OpenSSH_9.2p1 Debian-2\r\n").unwrap();
         assert!(
