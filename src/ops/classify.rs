@@ -6,10 +6,6 @@ use mongodb::error::ErrorKind;
 use crate::metrics::{ErrorClass, OpError};
 use crate::vocab::ServerCode;
 
-/// The server's codes for "not the primary (any more)": NotWritablePrimary, NotPrimaryNoSecondaryOk,
-/// NotPrimaryOrSecondary, PrimarySteppedDown, InterruptedDueToReplStateChange.
-const NOT_PRIMARY: [i32; 5] = [10107, 13435, 13436, 189, 11602];
-
 /// The error labels that say "try again": the deployment could not serve just then.
 const UNAVAILABLE_LABELS: [&str; 4] = [
     "RetryableWriteError",
@@ -41,7 +37,7 @@ pub fn classify(e: mongodb::error::Error) -> OpError {
                 11000 => ErrorClass::DuplicateKey,
                 112 => ErrorClass::WriteConflict,
                 50 => ErrorClass::Timeout,
-                c if NOT_PRIMARY.contains(&c) => ErrorClass::NotPrimary,
+                c if ServerCode(c).not_primary() => ErrorClass::NotPrimary,
                 c if ServerCode(c).unavailable() => ErrorClass::ServerError,
                 // Whatever its code, a failure the server or the driver says to try again (a
                 // transaction's NoSuchTransaction after a failover) is the deployment not

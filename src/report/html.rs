@@ -123,7 +123,50 @@ pub fn data(dir: &RunDir) -> Value {
             json!({ "run": r.run, "stages": stages, "steps": steps, "faults": faults })
         })
         .collect();
-    // Each interval as the part of it its series ran in, and a rate as a count over that part.
+    let (intervals, activity) = series(dir, secs);
+    json!({
+        "header": header(dir),
+        "thresholds": thresholds(s),
+        "plans": s.plans.iter().map(|p| json!({ "line": p.line(), "collscan": p.collscan })).collect::<Vec<_>>(),
+        // Transactions and invariants, as the console says them.
+        "checks": s.runs.iter().flat_map(|r| {
+            let run = if s.runs.len() > 1 { format!("run {}: ", r.run) } else { String::new() };
+            r.rows
+                .iter()
+                .filter(|row| row.label.group_name().is_some())
+                .filter_map(|row| row.transactions.as_ref().map(|t| super::table::transactions_line(&row.label, t)))
+                .chain(r.invariants.iter().map(|i| i.line()))
+                .map(move |l| format!("{run}{l}"))
+                .collect::<Vec<_>>()
+        }).collect::<Vec<_>>(),
+        // Faults, windows without a success and the write audit, as the console says them.
+        "outage": s.runs.iter().filter_map(|r| {
+            let prefix = if s.runs.len() > 1 { format!("run {}: ", r.run) } else { String::new() };
+            let mut text = Vec::new();
+            super::outage::render(r, &prefix, None, &mut text).ok()?;
+            (!text.is_empty()).then(|| String::from_utf8_lossy(&text).into_owned())
+        }).collect::<Vec<_>>(),
+        "summary_tsv": dir.summary_tsv,
+        "resources_summary_tsv": dir.resources_summary_tsv,
+        "parts_tsv": dir.parts_tsv,
+        "spread": s.spread,
+        "groups": groups,
+        "runs": runs,
+        "intervals": intervals,
+        "activity": activity,
+        "spectrum": spectrum(s),
+        "resources": resources(dir),
+    })
+}
+
+/// The interval log's series as the charts draw them: `intervals` per tag and `activity` per
+/// group, each interval as the part of it its series ran in, and a rate as a count over that
+/// part.
+fn series(
+    dir: &RunDir,
+    secs: impl Fn(f64) -> f64,
+) -> (BTreeMap<&str, Value>, BTreeMap<&str, Value>) {
+    let s = &dir.summary;
     let spans = running_spans(s, secs);
     let spans_of = |tag: &str| spans.get(tag).map(Vec::as_slice).unwrap_or_default();
     let parts = |spans: &[(f64, f64)], list: Vec<(u64, f64, f64)>| {
@@ -184,39 +227,7 @@ pub fn data(dir: &RunDir) -> Value {
             )
         })
         .collect();
-    json!({
-        "header": header(dir),
-        "thresholds": thresholds(s),
-        "plans": s.plans.iter().map(|p| json!({ "line": p.line(), "collscan": p.collscan })).collect::<Vec<_>>(),
-        // Transactions and invariants, as the console says them.
-        "checks": s.runs.iter().flat_map(|r| {
-            let run = if s.runs.len() > 1 { format!("run {}: ", r.run) } else { String::new() };
-            r.rows
-                .iter()
-                .filter(|row| row.label.group_name().is_some())
-                .filter_map(|row| row.transactions.as_ref().map(|t| super::table::transactions_line(&row.label, t)))
-                .chain(r.invariants.iter().map(|i| i.line()))
-                .map(move |l| format!("{run}{l}"))
-                .collect::<Vec<_>>()
-        }).collect::<Vec<_>>(),
-        // Faults, windows without a success and the write audit, as the console says them.
-        "outage": s.runs.iter().filter_map(|r| {
-            let prefix = if s.runs.len() > 1 { format!("run {}: ", r.run) } else { String::new() };
-            let mut text = Vec::new();
-            super::outage::render(r, &prefix, None, &mut text).ok()?;
-            (!text.is_empty()).then(|| String::from_utf8_lossy(&text).into_owned())
-        }).collect::<Vec<_>>(),
-        "summary_tsv": dir.summary_tsv,
-        "resources_summary_tsv": dir.resources_summary_tsv,
-        "parts_tsv": dir.parts_tsv,
-        "spread": s.spread,
-        "groups": groups,
-        "runs": runs,
-        "intervals": intervals,
-        "activity": activity,
-        "spectrum": spectrum(s),
-        "resources": resources(dir),
-    })
+    (intervals, activity)
 }
 
 /// Less of an interval than this is too short a time for a rate of its own: a few operations

@@ -134,6 +134,11 @@ impl ServerCode {
             .map(|(_, n, _)| *n)
     }
 
+    /// MongoDB's NotPrimaryError category: the server is not (or no longer) the primary.
+    pub fn not_primary(self) -> bool {
+        matches!(self.0, 10107 | 13435 | 13436 | 189 | 11602)
+    }
+
     /// The server could not serve (MongoDB's availability categories); false for a refusal of
     /// the request as written, and for a code outside the table (the server answered it).
     pub fn unavailable(self) -> bool {

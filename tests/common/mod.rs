@@ -237,6 +237,15 @@ pub fn runtime() -> &'static tokio::runtime::Runtime {
     })
 }
 
+/// A loopback port nothing listens on (just now).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 /// A database name no other test uses: the tests of a binary share its process id, so each
 /// `tag` is used by one test of the binary only.
 pub fn unique_db(tag: &str) -> String {

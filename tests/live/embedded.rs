@@ -59,11 +59,7 @@ fn run_smoke_without_uri_uses_the_embedded_server_and_cleans_up() {
 #[test]
 fn a_wrong_uri_exits_3_within_the_connect_timeout() {
     let _turn = common::shared();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = common::free_port();
     let t = Instant::now();
     bin()
         .args([

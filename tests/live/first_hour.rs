@@ -149,11 +149,7 @@ fn a_run_that_cannot_reach_its_server_leaves_no_directory() {
 fn a_port_where_http_answers_is_named_at_once_not_after_the_timeout() {
     let _turn = common::shared();
     // A real HTTP server (Python's) on a free loopback port.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let http = std::process::Command::new("python3")
         .args([
             "-m",

@@ -15,15 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{bin, read_json, row, skip_if_set, TestServer};
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use common::{bin, free_port, read_json, row, skip_if_set, TestServer};
 
 /// A Prometheus of the test's own, stopped on drop.
 struct Prometheus {

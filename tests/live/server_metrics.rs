@@ -40,14 +40,6 @@ fn node_exporter() -> Option<PathBuf> {
     );
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// A process killed on drop.
 struct Killed(Child);
 impl Drop for Killed {
