@@ -416,6 +416,23 @@ pub struct RunArgs {
     /// another client); default a temporary one, removed at the end
     #[arg(long, value_name = "DIR")]
     pub server_data: Option<PathBuf>,
+    /// Watch the run in a browser: serve its report, growing every interval, at
+    /// http://ADDR/ (default a free port on 127.0.0.1; the URL is printed)
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "")]
+    pub live: Option<String>,
+    /// With --live: change a group's rate or users, or stop the run, from the page (or by
+    /// POST /api/groups/NAME, POST /api/stop)
+    #[arg(long, requires = "live")]
+    pub live_control: bool,
+    /// With --live: every request must carry this token (?token=T on the page, or
+    /// Authorization: Bearer T); needed to listen beyond loopback. Never printed
+    #[arg(
+        long,
+        env = "MONGO_STRESS_LIVE_TOKEN",
+        value_name = "T",
+        hide_env_values = true
+    )]
+    pub live_token: Option<String>,
 }
 
 use crate::plan::limits;

@@ -40,6 +40,7 @@ pub mod server;
 pub mod summary;
 pub mod sweep;
 pub mod vocab;
+pub mod watch;
 pub mod workload;
 
 pub use app::main;

@@ -20,7 +20,7 @@ use crate::report::capacity::CapacityResult;
 /// until the search has its knee, and the steps shown and written.
 pub async fn capacity(args: CapacityArgs, stop: CancellationToken) -> Result<i32, Error> {
     let (base, slo) = checked(&args)?;
-    let series = Series::start(&args.run, &base).await?;
+    let mut series = Series::start("capacity", &args.run, &base, &stop).await?;
     let say = |msg: String| series.say(msg);
     say(format!(
         "capacity of {} within {} (steps of {} after a {} warm-up), results in {}",
@@ -51,14 +51,16 @@ pub async fn capacity(args: CapacityArgs, stop: CancellationToken) -> Result<i32
     };
     write(&result, &series.out_dir)?;
     say(format!("results: {}", series.out_dir.display()));
-    Ok(crate::summary::judge::Outcome {
+    let code = crate::summary::judge::Outcome {
         interrupted: result.interrupted,
         // A search cut short by a failure found no knee, but no SLO said so.
         threshold_failed: result.knee.is_none() && failure.is_none(),
         failed: failure.is_some(),
         data_lost: false,
     }
-    .exit_code())
+    .exit_code();
+    series.end_page(code);
+    Ok(code)
 }
 
 /// The base plan (the options a step sets itself refused) and the SLO, checked before anything

@@ -35,8 +35,9 @@ pub async fn run(command: RunCommand, stop: CancellationToken) -> Result<i32, Er
         connect::parse(uri).await?;
     }
     let out_dir = out_dir_path(args.out.as_deref(), &plan);
-    // Live metrics: the port is taken before anything is created or run.
+    // Live metrics and the live page: their ports are taken before anything is created or run.
     let (live, endpoint) = live_metrics(&args, &plan, &out_dir)?;
+    let page = live_page(&args, &stop, "run")?;
     // New, or empty: a run never mixes with another's files; and one that fails before it
     // measured anything (the server unreachable, a refusal at setup) leaves nothing behind.
     let fresh = Fresh::make(&out_dir, args.out.is_none())?;
@@ -49,16 +50,61 @@ pub async fn run(command: RunCommand, stop: CancellationToken) -> Result<i32, Er
             opts: &opts,
             out_dir: &fresh.dir,
             stop: &stop,
+            page: page.as_ref().map(|p| &p.0),
         },
         live,
         endpoint,
         console,
     )
     .await;
+    if let Some((page, endpoint)) = page {
+        if let Err(e) = &loaded {
+            page.end(&format!("failed: {e}"), e.exit_code(), &fresh.dir);
+        }
+        endpoint.close();
+    }
     if loaded.is_err() {
         fresh.discard_unmeasured();
     }
     loaded
+}
+
+/// `--live`: the page's endpoint bound before anything runs (a port that cannot be had, or an
+/// address beyond loopback without a token, is a usage error), and its URL said, never the
+/// token. `--live-control` is for `run`: a series' steps are its own.
+pub(super) fn live_page(
+    args: &RunArgs,
+    stop: &CancellationToken,
+    command: &str,
+) -> Result<Option<(crate::watch::Page, crate::watch::Endpoint)>, Error> {
+    let Some(addr) = &args.live else {
+        return Ok(None);
+    };
+    if args.live_control && command != "run" {
+        return Err(Error::Usage(format!(
+            "{command} sets each step's load itself, so --live-control could not change it\n  fix: leave out --live-control; --live alone shows each step as it runs"
+        )));
+    }
+    let addr = crate::watch::listen_address(Some(addr))
+        .map_err(|p| Error::Usage(format!("--live: {p}")))?;
+    let (page, endpoint) = crate::watch::Page::serve(
+        crate::watch::Options {
+            addr,
+            control: args.live_control,
+            token: args.live_token.clone(),
+        },
+        stop.clone(),
+    )?;
+    eprintln!(
+        "live: {}{}",
+        endpoint.url(args.live_token.is_some()),
+        if args.live_control {
+            " (with controls: rate, users, stop)"
+        } else {
+            ""
+        }
+    );
+    Ok(Some((page, endpoint)))
 }
 
 /// What `load` works from.
@@ -69,6 +115,7 @@ struct Load<'a> {
     opts: &'a RunOptions,
     out_dir: &'a Path,
     stop: &'a CancellationToken,
+    page: Option<&'a crate::watch::Page>,
 }
 
 /// The run itself, into its fresh directory: reach the server, check the templates, start the
@@ -86,6 +133,7 @@ async fn load(
         opts,
         out_dir,
         stop,
+        page,
     } = l;
     let say = |msg: String| {
         if opts.chatty {
@@ -100,7 +148,16 @@ async fn load(
     let server = check_templates(plan, server).await?;
     let events = std::sync::Arc::new(monitor::EventMark::default());
     let exporter = live.as_ref().map(|l| &l.exporter);
-    let sampler = resources_sampler(args, plan, &server, out_dir, &say, &events, exporter).await?;
+    let sampler = resources_sampler(
+        args,
+        plan,
+        &server,
+        out_dir,
+        &say,
+        &events,
+        (exporter, page),
+    )
+    .await?;
     let injector = injector(plan, &server, &say, events).await?;
     let session = Session {
         plan,
@@ -113,8 +170,17 @@ async fn load(
         url: jtl_url(&server.uri, plan),
         injector,
         live: live.clone(),
+        page: page.map(|p| crate::watch::PageRun {
+            page: p.clone(),
+            title: None,
+            steerable: true,
+        }),
     };
     let result = session.run(sampler).await;
+    if let (Some(p), Ok(s)) = (page, &result) {
+        let outcome = s.outcome();
+        p.end(&outcome.words(), outcome.exit_code(), out_dir);
+    }
     // Its share of the live metrics goes with it: the pusher below is the last one's.
     drop(session);
     server.shut_down().await;
@@ -222,13 +288,13 @@ async fn resources_sampler(
     out_dir: &Path,
     say: &impl Fn(String),
     events: &std::sync::Arc<monitor::EventMark>,
-    exporter: Option<&crate::exporter::Exporter>,
+    shown_to: ShownTo<'_>,
 ) -> Result<Option<Sampler>, Error> {
     if args.no_resources {
         return Ok(None);
     }
     Ok(Some(
-        start_sampler(args, plan, server, out_dir, say, events, exporter).await?,
+        start_sampler(args, plan, server, out_dir, say, events, shown_to).await?,
     ))
 }
 
@@ -535,6 +601,13 @@ fn server_metrics(args: &RunArgs, plan: &RunPlan) -> Vec<String> {
 
 /// Finds the server process to sample (ours, `--server-pid`, or the listener of a loopback
 /// URI's port) and starts sampling into `resources.tsv`.
+/// Who is shown each of the sampler's rows besides `resources.tsv`: the live metrics, the live
+/// page.
+pub(super) type ShownTo<'a> = (
+    Option<&'a crate::exporter::Exporter>,
+    Option<&'a crate::watch::Page>,
+);
+
 pub(super) async fn start_sampler(
     args: &RunArgs,
     plan: &RunPlan,
@@ -542,7 +615,7 @@ pub(super) async fn start_sampler(
     out_dir: &Path,
     say: &impl Fn(String),
     events: &std::sync::Arc<monitor::EventMark>,
-    exporter: Option<&crate::exporter::Exporter>,
+    (exporter, page): ShownTo<'_>,
 ) -> Result<Sampler, Error> {
     let server_metrics = server_metrics(args, plan);
     let server_pid = match (&server.embedded, args.server_pid) {
@@ -603,6 +676,10 @@ pub(super) async fn start_sampler(
     let sink: Box<dyn monitor::RowSink> = match exporter {
         Some(e) => Box::new(crate::exporter::Tee(Box::new(file), e.clone())),
         None => Box::new(file),
+    };
+    let sink: Box<dyn monitor::RowSink> = match page {
+        Some(p) => Box::new(crate::watch::Tee(sink, p.clone(), hosts.clone())),
+        None => sink,
     };
     Ok(Sampler::start(target, sink))
 }

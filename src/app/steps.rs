@@ -64,12 +64,21 @@ pub(super) struct Series {
     pub out_dir: PathBuf,
     /// The series' directory, removed again if the series fails before a step measured.
     fresh: crate::rundir::Fresh,
+    /// `--live`: each step shown as it runs.
+    page: Option<(crate::watch::Page, crate::watch::Endpoint)>,
+    command: &'static str,
 }
 
 impl Series {
     /// Checks the URI and makes the output directory: the last refusals before the server.
-    pub(super) async fn start(run: &RunArgs, base: &RunPlan) -> Result<Series, Error> {
+    pub(super) async fn start(
+        command: &'static str,
+        run: &RunArgs,
+        base: &RunPlan,
+        stop: &CancellationToken,
+    ) -> Result<Series, Error> {
         let mut opts = run_cmd::options(run, base)?;
+        let page = run_cmd::live_page(run, stop, command)?;
         let chatty = opts.chatty;
         opts.live = None;
         opts.chatty = false;
@@ -83,7 +92,22 @@ impl Series {
             chatty,
             out_dir: fresh.dir.clone(),
             fresh,
+            page,
+            command,
         })
+    }
+
+    /// The series is over: the live page says so, and closes.
+    pub(super) fn end_page(&mut self, code: i32) {
+        if let Some((page, endpoint)) = self.page.take() {
+            let words = match code {
+                0 => "done".to_string(),
+                130 => "interrupted".to_string(),
+                c => format!("ended with exit code {c}"),
+            };
+            page.end(&format!("{}: {words}", self.command), code, &self.out_dir);
+            endpoint.close();
+        }
     }
 
     /// The series failed with `e` before any step measured: its directory goes, `e` is the
@@ -117,8 +141,16 @@ impl Series {
             None
         } else {
             Some(
-                run_cmd::start_sampler(run, plan, server, dir, &|_| {}, &Default::default(), None)
-                    .await?,
+                run_cmd::start_sampler(
+                    run,
+                    plan,
+                    server,
+                    dir,
+                    &|_| {},
+                    &Default::default(),
+                    (None, self.page.as_ref().map(|(p, _)| p)),
+                )
+                .await?,
             )
         };
         let session = Session {
@@ -132,6 +164,15 @@ impl Series {
             url: run_cmd::jtl_url(&server.uri, plan),
             injector: None,
             live: None,
+            page: self.page.as_ref().map(|(p, _)| crate::watch::PageRun {
+                page: p.clone(),
+                title: Some(format!(
+                    "{} step {}",
+                    self.command,
+                    dir.file_name().unwrap_or_default().to_string_lossy()
+                )),
+                steerable: false,
+            }),
         };
         session.run(sampler).await
     }

@@ -40,7 +40,7 @@ pub async fn sweep(args: SweepArgs, stop: CancellationToken) -> Result<i32, Erro
         .and_then(|l| l.iter().max().copied())
         .unwrap_or(args.max_threads);
     let notes = prepare(&mut base, most.saturating_mul(groups));
-    let series = Series::start(run, &base).await?;
+    let mut series = Series::start("sweep", run, &base, &stop).await?;
     let out_dir = &series.out_dir;
     let say = |msg: String| series.say(msg);
     say(opening(&args, &base, warmup, listed.as_deref(), out_dir));
@@ -69,7 +69,9 @@ pub async fn sweep(args: SweepArgs, stop: CancellationToken) -> Result<i32, Erro
     let result = SweepResult::new(&base.name, &args.slo, steps, reason, notes);
     show_and_write(&result, out_dir)?;
     say(format!("results: {}", out_dir.display()));
-    Ok(exit_code(&result.stop))
+    let code = exit_code(&result.stop);
+    series.end_page(code);
+    Ok(code)
 }
 
 /// The SLO the steps are judged by (`--slo`, else none, with every error allowed), and the

@@ -21,6 +21,7 @@
 pub mod guard;
 mod open;
 pub mod pacer;
+pub mod steer;
 mod user;
 
 use std::collections::HashMap;
@@ -72,6 +73,8 @@ pub struct Context<B> {
     pub pool: Arc<tokio::sync::Semaphore>,
     /// The pool's size (`pool_size`): an open-loop group has at most this many workers.
     pub pool_size: u32,
+    /// Each group's rate or users, changed while it runs (`--live-control`).
+    pub steer: Arc<steer::Steer>,
 }
 
 /// Runs one stage to its end, or until `ctx.stop` fires and in-flight operations had
@@ -82,6 +85,10 @@ pub async fn run_stage<B: Backend>(stage: &Stage, ctx: &Arc<Context<B>>) -> Vec<
     let mut users = JoinSet::new();
     let mut who = HashMap::new();
     let mut paced = Vec::new();
+    // Closed-loop groups, for the users a change adds: each with its start.
+    let mut closed = Vec::new();
+    // Tasks per group still running: a group whose tasks all ended can no longer be changed.
+    let mut alive: HashMap<usize, u32> = HashMap::new();
     // Open-loop groups file their users' panics here as they happen.
     let open_failures: Arc<std::sync::Mutex<Vec<String>>> = Default::default();
     for group in &stage.groups {
@@ -92,6 +99,8 @@ pub async fn run_stage<B: Backend>(stage: &Stage, ctx: &Arc<Context<B>>) -> Vec<
             paced.push((group.index, Arc::clone(s), group_start + d));
         }
         if let Some(schedule) = schedule {
+            ctx.steer.start_open(group.index, Arc::clone(&schedule));
+            *alive.entry(group.index).or_insert(0) += 1;
             let task = users.spawn(open::group(
                 Arc::clone(&group),
                 Arc::clone(ctx),
@@ -102,6 +111,8 @@ pub async fn run_stage<B: Backend>(stage: &Stage, ctx: &Arc<Context<B>>) -> Vec<
             who.insert(task.id(), (Arc::clone(&group), 0));
             continue;
         }
+        ctx.steer.start_closed(group.index, group.threads);
+        *alive.entry(group.index).or_insert(0) += group.threads;
         for n in 0..group.threads {
             let task = users.spawn(user::virtual_user(
                 Arc::clone(&group),
@@ -111,16 +122,54 @@ pub async fn run_stage<B: Backend>(stage: &Stage, ctx: &Arc<Context<B>>) -> Vec<
             ));
             who.insert(task.id(), (Arc::clone(&group), n + 1));
         }
+        closed.push((group, group_start));
     }
     let mut failures = Vec::new();
-    tokio::select! {
-        _ = drain(&mut users, &who, &mut failures) => {}
-        _ = ctx.stop.cancelled() => {
-            if tokio::time::timeout(STOP_GRACE, drain(&mut users, &who, &mut failures)).await.is_err() {
-                users.abort_all();
-                drain(&mut users, &who, &mut failures).await;
+    loop {
+        tokio::select! {
+            ended = users.join_next_with_id() => match ended {
+                Some(ended) => {
+                    let id = match &ended {
+                        Ok((id, ())) => *id,
+                        Err(e) => e.id(),
+                    };
+                    if let Some((g, _)) = who.get(&id) {
+                        let left = alive.entry(g.index).or_insert(1);
+                        *left = left.saturating_sub(1);
+                        if *left == 0 {
+                            ctx.steer.end(g.index);
+                        }
+                    }
+                    note(ended, &who, &mut failures);
+                }
+                None => break,
+            },
+            // A closed-loop group wants more users than it started (`--live-control`).
+            _ = ctx.steer.grown.notified() => {
+                for (group, group_start) in &closed {
+                    for n in ctx.steer.to_start(group.index) {
+                        *alive.entry(group.index).or_insert(0) += 1;
+                        let task = users.spawn(user::virtual_user(
+                            Arc::clone(group),
+                            n,
+                            Arc::clone(ctx),
+                            *group_start,
+                        ));
+                        who.insert(task.id(), (Arc::clone(group), n + 1));
+                    }
+                }
+            }
+            _ = ctx.stop.cancelled() => {
+                if tokio::time::timeout(STOP_GRACE, drain(&mut users, &who, &mut failures)).await.is_err() {
+                    users.abort_all();
+                    drain(&mut users, &who, &mut failures).await;
+                }
+                break;
             }
         }
+    }
+    for group in &stage.groups {
+        ctx.steer.end(group.index);
     }
     failures.extend(std::mem::take(
         &mut *open_failures.lock().unwrap_or_else(|e| e.into_inner()),
@@ -139,20 +188,29 @@ type Who = HashMap<tokio::task::Id, (Arc<crate::plan::GroupPlan>, u32)>;
 
 async fn drain(users: &mut JoinSet<()>, who: &Who, failures: &mut Vec<String>) {
     while let Some(ended) = users.join_next_with_id().await {
-        let Err(e) = ended else { continue };
-        if !e.is_panic() {
-            continue; // aborted after the stop grace: not a failure of the user
-        }
-        let id = e.id();
-        let message = panic_message(e.into_panic().as_ref());
-        failures.push(match who.get(&id) {
-            Some((g, n)) if *n > 0 => format!(
-                "virtual user {n} of group `{}` ({}) panicked: {message}",
-                g.name,
-                g.op.kind()
-            ),
-            Some((g, _)) => format!("group `{}` ({}) panicked: {message}", g.name, g.op.kind()),
-            None => format!("a virtual user panicked: {message}"),
-        });
+        note(ended, who, failures);
     }
+}
+
+/// A user (or an open-loop group) that ended: its panic, if it was one, named.
+fn note(
+    ended: Result<(tokio::task::Id, ()), tokio::task::JoinError>,
+    who: &Who,
+    failures: &mut Vec<String>,
+) {
+    let Err(e) = ended else { return };
+    if !e.is_panic() {
+        return; // aborted after the stop grace: not a failure of the user
+    }
+    let id = e.id();
+    let message = panic_message(e.into_panic().as_ref());
+    failures.push(match who.get(&id) {
+        Some((g, n)) if *n > 0 => format!(
+            "virtual user {n} of group `{}` ({}) panicked: {message}",
+            g.name,
+            g.op.kind()
+        ),
+        Some((g, _)) => format!("group `{}` ({}) panicked: {message}", g.name, g.op.kind()),
+        None => format!("a virtual user panicked: {message}"),
+    });
 }

@@ -125,8 +125,20 @@ async fn worker<B: Backend>(s: Arc<Shared<B>>, mut free_since: Option<Instant>) 
         if s.ctx.stop.is_cancelled() || s.gone.load(Ordering::Relaxed) {
             return;
         }
-        let Some((_, due)) = s.schedule.claim() else {
+        let Some((j, due)) = s.schedule.claim() else {
             return;
+        };
+        if s.deadline.is_some_and(|d| due >= d) {
+            return;
+        }
+        // Its time, read again if the rate changes while the worker waits for it.
+        let due = if due > Instant::now() {
+            tokio::select! {
+                due = s.schedule.until_due(j) => due,
+                _ = s.ctx.stop.cancelled() => return,
+            }
+        } else {
+            due
         };
         if s.deadline.is_some_and(|d| due >= d) {
             return;
@@ -134,12 +146,6 @@ async fn worker<B: Backend>(s: Arc<Shared<B>>, mut free_since: Option<Instant>) 
         // Due before this worker was free again: every worker was busy then (a free one
         // would have taken it, slots being taken in order).
         let mut late = free_since.is_some_and(|f| due < f);
-        if due > Instant::now() {
-            tokio::select! {
-                _ = tokio::time::sleep_until(due) => {}
-                _ = s.ctx.stop.cancelled() => return,
-            }
-        }
         let Some(mut user) = s.take() else {
             return;
         };

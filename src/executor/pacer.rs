@@ -4,16 +4,24 @@
 //! user of the group is busy.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
 
+use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::plan::{GroupPlan, StopAt};
 
 #[derive(Debug)]
 pub struct Schedule {
-    first: Instant,
-    period: Duration,
+    /// The pace the group started with.
+    first: Pace,
+    /// Paces set while the group ran (the live page's control), in order; empty until then.
+    later: Mutex<Vec<Pace>>,
+    /// How many times the pace changed: while 0, a slot's time needs no lock.
+    changes: AtomicU64,
+    /// Wakes the workers waiting for a slot when the pace changes.
+    changed: Notify,
     /// The next slot no user has taken.
     next: AtomicU64,
     /// Slots in all (loops x threads); None for a group that runs for a duration.
@@ -22,13 +30,47 @@ pub struct Schedule {
     started: AtomicU64,
 }
 
+/// From slot `from` on: slot `from + k` is due at `first + k * period`.
+#[derive(Debug, Clone, Copy)]
+struct Pace {
+    from: u64,
+    first: Instant,
+    period: Duration,
+}
+
+impl Pace {
+    fn due(&self, j: u64) -> Instant {
+        // A slot's number stays far below 2^52 (a million a second for over a hundred years).
+        #[allow(clippy::cast_precision_loss)]
+        let k = j.saturating_sub(self.from) as f64;
+        self.first + self.period.mul_f64(k)
+    }
+
+    /// Slots of this pace due before `t`, counted from slot 0 of the schedule.
+    fn due_before(&self, t: Instant) -> u64 {
+        if t <= self.first {
+            return self.from;
+        }
+        // t > first, so the ratio is positive; `as` saturates a value beyond u64.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let n = ((t - self.first).as_secs_f64() / self.period.as_secs_f64()).ceil() as u64;
+        self.from.saturating_add(n)
+    }
+}
+
 impl Schedule {
     /// The group's schedule, or None in closed loop.
     pub fn new(group: &GroupPlan, group_start: Instant) -> Option<Schedule> {
         let rate = group.rate?;
         Some(Schedule {
-            first: group_start + group.ramp_up,
-            period: Duration::from_secs_f64(1.0 / rate),
+            first: Pace {
+                from: 0,
+                first: group_start + group.ramp_up,
+                period: Duration::from_secs_f64(1.0 / rate),
+            },
+            later: Mutex::new(Vec::new()),
+            changes: AtomicU64::new(0),
+            changed: Notify::new(),
             next: AtomicU64::new(0),
             total: match group.stop {
                 StopAt::Loops(l) => Some(l.saturating_mul(u64::from(group.threads))),
@@ -52,22 +94,93 @@ impl Schedule {
         self.started.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// The intended start of slot `j`.
+    /// The intended start of slot `j`, by the pace it falls under.
     pub fn due(&self, j: u64) -> Instant {
-        // A slot's number stays far below 2^52 (a million a second for over a hundred years).
-        #[allow(clippy::cast_precision_loss)]
-        let j = j as f64;
-        self.first + self.period.mul_f64(j)
+        if self.changes.load(Ordering::Acquire) == 0 {
+            return self.first.due(j);
+        }
+        self.pace_of(j).due(j)
+    }
+
+    fn later(&self) -> std::sync::MutexGuard<'_, Vec<Pace>> {
+        self.later.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The pace slot `j` falls under.
+    fn pace_of(&self, j: u64) -> Pace {
+        self.later()
+            .iter()
+            .rev()
+            .find(|p| p.from <= j)
+            .copied()
+            .unwrap_or(self.first)
+    }
+
+    /// The pace now (the last set).
+    fn current(&self) -> Pace {
+        self.later().last().copied().unwrap_or(self.first)
+    }
+
+    /// Operations per second now.
+    pub fn rate(&self) -> f64 {
+        1.0 / self.current().period.as_secs_f64()
+    }
+
+    /// From `at` on, `rate` operations a second: the slots of the pace before that are due
+    /// before `at` keep their times (late ones stay late); every later slot, taken by a worker
+    /// already or not, is due on the new pace from `at` (or from the group's first slot, when
+    /// that is later). Workers waiting for a slot are woken to read its new time.
+    pub fn set_rate(&self, rate: f64, at: Instant) {
+        {
+            let mut later = self.later();
+            let current = later.last().copied().unwrap_or(self.first);
+            let first = at.max(current.first);
+            let from = current.due_before(first);
+            let pace = Pace {
+                from,
+                first,
+                period: Duration::from_secs_f64(1.0 / rate),
+            };
+            // A pace none of whose slots came due is replaced, not kept.
+            while later.last().is_some_and(|p| p.from >= from) {
+                later.pop();
+            }
+            later.push(pace);
+        }
+        self.changes.fetch_add(1, Ordering::Release);
+        self.changed.notify_waiters();
+    }
+
+    /// Waits until slot `j` is due (woken to read its time again when the pace changes);
+    /// returns when it is due.
+    pub async fn until_due(&self, j: u64) -> Instant {
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            let due = self.due(j);
+            if due <= Instant::now() {
+                return due;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep_until(due) => return due,
+                _ = &mut changed => {}
+            }
+        }
     }
 
     /// Slots due before `deadline` that no user started: operations owed when time ran out.
     pub fn missed_before(&self, deadline: Instant) -> u64 {
-        if deadline <= self.first {
-            return 0;
-        }
-        // deadline > first, so the ratio is positive; `as` saturates a value beyond u64.
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-        let due = ((deadline - self.first).as_secs_f64() / self.period.as_secs_f64()).ceil() as u64;
+        let pace = {
+            let later = self.later();
+            later
+                .iter()
+                .rev()
+                .find(|p| p.first < deadline)
+                .copied()
+                .unwrap_or(self.first)
+        };
+        let due = pace.due_before(deadline);
         let due = self.total.map_or(due, |t| due.min(t));
         due.saturating_sub(self.started.load(Ordering::Relaxed))
     }
@@ -115,5 +228,28 @@ mod tests {
         }
         // Slots at 1.0, 1.1, ..., 2.9 s: 20 due before 3 s, 15 started.
         assert_eq!(s.missed_before(t0 + Duration::from_secs(3)), 5);
+    }
+
+    #[test]
+    fn a_new_rate_paces_every_slot_not_yet_due_from_its_time() {
+        let t0 = Instant::now();
+        let s = Schedule::new(&group(10.0, StopAt::Duration(Duration::from_secs(9))), t0).unwrap();
+        // Slots at 1.0, 1.1, ... s; from 2.05 s on, 20 a second.
+        s.set_rate(20.0, t0 + Duration::from_millis(2050));
+        assert_eq!(s.due(10), t0 + Duration::from_secs(2), "due before the change: kept");
+        assert_eq!(s.due(11), t0 + Duration::from_millis(2050), "the first on the new pace");
+        assert_eq!(s.due(13), t0 + Duration::from_millis(2150));
+        assert!((s.rate() - 20.0).abs() < 1e-9);
+        // 11 slots before 2.05 s, then 20 (2.05 .. 3.0): 31 due before 3.0 s.
+        assert_eq!(s.missed_before(t0 + Duration::from_millis(3000)), 31);
+        // A change before the first slot of the last pace came due replaces it.
+        s.set_rate(5.0, t0 + Duration::from_millis(2000));
+        assert_eq!(s.due(11), t0 + Duration::from_millis(2050));
+        assert_eq!(s.due(12), t0 + Duration::from_millis(2250));
+        // During the ramp-up: the new pace starts with the group's first slot.
+        let s = Schedule::new(&group(10.0, StopAt::Duration(Duration::from_secs(9))), t0).unwrap();
+        s.set_rate(100.0, t0 + Duration::from_millis(500));
+        assert_eq!(s.due(0), t0 + Duration::from_secs(1));
+        assert_eq!(s.due(1), t0 + Duration::from_millis(1010));
     }
 }

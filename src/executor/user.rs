@@ -74,9 +74,14 @@ pub(super) async fn virtual_user<B: Backend>(
     ctx: Arc<Context<B>>,
     group_start: Instant,
 ) {
-    let offset = group
-        .ramp_up
-        .mul_f64(f64::from(n) / f64::from(group.threads));
+    // A user added while the group runs (`--live-control`) starts at once.
+    let offset = if n < group.threads {
+        group
+            .ramp_up
+            .mul_f64(f64::from(n) / f64::from(group.threads))
+    } else {
+        std::time::Duration::ZERO
+    };
     let deadline = match group.stop {
         StopAt::Duration(d) => Some(group_start + d),
         StopAt::Loops(_) => None,
@@ -101,6 +106,18 @@ pub(super) async fn virtual_user<B: Backend>(
         }
         if deadline.is_some_and(|d| Instant::now() >= d) {
             break;
+        }
+        // Fewer users wanted now (`--live-control`): this one waits, not counted as running.
+        if !ctx.steer.wanted(group.index, n) {
+            active.fetch_sub(1, Ordering::Relaxed);
+            let back = ctx
+                .steer
+                .wait_wanted(group.index, n, &ctx.stop, deadline)
+                .await;
+            active.fetch_add(1, Ordering::Relaxed);
+            if !back {
+                break;
+            }
         }
         if !one_op(&group, &mut user, &ctx, None, warmup_end, &mut timer).await {
             break;
@@ -366,6 +383,7 @@ mod tests {
             audit: None,
             pool: Arc::new(tokio::sync::Semaphore::new(1)),
             pool_size: 1,
+            steer: Default::default(),
         });
         virtual_user(Arc::new(group), 0, ctx, Instant::now()).await;
         let sample = rx.recv().await.expect("the user's one sample");

@@ -29,7 +29,10 @@ pub use group::{decode, encode, new_histogram, FailureKind, GroupMetrics, Seen, 
 pub use interval::{Activity, IntervalBatch, IntervalHist, Series};
 pub use label::Label;
 pub use metric::{Metric, MetricKind};
-pub use recorder::{panic_message, IntervalCheck, IntervalSink, Recorded, Recorder, Watch};
+pub use recorder::{
+    panic_message, IntervalCheck, IntervalSink, IntervalView, Recorded, Recorder, Segment, Split,
+    Steering, Watch,
+};
 pub use row::Row;
 pub use sample::{ErrorClass, Logged, OpError, Sample};
 

@@ -50,6 +50,48 @@ pub trait IntervalSink: Send {
     );
 }
 
+/// A change of a group while it runs (`--live-control`), as the recorder applies it: from
+/// `at_us` on (by the operations' intended starts), the group's operations also count in a row
+/// of their own, `after`; the first change of a group gives what came before a row too,
+/// `before`. The group's own row keeps every operation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Split {
+    pub group: usize,
+    pub before: Label,
+    pub after: Label,
+    pub at_us: u64,
+}
+
+/// Asked at the end of each interval for the changes to make from then on (the live page's
+/// control): each change takes effect at an interval's end.
+pub trait Steering: Send {
+    fn at_interval(&mut self, now_us: u64) -> Vec<Split>;
+}
+
+/// Shown each interval as it closes, with the run's totals (warm-up excluded) and the rows of
+/// changes (the live page); `last` for the final one, at the end of the run.
+pub trait IntervalView: Send {
+    fn closed(
+        &mut self,
+        batch: &IntervalBatch,
+        totals: &[GroupMetrics],
+        segments: &[Segment],
+        last: bool,
+    );
+}
+
+/// A row of a group's operations between two changes (`insert@400/s`, `insert@50 users`).
+#[derive(Debug, Clone)]
+pub struct Segment {
+    /// `GroupPlan::index`.
+    pub group: usize,
+    pub label: Label,
+    /// The operations intended to start from `since_us` until `until_us` (epoch microseconds).
+    pub since_us: u64,
+    pub until_us: u64,
+    pub metrics: GroupMetrics,
+}
+
 /// A recorder's settings and where recorded samples go besides the metrics.
 pub struct Recorder {
     /// Group names, by group index.
@@ -75,6 +117,10 @@ pub struct Recorder {
     pub clock: super::Clock,
     /// Histograms done with, used again for the next intervals.
     pub spares: super::interval::Spares,
+    /// Changes made while the run goes (`--live-control`).
+    pub steering: Option<Box<dyn Steering>>,
+    /// The live page's view of each interval.
+    pub view: Option<Box<dyn IntervalView>>,
 }
 
 /// What the recorder measured, by group index, and what went wrong inside it.
@@ -85,6 +131,8 @@ pub struct Recorded {
     pub warmup: Vec<GroupMetrics>,
     pub failures: Vec<String>,
     pub availability: super::availability::Availability,
+    /// The rows of changes made while the run went (`--live-control`), in order.
+    pub segments: Vec<Segment>,
 }
 
 /// Samples per batch handed to the sample log writer, and the longest a sample waits for one.
@@ -111,6 +159,55 @@ struct State {
     window: Vec<GroupMetrics>,
     total: Vec<GroupMetrics>,
     total_warm: Vec<GroupMetrics>,
+    segments: Vec<Segment>,
+    /// By group: it has segments (a sample of it is counted in one too).
+    split: Vec<bool>,
+}
+
+impl State {
+    /// A counted sample of a group that was changed: into the row of its time too.
+    fn into_segment(&mut self, s: &Sample, spares: &super::interval::Spares) {
+        if !self.split.get(usize::from(s.group)).copied().unwrap_or(false) {
+            return;
+        }
+        let g = usize::from(s.group);
+        if let Some(seg) = self
+            .segments
+            .iter_mut()
+            .rev()
+            .find(|x| x.group == g && x.since_us <= s.intended_us && s.intended_us < x.until_us)
+        {
+            seg.metrics.record_with(s, spares);
+        }
+    }
+
+    /// Starts the rows of a change, at the end of an interval (what came before is in the
+    /// totals then).
+    fn split(&mut self, split: Split) {
+        let g = split.group;
+        if g >= self.total.len() {
+            return;
+        }
+        if !self.split[g] {
+            self.split[g] = true;
+            self.segments.push(Segment {
+                group: g,
+                label: split.before,
+                since_us: 0,
+                until_us: split.at_us,
+                metrics: self.total[g].clone(),
+            });
+        } else if let Some(last) = self.segments.iter_mut().rev().find(|x| x.group == g) {
+            last.until_us = split.at_us;
+        }
+        self.segments.push(Segment {
+            group: g,
+            label: split.after,
+            since_us: split.at_us,
+            until_us: u64::MAX,
+            metrics: GroupMetrics::default(),
+        });
+    }
 }
 
 fn fresh(n: usize) -> Vec<GroupMetrics> {
@@ -131,6 +228,8 @@ impl Recorder {
             window: fresh(n),
             total: fresh(n),
             total_warm: fresh(n),
+            segments: Vec::new(),
+            split: vec![false; n],
         };
         let mut ticker = tokio::time::interval_at(started + self.tick, self.tick);
         let mut ticks = 0u32;
@@ -156,6 +255,9 @@ impl Recorder {
                             let into = if s.warmup { &mut st.interval_warm } else { &mut st.interval };
                             if let Some(m) = into.get_mut(usize::from(s.group)) {
                                 m.record_with(s, &self.spares);
+                            }
+                            if !s.warmup {
+                                st.into_segment(s, &self.spares);
                             }
                             // The warm-up is kept out of the exit code, and so of the error-rate stop.
                             if let (Some(w), false) = (self.watch.as_mut(), s.warmup) {
@@ -204,6 +306,15 @@ impl Recorder {
                 }
                 _ = ticker.tick() => {
                     let closed = self.close_interval(&mut st);
+                    if let Some(steering) = self.steering.as_mut() {
+                        // The new interval's start: the change counts from there.
+                        for split in steering.at_interval(st.interval_start_us) {
+                            st.split(split);
+                        }
+                    }
+                    if let Some(v) = self.view.as_mut() {
+                        v.closed(&closed, &st.total, &st.segments, false);
+                    }
                     to_hlog(&self.hlog, closed).await;
                     if self.check.as_mut().is_some_and(|c| c.check(started.elapsed(), &st.total)) {
                         self.check = None;
@@ -222,6 +333,9 @@ impl Recorder {
             send(log, &mut pending, LOG_BATCH).await;
         }
         let closed = self.close_interval(&mut st);
+        if let Some(v) = self.view.as_mut() {
+            v.closed(&closed, &st.total, &st.segments, true);
+        }
         to_hlog(&self.hlog, closed).await;
         if let Some(f) = self.feed.as_mut() {
             f.check(started.elapsed(), &st.total);
@@ -232,6 +346,7 @@ impl Recorder {
             warmup: st.total_warm,
             failures,
             availability: self.availability,
+            segments: st.segments,
         }
     }
 
@@ -434,6 +549,8 @@ mod tests {
             feed: None,
             clock: Default::default(),
             spares: crate::metrics::interval::Spares::keeping(),
+            steering: None,
+            view: None,
         }
     }
 
@@ -542,6 +659,8 @@ mod cost {
             feed: None,
             clock: Default::default(),
             spares: crate::metrics::interval::Spares::keeping(),
+            steering: None,
+            view: None,
         };
         let mut st = State {
             interval: fresh(4),
@@ -551,6 +670,8 @@ mod cost {
             window: fresh(4),
             total: fresh(4),
             total_warm: fresh(4),
+            segments: Vec::new(),
+            split: vec![false; 4],
         };
         let n = 200;
         let (mut close, mut ser) = (Duration::ZERO, Duration::ZERO);

@@ -16,6 +16,7 @@ const UPLOT_JS: &str = include_str!("../../vendor/uplot/uPlot.iife.min.js");
 const UPLOT_CSS: &str = include_str!("../../vendor/uplot/uPlot.min.css");
 const UPLOT_LICENSE: &str = include_str!("../../vendor/uplot/LICENSE");
 const REPORT_JS: &str = include_str!("report.js");
+const LIVE_JS: &str = include_str!("live.js");
 const REPORT_CSS: &str = include_str!("report.css");
 const COMPARE_JS: &str = include_str!("compare.js");
 const COMMON_JS: &str = include_str!("common.js");
@@ -106,11 +107,16 @@ pub fn data(dir: &RunDir) -> Value {
                     })
                 })
                 .collect();
-            // Rate steps (`group@RATE/s` rows): where each step's counted operations began.
+            // Rate steps (`group@RATE/s` rows): where each step's counted operations began
+            // (the rows of changes are marked where the change was made, below).
+            let changed = |label: &Label| {
+                let g = label.group_name().unwrap_or_default();
+                r.changes.iter().any(|c| g.starts_with(&format!("{}@", c.group)))
+            };
             let steps: Vec<Value> = r
                 .rows
                 .iter()
-                .filter(|row| row.label.is_step() && row.first_start_us > 0)
+                .filter(|row| row.label.is_step() && row.first_start_us > 0 && !changed(&row.label))
                 .map(|row| json!({ "label": row.label, "at": secs(row.first_start_us as f64 / 1000.0) }))
                 .collect();
             // Each fault as a band from when it was done to when it was over.
@@ -120,7 +126,13 @@ pub fn data(dir: &RunDir) -> Value {
                 .filter(|f| !f.detail.is_empty())
                 .map(|f| json!({ "label": f.fault, "from": secs(f.start_ms as f64), "to": secs(f.end_ms as f64) }))
                 .collect();
-            json!({ "run": r.run, "stages": stages, "steps": steps, "faults": faults })
+            // Changes made while it ran (`--live-control`): a marker where each took effect.
+            let changes: Vec<Value> = r
+                .changes
+                .iter()
+                .map(|c| json!({ "at": secs(c.time_ms as f64), "label": change_label(c) }))
+                .collect();
+            json!({ "run": r.run, "stages": stages, "steps": steps, "faults": faults, "changes": changes })
         })
         .collect();
     let (intervals, activity) = series(dir, secs);
@@ -157,6 +169,15 @@ pub fn data(dir: &RunDir) -> Value {
         "spectrum": spectrum(s),
         "resources": resources(dir),
     })
+}
+
+/// A change as its marker says it: `insert 200/s -> 400/s (page 127.0.0.1)`.
+pub fn change_label(c: &crate::summary::Change) -> String {
+    let shown = |v: f64| match c.setting.as_str() {
+        "rate" => format!("{}/s", crate::metrics::Label::step_name("", v).trim_start_matches('@').trim_end_matches("/s")),
+        _ => format!("{v:.0} users"),
+    };
+    format!("{} {} -> {} ({})", c.group, shown(c.from), shown(c.to), c.who)
 }
 
 /// The interval log's series as the charts draw them: `intervals` per tag and `activity` per
@@ -491,6 +512,11 @@ fn resources(dir: &RunDir) -> Value {
 pub fn render(dir: &RunDir) -> String {
     let title = format!("mongo-stress report: {}", dir.summary.profile);
     page(&title, &data(dir), REPORT_JS)
+}
+
+/// The live page (`--live`): the report's frame and drawing, its data from the event stream.
+pub fn render_live(data: &Value) -> String {
+    page("mongo-stress live", data, &format!("{REPORT_JS}\n{LIVE_JS}"))
 }
 
 /// `compare --html`: both runs' throughput and p99 per interval on shared axes, and the table.

@@ -27,6 +27,19 @@ pub fn render(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Rows alone, as `summary.tsv` writes a run's (the live page's table while the run goes).
+pub fn render_rows(rows: &[crate::metrics::Row], out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(out, "{}", COLUMNS.join("\t"))?;
+    for row in rows {
+        let line: Vec<String> = cells(row)
+            .into_iter()
+            .map(|c| c.replace(['\t', '\n'], " "))
+            .collect();
+        writeln!(out, "{}", line.join("\t"))?;
+    }
+    Ok(())
+}
+
 /// `thresholds.tsv`: one row per threshold per run.
 pub fn render_thresholds(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out, "Run\tThreshold\tValue\tLimit\tUnit\tResult")?;

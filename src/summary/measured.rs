@@ -45,6 +45,9 @@ pub struct Measured {
     /// Each invariant collection's sums, before and after.
     pub invariants: Vec<InvariantSums>,
     pub load: Option<LoadResult>,
+    /// The rows of changes made while the run went, and the changes (`--live-control`).
+    pub segments: Vec<crate::metrics::Segment>,
+    pub changes: Vec<super::Change>,
     pub failures: Vec<String>,
 }
 
@@ -81,6 +84,8 @@ impl RunResult {
             start,
             invariants,
             load,
+            segments,
+            changes,
             failures,
         } = m;
         for (g, missed) in metrics.iter_mut().zip(missed) {
@@ -104,7 +109,7 @@ impl RunResult {
         let audit_unfinished = audit.as_ref().is_some_and(|a| !a.finished);
         let thresholds =
             judge::run_thresholds(plan, &metrics, aborted_by.as_deref(), audit_unfinished);
-        let (rows, (errors_by_class, error_kinds)) = super::rows(plan, &metrics);
+        let (rows, (errors_by_class, error_kinds)) = super::rows(plan, &metrics, &segments);
         RunResult {
             run,
             started_at,
@@ -125,6 +130,7 @@ impl RunResult {
             audit,
             faults,
             unavailable,
+            changes,
             audit_lines,
             failures,
         }

@@ -404,12 +404,36 @@ pub struct RunResult {
     /// one), longer than each one's bound.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unavailable: Vec<crate::metrics::availability::Window>,
+    /// Changes made while the run went (`--live-control`): a group's rate or users.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changes: Vec<Change>,
     /// The audit's lines for `audit.tsv` (not in summary.json: there may be millions).
     #[serde(skip)]
     pub audit_lines: Vec<audit::AuditLine>,
     /// What failed inside the run (a virtual user's or the recorder's panic); shown as warnings.
     #[serde(skip)]
     pub failures: Vec<String>,
+}
+
+/// A group's rate or users changed while the run went (the live page's control): from when
+/// (the end of the interval it was asked in), from what to what, who asked, and the row that
+/// counts the group's operations from then on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Change {
+    /// When it took effect, RFC 3339 with milliseconds.
+    pub time: String,
+    /// The same, milliseconds since the Unix epoch.
+    pub time_ms: u64,
+    pub group: String,
+    /// `rate` (operations per second, open loop) or `users` (closed loop).
+    pub setting: String,
+    pub from: f64,
+    pub to: f64,
+    /// Where it came from: `page` (the live page's controls) or `api` (a POST of its own),
+    /// with the client's address.
+    pub who: String,
+    /// The row of the group's operations from then on (`insert@400/s`, `insert@50 users`).
+    pub row: Label,
 }
 
 pub fn group_info(plan: &RunPlan) -> Vec<GroupInfo> {
@@ -529,12 +553,18 @@ impl Failure {
 }
 
 /// Failures by class per group, and each group's kinds of failure.
-type Errors = (BTreeMap<String, BTreeMap<String, u64>>, Vec<Failure>);
+pub type Errors = (BTreeMap<String, BTreeMap<String, u64>>, Vec<Failure>);
 
 /// The rows from the metrics of each group (indexed as in the plan): a group's (a mixed group's
 /// or a group of steps' kinds first), a `TOTAL <stage>` per multi-group stage when there are
 /// several stages, then `TOTAL`; with the errors by class and message.
-fn rows(plan: &RunPlan, metrics: &[GroupMetrics]) -> (Vec<Row>, Errors) {
+/// The rows of a run: each group's (with a mix's or steps' kinds before it, and the rows of
+/// its changes after it, `segments`), each stage's total and the run's.
+pub fn rows(
+    plan: &RunPlan,
+    metrics: &[GroupMetrics],
+    segments: &[crate::metrics::Segment],
+) -> (Vec<Row>, Errors) {
     let mut rows = Vec::new();
     let open = |groups: &[crate::plan::GroupPlan]| groups.iter().any(|g| g.rate.is_some());
     let mut total = GroupMetrics::default();
@@ -554,6 +584,10 @@ fn rows(plan: &RunPlan, metrics: &[GroupMetrics]) -> (Vec<Row>, Errors) {
                 }
             }
             rows.push(m.summary_row(Label::group(&g.name), g.rate.is_some()));
+            // Changed while it ran: a row per setting, in the order they were made.
+            for seg in segments.iter().filter(|x| x.group == g.index) {
+                rows.push(seg.metrics.summary_row(seg.label.clone(), g.rate.is_some()));
+            }
             stage_total.merge(m);
             if m.errors > 0 {
                 errors_by_class.insert(

@@ -176,7 +176,9 @@ const RANKS: &[(&str, u32)] = &[
     ("compare", 8),
     ("merge", 8),
     ("report", 9),
-    ("app", 10),
+    // The live page: the report's drawing, fed by the recorder, steering the executor.
+    ("watch", 10),
+    ("app", 11),
 ];
 
 /// The edges that go to a module of the same or a higher rank.

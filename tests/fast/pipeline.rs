@@ -243,6 +243,7 @@ async fn run_plan(dir: &Path, backend: Scripted, plan: &RunPlan) -> Summary {
         url: "scripted://db.coll".into(),
         injector: None,
         live: None,
+        page: None,
     };
     session.run(None).await.expect("the session runs")
 }

@@ -73,17 +73,34 @@ impl<B: Backend + Clone> Session<'_, B> {
         // One clock for the samples, the recorder's intervals and windows, the stages' spans
         // and the faults' events.
         let clock = Clock::new();
-        let recorder = tokio::spawn(
-            self.recorder(
-                clock,
-                bars.clone(),
-                Arc::clone(&active),
-                (&run_stop, &stopped_early),
-                log,
-                hlog,
-            )
-            .run(rx),
+        // Each group's rate or users, changed while it runs (`--live-control`).
+        let steer = Arc::new(crate::executor::steer::Steer::new(groups));
+        let mut recorder = self.recorder(
+            clock,
+            bars.clone(),
+            Arc::clone(&active),
+            (&run_stop, &stopped_early),
+            log,
+            hlog,
         );
+        // The live page: this run's events from its first interval, its changes made at an
+        // interval's end.
+        if let Some(p) = &self.page {
+            let base = p.page.begin_run(
+                plan,
+                p.title.clone(),
+                (Arc::clone(&steer), clock, p.steerable),
+            );
+            recorder.view = Some(Box::new(crate::watch::View::new(
+                &p.page,
+                Arc::new(plan.clone()),
+                base,
+            )));
+            if p.steerable && p.page.control() {
+                recorder.steering = Some(Box::new(crate::watch::Control(p.page.clone())));
+            }
+        }
+        let recorder = tokio::spawn(recorder.run(rx));
         let ctx = Arc::new(self.context(
             keys,
             seed,
@@ -94,6 +111,7 @@ impl<B: Backend + Clone> Session<'_, B> {
                 stop: &run_stop,
             },
             audit.as_ref(),
+            steer,
         ));
         let started_at = now_rfc3339();
         let t0 = Instant::now();
@@ -127,8 +145,14 @@ impl<B: Backend + Clone> Session<'_, B> {
                 "the recorder failed and its measurements are lost: {e}"
             )],
             availability: Default::default(),
+            segments: Vec::new(),
         });
         failures.extend(recorded.failures);
+        let changes = self
+            .page
+            .as_ref()
+            .map(|p| p.page.changes())
+            .unwrap_or_default();
         let wall_secs = t0.elapsed().as_secs_f64();
         let audit = match audit {
             Some(a) => Some(self.audit_finish(a).await),
@@ -150,6 +174,8 @@ impl<B: Backend + Clone> Session<'_, B> {
             faults,
             audit,
             stopped: stopped_early.get().cloned(),
+            segments: recorded.segments,
+            changes,
             failures,
             ..Measured::default()
         }
@@ -164,6 +190,7 @@ impl<B: Backend + Clone> Session<'_, B> {
         clock: Clock,
         users: Users<'_>,
         audit: Option<&AuditRun>,
+        steer: Arc<crate::executor::steer::Steer>,
     ) -> Context<B> {
         let plan = self.plan;
         let groups = plan.groups().count();
@@ -198,6 +225,7 @@ impl<B: Backend + Clone> Session<'_, B> {
             audit: audit.map(|a| a.auditor.clone()),
             pool: Arc::new(tokio::sync::Semaphore::new(plan.target.pool_size as usize)),
             pool_size: plan.target.pool_size,
+            steer,
         }
     }
 
@@ -252,6 +280,8 @@ impl<B: Backend + Clone> Session<'_, B> {
             Box::new(crate::exporter::Feed::new(l, Arc::clone(&active))) as Box<dyn IntervalCheck>
         });
         Recorder {
+            steering: None,
+            view: None,
             clock,
             spares: crate::metrics::interval::Spares::keeping(),
             feed,
@@ -401,9 +431,18 @@ impl<B: Backend + Clone> Session<'_, B> {
                 .max()
                 .unwrap_or_default();
             let began_ms = now_ms();
+            let label = self.plan.stage_label(stage);
+            if let Some(p) = &self.page {
+                let began_us = began_ms * 1000;
+                p.page
+                    .stage_began(label.to_string(), began_us, began_us + skip.as_micros() as u64);
+            }
             failures.extend(executor::run_stage(stage, ctx).await);
+            if let Some(p) = &self.page {
+                p.page.stage_ended(clock.now_us());
+            }
             spans.push(StageSpan {
-                label: self.plan.stage_label(stage),
+                label,
                 began_ms,
                 start_ms: began_ms + skip.as_millis() as u64,
                 end_ms: now_ms(),

@@ -38,6 +38,10 @@ impl Record {
         Ok(record)
     }
 
+    pub(super) fn started_at(&self) -> &str {
+        &self.started_at
+    }
+
     pub(super) fn finish<B>(
         &self,
         session: &Session<'_, B>,

@@ -67,6 +67,8 @@ pub struct Session<'a, B> {
     pub injector: Option<std::sync::Arc<crate::fault::Injector>>,
     /// Live metrics (`--metrics-listen`, `--metrics-push`).
     pub live: Option<crate::exporter::Live>,
+    /// The live page (`--live`): each run's events, and its changes (`--live-control`).
+    pub page: Option<crate::watch::PageRun>,
 }
 
 impl<B: Backend + Clone> Session<'_, B> {
@@ -100,6 +102,9 @@ impl<B: Backend + Clone> Session<'_, B> {
     async fn run_sampled(&self, sampler: &mut Option<Sampler>) -> Result<Summary, Error> {
         let mut summary = Summary::new(self.plan, self.opts.seed, self.server.clone());
         let record = Record::start(self, &summary).await?;
+        if let Some(p) = &self.page {
+            p.page.set_header(self.page_header(&summary, record.started_at()));
+        }
         let logs = Logs::open(self, &summary.tool)?;
         for run in 1..=self.opts.repeat {
             if !self.repetition(run, &logs, sampler, &mut summary).await? {
@@ -294,6 +299,29 @@ impl<B: Backend + Clone> Session<'_, B> {
         tokio::task::spawn_blocking(move || super::report::write(&dir, None).map(|_| ()))
             .await
             .map_err(|e| Error::Other(e.into()))?
+    }
+
+    /// The live page's header: the report's, as far as it is known while the run goes.
+    fn page_header(&self, s: &Summary, started_at: &str) -> serde_json::Value {
+        let kind = match s.server.kind {
+            crate::summary::ServerKind::Embedded => "embedded",
+            crate::summary::ServerKind::External => "external",
+        };
+        serde_json::json!({
+            "profile": format!("{} ({})", s.profile, s.origin),
+            "description": self.plan.description,
+            "seed": s.seed,
+            "server": format!("{kind} {} at {}", s.server.version, s.server.uri),
+            "host": crate::summary::run_info::HostInfo::read().hostname.unwrap_or_else(|| "?".into()),
+            "command_line": self.command_line.join(" "),
+            "started_at": started_at,
+            "finished_at": null,
+            "duration": null,
+            "exit": "running",
+            "exit_code": null,
+            "tool": s.tool,
+            "warnings": [],
+        })
     }
 
     fn say(&self, msg: String) {

@@ -1,0 +1,462 @@
+//! The page's events, made on the recorder's task once per interval (`View`), and the changes
+//! asked for, made at an interval's end (`Control`).
+
+use std::sync::Arc;
+
+use serde_json::{json, Map, Value};
+
+use super::{lock, Page};
+use crate::executor::steer::Now;
+use crate::metrics::group::quantile_ms;
+use crate::metrics::{GroupMetrics, IntervalBatch, Label, Segment, Split};
+use crate::plan::{RunPlan, StopAt};
+use crate::summary::{Change, Failure};
+
+/// `event: NAME` with its data on one line, as server-sent events are framed.
+pub(super) fn frame(name: &str, data: &Value) -> Arc<str> {
+    format!("event: {name}\ndata: {data}\n\n").into()
+}
+
+/// What may be changed of a group: its rate (open loop) or its users (closed loop).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Setting {
+    Rate,
+    Users,
+}
+
+impl Setting {
+    fn word(self) -> &'static str {
+        match self {
+            Setting::Rate => "rate",
+            Setting::Users => "users",
+        }
+    }
+}
+
+/// A group of the run as the page and a change see it.
+pub(super) struct GroupNow {
+    pub index: usize,
+    pub name: String,
+    pub open_loop: bool,
+    pub stage: String,
+    /// A rate step of the profile (`insert@500/s`): its rate is the profile's.
+    pub step: bool,
+    pub threads: u32,
+    pub rate: Option<f64>,
+    /// A mix's or steps' kinds: their series beside the group's.
+    pub kinds: Vec<String>,
+}
+
+impl GroupNow {
+    /// As report.html's `groups`: the group, then each of its kinds (`kind_of` the group),
+    /// with what may be set of the group.
+    pub fn json(&self) -> Vec<Value> {
+        let tag = |label: Label| crate::metrics::interval::Tag::latency(label).to_string();
+        let setting = (!self.step).then_some(self.setting());
+        std::iter::once(json!({
+            "tag": tag(Label::group(&self.name)),
+            "name": self.name,
+            "open_loop": self.open_loop,
+            "stage": self.stage,
+            "kind_of": null,
+            "setting": setting.map(Setting::word),
+            "value": self.rate.unwrap_or(f64::from(self.threads)),
+        }))
+        .chain(self.kinds.iter().map(|k| {
+            let label = Label::kind(&self.name, k.as_str());
+            json!({
+                "tag": tag(label.clone()),
+                "name": label.to_string(),
+                "open_loop": self.open_loop,
+                "stage": self.stage,
+                "kind_of": self.name,
+                "setting": null,
+                "value": null,
+            })
+        }))
+        .collect()
+    }
+
+    fn setting(&self) -> Setting {
+        if self.open_loop {
+            Setting::Rate
+        } else {
+            Setting::Users
+        }
+    }
+}
+
+pub(super) fn groups(plan: &RunPlan) -> Vec<GroupNow> {
+    plan.stages
+        .iter()
+        .flat_map(|stage| {
+            stage.groups.iter().map(|g| GroupNow {
+                index: g.index,
+                name: g.name.clone(),
+                open_loop: g.rate.is_some(),
+                stage: stage.name.clone(),
+                step: g.name.contains('@'),
+                threads: g.threads,
+                rate: g.rate,
+                kinds: if g.mix.is_empty() && !matches!(g.op, crate::workload::OpSpec::Steps(_)) {
+                    Vec::new()
+                } else {
+                    g.kinds().iter().map(ToString::to_string).collect()
+                },
+            })
+        })
+        .collect()
+}
+
+/// A change asked for, waiting for the end of the interval.
+pub(super) struct Pending {
+    group: usize,
+    name: String,
+    setting: Setting,
+    to: f64,
+    who: String,
+}
+
+/// What a request asked to change, read from its body.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Ask {
+    pub setting: Setting,
+    pub to: f64,
+}
+
+/// A refused change: the HTTP status and the reason.
+pub(super) type Refused = (u16, String);
+
+fn row_of(name: &str, setting: Setting, value: f64) -> Label {
+    match setting {
+        Setting::Rate => Label::group(&Label::step_name(name, value)),
+        Setting::Users => Label::group(&format!("{name}@{value:.0} users")),
+    }
+}
+
+fn shown(setting: Setting, value: f64) -> String {
+    match setting {
+        Setting::Rate => Label::step_name("", value)
+            .trim_start_matches('@')
+            .to_string(),
+        Setting::Users => format!("{value:.0} users"),
+    }
+}
+
+impl Page {
+    /// A change asked for by `who`: checked against the run now, and made at the next
+    /// interval's end. The reply's words on success.
+    pub(super) fn ask(&self, name: &str, ask: Ask, who: String) -> Result<String, Refused> {
+        let mut st = lock(&self.inner.state);
+        let Some(run) = &st.run else {
+            return Err((409, "no run is going on now (setup, or between runs)".into()));
+        };
+        if !run.steerable {
+            return Err((
+                409,
+                "the steps of a series (sweep, capacity) cannot be changed: each step's load is the series'".into(),
+            ));
+        }
+        let Some(g) = run.groups.iter().find(|g| g.name == name) else {
+            let names: Vec<&str> = run.groups.iter().map(|g| g.name.as_str()).collect();
+            return Err((
+                404,
+                format!("no group `{name}` in this run; its groups: {}", names.join(", ")),
+            ));
+        };
+        if g.step {
+            return Err((
+                409,
+                format!("`{name}` is a rate step of the profile: its rate is the profile's"),
+            ));
+        }
+        if g.setting() != ask.setting {
+            return Err((
+                400,
+                match g.setting() {
+                    Setting::Rate => format!(
+                        "`{name}` runs in open loop, at a rate: send {{\"rate\": R}} (operations per second), not users"
+                    ),
+                    Setting::Users => format!(
+                        "`{name}` runs in closed loop, with users: send {{\"users\": N}}, not a rate (a closed-loop group has none)"
+                    ),
+                },
+            ));
+        }
+        let Some(now) = run.steer.now(g.index) else {
+            return Err((
+                409,
+                format!("`{name}` is not running now (its stage has not begun, or it ended)"),
+            ));
+        };
+        let from = match now {
+            Now::Rate(r) => r,
+            Now::Users(u) => f64::from(u),
+        };
+        let (index, setting) = (g.index, g.setting());
+        let words = format!(
+            "{name}: {} -> {} from the next interval",
+            shown(setting, from),
+            shown(setting, ask.to)
+        );
+        // A second change before the interval ends replaces the first.
+        st.pending.retain(|p| p.group != index);
+        st.pending.push(Pending {
+            group: index,
+            name: name.to_string(),
+            setting,
+            to: ask.to,
+            who,
+        });
+        Ok(words)
+    }
+
+    /// The changes asked for since the last interval, made now (`now_us`, the new interval's
+    /// start): each becomes a row of its own, an event and a change of the summary.
+    fn make_changes(&self, now_us: u64) -> Vec<Split> {
+        let mut splits = Vec::new();
+        let mut sent = Vec::new();
+        {
+            let mut st = lock(&self.inner.state);
+            let pending = std::mem::take(&mut st.pending);
+            let Some(run) = &st.run else {
+                return splits;
+            };
+            let at = tokio::time::Instant::now();
+            let base_us = run.base_us;
+            let mut made = Vec::new();
+            for p in pending {
+                let Some(now) = run.steer.now(p.group) else {
+                    continue;
+                };
+                let from = match now {
+                    Now::Rate(r) => r,
+                    Now::Users(u) => f64::from(u),
+                };
+                let done = match p.setting {
+                    Setting::Rate => run.steer.set_rate(p.group, p.to, at),
+                    // Checked against MAX_THREADS when asked: a whole number that fits.
+                    Setting::Users => {
+                        run.steer
+                            .set_users(p.group, u32::try_from(crate::metrics::whole(p.to)).unwrap_or(u32::MAX))
+                    }
+                };
+                if !done {
+                    continue;
+                }
+                let before = row_of(&p.name, p.setting, from);
+                let after = row_of(&p.name, p.setting, p.to);
+                splits.push(Split {
+                    group: p.group,
+                    before,
+                    after: after.clone(),
+                    at_us: now_us,
+                });
+                let time = std::time::UNIX_EPOCH + std::time::Duration::from_micros(now_us);
+                let change = Change {
+                    time: humantime::format_rfc3339_millis(time).to_string(),
+                    time_ms: now_us / 1000,
+                    group: p.name.clone(),
+                    setting: p.setting.word().into(),
+                    from,
+                    to: p.to,
+                    who: p.who,
+                    row: after,
+                };
+                sent.push(frame(
+                    "change",
+                    &json!({
+                        "at": secs(now_us, base_us),
+                        "group": change.group,
+                        "setting": change.setting,
+                        "from": from,
+                        "to": p.to,
+                        "who": change.who,
+                        "row": change.row,
+                    }),
+                ));
+                eprintln!(
+                    "live: {} {} -> {} ({})",
+                    change.group,
+                    shown(p.setting, from),
+                    shown(p.setting, p.to),
+                    change.who
+                );
+                made.push(change);
+            }
+            st.changes.extend(made);
+        }
+        for e in sent {
+            self.publish(e);
+        }
+        splits
+    }
+}
+
+fn secs(us: u64, base_us: u64) -> f64 {
+    crate::metrics::real(us.saturating_sub(base_us)) / 1e6
+}
+
+/// Makes the changes asked for at the end of each interval (`--live-control`).
+pub struct Control(pub Page);
+
+impl crate::metrics::Steering for Control {
+    fn at_interval(&mut self, now_us: u64) -> Vec<Split> {
+        self.0.make_changes(now_us)
+    }
+}
+
+/// The page's view of the recorder: each closed interval, and the run's totals, as events.
+pub struct View {
+    page: Page,
+    plan: Arc<RunPlan>,
+    base_us: u64,
+    /// Each stage's planned length (all its groups timed), in order.
+    planned: Vec<Option<f64>>,
+}
+
+impl View {
+    pub fn new(page: &Page, plan: Arc<RunPlan>, base_us: u64) -> View {
+        let planned = plan
+            .stages
+            .iter()
+            .map(|s| {
+                s.groups
+                    .iter()
+                    .map(|g| match g.stop {
+                        StopAt::Duration(d) => Some((g.start_delay + d).as_secs_f64()),
+                        StopAt::Loops(_) => None,
+                    })
+                    .try_fold(0.0f64, |a, d| d.map(|d| a.max(d)))
+            })
+            .collect();
+        View {
+            page: page.clone(),
+            plan,
+            base_us,
+            planned,
+        }
+    }
+
+    fn interval(&self, batch: &IntervalBatch) -> Value {
+        let mut series = Map::new();
+        for h in &batch.hists {
+            let ms = |q: f64| quantile_ms(&h.hist, q);
+            series.insert(
+                h.tag.to_string(),
+                json!({
+                    "count": h.hist.len(),
+                    "p50": ms(0.5),
+                    "p90": ms(0.9),
+                    "p99": ms(0.99),
+                    "max": ms(1.0),
+                }),
+            );
+        }
+        let activity: Map<String, Value> = batch
+            .activity
+            .iter()
+            .map(|a| {
+                (
+                    a.tag.to_string(),
+                    json!({ "users": a.users, "errors": a.errors }),
+                )
+            })
+            .collect();
+        json!({
+            "start": secs(batch.start_epoch_us, self.base_us),
+            "length": batch.duration.as_secs_f64(),
+            "series": series,
+            "activity": activity,
+        })
+    }
+
+    fn state(&self, now_us: u64, totals: &[GroupMetrics], segments: &[Segment]) -> Value {
+        let plan = &*self.plan;
+        let (rows, _) = crate::summary::rows(plan, totals, segments);
+        let mut tsv = Vec::new();
+        // Into a Vec: cannot fail.
+        let _ = crate::report::tsv::render_rows(&rows, &mut tsv);
+        let elapsed = secs(now_us, self.base_us);
+        let stages = lock(&self.page.inner.state).stages.clone();
+        let current = stages.iter().rposition(|s| s.end.is_none());
+        let time_left = current.and_then(|i| {
+            let s = &stages[i];
+            let here = self.planned.get(i).copied().flatten()? - (elapsed - s.began);
+            self.planned
+                .iter()
+                .skip(i + 1)
+                .try_fold(here.max(0.0), |a, p| p.map(|p| a + p))
+        });
+        let warnings: Vec<Value> = plan
+            .groups()
+            .flat_map(|g| Failure::of(&g.name, &totals[g.index]))
+            .map(|f| {
+                json!({
+                    "code": "failures",
+                    "label": f.label,
+                    "message": format!("{} x ({:.1} % of its operations) {}, the first: {}", f.count, f.share_pct, f.class, f.message),
+                })
+            })
+            .collect();
+        let thresholds: Vec<Value> = crate::summary::judge::run_thresholds(plan, totals, None, false)
+            .iter()
+            .map(|t| {
+                json!({
+                    "threshold": t.threshold,
+                    "value": t.value,
+                    "unit": t.unit,
+                    "verdict": if t.pass { "pass" } else { "FAIL" },
+                })
+            })
+            .collect();
+        let totals_json: Map<String, Value> = rows
+            .iter()
+            .map(|r| {
+                (
+                    r.label.to_string(),
+                    json!({ "samples": r.samples, "errors": r.errors }),
+                )
+            })
+            .collect();
+        let spectrum: Vec<Value> = plan
+            .groups()
+            .filter(|g| totals[g.index].samples > 0)
+            .map(|g| (g.name.clone(), &totals[g.index]))
+            .map(|(label, m)| {
+                let (x, y) = crate::metrics::group::spectrum(&m.latency.hist);
+                json!({ "run": 1, "label": label, "x": x, "y": y })
+            })
+            .collect();
+        json!({
+            "elapsed": elapsed,
+            "stage": current.map(|i| stages[i].label.clone()),
+            "time_left": time_left,
+            "summary_tsv": String::from_utf8_lossy(&tsv),
+            "totals": totals_json,
+            "warnings": warnings,
+            "thresholds": thresholds,
+            "stages": stages.iter().map(|s| json!({ "label": s.label, "began": s.began, "start": s.start, "end": s.end })).collect::<Vec<_>>(),
+            "faults": [],
+            "spectrum": spectrum,
+        })
+    }
+}
+
+impl crate::metrics::IntervalView for View {
+    fn closed(
+        &mut self,
+        batch: &IntervalBatch,
+        totals: &[GroupMetrics],
+        segments: &[Segment],
+        _last: bool,
+    ) {
+        let now_us = batch.start_epoch_us + u64::try_from(batch.duration.as_micros()).unwrap_or(0);
+        if !batch.hists.is_empty() || !batch.activity.is_empty() {
+            self.page.publish(frame("interval", &self.interval(batch)));
+        }
+        let state = self.state(now_us, totals, segments);
+        lock(&self.page.inner.state).totals = state["totals"].clone();
+        self.page.publish(frame("state", &state));
+    }
+}

@@ -1,0 +1,335 @@
+//! The live page (`--live`, `--live-control`, `--live-token`): the run served as report.html
+//! growing, while it goes. `GET /` the page (`report::html::render_live`, the report's own
+//! drawing fed by the stream), `GET /events` server-sent events (the current run's history,
+//! then each new event), `GET /api/run` the totals now; with `--live-control`,
+//! `POST /api/groups/NAME` (`{"rate": R}` or `{"users": N}`) and `POST /api/stop`.
+//!
+//! The events are the interval records the run already keeps: each interval's histograms as the
+//! recorder hands them to `latency.hlog` (their counts and percentiles, read with the function the
+//! report reads the log with), the run's totals as rows (`summary::rows`, the summary's own), the
+//! sampler's rows. They are made once per interval on the recorder's task, whatever the number of
+//! viewers; each viewer is a thread of the endpoint that writes them out, and one that cannot
+//! keep up is dropped (its page reconnects and is sent the history again), never waited for.
+//!
+//! Owns: the endpoint, the events and their history, who may watch and steer, and a change from
+//! its request to the interval it takes effect at. Never: records samples, decides how a group
+//! runs (`executor::steer` does), or writes the run directory.
+
+mod events;
+mod http;
+
+use std::net::SocketAddr;
+use std::sync::mpsc::SyncSender;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::error::Error;
+use crate::executor::steer::Steer;
+use crate::metrics::Clock;
+use crate::plan::RunPlan;
+use crate::summary::Change;
+
+pub use events::{Control, View};
+pub use http::Endpoint;
+
+/// What the command line asked of the page.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub addr: SocketAddr,
+    /// `--live-control`: changes and the stop may be posted.
+    pub control: bool,
+    /// `--live-token`: every request must carry it (needed beyond loopback).
+    pub token: Option<String>,
+}
+
+/// `--live`'s address: `HOST:PORT`, `:PORT` or a port alone (then on loopback); none: a free
+/// port on loopback.
+pub fn listen_address(s: Option<&str>) -> Result<SocketAddr, String> {
+    match s.map(str::trim).filter(|s| !s.is_empty()) {
+        None => Ok(SocketAddr::from(([127, 0, 0, 1], 0))),
+        Some(s) => crate::exporter::listen_address(s).map_err(|e| {
+            format!("{e} (the profile goes before --live, or write --live=ADDR)")
+        }),
+    }
+}
+
+impl Options {
+    /// An address beyond loopback needs a token: anyone who reaches it could watch the run,
+    /// and with `--live-control` steer or stop it.
+    pub fn check(&self) -> Result<(), String> {
+        if let Some(t) = &self.token {
+            if t.len() < 8 || t.chars().any(|c| c.is_whitespace() || c.is_control()) {
+                return Err("--live-token must be at least 8 characters, without spaces".into());
+            }
+        }
+        if !self.addr.ip().is_loopback() && self.token.is_none() {
+            return Err(format!(
+                "--live {} listens beyond this machine: anyone who reaches it could watch the run{}\n  fix: add --live-token T (the page is then opened with ?token=T), or listen on 127.0.0.1",
+                self.addr,
+                if self.control { ", and change or stop it" } else { "" }
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The page of one session: its runs' titles, and whether they may be changed.
+#[derive(Clone)]
+pub struct PageRun {
+    pub page: Page,
+    /// Shown above a run (a series' step: `step 3: 8 users`).
+    pub title: Option<String>,
+    /// A series' steps cannot be changed.
+    pub steerable: bool,
+}
+
+/// A viewer's queue of events: one that falls this far behind is dropped.
+const VIEWER_QUEUE: usize = 1024;
+
+/// The page of one command: its endpoint, and the current run's events.
+#[derive(Clone)]
+pub struct Page {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    opts: Options,
+    state: Mutex<State>,
+    /// The command's stop (Ctrl-C's): `POST /api/stop` fires it.
+    stop: CancellationToken,
+}
+
+#[derive(Default)]
+struct State {
+    /// The current run's events, as sent (`event: NAME\ndata: JSON\n\n`).
+    history: Vec<Arc<str>>,
+    viewers: Vec<SyncSender<Arc<str>>>,
+    run: Option<RunNow>,
+    /// Changes asked for, made at the next interval's end.
+    pending: Vec<events::Pending>,
+    /// Changes made in the current run.
+    changes: Vec<Change>,
+    /// `GET /api/run`: the last totals.
+    totals: Value,
+    /// The current run's stages so far.
+    stages: Vec<StageNow>,
+    /// The header each run's first event carries.
+    header: Value,
+    ended: bool,
+}
+
+/// A stage of the run now: seconds from the run's base.
+#[derive(Debug, Clone)]
+struct StageNow {
+    label: String,
+    began: f64,
+    /// After its warm-ups.
+    start: f64,
+    end: Option<f64>,
+}
+
+/// The run going on now: what a change needs.
+struct RunNow {
+    groups: Vec<events::GroupNow>,
+    steer: Arc<Steer>,
+    /// The run's base: its events' times are seconds from it.
+    base_us: u64,
+    /// A series' steps cannot be steered (each step's load is the series').
+    steerable: bool,
+}
+
+fn lock(m: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Page {
+    /// Binds the endpoint (a port that cannot be had is a usage error: nothing has run yet)
+    /// and says where the page is, without the token.
+    pub fn serve(opts: Options, stop: CancellationToken) -> Result<(Page, http::Endpoint), Error> {
+        opts.check()
+            .map_err(|p| Error::Usage(format!("--live: {p}")))?;
+        let page = Page {
+            inner: Arc::new(Inner {
+                opts,
+                state: Mutex::default(),
+                stop,
+            }),
+        };
+        let endpoint = http::serve(&page)?;
+        Ok((page, endpoint))
+    }
+
+    /// The header of the runs to come.
+    pub fn set_header(&self, header: Value) {
+        lock(&self.inner.state).header = header;
+    }
+
+    pub fn control(&self) -> bool {
+        self.inner.opts.control
+    }
+
+    /// A new run begins (a repetition, or a series' step): the history starts again with it.
+    /// `steerable`: its groups may be changed (with `--live-control`).
+    pub fn begin_run(
+        &self,
+        plan: &RunPlan,
+        title: Option<String>,
+        (steer, clock, steerable): (Arc<Steer>, Clock, bool),
+    ) -> u64 {
+        let base_us = clock.now_us();
+        let groups = events::groups(plan);
+        let header = lock(&self.inner.state).header.clone();
+        let event = events::frame(
+            "run",
+            &json!({
+                "title": title,
+                "header": header,
+                "groups": groups.iter().flat_map(events::GroupNow::json).collect::<Vec<_>>(),
+                "stages": plan.stages.iter().map(|s| json!({ "label": plan.stage_label(s) })).collect::<Vec<_>>(),
+                "control": self.inner.opts.control && steerable,
+            }),
+        );
+        {
+            let mut st = lock(&self.inner.state);
+            st.history.clear();
+            st.pending.clear();
+            st.changes.clear();
+            st.stages.clear();
+            st.run = Some(RunNow {
+                groups,
+                steer,
+                base_us,
+                steerable,
+            });
+        }
+        self.publish(event);
+        base_us
+    }
+
+    /// A stage of the current run began at `began_us`, its counted part at `start_us` (epoch
+    /// microseconds).
+    pub fn stage_began(&self, label: String, began_us: u64, start_us: u64) {
+        let mut st = lock(&self.inner.state);
+        let Some(base) = st.run.as_ref().map(|r| r.base_us) else {
+            return;
+        };
+        let s = |us: u64| crate::metrics::real(us.saturating_sub(base)) / 1e6;
+        st.stages.push(StageNow {
+            label,
+            began: s(began_us),
+            start: s(start_us),
+            end: None,
+        });
+    }
+
+    pub fn stage_ended(&self, end_us: u64) {
+        let mut st = lock(&self.inner.state);
+        let Some(base) = st.run.as_ref().map(|r| r.base_us) else {
+            return;
+        };
+        if let Some(last) = st.stages.last_mut() {
+            last.end = Some(crate::metrics::real(end_us.saturating_sub(base)) / 1e6);
+        }
+    }
+
+    /// The changes made in the current run, for its summary.
+    pub fn changes(&self) -> Vec<Change> {
+        let mut st = lock(&self.inner.state);
+        st.run = None;
+        st.pending.clear();
+        std::mem::take(&mut st.changes)
+    }
+
+    /// The command ended: the page says so and where its report is.
+    pub fn end(&self, exit_words: &str, exit_code: i32, dir: &std::path::Path) {
+        let event = events::frame(
+            "end",
+            &json!({
+                "exit": exit_words,
+                "exit_code": exit_code,
+                "dir": dir.display().to_string(),
+                "report": crate::rundir::File::Report.path(dir).display().to_string(),
+            }),
+        );
+        self.publish(event);
+        let mut st = lock(&self.inner.state);
+        st.ended = true;
+        // Each viewer's thread writes what is queued, then ends its stream.
+        st.viewers.clear();
+    }
+
+    /// Sends an event to every viewer and keeps it for those to come. A viewer whose queue is
+    /// full is dropped: the load never waits for a page.
+    fn publish(&self, event: Arc<str>) {
+        let mut st = lock(&self.inner.state);
+        if st.ended {
+            return;
+        }
+        st.viewers
+            .retain(|v| v.try_send(Arc::clone(&event)).is_ok());
+        st.history.push(event);
+    }
+
+    /// A new viewer: the history so far, and its queue of what comes next (None once the
+    /// command ended, or with too many viewers).
+    fn subscribe(&self) -> Result<(Vec<Arc<str>>, std::sync::mpsc::Receiver<Arc<str>>), String> {
+        let mut st = lock(&self.inner.state);
+        if st.viewers.len() >= http::MAX_VIEWERS {
+            return Err(format!(
+                "{} pages are watching already; close one",
+                http::MAX_VIEWERS
+            ));
+        }
+        let (tx, rx) = std::sync::mpsc::sync_channel(VIEWER_QUEUE);
+        if !st.ended {
+            st.viewers.push(tx);
+        }
+        Ok((st.history.clone(), rx))
+    }
+
+    /// Viewers now (the cost benchmark reads it).
+    pub fn viewers(&self) -> usize {
+        lock(&self.inner.state).viewers.len()
+    }
+}
+
+/// `resources.tsv`'s writer, with each row shown to the page too (its columns as the file's).
+pub struct Tee(
+    pub Box<dyn crate::monitor::RowSink>,
+    pub Page,
+    /// The `--server-metrics` hosts, whose columns the rows carry.
+    pub Vec<String>,
+);
+
+impl crate::monitor::RowSink for Tee {
+    fn write(&mut self, row: &crate::monitor::ResourceRow) -> std::io::Result<()> {
+        self.1.resources(row, &self.2);
+        self.0.write(row)
+    }
+
+    fn name(&self) -> String {
+        self.0.name()
+    }
+}
+
+impl Page {
+    /// A row of the sampler: each numeric column of `resources.tsv`, by name.
+    fn resources(&self, row: &crate::monitor::ResourceRow, hosts: &[String]) {
+        let base = match &lock(&self.inner.state).run {
+            Some(r) => r.base_us,
+            None => return,
+        };
+        let header = crate::rundir::resources::header(hosts, &[]);
+        let line = crate::rundir::resources::line(row, &[]);
+        let values: serde_json::Map<String, Value> = header
+            .split('\t')
+            .zip(line.split('\t'))
+            .filter(|(name, _)| *name != "time_ms" && *name != "interval_ms")
+            .filter_map(|(name, cell)| Some((name.to_string(), json!(cell.parse::<f64>().ok()?))))
+            .collect();
+        let t = (crate::metrics::real(row.time_ms) * 1000.0 - crate::metrics::real(base)) / 1e6;
+        self.publish(events::frame("resources", &json!({ "t": t, "values": values })));
+    }
+}
