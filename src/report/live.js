@@ -217,7 +217,7 @@
     for (let n = e; root.contains(n) && n !== root; n = n.parentElement) {
       path.unshift(n.id ? "#" + n.id : [...n.parentElement.children].indexOf(n));
     }
-    return { e: e, top: e.getBoundingClientRect().top, path: root.contains(e) && e !== root ? path : null, chart: e.dataset.chart };
+    return { e: e, top: e.getBoundingClientRect().top, path: root.contains(e) ? path : null, chart: e.dataset.chart };
   }
   function keep(a) {
     if (!a) return;
@@ -255,7 +255,8 @@
     root.remove();
     fresh.id = "report";
     root = fresh;
-    keep(a);
+    // After uPlot's own first drawing (a microtask), which sizes the charts.
+    queueMicrotask(() => keep(a));
     body.dataset.charts = String(done.charts);
     body.dataset.intervals = String(intervals);
     if (!drawn) {
@@ -422,8 +423,10 @@
       const ev = JSON.parse(e.data);
       // Events before the first `run` (none should come) have nothing to go into.
       if (!D && name !== "run") return;
+      const a = anchor();
       on[name](ev);
-      showState();
+      stateBar();
+      keep(a);
       schedule(name === "end");
     }));
   }

@@ -72,7 +72,9 @@
             ctx.strokeStyle = "#888";
             ctx.fillStyle = "#555";
             ctx.font = Math.round(10 * devicePixelRatio) + "px sans-serif";
-            marks.forEach((m) => {
+            // A label that would run into the one before it goes a line lower (up to 4 lines).
+            const ends = [];
+            marks.slice().sort((a, b) => a.x - b.x).forEach((m) => {
               const x = u.valToPos(m.x, "x", true);
               if (x < u.bbox.left || x > u.bbox.left + u.bbox.width) return;
               ctx.setLineDash(m.dash.map((d) => d * devicePixelRatio));
@@ -80,7 +82,12 @@
               ctx.moveTo(x, u.bbox.top);
               ctx.lineTo(x, u.bbox.top + u.bbox.height);
               ctx.stroke();
-              if (m.label) ctx.fillText(m.label, x + 3 * devicePixelRatio, u.bbox.top + 12 * devicePixelRatio);
+              if (!m.label) return;
+              const at = x + 3 * devicePixelRatio;
+              let line = ends.findIndex((end) => end < at);
+              if (line < 0) line = ends.length < 4 ? ends.length : ends.indexOf(Math.min(...ends));
+              ends[line] = at + ctx.measureText(m.label).width + 6 * devicePixelRatio;
+              ctx.fillText(m.label, at, u.bbox.top + (12 + 12 * line) * devicePixelRatio);
             });
             ctx.restore();
           }],
