@@ -29,9 +29,56 @@ pub fn redact(text: &str) -> String {
     out
 }
 
+/// The options whose value is a secret, hidden in a command line as it is recorded.
+const SECRET_OPTIONS: [&str; 1] = ["--live-token"];
+
+/// A command line as the tool records it (run.json, the report, the live page): passwords in
+/// connection strings and the values of secret options (`--live-token T`, `--live-token=T`)
+/// replaced with `****`.
+pub fn command_line(args: impl IntoIterator<Item = String>) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut hide_next = false;
+    for a in args {
+        if std::mem::take(&mut hide_next) {
+            out.push("****".into());
+            continue;
+        }
+        if let Some(flag) = SECRET_OPTIONS
+            .iter()
+            .find(|f| a.starts_with(&format!("{f}=")))
+        {
+            out.push(format!("{flag}=****"));
+            continue;
+        }
+        hide_next = SECRET_OPTIONS.contains(&a.as_str());
+        out.push(redact(&a));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::redact;
+
+    #[test]
+    fn a_secret_options_value_is_hidden_in_a_command_line() {
+        let line = |a: &[&str]| super::command_line(a.iter().map(|s| s.to_string())).join(" ");
+        assert_eq!(
+            line(&[
+                "run",
+                "p",
+                "--live-token",
+                "abc12345",
+                "--uri",
+                "mongodb://u:pw@h/"
+            ]),
+            "run p --live-token **** --uri mongodb://u:****@h/"
+        );
+        assert_eq!(
+            line(&["--live-token=abc12345", "--live"]),
+            "--live-token=**** --live"
+        );
+    }
 
     #[test]
     fn passwords_are_replaced_and_everything_else_kept() {

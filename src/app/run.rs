@@ -166,7 +166,7 @@ async fn load(
         out_dir,
         stop,
         server: server.info(),
-        command_line: std::env::args().map(|a| redact(&a)).collect(),
+        command_line: crate::redact::command_line(std::env::args()),
         url: jtl_url(&server.uri, plan),
         injector,
         live: live.clone(),

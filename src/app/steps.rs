@@ -13,7 +13,6 @@ use crate::cli::RunArgs;
 use crate::error::Error;
 use crate::ops::{connect, MongoBackend};
 use crate::plan::{profile, RunPlan};
-use crate::redact::redact;
 use crate::summary::Summary;
 
 /// An option of `run` a step would ignore: given or not, its flag, and what to use instead.
@@ -160,7 +159,7 @@ impl Series {
             out_dir: dir,
             stop,
             server: server.info(),
-            command_line: std::env::args().map(|a| redact(&a)).collect(),
+            command_line: crate::redact::command_line(std::env::args()),
             url: run_cmd::jtl_url(&server.uri, plan),
             injector: None,
             live: None,

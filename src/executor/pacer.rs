@@ -236,12 +236,20 @@ mod tests {
         let s = Schedule::new(&group(10.0, StopAt::Duration(Duration::from_secs(9))), t0).unwrap();
         // Slots at 1.0, 1.1, ... s; from 2.05 s on, 20 a second.
         s.set_rate(20.0, t0 + Duration::from_millis(2050));
-        assert_eq!(s.due(10), t0 + Duration::from_secs(2), "due before the change: kept");
-        assert_eq!(s.due(11), t0 + Duration::from_millis(2050), "the first on the new pace");
+        assert_eq!(
+            s.due(10),
+            t0 + Duration::from_secs(2),
+            "due before the change: kept"
+        );
+        assert_eq!(
+            s.due(11),
+            t0 + Duration::from_millis(2050),
+            "the first on the new pace"
+        );
         assert_eq!(s.due(13), t0 + Duration::from_millis(2150));
         assert!((s.rate() - 20.0).abs() < 1e-9);
-        // 11 slots before 2.05 s, then 20 (2.05 .. 3.0): 31 due before 3.0 s.
-        assert_eq!(s.missed_before(t0 + Duration::from_millis(3000)), 31);
+        // 11 slots before 2.05 s, then 19 (2.05, 2.10 .. 2.95): 30 due before 3.0 s.
+        assert_eq!(s.missed_before(t0 + Duration::from_millis(3000)), 30);
         // A change before the first slot of the last pace came due replaces it.
         s.set_rate(5.0, t0 + Duration::from_millis(2000));
         assert_eq!(s.due(11), t0 + Duration::from_millis(2050));

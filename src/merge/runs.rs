@@ -295,9 +295,7 @@ fn run_info(parts: &[PartDir], summary: &Summary) -> RunInfo {
     plan.groups = summary.groups.clone();
     RunInfo {
         tool: summary.tool.clone(),
-        command_line: std::env::args()
-            .map(|a| crate::redact::redact(&a))
-            .collect(),
+        command_line: crate::redact::command_line(std::env::args()),
         plan,
         started_at: times(|r| Some(&r.started_at)).min().unwrap_or_default(),
         finished_at: times(|r| r.finished_at.as_ref()).max(),

@@ -166,8 +166,13 @@ struct State {
 
 impl State {
     /// A counted sample of a group that was changed: into the row of its time too.
-    fn into_segment(&mut self, s: &Sample, spares: &super::interval::Spares) {
-        if !self.split.get(usize::from(s.group)).copied().unwrap_or(false) {
+    fn record_in_segment(&mut self, s: &Sample, spares: &super::interval::Spares) {
+        if !self
+            .split
+            .get(usize::from(s.group))
+            .copied()
+            .unwrap_or(false)
+        {
             return;
         }
         let g = usize::from(s.group);
@@ -257,7 +262,7 @@ impl Recorder {
                                 m.record_with(s, &self.spares);
                             }
                             if !s.warmup {
-                                st.into_segment(s, &self.spares);
+                                st.record_in_segment(s, &self.spares);
                             }
                             // The warm-up is kept out of the exit code, and so of the error-rate stop.
                             if let (Some(w), false) = (self.watch.as_mut(), s.warmup) {

@@ -174,10 +174,21 @@ pub fn data(dir: &RunDir) -> Value {
 /// A change as its marker says it: `insert 200/s -> 400/s (page 127.0.0.1)`.
 pub fn change_label(c: &crate::summary::Change) -> String {
     let shown = |v: f64| match c.setting.as_str() {
-        "rate" => format!("{}/s", crate::metrics::Label::step_name("", v).trim_start_matches('@').trim_end_matches("/s")),
+        "rate" => format!(
+            "{}/s",
+            crate::metrics::Label::step_name("", v)
+                .trim_start_matches('@')
+                .trim_end_matches("/s")
+        ),
         _ => format!("{v:.0} users"),
     };
-    format!("{} {} -> {} ({})", c.group, shown(c.from), shown(c.to), c.who)
+    format!(
+        "{} {} -> {} ({})",
+        c.group,
+        shown(c.from),
+        shown(c.to),
+        c.who
+    )
 }
 
 /// The interval log's series as the charts draw them: `intervals` per tag and `activity` per
@@ -516,7 +527,11 @@ pub fn render(dir: &RunDir) -> String {
 
 /// The live page (`--live`): the report's frame and drawing, its data from the event stream.
 pub fn render_live(data: &Value) -> String {
-    page("mongo-stress live", data, &format!("{REPORT_JS}\n{LIVE_JS}"))
+    page(
+        "mongo-stress live",
+        data,
+        &format!("{REPORT_JS}\n{LIVE_JS}"),
+    )
 }
 
 /// `compare --html`: both runs' throughput and p99 per interval on shared axes, and the table.

@@ -259,10 +259,9 @@
     queueMicrotask(() => keep(a));
     body.dataset.charts = String(done.charts);
     body.dataset.intervals = String(intervals);
-    if (!drawn) {
-      drawn = true;
-      body.dataset.ready = "1";
-    }
+    drawn = true;
+    // Ready once the history this page was sent on connecting is drawn.
+    if (replayed && !body.dataset.ready) body.dataset.ready = "1";
   }
   function schedule(soon) {
     if (timer) {
@@ -396,6 +395,7 @@
 
   let source = null;
   let failures = 0;
+  let replayed = false;
   function connect() {
     source = new EventSource("/events" + (token ? "?token=" + encodeURIComponent(token) : ""));
     source.onopen = () => {
@@ -419,6 +419,11 @@
       }
       showState();
     };
+    // The history sent on connecting is over: what is drawn next is the whole run so far.
+    source.addEventListener("replayed", () => {
+      replayed = true;
+      if (D) schedule(true);
+    });
     Object.keys(on).forEach((name) => source.addEventListener(name, (e) => {
       const ev = JSON.parse(e.data);
       // Events before the first `run` (none should come) have nothing to go into.

@@ -88,6 +88,7 @@ mod tests {
                     audit: None,
                     faults: Vec::new(),
                     unavailable: Vec::new(),
+                    changes: Vec::new(),
                     audit_lines: Vec::new(),
                     failures: Vec::new(),
                 }

@@ -149,7 +149,10 @@ impl Page {
     pub(super) fn ask(&self, name: &str, ask: Ask, who: String) -> Result<String, Refused> {
         let mut st = lock(&self.inner.state);
         let Some(run) = &st.run else {
-            return Err((409, "no run is going on now (setup, or between runs)".into()));
+            return Err((
+                409,
+                "no run is going on now (setup, or between runs)".into(),
+            ));
         };
         if !run.steerable {
             return Err((
@@ -161,7 +164,10 @@ impl Page {
             let names: Vec<&str> = run.groups.iter().map(|g| g.name.as_str()).collect();
             return Err((
                 404,
-                format!("no group `{name}` in this run; its groups: {}", names.join(", ")),
+                format!(
+                    "no group `{name}` in this run; its groups: {}",
+                    names.join(", ")
+                ),
             ));
         };
         if g.step {
@@ -236,10 +242,10 @@ impl Page {
                 let done = match p.setting {
                     Setting::Rate => run.steer.set_rate(p.group, p.to, at),
                     // Checked against MAX_THREADS when asked: a whole number that fits.
-                    Setting::Users => {
-                        run.steer
-                            .set_users(p.group, u32::try_from(crate::metrics::whole(p.to)).unwrap_or(u32::MAX))
-                    }
+                    Setting::Users => run.steer.set_users(
+                        p.group,
+                        u32::try_from(crate::metrics::whole(p.to)).unwrap_or(u32::MAX),
+                    ),
                 };
                 if !done {
                     continue;
@@ -399,17 +405,18 @@ impl View {
                 })
             })
             .collect();
-        let thresholds: Vec<Value> = crate::summary::judge::run_thresholds(plan, totals, None, false)
-            .iter()
-            .map(|t| {
-                json!({
-                    "threshold": t.threshold,
-                    "value": t.value,
-                    "unit": t.unit,
-                    "verdict": if t.pass { "pass" } else { "FAIL" },
+        let thresholds: Vec<Value> =
+            crate::summary::judge::run_thresholds(plan, totals, None, false)
+                .iter()
+                .map(|t| {
+                    json!({
+                        "threshold": t.threshold,
+                        "value": t.value,
+                        "unit": t.unit,
+                        "verdict": if t.pass { "pass" } else { "FAIL" },
+                    })
                 })
-            })
-            .collect();
+                .collect();
         let totals_json: Map<String, Value> = rows
             .iter()
             .map(|r| {

@@ -32,7 +32,11 @@ impl Endpoint {
         format!(
             "http://{}/{}",
             self.addr,
-            if token { "?token=<your --live-token>" } else { "" }
+            if token {
+                "?token=<your --live-token>"
+            } else {
+                ""
+            }
         )
     }
 
@@ -95,7 +99,11 @@ fn refuse(req: tiny_http::Request, status: u16, why: &str) {
 
 /// Equal without telling how much of it matched by the time taken.
 fn same(a: &str, b: &str) -> bool {
-    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
 }
 
 /// A query's `name=` value, percent-decoded.
@@ -116,16 +124,14 @@ fn percent_decode(s: &str) -> std::borrow::Cow<'_, str> {
     let mut i = 0;
     while i < bytes.len() {
         match bytes[i] {
-            b'%' if i + 2 < bytes.len() => {
-                match u8::from_str_radix(&s[i + 1..i + 3], 16) {
-                    Ok(b) => {
-                        out.push(b);
-                        i += 3;
-                        continue;
-                    }
-                    Err(_) => out.push(b'%'),
+            b'%' if i + 2 < bytes.len() => match u8::from_str_radix(&s[i + 1..i + 3], 16) {
+                Ok(b) => {
+                    out.push(b);
+                    i += 3;
+                    continue;
                 }
-            }
+                Err(_) => out.push(b'%'),
+            },
             b'+' => out.push(b' '),
             b => out.push(b),
         }
@@ -238,8 +244,10 @@ impl Page {
                 if w.write_all(head.as_bytes()).is_err() {
                     return;
                 }
-                // The history in one write, then each event as it comes.
-                let old: String = history.iter().map(|e| &**e).collect();
+                // The history in one write, said to be over (the page is ready once it drew it),
+                // then each event as it comes.
+                let mut old: String = history.iter().map(|e| &**e).collect();
+                old.push_str("event: replayed\ndata: {}\n\n");
                 if w.write_all(old.as_bytes()).and_then(|_| w.flush()).is_err() {
                     return;
                 }
@@ -282,13 +290,16 @@ fn read_ask(req: &mut tiny_http::Request) -> Result<Ask, String> {
         .read_to_string(&mut body)
         .map_err(|e| format!("the body could not be read as UTF-8 text: {e}"))?;
     if body.len() as u64 > MAX_BODY {
-        return Err(format!("the body is over {MAX_BODY} bytes; send {{\"rate\": R}} or {{\"users\": N}}"));
+        return Err(format!(
+            "the body is over {MAX_BODY} bytes; send {{\"rate\": R}} or {{\"users\": N}}"
+        ));
     }
     parse_ask(&body)
 }
 
 pub(super) fn parse_ask(body: &str) -> Result<Ask, String> {
-    let expected = "send {\"rate\": R} (an open-loop group) or {\"users\": N} (a closed-loop group)";
+    let expected =
+        "send {\"rate\": R} (an open-loop group) or {\"users\": N} (a closed-loop group)";
     let v: Value = serde_json::from_str(body)
         .map_err(|e| format!("the body is not JSON ({e}); {expected}"))?;
     let Some(obj) = v.as_object() else {
@@ -299,9 +310,9 @@ pub(super) fn parse_ask(body: &str) -> Result<Ask, String> {
     }
     match (obj.get("rate"), obj.get("users")) {
         (Some(r), None) => {
-            let r = r
-                .as_f64()
-                .ok_or_else(|| format!("rate must be a number of operations per second, not {r}"))?;
+            let r = r.as_f64().ok_or_else(|| {
+                format!("rate must be a number of operations per second, not {r}")
+            })?;
             let r = crate::plan::limits::check_rate(r).map_err(|e| format!("rate: {e}"))?;
             Ok(Ask {
                 setting: Setting::Rate,
@@ -319,7 +330,9 @@ pub(super) fn parse_ask(body: &str) -> Result<Ask, String> {
                 to: f64::from(n),
             })
         }
-        (Some(_), Some(_)) => Err(format!("both rate and users: a group has one of the two; {expected}")),
+        (Some(_), Some(_)) => Err(format!(
+            "both rate and users: a group has one of the two; {expected}"
+        )),
         (None, None) => Err(format!("nothing to change; {expected}")),
     }
 }
@@ -332,11 +345,17 @@ mod tests {
     fn a_change_is_one_number_within_bounds() {
         assert_eq!(
             parse_ask(r#"{"rate": 400}"#),
-            Ok(Ask { setting: Setting::Rate, to: 400.0 })
+            Ok(Ask {
+                setting: Setting::Rate,
+                to: 400.0
+            })
         );
         assert_eq!(
             parse_ask(r#"{"users": 50}"#),
-            Ok(Ask { setting: Setting::Users, to: 50.0 })
+            Ok(Ask {
+                setting: Setting::Users,
+                to: 50.0
+            })
         );
         for (bad, says) in [
             ("", "not JSON"),
@@ -359,7 +378,10 @@ mod tests {
 
     #[test]
     fn a_token_is_read_from_the_query_percent_decoded() {
-        assert_eq!(query_value("/events?token=a%2Fb+c", "token").as_deref(), Some("a/b c"));
+        assert_eq!(
+            query_value("/events?token=a%2Fb+c", "token").as_deref(),
+            Some("a/b c")
+        );
         assert_eq!(query_value("/?x=1&token=t", "token").as_deref(), Some("t"));
         assert_eq!(query_value("/", "token"), None);
         assert!(same("abc", "abc") && !same("abc", "abd") && !same("abc", "ab"));

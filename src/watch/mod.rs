@@ -49,9 +49,8 @@ pub struct Options {
 pub fn listen_address(s: Option<&str>) -> Result<SocketAddr, String> {
     match s.map(str::trim).filter(|s| !s.is_empty()) {
         None => Ok(SocketAddr::from(([127, 0, 0, 1], 0))),
-        Some(s) => crate::exporter::listen_address(s).map_err(|e| {
-            format!("{e} (the profile goes before --live, or write --live=ADDR)")
-        }),
+        Some(s) => crate::exporter::listen_address(s)
+            .map_err(|e| format!("{e} (the profile goes before --live, or write --live=ADDR)")),
     }
 }
 
@@ -84,6 +83,9 @@ pub struct PageRun {
     /// A series' steps cannot be changed.
     pub steerable: bool,
 }
+
+/// A new viewer's history, and its queue of the events to come.
+type Subscribed = (Vec<Arc<str>>, std::sync::mpsc::Receiver<Arc<str>>);
 
 /// A viewer's queue of events: one that falls this far behind is dropped.
 const VIEWER_QUEUE: usize = 1024;
@@ -244,9 +246,22 @@ impl Page {
 
     /// The command ended: the page says so and where its report is.
     pub fn end(&self, exit_words: &str, exit_code: i32, dir: &std::path::Path) {
+        let (started, now) = {
+            let st = lock(&self.inner.state);
+            let started = st.header["started_at"].as_str().map(str::to_string);
+            (started, std::time::SystemTime::now())
+        };
+        let duration = started
+            .and_then(|s| humantime::parse_rfc3339(&s).ok())
+            .and_then(|s| now.duration_since(s).ok())
+            .map(|d| {
+                humantime::format_duration(std::time::Duration::from_secs(d.as_secs())).to_string()
+            });
         let event = events::frame(
             "end",
             &json!({
+                "finished_at": humantime::format_rfc3339_seconds(now).to_string(),
+                "duration": duration,
                 "exit": exit_words,
                 "exit_code": exit_code,
                 "dir": dir.display().to_string(),
@@ -274,7 +289,7 @@ impl Page {
 
     /// A new viewer: the history so far, and its queue of what comes next (None once the
     /// command ended, or with too many viewers).
-    fn subscribe(&self) -> Result<(Vec<Arc<str>>, std::sync::mpsc::Receiver<Arc<str>>), String> {
+    fn subscribe(&self) -> Result<Subscribed, String> {
         let mut st = lock(&self.inner.state);
         if st.viewers.len() >= http::MAX_VIEWERS {
             return Err(format!(
@@ -330,6 +345,9 @@ impl Page {
             .filter_map(|(name, cell)| Some((name.to_string(), json!(cell.parse::<f64>().ok()?))))
             .collect();
         let t = (crate::metrics::real(row.time_ms) * 1000.0 - crate::metrics::real(base)) / 1e6;
-        self.publish(events::frame("resources", &json!({ "t": t, "values": values })));
+        self.publish(events::frame(
+            "resources",
+            &json!({ "t": t, "values": values }),
+        ));
     }
 }

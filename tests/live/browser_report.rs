@@ -18,7 +18,7 @@ use std::time::Duration;
 use common::*;
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 
-fn browser() -> Option<PathBuf> {
+pub(crate) fn browser() -> Option<PathBuf> {
     if std::env::var("MONGO_STRESS_SKIP_BROWSER").as_deref() == Ok("1") {
         eprintln!("MONGO_STRESS_SKIP_BROWSER=1: skipping the browser part");
         return None;

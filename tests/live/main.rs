@@ -21,6 +21,7 @@
 //!   failed run that leaves nothing, an HTTP port named at once
 //! - `intervals`: latency.hlog read by three readers; the warm-up
 //! - `jmeter_2016`: the 2016 samplers on the wire and the 2016 document
+//! - `live_page`: the live page: rate and users changed mid-run, refusals, stop, a browser
 //! - `manifests`: deploy/kubernetes against the API schemas, offline
 //! - `metrics`: live metrics against a real Prometheus
 //! - `monitor`: serverStatus every second under 1000 users
@@ -53,6 +54,7 @@ mod faults;
 mod first_hour;
 mod intervals;
 mod jmeter_2016;
+mod live_page;
 mod manifests;
 mod metrics;
 mod monitor;

@@ -434,8 +434,11 @@ impl<B: Backend + Clone> Session<'_, B> {
             let label = self.plan.stage_label(stage);
             if let Some(p) = &self.page {
                 let began_us = began_ms * 1000;
-                p.page
-                    .stage_began(label.to_string(), began_us, began_us + skip.as_micros() as u64);
+                p.page.stage_began(
+                    label.to_string(),
+                    began_us,
+                    began_us + skip.as_micros() as u64,
+                );
             }
             failures.extend(executor::run_stage(stage, ctx).await);
             if let Some(p) = &self.page {

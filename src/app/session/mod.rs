@@ -103,7 +103,8 @@ impl<B: Backend + Clone> Session<'_, B> {
         let mut summary = Summary::new(self.plan, self.opts.seed, self.server.clone());
         let record = Record::start(self, &summary).await?;
         if let Some(p) = &self.page {
-            p.page.set_header(self.page_header(&summary, record.started_at()));
+            p.page
+                .set_header(self.page_header(&summary, record.started_at()));
         }
         let logs = Logs::open(self, &summary.tool)?;
         for run in 1..=self.opts.repeat {
