@@ -372,7 +372,65 @@ try:
               f"here: the work itself, measured in-process on the thread's CPU clock:)")
         print(subprocess.run(["target/release/examples/exporter_cost"], capture_output=True,
                              text=True, check=True).stdout, end="")
-    if PARTS in ("monitor", "template", "live", "instructions", "users", "parity", "parity-find"):
+    if PARTS in ("all", "page"):
+        # The live page (--live): no page, the page with no viewer, and 5 viewers reading its
+        # events (curl -N, as a browser's EventSource does); open loop at a rate the server holds,
+        # so every variant sends the same operations and the difference in CPU is the cost.
+        import socket
+        secs = float(DURATION.rstrip("s"))
+        names = ["without", "page", "5 viewers"]
+        got = {v: ([], [], []) for v in names}
+        for rnd in range(ROUNDS):
+            for v in names[rnd % 3:] + names[:rnd % 3]:
+                runs += 1
+                out_dir = os.path.join(work, f"run-{runs}")
+                free = socket.socket()
+                free.bind(("127.0.0.1", 0))
+                pport = free.getsockname()[1]
+                free.close()
+                extra = [] if v == "without" else ["--live", f"127.0.0.1:{pport}"]
+                tfile = os.path.join(work, "time")
+                run = subprocess.Popen(["/usr/bin/time", "-f", "%U %S %M", "-o", tfile, TOOL, "run", "crud-mixed",
+                                        "--uri", uri, "--threads", "10", "--rate", "200", "--duration", DURATION,
+                                        "--quiet", "--no-samples", "--out", out_dir, *extra],
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                viewers = []
+                if v == "5 viewers":
+                    while True:
+                        try:
+                            socket.create_connection(("127.0.0.1", pport), timeout=1).close()
+                            break
+                        except OSError:
+                            time.sleep(0.05)
+                    viewers = [subprocess.Popen(["curl", "-sN", "-o", "/dev/null", f"http://127.0.0.1:{pport}/events"])
+                               for _ in range(5)]
+                run.wait()
+                for c in viewers:
+                    c.wait(timeout=30)
+                user, system, _ = open(tfile).read().split()[-3:]
+                cpu = float(user) + float(system)
+                total = [r for r in json.load(open(os.path.join(out_dir, "summary.json")))["runs"][0]["rows"]
+                         if r["label"] == "TOTAL"][0]
+                got[v][0].append(total["samples"])
+                got[v][1].append(cpu)
+                got[v][2].append(total["p99_ms"])
+                print(f"  round {rnd + 1} {v:9} {total['samples']} operations  {cpu:.3f} CPU s  p99 {total['p99_ms']:.2f} ms",
+                      flush=True)
+        m = {v: tuple(statistics.mean(x) for x in got[v]) for v in names}
+        print(f"\ncrud-mixed, 4 groups at 200/s each ({DURATION}), mean of {ROUNDS} (order rotated):")
+        for v in names:
+            print(f"  {v:9} {m[v][0]:9.0f} operations  {m[v][1]:.3f} CPU s  p99 {m[v][2]:.2f} ms")
+        for v in ("page", "5 viewers"):
+            print(f"--live ({v}): {(m[v][1] - m['without'][1]) / secs * 1000:+.1f} ms of CPU per second of run; "
+                  f"CPU ratio {m[v][1] / m['without'][1]:.3f}, operations ratio {m[v][0] / m['without'][0]:.3f}")
+        # The server's own stalls set this mix's p99 (open loop: from the intended start).
+        print("p99 per round: " + "; ".join(f"{v} {min(got[v][2]):.0f} to {max(got[v][2]):.0f} ms" for v in names))
+        spread = max(max(c) - min(c) for _, c, _ in got.values()) / secs * 1000
+        print(f"(whole-process CPU seconds move by up to {spread:.0f} ms per second of run between rounds "
+              f"here: the work itself, measured in-process:)")
+        print(subprocess.run(["target/release/examples/live_cost"], capture_output=True,
+                             text=True, check=True).stdout, end="")
+    if PARTS in ("monitor", "template", "live", "page", "instructions", "users", "parity", "parity-find"):
         sys.exit(0)
     # The interval log (latency.hlog) at 1 s intervals, 4 groups at once. Open loop at a rate the
     # server holds, so both variants send the same operations and CPU compares like for like

@@ -9,14 +9,15 @@
 # costs (and the resource sampler's) measured apart; then open loop at 10,000/s with 10^4, 10^5
 # and 10^6 virtual users (peak RSS, counts against samples.tsv and the server); then the cost of
 # the sample log, of the resource sampler, of the interval log, of --server-metrics (a real
-# node_exporter, a hanging endpoint) and of the live metrics; then (scripts/bench-merge.py)
+# node_exporter, a hanging endpoint), of the live metrics and of the live page (no viewer and 5);
+# then (scripts/bench-merge.py)
 # merging 100 synthetic parts of a one-hour, 4-group run with 1 s intervals (10 s, 500 MB).
 # Every number it prints is a ratio or reading from this run. See docs/performance.md.
-# Usage: scripts/bench.sh [ROUNDS] [DURATION] [all|parity|template|instructions|users|costs|hlog|monitor|live|merge]
+# Usage: scripts/bench.sh [ROUNDS] [DURATION] [all|parity|template|instructions|users|costs|hlog|monitor|live|page|merge]
 #        (defaults: 3 10s all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
-cargo build --release --quiet --bin mongo-stress --example driver --example synth_parts --example exporter_cost
+cargo build --release --quiet --bin mongo-stress --example driver --example synth_parts --example exporter_cost --example live_cost
 if [ "${3:-all}" != merge ]; then python3 scripts/bench.py "$@"; fi
 if [ "${3:-all}" = merge ] || [ "${3:-all}" = all ]; then python3 scripts/bench-merge.py; fi

@@ -107,6 +107,8 @@ struct Inner {
 struct State {
     /// The current run's events, as sent (`event: NAME\ndata: JSON\n\n`).
     history: Vec<Arc<str>>,
+    /// Where the last `state` is in the history (the only one kept).
+    state_at: Option<usize>,
     viewers: Vec<SyncSender<Arc<str>>>,
     run: Option<RunNow>,
     /// Changes asked for, made at the next interval's end.
@@ -196,6 +198,7 @@ impl Page {
         {
             let mut st = lock(&self.inner.state);
             st.history.clear();
+            st.state_at = None;
             st.pending.clear();
             st.changes.clear();
             st.stages.clear();
@@ -284,6 +287,14 @@ impl Page {
         }
         st.viewers
             .retain(|v| v.try_send(Arc::clone(&event)).is_ok());
+        // A state is the run's totals now: the history keeps the last one only, so it grows by
+        // an interval's series, not by every interval's whole table.
+        if event.starts_with("event: state\n") {
+            if let Some(at) = st.state_at.take() {
+                st.history.remove(at);
+            }
+            st.state_at = Some(st.history.len());
+        }
         st.history.push(event);
     }
 
