@@ -226,7 +226,8 @@ impl IntervalSink for Live {
                 p50: format!("p50 {:>8.2} ms", r.median_ms),
                 p99: format!("p99 {:>8.2} ms", r.p99_ms),
                 errors: format!("errors {:>5}", w.errors),
-                threads: format!("threads {active}/{}", g.threads),
+                // A group given more users while it runs (--live-control) has that many now.
+                threads: format!("threads {active}/{}", g.threads.max(active)),
             };
             let p = progress(g.work, g.done, elapsed.saturating_sub(started));
             match &self.bars {

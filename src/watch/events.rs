@@ -384,7 +384,10 @@ impl View {
         // Into a Vec: cannot fail.
         let _ = crate::report::tsv::render_rows(&rows, &mut tsv);
         let elapsed = secs(now_us, self.base_us);
-        let stages = lock(&self.page.inner.state).stages.clone();
+        let (stages, faults) = {
+            let st = lock(&self.page.inner.state);
+            (st.stages.clone(), st.faults.clone())
+        };
         let current = stages.iter().rposition(|s| s.end.is_none());
         let time_left = current.and_then(|i| {
             let s = &stages[i];
@@ -444,7 +447,7 @@ impl View {
             "warnings": warnings,
             "thresholds": thresholds,
             "stages": stages.iter().map(|s| json!({ "label": s.label, "began": s.began, "start": s.start, "end": s.end })).collect::<Vec<_>>(),
-            "faults": [],
+            "faults": faults.iter().map(|(label, from, to)| json!({ "label": label, "from": from, "to": to })).collect::<Vec<_>>(),
             "spectrum": spectrum,
         })
     }

@@ -121,6 +121,9 @@ struct State {
     stages: Vec<StageNow>,
     /// The header each run's first event carries.
     header: Value,
+    /// The faults seen in the sampler's rows so far (seconds from the run's base; `to` None
+    /// while going on).
+    faults: Vec<(String, f64, Option<f64>)>,
     ended: bool,
 }
 
@@ -199,6 +202,7 @@ impl Page {
             let mut st = lock(&self.inner.state);
             st.history.clear();
             st.state_at = None;
+            st.faults.clear();
             st.pending.clear();
             st.changes.clear();
             st.stages.clear();
@@ -356,6 +360,23 @@ impl Page {
             .filter_map(|(name, cell)| Some((name.to_string(), json!(cell.parse::<f64>().ok()?))))
             .collect();
         let t = (crate::metrics::real(row.time_ms) * 1000.0 - crate::metrics::real(base)) / 1e6;
+        // A fault (`[[fault]]`) as the sampler's rows name it: a band from the row it first
+        // shows in to the last.
+        {
+            let mut st = lock(&self.inner.state);
+            let going = st.faults.last_mut().filter(|f| f.2.is_none());
+            match (row.fault.as_deref(), going) {
+                (Some(now), Some(f)) if f.0 == now => {}
+                (now, going) => {
+                    if let Some(f) = going {
+                        f.2 = Some(t);
+                    }
+                    if let Some(now) = now {
+                        st.faults.push((now.to_string(), t, None));
+                    }
+                }
+            }
+        }
         self.publish(events::frame(
             "resources",
             &json!({ "t": t, "values": values }),
