@@ -440,7 +440,7 @@ impl View {
             .collect();
         json!({
             "elapsed": elapsed,
-            "stage": current.map(|i| stages[i].label.clone()),
+            "stage": current.map(|i| stages[i].name.clone()).filter(|n| !n.is_empty()),
             "time_left": time_left,
             "summary_tsv": String::from_utf8_lossy(&tsv),
             "totals": totals_json,

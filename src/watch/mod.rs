@@ -131,6 +131,8 @@ struct State {
 #[derive(Debug, Clone)]
 struct StageNow {
     label: String,
+    /// The profile's name of it (empty: a profile without stages).
+    name: String,
     began: f64,
     /// After its warm-ups.
     start: f64,
@@ -217,9 +219,9 @@ impl Page {
         base_us
     }
 
-    /// A stage of the current run began at `began_us`, its counted part at `start_us` (epoch
-    /// microseconds).
-    pub fn stage_began(&self, label: String, began_us: u64, start_us: u64) {
+    /// A stage of the current run (its row's label and its name) began at `began_us`, its
+    /// counted part at `start_us` (epoch microseconds).
+    pub fn stage_began(&self, (label, name): (String, String), began_us: u64, start_us: u64) {
         let mut st = lock(&self.inner.state);
         let Some(base) = st.run.as_ref().map(|r| r.base_us) else {
             return;
@@ -227,6 +229,7 @@ impl Page {
         let s = |us: u64| crate::metrics::real(us.saturating_sub(base)) / 1e6;
         st.stages.push(StageNow {
             label,
+            name,
             began: s(began_us),
             start: s(start_us),
             end: None,

@@ -435,7 +435,7 @@ impl<B: Backend + Clone> Session<'_, B> {
             if let Some(p) = &self.page {
                 let began_us = began_ms * 1000;
                 p.page.stage_began(
-                    label.to_string(),
+                    (label.to_string(), stage.name.clone()),
                     began_us,
                     began_us + skip.as_micros() as u64,
                 );
