@@ -418,7 +418,7 @@ pub struct RunArgs {
     pub server_data: Option<PathBuf>,
     /// Watch the run in a browser: serve its report, growing every interval, at
     /// http://ADDR/ (default a free port on 127.0.0.1; the URL is printed)
-    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "")]
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "", value_parser = live_address)]
     pub live: Option<String>,
     /// With --live: change a group's rate or users, or stop the run, from the page (or by
     /// POST /api/groups/NAME, POST /api/stop)
@@ -436,6 +436,19 @@ pub struct RunArgs {
 }
 
 use crate::plan::limits;
+
+/// `--live`'s value: empty (any free port on loopback), a port, `:PORT` or `HOST:PORT`; anything
+/// else is most likely the profile, taken for the address.
+fn live_address(s: &str) -> Result<String, String> {
+    let s = s.trim();
+    if s.is_empty() || s.parse::<u16>().is_ok() || s.contains(':') {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "`{s}` is not an address to listen on (HOST:PORT, :PORT or a port); the profile goes before --live, or write --live=ADDR"
+        ))
+    }
+}
 
 /// `--threads`: one number of users, or (for `sweep`) a list of them, `1,2,4,8`.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -392,3 +392,106 @@ fn capture_refuses_a_file_that_is_not_a_mongodb_log_and_a_missing_one() {
         .code(2)
         .stderr(predicate::str::contains("--from-profiler"));
 }
+
+/// The live page's options refused before anything is created or reached: control on a series
+/// (its steps' load is its own), an address beyond loopback without a token, a short token,
+/// control without the page, and a profile taken for the page's address.
+#[test]
+fn the_live_pages_options_are_refused_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        &format!("{GROUP}threads = 1\nduration = \"1s\"\n"),
+    );
+    let out = dir.path().join("out");
+    let out = out.to_str().unwrap();
+    let uri = "mongodb://127.0.0.1:1";
+    for (args, says) in [
+        (
+            vec![
+                "sweep",
+                path.as_str(),
+                "--uri",
+                uri,
+                "--out",
+                out,
+                "--live",
+                "--live-control",
+            ],
+            "--live-control could not change it",
+        ),
+        (
+            vec![
+                "capacity",
+                path.as_str(),
+                "--uri",
+                uri,
+                "--out",
+                out,
+                "--slo",
+                "ins.p99 < 10ms",
+                "--live",
+                "--live-control",
+            ],
+            "--live-control could not change it",
+        ),
+        (
+            vec![
+                "run",
+                path.as_str(),
+                "--uri",
+                uri,
+                "--out",
+                out,
+                "--live",
+                "0.0.0.0:0",
+            ],
+            "add --live-token T",
+        ),
+        (
+            vec![
+                "run",
+                path.as_str(),
+                "--uri",
+                uri,
+                "--out",
+                out,
+                "--live",
+                "--live-token",
+                "tiny7",
+            ],
+            "at least 8 characters",
+        ),
+        (
+            vec![
+                "run",
+                path.as_str(),
+                "--uri",
+                uri,
+                "--out",
+                out,
+                "--live-control",
+            ],
+            "--live",
+        ),
+        (
+            vec!["run", "--live", path.as_str(), "--uri", uri, "--out", out],
+            "the profile goes before --live",
+        ),
+    ] {
+        let o = bin()
+            .args(&args)
+            .env_remove("MONGO_STRESS_LIVE_TOKEN")
+            .assert()
+            .code(2)
+            .get_output()
+            .clone();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert!(!stderr.contains("tiny7"), "the token was printed: {stderr}");
+        assert!(
+            !std::path::Path::new(out).exists(),
+            "{args:?} created {out}"
+        );
+    }
+}
