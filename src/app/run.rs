@@ -59,7 +59,12 @@ pub async fn run(command: RunCommand, stop: CancellationToken) -> Result<i32, Er
     .await;
     if let Some((page, endpoint)) = page {
         if let Err(e) = &loaded {
-            page.end(&format!("failed: {e}"), e.exit_code(), &fresh.dir);
+            page.end(
+                &format!("failed: {e}"),
+                e.exit_code(),
+                &fresh.dir,
+                crate::rundir::File::Report.name(),
+            );
         }
         endpoint.close();
     }
@@ -179,7 +184,12 @@ async fn load(
     let result = session.run(sampler).await;
     if let (Some(p), Ok(s)) = (page, &result) {
         let outcome = s.outcome();
-        p.end(&outcome.words(), outcome.exit_code(), out_dir);
+        p.end(
+            &outcome.words(),
+            outcome.exit_code(),
+            out_dir,
+            crate::rundir::File::Report.name(),
+        );
     }
     // Its share of the live metrics goes with it: the pusher below is the last one's.
     drop(session);

@@ -96,7 +96,7 @@ impl Series {
         })
     }
 
-    /// The series is over: the live page says so, and closes.
+    /// The series is over: the live page says so (and where the series' page is), and closes.
     pub(super) fn end_page(&mut self, code: i32) {
         if let Some((page, endpoint)) = self.page.take() {
             let words = match code {
@@ -104,7 +104,12 @@ impl Series {
                 130 => "interrupted".to_string(),
                 c => format!("ended with exit code {c}"),
             };
-            page.end(&format!("{}: {words}", self.command), code, &self.out_dir);
+            page.end(
+                &format!("{}: {words}", self.command),
+                code,
+                &self.out_dir,
+                &format!("{}.html", self.command),
+            );
             endpoint.close();
         }
     }
@@ -174,5 +179,19 @@ impl Series {
             }),
         };
         session.run(sampler).await
+    }
+}
+impl Drop for Series {
+    /// A series that ended on an error: its page says so too.
+    fn drop(&mut self) {
+        if let Some((page, endpoint)) = self.page.take() {
+            page.end(
+                &format!("{}: failed (see its console)", self.command),
+                crate::error::exit::ERRORS,
+                &self.out_dir,
+                &format!("{}.html", self.command),
+            );
+            endpoint.close();
+        }
     }
 }

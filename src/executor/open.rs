@@ -135,6 +135,8 @@ async fn worker<B: Backend>(s: Arc<Shared<B>>, mut free_since: Option<Instant>) 
         let due = if due > Instant::now() {
             tokio::select! {
                 due = s.schedule.until_due(j) => due,
+                // A slower rate can put the slot past the group's end.
+                _ = tokio::time::sleep_until(s.far()) => return,
                 _ = s.ctx.stop.cancelled() => return,
             }
         } else {

@@ -40,6 +40,22 @@ impl Drop for Active<'_> {
     }
 }
 
+/// A running user that waits (fewer users wanted): not counted as running until it is back.
+struct Waiting<'a>(&'a AtomicU32);
+
+impl<'a> Waiting<'a> {
+    fn new(active: &'a AtomicU32) -> Self {
+        active.fetch_sub(1, Ordering::Relaxed);
+        Waiting(active)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 /// What one virtual user carries from one operation to the next: its number, its random
 /// stream, its key chooser and its generators' `^Inc` counters. In open loop, all an idle user
 /// is (no task of its own); made the first time the user is needed.
@@ -109,12 +125,13 @@ pub(super) async fn virtual_user<B: Backend>(
         }
         // Fewer users wanted now (`--live-control`): this one waits, not counted as running.
         if !ctx.steer.wanted(group.index, n) {
-            active.fetch_sub(1, Ordering::Relaxed);
-            let back = ctx
-                .steer
-                .wait_wanted(group.index, n, &ctx.stop, deadline)
-                .await;
-            active.fetch_add(1, Ordering::Relaxed);
+            // Not counted while it waits, however the wait ends (an abort included).
+            let back = {
+                let _waiting = Waiting::new(active);
+                ctx.steer
+                    .wait_wanted(group.index, n, &ctx.stop, deadline)
+                    .await
+            };
             if !back {
                 break;
             }

@@ -89,7 +89,19 @@ fn no_match(s: &Summary, out: &mut Warnings) {
             // A step's row times the step; what matched is counted on its group's row.
             let step_row = matches!(&row.label, crate::metrics::Label::Kind { group, kind }
                 if s.groups.iter().any(|g| &g.name == group && g.steps.iter().any(|x| x == kind.as_str())));
-            if row.samples > 0 && row.matched == 0 && row.errors < row.samples && !step_row {
+            // A row of a change (`--live-control`) holds some of its group's operations,
+            // which the group's own row judges.
+            let change_row = run.changes.iter().any(|c| {
+                row.label
+                    .group_name()
+                    .is_some_and(|g| g.starts_with(&format!("{}@", c.group)))
+            });
+            if row.samples > 0
+                && row.matched == 0
+                && row.errors < row.samples
+                && !step_row
+                && !change_row
+            {
                 let unacknowledged = row
                     .label
                     .group_name()
@@ -150,40 +162,81 @@ fn stopped_early(s: &Summary, out: &mut Warnings) {
     }
 }
 
-/// The open-loop groups that fell short of their rate, or started operations late.
+/// The open-loop groups that fell short of their rate, or started operations late. A group
+/// whose rate was changed while it ran (`--live-control`) is judged by the row of each rate,
+/// against that rate.
 fn rates(s: &Summary, out: &mut Warnings) {
+    use crate::metrics::Label;
     for run in &s.runs {
         for g in s.groups.iter().filter(|g| g.rate.is_some()) {
-            let (Some(rate), Some(row)) = (
-                g.rate,
-                run.rows
-                    .iter()
-                    .find(|r| r.label == crate::metrics::Label::group(&g.name)),
-            ) else {
-                continue;
+            let changes: Vec<&super::Change> = run
+                .changes
+                .iter()
+                .filter(|c| c.group == g.name && c.setting == "rate")
+                .collect();
+            let judged: Vec<(Label, f64)> = match changes.first() {
+                None => g
+                    .rate
+                    .map(|r| (Label::group(&g.name), r))
+                    .into_iter()
+                    .collect(),
+                Some(first) => std::iter::once((
+                    Label::group(&Label::step_name(&g.name, first.from)),
+                    first.from,
+                ))
+                .chain(changes.iter().map(|c| (c.row.clone(), c.to)))
+                .collect(),
             };
-            if row.throughput < rate * 0.95 || row.missed > 0 {
-                out.add(
-                    WarningCode::RateNotReached,
-                    Some(run.run),
-                    Some(g.name.clone()),
-                    format!(
-                        "reached {:.1}/s of the target {rate}/s ({:.0} %); {} operations never started",
-                        row.throughput,
-                        row.throughput * 100.0 / rate,
-                        row.missed
-                    ),
-                );
+            for (label, rate) in judged {
+                let Some(row) = run.rows.iter().find(|r| r.label == label) else {
+                    continue;
+                };
+                rate_of(run.run, g, row, rate, out);
             }
-            if row.late > 0 {
-                out.add(
-                    WarningCode::LateOperations,
-                    Some(run.run),
-                    Some(g.name.clone()),
-                    late_operations(g, row, rate),
-                );
+            // Operations owed when time ran out are the group's, whatever its rate then.
+            let whole = run.rows.iter().find(|r| r.label == Label::group(&g.name));
+            if let (false, Some(row)) = (changes.is_empty(), whole) {
+                if row.missed > 0 {
+                    out.add(
+                        WarningCode::RateNotReached,
+                        Some(run.run),
+                        Some(g.name.clone()),
+                        format!("{} operations never started", row.missed),
+                    );
+                }
             }
         }
+    }
+}
+
+/// One row of an open-loop group against `rate`.
+fn rate_of(
+    run: u32,
+    g: &super::GroupInfo,
+    row: &crate::metrics::Row,
+    rate: f64,
+    out: &mut Warnings,
+) {
+    if row.throughput < rate * 0.95 || row.missed > 0 {
+        out.add(
+            WarningCode::RateNotReached,
+            Some(run),
+            Some(row.label.to_string()),
+            format!(
+                "reached {:.1}/s of the target {rate}/s ({:.0} %); {} operations never started",
+                row.throughput,
+                row.throughput * 100.0 / rate,
+                row.missed
+            ),
+        );
+    }
+    if row.late > 0 {
+        out.add(
+            WarningCode::LateOperations,
+            Some(run),
+            Some(row.label.to_string()),
+            late_operations(g, row, rate),
+        );
     }
 }
 

@@ -41,10 +41,17 @@ impl Label {
 
     /// The name of a rate step's group plan: `run@500/s`, `run@2.5/s`.
     pub fn step_name(group: &str, rate: f64) -> String {
+        // As many decimals as the rate needs, up to 2 (3 below 1/s): never a bare `400.`.
         let r = if rate.fract() == 0.0 {
             format!("{rate:.0}")
+        } else if rate < 1.0 {
+            format!("{rate:.3}")
         } else {
-            format!("{rate:.2}").trim_end_matches('0').to_string()
+            format!("{rate:.2}")
+        };
+        let r = match r.contains('.') {
+            true => r.trim_end_matches('0').trim_end_matches('.').to_string(),
+            false => r,
         };
         format!("{group}@{r}/s")
     }

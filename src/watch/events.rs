@@ -43,6 +43,8 @@ pub(super) struct GroupNow {
     pub step: bool,
     pub threads: u32,
     pub rate: Option<f64>,
+    /// It runs for a time (not a number of loops).
+    pub timed: bool,
     /// A mix's or steps' kinds: their series beside the group's.
     pub kinds: Vec<String>,
 }
@@ -98,6 +100,7 @@ pub(super) fn groups(plan: &RunPlan) -> Vec<GroupNow> {
                 step: g.name.contains('@'),
                 threads: g.threads,
                 rate: g.rate,
+                timed: matches!(g.stop, StopAt::Duration(_)),
                 kinds: if g.mix.is_empty() && !matches!(g.op, crate::workload::OpSpec::Steps(_)) {
                     Vec::new()
                 } else {
@@ -189,6 +192,12 @@ impl Page {
                 },
             ));
         }
+        if g.setting() == Setting::Users && !g.timed {
+            return Err((
+                409,
+                format!("`{name}` runs a number of loops per user: its work is loops x users, which a change of users would change; give it a duration to steer it"),
+            ));
+        }
         let Some(now) = run.steer.now(g.index) else {
             return Err((
                 409,
@@ -199,6 +208,12 @@ impl Page {
             Now::Rate(r) => r,
             Now::Users(u) => f64::from(u),
         };
+        if (from - ask.to).abs() < 1e-9 {
+            return Err((
+                409,
+                format!("`{name}` runs at {} already", shown(g.setting(), from)),
+            ));
+        }
         let (index, setting) = (g.index, g.setting());
         let words = format!(
             "{name}: {} -> {} from the next interval",
@@ -233,6 +248,12 @@ impl Page {
             let mut made = Vec::new();
             for p in pending {
                 let Some(now) = run.steer.now(p.group) else {
+                    eprintln!(
+                        "live: {} -> {} not made: `{}` ended before the interval did",
+                        p.setting.word(),
+                        shown(p.setting, p.to),
+                        p.name
+                    );
                     continue;
                 };
                 let from = match now {
@@ -251,7 +272,24 @@ impl Page {
                     continue;
                 }
                 let before = row_of(&p.name, p.setting, from);
-                let after = row_of(&p.name, p.setting, p.to);
+                // A value the group ran at before gets a row of its own too: `insert@200/s #2`.
+                let after = {
+                    let first = row_of(&p.name, p.setting, p.to);
+                    let taken = |l: &Label| {
+                        *l == before
+                            || made.iter().chain(&st.changes).any(|c: &Change| c.row == *l)
+                            || st.changes.iter().chain(&made).any(|c| {
+                                c.group == p.name && row_of(&c.group, p.setting, c.from) == *l
+                            })
+                    };
+                    let mut n = 1;
+                    let mut label = first.clone();
+                    while taken(&label) {
+                        n += 1;
+                        label = Label::group(&format!("{first} #{n}"));
+                    }
+                    label
+                };
                 splits.push(Split {
                     group: p.group,
                     before,

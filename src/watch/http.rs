@@ -14,8 +14,9 @@ use crate::error::Error;
 
 /// Most pages watching at once.
 pub(super) const MAX_VIEWERS: usize = 16;
-/// Largest request body read.
-const MAX_BODY: u64 = 4096;
+/// Largest request body read (tiny_http has read one this long before the request is handed
+/// over, so no client can hold the endpoint by sending it slowly).
+const MAX_BODY: u64 = 1024;
 /// A comment down each stream this often, so a proxy or a browser keeps it open.
 const KEEPALIVE: Duration = Duration::from_secs(15);
 
@@ -64,6 +65,7 @@ pub(super) fn serve(page: &Page) -> Result<Endpoint, Error> {
         ))
     })?;
     let addr = server.server_addr().to_ip().unwrap_or(addr);
+    let _ = page.inner.bound.set(addr);
     let server = Arc::new(server);
     let (srv, page) = (Arc::clone(&server), page.clone());
     let thread = std::thread::Builder::new()
@@ -116,34 +118,16 @@ fn query_value<'a>(url: &'a str, name: &str) -> Option<std::borrow::Cow<'a, str>
 }
 
 fn percent_decode(s: &str) -> std::borrow::Cow<'_, str> {
-    if !s.contains(['%', '+']) {
-        return std::borrow::Cow::Borrowed(s);
-    }
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'%' if i + 2 < bytes.len() => match u8::from_str_radix(&s[i + 1..i + 3], 16) {
-                Ok(b) => {
-                    out.push(b);
-                    i += 3;
-                    continue;
-                }
-                Err(_) => out.push(b'%'),
-            },
-            b'+' => out.push(b' '),
-            b => out.push(b),
-        }
-        i += 1;
-    }
-    std::borrow::Cow::Owned(String::from_utf8_lossy(&out).into_owned())
+    percent_encoding::percent_decode_str(s).decode_utf8_lossy()
 }
 
 impl Page {
     fn answer(&self, mut req: tiny_http::Request) {
         let url = req.url().to_string();
         let path = url.split('?').next().unwrap_or("").to_string();
+        if let Err(why) = self.same_site(&req) {
+            return refuse(req, 403, &why);
+        }
         if !self.allowed(&req, &url) {
             return refuse(
                 req,
@@ -162,7 +146,13 @@ impl Page {
                 let r = tiny_http::Response::from_string(body)
                     .with_header(header("Content-Type", "text/html; charset=utf-8"))
                     .with_header(header("Cache-Control", "no-store"));
-                let _ = req.respond(r);
+                // Written on a thread of its own: a client that reads it slowly holds no
+                // other request (a stop among them) behind it.
+                let _ = std::thread::Builder::new()
+                    .name("live-page-get".into())
+                    .spawn(move || {
+                        let _ = req.respond(r);
+                    });
             }
             (tiny_http::Method::Get, "/events") => self.stream(req),
             (tiny_http::Method::Get, "/api/run") => {
@@ -215,6 +205,48 @@ impl Page {
         }
     }
 
+    /// Without a token, the page answers only what a browser on this machine asks for itself:
+    /// the Host a loopback address is reached by (not a name another site had resolve here), and
+    /// no request another site's page sent (its Origin). With a token, the token decides.
+    fn same_site(&self, req: &tiny_http::Request) -> Result<(), String> {
+        if self.inner.opts.token.is_some() {
+            return Ok(());
+        }
+        let value = |name: &str| {
+            req.headers()
+                .iter()
+                .find(|h| h.field.as_str().as_str().eq_ignore_ascii_case(name))
+                .map(|h| h.value.as_str().to_ascii_lowercase())
+        };
+        let bound = self
+            .inner
+            .bound
+            .get()
+            .copied()
+            .unwrap_or(self.inner.opts.addr);
+        let port = bound.port();
+        let ours: Vec<String> = std::iter::once(bound.to_string())
+            .chain(
+                ["localhost", "127.0.0.1", "[::1]"]
+                    .iter()
+                    .map(|h| format!("{h}:{port}")),
+            )
+            .collect();
+        let host = value("Host").unwrap_or_default();
+        if !ours.contains(&host) {
+            return Err(format!(
+                "this page answers on {} only (Host was `{host}`); to reach it by another name or address, start the run with --live-token",
+                ours[0]
+            ));
+        }
+        match value("Origin") {
+            Some(o) if o != "null" && !ours.iter().any(|h| o == format!("http://{h}")) => Err(
+                format!("a request from another site's page ({o}) is not taken"),
+            ),
+            _ => Ok(()),
+        }
+    }
+
     /// With a token, every request carries it (the header, or the page's `?token=`).
     fn allowed(&self, req: &tiny_http::Request, url: &str) -> bool {
         let Some(token) = &self.inner.opts.token else {
@@ -236,9 +268,19 @@ impl Page {
             Ok(s) => s,
             Err(why) => return refuse(req, 503, &why),
         };
+        let streams = Arc::clone(&self.inner);
         let spawned = std::thread::Builder::new()
             .name("live-viewer".into())
             .spawn(move || {
+                // Counted while it writes, however it ends.
+                struct Writing(Arc<super::Inner>);
+                impl Drop for Writing {
+                    fn drop(&mut self) {
+                        self.0.streams.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                }
+                streams.streams.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let _writing = Writing(streams);
                 let mut w = req.into_writer();
                 let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\nConnection: close\r\nX-Accel-Buffering: no\r\n\r\n";
                 if w.write_all(head.as_bytes()).is_err() {
@@ -283,6 +325,18 @@ fn who(req: &tiny_http::Request) -> String {
 
 /// `{"rate": R}` or `{"users": N}`: one of the two, a number within the tool's bounds.
 fn read_ask(req: &mut tiny_http::Request) -> Result<Ask, String> {
+    match req.body_length() {
+        Some(n) if n as u64 <= MAX_BODY => {}
+        Some(_) => {
+            return Err(format!(
+                "the body is over {MAX_BODY} bytes; send {{\"rate\": R}} or {{\"users\": N}}"
+            ))
+        }
+        None => return Err(
+            "the body needs a Content-Length (not chunked); send {\"rate\": R} or {\"users\": N}"
+                .into(),
+        ),
+    }
     let mut body = String::new();
     use std::io::Read;
     req.as_reader()
@@ -379,8 +433,8 @@ mod tests {
     #[test]
     fn a_token_is_read_from_the_query_percent_decoded() {
         assert_eq!(
-            query_value("/events?token=a%2Fb+c", "token").as_deref(),
-            Some("a/b c")
+            query_value("/events?token=a%2Fb%20c+d", "token").as_deref(),
+            Some("a/b c+d")
         );
         assert_eq!(query_value("/?x=1&token=t", "token").as_deref(), Some("t"));
         assert_eq!(query_value("/", "token"), None);

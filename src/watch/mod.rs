@@ -35,13 +35,24 @@ pub use events::{Control, View};
 pub use http::Endpoint;
 
 /// What the command line asked of the page.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Options {
     pub addr: SocketAddr,
     /// `--live-control`: changes and the stop may be posted.
     pub control: bool,
     /// `--live-token`: every request must carry it (needed beyond loopback).
     pub token: Option<String>,
+}
+
+impl std::fmt::Debug for Options {
+    /// Never the token.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Options")
+            .field("addr", &self.addr)
+            .field("control", &self.control)
+            .field("token", &self.token.as_ref().map(|_| "****"))
+            .finish()
+    }
 }
 
 /// `--live`'s address: `HOST:PORT`, `:PORT` or a port alone (then on loopback); none: a free
@@ -101,6 +112,10 @@ struct Inner {
     state: Mutex<State>,
     /// The command's stop (Ctrl-C's): `POST /api/stop` fires it.
     stop: CancellationToken,
+    /// The address bound (its port when 0 was asked for).
+    bound: std::sync::OnceLock<SocketAddr>,
+    /// Event streams being written now (their threads), at most `http::MAX_VIEWERS`.
+    streams: std::sync::atomic::AtomicUsize,
 }
 
 #[derive(Default)]
@@ -164,6 +179,8 @@ impl Page {
                 opts,
                 state: Mutex::default(),
                 stop,
+                bound: std::sync::OnceLock::new(),
+                streams: Default::default(),
             }),
         };
         let endpoint = http::serve(&page)?;
@@ -255,7 +272,10 @@ impl Page {
     }
 
     /// The command ended: the page says so and where its report is.
-    pub fn end(&self, exit_words: &str, exit_code: i32, dir: &std::path::Path) {
+    /// `report`: the page of it in `dir` (`report.html`, a series' `sweep.html`).
+    pub fn end(&self, exit_words: &str, exit_code: i32, dir: &std::path::Path, report: &str) {
+        // Where a reader finds it, whatever the directory the command ran in.
+        let dir = &std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
         let (started, now) = {
             let st = lock(&self.inner.state);
             let started = st.header["started_at"].as_str().map(str::to_string);
@@ -275,7 +295,7 @@ impl Page {
                 "exit": exit_words,
                 "exit_code": exit_code,
                 "dir": dir.display().to_string(),
-                "report": crate::rundir::File::Report.path(dir).display().to_string(),
+                "report": dir.join(report).display().to_string(),
             }),
         );
         self.publish(event);
@@ -309,7 +329,11 @@ impl Page {
     /// command ended, or with too many viewers).
     fn subscribe(&self) -> Result<Subscribed, String> {
         let mut st = lock(&self.inner.state);
-        if st.viewers.len() >= http::MAX_VIEWERS {
+        let streams = self
+            .inner
+            .streams
+            .load(std::sync::atomic::Ordering::Relaxed);
+        if st.viewers.len().max(streams) >= http::MAX_VIEWERS {
             return Err(format!(
                 "{} pages are watching already; close one",
                 http::MAX_VIEWERS

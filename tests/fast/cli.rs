@@ -472,7 +472,7 @@ fn the_live_pages_options_are_refused_before_anything_runs() {
                 out,
                 "--live-control",
             ],
-            "--live",
+            "required arguments were not provided:\n  --live",
         ),
         (
             vec!["run", "--live", path.as_str(), "--uri", uri, "--out", out],
