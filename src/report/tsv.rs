@@ -17,11 +17,7 @@ pub fn render(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
             if with_run {
                 write!(out, "{}\t", run.run)?;
             }
-            let line: Vec<String> = cells(row)
-                .into_iter()
-                .map(|c| c.replace(['\t', '\n'], " "))
-                .collect();
-            writeln!(out, "{}", line.join("\t"))?;
+            writeln!(out, "{}", line(row))?;
         }
     }
     Ok(())
@@ -31,13 +27,18 @@ pub fn render(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
 pub fn render_rows(rows: &[crate::metrics::Row], out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out, "{}", COLUMNS.join("\t"))?;
     for row in rows {
-        let line: Vec<String> = cells(row)
-            .into_iter()
-            .map(|c| c.replace(['\t', '\n'], " "))
-            .collect();
-        writeln!(out, "{}", line.join("\t"))?;
+        writeln!(out, "{}", line(row))?;
     }
     Ok(())
+}
+
+/// A row's cells, tab-separated, none holding a tab or a line break.
+fn line(row: &crate::metrics::Row) -> String {
+    let cells: Vec<String> = cells(row)
+        .into_iter()
+        .map(|c| c.replace(['\t', '\n'], " "))
+        .collect();
+    cells.join("\t")
 }
 
 /// `thresholds.tsv`: one row per threshold per run.

@@ -41,22 +41,31 @@ pub(crate) fn browser() -> Option<PathBuf> {
     );
 }
 
-/// Chromium with no network: a dead proxy and no name resolution, and no background traffic.
+/// Chromium's flags for no network: a dead proxy and no name resolution (`resolver`: the host
+/// rules, `MAP * ~NOTFOUND` and what they leave out), and no background traffic.
+pub(crate) fn offline(resolver: &str) -> Vec<String> {
+    [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--proxy-server=socks5://127.0.0.1:9",
+        "--window-size=1300,4200",
+    ]
+    .iter()
+    .map(|a| a.to_string())
+    .chain(std::iter::once(format!("--host-resolver-rules={resolver}")))
+    .collect()
+}
+
+/// Chromium with no network at all.
 fn chromium(browser: &Path, profile_dir: &Path, extra: &[&str], page: &Path) -> Vec<u8> {
     let out = Command::new(browser)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--proxy-server=socks5://127.0.0.1:9",
-            "--host-resolver-rules=MAP * ~NOTFOUND",
-            "--window-size=1300,4200",
-        ])
+        .args(offline("MAP * ~NOTFOUND"))
         .arg(format!("--user-data-dir={}", profile_dir.display()))
         .args(extra)
         .arg(format!("file://{}", page.display()))

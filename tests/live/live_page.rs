@@ -462,22 +462,12 @@ fn live_dom(
     profile_dir: &std::path::Path,
     url: &str,
 ) -> std::process::Child {
+    // Loopback only: every other name unresolved, and the proxy dead.
     std::process::Command::new(browser)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--proxy-server=socks5://127.0.0.1:9",
-            "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
-            "--window-size=1300,4200",
-            "--dump-dom",
-            "--virtual-time-budget=60000",
-        ])
+        .args(crate::browser_report::offline(
+            "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+        ))
+        .args(["--dump-dom", "--virtual-time-budget=60000"])
         .arg(format!("--user-data-dir={}", profile_dir.display()))
         .arg(url)
         .stdout(std::process::Stdio::piped())
