@@ -109,14 +109,10 @@ pub fn data(dir: &RunDir) -> Value {
                 .collect();
             // Rate steps (`group@RATE/s` rows): where each step's counted operations began
             // (the rows of changes are marked where the change was made, below).
-            let changed = |label: &Label| {
-                let g = label.group_name().unwrap_or_default();
-                r.changes.iter().any(|c| g.starts_with(&format!("{}@", c.group)))
-            };
             let steps: Vec<Value> = r
                 .rows
                 .iter()
-                .filter(|row| row.label.is_step() && row.first_start_us > 0 && !changed(&row.label))
+                .filter(|row| row.label.is_step() && row.first_start_us > 0 && !r.is_change_row(&row.label))
                 .map(|row| json!({ "label": row.label, "at": secs(row.first_start_us as f64 / 1000.0) }))
                 .collect();
             // Each fault as a band from when it was done to when it was over.
@@ -130,7 +126,7 @@ pub fn data(dir: &RunDir) -> Value {
             let changes: Vec<Value> = r
                 .changes
                 .iter()
-                .map(|c| json!({ "at": secs(c.time_ms as f64), "label": change_label(c) }))
+                .map(|c| json!({ "at": secs(c.time_ms as f64), "label": c.text() }))
                 .collect();
             json!({ "run": r.run, "stages": stages, "steps": steps, "faults": faults, "changes": changes })
         })
@@ -169,26 +165,6 @@ pub fn data(dir: &RunDir) -> Value {
         "spectrum": spectrum(s),
         "resources": resources(dir),
     })
-}
-
-/// A change as its marker says it: `insert 200/s -> 400/s (page 127.0.0.1)`.
-pub fn change_label(c: &crate::summary::Change) -> String {
-    let shown = |v: f64| match c.setting.as_str() {
-        "rate" => format!(
-            "{}/s",
-            crate::metrics::Label::step_name("", v)
-                .trim_start_matches('@')
-                .trim_end_matches("/s")
-        ),
-        _ => format!("{v:.0} users"),
-    };
-    format!(
-        "{} {} -> {} ({})",
-        c.group,
-        shown(c.from),
-        shown(c.to),
-        c.who
-    )
 }
 
 /// The interval log's series as the charts draw them: `intervals` per tag and `activity` per
@@ -461,7 +437,8 @@ fn spectrum(s: &Summary) -> Vec<Value> {
     let mut out = Vec::new();
     for run in &s.runs {
         for row in &run.rows {
-            if row.label.is_stage_total() || row.samples == 0 {
+            // A change's rows are parts of their group's, drawn as that group.
+            if row.label.is_stage_total() || row.samples == 0 || run.is_change_row(&row.label) {
                 continue;
             }
             let Some(h) = row

@@ -436,6 +436,38 @@ pub struct Change {
     pub row: Label,
 }
 
+impl Change {
+    /// The row of a group's operations at `value` of `setting` (`rate` or `users`):
+    /// `insert@400/s`, `insert@50 users`.
+    pub fn row_at(group: &str, setting: &str, value: f64) -> Label {
+        match setting {
+            "rate" => Label::group(&Label::step_name(group, value)),
+            _ => Label::group(&format!("{group}@{value:.0} users")),
+        }
+    }
+
+    /// A value of `setting` as a person reads it: `400/s`, `50 users`.
+    pub fn value_text(setting: &str, value: f64) -> String {
+        match setting {
+            "rate" => Label::step_name("", value)
+                .trim_start_matches('@')
+                .to_string(),
+            _ => format!("{value:.0} users"),
+        }
+    }
+
+    /// The change as its marker says it: `insert 200/s -> 400/s (page 127.0.0.1)`.
+    pub fn text(&self) -> String {
+        format!(
+            "{} {} -> {} ({})",
+            self.group,
+            Change::value_text(&self.setting, self.from),
+            Change::value_text(&self.setting, self.to),
+            self.who
+        )
+    }
+}
+
 pub fn group_info(plan: &RunPlan) -> Vec<GroupInfo> {
     plan.stages
         .iter()
@@ -623,6 +655,15 @@ fn warmup_rows(plan: &RunPlan, warmup: &[GroupMetrics]) -> Vec<WarmupRow> {
 }
 
 impl RunResult {
+    /// A row of a group changed while the run went (`insert@400/s`, and the part before the
+    /// first change): some of its group's operations, which the group's own row holds.
+    pub fn is_change_row(&self, label: &Label) -> bool {
+        let g = label.group_name().unwrap_or_default();
+        self.changes
+            .iter()
+            .any(|c| g.starts_with(&format!("{}@", c.group)))
+    }
+
     pub fn total(&self) -> &Row {
         self.rows.last().expect("a run always has a TOTAL row")
     }

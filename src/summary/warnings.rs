@@ -91,11 +91,7 @@ fn no_match(s: &Summary, out: &mut Warnings) {
                 if s.groups.iter().any(|g| &g.name == group && g.steps.iter().any(|x| x == kind.as_str())));
             // A row of a change (`--live-control`) holds some of its group's operations,
             // which the group's own row judges.
-            let change_row = run.changes.iter().any(|c| {
-                row.label
-                    .group_name()
-                    .is_some_and(|g| g.starts_with(&format!("{}@", c.group)))
-            });
+            let change_row = run.is_change_row(&row.label);
             if row.samples > 0
                 && row.matched == 0
                 && row.errors < row.samples
@@ -181,7 +177,7 @@ fn rates(s: &Summary, out: &mut Warnings) {
                     .into_iter()
                     .collect(),
                 Some(first) => std::iter::once((
-                    Label::group(&Label::step_name(&g.name, first.from)),
+                    super::Change::row_at(&g.name, "rate", first.from),
                     first.from,
                 ))
                 .chain(changes.iter().map(|c| (c.row.clone(), c.to)))

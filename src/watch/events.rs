@@ -131,19 +131,11 @@ pub(super) struct Ask {
 pub(super) type Refused = (u16, String);
 
 fn row_of(name: &str, setting: Setting, value: f64) -> Label {
-    match setting {
-        Setting::Rate => Label::group(&Label::step_name(name, value)),
-        Setting::Users => Label::group(&format!("{name}@{value:.0} users")),
-    }
+    Change::row_at(name, setting.word(), value)
 }
 
 fn shown(setting: Setting, value: f64) -> String {
-    match setting {
-        Setting::Rate => Label::step_name("", value)
-            .trim_start_matches('@')
-            .to_string(),
-        Setting::Users => format!("{value:.0} users"),
-    }
+    Change::value_text(setting.word(), value)
 }
 
 impl Page {
@@ -275,11 +267,13 @@ impl Page {
                 // A value the group ran at before gets a row of its own too: `insert@200/s #2`.
                 let after = {
                     let first = row_of(&p.name, p.setting, p.to);
+                    // Every row the group had: each change's, and what came before each.
                     let taken = |l: &Label| {
                         *l == before
-                            || made.iter().chain(&st.changes).any(|c: &Change| c.row == *l)
-                            || st.changes.iter().chain(&made).any(|c| {
-                                c.group == p.name && row_of(&c.group, p.setting, c.from) == *l
+                            || st.changes.iter().chain(&made).any(|c: &Change| {
+                                c.row == *l
+                                    || (c.group == p.name
+                                        && row_of(&c.group, p.setting, c.from) == *l)
                             })
                     };
                     let mut n = 1;
