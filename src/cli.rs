@@ -362,6 +362,10 @@ pub struct RunArgs {
     /// Do not sample server and client resources (resources.tsv, the resource summary)
     #[arg(long)]
     pub no_resources: bool,
+    /// Do not sample a replica set's or cluster's members one by one (members.tsv, lag, the
+    /// primary's changes)
+    #[arg(long)]
+    pub no_members: bool,
     /// Seed of every random choice [default: a random one, printed]
     #[arg(long)]
     pub seed: Option<u64>,

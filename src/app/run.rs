@@ -682,6 +682,16 @@ pub(super) async fn start_sampler(
         data_dir,
         server_metrics,
         events: std::sync::Arc::clone(events),
+        members: if args.no_members {
+            None
+        } else {
+            Some(monitor::members::MembersTarget {
+                options: connect::parse(&server.uri).await?,
+                sink: Box::new(crate::rundir::members::MembersFile::new(
+                    &crate::rundir::File::Members.path(out_dir),
+                )),
+            })
+        },
     };
     let sink: Box<dyn monitor::RowSink> = match exporter {
         Some(e) => Box::new(crate::exporter::Tee(Box::new(file), e.clone())),

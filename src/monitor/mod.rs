@@ -10,6 +10,7 @@
 
 pub mod health;
 pub mod local;
+pub mod members;
 pub mod node;
 pub mod row;
 pub mod scrape;
@@ -51,6 +52,9 @@ pub struct Target {
     pub server_metrics: Vec<String>,
     /// The fault going on, for each row's `fault` column.
     pub events: Arc<EventMark>,
+    /// A replica set's or cluster's members, each sampled on its own (`members.tsv`); none
+    /// with `--no-members`.
+    pub members: Option<members::MembersTarget>,
 }
 
 /// The fault going on now, and the last one begun since the sampler last looked: a row
@@ -85,6 +89,13 @@ pub struct Sampled {
     pub failures: Vec<String>,
     /// How each `--server-metrics` endpoint answered.
     pub sources: Vec<MetricsSource>,
+    /// The members' rows the sink could not take, the topology's events and the members'
+    /// warnings (each said once).
+    pub members_unwritten: Vec<members::MemberRow>,
+    pub topology: Vec<members::TopologyEvent>,
+    pub member_warnings: Vec<String>,
+    /// The members found (`shard/host`), once discovery is done; none for a standalone server.
+    pub member_names: Vec<String>,
 }
 
 /// How one `--server-metrics` endpoint answered over the run (for the summary's note).
@@ -125,6 +136,12 @@ impl Sampler {
         lock(&self.shared).unwritten.clone()
     }
 
+    /// The members' rows so far that their sink could not take, and the topology's events.
+    pub fn members_so_far(&self) -> (Vec<members::MemberRow>, Vec<members::TopologyEvent>) {
+        let s = lock(&self.shared);
+        (s.members_unwritten.clone(), s.topology.clone())
+    }
+
     /// Stops sampling; returns every row taken and every failure.
     pub async fn stop(self) -> Sampled {
         self.stop.cancel();
@@ -162,6 +179,10 @@ async fn sample(
         }
     };
     let mut sink = Some(sink);
+    let (mut members, mut member_sink) = match target.members {
+        Some(m) => discover(&target.client, m, &shared).await,
+        None => (None, None),
+    };
     let mut status = status::Status::default();
     let mut scrapers: Vec<Option<Scraper>> = target
         .server_metrics
@@ -198,8 +219,25 @@ async fn sample(
         row.fault = target.events.take().map(str::to_string);
         // serverStatus and the exporters' pages at once, each with its own time limit.
         let scraped = scrape_all(&mut scrapers, &hosts, &shared, false);
-        let ((), host_rows) = tokio::join!(status.read(&target.client, &mut row, secs), scraped);
+        let member_rows = async {
+            match members.as_mut() {
+                Some(m) => Some(m.tick().await),
+                None => None,
+            }
+        };
+        let ((), host_rows, member_rows) = tokio::join!(
+            status.read(&target.client, &mut row, secs),
+            scraped,
+            member_rows
+        );
         row.hosts = host_rows;
+        if let (Some((rows, events)), Some(m)) = (member_rows, members.as_mut()) {
+            write_members(&mut member_sink, rows, &shared).await;
+            let mut s = lock(&shared);
+            s.topology.extend(events);
+            s.member_warnings = m.warnings.clone();
+            s.member_names = m.names();
+        }
         write_row(&mut sink, &row, &shared).await;
         if sink.is_none() {
             lock(&shared).unwritten.push(row);
@@ -229,6 +267,66 @@ async fn sample(
         })
         .collect();
     lock(&shared).sources = sources;
+}
+
+/// The deployment's members, when it has any (a standalone server has none: nothing is
+/// written); a discovery that fails is one warning, and the run goes on without members.
+async fn discover(
+    client: &mongodb::Client,
+    target: members::MembersTarget,
+    shared: &Mutex<Sampled>,
+) -> (
+    Option<members::Members>,
+    Option<Box<dyn members::MemberSink>>,
+) {
+    match members::Members::discover(client, target.options).await {
+        Ok(Some(m)) => {
+            let mut s = lock(shared);
+            s.member_names = m.names();
+            (Some(m), Some(target.sink))
+        }
+        Ok(None) => (None, None),
+        Err(e) => {
+            let w = format!("members: not sampled: {e}");
+            eprintln!("warning: {w}");
+            lock(shared).member_warnings.push(w);
+            (None, None)
+        }
+    }
+}
+
+/// Hands a second's member rows to their sink on the blocking pool; after a failure the rows
+/// are kept in memory.
+async fn write_members(
+    sink: &mut Option<Box<dyn members::MemberSink>>,
+    rows: Vec<members::MemberRow>,
+    shared: &Mutex<Sampled>,
+) {
+    let Some(mut s) = sink.take() else {
+        lock(shared).members_unwritten.extend(rows);
+        return;
+    };
+    match tokio::task::spawn_blocking(move || {
+        let result = s.write(&rows);
+        (s, rows, result)
+    })
+    .await
+    {
+        Ok((s, _, Ok(()))) => *sink = Some(s),
+        Ok((s, rows, Err(e))) => {
+            let message = format!(
+                "writing {} failed: {e}; it is incomplete from here on (the member summary is not)",
+                s.name()
+            );
+            eprintln!("error: {message}");
+            let mut sh = lock(shared);
+            sh.failures.push(message);
+            sh.members_unwritten.extend(rows);
+        }
+        Err(e) => lock(shared)
+            .failures
+            .push(format!("the members.tsv writer failed: {}", join_error(e))),
+    }
 }
 
 /// One page from every exporter, each on the blocking pool with its own 500 ms limit; a row
@@ -392,6 +490,7 @@ mod tests {
             data_dir: None,
             server_metrics: Vec::new(),
             events: Default::default(),
+            members: None,
         };
         let sampler = Sampler::start(target, Box::new(Broken));
         tokio::time::sleep(PERIOD + Duration::from_millis(300)).await;

@@ -121,7 +121,7 @@ fn repl_state(status: &Document) -> Option<String> {
     Some(state.into())
 }
 
-fn number(d: &Document, path: &[&str]) -> Option<f64> {
+pub(crate) fn number(d: &Document, path: &[&str]) -> Option<f64> {
     let (last, parents) = path.split_last()?;
     let mut cur = d;
     for p in parents {

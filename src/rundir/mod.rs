@@ -12,6 +12,7 @@
 
 pub mod fresh;
 pub mod hlog;
+pub mod members;
 pub mod resources;
 pub mod sweep;
 
@@ -40,10 +41,11 @@ pub enum File {
     Report,
     Samples,
     Audit,
+    Members,
 }
 
 impl File {
-    pub const ALL: [File; 11] = [
+    pub const ALL: [File; 12] = [
         File::SummaryJson,
         File::SummaryTsv,
         File::RunJson,
@@ -55,6 +57,7 @@ impl File {
         File::Report,
         File::Samples,
         File::Audit,
+        File::Members,
     ];
 
     pub fn name(self) -> &'static str {
@@ -70,6 +73,7 @@ impl File {
             File::Report => "report.html",
             File::Samples => "samples.tsv",
             File::Audit => "audit.tsv",
+            File::Members => "members.tsv",
         }
     }
 
