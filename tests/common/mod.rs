@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod proxy;
+pub mod replset;
 
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
