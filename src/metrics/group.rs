@@ -148,6 +148,9 @@ pub struct GroupMetrics {
 pub struct Outage {
     pub unavailable_max_us: u64,
     pub lost: u64,
+    /// The run's largest replica-set lag, in seconds (the deployment's, the same for every
+    /// group); none when no member's lag was measured.
+    pub lag_max_s: Option<f64>,
 }
 
 /// Kinds of failure a group keeps at most.
@@ -395,6 +398,10 @@ impl GroupMetrics {
             .unavailable_max_us
             .max(o.outage.unavailable_max_us);
         self.outage.lost += o.outage.lost;
+        self.outage.lag_max_s = match (self.outage.lag_max_s, o.outage.lag_max_s) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
         if o.samples == 0 {
             return;
         }

@@ -17,7 +17,7 @@ pub struct Metric {
 }
 
 /// The metric names, for error messages.
-pub const NAMES: &str = "avg, min, max, median, pNN or pNN.N (p50, p99, p99.9), throughput, error_pct, errors, samples, unavailable_max (the longest window without a success), lost (acknowledged writes the audit found not kept), and svc_avg, svc_min, svc_max, svc_median, svc_pNN (service time, open loop)";
+pub const NAMES: &str = "avg, min, max, median, pNN or pNN.N (p50, p99, p99.9), throughput, error_pct, errors, samples, unavailable_max (the longest window without a success), lost (acknowledged writes the audit found not kept), lag_max (the largest replica-set lag), and svc_avg, svc_min, svc_max, svc_median, svc_pNN (service time, open loop)";
 
 /// The metrics `compare` sets side by side, in column order; a gate (`--fail-if`) and a relative
 /// threshold (`<= +10%`) name one of these (or `median`, which is `p50`).
@@ -61,7 +61,8 @@ impl Metric {
             MetricKind::Min
             | MetricKind::Errors
             | MetricKind::UnavailableMax
-            | MetricKind::Lost => return None,
+            | MetricKind::Lost
+            | MetricKind::LagMax => return None,
         };
         Some(name)
     }
@@ -82,6 +83,7 @@ impl Metric {
             "samples" => MetricKind::Samples,
             "unavailable_max" => MetricKind::UnavailableMax,
             "lost" => MetricKind::Lost,
+            "lag_max" => MetricKind::LagMax,
             p => {
                 let n: f64 = p.strip_prefix('p')?.parse().ok()?;
                 if !(n > 0.0 && n < 100.0) || p.contains(['e', 'E', '+', '-']) {
@@ -116,6 +118,7 @@ impl Metric {
             MetricKind::Samples => "samples".to_string(),
             MetricKind::UnavailableMax => "unavailable_max".to_string(),
             MetricKind::Lost => "lost".to_string(),
+            MetricKind::LagMax => "lag_max".to_string(),
         };
         if self.service {
             format!("svc_{base}")
@@ -134,6 +137,7 @@ impl Metric {
                 | MetricKind::Median
                 | MetricKind::Percentile(_)
                 | MetricKind::UnavailableMax
+                | MetricKind::LagMax
         )
     }
 
@@ -180,6 +184,8 @@ impl Metric {
             MetricKind::Samples => real(m.samples),
             MetricKind::UnavailableMax => real(m.outage.unavailable_max_us) / 1000.0,
             MetricKind::Lost => real(m.outage.lost),
+            // Not measured: no lag to hold against the limit (a warning says why).
+            MetricKind::LagMax => m.outage.lag_max_s.map_or(0.0, |s| s * 1000.0),
         }
     }
 }

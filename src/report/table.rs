@@ -97,6 +97,7 @@ fn body(s: &Summary, width: Option<usize>, out: &mut dyn Write) -> std::io::Resu
         writeln!(out, "warning: {}", w.message)?;
     }
     resources(s, with_run, width, out)?;
+    members(s, with_run, width, out)?;
     spread(s, out)?;
     thresholds(s, with_run, out)?;
     let failures: Vec<&Warning> = of(s, WarningCode::Failure).collect();
@@ -392,6 +393,78 @@ fn resources(
         .chain(of(s, WarningCode::StatusMissed))
     {
         writeln!(out, "warning: {}: {}", labelled(w, with_run), w.message)?;
+    }
+    Ok(())
+}
+
+/// Each member of a replica set or cluster per run (average / peak), then the topology's
+/// events.
+fn members(
+    s: &Summary,
+    with_run: bool,
+    width: Option<usize>,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    if s.runs
+        .iter()
+        .all(|r| r.members.is_empty() && r.topology.is_empty())
+    {
+        return Ok(());
+    }
+    let ap = |a: &crate::summary::resources::AvgPeak, decimals: usize| match (a.avg, a.peak) {
+        (Some(avg), Some(peak)) => format!("{avg:.decimals$} / {peak:.decimals$}"),
+        _ => "-".to_string(),
+    };
+    let mut lines = vec![vec![
+        "Run".to_string(),
+        "Member".into(),
+        "State".into(),
+        "Seconds".into(),
+        "Ops/s".into(),
+        "Repl ops/s".into(),
+        "Lag s".into(),
+    ]];
+    for r in &s.runs {
+        for m in &r.members {
+            lines.push(vec![
+                r.run.to_string(),
+                m.name(),
+                m.state.clone().unwrap_or_else(|| "-".into()),
+                format!("{}/{}", m.answered, m.seconds),
+                ap(&m.ops_s, 0),
+                ap(&m.repl_ops_s, 0),
+                ap(&m.lag_s, 1),
+            ]);
+        }
+    }
+    if !with_run {
+        for l in &mut lines {
+            l.remove(0);
+        }
+    }
+    if lines.len() > 1 {
+        writeln!(
+            out,
+            "\nMembers, each sampled every second on its own connection (average / peak over the run):"
+        )?;
+        fitted(
+            &lines,
+            &[usize::from(with_run)],
+            width,
+            &["Seconds", "Repl ops/s"],
+            "members.tsv",
+            out,
+        )?;
+        writeln!(out, "(Seconds = answered / sampled; Ops/s = serverStatus opcounters, every kind; Lag = seconds behind the primary, from its replSetGetStatus)")?;
+    }
+    for r in &s.runs {
+        let prefix = run_prefix(Some(r.run), with_run);
+        for e in &r.topology {
+            writeln!(out, "{prefix}topology: {}", e.line())?;
+        }
+    }
+    for w in of(s, WarningCode::Members) {
+        writeln!(out, "warning: {}", w.message)?;
     }
     Ok(())
 }

@@ -48,6 +48,9 @@ pub struct Measured {
     /// The rows of changes made while the run went, and the changes (`--live-control`).
     pub segments: Vec<crate::metrics::Segment>,
     pub changes: Vec<super::Change>,
+    /// The members over the run and the topology's events (`members`).
+    pub members: Vec<super::members::MemberSummary>,
+    pub topology: Vec<crate::monitor::members::TopologyEvent>,
     pub failures: Vec<String>,
 }
 
@@ -86,6 +89,8 @@ impl RunResult {
             load,
             segments,
             changes,
+            members,
+            mut topology,
             failures,
         } = m;
         for (g, missed) in metrics.iter_mut().zip(missed) {
@@ -95,6 +100,11 @@ impl RunResult {
             judge::unavailability(plan, &availability, &mut metrics, stages_us, &faults);
         for e in faults.iter_mut().filter(|e| e.error.is_none()) {
             e.recovery = recoveries(plan, &availability, e);
+        }
+        super::members::judge_events(&mut topology, stages_us, &unavailable, &faults);
+        let lag = super::members::lag_max(&members);
+        for g in metrics.iter_mut() {
+            g.outage.lag_max_s = lag;
         }
         let (audit, audit_lines) = match audit {
             Some((verdict, lines)) => {
@@ -107,8 +117,16 @@ impl RunResult {
         };
         let aborted_by = stopped.as_ref().and_then(|s| s.threshold.clone());
         let audit_unfinished = audit.as_ref().is_some_and(|a| !a.finished);
-        let thresholds =
+        let mut thresholds =
             judge::run_thresholds(plan, &metrics, aborted_by.as_deref(), audit_unfinished);
+        // No lag measured: nothing shows the limit held.
+        for t in thresholds.iter_mut().filter(|t| {
+            lag.is_none()
+                && t.metric
+                    .is_some_and(|m| m.kind == crate::vocab::MetricKind::LagMax)
+        }) {
+            t.pass = false;
+        }
         let (rows, (errors_by_class, error_kinds)) = super::rows(plan, &metrics, &segments);
         RunResult {
             run,
@@ -131,6 +149,8 @@ impl RunResult {
             faults,
             unavailable,
             changes,
+            members,
+            topology,
             audit_lines,
             failures,
         }

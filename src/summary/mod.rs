@@ -9,6 +9,7 @@ pub mod audit;
 pub mod faults;
 pub mod judge;
 pub mod measured;
+pub mod members;
 pub mod plans;
 pub mod resources;
 pub mod run_info;
@@ -57,6 +58,10 @@ pub struct Summary {
     /// How each `--server-metrics` endpoint answered; empty without any.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub metrics_sources: Vec<crate::monitor::MetricsSource>,
+    /// What the member sampler could not read (a member that did not answer, a command it
+    /// refused), each said once.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub member_warnings: Vec<String>,
     /// Each template's winning plan, from the server's explain after the setup.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub plans: Vec<plans::QueryPlan>,
@@ -88,6 +93,7 @@ impl Summary {
             missing_parts: Vec::new(),
             plans: Vec::new(),
             metrics_sources: Vec::new(),
+            member_warnings: Vec::new(),
             failures: Vec::new(),
         }
     }
@@ -407,6 +413,13 @@ pub struct RunResult {
     /// Changes made while the run went (`--live-control`): a group's rate or users.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub changes: Vec<Change>,
+    /// Each member of a replica set or cluster over the run (`members.tsv`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub members: Vec<members::MemberSummary>,
+    /// The topology's events in the run: primary and state changes, members added or
+    /// removed, chunk migrations.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub topology: Vec<crate::monitor::members::TopologyEvent>,
     /// The audit's lines for `audit.tsv` (not in summary.json: there may be millions).
     #[serde(skip)]
     pub audit_lines: Vec<audit::AuditLine>,

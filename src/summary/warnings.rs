@@ -33,6 +33,9 @@ pub enum WarningCode {
     LateStart,
     /// A merged run lacks parts (`merge --allow-missing`): it had less load than the run.
     MissingParts,
+    /// The member sampler could not read a member, or a `lag_max` threshold had no lag to
+    /// judge (a note; the run is unharmed).
+    Members,
     /// Something failed beyond operations (a panic, an output not written whole): exit 1.
     Failure,
 }
@@ -61,6 +64,7 @@ pub fn compute(s: &Summary) -> Vec<Warning> {
     missing_parts(s, &mut out);
     warmups(s, &mut out);
     metrics_sources(s, &mut out);
+    members(s, &mut out);
     resources(s, &mut out);
     failures(s, &mut out);
     out.0
@@ -338,6 +342,29 @@ fn warmups(s: &Summary, out: &mut Warnings) {
 }
 
 /// The `--server-metrics` endpoints that missed some seconds.
+/// What the member sampler could not read, and a `lag_max` threshold with no lag measured.
+fn members(s: &Summary, out: &mut Warnings) {
+    for w in &s.member_warnings {
+        out.add(WarningCode::Members, None, None, w.clone());
+    }
+    for run in &s.runs {
+        let unmeasured = run.members.iter().all(|m| m.lag_s.peak.is_none());
+        for t in &run.thresholds {
+            if unmeasured
+                && t.metric
+                    .is_some_and(|m| m.kind == crate::vocab::MetricKind::LagMax)
+            {
+                out.add(
+                    WarningCode::Members,
+                    Some(run.run),
+                    None,
+                    format!("`{}` had no lag to judge: no member's lag was measured (a standalone server, --no-members, or replSetGetStatus refused), so it fails", t.threshold),
+                );
+            }
+        }
+    }
+}
+
 fn metrics_sources(s: &Summary, out: &mut Warnings) {
     for m in &s.metrics_sources {
         if m.answered < m.seconds {

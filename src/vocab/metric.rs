@@ -17,4 +17,7 @@ pub enum MetricKind {
     UnavailableMax,
     /// Acknowledged writes the audit found not kept: lost, deleted and back, lost updates.
     Lost,
+    /// The largest lag of a replica-set member behind its primary during the run (seconds;
+    /// known after the run).
+    LagMax,
 }

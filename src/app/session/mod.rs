@@ -88,6 +88,36 @@ impl<B: Backend + Clone> Session<'_, B> {
         rows
     }
 
+    /// The members' rows and the topology's events of the run that spans `stages`:
+    /// `members.tsv` read back, then the rows it could not take.
+    fn members_in(
+        &self,
+        sampler: &Sampler,
+        stages: &[crate::summary::resources::StageSpan],
+    ) -> (
+        Vec<crate::summary::members::MemberSummary>,
+        Vec<crate::monitor::members::TopologyEvent>,
+    ) {
+        let (Some(from), Some(to)) = (
+            stages.iter().map(|s| s.began_ms).min(),
+            stages.iter().map(|s| s.end_ms).max(),
+        ) else {
+            return Default::default();
+        };
+        let (unwritten, events) = sampler.members_so_far();
+        let path = crate::rundir::File::Members.path(self.out_dir);
+        let mut rows = std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|text| crate::rundir::members::parse_members(&text).ok())
+            .unwrap_or_default();
+        rows.extend(unwritten);
+        let events = events
+            .into_iter()
+            .filter(|e| e.time_ms + 1000 >= from && e.time_ms <= to + 1000)
+            .collect();
+        (crate::summary::members::summarize(&rows, from, to), events)
+    }
+
     /// Runs every repetition; files are rewritten after each, so an interruption keeps what
     /// completed. Errors are only those that stop before any result (setup, outputs); the
     /// sampler is stopped on them too, so it never polls a server that is being shut down.
@@ -125,6 +155,7 @@ impl<B: Backend + Clone> Session<'_, B> {
             let sampled = sampler.stop().await;
             summary.failures.extend(sampled.failures);
             summary.metrics_sources = sampled.sources;
+            summary.member_warnings = sampled.member_warnings;
             summary.refresh(&self.resource_rows(sampled.unwritten), true);
         }
         logs.close(&mut summary).await;
@@ -210,6 +241,9 @@ impl<B: Backend + Clone> Session<'_, B> {
             )
             .await;
         measured.start = start;
+        if let Some(s) = sampler {
+            (measured.members, measured.topology) = self.members_in(s, &measured.stages);
+        }
         if checks {
             let (after, errors) = self.backend.invariants(self.plan).await;
             measured.failures.extend(before.1.into_iter().chain(errors));

@@ -118,7 +118,10 @@ pub(super) fn judged_after_the_run(
         e
     };
     for t in thresholds {
-        let after = matches!(t.metric.kind, MetricKind::Lost | MetricKind::UnavailableMax);
+        let after = matches!(
+            t.metric.kind,
+            MetricKind::Lost | MetricKind::UnavailableMax | MetricKind::LagMax
+        );
         if t.metric.kind == MetricKind::Lost && !audit {
             return Err(refuse(
                 t,
