@@ -8,11 +8,14 @@
 //! (a 99 % interval of the difference of their means). The latter knows only the noise within
 //! each run: two single runs of one plan can differ by more (this shared machine: 20 % and more in
 //! latency between consecutive 4 s runs), so a verdict on single runs says the runs differed,
-//! not why; `--repeat` on both sides measures the run-to-run noise.
+//! not why; `--repeat` on both sides measures the run-to-run noise. `members.rs`: each member of
+//! a replica set or cluster in either run, its operations per second and largest lag side by
+//! side.
 //!
 //! Owns: the comparison's numbers and verdicts. Never: prints or writes files (`report` does).
 
 pub mod gate;
+pub mod members;
 pub mod sweeps;
 
 use std::collections::BTreeMap;
@@ -74,6 +77,9 @@ pub struct Comparison {
     pub new: String,
     pub cells: Vec<Cell>,
     pub gates: Vec<gate::GateResult>,
+    /// Each member of a replica set or cluster in either run; none when neither had members.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub members: Vec<members::MemberCell>,
 }
 
 impl Comparison {
@@ -447,5 +453,6 @@ pub fn compare(
         new: new.path.display().to_string(),
         cells,
         gates,
+        members: members::compare(&base.summary, &new.summary),
     })
 }

@@ -2,6 +2,7 @@
 
 use std::io::Write;
 
+use crate::compare::members::change_pct;
 use crate::compare::Comparison;
 
 fn change(c: Option<f64>) -> String {
@@ -25,6 +26,68 @@ fn rows(c: &Comparison) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// A member's value, or `-` where its run did not have it or did not measure it.
+fn member_value(v: Option<f64>) -> String {
+    v.map_or("-".into(), |v| format!("{v:.2}"))
+}
+
+/// The members' rows in the table's columns: per member (its name as the label), its average
+/// operations per second (`member_ops_s`) and largest lag in seconds (`member_lag_max`), not
+/// judged.
+fn member_rows(c: &Comparison) -> Vec<Vec<String>> {
+    c.members
+        .iter()
+        .flat_map(|m| {
+            [
+                ("member_ops_s", m.base_ops_s, m.new_ops_s),
+                ("member_lag_max", m.base_lag_max, m.new_lag_max),
+            ]
+            .map(|(metric, base, new)| {
+                vec![
+                    m.member.clone(),
+                    metric.to_string(),
+                    member_value(base),
+                    member_value(new),
+                    change(change_pct(base, new)),
+                    "-".to_string(),
+                ]
+            })
+        })
+        .collect()
+}
+
+/// The members section of the console: one line per member, both runs side by side.
+fn members(c: &Comparison, out: &mut dyn Write) -> std::io::Result<()> {
+    if c.members.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "\nMembers (operations/s of every kind, averaged over the run; largest lag behind the primary, s; - = not in that run, or not measured):"
+    )?;
+    let mut lines = vec![[
+        "Member",
+        "Base ops/s",
+        "New ops/s",
+        "Change",
+        "Base lag max",
+        "New lag max",
+    ]
+    .map(String::from)
+    .to_vec()];
+    lines.extend(c.members.iter().map(|m| {
+        vec![
+            m.member.clone(),
+            member_value(m.base_ops_s),
+            member_value(m.new_ops_s),
+            change(change_pct(m.base_ops_s, m.new_ops_s)),
+            member_value(m.base_lag_max),
+            member_value(m.new_lag_max),
+        ]
+    }));
+    super::layout::aligned(&lines, &[0], out)
+}
+
 const HEADER: [&str; 6] = ["Label", "Metric", "Base", "New", "Change", "Verdict"];
 
 pub fn table(c: &Comparison, out: &mut dyn Write) -> std::io::Result<()> {
@@ -43,6 +106,7 @@ pub fn table(c: &Comparison, out: &mut dyn Write) -> std::io::Result<()> {
     lines.extend(rows(c));
     // Label, metric and verdict are words; the rest numbers.
     super::layout::aligned(&lines, &[0, 1, 5], out)?;
+    members(c, out)?;
     if !c.gates.is_empty() {
         writeln!(out)?;
         for g in &c.gates {
@@ -65,7 +129,7 @@ pub fn table(c: &Comparison, out: &mut dyn Write) -> std::io::Result<()> {
 
 pub fn tsv(c: &Comparison, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out, "{}", HEADER.join("\t"))?;
-    for r in rows(c) {
+    for r in rows(c).into_iter().chain(member_rows(c)) {
         writeln!(out, "{}", r.join("\t"))?;
     }
     Ok(())
@@ -74,4 +138,52 @@ pub fn tsv(c: &Comparison, out: &mut dyn Write) -> std::io::Result<()> {
 pub fn json(c: &Comparison, out: &mut dyn Write) -> std::io::Result<()> {
     serde_json::to_writer_pretty(&mut *out, c)?;
     writeln!(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::members::MemberCell;
+
+    #[test]
+    fn members_follow_the_table_in_its_columns_and_have_a_console_section() {
+        let c = Comparison {
+            base: "a".into(),
+            new: "b".into(),
+            cells: Vec::new(),
+            gates: Vec::new(),
+            members: vec![MemberCell {
+                member: "s0/h1:27017".into(),
+                base_ops_s: Some(100.0),
+                new_ops_s: Some(150.0),
+                base_lag_max: None,
+                new_lag_max: Some(1.25),
+            }],
+        };
+        let mut tsv_out = Vec::new();
+        tsv(&c, &mut tsv_out).unwrap();
+        let text = String::from_utf8(tsv_out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "Label\tMetric\tBase\tNew\tChange\tVerdict",
+                "s0/h1:27017\tmember_ops_s\t100.00\t150.00\t+50.0%\t-",
+                "s0/h1:27017\tmember_lag_max\t-\t1.25\t-\t-",
+            ]
+        );
+        let mut console = Vec::new();
+        table(&c, &mut console).unwrap();
+        let text = String::from_utf8(console).unwrap();
+        assert!(text.contains("\nMembers ("), "{text}");
+        assert!(text.contains("Base lag max"), "{text}");
+        // Without members, no section.
+        let none = Comparison {
+            members: Vec::new(),
+            ..c
+        };
+        let mut console = Vec::new();
+        table(&none, &mut console).unwrap();
+        assert!(!String::from_utf8(console).unwrap().contains("Members"));
+    }
 }

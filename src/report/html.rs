@@ -1,14 +1,18 @@
 //! `report.html`: one self-contained page (styles, scripts and data inside it, no network) with
 //! the run's header, the summary tables, and interactive charts drawn by the vendored uPlot
-//! (`vendor/uplot/`) from the interval log and `resources.tsv`: throughput and errors, latency
-//! percentiles, the percentile spectrum, active users, and the server's and client's resources.
+//! (`vendor/uplot/`) from the interval log, `resources.tsv` and `members.tsv`: throughput and
+//! errors, latency percentiles, the percentile spectrum, active users, the server's and client's
+//! resources, and each member of a replica set or cluster, with the topology's events marked.
 
 use std::collections::BTreeMap;
 
+use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::metrics::Label;
+use crate::monitor::members::MemberRow;
 use crate::rundir::RunDir;
+use crate::summary::members::MemberSummary;
 use crate::summary::run_info::HostInfo;
 use crate::summary::Summary;
 
@@ -128,7 +132,14 @@ pub fn data(dir: &RunDir) -> Value {
                 .iter()
                 .map(|c| json!({ "at": secs(c.time_ms as f64), "label": c.text() }))
                 .collect();
-            json!({ "run": r.run, "stages": stages, "steps": steps, "faults": faults, "changes": changes })
+            // The topology's events (primary and state changes, members added or removed,
+            // chunk migrations): a marker where each happened, styled by its kind.
+            let topology: Vec<Value> = r
+                .topology
+                .iter()
+                .map(|e| json!({ "at": secs(e.time_ms as f64), "kind": e.kind, "label": e.detail }))
+                .collect();
+            json!({ "run": r.run, "stages": stages, "steps": steps, "faults": faults, "changes": changes, "topology": topology })
         })
         .collect();
     let (intervals, activity) = series(dir, secs);
@@ -164,6 +175,8 @@ pub fn data(dir: &RunDir) -> Value {
         "activity": activity,
         "spectrum": spectrum(s),
         "resources": resources(dir),
+        "members": dir.members.as_deref().map_or_else(Vec::new, |rows| member_series(rows, dir.base_secs)),
+        "members_tsv": members_tsv(s),
     })
 }
 
@@ -496,6 +509,110 @@ fn resources(dir: &RunDir) -> Value {
     json!({ "t": t, "series": series })
 }
 
+/// `shard0/h1:27017`, or the host alone in a replica set (as `MemberSummary::name`).
+fn member_name(shard: Option<&str>, member: &str) -> String {
+    match shard {
+        Some(s) => format!("{s}/{member}"),
+        None => member.to_string(),
+    }
+}
+
+/// One member's series on the member charts, at seconds from the interval log's base.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+struct MemberSeries {
+    name: String,
+    t: Vec<f64>,
+    /// Operations per second, every kind together.
+    ops: Vec<Option<f64>>,
+    /// Replicated operations per second.
+    repl: Vec<Option<f64>>,
+    /// Seconds behind its primary.
+    lag: Vec<Option<f64>>,
+    /// Its lag is known in a second it was not the primary: it has a line on the lag chart.
+    secondary: bool,
+}
+
+/// `members.tsv`'s rows as one series per member, in the order first seen; rows from before
+/// the log's base are left out (the sampler starts first), as the resource charts leave them.
+fn member_series(rows: &[MemberRow], base_secs: f64) -> Vec<MemberSeries> {
+    let mut out: Vec<MemberSeries> = Vec::new();
+    for r in rows {
+        let t = r.time_ms as f64 / 1000.0 - base_secs;
+        if t < 0.0 {
+            continue;
+        }
+        let name = member_name(r.shard.as_deref(), &r.member);
+        let at = match out.iter().position(|m| m.name == name) {
+            Some(at) => at,
+            None => {
+                out.push(MemberSeries {
+                    name,
+                    t: Vec::new(),
+                    ops: Vec::new(),
+                    repl: Vec::new(),
+                    lag: Vec::new(),
+                    secondary: false,
+                });
+                out.len() - 1
+            }
+        };
+        let m = &mut out[at];
+        m.t.push(t);
+        m.ops.push(r.ops_total());
+        m.repl.push(r.repl_ops_s);
+        m.lag.push(r.lag_s);
+        m.secondary |= r.lag_s.is_some() && r.state.as_deref() != Some("PRIMARY");
+    }
+    out
+}
+
+/// The Members table (as the console's): per run and member its state at the end, seconds
+/// answered / sampled, and average / peak operations, replicated operations and lag; none
+/// when no run had members.
+fn members_tsv(s: &Summary) -> Option<String> {
+    let members: Vec<(u32, &MemberSummary)> = s
+        .runs
+        .iter()
+        .flat_map(|r| r.members.iter().map(move |m| (r.run, m)))
+        .collect();
+    member_lines(&members, s.runs.len() > 1)
+}
+
+/// `members_tsv`'s text: a Run column first when there are several runs.
+fn member_lines(members: &[(u32, &MemberSummary)], with_run: bool) -> Option<String> {
+    if members.is_empty() {
+        return None;
+    }
+    let ap = |a: &crate::summary::resources::AvgPeak, decimals: usize| match (a.avg, a.peak) {
+        (Some(avg), Some(peak)) => format!("{avg:.decimals$} / {peak:.decimals$}"),
+        _ => "-".to_string(),
+    };
+    let run = |r: String| if with_run { vec![r] } else { Vec::new() };
+    let mut lines = vec![run("Run".into())
+        .into_iter()
+        .chain(["Member", "State", "Seconds", "Ops/s", "Repl ops/s", "Lag s"].map(String::from))
+        .collect::<Vec<String>>()
+        .join("\t")];
+    for (r, m) in members {
+        let cells = [
+            m.name(),
+            m.state.clone().unwrap_or_else(|| "-".into()),
+            format!("{}/{}", m.answered, m.seconds),
+            ap(&m.ops_s, 0),
+            ap(&m.repl_ops_s, 0),
+            ap(&m.lag_s, 1),
+        ];
+        lines.push(
+            run(r.to_string())
+                .into_iter()
+                .chain(cells)
+                .collect::<Vec<String>>()
+                .join("\t"),
+        );
+    }
+    Some(lines.join("\n") + "\n")
+}
+
 /// The whole page.
 pub fn render(dir: &RunDir) -> String {
     let title = format!("mongo-stress report: {}", dir.summary.profile);
@@ -635,6 +752,69 @@ mod tests {
         // Nothing, or no time: no rate.
         assert!(running(&[], &[]).is_empty());
         assert!(close(&running(&[(0, 5.0, 0.0)], &[]), &[(5.0, 5.0, 0.0)]));
+    }
+
+    #[test]
+    fn member_rows_become_one_series_per_member_from_the_logs_base() {
+        let row =
+            |t: u64, shard: Option<&str>, member: &str, state: &str, lag: Option<f64>| MemberRow {
+                time_ms: t,
+                shard: shard.map(String::from),
+                member: member.into(),
+                state: Some(state.into()),
+                ops_s: [Some(10.0), Some(5.0), None, None, None, Some(1.0)],
+                repl_ops_s: Some(2.0),
+                lag_s: lag,
+                ..Default::default()
+            };
+        let rows = vec![
+            row(9_000, None, "h1:27017", "PRIMARY", Some(0.0)), // before the base
+            row(10_000, None, "h1:27017", "PRIMARY", Some(0.0)),
+            row(10_000, Some("s0"), "h2:27017", "SECONDARY", Some(1.5)),
+            row(11_000, None, "h1:27017", "PRIMARY", Some(0.0)),
+            row(11_000, Some("s0"), "h2:27017", "SECONDARY", None),
+        ];
+        let m = member_series(&rows, 10.0);
+        assert_eq!(m.len(), 2);
+        assert_eq!(m[0].name, "h1:27017");
+        assert_eq!(m[0].t, [0.0, 1.0]);
+        assert_eq!(m[0].ops, [Some(16.0), Some(16.0)]);
+        assert_eq!(m[0].repl, [Some(2.0), Some(2.0)]);
+        assert!(!m[0].secondary, "a primary throughout has no lag line");
+        assert_eq!(m[1].name, "s0/h2:27017");
+        assert_eq!(m[1].t, [0.0, 1.0]);
+        assert_eq!(m[1].lag, [Some(1.5), None]);
+        assert!(m[1].secondary);
+        assert!(member_series(&rows[..1], 10.0).is_empty());
+    }
+
+    #[test]
+    fn the_members_table_has_a_line_per_member_and_a_run_column_for_several_runs() {
+        use crate::summary::resources::AvgPeak;
+        let m = MemberSummary {
+            shard: None,
+            member: "h1:27017".into(),
+            state: Some("SECONDARY".into()),
+            seconds: 10,
+            answered: 9,
+            ops_s: AvgPeak {
+                avg: Some(12.4),
+                peak: Some(30.0),
+            },
+            repl_ops_s: AvgPeak::default(),
+            lag_s: AvgPeak {
+                avg: Some(0.3),
+                peak: Some(1.5),
+            },
+        };
+        assert_eq!(member_lines(&[], false), None);
+        assert_eq!(
+            member_lines(&[(1, &m)], false).unwrap(),
+            "Member\tState\tSeconds\tOps/s\tRepl ops/s\tLag s\nh1:27017\tSECONDARY\t9/10\t12 / 30\t-\t0.3 / 1.5\n"
+        );
+        let two = member_lines(&[(1, &m), (2, &m)], true).unwrap();
+        assert!(two.starts_with("Run\tMember\t"), "{two}");
+        assert!(two.contains("\n2\th1:27017\t"), "{two}");
     }
 
     #[test]

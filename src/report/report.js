@@ -41,6 +41,18 @@
     D.runs.forEach((r) => (r.changes || []).forEach((c) => {
       if (c.at != null) marks.push({ x: c.at, label: c.label, dash: [6, 2] });
     }));
+    // The topology's events (runs[].topology; none on the live page): a primary change a solid
+    // red line and a chunk migration a solid purple one, both thick with bold labels; a member's
+    // state change, added or removed a thin dashed red line, in the faults' red.
+    const TOPOLOGY = {
+      primary_change: { dash: [], colour: "#b22222", width: 2, bold: true },
+      migration: { dash: [], colour: "#6a3d9a", width: 2, bold: true },
+    };
+    D.runs.forEach((r) => (r.topology || []).forEach((e) => {
+      if (e.at == null) return;
+      const style = TOPOLOGY[e.kind] || { dash: [3, 3], colour: "#b22222", width: 1, bold: false };
+      marks.push(Object.assign({ x: e.at, label: (D.runs.length > 1 ? "run " + r.run + " " : "") + e.label, topology: e.kind }, style));
+    }));
     // Faults: a shaded band from when each was done to when it was over.
     const bands = [];
     D.runs.forEach((r) => (r.faults || []).forEach((f) => {
@@ -69,14 +81,21 @@
             });
             // The browser test reads how many fault bands each chart drew.
             if (u.root.parentElement) u.root.parentElement.dataset.bands = String(drawnBands);
-            ctx.strokeStyle = "#888";
-            ctx.fillStyle = "#555";
-            ctx.font = Math.round(10 * devicePixelRatio) + "px sans-serif";
+            // A mark of no width of its own is drawn as wide as uPlot left the context.
+            const lineWidth = ctx.lineWidth;
+            const font = (bold) => (bold ? "bold " : "") + Math.round(10 * devicePixelRatio) + "px sans-serif";
             // A label that would run into the one before it goes a line lower (up to 4 lines).
             const ends = [];
+            let drawnTopology = 0;
             marks.slice().sort((a, b) => a.x - b.x).forEach((m) => {
               const x = u.valToPos(m.x, "x", true);
               if (x < u.bbox.left || x > u.bbox.left + u.bbox.width) return;
+              if (m.topology) drawnTopology += 1;
+              // Grey unless the mark has a colour of its own (the topology's events).
+              ctx.strokeStyle = m.colour || "#888";
+              ctx.fillStyle = m.colour || "#555";
+              ctx.lineWidth = m.width ? m.width * devicePixelRatio : lineWidth;
+              ctx.font = font(m.bold);
               ctx.setLineDash(m.dash.map((d) => d * devicePixelRatio));
               ctx.beginPath();
               ctx.moveTo(x, u.bbox.top);
@@ -89,6 +108,8 @@
               ends[line] = at + ctx.measureText(m.label).width + 6 * devicePixelRatio;
               ctx.fillText(m.label, at, u.bbox.top + (12 + 12 * line) * devicePixelRatio);
             });
+            // The browser test reads how many topology markers each chart drew.
+            if (u.root.parentElement) u.root.parentElement.dataset.topology = String(drawnTopology);
             ctx.restore();
           }],
         },
@@ -101,6 +122,8 @@
     const later = (t) => { if (t != null && t > tEnd) tEnd = t; };
     [D.intervals, D.activity].forEach((src) => Object.values(src).forEach((c) => c.t.forEach(later)));
     if (D.resources) D.resources.t.forEach(later);
+    (D.members || []).forEach((m) => m.t.forEach(later));
+    D.runs.forEach((r) => (r.topology || []).forEach((e) => later(e.at)));
     D.runs.forEach((r) => r.stages.forEach((s) => later(s.end)));
     bands.forEach((b) => later(b.to));
     D.runs.forEach((r) => (r.changes || []).forEach((c) => later(c.at)));
@@ -264,6 +287,13 @@
       tables.append(el("h3", {}, "Server resources per stage (as resources-summary.tsv)"));
       tables.append(tsvTable(D.resources_summary_tsv, "resources-table"));
     }
+    if (D.members_tsv) {
+      // Each member of a replica set or cluster over the run (runs[].members of summary.json).
+      tables.append(el("h3", {}, "Members"));
+      tables.append(el("p", {}, "Each sampled every second on its own connection: average / peak over the run; "
+        + "Seconds = answered / sampled; Ops/s = serverStatus opcounters, every kind; Lag = seconds behind the primary."));
+      tables.append(tsvTable(D.members_tsv, "members-table"));
+    }
     if (D.parts_tsv) {
       tables.append(el("h3", {}, "Parts of this merged run (as parts.tsv)"));
       tables.append(tsvTable(D.parts_tsv, "parts-table"));
@@ -426,6 +456,34 @@
       if (!D.resources.series.length) res.append(el("p", { class: "none" }, "No resource readings" + (D.live ? " yet." : ".")));
     } else {
       res.append(el("p", { class: "none" }, "No resources.tsv in this run (--no-resources)."));
+    }
+    // Each member of a replica set or cluster (members.tsv; none on the live page): its
+    // operations per second (replicated ones dashed, where known), and each secondary's lag.
+    const members = D.members || [];
+    const known = (ys) => ys.some((y) => y != null);
+    const memberColour = (i) => PALETTE[i % PALETTE.length];
+    const ops = { series: [], tables: [] };
+    members.forEach((m, i) => {
+      if (known(m.ops)) {
+        ops.series.push({ label: m.name, colour: memberColour(i) });
+        ops.tables.push([m.t, m.ops]);
+      }
+      if (known(m.repl)) {
+        ops.series.push({ label: m.name + " replicated", colour: memberColour(i), dash: [4, 3] });
+        ops.tables.push([m.t, m.repl]);
+      }
+    });
+    if (ops.tables.length) {
+      chart(res, "Operations per member (ops/s)", ops.series, ops.tables, { yLabel: "ops/s", unit: "/s", height: 200, id: "members:ops" });
+    }
+    const lag = { series: [], tables: [] };
+    members.forEach((m, i) => {
+      if (!m.secondary || !known(m.lag)) return;
+      lag.series.push({ label: m.name, colour: memberColour(i) });
+      lag.tables.push([m.t, m.lag]);
+    });
+    if (lag.tables.length) {
+      chart(res, "Lag behind the primary (s)", lag.series, lag.tables, { yLabel: "s", unit: " s", height: 180, id: "members:lag" });
     }
 
     const previous = current;

@@ -1,14 +1,15 @@
 //! The run directory: the one list of its files (`File`, each with its name and whether a run
 //! may lack it), the typed reader every command that looks at a result after the run starts from
 //! (`report`, `compare`, `merge`, a relative threshold's baseline), and the writers of its data
-//! files: `summary.json` and `run.json` from their types, `resources.tsv` (`resources`), and any
-//! file written whole (a temporary sibling, then renamed); `fresh.rs`, a run's directory new or
-//! empty, and removed again when the run failed before it measured anything.
+//! files: `summary.json` and `run.json` from their types, `resources.tsv` (`resources`),
+//! `members.tsv` (`members`), and any file written whole (a temporary sibling, then renamed);
+//! `fresh.rs`, a run's directory new or empty, and removed again when the run failed before it
+//! measured anything.
 //!
-//! Owns: file names, reading them back into `Summary`, `RunInfo`, interval statistics and
-//! resource rows, and the error that names the file that is missing or broken. Never: renders a
-//! table or a page (`report` does; its text reaches the disk through `write_atomically`), or
-//! re-reads `samples.tsv` (a long run's sample log can be gigabytes).
+//! Owns: file names, reading them back into `Summary`, `RunInfo`, interval statistics, resource
+//! rows and member rows, and the error that names the file that is missing or broken. Never:
+//! renders a table or a page (`report` does; its text reaches the disk through
+//! `write_atomically`), or re-reads `samples.tsv` (a long run's sample log can be gigabytes).
 
 pub mod fresh;
 pub mod hlog;
@@ -20,6 +21,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::error::Error;
+use crate::monitor::members::MemberRow;
 use crate::summary::run_info::RunInfo;
 use crate::summary::Summary;
 pub use fresh::Fresh;
@@ -106,6 +108,9 @@ pub struct RunDir {
     /// Its `latency.hlog`, when it has one.
     pub hlog: Option<PathBuf>,
     pub resources: Option<Resources>,
+    /// Its `members.tsv`: each member of a replica set or cluster, each second (none for a
+    /// standalone server, or with `--no-members`).
+    pub members: Option<Vec<MemberRow>>,
 }
 
 /// What to read besides the summaries and `run.json`.
@@ -234,6 +239,12 @@ impl RunDir {
         let resources = read_optional(dir, File::Resources)?
             .map(|text| parse_resources(&text).map_err(|e| bad(dir, format!("resources.tsv: {e}"))))
             .transpose()?;
+        let members = read_optional(dir, File::Members)?
+            .map(|text| {
+                members::parse_members(&text)
+                    .map_err(|e| bad(dir, format!("{}: {e}", File::Members.name())))
+            })
+            .transpose()?;
         Ok(RunDir {
             path: dir.to_path_buf(),
             summary,
@@ -246,6 +257,7 @@ impl RunDir {
             activity,
             hlog,
             resources,
+            members,
         })
     }
 }
