@@ -152,6 +152,7 @@ mod tests {
             missing_parts: vec![],
             plans: vec![],
             metrics_sources: vec![],
+            member_warnings: Vec::new(),
             failures: vec![],
         };
         let mut out = Vec::new();

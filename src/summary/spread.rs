@@ -89,6 +89,8 @@ mod tests {
                     faults: Vec::new(),
                     unavailable: Vec::new(),
                     changes: Vec::new(),
+                    members: Vec::new(),
+                    topology: Vec::new(),
                     audit_lines: Vec::new(),
                     failures: Vec::new(),
                 }

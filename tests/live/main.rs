@@ -23,6 +23,8 @@
 //! - `jmeter_2016`: the 2016 samplers on the wire and the 2016 document
 //! - `live_page`: the live page: rate and users changed mid-run, refusals, stop, a browser
 //! - `manifests`: deploy/kubernetes against the API schemas, offline
+//! - `members`: a scripted three-member replica set (lag, a primary change, a member leaving,
+//!   an unauthorised member) and the real one-member set
 //! - `metrics`: live metrics against a real Prometheus
 //! - `monitor`: serverStatus every second under 1000 users
 //! - `open_loop`: the share of slow operations, and late ones
@@ -56,6 +58,7 @@ mod intervals;
 mod jmeter_2016;
 mod live_page;
 mod manifests;
+mod members;
 mod metrics;
 mod monitor;
 mod open_loop;

@@ -1,0 +1,382 @@
+//! The members of a replica set, each sampled on its own: a scripted three-member set on
+//! loopback (`common::replset`: hello, serverStatus and replSetGetStatus from a script the test
+//! changes mid-run, every data command passed on to the real server), and the real one-member
+//! set of secantusd-rs. The witnesses are the script's own counters, optimes and the times it
+//! changed, and for the real server its opcounters.
+
+use crate::common;
+
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use common::replset::ScriptedSet;
+use common::*;
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+/// members.tsv's rows: (time_ms, member, cells by column name).
+fn members_tsv(
+    dir: &std::path::Path,
+) -> Vec<(u64, String, std::collections::BTreeMap<String, String>)> {
+    let text = std::fs::read_to_string(dir.join("members.tsv")).expect("members.tsv");
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split('\t').collect();
+    lines
+        .map(|l| {
+            let cells: std::collections::BTreeMap<String, String> = header
+                .iter()
+                .zip(l.split('\t'))
+                .map(|(h, c)| (h.to_string(), c.to_string()))
+                .collect();
+            (
+                cells["time_ms"].parse().unwrap(),
+                cells["member"].clone(),
+                cells,
+            )
+        })
+        .collect()
+}
+
+fn num(cells: &std::collections::BTreeMap<String, String>, k: &str) -> Option<f64> {
+    cells[k].parse().ok()
+}
+
+/// Sleeps until `at` after `t0`.
+fn until(t0: Instant, at: Duration) {
+    if let Some(left) = at.checked_sub(t0.elapsed()) {
+        std::thread::sleep(left);
+    }
+}
+
+#[test]
+fn a_scripted_three_member_set_is_sampled_member_by_member_its_lag_primary_change_and_removal_seen()
+{
+    let Some(server) = TestServer::start_alone() else {
+        return;
+    };
+    let set = ScriptedSet::start(3, "rs0", proxy::port_of(&server.uri));
+    // The script's counters: the primary takes 40 inserts/s and 5 commands/s, the secondaries
+    // apply them (opcountersRepl) and serve 10 and 20 queries/s.
+    set.change(|s| {
+        s.members[0].ops_per_s = [40.0, 0.0, 0.0, 0.0, 0.0, 5.0];
+        s.members[1].ops_per_s = [0.0, 10.0, 0.0, 0.0, 0.0, 0.0];
+        s.members[1].repl_per_s = [40.0, 0.0, 0.0, 0.0, 0.0, 0.0];
+        s.members[2].ops_per_s = [0.0, 20.0, 0.0, 0.0, 0.0, 0.0];
+        s.members[2].repl_per_s = [40.0, 0.0, 0.0, 0.0, 0.0, 0.0];
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let groups =
+        "[[group]]\nname = \"ins\"\nop = \"insert\"\nthreads = 2\nrate = 20\nduration = \"14s\"\n";
+    let path = profile(dir.path(), &unique_db("members"), "drop = true", groups);
+    let out = dir.path().join("run");
+    let t0 = Instant::now();
+    let child = std::process::Command::new(bin_path())
+        .args([
+            "run",
+            path.to_str().unwrap(),
+            "--uri",
+            &set.uri(),
+            "--quiet",
+        ])
+        .args(["--threshold", "TOTAL.lag_max < 1s", "--out"])
+        .arg(&out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Member 2 falls 3 s behind; member 1 becomes primary; member 2 leaves the set.
+    until(t0, Duration::from_secs(5));
+    let lagged_ms = set.change(|s| {
+        s.members[2].lag_s = 3.0;
+        now_ms()
+    });
+    until(t0, Duration::from_secs(9));
+    let elected_ms = set.change(|s| {
+        s.primary = Some(1);
+        now_ms()
+    });
+    until(t0, Duration::from_secs(13));
+    let removed_ms = set.change(|s| {
+        s.members[2].present = false;
+        now_ms()
+    });
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        output.status.code(),
+        Some(4),
+        "the lag threshold fails: {stderr}"
+    );
+
+    let summary = read_json(&out.join("summary.json"));
+    validate_schema(&summary);
+    let run = &summary["runs"][0];
+    let lag = run["thresholds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["metric"] == "lag_max")
+        .unwrap();
+    assert_eq!(lag["pass"], false);
+    let lag_ms = lag["value"].as_f64().unwrap();
+    assert!(
+        (2000.0..=4000.0).contains(&lag_ms),
+        "peak lag {lag_ms} ms, scripted 3 s"
+    );
+    // Every member found, and sampled on its own connection each second.
+    let rows = members_tsv(&out);
+    for (i, host) in set.hosts.iter().enumerate() {
+        let mine: Vec<_> = rows.iter().filter(|r| &r.1 == host).collect();
+        assert!(mine.len() >= 10, "{host}: {} rows", mine.len());
+        let (status, _) = set.answered(i);
+        assert!(
+            status as usize >= mine.len(),
+            "{host}: {status} serverStatus answered"
+        );
+    }
+    let host = |i: usize| set.hosts[i].as_str();
+    // Rates equal the script's (rows after the first of each member, before any change).
+    let rate_rows = |i: usize, col: &str| -> Vec<f64> {
+        rows.iter()
+            .filter(|r| r.1 == host(i) && r.0 < elected_ms - 1500)
+            .filter_map(|r| num(&r.2, col))
+            .collect()
+    };
+    for (i, col, want) in [
+        (0, "insert_s", 40.0),
+        (0, "command_s", 5.0),
+        (1, "query_s", 10.0),
+        (1, "repl_ops_s", 40.0),
+        (2, "query_s", 20.0),
+        (2, "repl_ops_s", 40.0),
+    ] {
+        let v = rate_rows(i, col);
+        assert!(v.len() >= 5, "{} {col}: {v:?}", host(i));
+        let avg = v.iter().sum::<f64>() / v.len() as f64;
+        assert!(
+            (avg - want).abs() <= want * 0.1 + 1.0,
+            "{} {col}: {avg} a second, scripted {want}: {v:?}",
+            host(i)
+        );
+    }
+    // The states, from the primary's replSetGetStatus.
+    let first = rows.iter().find(|r| r.1 == host(0)).unwrap();
+    assert_eq!(first.2["state"], "PRIMARY");
+    // Lag: 3 s (within 1 s) from a second after the script's change, while member 2 is in;
+    // none before it.
+    assert!(rows
+        .iter()
+        .filter(|r| r.1 == host(2) && r.0 + 500 < lagged_ms)
+        .all(|r| num(&r.2, "lag_s").is_some_and(|l| l < 1.0)));
+    for r in rows.iter().filter(|r| r.1 == host(2)) {
+        let Some(l) = num(&r.2, "lag_s") else {
+            continue;
+        };
+        if r.0 + 1500 < removed_ms && r.0 > lagged_ms + 1500 {
+            assert!((l - 3.0).abs() <= 1.0, "lag {l} at {}: {r:?}", r.0);
+        }
+    }
+    for r in rows.iter().filter(|r| r.1 == host(1)) {
+        if let Some(l) = num(&r.2, "lag_s") {
+            assert!(l <= 1.0, "member 1 was never behind: {r:?}");
+        }
+    }
+    // The primary change, at the scripted time within 1 s, with the right members.
+    let events = run["topology"].as_array().expect("topology events");
+    let change = events
+        .iter()
+        .find(|e| e["kind"] == "primary_change" && e["to"] == host(1))
+        .unwrap_or_else(|| panic!("no primary change to member 1: {events:#?}"));
+    assert_eq!(change["from"], host(0));
+    let at = change["time_ms"].as_u64().unwrap();
+    assert!(
+        at.abs_diff(elected_ms) <= 1000,
+        "primary change at {at}, scripted at {elected_ms}"
+    );
+    assert!(events
+        .iter()
+        .any(|e| e["kind"] == "state_change" && e["member"] == host(0) && e["to"] == "SECONDARY"));
+    // The member that left: an event, and no row of it after.
+    let left = events
+        .iter()
+        .find(|e| e["kind"] == "member_removed")
+        .unwrap_or_else(|| panic!("no member removed: {events:#?}"));
+    assert_eq!(left["member"], host(2));
+    let left_at = left["time_ms"].as_u64().unwrap();
+    assert!(
+        left_at >= removed_ms && left_at <= removed_ms + 2500,
+        "removed at {removed_ms}, seen at {left_at}"
+    );
+    assert!(
+        !rows.iter().any(|r| r.1 == host(2) && r.0 > left_at),
+        "member 2 sampled after it left"
+    );
+    // The per-member summary and the console's table.
+    let members = run["members"].as_array().unwrap();
+    assert_eq!(members.len(), 3, "{members:#?}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("Members, each sampled"), "{stdout}");
+    assert!(stdout.contains("topology: +"), "{stdout}");
+    // The workload ran through it all.
+    assert!(row(&summary, "ins")["samples"].as_u64().unwrap() > 100);
+}
+
+#[test]
+fn a_member_that_refuses_repl_set_get_status_gets_one_warning_with_the_role_and_the_run_completes()
+{
+    let Some(server) = TestServer::start() else {
+        return;
+    };
+    let set = ScriptedSet::start(3, "rs0", proxy::port_of(&server.uri));
+    set.change(|s| {
+        for m in &mut s.members {
+            m.refuse_status = true;
+            m.ops_per_s = [0.0, 15.0, 0.0, 0.0, 0.0, 0.0];
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let groups =
+        "[[group]]\nname = \"ins\"\nop = \"insert\"\nthreads = 2\nrate = 20\nduration = \"5s\"\n";
+    let path = profile(dir.path(), &unique_db("unauth"), "drop = true", groups);
+    let out = dir.path().join("run");
+    let output = bin()
+        .args([
+            "run",
+            path.to_str().unwrap(),
+            "--uri",
+            &set.uri(),
+            "--quiet",
+            "--out",
+        ])
+        .arg(&out)
+        .timeout(Duration::from_secs(120))
+        .assert()
+        .code(0)
+        .get_output()
+        .clone();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("replSetGetStatus"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "said once: {stderr}");
+    assert!(
+        warnings[0].contains("clusterMonitor") && warnings[0].contains(set.hosts[0].as_str()),
+        "{}",
+        warnings[0]
+    );
+    let summary = read_json(&out.join("summary.json"));
+    assert_eq!(summary["member_warnings"].as_array().unwrap().len(), 1);
+    // Its other numbers: every member's operations, no lag.
+    let rows = members_tsv(&out);
+    for host in &set.hosts {
+        let q: Vec<f64> = rows
+            .iter()
+            .filter(|r| &r.1 == host)
+            .filter_map(|r| num(&r.2, "query_s"))
+            .collect();
+        assert!(q.len() >= 3, "{host}: {q:?}");
+        assert!(q.iter().all(|v| (v - 15.0).abs() <= 2.5), "{host}: {q:?}");
+    }
+    assert!(
+        rows.iter().all(|r| r.2["lag_s"] == "-"),
+        "no lag without the role"
+    );
+    assert_eq!(row(&summary, "ins")["errors"], 0);
+}
+
+#[test]
+fn the_real_one_member_set_has_its_member_row_a_line_a_second_and_a_step_down_with_its_window() {
+    let Some(server) = TestServer::start_alone() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let groups =
+        "[[group]]\nname = \"ins\"\nop = \"insert\"\nthreads = 4\nrate = 200\nduration = \"8s\"\n";
+    let path = profile(dir.path(), &unique_db("one_member"), "drop = true", groups);
+    let out = dir.path().join("run");
+    let before = server.opcounters();
+    let output = bin()
+        .args([
+            "run",
+            path.to_str().unwrap(),
+            "--uri",
+            &server.uri,
+            "--quiet",
+        ])
+        .args(["--fault", "stepdown@3s+2s", "--out"])
+        .arg(&out)
+        .timeout(Duration::from_secs(120))
+        .assert()
+        .get_output()
+        .clone();
+    let after = server.opcounters();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        matches!(output.status.code(), Some(0 | 1)),
+        "done (writes refused in the step-down may fail): {stderr}"
+    );
+    let summary = read_json(&out.join("summary.json"));
+    validate_schema(&summary);
+    let run = &summary["runs"][0];
+    let members = run["members"].as_array().unwrap();
+    assert_eq!(members.len(), 1, "{members:#?}");
+    let me = members[0]["member"].as_str().unwrap().to_string();
+    assert_eq!(members[0]["state"], "PRIMARY");
+    assert_eq!(members[0]["lag_s"]["peak"], 0.0);
+    // One line a second (the sampler's, and one at its stop).
+    let rows = members_tsv(&out);
+    assert!(rows.iter().all(|r| r.1 == me));
+    let secs = run["wall_secs"].as_f64().unwrap();
+    assert!(
+        rows.len() as f64 >= secs - 1.0 && rows.len() as f64 <= secs + 4.0,
+        "{} rows in a {secs} s run",
+        rows.len()
+    );
+    for w in rows.windows(2).take(rows.len().saturating_sub(2)) {
+        let gap = w[1].0 - w[0].0;
+        assert!((900..=1200).contains(&gap), "rows {gap} ms apart");
+    }
+    // The member's inserts a second add up to the server's own opcounters over the run.
+    let sampled: f64 = rows
+        .windows(2)
+        .filter_map(|w| Some(num(&w[1].2, "insert_s")? * (w[1].0 - w[0].0) as f64 / 1000.0))
+        .sum();
+    let counted = (counter(&after, "insert") - counter(&before, "insert")) as f64;
+    assert!(
+        (sampled - counted).abs() <= counted * 0.05 + 20.0,
+        "members.tsv says {sampled} inserts, the server counted {counted}"
+    );
+    // The step-down: the member's state and the primary, each way, with the window.
+    let events = run["topology"].as_array().expect("topology");
+    let down = events
+        .iter()
+        .find(|e| e["kind"] == "primary_change" && e["to"].is_null())
+        .unwrap_or_else(|| panic!("no primary lost: {events:#?}"));
+    let back = events
+        .iter()
+        .find(|e| e["kind"] == "primary_change" && e["to"] == me.as_str())
+        .unwrap_or_else(|| panic!("no primary back: {events:#?}"));
+    let (d, b) = (
+        down["offset_secs"].as_f64().unwrap(),
+        back["offset_secs"].as_f64().unwrap(),
+    );
+    assert!(
+        (2.5..=4.5).contains(&d),
+        "primary lost at +{d}s, stepped down at +3s"
+    );
+    assert!(
+        (b - d - 2.0).abs() <= 1.2,
+        "primary back {b}s, lost {d}s: a 2 s step-down"
+    );
+    let election = back["election_secs"].as_f64().expect("election time");
+    assert!((1.5..=3.5).contains(&election), "{election}");
+    assert!(
+        down["unavailable"]["secs"].as_f64().unwrap() > 1.0,
+        "{down}"
+    );
+}
