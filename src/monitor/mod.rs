@@ -183,6 +183,10 @@ async fn sample(
         Some(m) => discover(&target.client, m, &shared).await,
         None => (None, None),
     };
+    if let Some(m) = members.as_mut() {
+        // Primes each member's counters, as `primer` does the server's.
+        m.tick().await;
+    }
     let mut status = status::Status::default();
     let mut scrapers: Vec<Option<Scraper>> = target
         .server_metrics

@@ -1,4 +1,4 @@
-//! `members.tsv`: one line per member per second (time, shard, member, state, operations per
+//! `members.tsv`: one line per member per second (time, the interval its rates cover, shard, member, state, operations per
 //! second by kind, replicated operations per second, connections, network, lag), `-` where the
 //! member did not say. Written as the sampler takes each second, created at its first line (a
 //! standalone server has no members, and no file).
@@ -10,8 +10,9 @@ use std::path::{Path, PathBuf};
 use crate::monitor::members::{MemberRow, MemberSink};
 
 /// The file's columns, in order.
-pub const COLUMNS: [&str; 15] = [
+pub const COLUMNS: [&str; 16] = [
     "time_ms",
+    "interval_ms",
     "shard",
     "member",
     "state",
@@ -76,6 +77,7 @@ fn cell(v: Option<f64>, decimals: usize) -> String {
 pub fn line(r: &MemberRow) -> String {
     let mut cells = vec![
         r.time_ms.to_string(),
+        r.interval_ms.to_string(),
         r.shard.clone().unwrap_or_else(|| "-".into()),
         r.member.clone(),
         r.state.clone().unwrap_or_else(|| "-".into()),
@@ -130,21 +132,24 @@ pub fn parse_members(text: &str) -> Result<Vec<MemberRow>, String> {
         };
         let mut ops_s = [None; 6];
         for (k, cell) in ops_s.iter_mut().enumerate() {
-            *cell = num(4 + k)?;
+            *cell = num(5 + k)?;
         }
         rows.push(MemberRow {
             time_ms: cells[idx[0]]
                 .parse()
                 .map_err(|_| format!("line {}: bad time_ms", n + 2))?,
-            shard: text_cell(1),
-            member: cells[idx[2]].to_string(),
-            state: text_cell(3),
+            interval_ms: cells[idx[1]]
+                .parse()
+                .map_err(|_| format!("line {}: bad interval_ms", n + 2))?,
+            shard: text_cell(2),
+            member: cells[idx[3]].to_string(),
+            state: text_cell(4),
             ops_s,
-            repl_ops_s: num(10)?,
-            connections: num(11)?,
-            net_in_kbs: num(12)?,
-            net_out_kbs: num(13)?,
-            lag_s: num(14)?,
+            repl_ops_s: num(11)?,
+            connections: num(12)?,
+            net_in_kbs: num(13)?,
+            net_out_kbs: num(14)?,
+            lag_s: num(15)?,
         });
     }
     Ok(rows)
@@ -164,6 +169,7 @@ mod tests {
         let rows = vec![
             MemberRow {
                 time_ms: 1000,
+                interval_ms: 1000,
                 shard: None,
                 member: "h1:27017".into(),
                 state: Some("PRIMARY".into()),
@@ -171,7 +177,7 @@ mod tests {
                 repl_ops_s: Some(0.0),
                 connections: Some(12.0),
                 net_in_kbs: Some(3.5),
-                net_out_kbs: Some(9.25),
+                net_out_kbs: Some(9.5),
                 lag_s: Some(0.0),
             },
             MemberRow {

@@ -321,7 +321,7 @@ impl ScriptedSet {
         let primary_before = state.primary_now();
         let present_before: Vec<bool> = state.members.iter().map(|m| m.present).collect();
         let down_before: Vec<bool> = state.members.iter().map(|m| m.down).collect();
-        let value = f(&mut *state);
+        let value = f(&mut state);
         // Sizes the counts to the members, should the closure have changed their number.
         state.integrate(Instant::now());
         let present_after: Vec<bool> = state.members.iter().map(|m| m.present).collect();
@@ -782,7 +782,7 @@ impl Shared {
             "ismaster"
         };
         let present = state.present(member);
-        let mut d = self.repl_fields(&mut *state, member, &[key], now.timestamp_millis());
+        let mut d = self.repl_fields(&mut state, member, &[key], now.timestamp_millis());
         drop(state);
         d.insert("maxBsonObjectSize", 16_777_216i32);
         d.insert("maxMessageSizeBytes", 48_000_000i32);
@@ -810,7 +810,7 @@ impl Shared {
         let now = DateTime::now();
         let (ops, repl_ops) = state.counters(member, Instant::now());
         let repl = self.repl_fields(
-            &mut *state,
+            &mut state,
             member,
             &["ismaster", "isWritablePrimary"],
             now.timestamp_millis(),

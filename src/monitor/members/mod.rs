@@ -30,6 +30,8 @@ const READ_TIMEOUT: Duration = Duration::from_millis(900);
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct MemberRow {
     pub time_ms: u64,
+    /// Length of the interval the rates cover, ending at `time_ms`.
+    pub interval_ms: u64,
     /// The shard it belongs to; none in a replica set.
     pub shard: Option<String>,
     /// host:port, as the set names it.
@@ -311,6 +313,7 @@ impl Members {
             let c = counters.as_ref();
             rows.push(MemberRow {
                 time_ms: now,
+                interval_ms: now.saturating_sub(self.last_ms),
                 shard: m.shard.clone(),
                 member: m.host.clone(),
                 state: state.clone(),

@@ -263,3 +263,238 @@ pub fn migration(entry: &Document) -> Option<Migration> {
         to: shard("to"),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    //! On real servers' documents (`tests/data/topology`, each one's source and version in its
+    //! README): Percona's getDiagnosticData from 3.6.20 and 4.2.8 primaries (Go JSON), and
+    //! `rs.status()`, `rs.isMaster()` and `sh.status()` printed by the legacy shell (3.6, 4.2,
+    //! 4.4.6). The readers below only undo each format's spelling of BSON types.
+    use super::*;
+    use mongodb::bson::{DateTime, Timestamp};
+
+    const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/topology/");
+
+    fn file(name: &str) -> String {
+        std::fs::read_to_string(format!("{DATA}{name}")).expect("a topology document")
+    }
+
+    /// Go's `encoding/json` of a `bson.M`: a timestamp is `{"T", "I"}`, a date an RFC 3339
+    /// string; every number is JSON's.
+    fn go_json(v: &serde_json::Value) -> Bson {
+        use serde_json::Value;
+        match v {
+            Value::Object(o) if o.len() == 2 && o.contains_key("T") && o.contains_key("I") => {
+                Bson::Timestamp(Timestamp {
+                    time: o["T"].as_u64().unwrap() as u32,
+                    increment: o["I"].as_u64().unwrap() as u32,
+                })
+            }
+            Value::Object(o) => {
+                Bson::Document(o.iter().map(|(k, v)| (k.clone(), go_json(v))).collect())
+            }
+            Value::Array(a) => Bson::Array(a.iter().map(go_json).collect()),
+            Value::String(s) => match DateTime::parse_rfc3339_str(s) {
+                Ok(d) if s.len() >= 20 && s.as_bytes()[10] == b'T' => Bson::DateTime(d),
+                _ => Bson::String(s.clone()),
+            },
+            Value::Number(n) => n
+                .as_i64()
+                .map_or(Bson::Double(n.as_f64().unwrap()), Bson::Int64),
+            Value::Bool(b) => Bson::Boolean(*b),
+            Value::Null => Bson::Null,
+        }
+    }
+
+    fn diagnostic(name: &str) -> Document {
+        let v: serde_json::Value = serde_json::from_str(&file(name)).unwrap();
+        match go_json(&v) {
+            Bson::Document(d) => d,
+            _ => panic!("not a document"),
+        }
+    }
+
+    /// The legacy shell's printout as Extended JSON: `ISODate(..)`, `Timestamp(t, i)`,
+    /// `NumberLong(..)`, `ObjectId(..)`, `BinData(t,..)`; the prompt line is skipped.
+    fn shell(name: &str) -> Bson {
+        let text = file(name);
+        let start = text.find(['{', '[']).unwrap();
+        let mut s = text[start..].to_string();
+        let mut out = String::new();
+        while let Some(i) = s.find(|c: char| c.is_ascii_uppercase()) {
+            out.push_str(&s[..i]);
+            let rest = &s[i..];
+            let call = [
+                "ISODate(",
+                "Timestamp(",
+                "NumberLong(",
+                "ObjectId(",
+                "BinData(",
+            ]
+            .into_iter()
+            .find(|p| rest.starts_with(p));
+            let Some(call) = call else {
+                out.push_str(&rest[..1]);
+                s = rest[1..].to_string();
+                continue;
+            };
+            let end = rest.find(')').unwrap();
+            let args: Vec<&str> = rest[call.len()..end].split(',').map(str::trim).collect();
+            let unq = |a: &str| a.trim_matches('"').to_string();
+            out.push_str(&match call {
+                "ISODate(" => format!("{{\"$date\":\"{}\"}}", unq(args[0])),
+                "Timestamp(" => {
+                    format!("{{\"$timestamp\":{{\"t\":{},\"i\":{}}}}}", args[0], args[1])
+                }
+                "NumberLong(" => format!("{{\"$numberLong\":\"{}\"}}", unq(args[0])),
+                "ObjectId(" => format!("{{\"$oid\":\"{}\"}}", unq(args[0])),
+                _ => format!(
+                    "{{\"$binary\":{{\"base64\":\"{}\",\"subType\":\"00\"}}}}",
+                    unq(args[1])
+                ),
+            });
+            s = rest[end + 1..].to_string();
+        }
+        out.push_str(&s);
+        let v: serde_json::Value =
+            serde_json::from_str(&out).unwrap_or_else(|e| panic!("{name}: {e}\n{out}"));
+        Bson::try_from(v).unwrap()
+    }
+
+    fn shell_doc(name: &str) -> Document {
+        shell(name).as_document().unwrap().clone()
+    }
+
+    #[test]
+    fn a_4_2_8_primary_its_counters_its_own_view_and_its_set_without_lag() {
+        let d = diagnostic("percona-mongod-4.2.8-primary-getDiagnosticData.json");
+        let status = d.get_document("serverStatus").unwrap();
+        let c = Counters::read(status);
+        assert_eq!(
+            c.ops,
+            [2083.0, 6132.0, 1559.0, 2064.0, 19527.0, 44255.0].map(Some)
+        );
+        assert_eq!(c.repl, Some(0.0));
+        assert_eq!(c.connections, Some(22.0));
+        assert_eq!(c.bytes_in, Some(32556669.0));
+        // serverStatus.repl is hello's own section.
+        let me = Hello::read(status.get_document("repl").unwrap());
+        assert_eq!(me.state(), Some("PRIMARY"));
+        assert_eq!(me.hosts.len(), 3);
+        assert_eq!(me.primary.as_deref(), Some("172.19.0.9:27017"));
+        let set = SetStatus::read(d.get_document("replSetGetStatus").unwrap());
+        assert_eq!(set.set.as_deref(), Some("rs1"));
+        assert_eq!(set.primary().unwrap().name, "172.19.0.9:27017");
+        for m in &set.members {
+            assert_eq!(set.lag_s(&m.name), Some(0.0), "{}", m.name);
+        }
+        assert_eq!(set.members[1].state, "SECONDARY");
+    }
+
+    #[test]
+    fn a_3_6_20_primary_sees_its_two_secondaries_15_s_behind() {
+        let d = diagnostic("percona-mongod-3.6.20-primary-getDiagnosticData.json");
+        let set = SetStatus::read(d.get_document("replSetGetStatus").unwrap());
+        assert_eq!(set.lag_s("172.18.0.9:27017"), Some(0.0));
+        assert_eq!(set.lag_s("172.18.0.3:27017"), Some(15.0));
+        assert_eq!(set.lag_s("172.18.0.8:27017"), Some(15.0));
+        let c = Counters::read(d.get_document("serverStatus").unwrap());
+        assert_eq!(c.ops[0], Some(3.0));
+        assert_eq!(c.connections, Some(20.0));
+    }
+
+    #[test]
+    fn after_a_4_2_failover_the_new_primary_and_the_unreachable_member_without_lag() {
+        let before = SetStatus::read(&shell_doc("rs-status-4.2-primary-healthy.txt"));
+        let after = SetStatus::read(&shell_doc("rs-status-4.2-after-failover-member-down.txt"));
+        let (p0, p1) = (before.primary().unwrap(), after.primary().unwrap());
+        assert_ne!(p0.name, p1.name, "the primary changed");
+        assert!(p1.election_ms.is_some());
+        let down = after
+            .members
+            .iter()
+            .find(|m| m.state == "(not reachable/healthy)")
+            .expect("the member that went away");
+        assert_eq!(down.optime_ms, None, "an optime of 1970 is none");
+        assert_eq!(after.lag_s(&down.name), None);
+        assert!(after
+            .members
+            .iter()
+            .filter(|m| m.state == "SECONDARY")
+            .all(|m| after.lag_s(&m.name).is_some()));
+    }
+
+    #[test]
+    fn a_3_6_secondary_alone_knows_no_primary_so_no_lag() {
+        let s = SetStatus::read(&shell_doc("rs-status-3.6-secondary-two-members-down.txt"));
+        assert!(s.primary().is_none());
+        assert_eq!(s.members.len(), 3);
+        assert!(s.members.iter().all(|m| s.lag_s(&m.name).is_none()));
+        assert_eq!(s.members.iter().filter(|m| m.is_self).count(), 1);
+    }
+
+    #[test]
+    fn a_4_4_6_arbiter_has_a_state_and_no_optime() {
+        let s = SetStatus::read(&shell_doc("rs-status-4.4.6-primary-with-arbiter.txt"));
+        let arbiter = s.members.iter().find(|m| m.state == "ARBITER").unwrap();
+        assert_eq!(arbiter.optime_ms, None);
+        assert_eq!(s.lag_s(&arbiter.name), None);
+        let members = shell("rs-status-members-4.4.6-shard-primary-with-arbiter.txt");
+        let s = SetStatus::read(&mongodb::bson::doc! { "members": members });
+        let states: Vec<&str> = s.members.iter().map(|m| m.state.as_str()).collect();
+        assert_eq!(states.len(), 3);
+        assert!(states.contains(&"PRIMARY") && states.contains(&"ARBITER"));
+        let secondary = s.members.iter().find(|m| m.state == "SECONDARY").unwrap();
+        assert!(s.lag_s(&secondary.name).is_some());
+    }
+
+    #[test]
+    fn a_4_4_6_mongos_and_its_shards() {
+        let h = Hello::read(&shell_doc("mongos-ismaster-4.4.6.txt"));
+        assert!(h.router);
+        assert_eq!(h.state(), None, "a mongos has no set");
+        // sh.status()'s shard lines are config.shards' documents, as listShards returns them.
+        let lines: Vec<Bson> = file("mongos-sh-status-4.4.6.txt")
+            .lines()
+            .filter(|l| l.contains("\"host\""))
+            .map(|l| {
+                Bson::try_from(serde_json::from_str::<serde_json::Value>(l.trim()).unwrap())
+                    .unwrap()
+            })
+            .collect();
+        let s = shards(&mongodb::bson::doc! { "shards": lines, "ok": 1 });
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[0].name, "shard0");
+        assert_eq!(
+            s[0].hosts.len(),
+            2,
+            "the replica set's members, without its name"
+        );
+        assert!(s[0].hosts[0].starts_with("mongo-sh-arb-shard0-0."));
+        // Standalone shards (DOCS-9217): a bare host:port.
+        let v: serde_json::Value =
+            serde_json::from_str(&file("listShards-standalone-shards.json")).unwrap();
+        let s = shards(Bson::try_from(v).unwrap().as_document().unwrap());
+        assert_eq!(s.len(), 3);
+        assert_eq!(s[2].hosts, vec!["localhost:1030".to_string()]);
+    }
+
+    #[test]
+    fn a_migration_from_the_changelog_as_the_manual_names_its_fields() {
+        // No real changelog entry was found (tests/data/topology/README.md); the fields are
+        // those of the manual's config.changelog page: what, ns, time, details.from/to.
+        let entry = mongodb::bson::doc! {
+            "_id": "h-2024-01-01T00:00:00.000Z-1", "server": "h:27018",
+            "time": DateTime::from_millis(1_700_000_000_123), "what": "moveChunk.commit",
+            "ns": "db.orders", "details": { "from": "shard0", "to": "shard1" },
+        };
+        let m = migration(&entry).unwrap();
+        assert_eq!(
+            (m.from.as_deref(), m.to.as_deref()),
+            (Some("shard0"), Some("shard1"))
+        );
+        assert_eq!(m.time_ms, 1_700_000_000_123);
+        let split = mongodb::bson::doc! { "what": "split", "time": DateTime::now() };
+        assert_eq!(migration(&split), None);
+    }
+}
