@@ -16,6 +16,19 @@
 //! });
 //! assert!(set.answered(2).0 > 0);
 //! ```
+//!
+//! A sharded cluster is scripted sets behind a `ScriptedRouter`: one more port that answers as
+//! a `mongos` (`hello` with `msg: "isdbgrid"`, `listShards` naming each set's members,
+//! `serverStatus`, and `find` on `config.changelog` from the chunk migrations the test records)
+//! and passes every other command to the real server, so the workload runs through it.
+//!
+//! ```ignore
+//! let port = common::proxy::port_of(&server.uri);
+//! let (a, b) = (ScriptedSet::start(3, "rsA", port), ScriptedSet::start(3, "rsB", port));
+//! let router = ScriptedRouter::start(vec![("shA".into(), &a), ("shB".into(), &b)], port);
+//! // ... start the tool with router.uri() ...
+//! let at_ms = router.add_migration("db.orders", "shA", "shB");
+//! ```
 #![allow(dead_code)]
 
 use std::collections::HashMap;
@@ -210,9 +223,10 @@ impl SetState {
     }
 }
 
-/// What one member's connections did, for `serverStatus` and `answered`.
+/// What one port's connections did (a member's, or the router's), for `serverStatus` and
+/// `answered`.
 #[derive(Default)]
-struct MemberStats {
+struct PortStats {
     /// Connections open now.
     current: AtomicI64,
     /// Connections accepted and served since the start.
@@ -233,12 +247,83 @@ struct MemberStats {
     open: Mutex<HashMap<i64, TcpStream>>,
 }
 
-impl MemberStats {
-    /// Closes every open connection of this member (their threads then end).
+impl PortStats {
+    /// Closes every open connection of this port (their threads then end).
     fn close_all(&self) {
         for s in lock(&self.open).values() {
             let _ = s.shutdown(Shutdown::Both);
         }
+    }
+
+    /// serverStatus's `connections`: open now, a fixed 800 more available, accepted since the
+    /// start.
+    fn connections(&self) -> Document {
+        doc! {
+            "current": self.current.load(Ordering::SeqCst) as i32,
+            "available": 800i32,
+            "totalCreated": self.total_created.load(Ordering::SeqCst) as i32,
+        }
+    }
+
+    /// serverStatus's `network`: bytes read and written, messages read (Int64, as servers
+    /// send them).
+    fn network(&self) -> Document {
+        let count = |c: &AtomicU64| Bson::Int64(c.load(Ordering::SeqCst) as i64);
+        doc! {
+            "bytesIn": count(&self.bytes_in),
+            "bytesOut": count(&self.bytes_out),
+            "numRequests": count(&self.requests),
+        }
+    }
+}
+
+/// One loopback port of a scripted deployment, as its accept loop and its connections' threads
+/// see it: a member of a `ScriptedSet` or a `ScriptedRouter`.
+trait Endpoint: Send + Sync + 'static {
+    /// Its connections' counts.
+    fn stats(&self) -> &PortStats;
+    /// The deployment was dropped: the listener and every connection end.
+    fn closed(&self) -> bool;
+    /// Unreachable now: a new connection is closed at once, an open one at its next message.
+    fn down(&self) -> bool;
+    /// The reply to one message read on connection `connection_id`, None when none is to be
+    /// sent (moreToCome); Err closes the connection (a malformed message, an opcode not
+    /// handled, the real server unreachable). `upstream` is the connection's own to the real
+    /// server, opened on first use.
+    fn answer(
+        &self,
+        connection_id: i64,
+        msg: &[u8],
+        upstream: &mut Option<TcpStream>,
+    ) -> Result<Option<Vec<u8>>, ()>;
+}
+
+/// Member `member` of a scripted set, as an endpoint.
+struct MemberPort {
+    shared: Arc<Shared>,
+    member: usize,
+}
+
+impl Endpoint for MemberPort {
+    fn stats(&self) -> &PortStats {
+        &self.shared.members[self.member]
+    }
+
+    fn closed(&self) -> bool {
+        self.shared.closed.load(Ordering::SeqCst)
+    }
+
+    fn down(&self) -> bool {
+        lock(&self.shared.state).down(self.member)
+    }
+
+    fn answer(
+        &self,
+        connection_id: i64,
+        msg: &[u8],
+        upstream: &mut Option<TcpStream>,
+    ) -> Result<Option<Vec<u8>>, ()> {
+        respond(&self.shared, self.member, connection_id, msg, upstream)
     }
 }
 
@@ -249,7 +334,7 @@ struct Shared {
     upstream_port: u16,
     started: Instant,
     state: Mutex<SetState>,
-    members: Vec<MemberStats>,
+    members: Vec<PortStats>,
     /// Set when the set is dropped: listeners and connections end.
     closed: AtomicBool,
 }
@@ -287,12 +372,16 @@ impl ScriptedSet {
             upstream_port,
             started: Instant::now(),
             state: Mutex::new(SetState::new(n)),
-            members: (0..n).map(|_| MemberStats::default()).collect(),
+            members: (0..n).map(|_| PortStats::default()).collect(),
             closed: AtomicBool::new(false),
         });
         for (member, listener) in listeners.into_iter().enumerate() {
-            let shared = Arc::clone(&shared);
-            std::thread::spawn(move || accept_loop(&shared, member, listener));
+            let port = Arc::new(MemberPort {
+                shared: Arc::clone(&shared),
+                member,
+            });
+            let name = format!("replset-member-{member}");
+            std::thread::spawn(move || accept_loop(port, listener, name));
         }
         ScriptedSet {
             hosts,
@@ -375,37 +464,37 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Accepts member `member`'s connections until the set is dropped, each served on a thread of
-/// its own; a member that is down closes each at once.
-fn accept_loop(shared: &Arc<Shared>, member: usize, listener: TcpListener) {
+/// Accepts an endpoint's connections until its deployment is dropped, each served on a thread
+/// of its own named `name`; an endpoint that is down closes each at once.
+fn accept_loop<E: Endpoint>(endpoint: Arc<E>, listener: TcpListener, name: String) {
     for client in listener.incoming() {
-        if shared.closed.load(Ordering::SeqCst) {
+        if endpoint.closed() {
             return;
         }
         let Ok(client) = client else {
             std::thread::sleep(Duration::from_millis(10));
             continue;
         };
-        if lock(&shared.state).down(member) {
+        if endpoint.down() {
             let _ = client.shutdown(Shutdown::Both);
             continue;
         }
-        let shared = Arc::clone(shared);
+        let endpoint = Arc::clone(&endpoint);
         let _ = std::thread::Builder::new()
-            .name(format!("replset-member-{member}"))
-            .spawn(move || serve(&shared, member, client));
+            .name(name.clone())
+            .spawn(move || serve(&*endpoint, client));
     }
 }
 
-/// A connection's place in its member's counts, given back when it ends.
+/// A connection's place in its port's counts, given back when it ends.
 struct Registration<'a> {
-    stats: &'a MemberStats,
+    stats: &'a PortStats,
     id: i64,
 }
 
 impl<'a> Registration<'a> {
     /// Counts the connection as open and keeps a handle to it for `close_all`.
-    fn new(stats: &'a MemberStats, client: &TcpStream) -> Registration<'a> {
+    fn new(stats: &'a PortStats, client: &TcpStream) -> Registration<'a> {
         let id = stats.last_connection_id.fetch_add(1, Ordering::SeqCst) + 1;
         stats.current.fetch_add(1, Ordering::SeqCst);
         stats.total_created.fetch_add(1, Ordering::SeqCst);
@@ -424,20 +513,20 @@ impl Drop for Registration<'_> {
     }
 }
 
-/// Serves one client connection of member `member` until it closes, a frame is malformed, the
-/// member goes down or the set is dropped.
-fn serve(shared: &Shared, member: usize, mut client: TcpStream) {
-    let stats = &shared.members[member];
+/// Serves one client connection of an endpoint until it closes, a frame is malformed, the
+/// endpoint goes down or its deployment is dropped.
+fn serve<E: Endpoint>(endpoint: &E, mut client: TcpStream) {
+    let stats = endpoint.stats();
     let registration = Registration::new(stats, &client);
     let _ = client.set_nodelay(true);
     let mut upstream: Option<TcpStream> = None;
     while let Some(msg) = read_message(&mut client) {
         stats.bytes_in.fetch_add(msg.len() as u64, Ordering::SeqCst);
         stats.requests.fetch_add(1, Ordering::SeqCst);
-        if shared.closed.load(Ordering::SeqCst) || lock(&shared.state).down(member) {
+        if endpoint.closed() || endpoint.down() {
             break;
         }
-        let Ok(reply) = respond(shared, member, registration.id, &msg, &mut upstream) else {
+        let Ok(reply) = endpoint.answer(registration.id, &msg, &mut upstream) else {
             break;
         };
         if let Some(reply) = reply {
@@ -544,6 +633,13 @@ impl<'a> Request<'a> {
         Document::from_reader(&mut &self.command[..]).ok()
     }
 
+    /// Whether a hello asks `helloOk: true` (the driver says `hello` from then on, if the reply
+    /// says `helloOk` too); None when the command is no document.
+    fn asks_hello_ok(&self) -> Option<bool> {
+        let command = self.document()?;
+        Some(matches!(command.get("helloOk"), Some(Bson::Boolean(true))))
+    }
+
     /// The reply to this request carrying `doc`: an OP_MSG to an OP_MSG, an OP_REPLY to an
     /// OP_QUERY.
     fn reply(&self, doc: &Document) -> Option<Vec<u8>> {
@@ -609,8 +705,7 @@ fn op_query_command(msg: &[u8]) -> Option<&[u8]> {
     }
 }
 
-/// The reply to one request, None when none is to be sent (moreToCome); Err closes the
-/// connection (a malformed message, an opcode not handled, the real server unreachable).
+/// Member `member`'s reply to one request (see `Endpoint::answer`).
 fn respond(
     shared: &Shared,
     member: usize,
@@ -622,8 +717,7 @@ fn respond(
     let stats = &shared.members[member];
     let answer = match request.name {
         "hello" | "isMaster" | "ismaster" => {
-            let command = request.document().ok_or(())?;
-            let hello_ok = matches!(command.get("helloOk"), Some(Bson::Boolean(true)));
+            let hello_ok = request.asks_hello_ok().ok_or(())?;
             Some(shared.hello(member, connection_id, request.name, hello_ok))
         }
         "serverStatus" => {
@@ -644,10 +738,22 @@ fn respond(
         }
         _ => None,
     };
+    answer_or_forward(&request, msg, answer, shared.upstream_port, upstream)
+}
+
+/// Sends `answer` back to the sender of `request` (nothing under moreToCome), or, when there
+/// is none, relays the message `msg` to the real server on `upstream_port` (`forward`).
+fn answer_or_forward(
+    request: &Request<'_>,
+    msg: &[u8],
+    answer: Option<Document>,
+    upstream_port: u16,
+    upstream: &mut Option<TcpStream>,
+) -> Result<Option<Vec<u8>>, ()> {
     match answer {
         Some(_) if request.more_to_come => Ok(None),
         Some(doc) => request.reply(&doc).map(Some).ok_or(()),
-        None => forward(shared.upstream_port, msg, request.more_to_come, upstream),
+        None => forward(upstream_port, msg, request.more_to_come, upstream),
     }
 }
 
@@ -696,6 +802,32 @@ fn election_id(term: i64) -> ObjectId {
     ObjectId::from_bytes(bytes)
 }
 
+/// The key a hello spelled `spelling` gets its primary (writable) flag under from real servers:
+/// `isWritablePrimary` to `hello`, `ismaster` to `isMaster` / `ismaster`.
+fn primary_key(spelling: &str) -> &'static str {
+    if spelling == "hello" {
+        "isWritablePrimary"
+    } else {
+        "ismaster"
+    }
+}
+
+/// The fields of a hello after the role's own, as a 6.0 server sends them: its limits, its
+/// clock, the sessions' timeout (`sessions`; a member without a config has none), the
+/// connection's id and the wire versions.
+fn server_fields(d: &mut Document, now: DateTime, connection_id: i64, sessions: bool) {
+    d.insert("maxBsonObjectSize", 16_777_216i32);
+    d.insert("maxMessageSizeBytes", 48_000_000i32);
+    d.insert("maxWriteBatchSize", 100_000i32);
+    d.insert("localTime", now);
+    if sessions {
+        d.insert("logicalSessionTimeoutMinutes", 30i32);
+    }
+    d.insert("connectionId", connection_id as i32);
+    d.insert("minWireVersion", 0i32);
+    d.insert("maxWireVersion", 17i32);
+}
+
 /// `{insert, query, update, delete, getmore, command}` of whole counts, as Int64.
 fn counters_doc(counts: [i64; 6]) -> Document {
     OPCOUNTER_KEYS
@@ -714,6 +846,14 @@ impl Shared {
     /// Member `i`'s address.
     fn host(&self, i: usize) -> String {
         self.hosts.get(i).cloned().unwrap_or_default()
+    }
+
+    /// The addresses of the members in the config, in member order.
+    fn present_hosts(&self, state: &SetState) -> Vec<String> {
+        (0..self.hosts.len())
+            .filter(|&i| state.present(i))
+            .map(|i| self.host(i))
+            .collect()
     }
 
     /// The replica-set fields of member `member`'s hello (and of its serverStatus `repl`):
@@ -737,12 +877,8 @@ impl Shared {
             d.insert("info", "Does not have a valid replica set config");
             return d;
         }
-        let hosts: Vec<String> = (0..self.hosts.len())
-            .filter(|&i| state.present(i))
-            .map(|i| self.host(i))
-            .collect();
         let is_primary = state.is_primary(member);
-        d.insert("hosts", hosts);
+        d.insert("hosts", self.present_hosts(state));
         d.insert("setName", self.set_name.clone());
         d.insert("setVersion", state.set_version);
         for key in primary_keys {
@@ -776,24 +912,11 @@ impl Shared {
     fn hello(&self, member: usize, connection_id: i64, spelling: &str, hello_ok: bool) -> Document {
         let mut state = lock(&self.state);
         let now = DateTime::now();
-        let key = if spelling == "hello" {
-            "isWritablePrimary"
-        } else {
-            "ismaster"
-        };
         let present = state.present(member);
+        let key = primary_key(spelling);
         let mut d = self.repl_fields(&mut state, member, &[key], now.timestamp_millis());
         drop(state);
-        d.insert("maxBsonObjectSize", 16_777_216i32);
-        d.insert("maxMessageSizeBytes", 48_000_000i32);
-        d.insert("maxWriteBatchSize", 100_000i32);
-        d.insert("localTime", now);
-        if present {
-            d.insert("logicalSessionTimeoutMinutes", 30i32);
-        }
-        d.insert("connectionId", connection_id as i32);
-        d.insert("minWireVersion", 0i32);
-        d.insert("maxWireVersion", 17i32);
+        server_fields(&mut d, now, connection_id, present);
         d.insert("readOnly", false);
         if hello_ok {
             d.insert("helloOk", true);
@@ -817,7 +940,6 @@ impl Shared {
         );
         drop(state);
         let uptime = self.uptime();
-        let count = |c: &AtomicU64| Bson::Int64(c.load(Ordering::SeqCst) as i64);
         doc! {
             "host": self.host(member),
             "version": "6.0.0",
@@ -829,16 +951,8 @@ impl Shared {
             "localTime": now,
             "opcounters": counters_doc(ops),
             "opcountersRepl": counters_doc(repl_ops),
-            "connections": {
-                "current": stats.current.load(Ordering::SeqCst) as i32,
-                "available": 800i32,
-                "totalCreated": stats.total_created.load(Ordering::SeqCst) as i32,
-            },
-            "network": {
-                "bytesIn": count(&stats.bytes_in),
-                "bytesOut": count(&stats.bytes_out),
-                "numRequests": count(&stats.requests),
-            },
+            "connections": stats.connections(),
+            "network": stats.network(),
             "repl": repl,
             "ok": 1.0,
         }
@@ -978,4 +1092,286 @@ impl Shared {
             "ok": 1.0,
         }
     }
+}
+
+/// What a changelog entry's `what` is for a committed chunk migration.
+const MIGRATION_COMMIT: &str = "moveChunk.commit";
+
+/// A scripted `mongos` on loopback in front of scripted sets, one per shard (see the module's
+/// comment). It answers `hello` / `isMaster` as a 4.4+ mongos does (`msg: "isdbgrid"`, no
+/// `topologyVersion`, so the driver polls), `listShards` with each set's members in the config
+/// of the moment, `serverStatus` as a router's (no `repl`, counters standing still), and `find`
+/// on `config.changelog` from the migrations `add_migration` recorded; every other command,
+/// other `find`s included, goes to the real server unchanged. Dropping it closes its port and
+/// connections; the sets are the test's and stay.
+pub struct ScriptedRouter {
+    /// Its address, `127.0.0.1:PORT`.
+    pub host: String,
+    shared: Arc<RouterShared>,
+}
+
+/// What the router's threads share with the test.
+struct RouterShared {
+    host: String,
+    upstream_port: u16,
+    started: Instant,
+    /// The shards in `listShards` order: each one's name and the set behind it.
+    shards: Vec<(String, Arc<Shared>)>,
+    /// The changelog entries recorded, as `find` returns them, oldest first.
+    changelog: Mutex<Vec<Document>>,
+    /// The commands passed to the real server, by name, and how many of each.
+    relayed: Mutex<HashMap<String, u64>>,
+    stats: PortStats,
+    /// Set when the router is dropped: its listener and connections end.
+    closed: AtomicBool,
+}
+
+impl ScriptedRouter {
+    /// Starts a router over `shards` (each shard's name and its set), passing data commands to
+    /// the real server on `upstream_port`.
+    pub fn start(shards: Vec<(String, &ScriptedSet)>, upstream_port: u16) -> ScriptedRouter {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+        let host = format!(
+            "127.0.0.1:{}",
+            listener.local_addr().expect("local address").port()
+        );
+        let shared = Arc::new(RouterShared {
+            host: host.clone(),
+            upstream_port,
+            started: Instant::now(),
+            shards: shards
+                .into_iter()
+                .map(|(name, set)| (name, Arc::clone(&set.shared)))
+                .collect(),
+            changelog: Mutex::new(Vec::new()),
+            relayed: Mutex::new(HashMap::new()),
+            stats: PortStats::default(),
+            closed: AtomicBool::new(false),
+        });
+        let endpoint = Arc::clone(&shared);
+        std::thread::spawn(move || accept_loop(endpoint, listener, "scripted-mongos".into()));
+        ScriptedRouter { host, shared }
+    }
+
+    /// mongodb://HOST/
+    pub fn uri(&self) -> String {
+        format!("mongodb://{}/", self.host)
+    }
+
+    /// Records a chunk of `ns` moved from shard `from` to shard `to`, committed now: the
+    /// `moveChunk.commit` entry the config server logs, as its donor's primary writes it.
+    /// Returns its `time` (epoch milliseconds).
+    ///
+    /// No real changelog entry could be found to copy (tests/data/topology/README.md, "Not
+    /// found"): the fields are those MongoDB's manual documents for `config.changelog` (`_id`
+    /// of host, time and a counter; `server`, `clientAddr`, `time`, `what`, `ns`, `details`),
+    /// and `details` holds what a `moveChunk.commit` records (the chunk's bounds, the donor and
+    /// recipient shards, the cloning counts).
+    pub fn add_migration(&self, ns: &str, from: &str, to: &str) -> u64 {
+        let now = DateTime::now();
+        let server = self.shared.donor(from);
+        let mut log = lock(&self.shared.changelog);
+        let id = format!(
+            "{server}-{}-{}",
+            now.try_to_rfc3339_string().unwrap_or_default(),
+            log.len()
+        );
+        log.push(doc! {
+            "_id": id,
+            "server": server,
+            "clientAddr": "",
+            "time": now,
+            "what": MIGRATION_COMMIT,
+            "ns": ns,
+            "details": {
+                "min": { "_id": Bson::MinKey },
+                "max": { "_id": 0 },
+                "from": from,
+                "to": to,
+                "counts": {
+                    "cloned": 0i64,
+                    "clonedBytes": 0i64,
+                    "catchup": 0i64,
+                    "steady": 0i64,
+                },
+            },
+        });
+        u64::try_from(now.timestamp_millis()).unwrap_or(0)
+    }
+
+    /// How many `command`s (by name: `insert`, `find`, ...) the router passed to the real
+    /// server so far; the workload's reach the real server only this way.
+    pub fn relayed(&self, command: &str) -> u64 {
+        lock(&self.shared.relayed)
+            .get(command)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// How many `serverStatus` commands the router answered.
+    pub fn status_answered(&self) -> u64 {
+        self.shared.stats.status_answered.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for ScriptedRouter {
+    /// Ends the listener (woken by a connection of our own) and closes every connection.
+    fn drop(&mut self) {
+        self.shared.closed.store(true, Ordering::SeqCst);
+        self.shared.stats.close_all();
+        if let Ok(addr) = self.host.parse::<std::net::SocketAddr>() {
+            let _ = TcpStream::connect_timeout(&addr, Duration::from_secs(1));
+        }
+    }
+}
+
+impl Endpoint for RouterShared {
+    fn stats(&self) -> &PortStats {
+        &self.stats
+    }
+
+    fn closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
+    /// A router is never down.
+    fn down(&self) -> bool {
+        false
+    }
+
+    fn answer(
+        &self,
+        connection_id: i64,
+        msg: &[u8],
+        upstream: &mut Option<TcpStream>,
+    ) -> Result<Option<Vec<u8>>, ()> {
+        let request = Request::parse(msg).ok_or(())?;
+        let answer = match request.name {
+            "hello" | "isMaster" | "ismaster" => {
+                let hello_ok = request.asks_hello_ok().ok_or(())?;
+                Some(self.hello(connection_id, request.name, hello_ok))
+            }
+            "listShards" => Some(self.list_shards()),
+            "serverStatus" => {
+                self.stats.status_answered.fetch_add(1, Ordering::SeqCst);
+                Some(self.server_status())
+            }
+            "find" => self.changelog_find(&request.document().ok_or(())?),
+            _ => None,
+        };
+        if answer.is_none() {
+            *lock(&self.relayed)
+                .entry(request.name.to_string())
+                .or_insert(0) += 1;
+        }
+        answer_or_forward(&request, msg, answer, self.upstream_port, upstream)
+    }
+}
+
+impl RouterShared {
+    /// The host that logs a migration from shard `name`: its set's primary, else its first
+    /// member; empty for a shard the router does not have.
+    fn donor(&self, name: &str) -> String {
+        let Some((_, set)) = self.shards.iter().find(|(n, _)| n == name) else {
+            return String::new();
+        };
+        let primary = lock(&set.state).primary_now();
+        set.host(primary.unwrap_or(0))
+    }
+
+    /// The reply to `hello` / `isMaster` / `ismaster`, the fields a real 4.4 mongos sends
+    /// (tests/data/topology/mongos-ismaster-4.4.6.txt) with a 6.0 server's wire version: the
+    /// writable flag under the key that spelling gets, `msg: "isdbgrid"`, the limits, and no
+    /// `topologyVersion`.
+    fn hello(&self, connection_id: i64, spelling: &str, hello_ok: bool) -> Document {
+        let mut d = Document::new();
+        d.insert(primary_key(spelling), true);
+        d.insert("msg", "isdbgrid");
+        server_fields(&mut d, DateTime::now(), connection_id, true);
+        if hello_ok {
+            d.insert("helloOk", true);
+        }
+        d.insert("ok", 1.0);
+        d
+    }
+
+    /// `listShards`: each shard's name and its set's members in the config of the moment, in a
+    /// host string as the config server keeps it (`SETNAME/h1,h2,h3`).
+    fn list_shards(&self) -> Document {
+        let shards: Vec<Bson> = self
+            .shards
+            .iter()
+            .map(|(name, set)| {
+                let hosts = set.present_hosts(&lock(&set.state));
+                Bson::Document(doc! {
+                    "_id": name.clone(),
+                    "host": format!("{}/{}", set.set_name, hosts.join(",")),
+                    "state": 1,
+                })
+            })
+            .collect();
+        doc! { "shards": shards, "ok": 1.0 }
+    }
+
+    /// A router's serverStatus: its own connections and bytes, its counters standing still
+    /// (what it routes is counted by the members' scripts), no `repl`.
+    fn server_status(&self) -> Document {
+        let uptime = self.started.elapsed().as_secs_f64();
+        doc! {
+            "host": self.host.clone(),
+            "version": "6.0.0",
+            "process": "mongos",
+            "uptime": uptime,
+            "localTime": DateTime::now(),
+            "opcounters": counters_doc([0; 6]),
+            "connections": self.stats.connections(),
+            "network": self.stats.network(),
+            "ok": 1.0,
+        }
+    }
+
+    /// The reply to a `find` on `config.changelog`: the recorded entries whose `what` is the
+    /// filter's (when it names one) and whose `time` is after its `time.$gt` (when it has one),
+    /// oldest first, at most `limit` of them, in one batch (cursor id 0). None for any other
+    /// `find`, which goes to the real server.
+    fn changelog_find(&self, command: &Document) -> Option<Document> {
+        if command.get_str("find") != Ok("changelog") || command.get_str("$db") != Ok("config") {
+            return None;
+        }
+        let filter = command.get_document("filter").ok();
+        let what = filter.and_then(|f| f.get_str("what").ok());
+        let after = filter
+            .and_then(|f| f.get_document("time").ok())
+            .and_then(|t| t.get_datetime("$gt").ok())
+            .map(|d| d.timestamp_millis());
+        let limit = match command.get("limit") {
+            Some(Bson::Int32(n)) if *n > 0 => *n as usize,
+            Some(Bson::Int64(n)) if *n > 0 => *n as usize,
+            Some(Bson::Double(n)) if *n >= 1.0 => *n as usize,
+            _ => usize::MAX,
+        };
+        let mut entries: Vec<Document> = lock(&self.changelog)
+            .iter()
+            .filter(|e| what.is_none_or(|w| e.get_str("what") == Ok(w)))
+            .filter(|e| after.is_none_or(|a| entry_ms(e) > a))
+            .cloned()
+            .collect();
+        entries.sort_by_key(entry_ms);
+        entries.truncate(limit);
+        Some(doc! {
+            "cursor": {
+                "firstBatch": entries,
+                "id": 0i64,
+                "ns": "config.changelog",
+            },
+            "ok": 1.0,
+        })
+    }
+}
+
+/// A changelog entry's `time` in epoch milliseconds (the earliest possible without one).
+fn entry_ms(entry: &Document) -> i64 {
+    entry
+        .get_datetime("time")
+        .map_or(i64::MIN, |d| d.timestamp_millis())
 }

@@ -1,14 +1,15 @@
 //! The members of a replica set, each sampled on its own: a scripted three-member set on
 //! loopback (`common::replset`: hello, serverStatus and replSetGetStatus from a script the test
-//! changes mid-run, every data command passed on to the real server), and the real one-member
-//! set of secantusd-rs. The witnesses are the script's own counters, optimes and the times it
-//! changed, and for the real server its opcounters.
+//! changes mid-run, every data command passed on to the real server), a scripted cluster of two
+//! such sets behind a scripted mongos (`listShards`, `config.changelog`), and the real
+//! one-member set of secantusd-rs. The witnesses are the script's own counters, optimes, the
+//! times it changed and the migration it logged, and for the real server its opcounters.
 
 use crate::common;
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use common::replset::ScriptedSet;
+use common::replset::{ScriptedRouter, ScriptedSet};
 use common::*;
 
 fn now_ms() -> u64 {
@@ -379,4 +380,167 @@ fn the_real_one_member_set_has_its_member_row_a_line_a_second_and_a_step_down_wi
         down["unavailable"]["secs"].as_f64().unwrap() > 1.0,
         "{down}"
     );
+}
+
+#[test]
+fn a_scripted_cluster_of_two_shards_has_every_member_under_its_shard_and_a_migration_on_the_timeline(
+) {
+    let Some(server) = TestServer::start() else {
+        return;
+    };
+    let upstream = proxy::port_of(&server.uri);
+    // Two shards, each a scripted set of three under a set name that is not the shard's (the
+    // shard's name comes from listShards' `_id`). Each primary takes inserts its secondaries
+    // apply; every member serves queries at a rate of its own (4, 8, ... 24 a second), so each
+    // member's row is seen to be its own.
+    let sets = [
+        ("shA", ScriptedSet::start(3, "rsA", upstream)),
+        ("shB", ScriptedSet::start(3, "rsB", upstream)),
+    ];
+    let query_rate = |s: usize, i: usize| 4.0 * (3 * s + i + 1) as f64;
+    for (s, (_, set)) in sets.iter().enumerate() {
+        set.change(|st| {
+            for (i, m) in st.members.iter_mut().enumerate() {
+                m.ops_per_s = [0.0, query_rate(s, i), 0.0, 0.0, 0.0, 0.0];
+                m.repl_per_s = [30.0, 0.0, 0.0, 0.0, 0.0, 0.0];
+            }
+            st.members[0].ops_per_s[0] = 30.0;
+            st.members[0].repl_per_s = [0.0; 6];
+        });
+    }
+    let router = ScriptedRouter::start(
+        sets.iter()
+            .map(|(name, set)| (name.to_string(), set))
+            .collect(),
+        upstream,
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let groups =
+        "[[group]]\nname = \"ins\"\nop = \"insert\"\nthreads = 2\nrate = 20\nduration = \"6s\"\n";
+    let path = profile(dir.path(), &unique_db("cluster"), "drop = true", groups);
+    let out = dir.path().join("run");
+    let args: Vec<String> = vec![
+        "run".into(),
+        path.to_str().unwrap().into(),
+        "--uri".into(),
+        router.uri(),
+        "--quiet".into(),
+        "--out".into(),
+        out.to_str().unwrap().into(),
+    ];
+    let run = std::thread::spawn(move || {
+        bin()
+            .args(&args)
+            .timeout(Duration::from_secs(120))
+            .output()
+            .expect("the tool ran")
+    });
+    // The migration 2 s after the first insert came through the router (the stage's start,
+    // about a second after the tool's): inside the stage, after the sampler found the members.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while router.relayed("insert") == 0 && !run.is_finished() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    let migrated_ms = router.add_migration("db.orders", "shA", "shB");
+    let output = run.join().expect("the tool's thread");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(
+        router.relayed("insert") > 0,
+        "the workload went through the router: {stderr}"
+    );
+    assert!(
+        router.status_answered() > 0,
+        "the deployment's serverStatus is the router's"
+    );
+
+    // members.tsv: all six, each under its shard, in its state, with its own rates.
+    let rows = members_tsv(&out);
+    let named: std::collections::BTreeSet<&str> = rows.iter().map(|r| r.1.as_str()).collect();
+    assert_eq!(named.len(), 6, "{named:?}");
+    for (s, (shard, set)) in sets.iter().enumerate() {
+        for (i, host) in set.hosts.iter().enumerate() {
+            let mine: Vec<_> = rows.iter().filter(|r| &r.1 == host).collect();
+            assert!(mine.len() >= 4, "{shard}/{host}: {} rows", mine.len());
+            assert!(
+                mine.iter().all(|r| r.2["shard"] == *shard),
+                "{host} is in {shard}: {mine:?}"
+            );
+            let state = if i == 0 { "PRIMARY" } else { "SECONDARY" };
+            let known: Vec<&str> = mine
+                .iter()
+                .map(|r| r.2["state"].as_str())
+                .filter(|v| *v != "-")
+                .collect();
+            assert!(
+                known.len() >= 3 && known.iter().all(|v| *v == state),
+                "{shard}/{host} is {state}: {known:?}"
+            );
+            // Over the time the rows cover (a short last row's rate is coarse).
+            let q: Vec<(f64, f64)> = mine
+                .iter()
+                .filter_map(|r| Some((num(&r.2, "query_s")?, num(&r.2, "interval_ms")?)))
+                .collect();
+            assert!(q.len() >= 3, "{shard}/{host}: {q:?}");
+            let secs = q.iter().map(|(_, ms)| ms).sum::<f64>() / 1000.0;
+            let avg = q.iter().map(|(v, ms)| v * ms / 1000.0).sum::<f64>() / secs;
+            let want = query_rate(s, i);
+            assert!(
+                (avg - want).abs() <= want * 0.1 + 1.0,
+                "{shard}/{host} query_s {avg} a second, scripted {want}: {q:?}"
+            );
+        }
+    }
+
+    // The summary: six members with their shards; the migration where and when it was logged.
+    let summary = read_json(&out.join("summary.json"));
+    validate_schema(&summary);
+    let run0 = &summary["runs"][0];
+    let members = run0["members"].as_array().unwrap();
+    assert_eq!(members.len(), 6, "{members:#?}");
+    for (shard, set) in &sets {
+        for host in &set.hosts {
+            let m = members
+                .iter()
+                .find(|m| m["member"] == host.as_str())
+                .unwrap_or_else(|| panic!("no summary of {host}: {members:#?}"));
+            assert_eq!(m["shard"], *shard, "{m}");
+        }
+    }
+    let events = run0["topology"].as_array().expect("topology events");
+    let migrations: Vec<_> = events.iter().filter(|e| e["kind"] == "migration").collect();
+    assert_eq!(migrations.len(), 1, "seen once: {events:#?}");
+    let migration = migrations[0];
+    assert_eq!(migration["from"], "shA");
+    assert_eq!(migration["to"], "shB");
+    assert!(
+        migration["detail"].as_str().unwrap().contains("db.orders"),
+        "{migration}"
+    );
+    let at = migration["time_ms"].as_u64().unwrap();
+    assert!(
+        at.abs_diff(migrated_ms) <= 1,
+        "migration at {at}, the changelog says {migrated_ms}"
+    );
+    let offset = migration["offset_secs"].as_f64().unwrap();
+    assert!((1.0..=6.0).contains(&offset), "migration at +{offset}s");
+
+    // The console: members named shard/host, the migration on the timeline.
+    assert!(stdout.contains("Members, each sampled"), "{stdout}");
+    for (shard, set) in &sets {
+        for host in &set.hosts {
+            assert!(stdout.contains(&format!("{shard}/{host}")), "{stdout}");
+        }
+    }
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.contains("topology: +") && l.contains("db.orders")),
+        "{stdout}"
+    );
+    // The workload ran through it all.
+    assert_eq!(row(&summary, "ins")["errors"], 0);
+    assert!(row(&summary, "ins")["samples"].as_u64().unwrap() > 50);
 }
