@@ -94,6 +94,7 @@ mod tests {
                 avg: ops,
                 peak: ops,
             },
+            oplog_window_min_s: None,
             repl_ops_s: AvgPeak::default(),
             lag_s: AvgPeak {
                 avg: lag,

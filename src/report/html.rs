@@ -801,6 +801,7 @@ mod tests {
                 avg: Some(12.4),
                 peak: Some(30.0),
             },
+            oplog_window_min_s: None,
             repl_ops_s: AvgPeak::default(),
             lag_s: AvgPeak {
                 avg: Some(0.3),

@@ -1,5 +1,5 @@
 //! `members.tsv`: one line per member per second (time, the interval its rates cover, shard, member, state, operations per
-//! second by kind, replicated operations per second, connections, network, lag), `-` where the
+//! second by kind, replicated operations per second, connections, network, lag, oplog window), `-` where the
 //! member did not say. Written as the sampler takes each second, created at its first line (a
 //! standalone server has no members, and no file).
 
@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use crate::monitor::members::{MemberRow, MemberSink};
 
 /// The file's columns, in order.
-pub const COLUMNS: [&str; 16] = [
+pub const COLUMNS: [&str; 17] = [
     "time_ms",
     "interval_ms",
     "shard",
@@ -27,6 +27,7 @@ pub const COLUMNS: [&str; 16] = [
     "net_in_kbs",
     "net_out_kbs",
     "lag_s",
+    "oplog_window_s",
 ];
 
 /// The writer: the file is created at the first row.
@@ -88,6 +89,7 @@ pub fn line(r: &MemberRow) -> String {
     cells.push(cell(r.net_in_kbs, 1));
     cells.push(cell(r.net_out_kbs, 1));
     cells.push(cell(r.lag_s, 3));
+    cells.push(cell(r.oplog_window_s, 0));
     cells.join("\t")
 }
 
@@ -150,6 +152,7 @@ pub fn parse_members(text: &str) -> Result<Vec<MemberRow>, String> {
             net_in_kbs: num(13)?,
             net_out_kbs: num(14)?,
             lag_s: num(15)?,
+            oplog_window_s: num(16)?,
         });
     }
     Ok(rows)
@@ -179,6 +182,7 @@ mod tests {
                 net_in_kbs: Some(3.5),
                 net_out_kbs: Some(9.5),
                 lag_s: Some(0.0),
+                oplog_window_s: Some(86400.0),
             },
             MemberRow {
                 time_ms: 1000,

@@ -28,6 +28,10 @@ pub struct MemberSummary {
     pub repl_ops_s: AvgPeak,
     /// Seconds behind its primary.
     pub lag_s: AvgPeak,
+    /// The shortest oplog window seen in the run, seconds (how close its oldest entries came
+    /// to falling off); none where it could not be read.
+    #[serde(default)]
+    pub oplog_window_min_s: Option<f64>,
 }
 
 impl MemberSummary {
@@ -73,6 +77,10 @@ pub fn summarize(rows: &[MemberRow], from_ms: u64, to_ms: u64) -> Vec<MemberSumm
                 ops_s: stat(&MemberRow::ops_total),
                 repl_ops_s: stat(&|r| r.repl_ops_s),
                 lag_s: stat(&|r| r.lag_s),
+                oplog_window_min_s: mine
+                    .iter()
+                    .filter_map(|r| r.oplog_window_s)
+                    .reduce(f64::min),
                 shard,
                 member,
             }

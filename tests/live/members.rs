@@ -544,3 +544,23 @@ fn a_scripted_cluster_of_two_shards_has_every_member_under_its_shard_and_a_migra
     assert_eq!(row(&summary, "ins")["errors"], 0);
     assert!(row(&summary, "ins")["samples"].as_u64().unwrap() > 50);
 }
+
+#[test]
+fn no_members_turns_the_member_sampler_off() {
+    let Some(server) = TestServer::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let (summary, _, _) = server.run_ok(
+        "insert",
+        &out,
+        &["--duration", "2s", "--threads", "2", "--no-members"],
+    );
+    assert!(!out.join("members.tsv").exists());
+    assert!(summary["runs"][0].get("members").is_none());
+    assert!(
+        out.join("resources.tsv").exists(),
+        "the rest of the sampler runs"
+    );
+}

@@ -26,6 +26,9 @@ use parse::{Counters, Hello, SetStatus};
 /// Longest wait for one member's readings in a second; past it its cells show `-`.
 const READ_TIMEOUT: Duration = Duration::from_millis(900);
 
+/// How often a member's oplog window is read (two finds of one entry each).
+const OPLOG_EVERY_MS: u64 = 10_000;
+
 /// One member's second. Rates are over the interval before `time_ms`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct MemberRow {
@@ -47,6 +50,9 @@ pub struct MemberRow {
     pub net_out_kbs: Option<f64>,
     /// Seconds behind its primary (the primary's last applied time less its own).
     pub lag_s: Option<f64>,
+    /// The time its oplog spans (its last entry's time less its first's), seconds: read every
+    /// `OPLOG_EVERY_MS`, the last reading repeated in between.
+    pub oplog_window_s: Option<f64>,
 }
 
 impl MemberRow {
@@ -155,6 +161,9 @@ struct Member {
     state: Option<String>,
     /// The commands it failed, each said once.
     said: Vec<&'static str>,
+    /// Its oplog window, and when it was last read.
+    oplog: Option<f64>,
+    oplog_read_ms: u64,
 }
 
 /// One member's readings in a second.
@@ -163,6 +172,8 @@ struct Read {
     hello: Option<Hello>,
     status: Option<Counters>,
     set_status: Option<SetStatus>,
+    /// The oplog window, when it was due and could be read.
+    oplog: Option<Option<f64>>,
     /// What went wrong: (command, error, the server's code name).
     failed: Vec<(&'static str, String, Option<String>)>,
 }
@@ -263,6 +274,8 @@ impl Members {
             last: None,
             state: None,
             said: Vec::new(),
+            oplog: None,
+            oplog_read_ms: 0,
         });
         Ok(())
     }
@@ -274,7 +287,10 @@ impl Members {
         let handles: Vec<_> = self
             .members
             .iter()
-            .map(|m| tokio::spawn(read(m.client.clone())))
+            .map(|m| {
+                let oplog = now.saturating_sub(m.oplog_read_ms) >= OPLOG_EVERY_MS;
+                tokio::spawn(read(m.client.clone(), oplog))
+            })
             .collect();
         let mut reads = Vec::with_capacity(handles.len());
         for h in handles {
@@ -325,6 +341,14 @@ impl Members {
                 net_out_kbs: rate(c.and_then(|c| c.bytes_out), last.and_then(|l| l.bytes_out))
                     .map(|b| b / 1024.0),
                 lag_s: view.and_then(|v| v.lag_s(&m.host)),
+                oplog_window_s: match r.oplog {
+                    Some(w) => {
+                        m.oplog = w;
+                        m.oplog_read_ms = now;
+                        w
+                    }
+                    None => m.oplog,
+                },
             });
             m.last = counters;
             if let (Some(before), Some(after)) = (&m.state, &state) {
@@ -584,7 +608,7 @@ impl TopologyEvent {
 
 /// A member's `hello`, then `serverStatus` and, on a primary, `replSetGetStatus`, all within
 /// `READ_TIMEOUT`.
-async fn read(client: Client) -> Read {
+async fn read(client: Client, oplog: bool) -> Read {
     let admin = client.database("admin");
     let mut r = Read::default();
     let work = async {
@@ -605,7 +629,26 @@ async fn read(client: Client) -> Read {
                 None
             }
         };
-        let (status, set) = tokio::join!(status, set);
+        let newest = r
+            .hello
+            .as_ref()
+            .filter(|h| h.set_name.is_some() && !h.arbiter)
+            .and_then(|h| h.last_write_s);
+        let window = async {
+            match newest {
+                Some(newest) if oplog => Some(oplog_window(&client, newest).await),
+                _ => None,
+            }
+        };
+        let (status, set, window) = tokio::join!(status, set, window);
+        match window {
+            Some(Ok(w)) => r.oplog = Some(w),
+            Some(Err(e)) => {
+                r.oplog = Some(None);
+                r.failed.push((OPLOG_FIND, e.to_string(), code_name(&e)));
+            }
+            None => {}
+        }
         match status {
             Ok(s) => r.status = Some(Counters::read(&s)),
             Err(e) => r
@@ -627,6 +670,25 @@ async fn read(client: Client) -> Read {
     r
 }
 
+/// The command the oplog window is read with, as its warning names it.
+const OPLOG_FIND: &str = "find on local.oplog.rs";
+
+/// A member's oplog window: its newest entry's time (`newest_s`, its `hello`'s
+/// `lastWrite.opTime`) less its oldest entry's `ts`, in seconds (none for an empty oplog). What
+/// `rs.printReplicationInfo()` reports as "log length start to end".
+async fn oplog_window(client: &Client, newest_s: u32) -> mongodb::error::Result<Option<f64>> {
+    let oldest = client
+        .database("local")
+        .collection::<Document>("oplog.rs")
+        .find_one(doc! {})
+        .sort(doc! { "$natural": 1 })
+        .projection(doc! { "ts": 1, "_id": 0 })
+        .await?;
+    Ok(oldest
+        .and_then(|d| d.get_timestamp("ts").ok())
+        .map(|t| f64::from(newest_s.saturating_sub(t.time))))
+}
+
 fn code_name(e: &mongodb::error::Error) -> Option<String> {
     match e.kind.as_ref() {
         mongodb::error::ErrorKind::Command(c) => Some(c.code_name.clone()),
@@ -638,6 +700,9 @@ fn code_name(e: &mongodb::error::Error) -> Option<String> {
 /// what went wrong.
 fn refusal(host: &str, command: &str, error: &str, code: Option<&str>) -> String {
     match code {
+        Some("Unauthorized") if command == OPLOG_FIND => format!(
+            "members: {host} refused {command} (not authorized): grant the user the read role on the local database to see its oplog window; that cell shows - (said once)"
+        ),
         Some("Unauthorized") => format!(
             "members: {host} refused {command} (not authorized): grant the user the clusterMonitor role to see {}; those cells show - (said once)",
             match command {

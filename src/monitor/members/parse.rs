@@ -21,6 +21,8 @@ pub struct Hello {
     pub arbiter: bool,
     /// A `mongos` (`msg: "isdbgrid"`).
     pub router: bool,
+    /// Its newest oplog entry's time, whole seconds (`lastWrite.opTime.ts`).
+    pub last_write_s: Option<u32>,
 }
 
 impl Hello {
@@ -47,6 +49,12 @@ impl Hello {
             secondary: yes("secondary"),
             arbiter: yes("arbiterOnly"),
             router: d.get_str("msg") == Ok("isdbgrid"),
+            last_write_s: d
+                .get_document("lastWrite")
+                .and_then(|w| w.get_document("opTime"))
+                .and_then(|o| o.get_timestamp("ts"))
+                .ok()
+                .map(|t| t.time),
         }
     }
 
@@ -382,6 +390,8 @@ mod tests {
         assert_eq!(me.state(), Some("PRIMARY"));
         assert_eq!(me.hosts.len(), 3);
         assert_eq!(me.primary.as_deref(), Some("172.19.0.9:27017"));
+        // Its newest oplog entry: lastWrite.opTime, the primary's own optime in the set.
+        assert_eq!(me.last_write_s, Some(1599759587));
         let set = SetStatus::read(d.get_document("replSetGetStatus").unwrap());
         assert_eq!(set.set.as_deref(), Some("rs1"));
         assert_eq!(set.primary().unwrap().name, "172.19.0.9:27017");
