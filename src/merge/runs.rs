@@ -217,6 +217,11 @@ fn judge(
     rows: &[GroupMetrics],
 ) -> Vec<ThresholdResult> {
     let names: Vec<String> = groups.iter().map(|g| g.name.clone()).collect();
+    // The deployment's largest lag, as any part's member sampler saw it.
+    let lag = runs
+        .iter()
+        .filter_map(|r| crate::summary::members::lag_max(&r.members))
+        .reduce(f64::max);
     // Group metrics by group index, from the rows of the same labels.
     let by_group: Vec<GroupMetrics> = names
         .iter()
@@ -232,6 +237,7 @@ fn judge(
                     m.kinds.insert(kind, km.clone());
                 }
             }
+            m.outage.lag_max_s = lag;
             m
         })
         .collect();
@@ -245,14 +251,19 @@ fn judge(
                     .iter()
                     .any(|y| y.threshold == t.threshold && y.aborted)
             });
-            Some(judge::judge(
+            let mut verdict = judge::judge(
                 &rule,
                 &judge::select(&rule, &by_group),
                 Judging {
                     aborted,
                     deferred: false,
                 },
-            ))
+            );
+            // No lag measured: nothing shows the limit held.
+            if lag.is_none() && rule.metric.kind == crate::vocab::MetricKind::LagMax {
+                verdict.pass = false;
+            }
+            Some(verdict)
         })
         .collect()
 }
