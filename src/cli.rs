@@ -363,7 +363,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub no_resources: bool,
     /// Do not sample a replica set's or cluster's members one by one (members.tsv, lag, the
-    /// primary's changes)
+    /// primary's changes; --no-resources turns this off too)
     #[arg(long)]
     pub no_members: bool,
     /// Seed of every random choice [default: a random one, printed]

@@ -69,12 +69,12 @@ pub fn merge_shown(
             r.rows.iter().zip(r.part_cpu.iter().map(Vec::as_slice)),
         )?;
     }
-    // Every part sampled the same deployment's members: the first part's file stands for them
-    // (as its runs[].members and topology do in the merged summary).
+    // Every part sampled the same deployment's members: part 0's file stands for them (as its
+    // runs[].members and topology do in the merged summary).
     if let Some(from) = parts
-        .iter()
+        .first()
         .map(|p| File::Members.path(&p.path))
-        .find(|p| p.exists())
+        .filter(|p| p.exists())
     {
         std::fs::copy(&from, File::Members.path(out)).map_err(|source| Error::Output {
             path: File::Members.path(out),

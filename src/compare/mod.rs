@@ -376,7 +376,7 @@ pub fn compare(
     for label in &order {
         for metric in METRICS {
             let (bv, nv) = (b.values[label][metric], n.values[label][metric]);
-            let change_pct = (bv != 0.0).then(|| (nv - bv) * 100.0 / bv);
+            let change_pct = members::change_pct(Some(bv), Some(nv));
             let series = |s: &Side| -> Vec<f64> {
                 let from = if by_runs { &s.per_run } else { &s.per_interval };
                 from.get(label)
@@ -433,7 +433,7 @@ pub fn compare(
                 metric,
                 base: bv,
                 new: nv,
-                change_pct: (bv != 0.0).then(|| (nv - bv) * 100.0 / bv),
+                change_pct: members::change_pct(Some(bv), Some(nv)),
                 verdict: match judged {
                     None => Verdict::NotJudged,
                     Some(false) => Verdict::SameWithinNoise,

@@ -217,11 +217,9 @@ fn judge(
     rows: &[GroupMetrics],
 ) -> Vec<ThresholdResult> {
     let names: Vec<String> = groups.iter().map(|g| g.name.clone()).collect();
-    // The deployment's largest lag, as any part's member sampler saw it.
-    let lag = runs
-        .iter()
-        .filter_map(|r| crate::summary::members::lag_max(&r.members))
-        .reduce(f64::max);
+    // The deployment's largest lag, as part 0's member sampler saw it (its members and events
+    // stand for the merged run's, as its members.tsv does).
+    let lag = crate::summary::members::lag_max(&runs[0].members);
     // Group metrics by group index, from the rows of the same labels.
     let by_group: Vec<GroupMetrics> = names
         .iter()
@@ -259,10 +257,7 @@ fn judge(
                     deferred: false,
                 },
             );
-            // No lag measured: nothing shows the limit held.
-            if lag.is_none() && rule.metric.kind == crate::vocab::MetricKind::LagMax {
-                verdict.pass = false;
-            }
+            judge::unmeasured_lag(&mut verdict, lag);
             Some(verdict)
         })
         .collect()

@@ -94,8 +94,6 @@ pub struct Sampled {
     pub members_unwritten: Vec<members::MemberRow>,
     pub topology: Vec<members::TopologyEvent>,
     pub member_warnings: Vec<String>,
-    /// The members found (`shard/host`), once discovery is done; none for a standalone server.
-    pub member_names: Vec<String>,
 }
 
 /// How one `--server-metrics` endpoint answered over the run (for the summary's note).
@@ -179,14 +177,11 @@ async fn sample(
         }
     };
     let mut sink = Some(sink);
-    let (mut members, mut member_sink) = match target.members {
-        Some(m) => discover(&target.client, m, &shared).await,
-        None => (None, None),
+    let mut members = MemberWatch {
+        pending: target.members,
+        ..Default::default()
     };
-    if let Some(m) = members.as_mut() {
-        // Primes each member's counters, as `primer` does the server's.
-        m.tick().await;
-    }
+    members.start_finding(&target.client);
     let mut status = status::Status::default();
     let mut scrapers: Vec<Option<Scraper>> = target
         .server_metrics
@@ -201,7 +196,11 @@ async fn sample(
     // The first reading only primes the counters (rates need two).
     let mut last_at = Instant::now();
     let mut primer = read_local(&mut local, ResourceRow::default(), 1.0, &shared).await;
-    status.read(&target.client, &mut primer, 1.0).await;
+    // The members are found (and their counters primed) beside the server's first reading.
+    tokio::join!(
+        status.read(&target.client, &mut primer, 1.0),
+        members.found(&shared, true)
+    );
     scrape_all(&mut scrapers, &hosts, &shared, true).await;
     let mut tick = tokio::time::interval_at(Instant::now() + PERIOD, PERIOD);
     loop {
@@ -223,25 +222,12 @@ async fn sample(
         row.fault = target.events.take().map(str::to_string);
         // serverStatus and the exporters' pages at once, each with its own time limit.
         let scraped = scrape_all(&mut scrapers, &hosts, &shared, false);
-        let member_rows = async {
-            match members.as_mut() {
-                Some(m) => Some(m.tick().await),
-                None => None,
-            }
-        };
-        let ((), host_rows, member_rows) = tokio::join!(
+        let ((), host_rows, ()) = tokio::join!(
             status.read(&target.client, &mut row, secs),
             scraped,
-            member_rows
+            members.tick(&target.client, &shared)
         );
         row.hosts = host_rows;
-        if let (Some((rows, events)), Some(m)) = (member_rows, members.as_mut()) {
-            write_members(&mut member_sink, rows, &shared).await;
-            let mut s = lock(&shared);
-            s.topology.extend(events);
-            s.member_warnings = m.warnings.clone();
-            s.member_names = m.names();
-        }
         write_row(&mut sink, &row, &shared).await;
         if sink.is_none() {
             lock(&shared).unwritten.push(row);
@@ -273,29 +259,95 @@ async fn sample(
     lock(&shared).sources = sources;
 }
 
-/// The deployment's members, when it has any (a standalone server has none: nothing is
-/// written); a discovery that fails is one warning, and the run goes on without members.
-async fn discover(
-    client: &mongodb::Client,
-    target: members::MembersTarget,
-    shared: &Mutex<Sampled>,
-) -> (
-    Option<members::Members>,
-    Option<Box<dyn members::MemberSink>>,
-) {
-    match members::Members::discover(client, target.options).await {
-        Ok(Some(m)) => {
-            let mut s = lock(shared);
-            s.member_names = m.names();
-            (Some(m), Some(target.sink))
+/// The members being watched: found at the start (and, when that fails, again every 10 s on a
+/// task of its own, so a set without an answering member holds up no second), then sampled
+/// each second into their sink.
+#[derive(Default)]
+struct MemberWatch {
+    /// What to watch, while it is not found.
+    pending: Option<members::MembersTarget>,
+    finding: Option<Finding>,
+    members: Option<members::Members>,
+    sink: Option<Box<dyn members::MemberSink>>,
+    ticks: u64,
+    said: bool,
+}
+
+/// A discovery going on: what it was given back, and what it found.
+type Finding = JoinHandle<(
+    members::MembersTarget,
+    Result<Option<members::Members>, String>,
+)>;
+
+/// How often a discovery that failed is tried again, in sampled seconds.
+const FIND_AGAIN_EVERY: u64 = 10;
+
+impl MemberWatch {
+    fn start_finding(&mut self, client: &mongodb::Client) {
+        let Some(t) = self.pending.take() else { return };
+        let client = client.clone();
+        self.finding = Some(tokio::spawn(async move {
+            let found = members::Members::discover(&client, &t.options).await;
+            (t, found)
+        }));
+    }
+
+    /// Takes in a discovery that ended (`wait`: waits for it): its members' counters primed,
+    /// or one warning when it failed (it is tried again).
+    async fn found(&mut self, shared: &Mutex<Sampled>, wait: bool) {
+        if !wait && !self.finding.as_ref().is_some_and(|f| f.is_finished()) {
+            return;
         }
-        Ok(None) => (None, None),
-        Err(e) => {
-            let w = format!("members: not sampled: {e}");
-            eprintln!("warning: {w}");
-            lock(shared).member_warnings.push(w);
-            (None, None)
+        let Some(finding) = self.finding.take() else {
+            return;
+        };
+        let Ok((target, found)) = finding.await else {
+            return;
+        };
+        match found {
+            Ok(Some(mut m)) => {
+                // Primes each member's counters, as `primer` does the server's.
+                m.tick().await;
+                lock(shared).member_warnings = m.warnings.clone();
+                self.members = Some(m);
+                self.sink = Some(target.sink);
+            }
+            // A standalone server: no members.
+            Ok(None) => {}
+            Err(e) => {
+                if !self.said {
+                    self.said = true;
+                    let w = format!("members: not found yet: {e}; looked for again every {FIND_AGAIN_EVERY} s, the run goes on");
+                    eprintln!("warning: {w}");
+                    lock(shared).member_warnings.push(w);
+                }
+                self.pending = Some(target);
+            }
         }
+    }
+
+    /// One second: every member's row to the sink, the events and warnings kept.
+    async fn tick(&mut self, client: &mongodb::Client, shared: &Mutex<Sampled>) {
+        self.ticks += 1;
+        let Some(m) = self.members.as_mut() else {
+            self.found(shared, false).await;
+            if self.pending.is_some() && self.ticks % FIND_AGAIN_EVERY == 0 {
+                self.start_finding(client);
+            }
+            return;
+        };
+        let (rows, events) = m.tick().await;
+        let warnings = m.warnings.clone();
+        write_members(&mut self.sink, rows, shared).await;
+        let mut s = lock(shared);
+        s.topology.extend(events);
+        let earlier: Vec<String> = s
+            .member_warnings
+            .iter()
+            .filter(|w| !warnings.contains(w))
+            .cloned()
+            .collect();
+        s.member_warnings = earlier.into_iter().chain(warnings).collect();
     }
 }
 

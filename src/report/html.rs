@@ -509,14 +509,6 @@ fn resources(dir: &RunDir) -> Value {
     json!({ "t": t, "series": series })
 }
 
-/// `shard0/h1:27017`, or the host alone in a replica set (as `MemberSummary::name`).
-fn member_name(shard: Option<&str>, member: &str) -> String {
-    match shard {
-        Some(s) => format!("{s}/{member}"),
-        None => member.to_string(),
-    }
-}
-
 /// One member's series on the member charts, at seconds from the interval log's base.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 struct MemberSeries {
@@ -541,7 +533,7 @@ fn member_series(rows: &[MemberRow], base_secs: f64) -> Vec<MemberSeries> {
         if t < 0.0 {
             continue;
         }
-        let name = member_name(r.shard.as_deref(), &r.member);
+        let name = r.name();
         let at = match out.iter().position(|m| m.name == name) {
             Some(at) => at,
             None => {
@@ -580,37 +572,8 @@ fn members_tsv(s: &Summary) -> Option<String> {
 
 /// `members_tsv`'s text: a Run column first when there are several runs.
 fn member_lines(members: &[(u32, &MemberSummary)], with_run: bool) -> Option<String> {
-    if members.is_empty() {
-        return None;
-    }
-    let ap = |a: &crate::summary::resources::AvgPeak, decimals: usize| match (a.avg, a.peak) {
-        (Some(avg), Some(peak)) => format!("{avg:.decimals$} / {peak:.decimals$}"),
-        _ => "-".to_string(),
-    };
-    let run = |r: String| if with_run { vec![r] } else { Vec::new() };
-    let mut lines = vec![run("Run".into())
-        .into_iter()
-        .chain(["Member", "State", "Seconds", "Ops/s", "Repl ops/s", "Lag s"].map(String::from))
-        .collect::<Vec<String>>()
-        .join("\t")];
-    for (r, m) in members {
-        let cells = [
-            m.name(),
-            m.state.clone().unwrap_or_else(|| "-".into()),
-            format!("{}/{}", m.answered, m.seconds),
-            ap(&m.ops_s, 0),
-            ap(&m.repl_ops_s, 0),
-            ap(&m.lag_s, 1),
-        ];
-        lines.push(
-            run(r.to_string())
-                .into_iter()
-                .chain(cells)
-                .collect::<Vec<String>>()
-                .join("\t"),
-        );
-    }
-    Some(lines.join("\n") + "\n")
+    let lines = super::table::member_lines(members, with_run)?;
+    Some(lines.iter().map(|l| l.join("\t") + "\n").collect())
 }
 
 /// The whole page.

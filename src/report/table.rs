@@ -309,10 +309,6 @@ fn resources(
     if s.resources.is_empty() {
         return Ok(());
     }
-    let ap = |a: &crate::summary::resources::AvgPeak, decimals: usize| match (a.avg, a.peak) {
-        (Some(avg), Some(peak)) => format!("{avg:.decimals$} / {peak:.decimals$}"),
-        _ => "-".to_string(),
-    };
     let mut lines = vec![vec![
         "Run".to_string(),
         "Label".into(),
@@ -330,11 +326,11 @@ fn resources(
             r.label.to_string(),
             r.seconds.to_string(),
             format!("{:.1}", r.client_ops_s),
-            ap(&r.server_ops_s, 0),
-            ap(&r.server_cpu_pct, 0),
-            ap(&r.iops, 0),
-            ap(&r.disk_write_kbs, 0),
-            ap(&r.client_cpu_pct, 0),
+            avg_peak(&r.server_ops_s, 0),
+            avg_peak(&r.server_cpu_pct, 0),
+            avg_peak(&r.iops, 0),
+            avg_peak(&r.disk_write_kbs, 0),
+            avg_peak(&r.client_cpu_pct, 0),
         ]);
     }
     if !with_run {
@@ -397,52 +393,64 @@ fn resources(
     Ok(())
 }
 
+/// `avg / peak` with `decimals`, or `-` when either is not known.
+pub fn avg_peak(a: &crate::summary::resources::AvgPeak, decimals: usize) -> String {
+    match (a.avg, a.peak) {
+        (Some(avg), Some(peak)) => format!("{avg:.decimals$} / {peak:.decimals$}"),
+        _ => "-".to_string(),
+    }
+}
+
+/// The Members table, the console's and report.html's: a header, then per run and member its
+/// state at the end, seconds answered / sampled, and average / peak operations, replicated
+/// operations and lag (a Run column first with several runs); none without members.
+pub fn member_lines(
+    members: &[(u32, &crate::summary::members::MemberSummary)],
+    with_run: bool,
+) -> Option<Vec<Vec<String>>> {
+    if members.is_empty() {
+        return None;
+    }
+    let run = |r: String| if with_run { vec![r] } else { Vec::new() };
+    let header = ["Member", "State", "Seconds", "Ops/s", "Repl ops/s", "Lag s"].map(String::from);
+    let mut lines = vec![run("Run".into()).into_iter().chain(header).collect()];
+    for (r, m) in members {
+        let cells = [
+            m.name(),
+            m.state.clone().unwrap_or_else(|| "-".into()),
+            format!("{}/{}", m.answered, m.seconds),
+            avg_peak(&m.ops_s, 0),
+            avg_peak(&m.repl_ops_s, 0),
+            avg_peak(&m.lag_s, 1),
+        ];
+        lines.push(run(r.to_string()).into_iter().chain(cells).collect());
+    }
+    Some(lines)
+}
+
 /// Each member of a replica set or cluster per run (average / peak), then the topology's
-/// events.
+/// events; the members' warnings even when none was found.
 fn members(
     s: &Summary,
     with_run: bool,
     width: Option<usize>,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
+    for w in of(s, WarningCode::Members) {
+        writeln!(out, "warning: {}", w.message)?;
+    }
     if s.runs
         .iter()
         .all(|r| r.members.is_empty() && r.topology.is_empty())
     {
         return Ok(());
     }
-    let ap = |a: &crate::summary::resources::AvgPeak, decimals: usize| match (a.avg, a.peak) {
-        (Some(avg), Some(peak)) => format!("{avg:.decimals$} / {peak:.decimals$}"),
-        _ => "-".to_string(),
-    };
-    let mut lines = vec![vec![
-        "Run".to_string(),
-        "Member".into(),
-        "State".into(),
-        "Seconds".into(),
-        "Ops/s".into(),
-        "Repl ops/s".into(),
-        "Lag s".into(),
-    ]];
-    for r in &s.runs {
-        for m in &r.members {
-            lines.push(vec![
-                r.run.to_string(),
-                m.name(),
-                m.state.clone().unwrap_or_else(|| "-".into()),
-                format!("{}/{}", m.answered, m.seconds),
-                ap(&m.ops_s, 0),
-                ap(&m.repl_ops_s, 0),
-                ap(&m.lag_s, 1),
-            ]);
-        }
-    }
-    if !with_run {
-        for l in &mut lines {
-            l.remove(0);
-        }
-    }
-    if lines.len() > 1 {
+    let members: Vec<(u32, &crate::summary::members::MemberSummary)> = s
+        .runs
+        .iter()
+        .flat_map(|r| r.members.iter().map(move |m| (r.run, m)))
+        .collect();
+    if let Some(lines) = member_lines(&members, with_run) {
         writeln!(
             out,
             "\nMembers, each sampled every second on its own connection (average / peak over the run):"
@@ -462,9 +470,6 @@ fn members(
         for e in &r.topology {
             writeln!(out, "{prefix}topology: {}", e.line())?;
         }
-    }
-    for w in of(s, WarningCode::Members) {
-        writeln!(out, "warning: {}", w.message)?;
     }
     Ok(())
 }

@@ -94,6 +94,17 @@ pub fn judge(rule: &ThresholdPlan, m: &GroupMetrics, how: Judging) -> ThresholdR
     }
 }
 
+/// A `lag_max` threshold when no member's lag was measured (`lag` none) fails: nothing shows
+/// that its limit held (a `members` warning says why).
+pub fn unmeasured_lag(t: &mut ThresholdResult, lag: Option<f64>) {
+    if lag.is_none()
+        && t.metric
+            .is_some_and(|m| m.kind == crate::vocab::MetricKind::LagMax)
+    {
+        t.pass = false;
+    }
+}
+
 /// Does `value` keep within the rule's limit? (An aborting threshold asks this per interval.)
 pub fn holds(rule: &ThresholdPlan, value: f64) -> bool {
     rule.cmp.holds(value, rule.limit)

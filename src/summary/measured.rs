@@ -119,13 +119,8 @@ impl RunResult {
         let audit_unfinished = audit.as_ref().is_some_and(|a| !a.finished);
         let mut thresholds =
             judge::run_thresholds(plan, &metrics, aborted_by.as_deref(), audit_unfinished);
-        // No lag measured: nothing shows the limit held.
-        for t in thresholds.iter_mut().filter(|t| {
-            lag.is_none()
-                && t.metric
-                    .is_some_and(|m| m.kind == crate::vocab::MetricKind::LagMax)
-        }) {
-            t.pass = false;
+        for t in &mut thresholds {
+            judge::unmeasured_lag(t, lag);
         }
         let (rows, (errors_by_class, error_kinds)) = super::rows(plan, &metrics, &segments);
         RunResult {

@@ -37,10 +37,7 @@ pub struct MemberSummary {
 impl MemberSummary {
     /// `shard0/h1:27017`, or the host alone in a replica set.
     pub fn name(&self) -> String {
-        match &self.shard {
-            Some(s) => format!("{s}/{}", self.member),
-            None => self.member.clone(),
-        }
+        crate::monitor::members::member_name(self.shard.as_deref(), &self.member)
     }
 }
 
@@ -73,7 +70,8 @@ pub fn summarize(rows: &[MemberRow], from_ms: u64, to_ms: u64) -> Vec<MemberSumm
             MemberSummary {
                 state: mine.iter().rev().find_map(|r| r.state.clone()),
                 seconds: mine.len(),
-                answered: mine.iter().filter(|r| r.ops_total().is_some()).count(),
+                // Its serverStatus answered: connections need no earlier reading.
+                answered: mine.iter().filter(|r| r.connections.is_some()).count(),
                 ops_s: stat(&MemberRow::ops_total),
                 repl_ops_s: stat(&|r| r.repl_ops_s),
                 lag_s: stat(&|r| r.lag_s),

@@ -358,7 +358,7 @@ fn members(s: &Summary, out: &mut Warnings) {
                     WarningCode::Members,
                     Some(run.run),
                     None,
-                    format!("`{}` had no lag to judge: no member's lag was measured (a standalone server, --no-members, or replSetGetStatus refused), so it fails", t.threshold),
+                    format!("`{}` had no lag to judge: no member's lag was measured (a standalone server, --no-members or --no-resources, or replSetGetStatus refused), so it fails", t.threshold),
                 );
             }
         }

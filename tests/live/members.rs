@@ -173,19 +173,25 @@ fn a_scripted_three_member_set_is_sampled_member_by_member_its_lag_primary_chang
         .iter()
         .filter(|r| r.1 == host(2) && r.0 + 500 < lagged_ms)
         .all(|r| num(&r.2, "lag_s").is_some_and(|l| l < 1.0)));
-    for r in rows.iter().filter(|r| r.1 == host(2)) {
-        let Some(l) = num(&r.2, "lag_s") else {
-            continue;
-        };
-        if r.0 + 1500 < removed_ms && r.0 > lagged_ms + 1500 {
-            assert!((l - 3.0).abs() <= 1.0, "lag {l} at {}: {r:?}", r.0);
-        }
+    let lagging: Vec<f64> = rows
+        .iter()
+        .filter(|r| r.1 == host(2) && r.0 + 1500 < removed_ms && r.0 > lagged_ms + 1500)
+        .map(|r| num(&r.2, "lag_s").unwrap_or_else(|| panic!("no lag read: {r:?}")))
+        .collect();
+    assert!(lagging.len() >= 4, "{lagging:?}");
+    for l in &lagging {
+        assert!((l - 3.0).abs() <= 1.0, "lag {l}, scripted 3 s: {lagging:?}");
     }
-    for r in rows.iter().filter(|r| r.1 == host(1)) {
-        if let Some(l) = num(&r.2, "lag_s") {
-            assert!(l <= 1.0, "member 1 was never behind: {r:?}");
-        }
-    }
+    let caught_up: Vec<f64> = rows
+        .iter()
+        .filter(|r| r.1 == host(1))
+        .filter_map(|r| num(&r.2, "lag_s"))
+        .collect();
+    assert!(caught_up.len() >= 8, "{caught_up:?}");
+    assert!(
+        caught_up.iter().all(|l| *l <= 1.0),
+        "member 1 was never behind: {caught_up:?}"
+    );
     // The primary change, at the scripted time within 1 s, with the right members.
     let events = run["topology"].as_array().expect("topology events");
     let change = events
@@ -562,5 +568,101 @@ fn no_members_turns_the_member_sampler_off() {
     assert!(
         out.join("resources.tsv").exists(),
         "the rest of the sampler runs"
+    );
+    // The same server without it: its member is sampled.
+    let with = dir.path().join("with");
+    let (summary, _, _) = server.run_ok("insert", &with, &["--duration", "2s", "--threads", "2"]);
+    if std::env::var("MONGO_STRESS_TEST_URI").is_err() {
+        assert!(with.join("members.tsv").exists());
+        assert_eq!(summary["runs"][0]["members"].as_array().unwrap().len(), 1);
+    }
+}
+
+#[test]
+fn a_primary_that_goes_down_is_lost_then_replaced_and_the_new_primary_names_the_old_one() {
+    let Some(server) = TestServer::start() else {
+        return;
+    };
+    let set = ScriptedSet::start(3, "rs0", proxy::port_of(&server.uri));
+    let dir = tempfile::tempdir().unwrap();
+    let groups =
+        "[[group]]\nname = \"ins\"\nop = \"insert\"\nthreads = 2\nrate = 20\nduration = \"10s\"\n";
+    let path = profile(dir.path(), &unique_db("down"), "drop = true", groups);
+    let out = dir.path().join("run");
+    let t0 = Instant::now();
+    let child = std::process::Command::new(bin_path())
+        .args([
+            "run",
+            path.to_str().unwrap(),
+            "--uri",
+            &set.uri(),
+            "--quiet",
+            "--out",
+        ])
+        .arg(&out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Member 0 goes down with no primary after it; 3 s later member 1 is elected.
+    until(t0, Duration::from_secs(4));
+    let down_ms = set.change(|s| {
+        s.members[0].down = true;
+        s.primary = None;
+        now_ms()
+    });
+    until(t0, Duration::from_secs(7));
+    let elected_ms = set.change(|s| {
+        s.primary = Some(1);
+        now_ms()
+    });
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(matches!(output.status.code(), Some(0 | 1)), "{stderr}");
+    let summary = read_json(&out.join("summary.json"));
+    let events = summary["runs"][0]["topology"]
+        .as_array()
+        .expect("events")
+        .clone();
+    let changes: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["kind"] == "primary_change")
+        .collect();
+    assert_eq!(changes.len(), 2, "{events:#?}");
+    let (host0, host1) = (set.hosts[0].as_str(), set.hosts[1].as_str());
+    assert_eq!(
+        (changes[0]["from"].as_str(), changes[0]["to"].as_str()),
+        (Some(host0), None)
+    );
+    let lost = changes[0]["time_ms"].as_u64().unwrap();
+    assert!(
+        lost >= down_ms && lost <= down_ms + 2000,
+        "lost at {lost}, down at {down_ms}"
+    );
+    // The new primary's event is from the one lost.
+    assert_eq!(
+        (changes[1]["from"].as_str(), changes[1]["to"].as_str()),
+        (Some(host0), Some(host1))
+    );
+    let at = changes[1]["time_ms"].as_u64().unwrap();
+    assert!(
+        at.abs_diff(elected_ms) <= 1000,
+        "elected at {elected_ms}, event at {at}"
+    );
+    assert!(changes[1]["detail"].as_str().unwrap().contains("none for"));
+    // The member that went down: one warning, and `-` in its cells from then on.
+    let warned: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains(host0) && l.contains("does not answer"))
+        .collect();
+    assert_eq!(warned.len(), 1, "{stderr}");
+    let rows = members_tsv(&out);
+    let gone: Vec<_> = rows
+        .iter()
+        .filter(|r| r.1 == host0 && r.0 > down_ms + 1500)
+        .collect();
+    assert!(
+        !gone.is_empty() && gone.iter().all(|r| r.2["insert_s"] == "-"),
+        "{gone:?}"
     );
 }

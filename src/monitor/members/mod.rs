@@ -55,7 +55,21 @@ pub struct MemberRow {
     pub oplog_window_s: Option<f64>,
 }
 
+/// A member's name across files and pages: `shard0/h1:27017`, or the host alone in a
+/// replica set.
+pub fn member_name(shard: Option<&str>, host: &str) -> String {
+    match shard {
+        Some(s) => format!("{s}/{host}"),
+        None => host.to_string(),
+    }
+}
+
 impl MemberRow {
+    /// `shard/host`, or the host (`member_name`).
+    pub fn name(&self) -> String {
+        member_name(self.shard.as_deref(), &self.member)
+    }
+
     /// Its operations per second, all kinds.
     pub fn ops_total(&self) -> Option<f64> {
         let known: Vec<f64> = self.ops_s.iter().flatten().copied().collect();
@@ -157,24 +171,30 @@ struct Member {
     shard: Option<String>,
     host: String,
     client: Client,
-    last: Option<Counters>,
-    state: Option<String>,
+    /// Its last `serverStatus` counters, and when they were read (epoch ms).
+    last: Option<(u64, Counters)>,
+    /// Its last known state, and whether the primary's view said so (else its own `hello`):
+    /// a state change is told only between two states of the same source.
+    state: Option<(String, bool)>,
     /// The commands it failed, each said once.
     said: Vec<&'static str>,
-    /// Its oplog window, and when it was last read.
+    /// Its oplog window as last read, when it was read, and the reading going on.
     oplog: Option<f64>,
     oplog_read_ms: u64,
+    oplog_task: Option<tokio::task::JoinHandle<OplogRead>>,
 }
+
+/// An oplog window reading: none when it did not answer in time.
+type OplogRead = Option<mongodb::error::Result<Option<f64>>>;
 
 /// One member's readings in a second.
 #[derive(Default)]
 struct Read {
     hello: Option<Hello>,
-    status: Option<Counters>,
+    /// Its counters, and when they were read (epoch ms).
+    status: Option<(u64, Counters)>,
     set_status: Option<SetStatus>,
-    /// The oplog window, when it was due and could be read.
-    oplog: Option<Option<f64>>,
-    /// What went wrong: (command, error, the server's code name).
+    /// What went wrong: (command, error in words, the server's code name).
     failed: Vec<(&'static str, String, Option<String>)>,
 }
 
@@ -182,8 +202,10 @@ struct Read {
 pub struct Members {
     options: ClientOptions,
     members: Vec<Member>,
-    /// The primary of each set (by shard), as last seen.
+    /// The primary of each set (by shard), as last seen, and the last one there was (with
+    /// when it was lost, while there is none).
     primaries: BTreeMap<Option<String>, Option<String>>,
+    lost: BTreeMap<Option<String>, (String, u64)>,
     /// A `mongos`: changelog entries after this are new.
     router: Option<Client>,
     changelog_after_ms: i64,
@@ -192,41 +214,57 @@ pub struct Members {
     pub warnings: Vec<String>,
 }
 
+/// How long discovery waits for each of its commands.
+const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(2);
+
 impl Members {
     /// Finds the members behind `client` (the sampler's own client): none for a standalone
-    /// server (nothing to do), a set's members from its `hello`, a cluster's from `listShards`.
+    /// server (nothing to do), a set's members from its `hello` (asked of the nearest member,
+    /// so a set without a primary is found too), a cluster's from `listShards`.
     pub async fn discover(
         client: &Client,
-        options: ClientOptions,
+        options: &ClientOptions,
     ) -> Result<Option<Members>, String> {
         let admin = client.database("admin");
+        let nearest = mongodb::options::SelectionCriteria::ReadPreference(
+            mongodb::options::ReadPreference::Nearest {
+                options: Default::default(),
+            },
+        );
         let hello = tokio::time::timeout(
-            Duration::from_secs(2),
-            admin.run_command(doc! { "hello": 1 }),
+            DISCOVERY_TIMEOUT,
+            admin
+                .run_command(doc! { "hello": 1 })
+                .selection_criteria(nearest),
         )
         .await
         .map_err(|_| "hello did not answer within 2 s".to_string())?
-        .map_err(|e| format!("hello failed: {e}"))?;
+        .map_err(|e| format!("hello failed: {}", words(&e)))?;
         let hello = Hello::read(&hello);
         let now = now_ms();
         let mut m = Members {
-            options,
+            options: options.clone(),
             members: Vec::new(),
             primaries: BTreeMap::new(),
+            lost: BTreeMap::new(),
             router: None,
             changelog_after_ms: now as i64,
             last_ms: now,
             warnings: Vec::new(),
         };
         if hello.router {
-            let reply = admin
-                .run_command(doc! { "listShards": 1 })
-                .await
-                .map_err(|e| {
-                    format!(
-                        "listShards failed on the mongos ({e}): the clusterMonitor role grants it"
-                    )
-                })?;
+            let reply = tokio::time::timeout(
+                DISCOVERY_TIMEOUT,
+                admin.run_command(doc! { "listShards": 1 }),
+            )
+            .await
+            .map_err(|_| "listShards did not answer within 2 s".to_string())?
+            .map_err(|e| {
+                format!(
+                    "listShards failed on the mongos ({}): the clusterMonitor role grants it",
+                    words(&e)
+                )
+            })?;
             for shard in parse::shards(&reply) {
                 for host in &shard.hosts {
                     m.add(Some(shard.name.clone()), host)?;
@@ -243,17 +281,6 @@ impl Members {
             return Ok(None);
         }
         Ok(Some(m))
-    }
-
-    /// The members now, as `shard/host` (a set's: host).
-    pub fn names(&self) -> Vec<String> {
-        self.members
-            .iter()
-            .map(|m| match &m.shard {
-                Some(s) => format!("{s}/{}", m.host),
-                None => m.host.clone(),
-            })
-            .collect()
     }
 
     fn add(&mut self, shard: Option<String>, host: &str) -> Result<(), String> {
@@ -276,143 +303,117 @@ impl Members {
             said: Vec::new(),
             oplog: None,
             oplog_read_ms: 0,
+            oplog_task: None,
         });
         Ok(())
     }
 
-    /// One second: every member read at once, its row, and what changed since the last second.
-    pub async fn tick(&mut self) -> (Vec<MemberRow>, Vec<crate::monitor::members::TopologyEvent>) {
+    /// Says `w` once: printed at once and kept for the summary.
+    fn warn_once(&mut self, w: String) {
+        if !self.warnings.contains(&w) {
+            eprintln!("warning: {w}");
+            self.warnings.push(w);
+        }
+    }
+
+    /// One second: every member read at once (and a cluster's changelog beside), each one's
+    /// row, and what changed since the last second. Events are timed when the reads were done.
+    pub async fn tick(&mut self) -> (Vec<MemberRow>, Vec<TopologyEvent>) {
         let now = now_ms();
-        let secs = (now.saturating_sub(self.last_ms) as f64 / 1000.0).max(1e-3);
         let handles: Vec<_> = self
             .members
             .iter()
-            .map(|m| {
-                let oplog = now.saturating_sub(m.oplog_read_ms) >= OPLOG_EVERY_MS;
-                tokio::spawn(read(m.client.clone(), oplog))
-            })
+            .map(|m| tokio::spawn(read(m.client.clone())))
             .collect();
-        let mut reads = Vec::with_capacity(handles.len());
-        for h in handles {
-            reads.push(h.await.unwrap_or_default());
-        }
-        let changelog = self.changelog().await;
-        let mut events = Vec::new();
-        // Each set's view: its primary's replSetGetStatus.
-        let views: BTreeMap<Option<String>, SetStatus> = self
-            .members
-            .iter()
-            .zip(&reads)
-            .filter_map(|(m, r)| {
-                let s = r.set_status.as_ref()?;
-                s.primary()
-                    .is_some_and(|p| p.is_self || p.name == m.host)
-                    .then(|| (m.shard.clone(), s.clone()))
-            })
-            .collect();
+        let reads = async {
+            let mut reads = Vec::with_capacity(handles.len());
+            for h in handles {
+                reads.push(h.await.unwrap_or_default());
+            }
+            reads
+        };
+        let changelog = changelog(self.router.clone(), self.changelog_after_ms);
+        let (reads, changelog) = tokio::join!(reads, changelog);
+        let after = now_ms();
+        let mut events = self.migrations(changelog, after);
+        let views = views(&self.members, &reads);
         let mut rows = Vec::with_capacity(self.members.len());
+        let mut warnings = Vec::new();
         for (m, r) in self.members.iter_mut().zip(&reads) {
             let view = views.get(&m.shard);
-            let seen = view.and_then(|v| v.members.iter().find(|s| s.name == m.host));
-            let state = seen
-                .map(|s| s.state.clone())
-                .or_else(|| r.hello.as_ref().and_then(Hello::state).map(str::to_string));
-            let counters = r.status.clone();
-            let rate = |now: Option<f64>, last: Option<f64>| Some(((now? - last?) / secs).max(0.0));
-            let last = m.last.as_ref();
-            let mut ops_s = [None; 6];
-            if let Some(c) = &counters {
-                for (i, cell) in ops_s.iter_mut().enumerate() {
-                    *cell = rate(c.ops[i], last.and_then(|l| l.ops[i]));
-                }
-            }
-            let c = counters.as_ref();
-            rows.push(MemberRow {
-                time_ms: now,
-                interval_ms: now.saturating_sub(self.last_ms),
-                shard: m.shard.clone(),
-                member: m.host.clone(),
-                state: state.clone(),
-                ops_s,
-                repl_ops_s: rate(c.and_then(|c| c.repl), last.and_then(|l| l.repl)),
-                connections: c.and_then(|c| c.connections),
-                net_in_kbs: rate(c.and_then(|c| c.bytes_in), last.and_then(|l| l.bytes_in))
-                    .map(|b| b / 1024.0),
-                net_out_kbs: rate(c.and_then(|c| c.bytes_out), last.and_then(|l| l.bytes_out))
-                    .map(|b| b / 1024.0),
-                lag_s: view.and_then(|v| v.lag_s(&m.host)),
-                oplog_window_s: match r.oplog {
-                    Some(w) => {
-                        m.oplog = w;
-                        m.oplog_read_ms = now;
-                        w
-                    }
-                    None => m.oplog,
-                },
-            });
-            m.last = counters;
-            if let (Some(before), Some(after)) = (&m.state, &state) {
-                if before != after {
+            rows.push(row(m, r, view, now, self.last_ms));
+            let state = view
+                .and_then(|v| v.members.iter().find(|s| s.name == m.host))
+                .map(|s| (s.state.clone(), true))
+                .or_else(|| {
+                    let own = r.hello.as_ref().and_then(Hello::state)?;
+                    // "Not primary, secondary or arbiter" says nothing a view would not say
+                    // better (RECOVERING, STARTUP2, ...).
+                    (own != "OTHER").then(|| (own.to_string(), false))
+                });
+            if let (Some((before, b_view)), Some((now_state, n_view))) = (&m.state, &state) {
+                if before != now_state && b_view == n_view {
                     events.push(TopologyEvent::new(
                         TopologyKind::StateChange,
-                        now,
+                        after,
                         m.shard.clone(),
                         Some(m.host.clone()),
                         Some(before.clone()),
-                        Some(after.clone()),
-                        format!("{} {before} → {after}", m.host),
+                        Some(now_state.clone()),
+                        format!("{} {before} → {now_state}", m.host),
                     ));
                 }
             }
             if state.is_some() {
                 m.state = state;
             }
+            if let Some(w) = oplog(m, r, after).await {
+                warnings.push(w);
+            }
             for (command, error, code) in &r.failed {
-                if m.said.contains(command) {
-                    continue;
+                if !m.said.contains(command) {
+                    m.said.push(command);
+                    warnings.push(refusal(&m.host, command, error, code.as_deref()));
                 }
-                m.said.push(command);
-                let w = refusal(&m.host, command, error, code.as_deref());
-                eprintln!("warning: {w}");
-                self.warnings.push(w);
             }
         }
-        self.primary_changes(&reads, &views, now, &mut events);
-        self.membership(&reads, now, &mut events);
-        events.extend(changelog);
-        self.last_ms = now;
+        for w in warnings {
+            self.warn_once(w);
+        }
+        self.primary_changes(&reads, &views, after, &mut events);
+        self.membership(&reads, after, &mut events);
+        self.last_ms = after;
         (rows, events)
     }
 
-    /// A set whose primary is not the one last seen: a primary change (from the last one, to
-    /// the new one or none).
+    /// A set whose primary is not the one last seen: a primary change. While a set has none,
+    /// the next primary's event is from the last one there was (its detail says how long there
+    /// was none). A primary that did not answer while the others still name it is still the
+    /// primary.
     fn primary_changes(
         &mut self,
         reads: &[Read],
         views: &BTreeMap<Option<String>, SetStatus>,
-        now: u64,
+        after: u64,
         events: &mut Vec<TopologyEvent>,
     ) {
         let shards: Vec<Option<String>> = self.primaries.keys().cloned().collect();
         for shard in shards {
-            let answered = self
+            let mine: Vec<(&Member, &Read)> = self
                 .members
                 .iter()
                 .zip(reads)
-                .any(|(m, r)| m.shard == shard && r.hello.is_some());
-            if !answered {
+                .filter(|(m, _)| m.shard == shard)
+                .collect();
+            if !mine.iter().any(|(_, r)| r.hello.is_some()) {
                 // Nobody of the set answered: nothing is known of its primary.
                 continue;
             }
             let (primary, elected) = match views.get(&shard).and_then(SetStatus::primary) {
                 Some(p) => (Some(p.name.clone()), p.election_ms),
                 None => (
-                    self.members
-                        .iter()
-                        .zip(reads)
-                        .find(|(m, r)| {
-                            m.shard == shard && r.hello.as_ref().is_some_and(|h| h.writable_primary)
-                        })
+                    mine.iter()
+                        .find(|(_, r)| r.hello.as_ref().is_some_and(|h| h.writable_primary))
                         .map(|(m, _)| m.host.clone()),
                     None,
                 ),
@@ -421,36 +422,65 @@ impl Members {
             if before == primary {
                 continue;
             }
+            if let (None, Some(b)) = (&primary, &before) {
+                let silent = mine.iter().any(|(m, r)| &m.host == b && r.hello.is_none());
+                let named = mine
+                    .iter()
+                    .any(|(_, r)| r.hello.as_ref().and_then(|h| h.primary.as_ref()) == Some(b));
+                if silent && named {
+                    continue;
+                }
+            }
             // The election's own time, when it falls in the second this was seen in.
             let time = elected
                 .and_then(|e| u64::try_from(e).ok())
-                .filter(|e| *e > self.last_ms && *e <= now)
-                .unwrap_or(now);
-            let name = |p: &Option<String>| p.clone().unwrap_or_else(|| "none".into());
+                .filter(|e| *e > self.last_ms && *e <= after)
+                .unwrap_or(after);
             let set = shard
                 .as_ref()
                 .map_or(String::new(), |s| format!("shard {s}: "));
+            let (from, detail) = match (&before, &primary) {
+                (Some(b), Some(p)) => (Some(b.clone()), format!("{set}primary {b} → {p}")),
+                (Some(b), None) => {
+                    self.lost.insert(shard.clone(), (b.clone(), time));
+                    (Some(b.clone()), format!("{set}primary {b} → none"))
+                }
+                (None, Some(p)) => match self.lost.remove(&shard) {
+                    Some((last, at)) => (
+                        Some(last.clone()),
+                        format!(
+                            "{set}primary {last} → {p} (none for {:.2}s)",
+                            time.saturating_sub(at) as f64 / 1000.0
+                        ),
+                    ),
+                    None => (None, format!("{set}primary none → {p}")),
+                },
+                (None, None) => continue,
+            };
             let mut e = TopologyEvent::new(
                 TopologyKind::PrimaryChange,
                 time,
                 shard.clone(),
                 None,
-                before.clone(),
+                from,
                 primary.clone(),
-                format!("{set}primary {} → {}", name(&before), name(&primary)),
+                detail,
             );
-            e.seen_ms = now;
+            e.seen_ms = after;
             events.push(e);
             self.primaries.insert(shard, primary);
         }
     }
 
     /// Members a set's primary (or, with none, any member) names that are not sampled yet are
-    /// added; members the primary no longer names are removed.
-    fn membership(&mut self, reads: &[Read], now: u64, events: &mut Vec<TopologyEvent>) {
+    /// added; members the primary no longer names are removed. A member outside any set (a
+    /// standalone shard) names none and keeps its place.
+    fn membership(&mut self, reads: &[Read], after: u64, events: &mut Vec<TopologyEvent>) {
         let mut named: BTreeMap<Option<String>, (bool, Vec<String>)> = BTreeMap::new();
         for (m, r) in self.members.iter().zip(reads) {
-            let Some(h) = &r.hello else { continue };
+            let Some(h) = r.hello.as_ref().filter(|h| h.set_name.is_some()) else {
+                continue;
+            };
             let entry = named.entry(m.shard.clone()).or_default();
             if h.writable_primary {
                 *entry = (true, h.members().cloned().collect());
@@ -473,9 +503,12 @@ impl Members {
                     .collect();
                 for i in gone.into_iter().rev() {
                     let m = self.members.remove(i);
+                    if let Some(t) = m.oplog_task {
+                        t.abort();
+                    }
                     events.push(TopologyEvent::new(
                         TopologyKind::MemberRemoved,
-                        now,
+                        after,
                         shard.clone(),
                         Some(m.host.clone()),
                         None,
@@ -495,65 +528,39 @@ impl Members {
                 match self.add(shard.clone(), &host) {
                     Ok(()) => events.push(TopologyEvent::new(
                         TopologyKind::MemberAdded,
-                        now,
+                        after,
                         shard.clone(),
                         Some(host.clone()),
                         None,
                         None,
                         format!("{host} joined the set"),
                     )),
-                    Err(e) => {
-                        let w = format!("members: {e}; it is not sampled");
-                        if !self.warnings.contains(&w) {
-                            eprintln!("warning: {w}");
-                            self.warnings.push(w);
-                        }
-                    }
+                    Err(e) => self.warn_once(format!("members: {e}; it is not sampled")),
                 }
             }
         }
     }
 
-    /// A cluster's chunk migrations committed since the last look (`config.changelog`).
-    async fn changelog(&mut self) -> Vec<TopologyEvent> {
-        let Some(router) = &self.router else {
-            return Vec::new();
-        };
-        let find = async {
-            let mut cursor = router
-                .database("config")
-                .collection::<Document>("changelog")
-                .find(doc! {
-                    "what": parse::MIGRATION_COMMIT,
-                    "time": { "$gt": mongodb::bson::DateTime::from_millis(self.changelog_after_ms) },
-                })
-                .sort(doc! { "time": 1 })
-                .limit(1000)
-                .await?;
-            let mut out = Vec::new();
-            while cursor.advance().await? {
-                out.push(Document::try_from(cursor.current())?);
-            }
-            Ok::<_, mongodb::error::Error>(out)
-        };
-        let entries = match tokio::time::timeout(READ_TIMEOUT, find).await {
-            Ok(Ok(e)) => e,
-            Ok(Err(e)) => {
+    /// The chunk migrations among a changelog reading (a refusal is one warning).
+    fn migrations(
+        &mut self,
+        read: Option<mongodb::error::Result<Vec<Document>>>,
+        after: u64,
+    ) -> Vec<TopologyEvent> {
+        let entries = match read {
+            Some(Ok(e)) => e,
+            Some(Err(e)) => {
                 let w = refusal(
                     "the mongos",
                     "find on config.changelog",
-                    &e.to_string(),
+                    &words(&e),
                     code_name(&e).as_deref(),
                 );
-                if !self.warnings.contains(&w) {
-                    eprintln!("warning: {w}");
-                    self.warnings.push(w);
-                }
+                self.warn_once(w);
                 return Vec::new();
             }
-            Err(_) => return Vec::new(),
+            None => return Vec::new(),
         };
-        let now = now_ms();
         entries
             .iter()
             .filter_map(parse::migration)
@@ -573,11 +580,142 @@ impl Members {
                         mig.to.as_deref().unwrap_or("?")
                     ),
                 );
-                e.seen_ms = now;
+                e.seen_ms = after;
                 e
             })
             .collect()
     }
+}
+
+/// Each set's view: its primary's `replSetGetStatus` (of two members that both say they are
+/// primary, the one elected last).
+fn views(members: &[Member], reads: &[Read]) -> BTreeMap<Option<String>, SetStatus> {
+    let mut views: BTreeMap<Option<String>, SetStatus> = BTreeMap::new();
+    for (m, r) in members.iter().zip(reads) {
+        let Some(s) = r.set_status.as_ref() else {
+            continue;
+        };
+        let Some(p) = s.primary().filter(|p| p.is_self || p.name == m.host) else {
+            continue;
+        };
+        let newer = views
+            .get(&m.shard)
+            .and_then(SetStatus::primary)
+            .is_none_or(|q| p.election_ms > q.election_ms);
+        if newer {
+            views.insert(m.shard.clone(), s.clone());
+        }
+    }
+    views
+}
+
+/// A member's row: its rates over the time between its last two `serverStatus` answers.
+fn row(m: &mut Member, r: &Read, view: Option<&SetStatus>, now: u64, last_ms: u64) -> MemberRow {
+    let (interval_ms, secs) = match (&r.status, &m.last) {
+        (Some((at, _)), Some((before, _))) => {
+            let ms = at.saturating_sub(*before);
+            (ms, (ms as f64 / 1000.0).max(1e-3))
+        }
+        _ => (now.saturating_sub(last_ms), 1.0),
+    };
+    let c = r.status.as_ref().map(|(_, c)| c);
+    let last = m.last.as_ref().map(|(_, c)| c);
+    let rate = |now: Option<f64>, before: Option<f64>| Some(((now? - before?) / secs).max(0.0));
+    let mut ops_s = [None; 6];
+    for (i, cell) in ops_s.iter_mut().enumerate() {
+        *cell = rate(c.and_then(|c| c.ops[i]), last.and_then(|l| l.ops[i]));
+    }
+    let row = MemberRow {
+        time_ms: now,
+        interval_ms,
+        shard: m.shard.clone(),
+        member: m.host.clone(),
+        state: view
+            .and_then(|v| v.members.iter().find(|s| s.name == m.host))
+            .map(|s| s.state.clone())
+            .or_else(|| r.hello.as_ref().and_then(Hello::state).map(str::to_string)),
+        ops_s,
+        repl_ops_s: rate(c.and_then(|c| c.repl), last.and_then(|l| l.repl)),
+        connections: c.and_then(|c| c.connections),
+        net_in_kbs: rate(c.and_then(|c| c.bytes_in), last.and_then(|l| l.bytes_in))
+            .map(|b| b / 1024.0),
+        net_out_kbs: rate(c.and_then(|c| c.bytes_out), last.and_then(|l| l.bytes_out))
+            .map(|b| b / 1024.0),
+        lag_s: view.and_then(|v| v.lag_s(&m.host)),
+        oplog_window_s: m.oplog,
+    };
+    m.last = r.status.clone();
+    row
+}
+
+/// The member's oplog window: a finished reading taken in, a new one started when one is due
+/// (on its own task, with its own time limit, so it never holds up a second's reads). Returns
+/// the warning a refusal gives.
+async fn oplog(m: &mut Member, r: &Read, after: u64) -> Option<String> {
+    let mut warning = None;
+    if m.oplog_task.as_ref().is_some_and(|t| t.is_finished()) {
+        let task = m.oplog_task.take()?;
+        match task.await.ok().flatten() {
+            Some(Ok(w)) => m.oplog = w,
+            Some(Err(e)) => {
+                m.oplog = None;
+                if !m.said.contains(&OPLOG_FIND) {
+                    m.said.push(OPLOG_FIND);
+                    warning = Some(refusal(
+                        &m.host,
+                        OPLOG_FIND,
+                        &words(&e),
+                        code_name(&e).as_deref(),
+                    ));
+                }
+            }
+            None => {}
+        }
+    }
+    let newest = r
+        .hello
+        .as_ref()
+        .filter(|h| h.set_name.is_some() && !h.arbiter)
+        .and_then(|h| h.last_write_s);
+    if let Some(newest) = newest {
+        if m.oplog_task.is_none() && after.saturating_sub(m.oplog_read_ms) >= OPLOG_EVERY_MS {
+            m.oplog_read_ms = after;
+            let client = m.client.clone();
+            m.oplog_task = Some(tokio::spawn(async move {
+                tokio::time::timeout(READ_TIMEOUT, oplog_window(&client, newest))
+                    .await
+                    .ok()
+            }));
+        }
+    }
+    warning
+}
+
+/// A cluster's chunk migrations committed after `after_ms` (`config.changelog`, through the
+/// mongos), within the second's time limit; none for a replica set, or when it did not answer.
+async fn changelog(
+    router: Option<Client>,
+    after_ms: i64,
+) -> Option<mongodb::error::Result<Vec<Document>>> {
+    let router = router?;
+    let find = async {
+        let mut cursor = router
+            .database("config")
+            .collection::<Document>("changelog")
+            .find(doc! {
+                "what": parse::MIGRATION_COMMIT,
+                "time": { "$gt": mongodb::bson::DateTime::from_millis(after_ms) },
+            })
+            .sort(doc! { "time": 1 })
+            .limit(1000)
+            .await?;
+        let mut out = Vec::new();
+        while cursor.advance().await? {
+            out.push(Document::try_from(cursor.current())?);
+        }
+        Ok(out)
+    };
+    tokio::time::timeout(READ_TIMEOUT, find).await.ok()
 }
 
 impl TopologyEvent {
@@ -607,21 +745,25 @@ impl TopologyEvent {
 }
 
 /// A member's `hello`, then `serverStatus` and, on a primary, `replSetGetStatus`, all within
-/// `READ_TIMEOUT`.
-async fn read(client: Client, oplog: bool) -> Read {
+/// `READ_TIMEOUT`; each answer timed when it came.
+async fn read(client: Client) -> Read {
     let admin = client.database("admin");
     let mut r = Read::default();
     let work = async {
         match admin.run_command(doc! { "hello": 1 }).await {
             Ok(h) => r.hello = Some(Hello::read(&h)),
             Err(e) => {
-                r.failed.push(("hello", e.to_string(), code_name(&e)));
+                r.failed.push(("hello", words(&e), code_name(&e)));
                 return;
             }
         }
         let primary = r.hello.as_ref().is_some_and(|h| h.writable_primary);
-        let status =
-            admin.run_command(doc! { "serverStatus": 1, "repl": 0, "metrics": 0, "locks": 0 });
+        let status = async {
+            let s = admin
+                .run_command(doc! { "serverStatus": 1, "repl": 0, "metrics": 0, "locks": 0 })
+                .await;
+            (now_ms(), s)
+        };
         let set = async {
             if primary {
                 Some(admin.run_command(doc! { "replSetGetStatus": 1 }).await)
@@ -629,45 +771,36 @@ async fn read(client: Client, oplog: bool) -> Read {
                 None
             }
         };
-        let newest = r
-            .hello
-            .as_ref()
-            .filter(|h| h.set_name.is_some() && !h.arbiter)
-            .and_then(|h| h.last_write_s);
-        let window = async {
-            match newest {
-                Some(newest) if oplog => Some(oplog_window(&client, newest).await),
-                _ => None,
-            }
-        };
-        let (status, set, window) = tokio::join!(status, set, window);
-        match window {
-            Some(Ok(w)) => r.oplog = Some(w),
-            Some(Err(e)) => {
-                r.oplog = Some(None);
-                r.failed.push((OPLOG_FIND, e.to_string(), code_name(&e)));
-            }
-            None => {}
-        }
+        let ((at, status), set) = tokio::join!(status, set);
         match status {
-            Ok(s) => r.status = Some(Counters::read(&s)),
-            Err(e) => r
-                .failed
-                .push(("serverStatus", e.to_string(), code_name(&e))),
+            Ok(s) => r.status = Some((at, Counters::read(&s))),
+            Err(e) => r.failed.push(("serverStatus", words(&e), code_name(&e))),
         }
         match set {
             Some(Ok(s)) => r.set_status = Some(SetStatus::read(&s)),
             Some(Err(e)) => r
                 .failed
-                .push(("replSetGetStatus", e.to_string(), code_name(&e))),
+                .push(("replSetGetStatus", words(&e), code_name(&e))),
             None => {}
         }
     };
-    if tokio::time::timeout(READ_TIMEOUT, work).await.is_err() && r.hello.is_none() {
-        r.failed
-            .push(("hello", "no answer within 900 ms".into(), None));
+    if tokio::time::timeout(READ_TIMEOUT, work).await.is_err() {
+        let command = if r.hello.is_none() {
+            "hello"
+        } else {
+            "serverStatus"
+        };
+        if r.status.is_none() {
+            r.failed
+                .push((command, "no answer within 900 ms".into(), None));
+        }
     }
     r
+}
+
+/// A driver error in the user's words, any password taken out.
+fn words(e: &mongodb::error::Error) -> String {
+    crate::redact::redact(&crate::driver_error::describe(e))
 }
 
 /// The command the oplog window is read with, as its warning names it.
