@@ -352,7 +352,10 @@ impl Members {
                     (own != "OTHER").then(|| (own.to_string(), false))
                 });
             if let (Some((before, b_view)), Some((now_state, n_view))) = (&m.state, &state) {
-                if before != now_state && b_view == n_view {
+                // A member's own hello knows only these; other states are the primary's words.
+                let shared = |s: &str| matches!(s, "PRIMARY" | "SECONDARY" | "ARBITER");
+                let comparable = b_view == n_view || (shared(before) && shared(now_state));
+                if before != now_state && comparable {
                     events.push(TopologyEvent::new(
                         TopologyKind::StateChange,
                         after,
