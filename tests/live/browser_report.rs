@@ -80,7 +80,7 @@ fn chromium(browser: &Path, profile_dir: &Path, extra: &[&str], page: &Path) -> 
 }
 
 /// The page's DOM once its scripts ran, after checking they finished without an error.
-fn drawn(browser: &Path, profile_dir: &Path, page: &Path) -> String {
+pub(crate) fn drawn(browser: &Path, profile_dir: &Path, page: &Path) -> String {
     let dom = String::from_utf8(chromium(
         browser,
         profile_dir,
@@ -119,7 +119,7 @@ fn intervals_per_tag(hlog: &Path) -> BTreeMap<String, usize> {
 }
 
 /// The points a chart recorded, by its data-chart name.
-fn points(dom: &str, chart: &str) -> usize {
+pub(crate) fn points(dom: &str, chart: &str) -> usize {
     let at = dom
         .find(&format!("data-chart=\"{chart}\""))
         .unwrap_or_else(|| panic!("no chart {chart}"));
@@ -132,7 +132,7 @@ fn points(dom: &str, chart: &str) -> usize {
 }
 
 /// The text of a table's cells, rows joined by newlines and cells by tabs, as in a TSV file.
-fn table_as_tsv(dom: &str, id: &str) -> String {
+pub(crate) fn table_as_tsv(dom: &str, id: &str) -> String {
     let start = dom.find(&format!("<table id=\"{id}\"")).expect("the table");
     let table = &dom[start..start + dom[start..].find("</table>").unwrap()];
     let unescape = |s: &str| {

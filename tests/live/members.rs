@@ -230,6 +230,41 @@ fn a_scripted_three_member_set_is_sampled_member_by_member_its_lag_primary_chang
     assert!(stdout.contains("topology: +"), "{stdout}");
     // The workload ran through it all.
     assert!(row(&summary, "ins")["samples"].as_u64().unwrap() > 100);
+
+    // report.html in a browser: a line per member, the secondaries' lag, the events marked.
+    let Some(browser) = crate::browser_report::browser() else {
+        return;
+    };
+    let dom = crate::browser_report::drawn(
+        &browser,
+        &dir.path().join("browser-profile"),
+        &out.join("report.html"),
+    );
+    let per_member = rows.len() - 3;
+    assert!(
+        crate::browser_report::points(&dom, "members:ops") >= per_member,
+        "every member's seconds drawn"
+    );
+    assert!(crate::browser_report::points(&dom, "members:lag") >= 10);
+    let marked = |chart: &str| -> usize {
+        let at = dom.find(&format!("data-chart=\"{chart}\"")).unwrap();
+        let tag = &dom[at..at + dom[at..].find('>').unwrap()];
+        tag.split("data-topology=\"")
+            .nth(1)
+            .and_then(|s| s.split('"').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    };
+    assert!(
+        marked("throughput") >= 3,
+        "the primary change, a state change, the removal"
+    );
+    let table = crate::browser_report::table_as_tsv(&dom, "members-table");
+    assert_eq!(
+        table.lines().count(),
+        4,
+        "a header and three members: {table}"
+    );
 }
 
 #[test]
