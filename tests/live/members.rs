@@ -46,6 +46,32 @@ fn num(cells: &std::collections::BTreeMap<String, String>, k: &str) -> Option<f6
     cells[k].parse().ok()
 }
 
+/// One insert group at 20/s for `secs` against `uri` (a database of its own), started in the
+/// background with `extra` options, output piped; its output directory and the child.
+fn start_inserts(
+    dir: &std::path::Path,
+    db: &str,
+    secs: u32,
+    uri: &str,
+    extra: &[&str],
+) -> (std::path::PathBuf, std::process::Child) {
+    let groups = format!(
+        "[[group]]\nname = \"ins\"\nop = \"insert\"\nthreads = 2\nrate = 20\nduration = \"{secs}s\"\n"
+    );
+    let path = profile(dir, &unique_db(db), "drop = true", &groups);
+    let out = dir.join("run");
+    let child = std::process::Command::new(bin_path())
+        .args(["run", path.to_str().unwrap(), "--uri", uri, "--quiet"])
+        .args(extra)
+        .arg("--out")
+        .arg(&out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    (out, child)
+}
+
 /// Sleeps until `at` after `t0`.
 fn until(t0: Instant, at: Duration) {
     if let Some(left) = at.checked_sub(t0.elapsed()) {
@@ -70,25 +96,14 @@ fn a_scripted_three_member_set_is_sampled_member_by_member_its_lag_primary_chang
         s.members[2].repl_per_s = [40.0, 0.0, 0.0, 0.0, 0.0, 0.0];
     });
     let dir = tempfile::tempdir().unwrap();
-    let groups =
-        "[[group]]\nname = \"ins\"\nop = \"insert\"\nthreads = 2\nrate = 20\nduration = \"14s\"\n";
-    let path = profile(dir.path(), &unique_db("members"), "drop = true", groups);
-    let out = dir.path().join("run");
     let t0 = Instant::now();
-    let child = std::process::Command::new(bin_path())
-        .args([
-            "run",
-            path.to_str().unwrap(),
-            "--uri",
-            &set.uri(),
-            "--quiet",
-        ])
-        .args(["--threshold", "TOTAL.lag_max < 1s", "--out"])
-        .arg(&out)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let (out, child) = start_inserts(
+        dir.path(),
+        "members",
+        14,
+        &set.uri(),
+        &["--threshold", "TOTAL.lag_max < 1s"],
+    );
     // Member 2 falls 3 s behind; member 1 becomes primary; member 2 leaves the set.
     until(t0, Duration::from_secs(5));
     let lagged_ms = set.change(|s| {
@@ -620,25 +635,8 @@ fn a_primary_that_goes_down_is_lost_then_replaced_and_the_new_primary_names_the_
     };
     let set = ScriptedSet::start(3, "rs0", proxy::port_of(&server.uri));
     let dir = tempfile::tempdir().unwrap();
-    let groups =
-        "[[group]]\nname = \"ins\"\nop = \"insert\"\nthreads = 2\nrate = 20\nduration = \"10s\"\n";
-    let path = profile(dir.path(), &unique_db("down"), "drop = true", groups);
-    let out = dir.path().join("run");
     let t0 = Instant::now();
-    let child = std::process::Command::new(bin_path())
-        .args([
-            "run",
-            path.to_str().unwrap(),
-            "--uri",
-            &set.uri(),
-            "--quiet",
-            "--out",
-        ])
-        .arg(&out)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let (out, child) = start_inserts(dir.path(), "down", 10, &set.uri(), &[]);
     // Member 0 goes down with no primary after it; 3 s later member 1 is elected.
     until(t0, Duration::from_secs(4));
     let down_ms = set.change(|s| {
