@@ -308,7 +308,7 @@ impl MemberWatch {
             Ok(Some(mut m)) => {
                 // Primes each member's counters, as `primer` does the server's.
                 m.tick().await;
-                lock(shared).member_warnings = m.warnings.clone();
+                lock(shared).member_warnings.extend(m.take_warnings());
                 self.members = Some(m);
                 self.sink = Some(target.sink);
             }
@@ -337,17 +337,11 @@ impl MemberWatch {
             return;
         };
         let (rows, events) = m.tick().await;
-        let warnings = m.warnings.clone();
+        let warnings = m.take_warnings();
         write_members(&mut self.sink, rows, shared).await;
         let mut s = lock(shared);
         s.topology.extend(events);
-        let earlier: Vec<String> = s
-            .member_warnings
-            .iter()
-            .filter(|w| !warnings.contains(w))
-            .cloned()
-            .collect();
-        s.member_warnings = earlier.into_iter().chain(warnings).collect();
+        s.member_warnings.extend(warnings);
     }
 }
 

@@ -121,6 +121,17 @@ pub fn host_column(name: &str) -> usize {
 /// The `serverStatus.opcounters` fields, in `ResourceRow::ops_s` order.
 pub const OPCOUNTERS: [&str; 6] = ["insert", "query", "update", "delete", "getmore", "command"];
 
+/// The columns of the opcounters per second, in `OPCOUNTERS` order (`resources.tsv`,
+/// `members.tsv`).
+pub const OPS_COLUMNS: [&str; 6] = [
+    "insert_s",
+    "query_s",
+    "update_s",
+    "delete_s",
+    "getmore_s",
+    "command_s",
+];
+
 /// Columns that hold words, not numbers.
 pub const TEXT_COLUMNS: [&str; 2] = ["repl", "fault"];
 
@@ -148,15 +159,7 @@ impl ResourceRow {
             ("client_rss_mb", self.client_rss_mb),
             ("host_cpu_pct", self.host_cpu_pct),
         ];
-        const OPS: [&str; 6] = [
-            "insert_s",
-            "query_s",
-            "update_s",
-            "delete_s",
-            "getmore_s",
-            "command_s",
-        ];
-        v.extend(OPS.iter().zip(self.ops_s).map(|(n, x)| (*n, x)));
+        v.extend(OPS_COLUMNS.iter().zip(self.ops_s).map(|(n, x)| (*n, x)));
         v.extend([
             ("connections", self.connections),
             ("net_in_kbs", self.net_in_kbs),

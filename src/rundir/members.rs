@@ -9,19 +9,9 @@ use std::path::{Path, PathBuf};
 
 use crate::monitor::members::{MemberRow, MemberSink};
 
-/// The file's columns, in order.
-pub const COLUMNS: [&str; 17] = [
-    "time_ms",
-    "interval_ms",
-    "shard",
-    "member",
-    "state",
-    "insert_s",
-    "query_s",
-    "update_s",
-    "delete_s",
-    "getmore_s",
-    "command_s",
+/// The file's columns, in order: these, the opcounters' (`OPS_COLUMNS`), then `AFTER`.
+const BEFORE: [&str; 5] = ["time_ms", "interval_ms", "shard", "member", "state"];
+const AFTER: [&str; 6] = [
     "repl_ops_s",
     "connections",
     "net_in_kbs",
@@ -29,6 +19,14 @@ pub const COLUMNS: [&str; 17] = [
     "lag_s",
     "oplog_window_s",
 ];
+
+/// The file's columns, in order.
+pub fn columns() -> impl Iterator<Item = &'static str> {
+    BEFORE
+        .into_iter()
+        .chain(crate::monitor::row::OPS_COLUMNS)
+        .chain(AFTER)
+}
 
 /// The writer: the file is created at the first row.
 pub struct MembersFile {
@@ -54,7 +52,7 @@ impl MemberSink for MembersFile {
             Some(o) => o,
             None => {
                 let mut o = BufWriter::new(File::create(&self.path)?);
-                writeln!(o, "{}", COLUMNS.join("\t"))?;
+                writeln!(o, "{}", columns().collect::<Vec<_>>().join("\t"))?;
                 self.out.insert(o)
             }
         };
@@ -74,7 +72,7 @@ fn cell(v: Option<f64>, decimals: usize) -> String {
     v.map_or_else(|| "-".to_string(), |v| format!("{v:.decimals$}"))
 }
 
-/// A row's line, its cells in `COLUMNS` order.
+/// A row's line, its cells in `columns()` order.
 pub fn line(r: &MemberRow) -> String {
     let mut cells = vec![
         r.time_ms.to_string(),
@@ -95,30 +93,16 @@ pub fn line(r: &MemberRow) -> String {
 
 /// The file's rows; a last line cut off by a crash is left out.
 pub fn parse_members(text: &str) -> Result<Vec<MemberRow>, String> {
-    let mut lines = text.lines();
-    let header: Vec<&str> = lines.next().ok_or("empty")?.split('\t').collect();
+    let (header, lines) = super::tsv_rows(text)?;
     let at = |name: &str| {
         header
             .iter()
             .position(|h| *h == name)
             .ok_or_else(|| format!("no {name} column"))
     };
-    let idx: Vec<usize> = COLUMNS.iter().map(|c| at(c)).collect::<Result<_, _>>()?;
+    let idx: Vec<usize> = columns().map(at).collect::<Result<_, _>>()?;
     let mut rows = Vec::new();
-    let total = text.lines().count();
-    for (n, l) in lines.enumerate() {
-        let cells: Vec<&str> = l.split('\t').collect();
-        if cells.len() != header.len() {
-            if n + 2 == total && !text.ends_with('\n') {
-                break;
-            }
-            return Err(format!(
-                "line {} has {} cells for {} columns",
-                n + 2,
-                cells.len(),
-                header.len()
-            ));
-        }
+    for (n, cells) in lines.into_iter().enumerate() {
         let text_cell = |i: usize| {
             let c = cells[idx[i]];
             (c != "-" && !c.is_empty()).then(|| c.to_string())

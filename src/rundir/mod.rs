@@ -122,6 +122,31 @@ pub enum Depth {
     Summaries,
 }
 
+/// A TSV file written as it goes (`resources.tsv`, `members.tsv`): its header and each row's
+/// cells, every row the header's width; a last line cut off by a crash (no line end) is left
+/// out, the rows before it stand. Row `i` is the file's line `i + 2`.
+pub(crate) fn tsv_rows(text: &str) -> Result<(Vec<&str>, Vec<Vec<&str>>), String> {
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().ok_or("empty")?.split('\t').collect();
+    let mut rows = Vec::new();
+    for (n, line) in lines.enumerate() {
+        let cells: Vec<&str> = line.split('\t').collect();
+        if cells.len() != header.len() {
+            if n > 0 && !text.ends_with('\n') {
+                break;
+            }
+            return Err(format!(
+                "line {} has {} cells for {} columns",
+                n + 2,
+                cells.len(),
+                header.len()
+            ));
+        }
+        rows.push(cells);
+    }
+    Ok((header, rows))
+}
+
 /// A TSV file written whole: every line ends, and every row has the header's cells.
 fn check_tsv(text: &str) -> Result<(), String> {
     if !text.ends_with('\n') {

@@ -111,8 +111,7 @@ impl RowSink for ResourcesFile {
 }
 
 pub fn parse_resources(text: &str) -> Result<Resources, String> {
-    let mut lines = text.lines();
-    let header: Vec<&str> = lines.next().ok_or("empty")?.split('\t').collect();
+    let (header, rows) = super::tsv_rows(text)?;
     if header.first() != Some(&"time_ms") {
         return Err("no time_ms header".into());
     }
@@ -127,20 +126,7 @@ pub fn parse_resources(text: &str) -> Result<Resources, String> {
         .filter(|h| is_text(h))
         .map(|h| (h.to_string(), Vec::new()))
         .collect();
-    for (n, line) in lines.enumerate() {
-        let cells: Vec<&str> = line.split('\t').collect();
-        if cells.len() != header.len() {
-            // A last line cut off by a crash: the rows before it stand.
-            if n > 0 && !text.ends_with('\n') {
-                break;
-            }
-            return Err(format!(
-                "line {} has {} cells for {} columns",
-                n + 2,
-                cells.len(),
-                header.len()
-            ));
-        }
+    for (n, cells) in rows.into_iter().enumerate() {
         for (h, c) in header.iter().zip(cells) {
             if let Some(t) = text_columns.get_mut(*h) {
                 t.push(c.to_string());

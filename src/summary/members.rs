@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::faults::FaultEvent;
-use super::resources::AvgPeak;
+use super::resources::{AvgPeak, StageSpan};
 use crate::metrics::availability::Window;
 use crate::monitor::members::{EventWindow, MemberRow, TopologyEvent, TopologyKind};
 use crate::plan::fault::FaultKind;
@@ -84,6 +84,48 @@ pub fn summarize(rows: &[MemberRow], from_ms: u64, to_ms: u64) -> Vec<MemberSumm
             }
         })
         .collect()
+}
+
+/// The members over the run that spans `stages`, and the topology's events within a second of
+/// it (as the sampler saw them, not yet judged).
+pub fn of_run(
+    rows: &[MemberRow],
+    events: &[TopologyEvent],
+    stages: &[StageSpan],
+) -> (Vec<MemberSummary>, Vec<TopologyEvent>) {
+    let (Some(from), Some(to)) = (
+        stages.iter().map(|s| s.began_ms).min(),
+        stages.iter().map(|s| s.end_ms).max(),
+    ) else {
+        return Default::default();
+    };
+    let events = events
+        .iter()
+        .filter(|e| e.time_ms + 1000 >= from && e.time_ms <= to + 1000)
+        .cloned()
+        .collect();
+    (summarize(rows, from, to), events)
+}
+
+/// A run's members, events and `lag_max` thresholds made whole once the sampler has stopped
+/// (its last second comes after the last run's end): the members and events from every row,
+/// the events judged again, each `lag_max` threshold judged on the largest lag.
+pub fn settle(run: &mut super::RunResult, rows: &[MemberRow], events: &[TopologyEvent]) {
+    let (members, mut topology) = of_run(rows, events, &run.stages);
+    let t0_us = run.stages.iter().map(|s| s.began_ms).min().unwrap_or(0) * 1000;
+    judge_events(&mut topology, t0_us, &run.unavailable, &run.faults);
+    let lag = lag_max(&members);
+    for t in run.thresholds.iter_mut().filter(|t| {
+        !t.relative
+            && t.metric
+                .is_some_and(|m| m.kind == crate::vocab::MetricKind::LagMax)
+    }) {
+        t.value = lag.map_or(0.0, |s| s * 1000.0);
+        t.pass = !t.aborted && t.cmp.is_some_and(|c| c.holds(t.value, t.limit));
+        super::judge::unmeasured_lag(t, lag);
+    }
+    run.members = members;
+    run.topology = topology;
 }
 
 /// The largest lag of any member in the run, in seconds; none when no lag was measured.

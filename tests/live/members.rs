@@ -387,6 +387,21 @@ fn the_real_one_member_set_has_its_member_row_a_line_a_second_and_a_step_down_wi
     assert_eq!(members[0]["lag_s"]["peak"], 0.0);
     // One line a second (the sampler's, and one at its stop).
     let rows = members_tsv(&out);
+    // The member's summary counts every second of the run, the one taken at the stop too.
+    let stage = &run["stages"][0];
+    let (began, end) = (
+        stage["began_ms"].as_u64().unwrap(),
+        stage["end_ms"].as_u64().unwrap(),
+    );
+    let inside = rows
+        .iter()
+        .filter(|r| r.0 > began && r.0 <= end + 500)
+        .count();
+    assert_eq!(
+        members[0]["seconds"].as_u64(),
+        Some(inside as u64),
+        "{rows:?}"
+    );
     assert!(rows.iter().all(|r| r.1 == me));
     let secs = run["wall_secs"].as_f64().unwrap();
     assert!(

@@ -88,34 +88,18 @@ impl<B: Backend + Clone> Session<'_, B> {
         rows
     }
 
-    /// The members' rows and the topology's events of the run that spans `stages`:
-    /// `members.tsv` read back, then the rows it could not take.
-    fn members_in(
+    /// The members' rows so far: `members.tsv` read back, then the rows it could not take.
+    fn member_rows(
         &self,
-        sampler: &Sampler,
-        stages: &[crate::summary::resources::StageSpan],
-    ) -> (
-        Vec<crate::summary::members::MemberSummary>,
-        Vec<crate::monitor::members::TopologyEvent>,
-    ) {
-        let (Some(from), Some(to)) = (
-            stages.iter().map(|s| s.began_ms).min(),
-            stages.iter().map(|s| s.end_ms).max(),
-        ) else {
-            return Default::default();
-        };
-        let (unwritten, events) = sampler.members_so_far();
+        unwritten: Vec<crate::monitor::members::MemberRow>,
+    ) -> Vec<crate::monitor::members::MemberRow> {
         let path = crate::rundir::File::Members.path(self.out_dir);
         let mut rows = std::fs::read_to_string(&path)
             .ok()
             .and_then(|text| crate::rundir::members::parse_members(&text).ok())
             .unwrap_or_default();
         rows.extend(unwritten);
-        let events = events
-            .into_iter()
-            .filter(|e| e.time_ms + 1000 >= from && e.time_ms <= to + 1000)
-            .collect();
-        (crate::summary::members::summarize(&rows, from, to), events)
+        rows
     }
 
     /// Runs every repetition; files are rewritten after each, so an interruption keeps what
@@ -156,6 +140,12 @@ impl<B: Backend + Clone> Session<'_, B> {
             summary.failures.extend(sampled.failures);
             summary.metrics_sources = sampled.sources;
             summary.member_warnings = sampled.member_warnings;
+            // The sampler's last second came after the last run's end: each run's members
+            // again, from every row.
+            let rows = self.member_rows(sampled.members_unwritten);
+            for run in &mut summary.runs {
+                crate::summary::members::settle(run, &rows, &sampled.topology);
+            }
             summary.refresh(&self.resource_rows(sampled.unwritten), true);
         }
         logs.close(&mut summary).await;
@@ -242,7 +232,12 @@ impl<B: Backend + Clone> Session<'_, B> {
             .await;
         measured.start = start;
         if let Some(s) = sampler {
-            (measured.members, measured.topology) = self.members_in(s, &measured.stages);
+            let (unwritten, events) = s.members_so_far();
+            (measured.members, measured.topology) = crate::summary::members::of_run(
+                &self.member_rows(unwritten),
+                &events,
+                &measured.stages,
+            );
         }
         if checks {
             let (after, errors) = self.backend.invariants(self.plan).await;

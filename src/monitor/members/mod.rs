@@ -210,8 +210,9 @@ pub struct Members {
     router: Option<Client>,
     changelog_after_ms: i64,
     last_ms: u64,
-    /// Warnings said so far (also printed at once).
-    pub warnings: Vec<String>,
+    /// Warnings said so far (each printed at once), and those not yet taken for the summary.
+    said: Vec<String>,
+    untaken: Vec<String>,
 }
 
 /// How long discovery waits for each of its commands.
@@ -250,7 +251,8 @@ impl Members {
             router: None,
             changelog_after_ms: now as i64,
             last_ms: now,
-            warnings: Vec::new(),
+            said: Vec::new(),
+            untaken: Vec::new(),
         };
         if hello.router {
             let reply = tokio::time::timeout(
@@ -310,10 +312,16 @@ impl Members {
 
     /// Says `w` once: printed at once and kept for the summary.
     fn warn_once(&mut self, w: String) {
-        if !self.warnings.contains(&w) {
+        if !self.said.contains(&w) {
             eprintln!("warning: {w}");
-            self.warnings.push(w);
+            self.said.push(w.clone());
+            self.untaken.push(w);
         }
+    }
+
+    /// The warnings said since the last call, for the summary.
+    pub fn take_warnings(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.untaken)
     }
 
     /// One second: every member read at once (and a cluster's changelog beside), each one's
@@ -341,16 +349,22 @@ impl Members {
         let mut warnings = Vec::new();
         for (m, r) in self.members.iter_mut().zip(&reads) {
             let view = views.get(&m.shard);
-            rows.push(row(m, r, view, now, self.last_ms));
-            let state = view
+            // Its state, and whether the primary's view said so (else its own hello).
+            let seen = view
                 .and_then(|v| v.members.iter().find(|s| s.name == m.host))
                 .map(|s| (s.state.clone(), true))
-                .or_else(|| {
-                    let own = r.hello.as_ref().and_then(Hello::state)?;
-                    // "Not primary, secondary or arbiter" says nothing a view would not say
-                    // better (RECOVERING, STARTUP2, ...).
-                    (own != "OTHER").then(|| (own.to_string(), false))
-                });
+                .or_else(|| Some((r.hello.as_ref().and_then(Hello::state)?.to_string(), false)));
+            rows.push(row(
+                m,
+                r,
+                view,
+                seen.as_ref().map(|s| s.0.clone()),
+                now,
+                self.last_ms,
+            ));
+            // Its own "not primary, secondary or arbiter" says nothing a view would not say
+            // better (RECOVERING, STARTUP2, ...): no event from it.
+            let state = seen.filter(|(s, from_view)| *from_view || s != "OTHER");
             if let (Some((before, b_view)), Some((now_state, n_view))) = (&m.state, &state) {
                 // A member's own hello knows only these; other states are the primary's words.
                 let shared = |s: &str| matches!(s, "PRIMARY" | "SECONDARY" | "ARBITER");
@@ -613,7 +627,14 @@ fn views(members: &[Member], reads: &[Read]) -> BTreeMap<Option<String>, SetStat
 }
 
 /// A member's row: its rates over the time between its last two `serverStatus` answers.
-fn row(m: &mut Member, r: &Read, view: Option<&SetStatus>, now: u64, last_ms: u64) -> MemberRow {
+fn row(
+    m: &mut Member,
+    r: &Read,
+    view: Option<&SetStatus>,
+    state: Option<String>,
+    now: u64,
+    last_ms: u64,
+) -> MemberRow {
     let (interval_ms, secs) = match (&r.status, &m.last) {
         (Some((at, _)), Some((before, _))) => {
             let ms = at.saturating_sub(*before);
@@ -633,10 +654,7 @@ fn row(m: &mut Member, r: &Read, view: Option<&SetStatus>, now: u64, last_ms: u6
         interval_ms,
         shard: m.shard.clone(),
         member: m.host.clone(),
-        state: view
-            .and_then(|v| v.members.iter().find(|s| s.name == m.host))
-            .map(|s| s.state.clone())
-            .or_else(|| r.hello.as_ref().and_then(Hello::state).map(str::to_string)),
+        state,
         ops_s,
         repl_ops_s: rate(c.and_then(|c| c.repl), last.and_then(|l| l.repl)),
         connections: c.and_then(|c| c.connections),
