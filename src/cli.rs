@@ -164,6 +164,15 @@ pub struct CaptureArgs {
     /// Only log lines at or before this time (RFC 3339)
     #[arg(long, value_name = "TIME", value_parser = parse_time)]
     pub until: Option<i64>,
+    /// Do not check what the replay's reads select: by default each find and aggregate of the
+    /// profile is drawn 20 times on a scratch embedded server holding the profile's preload, and
+    /// its documents returned per call are printed beside the source's
+    #[arg(long)]
+    pub no_check: bool,
+    /// The program for the scratch server of the check (default: mongod on PATH, else
+    /// secantusd-rs)
+    #[arg(long, env = "MONGO_STRESS_SERVER_BIN", value_name = "PATH")]
+    pub server_bin: Option<PathBuf>,
 }
 
 fn parse_capture_window(s: &str) -> Result<Duration, String> {

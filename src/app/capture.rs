@@ -80,8 +80,25 @@ pub async fn capture(args: CaptureArgs, stop: CancellationToken) -> Result<i32, 
     }
 
     let profile_path = write_capture(&out, &captured)?;
-    print!("{}", emit::console(&captured));
     check_profile(&profile_path)?;
+    let mut check_warnings = Vec::new();
+    if !args.no_check && !stop.is_cancelled() {
+        match check_selectivity(&profile_path, &mut captured, args.server_bin.clone(), &stop).await
+        {
+            Ok(()) => {
+                write_capture(&out, &captured)?;
+            }
+            Err(why) => check_warnings.push(format!(
+                "what the replay's reads select was not checked: {why}\n  fix: put mongod or secantusd-rs on PATH (or name it with --server-bin); --no-check skips the check"
+            )),
+        }
+    }
+    print!("{}", emit::console(&captured));
+    let (lines, warnings) = emit::selectivity(&captured, CHECK_DRAWS);
+    print!("{lines}");
+    for w in warnings.iter().chain(&check_warnings) {
+        eprintln!("warning: {w}");
+    }
     println!(
         "profile: {} (run it: mongo-stress run {} --uri ...)",
         profile_path.display(),
@@ -92,6 +109,55 @@ pub async fn capture(args: CaptureArgs, stop: CancellationToken) -> Result<i32, 
     } else {
         exit::OK
     })
+}
+
+/// Requests drawn per read by the selectivity check.
+const CHECK_DRAWS: u32 = 20;
+
+/// Runs the profile's setup (indexes, preload) on a scratch embedded server and draws each
+/// find and aggregate `CHECK_DRAWS` times: what each returns per call goes into its shape's
+/// `replay_returned_per_call`. Err says why it could not (no server program, a refused setup).
+async fn check_selectivity(
+    profile_path: &Path,
+    captured: &mut emit::Captured,
+    server_bin: Option<PathBuf>,
+    stop: &CancellationToken,
+) -> Result<(), String> {
+    let loaded =
+        crate::plan::profile::load(&profile_path.to_string_lossy()).map_err(|e| e.to_string())?;
+    let plan = crate::plan::RunPlan::build(&loaded, &Default::default()).map_err(|e| e.to_string())?;
+    eprintln!("capture: checking what the replay's reads select, on a scratch server with the profile's preload");
+    let server = std::sync::Arc::new(
+        crate::server::EmbeddedServer::launch(server_bin, Vec::new(), None)
+            .await
+            .map_err(|e| e.to_string())?,
+    );
+    let measured = async {
+        let connected = crate::ops::connect::connect(&server.uri(), 4, false)
+            .await
+            .map_err(|e| e.to_string())?;
+        let backend = crate::ops::mongo::MongoBackend::new(&connected.client, &plan);
+        let prepared = crate::ops::setup::prepare(&plan, &backend.setup, 1, stop, true, None)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok::<_, String>(
+            crate::ops::explain::returned_per_call(
+                &plan,
+                &connected.client,
+                &prepared.keys,
+                CHECK_DRAWS,
+            )
+            .await,
+        )
+    }
+    .await;
+    server.shut_down().await;
+    for r in measured? {
+        if let Some(s) = captured.shapes.iter_mut().find(|s| s.emitted == r.label) {
+            s.replay_returned_per_call = Some(r.per_call);
+        }
+    }
+    Ok(())
 }
 
 /// The capture's directory: `--out`, else one named by the time; refused when it already
@@ -141,6 +207,7 @@ async fn from_profiler(
 ) -> Result<Source, Error> {
     let dbs = profiled_dbs(uri, &args.dbs).await?;
     let connected = crate::ops::connect::connect(uri, 4, false).await?;
+    existing_dbs(&connected.client, &dbs).await?;
     let shown = crate::redact::redact(uri);
     eprintln!(
         "capture: profiling {} on {shown} for {} ({}); Ctrl-C ends it early",
@@ -289,6 +356,40 @@ async fn profiled_dbs(uri: &str, dbs: &[String]) -> Result<Vec<String>, Error> {
             "capture --from-profiler needs the databases to profile\n  fix: name each with --db (e.g. --db shop), or put one in the URI (mongodb://host:27017/shop)".into(),
         )),
     }
+}
+
+/// Every database to profile must exist on the server: setting the profiler on one that does
+/// not would create it on the source, and the capture would wait its window for nothing. A
+/// user who may not list databases is taken at their word.
+async fn existing_dbs(client: &mongodb::Client, dbs: &[String]) -> Result<(), Error> {
+    let Ok(names) = client.list_database_names().await else {
+        return Ok(());
+    };
+    for db in dbs {
+        if names.contains(db) {
+            continue;
+        }
+        let others: Vec<&str> = names
+            .iter()
+            .map(String::as_str)
+            .filter(|n| !matches!(*n, "admin" | "local" | "config"))
+            .collect();
+        let close = others
+            .iter()
+            .map(|n| (strsim::jaro_winkler(&db.to_lowercase(), &n.to_lowercase()), *n))
+            .filter(|(score, _)| *score > 0.8)
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(_, n)| n);
+        let fix = match close {
+            Some(n) => format!("did you mean --db {n}?"),
+            None if others.is_empty() => "the server holds no database of an application yet: start the application first".into(),
+            None => format!("name one of the server's databases: {}", others.join(", ")),
+        };
+        return Err(Error::Usage(format!(
+            "the server has no database `{db}`: capture would profile nothing (and setting the profiler would create it); nothing was changed on the server\n  fix: {fix}"
+        )));
+    }
+    Ok(())
 }
 
 /// Why nothing was captured, in words.

@@ -32,6 +32,17 @@ pub struct ShapeStat {
     pub docs_per_returned: Option<f64>,
     /// `group:name` when emitted, else why not.
     pub emitted: String,
+    /// Documents the source returned per call (its `nreturned`), when it said.
+    pub returned_per_call: Option<f64>,
+    /// What the replay's reads return per call, measured by capture's check on a scratch
+    /// server holding the profile's preload (None when not checked).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replay_returned_per_call: Option<f64>,
+    /// The fields the shape selects by (its filter's), for the check's advice.
+    #[serde(skip)]
+    pub selects_by: Vec<String>,
+    /// It writes (kept whatever `--coverage` says; a line names it when left out).
+    pub writes: bool,
 }
 
 /// The capture's result: the profile's text and its account.
@@ -41,6 +52,9 @@ pub struct Captured {
     pub first: Option<String>,
     pub last: Option<String>,
     pub window_s: f64,
+    /// The window the source was read for (`--for`), when it had one: the operations' rates
+    /// are over `window_s`, the span they were seen in.
+    pub capture_window_s: Option<f64>,
     /// Operations of the kinds a profile sends (statements of updates and deletes one each).
     pub operations: u64,
     pub emitted_shapes: usize,
@@ -68,6 +82,10 @@ struct Seen {
     docs_examined: i64,
     returned: i64,
     examined_known: bool,
+    /// Documents returned (the source's `nreturned`), added over the `nreturned_n` operations
+    /// that said.
+    nreturned: i64,
+    nreturned_n: u64,
     /// Per slot, every value seen, and per operation its time.
     values: Vec<Vec<Bson>>,
     times: Vec<i64>,
@@ -144,6 +162,8 @@ fn record(
             docs_examined: 0,
             returned: 0,
             examined_known: false,
+            nreturned: 0,
+            nreturned_n: 0,
             times: Vec::new(),
             group: group.to_string(),
             conns: BTreeSet::new(),
@@ -163,6 +183,10 @@ fn record(
         s.keys_examined += k;
         s.docs_examined += d;
         s.returned += r;
+    }
+    if let Some(r) = o.nreturned {
+        s.nreturned += r;
+        s.nreturned_n += 1;
     }
     for (slot, v) in op.values.into_iter().enumerate() {
         if let Some(vs) = s.values.get_mut(slot) {
@@ -413,9 +437,14 @@ fn choose(
             }
             continue;
         }
+        // A write changes what every other operation finds: kept whatever --coverage says
+        // (a transaction writes when any of its steps does).
+        let writes = std::iter::once(s)
+            .chain(seen[i + 1..].iter().take_while(|t| t.pos() > 0))
+            .any(|t| t.op.verb.writes());
         c.reasons[i] = if Some(s.db.as_str()) != database {
             format!("another database ({}), not in this profile", s.db)
-        } else if (c.covered as f64) >= opts.coverage * operations as f64 {
+        } else if !writes && (c.covered as f64) >= opts.coverage * operations as f64 {
             "beyond --coverage".into()
         } else if c.units >= opts.max_shapes {
             "beyond --max-shapes".into()
@@ -465,6 +494,21 @@ fn shape_stat(
         keys_per_returned: per(s.keys_examined),
         docs_per_returned: per(s.docs_examined),
         emitted,
+        returned_per_call: (s.nreturned_n > 0).then(|| s.nreturned as f64 / s.nreturned_n as f64),
+        replay_returned_per_call: None,
+        writes: s.op.verb.writes(),
+        selects_by: s
+            .op
+            .slots
+            .iter()
+            .filter(|sl| sl.kind != SlotKind::Param && (selects(sl) || sl.field.as_deref() == Some("_id")))
+            .filter_map(|sl| sl.field.clone())
+            .fold(Vec::new(), |mut v, f| {
+                if !v.contains(&f) {
+                    v.push(f);
+                }
+                v
+            }),
     }
 }
 
@@ -488,7 +532,9 @@ pub fn build(
     left.partial_transactions += txns.partial;
     left.aborted_transactions = txns.aborted;
     let blind = transaction_notes(txns.commits_visible, &left);
-    let window_s = opts.window_s.unwrap_or_else(|| window_between(first, last));
+    // Rates are over the span the operations were seen in, not the window asked for (an
+    // application busy for 10 s of a 60 s window ran at its rate, not a sixth of it).
+    let window_s = window_between(first, last);
     // Largest first; a transaction's steps together and in order.
     seen.sort_by(|a, b| {
         b.count
@@ -501,7 +547,7 @@ pub fn build(
     let chosen = choose(&seen, database.as_deref(), opts, operations, &mut left);
 
     let now_ms = if last > i64::MIN { last } else { 0 };
-    let fields = fit_fields(&seen, &chosen.emitted, infos, opts.keep_values, now_ms);
+    let fields = fit_fields(&seen, &chosen.emitted, infos, opts, now_ms);
     let (profile, names) = Renderer {
         seen: &seen,
         emitted: &chosen.emitted,
@@ -541,6 +587,7 @@ pub fn build(
         first: date(first),
         last: date(last),
         window_s,
+        capture_window_s: opts.window_s,
         operations,
         emitted_shapes: chosen.units,
         coverage: if operations > 0 {
@@ -565,20 +612,91 @@ struct Fields {
     templates: HashMap<String, (toml::Table, bool)>,
     /// Collections whose `_id` hits are skewed.
     skewed: BTreeSet<String>,
+    /// (collection, field) -> the collection whose `_id`s its values are.
+    references: BTreeMap<(String, String), String>,
+    /// (collection, field) of the fields operations select by, with the distinct values the
+    /// replay draws for them.
+    selecting: BTreeMap<(String, String), u64>,
+}
+
+/// Whether a slot selects documents: a value or list of a field in a filter (`filter`,
+/// `query`, `q`, a `$match`), `_id` aside.
+fn selects(slot: &shape::Slot) -> bool {
+    let head = slot.path.split(['.', '[']).next().unwrap_or("");
+    slot.kind != SlotKind::Param
+        && slot.field.as_deref().is_some_and(|f| f != "_id")
+        && (matches!(head, "filter" | "query" | "q") || slot.path.contains("$match"))
+}
+
+/// The documents the replay preloads of a collection: the server's count, capped; 1,000 when
+/// it is not known.
+fn preload_of(info: Option<&CollectionInfo>, cap: u64) -> u64 {
+    info.and_then(|i| i.count).map_or(1000, |n| n.min(cap))
+}
+
+/// Per (collection, field), documents the source returned per call to the finds that select by
+/// that field alone, by equality, and that no limit cut.
+fn returned_per_value(seen: &[Seen], emitted: &[usize]) -> HashMap<(String, String), f64> {
+    let mut sums: HashMap<(String, String), (i64, u64)> = HashMap::new();
+    for &i in emitted {
+        let s = &seen[i];
+        if s.op.verb != crate::workload::command::Verb::Find || s.nreturned_n == 0 {
+            continue;
+        }
+        let selecting: Vec<(usize, &shape::Slot)> = s
+            .op
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(_, sl)| sl.kind != SlotKind::Param)
+            .collect();
+        let [(_, slot)] = selecting.as_slice() else {
+            continue;
+        };
+        if slot.kind != SlotKind::Value || !selects(slot) || !slot.path.ends_with(
+            slot.field.as_deref().unwrap_or_default()
+        ) {
+            continue;
+        }
+        let mean = s.nreturned as f64 / s.nreturned_n as f64;
+        let limit = s
+            .op
+            .slots
+            .iter()
+            .zip(&s.values)
+            .filter(|(sl, _)| sl.path == "limit")
+            .filter_map(|(_, vs)| vs.iter().filter_map(super::as_f64).reduce(f64::min))
+            .next();
+        if limit.is_some_and(|l| mean >= 0.9 * l) {
+            continue;
+        }
+        let f = slot.field.clone().unwrap_or_default();
+        let e = sums.entry((s.coll.clone(), f)).or_default();
+        e.0 += s.nreturned;
+        e.1 += s.nreturned_n;
+    }
+    sums.into_iter()
+        .filter(|(_, (_, n))| *n > 0)
+        .map(|(k, (r, n))| (k, r as f64 / n as f64))
+        .collect()
 }
 
 /// Fits every field of the emitted shapes' collections once, from the values their slots saw
-/// and the sampled documents, and finds the collections whose `_id` hits are skewed.
+/// and the sampled documents: a field whose values are another captured collection's `_id`s
+/// becomes a reference to its preloaded keys, a field operations select by keeps the source's
+/// number of distinct values; finds the collections whose `_id` hits are skewed.
 fn fit_fields(
     seen: &[Seen],
     emitted: &[usize],
     infos: &HashMap<(String, String), CollectionInfo>,
-    keep: bool,
+    opts: &Options,
     now_ms: i64,
 ) -> Fields {
+    let keep = opts.keep_values;
     let mut pools: BTreeMap<(String, String), Vec<Bson>> = BTreeMap::new();
     let mut id_hits: HashMap<String, HashMap<String, u64>> = HashMap::new();
     let mut order: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut selecting_fields: BTreeSet<(String, String)> = BTreeSet::new();
     for &i in emitted {
         let s = &seen[i];
         for (slot, vals) in s.op.slots.iter().zip(&s.values) {
@@ -586,9 +704,17 @@ fn fit_fields(
             if f == "_id" {
                 let hits = id_hits.entry(s.coll.clone()).or_default();
                 for v in vals {
-                    *hits.entry(v.to_string()).or_default() += 1;
+                    match v {
+                        Bson::Array(a) => a
+                            .iter()
+                            .for_each(|v| *hits.entry(v.to_string()).or_default() += 1),
+                        v => *hits.entry(v.to_string()).or_default() += 1,
+                    }
                 }
                 continue;
+            }
+            if selects(slot) {
+                selecting_fields.insert((s.coll.clone(), f.clone()));
             }
             let pool = pools.entry((s.coll.clone(), f.clone())).or_default();
             for v in vals {
@@ -603,20 +729,115 @@ fn fit_fields(
             }
         }
     }
-    let mut templates = HashMap::new();
     let colls: BTreeSet<String> = emitted.iter().map(|&i| seen[i].coll.clone()).collect();
     let db = emitted
         .first()
         .map(|&i| seen[i].db.clone())
         .unwrap_or_default();
+    let info_of = |coll: &str| infos.get(&(db.clone(), coll.to_string()));
+    // The sampled documents' values, apart from the operations', per field.
+    let mut sampled: BTreeMap<(String, String), Vec<Bson>> = BTreeMap::new();
     for coll in &colls {
-        let info = infos.get(&(db.clone(), coll.clone()));
-        let template = template(coll, info, &mut pools, &order, keep, now_ms);
+        for d in info_of(coll).map(|i| i.sample.as_slice()).unwrap_or(&[]) {
+            leaves(d, "", &mut |path, v| {
+                let pool = sampled
+                    .entry((coll.clone(), path.to_string()))
+                    .or_default();
+                match v {
+                    Bson::Array(a) => pool.extend(a.iter().cloned()),
+                    v => pool.push(v.clone()),
+                }
+            });
+        }
+    }
+    // The `_id`s known of each collection: read from the server, sampled, and asked for.
+    let known_ids: BTreeMap<&String, std::collections::HashSet<String>> = colls
+        .iter()
+        .map(|c| {
+            let mut ids: std::collections::HashSet<String> = info_of(c)
+                .map(|i| i.ids.iter().map(ToString::to_string).collect())
+                .unwrap_or_default();
+            if let Some(v) = sampled.get(&(c.clone(), "_id".to_string())) {
+                ids.extend(v.iter().map(ToString::to_string));
+            }
+            if let Some(h) = id_hits.get(c) {
+                ids.extend(h.keys().cloned());
+            }
+            (c, ids)
+        })
+        .collect();
+    let mut templates = HashMap::new();
+    for coll in &colls {
+        let template = template(coll, info_of(coll), &mut pools, &order, keep, now_ms);
         templates.insert(coll.clone(), template);
     }
+    let per_value = returned_per_value(seen, emitted);
     let mut gens = HashMap::new();
+    let mut references = BTreeMap::new();
+    let mut selecting = BTreeMap::new();
     for ((coll, f), vals) in &pools {
-        gens.insert((coll.clone(), f.clone()), fit::field(f, vals, keep, now_ms));
+        let key = (coll.clone(), f.clone());
+        let mut distinct: Vec<&Bson> = Vec::new();
+        let mut shown: std::collections::HashSet<String> = std::collections::HashSet::new();
+        for v in vals.iter().filter(|v| !matches!(v, Bson::Array(_) | Bson::Document(_) | Bson::Null)) {
+            if shown.insert(v.to_string()) {
+                distinct.push(v);
+            }
+        }
+        // A reference to the captured collection whose `_id`s hold most of its values.
+        // Numbers are another collection's `_id`s only where the name says so too (`customer`,
+        // `customer_id` of `customers`): small numbers are found among any integer `_id`s.
+        let numeric = distinct.iter().any(|v| super::as_f64(v).is_some());
+        let target = colls
+            .iter()
+            .filter(|c| !numeric || (*c != coll && names_reference(f, c)))
+            .filter(|c| {
+                let count = info_of(c)
+                    .and_then(|i| i.count)
+                    .unwrap_or(known_ids[c].len() as u64);
+                fit::references(&distinct, &known_ids[c], count)
+            })
+            // The collection whose known `_id`s the values cover the most of.
+            .max_by(|a, b| {
+                let share = |c: &String| {
+                    let found = distinct
+                        .iter()
+                        .filter(|v| known_ids[c].contains(&v.to_string()))
+                        .count();
+                    found as f64 / known_ids[c].len().max(1) as f64
+                };
+                share(a).total_cmp(&share(b))
+            });
+        if let Some(t) = target {
+            gens.insert(
+                key.clone(),
+                fit::reference(preload_of(info_of(t), opts.preload_cap)),
+            );
+            references.insert(key, t.clone());
+            continue;
+        }
+        if selecting_fields.contains(&key) {
+            let sel = fit::Selecting {
+                source_docs: info_of(coll).and_then(|i| i.count),
+                replay_docs: preload_of(info_of(coll), opts.preload_cap),
+                returned_per_value: per_value.get(&key).copied(),
+                sampled: sampled.get(&key).map(Vec::as_slice).unwrap_or(&[]),
+            };
+            if let Some(g) = fit::selecting(f, vals, &sel, keep) {
+                selecting.insert(key.clone(), fit::cardinality(distinct.len(), &sel));
+                gens.insert(key, g);
+                continue;
+            }
+        }
+        gens.insert(key, fit::field(f, vals, keep, now_ms));
+    }
+    // The templates take the same generators as the operations.
+    for (coll, (t, _)) in templates.iter_mut() {
+        for ((c, f), g) in &gens {
+            if c == coll && (references.contains_key(&(c.clone(), f.clone())) || selecting.contains_key(&(c.clone(), f.clone()))) {
+                replace_path(t, f, g.clone());
+            }
+        }
     }
     let skewed = id_hits
         .iter()
@@ -627,6 +848,46 @@ fn fit_fields(
         gens,
         templates,
         skewed,
+        references,
+        selecting,
+    }
+}
+
+/// Whether field `field`'s name names collection `coll` (`customer`, `customerId`,
+/// `customer_id` of `customers`), or is any `..._id` / `...Id`.
+fn names_reference(field: &str, coll: &str) -> bool {
+    let leaf = field.rsplit('.').next().unwrap_or(field).to_lowercase();
+    let stem = leaf
+        .trim_end_matches("_id")
+        .trim_end_matches("id")
+        .trim_end_matches(['_', '-']);
+    let coll = coll.to_lowercase();
+    let singular = coll.strip_suffix('s').unwrap_or(&coll);
+    (!stem.is_empty() && (stem == coll || stem == singular)) || leaf.ends_with("_id")
+}
+
+/// Puts `v` at the dotted `path` of a template where a generator (or an array of one) already
+/// stands there: a sampled array field stays an array, of the new generator.
+fn replace_path(t: &mut toml::Table, path: &str, v: Value) {
+    match path.split_once('.') {
+        None => {
+            if let Some(slot) = t.get_mut(path) {
+                if let Value::Table(g) = slot {
+                    if let Some(Value::Table(arr)) = g.get_mut("^Array") {
+                        arr.insert("of".into(), v);
+                        return;
+                    }
+                }
+                *slot = v;
+            }
+        }
+        Some((head, rest)) => {
+            if let Some(Value::Table(sub)) = t.get_mut(head) {
+                if !sub.keys().any(|k| k.starts_with('^')) {
+                    replace_path(sub, rest, v);
+                }
+            }
+        }
     }
 }
 
@@ -985,7 +1246,7 @@ impl Renderer<'_> {
         let _ =
             writeln!(
             t,
-            "# {operations} operations in {window_s:.0} s; {} shapes emitted cover {:.1} % of them.",
+            "# {operations} operations seen over {window_s:.1} s (the rates are over that span); {} shapes emitted cover {:.1} % of them.",
             heads().count(),
             if operations > 0 { 100.0 * covered as f64 / operations as f64 } else { 0.0 }
         );
@@ -1118,6 +1379,22 @@ impl Renderer<'_> {
                     t,
                     "# synthetic: made from the fields the operations use (no sampled documents)"
                 );
+            }
+            for ((c, f), target) in &self.fields.references {
+                if c == coll {
+                    let _ = writeln!(
+                        t,
+                        "# {f}: the _ids of {target} (the replay preloads them as 0 .. N-1), so it references them as the source did"
+                    );
+                }
+            }
+            for ((c, f), k) in &self.fields.selecting {
+                if c == coll {
+                    let _ = writeln!(
+                        t,
+                        "# {f}: operations select by it; about {k} distinct values in the source, drawn alike by the documents and the queries"
+                    );
+                }
             }
             for (k, v) in tmpl {
                 let _ = writeln!(t, "{} = {v}", key(k));
@@ -1425,13 +1702,13 @@ fn peak_in_flight(intervals: &mut [(i64, i64)]) -> usize {
 
 /// `shapes.tsv`: one line per shape.
 pub fn shapes_tsv(c: &Captured) -> String {
-    let mut out = String::from("namespace\toperation\tshape\tcount\tshare\tops_per_sec\tp50_ms\tp95_ms\tmax_ms\tplan\tkeys_per_returned\tdocs_per_returned\temitted\n");
+    let mut out = String::from("namespace\toperation\tshape\tcount\tshare\tops_per_sec\tp50_ms\tp95_ms\tmax_ms\tplan\tkeys_per_returned\tdocs_per_returned\temitted\treturned_per_call\treplay_returned_per_call\n");
     let opt = |x: Option<f64>| x.map_or_else(|| "-".into(), |x| format!("{x:.2}"));
     for s in &c.shapes {
         let clean = |t: &str| t.replace(['\t', '\n'], " ");
         let _ = writeln!(
             out,
-            "{}\t{}\t{}\t{}\t{:.4}\t{:.2}\t{:.2}\t{:.2}\t{:.2}\t{}\t{}\t{}\t{}",
+            "{}\t{}\t{}\t{}\t{:.4}\t{:.2}\t{:.2}\t{:.2}\t{:.2}\t{}\t{}\t{}\t{}\t{}\t{}",
             clean(&s.namespace),
             s.operation,
             clean(&s.shape),
@@ -1444,18 +1721,86 @@ pub fn shapes_tsv(c: &Captured) -> String {
             clean(s.plan.as_deref().unwrap_or("-")),
             opt(s.keys_per_returned),
             opt(s.docs_per_returned),
-            clean(&s.emitted)
+            clean(&s.emitted),
+            opt(s.returned_per_call),
+            opt(s.replay_returned_per_call)
         );
     }
     out
 }
 
 /// The console's account: the shapes and one line of coverage.
-pub fn console(c: &Captured) -> String {
+/// The check of what the replay's reads select: per read measured, "returned N per call in
+/// the source, about M in the replay"; and a warning for each that selects nothing where the
+/// source selected something, or far from it, naming its fields and the fix.
+pub fn selectivity(c: &Captured, draws: u32) -> (String, Vec<String>) {
     let mut out = String::new();
+    let mut warnings = Vec::new();
+    let checked: Vec<&ShapeStat> = c
+        .shapes
+        .iter()
+        .filter(|s| s.replay_returned_per_call.is_some())
+        .collect();
+    if checked.is_empty() {
+        return (out, warnings);
+    }
+    let width = checked
+        .iter()
+        .map(|s| s.emitted.chars().count())
+        .max()
+        .unwrap_or(0);
     let _ = writeln!(
         out,
-        "{:>7}  {:>6}  {:>8}  {:>8}  {:<30}  shape",
+        "selectivity: documents returned per call, in the source (its nreturned) and in the replay ({draws} draws each on a scratch server holding the profile's preload):"
+    );
+    for s in &checked {
+        let replay = s.replay_returned_per_call.unwrap_or(0.0);
+        let source = match s.returned_per_call {
+            Some(n) => format!("returned {n:.1} per call in the source"),
+            None => "the source did not say what it returned".to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "  {:<width$}  {source}, about {replay:.1} in the replay",
+            s.emitted
+        );
+        let Some(n) = s.returned_per_call else {
+            continue;
+        };
+        let fields = if s.selects_by.is_empty() {
+            "its filter".to_string()
+        } else {
+            format!("its values of {}", s.selects_by.join(", "))
+        };
+        if n >= 0.5 && replay < 0.05 {
+            warnings.push(format!(
+                "{} returned {n:.1} documents per call in the source but selects none in the replay: {fields} match no preloaded document\n  fix: capture with --uri (so the documents are sampled) or --keep-values, or give those fields in [collection.document] the values the filter draws",
+                s.emitted
+            ));
+        } else if n >= 1.0 && (replay / n > 2.0 || replay / n < 0.5) {
+            warnings.push(format!(
+                "{} returned {n:.1} documents per call in the source but about {replay:.1} in the replay: {fields} select another share of the documents\n  fix: set the number of distinct values of those fields in [collection.document] (the ^RandomInt of their placeholders) to the preload divided by {n:.1}",
+                s.emitted
+            ));
+        }
+    }
+    (out, warnings)
+}
+
+pub fn console(c: &Captured) -> String {
+    let mut out = String::new();
+    // As wide as the longest name: a name is never cut (the shapes are: shapes.tsv has them whole).
+    let width = c
+        .shapes
+        .iter()
+        .take(30)
+        .map(|s| s.emitted.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max("emitted as".len());
+    let _ = writeln!(
+        out,
+        "{:>7}  {:>6}  {:>8}  {:>8}  {:<width$}  shape",
         "share", "count", "ops/s", "p95 ms", "emitted as"
     );
     for s in c.shapes.iter().take(30) {
@@ -1463,16 +1808,22 @@ pub fn console(c: &Captured) -> String {
             .chars()
             .take(100)
             .collect();
-        let as_: String = s.emitted.chars().take(30).collect();
         let _ = writeln!(
             out,
-            "{:>6.1}%  {:>6}  {:>8.2}  {:>8.1}  {:<30}  {}",
+            "{:>6.1}%  {:>6}  {:>8.2}  {:>8.1}  {:<width$}  {}",
             100.0 * s.share,
             s.count,
             s.ops_per_sec,
             s.p95_ms,
-            as_,
+            s.emitted,
             shape
+        );
+    }
+    for s in c.shapes.iter().filter(|s| s.writes && s.emitted.starts_with("not emitted")) {
+        let _ = writeln!(
+            out,
+            "left out: a write, {} {} ({} operations), {}; it changes what the other operations find (raise --max-shapes to keep it)",
+            s.namespace, s.shape, s.count, s.emitted
         );
     }
     if c.shapes.len() > 30 {
@@ -1519,7 +1870,7 @@ pub fn console(c: &Captured) -> String {
     say(l.outside_window, "outside --since/--until");
     let _ = writeln!(
         out,
-        "{} operations{} in {:.0} s: {} shapes cover {:.1} %{}",
+        "{} operations{} seen over {:.1} s{}: {} shapes cover {:.1} %{}",
         c.operations,
         if l.transactions > 0 {
             format!(" ({} of them transactions)", l.transactions)
@@ -1527,6 +1878,10 @@ pub fn console(c: &Captured) -> String {
             String::new()
         },
         c.window_s,
+        match c.capture_window_s {
+            Some(w) => format!(" of the {w:.1} s window (the rates are over the {:.1} s)", c.window_s),
+            None => String::new(),
+        },
         c.emitted_shapes,
         100.0 * c.coverage,
         if parts.is_empty() {

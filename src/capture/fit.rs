@@ -116,6 +116,164 @@ pub fn field(field: &str, values: &[Bson], keep_values: bool, now_ms: i64) -> Va
     }
 }
 
+/// What is known of a field that operations select documents by (equality, `$in`), beyond the
+/// values seen: how many documents hold it, and what the source's reads by it returned.
+#[derive(Debug, Clone, Default)]
+pub struct Selecting<'a> {
+    /// The collection's documents in the source (its count), when known.
+    pub source_docs: Option<u64>,
+    /// The documents the replay preloads.
+    pub replay_docs: u64,
+    /// Documents the source returned per call to a find selecting by this field alone, by
+    /// equality (the profiler's `nreturned`), when such finds were seen and not cut by a limit.
+    pub returned_per_value: Option<f64>,
+    /// The field's values in the sampled documents (not the operations').
+    pub sampled: &'a [Bson],
+}
+
+/// Most values of a selecting field written out one by one (a `^Choose` with their observed
+/// frequencies) when every value was seen; more become numbered placeholders drawn uniformly.
+pub const MAX_LISTED: usize = 1000;
+
+/// How many distinct values a field has in the source, estimated: from the reads by it
+/// (documents / returned per value) when the source said what they returned, else by Chao1's
+/// estimator on the sampled documents (the values seen once and twice say how many were not
+/// seen), else the values seen; never fewer than seen nor more than the documents.
+pub fn cardinality(distinct_seen: usize, sel: &Selecting) -> u64 {
+    let seen = distinct_seen as u64;
+    let estimate = match (sel.returned_per_value, sel.source_docs) {
+        (Some(r), Some(n)) if r > 0.0 => (n as f64 / r).round() as u64,
+        _ if !sel.sampled.is_empty() => {
+            let mut counts: HashMap<String, u64> = HashMap::new();
+            for v in sel.sampled {
+                *counts.entry(v.to_string()).or_default() += 1;
+            }
+            let d = counts.len() as f64;
+            let f1 = counts.values().filter(|&&c| c == 1).count() as f64;
+            let f2 = counts.values().filter(|&&c| c == 2).count() as f64;
+            let chao1 = if f2 > 0.0 {
+                d + f1 * f1 / (2.0 * f2)
+            } else {
+                d + f1 * (f1 - 1.0) / 2.0
+            };
+            chao1.round() as u64
+        }
+        _ => seen,
+    };
+    let most = sel.source_docs.unwrap_or(u64::MAX).max(seen);
+    estimate.max(seen).min(most).max(1)
+}
+
+/// The generator of a field operations select by, so that the replay's documents and its
+/// queries draw from one set of values of the source's size: the values seen with their
+/// frequencies when they are all the field has (placeholders `author-1`, `author-2`, ... or,
+/// with `keep`, the values), else `author-1` .. `author-K` drawn uniformly for the estimated
+/// `K` distinct values (scaled to the replay's documents, so that a value selects as many
+/// documents per call as it did). None for a field the plain fit serves as well (few values
+/// that repeat, numbers, dates, booleans).
+pub fn selecting(field: &str, values: &[Bson], sel: &Selecting, keep: bool) -> Option<Value> {
+    let leaf = field.rsplit('.').next().unwrap_or(field);
+    let mut counts: Vec<(String, usize, &Bson)> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
+    for v in values {
+        let k = match v {
+            Bson::String(s) => s.clone(),
+            Bson::ObjectId(o) => o.to_hex(),
+            _ => continue,
+        };
+        match index.get(&k) {
+            Some(&i) => counts[i].1 += 1,
+            None => {
+                index.insert(k.clone(), counts.len());
+                counts.push((k, 1, v));
+            }
+        }
+    }
+    // Strings and ObjectIds only, and only when most values are of those kinds.
+    if counts.is_empty() || counts.iter().map(|c| c.1).sum::<usize>() * 2 < values.len() {
+        return None;
+    }
+    let k = cardinality(counts.len(), sel);
+    let k = match sel.source_docs {
+        Some(n) if n > sel.replay_docs && n > 0 => {
+            ((k as f64 * sel.replay_docs as f64 / n as f64).round() as u64).max(1)
+        }
+        _ => k,
+    };
+    let all_seen = counts.len() as u64 >= k;
+    let repeats = counts.len() * 2 <= values.len().max(2);
+    if counts.len() <= MAX_CHOICES && repeats && all_seen {
+        return None;
+    }
+    let placeholder = |i: usize| format!("{leaf}-{}", i + 1);
+    if all_seen && counts.len() <= MAX_LISTED {
+        counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        let from = counts
+            .iter()
+            .enumerate()
+            .map(|(i, (s, _, v))| match (keep, v) {
+                (true, Bson::ObjectId(o)) => generator("$oid", Value::String(o.to_hex())),
+                (true, _) => Value::String(s.clone()),
+                (false, _) => Value::String(placeholder(i)),
+            })
+            .collect();
+        let weights = counts
+            .iter()
+            .map(|(_, n, _)| Value::Integer(*n as i64))
+            .collect();
+        return Some(generator(
+            "^Choose",
+            table(&[
+                ("from", Value::Array(from)),
+                ("weights", Value::Array(weights)),
+            ]),
+        ));
+    }
+    Some(generator(
+        "^FormatString",
+        table(&[
+            ("format", Value::String(format!("{leaf}-%d"))),
+            (
+                "withArgs",
+                Value::Array(vec![generator(
+                    "^RandomInt",
+                    table(&[
+                        ("min", Value::Integer(1)),
+                        ("max", Value::Integer(k as i64)),
+                    ]),
+                )]),
+            ),
+        ]),
+    ))
+}
+
+/// A reference to another collection's `_id`s: the replay preloads that collection with `_id`s
+/// `0 .. preload - 1`, so a value drawn from them is a document of it.
+pub fn reference(preload: u64) -> Value {
+    generator(
+        "^RandomInt",
+        table(&[
+            ("min", Value::Integer(0)),
+            ("max", Value::Integer(preload.max(1) as i64 - 1)),
+        ]),
+    )
+}
+
+/// Whether `values` (a field's, distinct) are `_id`s of a collection whose known `_id`s are
+/// `ids` out of `count`: enough of them are found there, as many as the share of its `_id`s
+/// known would find if all were (half of that at least); one ObjectId found suffices (they are
+/// unique), other kinds need three.
+pub fn references(values: &[&Bson], ids: &std::collections::HashSet<String>, count: u64) -> bool {
+    if values.is_empty() || ids.is_empty() {
+        return false;
+    }
+    let found = values.iter().filter(|v| ids.contains(&v.to_string())).count();
+    let oids = values.iter().all(|v| matches!(v, Bson::ObjectId(_)));
+    let known = (ids.len() as f64 / count.max(1) as f64).min(1.0);
+    let expected = values.len() as f64 * known;
+    found >= if oids { 1 } else { 3 } && found as f64 >= 0.5 * expected
+}
+
 /// A time relative to the operation's: `now`, `-3600s`, `+90s`.
 pub fn relative(offset_ms: i64) -> String {
     let s = offset_ms / 1000;
@@ -325,6 +483,97 @@ mod tests {
         assert_eq!(
             g.to_string(),
             r#"{ "^RandomString" = { length = { "^RandomInt" = { min = 5, max = 8 } } } }"#
+        );
+    }
+
+    #[test]
+    fn a_selecting_field_of_many_values_keeps_their_number_not_their_text() {
+        // 150 authors, each of 4 of 600 posts; finds by author returned 4 per call.
+        let vals: Vec<Bson> = (0..300).map(|i| s(&format!("author{}", i % 150))).collect();
+        let sel = Selecting {
+            source_docs: Some(600),
+            replay_docs: 600,
+            returned_per_value: Some(4.0),
+            sampled: &[],
+        };
+        assert_eq!(cardinality(150, &sel), 150);
+        let g = selecting("author", &vals, &sel, false).unwrap().to_string();
+        // Every value seen: listed with their frequencies, as placeholders.
+        assert!(g.starts_with(r#"{ "^Choose" = { from = ["author-1", "author-2""#), "{g}");
+        assert_eq!(g.matches("author-").count(), 150, "{g}");
+        let kept = selecting("author", &vals, &sel, true).unwrap().to_string();
+        assert!(kept.contains(r#""author0""#) && !kept.contains("author-1"), "{kept}");
+        // Only 50 of them seen, the finds saying there are 150: 150 placeholders drawn alike.
+        let few: Vec<Bson> = (0..100).map(|i| s(&format!("author{}", i % 50))).collect();
+        let g = selecting("author", &few, &sel, false).unwrap().to_string();
+        assert_eq!(
+            g,
+            r#"{ "^FormatString" = { format = "author-%d", withArgs = [{ "^RandomInt" = { min = 1, max = 150 } }] } }"#
+        );
+        // A preload capped at a tenth of the source: a tenth of the values, so that each still
+        // selects 4 documents.
+        let capped = Selecting {
+            source_docs: Some(6000),
+            replay_docs: 600,
+            returned_per_value: Some(4.0),
+            sampled: &[],
+        };
+        assert!(selecting("author", &few, &capped, false)
+            .unwrap()
+            .to_string()
+            .contains("max = 150"));
+        // Few values that repeat, all of them seen: the plain fit's ^Choose.
+        let status: Vec<Bson> = (0..60).map(|i| s(["a", "b", "c"][i % 3])).collect();
+        assert!(selecting("status", &status, &Selecting::default(), false).is_none());
+        // Numbers are the plain fit's.
+        assert!(selecting("n", &[Bson::Int32(1)], &Selecting::default(), false).is_none());
+    }
+
+    #[test]
+    fn chao1_counts_the_values_a_sample_did_not_see() {
+        // A unique field: every sampled value once, so there are as many as documents.
+        let unique: Vec<Bson> = (0..200).map(|i| s(&format!("u{i}"))).collect();
+        let sel = Selecting {
+            source_docs: Some(5000),
+            replay_docs: 5000,
+            returned_per_value: None,
+            sampled: &unique,
+        };
+        assert_eq!(cardinality(200, &sel), 5000);
+        // 100 values each sampled twice: no value unseen.
+        let twice: Vec<Bson> = (0..200).map(|i| s(&format!("v{}", i % 100))).collect();
+        let sel = Selecting {
+            sampled: &twice,
+            ..sel
+        };
+        assert_eq!(cardinality(100, &sel), 100);
+    }
+
+    #[test]
+    fn references_are_values_found_among_another_collections_ids() {
+        use mongodb::bson::oid::ObjectId;
+        let posts: Vec<ObjectId> = (0..50).map(|_| ObjectId::new()).collect();
+        // 20 of the 50 posts' _ids known (a sample of them).
+        let known: std::collections::HashSet<String> =
+            posts[..20].iter().map(|o| Bson::ObjectId(*o).to_string()).collect();
+        let refs: Vec<Bson> = posts[10..40].iter().map(|o| Bson::ObjectId(*o)).collect();
+        let r: Vec<&Bson> = refs.iter().collect();
+        assert!(references(&r, &known, 50));
+        let strangers: Vec<Bson> = (0..30).map(|_| Bson::ObjectId(ObjectId::new())).collect();
+        let r: Vec<&Bson> = strangers.iter().collect();
+        assert!(!references(&r, &known, 50));
+        // Integers: all known, most found.
+        let ids: std::collections::HashSet<String> =
+            (0..200).map(|i| Bson::Int32(i).to_string()).collect();
+        let refs: Vec<Bson> = (0..40).map(|i| Bson::Int32(i * 5)).collect();
+        let r: Vec<&Bson> = refs.iter().collect();
+        assert!(references(&r, &ids, 200));
+        let far: Vec<Bson> = (0..40).map(|i| Bson::Int32(1000 + i)).collect();
+        let r: Vec<&Bson> = far.iter().chain(refs[..2].iter()).collect();
+        assert!(!references(&r, &ids, 200));
+        assert_eq!(
+            reference(600).to_string(),
+            r#"{ "^RandomInt" = { min = 0, max = 599 } }"#
         );
     }
 

@@ -59,6 +59,9 @@ pub struct CollectionInfo {
     pub indexes: Vec<Document>,
     /// A `$sample` of documents.
     pub sample: Vec<Document>,
+    /// The collection's `_id`s, up to `profiler::IDS` of them (all of them when `count` is no
+    /// more): what a value of another collection's field is matched against to find references.
+    pub ids: Vec<Bson>,
 }
 
 /// How a capture is turned into a profile.

@@ -19,6 +19,8 @@ const POLL: Duration = Duration::from_millis(500);
 
 /// Documents sampled per collection for its template.
 pub const SAMPLE: i64 = 200;
+/// Most `_id`s read of each captured collection, to find the fields that reference it.
+pub const IDS: i64 = 20_000;
 
 /// What the profiler gave.
 #[derive(Debug, Default)]
@@ -322,6 +324,20 @@ pub async fn collection_info(client: &Client, db: &str, coll: &str) -> Collectio
         while let Ok(true) = cursor.advance().await {
             if let Ok(d) = cursor.deserialize_current() {
                 info.sample.push(d);
+            }
+        }
+    }
+    if let Ok(mut cursor) = c
+        .find(doc! {})
+        .projection(doc! { "_id": 1 })
+        .limit(IDS)
+        .await
+    {
+        while let Ok(true) = cursor.advance().await {
+            if let Ok(d) = cursor.deserialize_current() {
+                if let Some(id) = d.get("_id") {
+                    info.ids.push(id.clone());
+                }
             }
         }
     }

@@ -76,8 +76,13 @@ fn explain_of(op: &TemplateOp, body: Body, verbosity: &str) -> Option<Document> 
 /// One request of `op` as a user would make it, with `_id`s drawn from an empty key space (a
 /// `^Key` gives null: nothing is preloaded yet when the check runs).
 fn sample(plan: &RunPlan, op: &Arc<TemplateOp>, keys: &KeySpace) -> Body {
+    sample_seeded(plan, op, keys, 7)
+}
+
+/// `sample` with the random stream of `seed`.
+fn sample_seeded(plan: &RunPlan, op: &Arc<TemplateOp>, keys: &KeySpace, seed: u64) -> Body {
     let coll = &plan.collections[op.collection];
-    let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
     let mut pick = Chooser::new(Default::default(), Default::default());
     let mut lookup = GroupLookup {
         keys,
@@ -215,9 +220,87 @@ pub async fn plans(plan: &RunPlan, client: &mongodb::Client, keys: &[KeySpace]) 
         if op.verb == Verb::Aggregate {
             p.pipeline_returned = pipeline_returned(&db, &op, sample(plan, &op, k)).await;
         }
+        // One call's values may select more or fewer than most: the mean over several draws.
+        if let Some((mean, calls)) = mean_returned(plan, &db, &op, k, PLAN_DRAWS).await {
+            p.returned_per_call = Some(mean);
+            p.draws = Some(calls);
+        }
         out.push(p);
     }
     out
+}
+
+/// Requests drawn per read for the plan line's documents returned per call.
+pub const PLAN_DRAWS: u32 = 10;
+
+/// What a read returns per call, measured over `draws` generated requests after the setup.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Returned {
+    /// The row's label (`group:op`).
+    pub label: String,
+    /// Documents returned per call, on average: a find's `nReturned` (its limit applied), an
+    /// aggregate's results.
+    pub per_call: f64,
+    /// The calls it was measured over.
+    pub calls: u32,
+}
+
+/// Each find's and aggregate's documents returned per call, over `draws` requests each drawn
+/// as a user would (another random stream each): how much its filter selects in this
+/// deployment. A find is explained (nothing is read to the client); an aggregate that writes
+/// nothing is run. Reads the server refuses are left out.
+pub async fn returned_per_call(
+    plan: &RunPlan,
+    client: &mongodb::Client,
+    keys: &[KeySpace],
+    draws: u32,
+) -> Vec<Returned> {
+    let db = client.database(&plan.target.database);
+    let mut out = Vec::new();
+    for (label, op) in templates(plan) {
+        let fallback = KeySpace::default();
+        let k = keys.get(op.collection).unwrap_or(&fallback);
+        if let Some((per_call, calls)) = mean_returned(plan, &db, &op, k, draws).await {
+            out.push(Returned {
+                label,
+                per_call,
+                calls,
+            });
+        }
+    }
+    out
+}
+
+/// A find's or aggregate's documents returned per call over `draws` requests (each of another
+/// random stream), and the calls that answered; None for other operations or none answered.
+async fn mean_returned(
+    plan: &RunPlan,
+    db: &mongodb::Database,
+    op: &Arc<TemplateOp>,
+    keys: &KeySpace,
+    draws: u32,
+) -> Option<(f64, u32)> {
+    if !matches!(op.verb, Verb::Find | Verb::FindOne | Verb::Aggregate) {
+        return None;
+    }
+    let (mut total, mut calls) = (0u64, 0u32);
+    for d in 0..draws {
+        let body = sample_seeded(plan, op, keys, 1000 + u64::from(d));
+        let n = if op.verb == Verb::Aggregate {
+            pipeline_returned(db, op, body).await
+        } else {
+            let cmd = explain_of(op, body, "executionStats")?;
+            match db.run_command(cmd).await {
+                Ok(reply) => read_plan("", op, &reply).returned,
+                Err(_) => None,
+            }
+        };
+        if let Some(n) = n {
+            total += n;
+            calls += 1;
+        }
+    }
+    (calls > 0).then(|| (total as f64 / f64::from(calls), calls))
 }
 
 /// What one call of an aggregate returns, counted by running it once (the explain does not
@@ -314,6 +397,8 @@ fn read_plan(label: &str, op: &TemplateOp, reply: &Document) -> QueryPlan {
         docs_examined: first.and_then(|d| num(d, "totalDocsExamined")),
         returned: first.and_then(|d| num(d, "nReturned")),
         pipeline_returned: None,
+        returned_per_call: None,
+        draws: None,
     }
 }
 

@@ -30,6 +30,12 @@ pub struct QueryPlan {
     /// its first stage read from the collection into it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pipeline_returned: Option<u64>,
+    /// A find's or aggregate's documents returned per call, on average over `draws` requests
+    /// drawn as the users draw them: what its filter's values select here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub returned_per_call: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub draws: Option<u32>,
 }
 
 impl QueryPlan {
@@ -69,8 +75,14 @@ impl QueryPlan {
             }
             _ => String::new(),
         };
+        let mean = match (self.returned_per_call, self.draws) {
+            (Some(m), Some(d)) if d > 1 => {
+                format!("; about {m:.1} returned per call over {d} draws")
+            }
+            _ => String::new(),
+        };
         format!(
-            "{} ({} on {}): {}{}{stats}",
+            "{} ({} on {}): {}{}{stats}{mean}",
             self.label,
             self.operation,
             self.collection,
