@@ -165,7 +165,7 @@ pub struct CaptureArgs {
     #[arg(long, value_name = "TIME", value_parser = parse_time)]
     pub until: Option<i64>,
     /// Do not check what the replay's reads select: by default each find and aggregate of the
-    /// profile is drawn 20 times on a scratch embedded server holding the profile's preload, and
+    /// profile is drawn 30 times on a scratch embedded server holding the profile's preload, and
     /// its documents returned per call are printed beside the source's
     #[arg(long)]
     pub no_check: bool,

@@ -112,7 +112,7 @@ pub async fn capture(args: CaptureArgs, stop: CancellationToken) -> Result<i32, 
 }
 
 /// Requests drawn per read by the selectivity check.
-const CHECK_DRAWS: u32 = 20;
+const CHECK_DRAWS: u32 = 30;
 
 /// Runs the profile's setup (indexes, preload) on a scratch embedded server and draws each
 /// find and aggregate `CHECK_DRAWS` times: what each returns per call goes into its shape's

@@ -249,6 +249,8 @@ fn operations_of(o: &Observed, statements_logged: bool, left: &mut LeftOut) -> O
 struct Tally {
     seen: Vec<Seen>,
     index: HashMap<String, usize>,
+    /// Open cursors: id -> the shape whose operation opened it.
+    cursors: HashMap<i64, usize>,
     first: i64,
     last: i64,
     operations: u64,
@@ -269,12 +271,14 @@ impl Tally {
         let mut tally = Tally {
             seen: Vec::new(),
             index: HashMap::new(),
+            cursors: HashMap::new(),
             first: i64::MAX,
             last: i64::MIN,
             operations: 0,
         };
         for (oi, o) in observed.iter().enumerate() {
             let Some(ops) = operations_of(o, statements_logged, left) else {
+                tally.getmore(o);
                 continue;
             };
             if txns.member.contains_key(&oi) {
@@ -303,7 +307,24 @@ impl Tally {
     fn one(&mut self, o: &Observed, op: Op, group: &str) {
         self.operations += 1;
         let key = format!("{}.{} {} {}", o.db, o.coll, group, op.key());
-        record(&mut self.seen, &mut self.index, key, o, op, group, None);
+        record(&mut self.seen, &mut self.index, key.clone(), o, op, group, None);
+        if let (Some(c), Some(&i)) = (o.cursor_id, self.index.get(&key)) {
+            self.cursors.insert(c, i);
+        }
+    }
+
+    /// A getMore's documents count for the operation that opened its cursor (folded into it:
+    /// `run` reads every cursor to its end).
+    fn getmore(&mut self, o: &Observed) {
+        if o.op_type != "getmore" && !o.command.contains_key("getMore") {
+            return;
+        }
+        let (Some(c), Some(n)) = (o.cursor_id, o.nreturned) else {
+            return;
+        };
+        if let Some(s) = self.cursors.get(&c).and_then(|&i| self.seen.get_mut(i)) {
+            s.nreturned += n;
+        }
     }
 
     /// Counts one complete transaction (the indexes of its entries in `observed`).
@@ -612,8 +633,8 @@ struct Fields {
     templates: HashMap<String, (toml::Table, bool)>,
     /// Collections whose `_id` hits are skewed.
     skewed: BTreeSet<String>,
-    /// (collection, field) -> the collection whose `_id`s its values are.
-    references: BTreeMap<(String, String), String>,
+    /// (collection, field) -> the collection whose `_id`s its values are, and its preload.
+    references: BTreeMap<(String, String), (String, u64)>,
     /// (collection, field) of the fields operations select by, with the distinct values the
     /// replay draws for them.
     selecting: BTreeMap<(String, String), u64>,
@@ -809,11 +830,9 @@ fn fit_fields(
                 share(a).total_cmp(&share(b))
             });
         if let Some(t) = target {
-            gens.insert(
-                key.clone(),
-                fit::reference(preload_of(info_of(t), opts.preload_cap)),
-            );
-            references.insert(key, t.clone());
+            let preload = preload_of(info_of(t), opts.preload_cap);
+            gens.insert(key.clone(), fit::reference(preload));
+            references.insert(key, (t.clone(), preload));
             continue;
         }
         if selecting_fields.contains(&key) {
@@ -1380,11 +1399,12 @@ impl Renderer<'_> {
                     "# synthetic: made from the fields the operations use (no sampled documents)"
                 );
             }
-            for ((c, f), target) in &self.fields.references {
+            for ((c, f), (target, n)) in &self.fields.references {
                 if c == coll {
                     let _ = writeln!(
                         t,
-                        "# {f}: the _ids of {target} (the replay preloads them as 0 .. N-1), so it references them as the source did"
+                        "# {f}: the _ids of {target}, which the replay preloads as 0 .. {}: it references them as the source did",
+                        n.saturating_sub(1)
                     );
                 }
             }
@@ -1779,7 +1799,7 @@ pub fn selectivity(c: &Captured, draws: u32) -> (String, Vec<String>) {
             ));
         } else if n >= 1.0 && (replay / n > 2.0 || replay / n < 0.5) {
             warnings.push(format!(
-                "{} returned {n:.1} documents per call in the source but about {replay:.1} in the replay: {fields} select another share of the documents\n  fix: set the number of distinct values of those fields in [collection.document] (the ^RandomInt of their placeholders) to the preload divided by {n:.1}",
+                "{} returned {n:.1} documents per call in the source but about {replay:.1} in the replay: {fields} select another share of the documents\n  fix: make the documents' values of those fields in [collection.document] select as the source's did: for placeholders, a ^RandomInt max of the preload divided by {n:.1}; for a range, the documents' range of the source",
                 s.emitted
             ));
         }
@@ -2005,6 +2025,43 @@ mod tests {
             (1, 4)
         );
         assert!(c.shapes[1].emitted.contains("beyond --coverage"));
+    }
+
+    #[test]
+    fn writes_are_kept_beyond_the_coverage_and_getmores_count_for_their_find() {
+        let mut obs = Vec::new();
+        for i in 0..97 {
+            let mut o = op(i, doc! { "find": "orders", "filter": { "a": 1 } }, "x");
+            o.nreturned = Some(101);
+            o.cursor_id = Some(1000 + i);
+            obs.push(o);
+            let mut more = op(i, doc! { "getMore": 1000 + i, "collection": "orders" }, "x");
+            more.op_type = "getmore".into();
+            more.nreturned = Some(99);
+            more.cursor_id = Some(1000 + i);
+            obs.push(more);
+        }
+        for i in 0..3 {
+            obs.push(op(
+                i,
+                doc! { "update": "orders", "updates": [{ "q": { "_id": 1 }, "u": { "$push": { "tags": "x" } } }] },
+                "x",
+            ));
+        }
+        let c = build(
+            &obs,
+            &HashMap::new(),
+            &Options::default(),
+            "cap",
+            "t",
+            LeftOut::default(),
+        );
+        // 3 % of the operations, beyond the 95 % coverage, but a write: kept.
+        assert_eq!(c.emitted_shapes, 2, "{:#?}", c.shapes);
+        assert!(c.shapes[1].writes && !c.shapes[1].emitted.starts_with("not"));
+        // Each find's documents: its first batch and its getMore's.
+        assert_eq!(c.shapes[0].returned_per_call, Some(200.0));
+        assert_eq!(c.left_out.getmore_folded, 97);
     }
 
     #[test]

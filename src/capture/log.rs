@@ -116,6 +116,7 @@ pub fn parse_line(json: &serde_json::Value) -> Option<Observed> {
         keys_examined: int("keysExamined"),
         docs_examined: int("docsExamined"),
         nreturned: int("nreturned"),
+        cursor_id: int("cursorid").filter(|&c| c != 0),
         ninserted: int("ninserted"),
         truncated,
         session: match (attr.get("lsid"), attr.get("txnNumber")) {

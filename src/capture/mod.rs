@@ -43,6 +43,9 @@ pub struct Observed {
     pub docs_examined: Option<i64>,
     pub nreturned: Option<i64>,
     pub ninserted: Option<i64>,
+    /// The cursor the operation opened or continued (`cursorid`), so a getMore's documents
+    /// count for the find or aggregate that opened it.
+    pub cursor_id: Option<i64>,
     /// The command was cut by the source (`$truncated`).
     pub truncated: bool,
     /// `lsid` and `txnNumber` where the source gives them beside the command (an entry whose

@@ -265,6 +265,7 @@ fn observed(d: &Document) -> Option<Observed> {
         keys_examined: int("keysExamined"),
         docs_examined: int("docsExamined"),
         nreturned: int("nreturned"),
+        cursor_id: int("cursorid").filter(|&c| c != 0),
         ninserted: int("ninserted"),
         truncated: d.contains_key("$truncated"),
         session: beside(d),

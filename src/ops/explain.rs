@@ -231,7 +231,7 @@ pub async fn plans(plan: &RunPlan, client: &mongodb::Client, keys: &[KeySpace]) 
 }
 
 /// Requests drawn per read for the plan line's documents returned per call.
-pub const PLAN_DRAWS: u32 = 10;
+pub const PLAN_DRAWS: u32 = 30;
 
 /// What a read returns per call, measured over `draws` generated requests after the setup.
 #[derive(Debug, Clone, PartialEq)]
