@@ -250,7 +250,7 @@ fn capture_from_a_log_counts_each_operation_once_and_writes_a_profile_that_valid
         let stdout = String::from_utf8_lossy(&output.stdout);
         assert!(
             stdout
-                .contains("11 operations (1 of them transactions) in 10 s: 6 shapes cover 100.0 %"),
+                .contains("11 operations (1 of them transactions) seen over 9.9 s: 6 shapes cover 100.0 %"),
             "{stdout}"
         );
         let json: serde_json::Value =
