@@ -88,6 +88,9 @@ pub async fn capture(args: CaptureArgs, stop: CancellationToken) -> Result<i32, 
             Ok(()) => {
                 write_capture(&out, &captured)?;
             }
+            Err(why) if why.contains("fix:") => check_warnings.push(format!(
+                "what the replay's reads select was not checked (--no-check skips the check): {why}"
+            )),
             Err(why) => check_warnings.push(format!(
                 "what the replay's reads select was not checked: {why}\n  fix: put mongod or secantusd-rs on PATH (or name it with --server-bin); --no-check skips the check"
             )),
@@ -125,7 +128,8 @@ async fn check_selectivity(
 ) -> Result<(), String> {
     let loaded =
         crate::plan::profile::load(&profile_path.to_string_lossy()).map_err(|e| e.to_string())?;
-    let plan = crate::plan::RunPlan::build(&loaded, &Default::default()).map_err(|e| e.to_string())?;
+    let plan =
+        crate::plan::RunPlan::build(&loaded, &Default::default()).map_err(|e| e.to_string())?;
     eprintln!("capture: checking what the replay's reads select, on a scratch server with the profile's preload");
     let server = std::sync::Arc::new(
         crate::server::EmbeddedServer::launch(server_bin, Vec::new(), None)
@@ -376,13 +380,21 @@ async fn existing_dbs(client: &mongodb::Client, dbs: &[String]) -> Result<(), Er
             .collect();
         let close = others
             .iter()
-            .map(|n| (strsim::jaro_winkler(&db.to_lowercase(), &n.to_lowercase()), *n))
+            .map(|n| {
+                (
+                    strsim::jaro_winkler(&db.to_lowercase(), &n.to_lowercase()),
+                    *n,
+                )
+            })
             .filter(|(score, _)| *score > 0.8)
             .max_by(|a, b| a.0.total_cmp(&b.0))
             .map(|(_, n)| n);
         let fix = match close {
             Some(n) => format!("did you mean --db {n}?"),
-            None if others.is_empty() => "the server holds no database of an application yet: start the application first".into(),
+            None if others.is_empty() => {
+                "the server holds no database of an application yet: start the application first"
+                    .into()
+            }
             None => format!("name one of the server's databases: {}", others.join(", ")),
         };
         return Err(Error::Usage(format!(

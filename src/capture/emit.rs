@@ -307,7 +307,15 @@ impl Tally {
     fn one(&mut self, o: &Observed, op: Op, group: &str) {
         self.operations += 1;
         let key = format!("{}.{} {} {}", o.db, o.coll, group, op.key());
-        record(&mut self.seen, &mut self.index, key.clone(), o, op, group, None);
+        record(
+            &mut self.seen,
+            &mut self.index,
+            key.clone(),
+            o,
+            op,
+            group,
+            None,
+        );
         if let (Some(c), Some(&i)) = (o.cursor_id, self.index.get(&key)) {
             self.cursors.insert(c, i);
         }
@@ -522,7 +530,9 @@ fn shape_stat(
             .op
             .slots
             .iter()
-            .filter(|sl| sl.kind != SlotKind::Param && (selects(sl) || sl.field.as_deref() == Some("_id")))
+            .filter(|sl| {
+                sl.kind != SlotKind::Param && (selects(sl) || sl.field.as_deref() == Some("_id"))
+            })
             .filter_map(|sl| sl.field.clone())
             .fold(Vec::new(), |mut v, f| {
                 if !v.contains(&f) {
@@ -664,30 +674,31 @@ fn returned_per_value(seen: &[Seen], emitted: &[usize]) -> HashMap<(String, Stri
         if s.op.verb != crate::workload::command::Verb::Find || s.nreturned_n == 0 {
             continue;
         }
-        let selecting: Vec<(usize, &shape::Slot)> = s
-            .op
-            .slots
-            .iter()
-            .enumerate()
-            .filter(|(_, sl)| sl.kind != SlotKind::Param)
-            .collect();
+        let selecting: Vec<(usize, &shape::Slot)> =
+            s.op.slots
+                .iter()
+                .enumerate()
+                .filter(|(_, sl)| sl.kind != SlotKind::Param)
+                .collect();
         let [(_, slot)] = selecting.as_slice() else {
             continue;
         };
-        if slot.kind != SlotKind::Value || !selects(slot) || !slot.path.ends_with(
-            slot.field.as_deref().unwrap_or_default()
-        ) {
+        if slot.kind != SlotKind::Value
+            || !selects(slot)
+            || !slot
+                .path
+                .ends_with(slot.field.as_deref().unwrap_or_default())
+        {
             continue;
         }
         let mean = s.nreturned as f64 / s.nreturned_n as f64;
-        let limit = s
-            .op
-            .slots
-            .iter()
-            .zip(&s.values)
-            .filter(|(sl, _)| sl.path == "limit")
-            .filter_map(|(_, vs)| vs.iter().filter_map(super::as_f64).reduce(f64::min))
-            .next();
+        let limit =
+            s.op.slots
+                .iter()
+                .zip(&s.values)
+                .filter(|(sl, _)| sl.path == "limit")
+                .filter_map(|(_, vs)| vs.iter().filter_map(super::as_f64).reduce(f64::min))
+                .next();
         if limit.is_some_and(|l| mean >= 0.9 * l) {
             continue;
         }
@@ -761,9 +772,7 @@ fn fit_fields(
     for coll in &colls {
         for d in info_of(coll).map(|i| i.sample.as_slice()).unwrap_or(&[]) {
             leaves(d, "", &mut |path, v| {
-                let pool = sampled
-                    .entry((coll.clone(), path.to_string()))
-                    .or_default();
+                let pool = sampled.entry((coll.clone(), path.to_string())).or_default();
                 match v {
                     Bson::Array(a) => pool.extend(a.iter().cloned()),
                     v => pool.push(v.clone()),
@@ -800,7 +809,10 @@ fn fit_fields(
         let key = (coll.clone(), f.clone());
         let mut distinct: Vec<&Bson> = Vec::new();
         let mut shown: std::collections::HashSet<String> = std::collections::HashSet::new();
-        for v in vals.iter().filter(|v| !matches!(v, Bson::Array(_) | Bson::Document(_) | Bson::Null)) {
+        for v in vals
+            .iter()
+            .filter(|v| !matches!(v, Bson::Array(_) | Bson::Document(_) | Bson::Null))
+        {
             if shown.insert(v.to_string()) {
                 distinct.push(v);
             }
@@ -853,7 +865,10 @@ fn fit_fields(
     // The templates take the same generators as the operations.
     for (coll, (t, _)) in templates.iter_mut() {
         for ((c, f), g) in &gens {
-            if c == coll && (references.contains_key(&(c.clone(), f.clone())) || selecting.contains_key(&(c.clone(), f.clone()))) {
+            if c == coll
+                && (references.contains_key(&(c.clone(), f.clone()))
+                    || selecting.contains_key(&(c.clone(), f.clone())))
+            {
                 replace_path(t, f, g.clone());
             }
         }
@@ -968,7 +983,13 @@ fn template(
             .get(&(coll.to_string(), p.clone()))
             .cloned()
             .unwrap_or_default();
-        let mut g = fit::field(p, &vals, keep, now_ms);
+        let mut g = match synthetic
+            .then(|| fit::synthetic_dates(&vals, now_ms))
+            .flatten()
+        {
+            Some(dates) => dates,
+            None => fit::field(p, &vals, keep, now_ms),
+        };
         // A field sampled as arrays stays an array of its elements.
         let lens: Vec<usize> = sample
             .iter()
@@ -1839,7 +1860,11 @@ pub fn console(c: &Captured) -> String {
             shape
         );
     }
-    for s in c.shapes.iter().filter(|s| s.writes && s.emitted.starts_with("not emitted")) {
+    for s in c
+        .shapes
+        .iter()
+        .filter(|s| s.writes && s.emitted.starts_with("not emitted"))
+    {
         let _ = writeln!(
             out,
             "left out: a write, {} {} ({} operations), {}; it changes what the other operations find (raise --max-shapes to keep it)",
@@ -1899,7 +1924,10 @@ pub fn console(c: &Captured) -> String {
         },
         c.window_s,
         match c.capture_window_s {
-            Some(w) => format!(" of the {w:.1} s window (the rates are over the {:.1} s)", c.window_s),
+            Some(w) => format!(
+                " of the {w:.1} s window (the rates are over the {:.1} s)",
+                c.window_s
+            ),
             None => String::new(),
         },
         c.emitted_shapes,

@@ -141,8 +141,10 @@ pub const MAX_LISTED: usize = 1000;
 /// seen), else the values seen; never fewer than seen nor more than the documents.
 pub fn cardinality(distinct_seen: usize, sel: &Selecting) -> u64 {
     let seen = distinct_seen as u64;
-    let estimate = match (sel.returned_per_value, sel.source_docs) {
-        (Some(r), Some(n)) if r > 0.0 => (n as f64 / r).round() as u64,
+    // Without the source's count, the replay's preload is the collection the values divide.
+    let docs = sel.source_docs.unwrap_or(sel.replay_docs);
+    let estimate = match (sel.returned_per_value, docs) {
+        (Some(r), n) if r > 0.0 && n > 0 => (n as f64 / r).round() as u64,
         _ if !sel.sampled.is_empty() => {
             let mut counts: HashMap<String, u64> = HashMap::new();
             for v in sel.sampled {
@@ -160,7 +162,7 @@ pub fn cardinality(distinct_seen: usize, sel: &Selecting) -> u64 {
         }
         _ => seen,
     };
-    let most = sel.source_docs.unwrap_or(u64::MAX).max(seen);
+    let most = if docs > 0 { docs } else { u64::MAX }.max(seen);
     estimate.max(seen).min(most).max(1)
 }
 
@@ -267,11 +269,36 @@ pub fn references(values: &[&Bson], ids: &std::collections::HashSet<String>, cou
     if values.is_empty() || ids.is_empty() {
         return false;
     }
-    let found = values.iter().filter(|v| ids.contains(&v.to_string())).count();
+    let found = values
+        .iter()
+        .filter(|v| ids.contains(&v.to_string()))
+        .count();
     let oids = values.iter().all(|v| matches!(v, Bson::ObjectId(_)));
     let known = (ids.len() as f64 / count.max(1) as f64).min(1.0);
     let expected = values.len() as f64 * known;
     found >= if oids { 1 } else { 3 } && found as f64 >= 0.5 * expected
+}
+
+/// Dates of documents made up from the bounds queries compared them with (no document was
+/// sampled): from twice the earliest bound's age to now, so that a bound selects some of them
+/// whichever side it keeps. None when the values are not all dates.
+pub fn synthetic_dates(values: &[Bson], now_ms: i64) -> Option<Value> {
+    let ms: Vec<i64> = values
+        .iter()
+        .map(|v| match v {
+            Bson::DateTime(d) => Some(d.timestamp_millis()),
+            _ => None,
+        })
+        .collect::<Option<_>>()?;
+    let lo = ms.iter().min()? - now_ms;
+    let hi = (ms.iter().max()? - now_ms).max(0);
+    Some(generator(
+        "^RandomDate",
+        table(&[
+            ("min", Value::String(relative(2 * lo.min(-1000)))),
+            ("max", Value::String(relative(hi))),
+        ]),
+    ))
 }
 
 /// A time relative to the operation's: `now`, `-3600s`, `+90s`.
@@ -499,10 +526,16 @@ mod tests {
         assert_eq!(cardinality(150, &sel), 150);
         let g = selecting("author", &vals, &sel, false).unwrap().to_string();
         // Every value seen: listed with their frequencies, as placeholders.
-        assert!(g.starts_with(r#"{ "^Choose" = { from = ["author-1", "author-2""#), "{g}");
+        assert!(
+            g.starts_with(r#"{ "^Choose" = { from = ["author-1", "author-2""#),
+            "{g}"
+        );
         assert_eq!(g.matches("author-").count(), 150, "{g}");
         let kept = selecting("author", &vals, &sel, true).unwrap().to_string();
-        assert!(kept.contains(r#""author0""#) && !kept.contains("author-1"), "{kept}");
+        assert!(
+            kept.contains(r#""author0""#) && !kept.contains("author-1"),
+            "{kept}"
+        );
         // Only 50 of them seen, the finds saying there are 150: 150 placeholders drawn alike.
         let few: Vec<Bson> = (0..100).map(|i| s(&format!("author{}", i % 50))).collect();
         let g = selecting("author", &few, &sel, false).unwrap().to_string();
@@ -550,12 +583,36 @@ mod tests {
     }
 
     #[test]
+    fn without_documents_values_and_dates_still_select() {
+        // No count, no sample (a log without --uri): the preload over what a value returned.
+        let sel = Selecting {
+            source_docs: None,
+            replay_docs: 1000,
+            returned_per_value: Some(8.0),
+            sampled: &[],
+        };
+        assert_eq!(cardinality(2, &sel), 125);
+        // Dates only seen as a bound an hour back: documents from two hours back to now.
+        let now = 10_000_000_000;
+        let d = |ms| Bson::DateTime(mongodb::bson::DateTime::from_millis(ms));
+        assert_eq!(
+            synthetic_dates(&[d(now - 3_600_000), d(now - 3_590_000)], now)
+                .unwrap()
+                .to_string(),
+            r#"{ "^RandomDate" = { min = "-7200s", max = "now" } }"#
+        );
+        assert!(synthetic_dates(&[Bson::Int32(1)], now).is_none());
+    }
+
+    #[test]
     fn references_are_values_found_among_another_collections_ids() {
         use mongodb::bson::oid::ObjectId;
         let posts: Vec<ObjectId> = (0..50).map(|_| ObjectId::new()).collect();
         // 20 of the 50 posts' _ids known (a sample of them).
-        let known: std::collections::HashSet<String> =
-            posts[..20].iter().map(|o| Bson::ObjectId(*o).to_string()).collect();
+        let known: std::collections::HashSet<String> = posts[..20]
+            .iter()
+            .map(|o| Bson::ObjectId(*o).to_string())
+            .collect();
         let refs: Vec<Bson> = posts[10..40].iter().map(|o| Bson::ObjectId(*o)).collect();
         let r: Vec<&Bson> = refs.iter().collect();
         assert!(references(&r, &known, 50));

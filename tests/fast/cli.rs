@@ -249,8 +249,9 @@ fn capture_from_a_log_counts_each_operation_once_and_writes_a_profile_that_valid
         let output = cmd.assert().code(0).get_output().clone();
         let stdout = String::from_utf8_lossy(&output.stdout);
         assert!(
-            stdout
-                .contains("11 operations (1 of them transactions) seen over 9.9 s: 6 shapes cover 100.0 %"),
+            stdout.contains(
+                "11 operations (1 of them transactions) seen over 9.9 s: 6 shapes cover 100.0 %"
+            ),
             "{stdout}"
         );
         let json: serde_json::Value =

@@ -512,7 +512,9 @@ fn a_captured_blog_selects_in_its_replay_what_it_selected_in_the_source() {
             })
             .unwrap_or_else(|| panic!("no {op} on {coll} by {field}: {shapes:#?}"));
         let source = s["returned_per_call"].as_f64().unwrap();
-        let replay = s["replay_returned_per_call"].as_f64().unwrap_or_else(|| panic!("{s}"));
+        let replay = s["replay_returned_per_call"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{s}"));
         assert!(source >= 2.9, "{op} on {coll} by {field}: {s}");
         assert!(
             (replay - source).abs() <= 0.25 * source,
@@ -523,13 +525,21 @@ fn a_captured_blog_selects_in_its_replay_what_it_selected_in_the_source() {
             .lines()
             .find(|l| l.trim_start().starts_with(&name) && l.contains("per call in the source"))
             .unwrap_or_else(|| panic!("no check line for {name}: {stdout}"));
-        assert!(line.contains(&format!("returned {source:.1} per call in the source, about {replay:.1} in the replay")), "{line}");
+        assert!(
+            line.contains(&format!(
+                "returned {source:.1} per call in the source, about {replay:.1} in the replay"
+            )),
+            "{line}"
+        );
         per_call.push((name, source));
     }
     let profile = std::fs::read_to_string(out.join("profile.toml")).unwrap();
     // No observed value leaves the source: placeholders, and references as keys.
     assert!(!profile.contains("writer0"), "{profile}");
-    assert!(profile.contains("post_id: the _ids of posts, which the replay preloads as 0 .. 599"), "{profile}");
+    assert!(
+        profile.contains("post_id: the _ids of posts, which the replay preloads as 0 .. 599"),
+        "{profile}"
+    );
 
     // The run of the profile plans each read and says what it returns per call.
     let fresh = common::unique_db("blog_replay");
@@ -543,7 +553,16 @@ fn a_captured_blog_selects_in_its_replay_what_it_selected_in_the_source() {
     )
     .unwrap();
     let ran = bin()
-        .args(["run", copy.to_str().unwrap(), "--uri", &server.uri, "--duration", "3s", "--no-resources", "--out"])
+        .args([
+            "run",
+            copy.to_str().unwrap(),
+            "--uri",
+            &server.uri,
+            "--duration",
+            "3s",
+            "--no-resources",
+            "--out",
+        ])
         .arg(dir.path().join("run"))
         .timeout(Duration::from_secs(120))
         .output()
@@ -551,7 +570,10 @@ fn a_captured_blog_selects_in_its_replay_what_it_selected_in_the_source() {
     let run_err = String::from_utf8_lossy(&ran.stderr);
     let run_out = String::from_utf8_lossy(&ran.stdout);
     assert_eq!(ran.status.code(), Some(0), "{run_err}{run_out}");
-    assert!(!run_err.contains("found a document") && !run_out.contains("found a document"), "{run_err}{run_out}");
+    assert!(
+        !run_err.contains("found a document") && !run_out.contains("found a document"),
+        "{run_err}{run_out}"
+    );
     for (name, source) in per_call {
         let line = run_err
             .lines()
@@ -582,16 +604,34 @@ fn a_database_the_server_lacks_is_refused_with_a_did_you_mean() {
     let typo = format!("{db}x");
     let t = Instant::now();
     let done = bin()
-        .args(["capture", "--from-profiler", &server.uri, "--db", &typo, "--for", "5m", "--out"])
+        .args([
+            "capture",
+            "--from-profiler",
+            &server.uri,
+            "--db",
+            &typo,
+            "--for",
+            "5m",
+            "--out",
+        ])
         .arg(tempfile::tempdir().unwrap().path().join("cap"))
         .timeout(Duration::from_secs(60))
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&done.stderr);
     assert_eq!(done.status.code(), Some(2), "{stderr}");
-    assert!(t.elapsed() < Duration::from_secs(30), "refused before the window");
-    assert!(stderr.contains(&format!("the server has no database `{typo}`")), "{stderr}");
-    assert!(stderr.contains(&format!("did you mean --db {db}?")), "{stderr}");
+    assert!(
+        t.elapsed() < Duration::from_secs(30),
+        "refused before the window"
+    );
+    assert!(
+        stderr.contains(&format!("the server has no database `{typo}`")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("did you mean --db {db}?")),
+        "{stderr}"
+    );
     let client = server.client();
     let names = common::runtime()
         .block_on(async { client.list_database_names().await })
