@@ -550,7 +550,9 @@ fn parse_rate(s: &str) -> Result<f64, String> {
 fn parse_rate_scale(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
         Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
-        _ => Err("expected a factor above 0 that multiplies every group's rate, such as 2 or 0.5".into()),
+        _ => Err(
+            "expected a factor above 0 that multiplies every group's rate, such as 2 or 0.5".into(),
+        ),
     }
 }
 

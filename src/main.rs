@@ -11,7 +11,10 @@ fn main() {
         Ok(rt) => rt,
         Err(e) => {
             // A closed stderr (`2>&1 | head`) is no reason to panic: see `console`.
-            let _ = writeln!(std::io::stderr(), "error: cannot start the async runtime: {e}");
+            let _ = writeln!(
+                std::io::stderr(),
+                "error: cannot start the async runtime: {e}"
+            );
             std::process::exit(mongo_stress::error::exit::ERRORS);
         }
     };

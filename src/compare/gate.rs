@@ -161,6 +161,9 @@ mod tests {
         assert!(g.judge(&[cell(Verdict::SameWithinNoise)]).unwrap().pass);
         // A row of two loads (a run steered live) cannot be gated: refused, naming the way out.
         let e = g.judge(&[cell(Verdict::Steered)]).unwrap_err().to_string();
-        assert!(e.contains("steered live") && e.contains("change's row"), "{e}");
+        assert!(
+            e.contains("steered live") && e.contains("change's row"),
+            "{e}"
+        );
     }
 }

@@ -250,7 +250,11 @@ fn side(dir: &RunDir, steered: &Steered, which: Which) -> Result<Side, Error> {
                 let tag = crate::metrics::interval::Tag::latency(Label::group(group)).to_string();
                 let secs = |ms: u64| crate::metrics::real(ms) / 1000.0 - dir.base_secs;
                 let (from, until) = (
-                    if *from_ms == 0 { f64::MIN } else { secs(*from_ms) },
+                    if *from_ms == 0 {
+                        f64::MIN
+                    } else {
+                        secs(*from_ms)
+                    },
                     until_ms.map_or(f64::MAX, secs),
                 );
                 (dir.intervals.get(&tag), Some((from, until)))
@@ -411,7 +415,8 @@ pub fn compare(
     let mut cells = Vec::new();
     let order = pairs(base, new, &steered, (&b, &n));
     for (base_label, label) in &order {
-        let spans = steered.spans_a_change(label) || steered.spans_a_change(base_label);
+        let spans = steered.spans_a_change(base_label, Which::Base)
+            || steered.spans_a_change(label, Which::New);
         for metric in METRICS {
             let (bv, nv) = (b.values[base_label][metric], n.values[label][metric]);
             let change_pct = members::change_pct(Some(bv), Some(nv));
@@ -456,7 +461,10 @@ pub fn compare(
         // Where a side has them: documents per second and retries per transaction, judged
         // over runs (with --repeat), not over intervals (the interval log has neither).
         for metric in EXTRA {
-            let (bv, nv) = (b.values[base_label].get(metric), n.values[label].get(metric));
+            let (bv, nv) = (
+                b.values[base_label].get(metric),
+                n.values[label].get(metric),
+            );
             if bv.is_none() && nv.is_none() {
                 continue;
             }
@@ -510,7 +518,12 @@ pub fn compare(
 /// totals, TOTAL): each label both runs have, and a change row of a steered run against the
 /// other run's unsteered row of its group at the same value (a base run's change row after
 /// the new run's row of its group).
-fn pairs(base: &RunDir, new: &RunDir, steered: &Steered, (b, n): (&Side, &Side)) -> Vec<(Label, Label)> {
+fn pairs(
+    base: &RunDir,
+    new: &RunDir,
+    steered: &Steered,
+    (b, n): (&Side, &Side),
+) -> Vec<(Label, Label)> {
     let rows = |d: &RunDir| -> Vec<Label> {
         d.summary
             .runs

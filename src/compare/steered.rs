@@ -8,8 +8,6 @@
 //! Owns: which rows span a change, each change row's counterpart, its time span, and the note
 //! that says so. Never: computes a value or a verdict (`compare` does).
 
-use std::collections::BTreeSet;
-
 use crate::metrics::Label;
 use crate::summary::{Change, GroupInfo, Summary};
 
@@ -89,30 +87,17 @@ impl<'a> Steered<'a> {
         !self.base.changes.is_empty() || !self.new.changes.is_empty()
     }
 
-    /// The groups changed in either run.
-    fn groups(&self) -> BTreeSet<&str> {
-        self.base
-            .changes
-            .iter()
-            .chain(&self.new.changes)
-            .map(|c| c.group.as_str())
-            .collect()
-    }
-
-    /// A row that holds operations from before and after a change (in either run): not judged.
-    pub fn spans_a_change(&self, label: &Label) -> bool {
-        if !self.any() || self.is_change_row(label) {
-            return false;
-        }
+    /// A row of run `which` that holds operations from before and after a change: not judged.
+    /// TOTAL and the stage totals in either run (a steered run's against an unsteered one's is
+    /// still two loads against one); a group's own row and its kinds' where that run changed it.
+    pub fn spans_a_change(&self, label: &Label, which: Which) -> bool {
+        let side = self.side(which);
         match label {
-            Label::Total | Label::Stage(_) => true,
-            Label::Group(g) | Label::Kind { group: g, .. } => self.groups().contains(g.as_str()),
+            Label::Total | Label::Stage(_) => self.any(),
+            Label::Group(g) | Label::Kind { group: g, .. } => {
+                side.steered(g) && side.change_row(label).is_none()
+            }
         }
-    }
-
-    /// A row of one load between changes, in either run.
-    pub fn is_change_row(&self, label: &Label) -> bool {
-        self.base.change_row(label).is_some() || self.new.change_row(label).is_some()
     }
 
     /// The row of the run `other` that a change row of the other run is judged against, when
@@ -131,7 +116,12 @@ impl<'a> Steered<'a> {
     pub fn span_ms(&self, which: Which, label: &Label) -> Option<(String, u64, Option<u64>)> {
         let side = self.side(which);
         let (group, _, _) = side.change_row(label)?;
-        let mut times: Vec<&Change> = side.changes.iter().copied().filter(|c| c.group == group).collect();
+        let mut times: Vec<&Change> = side
+            .changes
+            .iter()
+            .copied()
+            .filter(|c| c.group == group)
+            .collect();
         times.sort_by_key(|c| c.time_ms);
         // The row of each change until the next one; the first change's `before` row from the
         // start until it.

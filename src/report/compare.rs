@@ -231,7 +231,10 @@ mod tests {
         let mut out = Vec::new();
         tsv(&c, &mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
-        assert!(text.lines().nth(1).unwrap().starts_with("ins@200/s\tp50\t"), "{text}");
+        assert!(
+            text.lines().nth(1).unwrap().starts_with("ins@200/s\tp50\t"),
+            "{text}"
+        );
         // No TOTAL in both runs: no headline.
         let none = Comparison {
             cells: Vec::new(),

@@ -251,7 +251,12 @@ impl Page {
                 b.who
             );
             words.push_str(&instead);
-            errln!("live: {name}: the change to {} ({}) superseded by {} ({who})", shown(setting, b.to), b.who, shown(setting, ask.to));
+            errln!(
+                "live: {name}: the change to {} ({}) superseded by {} ({who})",
+                shown(setting, b.to),
+                b.who,
+                shown(setting, ask.to)
+            );
         }
         st.pending.push(Pending {
             group: index,

@@ -231,7 +231,7 @@ fn cases(dir: &Path) -> (Vec<(Input, i32, &'static str)>, u16) {
         (args("--scale of 0", &["run", "smoke", "--scale", "0"]), 2, "a factor above 0"),
         (args("--scale that is not a number", &["run", "smoke", "--scale", "twice"]), 2, "a factor above 0"),
         (args("--scale of a profile without a rate", &["run", "smoke", "--scale", "2"]), 2, "every group of this profile runs closed loop"),
-        (args("--scale beyond the rate's bounds", &["validate", &paced, "--scale", "10"]), 2, "at --scale 10 is 50000000/s"),
+        (args("--scale beyond the rate's bounds", &["validate", &paced, "--scale", "10"]), 2, "x --scale 10 = 50000000/s"),
         (args("--scale with --rate", &["run", "smoke", "--scale", "2", "--rate", "100"]), 2, "cannot be used with"),
         (args("sweep with --scale", &["sweep", "smoke", "--scale", "2"]), 2, "so --scale would be ignored"),
     ];

@@ -108,7 +108,10 @@ fn a_console_closed_by_head_changes_nothing_the_run_writes_every_file_and_exits_
     assert_eq!(logged.lines().count() as u64 - 1, total);
     assert!(read_json(&run.join("run.json"))["finished_at"].is_string());
     let report = std::fs::read_to_string(run.join("report.html")).unwrap();
-    assert!(report.trim_end().ends_with("</html>"), "report.html cut short");
+    assert!(
+        report.trim_end().ends_with("</html>"),
+        "report.html cut short"
+    );
 }
 
 #[test]

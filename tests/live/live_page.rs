@@ -336,7 +336,9 @@ fn a_rate_and_users_changed_mid_run_step_at_the_change_in_rows_events_and_marker
     let c: serde_json::Value = serde_json::from_slice(&compared.stdout).unwrap();
     let first = console.lines().next().unwrap_or_default();
     assert!(
-        first.starts_with("TOTAL: throughput ") && first.contains("p99 ") && first.contains("(not judged: steered)"),
+        first.starts_with("TOTAL: throughput ")
+            && first.contains("p99 ")
+            && first.contains("(not judged: steered)"),
         "{console}"
     );
     assert!(
@@ -356,7 +358,11 @@ fn a_rate_and_users_changed_mid_run_step_at_the_change_in_rows_events_and_marker
             .clone()
     };
     for (label, metric) in [("ins", "p99"), ("look", "throughput"), ("TOTAL", "p50")] {
-        assert_eq!(cell(label, metric)["verdict"], "steered", "{label} {metric}");
+        assert_eq!(
+            cell(label, metric)["verdict"],
+            "steered",
+            "{label} {metric}"
+        );
     }
     for (label, base_label) in [("ins@200/s", "ins"), ("look@2 users", "look")] {
         let x = cell(label, "p50");
@@ -367,7 +373,11 @@ fn a_rate_and_users_changed_mid_run_step_at_the_change_in_rows_events_and_marker
         );
     }
     assert!(
-        !c["cells"].as_array().unwrap().iter().any(|x| x["label"] == "ins@400/s"),
+        !c["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x["label"] == "ins@400/s"),
         "ins@400/s has no counterpart in a run at 200/s"
     );
     // A gate on a row of two loads: refused, with the way out.
@@ -380,7 +390,10 @@ fn a_rate_and_users_changed_mid_run_step_at_the_change_in_rows_events_and_marker
         .unwrap();
     let says = String::from_utf8_lossy(&gated.stderr);
     assert_eq!(gated.status.code(), Some(2), "{says}");
-    assert!(says.contains("steered live") && says.contains("gate a change's row"), "{says}");
+    assert!(
+        says.contains("steered live") && says.contains("gate a change's row"),
+        "{says}"
+    );
 }
 
 #[test]
@@ -490,9 +503,21 @@ fn refusals_change_nothing_the_token_is_never_shown_and_stop_ends_the_run_as_ctr
     for (body, want, says) in [
         (r#"{"rate": 150}"#, 409, "runs at 150/s already"),
         (r#"{"rate": 150.001}"#, 409, "runs at 150/s already"),
-        (r#"{"rate": 300}"#, 202, "150/s -> 300/s from the next interval"),
-        (r#"{"rate": 300}"#, 409, "goes to 300/s from the next interval already"),
-        (r#"{"rate": 150}"#, 200, "the change to 300/s asked before (api 127.0.0.1) is taken back; it stays at 150/s"),
+        (
+            r#"{"rate": 300}"#,
+            202,
+            "150/s -> 300/s from the next interval",
+        ),
+        (
+            r#"{"rate": 300}"#,
+            409,
+            "goes to 300/s from the next interval already",
+        ),
+        (
+            r#"{"rate": 150}"#,
+            200,
+            "the change to 300/s asked before (api 127.0.0.1) is taken back; it stays at 150/s",
+        ),
     ] {
         let (status, reply) = http(port, "POST", "/api/groups/paced", &[&auth], body);
         assert_eq!(status, want, "{body}: {reply}");

@@ -101,7 +101,13 @@ fn scale_2_runs_every_open_loop_group_at_twice_its_rate_as_the_server_counts_it(
     let before = server.opcounters();
     let out = dir.path().join("run");
     let run = bin()
-        .args(["run", path.to_str().unwrap(), "--uri", &server.uri, "--quiet"])
+        .args([
+            "run",
+            path.to_str().unwrap(),
+            "--uri",
+            &server.uri,
+            "--quiet",
+        ])
         .args(["--scale", "2", "--out"])
         .arg(&out)
         .timeout(Duration::from_secs(90))

@@ -87,7 +87,10 @@ impl GroupAt<'_> {
         env: &Env<'_>,
         next_index: &mut usize,
     ) -> Result<Vec<GroupPlan>, ProfileError> {
-        let rates = match (self.rates()?.times(ov.scale, |r, x| self.scaled(r, x))?, ov.rate) {
+        let rates = match (
+            self.rates()?.times(ov.scale, |r, x| self.scaled(r, x))?,
+            ov.rate,
+        ) {
             // --rate replaces the steps: one rate for as long as the steps would have run.
             (Rates::Steps(steps, length), Some(r)) => {
                 let mut one = self.build(ov, env, Some(length * steps.len() as u32))?;
@@ -138,12 +141,8 @@ impl GroupAt<'_> {
     /// A rate of the profile times `--scale`'s `x`, within the tool's bounds.
     fn scaled(&self, rate: f64, x: f64) -> Result<f64, ProfileError> {
         let r = rate * x;
-        limits::check_rate(r).map_err(|p| {
-            self.err(
-                "rate",
-                format!("{rate}/s at --scale {x} is {r}/s: {p}; a smaller or larger --scale"),
-            )
-        })
+        limits::check_rate(r)
+            .map_err(|p| self.err("rate", format!("{rate}/s x --scale {x} = {r}/s: {p}")))
     }
 
     /// A rate step long enough to measure.
