@@ -94,7 +94,7 @@ impl Scale {
     pub fn warning(&self) -> Option<String> {
         (!self.unscaled.is_empty()).then(|| {
             format!(
-                "--scale {} multiplies rates, and {} closed loop with no rate: left as {} (their threads are theirs; --threads changes them)",
+                "--scale {} multiplies rates, and {} closed loop with no rate: left as {} (--threads changes users)",
                 self.factor,
                 match self.unscaled.as_slice() {
                     [one] => format!("group {one} runs"),
