@@ -17,6 +17,9 @@
 //!             bundled insert and find profiles ramp over 2 s)
 //! Prints: operations, seconds, operations per second (tab-separated).
 
+// Tests and tools print as they like; the library's console is `outln!`/`errln!` (clippy.toml).
+#![allow(clippy::disallowed_macros)]
+
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

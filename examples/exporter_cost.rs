@@ -3,6 +3,9 @@
 //! format, and one remote-write request encoded and compressed, each timed over many rounds on
 //! this thread's CPU clock. Run by scripts/bench.sh (`live`); see docs/performance.md.
 
+// Tests and tools print as they like; the library's console is `outln!`/`errln!` (clippy.toml).
+#![allow(clippy::disallowed_macros)]
+
 use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
 

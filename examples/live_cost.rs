@@ -5,6 +5,9 @@
 //! process's CPU over the same intervals (the viewers' threads writing the events out included).
 //! Run by scripts/bench.sh (`page`); see docs/performance.md.
 
+// Tests and tools print as they like; the library's console is `outln!`/`errln!` (clippy.toml).
+#![allow(clippy::disallowed_macros)]
+
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -84,6 +84,7 @@ pub enum Command {
         mut_arg("loops", hidden),
         mut_arg("thresholds", hidden),
         mut_arg("rate", hidden),
+        mut_arg("scale", hidden),
         mut_arg("warmup", hidden),
         mut_arg("repeat", hidden),
         mut_arg("part", hidden),
@@ -100,6 +101,7 @@ pub enum Command {
         mut_arg("loops", hidden),
         mut_arg("thresholds", hidden),
         mut_arg("rate", hidden),
+        mut_arg("scale", hidden),
         mut_arg("repeat", hidden),
         mut_arg("part", hidden),
         mut_arg("parts", hidden)
@@ -227,6 +229,11 @@ pub struct OverrideArgs {
     /// Operations per second for every group (open loop; latency from the intended start)
     #[arg(long, value_parser = parse_rate)]
     pub rate: Option<f64>,
+    /// Every group's rate times X (its steps and ramps too), e.g. a captured profile at 2 or 3
+    /// times the rate it was captured at; a closed-loop group, which has no rate, is left as
+    /// it is (a warning names it)
+    #[arg(long, value_name = "X", value_parser = parse_rate_scale, conflicts_with = "rate")]
+    pub scale: Option<f64>,
     /// Run this long first in every group without counting it in the summary (it stays in the
     /// logs, marked), e.g. 10s
     #[arg(long, value_parser = parse_duration)]
@@ -547,6 +554,17 @@ fn parse_rate(s: &str) -> Result<f64, String> {
         .ok_or_else(expected)
 }
 
+/// `--scale`: a factor of the rates, positive and finite (each rate it makes is checked
+/// against the tool's bounds when the plan is built).
+fn parse_rate_scale(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
+        _ => Err(
+            "expected a factor above 0 that multiplies every group's rate, such as 2 or 0.5".into(),
+        ),
+    }
+}
+
 fn parse_positive_duration(s: &str) -> Result<Duration, String> {
     let d = parse_duration(s)?;
     if d < limits::MIN_INTERVAL {
@@ -565,6 +583,7 @@ impl From<&OverrideArgs> for crate::plan::Overrides {
             loops: a.loops,
             duration: a.duration,
             rate: a.rate,
+            scale: a.scale,
             op_timeout: a.op_timeout,
             warmup: a.warmup,
             thresholds: a.thresholds.clone(),

@@ -16,6 +16,10 @@
 // No unsafe code but the system calls of `server` (kill, waitpid, prctl), each saying why.
 #![deny(unsafe_code)]
 
+// First: its macros (`outln!`, `errln!`) are for every module below.
+#[macro_use]
+pub mod console;
+
 pub mod app;
 pub mod audit;
 pub mod capacity;

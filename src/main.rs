@@ -1,3 +1,5 @@
+use std::io::Write as _;
+
 use clap::Parser;
 
 fn main() {
@@ -8,14 +10,18 @@ fn main() {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
+            // A closed stderr (`2>&1 | head`) is no reason to panic: see `console`.
+            let _ = writeln!(
+                std::io::stderr(),
+                "error: cannot start the async runtime: {e}"
+            );
             std::process::exit(mongo_stress::error::exit::ERRORS);
         }
     };
     let code = match runtime.block_on(mongo_stress::main(cli)) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e}");
+            let _ = writeln!(std::io::stderr(), "error: {e}");
             e.exit_code()
         }
     };

@@ -55,7 +55,8 @@ pub fn compare(a: CompareArgs) -> Result<i32, Error> {
     }
     let c = compare::compare(&base, &new, &gates, a.seed)?;
     let mut console = console(&a);
-    report::compare::table(&c, &mut console).map_err(|e| Error::Other(e.into()))?;
+    crate::console::written(report::compare::table(&c, &mut console))
+        .map_err(|e| Error::Other(e.into()))?;
     if let Some(p) = a.tsv {
         report::write_to(p, &c, report::compare::tsv)?;
     }

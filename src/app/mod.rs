@@ -6,6 +6,8 @@
 //! imports it.
 
 pub mod capacity;
+// Its console lines are still std's macros (capture is not on a run's path; see `console`).
+#[allow(clippy::disallowed_macros)]
 pub mod capture;
 pub mod compare;
 pub mod merge;
@@ -26,7 +28,7 @@ pub async fn main(cli: Cli) -> Result<i32, Error> {
     match cli.command {
         Command::Profiles => {
             for b in profile::bundled::ALL {
-                println!("{:<12} {}", b.name, b.summary);
+                outln!("{:<12} {}", b.name, b.summary);
             }
             Ok(exit::OK)
         }
@@ -37,6 +39,9 @@ pub async fn main(cli: Cli) -> Result<i32, Error> {
         } => {
             overrides.one_thread_count()?;
             let plan = RunPlan::build(&profile::load(&profile)?, &(&overrides).into())?;
+            if let Some(w) = plan.scale.as_ref().and_then(crate::plan::Scale::warning) {
+                errln!("warning: {w}");
+            }
             // The server's check first: "valid" is said only of a profile it accepts.
             let checked = match &uri {
                 Some(uri) => {
@@ -46,13 +51,16 @@ pub async fn main(cli: Cli) -> Result<i32, Error> {
                 }
                 None => None,
             };
-            crate::report::plan::render(&plan, &mut std::io::stdout().lock())
-                .map_err(|e| Error::Other(e.into()))?;
+            crate::console::written(crate::report::plan::render(
+                &plan,
+                &mut std::io::stdout().lock(),
+            ))
+            .map_err(|e| Error::Other(e.into()))?;
             if let (Some(checked), Some(uri)) = (checked, &uri) {
                 for w in &checked.warnings {
-                    eprintln!("warning: {w}");
+                    errln!("warning: {w}");
                 }
-                println!(
+                outln!(
                     "templates: checked against {} with explain; the server accepts them",
                     crate::redact::redact(uri)
                 );
@@ -184,11 +192,11 @@ async fn watch_signals(stop: CancellationToken) {
         }
         count += 1;
         if count == 1 {
-            eprintln!("\ninterrupted: finishing operations in flight (up to {}s), then the summary; interrupt again to quit at once", crate::executor::STOP_GRACE.as_secs());
+            errln!("\ninterrupted: finishing operations in flight (up to {}s), then the summary; interrupt again to quit at once", crate::executor::STOP_GRACE.as_secs());
             stop.cancel();
         } else {
             crate::server::emergency_cleanup();
-            eprintln!("{}", kept());
+            errln!("{}", kept());
             std::process::exit(crate::error::exit::INTERRUPTED);
         }
     }

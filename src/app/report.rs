@@ -9,7 +9,7 @@ use crate::rundir::RunDir;
 
 pub fn report(run_dir: &Path, out: Option<&Path>) -> Result<i32, Error> {
     let path = write(run_dir, out)?;
-    println!("report: {}", path.display());
+    outln!("report: {}", path.display());
     Ok(exit::OK)
 }
 

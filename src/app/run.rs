@@ -24,6 +24,9 @@ pub async fn run(command: RunCommand, stop: CancellationToken) -> Result<i32, Er
     let RunCommand { args, console } = command;
     args.overrides.one_thread_count()?;
     let plan = RunPlan::build(&profile::load(&args.profile)?, &(&args.overrides).into())?;
+    if let Some(w) = plan.scale.as_ref().and_then(crate::plan::Scale::warning) {
+        errln!("warning: {w}");
+    }
     let part = which_part(&args)?;
     check_part(&args, part.is_some())?;
     check_faults(&args, &plan, part.is_some())?;
@@ -100,7 +103,7 @@ pub(super) fn live_page(
         },
         stop.clone(),
     )?;
-    eprintln!(
+    errln!(
         "live: {}{}",
         endpoint.url(args.live_token.is_some()),
         if args.live_control {
@@ -142,7 +145,7 @@ async fn load(
     } = l;
     let say = |msg: String| {
         if opts.chatty {
-            eprintln!("{msg}");
+            errln!("{msg}");
         }
     };
     say(opening(plan, part, opts, out_dir));
@@ -279,7 +282,7 @@ async fn check_templates(plan: &RunPlan, server: Server) -> Result<Server, Error
     match crate::ops::explain::check(plan, &server.connected.client).await {
         Ok(checked) => {
             for w in checked.warnings {
-                eprintln!("warning: {w}");
+                errln!("warning: {w}");
             }
             Ok(server)
         }
@@ -714,7 +717,7 @@ fn show(summary: &Summary, args: &RunArgs, console: ConsoleArgs) -> Result<(), E
         let width = console_width(&std::io::stderr(), console.wide);
         render_within(summary, width, &mut std::io::stderr().lock()).ok();
     } else {
-        println!();
+        outln!();
         let width = console_width(&std::io::stdout(), console.wide);
         render_within(summary, width, &mut std::io::stdout().lock()).ok();
     }

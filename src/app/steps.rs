@@ -19,8 +19,8 @@ use crate::summary::Summary;
 pub(super) type Ignored<'a> = (bool, &'a str, &'a str);
 
 /// The profile's plan for a series of steps, after refusing what the series cannot honour:
-/// `--part`, `--parts`, `--repeat`, `--duration`, `--loops` and `--threshold` (every step runs for
-/// `--step` and is judged by `--slo`), and each of the command's own `ignored` options given
+/// `--part`, `--parts`, `--repeat`, `--duration`, `--loops`, `--scale` and `--threshold` (every
+/// step runs for `--step` at the series' own load and is judged by `--slo`), and each of the command's own `ignored` options given
 /// (`why`: what the command sets itself). The command line's live metrics are put in the plan, so they are refused with the
 /// profile's.
 pub(super) fn base_plan(
@@ -35,8 +35,13 @@ pub(super) fn base_plan(
         )));
     }
     let o = &run.overrides;
-    let common: [Ignored; 3] = [
+    let common: [Ignored; 4] = [
         (o.duration.is_some(), "--duration", "--step"),
+        (
+            o.scale.is_some(),
+            "--scale",
+            "the series' own load (capacity: --start-rate and --max-rate; sweep: --threads)",
+        ),
         (
             o.loops.is_some(),
             "--loops",
@@ -124,7 +129,7 @@ impl Series {
     /// A line on stderr, unless `--quiet`.
     pub(super) fn say(&self, msg: String) {
         if self.chatty {
-            eprintln!("{msg}");
+            errln!("{msg}");
         }
     }
 

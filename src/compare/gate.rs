@@ -106,6 +106,12 @@ impl Gate {
                     labels.join(", ")
                 ))
             })?;
+        if cell.verdict == Verdict::Steered {
+            return Err(Error::Usage(format!(
+                "--fail-if '{}': {} holds operations from before and after a live change of a run steered live: two loads in one number, which a gate cannot judge\n  fix: gate a change's row (one load; compare lists them), or compare runs that were not steered",
+                self.text, self.label
+            )));
+        }
         let over = exceeds(self.above, self.limit_pct, cell.change_pct);
         let beyond_noise = matches!(cell.verdict, Verdict::Faster | Verdict::Slower)
             // Counts are not judged for noise: their change alone decides.
@@ -148,9 +154,16 @@ mod tests {
             change_pct: Some(50.0),
             verdict,
             noise: "intervals".into(),
+            base_label: None,
         };
         let g = Gate::parse("TOTAL.p50 > +10%").unwrap();
         assert!(!g.judge(&[cell(Verdict::Slower)]).unwrap().pass);
         assert!(g.judge(&[cell(Verdict::SameWithinNoise)]).unwrap().pass);
+        // A row of two loads (a run steered live) cannot be gated: refused, naming the way out.
+        let e = g.judge(&[cell(Verdict::Steered)]).unwrap_err().to_string();
+        assert!(
+            e.contains("steered live") && e.contains("change's row"),
+            "{e}"
+        );
     }
 }

@@ -10,12 +10,14 @@
 //! latency between consecutive 4 s runs), so a verdict on single runs says the runs differed,
 //! not why; `--repeat` on both sides measures the run-to-run noise. `members.rs`: each member of
 //! a replica set or cluster in either run, its operations per second and largest lag side by
-//! side.
+//! side. `steered.rs`: a run steered live (`--live-control`): the rows that span a change shown,
+//! not judged; each change's row judged apart.
 //!
 //! Owns: the comparison's numbers and verdicts. Never: prints or writes files (`report` does).
 
 pub mod gate;
 pub mod members;
+pub mod steered;
 pub mod sweeps;
 
 use std::collections::BTreeMap;
@@ -28,6 +30,7 @@ use crate::error::Error;
 use crate::metrics::Label;
 use crate::rundir::RunDir;
 pub use gate::Gate;
+use steered::{Steered, Which};
 
 /// The metrics compared, in column order (the one list: `metrics::metric::COMPARED`).
 pub use crate::metrics::metric::COMPARED as METRICS;
@@ -45,6 +48,9 @@ pub enum Verdict {
     SameWithinNoise,
     /// Not judged (counts, or too little data).
     NotJudged,
+    /// Not judged: the row holds operations from before and after a live change of a run (two
+    /// loads in one number).
+    Steered,
 }
 
 impl Verdict {
@@ -54,6 +60,7 @@ impl Verdict {
             Verdict::Slower => "slower",
             Verdict::SameWithinNoise => "same within noise",
             Verdict::NotJudged => "-",
+            Verdict::Steered => "not judged: steered",
         }
     }
 }
@@ -69,6 +76,10 @@ pub struct Cell {
     pub verdict: Verdict,
     /// How the noise was judged: `runs` or `intervals`.
     pub noise: String,
+    /// The base run's row this row was judged against, when its name differs: a change row of
+    /// a run steered live against the other run's unsteered group at the same value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_label: Option<Label>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -80,6 +91,9 @@ pub struct Comparison {
     /// Each member of a replica set or cluster in either run; none when neither had members.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub members: Vec<members::MemberCell>,
+    /// What the reader must know first: a run steered live, and how its rows are judged.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl Comparison {
@@ -108,7 +122,7 @@ fn latency_values(h: &Histogram<u64>) -> [(&'static str, f64); 5] {
     ]
 }
 
-fn side(dir: &RunDir) -> Result<Side, Error> {
+fn side(dir: &RunDir, steered: &Steered, which: Which) -> Result<Side, Error> {
     let bad = |what: String| Error::Usage(format!("{}: {what}", dir.path.display()));
     let mut values: BTreeMap<Label, BTreeMap<&'static str, f64>> = BTreeMap::new();
     let mut per_run: BTreeMap<Label, BTreeMap<&'static str, Vec<f64>>> = BTreeMap::new();
@@ -226,11 +240,43 @@ fn side(dir: &RunDir) -> Result<Side, Error> {
     let labels: Vec<Label> = values.keys().cloned().collect();
     for label in &labels {
         let tag = crate::metrics::interval::Tag::latency(label.clone()).to_string();
-        let Some(list) = dir.intervals.get(&tag) else {
+        // A change row has no series of its own: its group's, over the time it ran (one run:
+        // with --repeat the rows are judged over the runs).
+        let span = steered
+            .span_ms(which, label)
+            .filter(|_| dir.summary.runs.len() == 1);
+        let (list, within) = match &span {
+            Some((group, from_ms, until_ms)) => {
+                let tag = crate::metrics::interval::Tag::latency(Label::group(group)).to_string();
+                let secs = |ms: u64| crate::metrics::real(ms) / 1000.0 - dir.base_secs;
+                let (from, until) = (
+                    if *from_ms == 0 {
+                        f64::MIN
+                    } else {
+                        secs(*from_ms)
+                    },
+                    until_ms.map_or(f64::MAX, secs),
+                );
+                (dir.intervals.get(&tag), Some((from, until)))
+            }
+            None => (dir.intervals.get(&tag), None),
+        };
+        let Some(list) = list else {
             continue;
         };
+        // An interval counts for a change row when it lies within its span (a change takes
+        // effect at an interval's end; 10 ms for the clocks' rounding).
+        let inside = |i: &&crate::rundir::IntervalStats| {
+            within.is_none_or(|(from, until)| {
+                i.start >= from - 0.01 && i.start + i.length <= until + 0.01
+            })
+        };
         let s = per_interval.entry(label.clone()).or_default();
-        for i in list.iter().filter(|i| i.count > 0 && i.length > 0.0) {
+        for i in list
+            .iter()
+            .filter(|i| i.count > 0 && i.length > 0.0)
+            .filter(inside)
+        {
             for (k, v) in [
                 ("throughput", i.count as f64 / i.length),
                 ("p50", i.p50),
@@ -349,7 +395,11 @@ pub fn compare(
     gates: &[Gate],
     seed: u64,
 ) -> Result<Comparison, Error> {
-    let (b, n) = (side(base)?, side(new)?);
+    let steered = Steered::of(&base.summary, &new.summary);
+    let (b, n) = (
+        side(base, &steered, Which::Base)?,
+        side(new, &steered, Which::New)?,
+    );
     let by_runs = b
         .per_run
         .values()
@@ -363,21 +413,14 @@ pub fn compare(
             .is_some_and(|v| v.len() >= 2);
     let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
     let mut cells = Vec::new();
-    // Labels in the new run's order (groups, stage totals, TOTAL), when both have them.
-    let order: Vec<Label> = new
-        .summary
-        .runs
-        .first()
-        .into_iter()
-        .flat_map(|r| &r.rows)
-        .map(|r| r.label.clone())
-        .filter(|l| b.values.contains_key(l))
-        .collect();
-    for label in &order {
+    let order = pairs(base, new, &steered, (&b, &n));
+    for (base_label, label) in &order {
+        let spans = steered.spans_a_change(base_label, Which::Base)
+            || steered.spans_a_change(label, Which::New);
         for metric in METRICS {
-            let (bv, nv) = (b.values[label][metric], n.values[label][metric]);
+            let (bv, nv) = (b.values[base_label][metric], n.values[label][metric]);
             let change_pct = members::change_pct(Some(bv), Some(nv));
-            let series = |s: &Side| -> Vec<f64> {
+            let series = |s: &Side, label: &Label| -> Vec<f64> {
                 let from = if by_runs { &s.per_run } else { &s.per_interval };
                 from.get(label)
                     .and_then(|m| m.get(metric))
@@ -388,10 +431,17 @@ pub fn compare(
                 "samples" => None,
                 // Errors are judged per run only: intervals carry none.
                 "error_pct" if !by_runs => None,
-                _ => beyond_noise(&series(&b), &series(&n), by_runs, &mut rng),
+                _ if spans => None,
+                _ => beyond_noise(
+                    &series(&b, base_label),
+                    &series(&n, label),
+                    by_runs,
+                    &mut rng,
+                ),
             };
             let higher_is_better = metric == "throughput";
             let verdict = match judged {
+                None if spans => Verdict::Steered,
                 None => Verdict::NotJudged,
                 Some(false) => Verdict::SameWithinNoise,
                 Some(true) if (nv > bv) == higher_is_better => Verdict::Faster,
@@ -405,25 +455,29 @@ pub fn compare(
                 change_pct,
                 verdict,
                 noise: if by_runs { "runs" } else { "intervals" }.into(),
+                base_label: (base_label != label).then(|| base_label.clone()),
             });
         }
         // Where a side has them: documents per second and retries per transaction, judged
         // over runs (with --repeat), not over intervals (the interval log has neither).
         for metric in EXTRA {
-            let (bv, nv) = (b.values[label].get(metric), n.values[label].get(metric));
+            let (bv, nv) = (
+                b.values[base_label].get(metric),
+                n.values[label].get(metric),
+            );
             if bv.is_none() && nv.is_none() {
                 continue;
             }
             let (bv, nv) = (bv.copied().unwrap_or(0.0), nv.copied().unwrap_or(0.0));
-            let judged = if by_runs {
-                let series = |s: &Side| {
+            let judged = if by_runs && !spans {
+                let series = |s: &Side, label: &Label| {
                     s.per_run
                         .get(label)
                         .and_then(|m| m.get(metric))
                         .cloned()
                         .unwrap_or_default()
                 };
-                beyond_noise(&series(&b), &series(&n), true, &mut rng)
+                beyond_noise(&series(&b, base_label), &series(&n, label), true, &mut rng)
             } else {
                 None
             };
@@ -435,12 +489,14 @@ pub fn compare(
                 new: nv,
                 change_pct: members::change_pct(Some(bv), Some(nv)),
                 verdict: match judged {
+                    None if spans => Verdict::Steered,
                     None => Verdict::NotJudged,
                     Some(false) => Verdict::SameWithinNoise,
                     Some(true) if (nv > bv) == higher_is_better => Verdict::Faster,
                     Some(true) => Verdict::Slower,
                 },
                 noise: "runs".into(),
+                base_label: (base_label != label).then(|| base_label.clone()),
             });
         }
     }
@@ -454,5 +510,52 @@ pub fn compare(
         cells,
         gates,
         members: members::compare(&base.summary, &new.summary),
+        notes: steered.note(),
     })
+}
+
+/// The rows compared, as (base's label, new's label), in the new run's order (groups, stage
+/// totals, TOTAL): each label both runs have, and a change row of a steered run against the
+/// other run's unsteered row of its group at the same value (a base run's change row after
+/// the new run's row of its group).
+fn pairs(
+    base: &RunDir,
+    new: &RunDir,
+    steered: &Steered,
+    (b, n): (&Side, &Side),
+) -> Vec<(Label, Label)> {
+    let rows = |d: &RunDir| -> Vec<Label> {
+        d.summary
+            .runs
+            .first()
+            .into_iter()
+            .flat_map(|r| &r.rows)
+            .map(|r| r.label.clone())
+            .collect()
+    };
+    let mut out: Vec<(Label, Label)> = Vec::new();
+    for l in rows(new) {
+        if b.values.contains_key(&l) {
+            out.push((l.clone(), l));
+        } else if let Some(bl) = steered
+            .counterpart(&l, Which::Base)
+            .filter(|bl| b.values.contains_key(bl))
+        {
+            out.push((bl, l));
+        }
+    }
+    for l in rows(base).into_iter().filter(|l| !n.values.contains_key(l)) {
+        let Some(nl) = steered
+            .counterpart(&l, Which::New)
+            .filter(|nl| n.values.contains_key(nl))
+        else {
+            continue;
+        };
+        let at = out
+            .iter()
+            .rposition(|(_, x)| *x == nl || x.group_name() == nl.group_name())
+            .map_or(out.len(), |i| i + 1);
+        out.insert(at, (l, nl));
+    }
+    out
 }

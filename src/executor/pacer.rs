@@ -36,6 +36,9 @@ struct Pace {
     from: u64,
     first: Instant,
     period: Duration,
+    /// The rate as asked: the period is whole nanoseconds, so `1 / period` is not it (300/s
+    /// would read back as 300.00003/s, and a change to 300/s would look like a change).
+    rate: f64,
 }
 
 impl Pace {
@@ -67,6 +70,7 @@ impl Schedule {
                 from: 0,
                 first: group_start + group.ramp_up,
                 period: Duration::from_secs_f64(1.0 / rate),
+                rate,
             },
             later: Mutex::new(Vec::new()),
             changes: AtomicU64::new(0),
@@ -123,7 +127,7 @@ impl Schedule {
 
     /// Operations per second now.
     pub fn rate(&self) -> f64 {
-        1.0 / self.current().period.as_secs_f64()
+        self.current().rate
     }
 
     /// From `at` on, `rate` operations a second: the slots of the pace before that are due
@@ -140,6 +144,7 @@ impl Schedule {
                 from,
                 first,
                 period: Duration::from_secs_f64(1.0 / rate),
+                rate,
             };
             // A pace none of whose slots came due is replaced, not kept.
             while later.last().is_some_and(|p| p.from >= from) {
@@ -248,6 +253,10 @@ mod tests {
         );
         assert_eq!(s.due(13), t0 + Duration::from_millis(2150));
         assert!((s.rate() - 20.0).abs() < 1e-9);
+        // The rate reads back as asked, not as its period in whole nanoseconds says.
+        s.set_rate(300.0, t0 + Duration::from_millis(2000));
+        assert_eq!(s.rate(), 300.0);
+        s.set_rate(20.0, t0 + Duration::from_millis(2000));
         // 11 slots before 2.05 s, then 19 (2.05, 2.10 .. 2.95): 30 due before 3.0 s.
         assert_eq!(s.missed_before(t0 + Duration::from_millis(3000)), 30);
         // A change before the first slot of the last pace came due replaces it.

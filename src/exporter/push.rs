@@ -191,7 +191,7 @@ impl Pusher {
                         if failed == GIVE_UP_AFTER
                             && !warned_there.swap(true, std::sync::atomic::Ordering::SeqCst)
                         {
-                            eprintln!(
+                            errln!(
                                 "warning: --metrics-push {shown}: {GIVE_UP_AFTER} pushes in a row failed ({last}); no more are sent this run (the run itself goes on, and its files are whole)"
                             );
                         }
@@ -206,7 +206,7 @@ impl Pusher {
                     if warned_there.swap(true, std::sync::atomic::Ordering::SeqCst) {
                         return;
                     }
-                    eprintln!(
+                    errln!(
                         "warning: --metrics-push {shown}: the last push failed ({last}); the series there may stop short of the run's end (the run's own files are whole)"
                     );
                 }
@@ -251,7 +251,7 @@ impl Pusher {
             let _ = t.join();
         } else if !self.warned.swap(true, std::sync::atomic::Ordering::SeqCst) {
             // Still waiting on a receiver that does not answer: said once, and left to it.
-            eprintln!(
+            errln!(
                 "warning: --metrics-push {}: no answer within {} s at the end of the run; the last numbers may not have reached it (the run's own files are whole)",
                 self.shown,
                 FINAL_WAIT.as_secs()

@@ -704,7 +704,7 @@ mod cost {
             ser += t.elapsed();
             drop(out);
         }
-        eprintln!(
+        errln!(
             "per interval: close {:?}, serialize {:?}",
             close / u32::try_from(n).unwrap(),
             ser / u32::try_from(n).unwrap()

@@ -135,7 +135,7 @@ mod tests {
                 disk_ios(dev).is_some(),
                 "device {dev:?} not in /proc/diskstats"
             ),
-            None => eprintln!("skipped: the working directory is not on a block device"),
+            None => errln!("skipped: the working directory is not on a block device"),
         }
     }
 }

@@ -318,7 +318,7 @@ impl MemberWatch {
                 if !self.said {
                     self.said = true;
                     let w = format!("members: not found yet: {e}; looked for again every {FIND_AGAIN_EVERY} s, the run goes on");
-                    eprintln!("warning: {w}");
+                    errln!("warning: {w}");
                     lock(shared).member_warnings.push(w);
                 }
                 self.pending = Some(target);
@@ -368,7 +368,7 @@ async fn write_members(
                 "writing {} failed: {e}; it is incomplete from here on (the member summary is not)",
                 s.name()
             );
-            eprintln!("error: {message}");
+            errln!("error: {message}");
             let mut sh = lock(shared);
             sh.failures.push(message);
             sh.members_unwritten.extend(rows);
@@ -413,7 +413,7 @@ async fn scrape_all(
         match handle.await {
             Ok((s, row, problem)) => {
                 if let Some(p) = problem {
-                    eprintln!(
+                    errln!(
                         "warning: server metrics from {}: {p}; its columns show - while it does not answer (said once)",
                         s.shown()
                     );
@@ -488,7 +488,7 @@ async fn write_row(
                 "writing {} failed: {e}; it is incomplete from here on (the resource summary is not)",
                 s.name()
             );
-            eprintln!("error: {message}");
+            errln!("error: {message}");
             lock(shared).failures.push(message);
         }
         Err(e) => lock(shared).failures.push(format!(

@@ -28,6 +28,8 @@ pub struct Overrides {
     pub loops: Option<u64>,
     pub duration: Option<Duration>,
     pub rate: Option<f64>,
+    /// `--scale`: every group's rate times this.
+    pub scale: Option<f64>,
     pub op_timeout: Option<Duration>,
     pub warmup: Option<Duration>,
     /// `--threshold` expressions, added to the profile's.
@@ -74,6 +76,34 @@ pub struct RunPlan {
     /// `[metrics] listen` and `push` as written (the command line and environment win).
     pub metrics_listen: Option<String>,
     pub metrics_push: Option<String>,
+    /// `--scale`: the rates were multiplied (the groups' rates are the products).
+    pub scale: Option<Scale>,
+}
+
+/// `run --scale X`: every open-loop group's rate (each step of its steps or ramp) times X.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Scale {
+    pub factor: f64,
+    /// The closed-loop groups, left as they are: they have no rate to multiply.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unscaled: Vec<String>,
+}
+
+impl Scale {
+    /// What `--scale` did not do, for the console; None when every group was scaled.
+    pub fn warning(&self) -> Option<String> {
+        (!self.unscaled.is_empty()).then(|| {
+            format!(
+                "--scale {} multiplies rates, and {} closed loop with no rate: left as {} (--threads changes users)",
+                self.factor,
+                match self.unscaled.as_slice() {
+                    [one] => format!("group {one} runs"),
+                    many => format!("groups {} run", many.join(", ")),
+                },
+                if self.unscaled.len() == 1 { "it is" } else { "they are" }
+            )
+        })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

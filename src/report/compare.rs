@@ -4,18 +4,23 @@ use std::io::Write;
 
 use crate::compare::members::change_pct;
 use crate::compare::Comparison;
+use crate::metrics::Label;
 
 fn change(c: Option<f64>) -> String {
     c.map_or("-".into(), |c| format!("{c:+.1}%"))
 }
 
-/// Rows of label, metric, base, new, change, verdict.
-fn rows(c: &Comparison) -> Vec<Vec<String>> {
+/// Rows of label, metric, base, new, change, verdict; `against`: the console's label says which
+/// row of the base run a change row was judged against, when its name differs.
+fn rows(c: &Comparison, against: bool) -> Vec<Vec<String>> {
     c.cells
         .iter()
         .map(|x| {
             vec![
-                x.label.to_string(),
+                match (&x.base_label, against) {
+                    (Some(b), true) => format!("{} (base: {b})", x.label),
+                    _ => x.label.to_string(),
+                },
                 x.metric.to_string(),
                 format!("{:.2}", x.base),
                 format!("{:.2}", x.new),
@@ -90,9 +95,39 @@ fn members(c: &Comparison, out: &mut dyn Write) -> std::io::Result<()> {
 
 const HEADER: [&str; 6] = ["Label", "Metric", "Base", "New", "Change", "Verdict"];
 
+/// The metrics of the headline, TOTAL's.
+const HEADLINE: [&str; 3] = ["throughput", "p50", "p99"];
+
+/// The first line: TOTAL's throughput, p50 and p99, each with its change and verdict.
+fn headline(c: &Comparison) -> Option<String> {
+    let parts: Vec<String> = HEADLINE
+        .iter()
+        .filter_map(|m| {
+            c.cells
+                .iter()
+                .find(|x| x.label == Label::Total && x.metric == *m)
+        })
+        .map(|x| {
+            format!(
+                "{} {} ({})",
+                x.metric,
+                change(x.change_pct),
+                x.verdict.words()
+            )
+        })
+        .collect();
+    (!parts.is_empty()).then(|| format!("TOTAL: {}", parts.join(", ")))
+}
+
 pub fn table(c: &Comparison, out: &mut dyn Write) -> std::io::Result<()> {
     let noise = c.cells.first().map_or("intervals", |x| x.noise.as_str());
+    if let Some(h) = headline(c) {
+        writeln!(out, "{h}")?;
+    }
     writeln!(out, "base: {}\nnew:  {}", c.base, c.new)?;
+    for n in &c.notes {
+        writeln!(out, "{n}")?;
+    }
     writeln!(
         out,
         "(times in ms, throughput in samples/s; noise {})\n",
@@ -103,7 +138,7 @@ pub fn table(c: &Comparison, out: &mut dyn Write) -> std::io::Result<()> {
         }
     )?;
     let mut lines = vec![HEADER.iter().map(|h| h.to_string()).collect::<Vec<_>>()];
-    lines.extend(rows(c));
+    lines.extend(rows(c, true));
     // Label, metric and verdict are words; the rest numbers.
     super::layout::aligned(&lines, &[0, 1, 5], out)?;
     members(c, out)?;
@@ -129,7 +164,7 @@ pub fn table(c: &Comparison, out: &mut dyn Write) -> std::io::Result<()> {
 
 pub fn tsv(c: &Comparison, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out, "{}", HEADER.join("\t"))?;
-    for r in rows(c).into_iter().chain(member_rows(c)) {
+    for r in rows(c, false).into_iter().chain(member_rows(c)) {
         writeln!(out, "{}", r.join("\t"))?;
     }
     Ok(())
@@ -144,6 +179,72 @@ pub fn json(c: &Comparison, out: &mut dyn Write) -> std::io::Result<()> {
 mod tests {
     use super::*;
     use crate::compare::members::MemberCell;
+    use crate::compare::{Cell, Verdict};
+
+    fn cell(label: Label, metric: &'static str, change: f64, verdict: Verdict) -> Cell {
+        Cell {
+            label,
+            metric,
+            base: 100.0,
+            new: 100.0 + change,
+            change_pct: Some(change),
+            verdict,
+            noise: "intervals".into(),
+            base_label: None,
+        }
+    }
+
+    #[test]
+    fn the_console_starts_with_totals_headline_then_the_notes_then_the_table() {
+        let g = Label::group("ins@200/s");
+        let mut judged = cell(g.clone(), "p50", 1.0, Verdict::SameWithinNoise);
+        judged.base_label = Some(Label::group("ins"));
+        let c = Comparison {
+            base: "a".into(),
+            new: "b".into(),
+            cells: vec![
+                judged,
+                cell(Label::Total, "samples", 40.0, Verdict::NotJudged),
+                cell(Label::Total, "throughput", -13.6, Verdict::Slower),
+                cell(Label::Total, "p50", 18.3, Verdict::SameWithinNoise),
+                cell(Label::Total, "p99", 14.0, Verdict::Steered),
+            ],
+            gates: Vec::new(),
+            members: Vec::new(),
+            notes: vec!["note: the new run was steered live".into()],
+        };
+        let mut console = Vec::new();
+        table(&c, &mut console).unwrap();
+        let text = String::from_utf8(console).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[..4],
+            [
+                "TOTAL: throughput -13.6% (slower), p50 +18.3% (same within noise), p99 +14.0% (not judged: steered)",
+                "base: a",
+                "new:  b",
+                "note: the new run was steered live",
+            ]
+        );
+        assert!(text.contains("ins@200/s (base: ins)"), "{text}");
+        // The TSV keeps its form: the row's own label.
+        let mut out = Vec::new();
+        tsv(&c, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.lines().nth(1).unwrap().starts_with("ins@200/s\tp50\t"),
+            "{text}"
+        );
+        // No TOTAL in both runs: no headline.
+        let none = Comparison {
+            cells: Vec::new(),
+            notes: Vec::new(),
+            ..c
+        };
+        let mut console = Vec::new();
+        table(&none, &mut console).unwrap();
+        assert!(String::from_utf8(console).unwrap().starts_with("base: a\n"));
+    }
 
     #[test]
     fn members_follow_the_table_in_its_columns_and_have_a_console_section() {
@@ -159,6 +260,7 @@ mod tests {
                 base_lag_max: None,
                 new_lag_max: Some(1.25),
             }],
+            notes: Vec::new(),
         };
         let mut tsv_out = Vec::new();
         tsv(&c, &mut tsv_out).unwrap();

@@ -37,8 +37,8 @@ pub fn write_to<T>(
     };
     if path.as_os_str() == "-" {
         let mut out = std::io::stdout().lock();
-        return render(summary, &mut out)
-            .and_then(|_| out.flush())
+        // `--tsv - | head -1`: a reader that took what it wanted is no failure.
+        return crate::console::written(render(summary, &mut out).and_then(|_| out.flush()))
             .map_err(io);
     }
     let mut buf = Vec::new();

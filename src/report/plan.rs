@@ -29,6 +29,21 @@ pub fn render(plan: &RunPlan, out: &mut dyn Write) -> std::io::Result<()> {
             )?;
         }
     }
+    if let Some(scale) = &plan.scale {
+        writeln!(
+            out,
+            "scale: every rate x{} (--scale; the rates above are the products){}",
+            scale.factor,
+            if scale.unscaled.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; closed loop, left as they are: {}",
+                    scale.unscaled.join(", ")
+                )
+            }
+        )?;
+    }
     if !plan.server_args.is_empty() {
         writeln!(out, "embedded server flags: {}", plan.server_args.join(" "))?;
     }

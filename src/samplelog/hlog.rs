@@ -56,7 +56,7 @@ impl IntervalLog {
             .name("interval-log".into())
             .spawn(move || {
                 let fail = |e: std::io::Error| {
-                    eprintln!(
+                    errln!(
                         "error: writing {} failed: {e}; the interval log is incomplete from here on (the summary is not)",
                         file.display()
                     );

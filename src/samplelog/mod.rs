@@ -70,7 +70,7 @@ impl SampleLog {
                 // collector goes on counting, so the summary stays whole, and `finish` reports it.
                 let fail = |path: &Option<PathBuf>, e: std::io::Error| {
                     let path = path.clone().unwrap_or_default();
-                    eprintln!(
+                    errln!(
                         "error: writing {} failed: {e}; the sample log is incomplete from here on (the summary is not)",
                         path.display()
                     );

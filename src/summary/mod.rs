@@ -469,6 +469,13 @@ impl Change {
         }
     }
 
+    /// Are two values of `setting` the same for a change? As their rows name them (a rate to
+    /// two decimals, users whole): a change between them would split the group's row into two
+    /// of one name (`insert@200/s` and `insert@200/s #2`).
+    pub fn same_value(setting: &str, a: f64, b: f64) -> bool {
+        Change::value_text(setting, a) == Change::value_text(setting, b)
+    }
+
     /// The change as its marker says it: `insert 200/s -> 400/s (page 127.0.0.1)`.
     pub fn text(&self) -> String {
         format!(

@@ -75,6 +75,10 @@ pub struct PlanInfo {
     pub target: TargetPlan,
     pub setup: SetupInfo,
     pub groups: Vec<GroupInfo>,
+    /// `--scale`: the factor the profile's rates were multiplied by (the groups' rates are
+    /// the products) and the closed-loop groups left as they are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale: Option<crate::plan::Scale>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -149,6 +153,7 @@ impl RunInfo {
                     indexes: plan.setup().indexes.iter().map(|d| d.to_string()).collect(),
                 },
                 groups: summary.groups.clone(),
+                scale: plan.scale.clone(),
             },
             seed: summary.seed,
             server: summary.server.clone(),

@@ -140,8 +140,10 @@ fn shown(setting: Setting, value: f64) -> String {
 
 impl Page {
     /// A change asked for by `who`: checked against the run now, and made at the next
-    /// interval's end. The reply's words on success.
-    pub(super) fn ask(&self, name: &str, ask: Ask, who: String) -> Result<String, Refused> {
+    /// interval's end. The reply's status and words on success: 202 for a change to come, 200
+    /// for a change asked before in this interval and taken back (the value asked is the one
+    /// the group runs at).
+    pub(super) fn ask(&self, name: &str, ask: Ask, who: String) -> Result<(u16, String), Refused> {
         let mut st = lock(&self.inner.state);
         let Some(run) = &st.run else {
             return Err((
@@ -200,20 +202,62 @@ impl Page {
             Now::Rate(r) => r,
             Now::Users(u) => f64::from(u),
         };
-        if (from - ask.to).abs() < 1e-9 {
+        let (index, setting) = (g.index, g.setting());
+        let same = |a: f64, b: f64| Change::same_value(setting.word(), a, b);
+        // A change asked before in this interval, not made yet: this request supersedes it.
+        let before = st
+            .pending
+            .iter()
+            .position(|p| p.group == index)
+            .map(|i| st.pending.remove(i));
+        if same(from, ask.to) {
+            let Some(before) = before else {
+                return Err((
+                    409,
+                    format!(
+                        "`{name}` runs at {} already: nothing to change",
+                        shown(setting, from)
+                    ),
+                ));
+            };
+            let words = format!(
+                "{name}: the change to {} asked before ({}) is taken back; it stays at {}",
+                shown(setting, before.to),
+                before.who,
+                shown(setting, from)
+            );
+            errln!("live: {words} ({who})");
+            return Ok((200, words));
+        }
+        if before.as_ref().is_some_and(|b| same(b.to, ask.to)) {
+            st.pending.extend(before);
             return Err((
                 409,
-                format!("`{name}` runs at {} already", shown(g.setting(), from)),
+                format!(
+                    "`{name}` goes to {} from the next interval already: nothing to change",
+                    shown(setting, ask.to)
+                ),
             ));
         }
-        let (index, setting) = (g.index, g.setting());
-        let words = format!(
+        let mut words = format!(
             "{name}: {} -> {} from the next interval",
             shown(setting, from),
             shown(setting, ask.to)
         );
-        // A second change before the interval ends replaces the first.
-        st.pending.retain(|p| p.group != index);
+        if let Some(b) = &before {
+            let instead = format!(
+                " (instead of {}, asked before by {})",
+                shown(setting, b.to),
+                b.who
+            );
+            words.push_str(&instead);
+            errln!(
+                "live: {name}: the change to {} ({}) superseded by {} ({who})",
+                shown(setting, b.to),
+                b.who,
+                shown(setting, ask.to)
+            );
+        }
         st.pending.push(Pending {
             group: index,
             name: name.to_string(),
@@ -221,7 +265,7 @@ impl Page {
             to: ask.to,
             who,
         });
-        Ok(words)
+        Ok((202, words))
     }
 
     /// The changes asked for since the last interval, made now (`now_us`, the new interval's
@@ -240,7 +284,7 @@ impl Page {
             let mut made = Vec::new();
             for p in pending {
                 let Some(now) = run.steer.now(p.group) else {
-                    eprintln!(
+                    errln!(
                         "live: {} -> {} not made: `{}` ended before the interval did",
                         p.setting.word(),
                         shown(p.setting, p.to),
@@ -252,6 +296,16 @@ impl Page {
                     Now::Rate(r) => r,
                     Now::Users(u) => f64::from(u),
                 };
+                // Checked when asked, and again here: a row is never split into two of one name.
+                if Change::same_value(p.setting.word(), from, p.to) {
+                    errln!(
+                        "live: {} -> {} not made: `{}` runs at it already",
+                        p.setting.word(),
+                        shown(p.setting, p.to),
+                        p.name
+                    );
+                    continue;
+                }
                 let done = match p.setting {
                     Setting::Rate => run.steer.set_rate(p.group, p.to, at),
                     // Checked against MAX_THREADS when asked: a whole number that fits.
@@ -313,7 +367,7 @@ impl Page {
                         "row": change.row,
                     }),
                 ));
-                eprintln!(
+                errln!(
                     "live: {} {} -> {} ({})",
                     change.group,
                     shown(p.setting, from),

@@ -176,7 +176,7 @@ impl Page {
                 }
                 let who = who(&req);
                 if p == "/api/stop" {
-                    eprintln!("live: stop asked ({who}): finishing operations in flight, then the summary");
+                    errln!("live: stop asked ({who}): finishing operations in flight, then the summary");
                     self.inner.stop.cancel();
                     return reply(
                         req,
@@ -190,7 +190,7 @@ impl Page {
                     Err(why) => return refuse(req, 400, &why),
                 };
                 match self.ask(&name, ask, who) {
-                    Ok(words) => reply(req, 202, &json!({ "message": words })),
+                    Ok((status, words)) => reply(req, status, &json!({ "message": words })),
                     Err((status, why)) => refuse(req, status, &why),
                 }
             }
@@ -306,7 +306,7 @@ impl Page {
                 let _ = w.flush();
             });
         if spawned.is_err() {
-            eprintln!("live: could not start a thread for a viewer");
+            errln!("live: could not start a thread for a viewer");
         }
     }
 }

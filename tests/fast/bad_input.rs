@@ -87,6 +87,13 @@ fn cases(dir: &Path) -> (Vec<(Input, i32, &'static str)>, u16) {
     let notes = dir.join("notes.txt");
     std::fs::write(&notes, "shopping list\nmilk\n").unwrap();
     let notes = notes.to_string_lossy().into_owned();
+    let paced = dir.join("paced.toml");
+    std::fs::write(
+        &paced,
+        format!("{DOC}{INS}threads = 1\nduration = \"5s\"\nrate = 5000000\n"),
+    )
+    .unwrap();
+    let paced = paced.to_string_lossy().into_owned();
     let misspelt_stage = dir.join("stage.toml");
     std::fs::write(
         &misspelt_stage,
@@ -221,6 +228,12 @@ fn cases(dir: &Path) -> (Vec<(Input, i32, &'static str)>, u16) {
         (args("capture without a source", &["capture"]), 2, "--from-profiler"),
         (args("capture --coverage above 100", &["capture", "--from-log", "x.log", "--coverage", "120"]), 2, "a percentage above 0 and at most 100"),
         (args("capture of the profiler without a database", &["capture", "--from-profiler", "mongodb://127.0.0.1:1"]), 2, "needs the databases to profile"),
+        (args("--scale of 0", &["run", "smoke", "--scale", "0"]), 2, "a factor above 0"),
+        (args("--scale that is not a number", &["run", "smoke", "--scale", "twice"]), 2, "a factor above 0"),
+        (args("--scale of a profile without a rate", &["run", "smoke", "--scale", "2"]), 2, "every group of this profile runs closed loop"),
+        (args("--scale beyond the rate's bounds", &["validate", &paced, "--scale", "10"]), 2, "x --scale 10 = 50000000/s"),
+        (args("--scale with --rate", &["run", "smoke", "--scale", "2", "--rate", "100"]), 2, "cannot be used with"),
+        (args("sweep with --scale", &["sweep", "smoke", "--scale", "2"]), 2, "so --scale would be ignored"),
     ];
     (all, closed)
 }

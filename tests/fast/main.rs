@@ -8,6 +8,9 @@
 //! - `module_graph`: the layout's rules (ranks, no upward import)
 //! - `console`: what the console shows, TLS failures included
 
+// Tests and tools print as they like; the library's console is `outln!`/`errln!` (clippy.toml).
+#![allow(clippy::disallowed_macros)]
+
 #[path = "../common/mod.rs"]
 mod common;
 

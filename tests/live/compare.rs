@@ -1,6 +1,7 @@
 //! `compare` on real runs: runs of one profile on one server are the same within noise; runs whose
 //! every reply is held 5 ms by a loopback proxy are slower in every latency column by about 5 ms,
-//! and a `--fail-if` gate on the median fails with exit 4. The percentiles it prints for each side
+//! and a `--fail-if` gate on the median fails with exit 4; the console's first line is the
+//! headline, TOTAL's throughput, p50 and p99 verdicts. The percentiles it prints for each side
 //! are those of that run's summary; runs of different plans are refused unless --force.
 
 use crate::common;
@@ -180,6 +181,18 @@ fn compare_tells_a_held_server_from_noise_and_gates_fail_with_exit_4() {
     assert_eq!(c["gates"][0]["pass"], false);
     assert!(
         stderr.contains("gate TOTAL.median > +10%: FAILED") && stderr.contains("GATES FAILED: 1"),
+        "{stderr}"
+    );
+    // The headline first: TOTAL's throughput, p50 and p99, each with its change and verdict.
+    let p50 = cell(&c, "TOTAL", "p50");
+    let headline = stderr.lines().next().unwrap_or_default();
+    assert!(
+        headline.starts_with("TOTAL: throughput ")
+            && headline.contains(&format!(
+                "p50 {:+.1}% (slower)",
+                p50["change_pct"].as_f64().unwrap()
+            ))
+            && headline.contains(", p99 "),
         "{stderr}"
     );
 

@@ -1,6 +1,8 @@
 //! The embedded server: `run smoke` with no --uri starts one, prints the table, and leaves no
 //! process or directory behind; a wrong --uri exits 3 within its timeout; Ctrl-C mid-run prints
-//! what completed, keeps the output files whole and exits 130.
+//! what completed, keeps the output files whole and exits 130; a console whose reader went away
+//! (`2>&1 | head -2`) changes nothing: the run goes on, writes every file and exits as its result
+//! says.
 
 use crate::common;
 
@@ -54,6 +56,62 @@ fn run_smoke_without_uri_uses_the_embedded_server_and_cleans_up() {
     );
     assert_eq!(summary["server"]["kind"], "embedded");
     assert_eq!(summary["schema_version"], 1);
+}
+
+/// `mongo-stress run smoke 2>&1 | head -2`: head takes two lines and goes, and every later line
+/// (the rest of the server's and setup's, the summary table) meets a closed pipe. Rust ignores
+/// SIGPIPE, so each such write fails with EPIPE: the run used to panic on it (exit 101) and lose
+/// its directory. Now it finishes, writes every file and exits as its result says (0).
+#[test]
+fn a_console_closed_by_head_changes_nothing_the_run_writes_every_file_and_exits_0() {
+    if skip_live() {
+        return;
+    }
+    let _turn = common::shared();
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    // bash's PIPESTATUS: the tool's exit, not head's.
+    let out = assert_cmd::Command::new("bash")
+        .args([
+            "-c",
+            r#""$0" run smoke --out "$1" 2>&1 | head -2; exit "${PIPESTATUS[0]}""#,
+        ])
+        .arg(bin_path())
+        .arg(&run)
+        .current_dir(dir.path())
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(shown.lines().count(), 2, "head's two lines: {shown}");
+    assert_eq!(out.status.code(), Some(0), "{shown}");
+    // Every file a finished run writes, whole: the typed reader takes the directory, the
+    // summary is its schema's, the sample log holds every operation the summary counts.
+    for f in mongo_stress::rundir::File::ALL {
+        let needed = !f.optional()
+            || matches!(
+                f,
+                mongo_stress::rundir::File::LatencyHlog
+                    | mongo_stress::rundir::File::Resources
+                    | mongo_stress::rundir::File::ResourcesSummary
+                    | mongo_stress::rundir::File::Report
+                    | mongo_stress::rundir::File::Samples
+            );
+        assert!(!needed || f.path(&run).is_file(), "{} missing", f.name());
+    }
+    mongo_stress::rundir::RunDir::open(&run).expect("the run directory reads back");
+    let summary = read_json(&run.join("summary.json"));
+    validate_schema(&summary);
+    let total = row(&summary, "TOTAL")["samples"].as_u64().unwrap();
+    assert_eq!(total, 4 * 100 + 4 * 50 + 4 * 50 + 2 * 50);
+    let logged = std::fs::read_to_string(run.join("samples.tsv")).unwrap();
+    assert_eq!(logged.lines().count() as u64 - 1, total);
+    assert!(read_json(&run.join("run.json"))["finished_at"].is_string());
+    let report = std::fs::read_to_string(run.join("report.html")).unwrap();
+    assert!(
+        report.trim_end().ends_with("</html>"),
+        "report.html cut short"
+    );
 }
 
 #[test]

@@ -3,8 +3,11 @@
 //! (throughput and active users stepping at the change), in rows of their own, in summary.json's
 //! changes and in report.html's markers, with the server's opcounters as the witness of the count;
 //! the stream's last totals equal to summary.json's; refusals (no token, a wrong one, malformed
-//! bodies, an unknown group, a rate for a closed-loop group) that change nothing; `POST /api/stop`
-//! ending the run as Ctrl-C does (exit 130, files whole); the token never printed.
+//! bodies, an unknown group, a rate for a closed-loop group, the rate a group runs at already, a
+//! change taken back in its interval) that change nothing and split no row; `POST /api/stop`
+//! ending the run as Ctrl-C does (exit 130, files whole); the token never printed; `compare` of
+//! the steered run against an unsteered one: a note, the rows of two loads not judged, each
+//! change's row judged against the unsteered group at its value.
 
 use crate::common;
 
@@ -311,6 +314,86 @@ fn a_rate_and_users_changed_mid_run_step_at_the_change_in_rows_events_and_marker
         html.contains("look 2 users -> 6 users (page 127.0.0.1)"),
         "no marker of the users change"
     );
+
+    // compare, against a run of the profile that nobody steered: it says so first, leaves the
+    // rows of two loads (the changed groups' own, TOTAL) unjudged, and judges each change's
+    // row against the unsteered group that ran at its value (ins@200/s against ins at 200/s).
+    let base = dir.path().join("unsteered");
+    let (code, stderr) = finish(
+        spawn(&path, &server.uri, &base, &["--quiet", "--duration", "6s"]),
+        60,
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let compared = bin()
+        .arg("compare")
+        .arg(&base)
+        .arg(&out)
+        .args(["--json", "-"])
+        .output()
+        .unwrap();
+    let console = String::from_utf8_lossy(&compared.stderr);
+    assert_eq!(compared.status.code(), Some(0), "{console}");
+    let c: serde_json::Value = serde_json::from_slice(&compared.stdout).unwrap();
+    let first = console.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("TOTAL: throughput ")
+            && first.contains("p99 ")
+            && first.contains("(not judged: steered)"),
+        "{console}"
+    );
+    assert!(
+        console.contains("note: the new run was steered live: ")
+            && console.contains("ins 200/s -> 400/s (api 127.0.0.1)")
+            && console.contains("look 2 users -> 6 users (page 127.0.0.1)"),
+        "{console}"
+    );
+    assert!(console.contains("ins@200/s (base: ins)"), "{console}");
+    let cell = |label: &str, metric: &str| -> serde_json::Value {
+        c["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["label"] == label && x["metric"] == metric)
+            .unwrap_or_else(|| panic!("no {label} {metric} in {c}"))
+            .clone()
+    };
+    for (label, metric) in [("ins", "p99"), ("look", "throughput"), ("TOTAL", "p50")] {
+        assert_eq!(
+            cell(label, metric)["verdict"],
+            "steered",
+            "{label} {metric}"
+        );
+    }
+    for (label, base_label) in [("ins@200/s", "ins"), ("look@2 users", "look")] {
+        let x = cell(label, "p50");
+        assert_eq!(x["base_label"], base_label, "{x}");
+        assert!(
+            ["faster", "slower", "same_within_noise"].contains(&x["verdict"].as_str().unwrap()),
+            "judged from its intervals: {x}"
+        );
+    }
+    assert!(
+        !c["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x["label"] == "ins@400/s"),
+        "ins@400/s has no counterpart in a run at 200/s"
+    );
+    // A gate on a row of two loads: refused, with the way out.
+    let gated = bin()
+        .arg("compare")
+        .arg(&base)
+        .arg(&out)
+        .args(["--fail-if", "TOTAL.p99 > +10%"])
+        .output()
+        .unwrap();
+    let says = String::from_utf8_lossy(&gated.stderr);
+    assert_eq!(gated.status.code(), Some(2), "{says}");
+    assert!(
+        says.contains("steered live") && says.contains("gate a change's row"),
+        "{says}"
+    );
 }
 
 #[test]
@@ -321,7 +404,8 @@ fn refusals_change_nothing_the_token_is_never_shown_and_stop_ends_the_run_as_ctr
     let dir = tempfile::tempdir().unwrap();
     let db = unique_db("live_refuse");
     let groups = "[[group]]\nname = \"ins\"\nop = \"insert\"\nthreads = 2\nduration = \"60s\"\n\n\
-                  [[group]]\nname = \"looped\"\nop = \"find\"\nthreads = 1\nloops = 100000000\n";
+                  [[group]]\nname = \"looped\"\nop = \"find\"\nthreads = 1\nloops = 100000000\n\n\
+                  [[group]]\nname = \"paced\"\nop = \"find\"\nthreads = 2\nrate = 150\nduration = \"60s\"\n";
     let path = profile(dir.path(), &db, "drop = true", groups);
     let token = "s3cret-live-token";
     let port = free_port();
@@ -407,6 +491,38 @@ fn refusals_change_nothing_the_token_is_never_shown_and_stop_ends_the_run_as_ctr
         assert_eq!(status, want, "{body}: {reply}");
         assert!(reply.contains(says), "{body}: {reply}");
     }
+    // The rate a group runs at already, within the row name's two decimals (150/s is a period
+    // of 6666667 ns, which reads back as 149.99999/s): nothing to change. A change asked, then
+    // taken back in the same interval (asked right after one began): made neither.
+    while stream
+        .recv_timeout(Duration::from_secs(30))
+        .expect("events")
+        .0
+        != "interval"
+    {}
+    for (body, want, says) in [
+        (r#"{"rate": 150}"#, 409, "runs at 150/s already"),
+        (r#"{"rate": 150.001}"#, 409, "runs at 150/s already"),
+        (
+            r#"{"rate": 300}"#,
+            202,
+            "150/s -> 300/s from the next interval",
+        ),
+        (
+            r#"{"rate": 300}"#,
+            409,
+            "goes to 300/s from the next interval already",
+        ),
+        (
+            r#"{"rate": 150}"#,
+            200,
+            "the change to 300/s asked before (api 127.0.0.1) is taken back; it stays at 150/s",
+        ),
+    ] {
+        let (status, reply) = http(port, "POST", "/api/groups/paced", &[&auth], body);
+        assert_eq!(status, want, "{body}: {reply}");
+        assert!(reply.contains(says), "{body}: {reply}");
+    }
     // Two intervals later nothing was changed.
     let mut n = 0;
     while n < 2 {
@@ -429,6 +545,16 @@ fn refusals_change_nothing_the_token_is_never_shown_and_stop_ends_the_run_as_ctr
     assert!(
         summary["runs"][0].get("changes").is_none(),
         "nothing changed: {summary}"
+    );
+    let labels: Vec<&str> = summary["runs"][0]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["label"].as_str().unwrap())
+        .collect();
+    assert!(
+        labels.iter().all(|l| !l.contains('@') && !l.contains('#')),
+        "no row of a change: {labels:?}"
     );
     let samples = row(&summary, "ins")["samples"].as_u64().unwrap();
     let logged = std::fs::read_to_string(out.join("samples.tsv"))

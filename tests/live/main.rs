@@ -40,6 +40,9 @@
 //! - `transactions`: steps and transactions
 //! - `workloads`: mixes, key distributions, the bundled YCSB workloads
 
+// Tests and tools print as they like; the library's console is `outln!`/`errln!` (clippy.toml).
+#![allow(clippy::disallowed_macros)]
+
 #[path = "../common/mod.rs"]
 mod common;
 #[path = "../common/wire_log.rs"]

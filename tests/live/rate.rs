@@ -1,5 +1,7 @@
 //! Open-loop runs at a target rate: the rate and the operation count against the server's own
-//! opcounters, and a server frozen mid-run (SIGSTOP) showing in the intended-start latency.
+//! opcounters, `--scale 2` doubling every group's rate (the server's documents and opcounters
+//! as the witness) and leaving a closed-loop group as it is, and a server frozen mid-run
+//! (SIGSTOP) showing in the intended-start latency.
 
 use crate::common;
 
@@ -60,6 +62,104 @@ fn a_rate_of_200_per_second_for_5_seconds_sends_1000_operations_evenly() {
         .max()
         .unwrap();
     assert!(busiest <= 40, "{busiest} operations started within 100 ms");
+}
+
+/// `run --scale 2`: each open-loop group at twice its profile's rate, counted by the server
+/// (the inserts' documents, the finds' query opcounter), not by the tool; the closed-loop group
+/// left as it is, with a warning that names it; run.json and the plan say so.
+#[test]
+fn scale_2_runs_every_open_loop_group_at_twice_its_rate_as_the_server_counts_it() {
+    let Some(server) = TestServer::start_alone() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = unique_db("scale");
+    let (ins_rate, look_rate, secs) = (60.0, 30.0, 5.0);
+    let groups = format!(
+        "[[group]]\nname = \"ins\"\nop = \"insert\"\nthreads = 10\nrate = {ins_rate}\nduration = \"{secs}s\"\n\n\
+         [[group]]\nname = \"look\"\nop = \"find\"\nfilter = [\"city\"]\nlimit = 1\nthreads = 5\nrate = {look_rate}\nduration = \"{secs}s\"\n\n\
+         [[group]]\nname = \"pinger\"\nthreads = 1\nloops = 50\n[group.command]\nping = 1\n"
+    );
+    let path = profile(dir.path(), &db, "drop = true", &groups);
+
+    // The plan says it before anything runs.
+    let plan = bin()
+        .args(["validate", path.to_str().unwrap(), "--scale", "2"])
+        .timeout(Duration::from_secs(30))
+        .assert()
+        .code(0)
+        .get_output()
+        .clone();
+    let shown = String::from_utf8_lossy(&plan.stdout);
+    assert!(shown.contains("open loop at 120/s"), "{shown}");
+    assert!(shown.contains("open loop at 60/s"), "{shown}");
+    assert!(
+        shown.contains("scale: every rate x2") && shown.contains("left as they are: pinger"),
+        "{shown}"
+    );
+
+    let before = server.opcounters();
+    let out = dir.path().join("run");
+    let run = bin()
+        .args([
+            "run",
+            path.to_str().unwrap(),
+            "--uri",
+            &server.uri,
+            "--quiet",
+        ])
+        .args(["--scale", "2", "--out"])
+        .arg(&out)
+        .timeout(Duration::from_secs(90))
+        .assert()
+        .code(0)
+        .get_output()
+        .clone();
+    let after = server.opcounters();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        stderr.contains("warning: --scale 2 multiplies rates, and group pinger runs closed loop"),
+        "{stderr}"
+    );
+    let summary = read_json(&out.join("summary.json"));
+
+    // The server's witness: documents inserted, queries served, each over the group's time at
+    // twice the profile's rate, within 3 %.
+    let within = |what: &str, n: f64, rate: f64| {
+        let want = 2.0 * rate * secs;
+        assert!(
+            (n - want).abs() <= want * 0.03,
+            "{what}: {n}, expected {want} (2 x {rate}/s for {secs} s) within 3 %"
+        );
+    };
+    let inserted = server.count(&db, "cities", doc! {});
+    assert_eq!(inserted, row(&summary, "ins")["samples"].as_u64().unwrap());
+    within("documents the server holds", inserted as f64, ins_rate);
+    let queries = counter(&after, "query") - counter(&before, "query");
+    let finds = row(&summary, "look")["samples"].as_u64().unwrap();
+    assert!(queries >= finds as i64, "{queries} queries, {finds} finds");
+    within("queries the server served", queries as f64, look_rate);
+    assert_eq!(row(&summary, "look")["missed"], 0);
+
+    // The closed-loop group: its one user, no rate.
+    let run_json = read_json(&out.join("run.json"));
+    let plan = &run_json["plan"];
+    assert_eq!(plan["scale"]["factor"], 2.0, "{plan}");
+    assert_eq!(plan["scale"]["unscaled"], serde_json::json!(["pinger"]));
+    let group = |name: &str| {
+        plan["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["name"] == name)
+            .unwrap_or_else(|| panic!("no group {name} in {plan}"))
+            .clone()
+    };
+    assert_eq!(group("ins")["rate"], 2.0 * ins_rate);
+    assert_eq!(group("look")["rate"], 2.0 * look_rate);
+    assert_eq!(group("pinger")["rate"], serde_json::Value::Null);
+    assert_eq!(group("pinger")["threads"], 1);
+    assert_eq!(row(&summary, "pinger")["samples"], 50);
 }
 
 #[test]

@@ -419,7 +419,7 @@ impl<B: Backend + Clone> Session<'_, B> {
                     Some(b) => {
                         let _ = b.println(line);
                     }
-                    None => eprintln!("{line}"),
+                    None => errln!("{line}"),
                 }
             }
             // The resource summary covers what the summary counts: after the warm-ups.

@@ -128,7 +128,7 @@ impl<B: Backend + Clone> Session<'_, B> {
             if run < self.opts.repeat {
                 // The report so far; the last one comes after the logs are closed.
                 if let Err(e) = self.write_report().await {
-                    eprintln!("error: {e}");
+                    errln!("error: {e}");
                 }
             }
         }
@@ -356,7 +356,7 @@ impl<B: Backend + Clone> Session<'_, B> {
 
     fn say(&self, msg: String) {
         if self.opts.chatty {
-            eprintln!("{msg}");
+            errln!("{msg}");
         }
     }
 

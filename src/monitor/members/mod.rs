@@ -313,7 +313,7 @@ impl Members {
     /// Says `w` once: printed at once and kept for the summary.
     fn warn_once(&mut self, w: String) {
         if !self.said.contains(&w) {
-            eprintln!("warning: {w}");
+            errln!("warning: {w}");
             self.said.push(w.clone());
             self.untaken.push(w);
         }

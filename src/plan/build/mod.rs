@@ -230,6 +230,11 @@ impl RunPlan {
             unavailable_after,
             metrics_listen: p.metrics.listen.clone(),
             metrics_push: p.metrics.push.clone(),
+            scale: None,
+        };
+        let plan = RunPlan {
+            scale: rates::scale(loaded, ov, &plan)?,
+            ..plan
         };
         if let Some(why) = plan.audit.then(|| faults::refusal(&plan)).flatten() {
             return Err(loaded.error_at(

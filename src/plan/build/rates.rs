@@ -24,6 +24,55 @@ enum Rates {
     Steps(Vec<f64>, Duration),
 }
 
+impl Rates {
+    /// Every rate times `x` (`--scale`), each checked by `scaled`; closed loop stays so.
+    fn times(
+        self,
+        x: Option<f64>,
+        scaled: impl Fn(f64, f64) -> Result<f64, ProfileError>,
+    ) -> Result<Rates, ProfileError> {
+        let Some(x) = x else {
+            return Ok(self);
+        };
+        Ok(match self {
+            Rates::None => Rates::None,
+            Rates::One(r) => Rates::One(scaled(r, x)?),
+            Rates::Steps(steps, length) => Rates::Steps(
+                steps
+                    .into_iter()
+                    .map(|r| scaled(r, x))
+                    .collect::<Result<_, _>>()?,
+                length,
+            ),
+        })
+    }
+}
+
+/// `--scale`'s record in the plan: its factor and the closed-loop groups it left as they are;
+/// refused when no group has a rate (it would change nothing).
+pub(super) fn scale(
+    loaded: &crate::plan::profile::Loaded,
+    ov: &Overrides,
+    plan: &crate::plan::RunPlan,
+) -> Result<Option<crate::plan::Scale>, ProfileError> {
+    let Some(factor) = ov.scale else {
+        return Ok(None);
+    };
+    let unscaled: Vec<String> = plan
+        .groups()
+        .filter(|g| g.rate.is_none())
+        .map(|g| g.name.clone())
+        .collect();
+    if plan.groups().all(|g| g.rate.is_none()) {
+        return Err(loaded.error_at(
+            "",
+            format!("--scale {factor} multiplies the groups' rates, and every group of this profile runs closed loop, with no rate: it would change nothing"),
+            "a `rate` on the groups to scale (open loop), --rate R for every group, or --threads N to change closed-loop groups",
+        ));
+    }
+    Ok(Some(crate::plan::Scale { factor, unscaled }))
+}
+
 /// The row label of one rate step: `run@500/s`, `run@2.5/s`.
 pub fn step_name(group: &str, rate: f64) -> String {
     crate::metrics::Label::step_name(group, rate)
@@ -38,7 +87,10 @@ impl GroupAt<'_> {
         env: &Env<'_>,
         next_index: &mut usize,
     ) -> Result<Vec<GroupPlan>, ProfileError> {
-        let rates = match (self.rates()?, ov.rate) {
+        let rates = match (
+            self.rates()?.times(ov.scale, |r, x| self.scaled(r, x))?,
+            ov.rate,
+        ) {
             // --rate replaces the steps: one rate for as long as the steps would have run.
             (Rates::Steps(steps, length), Some(r)) => {
                 let mut one = self.build(ov, env, Some(length * steps.len() as u32))?;
@@ -84,6 +136,13 @@ impl GroupAt<'_> {
             out.push(g);
         }
         Ok(out)
+    }
+
+    /// A rate of the profile times `--scale`'s `x`, within the tool's bounds.
+    fn scaled(&self, rate: f64, x: f64) -> Result<f64, ProfileError> {
+        let r = rate * x;
+        limits::check_rate(r)
+            .map_err(|p| self.err("rate", format!("{rate}/s x --scale {x} = {r}/s: {p}")))
     }
 
     /// A rate step long enough to measure.
