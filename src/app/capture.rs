@@ -24,7 +24,7 @@ pub async fn watch_signals(stop: CancellationToken) {
             r = tokio::signal::ctrl_c() => if r.is_err() { return },
             _ = term.recv() => {}
         }
-        eoutln!("\ninterrupted: ending the capture (the profiler's settings are put back first)");
+        errln!("\ninterrupted: ending the capture (the profiler's settings are put back first)");
         stop.cancel();
     }
 }
@@ -59,7 +59,7 @@ pub async fn capture(args: CaptureArgs, stop: CancellationToken) -> Result<i32, 
         from_logs(&args, &mut left, &mut blind).await?
     };
     if stop.is_cancelled() && observed.is_empty() {
-        eoutln!("interrupted before any operation was captured; nothing written");
+        errln!("interrupted before any operation was captured; nothing written");
         return Ok(exit::INTERRUPTED);
     }
 
@@ -102,7 +102,7 @@ pub async fn capture(args: CaptureArgs, stop: CancellationToken) -> Result<i32, 
         outln!("{}", lines.trim_end_matches('\n'));
     }
     for w in warnings.iter().chain(&check_warnings) {
-        eoutln!("warning: {w}");
+        errln!("warning: {w}");
     }
     outln!(
         "profile: {} (run it: mongo-stress run {} --uri ...)",
@@ -132,7 +132,7 @@ async fn check_selectivity(
         crate::plan::profile::load(&profile_path.to_string_lossy()).map_err(|e| e.to_string())?;
     let plan =
         crate::plan::RunPlan::build(&loaded, &Default::default()).map_err(|e| e.to_string())?;
-    eoutln!("capture: checking what the replay's reads select, on a scratch server with the profile's preload");
+    errln!("capture: checking what the replay's reads select, on a scratch server with the profile's preload");
     let server = std::sync::Arc::new(
         crate::server::EmbeddedServer::launch(server_bin, Vec::new(), None)
             .await
@@ -215,7 +215,7 @@ async fn from_profiler(
     let connected = crate::ops::connect::connect(uri, 4, false).await?;
     existing_dbs(&connected.client, &dbs).await?;
     let shown = crate::redact::redact(uri);
-    eoutln!(
+    errln!(
         "capture: profiling {} on {shown} for {} ({}); Ctrl-C ends it early",
         dbs.join(", "),
         humantime::format_duration(args.for_),
@@ -228,12 +228,12 @@ async fn from_profiler(
     let got =
         capture::profiler::capture(&connected.client, &dbs, args.for_, args.sample_rate, stop)
             .await?;
-    eoutln!(
+    errln!(
         "capture: the profiler's settings are as they were on {}",
         dbs.join(", ")
     );
     for w in &got.warnings {
-        eoutln!("warning: {w}");
+        errln!("warning: {w}");
     }
     blind.extend(got.warnings.iter().cloned());
     opts.window_s = Some(started.elapsed().as_secs_f64().max(1.0));

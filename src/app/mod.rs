@@ -6,8 +6,6 @@
 //! imports it.
 
 pub mod capacity;
-// Its console lines are still std's macros (capture is not on a run's path; see `console`).
-#[allow(clippy::disallowed_macros)]
 pub mod capture;
 pub mod compare;
 pub mod merge;
