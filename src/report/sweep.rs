@@ -240,10 +240,7 @@ pub fn render(r: &SweepResult, out: &mut dyn Write) -> std::io::Result<()> {
 /// What the load generator took of a step, in words: its users' busy share, and its delay per
 /// operation against the latency.
 fn generator_share(s: &Step) -> String {
-    let mut p = format!(
-        "Little's N was {:.1} of {} users",
-        s.littles_n, s.users
-    );
+    let mut p = format!("Little's N was {:.1} of {} users", s.littles_n, s.users);
     if let Some(d) = s.generator_delay_ms.filter(|_| s.mean_ms > 0.0) {
         p.push_str(&format!(
             " and the tool added {d:.2} ms to each operation, {:.1} % of the mean latency of {:.2} ms",
