@@ -104,7 +104,15 @@ pub enum Command {
         mut_arg("scale", hidden),
         mut_arg("repeat", hidden),
         mut_arg("part", hidden),
-        mut_arg("parts", hidden)
+        mut_arg("parts", hidden),
+        mut_arg("start_at", hidden),
+        mut_arg("setup_wait", hidden),
+        mut_arg("baseline", hidden),
+        mut_arg("audit", hidden),
+        mut_arg("faults", hidden),
+        mut_arg("metrics_listen", hidden),
+        mut_arg("metrics_push", hidden),
+        mut_arg("live_control", hidden)
     )]
     Sweep(Box<SweepArgs>),
     /// Rebuild report.html from the files of a finished or interrupted run

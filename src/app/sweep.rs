@@ -28,7 +28,19 @@ pub async fn sweep(args: SweepArgs, stop: CancellationToken) -> Result<i32, Erro
     let mut base = steps::base_plan(
         "sweep",
         run,
-        &[(o.rate.is_some(), "--rate", "capacity, for open-loop rates")],
+        &[
+            (o.rate.is_some(), "--rate", "capacity, for open-loop rates"),
+            (
+                run.start_at.is_some(),
+                "--start-at",
+                "`at`, cron or a CI schedule to start the sweep later (each step starts when the last ends)",
+            ),
+            (
+                run.baseline.is_some(),
+                "--baseline",
+                "--slo for each step, and `compare` of two sweeps for a change",
+            ),
+        ],
         "runs each step closed loop for --step after --warmup",
     )?;
     let listed: Option<Vec<u32>> = o.threads.as_ref().map(|t| t.0.clone());
@@ -91,9 +103,20 @@ fn slo_and_groups(args: &SweepArgs, base: &RunPlan) -> Result<(Slo, u32), Error>
 }
 
 /// Raises the connection pool to the `users` of the largest step, and returns the notes the
-/// result shows: that raise, and whether each step starts from the same data.
+/// result shows: the profile's rates set aside, that raise, and whether each step starts from
+/// the same data.
 fn prepare(base: &mut RunPlan, users: u32) -> Vec<String> {
     let mut notes = Vec::new();
+    let rates: Vec<String> = base
+        .groups()
+        .filter_map(|g| g.rate.map(|r| format!("{} {r}/s", g.name)))
+        .collect();
+    if !rates.is_empty() {
+        notes.push(format!(
+            "the profile's rates ({}) were set aside: every step runs closed loop, each user sending its next operation when the last one ends (`capacity` finds the highest rate held)",
+            rates.join(", ")
+        ));
+    }
     if base.target.pool_size < users {
         notes.push(format!(
             "the connection pool was raised from {} to {users}, the users of the largest step the sweep may run, so that no user waits for a connection",
@@ -184,20 +207,29 @@ impl Sweeper<'_> {
                 Ok(summary) => {
                     let step = self.measure(&summary, n, &dir).await;
                     self.series.say(format!(
-                        "step {}: {n} users per group, {:.1}/s, median {:.2} ms, p99 {:.2} ms, {:.2} % errors, Little's N {:.1}",
+                        "step {}: {n} users per group, {:.1}/s, median {:.2} ms, p99 {:.2} ms, {:.2} % errors, Little's N {:.1}{}",
                         steps.len() + 1,
                         step.throughput,
                         step.median_ms,
                         step.p99_ms,
                         step.error_pct,
-                        step.littles_n
+                        step.littles_n,
+                        step.generator_delay_ms.map_or(String::new(), |d| format!(
+                            ", the tool's delay {d:.2} ms an operation (mean latency {:.2} ms)",
+                            step.mean_ms
+                        ))
                     ));
+                    if let Some(why) = &step.distorted {
+                        self.series.say(format!(
+                            "step {}: distorted by the load generator, left out of the fit: {why}",
+                            steps.len() + 1
+                        ));
+                    }
                     if summary.interrupted {
                         break StopReason::Interrupted;
                     }
-                    let ends = sweep::stops(&step);
                     steps.push(step);
-                    if let Some(why) = ends {
+                    if let Some(why) = sweep::stops(&steps) {
                         break why;
                     }
                 }

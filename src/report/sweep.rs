@@ -9,10 +9,10 @@ use serde::Serialize;
 
 use crate::compare::sweeps::{Parameter, SweepComparison};
 use crate::sweep::usl::{Analysis, Estimate};
-use crate::sweep::{Step, SweepResult};
+use crate::sweep::{self, Step, SweepResult};
 
-/// SPEC's `sweep.tsv` columns.
-pub const HEADER: [&str; 10] = [
+/// SPEC's `sweep.tsv` columns, and `Fit`: whether the step was fitted, or why it was left out.
+pub const HEADER: [&str; 11] = [
     "Threads",
     "Throughput",
     "Median",
@@ -23,6 +23,7 @@ pub const HEADER: [&str; 10] = [
     "Client CPU %",
     "Server CPU %",
     "SLO",
+    "Fit",
 ];
 
 fn cells(s: &Step) -> Vec<String> {
@@ -43,7 +44,13 @@ fn cells(s: &Step) -> Vec<String> {
             Some(true) => "held".into(),
             Some(false) => format!("broken: {}", s.why.join("; ")),
         },
+        fit_cell(s),
     ]
+}
+
+/// `fitted`, or `left out: ` and why (`sweep::unfit`).
+fn fit_cell(s: &Step) -> String {
+    sweep::unfit(s).map_or("fitted".into(), |why| format!("left out: {why}"))
 }
 
 /// The result in words: how throughput grew, what the fit says and what it cannot.
@@ -129,9 +136,14 @@ fn write_fit(a: &Analysis, out: &mut dyn Write) -> std::io::Result<()> {
             f.r_squared
         )?;
         if let (Some(n), Some(x)) = (a.peak_n, a.peak_throughput) {
+            let se = |v: Option<f64>, digits: usize| {
+                v.map_or(String::new(), |v| format!(" +/- {v:.digits$}"))
+            };
             writeln!(
                 out,
-                "peak: N* = sqrt((1 - sigma) / kappa) = {n:.1} users per group, {x:.0}/s"
+                "peak: N* = sqrt((1 - sigma) / kappa) = {n:.1}{} users per group, {x:.0}{}/s",
+                se(a.peak_n_se, 2),
+                se(a.peak_throughput_se, 1)
             )?;
         }
         if let (Some(i), Some(c)) = (a.one_over_sigma, a.amdahl_ceiling) {
@@ -180,12 +192,20 @@ pub fn render(r: &SweepResult, out: &mut dyn Write) -> std::io::Result<()> {
         )?;
     }
     for s in r.by_threads() {
-        if s.littles_n < 0.95 * f64::from(s.users) && s.throughput > 0.0 {
-            writeln!(
+        match (&s.distorted, &s.load_generator) {
+            (Some(why), _) => writeln!(
                 out,
-                "note: at {} users the measurement implies {:.1} busy (Little's law, X x R): the client (think time, a starved generator or the pool), not the server, set that step",
-                s.users, s.littles_n
-            )?;
+                "note: at {} users per group the load generator, not the server, set the pace: {why}; left out of the fit",
+                s.threads
+            )?,
+            (None, Some(warned)) => writeln!(
+                out,
+                "note: at {} users per group the run warned that {}; judged against the step, {}: the step is the server's, and fitted",
+                s.threads,
+                warned.split(':').next().unwrap_or_default(),
+                generator_share(s)
+            )?,
+            (None, None) => {}
         }
     }
     for n in &r.notes {
@@ -217,6 +237,20 @@ pub fn render(r: &SweepResult, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out, "stopped: {}", r.stop_text)
 }
 
+/// What the load generator took of a step, in words: its users' busy share, and its delay per
+/// operation against the latency.
+fn generator_share(s: &Step) -> String {
+    let mut p = format!("Little's N was {:.1} of {} users", s.littles_n, s.users);
+    if let Some(d) = s.generator_delay_ms.filter(|_| s.mean_ms > 0.0) {
+        p.push_str(&format!(
+            " and the tool added {d:.2} ms to each operation, {:.1} % of the mean latency of {:.2} ms",
+            100.0 * d / s.mean_ms,
+            s.mean_ms
+        ));
+    }
+    p
+}
+
 /// `sweep.tsv`: one line per step, by users.
 pub fn render_tsv(r: &SweepResult, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out, "{}", HEADER.join("\t"))?;
@@ -226,18 +260,20 @@ pub fn render_tsv(r: &SweepResult, out: &mut dyn Write) -> std::io::Result<()> {
     Ok(())
 }
 
-/// `sweep.json`: the result and its paragraph.
+/// `sweep.json`: the result, its paragraph, and each step's Fit cell by its users per group.
 #[derive(Serialize)]
 struct Written<'a> {
     #[serde(flatten)]
     result: &'a SweepResult,
     paragraph: String,
+    fitted: std::collections::BTreeMap<u32, String>,
 }
 
 fn written(r: &SweepResult) -> Written<'_> {
     Written {
         result: r,
         paragraph: paragraph(r),
+        fitted: r.steps.iter().map(|s| (s.threads, fit_cell(s))).collect(),
     }
 }
 

@@ -339,7 +339,7 @@ pub fn analyse(points: &[(f64, f64)]) -> Analysis {
     let largest = points.iter().map(|p| p.0).fold(0.0, f64::max);
     if points.len() < MIN_STEPS {
         a.notes.push(format!(
-            "{} steps: a fit needs at least {MIN_STEPS} to be worth reading; add steps (e.g. --threads 1,2,4,8,16,32)",
+            "{} steps: a fit needs at least {MIN_STEPS} to be worth reading",
             points.len()
         ));
         return a;

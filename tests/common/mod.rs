@@ -365,3 +365,27 @@ pub fn validate_against(value: &serde_json::Value, schema: &str) {
         .collect();
     assert!(errors.is_empty(), "a file breaks {schema}: {errors:#?}");
 }
+
+/// The first CPU this process may run on (to pin a busy process and the tool to one core).
+pub fn first_allowed_cpu() -> usize {
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        assert_eq!(
+            libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set),
+            0
+        );
+        (0..libc::CPU_SETSIZE as usize)
+            .find(|&c| libc::CPU_ISSET(c, &set))
+            .expect("an allowed CPU")
+    }
+}
+
+/// A child process killed and reaped when the test ends, however it ends.
+pub struct KillOnDrop(pub std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

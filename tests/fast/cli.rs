@@ -496,3 +496,65 @@ fn the_live_pages_options_are_refused_before_anything_runs() {
         );
     }
 }
+
+/// `sweep --help` lists what a sweep takes, and none of `run`'s options it refuses; each refused
+/// one, given, is refused with the option that does its job.
+#[test]
+fn sweep_help_lists_only_the_options_a_sweep_takes() {
+    let help = bin()
+        .args(["sweep", "--help"])
+        .assert()
+        .code(0)
+        .get_output()
+        .stdout
+        .clone();
+    let help = String::from_utf8_lossy(&help);
+    for taken in [
+        "--threads",
+        "--step",
+        "--slo",
+        "--max-threads",
+        "--warmup",
+        "--live",
+    ] {
+        assert!(help.contains(&format!("{taken} ")), "{taken}: {help}");
+    }
+    for refused in [
+        "--rate",
+        "--duration",
+        "--loops",
+        "--threshold",
+        "--repeat",
+        "--part",
+        "--parts",
+        "--start-at",
+        "--setup-wait",
+        "--baseline",
+        "--audit",
+        "--fault",
+        "--metrics-listen",
+        "--metrics-push",
+        "--live-control",
+    ] {
+        assert!(
+            !help.lines().any(|l| l.trim_start().starts_with(refused)
+                && l.trim_start()[refused.len()..].starts_with([' ', '\n', '<'])),
+            "{refused} is listed: {help}"
+        );
+    }
+    for (given, fix) in [
+        (&["--start-at", "+1s"][..], "fix: leave out --start-at"),
+        (&["--baseline", "x"][..], "fix: leave out --baseline"),
+        (
+            &["--live", "--live-control"][..],
+            "fix: leave out --live-control",
+        ),
+    ] {
+        bin()
+            .args(["sweep", "smoke"])
+            .args(given)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(fix));
+    }
+}

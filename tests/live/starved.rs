@@ -13,20 +13,6 @@ use std::process::{Command, Stdio};
 
 use common::*;
 
-/// The first CPU this process may run on.
-fn first_allowed_cpu() -> usize {
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        assert_eq!(
-            libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set),
-            0
-        );
-        (0..libc::CPU_SETSIZE as usize)
-            .find(|&c| libc::CPU_ISSET(c, &set))
-            .expect("an allowed CPU")
-    }
-}
-
 fn run(
     server: &TestServer,
     profile: &std::path::Path,
@@ -92,14 +78,7 @@ fn a_starved_load_generator_is_named_and_an_unstarved_one_is_not() {
         .args(["-c", &cpu.to_string(), "sh", "-c", "while :; do :; done"])
         .spawn()
         .expect("taskset");
-    struct Kill(std::process::Child);
-    impl Drop for Kill {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let _busy = Kill(busy);
+    let _busy = KillOnDrop(busy);
     let (starved, out) = run(&server, &path, &dir.path().join("starved"), Some(cpu));
     validate_schema(&starved);
     let stage = &starved["resources"][0];

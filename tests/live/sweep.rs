@@ -120,7 +120,7 @@ fn a_sweep_finds_the_peak_of_a_deployment_of_known_scaling() {
         }
     }
     let tsv = std::fs::read_to_string(out.join("sweep.tsv")).unwrap();
-    assert!(tsv.starts_with("Threads\tThroughput\tMedian\t99% Line\tError %\tLittle's N = X x R\tEfficiency\tClient CPU %\tServer CPU %\tSLO\n"), "{tsv}");
+    assert!(tsv.starts_with("Threads\tThroughput\tMedian\t99% Line\tError %\tLittle's N = X x R\tEfficiency\tClient CPU %\tServer CPU %\tSLO\tFit\n"), "{tsv}");
     assert_eq!(tsv.lines().count(), 1 + steps.len());
     assert!(out.join("sweep.html").is_file());
     assert!(
@@ -370,4 +370,205 @@ fn a_collection_kept_between_steps_is_counted_after_each() {
     common::runtime()
         .block_on(async { client.database(&db).drop().await })
         .unwrap();
+}
+
+/// The bundled `group-scan` profile, on its own database.
+fn group_scan(dir: &std::path::Path, tag: &str) -> std::path::PathBuf {
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("profiles/group-scan.toml"),
+    )
+    .unwrap();
+    let path = dir.join("group-scan.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "{text}\n[target]\ndatabase = \"{}\"\n",
+            common::unique_db(tag)
+        ),
+    )
+    .unwrap();
+    path
+}
+
+/// A step's verdict as sweep.json wrote it, recomputed from the step's own numbers: the load
+/// generator distorted it when Little's N was more than 10 % short of the users, or the tool's
+/// delay per operation more than 10 % of the mean latency.
+fn judged_distorted(st: &serde_json::Value) -> bool {
+    let users = st["users"].as_f64().unwrap();
+    let idle = 1.0 - st["littles_n"].as_f64().unwrap() / users;
+    let share = st["generator_delay_ms"]
+        .as_f64()
+        .map_or(0.0, |d| d / st["mean_ms"].as_f64().unwrap());
+    idle > 0.1 || share > 0.1
+}
+
+/// The Fit column of sweep.tsv, by users per group.
+fn fit_column(out: &std::path::Path) -> Vec<(u64, String)> {
+    let tsv = std::fs::read_to_string(out.join("sweep.tsv")).unwrap();
+    let mut lines = tsv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split('\t').collect();
+    assert_eq!(header.last(), Some(&"Fit"), "{tsv}");
+    lines
+        .map(|l| {
+            let cells: Vec<&str> = l.split('\t').collect();
+            (cells[0].parse().unwrap(), cells.last().unwrap().to_string())
+        })
+        .collect()
+}
+
+/// A server-bound workload (an unindexed `$group` over 20,000 documents) with the server on
+/// the same machine: the tool's share of each step is judged against the step, so the steps the
+/// server set are fitted, even where the run warned about the load generator, and the sweep runs
+/// its whole list rather than stopping at the first warning. Kept in
+/// `target/test-artefacts/sweep-group-scan.txt`.
+#[test]
+fn a_server_bound_sweep_beside_the_server_fits_the_steps_the_server_set() {
+    let Some(server) = TestServer::start_alone() else {
+        return common::skipped("MONGO_STRESS_SKIP_LIVE");
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let profile = group_scan(dir.path(), "sweep_group");
+    let out = dir.path().join("sweep");
+    let done = bin()
+        .arg("sweep")
+        .arg(&profile)
+        .args([
+            "--uri",
+            &server.uri,
+            "--threads",
+            "1,2,3,4,6,8,12",
+            "--step",
+            "3s",
+            "--warmup",
+            "1s",
+            "--out",
+        ])
+        .arg(&out)
+        .timeout(Duration::from_secs(240))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&done.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&done.stderr).to_string();
+    assert_eq!(done.status.code(), Some(0), "{stdout}{stderr}");
+    let json = common::read_json(&out.join("sweep.json"));
+    // Every step of the list ran: none ended the sweep.
+    assert_eq!(json["stop"]["reason"], "listed", "{stdout}{stderr}");
+    let steps = json["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 7, "{stdout}");
+    let column = fit_column(&out);
+    let mut fitted = 0;
+    for st in steps {
+        let users = st["threads"].as_u64().unwrap();
+        let distorted = judged_distorted(st);
+        assert_eq!(st["distorted"].is_string(), distorted, "{st}");
+        let cell = &column.iter().find(|(n, _)| *n == users).unwrap().1;
+        if distorted {
+            assert_eq!(cell, "left out: the load generator", "{st}");
+            assert!(
+                stderr.contains("distorted by the load generator, left out of the fit"),
+                "{stderr}"
+            );
+        } else {
+            assert_eq!(cell, "fitted", "{st}");
+            fitted += 1;
+        }
+        // Resources were sampled: the tool's delay is measured, not assumed.
+        assert!(st["generator_delay_ms"].as_f64().is_some(), "{st}");
+        // A step the run warned about but the sweep judged the server's is said so.
+        if st["load_generator"].is_string() && !distorted {
+            assert!(
+                stdout.contains(&format!(
+                    "note: at {users} users per group the run warned that"
+                )),
+                "{stdout}"
+            );
+        }
+    }
+    // The server set these steps: a scan of 20,000 documents takes the server milliseconds
+    // and the tool microseconds, so at most the one-user step is the tool's.
+    assert!(fitted >= 6, "{fitted} steps fitted: {stdout}");
+    let fit = &json["fit"];
+    let sigma = &fit["parameters"]["sigma"];
+    assert!(sigma["se"].as_f64().is_some(), "{stdout}");
+    assert!(stdout.contains("USL fit: lambda "), "{stdout}");
+    let artefacts = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-artefacts");
+    std::fs::create_dir_all(&artefacts).unwrap();
+    std::fs::write(artefacts.join("sweep-group-scan.txt"), stdout.as_bytes()).unwrap();
+}
+
+/// The tool pinned with `taskset` at `nice 19` to a core a busy process holds: its wake-ups come
+/// hundreds of milliseconds late, a large share of every operation's latency, so each step is
+/// marked as the load generator's, left out of the fit, and the sweep goes on to the third such
+/// step in a row, where it stops and says to give the tool CPU of its own.
+#[test]
+fn a_starved_tool_marks_its_steps_and_ends_the_sweep_after_three_in_a_row() {
+    let Some(server) = TestServer::start_alone() else {
+        return common::skipped("MONGO_STRESS_SKIP_LIVE");
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let profile = group_scan(dir.path(), "sweep_starved");
+    let out = dir.path().join("sweep");
+    let cpu = common::first_allowed_cpu();
+    let busy = std::process::Command::new("taskset")
+        .args(["-c", &cpu.to_string(), "sh", "-c", "while :; do :; done"])
+        .spawn()
+        .expect("taskset");
+    let _busy = common::KillOnDrop(busy);
+    let done = std::process::Command::new("taskset")
+        .args(["-c", &cpu.to_string(), "nice", "-n", "19"])
+        .arg(common::bin_path())
+        .arg("sweep")
+        .arg(&profile)
+        .args([
+            "--uri",
+            &server.uri,
+            "--threads",
+            "1,2,4,8,16",
+            "--step",
+            "2s",
+            "--warmup",
+            "1s",
+            "--out",
+        ])
+        .arg(&out)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("taskset and nice (util-linux, coreutils)");
+    let stdout = String::from_utf8_lossy(&done.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&done.stderr).to_string();
+    assert_eq!(done.status.code(), Some(0), "{stdout}{stderr}");
+    let json = common::read_json(&out.join("sweep.json"));
+    assert_eq!(json["stop"]["reason"], "starved", "{stdout}{stderr}");
+    let steps = json["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 3, "{stdout}");
+    for st in steps {
+        assert!(st["distorted"].is_string(), "{st}");
+        assert!(judged_distorted(st), "{st}");
+    }
+    assert!(fit_column(&out)
+        .iter()
+        .all(|(_, c)| c == "left out: the load generator"));
+    assert!(
+        stdout.contains("stopped: the load generator, not the server, set the pace of 3 steps in a row (1, 2, 4 users per group)"),
+        "{stdout}"
+    );
+    assert!(json["fit"]["parameters"].is_null(), "{stdout}");
+    let notes = json["fit"]["notes"].as_array().unwrap();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.as_str().unwrap().contains(
+                "1 (the load generator), 2 (the load generator), 4 (the load generator)"
+            )),
+        "{notes:?}"
+    );
+    assert!(
+        notes
+            .last()
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .contains("CPU of its own"),
+        "{notes:?}"
+    );
 }

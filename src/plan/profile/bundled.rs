@@ -35,6 +35,7 @@ bundled! {
     "transfer" => "the bank test: transfers between accounts in transactions, then the check that no money was made or lost",
     "kill-under-load" => "the write audit: inserts, $inc counters and reads while the embedded server is killed and started again; what it kept of the acknowledged writes",
     "orders" => "your own workload, by example: a range query with sort and limit, an aggregation, batched inserts, an upsert, on two collections",
+    "group-scan" => "server-bound: an unindexed $group over 20,000 orders, for `sweep` on one machine beside the server",
 }
 
 pub fn get(name: &str) -> Option<&'static str> {
