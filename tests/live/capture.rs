@@ -152,6 +152,34 @@ fn wait_for_level_2(server: &TestServer, db: &str) {
     }
 }
 
+/// Runs a captured `profile` of source database `db` for 3 s on a fresh database of `server`
+/// (its `_replay` database renamed), into `out`.
+fn run_on_a_fresh_database(
+    profile: &str,
+    db: &str,
+    server: &TestServer,
+    dir: &std::path::Path,
+    out: &std::path::Path,
+) -> std::process::Output {
+    let fresh = common::unique_db("captured");
+    let copy = dir.join("fresh.toml");
+    std::fs::write(
+        &copy,
+        profile.replace(
+            &format!("database = \"{db}_replay\""),
+            &format!("database = \"{fresh}\""),
+        ),
+    )
+    .unwrap();
+    bin()
+        .args(["run", copy.to_str().unwrap(), "--uri", &server.uri])
+        .args(["--duration", "3s", "--no-resources", "--out"])
+        .arg(out)
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn a_profiler_capture_of_a_known_mix_runs_as_that_mix() {
     let Some(server) = TestServer::start() else {
@@ -227,32 +255,8 @@ fn a_profiler_capture_of_a_known_mix_runs_as_that_mix() {
         profile.contains(&format!("database = \"{db}_replay\"")),
         "{profile}"
     );
-    let fresh = common::unique_db("captured");
-    let copy = dir.path().join("fresh.toml");
-    std::fs::write(
-        &copy,
-        profile.replace(
-            &format!("database = \"{db}_replay\""),
-            &format!("database = \"{fresh}\""),
-        ),
-    )
-    .unwrap();
     let run_out = dir.path().join("run");
-    let ran = bin()
-        .args([
-            "run",
-            copy.to_str().unwrap(),
-            "--uri",
-            &server.uri,
-            "--duration",
-            "3s",
-            "--no-resources",
-            "--out",
-        ])
-        .arg(&run_out)
-        .timeout(Duration::from_secs(120))
-        .output()
-        .unwrap();
+    let ran = run_on_a_fresh_database(&profile, &db, &server, dir.path(), &run_out);
     let stderr = String::from_utf8_lossy(&ran.stderr);
     assert_eq!(
         ran.status.code(),
@@ -542,31 +546,7 @@ fn a_captured_blog_selects_in_its_replay_what_it_selected_in_the_source() {
     );
 
     // The run of the profile plans each read and says what it returns per call.
-    let fresh = common::unique_db("blog_replay");
-    let copy = dir.path().join("fresh.toml");
-    std::fs::write(
-        &copy,
-        profile.replace(
-            &format!("database = \"{db}_replay\""),
-            &format!("database = \"{fresh}\""),
-        ),
-    )
-    .unwrap();
-    let ran = bin()
-        .args([
-            "run",
-            copy.to_str().unwrap(),
-            "--uri",
-            &server.uri,
-            "--duration",
-            "3s",
-            "--no-resources",
-            "--out",
-        ])
-        .arg(dir.path().join("run"))
-        .timeout(Duration::from_secs(120))
-        .output()
-        .unwrap();
+    let ran = run_on_a_fresh_database(&profile, &db, &server, dir.path(), &dir.path().join("run"));
     let run_err = String::from_utf8_lossy(&ran.stderr);
     let run_out = String::from_utf8_lossy(&ran.stdout);
     assert_eq!(ran.status.code(), Some(0), "{run_err}{run_out}");
