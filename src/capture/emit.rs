@@ -888,7 +888,7 @@ fn fit_fields(
 }
 
 /// Whether field `field`'s name names collection `coll` (`customer`, `customerId`,
-/// `customer_id` of `customers`), or is any `..._id` / `...Id`.
+/// `customer_id` of `customers`), or is any `..._id`.
 fn names_reference(field: &str, coll: &str) -> bool {
     let leaf = field.rsplit('.').next().unwrap_or(field).to_lowercase();
     let stem = leaf
@@ -1792,7 +1792,7 @@ pub fn selectivity(c: &Captured, draws: u32) -> (String, Vec<String>) {
         .unwrap_or(0);
     let _ = writeln!(
         out,
-        "selectivity: documents returned per call, in the source (its nreturned) and in the replay ({draws} draws each on a scratch server holding the profile's preload):"
+        "selectivity: documents returned per call, in the source (its nreturned) and in the replay (up to {draws} draws each on a scratch server holding the profile's preload):"
     );
     for s in &checked {
         let replay = s.replay_returned_per_call.unwrap_or(0.0);

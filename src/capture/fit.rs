@@ -195,14 +195,15 @@ pub fn selecting(field: &str, values: &[Bson], sel: &Selecting, keep: bool) -> O
     if counts.is_empty() || counts.iter().map(|c| c.1).sum::<usize>() * 2 < values.len() {
         return None;
     }
-    let k = cardinality(counts.len(), sel);
+    let in_source = cardinality(counts.len(), sel);
     let k = match sel.source_docs {
         Some(n) if n > sel.replay_docs && n > 0 => {
-            ((k as f64 * sel.replay_docs as f64 / n as f64).round() as u64).max(1)
+            ((in_source as f64 * sel.replay_docs as f64 / n as f64).round() as u64).max(1)
         }
-        _ => k,
+        _ => in_source,
     };
-    let all_seen = counts.len() as u64 >= k;
+    // Listed only when the values seen are all the replay draws: a capped preload takes fewer.
+    let all_seen = counts.len() as u64 >= in_source && k == in_source;
     let repeats = counts.len() * 2 <= values.len().max(2);
     if counts.len() <= MAX_CHOICES && repeats && all_seen {
         return None;
@@ -555,6 +556,19 @@ mod tests {
             .unwrap()
             .to_string()
             .contains("max = 150"));
+        // All 300 seen, the preload a tenth of the source's 1,200: 30 values drawn, not the
+        // 300 listed (each would select a tenth of what it did).
+        let many: Vec<Bson> = (0..600).map(|i| s(&format!("author{}", i % 300))).collect();
+        let tenth = Selecting {
+            source_docs: Some(1200),
+            replay_docs: 120,
+            returned_per_value: Some(4.0),
+            sampled: &[],
+        };
+        assert!(selecting("author", &many, &tenth, false)
+            .unwrap()
+            .to_string()
+            .contains(r#""^FormatString" = { format = "author-%d", withArgs = [{ "^RandomInt" = { min = 1, max = 30 } }] }"#));
         // Few values that repeat, all of them seen: the plain fit's ^Choose.
         let status: Vec<Bson> = (0..60).map(|i| s(["a", "b", "c"][i % 3])).collect();
         assert!(selecting("status", &status, &Selecting::default(), false).is_none());
