@@ -341,7 +341,6 @@ fn warmups(s: &Summary, out: &mut Warnings) {
     }
 }
 
-/// The `--server-metrics` endpoints that missed some seconds.
 /// What the member sampler could not read, and a `lag_max` threshold with no lag measured.
 fn members(s: &Summary, out: &mut Warnings) {
     for w in &s.member_warnings {
@@ -365,6 +364,7 @@ fn members(s: &Summary, out: &mut Warnings) {
     }
 }
 
+/// The `--server-metrics` endpoints that missed some seconds.
 fn metrics_sources(s: &Summary, out: &mut Warnings) {
     for m in &s.metrics_sources {
         if m.answered < m.seconds {
@@ -437,5 +437,59 @@ fn failures(s: &Summary, out: &mut Warnings) {
     }
     for f in &s.failures {
         out.add(WarningCode::Failure, None, None, f.clone());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::WarningCode::{self, *};
+
+    /// Every code, kept complete by the match below: a new code does not compile until listed.
+    const ALL: [WarningCode; 13] = [
+        NoMatch,
+        StoppedEarly,
+        RateNotReached,
+        LateOperations,
+        LoadGenerator,
+        StatusMissed,
+        MetricsSource,
+        TooShortToSample,
+        WarmupExcluded,
+        LateStart,
+        MissingParts,
+        Members,
+        Failure,
+    ];
+
+    #[test]
+    fn every_warning_code_is_one_the_summary_schema_allows() {
+        for code in ALL {
+            match code {
+                NoMatch | StoppedEarly | RateNotReached | LateOperations | LoadGenerator
+                | StatusMissed | MetricsSource | TooShortToSample | WarmupExcluded | LateStart
+                | MissingParts | Members | Failure => {}
+            }
+        }
+        let schema: serde_json::Value =
+            serde_json::from_str(include_str!("../../docs/summary.schema.json")).unwrap();
+        let allowed: Vec<&str> = schema["$defs"]["warning"]["properties"]["code"]["enum"]
+            .as_array()
+            .expect("the schema lists the warning codes")
+            .iter()
+            .filter_map(|v| v.as_str())
+            .collect();
+        for code in ALL {
+            let name = serde_json::to_value(code).unwrap();
+            let name = name.as_str().unwrap();
+            assert!(
+                allowed.contains(&name),
+                "{name} is missing from docs/summary.schema.json"
+            );
+        }
+        assert_eq!(
+            allowed.len(),
+            ALL.len(),
+            "the schema lists a code the tool never writes"
+        );
     }
 }
