@@ -8,6 +8,7 @@
 
 mod build;
 pub mod fault;
+pub mod genny;
 pub mod limits;
 pub mod part;
 pub mod profile;
