@@ -257,7 +257,7 @@ fn rate_after_ramp(g: &crate::plan::GroupPlan) -> Option<String> {
                 rate * left.as_secs_f64()
             )
         }
-        crate::plan::StopAt::Loops(_) => format!(
+        _ => format!(
             "{}: {rate}/s begins after its {ramp} ramp-up (ramp_up = \"0s\" starts the rate at once)",
             g.name
         ),

@@ -91,6 +91,10 @@ pub async fn run_stage<B: Backend>(stage: &Stage, ctx: &Arc<Context<B>>) -> Vec<
     let mut alive: HashMap<usize, u32> = HashMap::new();
     // Open-loop groups file their users' panics here as they happen.
     let open_failures: Arc<std::sync::Mutex<Vec<String>>> = Default::default();
+    // Cancelled once every group that holds the stage open is done: background groups
+    // (genny's `Blocking: None`) stop then.
+    let held = CancellationToken::new();
+    let mut holding: u32 = 0;
     for group in &stage.groups {
         let group = Arc::new(group.clone());
         let group_start = start + group.start_delay;
@@ -101,6 +105,7 @@ pub async fn run_stage<B: Backend>(stage: &Stage, ctx: &Arc<Context<B>>) -> Vec<
         if let Some(schedule) = schedule {
             ctx.steer.start_open(group.index, Arc::clone(&schedule));
             *alive.entry(group.index).or_insert(0) += 1;
+            holding += 1;
             let task = users.spawn(open::group(
                 Arc::clone(&group),
                 Arc::clone(ctx),
@@ -113,12 +118,16 @@ pub async fn run_stage<B: Backend>(stage: &Stage, ctx: &Arc<Context<B>>) -> Vec<
         }
         ctx.steer.start_closed(group.index, group.threads);
         *alive.entry(group.index).or_insert(0) += group.threads;
+        if group.stop != StopAt::Background {
+            holding += group.threads;
+        }
         for n in 0..group.threads {
             let task = users.spawn(user::virtual_user(
                 Arc::clone(&group),
                 n,
                 Arc::clone(ctx),
                 group_start,
+                held.clone(),
             ));
             who.insert(task.id(), (Arc::clone(&group), n + 1));
         }
@@ -139,6 +148,12 @@ pub async fn run_stage<B: Backend>(stage: &Stage, ctx: &Arc<Context<B>>) -> Vec<
                         if *left == 0 {
                             ctx.steer.end(g.index);
                         }
+                        if g.stop != StopAt::Background {
+                            holding = holding.saturating_sub(1);
+                            if holding == 0 {
+                                held.cancel();
+                            }
+                        }
                     }
                     note(ended, &who, &mut failures);
                 }
@@ -149,11 +164,15 @@ pub async fn run_stage<B: Backend>(stage: &Stage, ctx: &Arc<Context<B>>) -> Vec<
                 for (group, group_start) in &closed {
                     for n in ctx.steer.to_start(group.index) {
                         *alive.entry(group.index).or_insert(0) += 1;
+                        if group.stop != StopAt::Background {
+                            holding += 1;
+                        }
                         let task = users.spawn(user::virtual_user(
                             Arc::clone(group),
                             n,
                             Arc::clone(ctx),
                             *group_start,
+                            held.clone(),
                         ));
                         who.insert(task.id(), (Arc::clone(group), n + 1));
                     }

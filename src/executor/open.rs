@@ -240,7 +240,7 @@ pub(super) async fn group<B: Backend>(
     let shared = Arc::new(Shared {
         deadline: match group.stop {
             StopAt::Duration(d) => Some(group_start + d),
-            StopAt::Loops(_) => None,
+            _ => None,
         },
         warmup_end: group_start + group.warmup,
         idle: Mutex::new(Idle::default()),

@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::plan::{GroupPlan, StopAt};
+use crate::plan::GroupPlan;
 
 #[derive(Debug)]
 pub struct Schedule {
@@ -76,10 +76,10 @@ impl Schedule {
             changes: AtomicU64::new(0),
             changed: Notify::new(),
             next: AtomicU64::new(0),
-            total: match group.stop {
-                StopAt::Loops(l) => Some(l.saturating_mul(u64::from(group.threads))),
-                StopAt::Duration(_) => None,
-            },
+            total: group
+                .stop
+                .loops()
+                .map(|l| l.saturating_mul(u64::from(group.threads))),
             started: AtomicU64::new(0),
         })
     }
@@ -194,6 +194,7 @@ impl Schedule {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::StopAt;
 
     fn group(rate: f64, stop: StopAt) -> GroupPlan {
         GroupPlan {
@@ -211,6 +212,8 @@ mod tests {
             collection: 0,
             handle: 0,
             concerns: Default::default(),
+            sleep_before: Duration::ZERO,
+            sleep_after: Duration::ZERO,
         }
     }
 

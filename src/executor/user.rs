@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use rand::SeedableRng;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use super::Context;
 use crate::metrics::sample::GroupId;
@@ -89,6 +90,7 @@ pub(super) async fn virtual_user<B: Backend>(
     n: u32,
     ctx: Arc<Context<B>>,
     group_start: Instant,
+    held: CancellationToken,
 ) {
     // A user added while the group runs (`--live-control`) starts at once.
     let offset = if n < group.threads {
@@ -100,12 +102,18 @@ pub(super) async fn virtual_user<B: Backend>(
     };
     let deadline = match group.stop {
         StopAt::Duration(d) => Some(group_start + d),
-        StopAt::Loops(_) => None,
+        _ => None,
     };
     let loops = match group.stop {
         StopAt::Loops(l) => l,
-        StopAt::Duration(_) => u64::MAX,
+        _ => u64::MAX,
     };
+    // At least so many loops and at least so long (genny's `Repeat` with `Duration`).
+    let at_least = match group.stop {
+        StopAt::AtLeast(l, d) => Some((l, group_start + d)),
+        _ => None,
+    };
+    let background = group.stop == StopAt::Background;
     tokio::select! {
         _ = tokio::time::sleep_until(group_start + offset) => {}
         _ = ctx.stop.cancelled() => return,
@@ -116,11 +124,20 @@ pub(super) async fn virtual_user<B: Backend>(
     let mut user = User::new(&group, n, &ctx);
     let warmup_end = group_start + group.warmup;
     let mut timer = Box::pin(tokio::time::sleep(ctx.op_timeout));
-    for _ in 0..loops {
+    for done in 0..loops {
         if ctx.stop.is_cancelled() {
             break;
         }
         if deadline.is_some_and(|d| Instant::now() >= d) {
+            break;
+        }
+        if at_least.is_some_and(|(l, d)| done >= l && Instant::now() >= d) {
+            break;
+        }
+        if background && held.is_cancelled() {
+            break;
+        }
+        if !pause(group.sleep_before, &ctx.stop, background.then_some(&held)).await {
             break;
         }
         // Fewer users wanted now (`--live-control`): this one waits, not counted as running.
@@ -139,6 +156,28 @@ pub(super) async fn virtual_user<B: Backend>(
         if !one_op(&group, &mut user, &ctx, None, warmup_end, &mut timer).await {
             break;
         }
+        if !pause(group.sleep_after, &ctx.stop, background.then_some(&held)).await {
+            break;
+        }
+    }
+}
+
+/// Sleeps `d` (genny's `SleepBefore`/`SleepAfter`) unless the run stops or, for a background
+/// group, its stage's other groups are done first; false then.
+async fn pause(d: std::time::Duration, stop: &CancellationToken, held: Option<&CancellationToken>) -> bool {
+    if d.is_zero() {
+        return true;
+    }
+    let held = async {
+        match held {
+            Some(h) => h.cancelled().await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::time::sleep(d) => true,
+        _ = stop.cancelled() => false,
+        _ = held => false,
     }
 }
 
@@ -352,7 +391,6 @@ mod tests {
     use crate::executor::Clock;
     use crate::ops::Prepared;
     use crate::plan::RunPlan;
-    use tokio_util::sync::CancellationToken;
 
     /// Answers every operation at once with nothing sent or received.
     struct Idle;
@@ -402,7 +440,7 @@ mod tests {
             pool_size: 1,
             steer: Default::default(),
         });
-        virtual_user(Arc::new(group), 0, ctx, Instant::now()).await;
+        virtual_user(Arc::new(group), 0, ctx, Instant::now(), CancellationToken::new()).await;
         let sample = rx.recv().await.expect("the user's one sample");
         assert_eq!(usize::from(sample.group), index);
     }

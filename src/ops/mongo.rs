@@ -62,7 +62,7 @@ impl MongoBackend {
             .map(|h| {
                 let (coll, write_concern) = handle(
                     client,
-                    &plan.target.database,
+                    plan.database_of(h.collection),
                     &plan.collections[h.collection].name,
                     &h.concerns,
                 );
@@ -78,7 +78,12 @@ impl MongoBackend {
             setup: Arc::new(
                 plan.collections
                     .iter()
-                    .map(|c| collection_named(client, &plan.target, &c.name))
+                    .enumerate()
+                    .map(|(i, c)| {
+                        let mut t = plan.target.clone();
+                        t.database = plan.database_of(i).to_string();
+                        collection_named(client, &t, &c.name)
+                    })
                     .collect(),
             ),
             handles: Arc::new(handles),

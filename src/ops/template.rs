@@ -243,6 +243,7 @@ pub async fn execute(
         (Command::RunCommand { .. }, Body::Command(command)) => {
             run_command(&on, command, out, r, s).await
         }
+        (Command::Nop, _) => Ok(()),
         // `TemplateOp::build` makes each command's own body; another is a bug, said once.
         (command, body) => {
             out.error = Some(Box::new(crate::metrics::OpError {
@@ -289,6 +290,7 @@ fn command_name(c: &Command) -> &'static str {
         Command::FindAndModify { .. } => "findAndModify",
         Command::Bulk { .. } => "bulkWrite",
         Command::RunCommand { .. } => "command",
+        Command::Nop => "nop",
     }
 }
 

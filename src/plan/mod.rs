@@ -223,6 +223,8 @@ impl std::fmt::Display for IndexPlan {
 #[derive(Debug, Clone)]
 pub struct CollectionPlan {
     pub name: String,
+    /// Its database when not `[target]`'s (`[[collection]] database`).
+    pub database: Option<String>,
     pub setup: SetupPlan,
     pub document: Arc<DocGen>,
     /// Checked after each run (`invariant = { sum, min }`).
@@ -337,6 +339,10 @@ pub struct GroupPlan {
     pub handle: usize,
     /// Its write concern, read concern and read preference.
     pub concerns: Concerns,
+    /// Pauses before and after each operation of a user (genny's `SleepBefore`, `SleepAfter`),
+    /// inside the group's time.
+    pub sleep_before: Duration,
+    pub sleep_after: Duration,
 }
 
 impl GroupPlan {
@@ -380,6 +386,37 @@ pub enum StopAt {
     Loops(u64),
     /// Time from the group's start (after its start delay), ramp-up included, as in JMeter.
     Duration(Duration),
+    /// Both: at least this many operations per user and at least this long, whichever ends
+    /// later (`at_least = true`; genny's `Repeat` with `Duration`).
+    AtLeast(u64, Duration),
+    /// Until the stage's other groups are done (`background = true`; genny's `Blocking: None`).
+    Background,
+}
+
+impl StopAt {
+    /// The operations per user it waits for, if any.
+    pub fn loops(self) -> Option<u64> {
+        match self {
+            StopAt::Loops(l) | StopAt::AtLeast(l, _) => Some(l),
+            StopAt::Duration(_) | StopAt::Background => None,
+        }
+    }
+
+    /// The time it waits for, if any.
+    pub fn duration(self) -> Option<Duration> {
+        match self {
+            StopAt::Duration(d) | StopAt::AtLeast(_, d) => Some(d),
+            StopAt::Loops(_) | StopAt::Background => None,
+        }
+    }
+
+    /// Ends only when its loops are done (no time bound of its own): a count the plan knows.
+    pub fn counted(self) -> Option<u64> {
+        match self {
+            StopAt::Loops(l) => Some(l),
+            _ => None,
+        }
+    }
 }
 
 impl RunPlan {
@@ -408,6 +445,14 @@ impl RunPlan {
         out
     }
 
+    /// The database collection `c` is in.
+    pub fn database_of(&self, c: usize) -> &str {
+        self.collections[c]
+            .database
+            .as_deref()
+            .unwrap_or(&self.target.database)
+    }
+
     /// The first collection's document template (the `[document]` of a one-collection profile).
     pub fn document(&self) -> &Arc<DocGen> {
         &self.collections[0].document
@@ -425,9 +470,10 @@ impl RunPlan {
     /// Total planned operations, when every group stops by loops.
     pub fn planned_operations(&self) -> Option<u64> {
         self.groups()
-            .map(|g| match g.stop {
-                StopAt::Loops(l) => Some(l.saturating_mul(u64::from(g.threads))),
-                StopAt::Duration(_) => None,
+            .map(|g| {
+                g.stop
+                    .counted()
+                    .map(|l| l.saturating_mul(u64::from(g.threads)))
             })
             .sum()
     }

@@ -61,7 +61,8 @@ impl Live {
                         StopAt::Loops(l) => {
                             Work::Operations(l.saturating_mul(u64::from(g.threads)))
                         }
-                        StopAt::Duration(d) => Work::Time(d),
+                        StopAt::Duration(d) | StopAt::AtLeast(_, d) => Work::Time(d),
+                        StopAt::Background => Work::Time(std::time::Duration::ZERO),
                     },
                     done: 0,
                     started: None,

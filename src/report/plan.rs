@@ -120,6 +120,12 @@ fn stop(g: &GroupPlan) -> String {
             )
         }
         StopAt::Duration(d) => format!("for {}", humantime::format_duration(d)),
+        StopAt::AtLeast(l, d) => format!(
+            "at least {l} loops = {} operations and at least {}",
+            l.saturating_mul(u64::from(g.threads)),
+            humantime::format_duration(d)
+        ),
+        StopAt::Background => "in the background, until the stage's other groups are done".into(),
     };
     match g.rate {
         Some(r) => format!("{stop}, open loop at {r}/s"),

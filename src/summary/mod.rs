@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use crate::metrics::{GroupMetrics, Label, Row};
 use crate::monitor::ResourceRow;
 use crate::plan::part::Part;
-use crate::plan::{RunPlan, StopAt};
+use crate::plan::RunPlan;
 use crate::workload::op::OpName;
 pub use measured::{InvariantSums, Measured, Stopped};
 use resources::{ResourceSummary, StageSpan};
@@ -497,14 +497,8 @@ pub fn group_info(plan: &RunPlan) -> Vec<GroupInfo> {
                 stage: s.name.clone(),
                 op: g.op.kind(),
                 threads: g.threads,
-                loops: match g.stop {
-                    StopAt::Loops(l) => Some(l),
-                    StopAt::Duration(_) => None,
-                },
-                duration_secs: match g.stop {
-                    StopAt::Duration(d) => Some(d.as_secs_f64()),
-                    StopAt::Loops(_) => None,
-                },
+                loops: g.stop.loops(),
+                duration_secs: g.stop.duration().map(|d| d.as_secs_f64()),
                 rate: g.rate,
                 pool_size: g.rate.map(|_| plan.target.pool_size),
                 mix: g

@@ -100,7 +100,7 @@ pub(super) fn groups(plan: &RunPlan) -> Vec<GroupNow> {
                 step: g.name.contains('@'),
                 threads: g.threads,
                 rate: g.rate,
-                timed: matches!(g.stop, StopAt::Duration(_)),
+                timed: g.stop.counted().is_none(),
                 kinds: if g.mix.is_empty() && !matches!(g.op, crate::workload::OpSpec::Steps(_)) {
                     Vec::new()
                 } else {
@@ -417,7 +417,7 @@ impl View {
                     .iter()
                     .map(|g| match g.stop {
                         StopAt::Duration(d) => Some((g.start_delay + d).as_secs_f64()),
-                        StopAt::Loops(_) => None,
+                        StopAt::Loops(_) | StopAt::AtLeast(..) | StopAt::Background => None,
                     })
                     .try_fold(0.0f64, |a, d| d.map(|d| a.max(d)))
             })

@@ -66,10 +66,12 @@ pub enum Verb {
     FindOneAndDelete,
     BulkWrite,
     Command,
+    /// Sends nothing: an operation that only counts (genny's `HelloWorld`, `NopMetrics`).
+    Nop,
 }
 
 impl Verb {
-    pub const ALL: [Verb; 18] = [
+    pub const ALL: [Verb; 19] = [
         Verb::InsertOne,
         Verb::InsertMany,
         Verb::Find,
@@ -88,6 +90,7 @@ impl Verb {
         Verb::FindOneAndDelete,
         Verb::BulkWrite,
         Verb::Command,
+        Verb::Nop,
     ];
 
     pub fn name(self) -> &'static str {
@@ -110,6 +113,7 @@ impl Verb {
             Verb::FindOneAndDelete => "findOneAndDelete",
             Verb::BulkWrite => "bulkWrite",
             Verb::Command => "command",
+            Verb::Nop => "nop",
         }
     }
 
@@ -182,7 +186,7 @@ impl Verb {
             ],
             Verb::FindOneAndDelete => &["filter", "sort", "projection", "hint"],
             Verb::BulkWrite => &["ordered", "requests"],
-            Verb::Command => &[],
+            Verb::Command | Verb::Nop => &[],
         }
     }
 
@@ -207,7 +211,8 @@ impl Verb {
             | Verb::CountDocuments
             | Verb::EstimatedDocumentCount
             | Verb::Distinct
-            | Verb::Command => false,
+            | Verb::Command
+            | Verb::Nop => false,
         }
     }
 
@@ -233,7 +238,8 @@ impl Verb {
             | Verb::CountDocuments
             | Verb::EstimatedDocumentCount
             | Verb::Distinct
-            | Verb::Command => true,
+            | Verb::Command
+            | Verb::Nop => true,
         }
     }
 
@@ -255,7 +261,8 @@ impl Verb {
             | Verb::CountDocuments
             | Verb::EstimatedDocumentCount
             | Verb::Distinct
-            | Verb::Command => AuditAs::Nothing,
+            | Verb::Command
+            | Verb::Nop => AuditAs::Nothing,
         }
     }
 }
@@ -401,6 +408,8 @@ pub enum Command {
     RunCommand {
         document: Template,
     },
+    /// Sends nothing.
+    Nop,
 }
 
 /// One operation's generated values, in the shape its command takes.
@@ -562,7 +571,7 @@ impl TemplateOp {
                 ..
             } => Body::FilterAnd(filter(f, cx), replacement.generate(cx)),
             Command::Aggregate { pipeline, .. } => Body::Pipeline(stages(pipeline.generate(cx))),
-            Command::EstimatedCount => Body::Nothing,
+            Command::EstimatedCount | Command::Nop => Body::Nothing,
             Command::RunCommand { document } => {
                 Body::Command(document.generate_doc(cx).unwrap_or_default())
             }
@@ -667,7 +676,7 @@ impl TemplateOp {
                 out.extend(change.as_ref());
             }
             Command::Aggregate { pipeline, .. } => out.push(pipeline),
-            Command::EstimatedCount => {}
+            Command::EstimatedCount | Command::Nop => {}
             Command::RunCommand { document } => out.push(document),
             Command::Bulk { models, .. } => {
                 for m in models {

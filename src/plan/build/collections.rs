@@ -46,6 +46,7 @@ pub(super) fn collections(
         }
         return Ok(vec![CollectionPlan {
             name: target.collection.clone(),
+            database: None,
             setup,
             document: Arc::new(document),
             invariant: None,
@@ -83,7 +84,10 @@ pub(super) fn collections(
                 expected_for("collection"),
             ));
         }
-        if out.iter().any(|o| o.name == c.name) {
+        if out
+            .iter()
+            .any(|o| o.name == c.name && o.database == c.database)
+        {
             return Err(loaded.error_at(
                 &format!("{at}.name"),
                 format!("two collections are named `{}`", c.name),
@@ -106,8 +110,18 @@ pub(super) fn collections(
                 preload = n;
             }
         }
+        if let Some(db) = &c.database {
+            if db.is_empty() || db.contains(['/', '\\', '.', ' ', '"', '$', '\0']) {
+                return Err(loaded.error_at(
+                    &format!("{at}.database"),
+                    "not a valid database name",
+                    "a name without / \\ . space \" $ or NUL, e.g. database = \"test\"",
+                ));
+            }
+        }
         out.push(CollectionPlan {
             name: c.name.clone(),
+            database: c.database.clone(),
             setup: SetupPlan {
                 drop: c.drop,
                 preload,

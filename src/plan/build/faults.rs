@@ -232,7 +232,7 @@ pub(super) fn within_the_stages(
             match g.stop {
                 crate::plan::StopAt::Duration(d) => longest = longest.max(g.start_delay + d),
                 // Loops: its length is not known before the run.
-                crate::plan::StopAt::Loops(_) => return Ok(()),
+                _ => return Ok(()),
             }
         }
         total += longest;

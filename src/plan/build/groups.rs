@@ -182,6 +182,12 @@ impl GroupAt<'_> {
                 .ok_or_else(|| self.err("keys", format!("`{k}` is not a key distribution")))?,
         };
         let rate = None; // set by `build_steps`
+        let sleep_before = self
+            .duration("sleep_before", &g.sleep_before)?
+            .unwrap_or_default();
+        let sleep_after = self
+            .duration("sleep_after", &g.sleep_after)?
+            .unwrap_or_default();
         Ok(GroupPlan {
             index: self.index,
             name: g.name.clone(),
@@ -197,6 +203,8 @@ impl GroupAt<'_> {
             collection,
             handle: 0, // set by `RunPlan::build`
             concerns,
+            sleep_before,
+            sleep_after,
         })
     }
 
@@ -246,13 +254,28 @@ impl GroupAt<'_> {
     fn stop(&self, ov: &Overrides) -> Result<StopAt, ProfileError> {
         let g = self.g;
         let duration = self.duration("duration", &g.duration)?;
+        if g.background == Some(true) {
+            if g.loops.is_some() || duration.is_some() {
+                return Err(self.err(
+                    "background",
+                    "a background group runs until the stage's other groups are done, so it takes neither loops nor duration".into(),
+                ));
+            }
+            if ov.loops.is_none() && ov.duration.is_none() {
+                return Ok(StopAt::Background);
+            }
+        }
         Ok(match (ov.loops, ov.duration, g.loops, duration) {
             (Some(l), _, _, _) => StopAt::Loops(l),
             (_, Some(d), _, _) => StopAt::Duration(d),
+            (_, _, Some(l), Some(d)) if g.at_least == Some(true) => StopAt::AtLeast(
+                limits::check_loops(l).map_err(|p| self.err("loops", p))?,
+                d,
+            ),
             (_, _, Some(_), Some(_)) => {
                 return Err(self.err(
                     "duration",
-                    "both loops and duration are set; a group stops by one of them".into(),
+                    "both loops and duration are set; a group stops by one of them (or at_least = true: at least both, as genny's Repeat with Duration)".into(),
                 ))
             }
             (_, _, Some(l), None) => {

@@ -79,6 +79,24 @@ pub fn step_name(group: &str, rate: f64) -> String {
 }
 
 impl GroupAt<'_> {
+    /// What only a closed-loop group does: at least loops and a duration, background, sleeps.
+    fn closed_loop_only(&self, g: &GroupPlan) -> Result<(), ProfileError> {
+        let what = match g.stop {
+            crate::plan::StopAt::AtLeast(..) => Some("at_least"),
+            crate::plan::StopAt::Background => Some("background"),
+            _ if !g.sleep_before.is_zero() => Some("sleep_before"),
+            _ if !g.sleep_after.is_zero() => Some("sleep_after"),
+            _ => None,
+        };
+        match what {
+            Some(k) => Err(self.err(
+                k,
+                format!("`{k}` is for a closed-loop group, and this one has a rate (open loop)"),
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// The group as planned: one group, or one per rate step (`name@RATE/s`), each starting
     /// when the one before ends, in the same stage.
     pub(super) fn build_steps(
@@ -108,6 +126,9 @@ impl GroupAt<'_> {
                 Rates::One(r) => Some(r),
                 _ => None,
             };
+            if one.rate.is_some() {
+                self.closed_loop_only(&one)?;
+            }
             one.index = *next_index;
             *next_index += 1;
             return Ok(vec![one]);

@@ -959,7 +959,7 @@ impl GroupAt<'_> {
     ) -> Result<toml::Table, ProfileError> {
         let verb_name = verb.name();
         match value {
-            _ if verb == Verb::Command => Ok(toml::Table::new()),
+            _ if verb == Verb::Command || verb == Verb::Nop => Ok(toml::Table::new()),
             toml::Value::Table(t) => Ok(t.clone()),
             toml::Value::String(s) => match serde_json::from_str::<toml::Table>(s) {
                 Ok(t) => Ok(t),
@@ -986,6 +986,7 @@ impl GroupAt<'_> {
             Verb::Aggregate => a.aggregate_command()?,
             Verb::CountDocuments => a.count_command()?,
             Verb::EstimatedDocumentCount => Command::EstimatedCount,
+            Verb::Nop => Command::Nop,
             Verb::Distinct => a.distinct_command()?,
             Verb::UpdateOne | Verb::UpdateMany => a.update_command()?,
             Verb::ReplaceOne => a.replace_command()?,
@@ -1102,7 +1103,8 @@ impl GroupAt<'_> {
                 | Verb::FindOneAndReplace
                 | Verb::FindOneAndDelete
                 | Verb::BulkWrite
-                | Verb::Command => {
+                | Verb::Command
+                | Verb::Nop => {
                     return Err(self.loaded.error_at(
                         &format!("{at}.{model}"),
                         format!("`{model}` is not a write model of bulkWrite"),

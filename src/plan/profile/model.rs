@@ -82,6 +82,8 @@ pub struct FaultDef {
 #[serde(deny_unknown_fields)]
 pub struct CollectionDef {
     pub name: String,
+    /// Its database, when not `[target]`'s (genny's `Database` per actor).
+    pub database: Option<String>,
     #[serde(default)]
     pub drop: bool,
     #[serde(default)]
@@ -143,6 +145,8 @@ macro_rules! with_op_tables {
             #[serde(rename = "bulkWrite")]
             pub bulk_write: Option<toml::Value>,
             pub command: Option<toml::Value>,
+            /// Sends nothing: an operation that only counts.
+            pub nop: Option<toml::Value>,
         }
 
         impl $name {
@@ -167,6 +171,7 @@ macro_rules! with_op_tables {
                     ("findOneAndDelete", &self.find_one_and_delete),
                     ("bulkWrite", &self.bulk_write),
                     ("command", &self.command),
+                    ("nop", &self.nop),
                 ]
                 .into_iter()
                 .filter_map(|(n, v)| v.as_ref().map(|v| (n, v)))
@@ -270,6 +275,16 @@ pub struct Group {
     pub ramp_up: Option<String>,
     pub loops: Option<u64>,
     pub duration: Option<String>,
+    /// With both `loops` and `duration`: the group runs at least both (whichever ends later),
+    /// as genny's `Repeat` with `Duration`.
+    pub at_least: Option<bool>,
+    /// Runs until the stage's other groups are done, with neither loops nor duration (genny's
+    /// `Blocking: None`).
+    pub background: Option<bool>,
+    /// Pauses of each user before and after each of its operations (genny's `SleepBefore`,
+    /// `SleepAfter`), inside the group's time.
+    pub sleep_before: Option<String>,
+    pub sleep_after: Option<String>,
     pub start_delay: Option<String>,
     /// Time from the group's start whose operations are logged but not summarised.
     pub warmup: Option<String>,
