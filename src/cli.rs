@@ -30,6 +30,10 @@ pub enum Command {
         /// written)
         #[arg(long, value_name = "URI")]
         uri: Option<String>,
+        /// A genny workload: print it preprocessed (as genny's evaluate does), then the
+        /// profile it runs as
+        #[arg(long)]
+        expand: bool,
         #[command(flatten)]
         overrides: OverrideArgs,
     },
@@ -266,6 +270,25 @@ pub struct OverrideArgs {
     /// profile's [server] args (repeatable)
     #[arg(long = "server-arg", value_name = "ARG", allow_hyphen_values = true)]
     pub server_args: Vec<String>,
+    /// genny workloads: set a ^Parameter everywhere, over the workload's own Parameters and
+    /// Defaults, e.g. -p Repeat=200 (repeatable)
+    #[arg(short = 'p', long = "param", value_name = "NAME=VALUE", value_parser = parse_param)]
+    pub params: Vec<(String, String)>,
+    /// genny workloads: deep-merge this YAML file onto the workload first, as genny's -o
+    /// (repeatable)
+    #[arg(short = 'o', long = "overrides", value_name = "FILE")]
+    pub genny_overrides: Vec<PathBuf>,
+    /// genny workloads: every phase once (Repeat 1, no Duration, rate or sleep), as genny's
+    /// smoke check: checks a workload in seconds
+    #[arg(long)]
+    pub smoke: bool,
+}
+
+fn parse_param(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((n, v)) if !n.trim().is_empty() => Ok((n.trim().to_string(), v.to_string())),
+        _ => Err("expected NAME=VALUE, e.g. -p Repeat=200".into()),
+    }
 }
 
 /// An option of `run` hidden from a command's help (it refuses it: see `app::steps`).
@@ -504,6 +527,15 @@ fn parse_threads(s: &str) -> Result<ThreadList, String> {
 }
 
 impl OverrideArgs {
+    /// What they say of a genny workload.
+    pub fn genny(&self) -> crate::plan::genny::GennyArgs {
+        crate::plan::genny::GennyArgs {
+            parameters: self.params.clone(),
+            overrides: self.genny_overrides.clone(),
+            smoke: self.smoke,
+        }
+    }
+
     /// `run`, `validate` and `capacity` take one number of users; a list is `sweep`'s.
     pub fn one_thread_count(&self) -> Result<(), crate::error::Error> {
         match &self.threads {

@@ -33,10 +33,25 @@ pub async fn main(cli: Cli) -> Result<i32, Error> {
         Command::Validate {
             profile,
             uri,
+            expand,
             overrides,
         } => {
             overrides.one_thread_count()?;
-            let plan = RunPlan::build(&profile::load(&profile)?, &(&overrides).into())?;
+            let loaded = profile::load_with(&profile, &overrides.genny())?;
+            if let Some(g) = &loaded.genny {
+                if expand {
+                    outln!("# {profile}, preprocessed\n{}", g.expanded);
+                    outln!("# as a mongo-stress profile\n{}", g.toml);
+                }
+                for n in &g.notes {
+                    outln!("note: {n}");
+                }
+            } else if expand {
+                return Err(Error::Usage(format!(
+                    "--expand shows a genny workload preprocessed, and {profile} is not one (.yml)\n  fix: leave it out"
+                )));
+            }
+            let plan = RunPlan::build(&loaded, &(&overrides).into())?;
             if let Some(w) = plan.scale.as_ref().and_then(crate::plan::Scale::warning) {
                 errln!("warning: {w}");
             }

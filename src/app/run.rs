@@ -23,7 +23,11 @@ use crate::summary::{ServerInfo, ServerKind, Summary};
 pub async fn run(command: RunCommand, stop: CancellationToken) -> Result<i32, Error> {
     let RunCommand { args, console } = command;
     args.overrides.one_thread_count()?;
-    let plan = RunPlan::build(&profile::load(&args.profile)?, &(&args.overrides).into())?;
+    let loaded = profile::load_with(&args.profile, &args.overrides.genny())?;
+    for n in loaded.genny.iter().flat_map(|g| &g.notes) {
+        errln!("note: {n}");
+    }
+    let plan = RunPlan::build(&loaded, &(&args.overrides).into())?;
     if let Some(w) = plan.scale.as_ref().and_then(crate::plan::Scale::warning) {
         errln!("warning: {w}");
     }

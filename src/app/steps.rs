@@ -54,7 +54,10 @@ pub(super) fn base_plan(
             "{command} {why}, so {flag} would be ignored\n  fix: leave out {flag}; use {instead}"
         )));
     }
-    let mut base = RunPlan::build(&profile::load(&run.profile)?, &(&run.overrides).into())?;
+    let mut base = RunPlan::build(
+        &profile::load_with(&run.profile, &run.overrides.genny())?,
+        &(&run.overrides).into(),
+    )?;
     base.metrics_listen = run.metrics_listen.clone().or(base.metrics_listen);
     base.metrics_push = run.metrics_push.clone().or(base.metrics_push);
     Ok(base)

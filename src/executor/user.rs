@@ -164,7 +164,11 @@ pub(super) async fn virtual_user<B: Backend>(
 
 /// Sleeps `d` (genny's `SleepBefore`/`SleepAfter`) unless the run stops or, for a background
 /// group, its stage's other groups are done first; false then.
-async fn pause(d: std::time::Duration, stop: &CancellationToken, held: Option<&CancellationToken>) -> bool {
+async fn pause(
+    d: std::time::Duration,
+    stop: &CancellationToken,
+    held: Option<&CancellationToken>,
+) -> bool {
     if d.is_zero() {
         return true;
     }
@@ -440,7 +444,14 @@ mod tests {
             pool_size: 1,
             steer: Default::default(),
         });
-        virtual_user(Arc::new(group), 0, ctx, Instant::now(), CancellationToken::new()).await;
+        virtual_user(
+            Arc::new(group),
+            0,
+            ctx,
+            Instant::now(),
+            CancellationToken::new(),
+        )
+        .await;
         let sample = rx.recv().await.expect("the user's one sample");
         assert_eq!(usize::from(sample.group), index);
     }

@@ -8,3 +8,63 @@
 //! runs anything (the executor runs what `translate` made, with genny's rules as its options).
 
 pub mod preprocess;
+pub mod translate;
+
+use std::path::{Path, PathBuf};
+
+/// What the command line says of a genny workload (`-p`, `-o`, `--smoke`).
+#[derive(Debug, Clone, Default)]
+pub struct GennyArgs {
+    /// `-p NAME=VALUE`: a `^Parameter` set everywhere, over the workload's own.
+    pub parameters: Vec<(String, String)>,
+    /// `-o FILE`: deep-merged onto the workload first, as genny's `-o`.
+    pub overrides: Vec<PathBuf>,
+    /// Every phase once: `Repeat: 1`, no `Duration`, rate or sleep.
+    pub smoke: bool,
+}
+
+impl GennyArgs {
+    /// Any of them given.
+    pub fn any(&self) -> bool {
+        !self.parameters.is_empty() || !self.overrides.is_empty() || self.smoke
+    }
+}
+
+/// A genny workload read: the profile text it became, what a reader must know of how, and the
+/// preprocessed YAML (`validate --expand`).
+#[derive(Debug, Clone)]
+pub struct Read {
+    pub toml: String,
+    pub notes: Vec<String>,
+    pub phases: usize,
+    pub expanded: String,
+}
+
+/// Is the file at `path` a genny workload: `.yml`/`.yaml`.
+pub fn is_workload(path: &Path) -> bool {
+    matches!(
+        path.extension().and_then(|e| e.to_str()),
+        Some("yml" | "yaml")
+    )
+}
+
+/// Reads the genny workload at `path` as genny does, then as the run model; every problem in
+/// one line naming the file (and the actor, the phase and the thing).
+pub fn read(path: &Path, args: &GennyArgs) -> Result<Read, String> {
+    let expanded = preprocess::preprocess(path, &args.parameters, &args.overrides)
+        .map_err(|e| e.to_string())?;
+    let expanded_text = serde_yaml::to_string(&expanded).unwrap_or_default();
+    let t = translate::translate(path, &expanded, args.smoke).map_err(|e| e.to_string())?;
+    let toml = toml::to_string(&t.profile).map_err(|e| {
+        format!(
+            "{}: the workload could not be written as a profile: {e}",
+            path.display()
+        )
+    })?;
+    Ok(Read {
+        toml,
+        notes: t.notes,
+        phases: t.phases,
+        expanded: expanded_text,
+    })
+}

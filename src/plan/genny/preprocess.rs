@@ -18,8 +18,12 @@ pub fn preprocess(
     overrides: &[PathBuf],
 ) -> Result<serde_yaml::Value, PreprocessError> {
     let _ = (parameters, overrides);
-    Err(PreprocessError {
+    let fail = |problem: String| PreprocessError {
         file: path.to_path_buf(),
-        problem: "not built yet".into(),
-    })
+        problem,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
+    let mut v: serde_yaml::Value = serde_yaml::from_str(&text).map_err(|e| fail(e.to_string()))?;
+    v.apply_merge().map_err(|e| fail(e.to_string()))?;
+    Ok(v)
 }

@@ -20,6 +20,8 @@ pub struct Loaded {
     pub name: String,
     pub text: String,
     pub profile: Profile,
+    /// A genny workload: how it was read (its profile is `text`, made from it).
+    pub genny: Option<crate::plan::genny::Read>,
 }
 
 impl Loaded {
@@ -56,7 +58,31 @@ impl Loaded {
 
 /// Finds a profile by path or bundled name and parses it.
 pub fn load(spec: &str) -> Result<Loaded, Error> {
+    load_with(spec, &crate::plan::genny::GennyArgs::default())
+}
+
+/// The same, with what the command line says of a genny workload (`-p`, `-o`, `--smoke`): a
+/// `.yml` file is one, read as genny reads it.
+pub fn load_with(spec: &str, genny: &crate::plan::genny::GennyArgs) -> Result<Loaded, Error> {
     let path = Path::new(spec);
+    if path.is_file() && crate::plan::genny::is_workload(path) {
+        let read = crate::plan::genny::read(path, genny).map_err(|line| {
+            Error::Usage(format!(
+                "{line}\n  fix: docs/genny.md lists what the tool runs of genny's workloads"
+            ))
+        })?;
+        let stem = path
+            .file_stem()
+            .map_or("genny".into(), |s| s.to_string_lossy().into_owned());
+        let mut loaded = parse(&format!("{spec} (as a profile)"), &read.toml, &stem)?;
+        loaded.genny = Some(read);
+        return Ok(loaded);
+    }
+    if genny.any() {
+        return Err(Error::Usage(format!(
+            "-p, -o and --smoke are for genny workloads (.yml), and {spec} is not one\n  fix: leave them out, or give a genny workload"
+        )));
+    }
     let (origin, text, stem) = if path.is_file() {
         let text = std::fs::read_to_string(path).map_err(|e| {
             Error::Usage(format!(
@@ -107,6 +133,7 @@ pub fn parse(origin: &str, text: &str, stem: &str) -> Result<Loaded, ProfileErro
         name,
         text: text.to_string(),
         profile,
+        genny: None,
     })
 }
 

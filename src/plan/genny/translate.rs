@@ -1,0 +1,1212 @@
+//! A preprocessed genny workload read as the run model: each phase a stage, each actor active in
+//! a phase a group of that stage, each of its operations a step (its row `Actor:Operation`),
+//! genny's rules as the groups' options (`loops` = `Repeat` per thread, `duration`,
+//! `at_least` for both, `background` for `Blocking: None`, `rate` from `GlobalRate`,
+//! `sleep_before`/`sleep_after`), the collections `[[collection]]`s with their database, and a
+//! `Loader`'s documents the collection's preload. The result is a profile table: it is built,
+//! checked and run as any TOML profile is.
+//!
+//! What is not supported is refused here, before anything is sent, naming the file, the actor,
+//! the phase and the thing.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::time::Duration;
+
+use serde_yaml::Value as Yaml;
+use toml::Value as Toml;
+
+/// A thing of the workload the tool does not run: where, and what.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refusal {
+    pub file: String,
+    pub actor: Option<String>,
+    pub phase: Option<usize>,
+    pub thing: String,
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: ", self.file)?;
+        if let Some(a) = &self.actor {
+            write!(f, "actor `{a}`")?;
+            match self.phase {
+                Some(p) => write!(f, ", phase {p}: ")?,
+                None => write!(f, ": ")?,
+            }
+        }
+        f.write_str(&self.thing)
+    }
+}
+
+/// The workload as a profile, and what a reader must know of how it was read.
+#[derive(Debug, Clone)]
+pub struct Translated {
+    pub profile: toml::Table,
+    /// How genny's parts were read where the run model differs (said by `validate` and `run`).
+    pub notes: Vec<String>,
+    /// The number of genny phases (stages may be fewer: a phase with nothing to send has none).
+    pub phases: usize,
+}
+
+/// Actor types read, in the order docs/genny.md lists them.
+pub const ACTORS: [&str; 6] = [
+    "CrudActor",
+    "RunCommand",
+    "AdminCommand",
+    "Loader",
+    "QuiesceActor",
+    "HelloWorld",
+];
+
+/// Actors that send nothing and hold no phase: they sit out.
+const SILENT: [&str; 1] = ["LoggingActor"];
+
+/// `workload`, preprocessed, read from `file`; `smoke`: every phase once (`Repeat: 1`, no
+/// `Duration`, rate or sleep), as genny's smoke check runs it.
+pub fn translate(file: &Path, workload: &Yaml, smoke: bool) -> Result<Translated, Refusal> {
+    let mut t = Translator {
+        file: file.display().to_string(),
+        top: workload,
+        smoke,
+        collections: Vec::new(),
+        groups: Vec::new(),
+        notes: Vec::new(),
+        names: BTreeSet::new(),
+    };
+    let actors = workload
+        .get("Actors")
+        .and_then(Yaml::as_sequence)
+        .ok_or_else(|| t.refuse(None, None, "no `Actors` list: not a genny workload"))?;
+    let mut phases = 0;
+    let mut plans = Vec::new();
+    for a in actors {
+        let actor = t.actor(a)?;
+        phases = phases.max(actor.phases.iter().map(|(p, _)| p + 1).max().unwrap_or(0));
+        plans.push(actor);
+    }
+    let pool = t.pool_size();
+    for p in 0..phases {
+        let before = t.groups.len();
+        for actor in &plans {
+            for (_, config) in actor.phases.iter().filter(|(q, _)| *q == p) {
+                t.group(actor, p, config)?;
+            }
+        }
+        let made = &t.groups[before..];
+        if !made.is_empty() && made.iter().all(|g| g.get("background").is_some()) {
+            t.notes.push(format!(
+                "phase {p}: only background actors (Blocking: None) act in it, which genny leaves undefined; it is skipped"
+            ));
+            t.groups.truncate(before);
+        }
+    }
+    if t.groups.is_empty() {
+        return Err(t.refuse(
+            None,
+            None,
+            "no phase of this workload sends anything the tool runs (every actor sits out or only loads)",
+        ));
+    }
+    let database = t
+        .collections
+        .first()
+        .map(|c| c.database.clone())
+        .unwrap_or_else(|| "test".into());
+    let mut profile = toml::Table::new();
+    let name = file
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "genny".into());
+    profile.insert("name".into(), Toml::String(name));
+    if let Some(d) = workload.get("Description").and_then(Yaml::as_str) {
+        let first = d.trim().lines().next().unwrap_or("").trim();
+        profile.insert("description".into(), Toml::String(first.to_string()));
+    }
+    let mut target = toml::Table::new();
+    target.insert("database".into(), Toml::String(database.clone()));
+    if let Some(p) = pool {
+        target.insert("pool_size".into(), Toml::Integer(i64::from(p)));
+    }
+    profile.insert("target".into(), Toml::Table(target));
+    let collections: Vec<Toml> = t
+        .collections
+        .iter()
+        .map(|c| {
+            let mut e = toml::Table::new();
+            e.insert("name".into(), Toml::String(c.name.clone()));
+            if c.database != database {
+                e.insert("database".into(), Toml::String(c.database.clone()));
+            }
+            if let Some(load) = &c.load {
+                e.insert("preload".into(), Toml::Integer(load.documents));
+                e.insert("document".into(), Toml::Table(load.document.clone()));
+                if !load.indexes.is_empty() {
+                    e.insert("indexes".into(), Toml::Array(load.indexes.clone()));
+                }
+            }
+            Toml::Table(e)
+        })
+        .collect();
+    profile.insert("collection".into(), Toml::Array(collections));
+    profile.insert(
+        "group".into(),
+        Toml::Array(t.groups.into_iter().map(Toml::Table).collect()),
+    );
+    Ok(Translated {
+        profile,
+        notes: t.notes,
+        phases,
+    })
+}
+
+struct Translator<'a> {
+    file: String,
+    top: &'a Yaml,
+    smoke: bool,
+    collections: Vec<Coll>,
+    groups: Vec<toml::Table>,
+    notes: Vec<String>,
+    names: BTreeSet<String>,
+}
+
+/// A collection the workload works on; `load`: a Loader's documents, as its preload.
+struct Coll {
+    database: String,
+    name: String,
+    load: Option<Load>,
+}
+
+struct Load {
+    documents: i64,
+    document: toml::Table,
+    indexes: Vec<Toml>,
+}
+
+/// One actor: its type, name, threads, its own keys, and its config per phase (Nop left out).
+struct Actor<'a> {
+    kind: String,
+    name: String,
+    threads: u32,
+    node: &'a Yaml,
+    phases: Vec<(usize, &'a Yaml)>,
+}
+
+/// Looks a key up as genny's contexts do: the phase's, then the actor's, then the workload's.
+struct Ctx<'a> {
+    phase: &'a Yaml,
+    actor: &'a Yaml,
+    top: &'a Yaml,
+}
+
+impl<'a> Ctx<'a> {
+    fn get(&self, k: &str) -> Option<&'a Yaml> {
+        self.phase
+            .get(k)
+            .or_else(|| self.actor.get(k))
+            .or_else(|| self.top.get(k))
+    }
+}
+
+impl<'a> Translator<'a> {
+    fn refuse(
+        &self,
+        actor: Option<&str>,
+        phase: Option<usize>,
+        thing: impl Into<String>,
+    ) -> Refusal {
+        Refusal {
+            file: self.file.clone(),
+            actor: actor.map(str::to_string),
+            phase,
+            thing: thing.into(),
+        }
+    }
+
+    /// `Clients`: the largest `QueryOptions.maxPoolSize` (one pool serves every actor).
+    fn pool_size(&mut self) -> Option<u32> {
+        let clients = self.top.get("Clients")?.as_mapping()?;
+        let sizes: Vec<u32> = clients
+            .values()
+            .filter_map(|c| c.get("QueryOptions")?.get("maxPoolSize"))
+            .filter_map(number)
+            .filter_map(|n| u32::try_from(n as u64).ok())
+            .collect();
+        if clients.len() > 1 {
+            self.notes.push(format!(
+                "Clients: {} pools named; one pool serves every actor, of the largest size",
+                clients.len()
+            ));
+        }
+        sizes.into_iter().max()
+    }
+
+    fn actor(&mut self, a: &'a Yaml) -> Result<Actor<'a>, Refusal> {
+        let kind = a
+            .get("Type")
+            .and_then(Yaml::as_str)
+            .ok_or_else(|| self.refuse(None, None, "an actor without a `Type`"))?
+            .to_string();
+        let name = a
+            .get("Name")
+            .and_then(scalar_text)
+            .unwrap_or_else(|| kind.clone());
+        let threads = match a.get("Threads") {
+            None => 1,
+            Some(v) => number(v)
+                .filter(|n| *n >= 1.0 && n.fract() == 0.0 && *n <= f64::from(u32::MAX))
+                .map(|n| n as u32)
+                .ok_or_else(|| {
+                    self.refuse(
+                        Some(&name),
+                        None,
+                        format!("`Threads: {}` is not a whole number of threads", show(v)),
+                    )
+                })?,
+        };
+        if !ACTORS.contains(&kind.as_str()) && !SILENT.contains(&kind.as_str()) {
+            return Err(self.refuse(
+                Some(&name),
+                None,
+                format!(
+                    "actor type `{kind}` is not supported; the tool runs {} (docs/genny.md lists each)",
+                    ACTORS.join(", ")
+                ),
+            ));
+        }
+        let mut phases = Vec::new();
+        if SILENT.contains(&kind.as_str()) {
+            self.notes.push(format!(
+                "{name} ({kind}) sits out: it logs, and sends nothing"
+            ));
+            return Ok(Actor {
+                kind,
+                name,
+                threads,
+                node: a,
+                phases,
+            });
+        }
+        let list = match a.get("Phases") {
+            Some(Yaml::Sequence(s)) => s.iter().collect::<Vec<_>>(),
+            Some(Yaml::Mapping(m)) => m.values().collect(),
+            None => Vec::new(),
+            Some(other) => {
+                return Err(self.refuse(
+                    Some(&name),
+                    None,
+                    format!("`Phases` is {}, not a list", show(other)),
+                ))
+            }
+        };
+        let mut next = 0usize;
+        for entry in list {
+            let numbers = match entry.get("Phase") {
+                None => vec![next],
+                Some(p) => self.phase_numbers(&name, p)?,
+            };
+            next = numbers.iter().max().map_or(next, |m| m + 1);
+            let nop = entry.get("Nop").and_then(Yaml::as_bool).unwrap_or(false);
+            if !nop {
+                phases.extend(numbers.into_iter().map(|n| (n, entry)));
+            }
+        }
+        Ok(Actor {
+            kind,
+            name,
+            threads,
+            node: a,
+            phases,
+        })
+    }
+
+    /// `Phase: 3`, `Phase: 3..5` (both ends in).
+    fn phase_numbers(&self, actor: &str, p: &Yaml) -> Result<Vec<usize>, Refusal> {
+        if let Some(n) = number(p).filter(|n| *n >= 0.0 && n.fract() == 0.0) {
+            return Ok(vec![n as usize]);
+        }
+        let text = scalar_text(p).unwrap_or_default();
+        let (a, b) = text
+            .split_once("..")
+            .and_then(|(a, b)| {
+                Some((
+                    a.trim().parse::<usize>().ok()?,
+                    b.trim().parse::<usize>().ok()?,
+                ))
+            })
+            .filter(|(a, b)| a <= b && b - a < 10_000)
+            .ok_or_else(|| {
+                self.refuse(
+                    Some(actor),
+                    None,
+                    format!("`Phase: {text}` is not a phase number or a range like 3..5"),
+                )
+            })?;
+        Ok((a..=b).collect())
+    }
+
+    /// The collection `name` of `database`, added once; its key in the profile.
+    fn collection(
+        &mut self,
+        actor: &str,
+        phase: usize,
+        database: &str,
+        name: &str,
+    ) -> Result<String, Refusal> {
+        if let Some(c) = self.collections.iter().find(|c| c.name == name) {
+            if c.database != database {
+                return Err(self.refuse(
+                    Some(actor),
+                    Some(phase),
+                    format!("collection `{name}` in two databases (`{}` and `{database}`) is not supported", c.database),
+                ));
+            }
+            return Ok(name.to_string());
+        }
+        self.collections.push(Coll {
+            database: database.to_string(),
+            name: name.to_string(),
+            load: None,
+        });
+        Ok(name.to_string())
+    }
+
+    /// Any collection of `database` (for commands, which go to the database), made if none.
+    fn database_handle(
+        &mut self,
+        actor: &str,
+        phase: usize,
+        database: &str,
+    ) -> Result<String, Refusal> {
+        match self.collections.iter().find(|c| c.database == database) {
+            Some(c) => Ok(c.name.clone()),
+            None => self.collection(actor, phase, database, &format!("genny_{database}")),
+        }
+    }
+
+    /// The group of `actor` in phase `p`.
+    fn group(&mut self, actor: &Actor<'a>, p: usize, config: &'a Yaml) -> Result<(), Refusal> {
+        let cx = Ctx {
+            phase: config,
+            actor: actor.node,
+            top: self.top,
+        };
+        let name = actor.name.as_str();
+        if actor.kind == "Loader" {
+            return self.loader(actor, p, &cx);
+        }
+        let mut g = toml::Table::new();
+        let group_name = match cx.phase.get("MetricsName").and_then(scalar_text) {
+            Some(m) => m,
+            None if actor.phases.len() > 1 => format!("{name}.{p}"),
+            None => name.to_string(),
+        };
+        let group_name = group_name.replace([':', '@'], "_");
+        if !self.names.insert(group_name.clone()) {
+            return Err(self.refuse(
+                Some(name),
+                Some(p),
+                format!(
+                    "two actors are named `{group_name}` in one phase; genny names rows by actor"
+                ),
+            ));
+        }
+        g.insert("name".into(), Toml::String(group_name));
+        g.insert("stage".into(), Toml::String(format!("phase{p}")));
+        g.insert("threads".into(), Toml::Integer(i64::from(actor.threads)));
+        self.stop_rule(name, p, &cx, &mut g)?;
+        let default_db = if actor.kind == "AdminCommand" {
+            "admin"
+        } else {
+            "test"
+        };
+        let database = match cx.get("Database") {
+            Some(d) => scalar_text(d)
+                .ok_or_else(|| self.refuse(Some(name), Some(p), "`Database` is not a name"))?,
+            None => default_db.to_string(),
+        };
+        let database = if actor.kind == "AdminCommand" {
+            "admin".to_string()
+        } else {
+            database
+        };
+        let steps = match actor.kind.as_str() {
+            "CrudActor" => self.crud(name, p, &cx, &database, &mut g)?,
+            "RunCommand" | "AdminCommand" => self.run_command(name, p, &cx, &database)?,
+            "QuiesceActor" => {
+                let coll = self.database_handle(name, p, "admin")?;
+                let mut cmd = toml::Table::new();
+                cmd.insert("fsync".into(), Toml::Integer(1));
+                self.notes.push(format!(
+                    "{name} (QuiesceActor) sends fsync to admin; genny also waits for the secondaries' oplog and dropped collections"
+                ));
+                vec![step("Quiesce", &coll, "command", Toml::Table(cmd))]
+            }
+            "HelloWorld" => {
+                let coll = self.database_handle(name, p, &database)?;
+                vec![step(
+                    "DefaultMetricsName",
+                    &coll,
+                    "nop",
+                    Toml::Table(toml::Table::new()),
+                )]
+            }
+            other => {
+                return Err(self.refuse(
+                    Some(name),
+                    Some(p),
+                    format!("actor type `{other}` is not supported"),
+                ))
+            }
+        };
+        if cx.get("ReportMetrics").and_then(Yaml::as_bool) == Some(false) {
+            self.notes.push(format!(
+                "{name}: ReportMetrics: false, but its rows are kept"
+            ));
+        }
+        if let Some(first) = steps.first().and_then(|s| s.get("collection")).cloned() {
+            g.insert("collection".into(), first);
+        }
+        g.insert(
+            "steps".into(),
+            Toml::Array(steps.into_iter().map(Toml::Table).collect()),
+        );
+        self.groups.push(g);
+        Ok(())
+    }
+
+    /// `Repeat`, `Duration`, `Blocking: None`, `GlobalRate`, `SleepBefore`/`SleepAfter`.
+    fn stop_rule(
+        &mut self,
+        name: &str,
+        p: usize,
+        cx: &Ctx<'a>,
+        g: &mut toml::Table,
+    ) -> Result<(), Refusal> {
+        let phase = cx.phase;
+        let repeat = match phase.get("Repeat") {
+            None => None,
+            Some(v) => Some(
+                number(v)
+                    .filter(|n| *n >= 0.0 && n.fract() == 0.0)
+                    .map(|n| n as i64)
+                    .ok_or_else(|| {
+                        self.refuse(
+                            Some(name),
+                            Some(p),
+                            format!("`Repeat: {}` is not a whole number", show(v)),
+                        )
+                    })?,
+            ),
+        };
+        let length = phase
+            .get("Duration")
+            .map(|v| {
+                duration(v).ok_or_else(|| {
+                    self.refuse(
+                        Some(name),
+                        Some(p),
+                        format!(
+                            "`Duration: {}` is not a duration like `10 seconds`",
+                            show(v)
+                        ),
+                    )
+                })
+            })
+            .transpose()?;
+        let blocking_none = phase
+            .get("Blocking")
+            .and_then(scalar_text)
+            .is_some_and(|b| b == "None");
+        if self.smoke {
+            g.insert("loops".into(), Toml::Integer(1));
+            return Ok(());
+        }
+        match (repeat, length) {
+            (Some(0), None) => {
+                return Err(self.refuse(
+                    Some(name),
+                    Some(p),
+                    "`Repeat: 0` would run nothing; genny's Nop: true sits a phase out",
+                ))
+            }
+            (Some(r), None) => {
+                g.insert("loops".into(), Toml::Integer(r));
+            }
+            (None, Some(d)) => {
+                g.insert(
+                    "duration".into(),
+                    Toml::String(humantime::format_duration(d).to_string()),
+                );
+            }
+            (Some(r), Some(d)) => {
+                g.insert("loops".into(), Toml::Integer(r.max(1)));
+                g.insert(
+                    "duration".into(),
+                    Toml::String(humantime::format_duration(d).to_string()),
+                );
+                g.insert("at_least".into(), Toml::Boolean(true));
+            }
+            (None, None) if blocking_none => {
+                g.insert("background".into(), Toml::Boolean(true));
+            }
+            (None, None) => {
+                return Err(self.refuse(
+                    Some(name),
+                    Some(p),
+                    "neither `Repeat` nor `Duration`, and not `Blocking: None`: genny requires one",
+                ))
+            }
+        }
+        if let Some(r) = phase.get("GlobalRate") {
+            let text = scalar_text(r).unwrap_or_default();
+            let rate = global_rate(&text).ok_or_else(|| {
+                self.refuse(Some(name), Some(p), format!("`GlobalRate: {text}` is not supported: the tool reads `N per T` (`500 per 1 second`); a percentage of a measured rate is not supported yet"))
+            })?;
+            g.insert("rate".into(), Toml::Float(rate));
+            // A rate with Repeat: the operations per thread the schedule holds.
+        }
+        for (key, ours) in [
+            ("SleepBefore", "sleep_before"),
+            ("SleepAfter", "sleep_after"),
+        ] {
+            if let Some(v) = phase.get(key) {
+                let d = duration(v).ok_or_else(|| {
+                    self.refuse(
+                        Some(name),
+                        Some(p),
+                        format!("`{key}: {}` is not a duration", show(v)),
+                    )
+                })?;
+                if !d.is_zero() {
+                    g.insert(
+                        ours.into(),
+                        Toml::String(humantime::format_duration(d).to_string()),
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A CrudActor's operations, as steps; `withTransaction` makes the group a transaction.
+    fn crud(
+        &mut self,
+        name: &str,
+        p: usize,
+        cx: &Ctx<'a>,
+        database: &str,
+        g: &mut toml::Table,
+    ) -> Result<Vec<toml::Table>, Refusal> {
+        if cx.phase.get("States").is_some() {
+            return Err(self.refuse(
+                Some(name),
+                Some(p),
+                "CrudActor `States` (its state machine) is not supported yet",
+            ));
+        }
+        let collection = match (cx.get("Collection"), cx.get("CollectionCount")) {
+            (Some(c), _) => scalar_text(c).ok_or_else(|| self.refuse(Some(name), Some(p), "`Collection` is not a name"))?,
+            (None, Some(n)) if number(n) == Some(1.0) => "Collection0".to_string(),
+            (None, Some(_)) => return Err(self.refuse(Some(name), Some(p), "CrudActor `CollectionCount` above 1 (a collection per thread) is not supported yet")),
+            (None, None) => return Err(self.refuse(Some(name), Some(p), "CrudActor needs `Collection` or `CollectionCount`")),
+        };
+        let ops = plural(cx.phase, "Operation", "Operations").ok_or_else(|| {
+            self.refuse(
+                Some(name),
+                Some(p),
+                "CrudActor has neither `Operations` nor `States`",
+            )
+        })?;
+        let mut steps = Vec::new();
+        for op in ops {
+            let op_name = op.get("OperationName").and_then(Yaml::as_str).unwrap_or("");
+            if op_name == "withTransaction" {
+                if g.contains_key("transaction") || !steps.is_empty() || ops_len(cx.phase) > 1 {
+                    return Err(self.refuse(Some(name), Some(p), "withTransaction beside other operations of the phase is not supported yet (one withTransaction per phase is)"));
+                }
+                g.insert("transaction".into(), Toml::Boolean(true));
+                let inner = op
+                    .get("OperationCommand")
+                    .and_then(|c| c.get("OperationsInTransaction"))
+                    .and_then(Yaml::as_sequence)
+                    .ok_or_else(|| {
+                        self.refuse(
+                            Some(name),
+                            Some(p),
+                            "withTransaction without `OperationsInTransaction`",
+                        )
+                    })?;
+                for t in inner {
+                    steps.push(self.crud_op(name, p, t, database, &collection, g)?);
+                }
+                continue;
+            }
+            steps.push(self.crud_op(name, p, op, database, &collection, g)?);
+        }
+        dedupe_names(&mut steps);
+        Ok(steps)
+    }
+
+    fn crud_op(
+        &mut self,
+        name: &str,
+        p: usize,
+        op: &Yaml,
+        database: &str,
+        collection: &str,
+        g: &mut toml::Table,
+    ) -> Result<toml::Table, Refusal> {
+        let op_name = op
+            .get("OperationName")
+            .and_then(Yaml::as_str)
+            .ok_or_else(|| {
+                self.refuse(Some(name), Some(p), "an operation without `OperationName`")
+            })?;
+        let row = op
+            .get("OperationMetricsName")
+            .and_then(scalar_text)
+            .unwrap_or_else(|| op_name.to_string());
+        let database = op
+            .get("Database")
+            .and_then(scalar_text)
+            .unwrap_or_else(|| database.to_string());
+        let coll_name = op
+            .get("Collection")
+            .and_then(scalar_text)
+            .unwrap_or_else(|| collection.to_string());
+        let coll = self.collection(name, p, &database, &coll_name)?;
+        let empty = Yaml::Mapping(Default::default());
+        let c = op.get("OperationCommand").unwrap_or(&empty);
+        let bad =
+            |t: &Self, what: String| t.refuse(Some(name), Some(p), format!("{op_name}: {what}"));
+        let mut args = toml::Table::new();
+        let put = |args: &mut toml::Table, k: &str, v: Option<&Yaml>| {
+            if let Some(v) = v {
+                args.insert(k.to_string(), to_toml(v));
+            }
+        };
+        let verb = match op_name {
+            "insertOne" => {
+                put(&mut args, "document", c.get("Document"));
+                "insertOne"
+            }
+            "insertMany" => {
+                let docs = c.get("Documents").and_then(Yaml::as_sequence).ok_or_else(|| bad(self, "`Documents` is not a list".into()))?;
+                let first = docs.first().ok_or_else(|| bad(self, "`Documents` is empty".into()))?;
+                if docs.iter().any(|d| d != first) {
+                    return Err(bad(self, "`Documents` of different templates is not supported yet (the same template repeated is)".into()));
+                }
+                put(&mut args, "document", Some(first));
+                args.insert("batch".into(), Toml::Integer(docs.len() as i64));
+                "insertMany"
+            }
+            "find" | "findOne" => {
+                put(&mut args, "filter", c.get("Filter"));
+                self.options(op_name, c.get("Options"), &mut args, &[("Limit", "limit"), ("Skip", "skip"), ("Sort", "sort"), ("Projection", "projection"), ("Hint", "hint"), ("BatchSize", "batchSize"), ("Collation", "collation"), ("MaxTime", "maxTimeMS")])
+                    .map_err(|e| bad(self, e))?;
+                if op_name == "findOne" {
+                    args.remove("limit");
+                    args.remove("batchSize");
+                }
+                op_name
+            }
+            "aggregate" => {
+                put(&mut args, "pipeline", c.get("Pipeline"));
+                self.options(op_name, c.get("Options"), &mut args, &[("AllowDiskUse", "allowDiskUse"), ("BatchSize", "batchSize"), ("Hint", "hint")])
+                    .map_err(|e| bad(self, e))?;
+                "aggregate"
+            }
+            "countDocuments" => {
+                put(&mut args, "filter", c.get("Filter"));
+                self.options(op_name, c.get("Options"), &mut args, &[("Limit", "limit"), ("Skip", "skip"), ("Hint", "hint")])
+                    .map_err(|e| bad(self, e))?;
+                "countDocuments"
+            }
+            "estimatedDocumentCount" => "estimatedDocumentCount",
+            "updateOne" | "updateMany" | "findOneAndUpdate" => {
+                put(&mut args, "filter", c.get("Filter"));
+                put(&mut args, "update", c.get("Update"));
+                self.write_options(name, p, op_name, c, &mut args, g)?;
+                op_name
+            }
+            "replaceOne" | "findOneAndReplace" => {
+                put(&mut args, "filter", c.get("Filter"));
+                put(&mut args, "replacement", c.get("Replacement"));
+                self.write_options(name, p, op_name, c, &mut args, g)?;
+                op_name
+            }
+            "deleteOne" | "deleteMany" | "findOneAndDelete" => {
+                put(&mut args, "filter", c.get("Filter"));
+                self.write_options(name, p, op_name, c, &mut args, g)?;
+                op_name
+            }
+            "drop" => {
+                let mut cmd = toml::Table::new();
+                cmd.insert("drop".into(), Toml::String(coll_name.clone()));
+                return Ok(step(&row, &coll, "command", Toml::Table(cmd)));
+            }
+            "createIndex" => {
+                let mut index = toml::Table::new();
+                index.insert("key".into(), c.get("Keys").map(to_toml).unwrap_or(Toml::Table(Default::default())));
+                if let Some(Toml::Table(o)) = c.get("IndexOptions").map(to_toml) {
+                    index.extend(o);
+                }
+                if !index.contains_key("name") {
+                    index.insert("name".into(), Toml::String(format!("genny_{row}")));
+                }
+                let mut cmd = toml::Table::new();
+                cmd.insert("createIndexes".into(), Toml::String(coll_name.clone()));
+                cmd.insert("indexes".into(), Toml::Array(vec![Toml::Table(index)]));
+                return Ok(step(&row, &coll, "command", Toml::Table(cmd)));
+            }
+            "bulkWrite" => {
+                let ops = c.get("WriteOperations").and_then(Yaml::as_sequence).ok_or_else(|| bad(self, "`WriteOperations` is not a list".into()))?;
+                let mut requests = Vec::new();
+                for w in ops {
+                    let kind = w.get("WriteCommand").and_then(Yaml::as_str).ok_or_else(|| bad(self, "a write without `WriteCommand`".into()))?;
+                    let mut m = toml::Table::new();
+                    for (k, ours) in [("Document", "document"), ("Filter", "filter"), ("Update", "update"), ("Replacement", "replacement")] {
+                        if let Some(v) = w.get(k) {
+                            m.insert(ours.into(), to_toml(v));
+                        }
+                    }
+                    let mut r = toml::Table::new();
+                    r.insert(kind.to_string(), Toml::Table(m));
+                    requests.push(Toml::Table(r));
+                }
+                args.insert("requests".into(), Toml::Array(requests));
+                if let Some(o) = c.get("Options").and_then(|o| o.get("Ordered")) {
+                    put(&mut args, "ordered", Some(o));
+                }
+                "bulkWrite"
+            }
+            other => {
+                return Err(bad(self, format!("operation `{other}` is not supported (the CrudActor operations the tool runs are in docs/genny.md)")))
+            }
+        };
+        Ok(step(&row, &coll, verb, Toml::Table(args)))
+    }
+
+    /// genny's `Options` of a read, by the names it takes.
+    fn options(
+        &self,
+        op: &str,
+        options: Option<&Yaml>,
+        args: &mut toml::Table,
+        known: &[(&str, &str)],
+    ) -> Result<(), String> {
+        let Some(o) = options.and_then(Yaml::as_mapping) else {
+            return Ok(());
+        };
+        for (k, v) in o {
+            let k = scalar_text(k).unwrap_or_default();
+            let Some((_, ours)) = known.iter().find(|(g, _)| *g == k) else {
+                return Err(format!(
+                    "option `{k}` of {op} is not supported (the tool reads {})",
+                    known.iter().map(|(g, _)| *g).collect::<Vec<_>>().join(", ")
+                ));
+            };
+            let value = if k == "MaxTime" {
+                Toml::Integer(
+                    duration(v)
+                        .map(|d| d.as_millis() as i64)
+                        .ok_or(format!("`MaxTime: {}` is not a duration", show(v)))?,
+                )
+            } else {
+                to_toml(v)
+            };
+            args.insert((*ours).to_string(), value);
+        }
+        Ok(())
+    }
+
+    /// `OperationOptions` of a write: `Upsert`, `WriteConcern` (the group's), `Hint`.
+    fn write_options(
+        &mut self,
+        name: &str,
+        p: usize,
+        op: &str,
+        c: &Yaml,
+        args: &mut toml::Table,
+        g: &mut toml::Table,
+    ) -> Result<(), Refusal> {
+        let Some(o) = c
+            .get("OperationOptions")
+            .or_else(|| c.get("Options"))
+            .and_then(Yaml::as_mapping)
+        else {
+            return Ok(());
+        };
+        for (k, v) in o {
+            let k = scalar_text(k).unwrap_or_default();
+            match k.as_str() {
+                "Upsert" => {
+                    args.insert("upsert".into(), to_toml(v));
+                }
+                "Hint" => {
+                    args.insert("hint".into(), to_toml(v));
+                }
+                "WriteConcern" => {
+                    let wc = write_concern(v).ok_or_else(|| self.refuse(Some(name), Some(p), format!("{op}: `WriteConcern: {}` is not one the tool reads (Level: majority or a number, Journal, TimeoutMillis)", show(v))))?;
+                    if let Some(old) = g.get("write_concern") {
+                        if *old != wc {
+                            return Err(self.refuse(Some(name), Some(p), format!("{op}: two write concerns in one phase of an actor are not supported (the tool's are per group)")));
+                        }
+                    }
+                    g.insert("write_concern".into(), wc);
+                }
+                other => return Err(self.refuse(Some(name), Some(p), format!("{op}: option `{other}` is not supported (the tool reads Upsert, Hint, WriteConcern)"))),
+            }
+        }
+        Ok(())
+    }
+
+    /// RunCommand / AdminCommand: each operation a `command` step on the database.
+    fn run_command(
+        &mut self,
+        name: &str,
+        p: usize,
+        cx: &Ctx<'a>,
+        database: &str,
+    ) -> Result<Vec<toml::Table>, Refusal> {
+        let ops = plural(cx.phase, "Operation", "Operations").ok_or_else(|| {
+            self.refuse(
+                Some(name),
+                Some(p),
+                "RunCommand needs `Operation` or `Operations`",
+            )
+        })?;
+        let coll = self.database_handle(name, p, database)?;
+        let mut steps = Vec::new();
+        for op in ops {
+            let kind = op
+                .get("OperationName")
+                .and_then(Yaml::as_str)
+                .unwrap_or("RunCommand");
+            if kind != "RunCommand" && kind != "AdminCommand" {
+                return Err(self.refuse(Some(name), Some(p), format!("operation `{kind}` of RunCommand is not supported (RunCommand, AdminCommand)")));
+            }
+            let coll = if kind == "AdminCommand" {
+                self.database_handle(name, p, "admin")?
+            } else {
+                coll.clone()
+            };
+            let command = op
+                .get("OperationCommand")
+                .filter(|c| c.is_mapping())
+                .ok_or_else(|| {
+                    self.refuse(
+                        Some(name),
+                        Some(p),
+                        "a RunCommand operation without an `OperationCommand` document",
+                    )
+                })?;
+            let row = op
+                .get("OperationMetricsName")
+                .and_then(scalar_text)
+                .unwrap_or_else(|| "DatabaseOperation".to_string());
+            steps.push(step(&row, &coll, "command", to_toml(command)));
+        }
+        dedupe_names(&mut steps);
+        Ok(steps)
+    }
+
+    /// A Loader's documents: each of its collections' preload, with its indexes.
+    fn loader(&mut self, actor: &Actor<'a>, p: usize, cx: &Ctx<'a>) -> Result<(), Refusal> {
+        let name = actor.name.as_str();
+        let int = |k: &str| -> Result<i64, Refusal> {
+            cx.get(k)
+                .and_then(number)
+                .filter(|n| *n >= 0.0 && n.fract() == 0.0)
+                .map(|n| n as i64)
+                .ok_or_else(|| {
+                    self.refuse(
+                        Some(name),
+                        Some(p),
+                        format!("Loader needs `{k}` as a whole number"),
+                    )
+                })
+        };
+        let count = int("CollectionCount")?;
+        let documents = int("DocumentCount")?;
+        let database = cx
+            .get("Database")
+            .and_then(scalar_text)
+            .ok_or_else(|| self.refuse(Some(name), Some(p), "Loader needs `Database`"))?;
+        let document = match cx.get("Document").map(to_toml) {
+            Some(Toml::Table(t)) => t,
+            _ => {
+                return Err(self.refuse(Some(name), Some(p), "Loader needs a `Document` template"))
+            }
+        };
+        let mut indexes = Vec::new();
+        if let Some(list) = cx.get("Indexes").and_then(Yaml::as_sequence) {
+            for i in list {
+                let mut t = toml::Table::new();
+                t.insert(
+                    "keys".into(),
+                    i.get("keys")
+                        .map(to_toml)
+                        .unwrap_or(Toml::Table(Default::default())),
+                );
+                if let Some(Toml::Table(o)) = i.get("options").map(to_toml) {
+                    t.extend(o);
+                }
+                indexes.push(Toml::Table(t));
+            }
+        }
+        if p > 0 {
+            self.notes.push(format!(
+                "{name} (Loader) of phase {p} loads as the setup's preload, before phase 0"
+            ));
+        }
+        for i in 0..count {
+            let coll = format!("Collection{i}");
+            self.collection(name, p, &database, &coll)?;
+            let c = self
+                .collections
+                .iter_mut()
+                .find(|c| c.name == coll)
+                .expect("just added");
+            if c.load.is_some() {
+                return Err(Refusal {
+                    file: self.file.clone(),
+                    actor: Some(name.to_string()),
+                    phase: Some(p),
+                    thing: format!(
+                        "{coll} is loaded twice; the tool loads a collection once, as its preload"
+                    ),
+                });
+            }
+            c.load = Some(Load {
+                documents,
+                document: document.clone(),
+                indexes: indexes.clone(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// A step table: its row's name, collection and operation.
+fn step(row: &str, collection: &str, verb: &str, args: Toml) -> toml::Table {
+    let mut s = toml::Table::new();
+    s.insert("name".into(), Toml::String(row.replace([':', '@'], "_")));
+    s.insert("collection".into(), Toml::String(collection.to_string()));
+    s.insert(verb.into(), args);
+    s
+}
+
+/// Steps of one group need distinct rows: a repeated name gets `.2`, `.3`, ...
+fn dedupe_names(steps: &mut [toml::Table]) {
+    let mut seen = std::collections::HashMap::<String, u32>::new();
+    for s in steps {
+        let Some(Toml::String(n)) = s.get("name").cloned() else {
+            continue;
+        };
+        let k = seen.entry(n.clone()).or_insert(0);
+        *k += 1;
+        if *k > 1 {
+            s.insert("name".into(), Toml::String(format!("{n}.{k}")));
+        }
+    }
+}
+
+/// genny's `getPlural`: `Operation` (one) or `Operations` (a list).
+fn plural<'y>(node: &'y Yaml, one: &str, many: &str) -> Option<Vec<&'y Yaml>> {
+    if let Some(o) = node.get(one) {
+        return Some(vec![o]);
+    }
+    node.get(many)?.as_sequence().map(|s| s.iter().collect())
+}
+
+fn ops_len(node: &Yaml) -> usize {
+    plural(node, "Operation", "Operations").map_or(0, |v| v.len())
+}
+
+/// A number, as YAML or as text (`1e4`).
+pub fn number(v: &Yaml) -> Option<f64> {
+    match v {
+        Yaml::Number(n) => n.as_f64(),
+        Yaml::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+fn scalar_text(v: &Yaml) -> Option<String> {
+    match v {
+        Yaml::String(s) => Some(s.clone()),
+        Yaml::Number(n) => Some(n.to_string()),
+        Yaml::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+fn show(v: &Yaml) -> String {
+    serde_yaml::to_string(v)
+        .map(|s| s.trim().replace('\n', " "))
+        .unwrap_or_else(|_| "?".into())
+}
+
+/// genny's durations: `10 milliseconds`, `1 minute`, `2 seconds`; a bare number is milliseconds.
+pub fn duration(v: &Yaml) -> Option<Duration> {
+    if let Some(n) = number(v) {
+        return (n >= 0.0).then(|| Duration::from_secs_f64(n / 1000.0));
+    }
+    let text = scalar_text(v)?;
+    let mut parts = text.split_whitespace();
+    let n: f64 = parts.next()?.parse().ok()?;
+    let unit = parts.next()?.trim_end_matches('s');
+    if parts.next().is_some() || n < 0.0 {
+        return None;
+    }
+    let secs = match unit {
+        "nanosecond" => n / 1e9,
+        "microsecond" => n / 1e6,
+        "millisecond" => n / 1e3,
+        "second" => n,
+        "minute" => n * 60.0,
+        "hour" => n * 3600.0,
+        _ => return None,
+    };
+    Some(Duration::from_secs_f64(secs))
+}
+
+/// `N per T` (`500 per 1 second`, `1 per 2 milliseconds`): operations per second.
+pub fn global_rate(text: &str) -> Option<f64> {
+    let (n, per) = text.split_once(" per ")?;
+    let n: f64 = n.trim().parse().ok()?;
+    let per = duration(&Yaml::String(per.trim().to_string()))?;
+    (n > 0.0 && !per.is_zero()).then(|| n / per.as_secs_f64())
+}
+
+/// genny's write concern (`Level: majority`, `Level: 1`, `Journal`, `TimeoutMillis`/`Timeout`).
+fn write_concern(v: &Yaml) -> Option<Toml> {
+    let level = v.get("Level")?;
+    let mut t = toml::Table::new();
+    let w = match level {
+        Yaml::String(s) if s == "majority" => Toml::String("majority".into()),
+        other => Toml::Integer(number(other).filter(|n| *n >= 0.0 && n.fract() == 0.0)? as i64),
+    };
+    t.insert("w".into(), w);
+    if let Some(j) = v.get("Journal").and_then(Yaml::as_bool) {
+        t.insert("j".into(), Toml::Boolean(j));
+    }
+    if let Some(d) = v
+        .get("Timeout")
+        .or_else(|| v.get("TimeoutMillis"))
+        .and_then(duration)
+    {
+        t.insert(
+            "wtimeout".into(),
+            Toml::String(humantime::format_duration(d).to_string()),
+        );
+    }
+    Some(Toml::Table(t))
+}
+
+/// A YAML value as the templates read it: null is `^Null`, keys are text, numbers keep their
+/// kind (a whole number written as `1e4` stays a float, as genny's YAML reads it).
+pub fn to_toml(v: &Yaml) -> Toml {
+    match v {
+        Yaml::Null => {
+            let mut t = toml::Table::new();
+            t.insert("^Null".into(), Toml::Table(Default::default()));
+            Toml::Table(t)
+        }
+        Yaml::Bool(b) => Toml::Boolean(*b),
+        Yaml::Number(n) => match (n.as_i64(), n.as_f64()) {
+            (Some(i), _) => Toml::Integer(i),
+            (None, Some(f)) => Toml::Float(f),
+            _ => Toml::Float(f64::NAN),
+        },
+        Yaml::String(s) => Toml::String(s.clone()),
+        Yaml::Sequence(s) => Toml::Array(s.iter().map(to_toml).collect()),
+        Yaml::Mapping(m) => Toml::Table(
+            m.iter()
+                .map(|(k, v)| (scalar_text(k).unwrap_or_else(|| show(k)), to_toml(v)))
+                .collect(),
+        ),
+        Yaml::Tagged(t) => to_toml(&t.value),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &str, smoke: bool) -> Result<Translated, Refusal> {
+        let y: Yaml = serde_yaml::from_str(text).unwrap();
+        translate(Path::new("w.yml"), &y, smoke)
+    }
+
+    #[test]
+    fn genny_durations_and_rates_read_as_genny_writes_them() {
+        let d = |s: &str| duration(&Yaml::String(s.into()));
+        assert_eq!(d("10 milliseconds"), Some(Duration::from_millis(10)));
+        assert_eq!(d("1 minute"), Some(Duration::from_secs(60)));
+        assert_eq!(d("2 seconds"), Some(Duration::from_secs(2)));
+        assert_eq!(d("soon"), None);
+        assert_eq!(global_rate("1 per 2 milliseconds"), Some(500.0));
+        assert_eq!(global_rate("500 per 1 second"), Some(500.0));
+        assert_eq!(global_rate("80%"), None);
+    }
+
+    #[test]
+    fn phases_become_stages_and_genny_rules_become_group_options() {
+        let t = read(
+            "Actors:\n- Name: A\n  Type: HelloWorld\n  Threads: 10\n  Phases:\n  - {Duration: 2 seconds}\n  - {Blocking: None}\n- Name: B\n  Type: HelloWorld\n  Threads: 2\n  Phases:\n  - {Repeat: 10}\n  - {Repeat: 1e3}\n",
+            false,
+        )
+        .unwrap();
+        let groups = t.profile["group"].as_array().unwrap();
+        assert_eq!(groups.len(), 4);
+        let g = |i: usize| groups[i].as_table().unwrap();
+        assert_eq!(g(0)["name"].as_str(), Some("A.0"));
+        assert_eq!(g(0)["stage"].as_str(), Some("phase0"));
+        assert_eq!(g(0)["duration"].as_str(), Some("2s"));
+        assert_eq!(g(1)["loops"].as_integer(), Some(10));
+        assert_eq!(g(2)["background"].as_bool(), Some(true));
+        assert_eq!(g(3)["loops"].as_integer(), Some(1000));
+        assert_eq!(t.phases, 2);
+        // The smoke check: each once.
+        let s = read("Actors:\n- Name: A\n  Type: HelloWorld\n  Phases:\n  - {Duration: 2 seconds, GlobalRate: 5 per 1 second}\n", true).unwrap();
+        let g = s.profile["group"].as_array().unwrap()[0]
+            .as_table()
+            .unwrap()
+            .clone();
+        assert_eq!(g["loops"].as_integer(), Some(1));
+        assert!(!g.contains_key("rate") && !g.contains_key("duration"));
+    }
+
+    #[test]
+    fn an_unsupported_actor_is_refused_in_one_line_naming_file_and_actor() {
+        let e = read(
+            "Actors:\n- Name: X\n  Type: StreamStatsReporter\n  Phases: [{Repeat: 1}]\n",
+            false,
+        )
+        .unwrap_err();
+        let line = e.to_string();
+        assert!(
+            line.starts_with("w.yml: actor `X`: actor type `StreamStatsReporter` is not supported"),
+            "{line}"
+        );
+        assert!(!line.contains('\n'));
+        let e = read("Actors:\n- Name: C\n  Type: CrudActor\n  Database: test\n  Phases:\n  - Repeat: 1\n    Collection: c\n    Operations:\n    - {OperationName: mapReduce, OperationCommand: {}}\n", false).unwrap_err();
+        assert_eq!(e.phase, Some(0));
+        assert!(e.thing.contains("`mapReduce` is not supported"), "{e}");
+    }
+
+    #[test]
+    fn a_loader_is_the_preload_of_its_collections() {
+        let t = read("Actors:\n- Name: L\n  Type: Loader\n  Threads: 1\n  Phases:\n  - Repeat: 1\n    Database: db\n    CollectionCount: 2\n    DocumentCount: 100\n    BatchSize: 10\n    Document: {a: {^RandomInt: {min: 1, max: 9}}}\n    Indexes: [{keys: {a: 1}}]\n- Name: R\n  Type: RunCommand\n  Database: db\n  Phases:\n  - {Nop: true}\n  - Repeat: 2\n    Operation: {OperationCommand: {ping: 1}}\n", false).unwrap();
+        let colls = t.profile["collection"].as_array().unwrap();
+        assert_eq!(colls.len(), 2);
+        assert_eq!(colls[1]["preload"].as_integer(), Some(100));
+        assert_eq!(t.profile["target"]["database"].as_str(), Some("db"));
+        let g = t.profile["group"].as_array().unwrap();
+        assert_eq!(g.len(), 1, "the Loader sends nothing of its own");
+        assert_eq!(g[0]["stage"].as_str(), Some("phase1"));
+    }
+}
