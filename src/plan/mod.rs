@@ -231,6 +231,19 @@ pub struct CollectionPlan {
     pub invariant: Option<InvariantPlan>,
 }
 
+impl CollectionPlan {
+    /// Does a group or step name it: by its name, or as `database.name` when it has a
+    /// database of its own (two collections of one name in two databases).
+    pub fn is_named(&self, name: &str) -> bool {
+        self.name == name
+            || self.database.as_ref().is_some_and(|d| {
+                name.strip_prefix(d.as_str())
+                    .and_then(|r| r.strip_prefix('.'))
+                    == Some(self.name.as_str())
+            })
+    }
+}
+
 /// The sum of `field` over the collection stays what it was before the load, and no value of
 /// it falls below `min`.
 #[derive(Debug, Clone, PartialEq)]

@@ -96,7 +96,20 @@ fn no_match(s: &Summary, out: &mut Warnings) {
             // A row of a change (`--live-control`) holds some of its group's operations,
             // which the group's own row judges.
             let change_row = run.is_change_row(&row.label);
+            // A group that only counts (`nop`: genny's HelloWorld) finds nothing by design.
+            let counting = row.label.group_name().is_some_and(|g| {
+                s.groups.iter().any(|x| {
+                    x.name == g
+                        && !x.operations.is_empty()
+                        && x.operations.iter().all(|o| o == "nop")
+                })
+            }) || (row.label.group_name().is_none()
+                && !s.groups.is_empty()
+                && s.groups
+                    .iter()
+                    .all(|x| !x.operations.is_empty() && x.operations.iter().all(|o| o == "nop")));
             if row.samples > 0
+                && !counting
                 && row.matched == 0
                 && row.errors < row.samples
                 && !step_row

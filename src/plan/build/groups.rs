@@ -155,7 +155,7 @@ impl GroupAt<'_> {
             Some(name) => env
                 .collections
                 .iter()
-                .position(|c| &c.name == name)
+                .position(|c| c.is_named(name))
                 .ok_or_else(|| {
                     self.loaded.error_at(
                         &self.path("collection"),

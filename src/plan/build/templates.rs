@@ -758,7 +758,7 @@ impl GroupAt<'_> {
             None => Ok(collection),
             Some(name) => collections
                 .iter()
-                .position(|c| &c.name == name)
+                .position(|c| c.is_named(name))
                 .ok_or_else(|| {
                     self.loaded.error_at(
                         &format!("{at}.collection"),

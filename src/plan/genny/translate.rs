@@ -153,9 +153,12 @@ pub fn translate(file: &Path, workload: &Yaml, smoke: bool) -> Result<Translated
         "group".into(),
         Toml::Array(t.groups.into_iter().map(Toml::Table).collect()),
     );
+    let mut notes = t.notes;
+    let mut seen = BTreeSet::new();
+    notes.retain(|n| seen.insert(n.clone()));
     Ok(Translated {
         profile,
-        notes: t.notes,
+        notes,
         phases,
     })
 }
@@ -174,6 +177,8 @@ struct Translator<'a> {
 struct Coll {
     database: String,
     name: String,
+    /// How groups and steps name it.
+    key: String,
     load: Option<Load>,
 }
 
@@ -345,42 +350,35 @@ impl<'a> Translator<'a> {
         Ok((a..=b).collect())
     }
 
-    /// The collection `name` of `database`, added once; its key in the profile.
-    fn collection(
-        &mut self,
-        actor: &str,
-        phase: usize,
-        database: &str,
-        name: &str,
-    ) -> Result<String, Refusal> {
-        if let Some(c) = self.collections.iter().find(|c| c.name == name) {
-            if c.database != database {
-                return Err(self.refuse(
-                    Some(actor),
-                    Some(phase),
-                    format!("collection `{name}` in two databases (`{}` and `{database}`) is not supported", c.database),
-                ));
-            }
-            return Ok(name.to_string());
+    /// The collection `name` of `database`, added once; its key in the profile (its name, or
+    /// `database.name` when another database has one of that name).
+    fn collection(&mut self, database: &str, name: &str) -> String {
+        if let Some(c) = self
+            .collections
+            .iter()
+            .find(|c| c.name == name && c.database == database)
+        {
+            return c.key.clone();
         }
+        let key = if self.collections.iter().any(|c| c.name == name) {
+            format!("{database}.{name}")
+        } else {
+            name.to_string()
+        };
         self.collections.push(Coll {
             database: database.to_string(),
             name: name.to_string(),
+            key: key.clone(),
             load: None,
         });
-        Ok(name.to_string())
+        key
     }
 
     /// Any collection of `database` (for commands, which go to the database), made if none.
-    fn database_handle(
-        &mut self,
-        actor: &str,
-        phase: usize,
-        database: &str,
-    ) -> Result<String, Refusal> {
+    fn database_handle(&mut self, database: &str) -> String {
         match self.collections.iter().find(|c| c.database == database) {
-            Some(c) => Ok(c.name.clone()),
-            None => self.collection(actor, phase, database, &format!("genny_{database}")),
+            Some(c) => c.key.clone(),
+            None => self.collection(database, &format!("genny_{database}")),
         }
     }
 
@@ -434,7 +432,7 @@ impl<'a> Translator<'a> {
             "CrudActor" => self.crud(name, p, &cx, &database, &mut g)?,
             "RunCommand" | "AdminCommand" => self.run_command(name, p, &cx, &database)?,
             "QuiesceActor" => {
-                let coll = self.database_handle(name, p, "admin")?;
+                let coll = self.database_handle("admin");
                 let mut cmd = toml::Table::new();
                 cmd.insert("fsync".into(), Toml::Integer(1));
                 self.notes.push(format!(
@@ -443,7 +441,7 @@ impl<'a> Translator<'a> {
                 vec![step("Quiesce", &coll, "command", Toml::Table(cmd))]
             }
             "HelloWorld" => {
-                let coll = self.database_handle(name, p, &database)?;
+                let coll = self.database_handle(&database);
                 vec![step(
                     "DefaultMetricsName",
                     &coll,
@@ -675,7 +673,7 @@ impl<'a> Translator<'a> {
             .get("Collection")
             .and_then(scalar_text)
             .unwrap_or_else(|| collection.to_string());
-        let coll = self.collection(name, p, &database, &coll_name)?;
+        let coll = self.collection(&database, &coll_name);
         let empty = Yaml::Mapping(Default::default());
         let c = op.get("OperationCommand").unwrap_or(&empty);
         let bad =
@@ -695,7 +693,20 @@ impl<'a> Translator<'a> {
                 let docs = c.get("Documents").and_then(Yaml::as_sequence).ok_or_else(|| bad(self, "`Documents` is not a list".into()))?;
                 let first = docs.first().ok_or_else(|| bad(self, "`Documents` is empty".into()))?;
                 if docs.iter().any(|d| d != first) {
-                    return Err(bad(self, "`Documents` of different templates is not supported yet (the same template repeated is)".into()));
+                    // Different templates: one insert command of them all, as bulkWrite's
+                    // insertOne models go (ordered, as insertMany is).
+                    let requests = docs
+                        .iter()
+                        .map(|d| {
+                            let mut m = toml::Table::new();
+                            m.insert("document".into(), to_toml(d));
+                            let mut r = toml::Table::new();
+                            r.insert("insertOne".into(), Toml::Table(m));
+                            Toml::Table(r)
+                        })
+                        .collect();
+                    args.insert("requests".into(), Toml::Array(requests));
+                    return Ok(step(&row, &coll, "bulkWrite", Toml::Table(args)));
                 }
                 put(&mut args, "document", Some(first));
                 args.insert("batch".into(), Toml::Integer(docs.len() as i64));
@@ -877,7 +888,7 @@ impl<'a> Translator<'a> {
                 "RunCommand needs `Operation` or `Operations`",
             )
         })?;
-        let coll = self.database_handle(name, p, database)?;
+        let coll = self.database_handle(database);
         let mut steps = Vec::new();
         for op in ops {
             let kind = op
@@ -888,7 +899,7 @@ impl<'a> Translator<'a> {
                 return Err(self.refuse(Some(name), Some(p), format!("operation `{kind}` of RunCommand is not supported (RunCommand, AdminCommand)")));
             }
             let coll = if kind == "AdminCommand" {
-                self.database_handle(name, p, "admin")?
+                self.database_handle("admin")
             } else {
                 coll.clone()
             };
@@ -961,13 +972,44 @@ impl<'a> Translator<'a> {
                 "{name} (Loader) of phase {p} loads as the setup's preload, before phase 0"
             ));
         }
-        for i in 0..count {
+        // genny's Loader: with MultipleThreadsPerCollection, the actor's threads share the
+        // collections (thread % CollectionCount) and each collection gets DocumentCount; else
+        // each thread loads CollectionCount / Threads (the phase's) collections from
+        // numCollections x thread, the phase's last thread the remainder too.
+        let multiple = cx
+            .get("MultipleThreadsPerCollection")
+            .and_then(Yaml::as_bool)
+            .unwrap_or(false);
+        let mut loads: Vec<i64> = Vec::new();
+        if multiple {
+            loads.extend(0..count.min(i64::from(actor.threads)));
+        } else {
+            let phase_threads = cx
+                .phase
+                .get("Threads")
+                .and_then(number)
+                .map_or(i64::from(actor.threads), |n| n as i64)
+                .max(1);
+            let per = count / phase_threads;
+            for t in 0..i64::from(actor.threads) {
+                let n = per
+                    + if t == phase_threads - 1 {
+                        count % phase_threads
+                    } else {
+                        0
+                    };
+                loads.extend(per * t..per * t + n);
+            }
+        }
+        loads.sort_unstable();
+        loads.dedup();
+        for i in loads {
             let coll = format!("Collection{i}");
-            self.collection(name, p, &database, &coll)?;
+            let key = self.collection(&database, &coll);
             let c = self
                 .collections
                 .iter_mut()
-                .find(|c| c.name == coll)
+                .find(|c| c.key == key)
                 .expect("just added");
             if c.load.is_some() {
                 return Err(Refusal {
@@ -975,7 +1017,7 @@ impl<'a> Translator<'a> {
                     actor: Some(name.to_string()),
                     phase: Some(p),
                     thing: format!(
-                        "{coll} is loaded twice; the tool loads a collection once, as its preload"
+                        "{database}.{coll} is loaded twice; the tool loads a collection once, as its preload"
                     ),
                 });
             }
