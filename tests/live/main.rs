@@ -19,6 +19,8 @@
 //! - `faults`: a frozen server, a killed one, a collection the tool did not write
 //! - `first_hour`: a wrong update in the server's words, run directories that never mix, a
 //!   failed run that leaves nothing, an HTTP port named at once
+//! - `genny`: genny's workloads: phases as barriers, Repeat, Blocking: None, GlobalRate, a
+//!   Loader's and a CrudActor's documents by the server's count, refusals
 //! - `intervals`: latency.hlog read by three readers; the warm-up
 //! - `jmeter_2016`: the 2016 samplers on the wire and the 2016 document
 //! - `live_page`: the live page: rate and users changed mid-run, refusals, stop, a browser
@@ -57,6 +59,7 @@ mod counts;
 mod embedded;
 mod faults;
 mod first_hour;
+mod genny;
 mod intervals;
 mod jmeter_2016;
 mod live_page;

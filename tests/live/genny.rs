@@ -1,0 +1,215 @@
+//! genny's workloads run as they are: phases as barriers, `Repeat` per thread, `Blocking: None`,
+//! `GlobalRate`, a Loader's documents and a CrudActor's operations, with the server's documents
+//! and the sample log as the witnesses.
+
+use crate::common;
+
+use common::*;
+use mongodb::bson::doc;
+
+/// Writes `text` as `name` in `dir`; its path.
+fn workload(dir: &std::path::Path, name: &str, text: &str) -> std::path::PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// (group, start_us, end_us) of every sample in the run's samples.tsv.
+fn samples(out: &std::path::Path) -> Vec<(String, u64, u64)> {
+    let text = std::fs::read_to_string(out.join("samples.tsv")).unwrap();
+    text.lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            let start: u64 = f[0].parse().unwrap();
+            let elapsed: u64 = f[1].parse().unwrap();
+            (f[2].to_string(), start, start + elapsed)
+        })
+        .collect()
+}
+
+#[test]
+fn phases_are_barriers_repeat_counts_per_thread_and_a_background_actor_stops_with_its_phase() {
+    let Some(server) = TestServer::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // genny's HelloWorld-MultiplePhases, shorter, with a pause so the timed actor's count is
+    // bounded.
+    let path = workload(
+        dir.path(),
+        "phases.yml",
+        "SchemaVersion: 2018-07-01\nActors:\n\
+         - Name: A\n  Type: HelloWorld\n  Threads: 3\n  Phases:\n\
+         \x20 - {Duration: 1 second, SleepAfter: 1 millisecond}\n\
+         \x20 - {Blocking: None, SleepAfter: 1 millisecond}\n\
+         - Name: B\n  Type: HelloWorld\n  Threads: 2\n  Phases:\n\
+         \x20 - {Repeat: 100}\n\
+         \x20 - {Repeat: 1e2, SleepBefore: 2 milliseconds}\n",
+    );
+    let out = dir.path().join("run");
+    let (summary, _, _) = server.run_ok(path.to_str().unwrap(), &out, &[]);
+    // Repeat is per thread: 2 threads x 100.
+    assert_eq!(row(&summary, "B.0")["samples"], 200);
+    assert_eq!(row(&summary, "B.1")["samples"], 200, "1e2 read as 100");
+    let a0 = row(&summary, "A.0")["samples"].as_u64().unwrap();
+    assert!(
+        (300..=3 * 1000 + 3).contains(&a0),
+        "3 threads for 1 s with a 1 ms pause after each: {a0}"
+    );
+    let s = samples(&out);
+    let end_of = |g: &str| s.iter().filter(|x| x.0 == g).map(|x| x.2).max().unwrap();
+    let start_of = |g: &str| s.iter().filter(|x| x.0 == g).map(|x| x.1).min().unwrap();
+    // Phase 1 starts only when every actor holding phase 0 is done (A's second, B's 200).
+    let phase0_end = end_of("A.0").max(end_of("B.0"));
+    assert!(start_of("A.1") >= phase0_end && start_of("B.1") >= phase0_end);
+    assert!(
+        end_of("A.0") >= start_of("A.0") + 900_000,
+        "A held phase 0 for its second"
+    );
+    // The background actor stops when B, which holds phase 1, is done: its last operation
+    // began before then (and ended within one pause and one operation).
+    let b1_end = end_of("B.1");
+    let a1_last_start = s
+        .iter()
+        .filter(|x| x.0 == "A.1")
+        .map(|x| x.1)
+        .max()
+        .unwrap();
+    assert!(
+        a1_last_start <= b1_end,
+        "A.1 began an operation after phase 1 closed"
+    );
+    // B's 200 operations with a 2 ms pause before each take at least 200 ms per thread...
+    assert!(b1_end - start_of("B.1") >= 190_000);
+    // ... and A acted in the background for that long.
+    assert!(row(&summary, "A.1")["samples"].as_u64().unwrap() >= 50);
+}
+
+#[test]
+fn a_loaders_documents_and_a_crud_actors_writes_are_what_the_server_holds() {
+    let Some(server) = TestServer::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = unique_db("genny_crud");
+    let path = workload(
+        dir.path(),
+        "crud.yml",
+        &format!(
+            "SchemaVersion: 2018-07-01\nActors:\n\
+             - Name: Load\n  Type: Loader\n  Threads: 2\n  Phases:\n\
+             \x20 - Repeat: 1\n    Database: {db}\n    Threads: 2\n    CollectionCount: 2\n    DocumentCount: 1000\n    BatchSize: 100\n\
+             \x20   Document: {{x: {{^RandomInt: {{min: 0, max: 9}}}}, s: {{^RandomString: {{length: 8}}}}}}\n\
+             \x20   Indexes: [{{keys: {{x: 1}}}}]\n\
+             \x20 - {{Nop: true}}\n\
+             - Name: Crud\n  Type: CrudActor\n  Threads: 2\n  Database: {db}\n  Phases:\n\
+             \x20 - {{Nop: true}}\n\
+             \x20 - Repeat: 50\n    Collection: Collection1\n    Operations:\n\
+             \x20   - {{OperationName: insertOne, OperationCommand: {{Document: {{x: 100}}}}}}\n\
+             \x20   - {{OperationName: find, OperationMetricsName: FindX, OperationCommand: {{Filter: {{x: 100}}, Options: {{Limit: 5}}}}}}\n\
+             \x20   - {{OperationName: updateOne, OperationCommand: {{Filter: {{x: 100}}, Update: {{$inc: {{n: 1}}}}}}}}\n\
+             - Name: Count\n  Type: RunCommand\n  Database: {db}\n  Phases:\n\
+             \x20 - {{Nop: true}}\n\
+             \x20 - Repeat: 3\n    Operation: {{OperationMetricsName: Ping, OperationCommand: {{ping: 1}}}}\n"
+        ),
+    );
+    let out = dir.path().join("run");
+    let (summary, _, _) = server.run_ok(path.to_str().unwrap(), &out, &[]);
+    // The Loader's documents, by the server's count.
+    assert_eq!(server.count(&db, "Collection0", doc! {}), 1000);
+    // ... and the CrudActor's inserts on top: 2 threads x 50.
+    assert_eq!(server.count(&db, "Collection1", doc! {}), 1000 + 100);
+    assert_eq!(server.count(&db, "Collection1", doc! { "x": 100 }), 100);
+    // Its updates: each incremented one document's `n`, 100 in all.
+    let n: Vec<_> = server.aggregate(
+        &db,
+        "Collection1",
+        vec![doc! { "$group": { "_id": null, "n": { "$sum": "$n" } } }],
+    );
+    assert_eq!(
+        n[0].get_i32("n")
+            .map(i64::from)
+            .or_else(|_| n[0].get_i64("n"))
+            .unwrap(),
+        100
+    );
+    // Rows as genny names its metrics: each operation of the actor.
+    for step in ["Crud:insertOne", "Crud:FindX", "Crud:updateOne"] {
+        assert_eq!(row(&summary, step)["samples"], 100, "{step}");
+        assert_eq!(row(&summary, step)["errors"], 0, "{step}");
+    }
+    assert_eq!(row(&summary, "Count:Ping")["samples"], 3);
+    validate_schema(&summary);
+}
+
+#[test]
+fn a_global_rate_holds_its_rate_by_the_servers_count() {
+    let Some(server) = TestServer::start_alone() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = unique_db("genny_rate");
+    let path = workload(
+        dir.path(),
+        "rate.yml",
+        &format!(
+            "SchemaVersion: 2018-07-01\nActors:\n\
+             - Name: Writer\n  Type: CrudActor\n  Threads: 4\n  Database: {db}\n  Phases:\n\
+             \x20 - Duration: 2 seconds\n    GlobalRate: 1 per 2 milliseconds\n    Collection: c\n\
+             \x20   Operations: [{{OperationName: insertOne, OperationCommand: {{Document: {{a: 1}}}}}}]\n"
+        ),
+    );
+    let out = dir.path().join("run");
+    let (summary, _, _) = server.run_ok(path.to_str().unwrap(), &out, &["--no-samples"]);
+    let inserted = server.count(&db, "c", doc! {}) as f64;
+    assert!(
+        (inserted - 1000.0).abs() <= 50.0,
+        "500/s for 2 s is 1000 inserts within 5 %, the server holds {inserted}"
+    );
+    assert_eq!(
+        row(&summary, "Writer")["samples"].as_f64().unwrap(),
+        inserted
+    );
+}
+
+#[test]
+fn what_the_tool_does_not_run_is_refused_in_one_line_before_anything_is_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = workload(
+        dir.path(),
+        "bad.yml",
+        "Actors:\n- Name: Streams\n  Type: StreamStatsReporter\n  Phases: [{Repeat: 1}]\n",
+    );
+    // No server is named or started: the refusal comes first.
+    let out = bin()
+        .args([
+            "run",
+            path.to_str().unwrap(),
+            "--uri",
+            "mongodb://127.0.0.1:1/",
+        ])
+        .timeout(std::time::Duration::from_secs(30))
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let first = err.lines().next().unwrap();
+    assert!(
+        first.contains(
+            "bad.yml: actor `Streams`: actor type `StreamStatsReporter` is not supported"
+        ),
+        "{err}"
+    );
+    // A workload option on a TOML profile is refused, not ignored.
+    let out = bin()
+        .args(["validate", "insert", "-p", "Repeat=2"])
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("-p, -o and --smoke are for genny workloads")
+    );
+}
