@@ -50,13 +50,20 @@ pub struct Translated {
 }
 
 /// Actor types read, in the order docs/genny.md lists them.
-pub const ACTORS: [&str; 6] = [
+pub const ACTORS: [&str; 13] = [
     "CrudActor",
     "RunCommand",
     "AdminCommand",
     "Loader",
+    "MonotonicLoader",
+    "MonotonicSingleLoader",
     "QuiesceActor",
     "HelloWorld",
+    "Insert",
+    "InsertRemove",
+    "Deleter",
+    "NopMetrics",
+    "LoggingActor",
 ];
 
 /// Actors that send nothing and hold no phase: they sit out.
@@ -390,8 +397,11 @@ impl<'a> Translator<'a> {
             top: self.top,
         };
         let name = actor.name.as_str();
-        if actor.kind == "Loader" {
+        if actor.kind == "Loader" || actor.kind == "MonotonicLoader" {
             return self.loader(actor, p, &cx);
+        }
+        if actor.kind == "MonotonicSingleLoader" {
+            return self.single_loader(actor, p, &cx);
         }
         let mut g = toml::Table::new();
         let group_name = match cx.phase.get("MetricsName").and_then(scalar_text) {
@@ -440,14 +450,66 @@ impl<'a> Translator<'a> {
                 ));
                 vec![step("Quiesce", &coll, "command", Toml::Table(cmd))]
             }
-            "HelloWorld" => {
+            "HelloWorld" | "NopMetrics" => {
                 let coll = self.database_handle(&database);
-                vec![step(
-                    "DefaultMetricsName",
-                    &coll,
-                    "nop",
-                    Toml::Table(toml::Table::new()),
-                )]
+                let row = if actor.kind == "HelloWorld" {
+                    "DefaultMetricsName"
+                } else {
+                    "Iterate"
+                };
+                vec![step(row, &coll, "nop", Toml::Table(toml::Table::new()))]
+            }
+            "Insert" | "InsertRemove" | "Deleter" => {
+                let coll_name = cx.get("Collection").and_then(scalar_text).ok_or_else(|| {
+                    self.refuse(
+                        Some(name),
+                        Some(p),
+                        format!("{} needs `Collection`", actor.kind),
+                    )
+                })?;
+                let coll = self.collection(&database, &coll_name);
+                let table = |pairs: Vec<(&str, Toml)>| {
+                    Toml::Table(pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+                };
+                match actor.kind.as_str() {
+                    "Insert" => {
+                        let doc = cx.get("Document").map(to_toml).ok_or_else(|| {
+                            self.refuse(Some(name), Some(p), "Insert needs `Document`")
+                        })?;
+                        vec![step(
+                            "Insert",
+                            &coll,
+                            "insertOne",
+                            table(vec![("document", doc)]),
+                        )]
+                    }
+                    "InsertRemove" => {
+                        // genny's: a document `{ _id: <the thread's actor id> }`, inserted,
+                        // then deleted (deleteMany of it).
+                        let mine =
+                            || table(vec![("_id", table(vec![("^ActorId", table(vec![]))]))]);
+                        vec![
+                            step(
+                                "Insert",
+                                &coll,
+                                "insertOne",
+                                table(vec![("document", mine())]),
+                            ),
+                            step(
+                                "Remove",
+                                &coll,
+                                "deleteMany",
+                                table(vec![("filter", mine())]),
+                            ),
+                        ]
+                    }
+                    _ => vec![step(
+                        "Delete",
+                        &coll,
+                        "findOneAndDelete",
+                        table(vec![("filter", table(vec![]))]),
+                    )],
+                }
             }
             other => {
                 return Err(self.refuse(
@@ -469,7 +531,55 @@ impl<'a> Translator<'a> {
             "steps".into(),
             Toml::Array(steps.into_iter().map(Toml::Table).collect()),
         );
+        let count = (actor.kind == "CrudActor" && cx.get("Collection").is_none())
+            .then(|| cx.get("CollectionCount").and_then(number))
+            .flatten()
+            .map_or(1, |n| n as u32);
+        if count > 1 {
+            return self.split(g, actor, &database, count);
+        }
         self.groups.push(g);
+        Ok(())
+    }
+
+    /// A CrudActor with `CollectionCount` above 1: genny gives each thread the collection
+    /// `Collection{id % count}`; here thread t (from 0) works on `Collection{t % count}`, one
+    /// group per collection (`Name.CollectionK`) with its threads.
+    fn split(
+        &mut self,
+        g: toml::Table,
+        actor: &Actor<'a>,
+        database: &str,
+        count: u32,
+    ) -> Result<(), Refusal> {
+        let first = self.collection(database, "Collection0");
+        let name = g
+            .get("name")
+            .and_then(Toml::as_str)
+            .unwrap_or("")
+            .to_string();
+        self.notes.push(format!(
+            "{}: CollectionCount {count}: thread t works on Collection(t % {count}), a group per collection",
+            actor.name
+        ));
+        for k in 0..count.min(actor.threads) {
+            let threads = (0..actor.threads).filter(|t| t % count == k).count();
+            let key = self.collection(database, &format!("Collection{k}"));
+            let mut one = g.clone();
+            one.insert("name".into(), Toml::String(format!("{name}.Collection{k}")));
+            one.insert("threads".into(), Toml::Integer(threads as i64));
+            if one.get("collection").and_then(Toml::as_str) == Some(first.as_str()) {
+                one.insert("collection".into(), Toml::String(key.clone()));
+            }
+            if let Some(Toml::Array(steps)) = one.get_mut("steps") {
+                for st in steps.iter_mut().filter_map(Toml::as_table_mut) {
+                    if st.get("collection").and_then(Toml::as_str) == Some(first.as_str()) {
+                        st.insert("collection".into(), Toml::String(key.clone()));
+                    }
+                }
+            }
+            self.groups.push(one);
+        }
         Ok(())
     }
 
@@ -604,10 +714,27 @@ impl<'a> Translator<'a> {
             ));
         }
         let collection = match (cx.get("Collection"), cx.get("CollectionCount")) {
-            (Some(c), _) => scalar_text(c).ok_or_else(|| self.refuse(Some(name), Some(p), "`Collection` is not a name"))?,
-            (None, Some(n)) if number(n) == Some(1.0) => "Collection0".to_string(),
-            (None, Some(_)) => return Err(self.refuse(Some(name), Some(p), "CrudActor `CollectionCount` above 1 (a collection per thread) is not supported yet")),
-            (None, None) => return Err(self.refuse(Some(name), Some(p), "CrudActor needs `Collection` or `CollectionCount`")),
+            (Some(c), _) => scalar_text(c)
+                .ok_or_else(|| self.refuse(Some(name), Some(p), "`Collection` is not a name"))?,
+            // Above 1: each thread its own (`group` splits the group by collection).
+            (None, Some(n)) if number(n).is_some_and(|n| n >= 1.0) => "Collection0".to_string(),
+            (None, Some(n)) => {
+                return Err(self.refuse(
+                    Some(name),
+                    Some(p),
+                    format!(
+                        "`CollectionCount: {}` is not a number of collections",
+                        show(n)
+                    ),
+                ))
+            }
+            (None, None) => {
+                return Err(self.refuse(
+                    Some(name),
+                    Some(p),
+                    "CrudActor needs `Collection` or `CollectionCount`",
+                ))
+            }
         };
         let ops = plural(cx.phase, "Operation", "Operations").ok_or_else(|| {
             self.refuse(
@@ -923,6 +1050,88 @@ impl<'a> Translator<'a> {
         Ok(steps)
     }
 
+    /// A MonotonicSingleLoader's documents: `DocumentCount` in one collection, shared by its
+    /// threads, as the collection's preload.
+    fn single_loader(&mut self, actor: &Actor<'a>, p: usize, cx: &Ctx<'a>) -> Result<(), Refusal> {
+        let name = actor.name.as_str();
+        let documents = cx
+            .get("DocumentCount")
+            .and_then(number)
+            .filter(|n| *n >= 0.0 && n.fract() == 0.0)
+            .map(|n| n as i64)
+            .ok_or_else(|| {
+                self.refuse(
+                    Some(name),
+                    Some(p),
+                    "MonotonicSingleLoader needs `DocumentCount` as a whole number",
+                )
+            })?;
+        let database = cx.get("Database").and_then(scalar_text).ok_or_else(|| {
+            self.refuse(
+                Some(name),
+                Some(p),
+                "MonotonicSingleLoader needs `Database`",
+            )
+        })?;
+        let coll = cx
+            .get("Collection")
+            .and_then(scalar_text)
+            .unwrap_or_else(|| "Collection0".into());
+        let document = match cx.get("Document").map(to_toml) {
+            Some(Toml::Table(t)) => t,
+            _ => {
+                return Err(self.refuse(
+                    Some(name),
+                    Some(p),
+                    "MonotonicSingleLoader needs a `Document` template",
+                ))
+            }
+        };
+        self.load(
+            name,
+            p,
+            &database,
+            &coll,
+            Load {
+                documents,
+                document,
+                indexes: Vec::new(),
+            },
+        )
+    }
+
+    /// `coll` of `database` preloaded with `load`, once.
+    fn load(
+        &mut self,
+        actor: &str,
+        p: usize,
+        database: &str,
+        coll: &str,
+        load: Load,
+    ) -> Result<(), Refusal> {
+        if p > 0 {
+            self.notes.push(format!(
+                "{actor}: its documents of phase {p} load as the setup's preload, before phase 0"
+            ));
+        }
+        let key = self.collection(database, coll);
+        let c = self
+            .collections
+            .iter_mut()
+            .find(|c| c.key == key)
+            .expect("just added");
+        if c.load.is_some() {
+            return Err(Refusal {
+                file: self.file.clone(),
+                actor: Some(actor.to_string()),
+                phase: Some(p),
+                thing: format!("{database}.{coll} is loaded twice; the tool loads a collection once, as its preload"),
+            });
+        }
+        c.load = Some(load);
+        Ok(())
+    }
+
     /// A Loader's documents: each of its collections' preload, with its indexes.
     fn loader(&mut self, actor: &Actor<'a>, p: usize, cx: &Ctx<'a>) -> Result<(), Refusal> {
         let name = actor.name.as_str();
@@ -967,11 +1176,6 @@ impl<'a> Translator<'a> {
                 indexes.push(Toml::Table(t));
             }
         }
-        if p > 0 {
-            self.notes.push(format!(
-                "{name} (Loader) of phase {p} loads as the setup's preload, before phase 0"
-            ));
-        }
         // genny's Loader: with MultipleThreadsPerCollection, the actor's threads share the
         // collections (thread % CollectionCount) and each collection gets DocumentCount; else
         // each thread loads CollectionCount / Threads (the phase's) collections from
@@ -1004,28 +1208,12 @@ impl<'a> Translator<'a> {
         loads.sort_unstable();
         loads.dedup();
         for i in loads {
-            let coll = format!("Collection{i}");
-            let key = self.collection(&database, &coll);
-            let c = self
-                .collections
-                .iter_mut()
-                .find(|c| c.key == key)
-                .expect("just added");
-            if c.load.is_some() {
-                return Err(Refusal {
-                    file: self.file.clone(),
-                    actor: Some(name.to_string()),
-                    phase: Some(p),
-                    thing: format!(
-                        "{database}.{coll} is loaded twice; the tool loads a collection once, as its preload"
-                    ),
-                });
-            }
-            c.load = Some(Load {
+            let load = Load {
                 documents,
                 document: document.clone(),
                 indexes: indexes.clone(),
-            });
+            };
+            self.load(name, p, &database, &format!("Collection{i}"), load)?;
         }
         Ok(())
     }
