@@ -1120,12 +1120,17 @@ impl<'a> Translator<'a> {
             .iter_mut()
             .find(|c| c.key == key)
             .expect("just added");
-        if c.load.is_some() {
+        // The same documents loaded again (by another phase or actor): the preload holds both.
+        if let Some(had) = &mut c.load {
+            if had.document == load.document && had.indexes == load.indexes {
+                had.documents += load.documents;
+                return Ok(());
+            }
             return Err(Refusal {
                 file: self.file.clone(),
                 actor: Some(actor.to_string()),
                 phase: Some(p),
-                thing: format!("{database}.{coll} is loaded twice; the tool loads a collection once, as its preload"),
+                thing: format!("{database}.{coll} is loaded twice with different documents; the tool loads a collection once, as its preload"),
             });
         }
         c.load = Some(load);
