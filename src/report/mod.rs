@@ -14,6 +14,7 @@ pub mod live;
 pub mod outage;
 pub mod parts;
 pub mod plan;
+pub mod rollups;
 pub mod sweep;
 pub mod table;
 pub mod tsv;

@@ -141,6 +141,12 @@ fn a_loaders_documents_and_a_crud_actors_writes_are_what_the_server_holds() {
     }
     assert_eq!(row(&summary, "Count:Ping")["samples"], 3);
     validate_schema(&summary);
+    // rollups.json: the same rows under genny's names.
+    let rollups = read_json(&out.join("rollups.json"));
+    let find = &rollups["runs"][0]["rollups"]["Crud.FindX"];
+    assert_eq!(find["OperationsTotal"], 100);
+    assert_eq!(find["WorkersMax"], 2);
+    assert_eq!(find["ErrorsTotal"], 0);
 }
 
 #[test]

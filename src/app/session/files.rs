@@ -167,5 +167,8 @@ pub(in crate::app) fn write_summaries(dir: &Path, summary: &Summary) -> Result<(
     if summary.runs.iter().any(|r| r.audit.is_some()) {
         report::write_to(&File::Audit.path(dir), summary, report::tsv::render_audit)?;
     }
+    if report::rollups::applies(summary) {
+        report::write_to(&dir.join("rollups.json"), summary, report::rollups::render)?;
+    }
     report::write_to(&File::SummaryJson.path(dir), summary, report::json::render)
 }
