@@ -1,20 +1,24 @@
 //! From a source tree to a compiled template: generators recognised and their arguments checked,
 //! every error located by its key path and saying what is accepted.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 
-use mongodb::bson::{oid::ObjectId, Binary, Bson, DateTime, Document};
+use mongodb::bson::{oid::ObjectId, spec::BinarySubtype, Binary, Bson, DateTime, Document};
 use rand::distr::{weighted::WeightedIndex, Uniform};
 
+use super::convert::{self, To};
+use super::dist::{self, Kind, Sampler};
 use super::format;
 use super::generators::{
-    self, ty, ChooseGen, DateArg, DoubleGen, Gen, IncGen, IncScope, IntGen, Num, ObjectGen, Pick,
-    Real, StrGen, MAX_LEN,
+    self, ty, ChooseGen, CycleGen, DatasetGen, DateArg, DoubleGen, FreqGen, FreqMap, Gen,
+    IncDateGen, IncGen, IncScope, IntGen, Num, ObjectGen, Pick, Real, RepeatGen, StrGen, WalkGen,
+    MAX_LEN,
 };
 use super::time::{self, When};
 use super::value::{int_bson, wrapper_bson, V};
-use super::{GenError, Node};
+use super::{dataset, CompileOptions, GenError, Node};
 
 /// Every generator's name, as written.
 pub const GENERATOR_NAMES: &[&str] = &[
@@ -35,6 +39,27 @@ pub const GENERATOR_NAMES: &[&str] = &[
     "^FormatString",
     "^Verbatim",
     "^Null",
+    "^Date",
+    "^IncDate",
+    "^Repeat",
+    "^Cycle",
+    "^FixedGeneratedValue",
+    "^ChooseFromDataset",
+    "^ConvertToInt",
+    "^ConvertToInt32",
+    "^ConvertToDouble",
+    "^ConvertToDecimal",
+    "^Concat",
+    "^ActorId",
+    "^ActorIdString",
+    "^TimeSpec",
+    "^IP",
+    "^NowTimestamp",
+    "^TwoDWalk",
+    "^BinData",
+    "^BinDataSensitive",
+    "^TakeRandomStringFromFrequencyMap",
+    "^TakeRandomStringFromFrequencyMapSingleton",
     "^Key",
     "^Field",
     "^Bind",
@@ -45,21 +70,31 @@ pub const GENERATOR_NAMES: &[&str] = &[
 pub(super) const DEFAULT_ALPHABET: &str =
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+/";
 
-/// Ids of per-user `^Inc` counters, unique in the process.
-static NEXT_INC: AtomicUsize = AtomicUsize::new(0);
+/// Ids of stateful generators (each keeps a state per user), unique in the process.
+static NEXT_ID: AtomicUsize = AtomicUsize::new(0);
+
+fn next_id() -> usize {
+    NEXT_ID.fetch_add(1, Ordering::Relaxed)
+}
+
+/// The maps of `^TakeRandomStringFromFrequencyMapSingleton` by their `id`, while a template holds
+/// them.
+static FREQ_MAPS: Mutex<Option<HashMap<String, Weak<Mutex<FreqMap>>>>> = Mutex::new(None);
 
 fn example(name: &str) -> &'static str {
     match name {
         "^RandomInt" => {
-            r#"{ "^RandomInt" = { min = 1, max = 100 } } (or distribution = "binomial" with t and p, "geometric" with p, "poisson" with mean)"#
+            r#"{ "^RandomInt" = { min = 1, max = 100 } } (or distribution = "binomial" with t and p, "negative_binomial" with k and p, "geometric" with p, "poisson" with mean, "zipfian" with alpha and n)"#
         }
         "^RandomDouble" => {
-            r#"{ "^RandomDouble" = { min = 0.0, max = 1.0 } } (or distribution = "normal" with mean and sigma, "exponential" with lambda)"#
+            r#"{ "^RandomDouble" = { min = 0.0, max = 1.0 } } (or distribution = "normal" with mean and sigma, "exponential" with lambda, "gamma" with alpha and beta, "weibull" with a and b, ...)"#
         }
         "^RandomString" | "^FastRandomString" => {
             r#"{ "^RandomString" = { length = 10, alphabet = "abc123" } }"#
         }
-        "^Choose" => r#"{ "^Choose" = { from = ["open", "paid"], weights = [1, 3] } }"#,
+        "^Choose" => {
+            r#"{ "^Choose" = { from = ["open", "paid"], weights = [1, 3] } } (or deterministic = true)"#
+        }
         "^Now" => r#"{ "^Now" = { minus = "1h" } }"#,
         "^RandomDate" => r#"{ "^RandomDate" = { min = "-30d", max = "now" } }"#,
         "^ObjectId" => {
@@ -71,7 +106,7 @@ fn example(name: &str) -> &'static str {
         "^Binary" => r#"{ "^Binary" = { size = 16 } }"#,
         "^Inc" => r#"{ "^Inc" = { start = 0, step = 1, multiplier = 1000000, scope = "user" } }"#,
         "^Array" => {
-            r#"{ "^Array" = { of = { "^RandomInt" = { min = 1, max = 5 } }, number = 3 } }"#
+            r#"{ "^Array" = { of = { "^RandomInt" = { min = 1, max = 5 } }, number = 3, distinct = true } }"#
         }
         "^Object" => {
             r#"{ "^Object" = { withNEntries = 3, havingKeys = { "^RandomString" = { length = 5 } }, andValues = 1 } }"#
@@ -84,6 +119,43 @@ fn example(name: &str) -> &'static str {
         }
         "^Verbatim" => r#"{ "^Verbatim" = { "^literal" = 1 } }"#,
         "^Null" => r#"{ "^Null" = {} }"#,
+        "^Date" => r#"{ "^Date" = "2024-01-31T12:00:00Z" } (or milliseconds since the epoch)"#,
+        "^IncDate" => r#"{ "^IncDate" = { start = "2024-01-01", step = 60000, multiplier = 0 } }"#,
+        "^Repeat" => {
+            r#"{ "^Repeat" = { count = 3, fromGenerator = { "^RandomInt" = { min = 1, max = 9 } } } }"#
+        }
+        "^Cycle" => {
+            r#"{ "^Cycle" = { ofLength = 10, fromGenerator = { "^RandomString" = { length = 8 } } } }"#
+        }
+        "^FixedGeneratedValue" => {
+            r#"{ "^FixedGeneratedValue" = { fromGenerator = { "^RandomString" = { length = 8 } } } }"#
+        }
+        "^ChooseFromDataset" => {
+            r#"{ "^ChooseFromDataset" = { path = "./src/workloads/datasets/names.txt", sequential = true, startFromLine = 0 } }"#
+        }
+        "^ConvertToInt" | "^ConvertToInt32" | "^ConvertToDouble" | "^ConvertToDecimal" => {
+            r#"{ "^ConvertToInt" = { from = { "^RandomString" = { length = 4, alphabet = "0123456789" } } } } (from: a number, a string, or a generator of either)"#
+        }
+        "^Concat" => {
+            r#"{ "^Concat" = { arrays = [[1, 2], { "^Array" = { of = 3, number = 2 } }] } }"#
+        }
+        "^ActorId" => r#"{ "^ActorId" = {} }"#,
+        "^ActorIdString" => r#"{ "^ActorIdString" = {} }"#,
+        "^TimeSpec" => {
+            r#"{ "^TimeSpec" = { value = 5, unit = "seconds" } } (units: nanoseconds, microseconds, milliseconds, seconds, minutes, hours)"#
+        }
+        "^IP" => r#"{ "^IP" = {} }"#,
+        "^NowTimestamp" => r#"{ "^NowTimestamp" = {} }"#,
+        "^TwoDWalk" => {
+            r#"{ "^TwoDWalk" = { docsPerSeries = 100, minX = -50, maxX = 50, minY = -30, maxY = 30, distPerDoc = 0.1 } }"#
+        }
+        "^BinData" | "^BinDataSensitive" => r#"{ "^BinData" = { numBytes = 32 } }"#,
+        "^TakeRandomStringFromFrequencyMap" => {
+            r#"{ "^TakeRandomStringFromFrequencyMap" = { from = { red = 100, blue = 200 } } }"#
+        }
+        "^TakeRandomStringFromFrequencyMapSingleton" => {
+            r#"{ "^TakeRandomStringFromFrequencyMapSingleton" = { id = "colors", from = { red = 100, blue = 200 } } }"#
+        }
         "^Key" => r#"{ "^Key" = {} }"#,
         "^Field" => r#"{ "^Field" = { path = "customer.city" } }"#,
         "^Bind" => r#"{ "^Bind" = "amount" }"#,
@@ -146,12 +218,12 @@ fn scalar(v: &V) -> Bson {
 
 /// Compiles a value: generators (one-key tables whose key starts with `^`), Extended JSON
 /// values (tables with a `$` type key), documents, arrays and literals.
-pub(super) fn node(v: &V, key: &str) -> Result<Node, GenError> {
+pub(super) fn node(v: &V, key: &str, o: &CompileOptions) -> Result<Node, GenError> {
     match v {
         V::Obj(entries) => {
             if let Some((k, arg)) = entries.iter().find(|(k, _)| k.starts_with('^')) {
                 if entries.len() == 1 {
-                    return generator(k, arg, key);
+                    return generator(k, arg, key, o);
                 }
                 let others: Vec<&str> = entries
                     .iter()
@@ -176,7 +248,7 @@ pub(super) fn node(v: &V, key: &str) -> Result<Node, GenError> {
             for (k, v) in entries {
                 let at = format!("{key}.{k}");
                 check_key(k, &at)?;
-                fields.push((k.clone(), node(v, &at)?));
+                fields.push((k.clone(), node(v, &at, o)?));
             }
             if fields.iter().all(|(_, n)| matches!(n, Node::Const(_))) {
                 let mut doc = Document::new();
@@ -194,7 +266,7 @@ pub(super) fn node(v: &V, key: &str) -> Result<Node, GenError> {
             let nodes = items
                 .iter()
                 .enumerate()
-                .map(|(i, v)| node(v, &format!("{key}[{i}]")))
+                .map(|(i, v)| node(v, &format!("{key}[{i}]"), o))
                 .collect::<Result<Vec<_>, _>>()?;
             Ok(fold_array(nodes))
         }
@@ -242,39 +314,111 @@ fn literal(v: &V, key: &str) -> Result<Bson, GenError> {
     }
 }
 
-fn generator(name: &str, arg: &V, key: &str) -> Result<Node, GenError> {
+fn generator(name: &str, arg: &V, key: &str, o: &CompileOptions) -> Result<Node, GenError> {
     let at = format!("{key}.{name}");
+    let args = |name: &'static str| Args::new(name, arg, &at, o);
     let gen = match name {
-        "^RandomInt" => random_int(&Args::new("^RandomInt", arg, &at)?)?,
-        "^RandomDouble" => random_double(&Args::new("^RandomDouble", arg, &at)?)?,
-        "^RandomString" => random_string(&Args::new("^RandomString", arg, &at)?)?,
-        "^FastRandomString" => random_string(&Args::new("^FastRandomString", arg, &at)?)?,
-        "^Choose" => choose(&Args::new("^Choose", arg, &at)?)?,
-        "^Now" => now(&Args::new("^Now", arg, &at)?)?,
-        "^RandomDate" => random_date(&Args::new("^RandomDate", arg, &at)?)?,
-        "^ObjectId" => return object_id(arg, &at),
-        "^UUID" => return uuid(arg, &at),
+        "^RandomInt" => random_int(&args("^RandomInt")?)?,
+        "^RandomDouble" => random_double(&args("^RandomDouble")?)?,
+        "^RandomString" => random_string(&args("^RandomString")?, false)?,
+        "^FastRandomString" => random_string(&args("^FastRandomString")?, true)?,
+        "^Choose" => choose(&args("^Choose")?)?,
+        "^Now" => now(&args("^Now")?)?,
+        "^RandomDate" => random_date(&args("^RandomDate")?)?,
+        "^Date" => return date(arg, &at, o),
+        "^IncDate" => inc_date(&args("^IncDate")?)?,
+        "^ObjectId" => return object_id(arg, &at, o),
+        "^UUID" => return uuid(arg, &at, o),
         "^Binary" => {
-            let a = Args::new("^Binary", arg, &at)?;
+            let a = args("^Binary")?;
             a.allow(&["size"])?;
-            Gen::Binary(a.length("size")?)
+            Gen::Binary(a.length("size")?, BinarySubtype::Generic)
         }
-        "^Inc" => inc(&Args::new("^Inc", arg, &at)?)?,
-        "^Array" => return array(&Args::new("^Array", arg, &at)?),
-        "^Object" => object(&Args::new("^Object", arg, &at)?)?,
-        "^Join" => return join(&Args::new("^Join", arg, &at)?),
-        "^FormatString" => return format_string(&Args::new("^FormatString", arg, &at)?),
+        "^BinData" => return bin_data(&args("^BinData")?, BinarySubtype::Generic),
+        "^BinDataSensitive" => {
+            return bin_data(&args("^BinDataSensitive")?, BinarySubtype::UserDefined(8))
+        }
+        "^Inc" => inc(&args("^Inc")?)?,
+        "^Array" => return array(&args("^Array")?),
+        "^Concat" => return concat(&args("^Concat")?),
+        "^Object" => object(&args("^Object")?)?,
+        "^Join" => return join(&args("^Join")?),
+        "^FormatString" => return format_string(&args("^FormatString")?),
+        "^Repeat" => repeat(&args("^Repeat")?)?,
+        "^Cycle" => {
+            let a = args("^Cycle")?;
+            a.allow(&["ofLength", "fromGenerator"])?;
+            let len = a.length("ofLength")?;
+            let Num::Const(len) = len else {
+                return Err(a.err("ofLength", "`ofLength` must be written as a value, not generated"));
+            };
+            if len < 1 {
+                return Err(a.err("ofLength", format!("`ofLength` is {len}: at least 1 is needed")));
+            }
+            cycle(&a, len as usize)?
+        }
+        "^FixedGeneratedValue" => {
+            let a = args("^FixedGeneratedValue")?;
+            a.allow(&["fromGenerator"])?;
+            cycle(&a, 1)?
+        }
+        "^ChooseFromDataset" => choose_from_dataset(&args("^ChooseFromDataset")?)?,
+        "^ConvertToInt" => return convert_to(&args("^ConvertToInt")?, To::Int),
+        "^ConvertToInt32" => return convert_to(&args("^ConvertToInt32")?, To::Int32),
+        "^ConvertToDouble" => return convert_to(&args("^ConvertToDouble")?, To::Double),
+        "^ConvertToDecimal" => return convert_to(&args("^ConvertToDecimal")?, To::Decimal),
+        "^ActorId" => {
+            args("^ActorId")?.allow(&[])?;
+            Gen::ActorId
+        }
+        "^ActorIdString" => {
+            args("^ActorIdString")?.allow(&[])?;
+            Gen::ActorIdString
+        }
+        "^TimeSpec" => time_spec(&args("^TimeSpec")?)?,
+        "^IP" => {
+            args("^IP")?.allow(&[])?;
+            Gen::Ip
+        }
+        "^NowTimestamp" => {
+            args("^NowTimestamp")?.allow(&[])?;
+            Gen::NowTimestamp
+        }
+        "^TwoDWalk" => two_d_walk(&args("^TwoDWalk")?)?,
+        "^TakeRandomStringFromFrequencyMap" => {
+            let a = args("^TakeRandomStringFromFrequencyMap")?;
+            a.allow(&["from"])?;
+            Gen::Freq(FreqGen::Own(next_id(), frequency_map(&a)?))
+        }
+        "^TakeRandomStringFromFrequencyMapSingleton" => {
+            let a = args("^TakeRandomStringFromFrequencyMapSingleton")?;
+            a.allow(&["id", "from"])?;
+            let id = a.string(a.need("id")?, "id")?;
+            let map = frequency_map(&a)?;
+            let mut maps = FREQ_MAPS.lock().unwrap_or_else(|e| e.into_inner());
+            let maps = maps.get_or_insert_with(HashMap::new);
+            let shared = match maps.get(&id).and_then(Weak::upgrade) {
+                Some(m) => m,
+                None => {
+                    let m = Arc::new(Mutex::new(map));
+                    maps.retain(|_, w| w.strong_count() > 0);
+                    maps.insert(id, Arc::downgrade(&m));
+                    m
+                }
+            };
+            Gen::Freq(FreqGen::Shared(shared))
+        }
         "^Verbatim" => return Ok(Node::Const(literal(arg, &at)?)),
         "^Null" => {
-            Args::new("^Null", arg, &at)?.allow(&[])?;
+            args("^Null")?.allow(&[])?;
             return Ok(Node::Const(Bson::Null));
         }
         "^Key" => {
-            Args::new("^Key", arg, &at)?.allow(&[])?;
+            args("^Key")?.allow(&[])?;
             Gen::Key
         }
         "^Field" => {
-            let a = Args::new("^Field", arg, &at)?;
+            let a = args("^Field")?;
             a.allow(&["path"])?;
             let path = a.string(a.need("path")?, "path")?;
             if path.is_empty() {
@@ -296,7 +440,7 @@ fn generator(name: &str, arg: &V, key: &str) -> Result<Node, GenError> {
             }
         },
         "^Step" => {
-            let a = Args::new("^Step", arg, &at)?;
+            let a = args("^Step")?;
             a.allow(&["index", "path"])?;
             let index = a.int(a.need("index")?, "index")?;
             let index = usize::try_from(index)
@@ -327,15 +471,22 @@ struct Args<'a> {
     name: &'static str,
     at: String,
     entries: &'a [(String, V)],
+    o: &'a CompileOptions,
 }
 
 impl<'a> Args<'a> {
-    fn new(name: &'static str, arg: &'a V, at: &str) -> Result<Args<'a>, GenError> {
+    fn new(
+        name: &'static str,
+        arg: &'a V,
+        at: &str,
+        o: &'a CompileOptions,
+    ) -> Result<Args<'a>, GenError> {
         match arg {
             V::Obj(entries) => Ok(Args {
                 name,
                 at: at.to_string(),
                 entries,
+                o,
             }),
             other => Err(err(
                 at,
@@ -353,8 +504,16 @@ impl<'a> Args<'a> {
         err(self.path(arg), problem, example(self.name))
     }
 
-    /// Refuses an argument not in `allowed`.
+    /// Compiles the value `v` of the argument at `path` (below this generator).
+    fn node(&self, v: &V, path: &str) -> Result<Node, GenError> {
+        node(v, path, self.o)
+    }
+
+    /// Refuses an argument not in `allowed` (genny ignores one: so does a genny workload's).
     fn allow(&self, allowed: &[&str]) -> Result<(), GenError> {
+        if self.o.genny {
+            return Ok(());
+        }
         for (k, _) in self.entries {
             if !allowed.contains(&k.as_str()) {
                 let list = if allowed.is_empty() {
@@ -396,7 +555,7 @@ impl<'a> Args<'a> {
 
     /// A value written in place (a generator is refused).
     fn constant(&self, v: &V, arg: &str) -> Result<Bson, GenError> {
-        match node(v, &self.path(arg))? {
+        match self.node(v, &self.path(arg))? {
             Node::Const(b) => Ok(b),
             _ => Err(self.err(
                 arg,
@@ -408,11 +567,29 @@ impl<'a> Args<'a> {
         }
     }
 
+    /// An integer written as a value (a whole number written with a fraction, `1e4`, is one).
     fn int(&self, v: &V, arg: &str) -> Result<i64, GenError> {
         let b = self.constant(v, arg)?;
-        generators::to_i64(&b)
-            .filter(|_| matches!(b, Bson::Int32(_) | Bson::Int64(_)))
-            .ok_or_else(|| self.err(arg, format!("`{arg}` is {}, not an integer", kind(&b))))
+        whole(&b).ok_or_else(|| self.err(arg, format!("`{arg}` is {}, not an integer", kind(&b))))
+    }
+
+    /// The integer argument `arg`, or `default` without it.
+    fn int_or(&self, arg: &str, default: i64) -> Result<i64, GenError> {
+        match self.get(arg) {
+            Some(v) => self.int(v, arg),
+            None => Ok(default),
+        }
+    }
+
+    /// The boolean argument `arg`, or false without it.
+    fn flag(&self, arg: &str) -> Result<bool, GenError> {
+        match self.get(arg) {
+            None => Ok(false),
+            Some(v) => match self.constant(v, arg)? {
+                Bson::Boolean(b) => Ok(b),
+                b => Err(self.err(arg, format!("`{arg}` is {}, not true or false", kind(&b)))),
+            },
+        }
     }
 
     fn float(&self, v: &V, arg: &str) -> Result<f64, GenError> {
@@ -449,7 +626,7 @@ impl<'a> Args<'a> {
 
     /// A generator's template argument that must be able to make one of `types`.
     fn template(&self, v: &V, arg: &str, types: u16, what: &str) -> Result<Node, GenError> {
-        let n = node(v, &self.path(arg))?;
+        let n = self.node(v, &self.path(arg))?;
         let made = n.types();
         if made & types == 0 {
             let problem = match &n {
@@ -468,10 +645,9 @@ impl<'a> Args<'a> {
     fn num(&self, arg: &str) -> Result<Num, GenError> {
         let v = self.need(arg)?;
         match self.template(v, arg, ty::NUMBER, "an integer")? {
-            Node::Const(b) => match b {
-                Bson::Int32(i) => Ok(Num::Const(i as i64)),
-                Bson::Int64(i) => Ok(Num::Const(i)),
-                b => Err(self.err(arg, format!("`{arg}` is {}, not an integer", kind(&b)))),
+            Node::Const(b) => match whole(&b) {
+                Some(i) => Ok(Num::Const(i)),
+                None => Err(self.err(arg, format!("`{arg}` is {}, not an integer", kind(&b)))),
             },
             n => Ok(Num::Gen(Box::new(n))),
         }
@@ -528,10 +704,27 @@ fn kind(b: &Bson) -> String {
     ty::describe(ty::of(b))
 }
 
+/// An integer, or a double that is a whole number within the range of one.
+fn whole(b: &Bson) -> Option<i64> {
+    match b {
+        Bson::Int32(i) => Some(i64::from(*i)),
+        Bson::Int64(i) => Some(*i),
+        Bson::Double(f) if f.fract() == 0.0 && f.abs() < 9.2e18 => Some(*f as i64),
+        _ => None,
+    }
+}
+
 fn random_int(a: &Args) -> Result<Gen, GenError> {
     let dist = a.choice(
         "distribution",
-        &["uniform", "binomial", "geometric", "poisson"],
+        &[
+            "uniform",
+            "binomial",
+            "negative_binomial",
+            "geometric",
+            "poisson",
+            "zipfian",
+        ],
         "uniform",
     )?;
     let bad = |arg: &str, e: &dyn std::fmt::Display| a.err(arg, format!("{e}"));
@@ -551,15 +744,42 @@ fn random_int(a: &Args) -> Result<Gen, GenError> {
         }
         "binomial" => {
             a.allow(&["distribution", "t", "p"])?;
-            let t = a.int(a.need("t")?, "t")?;
-            let t = u64::try_from(t).map_err(|_| a.err("t", format!("t ({t}) is negative")))?;
             let p = a.probability("p", false)?;
-            IntGen::Binomial(rand_distr::Binomial::new(t, p).map_err(|e| bad("p", &e))?)
+            match a.num("t")? {
+                Num::Const(t) => {
+                    let t =
+                        u64::try_from(t).map_err(|_| a.err("t", format!("t ({t}) is negative")))?;
+                    IntGen::Binomial(rand_distr::Binomial::new(t, p).map_err(|e| bad("p", &e))?)
+                }
+                t => IntGen::BinomialOf(t, p),
+            }
+        }
+        "negative_binomial" => {
+            a.allow(&["distribution", "k", "p"])?;
+            let k = a.num("k")?;
+            if let Num::Const(k) = k {
+                if k < 0 {
+                    return Err(a.err("k", format!("k ({k}) is negative")));
+                }
+            }
+            IntGen::NegativeBinomial(k, a.probability("p", true)?)
         }
         "geometric" => {
             a.allow(&["distribution", "p"])?;
             let p = a.probability("p", true)?;
             IntGen::Geometric(rand_distr::Geometric::new(p).map_err(|e| bad("p", &e))?)
+        }
+        "zipfian" => {
+            a.allow(&["distribution", "alpha", "n"])?;
+            let alpha = a.float(a.need("alpha")?, "alpha")?;
+            if !alpha.is_finite() || alpha < 0.0 {
+                return Err(a.err("alpha", format!("alpha ({alpha}) must be 0 or more")));
+            }
+            let n = a.int(a.need("n")?, "n")?;
+            if n < 1 {
+                return Err(a.err("n", format!("n ({n}) must be 1 or more")));
+            }
+            IntGen::Zipf(rand_distr::Zipf::new(n as f64, alpha).map_err(|e| bad("alpha", &e))?)
         }
         _ => {
             a.allow(&["distribution", "mean"])?;
@@ -573,62 +793,42 @@ fn random_int(a: &Args) -> Result<Gen, GenError> {
 }
 
 fn random_double(a: &Args) -> Result<Gen, GenError> {
-    let dist = a.choice(
-        "distribution",
-        &["uniform", "normal", "exponential"],
-        "uniform",
-    )?;
-    Ok(Gen::Double(match dist.as_str() {
-        "uniform" => {
-            a.allow(&["distribution", "min", "max"])?;
-            let (min, max) = (a.real("min", 0.0)?, a.real("max", 1.0)?);
-            if let (Real::Const(lo), Real::Const(hi)) = (&min, &max) {
-                if !lo.is_finite() || !hi.is_finite() {
-                    return Err(a.err("min", "min and max must be finite numbers"));
-                }
-                if lo > hi {
-                    return Err(a.err("min", format!("min ({lo}) is greater than max ({hi})")));
-                }
+    let dist = a.choice("distribution", dist::DOUBLE_NAMES, "uniform")?;
+    let Some(kind) = Kind::parse(&dist) else {
+        a.allow(&["distribution", "min", "max"])?;
+        let (min, max) = (a.real("min", 0.0)?, a.real("max", 1.0)?);
+        if let (Real::Const(lo), Real::Const(hi)) = (&min, &max) {
+            if !lo.is_finite() || !hi.is_finite() {
+                return Err(a.err("min", "min and max must be finite numbers"));
             }
-            DoubleGen::Uniform(min, max)
-        }
-        "normal" => {
-            a.allow(&["distribution", "mean", "sigma"])?;
-            let mean = match a.get("mean") {
-                Some(v) => a.float(v, "mean")?,
-                None => 0.0,
-            };
-            let sigma = match a.get("sigma") {
-                Some(v) => a.float(v, "sigma")?,
-                None => 1.0,
-            };
-            if sigma.is_nan() || sigma < 0.0 || !sigma.is_finite() || !mean.is_finite() {
-                return Err(a.err(
-                    "sigma",
-                    format!("sigma ({sigma}) must be 0 or more, and mean ({mean}) finite"),
-                ));
+            if lo > hi {
+                return Err(a.err("min", format!("min ({lo}) is greater than max ({hi})")));
             }
-            DoubleGen::Normal(
-                rand_distr::Normal::new(mean, sigma).map_err(|e| a.err("sigma", e.to_string()))?,
-            )
         }
-        _ => {
-            a.allow(&["distribution", "lambda"])?;
-            let lambda = match a.get("lambda") {
-                Some(v) => a.float(v, "lambda")?,
-                None => 1.0,
-            };
-            if lambda.is_nan() || lambda <= 0.0 || !lambda.is_finite() {
-                return Err(a.err("lambda", format!("lambda ({lambda}) must be above 0")));
-            }
-            DoubleGen::Exponential(
-                rand_distr::Exp::new(lambda).map_err(|e| a.err("lambda", e.to_string()))?,
-            )
-        }
+        return Ok(Gen::Double(DoubleGen::Uniform(min, max)));
+    };
+    let params = kind.params();
+    let mut allowed = vec!["distribution"];
+    allowed.extend(params.iter().map(|(name, _)| *name));
+    a.allow(&allowed)?;
+    let values = params
+        .iter()
+        .map(|(name, default)| a.real(name, *default))
+        .collect::<Result<Vec<Real>, GenError>>()?;
+    let written: Option<Vec<f64>> = values
+        .iter()
+        .map(|r| match r {
+            Real::Const(f) => Some(*f),
+            Real::Gen(_) => None,
+        })
+        .collect();
+    Ok(Gen::Double(match written {
+        Some(p) => DoubleGen::Fixed(Sampler::new(kind, &p).map_err(|(arg, e)| a.err(arg, e))?),
+        None => DoubleGen::Of(kind, values),
     }))
 }
 
-fn random_string(a: &Args) -> Result<Gen, GenError> {
+fn random_string(a: &Args, fast: bool) -> Result<Gen, GenError> {
     a.allow(&["length", "alphabet"])?;
     let length = a.length("length")?;
     let alphabet = match a.get("alphabet") {
@@ -643,6 +843,7 @@ fn random_string(a: &Args) -> Result<Gen, GenError> {
     let pick = Uniform::new(0, chars.len()).map_err(|e| a.err("alphabet", e.to_string()))?;
     Ok(Gen::Str(StrGen {
         length,
+        fast,
         chars,
         ascii,
         pick,
@@ -650,12 +851,12 @@ fn random_string(a: &Args) -> Result<Gen, GenError> {
 }
 
 fn choose(a: &Args) -> Result<Gen, GenError> {
-    a.allow(&["from", "weights"])?;
+    a.allow(&["from", "weights", "deterministic"])?;
     let from = match a.need("from")? {
         V::Arr(items) if !items.is_empty() => items
             .iter()
             .enumerate()
-            .map(|(i, v)| node(v, &format!("{}[{i}]", a.path("from"))))
+            .map(|(i, v)| a.node(v, &format!("{}[{i}]", a.path("from"))))
             .collect::<Result<Vec<_>, _>>()?,
         V::Arr(_) => return Err(a.err("from", "`from` is empty")),
         other => {
@@ -665,6 +866,18 @@ fn choose(a: &Args) -> Result<Gen, GenError> {
             ))
         }
     };
+    if a.flag("deterministic")? {
+        if a.get("weights").is_some() {
+            return Err(a.err(
+                "weights",
+                "`deterministic` takes the values in turn: it has no `weights` (as in genny)",
+            ));
+        }
+        return Ok(Gen::Choose(ChooseGen {
+            from,
+            pick: Pick::InTurn(next_id()),
+        }));
+    }
     let pick = match a.get("weights") {
         None => {
             Pick::Uniform(Uniform::new(0, from.len()).map_err(|e| a.err("from", e.to_string()))?)
@@ -721,29 +934,53 @@ fn now(a: &Args) -> Result<Gen, GenError> {
 }
 
 fn date_arg(a: &Args, arg: &str, default: i64) -> Result<DateArg, GenError> {
-    let bad = |e: String| {
-        err(
-            a.path(arg),
-            e,
-            format!("{}; e.g. {}", time::DATE_FORM, example(a.name)),
-        )
-    };
     let Some(v) = a.get(arg) else {
         return Ok(DateArg::When(When::At(default)));
     };
+    date_value(v, &a.path(arg), a.name, a.o)
+}
+
+/// A date written (an ISO string, a relative time, a TOML datetime, `$date`, milliseconds since
+/// the epoch) or generated (a generator of any of these), at `at`, an argument of `name`.
+fn date_value(v: &V, at: &str, name: &str, o: &CompileOptions) -> Result<DateArg, GenError> {
+    let bad = |e: String| err(at, e, format!("{}; e.g. {}", time::DATE_FORM, example(name)));
     match v {
         V::Str(s) => return time::parse_when(s).map(DateArg::When).map_err(bad),
         V::Date(ms) => return Ok(DateArg::When(When::At(*ms))),
         _ => {}
     }
-    match a.template(v, arg, ty::STRING | ty::DATE | ty::NUMBER, "a date")? {
+    let n = node(v, at, o)?;
+    let made = n.types();
+    match n {
         Node::Const(Bson::DateTime(d)) => Ok(DateArg::When(When::At(d.timestamp_millis()))),
         Node::Const(b) => match generators::to_i64(&b) {
             Some(ms) => Ok(DateArg::When(When::At(ms))),
-            None => Err(bad(format!("`{arg}` is {}, not a date", kind(&b)))),
+            None => Err(bad(format!("{} is not a date", kind(&b)))),
         },
-        n => Ok(DateArg::Gen(Box::new(n))),
+        n if made & (ty::STRING | ty::DATE | ty::NUMBER) != 0 => Ok(DateArg::Gen(Box::new(n))),
+        _ => Err(bad(format!(
+            "a generator of {}, not of a date",
+            ty::describe(made)
+        ))),
     }
+}
+
+/// `^Date`: the date written, or of a generated value.
+fn date(arg: &V, at: &str, o: &CompileOptions) -> Result<Node, GenError> {
+    Ok(match date_value(arg, at, "^Date", o)? {
+        DateArg::When(When::At(ms)) => Node::Const(Bson::DateTime(DateTime::from_millis(ms))),
+        d => Node::Gen(Box::new(Gen::DateOf(d))),
+    })
+}
+
+fn inc_date(a: &Args) -> Result<Gen, GenError> {
+    a.allow(&["start", "step", "multiplier"])?;
+    Ok(Gen::IncDate(IncDateGen {
+        id: next_id(),
+        start: date_arg(a, "start", 0)?,
+        step: a.int_or("step", 1)?,
+        multiplier: a.int_or("multiplier", 0)?,
+    }))
 }
 
 fn show_ms(ms: i64) -> String {
@@ -753,6 +990,8 @@ fn show_ms(ms: i64) -> String {
 }
 
 fn random_date(a: &Args) -> Result<Gen, GenError> {
+    // genny's range leaves out max; mongo-stress's own includes it.
+    let exclusive = a.o.genny;
     a.allow(&["min", "max"])?;
     // genny's defaults: 1970-01-01 to 2150-01-01.
     let max_default = time::days_from_civil(2150, 1, 1) * 86_400_000;
@@ -762,17 +1001,17 @@ fn random_date(a: &Args) -> Result<Gen, GenError> {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as i64);
         let (l, h) = (lo.resolve(now), hi.resolve(now));
-        if l > h {
+        if l > h || (exclusive && l == h) {
             return Err(a.err(
                 "min",
                 format!("min ({}) is later than max ({})", show_ms(l), show_ms(h)),
             ));
         }
     }
-    Ok(Gen::Date(min, max))
+    Ok(Gen::Date(min, max, exclusive))
 }
 
-fn object_id(arg: &V, at: &str) -> Result<Node, GenError> {
+fn object_id(arg: &V, at: &str, o: &CompileOptions) -> Result<Node, GenError> {
     let bad = |problem: String| err(at, problem, example("^ObjectId"));
     match arg {
         V::Obj(entries) if entries.is_empty() => Ok(Node::Gen(Box::new(Gen::NewObjectId))),
@@ -784,7 +1023,7 @@ fn object_id(arg: &V, at: &str) -> Result<Node, GenError> {
                     "`{s}` is not an ObjectId: 24 hex digits are needed"
                 ))
             }),
-        other => match node(other, at)? {
+        other => match node(other, at, o)? {
             Node::Const(Bson::ObjectId(o)) => Ok(Node::Const(Bson::ObjectId(o))),
             Node::Const(b) => Err(bad(format!("^ObjectId of {}", kind(&b)))),
             n if n.types() & (ty::STRING | ty::OID) != 0 => {
@@ -798,9 +1037,18 @@ fn object_id(arg: &V, at: &str) -> Result<Node, GenError> {
     }
 }
 
-fn uuid(arg: &V, at: &str) -> Result<Node, GenError> {
-    let a = Args::new("^UUID", arg, at)?;
-    a.allow(&["hex"])?;
+fn uuid(arg: &V, at: &str, o: &CompileOptions) -> Result<Node, GenError> {
+    let a = Args::new("^UUID", arg, at, o)?;
+    a.allow(&["hex", "subType"])?;
+    if let Some(v) = a.get("subType") {
+        let sub = a.int(v, "subType")?;
+        if sub != 4 {
+            return Err(a.err(
+                "subType",
+                format!("subType {sub}: a UUID is binary subtype 4 (as genny's)"),
+            ));
+        }
+    }
     let Some(hex) = a.get("hex") else {
         return Ok(Node::Gen(Box::new(Gen::NewUuid)));
     };
@@ -832,14 +1080,21 @@ fn uuid(arg: &V, at: &str) -> Result<Node, GenError> {
 
 fn inc(a: &Args) -> Result<Gen, GenError> {
     a.allow(&["start", "step", "multiplier", "scope"])?;
-    let get = |arg: &str, default: i64| match a.get(arg) {
-        Some(v) => a.int(v, arg),
-        None => Ok(default),
+    // genny's counters start at 1; mongo-stress's own at 0.
+    let start = match a.get("start") {
+        Some(_) => a.num("start")?,
+        None => Num::Const(i64::from(a.o.genny)),
     };
-    let (start, step, multiplier) = (get("start", 0)?, get("step", 1)?, get("multiplier", 0)?);
+    let (step, multiplier) = (a.int_or("step", 1)?, a.int_or("multiplier", 0)?);
     let scope = match a.choice("scope", &["user", "global"], "user")?.as_str() {
-        "user" => IncScope::User(NEXT_INC.fetch_add(1, Ordering::Relaxed)),
+        "user" => IncScope::User(next_id()),
         _ => {
+            if matches!(start, Num::Gen(_)) {
+                return Err(a.err(
+                    "start",
+                    "a global counter's start must be written as a value, not generated",
+                ));
+            }
             if a.get("multiplier").is_some() {
                 return Err(a.err(
                     "multiplier",
@@ -858,15 +1113,238 @@ fn inc(a: &Args) -> Result<Gen, GenError> {
 }
 
 fn array(a: &Args) -> Result<Node, GenError> {
-    a.allow(&["of", "number"])?;
-    let of = node(a.need("of")?, &a.path("of"))?;
+    a.allow(&["of", "number", "distinct"])?;
+    let of = a.node(a.need("of")?, &a.path("of"))?;
     let number = a.length("number")?;
+    let distinct = a.flag("distinct")?;
     if let (Node::Const(b), Num::Const(n)) = (&of, &number) {
+        if distinct {
+            // One value, drawn again each time: genny gives up on the second.
+            return Ok(Node::Const(Bson::Array(
+                std::iter::repeat_n(b.clone(), (*n).min(1) as usize).collect(),
+            )));
+        }
         if *n <= 1000 {
             return Ok(Node::Const(Bson::Array(vec![b.clone(); *n as usize])));
         }
     }
-    Ok(Node::Gen(Box::new(Gen::Array(of, number))))
+    Ok(Node::Gen(Box::new(Gen::Array(of, number, distinct))))
+}
+
+fn concat(a: &Args) -> Result<Node, GenError> {
+    a.allow(&["arrays"])?;
+    let parts = match a.need("arrays")? {
+        V::Arr(items) => items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                let at = format!("arrays[{i}]");
+                a.template(v, &at, ty::ARRAY, "an array")
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+        other => {
+            return Err(a.err(
+                "arrays",
+                format!("`arrays` is {}, not a list of arrays", other.kind()),
+            ))
+        }
+    };
+    if parts.iter().all(|n| matches!(n, Node::Const(_))) {
+        let mut all = Vec::new();
+        for p in parts {
+            if let Node::Const(Bson::Array(items)) = p {
+                all.extend(items);
+            }
+        }
+        return Ok(Node::Const(Bson::Array(all)));
+    }
+    Ok(Node::Gen(Box::new(Gen::Concat(parts))))
+}
+
+/// `^BinData` and `^BinDataSensitive`: `numBytes` random bytes (default 32) made once per user,
+/// then the same each time (genny makes them once per actor thread).
+fn bin_data(a: &Args, subtype: BinarySubtype) -> Result<Node, GenError> {
+    a.allow(&["numBytes"])?;
+    let size = match a.get("numBytes") {
+        Some(_) => a.length("numBytes")?,
+        None => Num::Const(32),
+    };
+    let Num::Const(size) = size else {
+        return Err(a.err(
+            "numBytes",
+            "`numBytes` must be written as a value, not generated",
+        ));
+    };
+    let bytes = Node::Gen(Box::new(Gen::Binary(Num::Const(size), subtype)));
+    Ok(Node::Gen(Box::new(Gen::Cycle(CycleGen {
+        id: next_id(),
+        len: 1,
+        of: bytes,
+    }))))
+}
+
+fn repeat(a: &Args) -> Result<Gen, GenError> {
+    a.allow(&["count", "fromGenerator"])?;
+    let count = a.int(a.need("count")?, "count")?;
+    if count < 1 {
+        return Err(a.err("count", format!("`count` is {count}: at least 1 is needed")));
+    }
+    let of = a.node(a.need("fromGenerator")?, &a.path("fromGenerator"))?;
+    Ok(Gen::Repeat(RepeatGen {
+        id: next_id(),
+        count,
+        of,
+    }))
+}
+
+/// `^Cycle` of `len` values, `^FixedGeneratedValue` of one.
+fn cycle(a: &Args, len: usize) -> Result<Gen, GenError> {
+    let of = a.node(a.need("fromGenerator")?, &a.path("fromGenerator"))?;
+    Ok(Gen::Cycle(CycleGen {
+        id: next_id(),
+        len,
+        of,
+    }))
+}
+
+fn choose_from_dataset(a: &Args) -> Result<Gen, GenError> {
+    a.allow(&["path", "sequential", "startFromLine"])?;
+    let path = a.string(a.need("path")?, "path")?;
+    let lines = dataset::load(&path, a.o.base_dir.as_deref()).map_err(|e| a.err("path", e))?;
+    let sequential = a.flag("sequential")?;
+    let start = a.int_or("startFromLine", 0)?;
+    if start < 0 || start as u64 >= lines.len() as u64 {
+        return Err(a.err(
+            "startFromLine",
+            format!(
+                "startFromLine {start} is out of the file's {} line(s) (numbered from 0, empty lines not counted)",
+                lines.len()
+            ),
+        ));
+    }
+    Ok(Gen::Dataset(DatasetGen {
+        lines,
+        sequential: sequential.then(|| (next_id(), start)),
+    }))
+}
+
+fn convert_to(a: &Args, to: To) -> Result<Node, GenError> {
+    a.allow(&["from"])?;
+    let v = a.need("from")?;
+    let from = a.template(
+        v,
+        "from",
+        ty::NUMBER | ty::STRING,
+        "a number or a string",
+    )?;
+    let Node::Const(b) = &from else {
+        return Ok(Node::Gen(Box::new(Gen::Convert(to, from))));
+    };
+    // A written value is read as its text, as genny reads it.
+    let text = match (v, b) {
+        (V::Int(i), _) => i.to_string(),
+        (V::Float(f), _) => f.to_string(),
+        (_, Bson::String(s)) => s.clone(),
+        (_, b) => format::text(b),
+    };
+    let into = match to {
+        To::Int => "a 64-bit integer",
+        To::Int32 => "a 32-bit integer",
+        To::Double => "a double",
+        To::Decimal => "a Decimal128",
+    };
+    convert::from_str(to, &text).map(Node::Const).ok_or_else(|| {
+        a.err(
+            "from",
+            format!("{}: `{text}` cannot be made into {into}", to.name()),
+        )
+    })
+}
+
+/// `^TimeSpec {value, unit}`: a duration, in milliseconds (a double).
+fn time_spec(a: &Args) -> Result<Gen, GenError> {
+    a.allow(&["value", "unit"])?;
+    let unit = a.string(a.need("unit")?, "unit")?;
+    // As genny, a unit is read by its start (so plurals are units too).
+    let ms = [
+        ("nanosecond", 1e-6),
+        ("microsecond", 1e-3),
+        ("millisecond", 1.0),
+        ("second", 1e3),
+        ("minute", 60e3),
+        ("hour", 3600e3),
+    ]
+    .iter()
+    .find(|(name, _)| unit.starts_with(name))
+    .map(|(_, ms)| *ms)
+    .ok_or_else(|| {
+        a.err(
+            "unit",
+            format!(
+                "`{unit}` is not a unit of time{}",
+                hint(
+                    &unit,
+                    &["nanoseconds", "microseconds", "milliseconds", "seconds", "minutes", "hours"]
+                )
+            ),
+        )
+    })?;
+    a.need("value")?;
+    let value = a.real("value", 0.0)?;
+    Ok(Gen::TimeSpec(value, ms))
+}
+
+fn two_d_walk(a: &Args) -> Result<Gen, GenError> {
+    a.allow(&["docsPerSeries", "distPerDoc", "minX", "maxX", "minY", "maxY"])?;
+    let per_series = a.int(a.need("docsPerSeries")?, "docsPerSeries")?;
+    if per_series < 1 {
+        return Err(a.err(
+            "docsPerSeries",
+            format!("docsPerSeries ({per_series}) must be 1 or more"),
+        ));
+    }
+    let f = |arg: &str| -> Result<f64, GenError> {
+        let v = a.float(a.need(arg)?, arg)?;
+        if v.is_finite() {
+            Ok(v)
+        } else {
+            Err(a.err(arg, format!("{arg} ({v}) must be a finite number")))
+        }
+    };
+    let (dist, min_x, max_x, min_y, max_y) =
+        (f("distPerDoc")?, f("minX")?, f("maxX")?, f("minY")?, f("maxY")?);
+    for (lo, hi, arg) in [(min_x, max_x, "minX"), (min_y, max_y, "minY")] {
+        if lo > hi {
+            return Err(a.err(arg, format!("{arg} ({lo}) is greater than its max ({hi})")));
+        }
+    }
+    Ok(Gen::Walk(WalkGen {
+        id: next_id(),
+        per_series,
+        dist,
+        x: (min_x, max_x),
+        y: (min_y, max_y),
+    }))
+}
+
+/// A frequency map's `from`: a table of strings, each with how many times it is to be given.
+fn frequency_map(a: &Args) -> Result<FreqMap, GenError> {
+    let V::Obj(entries) = a.need("from")? else {
+        return Err(a.err(
+            "from",
+            "`from` must be a table of strings with their counts, e.g. { red = 100, blue = 200 }",
+        ));
+    };
+    let mut map = FreqMap::new();
+    for (k, v) in entries {
+        let at = format!("from.{k}");
+        let n = a.int(v, &at)?;
+        let n = u64::try_from(n).map_err(|_| a.err(&at, format!("the count {n} is negative")))?;
+        if n > 0 {
+            map.push((k.clone(), n));
+        }
+    }
+    Ok(map)
 }
 
 fn object(a: &Args) -> Result<Gen, GenError> {
@@ -881,7 +1359,7 @@ fn object(a: &Args) -> Result<Gen, GenError> {
     if let Node::Const(Bson::String(k)) = &keys {
         check_key(k, &a.path("havingKeys"))?;
     }
-    let values = node(a.need("andValues")?, &a.path("andValues"))?;
+    let values = a.node(a.need("andValues")?, &a.path("andValues"))?;
     let skip_repeated = a.choice("duplicatedKeys", &["insert", "skip"], "insert")? == "skip";
     Ok(Gen::Object(ObjectGen {
         entries,
@@ -893,7 +1371,7 @@ fn object(a: &Args) -> Result<Gen, GenError> {
 
 fn join(a: &Args) -> Result<Node, GenError> {
     a.allow(&["array", "sep"])?;
-    let array = node(a.need("array")?, &a.path("array"))?;
+    let array = a.node(a.need("array")?, &a.path("array"))?;
     let sep = match a.get("sep") {
         Some(v) => a.string(v, "sep")?,
         None => String::new(),
@@ -913,7 +1391,7 @@ fn format_string(a: &Args) -> Result<Node, GenError> {
         Some(V::Arr(items)) => items
             .iter()
             .enumerate()
-            .map(|(i, v)| node(v, &format!("{}[{i}]", a.path("withArgs"))))
+            .map(|(i, v)| a.node(v, &format!("{}[{i}]", a.path("withArgs"))))
             .collect::<Result<Vec<_>, _>>()?,
         Some(other) => {
             return Err(a.err(

@@ -1,6 +1,6 @@
 //! `^FormatString`'s format: C printf conversions (`%s`, `%d`, `%i`, `%u`, `%x`, `%X`, `%o`,
 //! `%c`, `%f`, `%e`, `%g`, `%%`) with flags `-`, `0`, `+`, space, `#`, a width and a precision,
-//! parsed once at compile.
+//! and boost's forms that genny's format takes (`%2$d`, `%1%`, `%|06d|`), parsed once at compile.
 
 use mongodb::bson::Bson;
 
@@ -19,10 +19,20 @@ pub(super) struct Spec {
     alt: bool,
     width: usize,
     precision: Option<usize>,
+    /// The C conversion letter, or `v`: as the value's type makes it (boost's `%1%`, `%|6|`).
     conv: char,
+    /// The value's position (from 0), when given (`%2$d`, `%2%`); else the next one.
+    pub(super) arg: Option<usize>,
 }
 
-/// The pieces of a format, or what is wrong with it.
+type Chars<'a> = std::iter::Peekable<std::str::CharIndices<'a>>;
+
+/// The conversions a format may use.
+const CONVERSIONS: &str = "use %s, %d, %i, %u, %x, %X, %o, %c, %f, %e, %g, %%, or boost's %1% and %|06d|";
+
+/// The pieces of a format, or what is wrong with it. As genny's (boost's format): C printf
+/// conversions, positional ones (`%2$d`, `%1%`), and a conversion between bars (`%|06d|`, whose
+/// type letter may be left out).
 pub(super) fn parse(format: &str) -> Result<Vec<Piece>, String> {
     let mut pieces = Vec::new();
     let mut lit = String::new();
@@ -32,7 +42,73 @@ pub(super) fn parse(format: &str) -> Result<Vec<Piece>, String> {
             lit.push(c);
             continue;
         }
-        let mut spec = Spec::default();
+        let spec = match chars.peek().map(|&(_, c)| c) {
+            Some('%') => {
+                chars.next();
+                lit.push('%');
+                continue;
+            }
+            Some('|') => {
+                chars.next();
+                let spec = directive(&mut chars, at, true)?;
+                match chars.next() {
+                    Some((_, '|')) => spec,
+                    _ => {
+                        return Err(format!(
+                            "the conversion `%|...|` started at byte {at} has no closing `|`"
+                        ))
+                    }
+                }
+            }
+            _ => directive(&mut chars, at, false)?,
+        };
+        if !lit.is_empty() {
+            pieces.push(Piece::Lit(std::mem::take(&mut lit)));
+        }
+        pieces.push(Piece::Conv(spec));
+    }
+    if !lit.is_empty() {
+        pieces.push(Piece::Lit(lit));
+    }
+    Ok(pieces)
+}
+
+fn number(chars: &mut Chars) -> Option<usize> {
+    let mut n: Option<usize> = None;
+    while let Some(&(_, d)) = chars.peek() {
+        match d.to_digit(10) {
+            Some(v) => {
+                n = Some(n.unwrap_or(0).saturating_mul(10).saturating_add(v as usize));
+                chars.next();
+            }
+            None => break,
+        }
+    }
+    n
+}
+
+/// One conversion after its `%` (or `%|`): `[N$]` flags, width, `.precision`, length modifiers
+/// and the type letter (which `bracketed` may leave out); or `N%`.
+fn directive(chars: &mut Chars, at: usize, bracketed: bool) -> Result<Spec, String> {
+    let mut spec = Spec::default();
+    let mut width = None;
+    if let Some(&(_, '1'..='9')) = chars.peek() {
+        let n = number(chars).unwrap_or(0);
+        match chars.peek().map(|&(_, c)| c) {
+            Some('$') => {
+                chars.next();
+                spec.arg = Some(n - 1);
+            }
+            Some('%') if !bracketed => {
+                chars.next();
+                spec.arg = Some(n - 1);
+                spec.conv = 'v';
+                return Ok(spec);
+            }
+            _ => width = Some(n),
+        }
+    }
+    if width.is_none() {
         while let Some(&(_, f)) = chars.peek() {
             match f {
                 '-' => spec.left = true,
@@ -44,57 +120,52 @@ pub(super) fn parse(format: &str) -> Result<Vec<Piece>, String> {
             }
             chars.next();
         }
-        let digits = |chars: &mut std::iter::Peekable<std::str::CharIndices>| {
-            let mut n: Option<usize> = None;
-            while let Some(&(_, d)) = chars.peek() {
-                match d.to_digit(10) {
-                    Some(v) => {
-                        n = Some(n.unwrap_or(0).saturating_mul(10).saturating_add(v as usize));
-                        chars.next();
-                    }
-                    None => break,
-                }
-            }
-            n
-        };
-        spec.width = digits(&mut chars).unwrap_or(0).min(1 << 16);
-        if chars.peek().map(|&(_, c)| c) == Some('.') {
-            chars.next();
-            spec.precision = Some(digits(&mut chars).unwrap_or(0).min(1 << 16));
-        }
-        // Length modifiers mean nothing here: every integer is 64 bits.
-        while let Some(&(_, 'h' | 'l' | 'L' | 'j' | 'z' | 't')) = chars.peek() {
-            chars.next();
-        }
-        match chars.next() {
-            Some((_, '%')) => lit.push('%'),
-            Some((_, conv @ ('s' | 'd' | 'i' | 'u' | 'x' | 'X' | 'o' | 'c' | 'f' | 'F' | 'e'
-            | 'E' | 'g' | 'G'))) => {
-                if !lit.is_empty() {
-                    pieces.push(Piece::Lit(std::mem::take(&mut lit)));
-                }
-                spec.conv = conv;
-                pieces.push(Piece::Conv(spec));
-            }
-            Some((_, other)) => {
-                return Err(format!(
-                    "`%{other}` at byte {at} is not a conversion (use %s, %d, %i, %u, %x, %X, %o, %c, %f, %e, %g or %%)"
-                ))
-            }
-            None => return Err(format!("the format ends inside a conversion started at byte {at}")),
-        }
+        width = number(chars);
     }
-    if !lit.is_empty() {
-        pieces.push(Piece::Lit(lit));
+    spec.width = width.unwrap_or(0).min(1 << 16);
+    if chars.peek().map(|&(_, c)| c) == Some('.') {
+        chars.next();
+        spec.precision = Some(number(chars).unwrap_or(0).min(1 << 16));
     }
-    Ok(pieces)
+    // Length modifiers mean nothing here: every integer is 64 bits.
+    while let Some(&(_, 'h' | 'l' | 'L' | 'j' | 'z' | 't')) = chars.peek() {
+        chars.next();
+    }
+    match chars.peek().map(|&(_, c)| c) {
+        Some(
+            conv @ ('s' | 'd' | 'i' | 'u' | 'x' | 'X' | 'o' | 'c' | 'f' | 'F' | 'e' | 'E' | 'g'
+            | 'G'),
+        ) => {
+            chars.next();
+            spec.conv = conv;
+            Ok(spec)
+        }
+        Some('|') if bracketed => {
+            spec.conv = 'v';
+            Ok(spec)
+        }
+        Some(other) => Err(format!(
+            "`%{other}` at byte {at} is not a conversion ({CONVERSIONS})"
+        )),
+        None => Err(format!(
+            "the format ends inside a conversion started at byte {at}"
+        )),
+    }
 }
 
+/// How many values the format takes: one per conversion, or up to the highest position given.
 pub(super) fn conversions(pieces: &[Piece]) -> usize {
-    pieces
-        .iter()
-        .filter(|p| matches!(p, Piece::Conv(_)))
-        .count()
+    let mut in_turn = 0;
+    let mut most = 0;
+    for p in pieces {
+        if let Piece::Conv(spec) = p {
+            match spec.arg {
+                Some(i) => most = most.max(i + 1),
+                None => in_turn += 1,
+            }
+        }
+    }
+    most.max(in_turn)
 }
 
 /// Text of a generated value for `%s` and `^Join`.
@@ -164,6 +235,14 @@ fn as_f64(b: &Bson) -> Option<f64> {
 /// Writes one conversion of `arg`; a value that is not a number for a numeric conversion is
 /// written as `%s` would.
 pub(super) fn write(out: &mut String, spec: &Spec, arg: &Bson) {
+    if spec.conv == 'v' {
+        let conv = match arg {
+            Bson::Int32(_) | Bson::Int64(_) => 'd',
+            Bson::Double(_) => 'g',
+            _ => 's',
+        };
+        return write(out, &Spec { conv, ..*spec }, arg);
+    }
     let (sign, body): (&str, String) = match spec.conv {
         's' => {
             let mut s = text(arg);

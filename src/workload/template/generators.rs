@@ -1,12 +1,16 @@
 //! The compiled generators and how each makes its value.
 
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use mongodb::bson::{oid::ObjectId, spec::BinarySubtype, Binary, Bson, DateTime, Document};
+use mongodb::bson::{
+    oid::ObjectId, spec::BinarySubtype, Binary, Bson, DateTime, Document, Timestamp,
+};
 use rand::distr::{weighted::WeightedIndex, Distribution, Uniform};
 use rand::Rng;
 
+use super::convert::{self, To};
+use super::dist::{self, Kind, Sampler};
 use super::format::{self, Piece};
 use super::time::When;
 use super::{Cx, Node};
@@ -156,21 +160,33 @@ pub(super) enum IntGen {
     /// A bound generated: drawn between them (in either order) each time.
     Between(Num, Num),
     Binomial(rand_distr::Binomial),
+    /// A generated number of trials, with the probability of success.
+    BinomialOf(Num, f64),
+    /// boost's: failures before the `k`-th success (`k` written or generated), probability `p`.
+    NegativeBinomial(Num, f64),
     Geometric(rand_distr::Geometric),
     Poisson(rand_distr::Poisson<f64>),
+    /// 1..=n, `i` with a probability proportional to `1 / i^alpha`.
+    Zipf(rand_distr::Zipf<f64>),
 }
 
 #[derive(Debug, Clone)]
 pub(super) enum DoubleGen {
     /// `[min, max)`; `min` when they are equal.
     Uniform(Real, Real),
-    Normal(rand_distr::Normal<f64>),
-    Exponential(rand_distr::Exp<f64>),
+    /// Every parameter written: the distribution is built once.
+    Fixed(Sampler),
+    /// A parameter generated: the distribution is built for each value (NaN when a generated
+    /// parameter is out of its range).
+    Of(Kind, Vec<Real>),
 }
 
 #[derive(Debug, Clone)]
 pub(super) struct StrGen {
     pub length: Num,
+    /// genny's `^FastRandomString`: six bits of a 64-bit draw per character, masked with 0x2f
+    /// (so not every character is equally likely).
+    pub fast: bool,
     /// The alphabet's characters; when all are ASCII, `ascii` holds them as bytes.
     pub chars: Vec<char>,
     pub ascii: Option<Vec<u8>>,
@@ -187,11 +203,14 @@ pub(super) struct ChooseGen {
 pub(super) enum Pick {
     Uniform(Uniform<usize>),
     Weighted(WeightedIndex<u64>),
+    /// `deterministic`: each user takes them in turn, from the first (the id keys its place).
+    InTurn(usize),
 }
 
 #[derive(Debug, Clone)]
 pub(super) struct IncGen {
-    pub start: i64,
+    /// Written, or generated once per user (at its first value).
+    pub start: Num,
     pub step: i64,
     pub multiplier: i64,
     pub scope: IncScope,
@@ -199,7 +218,8 @@ pub(super) struct IncGen {
 
 #[derive(Debug, Clone)]
 pub(super) enum IncScope {
-    /// Each user counts on its own; the id keys the user's counter in `UserState`.
+    /// Each user counts on its own, from `start + actor * multiplier`; the id keys the user's
+    /// counter in `UserState`.
     User(usize),
     /// One counter shared by every user (and every clone of the template).
     Global(Arc<AtomicI64>),
@@ -214,6 +234,85 @@ pub(super) struct ObjectGen {
     pub skip_repeated: bool,
 }
 
+/// `^Cycle` (and `^FixedGeneratedValue`, `^BinData`): `len` values of `of`, made at a user's first
+/// value, then given in turn.
+#[derive(Debug, Clone)]
+pub(super) struct CycleGen {
+    pub id: usize,
+    pub len: usize,
+    pub of: Node,
+}
+
+/// `^Repeat`: each value of `of` given `count` times.
+#[derive(Debug, Clone)]
+pub(super) struct RepeatGen {
+    pub id: usize,
+    pub count: i64,
+    pub of: Node,
+}
+
+/// `^IncDate`: a per-user date counter, from `start + actor * multiplier`, `step` ms apart.
+#[derive(Debug, Clone)]
+pub(super) struct IncDateGen {
+    pub id: usize,
+    pub start: DateArg,
+    pub step: i64,
+    pub multiplier: i64,
+}
+
+/// `^ChooseFromDataset`: a line of the file, drawn uniformly, or each user's next one from
+/// `startFromLine` (`sequential`; the id keys the user's place).
+#[derive(Debug, Clone)]
+pub(super) struct DatasetGen {
+    pub lines: Arc<Vec<String>>,
+    pub sequential: Option<(usize, i64)>,
+}
+
+/// `^TwoDWalk`: `[x, y]` of an object moving `dist` per value in a random direction, a new object
+/// at a random place in the rectangle every `per_series` values.
+#[derive(Debug, Clone)]
+pub(super) struct WalkGen {
+    pub id: usize,
+    pub per_series: i64,
+    pub dist: f64,
+    pub x: (f64, f64),
+    pub y: (f64, f64),
+}
+
+/// A frequency map: strings with how many times each is still to be given.
+pub(super) type FreqMap = Vec<(String, u64)>;
+
+/// `^TakeRandomStringFromFrequencyMap` (each user's own map) and its `Singleton` (one map shared
+/// by every user and every generator of the same `id`).
+#[derive(Debug, Clone)]
+pub(super) enum FreqGen {
+    Own(usize, FreqMap),
+    Shared(Arc<Mutex<FreqMap>>),
+}
+
+/// What a stateful generator keeps for one user.
+#[derive(Debug, Clone)]
+pub(super) enum Slot {
+    /// A counter: its first value (fixed at the user's first use) and how many it has given.
+    Count { base: i64, n: i64 },
+    /// Values made at the user's first use, given in turn.
+    Cycle { values: Vec<Bson>, next: usize },
+    /// A value and how many times it has been given.
+    Held { item: Bson, used: i64 },
+    Walk(Walk),
+    Freq(FreqMap),
+}
+
+/// Where a `^TwoDWalk` object is, how it moves and how many values it has given.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Walk {
+    x: f64,
+    y: f64,
+    vx: f64,
+    vy: f64,
+    n: i64,
+}
+
 #[derive(Debug, Clone)]
 pub(super) enum Gen {
     Int(IntGen),
@@ -222,15 +321,33 @@ pub(super) enum Gen {
     Choose(ChooseGen),
     /// `now` plus this many milliseconds.
     Now(i64),
-    /// Uniform between the two, both ends included, to the millisecond.
-    Date(DateArg, DateArg),
+    /// Uniform between the two to the millisecond, the second included unless `true` (genny's).
+    Date(DateArg, DateArg, bool),
+    /// `^Date` of a generated value.
+    DateOf(DateArg),
+    IncDate(IncDateGen),
     NewObjectId,
     ObjectIdOf(Node),
     NewUuid,
     UuidOf(Node),
-    Binary(Num),
+    /// Random bytes of this size, with this subtype.
+    Binary(Num, BinarySubtype),
     Inc(IncGen),
-    Array(Node, Num),
+    /// `number` values of `of`; `true`: each value once (`distinct`).
+    Array(Node, Num, bool),
+    Concat(Vec<Node>),
+    Cycle(CycleGen),
+    Repeat(RepeatGen),
+    Dataset(DatasetGen),
+    Convert(To, Node),
+    ActorId,
+    ActorIdString,
+    /// A duration in milliseconds: the value times this many milliseconds.
+    TimeSpec(Real, f64),
+    Ip,
+    NowTimestamp,
+    Walk(WalkGen),
+    Freq(FreqGen),
     Object(ObjectGen),
     Join(Node, String),
     Format(Vec<Piece>, Vec<Node>),
@@ -258,8 +375,17 @@ impl Gen {
                     cx.rng.random_range(a.min(b)..=a.max(b))
                 }
                 IntGen::Binomial(d) => d.sample(cx.rng) as i64,
+                IntGen::BinomialOf(t, p) => {
+                    let t = t.get(cx).max(0) as u64;
+                    rand_distr::Binomial::new(t, *p).map_or(0, |d| d.sample(cx.rng) as i64)
+                }
+                IntGen::NegativeBinomial(k, p) => {
+                    let k = k.get(cx);
+                    dist::negative_binomial(k, *p, cx.rng)
+                }
                 IntGen::Geometric(d) => d.sample(cx.rng).min(i64::MAX as u64) as i64,
                 IntGen::Poisson(d) => d.sample(cx.rng) as i64,
+                IntGen::Zipf(d) => d.sample(cx.rng) as i64,
             }),
             Gen::Double(g) => Bson::Double(match g {
                 DoubleGen::Uniform(lo, hi) => {
@@ -271,11 +397,17 @@ impl Gen {
                         a
                     }
                 }
-                DoubleGen::Normal(d) => d.sample(cx.rng),
-                DoubleGen::Exponential(d) => d.sample(cx.rng),
+                DoubleGen::Fixed(d) => d.sample(cx.rng),
+                DoubleGen::Of(kind, params) => {
+                    let p: Vec<f64> = params.iter().map(|r| r.get(cx)).collect();
+                    Sampler::new(*kind, &p).map_or(f64::NAN, |d| d.sample(cx.rng))
+                }
             }),
             Gen::Str(g) => {
                 let n = g.length.len(cx);
+                if g.fast {
+                    return Bson::String(fast_string(g, n, cx));
+                }
                 let s = match &g.ascii {
                     Some(bytes) => {
                         let v: Vec<u8> = (0..n).map(|_| bytes[g.pick.sample(cx.rng)]).collect();
@@ -290,48 +422,150 @@ impl Gen {
                 let i = match &g.pick {
                     Pick::Uniform(u) => u.sample(cx.rng),
                     Pick::Weighted(w) => w.sample(cx.rng),
+                    Pick::InTurn(id) => {
+                        let n = count(cx, *id, 1, |_| 0);
+                        n.rem_euclid(g.from.len() as i64) as usize
+                    }
                 };
                 g.from[i].generate(cx)
             }
             Gen::Now(offset) => {
                 Bson::DateTime(DateTime::from_millis(cx.now_ms.saturating_add(*offset)))
             }
-            Gen::Date(lo, hi) => {
+            Gen::Date(lo, hi, exclusive) => {
                 let (a, b) = (lo.get(cx), hi.get(cx));
-                Bson::DateTime(DateTime::from_millis(
-                    cx.rng.random_range(a.min(b)..=a.max(b)),
-                ))
+                let (a, b) = (a.min(b), a.max(b));
+                let ms = if *exclusive {
+                    if a < b {
+                        cx.rng.random_range(a..b)
+                    } else {
+                        a
+                    }
+                } else {
+                    cx.rng.random_range(a..=b)
+                };
+                Bson::DateTime(DateTime::from_millis(ms))
+            }
+            Gen::DateOf(d) => Bson::DateTime(DateTime::from_millis(d.get(cx))),
+            Gen::IncDate(g) => {
+                let ms = count(cx, g.id, g.step, |cx| {
+                    let actor = cx.state.actor(cx.user);
+                    g.start
+                        .get(cx)
+                        .wrapping_add(actor.wrapping_mul(g.multiplier))
+                });
+                Bson::DateTime(DateTime::from_millis(ms))
             }
             Gen::NewObjectId => Bson::ObjectId(ObjectId::new()),
             Gen::ObjectIdOf(n) => object_id_of(n.generate(cx)),
             Gen::NewUuid => Bson::Binary(Binary::from_uuid(mongodb::bson::Uuid::new())),
             Gen::UuidOf(n) => uuid_of(n.generate(cx)),
-            Gen::Binary(size) => {
+            Gen::Binary(size, subtype) => {
                 let mut bytes = vec![0u8; size.len(cx)];
                 cx.rng.fill_bytes(&mut bytes);
                 Bson::Binary(Binary {
-                    subtype: BinarySubtype::Generic,
+                    subtype: *subtype,
                     bytes,
                 })
             }
             Gen::Inc(g) => {
                 let v = match &g.scope {
-                    IncScope::User(id) => {
-                        let n = cx.state.next_inc(*id);
+                    IncScope::User(id) => count(cx, *id, g.step, |cx| {
+                        let actor = cx.state.actor(cx.user);
                         g.start
-                            .wrapping_add((cx.user as i64).wrapping_mul(g.multiplier))
-                            .wrapping_add(n.wrapping_mul(g.step))
-                    }
+                            .get(cx)
+                            .wrapping_add(actor.wrapping_mul(g.multiplier))
+                    }),
                     IncScope::Global(counter) => {
                         let n = counter.fetch_add(1, Ordering::Relaxed);
-                        g.start.wrapping_add(n.wrapping_mul(g.step))
+                        g.start
+                            .get(cx)
+                            .wrapping_add(n.wrapping_mul(g.step))
                     }
                 };
                 Bson::Int64(v)
             }
-            Gen::Array(of, number) => {
+            Gen::Array(of, number, distinct) => {
                 let n = number.len(cx);
+                if *distinct {
+                    return Bson::Array(distinct_values(of, n, cx));
+                }
                 Bson::Array((0..n).map(|_| of.generate(cx)).collect())
+            }
+            Gen::Concat(parts) => {
+                let mut all = Vec::new();
+                for p in parts {
+                    match p.generate(cx) {
+                        Bson::Array(items) => all.extend(items),
+                        other => all.push(other),
+                    }
+                }
+                Bson::Array(all)
+            }
+            Gen::Cycle(g) => cycle(g, cx),
+            Gen::Repeat(g) => {
+                let fresh = !matches!(
+                    cx.state.slots.get(&g.id),
+                    Some(Slot::Held { used, .. }) if *used < g.count
+                );
+                if fresh {
+                    let item = g.of.generate(cx);
+                    cx.state.slots.insert(g.id, Slot::Held { item, used: 0 });
+                }
+                match cx.state.slots.get_mut(&g.id) {
+                    Some(Slot::Held { item, used }) => {
+                        *used += 1;
+                        item.clone()
+                    }
+                    _ => Bson::Null,
+                }
+            }
+            Gen::Dataset(g) => {
+                let len = g.lines.len();
+                let i = match g.sequential {
+                    Some((id, start)) => count(cx, id, 1, |_| start).rem_euclid(len as i64) as usize,
+                    None => cx.rng.random_range(0..len),
+                };
+                Bson::String(g.lines[i].clone())
+            }
+            Gen::Convert(to, from) => {
+                convert::convert(*to, &from.generate(cx)).unwrap_or(Bson::Null)
+            }
+            Gen::ActorId => Bson::Int64(cx.state.actor(cx.user)),
+            Gen::ActorIdString => Bson::String(cx.state.actor(cx.user).to_string()),
+            Gen::TimeSpec(value, ms) => {
+                // genny's duration is whole nanoseconds.
+                let ns = (value.get(cx) * ms * 1e6).trunc();
+                Bson::Double(ns / 1e6)
+            }
+            Gen::Ip => {
+                // genny's: a draw from 0 to 2^31 - 1, so the first octet is below 128.
+                let ip: u32 = cx.rng.random_range(0..=i32::MAX as u32);
+                let [a, b, c, d] = ip.to_be_bytes();
+                Bson::String(format!("{a}.{b}.{c}.{d}"))
+            }
+            Gen::NowTimestamp => Bson::Timestamp(Timestamp {
+                time: u32::try_from(cx.now_ms.div_euclid(1000)).unwrap_or(0),
+                increment: 1,
+            }),
+            Gen::Walk(g) => walk(g, cx),
+            Gen::Freq(g) => {
+                let taken = match g {
+                    FreqGen::Shared(map) => {
+                        let mut map = map.lock().unwrap_or_else(|e| e.into_inner());
+                        take(&mut map, cx)
+                    }
+                    FreqGen::Own(id, from) => {
+                        let mut map = match cx.state.slots.remove(id) {
+                            Some(Slot::Freq(m)) => m,
+                            _ => from.clone(),
+                        };
+                        let taken = take(&mut map, cx);
+                        cx.state.slots.insert(*id, Slot::Freq(map));
+                        taken
+                    }
+                };
+                taken.map_or(Bson::Null, Bson::String)
             }
             Gen::Object(g) => {
                 let n = g.entries.len(cx);
@@ -388,12 +622,25 @@ impl Gen {
             Gen::Double(DoubleGen::Uniform(a, b)) => {
                 a.child().into_iter().chain(b.child()).collect()
             }
+            Gen::Int(IntGen::BinomialOf(n, _) | IntGen::NegativeBinomial(n, _)) => {
+                n.child().into_iter().collect()
+            }
+            Gen::Double(DoubleGen::Of(_, params)) => {
+                params.iter().filter_map(Real::child).collect()
+            }
             Gen::Str(g) => g.length.child().into_iter().collect(),
             Gen::Choose(g) => g.from.iter().collect(),
-            Gen::Date(a, b) => a.child().into_iter().chain(b.child()).collect(),
-            Gen::ObjectIdOf(n) | Gen::UuidOf(n) => vec![n],
-            Gen::Binary(n) => n.child().into_iter().collect(),
-            Gen::Array(of, n) => std::iter::once(of).chain(n.child()).collect(),
+            Gen::Date(a, b, _) => a.child().into_iter().chain(b.child()).collect(),
+            Gen::DateOf(d) => d.child().into_iter().collect(),
+            Gen::IncDate(g) => g.start.child().into_iter().collect(),
+            Gen::Inc(g) => g.start.child().into_iter().collect(),
+            Gen::ObjectIdOf(n) | Gen::UuidOf(n) | Gen::Convert(_, n) => vec![n],
+            Gen::Binary(n, _) => n.child().into_iter().collect(),
+            Gen::Array(of, n, _) => std::iter::once(of).chain(n.child()).collect(),
+            Gen::Concat(parts) => parts.iter().collect(),
+            Gen::Cycle(g) => vec![&g.of],
+            Gen::Repeat(g) => vec![&g.of],
+            Gen::TimeSpec(v, _) => v.child().into_iter().collect(),
             Gen::Object(g) => std::iter::once(&g.keys)
                 .chain(std::iter::once(&g.values))
                 .chain(g.entries.child())
@@ -406,21 +653,153 @@ impl Gen {
 
     pub(super) fn types(&self) -> u16 {
         match self {
-            Gen::Int(_) | Gen::Inc(_) => ty::INT,
-            Gen::Double(_) => ty::DOUBLE,
-            Gen::Str(_) | Gen::Join(..) | Gen::Format(..) => ty::STRING,
+            Gen::Int(_) | Gen::Inc(_) | Gen::ActorId => ty::INT,
+            Gen::Double(_) | Gen::TimeSpec(..) => ty::DOUBLE,
+            Gen::Str(_)
+            | Gen::Join(..)
+            | Gen::Format(..)
+            | Gen::Dataset(_)
+            | Gen::ActorIdString
+            | Gen::Ip => ty::STRING,
+            Gen::Freq(_) => ty::STRING | ty::NULL,
             Gen::Choose(g) => g.from.iter().fold(0, |m, n| m | n.types()),
-            Gen::Now(_) | Gen::Date(..) => ty::DATE,
+            Gen::Cycle(g) => g.of.types(),
+            Gen::Repeat(g) => g.of.types(),
+            Gen::Now(_) | Gen::Date(..) | Gen::DateOf(_) | Gen::IncDate(_) => ty::DATE,
             Gen::NewObjectId => ty::OID,
             Gen::ObjectIdOf(_) => ty::OID | ty::NULL,
-            Gen::NewUuid | Gen::Binary(_) => ty::BINARY,
+            Gen::NewUuid | Gen::Binary(..) => ty::BINARY,
             Gen::UuidOf(_) => ty::BINARY | ty::NULL,
-            Gen::Array(..) => ty::ARRAY,
+            Gen::Convert(To::Int | To::Int32, _) => ty::INT | ty::NULL,
+            Gen::Convert(To::Double, _) => ty::DOUBLE | ty::NULL,
+            Gen::Convert(To::Decimal, _) => ty::OTHER | ty::NULL,
+            Gen::NowTimestamp => ty::OTHER,
+            Gen::Array(..) | Gen::Concat(_) | Gen::Walk(_) => ty::ARRAY,
             Gen::Object(_) | Gen::Fields(_) | Gen::Change(_) => ty::DOC,
             Gen::UpTo(_) => ty::INT,
             Gen::Key | Gen::Field(_) | Gen::Bind(_) | Gen::Step(..) => ty::ANY,
         }
     }
+}
+
+/// The next value of the user's counter `id`: `base + n * step` for its n-th value (from 0), the
+/// base made by `base` at the user's first value.
+fn count(cx: &mut Cx<'_>, id: usize, step: i64, base: impl FnOnce(&mut Cx<'_>) -> i64) -> i64 {
+    if let Some(Slot::Count { base, n }) = cx.state.slots.get_mut(&id) {
+        let v = base.wrapping_add(n.wrapping_mul(step));
+        *n = n.wrapping_add(1);
+        return v;
+    }
+    let b = base(cx);
+    cx.state.slots.insert(id, Slot::Count { base: b, n: 1 });
+    b
+}
+
+fn cycle(g: &CycleGen, cx: &mut Cx<'_>) -> Bson {
+    if !matches!(cx.state.slots.get(&g.id), Some(Slot::Cycle { .. })) {
+        let values: Vec<Bson> = (0..g.len).map(|_| g.of.generate(cx)).collect();
+        cx.state
+            .slots
+            .insert(g.id, Slot::Cycle { values, next: 0 });
+    }
+    match cx.state.slots.get_mut(&g.id) {
+        Some(Slot::Cycle { values, next }) if !values.is_empty() => {
+            let v = values[*next].clone();
+            *next = (*next + 1) % values.len();
+            v
+        }
+        _ => Bson::Null,
+    }
+}
+
+/// genny's `^FastRandomString`: each character from six bits of a 64-bit draw (ten characters a
+/// draw), the alphabet's `(bits & 0x2f) % len`-th.
+fn fast_string(g: &StrGen, n: usize, cx: &mut Cx<'_>) -> String {
+    let len = g.chars.len() as u64;
+    let mut out = String::with_capacity(n);
+    let mut value = cx.rng.next_u64();
+    let mut bits = 64;
+    for _ in 0..n {
+        if bits < 6 {
+            value = cx.rng.next_u64();
+            bits = 64;
+        }
+        out.push(g.chars[((value & 0x2f) % len) as usize]);
+        value >>= 6;
+        bits -= 6;
+    }
+    out
+}
+
+/// The consecutive values of `of` that may be drawn again before `distinct_values` gives up (as
+/// genny's does).
+const DISTINCT_TRIES: u32 = 100;
+
+/// `n` different values of `of`, in the order drawn; fewer when `of` gives a value already
+/// drawn more than `DISTINCT_TRIES` times in a row.
+fn distinct_values(of: &Node, n: usize, cx: &mut Cx<'_>) -> Vec<Bson> {
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::with_capacity(n.min(1 << 16));
+    let mut repeats = 0;
+    while out.len() < n {
+        let v = of.generate(cx);
+        // Equal as BSON: same type and same bytes.
+        let key = mongodb::bson::to_vec(&mongodb::bson::doc! { "v": v.clone() }).unwrap_or_default();
+        if seen.insert(key) {
+            out.push(v);
+            repeats = 0;
+        } else {
+            repeats += 1;
+            if repeats > DISTINCT_TRIES {
+                break;
+            }
+        }
+    }
+    out
+}
+
+fn walk(g: &WalkGen, cx: &mut Cx<'_>) -> Bson {
+    let mut w = match cx.state.slots.remove(&g.id) {
+        Some(Slot::Walk(w)) => w,
+        _ => Walk::default(),
+    };
+    if w.n % g.per_series == 0 {
+        let mut between = |(lo, hi): (f64, f64)| {
+            if lo < hi {
+                cx.rng.random_range(lo..hi)
+            } else {
+                lo
+            }
+        };
+        w.x = between(g.x);
+        w.y = between(g.y);
+        let dir = cx.rng.random_range(0.0..std::f64::consts::TAU);
+        w.vx = g.dist * dir.cos();
+        w.vy = g.dist * dir.sin();
+    }
+    w.n = w.n.wrapping_add(1);
+    w.x += w.vx;
+    w.y += w.vy;
+    let point = Bson::Array(vec![Bson::Double(w.x), Bson::Double(w.y)]);
+    cx.state.slots.insert(g.id, Slot::Walk(w));
+    point
+}
+
+/// A string taken from the map (its count one less, gone at 0), from an entry drawn uniformly;
+/// None when the map is empty.
+fn take(map: &mut FreqMap, cx: &mut Cx<'_>) -> Option<String> {
+    let i = match map.len() {
+        0 => return None,
+        1 => 0,
+        n => cx.rng.random_range(0..n),
+    };
+    let entry = &mut map[i];
+    let s = entry.0.clone();
+    entry.1 = entry.1.saturating_sub(1);
+    if entry.1 == 0 {
+        map.remove(i);
+    }
+    Some(s)
 }
 
 pub(super) fn to_i64(b: &Bson) -> Option<i64> {
@@ -502,7 +881,13 @@ pub(super) fn format_with(pieces: &[Piece], args: &[Bson]) -> String {
     for p in pieces {
         match p {
             Piece::Lit(l) => s.push_str(l),
-            Piece::Conv(spec) => format::write(&mut s, spec, next.next().unwrap_or(&Bson::Null)),
+            Piece::Conv(spec) => {
+                let arg = match spec.arg {
+                    Some(i) => args.get(i),
+                    None => next.next(),
+                };
+                format::write(&mut s, spec, arg.unwrap_or(&Bson::Null));
+            }
         }
     }
     s

@@ -9,6 +9,9 @@
 //! The reference of every generator is `docs/workload-generators.md`.
 
 mod compile;
+mod convert;
+mod dataset;
+mod dist;
 mod format;
 mod generators;
 mod time;
@@ -18,6 +21,7 @@ mod value;
 mod tests;
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 
 use mongodb::bson::{Bson, Document};
 use rand::RngCore;
@@ -26,6 +30,18 @@ use super::document::GenError;
 use generators::Gen;
 
 pub use compile::GENERATOR_NAMES;
+
+/// How a template is read: as a mongo-stress profile's (the default) or as a genny workload's.
+#[derive(Debug, Clone, Default)]
+pub struct CompileOptions {
+    /// genny's own defaults and leniency, for a workload of genny run unconverted: `^Inc` starts
+    /// at 1, `^RandomDate` leaves out its `max`, and an argument a generator does not know is
+    /// ignored (as genny ignores it) instead of refused.
+    pub genny: bool,
+    /// The directory a relative `^ChooseFromDataset` path is looked for from first (the
+    /// workload's directory); the current directory is searched after it.
+    pub base_dir: Option<PathBuf>,
+}
 
 /// A compiled template: a constant, or a tree with generators in it.
 #[derive(Debug, Clone)]
@@ -108,20 +124,30 @@ pub struct Cx<'a> {
     pub state: &'a mut UserState,
 }
 
-/// A virtual user's own generator state (its per-user `^Inc` counters): how many values each
-/// per-user `^Inc` (by its compile-time id) has given this user.
+/// A virtual user's own generator state: what each stateful generator (by its compile-time id)
+/// has given this user (`^Inc` counters, `^Cycle`'s values, `^Repeat`'s held value, ...), and the
+/// user's actor number (`^ActorId`). genny keeps this state per actor thread; here each virtual
+/// user has its own.
 #[derive(Debug, Default, Clone)]
 pub struct UserState {
-    incs: HashMap<usize, i64>,
+    slots: HashMap<usize, generators::Slot>,
+    actor: Option<i64>,
 }
 
 impl UserState {
-    /// The count of the `^Inc` with this id, then counted one more.
-    fn next_inc(&mut self, id: usize) -> i64 {
-        let n = self.incs.entry(id).or_insert(0);
-        let now = *n;
-        *n = n.wrapping_add(1);
-        now
+    /// A user whose `^ActorId` (and `^Inc`'s and `^IncDate`'s `multiplier`) is `actor`: genny's
+    /// actor id, from 1 and unique across every thread of the workload. Without it, a user's actor
+    /// number is its number in its group (from 0).
+    pub fn with_actor(actor: i64) -> UserState {
+        UserState {
+            slots: HashMap::new(),
+            actor: Some(actor),
+        }
+    }
+
+    /// The user's actor number: the one it was made with, else `user` (its number in its group).
+    fn actor(&self, user: u32) -> i64 {
+        self.actor.unwrap_or(i64::from(user))
     }
 }
 
@@ -129,9 +155,19 @@ impl Template {
     /// Compiles a profile value; `key` is its dotted path in the profile (`group[0].find.filter`),
     /// used to name the place of an error. A TOML string is a string literal.
     pub fn compile(value: &toml::Value, key: &str) -> Result<Template, GenError> {
+        Template::compile_with(value, key, &CompileOptions::default())
+    }
+
+    /// Compiles a value as `compile` does, read as `options` say (a genny workload's, a base
+    /// directory for datasets).
+    pub fn compile_with(
+        value: &toml::Value,
+        key: &str,
+        options: &CompileOptions,
+    ) -> Result<Template, GenError> {
         let v = value::V::from_toml(value, key)?;
         Ok(Template {
-            node: compile::node(&v, key)?,
+            node: compile::node(&v, key, options)?,
         })
     }
 
@@ -153,7 +189,7 @@ impl Template {
                 .into(),
         })?;
         Ok(Template {
-            node: compile::node(&value::V::from_json(json), key)?,
+            node: compile::node(&value::V::from_json(json), key, &CompileOptions::default())?,
         })
     }
 

@@ -1425,3 +1425,821 @@ fn every_example_of_the_reference_compiles() {
     }
     assert!(blocks >= 20, "{blocks} examples");
 }
+
+// ---- genny's corpus ----
+
+/// A YAML value of a genny workload as TOML: null as `{ "^Null" = {} }`, `^Parameter` as its
+/// `Default` (a stand-in for the preprocessor).
+fn yaml_to_toml(v: &serde_yaml::Value) -> toml::Value {
+    use serde_yaml::Value as Y;
+    match v {
+        Y::Null => toml::Value::Table(
+            [("^Null".to_string(), toml::Value::Table(toml::Table::new()))]
+                .into_iter()
+                .collect(),
+        ),
+        Y::Bool(b) => toml::Value::Boolean(*b),
+        Y::Number(n) => match n.as_i64() {
+            Some(i) => toml::Value::Integer(i),
+            None => toml::Value::Float(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        // YAML 1.1's `2_000_000` (genny's preprocessor reads its workloads as YAML 1.1).
+        Y::String(s) if s.contains('_') && s.replace('_', "").parse::<i64>().is_ok() => {
+            toml::Value::Integer(s.replace('_', "").parse().unwrap_or(0))
+        }
+        Y::String(s) => toml::Value::String(s.clone()),
+        Y::Sequence(items) => toml::Value::Array(items.iter().map(yaml_to_toml).collect()),
+        Y::Mapping(m) => {
+            if let Some(p) = m.get("^Parameter") {
+                return yaml_to_toml(p.get("Default").unwrap_or(&Y::Null));
+            }
+            let mut t = toml::Table::new();
+            for (k, v) in m {
+                let k = match k {
+                    Y::String(s) => s.clone(),
+                    other => serde_yaml::to_string(other)
+                        .unwrap_or_default()
+                        .trim()
+                        .to_string(),
+                };
+                t.insert(k, yaml_to_toml(v));
+            }
+            toml::Value::Table(t)
+        }
+        Y::Tagged(t) => yaml_to_toml(&t.value),
+    }
+}
+
+/// The generators of the workload (one-key tables whose key starts with `^`, not those of the
+/// preprocessor), outermost only, with their paths.
+fn genny_generators(v: &serde_yaml::Value, path: &str, out: &mut Vec<(String, serde_yaml::Value)>) {
+    use serde_yaml::Value as Y;
+    const PREPROCESSOR: &[&str] = &[
+        "^Parameter",
+        "^NumExpr",
+        "^FlattenOnce",
+        "^PreprocessorFormatString",
+        "^ClientURI",
+    ];
+    match v {
+        Y::Mapping(m) => {
+            if m.len() == 1 {
+                if let Some((Y::String(k), _)) = m.iter().next() {
+                    if k.starts_with('^') && !PREPROCESSOR.contains(&k.as_str()) {
+                        out.push((path.to_string(), v.clone()));
+                        return;
+                    }
+                }
+            }
+            for (k, x) in m {
+                let k = k.as_str().unwrap_or("?");
+                genny_generators(x, &format!("{path}.{k}"), out);
+            }
+        }
+        Y::Sequence(items) => {
+            for (i, x) in items.iter().enumerate() {
+                genny_generators(x, &format!("{path}[{i}]"), out);
+            }
+        }
+        Y::Tagged(t) => genny_generators(&t.value, path, out),
+        _ => {}
+    }
+}
+
+/// Every generator of genny's own workloads compiles as a genny workload's (run with
+/// `--ignored` where genny's workloads are copied: `../shared/reference/genny`).
+#[test]
+#[ignore]
+fn genny_corpus_generators_compile() {
+    let root = std::path::Path::new("../shared/reference/genny/src/workloads");
+    assert!(root.is_dir(), "genny's workloads at {}", root.display());
+    let mut files = Vec::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).expect("readable").flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "yml") {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    let (mut compiled, mut skipped, mut failed) = (0, 0, Vec::new());
+    for f in &files {
+        let text = std::fs::read_to_string(f).expect("readable");
+        let Ok(doc) = serde_yaml::from_str::<serde_yaml::Value>(&text) else {
+            continue;
+        };
+        let mut gens = Vec::new();
+        genny_generators(&doc, "", &mut gens);
+        let options = CompileOptions {
+            genny: true,
+            base_dir: f.parent().map(|p| p.to_path_buf()),
+        };
+        for (path, g) in gens {
+            let v = yaml_to_toml(&g);
+            // Arguments the preprocessor computes are left out.
+            if serde_yaml::to_string(&g).unwrap_or_default().contains("^NumExpr") {
+                continue;
+            }
+            match Template::compile_with(&v, &path, &options) {
+                Ok(t) => {
+                    compiled += 1;
+                    let mut state = UserState::with_actor(1);
+                    for _ in 0..3 {
+                        gen_as(&t, 0, &mut state);
+                    }
+                }
+                // Files genny's copy here lacks; an actor template's parameters stand in by their
+                // defaults (`-1` where each use gives its own).
+                Err(e)
+                    if e.problem.contains("was not found")
+                        || path.starts_with(".ActorTemplates") =>
+                {
+                    skipped += 1
+                }
+                Err(e) => failed.push(format!("{}{path}: {}: {}", f.display(), e.key, e.problem)),
+            }
+        }
+    }
+    failed.dedup();
+    assert!(compiled > 50_000, "{compiled} compiled");
+    assert!(skipped < 100, "{skipped} skipped");
+    assert!(
+        failed.is_empty(),
+        "{compiled} compiled, {} failed:\n{}",
+        failed.len(),
+        failed.join("\n")
+    );
+}
+
+// ---- genny's generators and argument forms ----
+
+fn genny() -> CompileOptions {
+    CompileOptions {
+        genny: true,
+        base_dir: None,
+    }
+}
+
+fn compile_opts(src: &str, o: &CompileOptions) -> Template {
+    Template::compile_with(&value(src), "v", o).unwrap_or_else(|e| panic!("{src}: {e:?}"))
+}
+
+fn compile_opts_err(src: &str, o: &CompileOptions) -> GenError {
+    match Template::compile_with(&value(src), "v", o) {
+        Ok(t) => panic!("{src} compiled: {t:?}"),
+        Err(e) => e,
+    }
+}
+
+/// `n` values for one user (its state kept), from a seeded stream.
+fn draw_user(t: &Template, n: usize, user: u32, state: &mut UserState, seed: u64) -> Vec<Bson> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    (0..n)
+        .map(|_| {
+            let mut cx = Cx {
+                rng: &mut rng,
+                lookup: &mut NoLookup,
+                now_ms: NOW,
+                user,
+                state: &mut *state,
+            };
+            t.generate(&mut cx)
+        })
+        .collect()
+}
+
+#[test]
+fn random_int_negative_binomial_zipfian_and_generated_trials() {
+    // Failures before the k-th success: mean k(1-p)/p.
+    let nb = ints(&draw(
+        &compile(r#"{ "^RandomInt" = { distribution = "negative_binomial", k = 10, p = 0.5 } }"#),
+        N,
+    ));
+    assert!(nb.iter().all(|&x| x >= 0));
+    assert!((mean_i(&nb) - 10.0).abs() < 0.3, "{}", mean_i(&nb));
+    let z = ints(&draw(
+        &compile(r#"{ "^RandomInt" = { distribution = "zipfian", alpha = 1.0, n = 100 } }"#),
+        N,
+    ));
+    assert!(z.iter().all(|&x| (1..=100).contains(&x)));
+    // P(1) = 1 / H(100) = 0.193; P(2) half of it.
+    let ones = z.iter().filter(|&&x| x == 1).count() as f64 / N as f64;
+    let twos = z.iter().filter(|&&x| x == 2).count() as f64 / N as f64;
+    assert!((ones - 0.193).abs() < 0.02, "{ones}");
+    assert!((twos - 0.0965).abs() < 0.015, "{twos}");
+    let b = ints(&draw(
+        &compile(
+            r#"{ "^RandomInt" = { distribution = "binomial", t = { "^Choose" = { from = [10, 20] } }, p = 0.5 } }"#,
+        ),
+        N,
+    ));
+    assert!(b.iter().all(|&x| (0..=20).contains(&x)));
+    assert!((mean_i(&b) - 7.5).abs() < 0.2, "{}", mean_i(&b));
+    // A whole number written with a fraction (YAML's 1e4) is an integer.
+    let w = ints(&draw(&compile(r#"{ "^RandomInt" = { min = 1e4, max = 1e4 } }"#), 3));
+    assert_eq!(w, vec![10_000; 3]);
+}
+
+#[test]
+fn random_double_has_every_distribution_of_genny() {
+    let m = |src: &str| {
+        let d = doubles(&draw(
+            &compile(&format!(r#"{{ "^RandomDouble" = {src} }}"#)),
+            4 * N,
+        ));
+        assert!(d.iter().all(|x| x.is_finite()), "{src}");
+        mean(&d)
+    };
+    let near = |got: f64, want: f64, tol: f64, what: &str| {
+        assert!((got - want).abs() < tol, "{what}: {got}, not {want}");
+    };
+    near(m(r#"{ distribution = "gamma", alpha = 2, beta = 3 }"#), 6.0, 0.15, "gamma");
+    // Weibull shape a = 1 is the exponential of scale b.
+    near(m(r#"{ distribution = "weibull", a = 1, b = 2 }"#), 2.0, 0.06, "weibull");
+    // Extreme value: a + b * Euler's constant.
+    near(
+        m(r#"{ distribution = "extreme_value", a = 1, b = 2 }"#),
+        1.0 + 2.0 * 0.5772,
+        0.06,
+        "extreme_value",
+    );
+    near(m(r#"{ distribution = "beta", alpha = 3 }"#), 0.75, 0.01, "beta");
+    near(m(r#"{ distribution = "laplace", mean = 5, beta = 1 }"#), 5.0, 0.05, "laplace");
+    near(
+        m(r#"{ distribution = "lognormal", m = 0, s = 0.5 }"#),
+        (0.125f64).exp(),
+        0.02,
+        "lognormal",
+    );
+    near(m(r#"{ distribution = "chi_squared", n = 4 }"#), 4.0, 0.1, "chi_squared");
+    near(
+        m(r#"{ distribution = "non_central_chi_squared", k = 3, lambda = 2 }"#),
+        5.0,
+        0.12,
+        "non_central_chi_squared",
+    );
+    near(
+        m(r#"{ distribution = "non_central_chi_squared", k = 0.5, lambda = 2 }"#),
+        2.5,
+        0.1,
+        "non_central_chi_squared k < 1",
+    );
+    near(m(r#"{ distribution = "student_t", n = 10 }"#), 0.0, 0.05, "student_t");
+    near(m(r#"{ distribution = "fisher_f", m = 5, n = 10 }"#), 1.25, 0.05, "fisher_f");
+    // Cauchy has no mean: its median.
+    let mut c = doubles(&draw(
+        &compile(r#"{ "^RandomDouble" = { distribution = "cauchy", median = 3, sigma = 1 } }"#),
+        N,
+    ));
+    c.sort_by(f64::total_cmp);
+    near(c[N / 2], 3.0, 0.05, "cauchy");
+    // A parameter may be generated.
+    near(
+        m(r#"{ distribution = "normal", mean = { "^Choose" = { from = [0, 10] } }, sigma = 0 }"#),
+        5.0,
+        0.2,
+        "normal of a generated mean",
+    );
+    assert_refused(&[
+        (
+            r#"{ "^RandomDouble" = { distribution = "gamma", alpha = 0 } }"#,
+            "v.^RandomDouble.alpha",
+            "must be above 0",
+        ),
+        (
+            r#"{ "^RandomDouble" = { distribution = "weibull", alpha = 1 } }"#,
+            "v.^RandomDouble.alpha",
+            "not an argument of ^RandomDouble",
+        ),
+        (
+            r#"{ "^RandomDouble" = { distribution = "gama" } }"#,
+            "v.^RandomDouble.distribution",
+            "did you mean `gamma`",
+        ),
+    ]);
+}
+
+#[test]
+fn fast_random_string_draws_as_genny_does() {
+    let s = strings(&draw(
+        &compile(r#"{ "^FastRandomString" = { length = 23 } }"#),
+        N,
+    ));
+    assert!(s.iter().all(|s| s.len() == 23));
+    // Six bits masked with 0x2f: the alphabet's 0th to 15th and 32nd to 47th characters only.
+    let alphabet: Vec<char> = DEFAULT_ALPHABET.chars().collect();
+    let allowed: std::collections::HashSet<char> = alphabet[0..16]
+        .iter()
+        .chain(&alphabet[32..48])
+        .copied()
+        .collect();
+    let seen: std::collections::HashSet<char> = s.iter().flat_map(|s| s.chars()).collect();
+    assert_eq!(seen, allowed);
+    // A short alphabet is taken modulo its length.
+    let ab = strings(&draw(
+        &compile(r#"{ "^FastRandomString" = { length = 8, alphabet = "ab" } }"#),
+        100,
+    ));
+    assert!(ab.iter().all(|s| s.len() == 8 && s.chars().all(|c| c == 'a' || c == 'b')));
+    assert!(ab.iter().any(|s| s.contains('a')) && ab.iter().any(|s| s.contains('b')));
+}
+
+#[test]
+fn choose_deterministic_takes_the_values_in_turn_per_user() {
+    let t = compile(
+        r#"{ "^Array" = { of = { "^Choose" = { from = [1, 2, 3], deterministic = true } }, number = 5 } }"#,
+    );
+    assert_eq!(
+        draw(&t, 1)[0],
+        Bson::Array([1, 2, 3, 1, 2].into_iter().map(Bson::Int32).collect())
+    );
+    let c = compile(r#"{ "^Choose" = { from = ["a", "b"], deterministic = true } }"#);
+    let (mut a, mut b) = (UserState::default(), UserState::default());
+    assert_eq!(strings(&draw_user(&c, 3, 0, &mut a, 1)), ["a", "b", "a"]);
+    assert_eq!(strings(&draw_user(&c, 1, 1, &mut b, 2)), ["a"]);
+    assert_eq!(strings(&draw_user(&c, 1, 0, &mut a, 3)), ["b"]);
+    let e = compile_err(
+        r#"{ "^Choose" = { from = [1, 2], weights = [1, 1], deterministic = true } }"#,
+    );
+    assert_eq!(e.key, "v.^Choose.weights");
+}
+
+#[test]
+fn inc_of_genny_starts_at_one_and_takes_a_generated_start() {
+    let t = compile_opts(r#"{ "^Inc" = {} }"#, &genny());
+    assert_eq!(ints(&draw(&t, 3)), vec![1, 2, 3]);
+    // genny ignores what it does not know (a misspelt multiplier in its own workloads).
+    let t = compile_opts(
+        r#"{ "^Inc" = { start = 10, multipler = 100, end = 20 } }"#,
+        &genny(),
+    );
+    assert_eq!(ints(&draw(&t, 2)), vec![10, 11]);
+    let e = compile_err(r#"{ "^Inc" = { start = 10, multipler = 100 } }"#);
+    assert!(e.problem.contains("did you mean `multiplier`"), "{}", e.problem);
+    // A generated start is drawn once per user.
+    let t = compile(r#"{ "^Inc" = { start = { "^RandomInt" = { min = 100, max = 999 } }, step = 5 } }"#);
+    let v = ints(&draw(&t, 4));
+    assert!((100..=999).contains(&v[0]));
+    assert_eq!(v, vec![v[0], v[0] + 5, v[0] + 10, v[0] + 15]);
+    // The actor's number spreads the counters: genny's actor id when the run gives one.
+    let t = compile(r#"{ "^Inc" = { start = 1, multiplier = 1000 } }"#);
+    let mut s = UserState::with_actor(7);
+    assert_eq!(ints(&draw_user(&t, 2, 0, &mut s, 1)), vec![7001, 7002]);
+}
+
+#[test]
+fn actor_id_is_the_runs_or_the_users_number() {
+    let t = compile(r#"[{ "^ActorId" = {} }, { "^ActorIdString" = {} }]"#);
+    let mut s = UserState::with_actor(12);
+    assert_eq!(
+        draw_user(&t, 1, 3, &mut s, 1)[0],
+        Bson::Array(vec![Bson::Int64(12), Bson::String("12".into())])
+    );
+    let mut s = UserState::default();
+    assert_eq!(
+        draw_user(&t, 1, 3, &mut s, 1)[0],
+        Bson::Array(vec![Bson::Int64(3), Bson::String("3".into())])
+    );
+}
+
+#[test]
+fn date_and_inc_date() {
+    let d = |src: &str| match compile(src).constant() {
+        Some(Bson::DateTime(d)) => d.timestamp_millis(),
+        other => panic!("{src}: {other:?}"),
+    };
+    assert_eq!(d(r#"{ "^Date" = "2015-01-01" }"#), 1_420_070_400_000);
+    assert_eq!(d(r#"{ "^Date" = "2022-01-03T00:00:00Z" }"#), 1_641_168_000_000);
+    assert_eq!(d(r#"{ "^Date" = "2016-01-18T01:49:23" }"#), 1_453_081_763_000);
+    assert_eq!(d(r#"{ "^Date" = 86400000 }"#), 86_400_000);
+    // genny reads a string of digits as milliseconds.
+    assert_eq!(d(r#"{ "^Date" = "1000" }"#), 1000);
+    assert_eq!(d(r#"{ "^Date" = 2015-01-01 }"#), 1_420_070_400_000);
+    let g = compile(r#"{ "^Date" = { "^Choose" = { from = ["1970-01-02", 0] } } }"#);
+    let seen: std::collections::HashSet<i64> = millis(&draw(&g, 100)).into_iter().collect();
+    assert_eq!(seen, [0, 86_400_000].into_iter().collect());
+
+    let t = compile(
+        r#"{ "^IncDate" = { start = "2022-01-01T00:00:00Z", step = 60000, multiplier = 3600000 } }"#,
+    );
+    let start = 1_640_995_200_000;
+    let (mut a, mut b) = (UserState::default(), UserState::with_actor(2));
+    assert_eq!(
+        millis(&draw_user(&t, 3, 0, &mut a, 1)),
+        vec![start, start + 60_000, start + 120_000]
+    );
+    assert_eq!(
+        millis(&draw_user(&t, 2, 5, &mut b, 1)),
+        vec![start + 7_200_000, start + 7_260_000]
+    );
+    // Defaults: from the epoch, 1 ms apart.
+    assert_eq!(millis(&draw(&compile(r#"{ "^IncDate" = {} }"#), 3)), vec![0, 1, 2]);
+    assert_refused(&[(
+        r#"{ "^Date" = "2022-13-01" }"#,
+        "v.^Date",
+        "not a date",
+    )]);
+}
+
+#[test]
+fn random_date_of_genny_leaves_out_max() {
+    let t = compile_opts(
+        r#"{ "^RandomDate" = { min = "2015-01-01T00:00:00.000Z", max = "2015-01-01T00:00:00.002Z" } }"#,
+        &genny(),
+    );
+    let seen: std::collections::HashSet<i64> = millis(&draw(&t, 200)).into_iter().collect();
+    assert_eq!(seen, [1_420_070_400_000, 1_420_070_400_001].into_iter().collect());
+    let own = compile(
+        r#"{ "^RandomDate" = { min = "2015-01-01T00:00:00.000Z", max = "2015-01-01T00:00:00.002Z" } }"#,
+    );
+    let seen: std::collections::HashSet<i64> = millis(&draw(&own, 200)).into_iter().collect();
+    assert_eq!(seen.len(), 3);
+    let e = compile_opts_err(
+        r#"{ "^RandomDate" = { min = "2015-01-01", max = "2015-01-01" } }"#,
+        &genny(),
+    );
+    assert!(e.problem.contains("later than max"), "{}", e.problem);
+}
+
+#[test]
+fn repeat_cycle_and_fixed_are_per_user_and_seeded() {
+    let r = compile(
+        r#"{ "^Repeat" = { count = 3, fromGenerator = { "^Inc" = { start = 1000 } } } }"#,
+    );
+    assert_eq!(ints(&draw(&r, 7)), vec![1000, 1000, 1000, 1001, 1001, 1001, 1002]);
+    let r = compile(
+        r#"{ "^Repeat" = { count = 2, fromGenerator = { "^RandomInt" = { min = 0, max = 1000000000 } } } }"#,
+    );
+    let v = ints(&draw(&r, 6));
+    assert!(v[0] == v[1] && v[2] == v[3] && v[4] == v[5] && v[1] != v[2], "{v:?}");
+    assert_eq!(draw_with(&r, 6, &mut NoLookup, 7), draw(&r, 6));
+
+    let c = compile(
+        r#"{ "^Cycle" = { ofLength = 3, fromGenerator = { "^RandomString" = { length = 12 } } } }"#,
+    );
+    let s = strings(&draw(&c, 7));
+    assert_eq!(s[0..3], s[3..6]);
+    assert_eq!(s[6], s[0]);
+    assert!(s[0] != s[1] && s[1] != s[2]);
+    assert_eq!(draw(&c, 7), draw(&c, 7));
+    // Each user makes its own values, at its first.
+    let mut other = UserState::default();
+    let t = strings(&draw_user(&c, 3, 1, &mut other, 99));
+    assert_ne!(t, s[0..3]);
+    let c = compile(
+        r#"{ "^Cycle" = { ofLength = 2, fromGenerator = { "^IncDate" = { start = 1000, step = 10 } } } }"#,
+    );
+    assert_eq!(millis(&draw(&c, 5)), vec![1000, 1010, 1000, 1010, 1000]);
+
+    let f = compile(
+        r#"{ "^FixedGeneratedValue" = { fromGenerator = { "^Array" = { of = { "^RandomInt" = { min = 0, max = 1000000 } }, number = 4 } } } }"#,
+    );
+    let v = draw(&f, 5);
+    assert!(v.iter().all(|x| x == &v[0]));
+    assert_refused(&[
+        (
+            r#"{ "^Cycle" = { ofLength = 0, fromGenerator = 1 } }"#,
+            "v.^Cycle.ofLength",
+            "at least 1",
+        ),
+        (
+            r#"{ "^Repeat" = { count = 0, fromGenerator = 1 } }"#,
+            "v.^Repeat.count",
+            "at least 1",
+        ),
+        (
+            r#"{ "^Repeat" = { count = 2 } }"#,
+            "v.^Repeat",
+            "needs `fromGenerator`",
+        ),
+    ]);
+}
+
+/// A directory holding `src/workloads/datasets/<name>` with `text`.
+fn dataset_dir(name: &str, text: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let datasets = dir.path().join("src/workloads/datasets");
+    std::fs::create_dir_all(&datasets).expect("created");
+    std::fs::write(datasets.join(name), text).expect("written");
+    dir
+}
+
+#[test]
+fn choose_from_dataset_random_and_sequential() {
+    let dir = dataset_dir("colors-test.txt", "red\r\n\ngreen\nblue\n");
+    let o = CompileOptions {
+        genny: true,
+        base_dir: Some(dir.path().join("src/workloads/docs")),
+    };
+    // genny's path (relative to where genny runs), found from the workload's directory.
+    let t = compile_opts(
+        r#"{ "^ChooseFromDataset" = { path = "./src/genny/src/workloads/datasets/colors-test.txt" } }"#,
+        &o,
+    );
+    let seen: std::collections::HashSet<String> = strings(&draw(&t, 200)).into_iter().collect();
+    assert_eq!(seen, ["red", "green", "blue"].map(String::from).into_iter().collect());
+    let s = compile_opts(
+        r#"{ "^ChooseFromDataset" = { path = "./src/genny/src/workloads/datasets/colors-test.txt", sequential = true, startFromLine = 1 } }"#,
+        &o,
+    );
+    let (mut a, mut b) = (UserState::default(), UserState::default());
+    assert_eq!(
+        strings(&draw_user(&s, 4, 0, &mut a, 1)),
+        ["green", "blue", "red", "green"]
+    );
+    assert_eq!(strings(&draw_user(&s, 1, 1, &mut b, 1)), ["green"]);
+    // The path as written, from the base directory.
+    let o2 = CompileOptions {
+        genny: false,
+        base_dir: Some(dir.path().to_path_buf()),
+    };
+    compile_opts(
+        r#"{ "^ChooseFromDataset" = { path = "src/workloads/datasets/colors-test.txt" } }"#,
+        &o2,
+    );
+    let e = compile_opts_err(
+        r#"{ "^ChooseFromDataset" = { path = "./src/genny/src/workloads/datasets/colors-test.txt", sequential = true, startFromLine = 3 } }"#,
+        &o,
+    );
+    assert_eq!(e.key, "v.^ChooseFromDataset.startFromLine");
+    assert!(e.problem.contains("3 line(s)"), "{}", e.problem);
+    let e = compile_opts_err(
+        r#"{ "^ChooseFromDataset" = { path = "./no/such/dataset-xyz.txt" } }"#,
+        &o,
+    );
+    assert_eq!(e.key, "v.^ChooseFromDataset.path");
+    assert!(
+        e.problem.contains("`./no/such/dataset-xyz.txt` was not found")
+            && e.problem.contains("src/workloads/datasets/"),
+        "{}",
+        e.problem
+    );
+    let empty = dataset_dir("empty-test.txt", "\n\n");
+    let e = Template::compile_with(
+        &value(r#"{ "^ChooseFromDataset" = { path = "src/workloads/datasets/empty-test.txt" } }"#),
+        "v",
+        &CompileOptions {
+            genny: false,
+            base_dir: Some(empty.path().to_path_buf()),
+        },
+    )
+    .expect_err("an empty dataset");
+    assert!(e.problem.contains("no line"), "{}", e.problem);
+}
+
+#[test]
+fn convert_to_numbers_as_genny_does() {
+    let c = |src: &str| compile(src).constant().cloned().unwrap_or(Bson::Null);
+    assert_eq!(c(r#"{ "^ConvertToInt" = { from = "42" } }"#), Bson::Int64(42));
+    assert_eq!(c(r#"{ "^ConvertToInt" = { from = 7 } }"#), Bson::Int64(7));
+    assert_eq!(c(r#"{ "^ConvertToInt" = { from = "12.9" } }"#), Bson::Int64(12));
+    assert_eq!(c(r#"{ "^ConvertToInt32" = { from = "-5" } }"#), Bson::Int32(-5));
+    assert_eq!(c(r#"{ "^ConvertToDouble" = { from = "2.5e1" } }"#), Bson::Double(25.0));
+    assert_eq!(
+        c(r#"{ "^ConvertToDecimal" = { from = 1.25 } }"#),
+        Bson::Decimal128("1.25".parse().expect("a decimal"))
+    );
+    // Generated values: a string read, a number cast; a double becomes a decimal as
+    // std::to_string writes it (six places).
+    let g = compile(
+        r#"[{ "^ConvertToInt32" = { from = { "^RandomString" = { length = 3, alphabet = "7" } } } }, { "^ConvertToInt" = { from = { "^RandomDouble" = { min = 2.5, max = 2.5 } } } }, { "^ConvertToDecimal" = { from = { "^RandomDouble" = { min = 0.1, max = 0.1 } } } }, { "^ConvertToDouble" = { from = { "^Inc" = { start = 3 } } } }, { "^ConvertToInt32" = { from = { "^Choose" = { from = ["x"] } } } }]"#,
+    );
+    assert_eq!(
+        draw(&g, 1)[0],
+        Bson::Array(vec![
+            Bson::Int32(777),
+            Bson::Int64(2),
+            Bson::Decimal128("0.100000".parse().expect("a decimal")),
+            Bson::Double(3.0),
+            Bson::Null,
+        ])
+    );
+    assert_refused(&[
+        (
+            r#"{ "^ConvertToInt" = { from = "abc" } }"#,
+            "v.^ConvertToInt.from",
+            "`abc` cannot be made into a 64-bit integer",
+        ),
+        (
+            r#"{ "^ConvertToInt32" = { from = 3000000000 } }"#,
+            "v.^ConvertToInt32.from",
+            "32-bit",
+        ),
+        (
+            r#"{ "^ConvertToDouble" = { from = [1] } }"#,
+            "v.^ConvertToDouble.from",
+            "not a number or a string",
+        ),
+    ]);
+}
+
+#[test]
+fn concat_arrays() {
+    assert_eq!(
+        compile(r#"{ "^Concat" = { arrays = [[1, 1], [2, 3, 5]] } }"#).constant(),
+        Some(&Bson::Array([1, 1, 2, 3, 5].into_iter().map(Bson::Int32).collect()))
+    );
+    let t = compile(
+        r#"{ "^Concat" = { arrays = [{ "^Array" = { of = { "^Inc" = {} }, number = 2 } }, [7]] } }"#,
+    );
+    assert_eq!(
+        draw(&t, 1)[0],
+        Bson::Array(vec![Bson::Int64(0), Bson::Int64(1), Bson::Int32(7)])
+    );
+    assert_refused(&[(
+        r#"{ "^Concat" = { arrays = [[1], "x"] } }"#,
+        "v.^Concat.arrays[1]",
+        "not an array",
+    )]);
+}
+
+#[test]
+fn array_distinct_gives_different_values_or_gives_up() {
+    let t = compile(
+        r#"{ "^Array" = { of = { "^RandomInt" = { min = 0, max = 30 } }, number = 20, distinct = true } }"#,
+    );
+    for v in draw(&t, 50) {
+        let Bson::Array(items) = v else { panic!() };
+        let set: std::collections::HashSet<i64> = ints(&items).into_iter().collect();
+        assert_eq!((items.len(), set.len()), (20, 20));
+    }
+    // Four values cannot make ten: it gives up after 100 repeats in a row, as genny does.
+    let t = compile(
+        r#"{ "^Array" = { of = { "^RandomInt" = { min = 0, max = 3 } }, number = 10, distinct = true } }"#,
+    );
+    let Bson::Array(items) = &draw(&t, 1)[0] else { panic!() };
+    assert_eq!(items.len(), 4);
+    // Int32 1 and Int64 1 are different BSON values.
+    let t = compile(
+        r#"{ "^Array" = { of = { "^Choose" = { from = [1, { "^Inc" = { start = 1 } }], deterministic = true } }, number = 2, distinct = true } }"#,
+    );
+    assert_eq!(
+        draw(&t, 1)[0],
+        Bson::Array(vec![Bson::Int32(1), Bson::Int64(1)])
+    );
+}
+
+#[test]
+fn time_spec_ip_and_now_timestamp() {
+    let ms = |src: &str| match draw(&compile(src), 1).remove(0) {
+        Bson::Double(f) => f,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(ms(r#"{ "^TimeSpec" = { value = 2, unit = "seconds" } }"#), 2000.0);
+    assert_eq!(ms(r#"{ "^TimeSpec" = { value = 1.5, unit = "minute" } }"#), 90_000.0);
+    assert_eq!(ms(r#"{ "^TimeSpec" = { value = 250, unit = "microseconds" } }"#), 0.25);
+    assert_eq!(ms(r#"{ "^TimeSpec" = { value = 1, unit = "hours" } }"#), 3_600_000.0);
+    let r = doubles(&draw(
+        &compile(
+            r#"{ "^TimeSpec" = { value = { "^RandomDouble" = { min = 0, max = 15 } }, unit = "seconds" } }"#,
+        ),
+        100,
+    ));
+    assert!(r.iter().all(|x| (0.0..15_000.0).contains(x)));
+    assert_refused(&[
+        (
+            r#"{ "^TimeSpec" = { value = 1, unit = "sec" } }"#,
+            "v.^TimeSpec.unit",
+            "not a unit of time",
+        ),
+        (
+            r#"{ "^TimeSpec" = { unit = "seconds" } }"#,
+            "v.^TimeSpec",
+            "needs `value`",
+        ),
+    ]);
+
+    let ips = strings(&draw(&compile(r#"{ "^IP" = {} }"#), N));
+    for ip in &ips {
+        let octets: Vec<u32> = ip.split('.').map(|o| o.parse().expect("a number")).collect();
+        assert_eq!(octets.len(), 4, "{ip}");
+        assert!(octets[0] < 128 && octets.iter().all(|&o| o < 256), "{ip}");
+    }
+    assert!(ips.iter().any(|ip| ip.starts_with("127.")));
+
+    assert_eq!(
+        one(r#"{ "^NowTimestamp" = {} }"#),
+        Bson::Timestamp(mongodb::bson::Timestamp {
+            time: (NOW / 1000) as u32,
+            increment: 1
+        })
+    );
+}
+
+#[test]
+fn two_d_walk_moves_and_starts_again() {
+    let t = compile(
+        r#"{ "^TwoDWalk" = { docsPerSeries = 4, minX = -50, maxX = 50, minY = -30, maxY = 30, distPerDoc = 0.5 } }"#,
+    );
+    let points: Vec<(f64, f64)> = draw(&t, 8)
+        .into_iter()
+        .map(|p| match p {
+            Bson::Array(xy) => {
+                let d = doubles(&xy);
+                (d[0], d[1])
+            }
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    let step = |a: (f64, f64), b: (f64, f64)| ((a.0 - b.0).powi(2) + (a.1 - b.1).powi(2)).sqrt();
+    for i in [1, 2, 3, 5, 6, 7] {
+        assert!((step(points[i - 1], points[i]) - 0.5).abs() < 1e-9, "{i}");
+    }
+    // A new object every 4 values, somewhere else.
+    assert!(step(points[3], points[4]) > 0.5 + 1e-9);
+    assert!(points.iter().all(|p| p.0.abs() < 51.0 && p.1.abs() < 31.0));
+}
+
+#[test]
+fn bin_data_is_made_once_per_user() {
+    let t = compile(r#"{ "^BinData" = {} }"#);
+    let v = draw(&t, 3);
+    let Bson::Binary(b) = &v[0] else { panic!() };
+    assert_eq!((b.bytes.len(), b.subtype), (32, BinarySubtype::Generic));
+    assert!(v.iter().all(|x| x == &v[0]));
+    let Bson::Binary(s) = one(r#"{ "^BinDataSensitive" = { numBytes = 8 } }"#) else {
+        panic!()
+    };
+    assert_eq!((s.bytes.len(), s.subtype), (8, BinarySubtype::UserDefined(8)));
+}
+
+#[test]
+fn frequency_maps_give_each_string_its_count() {
+    let t = compile(
+        r#"{ "^TakeRandomStringFromFrequencyMap" = { from = { a = 3, b = 2 } } }"#,
+    );
+    let v = draw(&t, 6);
+    let count = |s: &str| v.iter().filter(|x| **x == Bson::String(s.into())).count();
+    assert_eq!((count("a"), count("b")), (3, 2));
+    assert_eq!(v[5], Bson::Null);
+    // The singleton: one map for every user and every template of the same id.
+    let one_map = r#"{ "^TakeRandomStringFromFrequencyMapSingleton" = { id = "test-shared-map", from = { x = 2 } } }"#;
+    let (t1, t2) = (compile(one_map), compile(one_map));
+    let (mut a, mut b) = (UserState::default(), UserState::default());
+    assert_eq!(draw_user(&t1, 1, 0, &mut a, 1)[0], Bson::String("x".into()));
+    assert_eq!(draw_user(&t2, 1, 1, &mut b, 1)[0], Bson::String("x".into()));
+    assert_eq!(draw_user(&t1, 1, 0, &mut a, 1)[0], Bson::Null);
+}
+
+#[test]
+fn format_string_takes_boosts_forms() {
+    let cases = [
+        (r#""%|07d|""#, "[42]", "0000042"),
+        (r#""%|5|-%|-4|.""#, r#"[7, "ab"]"#, "    7-ab  ."),
+        (r#""%2% %1%""#, r#"["a", "b"]"#, "b a"),
+        (r#""%2$s-%1$03d""#, r#"[5, "x"]"#, "x-005"),
+        (r#""%1%%1%""#, "[1.5]", "1.51.5"),
+    ];
+    for (format, args, want) in cases {
+        let t = compile(&format!(
+            r#"{{ "^FormatString" = {{ format = {format}, withArgs = {args} }} }}"#
+        ));
+        assert_eq!(
+            t.constant(),
+            Some(&Bson::String(want.into())),
+            "{format} {args}"
+        );
+    }
+    assert_refused(&[
+        (
+            r#"{ "^FormatString" = { format = "%3%", withArgs = [1] } }"#,
+            "v.^FormatString.withArgs",
+            "3 conversion(s) but withArgs has 1",
+        ),
+        (
+            r#"{ "^FormatString" = { format = "%|05d", withArgs = [1] } }"#,
+            "v.^FormatString.format",
+            "no closing `|`",
+        ),
+    ]);
+}
+
+#[test]
+fn uuid_takes_genny_subtype() {
+    let t = compile(
+        r#"{ "^UUID" = { hex = "3b241101-e2bb-4255-8caf-4136c566a962", subType = 4 } }"#,
+    );
+    assert!(matches!(
+        t.constant(),
+        Some(Bson::Binary(b)) if b.subtype == BinarySubtype::Uuid
+    ));
+    assert_refused(&[(
+        r#"{ "^UUID" = { hex = "3b241101-e2bb-4255-8caf-4136c566a962", subType = 3 } }"#,
+        "v.^UUID.subType",
+        "subtype 4",
+    )]);
+}
+
+#[test]
+fn genny_ignores_arguments_it_does_not_know() {
+    let t = compile_opts(
+        r#"{ "^RandomInt" = { min = 1, max = 1, comment = "x" } }"#,
+        &genny(),
+    );
+    assert_eq!(ints(&draw(&t, 1)), vec![1]);
+    compile_err(r#"{ "^RandomInt" = { min = 1, max = 1, comment = "x" } }"#);
+}

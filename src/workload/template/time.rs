@@ -22,7 +22,8 @@ pub(super) const DURATION_FORM: &str =
     "a duration such as \"90s\", \"30m\", \"1h\", \"2d\" or \"1h 30m\"";
 pub(super) const DATE_FORM: &str = "an ISO date (\"2024-01-31\", \"2024-01-31T12:00:00Z\", \
      \"2024-01-31T12:00:00.5+05:30\"), \"now\", or a time relative to now (\"-30d\", \"+1h\", \
-     \"now-2h\"), or a TOML datetime (2024-01-31T12:00:00Z)";
+     \"now-2h\"), a string of digits (milliseconds since the epoch), or a TOML datetime \
+     (2024-01-31T12:00:00Z)";
 
 /// Milliseconds of a duration such as `1h`, `30m`, `2d`, `1h 30m`, `250ms`.
 pub(super) fn parse_duration_ms(s: &str) -> Result<i64, String> {
@@ -31,7 +32,7 @@ pub(super) fn parse_duration_ms(s: &str) -> Result<i64, String> {
     i64::try_from(d.as_millis()).map_err(|_| format!("`{s}` is too long a duration"))
 }
 
-/// `now`, `now-30d`, `-30d`, `+1h`, or an ISO date.
+/// `now`, `now-30d`, `-30d`, `+1h`, an ISO date, or digits (milliseconds since the epoch).
 pub(super) fn parse_when(s: &str) -> Result<When, String> {
     let t = s.trim();
     let rel = |rest: &str| -> Result<When, String> {
@@ -53,9 +54,16 @@ pub(super) fn parse_when(s: &str) -> Result<When, String> {
     if t.starts_with('-') || t.starts_with('+') {
         return rel(t);
     }
-    parse_iso(t)
-        .map(When::At)
-        .ok_or_else(|| format!("`{s}` is not a date"))
+    if let Some(ms) = parse_iso(t) {
+        return Ok(When::At(ms));
+    }
+    // genny reads a string of digits as milliseconds since the epoch.
+    if !t.is_empty() && t.bytes().all(|c| c.is_ascii_digit()) {
+        if let Ok(ms) = t.parse() {
+            return Ok(When::At(ms));
+        }
+    }
+    Err(format!("`{s}` is not a date"))
 }
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
