@@ -181,6 +181,20 @@ fn keyed(
 
 impl RunPlan {
     pub fn build(loaded: &Loaded, ov: &Overrides) -> Result<RunPlan, ProfileError> {
+        // A genny workload's templates are read with genny's defaults and leniency.
+        match &loaded.genny {
+            Some(g) => crate::workload::template::with_options(
+                crate::workload::template::CompileOptions {
+                    genny: true,
+                    base_dir: Some(g.dir.clone()),
+                },
+                || Self::build_plan(loaded, ov),
+            ),
+            None => Self::build_plan(loaded, ov),
+        }
+    }
+
+    fn build_plan(loaded: &Loaded, ov: &Overrides) -> Result<RunPlan, ProfileError> {
         let p = &loaded.profile;
         let target = target::target(loaded, ov)?;
         let stop_on_error_pct = match p.stop_on_error_pct {

@@ -34,6 +34,8 @@ impl GennyArgs {
 /// preprocessed YAML (`validate --expand`).
 #[derive(Debug, Clone)]
 pub struct Read {
+    /// The workload's directory (relative data set paths are looked for from it first).
+    pub dir: PathBuf,
     pub toml: String,
     pub notes: Vec<String>,
     pub phases: usize,
@@ -62,6 +64,7 @@ pub fn read(path: &Path, args: &GennyArgs) -> Result<Read, String> {
         )
     })?;
     Ok(Read {
+        dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),
         toml,
         notes: t.notes,
         phases: t.phases,

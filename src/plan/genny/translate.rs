@@ -410,14 +410,15 @@ impl<'a> Translator<'a> {
             None => name.to_string(),
         };
         let group_name = group_name.replace([':', '@'], "_");
+        // Actors of one name (genny adds their metrics up): each group its own, `Name.2`, ...
+        let mut group_name = group_name;
         if !self.names.insert(group_name.clone()) {
-            return Err(self.refuse(
-                Some(name),
-                Some(p),
-                format!(
-                    "two actors are named `{group_name}` in one phase; genny names rows by actor"
-                ),
-            ));
+            let base = group_name.clone();
+            let mut n = 2;
+            while !self.names.insert(format!("{base}.{n}")) {
+                n += 1;
+            }
+            group_name = format!("{base}.{n}");
         }
         g.insert("name".into(), Toml::String(group_name));
         g.insert("stage".into(), Toml::String(format!("phase{p}")));

@@ -151,11 +151,25 @@ impl UserState {
     }
 }
 
+thread_local! {
+    /// The options `compile` reads: a genny workload's while its plan is built (`with_options`).
+    static IN_EFFECT: std::cell::RefCell<CompileOptions> = Default::default();
+}
+
+/// Runs `f` with `options` as the ones `Template::compile` reads (the build of a genny
+/// workload's plan), then puts the previous ones back.
+pub fn with_options<R>(options: CompileOptions, f: impl FnOnce() -> R) -> R {
+    let before = IN_EFFECT.with(|o| o.replace(options));
+    let out = f();
+    IN_EFFECT.with(|o| o.replace(before));
+    out
+}
+
 impl Template {
     /// Compiles a profile value; `key` is its dotted path in the profile (`group[0].find.filter`),
     /// used to name the place of an error. A TOML string is a string literal.
     pub fn compile(value: &toml::Value, key: &str) -> Result<Template, GenError> {
-        Template::compile_with(value, key, &CompileOptions::default())
+        IN_EFFECT.with(|o| Template::compile_with(value, key, &o.borrow()))
     }
 
     /// Compiles a value as `compile` does, read as `options` say (a genny workload's, a base
@@ -189,7 +203,8 @@ impl Template {
                 .into(),
         })?;
         Ok(Template {
-            node: compile::node(&value::V::from_json(json), key, &CompileOptions::default())?,
+            node: IN_EFFECT
+                .with(|o| compile::node(&value::V::from_json(json), key, &o.borrow()))?,
         })
     }
 

@@ -441,7 +441,10 @@ impl Parser {
 
     /// `^Parameter: {Name, Default}`: `-p`, else the innermost scope's value, else `Default`.
     fn parameter(&mut self, node: &Value) -> Result<Value> {
-        let node = self.mapping(node, "`^Parameter` takes a mapping with `Name` and `Default`")?;
+        let node = self.mapping(
+            node,
+            "`^Parameter` takes a mapping with `Name` and `Default`",
+        )?;
         let Some(name) = node.get("Name") else {
             return Err(self.fail(format!(
                 "`^Parameter` {} has no `Name`: write `{{^Parameter: {{Name: ..., Default: ...}}}}`",
@@ -927,7 +930,10 @@ impl Parser {
         }
         let mut inside = Vec::new();
         if let Some(key) = node.get("Key") {
-            let Some(value) = loaded.as_mapping_mut().and_then(|top| top.shift_remove(key)) else {
+            let Some(value) = loaded
+                .as_mapping_mut()
+                .and_then(|top| top.shift_remove(key))
+            else {
                 let keys = loaded
                     .as_mapping()
                     .map(|top| top.keys().map(key_text).collect::<Vec<_>>().join(", "))
@@ -971,7 +977,9 @@ impl Parser {
         };
         Err(PreprocessError {
             file: self.file.clone(),
-            problem: format!("`-p {name}`: no `^Parameter` of this workload is named {name} ({known})"),
+            problem: format!(
+                "`-p {name}`: no `^Parameter` of this workload is named {name} ({known})"
+            ),
         })
     }
 }

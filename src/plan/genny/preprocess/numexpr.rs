@@ -87,7 +87,9 @@ fn tokenize(expr: &str) -> Result<Vec<Token>, String> {
         let c = chars[i];
         if c.is_whitespace() {
             i += 1;
-        } else if c.is_ascii_digit() || (c == '.' && chars.get(i + 1).is_some_and(char::is_ascii_digit)) {
+        } else if c.is_ascii_digit()
+            || (c == '.' && chars.get(i + 1).is_some_and(char::is_ascii_digit))
+        {
             let start = i;
             while i < chars.len()
                 && (chars[i].is_ascii_alphanumeric()
@@ -379,7 +381,11 @@ fn int_arithmetic(op: &str, a: i64, b: i64) -> Result<Num, String> {
                 return Err("integer modulo by zero".into());
             }
             let r = a.checked_rem(b).unwrap_or(0);
-            Ok(Num::Int(if r != 0 && ((r < 0) != (b < 0)) { r + b } else { r }))
+            Ok(Num::Int(if r != 0 && ((r < 0) != (b < 0)) {
+                r + b
+            } else {
+                r
+            }))
         }
         "**" => {
             if b < 0 {
@@ -417,7 +423,11 @@ fn float_arithmetic(op: &str, a: f64, b: f64) -> Result<Num, String> {
             if b == 0.0 {
                 return Err(format!(
                     "float {} by zero",
-                    if op == "%" { "modulo" } else { "floor division" }
+                    if op == "%" {
+                        "modulo"
+                    } else {
+                        "floor division"
+                    }
                 ));
             }
             // CPython's float_divmod.
@@ -468,7 +478,10 @@ fn call(name: &str, args: &[Num]) -> Result<Num, String> {
         if args.len() == n {
             Ok(())
         } else {
-            Err(format!("`{name}` takes {n} argument(s), not {}", args.len()))
+            Err(format!(
+                "`{name}` takes {n} argument(s), not {}",
+                args.len()
+            ))
         }
     };
     let unary: Option<fn(f64) -> f64> = match name {

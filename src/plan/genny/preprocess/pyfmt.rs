@@ -56,7 +56,8 @@ pub(super) fn percent_format(format: &str, args: &[Value]) -> Result<String, Str
             i += 1;
             if chars.get(i) == Some(&'*') {
                 i += 1;
-                spec.precision = Some(usize::try_from(star(take("the `*` precision")?)?.max(0)).unwrap_or(0));
+                spec.precision =
+                    Some(usize::try_from(star(take("the `*` precision")?)?.max(0)).unwrap_or(0));
             } else {
                 spec.precision = Some(digits(&chars, &mut i)?);
             }
@@ -121,7 +122,11 @@ fn star(arg: &Value) -> Result<i64, String> {
 fn convert(conversion: char, spec: &Spec, arg: &Value) -> Result<String, String> {
     match conversion {
         's' | 'r' | 'a' => {
-            let mut text = if conversion == 's' { py_str(arg) } else { py_repr(arg) };
+            let mut text = if conversion == 's' {
+                py_str(arg)
+            } else {
+                py_repr(arg)
+            };
             if let Some(p) = spec.precision {
                 text = text.chars().take(p).collect();
             }
@@ -163,7 +168,12 @@ fn convert(conversion: char, spec: &Spec, arg: &Value) -> Result<String, String>
                     ))
                 }
             };
-            let body = float_format(x.abs(), conversion, spec.precision.unwrap_or(6), spec.alternate);
+            let body = float_format(
+                x.abs(),
+                conversion,
+                spec.precision.unwrap_or(6),
+                spec.alternate,
+            );
             let negative = x.is_sign_negative() && !x.is_nan();
             Ok(pad(spec, sign(spec, negative), &body, x.is_finite()))
         }
@@ -193,7 +203,9 @@ fn integer(arg: &Value, conversion: char, floats: bool) -> Result<i64, String> {
             }
             let f = n.as_f64().unwrap_or(f64::NAN);
             if !floats || n.is_u64() {
-                return Err(format!("%{conversion} format: an integer is required, not float"));
+                return Err(format!(
+                    "%{conversion} format: an integer is required, not float"
+                ));
             }
             if !f.is_finite() {
                 return Err(format!("cannot convert float {} to integer", py_float(f)));
@@ -247,7 +259,11 @@ fn float_format(x: f64, conversion: char, precision: usize, alternate: bool) -> 
     let upper = conversion.is_ascii_uppercase();
     if !x.is_finite() {
         let text = if x.is_nan() { "nan" } else { "inf" };
-        return if upper { text.to_uppercase() } else { text.to_string() };
+        return if upper {
+            text.to_uppercase()
+        } else {
+            text.to_string()
+        };
     }
     let text = match conversion.to_ascii_lowercase() {
         'f' => {
@@ -268,7 +284,8 @@ fn float_format(x: f64, conversion: char, precision: usize, alternate: bool) -> 
             let p = precision.max(1);
             let exponent = decimal_exponent(x, p - 1);
             let mut text = if (-4..i64::try_from(p).unwrap_or(i64::MAX)).contains(&exponent) {
-                let decimals = usize::try_from(i64::try_from(p).unwrap_or(0) - 1 - exponent).unwrap_or(0);
+                let decimals =
+                    usize::try_from(i64::try_from(p).unwrap_or(0) - 1 - exponent).unwrap_or(0);
                 format!("{x:.decimals$}")
             } else {
                 exponent_form(x, p - 1)
@@ -385,7 +402,11 @@ pub(super) fn py_float(x: f64) -> String {
 }
 
 fn py_string_repr(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
+    let quote = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
     let mut out = String::with_capacity(s.len() + 2);
     out.push(quote);
     for c in s.chars() {

@@ -64,15 +64,22 @@ fn expand_bare(text: &str) -> Value {
 
 fn problem(result: Result<Value>) -> String {
     match result {
-        Ok(value) => panic!("expected an error, got {}", serde_yaml::to_string(&value).unwrap()),
+        Ok(value) => panic!(
+            "expected an error, got {}",
+            serde_yaml::to_string(&value).unwrap()
+        ),
         Err(e) => e.to_string(),
     }
 }
 
 #[test]
 fn hello_world_actor_template_makes_each_instance_with_its_own_parameters() {
-    let out = preprocess(&reference("src/workloads/docs/HelloWorld-ActorTemplate.yml"), &[], &[])
-        .unwrap();
+    let out = preprocess(
+        &reference("src/workloads/docs/HelloWorld-ActorTemplate.yml"),
+        &[],
+        &[],
+    )
+    .unwrap();
     let phases = "
       - {Message: Hello Phase 0 🐳, Duration: 50 milliseconds}
       - {Message: Hello Phase 1 👬, Repeat: 100}
@@ -93,14 +100,26 @@ fn hello_world_actor_template_makes_each_instance_with_its_own_parameters() {
   Phases: {phases}"
     ));
     assert_eq!(out["Actors"], expected);
-    let keys: Vec<&str> = out.as_mapping().unwrap().keys().filter_map(Value::as_str).collect();
-    assert_eq!(keys, ["Clients", "SchemaVersion", "Owner", "Description", "Actors"]);
+    let keys: Vec<&str> = out
+        .as_mapping()
+        .unwrap()
+        .keys()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        ["Clients", "SchemaVersion", "Owner", "Description", "Actors"]
+    );
 }
 
 #[test]
 fn a_top_level_load_config_loads_a_whole_workload_its_parameters_reaching_what_templates_leave() {
-    let out =
-        preprocess(&reference("src/workloads/docs/HelloWorld-LoadConfig.yml"), &[], &[]).unwrap();
+    let out = preprocess(
+        &reference("src/workloads/docs/HelloWorld-LoadConfig.yml"),
+        &[],
+        &[],
+    )
+    .unwrap();
     let names: Vec<&str> = out["Actors"]
         .as_sequence()
         .unwrap()
@@ -109,11 +128,25 @@ fn a_top_level_load_config_loads_a_whole_workload_its_parameters_reaching_what_t
         .collect();
     // As the workload's comment says: the templates' own parameters win inside them.
     assert_eq!(names, ["Hello_1", "Hello_2", "Helloworld-Overridden"]);
-    assert_eq!(out["Actors"][2]["Phases"][2], yaml("{Message: Hello Phase 2, Repeat: 2}"));
+    assert_eq!(
+        out["Actors"][2]["Phases"][2],
+        yaml("{Message: Hello Phase 2, Repeat: 2}")
+    );
     // The workload's own top-level keys stay, the loaded file adds the ones it lacks.
-    let keys: Vec<&str> = out.as_mapping().unwrap().keys().filter_map(Value::as_str).collect();
-    assert_eq!(keys, ["Clients", "SchemaVersion", "Owner", "Description", "Actors"]);
-    assert!(out["Description"].as_str().unwrap().contains("general workload substitution"));
+    let keys: Vec<&str> = out
+        .as_mapping()
+        .unwrap()
+        .keys()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        ["Clients", "SchemaVersion", "Owner", "Description", "Actors"]
+    );
+    assert!(out["Description"]
+        .as_str()
+        .unwrap()
+        .contains("general workload substitution"));
 }
 
 #[test]
@@ -133,8 +166,10 @@ fn hello_world_divides_with_num_expr_into_a_float_and_formats_with_python_percen
 
 #[test]
 fn every_workload_is_merged_onto_genny_default_clients_and_its_clients_get_no_pre_warm() {
-    let out = expand("Clients: {Default: {QueryOptions: {maxPoolSize: 500}}, Other: {URI: x}}\nActors: []")
-        .unwrap();
+    let out = expand(
+        "Clients: {Default: {QueryOptions: {maxPoolSize: 500}}, Other: {URI: x}}\nActors: []",
+    )
+    .unwrap();
     let expected = yaml(
         "
 Default: {Type: mongo, QueryOptions: {maxPoolSize: 500}, NoPreWarm: false}
@@ -143,7 +178,10 @@ Other: {URI: x, NoPreWarm: false}",
     );
     assert_eq!(out["Clients"], expected);
     let loader = preprocess(&reference("src/workloads/docs/Loader.yml"), &[], &[]).unwrap();
-    assert_eq!(loader["Clients"]["Default"]["QueryOptions"]["maxPoolSize"], yaml("200"));
+    assert_eq!(
+        loader["Clients"]["Default"]["QueryOptions"]["maxPoolSize"],
+        yaml("200")
+    );
 }
 
 #[test]
@@ -170,7 +208,10 @@ Actors:
     let out = expand_bare(
         "Actors: [{Name: A, Phases: {OnlyActiveInPhases: {Active: [1, 5], NopInPhasesUpTo: 1, PhaseConfig: {Repeat: 1}}}}]",
     );
-    assert_eq!(out["Actors"][0]["Phases"], yaml("[{Nop: true}, {Repeat: 1}]"));
+    assert_eq!(
+        out["Actors"][0]["Phases"],
+        yaml("[{Nop: true}, {Repeat: 1}]")
+    );
 }
 
 #[test]
@@ -185,7 +226,10 @@ Actors:
   - {Name: D}
 Twice: {^FlattenOnce: [*Ten, *Ten, [[3]]]}",
     );
-    assert_eq!(out["Actors"], yaml("[{Name: A}, {Name: B}, {Name: C}, {Name: D}]"));
+    assert_eq!(
+        out["Actors"],
+        yaml("[{Name: A}, {Name: B}, {Name: C}, {Name: D}]")
+    );
     assert_eq!(out["Twice"], yaml("[1, 1, 1, 1, [3]]"));
 }
 
@@ -207,10 +251,20 @@ quoted: '1e6'
     );
     // The merged keys come first, the mapping's own win; in a list the first mapping wins.
     assert_eq!(out["one"], yaml("{x: 1, y: 3, w: 4}"));
-    let keys: Vec<&str> = out["one"].as_mapping().unwrap().keys().filter_map(Value::as_str).collect();
+    let keys: Vec<&str> = out["one"]
+        .as_mapping()
+        .unwrap()
+        .keys()
+        .filter_map(Value::as_str)
+        .collect();
     assert_eq!(keys, ["x", "y", "w"]);
     assert_eq!(out["list"], yaml("{y: 2, z: 30, x: 1, v: 0}"));
-    let keys: Vec<&str> = out["list"].as_mapping().unwrap().keys().filter_map(Value::as_str).collect();
+    let keys: Vec<&str> = out["list"]
+        .as_mapping()
+        .unwrap()
+        .keys()
+        .filter_map(Value::as_str)
+        .collect();
     assert_eq!(keys, ["y", "z", "x", "v"]);
     assert_eq!(out["tagged"], yaml("{x: 9, y: 2}"));
     assert_eq!(out["big"], Value::from(1_000_000));
@@ -280,15 +334,23 @@ fn a_load_configs_parameters_apply_inside_the_loaded_files_only_and_paths_start_
 fn a_p_parameter_is_set_everywhere_over_load_config_parameters_and_defaults() {
     let files = scoped_files();
     let out = files
-        .run("workloads/sub/W.yml", &[("Size", "1e5"), ("Name", "perf")], &[])
+        .run(
+            "workloads/sub/W.yml",
+            &[("Size", "1e5"), ("Name", "perf")],
+            &[],
+        )
         .unwrap();
     assert_eq!(
         out["Actors"],
         yaml("[{Name: perf, Phases: [{Size: 100000.0, Inner: 100000.0}, {Size: 100000.0}]}]")
     );
-    let out = files.run("workloads/sub/W.yml", &[("Size", "true")], &[]).unwrap();
+    let out = files
+        .run("workloads/sub/W.yml", &[("Size", "true")], &[])
+        .unwrap();
     assert_eq!(out["Actors"][0]["Phases"][1]["Size"], Value::Bool(true));
-    let out = files.run("workloads/sub/W.yml", &[("Size", "7")], &[]).unwrap();
+    let out = files
+        .run("workloads/sub/W.yml", &[("Size", "7")], &[])
+        .unwrap();
     assert_eq!(out["Actors"][0]["Phases"][1]["Size"], Value::from(7));
 }
 
@@ -305,7 +367,10 @@ fn a_p_parameter_no_parameter_reads_is_refused_with_the_names_there_are() {
 fn a_parameter_without_default_needs_a_value_from_somewhere() {
     let workload = "Actors: [{Name: A, Threads: {^Parameter: {Name: Threads}}}]";
     let message = problem(expand(workload));
-    assert!(message.contains("w.yml: Actors[0].Threads.^Parameter"), "{message}");
+    assert!(
+        message.contains("w.yml: Actors[0].Threads.^Parameter"),
+        "{message}"
+    );
     assert!(message.contains("`Threads` has no `Default`"), "{message}");
     assert!(message.contains("-p Threads=VALUE"), "{message}");
     let files = Files::new(&[("w.yml", workload)]);
@@ -354,8 +419,14 @@ fn an_unknown_template_is_refused_with_the_templates_there_are() {
 ActorTemplates: [{TemplateName: Reader, Config: {Name: R}}, {TemplateName: Writer, Config: {Name: W}}]
 Actors: [{ActorFromTemplate: {TemplateName: Raeder, TemplateParameters: {}}}]",
     ));
-    assert!(message.contains("w.yml: Actors[0].ActorFromTemplate"), "{message}");
-    assert!(message.contains("no actor template named `Raeder`"), "{message}");
+    assert!(
+        message.contains("w.yml: Actors[0].ActorFromTemplate"),
+        "{message}"
+    );
+    assert!(
+        message.contains("no actor template named `Raeder`"),
+        "{message}"
+    );
     assert!(message.contains("Reader, Writer"), "{message}");
     // A template is a name from where it is read on, as in genny.
     let message = problem(expand(
@@ -369,7 +440,10 @@ fn a_name_that_is_a_template_is_not_a_parameter() {
     let message = problem(expand(
         "ActorTemplates: [{TemplateName: T, Config: {Name: R}}]\nActors: [{Name: {^Parameter: {Name: T, Default: x}}}]",
     ));
-    assert!(message.contains("`T` names an actor template here, not a parameter"), "{message}");
+    assert!(
+        message.contains("`T` names an actor template here, not a parameter"),
+        "{message}"
+    );
 }
 
 #[test]
@@ -406,18 +480,36 @@ fn a_missing_load_config_file_is_named_with_the_file_that_loads_it() {
     let error = files.run("workloads/w.yml", &[], &[]).unwrap_err();
     assert_eq!(error.file, files.path("workloads/w.yml"));
     let message = error.to_string();
-    assert!(message.contains("Actors[0].Phases[0].LoadConfig.Path"), "{message}");
+    assert!(
+        message.contains("Actors[0].Phases[0].LoadConfig.Path"),
+        "{message}"
+    );
     assert!(message.contains("`Path: ../phases/Gone.yml`"), "{message}");
-    assert!(message.contains(&format!("there is no file {}", files.path("phases/Gone.yml").display())), "{message}");
+    assert!(
+        message.contains(&format!(
+            "there is no file {}",
+            files.path("phases/Gone.yml").display()
+        )),
+        "{message}"
+    );
     assert!(!message.contains('\n'), "{message}");
 }
 
 #[test]
 fn a_loaded_file_must_be_genny_schema_2018_07_01_and_have_the_key_asked_for() {
     let files = Files::new(&[
-        ("a.yml", "Actors: [{Name: A, Phases: [{LoadConfig: {Path: p.yml}}]}]"),
-        ("b.yml", "Actors: [{Name: A, Phases: [{LoadConfig: {Path: q.yml, Key: Nope}}]}]"),
-        ("c.yml", "Actors: [{Name: A, Phases: [{LoadConfig: {Path: q.yml, Parameter: {}}}]}]"),
+        (
+            "a.yml",
+            "Actors: [{Name: A, Phases: [{LoadConfig: {Path: p.yml}}]}]",
+        ),
+        (
+            "b.yml",
+            "Actors: [{Name: A, Phases: [{LoadConfig: {Path: q.yml, Key: Nope}}]}]",
+        ),
+        (
+            "c.yml",
+            "Actors: [{Name: A, Phases: [{LoadConfig: {Path: q.yml, Parameter: {}}}]}]",
+        ),
         ("p.yml", "Phase: {Repeat: 1}"),
         ("q.yml", "SchemaVersion: 2018-07-01\nPhase: {Repeat: 1}"),
     ]);
@@ -428,14 +520,20 @@ fn a_loaded_file_must_be_genny_schema_2018_07_01_and_have_the_key_asked_for() {
     assert!(message.contains("`Key: Nope`"), "{message}");
     assert!(message.contains("(it has: Phase)"), "{message}");
     let message = problem(files.run("c.yml", &[], &[]));
-    assert!(message.contains("`LoadConfig` has `Parameter`, which it does not take"), "{message}");
+    assert!(
+        message.contains("`LoadConfig` has `Parameter`, which it does not take"),
+        "{message}"
+    );
 }
 
 #[test]
 fn a_yaml_syntax_error_says_the_file_and_line() {
     let files = Files::new(&[
         ("w.yml", "Actors:\n  - Name: A\n   Type: [oops\n"),
-        ("l.yml", "Actors: [{Name: A, Phases: [{LoadConfig: {Path: bad.yml}}]}]"),
+        (
+            "l.yml",
+            "Actors: [{Name: A, Phases: [{LoadConfig: {Path: bad.yml}}]}]",
+        ),
         ("bad.yml", "SchemaVersion: 2018-07-01\nPhase: {a: 1\n"),
     ]);
     let error = files.run("w.yml", &[], &[]).unwrap_err();
@@ -462,7 +560,10 @@ Actors: [{Name: A, Database: *db, Phases: [{Repeat: 1}, {Repeat: 2}]}]",
 Clients: {Default: {URI: 'mongodb://db1:27017'}}
 Actors: [{Name: B, Database: {^Parameter: {Name: Db, Default: other}}, Phases: [{Repeat: 3}]}]",
         ),
-        ("o2.yml", "Database: fixed\nExtra: {^NumExpr: {withExpression: '2 ** 10'}}"),
+        (
+            "o2.yml",
+            "Database: fixed\nExtra: {^NumExpr: {withExpression: '2 ** 10'}}",
+        ),
     ]);
     let out = files.run("w.yml", &[], &["o1.yml", "o2.yml"]).unwrap();
     assert_eq!(
@@ -470,10 +571,18 @@ Actors: [{Name: B, Database: {^Parameter: {Name: Db, Default: other}}, Phases: [
         yaml("{Type: mongo, QueryOptions: {maxPoolSize: 500}, URI: 'mongodb://db1:27017', NoPreWarm: false}")
     );
     // A list is replaced whole; what the overrides bring is expanded like the rest.
-    assert_eq!(out["Actors"], yaml("[{Name: B, Database: other, Phases: [{Repeat: 3}]}]"));
+    assert_eq!(
+        out["Actors"],
+        yaml("[{Name: B, Database: other, Phases: [{Repeat: 3}]}]")
+    );
     assert_eq!(out["Database"], Value::from("fixed"));
     assert_eq!(out["Extra"], Value::from(1024));
-    let keys: Vec<&str> = out.as_mapping().unwrap().keys().filter_map(Value::as_str).collect();
+    let keys: Vec<&str> = out
+        .as_mapping()
+        .unwrap()
+        .keys()
+        .filter_map(Value::as_str)
+        .collect();
     assert_eq!(keys, ["Clients", "Database", "Actors", "Extra"]);
 }
 
@@ -496,15 +605,26 @@ Actors: [{Name: A, a: {^ClientURI: {Name: Other}}, b: {^ClientURI: {Name: Defaul
 #[test]
 fn an_actor_needs_a_name_and_actors_a_list() {
     let message = problem(expand("Actors: [{Name: A}, {Type: Loader}]"));
-    assert!(message.contains("Actors[1]: this actor has no `Name`"), "{message}");
+    assert!(
+        message.contains("Actors[1]: this actor has no `Name`"),
+        "{message}"
+    );
     let message = problem(expand("Actors: {Name: A}"));
-    assert!(message.contains("`Actors` must be a list of actors"), "{message}");
+    assert!(
+        message.contains("`Actors` must be a list of actors"),
+        "{message}"
+    );
 }
 
 #[test]
 fn a_key_after_a_replacing_key_in_the_same_mapping_is_refused() {
-    let message = problem(expand("Actors: [{Name: A, Threads: {^Parameter: {Name: T, Default: 2}, x: 1}}]"));
-    assert!(message.contains("`x` follows a key that replaced this mapping with 2"), "{message}");
+    let message = problem(expand(
+        "Actors: [{Name: A, Threads: {^Parameter: {Name: T, Default: 2}, x: 1}}]",
+    ));
+    assert!(
+        message.contains("`x` follows a key that replaced this mapping with 2"),
+        "{message}"
+    );
 }
 
 #[test]
@@ -514,8 +634,14 @@ fn a_template_or_load_config_that_includes_itself_is_refused_not_a_stack_overflo
     ));
     assert!(message.contains("includes itself"), "{message}");
     let files = Files::new(&[
-        ("w.yml", "Actors: [{Name: A, Phases: [{LoadConfig: {Path: p.yml}}]}]"),
-        ("p.yml", "SchemaVersion: 2018-07-01\nx: {LoadConfig: {Path: p.yml}}"),
+        (
+            "w.yml",
+            "Actors: [{Name: A, Phases: [{LoadConfig: {Path: p.yml}}]}]",
+        ),
+        (
+            "p.yml",
+            "SchemaVersion: 2018-07-01\nx: {LoadConfig: {Path: p.yml}}",
+        ),
     ]);
     let message = problem(files.run("w.yml", &[], &[]));
     assert!(message.contains("includes itself"), "{message}");
@@ -578,9 +704,18 @@ fn no_input_makes_it_panic() {
         let _ = expand(text);
     }
     // Every prefix of genny's examples.
-    for example in ["HelloWorld.yml", "HelloWorld-ActorTemplate.yml", "CrudActor.yml", "Loader.yml"] {
-        let text = std::fs::read_to_string(reference(&format!("src/workloads/docs/{example}"))).unwrap();
-        let scratch = tempfile::Builder::new().suffix(".yml").tempfile_in(std::env::temp_dir()).unwrap();
+    for example in [
+        "HelloWorld.yml",
+        "HelloWorld-ActorTemplate.yml",
+        "CrudActor.yml",
+        "Loader.yml",
+    ] {
+        let text =
+            std::fs::read_to_string(reference(&format!("src/workloads/docs/{example}"))).unwrap();
+        let scratch = tempfile::Builder::new()
+            .suffix(".yml")
+            .tempfile_in(std::env::temp_dir())
+            .unwrap();
         for (cut, _) in text.char_indices().step_by(23) {
             std::fs::write(scratch.path(), &text[..cut]).unwrap();
             let _ = preprocess(scratch.path(), &[], &[]);
@@ -592,13 +727,19 @@ fn no_input_makes_it_panic() {
 fn is_genny_workload_wants_a_yaml_file_with_actors_or_load_config_at_the_top() {
     let p = Path::new;
     assert!(is_genny_workload(p("w.yml"), "Actors: []"));
-    assert!(is_genny_workload(p("w.YAML"), "SchemaVersion: 2018-07-01\nLoadConfig: {Path: x}"));
+    assert!(is_genny_workload(
+        p("w.YAML"),
+        "SchemaVersion: 2018-07-01\nLoadConfig: {Path: x}"
+    ));
     assert!(!is_genny_workload(p("w.toml"), "Actors: []"));
     assert!(!is_genny_workload(p("w.yml"), "Phase: {Repeat: 1}"));
     assert!(!is_genny_workload(p("w.yml"), "- Actors"));
     assert!(!is_genny_workload(p("w.yml"), "nested: {Actors: []}"));
     // Broken YAML that is plainly a workload is one, so its syntax error is reported.
-    assert!(is_genny_workload(p("w.yml"), "Actors:\n - Name: A\n  Type: [oops"));
+    assert!(is_genny_workload(
+        p("w.yml"),
+        "Actors:\n - Name: A\n  Type: [oops"
+    ));
     assert!(!is_genny_workload(p("w.yml"), "x: [oops"));
 }
 
@@ -686,8 +827,13 @@ fn num_expr_follows_pythons_rules_for_integers_and_floats() {
 fn num_expr_in_a_workload_checks_its_values_are_numbers() {
     let out = expand_bare("x: {^NumExpr: {withExpression: 'n - m', andValues: {n: 10, m: {^Parameter: {Name: M, Default: 2.5}}}}}");
     assert_eq!(out["x"], Value::from(7.5));
-    let message = problem(expand("x: {^NumExpr: {withExpression: 'n', andValues: {n: ten}}}"));
-    assert!(message.contains("x.^NumExpr.andValues: `n` is ten"), "{message}");
+    let message = problem(expand(
+        "x: {^NumExpr: {withExpression: 'n', andValues: {n: ten}}}",
+    ));
+    assert!(
+        message.contains("x.^NumExpr.andValues: `n` is ten"),
+        "{message}"
+    );
 }
 
 #[test]
@@ -698,11 +844,23 @@ fn format_strings_follow_pythons_percent_operator() {
         ("MTWorkload%04dT", vec![s("16")], "MTWorkload0016T"),
         ("%s Phase %d", vec![s("Hello"), s("4")], "Hello Phase 4"),
         ("%d", vec![s("3.9")], "3"),
-        ("%5.2f|%-6s|%+d", vec![s("3.14159"), s("ab"), s("5")], " 3.14|ab    |+5"),
+        (
+            "%5.2f|%-6s|%+d",
+            vec![s("3.14159"), s("ab"), s("5")],
+            " 3.14|ab    |+5",
+        ),
         ("%x %X %#o", vec![s("255"), s("255"), s("8")], "ff FF 0o10"),
         ("%e", vec![s("12345.678")], "1.234568e+04"),
-        ("%g %g %g", vec![s("0.0001"), s("1e16"), s("100")], "0.0001 1e+16 100"),
-        ("%s %s %s", vec![s("1.0"), s("1e16"), Value::Null], "1.0 1e+16 None"),
+        (
+            "%g %g %g",
+            vec![s("0.0001"), s("1e16"), s("100")],
+            "0.0001 1e+16 100",
+        ),
+        (
+            "%s %s %s",
+            vec![s("1.0"), s("1e16"), Value::Null],
+            "1.0 1e+16 None",
+        ),
         ("%s", vec![yaml("[1, a, true]")], "[1, 'a', True]"),
         ("%r", vec![s("it's")], "\"it's\""),
         ("100%%", vec![], "100%"),
@@ -710,12 +868,24 @@ fn format_strings_follow_pythons_percent_operator() {
         ("%c%c", vec![s("65"), s("b")], "Ab"),
     ];
     for (format, args, expected) in cases {
-        assert_eq!(percent_format(format, &args).as_deref(), Ok(expected), "{format}");
+        assert_eq!(
+            percent_format(format, &args).as_deref(),
+            Ok(expected),
+            "{format}"
+        );
     }
-    assert!(percent_format("%s %s", &[s("1")]).unwrap_err().contains("not enough arguments"));
-    assert!(percent_format("%s", &[s("1"), s("2")]).unwrap_err().contains("not all arguments converted"));
-    assert!(percent_format("%d", &[s("x")]).unwrap_err().contains("a real number is required, not str"));
-    assert!(percent_format("%(a)s", &[s("1")]).unwrap_err().contains("mapping"));
+    assert!(percent_format("%s %s", &[s("1")])
+        .unwrap_err()
+        .contains("not enough arguments"));
+    assert!(percent_format("%s", &[s("1"), s("2")])
+        .unwrap_err()
+        .contains("not all arguments converted"));
+    assert!(percent_format("%d", &[s("x")])
+        .unwrap_err()
+        .contains("a real number is required, not str"));
+    assert!(percent_format("%(a)s", &[s("1")])
+        .unwrap_err()
+        .contains("mapping"));
     assert_eq!(py_float(1e-5), "1e-05");
     assert_eq!(py_float(123.0), "123.0");
     assert_eq!(py_float(-0.0), "-0.0");
@@ -764,7 +934,11 @@ fn genny_corpus_expands_but_for_the_files_the_copy_lacks() {
     let mut failures = Vec::new();
     for path in &files {
         let text = std::fs::read_to_string(path).unwrap();
-        let relative = path.strip_prefix(&root).unwrap().to_string_lossy().into_owned();
+        let relative = path
+            .strip_prefix(&root)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
         if !is_genny_workload(path, &text) {
             continue;
         }
@@ -772,16 +946,26 @@ fn genny_corpus_expands_but_for_the_files_the_copy_lacks() {
         match preprocess(path, &[], &[]) {
             Ok(out) => {
                 expanded += 1;
-                assert!(out["Actors"].is_sequence(), "{relative}: no Actors after expansion");
+                assert!(
+                    out["Actors"].is_sequence(),
+                    "{relative}: no Actors after expansion"
+                );
             }
             Err(e) => failures.push((relative, e)),
         }
     }
-    eprintln!("genny corpus: {expanded} of {workloads} workloads expand ({} .yml files)", files.len());
+    eprintln!(
+        "genny corpus: {expanded} of {workloads} workloads expand ({} .yml files)",
+        files.len()
+    );
     for (relative, error) in &failures {
         eprintln!("  {relative}: {error}");
     }
-    assert!(workloads >= 377, "only {workloads} workloads found under {}", root.display());
+    assert!(
+        workloads >= 377,
+        "only {workloads} workloads found under {}",
+        root.display()
+    );
     for (relative, error) in &failures {
         assert!(
             MISSING_IN_THE_COPY.contains(&relative.as_str()),
@@ -799,5 +983,8 @@ fn genny_corpus_expands_but_for_the_files_the_copy_lacks() {
         let missing = format!("phases/tpch/denormalized/{stem}");
         assert!(error.problem.contains(&missing), "{error}");
     }
-    assert!(expanded >= 363, "{expanded} workloads expand, fewer than 363");
+    assert!(
+        expanded >= 363,
+        "{expanded} workloads expand, fewer than 363"
+    );
 }
