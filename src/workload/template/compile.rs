@@ -350,10 +350,16 @@ fn generator(name: &str, arg: &V, key: &str, o: &CompileOptions) -> Result<Node,
             a.allow(&["ofLength", "fromGenerator"])?;
             let len = a.length("ofLength")?;
             let Num::Const(len) = len else {
-                return Err(a.err("ofLength", "`ofLength` must be written as a value, not generated"));
+                return Err(a.err(
+                    "ofLength",
+                    "`ofLength` must be written as a value, not generated",
+                ));
             };
             if len < 1 {
-                return Err(a.err("ofLength", format!("`ofLength` is {len}: at least 1 is needed")));
+                return Err(a.err(
+                    "ofLength",
+                    format!("`ofLength` is {len}: at least 1 is needed"),
+                ));
             }
             cycle(&a, len as usize)?
         }
@@ -943,7 +949,13 @@ fn date_arg(a: &Args, arg: &str, default: i64) -> Result<DateArg, GenError> {
 /// A date written (an ISO string, a relative time, a TOML datetime, `$date`, milliseconds since
 /// the epoch) or generated (a generator of any of these), at `at`, an argument of `name`.
 fn date_value(v: &V, at: &str, name: &str, o: &CompileOptions) -> Result<DateArg, GenError> {
-    let bad = |e: String| err(at, e, format!("{}; e.g. {}", time::DATE_FORM, example(name)));
+    let bad = |e: String| {
+        err(
+            at,
+            e,
+            format!("{}; e.g. {}", time::DATE_FORM, example(name)),
+        )
+    };
     match v {
         V::Str(s) => return time::parse_when(s).map(DateArg::When).map_err(bad),
         V::Date(ms) => return Ok(DateArg::When(When::At(*ms))),
@@ -1231,12 +1243,7 @@ fn choose_from_dataset(a: &Args) -> Result<Gen, GenError> {
 fn convert_to(a: &Args, to: To) -> Result<Node, GenError> {
     a.allow(&["from"])?;
     let v = a.need("from")?;
-    let from = a.template(
-        v,
-        "from",
-        ty::NUMBER | ty::STRING,
-        "a number or a string",
-    )?;
+    let from = a.template(v, "from", ty::NUMBER | ty::STRING, "a number or a string")?;
     let Node::Const(b) = &from else {
         return Ok(Node::Gen(Box::new(Gen::Convert(to, from))));
     };
@@ -1253,12 +1260,14 @@ fn convert_to(a: &Args, to: To) -> Result<Node, GenError> {
         To::Double => "a double",
         To::Decimal => "a Decimal128",
     };
-    convert::from_str(to, &text).map(Node::Const).ok_or_else(|| {
-        a.err(
-            "from",
-            format!("{}: `{text}` cannot be made into {into}", to.name()),
-        )
-    })
+    convert::from_str(to, &text)
+        .map(Node::Const)
+        .ok_or_else(|| {
+            a.err(
+                "from",
+                format!("{}: `{text}` cannot be made into {into}", to.name()),
+            )
+        })
 }
 
 /// `^TimeSpec {value, unit}`: a duration, in milliseconds (a double).
@@ -1284,7 +1293,14 @@ fn time_spec(a: &Args) -> Result<Gen, GenError> {
                 "`{unit}` is not a unit of time{}",
                 hint(
                     &unit,
-                    &["nanoseconds", "microseconds", "milliseconds", "seconds", "minutes", "hours"]
+                    &[
+                        "nanoseconds",
+                        "microseconds",
+                        "milliseconds",
+                        "seconds",
+                        "minutes",
+                        "hours"
+                    ]
                 )
             ),
         )
@@ -1295,7 +1311,14 @@ fn time_spec(a: &Args) -> Result<Gen, GenError> {
 }
 
 fn two_d_walk(a: &Args) -> Result<Gen, GenError> {
-    a.allow(&["docsPerSeries", "distPerDoc", "minX", "maxX", "minY", "maxY"])?;
+    a.allow(&[
+        "docsPerSeries",
+        "distPerDoc",
+        "minX",
+        "maxX",
+        "minY",
+        "maxY",
+    ])?;
     let per_series = a.int(a.need("docsPerSeries")?, "docsPerSeries")?;
     if per_series < 1 {
         return Err(a.err(
@@ -1311,8 +1334,13 @@ fn two_d_walk(a: &Args) -> Result<Gen, GenError> {
             Err(a.err(arg, format!("{arg} ({v}) must be a finite number")))
         }
     };
-    let (dist, min_x, max_x, min_y, max_y) =
-        (f("distPerDoc")?, f("minX")?, f("maxX")?, f("minY")?, f("maxY")?);
+    let (dist, min_x, max_x, min_y, max_y) = (
+        f("distPerDoc")?,
+        f("minX")?,
+        f("maxX")?,
+        f("minY")?,
+        f("maxY")?,
+    );
     for (lo, hi, arg) in [(min_x, max_x, "minX"), (min_y, max_y, "minY")] {
         if lo > hi {
             return Err(a.err(arg, format!("{arg} ({lo}) is greater than its max ({hi})")));

@@ -59,9 +59,7 @@ fn from_int(to: To, i: i64) -> Option<Bson> {
 pub(super) fn from_str(to: To, s: &str) -> Option<Bson> {
     match to {
         To::Int => stol(s).map(Bson::Int64),
-        To::Int32 => stol(s)
-            .and_then(|i| i32::try_from(i).ok())
-            .map(Bson::Int32),
+        To::Int32 => stol(s).and_then(|i| i32::try_from(i).ok()).map(Bson::Int32),
         To::Double => stod(s).map(Bson::Double),
         To::Decimal => decimal(s).map(Bson::Decimal128),
     }

@@ -28,7 +28,8 @@ pub(super) struct Spec {
 type Chars<'a> = std::iter::Peekable<std::str::CharIndices<'a>>;
 
 /// The conversions a format may use.
-const CONVERSIONS: &str = "use %s, %d, %i, %u, %x, %X, %o, %c, %f, %e, %g, %%, or boost's %1% and %|06d|";
+const CONVERSIONS: &str =
+    "use %s, %d, %i, %u, %x, %X, %o, %c, %f, %e, %g, %%, or boost's %1% and %|06d|";
 
 /// The pieces of a format, or what is wrong with it. As genny's (boost's format): C printf
 /// conversions, positional ones (`%2$d`, `%1%`), and a conversion between bars (`%|06d|`, whose

@@ -294,11 +294,20 @@ pub(super) enum FreqGen {
 #[derive(Debug, Clone)]
 pub(super) enum Slot {
     /// A counter: its first value (fixed at the user's first use) and how many it has given.
-    Count { base: i64, n: i64 },
+    Count {
+        base: i64,
+        n: i64,
+    },
     /// Values made at the user's first use, given in turn.
-    Cycle { values: Vec<Bson>, next: usize },
+    Cycle {
+        values: Vec<Bson>,
+        next: usize,
+    },
     /// A value and how many times it has been given.
-    Held { item: Bson, used: i64 },
+    Held {
+        item: Bson,
+        used: i64,
+    },
     Walk(Walk),
     Freq(FreqMap),
 }
@@ -478,9 +487,7 @@ impl Gen {
                     }),
                     IncScope::Global(counter) => {
                         let n = counter.fetch_add(1, Ordering::Relaxed);
-                        g.start
-                            .get(cx)
-                            .wrapping_add(n.wrapping_mul(g.step))
+                        g.start.get(cx).wrapping_add(n.wrapping_mul(g.step))
                     }
                 };
                 Bson::Int64(v)
@@ -523,7 +530,9 @@ impl Gen {
             Gen::Dataset(g) => {
                 let len = g.lines.len();
                 let i = match g.sequential {
-                    Some((id, start)) => count(cx, id, 1, |_| start).rem_euclid(len as i64) as usize,
+                    Some((id, start)) => {
+                        count(cx, id, 1, |_| start).rem_euclid(len as i64) as usize
+                    }
                     None => cx.rng.random_range(0..len),
                 };
                 Bson::String(g.lines[i].clone())
@@ -698,9 +707,7 @@ fn count(cx: &mut Cx<'_>, id: usize, step: i64, base: impl FnOnce(&mut Cx<'_>) -
 fn cycle(g: &CycleGen, cx: &mut Cx<'_>) -> Bson {
     if !matches!(cx.state.slots.get(&g.id), Some(Slot::Cycle { .. })) {
         let values: Vec<Bson> = (0..g.len).map(|_| g.of.generate(cx)).collect();
-        cx.state
-            .slots
-            .insert(g.id, Slot::Cycle { values, next: 0 });
+        cx.state.slots.insert(g.id, Slot::Cycle { values, next: 0 });
     }
     match cx.state.slots.get_mut(&g.id) {
         Some(Slot::Cycle { values, next }) if !values.is_empty() => {
@@ -744,7 +751,8 @@ fn distinct_values(of: &Node, n: usize, cx: &mut Cx<'_>) -> Vec<Bson> {
     while out.len() < n {
         let v = of.generate(cx);
         // Equal as BSON: same type and same bytes.
-        let key = mongodb::bson::to_vec(&mongodb::bson::doc! { "v": v.clone() }).unwrap_or_default();
+        let key =
+            mongodb::bson::to_vec(&mongodb::bson::doc! { "v": v.clone() }).unwrap_or_default();
         if seen.insert(key) {
             out.push(v);
             repeats = 0;

@@ -1403,6 +1403,12 @@ fn what_a_template_makes() {
 #[test]
 fn every_example_of_the_reference_compiles() {
     let doc = include_str!("../../../docs/workload-generators.md");
+    // The dataset the examples name, where a workload's directory would have it.
+    let dir = dataset_dir("names.txt", "James\nMary\n");
+    let options = CompileOptions {
+        genny: false,
+        base_dir: Some(dir.path().to_path_buf()),
+    };
     let mut blocks = 0;
     let mut rest = doc;
     while let Some(start) = rest.find("```toml\n") {
@@ -1414,7 +1420,7 @@ fn every_example_of_the_reference_compiles() {
             let t = if v.is_str() {
                 Template::compile_arg(v, k)
             } else {
-                Template::compile(v, k)
+                Template::compile_with(v, k, &options)
             };
             if let Err(e) = t {
                 panic!("{k}: {e:?}");
@@ -1541,7 +1547,10 @@ fn genny_corpus_generators_compile() {
         for (path, g) in gens {
             let v = yaml_to_toml(&g);
             // Arguments the preprocessor computes are left out.
-            if serde_yaml::to_string(&g).unwrap_or_default().contains("^NumExpr") {
+            if serde_yaml::to_string(&g)
+                .unwrap_or_default()
+                .contains("^NumExpr")
+            {
                 continue;
             }
             match Template::compile_with(&v, &path, &options) {
@@ -1640,7 +1649,10 @@ fn random_int_negative_binomial_zipfian_and_generated_trials() {
     assert!(b.iter().all(|&x| (0..=20).contains(&x)));
     assert!((mean_i(&b) - 7.5).abs() < 0.2, "{}", mean_i(&b));
     // A whole number written with a fraction (YAML's 1e4) is an integer.
-    let w = ints(&draw(&compile(r#"{ "^RandomInt" = { min = 1e4, max = 1e4 } }"#), 3));
+    let w = ints(&draw(
+        &compile(r#"{ "^RandomInt" = { min = 1e4, max = 1e4 } }"#),
+        3,
+    ));
     assert_eq!(w, vec![10_000; 3]);
 }
 
@@ -1657,9 +1669,19 @@ fn random_double_has_every_distribution_of_genny() {
     let near = |got: f64, want: f64, tol: f64, what: &str| {
         assert!((got - want).abs() < tol, "{what}: {got}, not {want}");
     };
-    near(m(r#"{ distribution = "gamma", alpha = 2, beta = 3 }"#), 6.0, 0.15, "gamma");
+    near(
+        m(r#"{ distribution = "gamma", alpha = 2, beta = 3 }"#),
+        6.0,
+        0.15,
+        "gamma",
+    );
     // Weibull shape a = 1 is the exponential of scale b.
-    near(m(r#"{ distribution = "weibull", a = 1, b = 2 }"#), 2.0, 0.06, "weibull");
+    near(
+        m(r#"{ distribution = "weibull", a = 1, b = 2 }"#),
+        2.0,
+        0.06,
+        "weibull",
+    );
     // Extreme value: a + b * Euler's constant.
     near(
         m(r#"{ distribution = "extreme_value", a = 1, b = 2 }"#),
@@ -1667,15 +1689,30 @@ fn random_double_has_every_distribution_of_genny() {
         0.06,
         "extreme_value",
     );
-    near(m(r#"{ distribution = "beta", alpha = 3 }"#), 0.75, 0.01, "beta");
-    near(m(r#"{ distribution = "laplace", mean = 5, beta = 1 }"#), 5.0, 0.05, "laplace");
+    near(
+        m(r#"{ distribution = "beta", alpha = 3 }"#),
+        0.75,
+        0.01,
+        "beta",
+    );
+    near(
+        m(r#"{ distribution = "laplace", mean = 5, beta = 1 }"#),
+        5.0,
+        0.05,
+        "laplace",
+    );
     near(
         m(r#"{ distribution = "lognormal", m = 0, s = 0.5 }"#),
         (0.125f64).exp(),
         0.02,
         "lognormal",
     );
-    near(m(r#"{ distribution = "chi_squared", n = 4 }"#), 4.0, 0.1, "chi_squared");
+    near(
+        m(r#"{ distribution = "chi_squared", n = 4 }"#),
+        4.0,
+        0.1,
+        "chi_squared",
+    );
     near(
         m(r#"{ distribution = "non_central_chi_squared", k = 3, lambda = 2 }"#),
         5.0,
@@ -1688,8 +1725,18 @@ fn random_double_has_every_distribution_of_genny() {
         0.1,
         "non_central_chi_squared k < 1",
     );
-    near(m(r#"{ distribution = "student_t", n = 10 }"#), 0.0, 0.05, "student_t");
-    near(m(r#"{ distribution = "fisher_f", m = 5, n = 10 }"#), 1.25, 0.05, "fisher_f");
+    near(
+        m(r#"{ distribution = "student_t", n = 10 }"#),
+        0.0,
+        0.05,
+        "student_t",
+    );
+    near(
+        m(r#"{ distribution = "fisher_f", m = 5, n = 10 }"#),
+        1.25,
+        0.05,
+        "fisher_f",
+    );
     // Cauchy has no mean: its median.
     let mut c = doubles(&draw(
         &compile(r#"{ "^RandomDouble" = { distribution = "cauchy", median = 3, sigma = 1 } }"#),
@@ -1744,7 +1791,9 @@ fn fast_random_string_draws_as_genny_does() {
         &compile(r#"{ "^FastRandomString" = { length = 8, alphabet = "ab" } }"#),
         100,
     ));
-    assert!(ab.iter().all(|s| s.len() == 8 && s.chars().all(|c| c == 'a' || c == 'b')));
+    assert!(ab
+        .iter()
+        .all(|s| s.len() == 8 && s.chars().all(|c| c == 'a' || c == 'b')));
     assert!(ab.iter().any(|s| s.contains('a')) && ab.iter().any(|s| s.contains('b')));
 }
 
@@ -1762,9 +1811,8 @@ fn choose_deterministic_takes_the_values_in_turn_per_user() {
     assert_eq!(strings(&draw_user(&c, 3, 0, &mut a, 1)), ["a", "b", "a"]);
     assert_eq!(strings(&draw_user(&c, 1, 1, &mut b, 2)), ["a"]);
     assert_eq!(strings(&draw_user(&c, 1, 0, &mut a, 3)), ["b"]);
-    let e = compile_err(
-        r#"{ "^Choose" = { from = [1, 2], weights = [1, 1], deterministic = true } }"#,
-    );
+    let e =
+        compile_err(r#"{ "^Choose" = { from = [1, 2], weights = [1, 1], deterministic = true } }"#);
     assert_eq!(e.key, "v.^Choose.weights");
 }
 
@@ -1779,9 +1827,15 @@ fn inc_of_genny_starts_at_one_and_takes_a_generated_start() {
     );
     assert_eq!(ints(&draw(&t, 2)), vec![10, 11]);
     let e = compile_err(r#"{ "^Inc" = { start = 10, multipler = 100 } }"#);
-    assert!(e.problem.contains("did you mean `multiplier`"), "{}", e.problem);
+    assert!(
+        e.problem.contains("did you mean `multiplier`"),
+        "{}",
+        e.problem
+    );
     // A generated start is drawn once per user.
-    let t = compile(r#"{ "^Inc" = { start = { "^RandomInt" = { min = 100, max = 999 } }, step = 5 } }"#);
+    let t = compile(
+        r#"{ "^Inc" = { start = { "^RandomInt" = { min = 100, max = 999 } }, step = 5 } }"#,
+    );
     let v = ints(&draw(&t, 4));
     assert!((100..=999).contains(&v[0]));
     assert_eq!(v, vec![v[0], v[0] + 5, v[0] + 10, v[0] + 15]);
@@ -1813,8 +1867,14 @@ fn date_and_inc_date() {
         other => panic!("{src}: {other:?}"),
     };
     assert_eq!(d(r#"{ "^Date" = "2015-01-01" }"#), 1_420_070_400_000);
-    assert_eq!(d(r#"{ "^Date" = "2022-01-03T00:00:00Z" }"#), 1_641_168_000_000);
-    assert_eq!(d(r#"{ "^Date" = "2016-01-18T01:49:23" }"#), 1_453_081_763_000);
+    assert_eq!(
+        d(r#"{ "^Date" = "2022-01-03T00:00:00Z" }"#),
+        1_641_168_000_000
+    );
+    assert_eq!(
+        d(r#"{ "^Date" = "2016-01-18T01:49:23" }"#),
+        1_453_081_763_000
+    );
     assert_eq!(d(r#"{ "^Date" = 86400000 }"#), 86_400_000);
     // genny reads a string of digits as milliseconds.
     assert_eq!(d(r#"{ "^Date" = "1000" }"#), 1000);
@@ -1837,12 +1897,11 @@ fn date_and_inc_date() {
         vec![start + 7_200_000, start + 7_260_000]
     );
     // Defaults: from the epoch, 1 ms apart.
-    assert_eq!(millis(&draw(&compile(r#"{ "^IncDate" = {} }"#), 3)), vec![0, 1, 2]);
-    assert_refused(&[(
-        r#"{ "^Date" = "2022-13-01" }"#,
-        "v.^Date",
-        "not a date",
-    )]);
+    assert_eq!(
+        millis(&draw(&compile(r#"{ "^IncDate" = {} }"#), 3)),
+        vec![0, 1, 2]
+    );
+    assert_refused(&[(r#"{ "^Date" = "2022-13-01" }"#, "v.^Date", "not a date")]);
 }
 
 #[test]
@@ -1852,7 +1911,10 @@ fn random_date_of_genny_leaves_out_max() {
         &genny(),
     );
     let seen: std::collections::HashSet<i64> = millis(&draw(&t, 200)).into_iter().collect();
-    assert_eq!(seen, [1_420_070_400_000, 1_420_070_400_001].into_iter().collect());
+    assert_eq!(
+        seen,
+        [1_420_070_400_000, 1_420_070_400_001].into_iter().collect()
+    );
     let own = compile(
         r#"{ "^RandomDate" = { min = "2015-01-01T00:00:00.000Z", max = "2015-01-01T00:00:00.002Z" } }"#,
     );
@@ -1867,15 +1929,20 @@ fn random_date_of_genny_leaves_out_max() {
 
 #[test]
 fn repeat_cycle_and_fixed_are_per_user_and_seeded() {
-    let r = compile(
-        r#"{ "^Repeat" = { count = 3, fromGenerator = { "^Inc" = { start = 1000 } } } }"#,
+    let r =
+        compile(r#"{ "^Repeat" = { count = 3, fromGenerator = { "^Inc" = { start = 1000 } } } }"#);
+    assert_eq!(
+        ints(&draw(&r, 7)),
+        vec![1000, 1000, 1000, 1001, 1001, 1001, 1002]
     );
-    assert_eq!(ints(&draw(&r, 7)), vec![1000, 1000, 1000, 1001, 1001, 1001, 1002]);
     let r = compile(
         r#"{ "^Repeat" = { count = 2, fromGenerator = { "^RandomInt" = { min = 0, max = 1000000000 } } } }"#,
     );
     let v = ints(&draw(&r, 6));
-    assert!(v[0] == v[1] && v[2] == v[3] && v[4] == v[5] && v[1] != v[2], "{v:?}");
+    assert!(
+        v[0] == v[1] && v[2] == v[3] && v[4] == v[5] && v[1] != v[2],
+        "{v:?}"
+    );
     assert_eq!(draw_with(&r, 6, &mut NoLookup, 7), draw(&r, 6));
 
     let c = compile(
@@ -1941,7 +2008,13 @@ fn choose_from_dataset_random_and_sequential() {
         &o,
     );
     let seen: std::collections::HashSet<String> = strings(&draw(&t, 200)).into_iter().collect();
-    assert_eq!(seen, ["red", "green", "blue"].map(String::from).into_iter().collect());
+    assert_eq!(
+        seen,
+        ["red", "green", "blue"]
+            .map(String::from)
+            .into_iter()
+            .collect()
+    );
     let s = compile_opts(
         r#"{ "^ChooseFromDataset" = { path = "./src/genny/src/workloads/datasets/colors-test.txt", sequential = true, startFromLine = 1 } }"#,
         &o,
@@ -1973,7 +2046,8 @@ fn choose_from_dataset_random_and_sequential() {
     );
     assert_eq!(e.key, "v.^ChooseFromDataset.path");
     assert!(
-        e.problem.contains("`./no/such/dataset-xyz.txt` was not found")
+        e.problem
+            .contains("`./no/such/dataset-xyz.txt` was not found")
             && e.problem.contains("src/workloads/datasets/"),
         "{}",
         e.problem
@@ -1994,11 +2068,23 @@ fn choose_from_dataset_random_and_sequential() {
 #[test]
 fn convert_to_numbers_as_genny_does() {
     let c = |src: &str| compile(src).constant().cloned().unwrap_or(Bson::Null);
-    assert_eq!(c(r#"{ "^ConvertToInt" = { from = "42" } }"#), Bson::Int64(42));
+    assert_eq!(
+        c(r#"{ "^ConvertToInt" = { from = "42" } }"#),
+        Bson::Int64(42)
+    );
     assert_eq!(c(r#"{ "^ConvertToInt" = { from = 7 } }"#), Bson::Int64(7));
-    assert_eq!(c(r#"{ "^ConvertToInt" = { from = "12.9" } }"#), Bson::Int64(12));
-    assert_eq!(c(r#"{ "^ConvertToInt32" = { from = "-5" } }"#), Bson::Int32(-5));
-    assert_eq!(c(r#"{ "^ConvertToDouble" = { from = "2.5e1" } }"#), Bson::Double(25.0));
+    assert_eq!(
+        c(r#"{ "^ConvertToInt" = { from = "12.9" } }"#),
+        Bson::Int64(12)
+    );
+    assert_eq!(
+        c(r#"{ "^ConvertToInt32" = { from = "-5" } }"#),
+        Bson::Int32(-5)
+    );
+    assert_eq!(
+        c(r#"{ "^ConvertToDouble" = { from = "2.5e1" } }"#),
+        Bson::Double(25.0)
+    );
     assert_eq!(
         c(r#"{ "^ConvertToDecimal" = { from = 1.25 } }"#),
         Bson::Decimal128("1.25".parse().expect("a decimal"))
@@ -2041,7 +2127,9 @@ fn convert_to_numbers_as_genny_does() {
 fn concat_arrays() {
     assert_eq!(
         compile(r#"{ "^Concat" = { arrays = [[1, 1], [2, 3, 5]] } }"#).constant(),
-        Some(&Bson::Array([1, 1, 2, 3, 5].into_iter().map(Bson::Int32).collect()))
+        Some(&Bson::Array(
+            [1, 1, 2, 3, 5].into_iter().map(Bson::Int32).collect()
+        ))
     );
     let t = compile(
         r#"{ "^Concat" = { arrays = [{ "^Array" = { of = { "^Inc" = {} }, number = 2 } }, [7]] } }"#,
@@ -2071,7 +2159,9 @@ fn array_distinct_gives_different_values_or_gives_up() {
     let t = compile(
         r#"{ "^Array" = { of = { "^RandomInt" = { min = 0, max = 3 } }, number = 10, distinct = true } }"#,
     );
-    let Bson::Array(items) = &draw(&t, 1)[0] else { panic!() };
+    let Bson::Array(items) = &draw(&t, 1)[0] else {
+        panic!()
+    };
     assert_eq!(items.len(), 4);
     // Int32 1 and Int64 1 are different BSON values.
     let t = compile(
@@ -2089,10 +2179,22 @@ fn time_spec_ip_and_now_timestamp() {
         Bson::Double(f) => f,
         other => panic!("{other:?}"),
     };
-    assert_eq!(ms(r#"{ "^TimeSpec" = { value = 2, unit = "seconds" } }"#), 2000.0);
-    assert_eq!(ms(r#"{ "^TimeSpec" = { value = 1.5, unit = "minute" } }"#), 90_000.0);
-    assert_eq!(ms(r#"{ "^TimeSpec" = { value = 250, unit = "microseconds" } }"#), 0.25);
-    assert_eq!(ms(r#"{ "^TimeSpec" = { value = 1, unit = "hours" } }"#), 3_600_000.0);
+    assert_eq!(
+        ms(r#"{ "^TimeSpec" = { value = 2, unit = "seconds" } }"#),
+        2000.0
+    );
+    assert_eq!(
+        ms(r#"{ "^TimeSpec" = { value = 1.5, unit = "minute" } }"#),
+        90_000.0
+    );
+    assert_eq!(
+        ms(r#"{ "^TimeSpec" = { value = 250, unit = "microseconds" } }"#),
+        0.25
+    );
+    assert_eq!(
+        ms(r#"{ "^TimeSpec" = { value = 1, unit = "hours" } }"#),
+        3_600_000.0
+    );
     let r = doubles(&draw(
         &compile(
             r#"{ "^TimeSpec" = { value = { "^RandomDouble" = { min = 0, max = 15 } }, unit = "seconds" } }"#,
@@ -2115,7 +2217,10 @@ fn time_spec_ip_and_now_timestamp() {
 
     let ips = strings(&draw(&compile(r#"{ "^IP" = {} }"#), N));
     for ip in &ips {
-        let octets: Vec<u32> = ip.split('.').map(|o| o.parse().expect("a number")).collect();
+        let octets: Vec<u32> = ip
+            .split('.')
+            .map(|o| o.parse().expect("a number"))
+            .collect();
         assert_eq!(octets.len(), 4, "{ip}");
         assert!(octets[0] < 128 && octets.iter().all(|&o| o < 256), "{ip}");
     }
@@ -2164,14 +2269,15 @@ fn bin_data_is_made_once_per_user() {
     let Bson::Binary(s) = one(r#"{ "^BinDataSensitive" = { numBytes = 8 } }"#) else {
         panic!()
     };
-    assert_eq!((s.bytes.len(), s.subtype), (8, BinarySubtype::UserDefined(8)));
+    assert_eq!(
+        (s.bytes.len(), s.subtype),
+        (8, BinarySubtype::UserDefined(8))
+    );
 }
 
 #[test]
 fn frequency_maps_give_each_string_its_count() {
-    let t = compile(
-        r#"{ "^TakeRandomStringFromFrequencyMap" = { from = { a = 3, b = 2 } } }"#,
-    );
+    let t = compile(r#"{ "^TakeRandomStringFromFrequencyMap" = { from = { a = 3, b = 2 } } }"#);
     let v = draw(&t, 6);
     let count = |s: &str| v.iter().filter(|x| **x == Bson::String(s.into())).count();
     assert_eq!((count("a"), count("b")), (3, 2));
@@ -2220,9 +2326,8 @@ fn format_string_takes_boosts_forms() {
 
 #[test]
 fn uuid_takes_genny_subtype() {
-    let t = compile(
-        r#"{ "^UUID" = { hex = "3b241101-e2bb-4255-8caf-4136c566a962", subType = 4 } }"#,
-    );
+    let t =
+        compile(r#"{ "^UUID" = { hex = "3b241101-e2bb-4255-8caf-4136c566a962", subType = 4 } }"#);
     assert!(matches!(
         t.constant(),
         Some(Bson::Binary(b)) if b.subtype == BinarySubtype::Uuid
