@@ -64,12 +64,13 @@ impl Kind {
         })
     }
 
-    /// Its parameters, in order, with their defaults (boost's).
+    /// Its parameters, in order, with their defaults when left out (genny needs each written).
     pub(super) fn params(self) -> &'static [(&'static str, f64)] {
         match self {
             Kind::Exponential => &[("lambda", 1.0)],
             Kind::Gamma => &[("alpha", 1.0), ("beta", 1.0)],
-            Kind::Weibull | Kind::ExtremeValue => &[("a", 1.0), ("b", 1.0)],
+            Kind::Weibull => &[("a", 1.0), ("b", 1.0)],
+            Kind::ExtremeValue => &[("a", 0.0), ("b", 1.0)],
             Kind::Beta => &[("alpha", 1.0), ("beta", 1.0)],
             Kind::Laplace => &[("mean", 0.0), ("beta", 1.0)],
             Kind::Normal => &[("mean", 0.0), ("sigma", 1.0)],

@@ -1403,6 +1403,12 @@ fn what_a_template_makes() {
 #[test]
 fn every_example_of_the_reference_compiles() {
     let doc = include_str!("../../../docs/workload-generators.md");
+    // The dataset the examples name, where a workload's directory would have it.
+    let dir = dataset_dir("names.txt", "James\nMary\n");
+    let options = CompileOptions {
+        genny: false,
+        base_dir: Some(dir.path().to_path_buf()),
+    };
     let mut blocks = 0;
     let mut rest = doc;
     while let Some(start) = rest.find("```toml\n") {
@@ -1414,7 +1420,7 @@ fn every_example_of_the_reference_compiles() {
             let t = if v.is_str() {
                 Template::compile_arg(v, k)
             } else {
-                Template::compile(v, k)
+                Template::compile_with(v, k, &options)
             };
             if let Err(e) = t {
                 panic!("{k}: {e:?}");
