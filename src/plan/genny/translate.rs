@@ -145,13 +145,6 @@ pub fn translate(file: &Path, workload: &Yaml, smoke: bool) -> Result<Translated
             if c.database != database {
                 e.insert("database".into(), Toml::String(c.database.clone()));
             }
-            if let Some(load) = &c.load {
-                e.insert("preload".into(), Toml::Integer(load.documents));
-                e.insert("document".into(), Toml::Table(load.document.clone()));
-                if !load.indexes.is_empty() {
-                    e.insert("indexes".into(), Toml::Array(load.indexes.clone()));
-                }
-            }
             Toml::Table(e)
         })
         .collect();
@@ -186,7 +179,6 @@ struct Coll {
     name: String,
     /// How groups and steps name it.
     key: String,
-    load: Option<Load>,
 }
 
 struct Load {
@@ -376,7 +368,6 @@ impl<'a> Translator<'a> {
             database: database.to_string(),
             name: name.to_string(),
             key: key.clone(),
-            load: None,
         });
         key
     }
@@ -1088,20 +1079,34 @@ impl<'a> Translator<'a> {
                 ))
             }
         };
-        self.load(
-            name,
-            p,
-            &database,
-            &coll,
-            Load {
-                documents,
-                document,
-                indexes: Vec::new(),
-            },
-        )
+        let batch = cx
+            .get("BatchSize")
+            .and_then(number)
+            .map_or(1000, |n| n as i64);
+        let load = Load {
+            documents,
+            document,
+            indexes: Vec::new(),
+        };
+        self.load(name, p, &database, &coll, load, batch, true)
     }
 
-    /// `coll` of `database` preloaded with `load`, once.
+    /// A name no group has yet: `base`, else `base.2`, `base.3`, ...
+    fn unique(&mut self, base: String) -> String {
+        if self.names.insert(base.clone()) {
+            return base;
+        }
+        let mut n = 2;
+        while !self.names.insert(format!("{base}.{n}")) {
+            n += 1;
+        }
+        format!("{base}.{n}")
+    }
+
+    /// `coll` of `database` loaded with `load` in phase `p`, as genny's loaders do: inserts of
+    /// `batch` documents (`IndividualBulkInsert`), the last batch the remainder, then its indexes
+    /// (`IndexBuild`), each a group of the phase's stage (a collection's groups run beside the
+    /// others'). `--smoke`: one batch.
     fn load(
         &mut self,
         actor: &str,
@@ -1109,32 +1114,65 @@ impl<'a> Translator<'a> {
         database: &str,
         coll: &str,
         load: Load,
+        batch: i64,
+        one: bool,
     ) -> Result<(), Refusal> {
-        if p > 0 {
-            self.notes.push(format!(
-                "{actor}: its documents of phase {p} load as the setup's preload, before phase 0"
+        if batch < 1 {
+            return Err(self.refuse(
+                Some(actor),
+                Some(p),
+                format!("`BatchSize: {batch}` is not a number of documents"),
             ));
         }
         let key = self.collection(database, coll);
-        let c = self
-            .collections
-            .iter_mut()
-            .find(|c| c.key == key)
-            .expect("just added");
-        // The same documents loaded again (by another phase or actor): the preload holds both.
-        if let Some(had) = &mut c.load {
-            if had.document == load.document && had.indexes == load.indexes {
-                had.documents += load.documents;
-                return Ok(());
-            }
-            return Err(Refusal {
-                file: self.file.clone(),
-                actor: Some(actor.to_string()),
-                phase: Some(p),
-                thing: format!("{database}.{coll} is loaded twice with different documents; the tool loads a collection once, as its preload"),
-            });
+        let base = if one {
+            actor.to_string()
+        } else {
+            format!("{actor}.{coll}")
+        };
+        let (full, rest) = (load.documents / batch, load.documents % batch);
+        let group = |name: String, loops: i64, steps: Vec<toml::Table>| {
+            let mut g = toml::Table::new();
+            g.insert("name".into(), Toml::String(name));
+            g.insert("stage".into(), Toml::String(format!("phase{p}")));
+            g.insert("threads".into(), Toml::Integer(1));
+            g.insert("loops".into(), Toml::Integer(loops));
+            g.insert("collection".into(), Toml::String(key.clone()));
+            g.insert(
+                "steps".into(),
+                Toml::Array(steps.into_iter().map(Toml::Table).collect()),
+            );
+            g
+        };
+        let insert = |n: i64| {
+            let mut a = toml::Table::new();
+            a.insert("document".into(), Toml::Table(load.document.clone()));
+            a.insert("batch".into(), Toml::Integer(n));
+            step("IndividualBulkInsert", &key, "insertMany", Toml::Table(a))
+        };
+        let smoke = self.smoke;
+        if full > 0 {
+            let name = self.unique(base.clone());
+            let g = group(name, if smoke { 1 } else { full }, vec![insert(batch)]);
+            self.groups.push(g);
         }
-        c.load = Some(load);
+        if rest > 0 && !(smoke && full > 0) {
+            let name = self.unique(format!("{base}.rest"));
+            let g = group(name, 1, vec![insert(rest)]);
+            self.groups.push(g);
+        }
+        if !load.indexes.is_empty() {
+            let mut cmd = toml::Table::new();
+            cmd.insert("createIndexes".into(), Toml::String(coll.to_string()));
+            cmd.insert("indexes".into(), Toml::Array(load.indexes.clone()));
+            let name = self.unique(format!("{base}.IndexBuild"));
+            let g = group(
+                name,
+                1,
+                vec![step("IndexBuild", &key, "command", Toml::Table(cmd))],
+            );
+            self.groups.push(g);
+        }
         Ok(())
     }
 
@@ -1169,13 +1207,31 @@ impl<'a> Translator<'a> {
         let mut indexes = Vec::new();
         if let Some(list) = cx.get("Indexes").and_then(Yaml::as_sequence) {
             for i in list {
+                // genny's: `key`, its name `field_value_...` unless the options name it.
+                let keys = i
+                    .get("keys")
+                    .map(to_toml)
+                    .unwrap_or(Toml::Table(Default::default()));
+                let name = keys
+                    .as_table()
+                    .map(|k| {
+                        k.iter()
+                            .map(|(f, v)| {
+                                format!(
+                                    "{f}_{}",
+                                    match v {
+                                        Toml::String(s) => s.clone(),
+                                        other => other.to_string(),
+                                    }
+                                )
+                            })
+                            .collect::<Vec<_>>()
+                            .join("_")
+                    })
+                    .unwrap_or_default();
                 let mut t = toml::Table::new();
-                t.insert(
-                    "keys".into(),
-                    i.get("keys")
-                        .map(to_toml)
-                        .unwrap_or(Toml::Table(Default::default())),
-                );
+                t.insert("key".into(), keys);
+                t.insert("name".into(), Toml::String(name));
                 if let Some(Toml::Table(o)) = i.get("options").map(to_toml) {
                     t.extend(o);
                 }
@@ -1213,13 +1269,23 @@ impl<'a> Translator<'a> {
         }
         loads.sort_unstable();
         loads.dedup();
+        let batch = int("BatchSize")?;
+        let one = loads.len() == 1;
         for i in loads {
             let load = Load {
                 documents,
                 document: document.clone(),
                 indexes: indexes.clone(),
             };
-            self.load(name, p, &database, &format!("Collection{i}"), load)?;
+            self.load(
+                name,
+                p,
+                &database,
+                &format!("Collection{i}"),
+                load,
+                batch,
+                one,
+            )?;
         }
         Ok(())
     }
@@ -1435,14 +1501,39 @@ mod tests {
     }
 
     #[test]
-    fn a_loader_is_the_preload_of_its_collections() {
-        let t = read("Actors:\n- Name: L\n  Type: Loader\n  Threads: 1\n  Phases:\n  - Repeat: 1\n    Database: db\n    CollectionCount: 2\n    DocumentCount: 100\n    BatchSize: 10\n    Document: {a: {^RandomInt: {min: 1, max: 9}}}\n    Indexes: [{keys: {a: 1}}]\n- Name: R\n  Type: RunCommand\n  Database: db\n  Phases:\n  - {Nop: true}\n  - Repeat: 2\n    Operation: {OperationCommand: {ping: 1}}\n", false).unwrap();
+    fn a_loader_inserts_its_documents_in_its_phase_the_last_batch_the_remainder() {
+        let t = read("Actors:\n- Name: L\n  Type: Loader\n  Threads: 1\n  Phases:\n  - Repeat: 1\n    Database: db\n    CollectionCount: 2\n    DocumentCount: 105\n    BatchSize: 10\n    Document: {a: {^RandomInt: {min: 1, max: 9}}}\n    Indexes: [{keys: {a: 1}}]\n- Name: R\n  Type: RunCommand\n  Database: db\n  Phases:\n  - {Nop: true}\n  - Repeat: 2\n    Operation: {OperationCommand: {ping: 1}}\n", false).unwrap();
         let colls = t.profile["collection"].as_array().unwrap();
         assert_eq!(colls.len(), 2);
-        assert_eq!(colls[1]["preload"].as_integer(), Some(100));
         assert_eq!(t.profile["target"]["database"].as_str(), Some("db"));
         let g = t.profile["group"].as_array().unwrap();
-        assert_eq!(g.len(), 1, "the Loader sends nothing of its own");
-        assert_eq!(g[0]["stage"].as_str(), Some("phase1"));
+        let names: Vec<&str> = g.iter().map(|g| g["name"].as_str().unwrap()).collect();
+        assert_eq!(
+            names,
+            [
+                "L.Collection0",
+                "L.Collection0.rest",
+                "L.Collection0.IndexBuild",
+                "L.Collection1",
+                "L.Collection1.rest",
+                "L.Collection1.IndexBuild",
+                "R"
+            ]
+        );
+        assert_eq!(g[0]["loops"].as_integer(), Some(10));
+        assert_eq!(
+            g[0]["steps"][0]["insertMany"]["batch"].as_integer(),
+            Some(10)
+        );
+        assert_eq!(
+            g[1]["steps"][0]["insertMany"]["batch"].as_integer(),
+            Some(5)
+        );
+        assert_eq!(
+            g[2]["steps"][0]["command"]["indexes"][0]["name"].as_str(),
+            Some("a_1")
+        );
+        assert_eq!(g[0]["stage"].as_str(), Some("phase0"));
+        assert_eq!(g[6]["stage"].as_str(), Some("phase1"));
     }
 }
