@@ -69,6 +69,25 @@ def validate(binary, path):
     return False, "refused: " + one_line(p.stderr, path)
 
 
+def first_message(v):
+    """The first error message in summary.json's error_messages (whatever its nesting)."""
+    if isinstance(v, dict):
+        if isinstance(v.get("message"), str):
+            return v["message"]
+        for x in v.values():
+            m = first_message(x)
+            if m:
+                return m
+    elif isinstance(v, list):
+        for x in v:
+            m = first_message(x)
+            if m:
+                return m
+    elif isinstance(v, str):
+        return v
+    return ""
+
+
 def smoke(binary, path):
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "run")
@@ -88,11 +107,7 @@ def smoke(binary, path):
         ops, errors = total["samples"], total["errors"]
         if errors == 0:
             return f"ran: {ops} operations"
-        msgs = run.get("error_messages") or []
-        first = ""
-        if msgs:
-            m = msgs[0]
-            first = m.get("message", "") if isinstance(m, dict) else str(m)
+        first = first_message(run.get("error_messages")) or first_message(run.get("error_kinds"))
         first = re.sub(r"\s+", " ", first)[:160].replace("|", "\\|")
         return f"refused by the server: {errors} of {ops} operations: {first}"
 
@@ -129,11 +144,14 @@ def main():
     valid = sum(1 for r in rows if r[1].startswith("valid"))
     ran = sum(1 for r in rows if r[2].startswith("ran"))
     server = sum(1 for r in rows if r[2].startswith("refused by the server"))
+    head = f"{len(rows)} workloads: {valid} validate, {len(rows) - valid} are refused by the tool"
+    if args.validate_only:
+        head += " (written with --validate-only: the smoke runs are not in this table)."
+    else:
+        head += (f"; of those that validate, {ran} ran every phase once (`--smoke`) against the "
+                 f"embedded server, {server} ran with some operations refused by the server.")
     lines = [
-        f"{len(rows)} workloads: {valid} validate, {len(rows) - valid} are refused by the tool; "
-        f"of those that validate, {ran} ran every phase once (`--smoke`) against the embedded "
-        f"server, {server} ran with some operations refused by the server"
-        + ("" if args.validate_only else "") + ".",
+        head,
         "",
         "| workload | validate | `run --smoke` on the embedded server |",
         "| --- | --- | --- |",

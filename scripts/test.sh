@@ -141,4 +141,9 @@ else
   python3 scripts/check-docs.py "$bin" || docs_rc=$?
 fi
 [ "$rc" -ne 0 ] || rc=$docs_rc
-finish "$rc" "full (every test, and the docs' quoted outputs)"
+# genny's workloads (../shared/reference/genny): what `validate` says of each, as docs/genny.md's
+# table says it (fails, rather than passes empty, when the copy is missing).
+genny_rc=0
+python3 scripts/genny-corpus.py --bin "$bin" --check --validate-only || genny_rc=$?
+[ "$rc" -ne 0 ] || rc=$genny_rc
+finish "$rc" "full (every test, the docs' quoted outputs, genny's corpus)"

@@ -66,6 +66,9 @@ pub const ACTORS: [&str; 13] = [
     "LoggingActor",
 ];
 
+/// Most groups a workload may make.
+const MAX_GROUPS: usize = 200;
+
 /// Actors that send nothing and hold no phase: they sit out.
 const SILENT: [&str; 1] = ["LoggingActor"];
 
@@ -107,6 +110,17 @@ pub fn translate(file: &Path, workload: &Yaml, smoke: bool) -> Result<Translated
             ));
             t.groups.truncate(before);
         }
+    }
+    // A group per loaded collection: a thousand collections would be a plan too slow to build.
+    if t.groups.len() > MAX_GROUPS {
+        return Err(t.refuse(
+            None,
+            None,
+            format!(
+                "it makes {} groups (a group per collection a loader fills), more than the {MAX_GROUPS} the tool reads of a genny workload yet",
+                t.groups.len()
+            ),
+        ));
     }
     if t.groups.is_empty() {
         return Err(t.refuse(
