@@ -56,6 +56,8 @@ def one_line(text, path):
         if not line or line.startswith("fix:") or line.startswith("note:"):
             continue
         line = line.replace(path + ": ", "").replace(path, "")
+        # Paths into the copy, the same on every machine.
+        line = re.sub(r"[^\s`'\"(]*shared/reference/genny", "genny", line)
         return line.replace("|", "\\|")
     return "(no message)"
 
