@@ -197,6 +197,8 @@ struct Coll {
 
 struct Load {
     documents: i64,
+    /// Documents per insert.
+    batch: i64,
     document: toml::Table,
     indexes: Vec<Toml>,
 }
@@ -1099,10 +1101,11 @@ impl<'a> Translator<'a> {
             .map_or(1000, |n| n as i64);
         let load = Load {
             documents,
+            batch,
             document,
             indexes: Vec::new(),
         };
-        self.load(name, p, &database, &coll, load, batch, true)
+        self.load(name, p, &database, &coll, load, true)
     }
 
     /// A name no group has yet: `base`, else `base.2`, `base.3`, ...
@@ -1128,9 +1131,9 @@ impl<'a> Translator<'a> {
         database: &str,
         coll: &str,
         load: Load,
-        batch: i64,
         one: bool,
     ) -> Result<(), Refusal> {
+        let batch = load.batch;
         if batch < 1 {
             return Err(self.refuse(
                 Some(actor),
@@ -1288,18 +1291,11 @@ impl<'a> Translator<'a> {
         for i in loads {
             let load = Load {
                 documents,
+                batch,
                 document: document.clone(),
                 indexes: indexes.clone(),
             };
-            self.load(
-                name,
-                p,
-                &database,
-                &format!("Collection{i}"),
-                load,
-                batch,
-                one,
-            )?;
+            self.load(name, p, &database, &format!("Collection{i}"), load, one)?;
         }
         Ok(())
     }

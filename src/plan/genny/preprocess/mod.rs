@@ -332,7 +332,7 @@ impl Parser {
                 self.templates(value)?;
                 Ok(out)
             }
-            Some("ActorFromTemplate") => self.from_template(value),
+            Some("ActorFromTemplate") => self.expand_template(value),
             Some("Actors") => {
                 let actors = self.actors(value)?;
                 self.add(out, key, actors)
@@ -659,7 +659,7 @@ impl Parser {
 
     /// `ActorFromTemplate: {TemplateName, TemplateParameters}`: the template's `Config`, expanded
     /// in a scope of its own with the parameters.
-    fn from_template(&mut self, node: &Value) -> Result<Value> {
+    fn expand_template(&mut self, node: &Value) -> Result<Value> {
         let node = self.mapping(
             node,
             "`ActorFromTemplate` takes a mapping with `TemplateName` and `TemplateParameters`",

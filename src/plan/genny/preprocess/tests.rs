@@ -954,12 +954,12 @@ fn genny_corpus_expands_but_for_the_files_the_copy_lacks() {
             Err(e) => failures.push((relative, e)),
         }
     }
-    eprintln!(
+    errln!(
         "genny corpus: {expanded} of {workloads} workloads expand ({} .yml files)",
         files.len()
     );
     for (relative, error) in &failures {
-        eprintln!("  {relative}: {error}");
+        errln!("  {relative}: {error}");
     }
     assert!(
         workloads >= 377,
