@@ -105,13 +105,16 @@ pub async fn run_stage<B: Backend>(stage: &Stage, ctx: &Arc<Context<B>>) -> Vec<
         if let Some(schedule) = schedule {
             ctx.steer.start_open(group.index, Arc::clone(&schedule));
             *alive.entry(group.index).or_insert(0) += 1;
-            holding += 1;
+            if group.stop != StopAt::Background {
+                holding += 1;
+            }
             let task = users.spawn(open::group(
                 Arc::clone(&group),
                 Arc::clone(ctx),
                 group_start,
                 schedule,
                 Arc::clone(&open_failures),
+                held.clone(),
             ));
             who.insert(task.id(), (Arc::clone(&group), 0));
             continue;

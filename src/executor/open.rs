@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use tokio::task::JoinSet;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use super::pacer::Schedule;
 use super::user::{one_op, Slot, User};
@@ -75,6 +76,8 @@ struct Shared<B> {
     /// The recorder is gone: nothing more can be recorded.
     gone: AtomicBool,
     panicked: Mutex<Vec<(tokio::task::Id, u32)>>,
+    /// A background group's end: the stage's other groups are done (None: not background).
+    held: Option<CancellationToken>,
 }
 
 /// The users not in an operation: how many were made (the rest are made when first needed),
@@ -106,6 +109,14 @@ impl<B: Backend> Shared<B> {
             .push_back(user);
     }
 
+    /// A background group's end, for a wait: never for another group.
+    async fn released(&self) {
+        match &self.held {
+            Some(h) => h.cancelled().await,
+            None => std::future::pending().await,
+        }
+    }
+
     /// The end of the run or of the group's duration, for a wait with no other end.
     fn far(&self) -> Instant {
         self.deadline
@@ -122,7 +133,10 @@ async fn worker<B: Backend>(s: Arc<Shared<B>>, mut free_since: Option<Instant>) 
     // `free_since`: when this worker's last operation ended (None before a first worker's
     // first).
     loop {
-        if s.ctx.stop.is_cancelled() || s.gone.load(Ordering::Relaxed) {
+        if s.ctx.stop.is_cancelled()
+            || s.gone.load(Ordering::Relaxed)
+            || s.held.as_ref().is_some_and(CancellationToken::is_cancelled)
+        {
             return;
         }
         let Some((j, due)) = s.schedule.claim() else {
@@ -138,6 +152,7 @@ async fn worker<B: Backend>(s: Arc<Shared<B>>, mut free_since: Option<Instant>) 
                 // A slower rate can put the slot past the group's end.
                 _ = tokio::time::sleep_until(s.far()) => return,
                 _ = s.ctx.stop.cancelled() => return,
+                () = s.released() => return,
             }
         } else {
             due
@@ -160,6 +175,7 @@ async fn worker<B: Backend>(s: Arc<Shared<B>>, mut free_since: Option<Instant>) 
                     p = Arc::clone(&s.ctx.pool).acquire_owned() => p.ok(),
                     _ = tokio::time::sleep_until(s.far()) => None,
                     _ = s.ctx.stop.cancelled() => None,
+                    () = s.released() => None,
                 };
                 match permit {
                     Some(p) => p,
@@ -197,7 +213,8 @@ async fn worker<B: Backend>(s: Arc<Shared<B>>, mut free_since: Option<Instant>) 
 }
 
 /// Runs an open-loop group to its end: its users started over the ramp-up, then every slot of
-/// its schedule until its duration or loops are over or the run stops. Each user whose
+/// its schedule until its duration or loops are over, the stage's other groups are done (a
+/// background group: `held` cancelled) or the run stops. Each user whose
 /// operation panicked goes into `failures` at once, named as `run_stage` names them (so an
 /// abort after the stop's grace loses none), and its worker is replaced while users remain.
 pub(super) async fn group<B: Backend>(
@@ -206,6 +223,7 @@ pub(super) async fn group<B: Backend>(
     group_start: Instant,
     schedule: Arc<Schedule>,
     failures: Arc<Mutex<Vec<String>>>,
+    held: CancellationToken,
 ) {
     tokio::select! {
         _ = tokio::time::sleep_until(group_start) => {}
@@ -249,6 +267,7 @@ pub(super) async fn group<B: Backend>(
         group: Arc::clone(&group),
         ctx: Arc::clone(&ctx),
         schedule,
+        held: (group.stop == StopAt::Background).then_some(held),
     });
     // As many operations in flight as there are users, and at most the pool's connections.
     let workers = threads.min(ctx.pool_size.max(1));

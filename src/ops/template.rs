@@ -419,6 +419,7 @@ async fn aggregate(
         allow_disk_use,
         batch_size,
         hint: h,
+        max_time_ms,
         ..
     } = command
     else {
@@ -436,6 +437,9 @@ async fn aggregate(
     }
     if let Some(h) = hint(h) {
         agg = agg.hint(h);
+    }
+    if let Some(ms) = max_time_ms {
+        agg = agg.max_time(std::time::Duration::from_millis(*ms));
     }
     let cursor = match session.as_deref_mut() {
         Some(s) => Cursor::In(agg.session(s).await?),

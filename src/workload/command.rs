@@ -151,7 +151,7 @@ impl Verb {
                 "collation",
                 "maxTimeMS",
             ],
-            Verb::Aggregate => &["pipeline", "allowDiskUse", "batchSize", "hint"],
+            Verb::Aggregate => &["pipeline", "allowDiskUse", "batchSize", "hint", "maxTimeMS"],
             Verb::CountDocuments => &["filter", "skip", "limit", "hint"],
             Verb::EstimatedDocumentCount => &[],
             Verb::Distinct => &["key", "filter"],
@@ -360,6 +360,7 @@ pub enum Command {
         allow_disk_use: Option<bool>,
         batch_size: Option<u32>,
         hint: Option<Bson>,
+        max_time_ms: Option<u64>,
     },
     Count {
         filter: Template,
@@ -935,6 +936,7 @@ pub fn wire_command(op: &TemplateOp, body: Body) -> Option<Document> {
             Command::Aggregate {
                 allow_disk_use,
                 hint,
+                max_time_ms,
                 ..
             },
             Body::Pipeline(stages),
@@ -942,6 +944,7 @@ pub fn wire_command(op: &TemplateOp, body: Body) -> Option<Document> {
             let mut d = doc! { "aggregate": coll, "pipeline": stages, "cursor": {} };
             put(&mut d, "allowDiskUse", allow_disk_use.map(Bson::Boolean));
             put(&mut d, "hint", hint.clone());
+            put(&mut d, "maxTimeMS", max_time_ms.map(|n| Bson::Int64(n as i64)));
             d
         }
         (

@@ -78,6 +78,28 @@ pub(super) fn stages(
             }),
         }
     }
+    // A background group runs until the stage's other groups end: a stage needs one that ends.
+    if let Some(s) = stages
+        .iter()
+        .find(|s| s.groups.iter().all(|g| g.stop == crate::plan::StopAt::Background))
+    {
+        let index = groups
+            .iter()
+            .position(|g| g.stage.clone().unwrap_or_default() == s.name)
+            .unwrap_or(0);
+        let at = GroupAt {
+            loaded,
+            index,
+            g: &groups[index],
+        };
+        return Err(at.err(
+            "background",
+            format!(
+                "every group of stage `{}` is a background group, which runs until the stage's other groups are done: nothing would end it",
+                s.name
+            ),
+        ));
+    }
     Ok(stages)
 }
 

@@ -79,11 +79,10 @@ pub fn step_name(group: &str, rate: f64) -> String {
 }
 
 impl GroupAt<'_> {
-    /// What only a closed-loop group does: at least loops and a duration, background, sleeps.
+    /// What only a closed-loop group does: at least loops and a duration, sleeps.
     fn closed_loop_only(&self, g: &GroupPlan) -> Result<(), ProfileError> {
         let what = match g.stop {
             crate::plan::StopAt::AtLeast(..) => Some("at_least"),
-            crate::plan::StopAt::Background => Some("background"),
             _ if !g.sleep_before.is_zero() => Some("sleep_before"),
             _ if !g.sleep_after.is_zero() => Some("sleep_after"),
             _ => None,

@@ -442,6 +442,9 @@ impl<'a> Args<'a> {
                 .int("batchSize", 0, i64::from(i32::MAX))?
                 .map(|n| n as u32),
             hint: self.hint()?,
+            max_time_ms: self
+                .int("maxTimeMS", 0, i64::from(i32::MAX))?
+                .map(|n| n as u64),
         })
     }
 

@@ -67,7 +67,7 @@ pub const ACTORS: [&str; 13] = [
 ];
 
 /// Most groups a workload may make.
-const MAX_GROUPS: usize = 200;
+const MAX_GROUPS: usize = 5000;
 
 /// Actors that send nothing and hold no phase: they sit out.
 const SILENT: [&str; 1] = ["LoggingActor"];
@@ -849,7 +849,16 @@ impl<'a> Translator<'a> {
             }
             "find" | "findOne" => {
                 put(&mut args, "filter", c.get("Filter"));
-                self.options(op_name, c.get("Options"), &mut args, &[("Limit", "limit"), ("Skip", "skip"), ("Sort", "sort"), ("Projection", "projection"), ("Hint", "hint"), ("BatchSize", "batchSize"), ("Collation", "collation"), ("MaxTime", "maxTimeMS")])
+                // `ReadPreference` is the group's (the tool's are per group), as WriteConcern.
+                let mut options = c.get("Options").cloned();
+                if let Some(rp) = options.as_mut().and_then(Yaml::as_mapping_mut).and_then(|o| o.remove("ReadPreference")) {
+                    let ours = read_preference(&rp).ok_or_else(|| bad(self, format!("`ReadPreference: {}` is not one the tool reads (ReadMode, MaxStaleness)", show(&rp))))?;
+                    if g.get("read_preference").is_some_and(|old| *old != ours) {
+                        return Err(bad(self, "two read preferences in one phase of an actor are not supported (the tool's are per group)".into()));
+                    }
+                    g.insert("read_preference".into(), ours);
+                }
+                self.options(op_name, options.as_ref(), &mut args, &[("Limit", "limit"), ("Skip", "skip"), ("Sort", "sort"), ("Projection", "projection"), ("Hint", "hint"), ("BatchSize", "batchSize"), ("Collation", "collation"), ("MaxTime", "maxTimeMS")])
                     .map_err(|e| bad(self, e))?;
                 if op_name == "findOne" {
                     args.remove("limit");
@@ -859,7 +868,7 @@ impl<'a> Translator<'a> {
             }
             "aggregate" => {
                 put(&mut args, "pipeline", c.get("Pipeline"));
-                self.options(op_name, c.get("Options"), &mut args, &[("AllowDiskUse", "allowDiskUse"), ("BatchSize", "batchSize"), ("Hint", "hint")])
+                self.options(op_name, c.get("Options"), &mut args, &[("AllowDiskUse", "allowDiskUse"), ("BatchSize", "batchSize"), ("Hint", "hint"), ("MaxTime", "maxTimeMS")])
                     .map_err(|e| bad(self, e))?;
                 "aggregate"
             }
@@ -1415,6 +1424,22 @@ fn write_concern(v: &Yaml) -> Option<Toml> {
             Toml::String(humantime::format_duration(d).to_string()),
         );
     }
+    Some(Toml::Table(t))
+}
+
+/// genny's `ReadPreference` (`ReadMode`, `MaxStaleness`) as the group's `read_preference`.
+fn read_preference(v: &Yaml) -> Option<Toml> {
+    let mode = v.get("ReadMode")?.as_str()?;
+    crate::plan::ReadPref::from_name(mode)?;
+    let Some(stale) = v.get("MaxStaleness") else {
+        return Some(Toml::String(mode.into()));
+    };
+    let mut t = toml::Table::new();
+    t.insert("mode".into(), Toml::String(mode.into()));
+    t.insert(
+        "maxStalenessSeconds".into(),
+        Toml::Integer(duration(stale)?.as_secs() as i64),
+    );
     Some(Toml::Table(t))
 }
 

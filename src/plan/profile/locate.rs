@@ -25,6 +25,67 @@ pub fn key_at(source: &str, offset: usize) -> Option<(String, Range<usize>)> {
     best.map(|(path, span, _)| (path, span))
 }
 
+/// Every value's span by its key path, from one parse: `span_of` for many paths of one text
+/// (a genny workload's profile has thousands of operations, each located for its row).
+#[derive(Debug, Clone, Default)]
+pub struct Spans(std::collections::HashMap<Vec<OwnedSeg>, Range<usize>>);
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum OwnedSeg {
+    Key(String),
+    Index(usize),
+}
+
+impl Spans {
+    pub fn of(source: &str) -> Spans {
+        let mut spans = Spans::default();
+        if let Ok(doc) = DeTable::parse(source) {
+            spans.table(doc.get_ref(), &mut Vec::new());
+        }
+        spans
+    }
+
+    fn table(&mut self, t: &DeTable, at: &mut Vec<OwnedSeg>) {
+        for (k, v) in t.iter() {
+            at.push(OwnedSeg::Key(k.get_ref().to_string()));
+            self.value(v, at);
+            at.pop();
+        }
+    }
+
+    fn value(&mut self, v: &Spanned<DeValue>, at: &mut Vec<OwnedSeg>) {
+        self.0.insert(at.clone(), v.span());
+        match v.get_ref() {
+            DeValue::Table(t) => self.table(t, at),
+            DeValue::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    at.push(OwnedSeg::Index(i));
+                    self.value(item, at);
+                    at.pop();
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// As `span_of`: the value at the path, or at its nearest existing ancestor.
+    pub fn get(&self, path: &str) -> Option<Range<usize>> {
+        let mut at = Vec::new();
+        let mut last = None;
+        for seg in segments(path) {
+            at.push(match seg {
+                Seg::Key(k) => OwnedSeg::Key(k.to_string()),
+                Seg::Index(i) => OwnedSeg::Index(i),
+            });
+            match self.0.get(&at) {
+                Some(span) => last = Some(span.clone()),
+                None => break,
+            }
+        }
+        last
+    }
+}
+
 /// The span of the value at a dotted key path, or of its nearest existing ancestor.
 pub fn span_of(source: &str, path: &str) -> Option<Range<usize>> {
     let doc = DeTable::parse(source).ok()?;
@@ -130,6 +191,22 @@ mod tests {
         let (path, span) = key_at(SRC, at).unwrap();
         assert_eq!(path, "group[1].threads");
         assert_eq!(&SRC[span], "-5");
+    }
+
+    #[test]
+    fn spans_find_what_span_of_finds() {
+        let spans = Spans::of(SRC);
+        for path in [
+            "group[0].threads",
+            "group[1].name",
+            "group[1]",
+            "group[1].nothing",
+            "name",
+            "group[5].threads",
+            "",
+        ] {
+            assert_eq!(spans.get(path), span_of(SRC, path), "{path}");
+        }
     }
 
     #[test]

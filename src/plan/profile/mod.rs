@@ -22,6 +22,8 @@ pub struct Loaded {
     pub profile: Profile,
     /// A genny workload: how it was read (its profile is `text`, made from it).
     pub genny: Option<crate::plan::genny::Read>,
+    /// The values' spans in `text`, read the first time an error is located.
+    spans: std::sync::OnceLock<locate::Spans>,
 }
 
 impl Loaded {
@@ -32,7 +34,10 @@ impl Loaded {
         problem: impl Into<String>,
         expected: impl Into<String>,
     ) -> ProfileError {
-        let span = locate::span_of(&self.text, key);
+        let span = self
+            .spans
+            .get_or_init(|| locate::Spans::of(&self.text))
+            .get(key);
         let (line, column) = span
             .as_ref()
             .map_or((1, 1), |s| locate::line_col(&self.text, s.start));
@@ -134,6 +139,7 @@ pub fn parse(origin: &str, text: &str, stem: &str) -> Result<Loaded, ProfileErro
         text: text.to_string(),
         profile,
         genny: None,
+        spans: std::sync::OnceLock::new(),
     })
 }
 

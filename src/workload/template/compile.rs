@@ -965,6 +965,8 @@ fn date_value(v: &V, at: &str, name: &str, o: &CompileOptions) -> Result<DateArg
     let made = n.types();
     match n {
         Node::Const(Bson::DateTime(d)) => Ok(DateArg::When(When::At(d.timestamp_millis()))),
+        // A string made once (a ^FormatString of written arguments) reads as one written.
+        Node::Const(Bson::String(s)) => time::parse_when(&s).map(DateArg::When).map_err(bad),
         Node::Const(b) => match generators::to_i64(&b) {
             Some(ms) => Ok(DateArg::When(When::At(ms))),
             None => Err(bad(format!("{} is not a date", kind(&b)))),

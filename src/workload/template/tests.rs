@@ -347,6 +347,18 @@ fn random_date_between_iso_bounds() {
 }
 
 #[test]
+fn random_date_of_a_string_made_once() {
+    // genny's TimeseriesFixedBucketing: bounds a ^FormatString of written arguments makes.
+    let t = compile(
+        r#"{ "^RandomDate" = { min = { "^FormatString" = { format = "%s.000Z", withArgs = ["2016-01-13T01:00:00"] } }, max = { "^FormatString" = { format = "%s.250Z", withArgs = ["2016-01-13T01:00:00"] } } } }"#,
+    );
+    let lo = 1_452_646_800_000; // 2016-01-13T01:00:00Z
+    let v = millis(&draw(&t, 50));
+    assert!(v.iter().all(|m| (lo..=lo + 250).contains(m)), "{v:?}");
+    assert!(v.iter().any(|&m| m != v[0]), "{v:?}");
+}
+
+#[test]
 fn random_date_relative_to_now_and_toml_datetimes() {
     let t = compile(r#"{ "^RandomDate" = { min = "-30d", max = "now" } }"#);
     let v = millis(&draw(&t, N));
