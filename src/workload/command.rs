@@ -944,7 +944,11 @@ pub fn wire_command(op: &TemplateOp, body: Body) -> Option<Document> {
             let mut d = doc! { "aggregate": coll, "pipeline": stages, "cursor": {} };
             put(&mut d, "allowDiskUse", allow_disk_use.map(Bson::Boolean));
             put(&mut d, "hint", hint.clone());
-            put(&mut d, "maxTimeMS", max_time_ms.map(|n| Bson::Int64(n as i64)));
+            put(
+                &mut d,
+                "maxTimeMS",
+                max_time_ms.map(|n| Bson::Int64(n as i64)),
+            );
             d
         }
         (

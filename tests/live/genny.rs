@@ -180,6 +180,58 @@ fn a_global_rate_holds_its_rate_by_the_servers_count() {
 }
 
 #[test]
+fn a_background_actor_at_a_global_rate_keeps_its_rate_and_stops_when_its_phase_closes() {
+    let Some(server) = TestServer::start_alone() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = unique_db("genny_bg_rate");
+    // genny's MixedMultiDeletes shape: a writer at a GlobalRate in the background (open loop)
+    // while another actor holds the phase for about a second.
+    let path = workload(
+        dir.path(),
+        "bg.yml",
+        &format!(
+            "SchemaVersion: 2018-07-01\nActors:\n\
+             - Name: Writer\n  Type: CrudActor\n  Threads: 4\n  Database: {db}\n  Phases:\n\
+             \x20 - Blocking: None\n    GlobalRate: 1 per 5 milliseconds\n    Collection: c\n\
+             \x20   Operations: [{{OperationName: insertOne, OperationCommand: {{Document: {{a: 1}}}}}}]\n\
+             - Name: Holder\n  Type: HelloWorld\n  Phases:\n\
+             \x20 - {{Repeat: 100, SleepBefore: 10 milliseconds}}\n"
+        ),
+    );
+    let out = dir.path().join("run");
+    let (summary, _, _) = server.run_ok(path.to_str().unwrap(), &out, &[]);
+    let s = samples(&out);
+    let holder_end = s
+        .iter()
+        .filter(|x| x.0 == "Holder")
+        .map(|x| x.2)
+        .max()
+        .unwrap();
+    let writer: Vec<_> = s.iter().filter(|x| x.0 == "Writer").collect();
+    let first = writer.iter().map(|x| x.1).min().unwrap();
+    let last = writer.iter().map(|x| x.1).max().unwrap();
+    // It stops with the phase: no insert began after the holder's last operation ended.
+    assert!(
+        last <= holder_end,
+        "Writer began an insert after its phase closed"
+    );
+    // It kept its rate while the phase was open: 200/s over the span it ran.
+    let span_s = (holder_end - first) as f64 / 1e6;
+    let inserted = server.count(&db, "c", doc! {}) as f64;
+    let expected = 200.0 * span_s;
+    assert!(
+        span_s >= 0.9 && (inserted - expected).abs() <= 0.1 * expected + 5.0,
+        "200/s for {span_s:.2} s is {expected:.0} inserts; the server holds {inserted}"
+    );
+    assert_eq!(
+        row(&summary, "Writer")["samples"].as_f64().unwrap(),
+        inserted
+    );
+}
+
+#[test]
 fn what_the_tool_does_not_run_is_refused_in_one_line_before_anything_is_sent() {
     let dir = tempfile::tempdir().unwrap();
     let path = workload(

@@ -79,10 +79,11 @@ pub(super) fn stages(
         }
     }
     // A background group runs until the stage's other groups end: a stage needs one that ends.
-    if let Some(s) = stages
-        .iter()
-        .find(|s| s.groups.iter().all(|g| g.stop == crate::plan::StopAt::Background))
-    {
+    if let Some(s) = stages.iter().find(|s| {
+        s.groups
+            .iter()
+            .all(|g| g.stop == crate::plan::StopAt::Background)
+    }) {
         let index = groups
             .iter()
             .position(|g| g.stage.clone().unwrap_or_default() == s.name)
@@ -344,6 +345,25 @@ mod tests {
         .unwrap_err();
         assert_eq!((e.key.as_str(), e.line), ("group[0]", 3));
         assert!(e.problem.contains("neither loops nor duration"));
+    }
+
+    #[test]
+    fn a_stage_of_background_groups_only_is_refused_and_a_rate_may_run_in_the_background() {
+        let e = build(&format!(
+            "{DOC}[[group]]\nname = \"i\"\nop = \"insert\"\nthreads = 2\nbackground = true\n"
+        ))
+        .unwrap_err();
+        assert_eq!(e.key, "group[0].background");
+        assert!(e.problem.contains("nothing would end it"), "{}", e.problem);
+        let plan = build(&format!(
+            "{DOC}[[group]]\nname = \"i\"\nop = \"insert\"\nthreads = 2\nbackground = true\nrate = 100\n[[group]]\nname = \"f\"\nop = \"find\"\nthreads = 1\nloops = 3\n"
+        ))
+        .unwrap();
+        let g = plan.groups().find(|g| g.name == "i").unwrap();
+        assert_eq!(
+            (g.stop, g.rate),
+            (crate::plan::StopAt::Background, Some(100.0))
+        );
     }
 
     #[test]
