@@ -12,7 +12,7 @@ import time
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 3
 DURATION = sys.argv[2] if len(sys.argv) > 2 else "10s"
 # Which parts to run: all by default; `parity` the throughput of insert, find and the template
-# profile against the bare driver; `instructions` the callgrind counts; `users` RSS with 10^4 to
+# profile against the bare driver; `instructions` the callgrind counts; `genny` a genny CrudActor insertOne against the same TOML insert (callgrind); `users` RSS with 10^4 to
 # 10^6 virtual users; `template` only the template profile against the bare driver;
 # `costs` runs only the costs of the sample log, the sampler
 # and the interval log; `hlog` only the interval log's; `monitor` only the cost of
@@ -87,6 +87,47 @@ def tool_cmd(profile, threads, length, *extra):
     how = ["--duration", length] if length.endswith("s") else ["--loops", length]
     return [TOOL, "run", profile, "--uri", uri, "--threads", str(threads), *how, "--quiet",
             "--seed", "1", "--no-resources", "--out", os.path.join(work, f"run-{runs}"), *extra]
+
+
+def genny_insert():
+    """A genny CrudActor's insertOne against the same insert written as a TOML template: the
+    marginal instructions per operation of each (two lengths, so start-up cancels), and their
+    ratio (issue 47: within 5 %). Same users, same document, same tool."""
+    def files(repeat):
+        g = os.path.join(work, f"genny-{repeat}.yml")
+        with open(g, "w") as f:
+            f.write("SchemaVersion: 2018-07-01\nActors:\n"
+                    "- Name: Writer\n  Type: CrudActor\n  Threads: 50\n  Database: bench_genny\n"
+                    f"  Phases:\n  - Repeat: {repeat}\n    Collection: g\n    Operations:\n"
+                    "    - OperationName: insertOne\n"
+                    "      OperationCommand: {Document: {a: {^RandomInt: {min: 0, max: 1000000}}, s: x}}\n")
+        t = os.path.join(work, f"toml-{repeat}.toml")
+        with open(t, "w") as f:
+            f.write('name = "toml"\n[target]\ndatabase = "bench_genny"\ncollection = "t"\n'
+                    '[[group]]\nname = "Writer"\nthreads = 50\n'
+                    f'loops = {repeat}\n'
+                    '[[group.steps]]\nname = "insertOne"\n'
+                    'insertOne = { document = { a = { "^RandomInt" = { min = 0, max = 1000000 } }, s = "x" } }\n')
+        return g, t
+
+    def cmd(profile):
+        global runs
+        runs += 1
+        return [TOOL, "run", profile, "--uri", uri, "--quiet", "--seed", "1", "--no-resources",
+                "--out", os.path.join(work, f"run-{runs}")]
+
+    short, long = 100, 300
+    ops = (long - short) * 50
+    per_op = {}
+    for kind in ("genny", "toml"):
+        pick = 0 if kind == "genny" else 1
+        r = [callgrind(cmd(files(n)[pick])) for n in (short, long)]
+        assert r[1][2] - r[0][2] == ops, f"{kind}: {r[1][2]} - {r[0][2]} operations, not {ops}"
+        per_op[kind] = (r[1][0] - r[0][0]) / ops
+    ratio = per_op["genny"] / per_op["toml"]
+    print(f"\ngenny CrudActor insertOne against the TOML template's (50 users, {short * 50}/{long * 50} ops): "
+          f"{per_op['genny']:.0f} against {per_op['toml']:.0f} instructions per operation, ratio {ratio:.3f} "
+          f"(target within 5 %)", flush=True)
 
 
 def instructions():
@@ -202,6 +243,9 @@ try:
 
     if PARTS in ("all", "instructions"):
         instructions()
+
+    if PARTS in ("all", "genny"):
+        genny_insert()
 
     if PARTS in ("all", "users"):
         # Open loop at 10,000/s with 10^4, 10^5 and 10^6 virtual users, the sample log on: peak
@@ -430,7 +474,7 @@ try:
               f"here: the work itself, measured in-process:)")
         print(subprocess.run(["target/release/examples/live_cost"], capture_output=True,
                              text=True, check=True).stdout, end="")
-    if PARTS in ("monitor", "template", "live", "page", "instructions", "users", "parity", "parity-find"):
+    if PARTS in ("monitor", "template", "live", "page", "instructions", "genny", "users", "parity", "parity-find"):
         sys.exit(0)
     # The interval log (latency.hlog) at 1 s intervals, 4 groups at once. Open loop at a rate the
     # server holds, so both variants send the same operations and CPU compares like for like

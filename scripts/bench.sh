@@ -13,7 +13,7 @@
 # then (scripts/bench-merge.py)
 # merging 100 synthetic parts of a one-hour, 4-group run with 1 s intervals (10 s, 500 MB).
 # Every number it prints is a ratio or reading from this run. See docs/performance.md.
-# Usage: scripts/bench.sh [ROUNDS] [DURATION] [all|parity|template|instructions|users|costs|hlog|monitor|live|page|merge]
+# Usage: scripts/bench.sh [ROUNDS] [DURATION] [all|parity|template|instructions|genny|users|costs|hlog|monitor|live|page|merge]
 #        (defaults: 3 10s all)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1061,7 +1061,7 @@ impl<'a> Translator<'a> {
                 .get("OperationMetricsName")
                 .and_then(scalar_text)
                 .unwrap_or_else(|| "DatabaseOperation".to_string());
-            steps.push(step(&row, &coll, "command", to_toml(command)));
+            steps.push(step(&row, &coll, "command", in_order(to_toml(command))));
         }
         dedupe_names(&mut steps);
         Ok(steps)
@@ -1427,6 +1427,36 @@ fn write_concern(v: &Yaml) -> Option<Toml> {
     Some(Toml::Table(t))
 }
 
+/// A command as written: TOML writes a table's plain values before its tables, which would
+/// make `{explain: {...}, verbosity: ...}` a command named `verbosity`; such a document is
+/// written as a string of JSON, whose order is kept.
+fn in_order(doc: Toml) -> Toml {
+    fn kept(v: &Toml) -> bool {
+        let is_table = |v: &Toml| match v {
+            Toml::Table(_) => true,
+            Toml::Array(a) => !a.is_empty() && a.iter().all(Toml::is_table),
+            _ => false,
+        };
+        match v {
+            Toml::Table(t) => {
+                let first_plain = t.values().position(|v| !is_table(v));
+                let last_table = t.values().rposition(is_table);
+                !matches!((last_table, first_plain), (Some(a), Some(b)) if a < b)
+                    && t.values().all(kept)
+            }
+            Toml::Array(a) => a.iter().all(kept),
+            _ => true,
+        }
+    }
+    if kept(&doc) {
+        return doc;
+    }
+    match serde_json::to_string(&doc) {
+        Ok(json) => Toml::String(json),
+        Err(_) => doc,
+    }
+}
+
 /// genny's `ReadPreference` (`ReadMode`, `MaxStaleness`) as the group's `read_preference`.
 fn read_preference(v: &Yaml) -> Option<Toml> {
     let mode = v.get("ReadMode")?.as_str()?;
@@ -1471,6 +1501,21 @@ pub fn to_toml(v: &Yaml) -> Toml {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_command_keeps_its_order_when_its_first_value_is_a_document() {
+        let yaml: Yaml = serde_yaml::from_str(
+            "{explain: {find: c, sort: {a: 1}}, verbosity: executionStats}",
+        )
+        .unwrap();
+        let Toml::String(json) = in_order(to_toml(&yaml)) else {
+            panic!("written as a table, which TOML would reorder");
+        };
+        assert!(json.starts_with(r#"{"explain":{"find":"c","sort":{"a":1}}"#), "{json}");
+        // A command whose order TOML keeps stays a table.
+        let yaml: Yaml = serde_yaml::from_str("{aggregate: c, pipeline: [{$match: {a: 1}}], cursor: {}}").unwrap();
+        assert!(in_order(to_toml(&yaml)).is_table());
+    }
+
     use super::*;
 
     fn read(text: &str, smoke: bool) -> Result<Translated, Refusal> {
