@@ -1503,16 +1503,20 @@ pub fn to_toml(v: &Yaml) -> Toml {
 mod tests {
     #[test]
     fn a_command_keeps_its_order_when_its_first_value_is_a_document() {
-        let yaml: Yaml = serde_yaml::from_str(
-            "{explain: {find: c, sort: {a: 1}}, verbosity: executionStats}",
-        )
-        .unwrap();
+        let yaml: Yaml =
+            serde_yaml::from_str("{explain: {find: c, sort: {a: 1}}, verbosity: executionStats}")
+                .unwrap();
         let Toml::String(json) = in_order(to_toml(&yaml)) else {
             panic!("written as a table, which TOML would reorder");
         };
-        assert!(json.starts_with(r#"{"explain":{"find":"c","sort":{"a":1}}"#), "{json}");
+        assert!(
+            json.starts_with(r#"{"explain":{"find":"c","sort":{"a":1}}"#),
+            "{json}"
+        );
         // A command whose order TOML keeps stays a table.
-        let yaml: Yaml = serde_yaml::from_str("{aggregate: c, pipeline: [{$match: {a: 1}}], cursor: {}}").unwrap();
+        let yaml: Yaml =
+            serde_yaml::from_str("{aggregate: c, pipeline: [{$match: {a: 1}}], cursor: {}}")
+                .unwrap();
         assert!(in_order(to_toml(&yaml)).is_table());
     }
 
