@@ -33,6 +33,7 @@ NOT_HERE = {
     "c2c": "needs mongosync (cluster-to-cluster)",
 }
 SMOKE_TIMEOUT = 120
+VALIDATE_TIMEOUT = 600
 
 
 def workloads(genny):
@@ -63,7 +64,12 @@ def one_line(text, path):
 
 
 def validate(binary, path):
-    p = subprocess.run([binary, "validate", path], capture_output=True, text=True, timeout=60)
+    # A debug build (CI's) reads a workload of thousands of groups in about a minute.
+    try:
+        p = subprocess.run([binary, "validate", path], capture_output=True, text=True,
+                           timeout=VALIDATE_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return False, f"validate did not end within {VALIDATE_TIMEOUT} s"
     if p.returncode == 0:
         m = re.findall(r"^stage ", p.stdout, re.M)
         g = re.findall(r"^  group ", p.stdout, re.M)
