@@ -1428,8 +1428,9 @@ fn write_concern(v: &Yaml) -> Option<Toml> {
 }
 
 /// A command as written: TOML writes a table's plain values before its tables, which would
-/// make `{explain: {...}, verbosity: ...}` a command named `verbosity`; such a document is
-/// written as a string of JSON, whose order is kept.
+/// make `{explain: {...}, verbosity: ...}` a command named `verbosity`; such a command is
+/// written as a string of JSON, whose order is kept. (Only commands: another operation's
+/// arguments stay a table, so a refusal points into them; their documents' fields may move.)
 fn in_order(doc: Toml) -> Toml {
     fn kept(v: &Toml) -> bool {
         let is_table = |v: &Toml| match v {

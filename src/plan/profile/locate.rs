@@ -25,8 +25,8 @@ pub fn key_at(source: &str, offset: usize) -> Option<(String, Range<usize>)> {
     best.map(|(path, span, _)| (path, span))
 }
 
-/// Every value's span by its key path, from one parse: `span_of` for many paths of one text
-/// (a genny workload's profile has thousands of operations, each located for its row).
+/// Every value's span by its key path, from one parse (a genny workload's profile has thousands
+/// of operations, each located for its row).
 #[derive(Debug, Clone, Default)]
 pub struct Spans(std::collections::HashMap<Vec<OwnedSeg>, Range<usize>>);
 
@@ -68,7 +68,7 @@ impl Spans {
         }
     }
 
-    /// As `span_of`: the value at the path, or at its nearest existing ancestor.
+    /// The span of the value at a dotted key path, or of its nearest existing ancestor.
     pub fn get(&self, path: &str) -> Option<Range<usize>> {
         let mut at = Vec::new();
         let mut last = None;
@@ -84,29 +84,6 @@ impl Spans {
         }
         last
     }
-}
-
-/// The span of the value at a dotted key path, or of its nearest existing ancestor.
-pub fn span_of(source: &str, path: &str) -> Option<Range<usize>> {
-    let doc = DeTable::parse(source).ok()?;
-    let mut value: Option<&Spanned<DeValue>> = None;
-    let mut table = doc.get_ref();
-    let mut last = None;
-    for seg in segments(path) {
-        let next = match (seg, value.map(|v| v.get_ref())) {
-            (Seg::Key(k), None) => table.get(k),
-            (Seg::Key(k), Some(DeValue::Table(t))) => t.get(k),
-            (Seg::Index(i), Some(DeValue::Array(a))) => a.get(i),
-            _ => None,
-        };
-        let Some(next) = next else { break };
-        last = Some(next.span());
-        if let DeValue::Table(t) = next.get_ref() {
-            table = t;
-        }
-        value = Some(next);
-    }
-    last
 }
 
 enum Seg<'a> {
@@ -194,26 +171,16 @@ mod tests {
     }
 
     #[test]
-    fn spans_find_what_span_of_finds() {
+    fn spans_resolve_a_key_path_back_to_its_value_or_its_nearest_ancestor() {
         let spans = Spans::of(SRC);
-        for path in [
-            "group[0].threads",
-            "group[1].name",
-            "group[1]",
-            "group[1].nothing",
-            "name",
-            "group[5].threads",
-            "",
-        ] {
-            assert_eq!(spans.get(path), span_of(SRC, path), "{path}");
-        }
-    }
-
-    #[test]
-    fn span_of_resolves_a_key_path_back_to_its_value() {
-        let span = span_of(SRC, "group[0].threads").unwrap();
-        assert_eq!(&SRC[span], "4");
-        let span = span_of(SRC, "group[1].name").unwrap();
-        assert_eq!(&SRC[span], "\"b\"");
+        let at = |path: &str| spans.get(path).map(|r| &SRC[r]);
+        assert_eq!(at("group[0].threads"), Some("4"));
+        assert_eq!(at("group[1].name"), Some("\"b\""));
+        assert_eq!(at("name"), Some("\"x\""));
+        // A key that is not there: its nearest existing ancestor.
+        assert_eq!(spans.get("group[1].nothing"), spans.get("group[1]"));
+        assert_eq!(spans.get("group[5].threads"), spans.get("group"));
+        assert!(at("group[1]").is_some());
+        assert_eq!(spans.get(""), None);
     }
 }
