@@ -32,6 +32,11 @@ use scrape::Scraper;
 
 pub const PERIOD: Duration = Duration::from_secs(1);
 
+/// A member's last row, at stop, is written only when it spans at least this long: a rate over
+/// a few milliseconds of whole counters says more about the counters' grain than the member
+/// (15 operations a second read over 30 ms is 0 or 33). Its events and warnings are kept.
+const SHORTEST_MEMBER_ROW: Duration = Duration::from_millis(250);
+
 /// Where each row goes as it is taken.
 pub trait RowSink: Send {
     /// Writes one row; an error stops the writing (the rows are still kept).
@@ -225,7 +230,11 @@ async fn sample(
         let ((), host_rows, ()) = tokio::join!(
             status.read(&target.client, &mut row, secs),
             scraped,
-            members.tick(&target.client, &shared)
+            members.tick(
+                &target.client,
+                &shared,
+                !(last && elapsed < SHORTEST_MEMBER_ROW)
+            )
         );
         row.hosts = host_rows;
         write_row(&mut sink, &row, &shared).await;
@@ -326,8 +335,9 @@ impl MemberWatch {
         }
     }
 
-    /// One second: every member's row to the sink, the events and warnings kept.
-    async fn tick(&mut self, client: &mongodb::Client, shared: &Mutex<Sampled>) {
+    /// One second: every member's row to the sink (unless `rows` is false), the events and
+    /// warnings kept.
+    async fn tick(&mut self, client: &mongodb::Client, shared: &Mutex<Sampled>, rows: bool) {
         self.ticks += 1;
         let Some(m) = self.members.as_mut() else {
             self.found(shared, false).await;
@@ -336,9 +346,11 @@ impl MemberWatch {
             }
             return;
         };
-        let (rows, events) = m.tick().await;
+        let (read, events) = m.tick().await;
         let warnings = m.take_warnings();
-        write_members(&mut self.sink, rows, shared).await;
+        if rows {
+            write_members(&mut self.sink, read, shared).await;
+        }
         let mut s = lock(shared);
         s.topology.extend(events);
         s.member_warnings.extend(warnings);
