@@ -211,6 +211,7 @@ mod tests {
             keys: Default::default(),
             collection: 0,
             handle: 0,
+            spread: Vec::new(),
             concerns: Default::default(),
             sleep_before: Duration::ZERO,
             sleep_after: Duration::ZERO,

@@ -212,11 +212,12 @@ pub(super) async fn one_op<B: Backend>(
     };
     // A plan would need 2^32 group plans (each with its histograms) to fail this.
     let group_id = GroupId::try_from(group.index).expect("fewer than 2^32 group plans");
-    let keys: &KeySpace = &ctx.keys[group.collection];
+    let (collection, handle) = group.target(&mut user.rng);
+    let keys: &KeySpace = &ctx.keys[collection];
     let spec = group.draw(&mut user.rng);
     let op = spec.kind();
     // The `_id`s a template or the steps insert, acknowledged however the operation ends.
-    let (mut req, issued) = build(group, spec, user, ctx);
+    let (mut req, issued) = build(group, collection, spec, user, ctx);
     // Acknowledged however the insert ends, even by a panic: a later `_id` is drawn only
     // once every insert before it has ended.
     req.of_group(group.index);
@@ -229,7 +230,7 @@ pub(super) async fn one_op<B: Backend>(
         .and_then(|a| crate::audit::Pending::new(a, group.index, &mut req));
     let started = Instant::now();
     let out = within(
-        || ctx.backend.execute(group.handle, req),
+        || ctx.backend.execute(handle, req),
         timer,
         started,
         ctx.op_timeout,
@@ -279,8 +280,10 @@ pub(super) async fn one_op<B: Backend>(
 /// The next request of `spec` for `user`, built before the clock starts, and the `_id`s it
 /// inserts from the key space. (The generation context is not `Send`: it lives here, not
 /// across the operation's await.)
+/// The request of `spec` on `collection` (the group's, or the one it drew).
 fn build<B>(
     group: &GroupPlan,
+    collection: usize,
     spec: &OpSpec,
     user: &mut User,
     ctx: &Context<B>,
@@ -291,8 +294,8 @@ fn build<B>(
         pick,
         state,
     } = user;
-    let keys: &KeySpace = &ctx.keys[group.collection];
-    let gen: &DocGen = &ctx.gens[group.collection];
+    let keys: &KeySpace = &ctx.keys[collection];
+    let gen: &DocGen = &ctx.gens[collection];
     let mut issued = Vec::new();
     let mut lookup = GroupLookup {
         keys,
@@ -314,7 +317,7 @@ fn build<B>(
         OpSpec::Steps(s) => Request::Steps(s.build(
             &mut cx,
             &mut docs,
-            group.collection,
+            (group.collection, collection),
             &ctx.collections,
             &mut issued,
         )),

@@ -244,11 +244,12 @@ impl MongoBackend {
         let mut results: Vec<Option<Document>> = Vec::with_capacity(op.steps.len());
         let mut timed: Vec<(crate::workload::op::OpName, u32)> = Vec::with_capacity(op.steps.len());
         for (step, pre) in op.steps.iter().zip(&req.built) {
+            let collection = req.collection_of(step.collection);
             let mut _late = None;
             let built = match pre {
                 Some(r) => r.clone(),
                 None => {
-                    let Some((keys, gen)) = req.collections.get(step.collection) else {
+                    let Some((keys, gen)) = req.collections.get(collection) else {
                         break;
                     };
                     let mut lookup = StepLookup {
@@ -277,7 +278,7 @@ impl MongoBackend {
                     r
                 }
             };
-            let Some(h) = self.handle_for(on, step.collection) else {
+            let Some(h) = self.handle_for(on, collection) else {
                 break;
             };
             let mut one = Outcome::default();

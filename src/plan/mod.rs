@@ -350,6 +350,9 @@ pub struct GroupPlan {
     pub collection: usize,
     /// Where its operations go (index into `RunPlan::handles`).
     pub handle: usize,
+    /// `collections = [...]`: each operation goes to one of these, drawn uniformly (collection
+    /// and handle; the first is `collection`); empty: always `collection`.
+    pub spread: Vec<(usize, usize)>,
     /// Its write concern, read concern and read preference.
     pub concerns: Concerns,
     /// Pauses before and after each operation of a user (genny's `SleepBefore`, `SleepAfter`),
@@ -359,6 +362,16 @@ pub struct GroupPlan {
 }
 
 impl GroupPlan {
+    /// The collection and handle of the next operation: the group's own, or one drawn from
+    /// its `collections` (uniformly).
+    pub fn target(&self, rng: &mut impl rand::Rng) -> (usize, usize) {
+        match self.spread.len() {
+            0 => (self.collection, self.handle),
+            1 => self.spread[0],
+            n => self.spread[rng.random_range(0..n)],
+        }
+    }
+
     /// The operation to send next: the group's one, or a kind of its mix drawn by weight.
     pub fn draw(&self, rng: &mut impl rand::Rng) -> &OpSpec {
         if self.mix.is_empty() {

@@ -152,7 +152,7 @@ fn operation(plan: &RunPlan, g: &GroupPlan) -> String {
         format!("mix({})", kinds.join(", "))
     };
     // The group's own concerns, where they differ from [target]'s.
-    let op = if g.handle != 0 {
+    let op = if g.handle != 0 || g.spread.len() > 1 {
         let parts = concerns(plan, g);
         if parts.is_empty() {
             op
@@ -193,7 +193,14 @@ fn spec(s: &crate::workload::OpSpec) -> String {
 fn concerns(plan: &RunPlan, g: &GroupPlan) -> Vec<String> {
     let c = &g.concerns;
     let mut parts = Vec::new();
-    if g.collection != 0 {
+    if g.spread.len() > 1 {
+        let first = &plan.collections[g.spread[0].0].name;
+        let last = &plan.collections[g.spread[g.spread.len() - 1].0].name;
+        parts.push(format!(
+            "on one of {} collections ({first} .. {last}), drawn per operation",
+            g.spread.len()
+        ));
+    } else if g.collection != 0 {
         parts.push(format!("on {}", plan.collections[g.collection].name));
     }
     if c.write != plan.target.write_concern

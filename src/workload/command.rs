@@ -751,6 +751,20 @@ pub struct StepsRequest {
     /// The `_id`s early steps on other collections than the group's issued, acknowledged when
     /// the last copy of the request is dropped.
     pub acks: Arc<Vec<super::keys::Acks>>,
+    /// The group's collection and the one this operation drew (`collections = [...]`; the
+    /// same without): a step on the first goes to the second.
+    pub on: (usize, usize),
+}
+
+impl StepsRequest {
+    /// The collection step `collection` works on in this operation.
+    pub fn collection_of(&self, collection: usize) -> usize {
+        if collection == self.on.0 {
+            self.on.1
+        } else {
+            collection
+        }
+    }
 }
 
 /// What a late step reads: the bound values and the earlier steps' results.
@@ -795,13 +809,14 @@ impl super::template::Lookup for StepLookup<'_> {
 
 impl StepsOp {
     /// Binds its values and makes every step that does not read an earlier one's result; a
-    /// step on another collection than the group's (`group_collection`) draws that collection's
-    /// `_id`s and documents.
+    /// step on another collection than the group's draws that collection's `_id`s and
+    /// documents. `on`: the group's collection and the one this operation drew (`docs` are
+    /// the drawn one's), as in `StepsRequest::on`.
     pub fn build(
         self: &Arc<Self>,
         cx: &mut Cx<'_>,
         docs: &mut dyn Documents,
-        group_collection: usize,
+        on: (usize, usize),
         collections: &CollectionsDocs,
         issued: &mut Vec<i64>,
     ) -> StepsRequest {
@@ -821,9 +836,12 @@ impl StepsOp {
                 bound: &bound,
                 inner: &mut *cx.lookup,
             };
-            let other = (step.collection != group_collection)
-                .then(|| collections.get(step.collection))
-                .flatten();
+            let c = if step.collection == on.0 {
+                on.1
+            } else {
+                step.collection
+            };
+            let other = (c != on.1).then(|| collections.get(c)).flatten();
             let mut on_other;
             let lookup: &mut dyn super::template::Lookup = match other {
                 Some((keys, gen)) => {
@@ -872,6 +890,7 @@ impl StepsOp {
             group: 0,
             collections: Arc::clone(collections),
             acks: Arc::new(acks),
+            on,
         }
     }
 }

@@ -277,3 +277,69 @@ fn what_the_tool_does_not_run_is_refused_in_one_line_before_anything_is_sent() {
         String::from_utf8_lossy(&out.stderr).contains("-p, -o and --smoke are for genny workloads")
     );
 }
+
+#[test]
+fn multi_collection_actors_spread_their_operations_over_the_collections_as_genny_draws_them() {
+    let Some(server) = TestServer::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = unique_db("genny_multi");
+    let path = workload(
+        dir.path(),
+        "multi.yml",
+        &format!(
+            "SchemaVersion: 2018-07-01\nActors:\n\
+             - Name: Load\n  Type: Loader\n  Threads: 1\n  Phases:\n\
+             \x20 - Repeat: 1\n    Database: {db}\n    Threads: 1\n    CollectionCount: 4\n    DocumentCount: 50\n    BatchSize: 50\n\
+             \x20   Document: {{x: 1}}\n\
+             \x20 - {{Nop: true}}\n\
+             \x20 - {{Nop: true}}\n\
+             - Name: Writer\n  Type: MultiCollectionUpdate\n  Threads: 2\n  Phases:\n\
+             \x20 - {{Nop: true}}\n\
+             \x20 - {{Repeat: 40, Database: {db}, CollectionCount: 4, UpdateFilter: {{x: 1}}, Update: {{$inc: {{n: 1}}}}}}\n\
+             \x20 - {{Nop: true}}\n\
+             - Name: Reader\n  Type: MultiCollectionQuery\n  Threads: 1\n  Phases:\n\
+             \x20 - {{Nop: true}}\n\
+             \x20 - {{Nop: true}}\n\
+             \x20 - {{Repeat: 100, Database: {db}, CollectionCount: 4, Filter: {{x: 1}}, ReadConcern: {{Level: majority}}}}\n"
+        ),
+    );
+    let out = dir.path().join("run");
+    let (summary, _, _) = server.run_ok(path.to_str().unwrap(), &out, &[]);
+    // Each update went to one collection and incremented its 50 documents: the server's sums,
+    // collection by collection, add up to 2 threads x 40 operations x 50 documents, and every
+    // collection had its share (80 draws of 4: each about 20).
+    let mut total = 0;
+    for k in 0..4 {
+        let coll = format!("Collection{k}");
+        assert_eq!(server.count(&db, &coll, doc! {}), 50, "{coll}");
+        let n: Vec<_> = server.aggregate(
+            &db,
+            &coll,
+            vec![doc! { "$group": { "_id": "$n", "docs": { "$sum": 1 } } }],
+        );
+        assert_eq!(n.len(), 1, "{coll}: every document updated alike: {n:?}");
+        let each = n[0]
+            .get_i32("_id")
+            .map(i64::from)
+            .or_else(|_| n[0].get_i64("_id"))
+            .unwrap_or(0);
+        assert!((5..=40).contains(&each), "{coll}: {each} updates of 80");
+        total += each;
+    }
+    assert_eq!(total, 80, "every update went to exactly one collection");
+    // Rows as genny names the metrics (`Update`, `Query`); each actor has one phase that runs.
+    let update = row(&summary, "Writer:Update");
+    assert_eq!(update["samples"], 80);
+    assert_eq!(update["errors"], 0);
+    assert_eq!(row(&summary, "Writer")["updated"], 4000);
+    // genny's query draws Collection0 to Collection4 (one past the four): about a fifth of the
+    // finds return nothing. 100 draws with none on Collection4: 0.8^100.
+    assert_eq!(row(&summary, "Reader:Query")["samples"], 100);
+    let query = row(&summary, "Reader");
+    assert_eq!(query["errors"], 0);
+    let matched = query["matched"].as_u64().unwrap();
+    assert_eq!(query["returned"].as_u64().unwrap(), 50 * matched);
+    assert!((50..100).contains(&matched), "matched {matched} of 100");
+}

@@ -155,6 +155,13 @@ pub(super) fn refusal(plan: &RunPlan) -> Option<String> {
     use crate::workload::OpSpec;
     let counters = plan.counters();
     for g in plan.groups() {
+        if g.spread.len() > 1 {
+            return Some(format!(
+                "group `{}` spreads its operations over {} collections (`collections`), and the audit follows each group on one",
+                g.name,
+                g.spread.len()
+            ));
+        }
         let specs = std::iter::once(&g.op).chain(g.mix.iter().map(|(s, _)| s));
         for spec in specs {
             let ops: Vec<&std::sync::Arc<TemplateOp>> = match spec {

@@ -173,15 +173,13 @@ impl GroupAt<'_> {
             None => self.stop(ov)?,
         };
         let warmup = self.warmup(ov, stop)?;
-        let collection = match &g.collection {
-            None => 0,
-            Some(name) => env
-                .collections
+        let named = |at: &str, name: &str| {
+            env.collections
                 .iter()
                 .position(|c| c.is_named(name))
                 .ok_or_else(|| {
                     self.loaded.error_at(
-                        &self.path("collection"),
+                        &self.path(at),
                         format!("`{name}` is not a collection of this profile"),
                         format!(
                             "one of: {}",
@@ -192,7 +190,33 @@ impl GroupAt<'_> {
                                 .join(", ")
                         ),
                     )
-                })?,
+                })
+        };
+        let spread: Vec<(usize, usize)> = match &g.collections {
+            None => Vec::new(),
+            Some(_) if g.collection.is_some() => {
+                return Err(self.err(
+                    "collections",
+                    "`collection` and `collections` are both set: one collection, or several each operation draws from".into(),
+                ))
+            }
+            Some(names) if names.is_empty() => {
+                return Err(self.err(
+                    "collections",
+                    "`collections` is empty: name at least one `[[collection]]`".into(),
+                ))
+            }
+            Some(names) => names
+                .iter()
+                .enumerate()
+                // The handles are set by `RunPlan::build`.
+                .map(|(i, n)| named(&format!("collections[{i}]"), n).map(|c| (c, 0)))
+                .collect::<Result<_, _>>()?,
+        };
+        let collection = match (&g.collection, spread.first()) {
+            (None, Some(&(first, _))) => first,
+            (None, None) => 0,
+            (Some(name), _) => named("collection", name)?,
         };
         let concerns = super::collections::concerns(self.loaded, self.index, env.target)?;
         let (op, mix) = match self.templates(env.collections, collection)? {
@@ -225,6 +249,7 @@ impl GroupAt<'_> {
             keys,
             collection,
             handle: 0, // set by `RunPlan::build`
+            spread,
             concerns,
             sleep_before,
             sleep_after,
@@ -364,6 +389,42 @@ mod tests {
             (g.stop, g.rate),
             (crate::plan::StopAt::Background, Some(100.0))
         );
+    }
+
+    #[test]
+    fn a_group_over_several_collections_has_a_handle_on_each_and_names_only_its_own() {
+        let colls = "[[collection]]\nname = \"a\"\n[[collection]]\nname = \"b\"\n[[collection]]\nname = \"c\"\n";
+        let group = "[[group]]\nname = \"u\"\nthreads = 2\nloops = 3\nupdateMany = { filter = {}, update = { \"$inc\" = { n = 1 } } }\n";
+        let plan = build(&format!("{colls}{group}collections = [\"b\", \"c\"]\n")).unwrap();
+        let g = plan.groups().next().unwrap();
+        assert_eq!(g.collection, 1, "the first of its collections");
+        let spread: Vec<usize> = g.spread.iter().map(|s| s.0).collect();
+        assert_eq!(spread, vec![1, 2]);
+        for (c, h) in &g.spread {
+            assert_eq!(
+                plan.handles[*h].collection, *c,
+                "each collection its handle"
+            );
+        }
+        // Drawn uniformly, each one.
+        let mut rng = <rand::rngs::SmallRng as rand::SeedableRng>::seed_from_u64(7);
+        let mut seen = [0u32; 3];
+        for _ in 0..1000 {
+            seen[g.target(&mut rng).0] += 1;
+        }
+        assert!(seen[0] == 0 && (400..600).contains(&seen[1]), "{seen:?}");
+        let e = build(&format!("{colls}{group}collections = [\"b\", \"x\"]\n")).unwrap_err();
+        assert_eq!(e.key, "group[0].collections[1]");
+        assert!(
+            e.problem.contains("`x` is not a collection"),
+            "{}",
+            e.problem
+        );
+        let e = build(&format!(
+            "{colls}{group}collection = \"a\"\ncollections = [\"b\"]\n"
+        ))
+        .unwrap_err();
+        assert!(e.problem.contains("both set"), "{}", e.problem);
     }
 
     #[test]

@@ -59,6 +59,12 @@ fn handles(target: &TargetPlan, stages: &mut [Stage]) -> Vec<HandlePlan> {
             collection: g.collection,
             concerns: g.concerns.clone(),
         });
+        for (c, h) in &mut g.spread {
+            *h = index_of(HandlePlan {
+                collection: *c,
+                concerns: g.concerns.clone(),
+            });
+        }
         // A step on another collection sends with the group's concerns there.
         if let OpSpec::Steps(s) = &g.op {
             for step in &s.steps {

@@ -50,7 +50,7 @@ pub struct Translated {
 }
 
 /// Actor types read, in the order docs/genny.md lists them.
-pub const ACTORS: [&str; 13] = [
+pub const ACTORS: [&str; 15] = [
     "CrudActor",
     "RunCommand",
     "AdminCommand",
@@ -64,6 +64,8 @@ pub const ACTORS: [&str; 13] = [
     "Deleter",
     "NopMetrics",
     "LoggingActor",
+    "MultiCollectionUpdate",
+    "MultiCollectionQuery",
 ];
 
 /// Most groups a workload may make.
@@ -519,6 +521,9 @@ impl<'a> Translator<'a> {
                     )],
                 }
             }
+            "MultiCollectionUpdate" | "MultiCollectionQuery" => {
+                self.multi_collection(actor, p, &cx, &database, &mut g)?
+            }
             other => {
                 return Err(self.refuse(
                     Some(name),
@@ -533,7 +538,9 @@ impl<'a> Translator<'a> {
             ));
         }
         if let Some(first) = steps.first().and_then(|s| s.get("collection")).cloned() {
-            g.insert("collection".into(), first);
+            if !g.contains_key("collections") {
+                g.insert("collection".into(), first);
+            }
         }
         g.insert(
             "steps".into(),
@@ -548,6 +555,95 @@ impl<'a> Translator<'a> {
         }
         self.groups.push(g);
         Ok(())
+    }
+
+    /// `MultiCollectionUpdate` (an `updateMany` of `UpdateFilter` and `Update`) and
+    /// `MultiCollectionQuery` (a `find` of `Filter`, with `Limit`, `Sort` and `ReadConcern`),
+    /// each operation on `Collection{k}` of `Database` with k drawn uniformly per operation, as
+    /// genny's do: the group's `collections`. genny's query draws k from 0 to
+    /// `CollectionCount` inclusive (one past the collections its loaders make), its update from
+    /// 0 to `CollectionCount - 1`; the same here.
+    fn multi_collection(
+        &mut self,
+        actor: &Actor<'a>,
+        p: usize,
+        cx: &Ctx<'a>,
+        database: &str,
+        g: &mut toml::Table,
+    ) -> Result<Vec<toml::Table>, Refusal> {
+        let name = actor.name.as_str();
+        let query = actor.kind == "MultiCollectionQuery";
+        let count = cx
+            .get("CollectionCount")
+            .and_then(number)
+            .filter(|n| *n >= 1.0 && n.fract() == 0.0)
+            .ok_or_else(|| {
+                self.refuse(
+                    Some(name),
+                    Some(p),
+                    format!(
+                        "{} needs `CollectionCount`, a whole number from 1",
+                        actor.kind
+                    ),
+                )
+            })? as u64;
+        let drawn = if query { count + 1 } else { count };
+        if drawn > MAX_GROUPS as u64 {
+            return Err(self.refuse(
+                Some(name),
+                Some(p),
+                format!(
+                    "`CollectionCount: {count}` spreads it over more than the {MAX_GROUPS} collections the tool reads of a genny workload"
+                ),
+            ));
+        }
+        let names: Vec<Toml> = (0..drawn)
+            .map(|k| Toml::String(self.collection(database, &format!("Collection{k}"))))
+            .collect();
+        let first = names[0].as_str().unwrap_or_default().to_string();
+        g.insert("collections".into(), Toml::Array(names));
+        let mut args = toml::Table::new();
+        let missing = |t: &Self, key: &str| {
+            t.refuse(Some(name), Some(p), format!("{} needs `{key}`", actor.kind))
+        };
+        if query {
+            let filter = cx.get("Filter").ok_or_else(|| missing(self, "Filter"))?;
+            args.insert("filter".into(), to_toml(filter));
+            if let Some(l) = cx.get("Limit") {
+                args.insert("limit".into(), to_toml(l));
+            }
+            if let Some(s) = cx.get("Sort") {
+                args.insert("sort".into(), to_toml(s));
+            }
+            if let Some(rc) = cx.get("ReadConcern") {
+                let level = rc
+                    .get("Level")
+                    .and_then(scalar_text)
+                    .or_else(|| scalar_text(rc))
+                    .ok_or_else(|| {
+                        self.refuse(
+                            Some(name),
+                            Some(p),
+                            format!("`ReadConcern: {}` has no `Level`", show(rc)),
+                        )
+                    })?;
+                g.insert("read_concern".into(), Toml::String(level));
+            }
+            Ok(vec![step("Query", &first, "find", Toml::Table(args))])
+        } else {
+            let filter = cx
+                .get("UpdateFilter")
+                .ok_or_else(|| missing(self, "UpdateFilter"))?;
+            let update = cx.get("Update").ok_or_else(|| missing(self, "Update"))?;
+            args.insert("filter".into(), to_toml(filter));
+            args.insert("update".into(), to_toml(update));
+            Ok(vec![step(
+                "Update",
+                &first,
+                "updateMany",
+                Toml::Table(args),
+            )])
+        }
     }
 
     /// A CrudActor with `CollectionCount` above 1: genny gives each thread the collection

@@ -259,6 +259,7 @@ pub fn expected_for(key: &str) -> String {
         "target" => "\"random\" (one existing document by _id) or \"filter\" (documents matching a generated filter)".into(),
         "indexes" => "a list of index keys, e.g. indexes = [{ city = 1 }, { pop = -1 }]".into(),
         "database" | "collection" => "a non-empty name without '$' or '.' at the ends, e.g. collection = \"cities\"".into(),
+        "collections" => "a list of `[[collection]]` names, e.g. collections = [\"a\", \"b\"] (each operation goes to one, drawn uniformly), and no `collection`".into(),
         "group" => "one or more [[group]] tables, each with name, op, threads and loops or duration".into(),
         "document" => "a [document] table of field = generator".into(),
         "target." | "setup" => "a table".into(),

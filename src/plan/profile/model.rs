@@ -247,6 +247,9 @@ pub struct Group {
     pub name: String,
     /// The collection it works on (`[[collection]]`'s name); default the first.
     pub collection: Option<String>,
+    /// Several collections instead: each operation goes to one of them, drawn uniformly (its
+    /// keys and documents that collection's; genny's `MultiCollectionUpdate`/`Query`).
+    pub collections: Option<Vec<String>>,
     /// Per group, overriding `[target]`: `1`, `"majority"` or `{ w, j, wtimeout }`.
     pub write_concern: Option<toml::Value>,
     /// `local`, `majority`, `available`, `linearizable` or `snapshot`.
