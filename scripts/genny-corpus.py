@@ -127,12 +127,26 @@ def main():
     ap.add_argument("--write", action="store_true")
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--validate-only", action="store_true")
+    ap.add_argument("--changed", action="store_true",
+                    help="with --write: run --smoke only for workloads whose validate cell differs "
+                         "from docs/genny.md's (or that are not in it); keep the other rows' smoke cells")
     args = ap.parse_args()
+    if args.changed and (not args.write or args.validate_only):
+        print("genny-corpus: --changed goes with --write (and without --validate-only)", file=sys.stderr)
+        return 2
     if not os.path.isdir(os.path.join(args.genny, "src", "workloads")):
         print(f"genny-corpus: genny's workloads are not at {args.genny}/src/workloads; "
               "this check needs ../shared/reference/genny beside the project", file=sys.stderr)
         return 1
     base, files = workloads(args.genny)
+    doc = os.path.join(ROOT, "docs", "genny.md")
+    kept = {}
+    if args.changed:
+        text = open(doc).read()
+        for l in text[text.index(BEGIN) + len(BEGIN):text.index(END)].splitlines():
+            if l.startswith("| `"):
+                cells = [c.strip() for c in l.split("|")]
+                kept[cells[1].strip("`")] = (cells[2], cells[3])
     rows = []
     began = time.time()
     for rel in files:
@@ -145,6 +159,8 @@ def main():
             ran = "not run here: " + NOT_HERE[folder]
         elif args.validate_only:
             ran = "(not run: --validate-only)"
+        elif rel in kept and kept[rel][0] == said:
+            ran = kept[rel][1]
         else:
             ran = smoke(args.bin, path)
         rows.append((rel, said, ran))
@@ -168,7 +184,6 @@ def main():
     table = "\n".join(lines)
     print(f"genny-corpus: {len(rows)} workloads, {valid} valid, {ran} ran, {server} with server refusals, "
           f"{time.time() - began:.0f} s", file=sys.stderr)
-    doc = os.path.join(ROOT, "docs", "genny.md")
     if args.write or args.check:
         text = open(doc).read()
         i, j = text.index(BEGIN) + len(BEGIN), text.index(END)

@@ -202,6 +202,15 @@ pub async fn execute(
             },
             Body::Page(filter, limit),
         ) => find(&on, args, *count_first, filter, Some(limit), out, r, s).await,
+        (
+            Command::Find {
+                args, count_first, ..
+            },
+            Body::Shaped(filter, shape),
+        ) => {
+            let args = args.shaped(&shape);
+            find(&on, &args, *count_first, filter, None, out, r, s).await
+        }
         (command @ Command::Aggregate { .. }, Body::Pipeline(stages)) => {
             aggregate(&on, command, stages, out, r, s).await
         }
@@ -271,6 +280,7 @@ fn body_name(b: &Body) -> &'static str {
         Body::Command(_) => "command",
         Body::Bulk(_) => "write models",
         Body::Page(..) => "filter and limit",
+        Body::Shaped(..) => "filter, projection and let",
         Body::From(..) => "filter and start",
         Body::Skip => "skip",
     }
@@ -391,6 +401,7 @@ async fn find(
     }
     let options = mongodb::options::FindOptions::builder()
         .projection(args.projection.clone())
+        .let_vars(args.let_vars.clone())
         .sort(args.sort.clone())
         .skip(args.skip)
         .limit(page.or(args.limit))

@@ -141,6 +141,7 @@ impl Verb {
                 "hint",
                 "collation",
                 "maxTimeMS",
+                "let",
             ],
             Verb::FindOne => &[
                 "filter",
@@ -150,6 +151,7 @@ impl Verb {
                 "hint",
                 "collation",
                 "maxTimeMS",
+                "let",
             ],
             Verb::Aggregate => &["pipeline", "allowDiskUse", "batchSize", "hint", "maxTimeMS"],
             Verb::CountDocuments => &["filter", "skip", "limit", "hint"],
@@ -286,6 +288,8 @@ pub enum AuditAs {
 #[derive(Debug, Clone, Default)]
 pub struct FindArgs {
     pub projection: Option<Document>,
+    /// `let`: variables the filter reads as `$$name`.
+    pub let_vars: Option<Document>,
     pub sort: Option<Document>,
     pub skip: Option<u64>,
     pub limit: Option<i64>,
@@ -293,6 +297,20 @@ pub struct FindArgs {
     pub hint: Option<Bson>,
     pub collation: Option<Document>,
     pub max_time_ms: Option<u64>,
+}
+
+impl FindArgs {
+    /// These options with the `projection` and `let` an operation made (`Body::Shaped`).
+    pub fn shaped(&self, shape: &Document) -> FindArgs {
+        let mut args = self.clone();
+        if let Ok(p) = shape.get_document("projection") {
+            args.projection = Some(p.clone());
+        }
+        if let Ok(l) = shape.get_document("let") {
+            args.let_vars = Some(l.clone());
+        }
+        args
+    }
 }
 
 /// Options of an update, replace or delete.
@@ -354,6 +372,9 @@ pub enum Command {
         count_first: bool,
         /// The limit drawn per operation (the built-in scan's length), over `args.limit`.
         page: Option<Template>,
+        /// A generated `projection` and `let` (genny's find `Options`), a document of those
+        /// keys made per operation, over `args`'s.
+        shaped: Option<Template>,
     },
     Aggregate {
         pipeline: Template,
@@ -426,6 +447,8 @@ pub enum Body {
     Bulk(Vec<BuiltModel>),
     /// A find with its limit drawn for this operation.
     Page(Document, i64),
+    /// A find with its `projection` and `let` (the keys present) made for this operation.
+    Shaped(Document, Document),
     /// A remove's filter and the `_id` its search starts at (None: from the start).
     From(Document, Option<i64>),
     /// Nothing to send: the operation needs an existing document and the collection has none
@@ -540,6 +563,14 @@ impl TemplateOp {
             } => {
                 let f = filter(f, cx);
                 Body::Page(f, page.generate(cx).as_i64().unwrap_or(1))
+            }
+            Command::Find {
+                filter: f,
+                shaped: Some(shaped),
+                ..
+            } => {
+                let f = filter(f, cx);
+                Body::Shaped(f, shaped.generate_doc(cx).unwrap_or_default())
             }
             Command::Delete {
                 filter: f,
@@ -662,8 +693,11 @@ impl TemplateOp {
         let mut out: Vec<&Template> = Vec::new();
         match &self.command {
             Command::Insert { document, .. } => out.extend(document.as_ref()),
-            Command::Find { filter, .. }
-            | Command::Count { filter, .. }
+            Command::Find { filter, shaped, .. } => {
+                out.push(filter);
+                out.extend(shaped.as_ref());
+            }
+            Command::Count { filter, .. }
             | Command::Distinct { filter, .. }
             | Command::Delete { filter, .. } => out.push(filter),
             Command::Update { filter, update, .. } => out.extend([filter, update]),
@@ -930,26 +964,11 @@ pub fn wire_command(op: &TemplateOp, body: Body) -> Option<Document> {
         }
     };
     let inner = match (&op.command, body) {
+        (Command::Find { args, .. }, Body::Shaped(filter, shape)) => {
+            find_wire(coll, op.verb, &args.shaped(&shape), filter)
+        }
         (Command::Find { args, .. }, Body::Filter(filter)) => {
-            let mut d = doc! { "find": coll, "filter": filter };
-            put(
-                &mut d,
-                "projection",
-                args.projection.clone().map(Bson::Document),
-            );
-            put(&mut d, "sort", args.sort.clone().map(Bson::Document));
-            put(&mut d, "skip", args.skip.map(|n| Bson::Int64(n as i64)));
-            put(&mut d, "limit", args.limit.map(Bson::Int64));
-            put(&mut d, "hint", args.hint.clone());
-            put(
-                &mut d,
-                "collation",
-                args.collation.clone().map(Bson::Document),
-            );
-            if op.verb == Verb::FindOne {
-                d.insert("singleBatch", true);
-            }
-            d
+            find_wire(coll, op.verb, args, filter)
         }
         (
             Command::Aggregate {
@@ -1058,4 +1077,33 @@ pub fn wire_command(op: &TemplateOp, body: Body) -> Option<Document> {
         _ => return None,
     };
     Some(inner)
+}
+
+/// A find's command on the wire: its filter and options.
+fn find_wire(coll: &str, verb: Verb, args: &FindArgs, filter: Document) -> Document {
+    let put = |d: &mut Document, k: &str, v: Option<Bson>| {
+        if let Some(v) = v {
+            d.insert(k, v);
+        }
+    };
+    let mut d = doc! { "find": coll, "filter": filter };
+    put(
+        &mut d,
+        "projection",
+        args.projection.clone().map(Bson::Document),
+    );
+    put(&mut d, "let", args.let_vars.clone().map(Bson::Document));
+    put(&mut d, "sort", args.sort.clone().map(Bson::Document));
+    put(&mut d, "skip", args.skip.map(|n| Bson::Int64(n as i64)));
+    put(&mut d, "limit", args.limit.map(Bson::Int64));
+    put(&mut d, "hint", args.hint.clone());
+    put(
+        &mut d,
+        "collation",
+        args.collation.clone().map(Bson::Document),
+    );
+    if verb == Verb::FindOne {
+        d.insert("singleBatch", true);
+    }
+    d
 }

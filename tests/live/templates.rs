@@ -1135,3 +1135,64 @@ loops = 20
         "10 preloaded + 20 at w:0"
     );
 }
+
+#[test]
+fn a_finds_generated_let_and_projection_are_made_per_operation_and_the_server_applies_them() {
+    let Some(server) = TestServer::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = unique_db("tpl_let");
+    // `_id`s 0..99; `most` drawn per operation from 1..=100: each find returns `most` documents
+    // (those with `_id` below it), so the returned total is the sum of the draws, between
+    // 50 x 1 and 50 x 100 and near 50 x 50.5; the projection's exclusion drops `pad`.
+    let profile = write(
+        dir.path(),
+        "let",
+        &format!(
+            r#"name = "let"
+[target]
+database = "{db}"
+[[collection]]
+name = "c"
+drop = true
+preload = 100
+[collection.document]
+pad = {{ "^RandomString" = {{ length = 200 }} }}
+[[group]]
+name = "drawn"
+threads = 1
+loops = 50
+[group.find]
+filter = {{ "$expr" = {{ "$lt" = ["$_id", "$$most"] }} }}
+let = {{ most = {{ "^RandomInt" = {{ min = 1, max = 100 }} }} }}
+projection = {{ pad = {{ "^RandomInt" = {{ min = 0, max = 0 }} }} }}
+[[group]]
+name = "all"
+stage = "second"
+threads = 1
+loops = 50
+[group.find]
+filter = {{ "$expr" = {{ "$lt" = ["$_id", "$$most"] }} }}
+let = {{ most = 100 }}
+"#
+        ),
+    );
+    let summary = run_ok(&server.uri, &profile, &dir.path().join("run"));
+    let all = row(&summary, "all");
+    assert_eq!((n(all, "returned"), n(all, "errors")), (5000, 0), "{all}");
+    let drawn = row(&summary, "drawn");
+    assert_eq!(n(drawn, "errors"), 0, "{drawn}");
+    let returned = n(drawn, "returned");
+    assert!(
+        (1500..=3600).contains(&returned),
+        "a different `most` per operation: {returned} of 50 x 1..=100"
+    );
+    // Without `pad` (200 bytes each), a document is a few dozen bytes.
+    let per_doc = n(drawn, "received_bytes") / returned;
+    let full = n(all, "received_bytes") / 5000;
+    assert!(
+        per_doc < 50 && full > 200,
+        "projected {per_doc} B, whole {full} B"
+    );
+}

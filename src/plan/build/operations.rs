@@ -329,6 +329,7 @@ impl GroupAt<'_> {
             args,
             count_first,
             page,
+            shaped: None,
         };
         Ok(match kind {
             OpKind::Insert => {

@@ -332,6 +332,46 @@ impl<'a> Args<'a> {
         self.doc("projection", "{ _id = 0, customer = 1 }")
     }
 
+    /// A find's `projection` and `let`: each a document as written, or, with a generator in it,
+    /// made per operation (genny's find `Options` are generated): the third value holds those.
+    #[allow(clippy::type_complexity)]
+    fn find_shape(
+        &self,
+    ) -> Result<(Option<Document>, Option<Document>, Option<Template>), ProfileError> {
+        let mut fixed = [None, None];
+        let mut generated = toml::Table::new();
+        for (i, (k, example)) in [
+            ("projection", "{ _id = 0, customer = 1 }"),
+            ("let", "{ low = 10 }"),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let Some(t) = self.template(k)? else {
+                continue;
+            };
+            let d = self.must_be_doc(k, &t, example)?;
+            match t.constant() {
+                Some(_) => fixed[i] = Some(d),
+                None => {
+                    if let Some(v) = self.table.get(k) {
+                        generated.insert(k.to_string(), v.clone());
+                    }
+                }
+            }
+        }
+        let shaped = if generated.is_empty() {
+            None
+        } else {
+            Some(
+                Template::compile_arg(&toml::Value::Table(generated), &self.path)
+                    .map_err(|e| self.loaded.error_at(&e.key, e.problem, e.expected))?,
+            )
+        };
+        let [projection, let_vars] = fixed;
+        Ok((projection, let_vars, shaped))
+    }
+
     fn return_after(&self) -> Result<bool, ProfileError> {
         match self.table.get("returnDocument") {
             None => Ok(false),
@@ -401,12 +441,15 @@ impl<'a> Args<'a> {
         } else {
             self.int("limit", 0, i64::from(i32::MAX))?
         };
+        let (projection, let_vars, shaped) = self.find_shape()?;
         Ok(Command::Find {
             filter,
             count_first: false,
             page: None,
+            shaped,
             args: FindArgs {
-                projection: self.projection()?,
+                projection,
+                let_vars,
                 sort: self.sort()?,
                 skip: self.int("skip", 0, i64::MAX)?.map(|n| n as u64),
                 limit,

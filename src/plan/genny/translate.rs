@@ -68,6 +68,9 @@ pub const ACTORS: [&str; 15] = [
     "MultiCollectionQuery",
 ];
 
+/// The server's `maxWriteBatchSize`: the most documents one insert command carries.
+const MAX_WRITE_BATCH: i64 = 100_000;
+
 /// Most groups a workload may make.
 const MAX_GROUPS: usize = 5000;
 
@@ -128,7 +131,7 @@ pub fn translate(file: &Path, workload: &Yaml, smoke: bool) -> Result<Translated
         return Err(t.refuse(
             None,
             None,
-            "no phase of this workload sends anything the tool runs (every actor sits out or only loads)",
+            "no phase of this workload sends anything (every actor's phases are `Nop`, or it only logs): there is nothing to measure",
         ));
     }
     let database = t
@@ -954,7 +957,7 @@ impl<'a> Translator<'a> {
                     }
                     g.insert("read_preference".into(), ours);
                 }
-                self.options(op_name, options.as_ref(), &mut args, &[("Limit", "limit"), ("Skip", "skip"), ("Sort", "sort"), ("Projection", "projection"), ("Hint", "hint"), ("BatchSize", "batchSize"), ("Collation", "collation"), ("MaxTime", "maxTimeMS")])
+                self.options(op_name, options.as_ref(), &mut args, &[("Limit", "limit"), ("Skip", "skip"), ("Sort", "sort"), ("Projection", "projection"), ("Hint", "hint"), ("BatchSize", "batchSize"), ("Collation", "collation"), ("MaxTime", "maxTimeMS"), ("Let", "let")])
                     .map_err(|e| bad(self, e))?;
                 if op_name == "findOne" {
                     args.remove("limit");
@@ -1238,13 +1241,21 @@ impl<'a> Translator<'a> {
         load: Load,
         one: bool,
     ) -> Result<(), Refusal> {
-        let batch = load.batch;
+        let mut batch = load.batch;
         if batch < 1 {
             return Err(self.refuse(
                 Some(actor),
                 Some(p),
                 format!("`BatchSize: {batch}` is not a number of documents"),
             ));
+        }
+        // The driver sends an insertMany of more than the server's `maxWriteBatchSize` as
+        // several commands of at most that many: so does the tool, each one a sample.
+        if batch > MAX_WRITE_BATCH {
+            self.notes.push(format!(
+                "{actor}: `BatchSize: {batch}` is sent as inserts of {MAX_WRITE_BATCH} documents (the server's maxWriteBatchSize, the commands the driver splits it into), each one a sample"
+            ));
+            batch = MAX_WRITE_BATCH;
         }
         let key = self.collection(database, coll);
         let base = if one {
