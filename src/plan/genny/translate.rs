@@ -1728,4 +1728,37 @@ mod tests {
         assert_eq!(g[0]["stage"].as_str(), Some("phase0"));
         assert_eq!(g[6]["stage"].as_str(), Some("phase1"));
     }
+
+    #[test]
+    fn multi_collection_actors_draw_their_collections_as_genny_does_and_big_batches_split() {
+        let t = read("Actors:\n- Name: U\n  Type: MultiCollectionUpdate\n  Phases:\n  - {Repeat: 2, Database: db, CollectionCount: 3, UpdateFilter: {a: 1}, Update: {$inc: {n: 1}}}\n- Name: Q\n  Type: MultiCollectionQuery\n  Phases:\n  - {Repeat: 2, Database: db, CollectionCount: 3, Filter: {a: 1}, Limit: 5, ReadConcern: {Level: majority}}\n", false).unwrap();
+        let g = t.profile["group"].as_array().unwrap();
+        let names = |g: &Toml| -> Vec<String> {
+            g["collections"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c.as_str().unwrap().to_string())
+                .collect()
+        };
+        // The update draws 0..=2; the query 0..=3, one past, as genny's `uniform_int_distribution{0, n}`.
+        assert_eq!(names(&g[0]), ["Collection0", "Collection1", "Collection2"]);
+        assert_eq!(names(&g[1]).len(), 4);
+        assert!(g[0].get("collection").is_none());
+        assert_eq!(g[0]["steps"][0]["name"].as_str(), Some("Update"));
+        assert_eq!(g[1]["steps"][0]["find"]["limit"].as_integer(), Some(5));
+        assert_eq!(g[1]["read_concern"].as_str(), Some("majority"));
+        let e = read("Actors:\n- Name: U\n  Type: MultiCollectionUpdate\n  Phases:\n  - {Repeat: 2, Database: db, UpdateFilter: {a: 1}, Update: {$inc: {n: 1}}}\n", false).unwrap_err();
+        assert!(e.to_string().contains("needs `CollectionCount`"), "{e}");
+        // A Loader's batch above the server's maxWriteBatchSize: inserts of 100,000, as the
+        // driver sends it.
+        let t = read("Actors:\n- Name: L\n  Type: Loader\n  Threads: 1\n  Phases:\n  - Repeat: 1\n    Database: db\n    CollectionCount: 1\n    DocumentCount: 1e6\n    BatchSize: 1e6\n    Document: {a: 1}\n", false).unwrap();
+        let g = &t.profile["group"].as_array().unwrap()[0];
+        assert_eq!(g["loops"].as_integer(), Some(10));
+        assert_eq!(
+            g["steps"][0]["insertMany"]["batch"].as_integer(),
+            Some(100_000)
+        );
+        assert!(t.notes.iter().any(|n| n.contains("maxWriteBatchSize")));
+    }
 }
