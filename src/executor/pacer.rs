@@ -212,6 +212,7 @@ mod tests {
             collection: 0,
             handle: 0,
             spread: Vec::new(),
+            chain: None,
             concerns: Default::default(),
             sleep_before: Duration::ZERO,
             sleep_after: Duration::ZERO,

@@ -65,6 +65,10 @@ pub(super) struct User {
     rng: rand::rngs::SmallRng,
     pick: Chooser,
     state: UserState,
+    /// A state machine's (`GroupPlan::chain`): the state it enters next (None: not drawn yet),
+    /// and the pause the last transition asked for, taken before it.
+    next: Option<usize>,
+    pause: std::time::Duration,
 }
 
 impl User {
@@ -74,6 +78,8 @@ impl User {
             rng: rand::rngs::SmallRng::seed_from_u64(user_seed(ctx.seed, group.index, n)),
             pick: Chooser::new(group.keys, Arc::clone(&ctx.key_state[group.index])),
             state: UserState::default(),
+            next: None,
+            pause: std::time::Duration::ZERO,
         }
     }
 
@@ -156,7 +162,8 @@ pub(super) async fn virtual_user<B: Backend>(
         if !one_op(&group, &mut user, &ctx, None, warmup_end, &mut timer).await {
             break;
         }
-        if !pause(group.sleep_after, &ctx.stop, background.then_some(&held)).await {
+        let after = group.sleep_after + std::mem::take(&mut user.pause);
+        if !pause(after, &ctx.stop, background.then_some(&held)).await {
             break;
         }
     }
@@ -214,7 +221,28 @@ pub(super) async fn one_op<B: Backend>(
     let group_id = GroupId::try_from(group.index).expect("fewer than 2^32 group plans");
     let (collection, handle) = group.target(&mut user.rng);
     let keys: &KeySpace = &ctx.keys[collection];
-    let spec = group.draw(&mut user.rng);
+    // A state machine's user enters its next state (its first drawn by `initial`), and takes
+    // the way out of it now: the pause is taken after the operation.
+    let spec = match &group.chain {
+        Some(chain) => {
+            let at = match user.next {
+                Some(s) => s,
+                None => chain.first(&mut user.rng),
+            };
+            let way = chain.next(at, &mut user.rng);
+            user.next = Some(way.to);
+            let mut lookup = crate::workload::template::NoLookup;
+            user.pause = way.pause(&mut Cx {
+                rng: &mut user.rng,
+                lookup: &mut lookup,
+                now_ms: now_ms(),
+                user: user.n,
+                state: &mut user.state,
+            });
+            group.mix.get(at).map_or(&group.op, |(s, _)| s)
+        }
+        None => group.draw(&mut user.rng),
+    };
     let op = spec.kind();
     // The `_id`s a template or the steps insert, acknowledged however the operation ends.
     let (mut req, issued) = build(group, collection, spec, user, ctx);
@@ -293,6 +321,7 @@ fn build<B>(
         rng,
         pick,
         state,
+        ..
     } = user;
     let keys: &KeySpace = &ctx.keys[collection];
     let gen: &DocGen = &ctx.gens[collection];

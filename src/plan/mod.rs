@@ -350,6 +350,9 @@ pub struct GroupPlan {
     pub collection: usize,
     /// Where its operations go (index into `RunPlan::handles`).
     pub handle: usize,
+    /// `[[group.states]]`: each user walks this state machine over `mix` (a state per entry);
+    /// None: operations drawn from `mix` independently.
+    pub chain: Option<std::sync::Arc<Chain>>,
     /// `collections = [...]`: each operation goes to one of these, drawn uniformly (collection
     /// and handle; the first is `collection`); empty: always `collection`.
     pub spread: Vec<(usize, usize)>,
@@ -359,6 +362,73 @@ pub struct GroupPlan {
     /// inside the group's time.
     pub sleep_before: Duration,
     pub sleep_after: Duration,
+}
+
+/// A group's state machine (genny's CrudActor `States`): the states are the group's `mix`, in
+/// order; a user's first state is drawn by `initial`'s weights, each next one by the weights of
+/// the transitions out of the state it was in, after the transition's pause.
+#[derive(Debug)]
+pub struct Chain {
+    pub initial: Vec<f64>,
+    /// Per state, the transitions out of it.
+    pub transitions: Vec<Vec<Transition>>,
+}
+
+#[derive(Debug)]
+pub struct Transition {
+    pub to: usize,
+    pub weight: f64,
+    /// Milliseconds to pause before the next state (None: none).
+    pub sleep: Option<crate::workload::Template>,
+}
+
+impl Transition {
+    /// The pause it asks for now (its `sleep` made: milliseconds; none if it makes no number).
+    pub fn pause(&self, cx: &mut crate::workload::template::Cx<'_>) -> Duration {
+        use mongodb::bson::Bson;
+        let Some(t) = &self.sleep else {
+            return Duration::ZERO;
+        };
+        let ms = match t.generate(cx) {
+            Bson::Double(d) => d,
+            Bson::Int32(i) => f64::from(i),
+            // A pause of more than 2^52 ms (142,000 years) loses precision.
+            #[allow(clippy::cast_precision_loss)]
+            Bson::Int64(i) => i as f64,
+            _ => 0.0,
+        };
+        Duration::try_from_secs_f64(ms / 1000.0).unwrap_or_default()
+    }
+}
+
+impl Chain {
+    /// The index drawn by `weights` (all finite, at least one above 0: the plan checks).
+    fn pick(weights: impl Iterator<Item = f64> + Clone, rng: &mut impl rand::Rng) -> usize {
+        let total: f64 = weights.clone().sum();
+        let mut at = rng.random::<f64>() * total;
+        let mut last = 0;
+        for (i, w) in weights.enumerate() {
+            if w > 0.0 {
+                if at < w {
+                    return i;
+                }
+                at -= w;
+                last = i;
+            }
+        }
+        last
+    }
+
+    /// A user's first state.
+    pub fn first(&self, rng: &mut impl rand::Rng) -> usize {
+        Self::pick(self.initial.iter().copied(), rng)
+    }
+
+    /// The transition taken out of state `from`.
+    pub fn next(&self, from: usize, rng: &mut impl rand::Rng) -> &Transition {
+        let out = &self.transitions[from];
+        &out[Self::pick(out.iter().map(|t| t.weight), rng)]
+    }
 }
 
 impl GroupPlan {
@@ -390,6 +460,21 @@ impl GroupPlan {
 
     /// The kinds of the group's operations, in the profile's order.
     pub fn kinds(&self) -> Vec<crate::workload::op::OpName> {
+        // A state machine: a row per state (its visits), then one per step name (a name two
+        // states share is one row, as genny adds up its operations' metrics by name).
+        if self.chain.is_some() {
+            let mut names: Vec<_> = self.mix.iter().map(|(s, _)| s.kind()).collect();
+            for (s, _) in &self.mix {
+                if let OpSpec::Steps(st) = s {
+                    for t in &st.steps {
+                        if !names.contains(&t.name) {
+                            names.push(t.name.clone());
+                        }
+                    }
+                }
+            }
+            return names;
+        }
         if let OpSpec::Steps(s) = &self.op {
             // A group of steps has a row per step, and a transaction's first attempt.
             let mut names: Vec<_> = s.steps.iter().map(|t| t.name.clone()).collect();

@@ -138,6 +138,9 @@ fn operation(plan: &RunPlan, g: &GroupPlan) -> String {
     // A mix shows its kinds and weights, and keys other than uniform are named.
     let op = if g.mix.is_empty() {
         spec(&g.op)
+    } else if g.chain.is_some() {
+        let states: Vec<String> = g.mix.iter().map(|(s, _)| s.kind().to_string()).collect();
+        format!("states({})", states.join(", "))
     } else {
         let kinds: Vec<String> = g
             .mix

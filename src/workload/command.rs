@@ -367,14 +367,14 @@ pub enum Command {
     },
     Find {
         filter: Template,
-        args: FindArgs,
+        args: Box<FindArgs>,
         /// Count the matches first (`count = true` of the built-in find), timed with the find.
         count_first: bool,
         /// The limit drawn per operation (the built-in scan's length), over `args.limit`.
         page: Option<Template>,
         /// A generated `projection` and `let` (genny's find `Options`), a document of those
         /// keys made per operation, over `args`'s.
-        shaped: Option<Template>,
+        shaped: Option<Box<Template>>,
     },
     Aggregate {
         pipeline: Template,
@@ -695,7 +695,7 @@ impl TemplateOp {
             Command::Insert { document, .. } => out.extend(document.as_ref()),
             Command::Find { filter, shaped, .. } => {
                 out.push(filter);
-                out.extend(shaped.as_ref());
+                out.extend(shaped.as_deref());
             }
             Command::Count { filter, .. }
             | Command::Distinct { filter, .. }

@@ -343,3 +343,65 @@ fn multi_collection_actors_spread_their_operations_over_the_collections_as_genny
     assert_eq!(query["returned"].as_u64().unwrap(), 50 * matched);
     assert!((50..100).contains(&matched), "matched {matched} of 100");
 }
+
+#[test]
+fn a_crud_actors_state_machine_walks_its_transitions_with_their_pauses() {
+    let Some(server) = TestServer::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = unique_db("genny_fsm");
+    // A and B alternate (each one way out); every user starts in A. Repeat 10 per thread: A, B,
+    // A, B, ... five of each; each insert says its state and its user. The pause out of B is
+    // 40 ms: four of them per user in the phase.
+    let path = workload(
+        dir.path(),
+        "fsm.yml",
+        &format!(
+            "SchemaVersion: 2018-07-01\nActors:\n\
+             - Name: Walk\n  Type: CrudActor\n  Threads: 2\n  Database: {db}\n  Phases:\n\
+             \x20 - Repeat: 10\n    Collection: log\n    States:\n\
+             \x20   - Name: A\n      Operations:\n\
+             \x20       - {{OperationName: insertOne, OperationCommand: {{Document: {{s: A, u: {{^ActorId: {{}}}}}}}}}}\n\
+             \x20     Transitions:\n\
+             \x20       - {{To: B, Weight: 1, SleepBefore: {{^TimeSpec: {{value: 0, unit: seconds}}}}}}\n\
+             \x20   - Name: B\n      Operations:\n\
+             \x20       - {{OperationName: insertOne, OperationCommand: {{Document: {{s: B, u: {{^ActorId: {{}}}}}}}}}}\n\
+             \x20       - {{OperationName: find, OperationMetricsName: Look, OperationCommand: {{Filter: {{s: A}}}}}}\n\
+             \x20     Transitions:\n\
+             \x20       - {{To: A, Weight: 1, SleepBefore: {{^TimeSpec: {{value: 40, unit: milliseconds}}}}}}\n\
+             \x20       - {{To: B, Weight: 0, SleepBefore: {{^TimeSpec: {{value: 0, unit: seconds}}}}}}\n\
+             \x20   InitialStates:\n\
+             \x20     - {{State: A, Weight: 1}}\n"
+        ),
+    );
+    let out = dir.path().join("run");
+    let (summary, _, _) = server.run_ok(path.to_str().unwrap(), &out, &[]);
+    // The server's witness: five of each state per user, and the users' own.
+    assert_eq!(server.count(&db, "log", doc! { "s": "A" }), 10);
+    assert_eq!(server.count(&db, "log", doc! { "s": "B" }), 10);
+    let users: Vec<_> = server.aggregate(
+        &db,
+        "log",
+        vec![doc! { "$group": { "_id": { "u": "$u", "s": "$s" }, "n": { "$sum": 1 } } }],
+    );
+    assert_eq!(users.len(), 4, "2 users x 2 states: {users:?}");
+    assert!(
+        users
+            .iter()
+            .all(|d| d.get_i32("n").map(i64::from).or_else(|_| d.get_i64("n")) == Ok(5)),
+        "{users:?}"
+    );
+    // Rows: each state's visits, and each operation by its name across the states.
+    assert_eq!(row(&summary, "Walk:A")["samples"], 10);
+    assert_eq!(row(&summary, "Walk:B")["samples"], 10);
+    assert_eq!(row(&summary, "Walk:insertOne")["samples"], 20);
+    assert_eq!(row(&summary, "Walk:Look")["samples"], 10);
+    assert_eq!(row(&summary, "Walk")["errors"], 0);
+    // The pauses out of B: a user's ten visits span at least four of 40 ms.
+    let s = samples(&out);
+    let walk: Vec<_> = s.iter().filter(|x| x.0 == "Walk").collect();
+    let first = walk.iter().map(|x| x.1).min().unwrap();
+    let last = walk.iter().map(|x| x.2).max().unwrap();
+    assert!(last - first >= 4 * 40_000, "{} us", last - first);
+}

@@ -121,6 +121,133 @@ impl GroupAt<'_> {
             .error_at(&self.path(k), problem, expected_for(k))
     }
 
+    /// `[[group.states]]`'s transitions and `initial` (the states themselves are the group's
+    /// `mix`, read by `templates`): every `to` a state, every weight finite and not below 0,
+    /// each state with a way out, a pause that makes a number.
+    fn chain(&self) -> Result<Option<std::sync::Arc<crate::plan::Chain>>, ProfileError> {
+        let g = self.g;
+        let Some(states) = &g.states else {
+            if g.initial.is_some() {
+                return Err(self.err(
+                    "initial",
+                    "`initial` belongs to a group with [[group.states]]".into(),
+                ));
+            }
+            return Ok(None);
+        };
+        if g.rate.is_some() {
+            return Err(self.err(
+                "rate",
+                "a state machine is paced by its transitions' pauses, not a rate".into(),
+            ));
+        }
+        let index = |at: &str, name: &str| {
+            states.iter().position(|s| s.name == name).ok_or_else(|| {
+                self.loaded.error_at(
+                    at,
+                    format!("`{name}` is not a state of group `{}`", g.name),
+                    format!(
+                        "one of: {}",
+                        states
+                            .iter()
+                            .map(|s| s.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                )
+            })
+        };
+        let weight = |at: &str, w: f64| {
+            if w.is_finite() && w >= 0.0 {
+                Ok(w)
+            } else {
+                Err(self.loaded.error_at(
+                    at,
+                    format!("weight {w} is not a number from 0"),
+                    "weight = 1",
+                ))
+            }
+        };
+        let mut transitions = Vec::with_capacity(states.len());
+        for (k, st) in states.iter().enumerate() {
+            let at = self.path(&format!("states[{k}]"));
+            let mut out = Vec::new();
+            for (i, t) in st.transitions.iter().enumerate() {
+                let tat = format!("{at}.transitions[{i}]");
+                let sleep = match &t.sleep {
+                    None => None,
+                    Some(v) => {
+                        let path = format!("{tat}.sleep");
+                        let tpl = crate::workload::Template::compile(v, &path)
+                            .map_err(|e| self.loaded.error_at(&e.key, e.problem, e.expected))?;
+                        let mut state = crate::workload::template::UserState::default();
+                        let mut lookup = crate::workload::template::NoLookup;
+                        let mut rng = <rand::rngs::SmallRng as rand::SeedableRng>::seed_from_u64(0);
+                        let made = tpl.generate(&mut crate::workload::template::Cx {
+                            rng: &mut rng,
+                            lookup: &mut lookup,
+                            now_ms: 0,
+                            user: 0,
+                            state: &mut state,
+                        });
+                        if !matches!(
+                            made,
+                            mongodb::bson::Bson::Double(_)
+                                | mongodb::bson::Bson::Int32(_)
+                                | mongodb::bson::Bson::Int64(_)
+                        ) {
+                            return Err(self.loaded.error_at(
+                                &path,
+                                "a pause is milliseconds: a number, or a generator of numbers",
+                                "sleep = 100, or sleep = { \"^TimeSpec\" = { value = 1, unit = \"seconds\" } }",
+                            ));
+                        }
+                        Some(tpl)
+                    }
+                };
+                out.push(crate::plan::Transition {
+                    to: index(&format!("{tat}.to"), &t.to)?,
+                    weight: weight(&format!("{tat}.weight"), t.weight)?,
+                    sleep,
+                });
+            }
+            if !out.iter().any(|t| t.weight > 0.0) {
+                return Err(self.loaded.error_at(
+                    &at,
+                    format!("state `{}` has no way out (no transition of weight above 0)", st.name),
+                    "a transition, e.g. [[group.states.transitions]] to = \"browse\" weight = 1 (to itself for a state that is never left)",
+                ));
+            }
+            transitions.push(out);
+        }
+        let mut initial = vec![0.0; states.len()];
+        let at = self.path("initial");
+        let Some(table) = &g.initial else {
+            return Err(self.err(
+                "initial",
+                "a state machine needs `initial`: the weights of its first states".into(),
+            ));
+        };
+        for (name, w) in table {
+            let w = match w {
+                toml::Value::Integer(i) => *i as f64,
+                toml::Value::Float(f) => *f,
+                _ => f64::NAN,
+            };
+            initial[index(&format!("{at}.{name}"), name)?] += weight(&format!("{at}.{name}"), w)?;
+        }
+        if !initial.iter().any(|w| *w > 0.0) {
+            return Err(self.err(
+                "initial",
+                "the initial weights sum to 0, so no first state could be drawn".into(),
+            ));
+        }
+        Ok(Some(std::sync::Arc::new(crate::plan::Chain {
+            initial,
+            transitions,
+        })))
+    }
+
     /// A name that can label a summary row and a TSV cell.
     fn name(&self) -> Result<(), ProfileError> {
         let g = self.g;
@@ -223,6 +350,7 @@ impl GroupAt<'_> {
             Some(t) => t,
             None => self.ops(&env.collections[collection], collection)?,
         };
+        let chain = self.chain()?;
         let keys = match &g.keys {
             None => KeyDist::Uniform,
             Some(k) => KeyDist::from_name(k)
@@ -250,6 +378,7 @@ impl GroupAt<'_> {
             collection,
             handle: 0, // set by `RunPlan::build`
             spread,
+            chain,
             concerns,
             sleep_before,
             sleep_after,
@@ -425,6 +554,39 @@ mod tests {
         ))
         .unwrap_err();
         assert!(e.problem.contains("both set"), "{}", e.problem);
+    }
+
+    #[test]
+    fn a_state_machine_is_read_with_its_ways_out_and_refused_where_it_could_not_walk() {
+        let head = "[[group]]\nname = \"m\"\nthreads = 1\nloops = 5\n";
+        let a = "[[group.states]]\nname = \"a\"\nsteps = [{ estimatedDocumentCount = {} }]\n";
+        let b = "[[group.states]]\nname = \"b\"\nsteps = [{ name = \"n\", estimatedDocumentCount = {} }]\ntransitions = [{ to = \"a\", weight = 1, sleep = 5 }]\n";
+        let a_out = "transitions = [{ to = \"b\", weight = 3 }, { to = \"a\", weight = 1 }]\n";
+        let ok = format!("{DOC}{head}initial = {{ a = 1 }}\n{a}{a_out}{b}");
+        let plan = build(&ok).unwrap();
+        let g = plan.groups().next().unwrap();
+        let chain = g.chain.as_ref().unwrap();
+        assert_eq!(
+            g.kinds().iter().map(|k| k.to_string()).collect::<Vec<_>>(),
+            ["a", "b", "step0", "n"]
+        );
+        let mut rng = <rand::rngs::SmallRng as rand::SeedableRng>::seed_from_u64(3);
+        let to_b = (0..4000)
+            .filter(|_| chain.next(0, &mut rng).to == 1)
+            .count();
+        assert!((2800..3200).contains(&to_b), "3 of 4 go to b: {to_b}");
+        assert!((0..100).all(|_| chain.first(&mut rng) == 0 && chain.next(1, &mut rng).to == 0));
+        let cases = [
+            (format!("{DOC}{head}initial = {{ a = 1 }}\n{a}transitions = [{{ to = \"c\", weight = 1 }}]\n{b}"), "`c` is not a state"),
+            (format!("{DOC}{head}initial = {{ a = 1 }}\n{a}{b}"), "no way out"),
+            (format!("{DOC}{head}{a}{a_out}{b}"), "needs `initial`"),
+            (format!("{DOC}{head}rate = 10\ninitial = {{ a = 1 }}\n{a}{a_out}{b}"), "not a rate"),
+            (format!("{DOC}{head}initial = {{ a = 1 }}\n{a}transitions = [{{ to = \"b\", weight = 1, sleep = \"x\" }}]\n{b}"), "a pause is milliseconds"),
+        ];
+        for (text, said) in cases {
+            let e = build(&text).unwrap_err();
+            assert!(e.problem.contains(said), "{said}: {}", e.problem);
+        }
     }
 
     #[test]

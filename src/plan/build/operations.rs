@@ -326,7 +326,7 @@ impl GroupAt<'_> {
         };
         let find = |filter, args, count_first, page| Command::Find {
             filter,
-            args,
+            args: Box::new(args),
             count_first,
             page,
             shaped: None,

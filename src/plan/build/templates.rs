@@ -337,7 +337,7 @@ impl<'a> Args<'a> {
     #[allow(clippy::type_complexity)]
     fn find_shape(
         &self,
-    ) -> Result<(Option<Document>, Option<Document>, Option<Template>), ProfileError> {
+    ) -> Result<(Option<Document>, Option<Document>, Option<Box<Template>>), ProfileError> {
         let mut fixed = [None, None];
         let mut generated = toml::Table::new();
         for (i, (k, example)) in [
@@ -363,10 +363,10 @@ impl<'a> Args<'a> {
         let shaped = if generated.is_empty() {
             None
         } else {
-            Some(
+            Some(Box::new(
                 Template::compile_arg(&toml::Value::Table(generated), &self.path)
                     .map_err(|e| self.loaded.error_at(&e.key, e.problem, e.expected))?,
-            )
+            ))
         };
         let [projection, let_vars] = fixed;
         Ok((projection, let_vars, shaped))
@@ -447,7 +447,7 @@ impl<'a> Args<'a> {
             count_first: false,
             page: None,
             shaped,
-            args: FindArgs {
+            args: Box::new(FindArgs {
                 projection,
                 let_vars,
                 sort: self.sort()?,
@@ -461,7 +461,7 @@ impl<'a> Args<'a> {
                 max_time_ms: self
                     .int("maxTimeMS", 0, i64::from(i32::MAX))?
                     .map(|n| n as u64),
-            },
+            }),
         })
     }
 
@@ -623,6 +623,54 @@ impl GroupAt<'_> {
         let g = self.g;
         let tables = g.op_tables();
         let coll = &collections[collection];
+        if let Some(states) = &g.states {
+            if let Some((verb, _)) = tables.first() {
+                return Err(self.err(
+                    verb,
+                    format!("both [[group.states]] and `{verb}` are set; a group's operations are in its states"),
+                ));
+            }
+            for (k, set) in [
+                ("steps", g.steps.is_some()),
+                ("ops", g.ops.is_some()),
+                ("bind", g.bind.is_some()),
+                ("transaction", g.transaction.is_some()),
+            ] {
+                if set {
+                    return Err(self.err(
+                        k,
+                        format!("`{k}` beside [[group.states]]: a state machine's operations are its states' steps"),
+                    ));
+                }
+            }
+            self.no_builtin("states")?;
+            if states.is_empty() {
+                return Err(self.err("states", "[[group.states]] is empty".into()));
+            }
+            let mut specs: Vec<(OpSpec, u32)> = Vec::new();
+            for (k, st) in states.iter().enumerate() {
+                let at = self.path(&format!("states[{k}]"));
+                let bad = st.name.trim().is_empty()
+                    || st.name.contains([':', '@'])
+                    || st.name.chars().any(char::is_control);
+                if bad || specs.iter().any(|(s, _)| s.kind().as_str() == st.name) {
+                    return Err(self.loaded.error_at(
+                        &format!("{at}.name"),
+                        format!("`{}` cannot name a state (empty, `:`, `@`, a control character, or another state's name)", st.name.escape_debug()),
+                        "a short name of its own, e.g. name = \"browse\"",
+                    ));
+                }
+                let spec = self.steps_at(
+                    &format!("states[{k}].steps"),
+                    &st.name,
+                    &st.steps,
+                    collections,
+                    collection,
+                )?;
+                specs.push((spec, 1));
+            }
+            return Ok(Some((specs[0].0.clone(), specs)));
+        }
         if let Some(steps) = &g.steps {
             if let Some((verb, _)) = tables.first() {
                 return Err(self.err(
@@ -729,21 +777,33 @@ impl GroupAt<'_> {
         collections: &[CollectionPlan],
         collection: usize,
     ) -> Result<OpSpec, ProfileError> {
+        self.steps_at("steps", &self.g.name, steps, collections, collection)
+    }
+
+    /// Steps at key `key` of the group (`steps`, or a state's `states[k].steps`), named `name`.
+    fn steps_at(
+        &self,
+        key: &str,
+        name: &str,
+        steps: &[crate::plan::profile::model::StepDef],
+        collections: &[CollectionPlan],
+        collection: usize,
+    ) -> Result<OpSpec, ProfileError> {
         let g = self.g;
         if steps.is_empty() {
-            return Err(self.err("steps", "[[group.steps]] is empty".into()));
+            return Err(self.err(key, format!("{key} is empty")));
         }
         let bind = self.bind()?;
         let mut out: Vec<Arc<TemplateOp>> = Vec::new();
         let mut late = Vec::new();
         for (j, s) in steps.iter().enumerate() {
-            let (op, reads_step) = self.step(j, s, &out, &bind, collections, collection)?;
+            let (op, reads_step) = self.step(key, j, s, &out, &bind, collections, collection)?;
             late.push(reads_step);
             out.push(op);
         }
         Ok(OpSpec::Steps(Arc::new(StepsOp {
-            name: OpName::from(g.name.as_str()),
-            at: self.path("steps"),
+            name: OpName::from(name),
+            at: self.path(key),
             steps: out,
             late,
             bind,
@@ -773,8 +833,10 @@ impl GroupAt<'_> {
 
     /// Step `j` read into its operation (after the `earlier` steps, with the `bind` values at
     /// hand), and whether it reads an earlier step's result (so is made at its turn).
+    #[allow(clippy::too_many_arguments)]
     fn step(
         &self,
+        key: &str,
         j: usize,
         s: &crate::plan::profile::model::StepDef,
         earlier: &[Arc<TemplateOp>],
@@ -782,7 +844,7 @@ impl GroupAt<'_> {
         collections: &[CollectionPlan],
         collection: usize,
     ) -> Result<(Arc<TemplateOp>, bool), ProfileError> {
-        let at = self.path(&format!("steps[{j}]"));
+        let at = self.path(&format!("{key}[{j}]"));
         let c = self.step_collection(&at, s, collections, collection)?;
         let (verb, value) = self.step_table(&at, j, s)?;
         let path = format!("{at}.{verb}");

@@ -545,10 +545,12 @@ impl<'a> Translator<'a> {
                 g.insert("collection".into(), first);
             }
         }
-        g.insert(
-            "steps".into(),
-            Toml::Array(steps.into_iter().map(Toml::Table).collect()),
-        );
+        if !g.contains_key("states") {
+            g.insert(
+                "steps".into(),
+                Toml::Array(steps.into_iter().map(Toml::Table).collect()),
+            );
+        }
         let count = (actor.kind == "CrudActor" && cx.get("Collection").is_none())
             .then(|| cx.get("CollectionCount").and_then(number))
             .flatten()
@@ -678,8 +680,23 @@ impl<'a> Translator<'a> {
             if one.get("collection").and_then(Toml::as_str) == Some(first.as_str()) {
                 one.insert("collection".into(), Toml::String(key.clone()));
             }
-            if let Some(Toml::Array(steps)) = one.get_mut("steps") {
-                for st in steps.iter_mut().filter_map(Toml::as_table_mut) {
+            let mut lists: Vec<&mut Vec<Toml>> = Vec::new();
+            let (steps, states) = (one.get("steps").is_some(), one.get("states").is_some());
+            if steps {
+                if let Some(Toml::Array(s)) = one.get_mut("steps") {
+                    lists.push(s);
+                }
+            } else if states {
+                if let Some(Toml::Array(states)) = one.get_mut("states") {
+                    for st in states.iter_mut().filter_map(Toml::as_table_mut) {
+                        if let Some(Toml::Array(s)) = st.get_mut("steps") {
+                            lists.push(s);
+                        }
+                    }
+                }
+            }
+            for list in lists {
+                for st in list.iter_mut().filter_map(Toml::as_table_mut) {
                     if st.get("collection").and_then(Toml::as_str) == Some(first.as_str()) {
                         st.insert("collection".into(), Toml::String(key.clone()));
                     }
@@ -813,13 +830,6 @@ impl<'a> Translator<'a> {
         database: &str,
         g: &mut toml::Table,
     ) -> Result<Vec<toml::Table>, Refusal> {
-        if cx.phase.get("States").is_some() {
-            return Err(self.refuse(
-                Some(name),
-                Some(p),
-                "CrudActor `States` (its state machine) is not supported yet",
-            ));
-        }
         let collection = match (cx.get("Collection"), cx.get("CollectionCount")) {
             (Some(c), _) => scalar_text(c)
                 .ok_or_else(|| self.refuse(Some(name), Some(p), "`Collection` is not a name"))?,
@@ -843,6 +853,10 @@ impl<'a> Translator<'a> {
                 ))
             }
         };
+        if let Some(states) = cx.phase.get("States") {
+            self.states(name, p, cx, states, database, &collection, g)?;
+            return Ok(Vec::new());
+        }
         let ops = plural(cx.phase, "Operation", "Operations").ok_or_else(|| {
             self.refuse(
                 Some(name),
@@ -878,6 +892,129 @@ impl<'a> Translator<'a> {
         }
         dedupe_names(&mut steps);
         Ok(steps)
+    }
+
+    /// A CrudActor's `States` (its state machine, genny's FSM): `[[group.states]]`, each
+    /// state's operations its steps, `Transitions` (`To`, `Weight`, `SleepBefore`) its ways
+    /// out, `InitialStates` the group's `initial`.
+    #[allow(clippy::too_many_arguments)]
+    fn states(
+        &mut self,
+        name: &str,
+        p: usize,
+        cx: &Ctx<'a>,
+        states: &Yaml,
+        database: &str,
+        collection: &str,
+        g: &mut toml::Table,
+    ) -> Result<(), Refusal> {
+        for key in ["Continue", "SkipFirstOperations"] {
+            if cx.phase.get(key).is_some() {
+                return Err(self.refuse(
+                    Some(name),
+                    Some(p),
+                    format!("CrudActor `{key}` (a state machine carried on from the phase before) is not supported yet"),
+                ));
+            }
+        }
+        if plural(cx.phase, "Operation", "Operations").is_some() {
+            return Err(self.refuse(
+                Some(name),
+                Some(p),
+                "CrudActor has Operations and States at the same time (genny refuses it too)",
+            ));
+        }
+        let list = states
+            .as_sequence()
+            .ok_or_else(|| self.refuse(Some(name), Some(p), "`States` is not a list"))?;
+        let mut out = Vec::new();
+        for s in list {
+            let state = s
+                .get("Name")
+                .and_then(scalar_text)
+                .ok_or_else(|| self.refuse(Some(name), Some(p), "a state without a `Name`"))?;
+            let ops = plural(s, "Operation", "Operations").ok_or_else(|| {
+                self.refuse(
+                    Some(name),
+                    Some(p),
+                    format!("state `{state}` has no `Operations`"),
+                )
+            })?;
+            let mut steps = Vec::new();
+            for op in ops {
+                steps.push(self.crud_op(name, p, op, database, collection, g)?);
+            }
+            dedupe_names(&mut steps);
+            let mut transitions = Vec::new();
+            for t in s
+                .get("Transitions")
+                .and_then(Yaml::as_sequence)
+                .into_iter()
+                .flatten()
+            {
+                let to = t.get("To").and_then(scalar_text);
+                let weight = t.get("Weight").and_then(number);
+                let (Some(to), Some(weight)) = (to, weight) else {
+                    return Err(self.refuse(Some(name), Some(p), format!("a transition of state `{state}` without a scalar `To` and `Weight` (genny needs both)")));
+                };
+                let mut tt = toml::Table::new();
+                tt.insert("to".into(), Toml::String(to));
+                tt.insert("weight".into(), Toml::Float(weight));
+                if let Some(sleep) = t.get("SleepBefore") {
+                    tt.insert("sleep".into(), to_toml(sleep));
+                }
+                transitions.push(Toml::Table(tt));
+            }
+            let mut st = toml::Table::new();
+            st.insert("name".into(), Toml::String(state));
+            st.insert(
+                "steps".into(),
+                Toml::Array(steps.into_iter().map(Toml::Table).collect()),
+            );
+            st.insert("transitions".into(), Toml::Array(transitions));
+            out.push(Toml::Table(st));
+        }
+        let mut initial = toml::Table::new();
+        for i in cx
+            .phase
+            .get("InitialStates")
+            .and_then(Yaml::as_sequence)
+            .into_iter()
+            .flatten()
+        {
+            let (Some(s), Some(w)) = (
+                i.get("State").and_then(scalar_text),
+                i.get("Weight").and_then(number),
+            ) else {
+                return Err(self.refuse(
+                    Some(name),
+                    Some(p),
+                    "an `InitialStates` entry without `State` and `Weight`",
+                ));
+            };
+            let sum = initial.get(&s).and_then(Toml::as_float).unwrap_or(0.0) + w;
+            initial.insert(s, Toml::Float(sum));
+        }
+        if initial.is_empty() {
+            return Err(self.refuse(
+                Some(name),
+                Some(p),
+                "CrudActor has States, but no `InitialStates` (genny refuses it too)",
+            ));
+        }
+        // The first step's collection is the group's.
+        let first = out
+            .first()
+            .and_then(|s| s.get("steps"))
+            .and_then(|s| s.get(0))
+            .and_then(|s| s.get("collection"))
+            .cloned();
+        if let Some(c) = first {
+            g.insert("collection".into(), c);
+        }
+        g.insert("states".into(), Toml::Array(out));
+        g.insert("initial".into(), Toml::Table(initial));
+        Ok(())
     }
 
     fn crud_op(

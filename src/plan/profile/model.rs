@@ -193,6 +193,28 @@ with_op_tables! {
     }
 }
 
+/// One state of a group's state machine (`[[group.states]]`, genny's CrudActor `States`): its
+/// steps, run in order each time a user enters it (one sample, a row named after the state),
+/// and where the user goes next.
+#[derive(Debug, Clone, Default, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct StateDef {
+    pub name: String,
+    pub steps: Vec<StepDef>,
+    #[serde(default)]
+    pub transitions: Vec<TransitionDef>,
+}
+
+/// A way out of a state: to another (or the same), drawn by weight among the state's, after a
+/// pause (`sleep`: milliseconds, or a generator of them such as `^TimeSpec`).
+#[derive(Debug, Clone, Default, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TransitionDef {
+    pub to: String,
+    pub weight: f64,
+    pub sleep: Option<toml::Value>,
+}
+
 with_op_tables! {
     /// One of a group's named operations (`[[group.ops]]`), with its weight.
     #[derive(Debug, Clone, Default, Deserialize, serde::Serialize)]
@@ -260,6 +282,10 @@ pub struct Group {
     pub ops: Option<Vec<NamedOp>>,
     /// Several operations run in order as one (`[[group.steps]]`), timed as one sample.
     pub steps: Option<Vec<StepDef>>,
+    /// A state machine (`[[group.states]]`): each user moves from state to state, running the
+    /// steps of each state it enters; `initial` draws its first state by weight.
+    pub states: Option<Vec<StateDef>>,
+    pub initial: Option<toml::Table>,
     /// Values generated once per operation, read by its steps with `{ "^Bind" = "name" }`.
     pub bind: Option<toml::Table>,
     /// Run the steps in one transaction, retried as the drivers' convenient API does.
