@@ -36,7 +36,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::metrics::{panic_message, Sample};
 use crate::ops::Backend;
-use crate::plan::{Stage, StopAt};
+use crate::plan::{GroupPlan, Stage, StopAt};
 use crate::workload::{DocGen, KeySpace};
 
 pub use crate::metrics::Clock;
@@ -77,6 +77,59 @@ pub struct Context<B> {
     pub steer: Arc<steer::Steer>,
 }
 
+/// What starting a group of a stage touches: its users' tasks, what they are, and the stage's
+/// books of the groups running.
+struct Starting<'a, B: Backend> {
+    users: &'a mut JoinSet<()>,
+    who: &'a mut HashMap<tokio::task::Id, (Arc<GroupPlan>, u32)>,
+    paced: &'a mut Vec<(usize, Arc<Schedule>, Instant)>,
+    closed: &'a mut Vec<(Arc<GroupPlan>, Instant)>,
+    alive: &'a mut HashMap<usize, u32>,
+    ctx: &'a Arc<Context<B>>,
+    open_failures: &'a Arc<std::sync::Mutex<Vec<String>>>,
+    held: &'a CancellationToken,
+}
+
+impl<B: Backend> Starting<'_, B> {
+    /// Starts `group`'s users (or its open-loop schedule), `from` plus its start delay.
+    fn start(&mut self, group: Arc<GroupPlan>, from: Instant) {
+        let ctx = self.ctx;
+        let group_start = from + group.start_delay;
+        let schedule = Schedule::new(&group, group_start).map(Arc::new);
+        if let (Some(s), StopAt::Duration(d)) = (&schedule, group.stop) {
+            self.paced
+                .push((group.index, Arc::clone(s), group_start + d));
+        }
+        if let Some(schedule) = schedule {
+            ctx.steer.start_open(group.index, Arc::clone(&schedule));
+            *self.alive.entry(group.index).or_insert(0) += 1;
+            let task = self.users.spawn(open::group(
+                Arc::clone(&group),
+                Arc::clone(ctx),
+                group_start,
+                schedule,
+                Arc::clone(self.open_failures),
+                self.held.clone(),
+            ));
+            self.who.insert(task.id(), (Arc::clone(&group), 0));
+            return;
+        }
+        ctx.steer.start_closed(group.index, group.threads);
+        *self.alive.entry(group.index).or_insert(0) += group.threads;
+        for n in 0..group.threads {
+            let task = self.users.spawn(user::virtual_user(
+                Arc::clone(&group),
+                n,
+                Arc::clone(ctx),
+                group_start,
+                self.held.clone(),
+            ));
+            self.who.insert(task.id(), (Arc::clone(&group), n + 1));
+        }
+        self.closed.push((group, group_start));
+    }
+}
+
 /// Runs one stage to its end, or until `ctx.stop` fires and in-flight operations had
 /// `STOP_GRACE` to finish. Returns what failed inside it: each virtual user that panicked,
 /// named by group, operation and user, with the panic's message.
@@ -95,46 +148,32 @@ pub async fn run_stage<B: Backend>(stage: &Stage, ctx: &Arc<Context<B>>) -> Vec<
     // (genny's `Blocking: None`) stop then.
     let held = CancellationToken::new();
     let mut holding: u32 = 0;
+    // Groups that start when another of the stage ends (`after`), by the one they wait for.
+    let mut waiting: HashMap<usize, Vec<Arc<GroupPlan>>> = HashMap::new();
+    let in_stage: std::collections::HashSet<usize> = stage.groups.iter().map(|g| g.index).collect();
+    let mut starting = Starting {
+        users: &mut users,
+        who: &mut who,
+        paced: &mut paced,
+        closed: &mut closed,
+        alive: &mut alive,
+        ctx,
+        open_failures: &open_failures,
+        held: &held,
+    };
     for group in &stage.groups {
         let group = Arc::new(group.clone());
-        let group_start = start + group.start_delay;
-        let schedule = Schedule::new(&group, group_start).map(Arc::new);
-        if let (Some(s), StopAt::Duration(d)) = (&schedule, group.stop) {
-            paced.push((group.index, Arc::clone(s), group_start + d));
-        }
-        if let Some(schedule) = schedule {
-            ctx.steer.start_open(group.index, Arc::clone(&schedule));
-            *alive.entry(group.index).or_insert(0) += 1;
-            if group.stop != StopAt::Background {
-                holding += 1;
-            }
-            let task = users.spawn(open::group(
-                Arc::clone(&group),
-                Arc::clone(ctx),
-                group_start,
-                schedule,
-                Arc::clone(&open_failures),
-                held.clone(),
-            ));
-            who.insert(task.id(), (Arc::clone(&group), 0));
-            continue;
-        }
-        ctx.steer.start_closed(group.index, group.threads);
-        *alive.entry(group.index).or_insert(0) += group.threads;
         if group.stop != StopAt::Background {
-            holding += group.threads;
+            holding += if group.rate.is_some() {
+                1
+            } else {
+                group.threads
+            };
         }
-        for n in 0..group.threads {
-            let task = users.spawn(user::virtual_user(
-                Arc::clone(&group),
-                n,
-                Arc::clone(ctx),
-                group_start,
-                held.clone(),
-            ));
-            who.insert(task.id(), (Arc::clone(&group), n + 1));
+        match group.after.filter(|a| in_stage.contains(a)) {
+            Some(a) => waiting.entry(a).or_default().push(group),
+            None => starting.start(group, start),
         }
-        closed.push((group, group_start));
     }
     let mut failures = Vec::new();
     loop {
@@ -145,11 +184,27 @@ pub async fn run_stage<B: Backend>(stage: &Stage, ctx: &Arc<Context<B>>) -> Vec<
                         Ok((id, ())) => *id,
                         Err(e) => e.id(),
                     };
-                    if let Some((g, _)) = who.get(&id) {
+                    if let Some((g, _)) = who.get(&id).cloned() {
                         let left = alive.entry(g.index).or_insert(1);
                         *left = left.saturating_sub(1);
                         if *left == 0 {
                             ctx.steer.end(g.index);
+                            // The groups that waited for it start now.
+                            if !ctx.stop.is_cancelled() {
+                                for next in waiting.remove(&g.index).unwrap_or_default() {
+                                    Starting {
+                                        users: &mut users,
+                                        who: &mut who,
+                                        paced: &mut paced,
+                                        closed: &mut closed,
+                                        alive: &mut alive,
+                                        ctx,
+                                        open_failures: &open_failures,
+                                        held: &held,
+                                    }
+                                    .start(next, Instant::now());
+                                }
+                            }
                         }
                         if g.stop != StopAt::Background {
                             holding = holding.saturating_sub(1);

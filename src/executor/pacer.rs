@@ -213,6 +213,7 @@ mod tests {
             handle: 0,
             spread: Vec::new(),
             chain: None,
+            after: None,
             concerns: Default::default(),
             sleep_before: Duration::ZERO,
             sleep_after: Duration::ZERO,

@@ -350,6 +350,9 @@ pub struct GroupPlan {
     pub collection: usize,
     /// Where its operations go (index into `RunPlan::handles`).
     pub handle: usize,
+    /// Starts when this group of its stage has ended (`after`, by `GroupPlan::index`), its start
+    /// delay from then; None: with its stage.
+    pub after: Option<usize>,
     /// `[[group.states]]`: each user walks this state machine over `mix` (a state per entry);
     /// None: operations drawn from `mix` independently.
     pub chain: Option<std::sync::Arc<Chain>>,

@@ -25,7 +25,10 @@ pub fn render(plan: &RunPlan, out: &mut dyn Write) -> std::io::Result<()> {
                 g.threads,
                 humantime::format_duration(g.ramp_up),
                 humantime::format_duration(g.start_delay),
-                stop(g)
+                match g.after.and_then(|a| plan.groups().find(|x| x.index == a)) {
+                    Some(a) => format!("{}, once {} has ended", stop(g), a.name),
+                    None => stop(g),
+                }
             )?;
         }
     }

@@ -33,6 +33,8 @@ pub(super) fn stages(
     }
     let mut stages: Vec<Stage> = Vec::new();
     let mut next_index = 0;
+    // Each profile group's plans (several with rate steps), by `GroupPlan::index`.
+    let mut plans_of: Vec<Vec<usize>> = Vec::with_capacity(groups.len());
     let mut seen_names = HashSet::new();
     let mut seen_tags = std::collections::HashMap::new();
     for (index, g) in groups.iter().enumerate() {
@@ -59,7 +61,34 @@ pub(super) fn stages(
                 ),
             ));
         }
-        let built = at.build_steps(ov, env, &mut next_index)?;
+        let mut built = at.build_steps(ov, env, &mut next_index)?;
+        if let Some(name) = &g.after {
+            let earlier = groups[..index].iter().position(|e| &e.name == name);
+            let Some(j) = earlier else {
+                return Err(at.err(
+                    "after",
+                    format!("`{name}` is not a group before `{}` in the profile", g.name),
+                ));
+            };
+            if groups[j].stage != g.stage {
+                return Err(at.err(
+                    "after",
+                    format!("`{name}` is of another stage than `{}`: stages already run one after another", g.name),
+                ));
+            }
+            if g.background == Some(true) {
+                return Err(at.err(
+                    "after",
+                    "a background group runs beside its stage's others, from the stage's start"
+                        .into(),
+                ));
+            }
+            let last = plans_of[j].last().copied();
+            for b in &mut built {
+                b.after = last;
+            }
+        }
+        plans_of.push(built.iter().map(|b| b.index).collect());
         let stage_name = g.stage.clone().unwrap_or_default();
         if stage_name.chars().any(char::is_control) {
             return Err(at.err(
@@ -379,6 +408,7 @@ impl GroupAt<'_> {
             handle: 0, // set by `RunPlan::build`
             spread,
             chain,
+            after: None, // set by `stages`
             concerns,
             sleep_before,
             sleep_after,
@@ -584,6 +614,38 @@ mod tests {
             (format!("{DOC}{head}initial = {{ a = 1 }}\n{a}transitions = [{{ to = \"b\", weight = 1, sleep = \"x\" }}]\n{b}"), "a pause is milliseconds"),
         ];
         for (text, said) in cases {
+            let e = build(&text).unwrap_err();
+            assert!(e.problem.contains(said), "{said}: {}", e.problem);
+        }
+    }
+
+    #[test]
+    fn a_group_after_another_of_its_stage_waits_for_it_and_nothing_else_may() {
+        let g = |name: &str, extra: &str| {
+            format!(
+                "[[group]]\nname = \"{name}\"\nop = \"insert\"\nthreads = 1\nloops = 1\n{extra}"
+            )
+        };
+        let plan = build(&format!("{DOC}{}{}", g("a", ""), g("b", "after = \"a\"\n"))).unwrap();
+        let b = plan.groups().find(|x| x.name == "b").unwrap();
+        assert_eq!(
+            b.after,
+            Some(plan.groups().find(|x| x.name == "a").unwrap().index)
+        );
+        for (text, said) in [
+            (
+                format!("{DOC}{}{}", g("a", "after = \"b\"\n"), g("b", "")),
+                "not a group before",
+            ),
+            (
+                format!(
+                    "{DOC}{}{}",
+                    g("a", ""),
+                    g("b", "after = \"a\"\nstage = \"two\"\n")
+                ),
+                "another stage",
+            ),
+        ] {
             let e = build(&text).unwrap_err();
             assert!(e.problem.contains(said), "{said}: {}", e.problem);
         }

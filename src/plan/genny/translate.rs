@@ -1350,7 +1350,8 @@ impl<'a> Translator<'a> {
             document,
             indexes: Vec::new(),
         };
-        self.load(name, p, &database, &coll, load, true)
+        self.load(name, p, &database, &coll, load, true, None)
+            .map(drop)
     }
 
     /// A name no group has yet: `base`, else `base.2`, `base.3`, ...
@@ -1367,8 +1368,10 @@ impl<'a> Translator<'a> {
 
     /// `coll` of `database` loaded with `load` in phase `p`, as genny's loaders do: inserts of
     /// `batch` documents (`IndividualBulkInsert`), the last batch the remainder, then its indexes
-    /// (`IndexBuild`), each a group of the phase's stage (a collection's groups run beside the
-    /// others'). `--smoke`: one batch.
+    /// (`IndexBuild`), each a group of the phase's stage, each `after` the one before (the
+    /// first after `after`: the thread's collection before). `--smoke`: one batch. Returns the
+    /// last group's name.
+    #[allow(clippy::too_many_arguments)]
     fn load(
         &mut self,
         actor: &str,
@@ -1377,7 +1380,8 @@ impl<'a> Translator<'a> {
         coll: &str,
         load: Load,
         one: bool,
-    ) -> Result<(), Refusal> {
+        after: Option<String>,
+    ) -> Result<Option<String>, Refusal> {
         let mut batch = load.batch;
         if batch < 1 {
             return Err(self.refuse(
@@ -1421,15 +1425,22 @@ impl<'a> Translator<'a> {
             step("IndividualBulkInsert", &key, "insertMany", Toml::Table(a))
         };
         let smoke = self.smoke;
+        let mut last = after;
+        let mut chained = |t: &mut Self, mut g: toml::Table| {
+            if let Some(before) = last.replace(g["name"].as_str().unwrap_or_default().to_string()) {
+                g.insert("after".into(), Toml::String(before));
+            }
+            t.groups.push(g);
+        };
         if full > 0 {
             let name = self.unique(base.clone());
             let g = group(name, if smoke { 1 } else { full }, vec![insert(batch)]);
-            self.groups.push(g);
+            chained(self, g);
         }
         if rest > 0 && !(smoke && full > 0) {
             let name = self.unique(format!("{base}.rest"));
             let g = group(name, 1, vec![insert(rest)]);
-            self.groups.push(g);
+            chained(self, g);
         }
         if !load.indexes.is_empty() {
             let mut cmd = toml::Table::new();
@@ -1441,9 +1452,9 @@ impl<'a> Translator<'a> {
                 1,
                 vec![step("IndexBuild", &key, "command", Toml::Table(cmd))],
             );
-            self.groups.push(g);
+            chained(self, g);
         }
-        Ok(())
+        Ok(last)
     }
 
     /// A Loader's documents: each of its collections' preload, with its indexes.
@@ -1516,9 +1527,10 @@ impl<'a> Translator<'a> {
             .get("MultipleThreadsPerCollection")
             .and_then(Yaml::as_bool)
             .unwrap_or(false);
-        let mut loads: Vec<i64> = Vec::new();
+        // Per thread, its collections, loaded one after another (each after the one before).
+        let mut loads: Vec<Vec<i64>> = Vec::new();
         if multiple {
-            loads.extend(0..count.min(i64::from(actor.threads)));
+            loads.extend((0..count.min(i64::from(actor.threads))).map(|c| vec![c]));
         } else {
             let phase_threads = cx
                 .phase
@@ -1534,21 +1546,32 @@ impl<'a> Translator<'a> {
                     } else {
                         0
                     };
-                loads.extend(per * t..per * t + n);
+                if n > 0 {
+                    loads.push((per * t..per * t + n).collect());
+                }
             }
         }
-        loads.sort_unstable();
-        loads.dedup();
         let batch = int("BatchSize")?;
-        let one = loads.len() == 1;
-        for i in loads {
-            let load = Load {
-                documents,
-                batch,
-                document: document.clone(),
-                indexes: indexes.clone(),
-            };
-            self.load(name, p, &database, &format!("Collection{i}"), load, one)?;
+        let one = loads.iter().map(Vec::len).sum::<usize>() == 1;
+        for thread in loads {
+            let mut after = None;
+            for i in thread {
+                let load = Load {
+                    documents,
+                    batch,
+                    document: document.clone(),
+                    indexes: indexes.clone(),
+                };
+                after = self.load(
+                    name,
+                    p,
+                    &database,
+                    &format!("Collection{i}"),
+                    load,
+                    one,
+                    after,
+                )?;
+            }
         }
         Ok(())
     }
@@ -1864,6 +1887,24 @@ mod tests {
         );
         assert_eq!(g[0]["stage"].as_str(), Some("phase0"));
         assert_eq!(g[6]["stage"].as_str(), Some("phase1"));
+        // One thread: its collections one after another, each one's inserts, then the rest,
+        // then its indexes.
+        let after: Vec<Option<&str>> = g
+            .iter()
+            .map(|g| g.get("after").and_then(Toml::as_str))
+            .collect();
+        assert_eq!(
+            after,
+            [
+                None,
+                Some("L.Collection0"),
+                Some("L.Collection0.rest"),
+                Some("L.Collection0.IndexBuild"),
+                Some("L.Collection1"),
+                Some("L.Collection1.rest"),
+                None
+            ]
+        );
     }
 
     #[test]

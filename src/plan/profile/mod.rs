@@ -260,6 +260,7 @@ pub fn expected_for(key: &str) -> String {
         "indexes" => "a list of index keys, e.g. indexes = [{ city = 1 }, { pop = -1 }]".into(),
         "database" | "collection" => "a non-empty name without '$' or '.' at the ends, e.g. collection = \"cities\"".into(),
         "states" => "[[group.states]], each with a name, [[group.states.steps]] and [[group.states.transitions]] (to, weight, sleep)".into(),
+        "after" => "the name of an earlier group of the same stage, e.g. after = \"load\"".into(),
         "initial" => "the weights of the first states, e.g. initial = { browse = 3, buy = 1 }".into(),
         "collections" => "a list of `[[collection]]` names, e.g. collections = [\"a\", \"b\"] (each operation goes to one, drawn uniformly), and no `collection`".into(),
         "group" => "one or more [[group]] tables, each with name, op, threads and loops or duration".into(),

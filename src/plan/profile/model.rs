@@ -315,6 +315,9 @@ pub struct Group {
     pub sleep_before: Option<String>,
     pub sleep_after: Option<String>,
     pub start_delay: Option<String>,
+    /// Starts when the group of this name (earlier in the profile, of the same stage) has
+    /// ended, rather than with its stage (genny's Loader: one thread's collections in turn).
+    pub after: Option<String>,
     /// Time from the group's start whose operations are logged but not summarised.
     pub warmup: Option<String>,
     /// Groups of one stage run at once; stages run one after another, in order of first use.
