@@ -77,20 +77,26 @@ pub struct Context<B> {
     pub steer: Arc<steer::Steer>,
 }
 
-/// What starting a group of a stage touches: its users' tasks, what they are, and the stage's
-/// books of the groups running.
-struct Starting<'a, B: Backend> {
-    users: &'a mut JoinSet<()>,
-    who: &'a mut HashMap<tokio::task::Id, (Arc<GroupPlan>, u32)>,
-    paced: &'a mut Vec<(usize, Arc<Schedule>, Instant)>,
-    closed: &'a mut Vec<(Arc<GroupPlan>, Instant)>,
-    alive: &'a mut HashMap<usize, u32>,
+/// A stage's books of what runs: its users' tasks and what each one is, the groups running, and
+/// what their users share.
+struct Running<'a, B: Backend> {
+    users: JoinSet<()>,
+    who: Who,
+    /// Open-loop groups with a duration: their schedules, for the slots they missed.
+    paced: Vec<(usize, Arc<Schedule>, Instant)>,
+    /// Closed-loop groups, for the users a change adds: each with its start.
+    closed: Vec<(Arc<GroupPlan>, Instant)>,
+    /// Tasks per group still running: a group whose tasks all ended can no longer be changed.
+    alive: HashMap<usize, u32>,
     ctx: &'a Arc<Context<B>>,
-    open_failures: &'a Arc<std::sync::Mutex<Vec<String>>>,
-    held: &'a CancellationToken,
+    /// Open-loop groups file their users' panics here as they happen.
+    open_failures: Arc<std::sync::Mutex<Vec<String>>>,
+    /// Cancelled once every group that holds the stage open is done: background groups
+    /// (genny's `Blocking: None`) stop then.
+    held: CancellationToken,
 }
 
-impl<B: Backend> Starting<'_, B> {
+impl<B: Backend> Running<'_, B> {
     /// Starts `group`'s users (or its open-loop schedule), `from` plus its start delay.
     fn start(&mut self, group: Arc<GroupPlan>, from: Instant) {
         let ctx = self.ctx;
@@ -108,25 +114,30 @@ impl<B: Backend> Starting<'_, B> {
                 Arc::clone(ctx),
                 group_start,
                 schedule,
-                Arc::clone(self.open_failures),
+                Arc::clone(&self.open_failures),
                 self.held.clone(),
             ));
             self.who.insert(task.id(), (Arc::clone(&group), 0));
             return;
         }
         ctx.steer.start_closed(group.index, group.threads);
-        *self.alive.entry(group.index).or_insert(0) += group.threads;
         for n in 0..group.threads {
-            let task = self.users.spawn(user::virtual_user(
-                Arc::clone(&group),
-                n,
-                Arc::clone(ctx),
-                group_start,
-                self.held.clone(),
-            ));
-            self.who.insert(task.id(), (Arc::clone(&group), n + 1));
+            self.add_user(&group, n, group_start);
         }
         self.closed.push((group, group_start));
+    }
+
+    /// Closed-loop user `n` of `group`, started at `group_start` (or at once, if later).
+    fn add_user(&mut self, group: &Arc<GroupPlan>, n: u32, group_start: Instant) {
+        *self.alive.entry(group.index).or_insert(0) += 1;
+        let task = self.users.spawn(user::virtual_user(
+            Arc::clone(group),
+            n,
+            Arc::clone(self.ctx),
+            group_start,
+            self.held.clone(),
+        ));
+        self.who.insert(task.id(), (Arc::clone(group), n + 1));
     }
 }
 
@@ -135,32 +146,21 @@ impl<B: Backend> Starting<'_, B> {
 /// named by group, operation and user, with the panic's message.
 pub async fn run_stage<B: Backend>(stage: &Stage, ctx: &Arc<Context<B>>) -> Vec<String> {
     let start = Instant::now();
-    let mut users = JoinSet::new();
-    let mut who = HashMap::new();
-    let mut paced = Vec::new();
-    // Closed-loop groups, for the users a change adds: each with its start.
-    let mut closed = Vec::new();
-    // Tasks per group still running: a group whose tasks all ended can no longer be changed.
-    let mut alive: HashMap<usize, u32> = HashMap::new();
-    // Open-loop groups file their users' panics here as they happen.
-    let open_failures: Arc<std::sync::Mutex<Vec<String>>> = Default::default();
-    // Cancelled once every group that holds the stage open is done: background groups
-    // (genny's `Blocking: None`) stop then.
-    let held = CancellationToken::new();
+    let mut run = Running {
+        users: JoinSet::new(),
+        who: HashMap::new(),
+        paced: Vec::new(),
+        closed: Vec::new(),
+        alive: HashMap::new(),
+        ctx,
+        open_failures: Default::default(),
+        held: CancellationToken::new(),
+    };
+    // The users (one per open-loop group) of the groups that hold the stage open.
     let mut holding: u32 = 0;
     // Groups that start when another of the stage ends (`after`), by the one they wait for.
     let mut waiting: HashMap<usize, Vec<Arc<GroupPlan>>> = HashMap::new();
     let in_stage: std::collections::HashSet<usize> = stage.groups.iter().map(|g| g.index).collect();
-    let mut starting = Starting {
-        users: &mut users,
-        who: &mut who,
-        paced: &mut paced,
-        closed: &mut closed,
-        alive: &mut alive,
-        ctx,
-        open_failures: &open_failures,
-        held: &held,
-    };
     for group in &stage.groups {
         let group = Arc::new(group.clone());
         if group.stop != StopAt::Background {
@@ -172,74 +172,56 @@ pub async fn run_stage<B: Backend>(stage: &Stage, ctx: &Arc<Context<B>>) -> Vec<
         }
         match group.after.filter(|a| in_stage.contains(a)) {
             Some(a) => waiting.entry(a).or_default().push(group),
-            None => starting.start(group, start),
+            None => run.start(group, start),
         }
     }
     let mut failures = Vec::new();
     loop {
         tokio::select! {
-            ended = users.join_next_with_id() => match ended {
+            ended = run.users.join_next_with_id() => match ended {
                 Some(ended) => {
                     let id = match &ended {
                         Ok((id, ())) => *id,
                         Err(e) => e.id(),
                     };
-                    if let Some((g, _)) = who.get(&id).cloned() {
-                        let left = alive.entry(g.index).or_insert(1);
+                    if let Some((g, _)) = run.who.get(&id).cloned() {
+                        let left = run.alive.entry(g.index).or_insert(1);
                         *left = left.saturating_sub(1);
                         if *left == 0 {
                             ctx.steer.end(g.index);
                             // The groups that waited for it start now.
                             if !ctx.stop.is_cancelled() {
                                 for next in waiting.remove(&g.index).unwrap_or_default() {
-                                    Starting {
-                                        users: &mut users,
-                                        who: &mut who,
-                                        paced: &mut paced,
-                                        closed: &mut closed,
-                                        alive: &mut alive,
-                                        ctx,
-                                        open_failures: &open_failures,
-                                        held: &held,
-                                    }
-                                    .start(next, Instant::now());
+                                    run.start(next, Instant::now());
                                 }
                             }
                         }
                         if g.stop != StopAt::Background {
                             holding = holding.saturating_sub(1);
                             if holding == 0 {
-                                held.cancel();
+                                run.held.cancel();
                             }
                         }
                     }
-                    note(ended, &who, &mut failures);
+                    note(ended, &run.who, &mut failures);
                 }
                 None => break,
             },
             // A closed-loop group wants more users than it started (`--live-control`).
             _ = ctx.steer.grown.notified() => {
-                for (group, group_start) in &closed {
+                for (group, group_start) in run.closed.clone() {
                     for n in ctx.steer.to_start(group.index) {
-                        *alive.entry(group.index).or_insert(0) += 1;
                         if group.stop != StopAt::Background {
                             holding += 1;
                         }
-                        let task = users.spawn(user::virtual_user(
-                            Arc::clone(group),
-                            n,
-                            Arc::clone(ctx),
-                            *group_start,
-                            held.clone(),
-                        ));
-                        who.insert(task.id(), (Arc::clone(group), n + 1));
+                        run.add_user(&group, n, group_start);
                     }
                 }
             }
             _ = ctx.stop.cancelled() => {
-                if tokio::time::timeout(STOP_GRACE, drain(&mut users, &who, &mut failures)).await.is_err() {
-                    users.abort_all();
-                    drain(&mut users, &who, &mut failures).await;
+                if tokio::time::timeout(STOP_GRACE, drain(&mut run.users, &run.who, &mut failures)).await.is_err() {
+                    run.users.abort_all();
+                    drain(&mut run.users, &run.who, &mut failures).await;
                 }
                 break;
             }
@@ -249,12 +231,12 @@ pub async fn run_stage<B: Backend>(stage: &Stage, ctx: &Arc<Context<B>>) -> Vec<
         ctx.steer.end(group.index);
     }
     failures.extend(std::mem::take(
-        &mut *open_failures.lock().unwrap_or_else(|e| e.into_inner()),
+        &mut *run.open_failures.lock().unwrap_or_else(|e| e.into_inner()),
     ));
     // Slots that fell due before a group's time ran out but found no user: never dropped
     // silently (an interruption is not the group's time running out).
     if !ctx.stop.is_cancelled() {
-        for (g, schedule, deadline) in paced {
+        for (g, schedule, deadline) in run.paced {
             ctx.missed[g].fetch_add(schedule.missed_before(deadline), Ordering::Relaxed);
         }
     }
