@@ -56,7 +56,11 @@ def one_line(text, path):
             line = line[len("error: "):]
         if not line or line.startswith("fix:") or line.startswith("note:"):
             continue
+        line = line.replace(path + " (as a profile)", "the workload as a profile")
         line = line.replace(path + ": ", "").replace(path, "")
+        # The directory the tool ran in (its own messages name it), the same on every machine.
+        for here in {os.getcwd(), os.path.realpath(os.getcwd())}:
+            line = line.replace(here, ".")
         # Paths into the copy, the same on every machine.
         line = re.sub(r"[^\s`'\"(]*shared/reference/genny", "genny", line)
         return line.replace("|", "\\|")
