@@ -631,6 +631,7 @@ impl From<&OverrideArgs> for crate::plan::Overrides {
             audit: a.audit,
             faults: a.faults.clone(),
             server_args: a.server_args.clone(),
+            watchers: None,
         }
     }
 }

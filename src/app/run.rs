@@ -173,7 +173,9 @@ async fn load(
     let injector = injector(plan, &server, &say, events).await?;
     let session = Session {
         plan,
-        backend: MongoBackend::new(&server.connected.client, plan),
+        backend: MongoBackend::new(&server.connected.client, plan)
+            .with_listeners(&server.uri, plan)
+            .await?,
         opts,
         out_dir,
         stop,

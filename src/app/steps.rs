@@ -167,7 +167,9 @@ impl Series {
         };
         let session = Session {
             plan,
-            backend: MongoBackend::new(&server.connected.client, plan),
+            backend: MongoBackend::new(&server.connected.client, plan)
+                .with_listeners(&server.uri, plan)
+                .await?,
             opts: &self.opts,
             out_dir: dir,
             stop,

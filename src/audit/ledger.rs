@@ -165,6 +165,11 @@ impl Auditor {
         )
     }
 
+    /// What the audit knows of the plan.
+    pub fn plan(&self) -> &AuditPlan {
+        &self.plan
+    }
+
     /// What `req` of `group` will write, if anything the audit can check.
     pub fn intent(&self, group: usize, req: &mut crate::workload::Request) -> Option<Intent> {
         Intent::of(&self.plan, group, req)

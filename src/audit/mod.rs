@@ -328,6 +328,15 @@ impl<'a> Pending<'a> {
         })
     }
 
+    /// The same, for an intent read already.
+    pub fn with(auditor: &'a Auditor, group: usize, intent: Intent) -> Pending<'a> {
+        Pending {
+            auditor,
+            group,
+            intent: Some(intent),
+        }
+    }
+
     pub fn settle(mut self, done: Done) {
         if let Some(i) = self.intent.take() {
             self.auditor.settle(self.group, i, done);

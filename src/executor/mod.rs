@@ -75,6 +75,52 @@ pub struct Context<B> {
     pub pool_size: u32,
     /// Each group's rate or users, changed while it runs (`--live-control`).
     pub steer: Arc<steer::Steer>,
+    /// With watch groups: each acknowledged write the listeners can recognise, with when.
+    pub listening: Option<Listening>,
+}
+
+/// What the writers tell the listeners: the acknowledged writes' book, and what the audit's
+/// reading of a request needs to know of the plan.
+pub struct Listening {
+    pub acks: Arc<crate::listen::Acks>,
+    pub plan: Arc<crate::audit::AuditPlan>,
+}
+
+impl Listening {
+    /// Files the write `intent` on `collection` if its end acknowledged it, at `at_us`.
+    fn acked(
+        &self,
+        collection: usize,
+        intent: crate::audit::Intent,
+        done: &crate::audit::Done,
+        at_us: u64,
+    ) {
+        use crate::audit::{Fate, Intent};
+        use crate::listen::{DocId, DocKey, Op};
+        if Fate::of(done.error, done.tx) != Some(Fate::Acked) {
+            return;
+        }
+        let key = |id: DocId| DocKey { collection, id };
+        match intent {
+            Intent::Insert { ids, keyed, .. } => {
+                for id in ids {
+                    self.acks.record(key(DocId::Int(id)), Op::Insert, at_us);
+                }
+                for id in &keyed {
+                    self.acks.record(key(DocId::of(id)), Op::Insert, at_us);
+                }
+            }
+            Intent::Inc { id, .. } if done.matched => {
+                self.acks.record(key(DocId::Int(id)), Op::Update, at_us);
+            }
+            Intent::Inc { .. } => {}
+            Intent::Remove(slot) => {
+                if let Some(id) = slot.get().filter(|_| done.deleted > 0) {
+                    self.acks.record(key(DocId::of(id)), Op::Delete, at_us);
+                }
+            }
+        }
+    }
 }
 
 /// A stage's books of what runs: its users' tasks and what each one is, the groups running, and
@@ -161,7 +207,8 @@ pub async fn run_stage<B: Backend>(stage: &Stage, ctx: &Arc<Context<B>>) -> Vec<
     // Groups that start when another of the stage ends (`after`), by the one they wait for.
     let mut waiting: HashMap<usize, Vec<Arc<GroupPlan>>> = HashMap::new();
     let in_stage: std::collections::HashSet<usize> = stage.groups.iter().map(|g| g.index).collect();
-    for group in &stage.groups {
+    // A watch group's listeners are the session's, open for the whole run.
+    for group in stage.groups.iter().filter(|g| g.watch.is_none()) {
         let group = Arc::new(group.clone());
         if group.stop != StopAt::Background {
             holding += if group.rate.is_some() {

@@ -217,6 +217,7 @@ mod tests {
             concerns: Default::default(),
             sleep_before: Duration::ZERO,
             sleep_after: Duration::ZERO,
+            watch: None,
         }
     }
 

@@ -252,10 +252,18 @@ pub(super) async fn one_op<B: Backend>(
     let _ack = Ack(keys, issued);
     // What the audit will check of it, read before the request is sent away; abandoned at a
     // stop, it is filed as in doubt.
+    // The listeners of watch groups are told of it too, with when it was acknowledged.
+    let intent = match (&ctx.audit, &ctx.listening) {
+        (Some(a), _) => crate::audit::Intent::of(a.plan(), group.index, &mut req),
+        (None, Some(l)) => crate::audit::Intent::of(&l.plan, group.index, &mut req),
+        (None, None) => None,
+    };
+    let heard = ctx.listening.as_ref().and(intent.clone());
     let pending = ctx
         .audit
         .as_ref()
-        .and_then(|a| crate::audit::Pending::new(a, group.index, &mut req));
+        .zip(intent)
+        .map(|(a, i)| crate::audit::Pending::with(a, group.index, i));
     let started = Instant::now();
     let out = within(
         || ctx.backend.execute(handle, req),
@@ -269,13 +277,17 @@ pub(super) async fn one_op<B: Backend>(
     // The connection is free again once the reply is in: handing the sample on is not the
     // pool's wait.
     drop(connection);
+    let done = crate::audit::Done {
+        error: out.error.as_ref().map(|e| e.class),
+        tx: out.extra.as_ref().and_then(|x| x.tx).map(|t| t.state),
+        matched: out.matched,
+        deleted: out.deleted,
+    };
+    if let (Some(l), Some(i)) = (&ctx.listening, heard) {
+        l.acked(collection, i, &done, ctx.clock.epoch_us(started + elapsed));
+    }
     if let Some(p) = pending {
-        p.settle(crate::audit::Done {
-            error: out.error.as_ref().map(|e| e.class),
-            tx: out.extra.as_ref().and_then(|x| x.tx).map(|t| t.state),
-            matched: out.matched,
-            deleted: out.deleted,
-        });
+        p.settle(done);
     }
     let start_us = ctx.clock.epoch_us(started);
     let sample = Sample {
@@ -472,6 +484,7 @@ mod tests {
             clock: Clock::new(),
             op_timeout: std::time::Duration::from_secs(1),
             audit: None,
+            listening: None,
             pool: Arc::new(tokio::sync::Semaphore::new(1)),
             pool_size: 1,
             steer: Default::default(),

@@ -84,6 +84,23 @@ pub async fn monitor(uri: &str) -> Result<Client, Error> {
     Client::with_options(opts).map_err(|e| bad_options(&shown, &e))
 }
 
+/// The options of the listeners' clients (watch groups): each listener has a client of its
+/// own, apart from the writers' pool, whose command events show its stream's resumes (the
+/// driver resumes a broken stream by itself, and marks none of its commands as whose).
+pub async fn listeners(uri: &str) -> Result<mongodb::options::ClientOptions, Error> {
+    let mut opts = parse(uri).await?;
+    opts.app_name = Some("mongo-stress listener".into());
+    opts.max_pool_size = Some(2);
+    opts.server_selection_timeout.get_or_insert(DEFAULT_TIMEOUT);
+    opts.connect_timeout.get_or_insert(DEFAULT_TIMEOUT);
+    Ok(opts)
+}
+
+/// A client of `opts`, a bad one named without its password.
+pub fn client_of(opts: mongodb::options::ClientOptions) -> Result<Client, Error> {
+    Client::with_options(opts).map_err(|e| bad_options("the connection string", &e))
+}
+
 /// Connects with a pool of `pool_size`; `warm` has the driver fill all of it from the start (in
 /// the background, a few connections a second), not as bursts need them (open loop: memory and
 /// connections flat once it is full).

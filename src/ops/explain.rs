@@ -161,6 +161,7 @@ pub async fn check(plan: &RunPlan, client: &mongodb::Client) -> Result<Checked, 
             }
         }
     }
+    super::listen::check(plan, client).await?;
     Ok(out)
 }
 

@@ -28,6 +28,7 @@ pub mod classify;
 pub mod connect;
 pub mod explain;
 pub mod invariant;
+pub mod listen;
 pub mod marker;
 pub mod mongo;
 pub mod owned;
@@ -88,6 +89,21 @@ pub trait Backend: Send + Sync + 'static {
     ) -> impl Future<Output = Result<crate::audit::Found, String>> + Send {
         let _ = (plan, wanted, stop);
         async { Ok(crate::audit::Found::default()) }
+    }
+
+    /// Listener `n` of watch group `group`: its stream opened (said on `opened`), read until
+    /// the drain is over; None without a server to listen to.
+    fn listen(
+        &self,
+        group: std::sync::Arc<crate::plan::GroupPlan>,
+        n: u32,
+        seed: u64,
+        run: listen::ListenRun,
+        opened: tokio::sync::oneshot::Sender<Result<(), String>>,
+    ) -> impl Future<Output = Option<listen::Listened>> + Send + 'static {
+        let _ = (group, n, seed, run);
+        let _ = opened.send(Err("this backend has no change streams".into()));
+        async { None }
     }
 
     fn prepare(

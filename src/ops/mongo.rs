@@ -42,6 +42,8 @@ pub struct MongoBackend {
     /// Each collection of the plan with `[target]`'s concerns, for the setup.
     pub setup: Arc<Vec<Collection<RawDocumentBuf>>>,
     pub client: mongodb::Client,
+    /// With watch groups: the listeners' own client, and the resumes its command events show.
+    pub listeners: Option<(mongodb::options::ClientOptions, Arc<super::listen::Resumes>)>,
     /// Compute payload sizes (off only for the bare-driver baseline).
     pub measure: bool,
 }
@@ -55,6 +57,20 @@ pub struct Handle {
 }
 
 impl MongoBackend {
+    /// With watch groups: the listeners' own client on `uri` (a connection per stream).
+    pub async fn with_listeners(mut self, uri: &str, plan: &RunPlan) -> Result<Self, Error> {
+        let streams: u32 = plan
+            .groups()
+            .filter(|g| g.watch.is_some())
+            .map(|g| g.threads)
+            .sum();
+        if streams > 0 {
+            let opts = super::connect::listeners(uri).await?;
+            self.listeners = Some((opts, Arc::new(super::listen::Resumes::default())));
+        }
+        Ok(self)
+    }
+
     pub fn new(client: &mongodb::Client, plan: &RunPlan) -> Self {
         let handles = plan
             .handles
@@ -90,12 +106,37 @@ impl MongoBackend {
             handle_plans: Arc::new(plan.handles.clone()),
             sessions: Default::default(),
             client: client.clone(),
+            listeners: None,
             measure: true,
         }
     }
 }
 
 impl Backend for MongoBackend {
+    fn listen(
+        &self,
+        group: std::sync::Arc<crate::plan::GroupPlan>,
+        n: u32,
+        seed: u64,
+        run: super::listen::ListenRun,
+        opened: tokio::sync::oneshot::Sender<Result<(), String>>,
+    ) -> impl std::future::Future<Output = Option<super::listen::Listened>> + Send + 'static {
+        // Each listener on a client of its own, whose command events are its resumes.
+        let (client, resumes) = match &self.listeners {
+            Some((opts, r)) => {
+                let mut opts = opts.clone();
+                opts.command_event_handler =
+                    Some(super::listen::Resumes::handler(r, group.index, n));
+                match super::connect::client_of(opts) {
+                    Ok(c) => (c, Some(Arc::clone(r))),
+                    Err(_) => (self.client.clone(), None),
+                }
+            }
+            None => (self.client.clone(), None),
+        };
+        async move { Some(super::listen::listen(client, resumes, group, n, seed, run, opened).await) }
+    }
+
     async fn execute(&self, on: usize, req: Request) -> Outcome {
         let h = self.handles.get(on);
         let coll = h.map_or(&self.coll, |h| &h.coll);

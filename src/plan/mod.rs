@@ -43,6 +43,8 @@ pub struct Overrides {
     pub faults: Vec<String>,
     /// `--server-arg`s: they replace the profile's `[server] args`.
     pub server_args: Vec<String>,
+    /// `sweep --watchers`: the listeners of every watch group (`--threads` leaves them).
+    pub watchers: Option<u32>,
 }
 
 #[derive(Debug, Clone)]
@@ -365,6 +367,55 @@ pub struct GroupPlan {
     /// inside the group's time.
     pub sleep_before: Duration,
     pub sleep_after: Duration,
+    /// A group of change-stream listeners (`watch = { ... }`): its `threads` streams are open
+    /// from before the first stage to the run's end; its operations are the events received.
+    pub watch: Option<Arc<WatchPlan>>,
+}
+
+/// What each listener of a watch group opens, and how long the run's end waits for it.
+#[derive(Debug)]
+pub struct WatchPlan {
+    pub scope: WatchScope,
+    /// The stream's stages, an array made once per listener (generators allowed).
+    pub pipeline: Option<crate::workload::Template>,
+    /// `fullDocument` and `fullDocumentBeforeChange` as the server spells them.
+    pub full_document: Option<String>,
+    pub full_document_before_change: Option<String>,
+    pub batch_size: Option<u32>,
+    pub max_await_time: Option<Duration>,
+    /// The longest the run's end waits for events not delivered yet.
+    pub drain: Duration,
+    /// A listener's own work per event: the pause before it reads the next one.
+    pub think: Duration,
+}
+
+/// Which changes a watch group's streams see.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WatchScope {
+    Collection { database: String, name: String },
+    Database(String),
+    Cluster,
+}
+
+impl WatchScope {
+    /// Does a change to `database.collection` fall in it?
+    pub fn admits(&self, database: &str, collection: &str) -> bool {
+        match self {
+            WatchScope::Collection { database: d, name } => d == database && name == collection,
+            WatchScope::Database(d) => d == database,
+            WatchScope::Cluster => true,
+        }
+    }
+}
+
+impl std::fmt::Display for WatchScope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WatchScope::Collection { database, name } => write!(f, "collection {database}.{name}"),
+            WatchScope::Database(d) => write!(f, "database {d}"),
+            WatchScope::Cluster => f.write_str("the whole deployment"),
+        }
+    }
 }
 
 /// A group's state machine (genny's CrudActor `States`): the states are the group's `mix`, in

@@ -35,6 +35,7 @@ pub fn render(
     for w in &run.unavailable {
         writeln!(out, "{prefix}{}", w.line())?;
     }
+    streams(run, prefix, width, out)?;
     let Some(a) = &run.audit else { return Ok(()) };
     if !a.finished {
         writeln!(out, "{prefix}{}", a.line())?;
@@ -137,6 +138,90 @@ pub fn render(
             "{prefix}every acknowledged write the audit can check was kept ({} checked in {:.2}s)",
             t.acknowledged, a.secs
         )?;
+    }
+    Ok(())
+}
+
+/// Each watch group's delivery: a table of its counts (summed over listeners), its resumes,
+/// and what went wrong in words.
+fn streams(
+    run: &RunResult,
+    prefix: &str,
+    width: Option<usize>,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    if run.streams.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "{prefix}Change streams (each write this run made, per listener; its row above is the lag; changes.tsv lists every event and every missing one):")?;
+    let mut lines = vec![[
+        "Group",
+        "Scope",
+        "Listeners",
+        "Expected",
+        "Delivered",
+        "Missing",
+        "Duplicated",
+        "Out of order",
+        "Late",
+        "Other",
+        "Resumes",
+    ]
+    .map(String::from)
+    .to_vec()];
+    let n = |v: u64| v.to_string();
+    for s in &run.streams {
+        lines.push(vec![
+            s.group.clone(),
+            s.scope.clone(),
+            s.listeners.to_string(),
+            n(s.expected),
+            n(s.delivered),
+            if s.not_judged.is_some() {
+                "-".into()
+            } else {
+                n(s.missing)
+            },
+            n(s.duplicated),
+            n(s.out_of_order),
+            n(s.late),
+            n(s.other),
+            s.resumes.len().to_string(),
+        ]);
+    }
+    fitted(
+        &lines,
+        &[0, 1],
+        width,
+        &["Other", "Late", "Scope"],
+        "summary.json",
+        out,
+    )?;
+    for s in &run.streams {
+        if let Some(why) = &s.not_judged {
+            writeln!(
+                out,
+                "{prefix}{}: missing events not counted: {why}",
+                s.group
+            )?;
+        }
+        for r in &s.resumes {
+            writeln!(
+                out,
+                "{prefix}{}: listener {} resumed after {} ms at {} ({}); {} events sent again",
+                s.group,
+                r.listener,
+                r.took_ms,
+                humantime::format_rfc3339_millis(
+                    std::time::UNIX_EPOCH + std::time::Duration::from_millis(r.at_ms)
+                ),
+                r.error,
+                r.replayed
+            )?;
+        }
+        if let Some(t) = s.trouble() {
+            writeln!(out, "{prefix}{t}")?;
+        }
     }
     Ok(())
 }

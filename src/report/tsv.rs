@@ -79,6 +79,18 @@ pub fn render_audit(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
     Ok(())
 }
 
+/// `changes.tsv`: every event a listener of a watch group received, and each write one never
+/// saw (`missing`), per run.
+pub fn render_changes(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(out, "run\t{}", crate::summary::streams::CHANGES_HEADER)?;
+    for run in &s.runs {
+        for l in &run.change_lines {
+            writeln!(out, "{}\t{}", run.run, l.tsv())?;
+        }
+    }
+    Ok(())
+}
+
 /// Header of `resources-summary.tsv`; empty cells mean "not known here".
 pub const RESOURCES_HEADER: &str = "Run\tLabel\tSeconds\tClient ops/s\tServer ops/s avg\tServer ops/s peak\tServer CPU % avg\tServer CPU % peak\tIOPS avg\tIOPS peak\tDisk write KB/s avg\tDisk write KB/s peak\tClient CPU % avg\tClient CPU % peak\tClient RSS MB peak\tWarning\tServer CPU source\tDisk source\tClient wait ms/s avg\tClient lag ms avg\tClient lag ms peak\tServer read us avg\tServer write us avg";
 

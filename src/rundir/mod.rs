@@ -44,10 +44,11 @@ pub enum File {
     Samples,
     Audit,
     Members,
+    Changes,
 }
 
 impl File {
-    pub const ALL: [File; 12] = [
+    pub const ALL: [File; 13] = [
         File::SummaryJson,
         File::SummaryTsv,
         File::RunJson,
@@ -60,6 +61,7 @@ impl File {
         File::Samples,
         File::Audit,
         File::Members,
+        File::Changes,
     ];
 
     pub fn name(self) -> &'static str {
@@ -76,6 +78,7 @@ impl File {
             File::Samples => "samples.tsv",
             File::Audit => "audit.tsv",
             File::Members => "members.tsv",
+            File::Changes => "changes.tsv",
         }
     }
 

@@ -51,6 +51,9 @@ pub struct Measured {
     /// The members over the run and the topology's events (`members`).
     pub members: Vec<super::members::MemberSummary>,
     pub topology: Vec<crate::monitor::members::TopologyEvent>,
+    /// Each watch group's delivery, and `changes.tsv`'s lines.
+    pub streams: Vec<super::streams::StreamResult>,
+    pub change_lines: Vec<super::streams::ChangeLine>,
     pub failures: Vec<String>,
 }
 
@@ -91,6 +94,8 @@ impl RunResult {
             changes,
             members,
             mut topology,
+            streams,
+            change_lines,
             failures,
         } = m;
         for (g, missed) in metrics.iter_mut().zip(missed) {
@@ -147,6 +152,8 @@ impl RunResult {
             members,
             topology,
             audit_lines,
+            streams,
+            change_lines,
             failures,
         }
     }

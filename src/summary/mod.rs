@@ -14,6 +14,7 @@ pub mod plans;
 pub mod resources;
 pub mod run_info;
 pub mod spread;
+pub mod streams;
 pub mod warnings;
 
 use std::collections::BTreeMap;
@@ -177,7 +178,11 @@ impl Summary {
                 .any(|r| r.thresholds.iter().any(|t| !t.pass)),
             failed: self.failed()
                 || self.interrupted
-                || self.runs.iter().any(|r| r.total().errors > 0),
+                || self.runs.iter().any(|r| r.total().errors > 0)
+                || self
+                    .runs
+                    .iter()
+                    .any(|r| r.streams.iter().any(streams::StreamResult::failed)),
             data_lost: self.runs.iter().any(RunResult::data_lost),
         }
     }
@@ -420,6 +425,12 @@ pub struct RunResult {
     /// removed, chunk migrations.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub topology: Vec<crate::monitor::members::TopologyEvent>,
+    /// Each watch group's delivery: expected, delivered, missing, duplicated, resumes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub streams: Vec<streams::StreamResult>,
+    /// `changes.tsv`'s lines: every event and every missing one (not in summary.json).
+    #[serde(skip)]
+    pub change_lines: Vec<streams::ChangeLine>,
     /// The audit's lines for `audit.tsv` (not in summary.json: there may be millions).
     #[serde(skip)]
     pub audit_lines: Vec<audit::AuditLine>,
@@ -634,7 +645,10 @@ pub fn rows(
             for seg in segments.iter().filter(|x| x.group == g.index) {
                 rows.push(seg.metrics.summary_row(seg.label.clone(), g.rate.is_some()));
             }
-            stage_total.merge(m);
+            // A watch group's events are not operations: its row stands beside the totals.
+            if g.watch.is_none() {
+                stage_total.merge(m);
+            }
             if m.errors > 0 {
                 errors_by_class.insert(
                     g.name.clone(),
@@ -685,8 +699,11 @@ impl RunResult {
     /// The audit found acknowledged writes the server did not keep (with the audit on, a
     /// collection's broken invariant too: money acknowledged as moved that is not there).
     pub fn data_lost(&self) -> bool {
-        self.audit
-            .as_ref()
-            .is_some_and(|a| a.total.not_kept() > 0 || self.invariants.iter().any(|i| !i.holds))
+        self.audit.as_ref().is_some_and(|a| {
+            a.total.not_kept() > 0
+                || self.invariants.iter().any(|i| !i.holds)
+                // With the audit on, an event a listener never got is lost too.
+                || self.streams.iter().any(|s| s.missing > 0)
+        })
     }
 }

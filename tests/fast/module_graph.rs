@@ -169,6 +169,7 @@ const RANKS: &[(&str, u32)] = &[
     // The actors, and the searches over results.
     ("audit", 5),
     ("fault", 5),
+    ("listen", 5),
     ("capacity", 5),
     ("ops", 6),
     ("sweep", 6),

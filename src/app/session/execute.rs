@@ -101,6 +101,25 @@ impl<B: Backend + Clone> Session<'_, B> {
             }
         }
         let recorder = tokio::spawn(recorder.run(rx));
+        // Watch groups: the writers tell the listeners of each acknowledged write.
+        let listening = super::listeners::listening(plan);
+        let mut failures = Vec::new();
+        let listeners = match &listening {
+            Some(l) => Some(
+                super::listeners::Listeners::open(
+                    plan,
+                    &self.backend,
+                    l,
+                    &tx,
+                    clock,
+                    seed,
+                    (&active, &run_stop),
+                    &mut failures,
+                )
+                .await,
+            ),
+            None => None,
+        };
         let ctx = Arc::new(self.context(
             keys,
             seed,
@@ -112,6 +131,7 @@ impl<B: Backend + Clone> Session<'_, B> {
             },
             audit.as_ref(),
             steer,
+            listening,
         ));
         let started_at = now_rfc3339();
         let t0 = Instant::now();
@@ -122,7 +142,8 @@ impl<B: Backend + Clone> Session<'_, B> {
         let faults = self.injector.as_ref().map(|i| {
             tokio::spawn(Arc::clone(i).run(t0, clock, stages_over.clone(), self.stop.clone()))
         });
-        let (stages, mut failures) = self.stages(&ctx, &run_stop, bars.as_ref(), clock).await;
+        let (stages, stage_failures) = self.stages(&ctx, &run_stop, bars.as_ref(), clock).await;
+        failures.extend(stage_failures);
         stages_over.cancel();
         let faults = match faults {
             Some(f) => f.await.unwrap_or_else(|e| {
@@ -130,6 +151,11 @@ impl<B: Backend + Clone> Session<'_, B> {
                 Vec::new()
             }),
             None => Vec::new(),
+        };
+        // The listeners drain, then each watch group's delivery is counted.
+        let (streams, change_lines) = match listeners {
+            Some(l) => l.close(&ctx.active, &mut failures).await,
+            None => (Vec::new(), Vec::new()),
         };
         ctx.backend.finish();
         let missed: Vec<u64> = ctx
@@ -176,6 +202,8 @@ impl<B: Backend + Clone> Session<'_, B> {
             stopped: stopped_early.get().cloned(),
             segments: recorded.segments,
             changes,
+            streams,
+            change_lines,
             failures,
             ..Measured::default()
         }
@@ -191,6 +219,7 @@ impl<B: Backend + Clone> Session<'_, B> {
         users: Users<'_>,
         audit: Option<&AuditRun>,
         steer: Arc<crate::executor::steer::Steer>,
+        listening: Option<crate::executor::Listening>,
     ) -> Context<B> {
         let plan = self.plan;
         let groups = plan.groups().count();
@@ -226,6 +255,7 @@ impl<B: Backend + Clone> Session<'_, B> {
             pool: Arc::new(tokio::sync::Semaphore::new(plan.target.pool_size as usize)),
             pool_size: plan.target.pool_size,
             steer,
+            listening,
         }
     }
 

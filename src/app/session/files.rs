@@ -125,7 +125,19 @@ impl Logs {
                 let measured: u64 = summary
                     .runs
                     .iter()
-                    .map(|r| r.total().samples + r.warmup.iter().map(|w| w.samples).sum::<u64>())
+                    .map(|r| {
+                        // A watch group's events stand beside the TOTAL, and are logged too.
+                        let heard: u64 = r
+                            .streams
+                            .iter()
+                            .filter_map(|s| {
+                                let label = crate::metrics::Label::group(&s.group);
+                                r.rows.iter().find(|row| row.label == label)
+                            })
+                            .map(|row| row.samples)
+                            .sum();
+                        r.total().samples + heard + r.warmup.iter().map(|w| w.samples).sum::<u64>()
+                    })
                     .sum();
                 if logging && logged != measured {
                     summary.failures.push(format!(
@@ -166,6 +178,13 @@ pub(in crate::app) fn write_summaries(dir: &Path, summary: &Summary) -> Result<(
     }
     if summary.runs.iter().any(|r| r.audit.is_some()) {
         report::write_to(&File::Audit.path(dir), summary, report::tsv::render_audit)?;
+    }
+    if summary.runs.iter().any(|r| !r.streams.is_empty()) {
+        report::write_to(
+            &File::Changes.path(dir),
+            summary,
+            report::tsv::render_changes,
+        )?;
     }
     if report::rollups::applies(summary) {
         report::write_to(&dir.join("rollups.json"), summary, report::rollups::render)?;

@@ -7,6 +7,7 @@
 
 mod execute;
 mod files;
+mod listeners;
 
 pub(super) use files::write_summaries;
 use files::{Logs, Record};

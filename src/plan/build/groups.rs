@@ -108,10 +108,13 @@ pub(super) fn stages(
         }
     }
     // A background group runs until the stage's other groups end: a stage needs one that ends.
+    // (A watch group's listeners are not the stage's: a stage of them alone ends at once.)
     if let Some(s) = stages.iter().find(|s| {
-        s.groups
-            .iter()
-            .all(|g| g.stop == crate::plan::StopAt::Background)
+        s.groups.iter().any(|g| g.watch.is_none())
+            && s.groups
+                .iter()
+                .filter(|g| g.watch.is_none())
+                .all(|g| g.stop == crate::plan::StopAt::Background)
     }) {
         let index = groups
             .iter()
@@ -412,6 +415,7 @@ impl GroupAt<'_> {
             concerns,
             sleep_before,
             sleep_after,
+            watch: None,
         })
     }
 

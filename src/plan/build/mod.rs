@@ -6,7 +6,7 @@
 //! `collections` (`[[collection]]`, index options, each group's concerns), `groups` (each
 //! `[[group]]` and the stages), `rates` (rate steps and ramps), `operations` (a group's `op` or
 //! `mix`), `templates` (a group's own operation tables, `[[group.ops]]` and `[[group.steps]]`),
-//! `thresholds` (the profile's and the command line's), `faults` (`audit`, `[server]`, `[[fault]]`, `unavailable_after`). Never: talks to a server, touches the run directory, or formats a result.
+//! `thresholds` (the profile's and the command line's), `faults` (`audit`, `[server]`, `[[fault]]`, `unavailable_after`), `watch` (a watch group's streams). Never: talks to a server, touches the run directory, or formats a result.
 
 mod collections;
 mod faults;
@@ -17,6 +17,7 @@ mod setup;
 mod target;
 mod templates;
 mod thresholds;
+mod watch;
 
 use super::limits;
 use super::profile::{expected_for, Loaded};

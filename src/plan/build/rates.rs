@@ -104,6 +104,9 @@ impl GroupAt<'_> {
         env: &Env<'_>,
         next_index: &mut usize,
     ) -> Result<Vec<GroupPlan>, ProfileError> {
+        if self.g.watch.is_some() {
+            return self.build_watch(ov, env, next_index);
+        }
         let rates = match (
             self.rates()?.times(ov.scale, |r, x| self.scaled(r, x))?,
             ov.rate,

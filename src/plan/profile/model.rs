@@ -344,5 +344,35 @@ pub struct Group {
     pub target: Option<UpdateTarget>,
     /// update with target = "filter": `updateMany` instead of `updateOne`.
     pub many: Option<bool>,
+    /// A group of change-stream listeners instead of operations: `threads` streams, open from
+    /// before the first stage to the run's end.
+    pub watch: Option<WatchDef>,
 }
+}
+
+/// `watch = { ... }`: what each listener of a watch group opens.
+#[derive(Debug, Clone, Default, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct WatchDef {
+    /// A collection's stream (a `[[collection]]` of the profile, or any name in `[target]`'s
+    /// database); the default scope, with the group's collection.
+    pub collection: Option<String>,
+    /// A database's stream instead.
+    pub database: Option<String>,
+    /// The whole deployment's stream instead.
+    pub cluster: Option<bool>,
+    /// The stream's aggregation stages (`[{ "$match" = { operationType = "insert" } }]`), with
+    /// generators made once per listener.
+    pub pipeline: Option<Vec<toml::Value>>,
+    /// `default`, `updateLookup`, `whenAvailable` or `required`.
+    pub full_document: Option<String>,
+    /// `off`, `whenAvailable` or `required`.
+    pub full_document_before_change: Option<String>,
+    pub batch_size: Option<u32>,
+    pub max_await_time: Option<String>,
+    /// How long the run's end waits for events not delivered yet (default 5s).
+    pub drain: Option<String>,
+    /// A listener's own work per event (a slow consumer): it reads its next event this long
+    /// after the last.
+    pub think: Option<String>,
 }

@@ -1,0 +1,473 @@
+//! A watch group's listener on the driver: its change stream opened as the plan says, each
+//! event handed to its `listen::Book` and its lag sent to the recorder as a sample of the
+//! group; a stream that breaks opened again from its last token (each time a `Resume`); a
+//! token the oplog no longer holds (`ChangeStreamHistoryLost`) ends the listener, as a failed
+//! sample, never reopened from now. After the writers stop it reads on until it has every
+//! write it was due or the plan's drain is over.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use mongodb::bson::{Bson, Document};
+use mongodb::change_stream::event::{ChangeStreamEvent, ResumeToken};
+use mongodb::change_stream::ChangeStream;
+use mongodb::options::{FullDocumentBeforeChangeType, FullDocumentType};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::Error;
+use crate::listen::{Acks, Admits, Book, DocId, Event, Lag, Op};
+use crate::metrics::{Clock, OpError, Sample};
+use crate::plan::{GroupPlan, RunPlan, WatchPlan, WatchScope};
+use crate::summary::streams::Resume;
+
+/// The server's code for a resume token the oplog no longer holds.
+pub const HISTORY_LOST: i32 = 286;
+
+/// How often a listener looks again at events waiting for their writes' replies, and at
+/// whether its drain is over.
+const TICK: Duration = Duration::from_millis(20);
+
+/// What one listener shares with the run.
+pub struct ListenRun {
+    pub acks: Arc<Acks>,
+    pub samples: mpsc::Sender<Sample>,
+    pub clock: Clock,
+    /// Cancelled when the last stage has ended: the drain begins.
+    pub writers_done: CancellationToken,
+    /// Ctrl-C: it stops at once.
+    pub stop: CancellationToken,
+    /// Keep `changes.tsv`'s lines.
+    pub keep_lines: bool,
+}
+
+/// One listener's end: its book, resumes, why it stopped early (if it did) and what its
+/// stream admits of the run's writes.
+pub struct Listened {
+    pub book: Book,
+    pub resumes: Vec<Resume>,
+    pub failed: Option<String>,
+    pub admits: Admits,
+}
+
+/// The resumes of the listeners' streams, as the driver's command events show them (each
+/// listener has a client of its own): a listener's command fails, and later an `aggregate` of
+/// its stream with `resumeAfter` succeeds. The driver resumes a broken stream by itself, so this is the
+/// one place a resume is seen.
+#[derive(Default)]
+pub struct Resumes {
+    state: std::sync::Mutex<ResumeState>,
+}
+
+#[derive(Default)]
+struct ResumeState {
+    /// Commands in flight: request id to the listener's mark and whether it resumes.
+    pending: std::collections::HashMap<i32, (String, bool)>,
+    /// Per listener mark: when its stream broke (epoch ms, and the clock), and why.
+    broke: std::collections::HashMap<String, (u64, std::time::Instant, String)>,
+    done: Vec<(String, Resume)>,
+}
+
+/// Listener `n` of group `g`, as the resumes are filed.
+fn mark(g: usize, n: u32) -> String {
+    format!("mongo-stress watch {g}:{n}")
+}
+
+fn epoch_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+impl Resumes {
+    /// The command event handler of listener `n` of group `g`'s client, that files them.
+    pub fn handler(
+        this: &Arc<Resumes>,
+        g: usize,
+        n: u32,
+    ) -> mongodb::event::EventHandler<mongodb::event::command::CommandEvent> {
+        use mongodb::event::command::CommandEvent;
+        let this = Arc::clone(this);
+        let m = mark(g, n);
+        mongodb::event::EventHandler::callback(move |e: CommandEvent| {
+            let mut s = this.state.lock().unwrap_or_else(|p| p.into_inner());
+            match e {
+                CommandEvent::Started(c) => {
+                    if !matches!(c.command_name.as_str(), "aggregate" | "getMore") {
+                        return;
+                    }
+                    let resuming = c.command_name == "aggregate"
+                        && c.command
+                            .get_array("pipeline")
+                            .ok()
+                            .and_then(|p| p.first())
+                            .and_then(|s| s.as_document())
+                            .and_then(|s| s.get_document("$changeStream").ok())
+                            .is_some_and(|cs| {
+                                cs.contains_key("resumeAfter") || cs.contains_key("startAfter")
+                            });
+                    s.pending.insert(c.request_id, (m.clone(), resuming));
+                }
+                CommandEvent::Failed(f) => {
+                    if let Some((m, _)) = s.pending.remove(&f.request_id) {
+                        let why = crate::driver_error::said(&f.failure);
+                        s.broke
+                            .entry(m)
+                            .or_insert((epoch_ms(), std::time::Instant::now(), why));
+                    }
+                }
+                CommandEvent::Succeeded(ok) => {
+                    let Some((m, resuming)) = s.pending.remove(&ok.request_id) else {
+                        return;
+                    };
+                    if !resuming {
+                        return;
+                    }
+                    if let Some((at_ms, at, error)) = s.broke.remove(&m) {
+                        let took = u64::try_from(at.elapsed().as_millis()).unwrap_or(u64::MAX);
+                        s.done.push((
+                            m,
+                            Resume {
+                                listener: 0,
+                                at_ms,
+                                took_ms: took,
+                                error,
+                                replayed: 0,
+                            },
+                        ));
+                    }
+                }
+                _ => {}
+            }
+        })
+    }
+
+    /// Listener `n` of group `g`'s resumes, taken; and why its stream is broken now, if it is.
+    fn take(&self, g: usize, n: u32) -> (Vec<Resume>, Option<String>) {
+        let m = mark(g, n);
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut mine = Vec::new();
+        s.done.retain(|(k, r)| {
+            if *k == m {
+                mine.push(Resume {
+                    listener: n + 1,
+                    ..r.clone()
+                });
+                false
+            } else {
+                true
+            }
+        });
+        let broken = s.broke.remove(&m).map(|b| b.2);
+        (mine, broken)
+    }
+}
+
+/// The pipeline listener `n` opens (its generators made for it).
+pub fn pipeline(w: &WatchPlan, n: u32, seed: u64) -> Vec<Document> {
+    use rand::SeedableRng;
+    let Some(t) = &w.pipeline else {
+        return Vec::new();
+    };
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ u64::from(n));
+    let mut lookup = crate::workload::template::NoLookup;
+    let mut state = crate::workload::template::UserState::default();
+    let mut cx = crate::workload::template::Cx {
+        rng: &mut rng,
+        lookup: &mut lookup,
+        now_ms: crate::workload::lookup::now_ms(),
+        user: n,
+        state: &mut state,
+    };
+    match t.generate(&mut cx) {
+        Bson::Array(stages) => stages
+            .into_iter()
+            .filter_map(|s| match s {
+                Bson::Document(d) => Some(d),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+async fn open(
+    client: &mongodb::Client,
+    w: &WatchPlan,
+    pipeline: &[Document],
+    resume: Option<ResumeToken>,
+) -> mongodb::error::Result<ChangeStream<ChangeStreamEvent<Document>>> {
+    let full = w.full_document.as_deref().map(|f| match f {
+        "updateLookup" => FullDocumentType::UpdateLookup,
+        "whenAvailable" => FullDocumentType::WhenAvailable,
+        "required" => FullDocumentType::Required,
+        other => FullDocumentType::Other(other.to_string()),
+    });
+    let before = w.full_document_before_change.as_deref().map(|f| match f {
+        "whenAvailable" => FullDocumentBeforeChangeType::WhenAvailable,
+        "required" => FullDocumentBeforeChangeType::Required,
+        _ => FullDocumentBeforeChangeType::Off,
+    });
+    let options = mongodb::options::ChangeStreamOptions::builder()
+        .full_document(full)
+        .full_document_before_change(before)
+        .batch_size(w.batch_size)
+        .max_await_time(w.max_await_time)
+        .resume_after(resume)
+        .build();
+    let pipeline = pipeline.to_vec();
+    match &w.scope {
+        WatchScope::Collection { database, name } => {
+            client
+                .database(database)
+                .collection::<Document>(name)
+                .watch()
+                .pipeline(pipeline)
+                .with_options(options)
+                .await
+        }
+        WatchScope::Database(d) => {
+            client
+                .database(d)
+                .watch()
+                .pipeline(pipeline)
+                .with_options(options)
+                .await
+        }
+        WatchScope::Cluster => {
+            client
+                .watch()
+                .pipeline(pipeline)
+                .with_options(options)
+                .await
+        }
+    }
+}
+
+/// Before anything is written: each watch group's stream opened once and closed, so a
+/// pipeline the server refuses is a usage error (exit 2) with the server's message.
+pub async fn check(plan: &RunPlan, client: &mongodb::Client) -> Result<(), Error> {
+    for g in plan.groups() {
+        let Some(w) = &g.watch else { continue };
+        if let Err(e) = open(client, w, &pipeline(w, 0, 0), None).await {
+            let message = crate::driver_error::said(&e);
+            if matches!(e.kind.as_ref(), mongodb::error::ErrorKind::Command(_)) {
+                return Err(Error::Usage(format!(
+                    "{}: the server refuses the change stream of watch group `{}` ({}): {message}\n  fix: correct its `watch` (pipeline, full_document, scope); nothing was run or written",
+                    plan.origin, g.name, w.scope
+                )));
+            }
+            return Err(Error::Server(format!(
+                "cannot open the change stream of watch group `{}`: {message}",
+                g.name
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn code_of(e: &mongodb::error::Error) -> Option<i32> {
+    crate::driver_error::server_error(e).map(|s| s.code)
+}
+
+/// Listener `n` (from 0) of watch group `g`: opened, reported on `opened`, read until the
+/// drain is over or the run is stopped.
+pub async fn listen(
+    client: mongodb::Client,
+    seen: Option<Arc<Resumes>>,
+    g: Arc<GroupPlan>,
+    n: u32,
+    seed: u64,
+    run: ListenRun,
+    opened: tokio::sync::oneshot::Sender<Result<(), String>>,
+) -> Listened {
+    let Some(w) = g.watch.clone() else {
+        unreachable!("a listener is started for a watch group")
+    };
+    let stages = pipeline(&w, n, seed);
+    let admits = Admits::of(&w.scope, &stages);
+    let mut book = Book::new(n + 1, run.keep_lines);
+    let mut resumes: Vec<Resume> = Vec::new();
+    let group = crate::metrics::sample::GroupId::try_from(g.index)
+        .unwrap_or_else(|_| crate::metrics::sample::GroupId::try_from(0usize).expect("0 fits"));
+    let op = g.op.kind();
+    let sample = |lag: Lag, error: Option<OpError>| Sample {
+        group,
+        op: op.clone(),
+        mixed: false,
+        thread: n + 1,
+        start_us: lag.from_us,
+        intended_us: lag.from_us,
+        elapsed_us: lag.lag_us,
+        late: false,
+        warmup: false,
+        sent: 0,
+        received: 0,
+        matched: false,
+        modified: false,
+        docs: Default::default(),
+        extra: None,
+        error: error.map(Box::new),
+    };
+    let mut stream = match open(&client, &w, &stages, None).await {
+        Ok(s) => s,
+        Err(e) => {
+            let said = crate::driver_error::said(&e);
+            let _ = opened.send(Err(said.clone()));
+            return Listened {
+                book,
+                resumes,
+                failed: Some(said),
+                admits,
+            };
+        }
+    };
+    let _ = opened.send(Ok(()));
+    let mut failed = None;
+    let mut tick = tokio::time::interval(TICK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    // Once the writers are done: until when it waits, and how many writes it is due.
+    let mut drain: Option<(tokio::time::Instant, u64)> = None;
+    loop {
+        tokio::select! {
+            biased;
+            _ = run.stop.cancelled() => break,
+            _ = run.writers_done.cancelled(), if drain.is_none() => {
+                book.writers_done_us = Some(run.clock.now_us());
+                let due = run.acks.admitted(&admits).len() as u64;
+                drain = Some((tokio::time::Instant::now() + w.drain, due));
+            }
+            _ = tick.tick() => {
+                for lag in book.retry(&run.acks, run.clock.now_us(), false) {
+                    if run.samples.send(sample(lag, None)).await.is_err() {
+                        break;
+                    }
+                }
+                if let Some((until, due)) = drain {
+                    let done = book.counts.delivered >= due && book.waiting() == 0;
+                    if done || tokio::time::Instant::now() >= until {
+                        break;
+                    }
+                }
+            }
+            next = stream.next() => match next {
+                Some(Ok(e)) => {
+                    let event = event_of(&e, run.clock.now_us());
+                    if let Some(lag) = book.receive(&run.acks, event) {
+                        if run.samples.send(sample(lag, None)).await.is_err() {
+                            break;
+                        }
+                    }
+                    if !w.think.is_zero() {
+                        tokio::time::sleep(w.think).await;
+                    }
+                }
+                Some(Err(e)) if code_of(&e) == Some(HISTORY_LOST) => {
+                    failed = Some(lost(&e));
+                    let now = run.clock.now_us();
+                    let error = crate::ops::classify::classify(e);
+                    let _ = run.samples.send(sample(Lag { from_us: now, lag_us: 0, basis: crate::listen::Basis::Ack }, Some(error))).await;
+                    break;
+                }
+                // The stream ended (dropped, invalidated) or broke past the driver's own
+                // resume: opened again from its last token (the command events see it).
+                _ => {
+                    let token = stream.resume_token();
+                    match reopen(&client, &w, &stages, token, &run.stop).await {
+                        Ok(s) => stream = s,
+                        Err(why) => {
+                            failed = why;
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // Events still waiting for their writes' replies: counted now.
+    for lag in book.retry(&run.acks, run.clock.now_us(), true) {
+        let _ = run.samples.send(sample(lag, None)).await;
+    }
+    // The resumes the driver's command events saw; each one's replayed events: the duplicates
+    // received between it and the next.
+    if let Some(seen) = &seen {
+        let (mine, broken) = seen.take(g.index, n);
+        resumes = mine;
+        if failed.is_none() && !run.stop.is_cancelled() {
+            if let Some(why) = broken.filter(|_| book.counts.delivered < drain.map_or(0, |d| d.1)) {
+                failed = Some(format!(
+                    "its stream broke and was not open again by the end: {why}"
+                ));
+            }
+        }
+    }
+    let dup = &book.duplicate_times;
+    for i in 0..resumes.len() {
+        let from = resumes[i].at_ms * 1000;
+        let to = resumes.get(i + 1).map_or(u64::MAX, |r| r.at_ms * 1000);
+        resumes[i].replayed = dup.iter().filter(|t| **t >= from && **t < to).count() as u64;
+    }
+    Listened {
+        book,
+        resumes,
+        failed,
+        admits,
+    }
+}
+
+fn lost(e: &mongodb::error::Error) -> String {
+    format!(
+        "ChangeStreamHistoryLost: its resume token is no longer in the oplog ({})",
+        crate::driver_error::said(e)
+    )
+}
+
+/// The stream opened again from `token`, tried every 200 ms until the run stops; Err with
+/// why it cannot go on (None when the run was stopped).
+async fn reopen(
+    client: &mongodb::Client,
+    w: &WatchPlan,
+    stages: &[Document],
+    token: Option<ResumeToken>,
+    stop: &CancellationToken,
+) -> Result<ChangeStream<ChangeStreamEvent<Document>>, Option<String>> {
+    loop {
+        match open(client, w, stages, token.clone()).await {
+            Ok(s) => return Ok(s),
+            Err(e) if code_of(&e) == Some(HISTORY_LOST) => return Err(Some(lost(&e))),
+            Err(_) => {}
+        }
+        tokio::select! {
+            _ = stop.cancelled() => return Err(None),
+            _ = tokio::time::sleep(Duration::from_millis(200)) => {}
+        }
+    }
+}
+
+fn event_of(e: &ChangeStreamEvent<Document>, received_us: u64) -> Event {
+    let kind = format!("{:?}", e.operation_type);
+    let kind = serde_json::to_value(&e.operation_type)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or(kind);
+    Event {
+        token: crate::listen::token_hash(&format!("{:?}", e.id)),
+        op: Op::of_event(&kind),
+        ns: e
+            .ns
+            .as_ref()
+            .and_then(|ns| ns.coll.clone().map(|c| (ns.db.clone(), c))),
+        id: e
+            .document_key
+            .as_ref()
+            .and_then(|k| k.get("_id"))
+            .map(DocId::of),
+        wall_us: e
+            .wall_time
+            .and_then(|t| u64::try_from(t.timestamp_millis()).ok())
+            .map(|ms| ms * 1000),
+        kind,
+        received_us,
+    }
+}

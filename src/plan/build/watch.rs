@@ -1,0 +1,187 @@
+//! A watch group (`watch = { ... }`): its listeners' streams, checked; its row's operation is
+//! the event received, so it is built as a `nop` group that the executor never starts.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::groups::GroupAt;
+use super::Env;
+use crate::error::ProfileError;
+use crate::plan::{GroupPlan, Overrides, StopAt, WatchPlan, WatchScope};
+
+/// How long the run's end waits for events not delivered yet, unless `drain` says.
+pub const DEFAULT_DRAIN: Duration = Duration::from_secs(5);
+
+const FULL_DOCUMENT: &[&str] = &["default", "updateLookup", "whenAvailable", "required"];
+const BEFORE_CHANGE: &[&str] = &["off", "whenAvailable", "required"];
+
+impl GroupAt<'_> {
+    /// The watch group's plan: `threads` listeners (or `sweep --watchers`), stopping with the
+    /// run; the keys that make operations refused.
+    pub(super) fn build_watch(
+        &self,
+        ov: &Overrides,
+        env: &Env<'_>,
+        next_index: &mut usize,
+    ) -> Result<Vec<GroupPlan>, ProfileError> {
+        let g = self.g;
+        let Some(w) = &g.watch else {
+            unreachable!("build_watch is called for a group with `watch`")
+        };
+        // `sweep --watchers 0`: the step without listeners.
+        if ov.watchers == Some(0) {
+            return Ok(Vec::new());
+        }
+        for (k, set) in [
+            ("op", g.op.is_some()),
+            ("mix", g.mix.is_some()),
+            ("ops", g.ops.is_some()),
+            ("steps", g.steps.is_some()),
+            ("states", g.states.is_some()),
+            ("rate", g.rate.is_some()),
+            ("loops", g.loops.is_some()),
+            ("collections", g.collections.is_some()),
+            ("after", g.after.is_some()),
+            ("background", g.background.is_some()),
+            ("transaction", g.transaction.is_some()),
+        ]
+        .into_iter()
+        .chain(g.op_tables().into_iter().map(|(k, _)| (k, true)))
+        {
+            if set {
+                return Err(self.err(
+                    k,
+                    format!("`{k}` beside `watch`: a watch group's listeners read change streams and send no operations of their own; put the writes in a group of their own"),
+                ));
+            }
+        }
+        let at = |k: &str| self.path(&format!("watch.{k}"));
+        let scopes = [
+            w.collection.is_some(),
+            w.database.is_some(),
+            w.cluster == Some(true),
+        ];
+        if scopes.iter().filter(|s| **s).count() > 1 {
+            return Err(self.loaded.error_at(
+                &at("collection"),
+                "more than one scope: `collection`, `database` and `cluster` each say what the stream sees".to_string(),
+                "one of collection = \"orders\", database = \"shop\", cluster = true",
+            ));
+        }
+        let scope = if let Some(d) = &w.database {
+            WatchScope::Database(d.clone())
+        } else if w.cluster == Some(true) {
+            WatchScope::Cluster
+        } else {
+            let name = w.collection.as_ref().or(g.collection.as_ref());
+            match name.and_then(|n| env.collections.iter().find(|c| c.is_named(n))) {
+                Some(c) => WatchScope::Collection {
+                    database: c
+                        .database
+                        .clone()
+                        .unwrap_or_else(|| env.target.database.clone()),
+                    name: c.name.clone(),
+                },
+                // Not one the run writes: a collection of `[target]`'s database by that name.
+                None => match name {
+                    Some(n) => WatchScope::Collection {
+                        database: env.target.database.clone(),
+                        name: n.clone(),
+                    },
+                    None => WatchScope::Collection {
+                        database: env.collections[0]
+                            .database
+                            .clone()
+                            .unwrap_or_else(|| env.target.database.clone()),
+                        name: env.collections[0].name.clone(),
+                    },
+                },
+            }
+        };
+        let one_of = |k: &str, v: &Option<String>, allowed: &[&str]| match v {
+            Some(v) if !allowed.contains(&v.as_str()) => Err(self.loaded.error_at(
+                &at(k),
+                format!("`{v}` is not a `{k}` mode"),
+                format!("one of {}", allowed.join(", ")),
+            )),
+            _ => Ok(v.clone()),
+        };
+        let full_document = one_of("full_document", &w.full_document, FULL_DOCUMENT)?;
+        let full_document_before_change = one_of(
+            "full_document_before_change",
+            &w.full_document_before_change,
+            BEFORE_CHANGE,
+        )?;
+        let pipeline = match &w.pipeline {
+            None => None,
+            Some(stages) => {
+                for (i, s) in stages.iter().enumerate() {
+                    if !s.is_table() {
+                        return Err(self.loaded.error_at(
+                            &format!("{}[{i}]", at("pipeline")),
+                            "a pipeline stage is a table".to_string(),
+                            "{ \"$match\" = { operationType = \"insert\" } }",
+                        ));
+                    }
+                }
+                let value = toml::Value::Array(stages.clone());
+                Some(
+                    crate::workload::Template::compile(&value, "pipeline")
+                        .map_err(|e| self.loaded.error_at(&at(&e.key), e.problem, e.expected))?,
+                )
+            }
+        };
+        if w.batch_size == Some(0) {
+            return Err(self.loaded.error_at(
+                &at("batch_size"),
+                "a batch of 0 events would read nothing".to_string(),
+                "batch_size = 1 or more",
+            ));
+        }
+        let time = |k: &str, v: &Option<String>| {
+            v.as_deref()
+                .map(|s| {
+                    crate::plan::limits::parse_duration(s).map_err(|p| {
+                        self.loaded
+                            .error_at(&at(k), p, "a duration, e.g. \"500ms\"")
+                    })
+                })
+                .transpose()
+        };
+        let plan = WatchPlan {
+            scope,
+            pipeline,
+            full_document,
+            full_document_before_change,
+            batch_size: w.batch_size,
+            max_await_time: time("max_await_time", &w.max_await_time)?,
+            drain: time("drain", &w.drain)?.unwrap_or(DEFAULT_DRAIN),
+            think: time("think", &w.think)?.unwrap_or_default(),
+        };
+        // Its operation is the event: a `nop` the executor never sends.
+        let mut listening = g.clone();
+        listening.watch = None;
+        listening.nop = Some(toml::Value::Table(toml::Table::new()));
+        listening.duration = None;
+        listening.loops = Some(1);
+        let at_nop = GroupAt {
+            loaded: self.loaded,
+            index: self.index,
+            g: &listening,
+        };
+        let plain = Overrides {
+            threads: ov.watchers,
+            ..Overrides::default()
+        };
+        let mut one = at_nop.build(&plain, env, None)?;
+        one.stop = match self.duration("duration", &g.duration)? {
+            Some(d) => StopAt::Duration(ov.duration.unwrap_or(d)),
+            None => StopAt::Background,
+        };
+        one.warmup = Duration::ZERO;
+        one.watch = Some(Arc::new(plan));
+        one.index = *next_index;
+        *next_index += 1;
+        Ok(vec![one])
+    }
+}

@@ -1,0 +1,169 @@
+//! A watch group's verdict on delivery (`listen::Book`'s counts per listener, and their sum),
+//! as summary.json, the console and `report` read it.
+
+use serde::{Deserialize, Serialize};
+
+/// One watch group over the run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StreamResult {
+    pub group: String,
+    /// What its streams saw (`collection shop.orders`, `database shop`, `the whole deployment`).
+    pub scope: String,
+    pub listeners: u32,
+    /// The writes of this run each listener's scope and filter admit, summed over listeners.
+    pub expected: u64,
+    /// Of those, the events the listeners were sent (each write once per listener).
+    pub delivered: u64,
+    pub missing: u64,
+    pub duplicated: u64,
+    pub out_of_order: u64,
+    /// Events received after the writers had stopped (in the drain).
+    pub late: u64,
+    /// Events of changes this run did not make (their lag from `wallTime`).
+    pub other: u64,
+    pub events: u64,
+    /// Why delivery is not judged (a filter the tool cannot read for its own writes): then
+    /// `expected` counts every write in scope and `missing` is not counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_judged: Option<String>,
+    /// Listeners whose stream could not go on (`ChangeStreamHistoryLost`, or it could not be
+    /// opened again), and the writes they never saw for it.
+    pub failed_listeners: u32,
+    pub skipped: u64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resumes: Vec<Resume>,
+    pub per_listener: Vec<ListenerResult>,
+}
+
+/// One listener's counts.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ListenerResult {
+    /// From 1.
+    pub listener: u32,
+    pub expected: u64,
+    pub delivered: u64,
+    pub missing: u64,
+    pub duplicated: u64,
+    pub out_of_order: u64,
+    pub late: u64,
+    pub other: u64,
+    pub events: u64,
+    pub resumes: u32,
+    /// Why its stream ended before the run (the server's words), if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
+}
+
+/// A stream that broke and was opened again from its last token.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Resume {
+    pub listener: u32,
+    /// When it broke, milliseconds since the Unix epoch.
+    pub at_ms: u64,
+    /// From the break until the stream was open again.
+    pub took_ms: u64,
+    /// The error that broke it.
+    pub error: String,
+    /// Events sent again after it (already seen: counted as duplicated).
+    pub replayed: u64,
+}
+
+impl StreamResult {
+    /// The listeners' counts summed.
+    pub fn of(
+        group: String,
+        scope: String,
+        per_listener: Vec<ListenerResult>,
+        resumes: Vec<Resume>,
+        not_judged: Option<String>,
+    ) -> StreamResult {
+        let sum = |f: fn(&ListenerResult) -> u64| per_listener.iter().map(f).sum::<u64>();
+        let failed: Vec<&ListenerResult> =
+            per_listener.iter().filter(|l| l.failed.is_some()).collect();
+        StreamResult {
+            group,
+            scope,
+            listeners: u32::try_from(per_listener.len()).unwrap_or(u32::MAX),
+            expected: sum(|l| l.expected),
+            delivered: sum(|l| l.delivered),
+            missing: if not_judged.is_some() {
+                0
+            } else {
+                sum(|l| l.missing)
+            },
+            duplicated: sum(|l| l.duplicated),
+            out_of_order: sum(|l| l.out_of_order),
+            late: sum(|l| l.late),
+            other: sum(|l| l.other),
+            events: sum(|l| l.events),
+            failed_listeners: u32::try_from(failed.len()).unwrap_or(u32::MAX),
+            skipped: failed.iter().map(|l| l.missing).sum(),
+            not_judged,
+            resumes,
+            per_listener,
+        }
+    }
+
+    /// Events went missing or came twice, or a listener's stream could not go on.
+    pub fn failed(&self) -> bool {
+        self.missing > 0 || self.duplicated > 0 || self.failed_listeners > 0
+    }
+
+    /// The console's and the warnings' words for what went wrong, if anything did.
+    pub fn trouble(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if self.failed_listeners > 0 {
+            let why = self
+                .per_listener
+                .iter()
+                .find_map(|l| l.failed.clone())
+                .unwrap_or_default();
+            parts.push(format!(
+                "{} of {} listeners stopped ({why}); {} writes never reached them, and no lag is reported for those",
+                self.failed_listeners, self.listeners, self.skipped
+            ));
+        }
+        if self.missing > self.skipped {
+            parts.push(format!("{} events missing", self.missing - self.skipped));
+        }
+        if self.duplicated > 0 {
+            parts.push(format!("{} events delivered twice", self.duplicated));
+        }
+        (!parts.is_empty()).then(|| format!("watch group `{}`: {}", self.group, parts.join("; ")))
+    }
+}
+
+/// One line of `changes.tsv`: an event, or a write a listener never saw.
+#[derive(Debug, Clone)]
+pub struct ChangeLine {
+    pub listener: u32,
+    pub kind: String,
+    pub collection: String,
+    pub id: String,
+    pub ack_us: Option<u64>,
+    pub received_us: Option<u64>,
+    pub lag_us: Option<u64>,
+    /// `ack`, `wallTime`, `duplicate`, `missing`, `late`.
+    pub what: &'static str,
+}
+
+/// `changes.tsv`'s header.
+pub const CHANGES_HEADER: &str =
+    "listener\toperation\tcollection\tid\tack_us\treceived_us\tlag_us\twhat";
+
+impl ChangeLine {
+    pub fn tsv(&self) -> String {
+        let opt = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
+        format!(
+            "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+            self.listener,
+            self.kind,
+            self.collection,
+            self.id.replace(['\t', '\n'], " "),
+            opt(self.ack_us),
+            opt(self.received_us),
+            opt(self.lag_us),
+            self.what
+        )
+    }
+}
