@@ -252,6 +252,8 @@ pub struct Book {
     pub lines: Option<Vec<Line>>,
     /// When each duplicate came (the run's clock): a resume's replayed events.
     pub duplicate_times: Vec<u64>,
+    /// The latest acknowledgement among the writes it was sent: how far its stream got.
+    reached_us: u64,
 }
 
 impl Book {
@@ -265,6 +267,7 @@ impl Book {
             writers_done_us: None,
             lines: keep_lines.then(Vec::new),
             duplicate_times: Vec::new(),
+            reached_us: 0,
         }
     }
 
@@ -351,6 +354,7 @@ impl Book {
         }
         seen.last = Some(seen.last.map_or(position, |l| l.max(position)));
         self.counts.delivered += 1;
+        self.reached_us = self.reached_us.max(ack_us);
         // An event that came before its write's reply: no lag to speak of.
         let lag_us = event.received_us.saturating_sub(ack_us);
         self.line(event, Some(ack_us), Some(lag_us), "ack");
@@ -379,9 +383,9 @@ impl Book {
         }
     }
 
-    /// Of the writes `admits` lets through, how many this listener was sent: (expected,
-    /// delivered), and a `missing` line for each write it never saw.
-    pub fn verdict(&mut self, acks: &Acks, admits: &Admits) -> (u64, u64) {
+    /// Of the writes `admits` lets through, what this listener was sent, and a `missing` line
+    /// for each write it never saw.
+    pub fn verdict(&mut self, acks: &Acks, admits: &Admits) -> Verdict {
         let wanted = acks.admitted(admits);
         let expected = wanted.len() as u64;
         // Per document and kind, the writes wanted; those beyond what was seen are missing.
@@ -402,6 +406,10 @@ impl Book {
                 missing.push((key.clone(), op, *at));
             }
         }
+        // Missing writes acknowledged before the latest one it was sent: its stream went past
+        // them (the oplog no longer held them when it got there). The others were still ahead
+        // of it when it stopped.
+        let skipped = missing.iter().filter(|m| m.2 < self.reached_us).count() as u64;
         if let Some(lines) = &mut self.lines {
             missing.sort_by_key(|m| m.2);
             for (key, op, at) in missing {
@@ -414,12 +422,25 @@ impl Book {
                     ack_us: Some(at),
                     received_us: None,
                     lag_us: None,
-                    what: "missing",
+                    what: if at < self.reached_us { "skipped" } else { "missing" },
                 });
             }
         }
-        (expected, delivered)
+        Verdict {
+            expected,
+            delivered,
+            skipped,
+        }
     }
+}
+
+/// A listener's delivery: the writes it was due, those it was sent, and of the others those
+/// its stream went past.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Verdict {
+    pub expected: u64,
+    pub delivered: u64,
+    pub skipped: u64,
 }
 
 enum Matched {
@@ -476,7 +497,10 @@ mod tests {
         // The same token again is a duplicate, and no lag.
         assert_eq!(b.receive(&a, event(7, "insert", 1, 1_400)), None);
         assert_eq!(b.counts.duplicated, 1);
-        assert_eq!(b.verdict(&a, &Admits::all()), (1, 1));
+        assert_eq!(
+            b.verdict(&a, &Admits::all()),
+            Verdict { expected: 1, delivered: 1, skipped: 0 }
+        );
     }
 
     #[test]

@@ -27,8 +27,10 @@ pub struct StreamResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_judged: Option<String>,
     /// Listeners whose stream could not go on (`ChangeStreamHistoryLost`, or it could not be
-    /// opened again), and the writes they never saw for it.
+    /// opened again).
     pub failed_listeners: u32,
+    /// Missing writes a stream went past: history lost, whether the server said so
+    /// (`ChangeStreamHistoryLost`) or not (an open stream that skips what the oplog dropped).
     pub skipped: u64,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resumes: Vec<Resume>,
@@ -43,6 +45,9 @@ pub struct ListenerResult {
     pub expected: u64,
     pub delivered: u64,
     pub missing: u64,
+    /// Of the missing, those acknowledged before a write it was sent: its stream went past
+    /// them (history lost: the oplog no longer held them when it got there).
+    pub skipped: u64,
     pub duplicated: u64,
     pub out_of_order: u64,
     pub late: u64,
@@ -97,7 +102,7 @@ impl StreamResult {
             other: sum(|l| l.other),
             events: sum(|l| l.events),
             failed_listeners: u32::try_from(failed.len()).unwrap_or(u32::MAX),
-            skipped: failed.iter().map(|l| l.missing).sum(),
+            skipped: sum(|l| l.skipped),
             not_judged,
             resumes,
             per_listener,
@@ -119,12 +124,21 @@ impl StreamResult {
                 .find_map(|l| l.failed.clone())
                 .unwrap_or_default();
             parts.push(format!(
-                "{} of {} listeners stopped ({why}); {} writes never reached them, and no lag is reported for those",
-                self.failed_listeners, self.listeners, self.skipped
+                "{} of {} listeners stopped: {why}",
+                self.failed_listeners, self.listeners
+            ));
+        }
+        if self.skipped > 0 {
+            parts.push(format!(
+                "history lost: the streams went past {} acknowledged writes without delivering them (the oplog no longer held them); no lag is reported for those",
+                self.skipped
             ));
         }
         if self.missing > self.skipped {
-            parts.push(format!("{} events missing", self.missing - self.skipped));
+            parts.push(format!(
+                "{} events still missing when the drain ended (the listeners were behind)",
+                self.missing - self.skipped
+            ));
         }
         if self.duplicated > 0 {
             parts.push(format!("{} events delivered twice", self.duplicated));
@@ -143,7 +157,8 @@ pub struct ChangeLine {
     pub ack_us: Option<u64>,
     pub received_us: Option<u64>,
     pub lag_us: Option<u64>,
-    /// `ack`, `wallTime`, `duplicate`, `missing`, `late`.
+    /// `ack`, `wallTime`, `duplicate`; for a write never seen: `skipped` (its stream went past
+    /// it) or `missing` (still ahead of the listener when it stopped).
     pub what: &'static str,
 }
 

@@ -124,13 +124,14 @@ impl Listeners {
             let mut resumes = Vec::new();
             let not_judged = listened.first().and_then(|l| l.admits.unknown.clone());
             for mut l in listened {
-                let (expected, delivered) = l.book.verdict(&self.acks, &l.admits);
+                let v = l.book.verdict(&self.acks, &l.admits);
                 let c = &l.book.counts;
                 per.push(ListenerResult {
                     listener: l.book.listener,
-                    expected,
-                    delivered,
-                    missing: expected.saturating_sub(delivered),
+                    expected: v.expected,
+                    delivered: v.delivered,
+                    missing: v.expected.saturating_sub(v.delivered),
+                    skipped: v.skipped,
                     duplicated: c.duplicated,
                     out_of_order: c.out_of_order,
                     late: c.late,
