@@ -353,6 +353,32 @@ pub struct SweepArgs {
     /// Without --threads: the most users per group the doubling goes to
     #[arg(long, default_value_t = 1024, value_parser = parse_threads_one, value_name = "N")]
     pub max_threads: u32,
+    /// The cost of listening: run the profile as written once per number of listeners given
+    /// (`0,1,15,105`), every watch group at that many; the writers' throughput and p99 and the
+    /// listeners' lag at each (watchers.tsv, watchers.json, watchers.html)
+    #[arg(long, value_parser = parse_watchers, value_name = "LIST")]
+    pub watchers: Option<WatcherList>,
+}
+
+/// `sweep --watchers`: listeners per watch group at each step, `0,1,15,105`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WatcherList(pub Vec<u32>);
+
+fn parse_watchers(s: &str) -> Result<WatcherList, String> {
+    let list = s
+        .split(',')
+        .map(|one| {
+            let n = one.trim().parse::<u32>().map_err(|_| {
+                "expected listeners per watch group, a list of whole numbers from 0: 0,1,15,105"
+                    .to_string()
+            })?;
+            if n == 0 {
+                return Ok(0);
+            }
+            limits::check_threads(n).map_err(|p| format!("{p}; expected a list like 0,1,15,105"))
+        })
+        .collect::<Result<Vec<u32>, String>>()?;
+    Ok(WatcherList(list))
 }
 
 fn parse_threads_one(s: &str) -> Result<u32, String> {

@@ -23,6 +23,9 @@ use crate::sweep::{self, Step, StopReason, SweepResult};
 const DEFAULT_WARMUP: Duration = Duration::from_secs(5);
 
 pub async fn sweep(args: SweepArgs, stop: CancellationToken) -> Result<i32, Error> {
+    if let Some(list) = args.watchers.clone() {
+        return watchers(args, &list.0, stop).await;
+    }
     let run = &args.run;
     let o = &run.overrides;
     let mut base = steps::base_plan(
@@ -350,4 +353,122 @@ fn step_plan(base: &RunPlan, threads: u32, length: Duration, warmup: Duration) -
         }
     }
     plan
+}
+
+/// `sweep --watchers LIST`: the profile as written, once per number of listeners, every watch
+/// group at that many (`0`: none); the writers' numbers and the listeners' lag per step.
+async fn watchers(args: SweepArgs, list: &[u32], stop: CancellationToken) -> Result<i32, Error> {
+    use crate::sweep::watchers::{WatchStep, WatchSweep};
+    let run = &args.run;
+    let o = &run.overrides;
+    let base = steps::base_plan(
+        "sweep --watchers",
+        run,
+        &[
+            (
+                o.threads.is_some(),
+                "--threads",
+                "the profile's own threads for the writers (a sweep of users is `sweep` without --watchers)",
+            ),
+            (run.start_at.is_some(), "--start-at", "`at` or cron"),
+            (run.baseline.is_some(), "--baseline", "compare of the steps' run directories"),
+            (!args.slo.is_empty(), "--slo", "the table's writers' p99 at each step"),
+        ],
+        "runs the profile as written at each number of listeners",
+    )?;
+    if !base.groups().any(|g| g.watch.is_some()) {
+        return Err(Error::Usage(format!(
+            "--watchers steps the listeners of the profile's watch groups, and {} has none\n  fix: add a group with `watch = {{ collection = \"...\" }}` (docs/change-streams.md), or try the bundled profile: mongo-stress sweep change-streams --watchers 0,1,15",
+            base.name
+        )));
+    }
+    let loaded = crate::plan::profile::load_with(&run.profile, &o.genny())?;
+    let series = Series::start("sweep", run, &base, &stop).await?;
+    let out_dir = series.out_dir.clone();
+    let say = |msg: String| series.say(msg);
+    say(format!(
+        "sweep of {} over listeners per watch group {} (each step the profile as written; --step is not used), results in {}",
+        base.name,
+        list.iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
+        out_dir.display()
+    ));
+    let server = Server::reach(run, &base, &say)
+        .await
+        .map_err(|e| series.failed(e))?;
+    let mut result = WatchSweep {
+        profile: base.name.clone(),
+        ..WatchSweep::default()
+    };
+    let mut failure = None;
+    for (i, n) in list.iter().enumerate() {
+        if stop.is_cancelled() {
+            result.stopped = Some("interrupted".into());
+            break;
+        }
+        let mut overrides: crate::plan::Overrides = o.into();
+        overrides.watchers = Some(*n);
+        let plan = match RunPlan::build(&loaded, &overrides) {
+            Ok(p) => p,
+            Err(e) => {
+                failure = Some(Error::from(e));
+                break;
+            }
+        };
+        let dir = out_dir.join("steps").join(format!("{:02}-{n}", i + 1));
+        match series.run_step(run, &server, &plan, &dir, &stop).await {
+            Ok(summary) => {
+                let step = WatchStep::measure(&summary, *n, dir.display().to_string());
+                say(format!(
+                    "step {}: {n} listeners, writes {:.1}/s, p99 {:.2} ms, lag p50 {} p99 {}, missing {}",
+                    i + 1,
+                    step.writes_per_s,
+                    step.write_p99_ms,
+                    step.lag_p50_ms.map_or("-".into(), |v| format!("{v:.2} ms")),
+                    step.lag_p99_ms.map_or("-".into(), |v| format!("{v:.2} ms")),
+                    step.missing
+                ));
+                let interrupted = summary.interrupted;
+                result.steps.push(step);
+                if interrupted {
+                    result.stopped = Some("interrupted".into());
+                    break;
+                }
+            }
+            Err(e) => {
+                result.stopped = Some(format!("step {} failed: {e}", i + 1));
+                failure = Some(e);
+                break;
+            }
+        }
+    }
+    server.shut_down().await;
+    if result.steps.is_empty() {
+        if let Some(e) = failure {
+            return Err(series.failed(e));
+        }
+    }
+    report::watchers::render(&result, &mut std::io::stdout().lock()).ok();
+    report::write_to(
+        &out_dir.join("watchers.tsv"),
+        &result,
+        report::watchers::render_tsv,
+    )?;
+    report::write_to(
+        &out_dir.join("watchers.json"),
+        &result,
+        report::watchers::render_json,
+    )?;
+    report::write_atomically(
+        &out_dir.join("watchers.html"),
+        report::watchers::render_html(&result).as_bytes(),
+    )?;
+    say(format!("results: {}", out_dir.display()));
+    let code = match (&result.stopped, failure) {
+        (Some(s), _) if s == "interrupted" => exit_code(&StopReason::Interrupted),
+        (_, Some(e)) => exit_code(&StopReason::Failed(e.to_string())),
+        _ => 0,
+    };
+    let mut series = series;
+    series.end_page(code);
+    Ok(code)
 }

@@ -422,7 +422,11 @@ impl Book {
                     ack_us: Some(at),
                     received_us: None,
                     lag_us: None,
-                    what: if at < self.reached_us { "skipped" } else { "missing" },
+                    what: if at < self.reached_us {
+                        "skipped"
+                    } else {
+                        "missing"
+                    },
                 });
             }
         }
@@ -499,7 +503,11 @@ mod tests {
         assert_eq!(b.counts.duplicated, 1);
         assert_eq!(
             b.verdict(&a, &Admits::all()),
-            Verdict { expected: 1, delivered: 1, skipped: 0 }
+            Verdict {
+                expected: 1,
+                delivered: 1,
+                skipped: 0
+            }
         );
     }
 

@@ -378,6 +378,8 @@ pub struct WatchPlan {
     pub scope: WatchScope,
     /// The stream's stages, an array made once per listener (generators allowed).
     pub pipeline: Option<crate::workload::Template>,
+    /// The pipeline as written (JSON), for `validate`.
+    pub pipeline_shown: String,
     /// `fullDocument` and `fullDocumentBeforeChange` as the server spells them.
     pub full_document: Option<String>,
     pub full_document_before_change: Option<String>,

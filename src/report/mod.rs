@@ -18,6 +18,7 @@ pub mod rollups;
 pub mod sweep;
 pub mod table;
 pub mod tsv;
+pub mod watchers;
 
 use std::io::Write;
 use std::path::Path;

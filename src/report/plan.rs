@@ -17,6 +17,10 @@ pub fn render(plan: &RunPlan, out: &mut dyn Write) -> std::io::Result<()> {
             writeln!(out, "stage {}", stage.name)?;
         }
         for g in &stage.groups {
+            if let Some(w) = &g.watch {
+                watch(g, w, out)?;
+                continue;
+            }
             writeln!(
                 out,
                 "  group {:<14} {:<6} threads {:>5}  ramp-up {}  delay {}  {}",
@@ -60,6 +64,39 @@ pub fn render(plan: &RunPlan, out: &mut dyn Write) -> std::io::Result<()> {
         Some(n) => writeln!(out, "total: {n} operations"),
         None => writeln!(out, "total: time-bound (some groups run for a duration)"),
     }
+}
+
+/// A watch group: its listeners and what each one's stream is.
+fn watch(g: &GroupPlan, w: &crate::plan::WatchPlan, out: &mut dyn Write) -> std::io::Result<()> {
+    let mut opts = Vec::new();
+    if let Some(f) = &w.full_document {
+        opts.push(format!("fullDocument {f}"));
+    }
+    if let Some(f) = &w.full_document_before_change {
+        opts.push(format!("fullDocumentBeforeChange {f}"));
+    }
+    if let Some(b) = w.batch_size {
+        opts.push(format!("batch {b}"));
+    }
+    if let Some(m) = w.max_await_time {
+        opts.push(format!("maxAwaitTime {}", humantime::format_duration(m)));
+    }
+    if !w.think.is_zero() {
+        opts.push(format!("{} per event", humantime::format_duration(w.think)));
+    }
+    opts.push(format!("drain {}", humantime::format_duration(w.drain)));
+    writeln!(
+        out,
+        "  group {:<14} watch  listeners {:>3}  {}; open from before the first stage to the run's end; {}",
+        g.name,
+        g.threads,
+        w.scope,
+        opts.join(", ")
+    )?;
+    if w.pipeline.is_some() {
+        writeln!(out, "    pipeline {}", w.pipeline_shown)?;
+    }
+    Ok(())
 }
 
 /// Writes the target, its server metrics, the error stop and each collection's setup.

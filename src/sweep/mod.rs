@@ -7,6 +7,7 @@
 //! Never: runs anything (`app::sweep` does) or formats text (`report::sweep`).
 
 pub mod usl;
+pub mod watchers;
 
 use serde::{Deserialize, Serialize};
 

@@ -148,9 +148,15 @@ impl GroupAt<'_> {
                 })
                 .transpose()
         };
+        let pipeline_shown = w
+            .pipeline
+            .as_ref()
+            .and_then(|p| serde_json::to_string(p).ok())
+            .unwrap_or_default();
         let plan = WatchPlan {
             scope,
             pipeline,
+            pipeline_shown,
             full_document,
             full_document_before_change,
             batch_size: w.batch_size,

@@ -1,0 +1,76 @@
+//! `sweep --watchers LIST`: the cost of listening. Each step runs the profile as written (its
+//! writers at their own rates and lengths) with every watch group at N listeners; a step's
+//! numbers are the writers' (the TOTAL row, which a watch group's events stand beside) and the
+//! listeners' lag and delivery.
+
+use serde::{Deserialize, Serialize};
+
+use crate::metrics::Label;
+use crate::summary::Summary;
+
+/// One step: N listeners per watch group, what the writers did and what the listeners saw.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WatchStep {
+    pub listeners: u32,
+    /// The writers: every group but the watch groups.
+    pub writes_per_s: f64,
+    pub write_p50_ms: f64,
+    pub write_p99_ms: f64,
+    pub write_error_pct: f64,
+    /// The listeners' lag (none without listeners).
+    pub lag_p50_ms: Option<f64>,
+    pub lag_p99_ms: Option<f64>,
+    pub expected: u64,
+    pub delivered: u64,
+    pub missing: u64,
+    /// The step's run directory.
+    pub dir: String,
+}
+
+/// The sweep over listeners, whole.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WatchSweep {
+    pub profile: String,
+    pub steps: Vec<WatchStep>,
+    /// Interrupted, or a step failed: why the steps end where they do.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
+}
+
+impl WatchStep {
+    /// The step with `listeners` per watch group, from its run's summary.
+    pub fn measure(summary: &Summary, listeners: u32, dir: String) -> WatchStep {
+        let mut step = WatchStep {
+            listeners,
+            dir,
+            ..WatchStep::default()
+        };
+        let Some(run) = summary.runs.first() else {
+            return step;
+        };
+        let total = run.total();
+        step.writes_per_s = total.throughput;
+        step.write_p50_ms = total.median_ms;
+        step.write_p99_ms = total.p99_ms;
+        step.write_error_pct = total.error_pct;
+        // The lag over every watch group: the largest group's percentiles (one group, in the
+        // bundled profile and the usual case).
+        let lag = run
+            .streams
+            .iter()
+            .filter_map(|s| {
+                let label = Label::group(&s.group);
+                run.rows.iter().find(|r| r.label == label)
+            })
+            .filter(|r| r.samples > 0)
+            .max_by_key(|r| r.samples);
+        step.lag_p50_ms = lag.map(|r| r.median_ms);
+        step.lag_p99_ms = lag.map(|r| r.p99_ms);
+        for s in &run.streams {
+            step.expected += s.expected;
+            step.delivered += s.delivered;
+            step.missing += s.missing;
+        }
+        step
+    }
+}
