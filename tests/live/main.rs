@@ -13,6 +13,8 @@
 //! - `browser_report`: report.html, sweep.html and compare's page in headless Chromium
 //! - `capacity`: the knee of a proxy of known capacity
 //! - `capture`: a pymongo workload captured from the profiler and run again
+//! - `change_streams`: listeners under load: every write once, the lag against a pymongo
+//!   watcher, a killed server's resumes, history lost, a refused pipeline, `sweep --watchers`
 //! - `compare`: a held server told from noise
 //! - `counts`: documents and opcounters against the tool's counts
 //! - `embedded`: the embedded server, a wrong URI, Ctrl-C and SIGTERM
@@ -54,6 +56,7 @@ mod audit;
 mod browser_report;
 mod capacity;
 mod capture;
+mod change_streams;
 mod compare;
 mod counts;
 mod embedded;
