@@ -92,6 +92,8 @@ mod tests {
                     members: Vec::new(),
                     topology: Vec::new(),
                     audit_lines: Vec::new(),
+                    streams: Vec::new(),
+                    change_lines: Vec::new(),
                     failures: Vec::new(),
                 }
             })

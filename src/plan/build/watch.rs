@@ -191,3 +191,107 @@ impl GroupAt<'_> {
         Ok(vec![one])
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::build::test_profile::{build, DOC};
+    use crate::plan::RunPlan;
+
+    const WRITERS: &str =
+        "[[group]]\nname = \"w\"\nop = \"insert\"\nthreads = 2\nduration = \"5s\"\n";
+
+    fn with(watch: &str) -> Result<RunPlan, ProfileError> {
+        build(&format!(
+            "{DOC}{WRITERS}[[group]]\nname = \"l\"\nthreads = 3\nwatch = {{ {watch} }}\n"
+        ))
+    }
+
+    #[test]
+    fn a_watch_group_is_read_with_its_scope_and_the_executor_never_starts_it() {
+        let plan = with("pipeline = [{ \"$match\" = { operationType = \"insert\" } }], full_document = \"updateLookup\", think = \"10ms\"").unwrap();
+        let l = plan.groups().find(|g| g.name == "l").unwrap();
+        let w = l.watch.as_ref().unwrap();
+        assert_eq!(l.threads, 3);
+        assert_eq!(l.stop, StopAt::Background);
+        assert_eq!(
+            w.scope,
+            WatchScope::Collection {
+                database: plan.target.database.clone(),
+                name: plan.target.collection.clone()
+            }
+        );
+        assert_eq!(
+            (w.drain, w.think),
+            (DEFAULT_DRAIN, Duration::from_millis(10))
+        );
+        assert_eq!(w.full_document.as_deref(), Some("updateLookup"));
+        assert!(w.pipeline_shown.contains("$match"));
+        assert_eq!(
+            with("database = \"shop\"")
+                .unwrap()
+                .groups()
+                .last()
+                .unwrap()
+                .watch
+                .as_ref()
+                .unwrap()
+                .scope,
+            WatchScope::Database("shop".into())
+        );
+        // `sweep --watchers 0`: no listeners at all; `--threads` leaves them as they are.
+        let loaded = crate::plan::profile::parse(
+            "p.toml",
+            &format!("{DOC}{WRITERS}[[group]]\nname = \"l\"\nthreads = 3\nwatch = {{}}\n"),
+            "p",
+        )
+        .unwrap();
+        let none = RunPlan::build(
+            &loaded,
+            &Overrides {
+                watchers: Some(0),
+                threads: Some(7),
+                ..Overrides::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            none.groups()
+                .map(|g| (g.name.as_str(), g.threads))
+                .collect::<Vec<_>>(),
+            [("w", 7)]
+        );
+        let two = RunPlan::build(
+            &loaded,
+            &Overrides {
+                watchers: Some(2),
+                ..Overrides::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(two.groups().last().unwrap().threads, 2);
+    }
+
+    #[test]
+    fn what_a_watch_group_cannot_hold_is_refused_where_it_is_written() {
+        let e = build(&format!(
+            "{DOC}{WRITERS}[[group]]\nname = \"l\"\nop = \"find\"\nthreads = 3\nwatch = {{}}\n"
+        ))
+        .unwrap_err();
+        assert_eq!(e.key, "group[1].op");
+        assert!(e.problem.contains("send no operations"), "{}", e.problem);
+        let e = with("database = \"a\", cluster = true").unwrap_err();
+        assert!(e.problem.contains("more than one scope"), "{}", e.problem);
+        let e = with("full_document = \"lookup\"").unwrap_err();
+        assert_eq!(e.key, "group[1].watch.full_document");
+        assert!(e.expected.contains("updateLookup"));
+        let e = with("batch_size = 0").unwrap_err();
+        assert_eq!(e.key, "group[1].watch.batch_size");
+        let e = with("pipeline = [1]").unwrap_err();
+        assert_eq!(e.key, "group[1].watch.pipeline[0]");
+        let e = with("drain = \"soon\"").unwrap_err();
+        assert_eq!(e.key, "group[1].watch.drain");
+        let e = with("colection = \"x\"").unwrap_err();
+        assert!(e.problem.contains("colection"), "{}", e.problem);
+    }
+}
