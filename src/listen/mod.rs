@@ -95,10 +95,13 @@ pub struct DocKey {
 
 const SHARDS: usize = 16;
 
+/// Per document, its acknowledged writes in order: kind and time.
+type Writes = HashMap<DocKey, Vec<(Op, u64)>>;
+
 /// The run's acknowledged writes that a listener can recognise, per document in the order
 /// they were acknowledged, each with its time (the run's clock, microseconds).
 pub struct Acks {
-    shards: Box<[Mutex<HashMap<DocKey, Vec<(Op, u64)>>>]>,
+    shards: Box<[Mutex<Writes>]>,
     hasher: std::collections::hash_map::RandomState,
     /// Each collection's database and name, by `RunPlan::collections` index.
     namespaces: Vec<(String, String)>,
@@ -113,7 +116,7 @@ impl Acks {
         }
     }
 
-    fn shard(&self, key: &DocKey) -> &Mutex<HashMap<DocKey, Vec<(Op, u64)>>> {
+    fn shard(&self, key: &DocKey) -> &Mutex<Writes> {
         let h = self.hasher.hash_one(key);
         // The remainder is below SHARDS.
         #[allow(clippy::cast_possible_truncation)]

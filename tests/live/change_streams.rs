@@ -29,8 +29,11 @@ fn profile(dir: &std::path::Path, db: &str, writers: &str, listeners: u32, watch
     p.to_str().unwrap().to_string()
 }
 
-/// (listener, id, ack_us, received_us, what) of each line of changes.tsv.
-fn changes(out: &std::path::Path) -> Vec<(u32, String, Option<u64>, Option<u64>, String)> {
+/// One line of changes.tsv: listener, id, ack_us, received_us, what.
+type Change = (u32, String, Option<u64>, Option<u64>, String);
+
+/// Each line of changes.tsv.
+fn changes(out: &std::path::Path) -> Vec<Change> {
     let text = std::fs::read_to_string(out.join("changes.tsv")).unwrap();
     let num = |s: &str| s.parse::<u64>().ok();
     text.lines()

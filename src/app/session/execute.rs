@@ -30,6 +30,8 @@ struct Users<'a> {
     samples: mpsc::Sender<crate::metrics::Sample>,
     active: Arc<Vec<AtomicU32>>,
     stop: &'a CancellationToken,
+    /// With watch groups: the writes they tell the listeners of.
+    listening: Option<crate::executor::Listening>,
 }
 
 /// The audit of one run as it goes.
@@ -128,10 +130,10 @@ impl<B: Backend + Clone> Session<'_, B> {
                 samples: tx,
                 active,
                 stop: &run_stop,
+                listening,
             },
             audit.as_ref(),
             steer,
-            listening,
         ));
         let started_at = now_rfc3339();
         let t0 = Instant::now();
@@ -219,7 +221,6 @@ impl<B: Backend + Clone> Session<'_, B> {
         users: Users<'_>,
         audit: Option<&AuditRun>,
         steer: Arc<crate::executor::steer::Steer>,
-        listening: Option<crate::executor::Listening>,
     ) -> Context<B> {
         let plan = self.plan;
         let groups = plan.groups().count();
@@ -255,7 +256,7 @@ impl<B: Backend + Clone> Session<'_, B> {
             pool: Arc::new(tokio::sync::Semaphore::new(plan.target.pool_size as usize)),
             pool_size: plan.target.pool_size,
             steer,
-            listening,
+            listening: users.listening,
         }
     }
 
