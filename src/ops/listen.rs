@@ -25,6 +25,9 @@ use crate::summary::streams::Resume;
 /// The server's code for a resume token the oplog no longer holds.
 pub const HISTORY_LOST: i32 = 286;
 
+/// How long a listener reads on after Ctrl-C for the writes already acknowledged.
+const STOP_DRAIN: Duration = Duration::from_secs(1);
+
 /// How often a listener looks again at events waiting for their writes' replies, and at
 /// whether its drain is over.
 const TICK: Duration = Duration::from_millis(20);
@@ -329,10 +332,21 @@ pub async fn listen(
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     // Once the writers are done: until when it waits, and how many writes it is due.
     let mut drain: Option<(tokio::time::Instant, u64)> = None;
+    let mut stopping = false;
     loop {
         tokio::select! {
             biased;
-            _ = run.stop.cancelled() => break,
+            // Ctrl-C: the events of writes already acknowledged, for a second at most.
+            _ = run.stop.cancelled(), if !stopping => {
+                stopping = true;
+                book.writers_done_us.get_or_insert(run.clock.now_us());
+                let due = run.acks.admitted(&admits).len() as u64;
+                let until = tokio::time::Instant::now() + w.drain.min(STOP_DRAIN);
+                drain = Some(match drain {
+                    Some((u, _)) => (u.min(until), due),
+                    None => (until, due),
+                });
+            }
             _ = run.writers_done.cancelled(), if drain.is_none() => {
                 book.writers_done_us = Some(run.clock.now_us());
                 let due = run.acks.admitted(&admits).len() as u64;
