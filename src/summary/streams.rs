@@ -182,3 +182,58 @@ impl ChangeLine {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listener(n: u32, expected: u64, delivered: u64, skipped: u64) -> ListenerResult {
+        ListenerResult {
+            listener: n,
+            expected,
+            delivered,
+            missing: expected - delivered,
+            skipped,
+            ..ListenerResult::default()
+        }
+    }
+
+    #[test]
+    fn a_groups_counts_are_its_listeners_summed_and_its_trouble_is_said_in_words() {
+        let all = StreamResult::of(
+            "l".into(),
+            "collection a.b".into(),
+            vec![listener(1, 10, 10, 0), listener(2, 10, 10, 0)],
+            Vec::new(),
+            None,
+        );
+        assert_eq!((all.expected, all.delivered, all.missing), (20, 20, 0));
+        assert!(!all.failed() && all.trouble().is_none());
+        let lost = StreamResult::of(
+            "l".into(),
+            "collection a.b".into(),
+            vec![listener(1, 10, 4, 5), listener(2, 10, 10, 0)],
+            Vec::new(),
+            None,
+        );
+        assert_eq!((lost.missing, lost.skipped), (6, 5));
+        assert!(lost.failed());
+        let t = lost.trouble().unwrap();
+        assert!(
+            t.contains("history lost")
+                && t.contains("past 5")
+                && t.contains("1 events still missing"),
+            "{t}"
+        );
+        // A filter the tool cannot read: nothing counted as missing, nothing failed for it.
+        let unread = StreamResult::of(
+            "l".into(),
+            "collection a.b".into(),
+            vec![listener(1, 10, 4, 0)],
+            Vec::new(),
+            Some("the pipeline's $match reads `fullDocument.x`".into()),
+        );
+        assert_eq!(unread.missing, 0);
+        assert!(!unread.failed());
+    }
+}
