@@ -137,6 +137,8 @@ impl Resumes {
                                 took_ms: took,
                                 error,
                                 replayed: 0,
+                                missing_before: 0,
+                                missing_after: 0,
                             },
                         ));
                     }

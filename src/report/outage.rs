@@ -208,7 +208,7 @@ fn streams(
         for r in &s.resumes {
             writeln!(
                 out,
-                "{prefix}{}: listener {} resumed after {} ms at {} ({}); {} events sent again",
+                "{prefix}{}: listener {} resumed after {} ms at {} ({}); {} events sent again, {} writes missing from before it and {} from after",
                 s.group,
                 r.listener,
                 r.took_ms,
@@ -216,7 +216,9 @@ fn streams(
                     std::time::UNIX_EPOCH + std::time::Duration::from_millis(r.at_ms)
                 ),
                 r.error,
-                r.replayed
+                r.replayed,
+                r.missing_before,
+                r.missing_after
             )?;
         }
         if let Some(t) = s.trouble() {

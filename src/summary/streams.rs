@@ -71,6 +71,11 @@ pub struct Resume {
     pub error: String,
     /// Events sent again after it (already seen: counted as duplicated).
     pub replayed: u64,
+    /// The listener's missing writes acknowledged before it broke, and after.
+    #[serde(default)]
+    pub missing_before: u64,
+    #[serde(default)]
+    pub missing_after: u64,
 }
 
 impl StreamResult {

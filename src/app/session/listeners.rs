@@ -140,8 +140,19 @@ impl Listeners {
                     resumes: u32::try_from(l.resumes.len()).unwrap_or(u32::MAX),
                     failed: l.failed.clone(),
                 });
-                resumes.extend(l.resumes);
-                lines.extend(l.book.lines.take().unwrap_or_default());
+                let mine = l.book.lines.take().unwrap_or_default();
+                // Each resume: the listener's missing writes acknowledged before it, and after.
+                for mut r in l.resumes {
+                    let at_us = r.at_ms.saturating_mul(1000);
+                    for m in mine.iter().filter(|m| m.received_us.is_none()) {
+                        match m.ack_us {
+                            Some(a) if a < at_us => r.missing_before += 1,
+                            _ => r.missing_after += 1,
+                        }
+                    }
+                    resumes.push(r);
+                }
+                lines.extend(mine);
             }
             let scope = g
                 .watch
