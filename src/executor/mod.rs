@@ -87,10 +87,12 @@ pub struct Listening {
 }
 
 impl Listening {
-    /// Files the write `intent` on `collection` if its end acknowledged it, at `at_us`.
+    /// Files the write `intent` if its end acknowledged it, at `at_us`: on `drawn`, the
+    /// collection a group over several drew, else where the write says (a template's step may
+    /// insert into another collection than its group's).
     fn acked(
         &self,
-        collection: usize,
+        (group, drawn): (&GroupPlan, usize),
         intent: crate::audit::Intent,
         done: &crate::audit::Done,
         at_us: u64,
@@ -100,23 +102,36 @@ impl Listening {
         if Fate::of(done.error, done.tx) != Some(Fate::Acked) {
             return;
         }
-        let key = |id: DocId| DocKey { collection, id };
+        let spread = !group.spread.is_empty();
+        let key = |collection: usize, id: DocId| DocKey {
+            collection: if spread { drawn } else { collection },
+            id,
+        };
         match intent {
-            Intent::Insert { ids, keyed, .. } => {
+            Intent::Insert {
+                collection,
+                ids,
+                keyed,
+                ..
+            } => {
                 for id in ids {
-                    self.acks.record(key(DocId::Int(id)), Op::Insert, at_us);
+                    self.acks
+                        .record(key(collection, DocId::Int(id)), Op::Insert, at_us);
                 }
                 for id in &keyed {
-                    self.acks.record(key(DocId::of(id)), Op::Insert, at_us);
+                    self.acks
+                        .record(key(collection, DocId::of(id)), Op::Insert, at_us);
                 }
             }
             Intent::Inc { id, .. } if done.matched => {
-                self.acks.record(key(DocId::Int(id)), Op::Update, at_us);
+                self.acks
+                    .record(key(drawn, DocId::Int(id)), Op::Update, at_us);
             }
             Intent::Inc { .. } => {}
             Intent::Remove(slot) => {
                 if let Some(id) = slot.get().filter(|_| done.deleted > 0) {
-                    self.acks.record(key(DocId::of(id)), Op::Delete, at_us);
+                    self.acks
+                        .record(key(drawn, DocId::of(id)), Op::Delete, at_us);
                 }
             }
         }

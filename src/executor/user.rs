@@ -258,7 +258,7 @@ pub(super) async fn one_op<B: Backend>(
         (None, Some(l)) => crate::audit::Intent::of(&l.plan, group.index, &mut req),
         (None, None) => None,
     };
-    let heard = ctx.listening.as_ref().and(intent.clone());
+    let heard = ctx.listening.as_ref().and_then(|_| intent.clone());
     let pending = ctx
         .audit
         .as_ref()
@@ -284,7 +284,12 @@ pub(super) async fn one_op<B: Backend>(
         deleted: out.deleted,
     };
     if let (Some(l), Some(i)) = (&ctx.listening, heard) {
-        l.acked(collection, i, &done, ctx.clock.epoch_us(started + elapsed));
+        l.acked(
+            (group, collection),
+            i,
+            &done,
+            ctx.clock.epoch_us(started + elapsed),
+        );
     }
     if let Some(p) = pending {
         p.settle(done);

@@ -33,10 +33,18 @@ impl Admits {
             .filter_map(|s| s.get_document("$match").ok().cloned())
             .collect();
         let probe = synthetic(Op::Insert, "d", "c", &DocId::Int(0));
-        let unknown = matches
+        // A stage that reshapes the events may take away what matches them to the writes.
+        let reshaped = pipeline
             .iter()
-            .find_map(|m| eval(m, &probe).err())
-            .map(|why| format!("the pipeline's $match reads {why}, which the tool does not know of its own writes without their documents"));
+            .filter_map(|s| s.keys().next())
+            .find(|k| k.as_str() != "$match")
+            .map(|k| format!("the pipeline's `{k}` stage may change what the events carry (their `_id`, `operationType`, `ns`, `documentKey`), which matches them to the writes"));
+        let unknown = reshaped.or_else(|| {
+            matches
+                .iter()
+                .find_map(|m| eval(m, &probe).err())
+                .map(|why| format!("the pipeline's $match reads {why}, which the tool does not know of its own writes without their documents"))
+        });
         Admits {
             scope: Some(scope.clone()),
             matches,
@@ -148,7 +156,16 @@ fn field(value: Option<&Bson>, cond: &Bson) -> Result<bool, String> {
                 let l = list()?;
                 !value.is_some_and(|v| l.iter().any(|a| same(v, a)))
             }
-            "$exists" => value.is_some() == matches!(arg, Bson::Boolean(true)),
+            "$exists" => {
+                let wanted = match arg {
+                    Bson::Boolean(b) => *b,
+                    Bson::Int32(i) => *i != 0,
+                    Bson::Int64(i) => *i != 0,
+                    Bson::Double(d) => *d != 0.0,
+                    _ => true,
+                };
+                value.is_some() == wanted
+            }
             other => return Err(format!("`{other}`")),
         };
     }
@@ -216,5 +233,14 @@ mod tests {
             &[doc! { "$match": { "operationType": { "$regex": "^ins" } } }],
         );
         assert!(b.unknown.unwrap().contains("`$regex`"));
+        // A stage that reshapes the events: not judged either.
+        let c = Admits::of(&scope(), &[doc! { "$project": { "fullDocument": 1 } }]);
+        assert!(c.unknown.unwrap().contains("`$project`"));
+        // `$exists: 1` is true, as the server reads it.
+        let d = Admits::of(
+            &scope(),
+            &[doc! { "$match": { "documentKey._id": { "$exists": 1 } } }],
+        );
+        assert!(d.admits(Op::Insert, "shop", "orders", &DocId::Int(1)));
     }
 }

@@ -98,6 +98,9 @@ pub struct Recorder {
     pub names: Vec<String>,
     /// Groups whose service time is logged apart (open loop), by group index.
     pub open_loop: Vec<bool>,
+    /// Groups whose samples stand beside the TOTAL (a watch group's events), by group index:
+    /// left out of latency.hlog's TOTAL and of the error-rate stop.
+    pub beside: Vec<bool>,
     /// Running virtual users per group, by group index.
     pub active: Arc<Vec<AtomicU32>>,
     /// Length of the interval histograms.
@@ -265,7 +268,8 @@ impl Recorder {
                                 st.record_in_segment(s, &self.spares);
                             }
                             // The warm-up is kept out of the exit code, and so of the error-rate stop.
-                            if let (Some(w), false) = (self.watch.as_mut(), s.warmup) {
+                            let beside = self.beside.get(usize::from(s.group)).copied().unwrap_or(false);
+                            if let (Some(w), false) = (self.watch.as_mut(), s.warmup || beside) {
                                 w.observe(s);
                             }
                         }
@@ -398,11 +402,14 @@ impl Recorder {
                 if self.live.is_some() {
                     st.window[g].merge(&m);
                 }
-                let (lat, svc) = all.get_or_insert_with(|| (spares.timing(), spares.timing()));
-                lat.merge(&m.latency);
-                // svc:TOTAL is the service time of the open-loop groups.
-                if open {
-                    svc.merge(&m.service);
+                // A watch group's events stand beside the TOTAL.
+                if !self.beside.get(g).copied().unwrap_or(false) {
+                    let (lat, svc) = all.get_or_insert_with(|| (spares.timing(), spares.timing()));
+                    lat.merge(&m.latency);
+                    // svc:TOTAL is the service time of the open-loop groups.
+                    if open {
+                        svc.merge(&m.service);
+                    }
                 }
                 // A group that mixes operations: each kind's series too (`group:get`).
                 let GroupMetrics {
@@ -542,6 +549,7 @@ mod tests {
         Recorder {
             names: vec!["g".into()],
             open_loop: vec![true],
+            beside: vec![false],
             active: Arc::new(vec![AtomicU32::new(0)]),
             tick: Duration::from_secs(1),
             live_every: 5,
@@ -652,6 +660,7 @@ mod cost {
         let r = Recorder {
             names: (0..4).map(|i| format!("g{i}")).collect(),
             open_loop: vec![true; 4],
+            beside: vec![false; 4],
             active: Arc::new((0..4).map(|_| AtomicU32::new(0)).collect()),
             tick: Duration::from_secs(1),
             live_every: 5,

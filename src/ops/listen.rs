@@ -335,6 +335,8 @@ pub async fn listen(
     // Once the writers are done: until when it waits, and how many writes it is due.
     let mut drain: Option<(tokio::time::Instant, u64)> = None;
     let mut stopping = false;
+    // Times the stream broke since its last event.
+    let mut broken = 0u32;
     loop {
         tokio::select! {
             biased;
@@ -375,8 +377,12 @@ pub async fn listen(
                             break;
                         }
                     }
+                    broken = 0;
                     if !w.think.is_zero() {
-                        tokio::time::sleep(w.think).await;
+                        tokio::select! {
+                            _ = tokio::time::sleep(w.think) => {}
+                            _ = run.stop.cancelled() => {}
+                        }
                     }
                 }
                 Some(Err(e)) if code_of(&e) == Some(HISTORY_LOST) => {
@@ -386,11 +392,28 @@ pub async fn listen(
                     let _ = run.samples.send(sample(Lag { from_us: now, lag_us: 0, basis: crate::listen::Basis::Ack }, Some(error))).await;
                     break;
                 }
-                // The stream ended (dropped, invalidated) or broke past the driver's own
-                // resume: opened again from its last token (the command events see it).
-                _ => {
+                // The server ended the stream (its collection or database dropped or renamed):
+                // there is nothing to resume.
+                None => {
+                    failed = Some("the server ended its stream (an invalidate: the watched collection or database was dropped or renamed)".into());
+                    break;
+                }
+                // It broke past the driver's own resume: opened again from its last token (the
+                // command events see it), unless the error is one that another try cannot mend,
+                // or it broke again and again with no event between.
+                Some(Err(e)) => {
+                    broken += 1;
+                    if !transient(&e) || broken > MAX_BROKEN {
+                        failed = Some(format!(
+                            "its stream broke{}: {}",
+                            if broken > MAX_BROKEN { format!(" {broken} times with no event between") } else { String::new() },
+                            crate::driver_error::said(&e)
+                        ));
+                        break;
+                    }
                     let token = stream.resume_token();
-                    match reopen(&client, &w, &stages, token, &run.stop).await {
+                    let until = drain.map(|d| d.0);
+                    match reopen(&client, &w, &stages, token, (&run.stop, &run.writers_done, until, w.drain)).await {
                         Ok(s) => stream = s,
                         Err(why) => {
                             failed = why;
@@ -446,17 +469,61 @@ async fn reopen(
     w: &WatchPlan,
     stages: &[Document],
     token: Option<ResumeToken>,
-    stop: &CancellationToken,
+    (stop, writers_done, until, drain): (
+        &CancellationToken,
+        &CancellationToken,
+        Option<tokio::time::Instant>,
+        Duration,
+    ),
 ) -> Result<ChangeStream<ChangeStreamEvent<Document>>, Option<String>> {
+    // Tried until the run is stopped, or its drain is over (from the writers' end, if they end
+    // while it tries).
+    let mut until = until;
     loop {
         match open(client, w, stages, token.clone()).await {
             Ok(s) => return Ok(s),
             Err(e) if code_of(&e) == Some(HISTORY_LOST) => return Err(Some(lost(&e))),
+            Err(e) if !transient(&e) => {
+                return Err(Some(format!(
+                    "its stream could not be opened again: {}",
+                    crate::driver_error::said(&e)
+                )))
+            }
             Err(_) => {}
+        }
+        if until.is_none() && writers_done.is_cancelled() {
+            until = Some(tokio::time::Instant::now() + drain);
+        }
+        if until.is_some_and(|u| tokio::time::Instant::now() >= u) {
+            return Err(Some(
+                "its stream was not open again by the end of the drain".into(),
+            ));
         }
         tokio::select! {
             _ = stop.cancelled() => return Err(None),
             _ = tokio::time::sleep(Duration::from_millis(200)) => {}
+        }
+    }
+}
+
+/// Times a stream may break in a row, with no event between, before the listener gives up.
+const MAX_BROKEN: u32 = 5;
+
+/// An error another try may mend: the network, the server's selection or its state (a
+/// failover, a restart), a cursor the server no longer has; not a refusal of the stream itself.
+fn transient(e: &mongodb::error::Error) -> bool {
+    use mongodb::error::ErrorKind;
+    match e.kind.as_ref() {
+        ErrorKind::Io(_)
+        | ErrorKind::ConnectionPoolCleared { .. }
+        | ErrorKind::ServerSelection { .. } => true,
+        _ => {
+            e.contains_label("ResumableChangeStreamError")
+                || code_of(e).is_some_and(|c| {
+                    c == 43 // CursorNotFound
+                        || crate::vocab::ServerCode(c).not_primary()
+                        || matches!(c, 6 | 7 | 89 | 91 | 189 | 262 | 9001 | 10107 | 11600 | 11602 | 13435 | 13436)
+                })
         }
     }
 }

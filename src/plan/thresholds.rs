@@ -48,6 +48,8 @@ pub struct ThresholdPlan {
     pub label: Label,
     /// The group's index; None for TOTAL.
     pub group: Option<usize>,
+    /// For TOTAL: the groups that stand beside it, left out (watch groups' events).
+    pub beside: Vec<usize>,
     /// One operation kind of a mixed group (`ycsb:get.p99`): that kind's row.
     pub kind: Option<crate::workload::op::OpName>,
     pub metric: Metric,
@@ -136,6 +138,7 @@ impl ThresholdPlan {
                 .parse()
                 .map_err(|_| format!("`{limit}` is not a change in percent such as +10%"))?;
             return Ok(ThresholdPlan {
+                beside: Vec::new(),
                 text: format!("{label}.{metric_name} {} {rest}", cmp.symbol()),
                 label: row.clone(),
                 group,
@@ -185,6 +188,7 @@ impl ThresholdPlan {
             }
         };
         Ok(ThresholdPlan {
+            beside: Vec::new(),
             text: format!("{label}.{metric_name} {} {}", cmp.symbol(), rest),
             label: row,
             group,

@@ -23,7 +23,11 @@ pub fn select<'a>(rule: &ThresholdPlan, groups: &'a [GroupMetrics]) -> Cow<'a, G
             .map_or_else(|| Cow::Owned(GroupMetrics::default()), Cow::Borrowed),
         None => {
             let mut all = GroupMetrics::default();
-            groups.iter().for_each(|m| all.merge(m));
+            groups
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| !rule.beside.contains(i))
+                .for_each(|(_, m)| all.merge(m));
             Cow::Owned(all)
         }
     };
@@ -150,6 +154,7 @@ impl ThresholdResult {
             _ => None,
         };
         Some(ThresholdPlan {
+            beside: Vec::new(),
             text: self.threshold.clone(),
             label,
             group,

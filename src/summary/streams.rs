@@ -107,7 +107,11 @@ impl StreamResult {
             other: sum(|l| l.other),
             events: sum(|l| l.events),
             failed_listeners: u32::try_from(failed.len()).unwrap_or(u32::MAX),
-            skipped: sum(|l| l.skipped),
+            skipped: if not_judged.is_some() {
+                0
+            } else {
+                sum(|l| l.skipped)
+            },
             not_judged,
             resumes,
             per_listener,

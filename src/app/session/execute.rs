@@ -323,6 +323,7 @@ impl<B: Backend + Clone> Session<'_, B> {
             ),
             check,
             names: plan.groups().map(|g| g.name.clone()).collect(),
+            beside: plan.groups().map(|g| g.watch.is_some()).collect(),
             open_loop: plan.groups().map(|g| g.rate.is_some()).collect(),
             active,
             tick,

@@ -25,20 +25,22 @@ pub(super) struct Listeners {
 
 /// What the writers share with the listeners, when the plan has watch groups.
 pub(super) fn listening(plan: &RunPlan) -> Option<Listening> {
-    plan.groups().any(|g| g.watch.is_some()).then(|| {
-        let namespaces = (0..plan.collections.len())
-            .map(|i| {
-                (
-                    plan.database_of(i).to_string(),
-                    plan.collections[i].name.clone(),
-                )
-            })
-            .collect();
-        Listening {
-            acks: Arc::new(Acks::new(namespaces)),
-            plan: Arc::new(crate::audit::AuditPlan::of(plan)),
-        }
-    })
+    plan.groups()
+        .any(|g| g.watch.is_some() && g.threads > 0)
+        .then(|| {
+            let namespaces = (0..plan.collections.len())
+                .map(|i| {
+                    (
+                        plan.database_of(i).to_string(),
+                        plan.collections[i].name.clone(),
+                    )
+                })
+                .collect();
+            Listening {
+                acks: Arc::new(Acks::new(namespaces)),
+                plan: Arc::new(crate::audit::AuditPlan::of(plan)),
+            }
+        })
 }
 
 impl Listeners {
@@ -100,7 +102,9 @@ impl Listeners {
         self.writers_done.cancel();
         let mut by_group: Vec<(Arc<GroupPlan>, Vec<Listened>)> = Vec::new();
         for (g, task) in self.running {
-            let listened = match task.await {
+            let ended = task.await;
+            active[g.index].fetch_sub(1, Ordering::Relaxed);
+            let listened = match ended {
                 Ok(Some(l)) => l,
                 Ok(None) => continue,
                 Err(e) => {
@@ -111,7 +115,6 @@ impl Listeners {
                     continue;
                 }
             };
-            active[g.index].fetch_sub(1, Ordering::Relaxed);
             match by_group.iter_mut().find(|(h, _)| h.index == g.index) {
                 Some((_, ls)) => ls.push(listened),
                 None => by_group.push((g, vec![listened])),
@@ -122,7 +125,7 @@ impl Listeners {
         for (g, listened) in by_group {
             let mut per = Vec::new();
             let mut resumes = Vec::new();
-            let not_judged = listened.first().and_then(|l| l.admits.unknown.clone());
+            let not_judged = listened.iter().find_map(|l| l.admits.unknown.clone());
             for mut l in listened {
                 let v = l.book.verdict(&self.acks, &l.admits);
                 let c = &l.book.counts;

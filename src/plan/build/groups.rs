@@ -70,6 +70,12 @@ pub(super) fn stages(
                     format!("`{name}` is not a group before `{}` in the profile", g.name),
                 ));
             };
+            if groups[j].watch.is_some() {
+                return Err(at.err(
+                    "after",
+                    format!("`{name}` is a watch group: its listeners are open for the whole run, so nothing would start `{}`", g.name),
+                ));
+            }
             if groups[j].stage != g.stage {
                 return Err(at.err(
                     "after",

@@ -224,7 +224,17 @@ impl RunPlan {
         let handles = handles(&target, &mut stages);
         keyed(loaded, &collections, &stages)?;
         unacknowledged(loaded, &stages)?;
-        let thresholds = thresholds::thresholds(loaded, ov, &stages)?;
+        let mut thresholds = thresholds::thresholds(loaded, ov, &stages)?;
+        // The TOTAL is the operations': a watch group's events stand beside it.
+        let beside: Vec<usize> = stages
+            .iter()
+            .flat_map(|s| &s.groups)
+            .filter(|g| g.watch.is_some())
+            .map(|g| g.index)
+            .collect();
+        for t in thresholds.iter_mut().filter(|t| t.group.is_none()) {
+            t.beside.clone_from(&beside);
+        }
         let faults::Faults {
             audit,
             faults,

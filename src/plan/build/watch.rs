@@ -28,10 +28,6 @@ impl GroupAt<'_> {
         let Some(w) = &g.watch else {
             unreachable!("build_watch is called for a group with `watch`")
         };
-        // `sweep --watchers 0`: the step without listeners.
-        if ov.watchers == Some(0) {
-            return Ok(Vec::new());
-        }
         for (k, set) in [
             ("op", g.op.is_some()),
             ("mix", g.mix.is_some()),
@@ -176,10 +172,15 @@ impl GroupAt<'_> {
             g: &listening,
         };
         let plain = Overrides {
-            threads: ov.watchers,
+            threads: ov.watchers.filter(|n| *n > 0),
             ..Overrides::default()
         };
         let mut one = at_nop.build(&plain, env, None)?;
+        // `sweep --watchers 0`: the step without listeners (the group stays, so thresholds
+        // naming it still read; its row is empty).
+        if ov.watchers == Some(0) {
+            one.threads = 0;
+        }
         one.stop = match self.duration("duration", &g.duration)? {
             Some(d) => StopAt::Duration(ov.duration.unwrap_or(d)),
             None => StopAt::Background,
@@ -239,7 +240,7 @@ mod tests {
                 .scope,
             WatchScope::Database("shop".into())
         );
-        // `sweep --watchers 0`: no listeners at all; `--threads` leaves them as they are.
+        // `sweep --watchers 0`: no listeners; `--threads` leaves them as they are.
         let loaded = crate::plan::profile::parse(
             "p.toml",
             &format!("{DOC}{WRITERS}[[group]]\nname = \"l\"\nthreads = 3\nwatch = {{}}\n"),
@@ -259,8 +260,25 @@ mod tests {
             none.groups()
                 .map(|g| (g.name.as_str(), g.threads))
                 .collect::<Vec<_>>(),
-            [("w", 7)]
+            [("w", 7), ("l", 0)]
         );
+        // A threshold on the TOTAL leaves the watch group's events out.
+        let judged = RunPlan::build(
+            &loaded,
+            &Overrides {
+                thresholds: vec!["TOTAL.p99<50ms".into(), "l.p99<200ms".into()],
+                ..Overrides::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(judged.thresholds[0].beside, [1]);
+        assert!(judged.thresholds[1].beside.is_empty());
+        // `after` a watch group would never start.
+        let e = build(&format!(
+            "{DOC}[[group]]\nname = \"l\"\nthreads = 3\nwatch = {{}}\n{WRITERS}after = \"l\"\n"
+        ))
+        .unwrap_err();
+        assert!(e.problem.contains("is a watch group"), "{}", e.problem);
         let two = RunPlan::build(
             &loaded,
             &Overrides {
