@@ -431,11 +431,7 @@ impl Book {
                     ack_us: Some(at),
                     received_us: None,
                     lag_us: None,
-                    what: if at < self.reached_us {
-                        "skipped"
-                    } else {
-                        "missing"
-                    },
+                    what: if at < past { "skipped" } else { "missing" },
                 });
             }
         }
