@@ -78,17 +78,17 @@ while seen < n and time.time() < end:
     seen += 1
 "#;
 
-#[test]
-fn every_write_reaches_every_listener_once_and_their_lag_agrees_with_a_pymongo_watcher() {
-    let Some(server) = TestServer::start_alone() else {
-        return;
-    };
+/// One run of 200 inserts/s and 15 listeners for 20 s beside a pymongo watcher, its delivery
+/// checked against the server's count; the tool's lag p50 and p99 and the witness's, and
+/// whether the tool was starved of CPU (by its own account, or because the witness had the
+/// events before the tool had read its writes' replies).
+fn lag_against_a_witness(server: &TestServer, attempt: u32) -> ([f64; 4], bool) {
     let dir = tempfile::tempdir().unwrap();
-    let db = unique_db("cs_lag");
+    let db = unique_db(&format!("cs_lag{attempt}"));
     let p = profile(
         dir.path(),
         &db,
-        "threads = 20\nrate = 200\nduration = \"20s\"",
+        "threads = 4\nrate = 200\nduration = \"20s\"",
         15,
         ", pipeline = [{ \"$match\" = { operationType = \"insert\" } }]",
     );
@@ -169,9 +169,29 @@ fn every_write_reaches_every_listener_once_and_their_lag_agrees_with_a_pymongo_w
         tool["median_ms"].as_f64().unwrap(),
         tool["p99_ms"].as_f64().unwrap(),
     );
-    eprintln!(
-        "lag p50 tool {t50:.2} ms witness {w50:.2} ms; p99 tool {t99:.2} ms witness {w99:.2} ms"
-    );
+    eprintln!("attempt {attempt}: lag p50 tool {t50:.2} ms witness {w50:.2} ms; p99 tool {t99:.2} ms witness {w99:.2} ms");
+    let starved = summary["warnings"]
+        .as_array()
+        .is_some_and(|w| w.iter().any(|w| w["code"] == "load_generator"))
+        || w50 < 0.05;
+    ([t50, w50, t99, w99], starved)
+}
+
+#[test]
+fn every_write_reaches_every_listener_once_and_their_lag_agrees_with_a_pymongo_watcher() {
+    let Some(server) = TestServer::start_alone() else {
+        return;
+    };
+    // The lags are compared on a run where the tool had the CPU it needed; a run where it was
+    // starved (on a 2-core machine beside the server) is run again, at most twice.
+    let mut attempt = 1;
+    let [t50, w50, t99, w99] = loop {
+        let (lags, starved) = lag_against_a_witness(&server, attempt);
+        if !starved || attempt == 3 {
+            break lags;
+        }
+        attempt += 1;
+    };
     assert!(
         (t50 - w50).abs() <= 2.0,
         "p50: tool {t50} ms, pymongo {w50} ms"
