@@ -124,6 +124,13 @@ if [ -z "${MONGO_STRESS_SECANTUSD_PY:-}" ] && [ "${MONGO_STRESS_SKIP_SECANTUSD_P
   fi
   export MONGO_STRESS_SECANTUSD_PY="$venv/bin/secantusd-py"
 fi
+# The optimized binary, for the one live test that compares the tool's timing with another
+# program's (tests/live/change_streams.rs: a listener's lag against a pymongo watcher's); a
+# debug build's own slowness is milliseconds an event.
+if [ "${MONGO_STRESS_SKIP_LIVE:-}" != "1" ] && [ -z "${MONGO_STRESS_OPTIMIZED_BIN:-}" ]; then
+  cargo build --release --bin mongo-stress
+  export MONGO_STRESS_OPTIMIZED_BIN="$PWD/${CARGO_TARGET_DIR:-target}/release/mongo-stress"
+fi
 rc=0
 cargo test --all-targets "$@" || rc=$?
 # Every command output quoted in README.md and docs/*.md, reproduced (its shape) by the binary

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use mongodb::bson::{Bson, Document};
-use mongodb::change_stream::event::{ChangeStreamEvent, ResumeToken};
+use mongodb::bson::{Bson, Document, RawDocumentBuf};
+use mongodb::change_stream::event::ResumeToken;
 use mongodb::change_stream::ChangeStream;
 use mongodb::options::{FullDocumentBeforeChangeType, FullDocumentType};
 use tokio::sync::mpsc;
@@ -202,7 +202,7 @@ async fn open(
     w: &WatchPlan,
     pipeline: &[Document],
     resume: Option<ResumeToken>,
-) -> mongodb::error::Result<ChangeStream<ChangeStreamEvent<Document>>> {
+) -> mongodb::error::Result<ChangeStream<RawDocumentBuf>> {
     let full = w.full_document.as_deref().map(|f| match f {
         "updateLookup" => FullDocumentType::UpdateLookup,
         "whenAvailable" => FullDocumentType::WhenAvailable,
@@ -222,32 +222,31 @@ async fn open(
         .resume_after(resume)
         .build();
     let pipeline = pipeline.to_vec();
-    match &w.scope {
-        WatchScope::Collection { database, name } => {
-            client
-                .database(database)
-                .collection::<Document>(name)
-                .watch()
-                .pipeline(pipeline)
-                .with_options(options)
-                .await
-        }
-        WatchScope::Database(d) => {
-            client
-                .database(d)
-                .watch()
-                .pipeline(pipeline)
-                .with_options(options)
-                .await
-        }
-        WatchScope::Cluster => {
-            client
-                .watch()
-                .pipeline(pipeline)
-                .with_options(options)
-                .await
-        }
-    }
+    // Each event as its bytes: the few fields the books read are read from them, with no
+    // document built (a full document from `updateLookup` is not parsed at all).
+    Ok(match &w.scope {
+        WatchScope::Collection { database, name } => client
+            .database(database)
+            .collection::<Document>(name)
+            .watch()
+            .pipeline(pipeline)
+            .with_options(options)
+            .await?
+            .with_type::<RawDocumentBuf>(),
+        WatchScope::Database(d) => client
+            .database(d)
+            .watch()
+            .pipeline(pipeline)
+            .with_options(options)
+            .await?
+            .with_type::<RawDocumentBuf>(),
+        WatchScope::Cluster => client
+            .watch()
+            .pipeline(pipeline)
+            .with_options(options)
+            .await?
+            .with_type::<RawDocumentBuf>(),
+    })
 }
 
 /// Before anything is written: each watch group's stream opened once and closed, so a
@@ -475,7 +474,7 @@ async fn reopen(
         Option<tokio::time::Instant>,
         Duration,
     ),
-) -> Result<ChangeStream<ChangeStreamEvent<Document>>, Option<String>> {
+) -> Result<ChangeStream<RawDocumentBuf>, Option<String>> {
     // Tried until the run is stopped, or its drain is over (from the writers' end, if they end
     // while it tries).
     let mut until = until;
@@ -528,28 +527,43 @@ fn transient(e: &mongodb::error::Error) -> bool {
     }
 }
 
-fn event_of(e: &ChangeStreamEvent<Document>, received_us: u64) -> Event {
-    let kind = format!("{:?}", e.operation_type);
-    let kind = serde_json::to_value(&e.operation_type)
+fn event_of(e: &RawDocumentBuf, received_us: u64) -> Event {
+    use mongodb::bson::RawBsonRef;
+    let kind = e
+        .get_str("operationType")
+        .map_or_else(|_| "?".to_string(), str::to_string);
+    let token = match e.get("_id") {
+        Ok(Some(RawBsonRef::Document(t))) => {
+            use std::hash::{DefaultHasher, Hasher};
+            let mut h = DefaultHasher::new();
+            h.write(t.as_bytes());
+            h.finish()
+        }
+        _ => 0,
+    };
+    let ns = e.get_document("ns").ok().and_then(|ns| {
+        Some((
+            ns.get_str("db").ok()?.to_string(),
+            ns.get_str("coll").ok()?.to_string(),
+        ))
+    });
+    let id = e
+        .get_document("documentKey")
         .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or(kind);
+        .and_then(|k| k.get("_id").ok().flatten())
+        .and_then(|id| Bson::try_from(id.to_raw_bson()).ok())
+        .map(|id| DocId::of(&id));
+    let wall_us = e
+        .get_datetime("wallTime")
+        .ok()
+        .and_then(|t| u64::try_from(t.timestamp_millis()).ok())
+        .map(|ms| ms * 1000);
     Event {
-        token: crate::listen::token_hash(&format!("{:?}", e.id)),
+        token,
         op: Op::of_event(&kind),
-        ns: e
-            .ns
-            .as_ref()
-            .and_then(|ns| ns.coll.clone().map(|c| (ns.db.clone(), c))),
-        id: e
-            .document_key
-            .as_ref()
-            .and_then(|k| k.get("_id"))
-            .map(DocId::of),
-        wall_us: e
-            .wall_time
-            .and_then(|t| u64::try_from(t.timestamp_millis()).ok())
-            .map(|ms| ms * 1000),
+        ns,
+        id,
+        wall_us,
         kind,
         received_us,
     }

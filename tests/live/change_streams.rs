@@ -78,6 +78,22 @@ while seen < n and time.time() < end:
     seen += 1
 "#;
 
+/// The tool's optimized build: a lag of a millisecond is compared with another program's, and
+/// a debug build spends milliseconds of its own on each event. `cargo test --release` is one;
+/// `MONGO_STRESS_OPTIMIZED_BIN` names one otherwise (scripts/test.sh builds and sets it).
+fn optimized() -> std::path::PathBuf {
+    if let Ok(p) = std::env::var("MONGO_STRESS_OPTIMIZED_BIN") {
+        return p.into();
+    }
+    if cfg!(debug_assertions) {
+        panic!(
+            "the lag comparison needs the tool's optimized build: run with --release, or set \
+             MONGO_STRESS_OPTIMIZED_BIN to target/release/mongo-stress (scripts/test.sh builds it and sets it)"
+        );
+    }
+    bin_path()
+}
+
 /// One run of 200 inserts/s and 15 listeners for 20 s beside a pymongo watcher, its delivery
 /// checked against the server's count; the tool's lag p50 and p99 and the witness's, and
 /// whether the tool was starved of CPU (by its own account, or because the witness had the
@@ -114,7 +130,14 @@ fn lag_against_a_witness(server: &TestServer, attempt: u32) -> ([f64; 4], bool) 
             .collect::<HashMap<String, u64>>()
     });
     let out = dir.path().join("run");
-    let (summary, stdout, _) = server.run_ok(&p, &out, &[]);
+    let output = Command::new(optimized())
+        .args(["run", &p, "--uri", &server.uri, "--quiet", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+    let summary = read_json(&out.join("summary.json"));
     let heard = reader.join().unwrap();
     let _ = witness.wait();
     validate_schema(&summary);

@@ -156,7 +156,7 @@ impl<B: Backend + Clone> Session<'_, B> {
         };
         // The listeners drain, then each watch group's delivery is counted.
         let (streams, change_lines) = match listeners {
-            Some(l) => l.close(&ctx.active, &mut failures).await,
+            Some(l) => l.close((t0, &run_stop), &ctx.active, &mut failures).await,
             None => (Vec::new(), Vec::new()),
         };
         ctx.backend.finish();

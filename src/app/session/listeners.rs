@@ -94,11 +94,28 @@ impl Listeners {
     }
 
     /// The writers are done: each listener drains, then each group's delivery is counted.
+    /// A watch group with a `duration` listens at least that long from the first stage's start
+    /// (`t0`), for a run with no writers or shorter ones; Ctrl-C (`stop`) ends the wait.
     pub(super) async fn close(
         self,
+        (t0, stop): (tokio::time::Instant, &CancellationToken),
         active: &Arc<Vec<AtomicU32>>,
         failures: &mut Vec<String>,
     ) -> (Vec<StreamResult>, Vec<ChangeLine>) {
+        let longest = self
+            .running
+            .iter()
+            .filter_map(|(g, _)| match g.stop {
+                crate::plan::StopAt::Duration(d) => Some(d),
+                _ => None,
+            })
+            .max();
+        if let Some(d) = longest {
+            tokio::select! {
+                _ = tokio::time::sleep_until(t0 + d) => {}
+                _ = stop.cancelled() => {}
+            }
+        }
         self.writers_done.cancel();
         let mut by_group: Vec<(Arc<GroupPlan>, Vec<Listened>)> = Vec::new();
         for (g, task) in self.running {
