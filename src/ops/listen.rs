@@ -533,12 +533,7 @@ fn event_of(e: &RawDocumentBuf, received_us: u64) -> Event {
         .get_str("operationType")
         .map_or_else(|_| "?".to_string(), str::to_string);
     let token = match e.get("_id") {
-        Ok(Some(RawBsonRef::Document(t))) => {
-            use std::hash::{DefaultHasher, Hasher};
-            let mut h = DefaultHasher::new();
-            h.write(t.as_bytes());
-            h.finish()
-        }
+        Ok(Some(RawBsonRef::Document(t))) => crate::listen::token_hash(t.as_bytes()),
         _ => 0,
     };
     let ns = e.get_document("ns").ok().and_then(|ns| {
