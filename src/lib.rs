@@ -31,6 +31,7 @@ pub mod error;
 pub mod executor;
 pub mod exporter;
 pub mod fault;
+pub mod history;
 pub mod listen;
 pub mod merge;
 pub mod metrics;

@@ -177,6 +177,7 @@ const RANKS: &[(&str, u32)] = &[
     ("rundir", 7),
     ("compare", 8),
     ("merge", 8),
+    ("history", 8),
     ("report", 9),
     // The live page: the report's drawing, fed by the recorder, steering the executor.
     ("watch", 10),
