@@ -65,6 +65,9 @@ pub enum Command {
         #[arg(long, default_value_t = 1)]
         seed: u64,
     },
+    /// Runs as series per profile, label and metric, and the change points in each (E-Divisive
+    /// means, Hunter's t-test); --fail-on-new gives exit 4
+    History(Box<HistoryArgs>),
     /// Merge the parts of one run (`run --part I/N` or `--parts N` on several machines) into one
     /// run directory, exactly: histograms added, counts summed
     Merge {
@@ -416,6 +419,14 @@ pub struct RunArgs {
     /// Also write the summary as TSV to PATH (- for stdout)
     #[arg(long, value_name = "PATH")]
     pub tsv: Option<PathBuf>,
+    /// Add this run's rows to the --tsv file instead of replacing it, with the run's directory,
+    /// time, tags and plan in columns of their own (the file `history` reads)
+    #[arg(long)]
+    pub append: bool,
+    /// What the run is of, stored in run.json and shown by report, compare and history, e.g.
+    /// commit=abc123 (repeatable)
+    #[arg(long = "tag", value_name = "KEY=VALUE")]
+    pub tags: Vec<String>,
     /// Also write the summary as JSON to PATH (- for stdout)
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
@@ -659,5 +670,61 @@ impl From<&OverrideArgs> for crate::plan::Overrides {
             server_args: a.server_args.clone(),
             watchers: None,
         }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// Run directories, directories holding them, or files `run --tsv FILE --append` wrote
+    #[arg(required = true, num_args = 1..)]
+    pub paths: Vec<PathBuf>,
+    /// The metrics to follow (comma-separated or repeated): throughput, p50, p90, p99,
+    /// error_pct, server_cpu_per_op, client_cpu [default: all]
+    #[arg(long = "metric", value_name = "NAME", value_delimiter = ',')]
+    pub metrics: Vec<String>,
+    /// Only these rows (comma-separated or repeated), e.g. find or TOTAL [default: all]
+    #[arg(long = "label", value_name = "LABEL", value_delimiter = ',')]
+    pub labels: Vec<String>,
+    /// A change point's p-value (Student's t-test of its two sides) must be below this
+    #[arg(long, default_value_t = 0.05, value_parser = parse_pvalue)]
+    pub pvalue: f64,
+    /// And its relative change above this, e.g. 5% (Hunter's magnitude: the larger of
+    /// after/before - 1 and before/after - 1)
+    #[arg(long, default_value = "5%", value_parser = parse_percent)]
+    pub min_change: f64,
+    /// Runs per window of E-Divisive's split step (Hunter's default)
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(2..))]
+    pub window: u32,
+    /// Order the runs by this tag's value (as numbers when every value is one) [default: by
+    /// start time]
+    #[arg(long, value_name = "TAG")]
+    pub order_by: Option<String>,
+    /// Read the steps of sweeps and capacity searches as runs (each step its own series)
+    #[arg(long)]
+    pub steps: bool,
+    /// Where history.tsv, history.json and history.html go [default:
+    /// results/history-<YYYYmmdd-HHMMSS>]
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Exit 4 when the newest run starts a change point for the worse
+    #[arg(long)]
+    pub fail_on_new: bool,
+}
+
+fn parse_pvalue(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(p) if p > 0.0 && p < 1.0 => Ok(p),
+        _ => Err(format!(
+            "{s:?} is not a p-value between 0 and 1 (e.g. 0.05)"
+        )),
+    }
+}
+
+/// `5%`, `5` (percent) or `0.05`? A bare number is percent, as in `compare`'s gates.
+fn parse_percent(s: &str) -> Result<f64, String> {
+    let n = s.trim().trim_end_matches('%');
+    match n.parse::<f64>() {
+        Ok(v) if (0.0..1000.0).contains(&v) => Ok(v / 100.0),
+        _ => Err(format!("{s:?} is not a percentage (e.g. 5%)")),
     }
 }

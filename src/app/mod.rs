@@ -8,6 +8,7 @@
 pub mod capacity;
 pub mod capture;
 pub mod compare;
+pub mod history;
 pub mod merge;
 pub mod report;
 pub mod run;
@@ -99,6 +100,9 @@ pub async fn main(cli: Cli) -> Result<i32, Error> {
             force,
             seed,
         }),
+        Command::History(args) => tokio::task::spawn_blocking(move || history::history(*args))
+            .await
+            .map_err(|e| Error::Other(e.into()))?,
         Command::Report { run_dir, out } => report::report(&run_dir, out.as_deref()),
         Command::Merge {
             dirs,

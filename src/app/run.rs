@@ -203,7 +203,7 @@ async fn load(
     // Its share of the live metrics goes with it: the pusher below is the last one's.
     drop(session);
     server.shut_down().await;
-    let summary = finish(result, live, endpoint, args, console).await?;
+    let summary = finish(result, live, endpoint, (args, out_dir), console).await?;
     say(format!("results: {}", out_dir.display()));
     Ok(summary.exit_code())
 }
@@ -348,7 +348,7 @@ async fn finish(
     result: Result<Summary, Error>,
     live: Option<crate::exporter::Live>,
     endpoint: Option<crate::exporter::Endpoint>,
-    args: &RunArgs,
+    (args, out_dir): (&RunArgs, &Path),
     console: ConsoleArgs,
 ) -> Result<Summary, Error> {
     let summary = result;
@@ -361,7 +361,7 @@ async fn finish(
     });
     let closed = endpoint.map(|e| tokio::task::spawn_blocking(move || e.close()));
     let shown = match &summary {
-        Ok(s) => show(s, args, console),
+        Ok(s) => show(s, (args, out_dir), console),
         Err(_) => Ok(()),
     };
     if let Some(p) = pushed {
@@ -526,7 +526,27 @@ pub(super) fn options(args: &RunArgs, plan: &RunPlan) -> Result<RunOptions, Erro
         hdr_interval: args.hdr_interval,
         interval_log: !args.no_interval_log,
         baseline: args.baseline.clone(),
+        tags: tags(args)?,
     })
+}
+
+/// `--tag KEY=VALUE`s as a map; a key given twice is refused.
+fn tags(args: &RunArgs) -> Result<std::collections::BTreeMap<String, String>, Error> {
+    let mut out = std::collections::BTreeMap::new();
+    for t in &args.tags {
+        let (k, v) = crate::history::ledger::parse_tag(t).map_err(Error::Usage)?;
+        if let Some(before) = out.insert(k.clone(), v) {
+            return Err(Error::Usage(format!(
+                "--tag {k} is given twice (first {k}={before})\n  fix: one value per key"
+            )));
+        }
+    }
+    if args.append && args.tsv.as_deref().is_none_or(|p| p.as_os_str() == "-") {
+        return Err(Error::Usage(
+            "--append adds this run's rows to the file --tsv names, and none is named\n  fix: --tsv FILE --append (a file, not -)".into(),
+        ));
+    }
+    Ok(out)
 }
 
 /// The server the run talks to: one the tool started, or the one `--uri` names.
@@ -715,7 +735,11 @@ pub(super) async fn start_sampler(
 
 /// The summary on the console (stderr when a `-` output takes stdout), as wide as a terminal
 /// unless `--wide`, then `--tsv`/`--json`.
-fn show(summary: &Summary, args: &RunArgs, console: ConsoleArgs) -> Result<(), Error> {
+fn show(
+    summary: &Summary,
+    (args, out_dir): (&RunArgs, &Path),
+    console: ConsoleArgs,
+) -> Result<(), Error> {
     use report::layout::console_width;
     use report::table::render_within;
     let to_stdout = |p: &Option<PathBuf>| p.as_deref().is_some_and(|p| p.as_os_str() == "-");
@@ -727,8 +751,10 @@ fn show(summary: &Summary, args: &RunArgs, console: ConsoleArgs) -> Result<(), E
         let width = console_width(&std::io::stdout(), console.wide);
         render_within(summary, width, &mut std::io::stdout().lock()).ok();
     }
-    if let Some(p) = &args.tsv {
-        report::write_to(p, summary, report::tsv::render)?;
+    match &args.tsv {
+        Some(p) if args.append => report::tsv::append(p, summary, &tags(args)?, out_dir)?,
+        Some(p) => report::write_to(p, summary, report::tsv::render)?,
+        None => {}
     }
     if let Some(p) = &args.json {
         report::write_to(p, summary, report::json::render)?;

@@ -7,6 +7,7 @@
 pub mod capacity;
 pub mod columns;
 pub mod compare;
+pub mod history;
 pub mod html;
 pub mod json;
 pub mod layout;

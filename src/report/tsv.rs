@@ -179,3 +179,73 @@ mod tests {
         );
     }
 }
+
+/// `run --tsv FILE --append`: this run's rows added to FILE (made, with its header, when it is
+/// not there), each after the run's directory, start time, tags, profile, plan and repeat, and
+/// before its stage's server CPU per operation and client CPU (`history::ledger`). The file is
+/// rewritten whole (a temporary sibling, then renamed), so an interruption never cuts it.
+pub fn append(
+    path: &std::path::Path,
+    s: &Summary,
+    tags: &std::collections::BTreeMap<String, String>,
+    run_dir: &std::path::Path,
+) -> Result<(), crate::error::Error> {
+    use crate::history::ledger::{tags_cell, LEAD, TAIL};
+    let header = format!(
+        "{}\t{}\t{}",
+        LEAD.join("\t"),
+        COLUMNS.join("\t"),
+        TAIL.join("\t")
+    );
+    let mut text = match std::fs::read_to_string(path) {
+        Ok(t) if t.is_empty() => String::new(),
+        Ok(t) => {
+            if t.lines().next() != Some(header.as_str()) {
+                return Err(crate::error::Error::Usage(format!(
+                    "--append: {} has not the header of a file `run --tsv FILE --append` writes (its first line differs)\n  fix: name a new file, or one earlier runs appended to",
+                    path.display()
+                )));
+            }
+            let mut t = t;
+            if !t.ends_with('\n') {
+                t.push('\n');
+            }
+            t
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => {
+            return Err(crate::error::Error::Output {
+                path: path.to_path_buf(),
+                source: e,
+            })
+        }
+    };
+    if text.is_empty() {
+        text = format!("{header}\n");
+    }
+    let clean = |c: &str| c.replace(['\t', '\n'], " ");
+    let plan = crate::history::plan_words(&s.groups);
+    for run in &s.runs {
+        for row in &run.rows {
+            let (cpu, per_op) = s
+                .resources
+                .iter()
+                .find(|r| r.run == run.run && r.label == row.label)
+                .map_or((None, None), crate::history::input::resource_values);
+            let opt = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.3}"));
+            text.push_str(&format!(
+                "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n",
+                clean(&run_dir.display().to_string()),
+                clean(&run.started_at),
+                tags_cell(tags),
+                clean(&s.profile),
+                clean(&plan),
+                run.run,
+                line(row),
+                opt(per_op),
+                opt(cpu)
+            ));
+        }
+    }
+    crate::rundir::write_atomically(path, text.as_bytes())
+}

@@ -38,6 +38,9 @@ pub struct RunInfo {
     /// latency.hlog was written (not `--no-interval-log`); None in an older run.json.
     #[serde(default)]
     pub interval_log: Option<bool>,
+    /// `--tag KEY=VALUE`: what the run was of (a commit, a branch, a build), for `history`.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub tags: std::collections::BTreeMap<String, String>,
 }
 
 /// One part of a merged run: where it was, on which machine, run how.
@@ -124,6 +127,7 @@ impl RunInfo {
         host: HostInfo,
         times: (String, Option<String>),
         log: (Duration, bool),
+        tags: std::collections::BTreeMap<String, String>,
     ) -> Self {
         let (started_at, finished_at) = times;
         RunInfo {
@@ -164,6 +168,7 @@ impl RunInfo {
             parts: Vec::new(),
             hdr_interval_secs: Some(log.0.as_secs_f64()),
             interval_log: Some(log.1),
+            tags,
             part: summary.part.map(|p| {
                 let start = summary.runs.first().and_then(|r| r.start.as_ref());
                 PartRecord {

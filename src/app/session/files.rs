@@ -64,6 +64,7 @@ impl Record {
             self.host.clone(),
             (self.started_at.clone(), finished),
             (opts.hdr_interval, opts.interval_log),
+            opts.tags.clone(),
         );
         crate::rundir::write_run_info(session.out_dir, &info)
     }

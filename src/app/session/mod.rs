@@ -50,6 +50,8 @@ pub struct RunOptions {
     pub baseline: Option<PathBuf>,
     /// When the first run's stages begin (`--start-at`); None: after setup.
     pub start_at: Option<SystemTime>,
+    /// `--tag KEY=VALUE`, recorded in run.json.
+    pub tags: std::collections::BTreeMap<String, String>,
 }
 
 /// One invocation: the plan, where requests go, and where results are written.

@@ -1,0 +1,200 @@
+//! The runs `history` reads: run directories (a run, a merged run), a directory holding run
+//! directories, a sweep's or a capacity search's steps (with `--steps`), and the TSV file
+//! `run --tsv FILE --append` grows (`ledger`). Each becomes a `RunRecord`: one point per
+//! invocation, its `--repeat` runs averaged.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::{ledger, plan_words, HistoryMetric};
+use crate::error::Error;
+use crate::rundir::{Depth, RunDir, SweepDir};
+use crate::summary::Summary;
+
+/// One run (one invocation of `run`, or one merged run).
+#[derive(Debug, Clone)]
+pub struct RunRecord {
+    /// Its directory as given, or the name in a TSV file's Run column.
+    pub id: String,
+    pub started_at: String,
+    /// `started_at` in seconds since the Unix epoch (0 when it cannot be read).
+    pub epoch: f64,
+    pub tags: BTreeMap<String, String>,
+    pub profile: String,
+    /// `plan_words` of its groups.
+    pub plan: String,
+    /// Its report.html, when the run directory is there.
+    pub report: Option<PathBuf>,
+    /// Per label, each metric's value (the mean over its `--repeat` runs).
+    pub values: BTreeMap<String, BTreeMap<HistoryMetric, f64>>,
+}
+
+pub(crate) fn epoch_of(rfc3339: &str) -> f64 {
+    humantime::parse_rfc3339_weak(rfc3339.trim_end_matches('Z'))
+        .or_else(|_| humantime::parse_rfc3339(rfc3339))
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// Every run in `paths`: run directories, directories of them, sweeps and capacity searches
+/// (their steps, with `steps`), and `--append` TSV files.
+pub fn read_paths(paths: &[PathBuf], steps: bool) -> Result<Vec<RunRecord>, Error> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_file() {
+            out.extend(ledger::read(p)?);
+        } else if p.is_dir() {
+            read_dir(p, steps, true, &mut out)?;
+        } else {
+            return Err(Error::Usage(format!(
+                "{}: no such file or directory\n  fix: give run directories, a directory holding them, or a file `run --tsv FILE --append` wrote",
+                p.display()
+            )));
+        }
+    }
+    Ok(out)
+}
+
+fn is_run(dir: &Path) -> bool {
+    crate::rundir::File::SummaryJson.path(dir).is_file()
+}
+
+/// A sweep's (`sweep.json`, steps under `steps/`) or a capacity search's (`capacity.json`,
+/// steps beside it) directory: its steps' directories.
+fn steps_of(dir: &Path) -> Option<(&'static str, Vec<PathBuf>)> {
+    let (what, under) = if SweepDir::is_sweep(dir) {
+        ("a sweep", dir.join("steps"))
+    } else if dir.join("capacity.json").is_file() {
+        ("a capacity search", dir.to_path_buf())
+    } else {
+        return None;
+    };
+    let mut found: Vec<PathBuf> = std::fs::read_dir(&under)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .filter(|p| is_run(p))
+                .collect()
+        })
+        .unwrap_or_default();
+    found.sort();
+    Some((what, found))
+}
+
+fn read_dir(dir: &Path, steps: bool, given: bool, out: &mut Vec<RunRecord>) -> Result<(), Error> {
+    if is_run(dir) {
+        out.push(from_dir(dir)?);
+        return Ok(());
+    }
+    if let Some((what, found)) = steps_of(dir) {
+        if !steps {
+            if given {
+                return Err(Error::Usage(format!(
+                    "{} is {what}: its steps are runs at other threads or rates, one series each\n  fix: pass --steps to read them",
+                    dir.display()
+                )));
+            }
+            return Ok(());
+        }
+        for s in found {
+            out.push(from_dir(&s)?);
+        }
+        return Ok(());
+    }
+    if !given {
+        return Ok(());
+    }
+    let mut children: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| Error::Usage(format!("{}: {e}", dir.display())))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    children.sort();
+    let before = out.len();
+    for c in children {
+        read_dir(&c, steps, false, out)?;
+    }
+    if out.len() == before {
+        return Err(Error::Usage(format!(
+            "{} holds no run directory (none of it or its subdirectories has summary.json){}\n  fix: give the directories `mongo-stress run` wrote (their --out)",
+            dir.display(),
+            if steps { "" } else { "; sweeps and capacity searches are read with --steps" }
+        )));
+    }
+    Ok(())
+}
+
+/// A run directory, read for its summaries.
+pub fn from_dir(dir: &Path) -> Result<RunRecord, Error> {
+    let run = RunDir::read(dir, Depth::Summaries)?;
+    let report = crate::rundir::File::Report.path(dir);
+    Ok(RunRecord {
+        id: dir.display().to_string(),
+        epoch: epoch_of(&run.run_info.started_at),
+        started_at: run.run_info.started_at.clone(),
+        tags: run.run_info.tags.clone(),
+        profile: run.summary.profile.clone(),
+        plan: plan_words(&run.summary.groups),
+        report: report.is_file().then_some(report),
+        values: values(&run.summary),
+    })
+}
+
+/// Per label, each metric, averaged over the runs of `--repeat`.
+pub fn values(s: &Summary) -> BTreeMap<String, BTreeMap<HistoryMetric, f64>> {
+    let mut sums: BTreeMap<String, BTreeMap<HistoryMetric, (f64, u32)>> = BTreeMap::new();
+    let mut add = |label: String, m: HistoryMetric, v: Option<f64>| {
+        if let Some(v) = v.filter(|v| v.is_finite()) {
+            let e = sums.entry(label).or_default().entry(m).or_default();
+            e.0 += v;
+            e.1 += 1;
+        }
+    };
+    for run in &s.runs {
+        for row in &run.rows {
+            let label = row.label.to_string();
+            add(
+                label.clone(),
+                HistoryMetric::Throughput,
+                Some(row.throughput),
+            );
+            add(label.clone(), HistoryMetric::P50, Some(row.median_ms));
+            add(label.clone(), HistoryMetric::P90, Some(row.p90_ms));
+            add(label.clone(), HistoryMetric::P99, Some(row.p99_ms));
+            add(label, HistoryMetric::ErrorPct, Some(row.error_pct));
+        }
+    }
+    for r in &s.resources {
+        let label = r.label.to_string();
+        let (cpu, per_op) = resource_values(r);
+        add(label.clone(), HistoryMetric::ServerCpuPerOp, per_op);
+        add(label, HistoryMetric::ClientCpu, cpu);
+    }
+    sums.into_iter()
+        .map(|(l, m)| {
+            (
+                l,
+                m.into_iter()
+                    .map(|(k, (s, n))| (k, s / f64::from(n)))
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+/// A stage's client CPU % and server CPU µs per operation, when it was sampled.
+pub(crate) fn resource_values(
+    r: &crate::summary::resources::ResourceSummary,
+) -> (Option<f64>, Option<f64>) {
+    if !r.measurable {
+        return (None, None);
+    }
+    let per_op = r
+        .server_cpu_pct
+        .avg
+        .filter(|_| r.client_ops_s > 0.0)
+        .map(|pct| pct / 100.0 * 1e6 / r.client_ops_s);
+    (r.client_cpu_pct.avg, per_op)
+}
