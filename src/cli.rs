@@ -690,7 +690,7 @@ pub struct HistoryArgs {
     pub pvalue: f64,
     /// And its relative change above this, e.g. 5% (Hunter's magnitude: the larger of
     /// after/before - 1 and before/after - 1)
-    #[arg(long, default_value = "5%", value_parser = parse_percent)]
+    #[arg(long, default_value = "10%", value_parser = parse_percent)]
     pub min_change: f64,
     /// Runs per window of E-Divisive's split step (Hunter's default)
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(2..))]

@@ -184,13 +184,11 @@ pub fn values(s: &Summary) -> BTreeMap<String, BTreeMap<HistoryMetric, f64>> {
         .collect()
 }
 
-/// A stage's client CPU % and server CPU µs per operation, when it was sampled.
+/// A stage's client CPU % and server CPU µs per operation, when it was sampled (an average is
+/// None for a stage too short to sample).
 pub(crate) fn resource_values(
     r: &crate::summary::resources::ResourceSummary,
 ) -> (Option<f64>, Option<f64>) {
-    if !r.measurable {
-        return (None, None);
-    }
     let per_op = r
         .server_cpu_pct
         .avg

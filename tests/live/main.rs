@@ -23,6 +23,8 @@
 //!   failed run that leaves nothing, an HTTP port named at once
 //! - `genny`: genny's workloads: phases as barriers, Repeat, Blocking: None, GlobalRate, a
 //!   Loader's and a CrudActor's documents by the server's count, refusals
+//! - `history`: 20 runs of a find, its index dropped before run 12 and made again before 17:
+//!   change points at 12 and 17, `--fail-on-new`, a changed plan a series of its own
 //! - `intervals`: latency.hlog read by three readers; the warm-up
 //! - `jmeter_2016`: the 2016 samplers on the wire and the 2016 document
 //! - `live_page`: the live page: rate and users changed mid-run, refusals, stop, a browser
@@ -63,6 +65,7 @@ mod embedded;
 mod faults;
 mod first_hour;
 mod genny;
+mod history;
 mod intervals;
 mod jmeter_2016;
 mod live_page;

@@ -1,0 +1,297 @@
+//! `history` on real runs: 20 runs of one find against the embedded server, the index it uses
+//! dropped before run 12 and made again before run 17. The change points must be at 12 and 17
+//! for p50 and throughput and nowhere else, the same from the run directories and from the file
+//! `--tsv --append` grew, the same on every reading; `--fail-on-new` exits 4 right after run 12
+//! and 0 after run 20; a 21st run at other threads is a series of its own.
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::*;
+use mongodb::bson::doc;
+
+const DOCS: i64 = 20_000;
+
+fn profile_text(db: &str) -> String {
+    format!(
+        r#"name = "history-find"
+[target]
+database = "{db}"
+[[collection]]
+name = "orders"
+[collection.document]
+customer = {{ "^RandomInt" = {{ min = 1, max = 5000 }} }}
+[[group]]
+name = "find"
+collection = "orders"
+threads = 2
+duration = "2s"
+[group.find]
+filter = {{ customer = {{ "^RandomInt" = {{ min = 1, max = 5000 }} }} }}
+limit = 5
+"#
+    )
+}
+
+/// The tool's optimized build when scripts/test.sh names one (its own costs are less of each
+/// run's latency), else this build.
+fn tool() -> PathBuf {
+    std::env::var("MONGO_STRESS_OPTIMIZED_BIN").map_or_else(|_| bin_path(), PathBuf::from)
+}
+
+fn run(server: &TestServer, profile: &Path, out: &Path, ledger: &Path, n: usize, extra: &[&str]) {
+    let status = std::process::Command::new(tool())
+        .args([
+            "run",
+            profile.to_str().unwrap(),
+            "--uri",
+            &server.uri,
+            "--quiet",
+        ])
+        .arg("--out")
+        .arg(out)
+        .args(["--tag", &format!("n={n}"), "--tag", "branch=main", "--tsv"])
+        .arg(ledger)
+        .arg("--append")
+        .args(extra)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "run {n}: {status}");
+}
+
+/// `history ARGS... --out OUT --json`: exit code, history.json, stdout.
+fn history(args: &[&std::ffi::OsStr], out: &Path) -> (Option<i32>, serde_json::Value, String) {
+    let o = bin()
+        .arg("history")
+        .args(args)
+        .arg("--out")
+        .arg(out)
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        out.join("history.json").is_file(),
+        "history wrote nothing: {stdout}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    (
+        o.status.code(),
+        read_json(&out.join("history.json")),
+        stdout,
+    )
+}
+
+/// The runs at which each (label, metric) series of `h` changes.
+fn found(h: &serde_json::Value, label: &str, metric: &str) -> Vec<u64> {
+    let s = h["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["label"] == label && s["metric"] == metric && s["plan"] == "find 2x")
+        .unwrap_or_else(|| panic!("no series {label} {metric} in {h}"));
+    s["change_points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["run"].as_u64().unwrap())
+        .collect()
+}
+
+fn values(h: &serde_json::Value, label: &str, metric: &str) -> String {
+    h["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["label"] == label && s["metric"] == metric)
+        .map(|s| s["values"].to_string())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[test]
+fn an_index_dropped_and_restored_is_two_change_points() {
+    let Some(server) = TestServer::start_alone() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = unique_db("history");
+    let profile = dir.path().join("history-find.toml");
+    std::fs::write(&profile, profile_text(&db)).unwrap();
+    let client = server.client();
+    let coll = client
+        .database(&db)
+        .collection::<mongodb::bson::Document>("orders");
+    runtime().block_on(async {
+        coll.drop().await.unwrap();
+        for chunk in 0..DOCS / 1000 {
+            let docs: Vec<_> = (0..1000)
+                .map(|i| doc! { "customer": (chunk * 1000 + i) % 5000 + 1, "pad": "x".repeat(40) })
+                .collect();
+            coll.insert_many(docs).await.unwrap();
+        }
+        coll.create_index(
+            mongodb::IndexModel::builder()
+                .keys(doc! { "customer": 1 })
+                .build(),
+        )
+        .await
+        .unwrap();
+    });
+    let index = |make: bool| {
+        runtime().block_on(async {
+            if make {
+                coll.create_index(
+                    mongodb::IndexModel::builder()
+                        .keys(doc! { "customer": 1 })
+                        .build(),
+                )
+                .await
+                .unwrap();
+            } else {
+                coll.drop_index("customer_1").await.unwrap();
+            }
+        })
+    };
+    let ledger = dir.path().join("nightly.tsv");
+    let runs = dir.path().join("runs");
+    // A first run warms the server's cache and is not part of the history.
+    run(
+        &server,
+        &profile,
+        &dir.path().join("warm"),
+        &dir.path().join("warm.tsv"),
+        0,
+        &[],
+    );
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for n in 1..=20 {
+        if n == 12 {
+            index(false);
+        }
+        if n == 17 {
+            index(true);
+        }
+        let out = runs.join(format!("run-{n:02}"));
+        run(&server, &profile, &out, &ledger, n, &[]);
+        dirs.push(out);
+        if n == 11 || n == 12 {
+            // --fail-on-new after run 11 (nothing new) and right after run 12 (the drop).
+            let mut args: Vec<&std::ffi::OsStr> = dirs.iter().map(|d| d.as_os_str()).collect();
+            for a in ["--fail-on-new", "--metric", "p50,throughput"] {
+                args.push(std::ffi::OsStr::new(a));
+            }
+            let (code, h, stdout) = history(&args, &dir.path().join(format!("h{n}")));
+            let want = if n == 12 { 4 } else { 0 };
+            assert_eq!(
+                code,
+                Some(want),
+                "history --fail-on-new after run {n}: {stdout}\np50 {}",
+                values(&h, "find", "p50")
+            );
+            if n == 12 {
+                assert!(stdout.contains("GATES FAILED"), "{stdout}");
+                assert!(
+                    stdout.contains("run 12 starts a change for the worse"),
+                    "{stdout}"
+                );
+            }
+        }
+    }
+    // Every reading gives the same answer: from the directories, twice, and from the file.
+    let args = [runs.as_os_str(), "--fail-on-new".as_ref()];
+    let (code, from_dirs, stdout) = history(&args, &dir.path().join("h20"));
+    assert_eq!(
+        code,
+        Some(0),
+        "after run 20 the newest change is run 17's, for the better: {stdout}"
+    );
+    let (_, again, _) = history(&args, &dir.path().join("h20-again"));
+    assert_eq!(from_dirs["series"], again["series"], "two readings differ");
+    let (_, from_file, _) = history(&[ledger.as_os_str()], &dir.path().join("h20-file"));
+    for label in ["find", "TOTAL"] {
+        for metric in ["p50", "throughput"] {
+            assert_eq!(
+                found(&from_dirs, label, metric),
+                [12, 17],
+                "{label} {metric}: {}\n{stdout}",
+                values(&from_dirs, label, metric)
+            );
+            assert_eq!(
+                found(&from_file, label, metric),
+                [12, 17],
+                "{label} {metric} from the file"
+            );
+        }
+    }
+    // Run 12 is worse for p50 (slower) and throughput (lower); run 17 better for both.
+    let cps = |metric: &str| {
+        from_dirs["series"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["label"] == "find" && s["metric"] == metric)
+            .unwrap()["change_points"]
+            .clone()
+    };
+    for metric in ["p50", "throughput"] {
+        let c = cps(metric);
+        assert_eq!(c[0]["better"], false, "{metric}: {c}");
+        assert_eq!(c[1]["better"], true, "{metric}: {c}");
+    }
+    // The file's rows carry the tags and the plan; the directories' run.json the tags.
+    let text = std::fs::read_to_string(&ledger).unwrap();
+    assert!(
+        text.lines().nth(1).unwrap().contains("branch=main,n=1"),
+        "{text}"
+    );
+    let info = read_json(&dirs[0].join("run.json"));
+    assert_eq!(info["tags"]["n"], "1");
+    // history.html links each point to its run's report.
+    let html = std::fs::read_to_string(dir.path().join("h20/history.html")).unwrap();
+    assert!(
+        html.contains("run-12/report.html"),
+        "no link to run 12's report"
+    );
+    assert_eq!(
+        html.matches("class=\"change-point\"").count(),
+        change_points(&from_dirs)
+    );
+
+    // Run 21 at 4 threads: a series of its own, said, and never joined with the 2-thread ones.
+    let out21 = runs.join("run-21");
+    run(&server, &profile, &out21, &ledger, 21, &["--threads", "4"]);
+    let (code, h, stdout) = history(
+        &[runs.as_os_str(), "--fail-on-new".as_ref()],
+        &dir.path().join("h21"),
+    );
+    assert_eq!(code, Some(0), "{stdout}");
+    assert!(
+        stdout.contains("changed from [find 2x] to [find 4x]"),
+        "{stdout}"
+    );
+    let four: Vec<&serde_json::Value> = h["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["plan"] == "find 4x")
+        .collect();
+    assert!(!four.is_empty());
+    for s in four {
+        assert_eq!(s["runs"], serde_json::json!([21]), "{s}");
+    }
+    assert_eq!(found(&h, "find", "p50"), [12, 17]);
+}
+
+/// The change points of every series of `h`.
+fn change_points(h: &serde_json::Value) -> usize {
+    h["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["change_points"].as_array().unwrap().len())
+        .sum()
+}
