@@ -124,6 +124,18 @@ if [ -z "${MONGO_STRESS_SECANTUSD_PY:-}" ] && [ "${MONGO_STRESS_SKIP_SECANTUSD_P
   fi
   export MONGO_STRESS_SECANTUSD_PY="$venv/bin/secantusd-py"
 fi
+# The reference implementation of tests/live/history.rs (E-Divisive means with Hunter's t-test):
+# Apache Otava 0.8.0 from PyPI, with the numpy and scipy it names, in a virtual environment of its
+# own (its other dependencies serve its databases and Slack, which the test does not use).
+if [ "${MONGO_STRESS_SKIP_OTAVA:-}" != "1" ] && [ -z "${MONGO_STRESS_OTAVA_PYTHON:-}" ]; then
+  venv="${XDG_DATA_HOME:-$HOME/.local/share}/mongo-stress/otava"
+  if ! "$venv/bin/python" -c "import otava.analysis" 2>/dev/null; then
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check --no-deps apache-otava==0.8.0
+    "$venv/bin/pip" install --quiet --disable-pip-version-check "numpy==2.2.0" "scipy>=1.16,<1.17"
+  fi
+  export MONGO_STRESS_OTAVA_PYTHON="$venv/bin/python"
+fi
 # The optimized binary, for the one live test that compares the tool's timing with another
 # program's (tests/live/change_streams.rs: a listener's lag against a pymongo watcher's); a
 # debug build's own slowness is milliseconds an event.

@@ -151,6 +151,10 @@ pub struct Series {
     pub change_points: Vec<Found>,
     /// The mean since the last change point (of all values without one).
     pub stable_mean: f64,
+    /// The spread of that stretch: its standard deviation over its mean, percent (None with
+    /// fewer than 2 runs or a mean of 0). Changes of about this size are its noise: the
+    /// `--min-change` to set.
+    pub noise_pct: Option<f64>,
     /// The run its last stable stretch begins at.
     pub stable_since: usize,
 }
@@ -337,10 +341,21 @@ fn one_series(
         metric,
         stable_since: runs[since],
         stable_mean: tail.iter().sum::<f64>() / tail.len() as f64,
+        noise_pct: noise_pct(tail),
         runs,
         values,
         change_points: found,
     }
+}
+
+fn noise_pct(xs: &[f64]) -> Option<f64> {
+    if xs.len() < 2 {
+        return None;
+    }
+    let n = xs.len() as f64;
+    let mean = xs.iter().sum::<f64>() / n;
+    let var = xs.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1.0);
+    (mean != 0.0).then(|| var.sqrt() / mean.abs() * 100.0)
 }
 
 /// Sorts the runs; a tag order needs the tag on every run.

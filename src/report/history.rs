@@ -106,7 +106,10 @@ pub fn render(h: &History, out: &mut dyn Write) -> std::io::Result<()> {
         aligned(&lines, &[1, 2, 3, 4, 5, 10], out)?;
     }
     writeln!(out)?;
-    writeln!(out, "Series, each since its last change point")?;
+    writeln!(
+        out,
+        "Series, each since its last change point (Noise: its runs' standard deviation over their mean; a --min-change below it finds noise)"
+    )?;
     let mut lines = vec![[
         "Profile",
         "Label",
@@ -114,6 +117,7 @@ pub fn render(h: &History, out: &mut dyn Write) -> std::io::Result<()> {
         "Runs",
         "Change points",
         "Stable mean",
+        "Noise",
         "Since run",
     ]
     .map(String::from)
@@ -126,6 +130,7 @@ pub fn render(h: &History, out: &mut dyn Write) -> std::io::Result<()> {
             s.runs.len().to_string(),
             s.change_points.len().to_string(),
             num(s.stable_mean),
+            s.noise_pct.map_or("-".into(), |n| format!("{n:.1} %")),
             s.stable_since.to_string(),
         ]);
     }
@@ -296,7 +301,7 @@ fn chart(h: &History, s: &Series) -> String {
 pub fn render_html(h: &History) -> String {
     let mut html = String::from(
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>mongo-stress history</title>\
-<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 8px}\
+<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 8px;white-space:nowrap}\
 figure{margin:1em 0}text{font-size:11px}.worse{color:#d62728}.better{color:#2ca02c}</style></head><body><h1>History</h1>",
     );
     html.push_str(&format!(
