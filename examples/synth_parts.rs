@@ -145,6 +145,7 @@ fn write_part(plan: &RunPlan, dir: &Path, seconds: u64, rate: u64) -> anyhow::Re
             Some(humantime::format_rfc3339_seconds(SystemTime::now()).to_string()),
         ),
         (std::time::Duration::from_secs(1), true),
+        Default::default(),
     );
     mongo_stress::rundir::write_run_info(dir, &info)?;
     Ok(())

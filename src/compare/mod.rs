@@ -86,6 +86,11 @@ pub struct Cell {
 pub struct Comparison {
     pub base: String,
     pub new: String,
+    /// Each run's `--tag`s (run.json).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub base_tags: BTreeMap<String, String>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub new_tags: BTreeMap<String, String>,
     pub cells: Vec<Cell>,
     pub gates: Vec<gate::GateResult>,
     /// Each member of a replica set or cluster in either run; none when neither had members.
@@ -507,6 +512,8 @@ pub fn compare(
     Ok(Comparison {
         base: base.path.display().to_string(),
         new: new.path.display().to_string(),
+        base_tags: base.run_info.tags.clone(),
+        new_tags: new.run_info.tags.clone(),
         cells,
         gates,
         members: members::compare(&base.summary, &new.summary),

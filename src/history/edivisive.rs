@@ -317,6 +317,7 @@ impl Divergence {
             }
         }
         let mut tail = vec![vec![0.0; l.saturating_sub(1)]; l.saturating_sub(1)];
+        #[allow(clippy::needless_range_loop)] // tail[i][j] down a column, as numpy's flipud cumsum
         for j in 0..l.saturating_sub(1) {
             let mut run = 0.0;
             for i in (0..l - 1).rev() {

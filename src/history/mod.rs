@@ -212,6 +212,9 @@ pub fn plan_words(groups: &[crate::summary::GroupInfo]) -> String {
         .join(", ")
 }
 
+/// Profile, plan, label and metric.
+type SeriesKey = (String, String, String, HistoryMetric);
+
 /// Orders the runs, splits them into series and finds the change points of each.
 pub fn analyze(mut records: Vec<RunRecord>, s: &Settings) -> Result<History, Error> {
     if records.is_empty() {
@@ -234,8 +237,7 @@ pub fn analyze(mut records: Vec<RunRecord>, s: &Settings) -> Result<History, Err
     let mut notes = plan_changes(&records);
     // (profile, plan) -> label -> metric -> (run numbers, values), in order of first sight.
     let mut keys: Vec<(String, String)> = Vec::new();
-    let mut by: BTreeMap<(String, String, String, HistoryMetric), (Vec<usize>, Vec<f64>)> =
-        BTreeMap::new();
+    let mut by: BTreeMap<SeriesKey, (Vec<usize>, Vec<f64>)> = BTreeMap::new();
     let mut labels_seen: Vec<String> = Vec::new();
     for (i, r) in records.iter().enumerate() {
         let key = (r.profile.clone(), r.plan.clone());

@@ -124,7 +124,19 @@ pub fn table(c: &Comparison, out: &mut dyn Write) -> std::io::Result<()> {
     if let Some(h) = headline(c) {
         writeln!(out, "{h}")?;
     }
-    writeln!(out, "base: {}\nnew:  {}", c.base, c.new)?;
+    let tagged = |dir: &str, tags: &std::collections::BTreeMap<String, String>| {
+        if tags.is_empty() {
+            dir.to_string()
+        } else {
+            format!("{dir} ({})", crate::history::ledger::tags_cell(tags))
+        }
+    };
+    writeln!(
+        out,
+        "base: {}\nnew:  {}",
+        tagged(&c.base, &c.base_tags),
+        tagged(&c.new, &c.new_tags)
+    )?;
     for n in &c.notes {
         writeln!(out, "{n}")?;
     }
@@ -202,6 +214,8 @@ mod tests {
         let c = Comparison {
             base: "a".into(),
             new: "b".into(),
+            base_tags: Default::default(),
+            new_tags: Default::default(),
             cells: vec![
                 judged,
                 cell(Label::Total, "samples", 40.0, Verdict::NotJudged),
@@ -251,6 +265,8 @@ mod tests {
         let c = Comparison {
             base: "a".into(),
             new: "b".into(),
+            base_tags: Default::default(),
+            new_tags: Default::default(),
             cells: Vec::new(),
             gates: Vec::new(),
             members: vec![MemberCell {

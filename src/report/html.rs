@@ -427,6 +427,7 @@ fn header(dir: &RunDir) -> Value {
             (None, true) => "?".to_string(),
         },
         "command_line": r.command_line.join(" "),
+        "tags": crate::history::ledger::tags_cell(&r.tags),
         "started_at": r.started_at,
         "finished_at": r.finished_at,
         "duration": duration(&r.started_at, r.finished_at.as_deref()),

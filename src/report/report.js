@@ -234,7 +234,7 @@
     root.append(el("h1", {}, "mongo-stress: " + h.profile));
     if (h.description) root.append(el("p", { class: "description" }, h.description));
     const facts = el("dl", { class: "facts" });
-    [["seed", h.seed], ["server", h.server], ["host", h.host], ["command line", h.command_line],
+    [["tags", h.tags || "-"], ["seed", h.seed], ["server", h.server], ["host", h.host], ["command line", h.command_line],
       ["started", h.started_at], ["finished", h.finished_at || "(not finished)"],
       ["duration", h.duration || "-"], ["exit status", h.exit],
       ["tool", h.tool]].forEach(([k, v]) => { facts.append(el("dt", {}, k), el("dd", {}, String(v == null ? "" : v))); });

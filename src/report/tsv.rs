@@ -134,52 +134,6 @@ pub fn render_resources(s: &Summary, out: &mut dyn Write) -> std::io::Result<()>
     Ok(())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::summary::{ServerInfo, ServerKind, Summary};
-
-    /// The TSV header is a contract: scripts that compare runs parse it.
-    #[test]
-    fn the_header_is_the_jmeter_aggregate_report_columns_then_ours() {
-        let s = Summary {
-            schema_version: 1,
-            tool: String::new(),
-            profile: String::new(),
-            origin: String::new(),
-            seed: 0,
-            server: ServerInfo {
-                kind: ServerKind::External,
-                version: String::new(),
-                uri: String::new(),
-            },
-            groups: vec![],
-            runs: vec![],
-            spread: vec![],
-            resources: vec![],
-            interrupted: false,
-            warnings: vec![],
-            part: None,
-            parts: vec![],
-            missing_parts: vec![],
-            plans: vec![],
-            metrics_sources: vec![],
-            member_warnings: Vec::new(),
-            failures: vec![],
-        };
-        let mut out = Vec::new();
-        render(&s, &mut out).unwrap();
-        assert_eq!(
-            String::from_utf8(out).unwrap(),
-            "Label\t# Samples\tAverage\tMedian\t90% Line\t95% Line\t99% Line\tMin\tMax\tError %\tThroughput\t\
-             Received KB/sec\tSent KB/sec\t99.9% Line\tStd. Dev.\tErrors\tMatched\tModified\t\
-             Service Average\tService Median\tService 90% Line\tService 99% Line\tService Max\tLate\tMax Behind\tMissed\t\
-             Returned\tInserted\tUpdated\tUpserted\tDeleted\tDocs/sec\t\
-             Committed\tAborted\tIn Doubt\tRetries\tCommit Retries\n"
-        );
-    }
-}
-
 /// `run --tsv FILE --append`: this run's rows added to FILE (made, with its header, when it is
 /// not there), each after the run's directory, start time, tags, profile, plan and repeat, and
 /// before its stage's server CPU per operation and client CPU (`history::ledger`). The file is
@@ -248,4 +202,50 @@ pub fn append(
         }
     }
     crate::rundir::write_atomically(path, text.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::summary::{ServerInfo, ServerKind, Summary};
+
+    /// The TSV header is a contract: scripts that compare runs parse it.
+    #[test]
+    fn the_header_is_the_jmeter_aggregate_report_columns_then_ours() {
+        let s = Summary {
+            schema_version: 1,
+            tool: String::new(),
+            profile: String::new(),
+            origin: String::new(),
+            seed: 0,
+            server: ServerInfo {
+                kind: ServerKind::External,
+                version: String::new(),
+                uri: String::new(),
+            },
+            groups: vec![],
+            runs: vec![],
+            spread: vec![],
+            resources: vec![],
+            interrupted: false,
+            warnings: vec![],
+            part: None,
+            parts: vec![],
+            missing_parts: vec![],
+            plans: vec![],
+            metrics_sources: vec![],
+            member_warnings: Vec::new(),
+            failures: vec![],
+        };
+        let mut out = Vec::new();
+        render(&s, &mut out).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "Label\t# Samples\tAverage\tMedian\t90% Line\t95% Line\t99% Line\tMin\tMax\tError %\tThroughput\t\
+             Received KB/sec\tSent KB/sec\t99.9% Line\tStd. Dev.\tErrors\tMatched\tModified\t\
+             Service Average\tService Median\tService 90% Line\tService 99% Line\tService Max\tLate\tMax Behind\tMissed\t\
+             Returned\tInserted\tUpdated\tUpserted\tDeleted\tDocs/sec\t\
+             Committed\tAborted\tIn Doubt\tRetries\tCommit Retries\n"
+        );
+    }
 }

@@ -226,6 +226,7 @@ async fn run_plan(dir: &Path, backend: Scripted, plan: &RunPlan) -> Summary {
         interval_log: true,
         baseline: None,
         start_at: None,
+        tags: [("commit".to_string(), "abc123".to_string())].into(),
     };
     let stop = CancellationToken::new();
     let session = Session {
