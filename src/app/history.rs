@@ -29,6 +29,7 @@ pub fn history(args: HistoryArgs) -> Result<i32, Error> {
             window: args.window as usize,
             pvalue: args.pvalue,
             min_magnitude: args.min_change,
+            merge: edivisive::Merge::SmallChangesFirst,
         },
         order: args.order_by.clone().map_or(Order::Time, Order::Tag),
     };

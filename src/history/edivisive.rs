@@ -111,6 +111,22 @@ pub struct Settings {
     pub pvalue: f64,
     /// And its relative change above it (0.05 = 5 %).
     pub min_magnitude: f64,
+    /// Which weak point the merge drops first.
+    pub merge: Merge,
+}
+
+/// The merge step's order of dropping weak change points.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Merge {
+    /// Hunter's (Otava's): the largest p-value first while any fails; then, while all pass,
+    /// the smallest change below the minimum.
+    Hunter,
+    /// The smallest change below the minimum first, then Hunter's. Two weak points side by
+    /// side make a piece of one run between them, whose t-test against the next one-run piece
+    /// gives p = 1: Hunter's order drops the real change and keeps its neighbour, a run of
+    /// noise below the minimum (a change at the newest run told at the run before it). The
+    /// same as Hunter's with a minimum of 0.
+    SmallChangesFirst,
 }
 
 /// The change points of `series`, in index order.
@@ -123,7 +139,7 @@ pub fn change_points(series: &[f64], s: Settings) -> Vec<ChangePoint> {
         s.pvalue
     };
     let weak = split(series, s.window.max(2), first_pass);
-    merge(weak, series, s.pvalue, s.min_magnitude)
+    merge(weak, series, s)
 }
 
 /// The pieces between change points (sorted), as `[start, end)` pairs; empty ones left out.
@@ -214,13 +230,21 @@ fn split(series: &[f64], window: usize, max_pvalue: f64) -> Vec<ChangePoint> {
         .collect()
 }
 
-fn merge(
-    mut points: Vec<ChangePoint>,
-    series: &[f64],
-    max_pvalue: f64,
-    min_magnitude: f64,
-) -> Vec<ChangePoint> {
+fn merge(mut points: Vec<ChangePoint>, series: &[f64], s: Settings) -> Vec<ChangePoint> {
+    let (max_pvalue, min_magnitude) = (s.pvalue, s.min_magnitude);
     while !points.is_empty() {
+        if s.merge == Merge::SmallChangesFirst {
+            let small = points
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| c.test.magnitude() <= min_magnitude)
+                .min_by(|a, b| a.1.test.magnitude().total_cmp(&b.1.test.magnitude()))
+                .map(|(i, _)| i);
+            if let Some(i) = small {
+                drop_point(&mut points, i, series);
+                continue;
+            }
+        }
         // Python's max by p-value, then min by magnitude: the first of equals, NaN never chosen
         // over a number that came before it.
         let mut weakest = 0;
@@ -240,18 +264,23 @@ fn merge(
                 return points;
             }
         }
-        points.remove(weakest);
-        let indexes: Vec<usize> = points.iter().map(|c| c.index).collect();
-        let pieces = intervals(&indexes, series.len());
-        for i in [weakest, weakest + 1] {
-            if let Some(c) = points.get(i) {
-                if let Some(test) = test_at(series, c.index, &pieces) {
-                    points[i].test = test;
-                }
+        drop_point(&mut points, weakest, series);
+    }
+    points
+}
+
+/// Drops a point and tests its neighbours again on their new sides.
+fn drop_point(points: &mut Vec<ChangePoint>, at: usize, series: &[f64]) {
+    points.remove(at);
+    let indexes: Vec<usize> = points.iter().map(|c| c.index).collect();
+    let pieces = intervals(&indexes, series.len());
+    for i in [at, at + 1] {
+        if let Some(c) = points.get(i) {
+            if let Some(test) = test_at(series, c.index, &pieces) {
+                points[i].test = test;
             }
         }
     }
-    points
 }
 
 /// Q̂ of a window (Otava's `PairDistanceCalculator`, power 1): the pairwise distances' column

@@ -28,6 +28,7 @@ fn settings(order: Order) -> Settings {
             window: 50,
             pvalue: 0.05,
             min_magnitude: 0.05,
+            merge: edivisive::Merge::SmallChangesFirst,
         },
         order,
     }

@@ -215,6 +215,9 @@ fn an_index_dropped_and_restored_is_two_change_points() {
         Some(0),
         "after run 20 the newest change is run 17's, for the better: {stdout}"
     );
+    let artefacts = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("../test-artefacts");
+    std::fs::create_dir_all(&artefacts).unwrap();
+    std::fs::write(artefacts.join("history-index.txt"), stdout.as_bytes()).unwrap();
     let (_, again, _) = history(&args, &dir.path().join("h20-again"));
     assert_eq!(from_dirs["series"], again["series"], "two readings differ");
     let (_, from_file, _) = history(&[ledger.as_os_str()], &dir.path().join("h20-file"));
@@ -375,6 +378,7 @@ json.dump(out, sys.stdout)
                 window: c["window"].as_u64().unwrap() as usize,
                 pvalue: c["pvalue"].as_f64().unwrap(),
                 min_magnitude: c["magnitude"].as_f64().unwrap(),
+                merge: mongo_stress::history::edivisive::Merge::Hunter,
             },
         );
         let at: Vec<usize> = ours.iter().map(|p| p.index).collect();

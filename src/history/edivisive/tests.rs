@@ -4,18 +4,56 @@
 
 use super::*;
 
+/// Hunter's merge, as Otava; and the tool's (small changes dropped first), which must agree on
+/// these series too.
 fn indexes(series: &[f64], window: usize, pvalue: f64, min_magnitude: f64) -> Vec<usize> {
-    change_points(
-        series,
-        Settings {
-            window,
-            pvalue,
-            min_magnitude,
-        },
-    )
-    .iter()
-    .map(|c| c.index)
-    .collect()
+    let found = |merge| -> Vec<usize> {
+        change_points(
+            series,
+            Settings {
+                window,
+                pvalue,
+                min_magnitude,
+                merge,
+            },
+        )
+        .iter()
+        .map(|c| c.index)
+        .collect()
+    };
+    let hunter = found(Merge::Hunter);
+    assert_eq!(
+        found(Merge::SmallChangesFirst),
+        hunter,
+        "the tool's merge differs"
+    );
+    hunter
+}
+
+#[test]
+fn a_change_at_the_newest_run_beside_a_run_of_noise() {
+    // tests/live/history.rs once: run 11 a little slow (0.82 ms), run 12 the index dropped.
+    let p50 = [
+        0.656, 0.699, 0.716, 0.726, 0.737, 0.76, 0.725, 0.746, 0.745, 0.696, 0.82, 9.687,
+    ];
+    let s = |merge| Settings {
+        window: 50,
+        pvalue: 0.05,
+        min_magnitude: 0.3,
+        merge,
+    };
+    let at = |merge| -> Vec<usize> {
+        change_points(&p50, s(merge))
+            .iter()
+            .map(|c| c.index)
+            .collect()
+    };
+    assert_eq!(
+        at(Merge::Hunter),
+        [10],
+        "Hunter's order: the change told at run 11"
+    );
+    assert_eq!(at(Merge::SmallChangesFirst), [11]);
 }
 
 /// Nyrkiö's TigerBeetle demo series (`tigerbeetle_test.py`).
