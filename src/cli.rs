@@ -695,6 +695,11 @@ pub struct HistoryArgs {
     /// Runs per window of E-Divisive's split step (Hunter's default)
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(2..))]
     pub window: u32,
+    /// Which weak change point the merge drops first: small-changes (those within
+    /// --min-change, then Hunter's order) or hunter (the largest p-value first, exactly as
+    /// Apache Otava)
+    #[arg(long, value_enum, default_value_t = MergeOrder::SmallChanges)]
+    pub merge: MergeOrder,
     /// Order the runs by this tag's value (as numbers when every value is one) [default: by
     /// start time]
     #[arg(long, value_name = "TAG")]
@@ -709,6 +714,12 @@ pub struct HistoryArgs {
     /// Exit 4 when the newest run starts a change point for the worse
     #[arg(long)]
     pub fail_on_new: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum MergeOrder {
+    SmallChanges,
+    Hunter,
 }
 
 fn parse_pvalue(s: &str) -> Result<f64, String> {

@@ -29,7 +29,10 @@ pub fn history(args: HistoryArgs) -> Result<i32, Error> {
             window: args.window as usize,
             pvalue: args.pvalue,
             min_magnitude: args.min_change,
-            merge: edivisive::Merge::SmallChangesFirst,
+            merge: match args.merge {
+                crate::cli::MergeOrder::SmallChanges => edivisive::Merge::SmallChangesFirst,
+                crate::cli::MergeOrder::Hunter => edivisive::Merge::Hunter,
+            },
         },
         order: args.order_by.clone().map_or(Order::Time, Order::Tag),
     };

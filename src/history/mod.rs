@@ -297,7 +297,13 @@ pub fn analyze(mut records: Vec<RunRecord>, s: &Settings) -> Result<History, Err
         runs,
         series,
         notes,
-        method: "E-Divisive means, each change point tested by Student's t-test of its two sides (Hunter / Apache Otava): deterministic".into(),
+        method: format!(
+            "E-Divisive means, each change point tested by Student's t-test of its two sides (Hunter / Apache Otava{}): deterministic",
+            match s.search.merge {
+                edivisive::Merge::Hunter => ", Hunter's merge",
+                edivisive::Merge::SmallChangesFirst => "; changes within the minimum dropped first",
+            }
+        ),
         pvalue: s.search.pvalue,
         min_change: s.search.min_magnitude * 100.0,
         window: s.search.window,

@@ -547,6 +547,49 @@ async fn the_run_directory_reads_back_typed_in_every_reader() {
     assert!(!dir.intervals.is_empty());
     assert_eq!(dir.summary.exit_code(), 4);
 
+    // history: the run directory as a point, and the `--append` file grown twice, read back
+    // with the same values, tags and plan; a file of another header refused.
+    {
+        use mongo_stress::history::{input, ledger, HistoryMetric};
+        let point = input::from_dir(whole.path()).unwrap();
+        assert_eq!(point.tags["commit"], "abc123");
+        assert_eq!(point.profile, "typed");
+        assert!(point.plan.starts_with("ins "), "{}", point.plan);
+        for row in &mine.rows {
+            let v = &point.values[&row.label.to_string()];
+            assert_eq!(
+                v[&HistoryMetric::Throughput],
+                row.throughput,
+                "{}",
+                row.label
+            );
+            assert_eq!(v[&HistoryMetric::P99], row.p99_ms, "{}", row.label);
+        }
+        let file = whole.path().join("nightly.tsv");
+        for _ in 0..2 {
+            report::tsv::append(&file, &summary, &point.tags, whole.path()).unwrap();
+        }
+        let text = read(whole.path(), "nightly.tsv");
+        assert_eq!(text.lines().count(), 1 + 2 * mine.rows.len(), "{text}");
+        let back = ledger::read(&file).unwrap();
+        // Both appends are of one run (same directory and time): one point, its rows twice.
+        assert_eq!(back.len(), 1, "{text}");
+        assert_eq!(back[0].tags, point.tags);
+        assert_eq!(back[0].plan, point.plan);
+        for row in &mine.rows {
+            let v = &back[0].values[&row.label.to_string()];
+            let close = |a: f64, b: f64| (a - b).abs() <= 0.01 * b.abs().max(0.01);
+            assert!(
+                close(v[&HistoryMetric::P50], row.median_ms),
+                "{}",
+                row.label
+            );
+        }
+        std::fs::write(&file, "Label\tThroughput\n").unwrap();
+        let refused = report::tsv::append(&file, &summary, &point.tags, whole.path()).unwrap_err();
+        assert!(refused.to_string().contains("header"), "{refused}");
+    }
+
     // The report's data: the exit code the run exited with, and its thresholds.
     let page = report::html::data(&dir);
     assert_eq!(page["header"]["exit_code"], 4);

@@ -512,6 +512,38 @@ fn a_sweep_of_a_bundled_profile_draws_its_page_in_a_browser() {
             assert!(d.join(f).is_file(), "{} lacks {f}", d.display());
         }
     }
+    // history reads a sweep's steps when asked: each step another plan, so a series of its own.
+    let refused = bin().arg("history").arg(&out).output().unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--steps"));
+    let h = bin()
+        .arg("history")
+        .arg(&out)
+        .args([
+            "--steps",
+            "--metric",
+            "throughput",
+            "--label",
+            "TOTAL",
+            "--out",
+        ])
+        .arg(dir.path().join("history"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        h.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&h.stderr)
+    );
+    let h = read_json(&dir.path().join("history/history.json"));
+    assert_eq!(h["runs"].as_array().unwrap().len(), steps.len());
+    let series = h["series"].as_array().unwrap();
+    assert_eq!(series.len(), steps.len(), "{h}");
+    assert!(series
+        .iter()
+        .all(|s| s["runs"].as_array().unwrap().len() == 1));
+
     let Some(browser) = browser() else { return };
     let dom = drawn(
         &browser,

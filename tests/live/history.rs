@@ -369,7 +369,7 @@ json.dump(out, sys.stdout)
         String::from_utf8_lossy(&o.stderr)
     );
     let theirs: Vec<Vec<[f64; 4]>> = serde_json::from_slice(&o.stdout).unwrap();
-    let mut points = 0;
+    let (mut points, mut differ) = (0, 0);
     for (c, want) in cases.iter().zip(&theirs) {
         let series: Vec<f64> = serde_json::from_value(c["series"].clone()).unwrap();
         let ours = mongo_stress::history::edivisive::change_points(
@@ -398,7 +398,28 @@ json.dump(out, sys.stdout)
             );
         }
         points += at.len();
+        // The tool's own merge order (small changes dropped first): how often it differs.
+        let tools = mongo_stress::history::edivisive::change_points(
+            &series,
+            mongo_stress::history::edivisive::Settings {
+                window: c["window"].as_u64().unwrap() as usize,
+                pvalue: c["pvalue"].as_f64().unwrap(),
+                min_magnitude: c["magnitude"].as_f64().unwrap(),
+                merge: mongo_stress::history::edivisive::Merge::SmallChangesFirst,
+            },
+        );
+        if tools.iter().map(|p| p.index).collect::<Vec<_>>() != at {
+            differ += 1;
+            assert!(
+                c["magnitude"].as_f64().unwrap() > 0.0,
+                "the orders differ without a minimum: {c}"
+            );
+        }
     }
+    eprintln!(
+        "the tool's merge order differs from Hunter's on {differ} of {} series",
+        cases.len()
+    );
     assert!(
         points > 300,
         "the cases have too few change points to test anything: {points}"
