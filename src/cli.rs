@@ -711,9 +711,14 @@ pub struct HistoryArgs {
     /// results/history-<YYYYmmdd-HHMMSS>]
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// Exit 4 when the newest run starts a change point for the worse
+    /// Exit 4 when the newest run (of its profile) starts a change point for the worse
     #[arg(long)]
     pub fail_on_new: bool,
+    /// With --fail-on-new: a change point for the worse at any of the newest N runs of its
+    /// profile fails (a change too small to tell from one run is found a run or more later,
+    /// at the run it began)
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub new_runs: u32,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -36,10 +36,11 @@ pub fn history(args: HistoryArgs) -> Result<i32, Error> {
         },
         order: args.order_by.clone().map_or(Order::Time, Order::Tag),
     };
-    let records = history::read_paths(&args.paths, args.steps)?;
+    let (records, skipped) = history::read_paths(&args.paths, args.steps)?;
     let mut h = history::analyze(records, &settings)?;
+    h.notes.extend(skipped);
     if args.fail_on_new {
-        h.gate();
+        h.gate(args.new_runs as usize);
     }
     let out = args.out.clone().unwrap_or_else(default_out);
     std::fs::create_dir_all(&out).map_err(|source| Error::Output {

@@ -10,7 +10,9 @@
 //!   times the asked one under 0.05, twice under 0.5); its sides split again, and so on;
 //! - **merge**: over the whole series, the weakest point (the largest p-value, or when every
 //!   one passes, the smallest relative change) is dropped while it fails `pvalue` (p < it) or
-//!   `min_magnitude` (change > it), and its neighbours' tests are redone on their new sides.
+//!   `min_magnitude` (change > it), and the tests of the point after it and the next are
+//!   redone on their new sides, as Otava does (the point before it keeps its test, whose after
+//!   side ended at the dropped point: Otava's choice, kept so that the results are its own).
 //!
 //! Nothing random: the same series gives the same points on every machine. Ties and NaN are
 //! broken as Python's `max`/`min` and numpy's `argmax` break them (first wins; a NaN p-value is
@@ -269,7 +271,8 @@ fn merge(mut points: Vec<ChangePoint>, series: &[f64], s: Settings) -> Vec<Chang
     points
 }
 
-/// Drops a point and tests its neighbours again on their new sides.
+/// Drops a point and tests again, as Otava's `merge` does, the point after it and the next one
+/// (not the one before it, whose after side it ended: kept as Otava has it).
 fn drop_point(points: &mut Vec<ChangePoint>, at: usize, series: &[f64]) {
     points.remove(at);
     let indexes: Vec<usize> = points.iter().map(|c| c.index).collect();

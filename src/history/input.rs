@@ -38,14 +38,17 @@ pub(crate) fn epoch_of(rfc3339: &str) -> f64 {
 }
 
 /// Every run in `paths`: run directories, directories of them, sweeps and capacity searches
-/// (their steps, with `steps`), and `--append` TSV files.
-pub fn read_paths(paths: &[PathBuf], steps: bool) -> Result<Vec<RunRecord>, Error> {
+/// (their steps, with `steps`), and `--append` TSV files; and a note for each directory found
+/// inside one given that could not be read (a run cut off, say), which is left out. A path
+/// given that cannot be read is an error.
+pub fn read_paths(paths: &[PathBuf], steps: bool) -> Result<(Vec<RunRecord>, Vec<String>), Error> {
     let mut out = Vec::new();
+    let mut skipped = Vec::new();
     for p in paths {
         if p.is_file() {
             out.extend(ledger::read(p)?);
         } else if p.is_dir() {
-            read_dir(p, steps, true, &mut out)?;
+            read_dir(p, steps, true, &mut out, &mut skipped)?;
         } else {
             return Err(Error::Usage(format!(
                 "{}: no such file or directory\n  fix: give run directories, a directory holding them, or a file `run --tsv FILE --append` wrote",
@@ -53,7 +56,7 @@ pub fn read_paths(paths: &[PathBuf], steps: bool) -> Result<Vec<RunRecord>, Erro
             )));
         }
     }
-    Ok(out)
+    Ok((out, skipped))
 }
 
 fn is_run(dir: &Path) -> bool {
@@ -82,9 +85,23 @@ fn steps_of(dir: &Path) -> Option<(&'static str, Vec<PathBuf>)> {
     Some((what, found))
 }
 
-fn read_dir(dir: &Path, steps: bool, given: bool, out: &mut Vec<RunRecord>) -> Result<(), Error> {
+fn read_dir(
+    dir: &Path,
+    steps: bool,
+    given: bool,
+    out: &mut Vec<RunRecord>,
+    skipped: &mut Vec<String>,
+) -> Result<(), Error> {
     if is_run(dir) {
-        out.push(from_dir(dir)?);
+        match from_dir(dir) {
+            Ok(r) => out.push(r),
+            Err(e) if !given => skipped.push(format!(
+                "left out {}: {}",
+                dir.display(),
+                e.to_string().lines().next().unwrap_or("")
+            )),
+            Err(e) => return Err(e),
+        }
         return Ok(());
     }
     if let Some((what, found)) = steps_of(dir) {
@@ -98,7 +115,7 @@ fn read_dir(dir: &Path, steps: bool, given: bool, out: &mut Vec<RunRecord>) -> R
             return Ok(());
         }
         for s in found {
-            out.push(from_dir(&s)?);
+            read_dir(&s, steps, false, out, skipped)?;
         }
         return Ok(());
     }
@@ -114,7 +131,7 @@ fn read_dir(dir: &Path, steps: bool, given: bool, out: &mut Vec<RunRecord>) -> R
     children.sort();
     let before = out.len();
     for c in children {
-        read_dir(&c, steps, false, out)?;
+        read_dir(&c, steps, false, out, skipped)?;
     }
     if out.len() == before {
         return Err(Error::Usage(format!(

@@ -95,10 +95,10 @@ pub fn read(path: &Path) -> Result<Vec<RunRecord>, Error> {
                 format!("line {line}: Repeat {:?} is not a number", cells[5]),
             )
         })?;
-        // Repeat 1 of another Run or Time begins a run; repeats after it belong to it.
+        // Another Run, or repeat 1 at another Time, begins a run; repeats after it belong to it.
         let starts = match current {
             None => true,
-            Some(i) => repeat <= 1 && (out[i].0.id != cells[0] || out[i].0.started_at != cells[1]),
+            Some(i) => out[i].0.id != cells[0] || (repeat <= 1 && out[i].0.started_at != cells[1]),
         };
         if starts {
             let tags = parse_tags(cells[2]).map_err(|e| bad(path, format!("line {line}: {e}")))?;

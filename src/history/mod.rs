@@ -264,10 +264,16 @@ pub fn analyze(mut records: Vec<RunRecord>, s: &Settings) -> Result<History, Err
     }
     for l in &s.labels {
         if !labels_seen.contains(l) {
-            return Err(Error::Usage(format!(
-                "--label {l:?}: no run has that label\n  fix: one of {}",
-                labels_seen.join(", ")
-            )));
+            return Err(Error::Usage(if labels_seen.is_empty() {
+                format!(
+                    "--label {l:?}: no run has any row\n  fix: give runs that measured something"
+                )
+            } else {
+                format!(
+                    "--label {l:?}: no run has that label\n  fix: one of {}",
+                    labels_seen.join(", ")
+                )
+            }));
         }
     }
     let mut series = Vec::new();
@@ -409,10 +415,12 @@ fn order(records: &mut [RunRecord], order: &Order) -> Result<(), Error> {
 /// A note for each run whose profile's plan differs from the one before it of that profile.
 fn plan_changes(records: &[RunRecord]) -> Vec<String> {
     let mut last: BTreeMap<&str, &str> = BTreeMap::new();
+    let mut seen: std::collections::BTreeSet<(&str, &str)> = Default::default();
     let mut notes = Vec::new();
     for (i, r) in records.iter().enumerate() {
+        let new = seen.insert((&r.profile, &r.plan));
         if let Some(before) = last.insert(&r.profile, &r.plan) {
-            if before != r.plan {
+            if before != r.plan && new {
                 notes.push(format!(
                     "run {} ({}): the plan of {} changed from [{before}] to [{}]: its runs are a new series",
                     i + 1,
@@ -427,16 +435,28 @@ fn plan_changes(records: &[RunRecord]) -> Vec<String> {
 }
 
 impl History {
-    /// `--fail-on-new`: the series whose newest run, the newest of all, starts a change point
-    /// for the worse (every change point is beyond the minimum change already).
-    pub fn gate(&mut self) {
-        let newest = self.runs.len();
+    /// `--fail-on-new`: the series whose last change point is for the worse and starts at one
+    /// of the newest `new_runs` runs of its profile (every change point is beyond the minimum
+    /// change already). A series of a plan the profile no longer runs has none of them.
+    pub fn gate(&mut self, new_runs: usize) {
+        let mut of_profile: BTreeMap<&str, std::collections::BTreeSet<usize>> = BTreeMap::new();
+        for s in &self.series {
+            of_profile
+                .entry(&s.profile)
+                .or_default()
+                .extend(s.runs.iter().copied());
+        }
+        let newest: BTreeMap<&str, Vec<usize>> = of_profile
+            .into_iter()
+            .map(|(p, runs)| (p, runs.into_iter().rev().take(new_runs.max(1)).collect()))
+            .collect();
         self.new_changes = self
             .series
             .iter()
             .filter_map(|s| {
                 let f = s.change_points.last()?;
-                (f.run == newest && !f.better).then(|| NewChange {
+                let recent = newest.get(s.profile.as_str())?.contains(&f.run);
+                (recent && !f.better).then(|| NewChange {
                     series: s.key(),
                     run: f.run,
                     mean_before: f.mean_before,

@@ -71,14 +71,14 @@ fn change_points_at_the_runs_that_changed() {
 #[test]
 fn fail_on_new_only_when_the_newest_run_starts_a_worse_change() {
     let mut h = analyze(steps()[..12].to_vec(), &settings(Order::Time)).unwrap();
-    h.gate();
+    h.gate(1);
     assert_eq!(h.new_changes.len(), 2, "{:?}", h.new_changes);
     let mut h = analyze(steps(), &settings(Order::Time)).unwrap();
-    h.gate();
+    h.gate(1);
     assert!(h.new_changes.is_empty());
     // Run 17 starts a change for the better: no gate.
     let mut h = analyze(steps()[..17].to_vec(), &settings(Order::Time)).unwrap();
-    h.gate();
+    h.gate(1);
     assert!(h.new_changes.is_empty(), "{:?}", h.new_changes);
 }
 
@@ -133,4 +133,21 @@ fn ordered_by_a_tag() {
     lacking[3].tags.clear();
     let e = analyze(lacking, &settings(Order::Tag("n".into()))).unwrap_err();
     assert!(e.to_string().contains("r4"), "{e}");
+}
+
+#[test]
+fn the_gate_reads_each_profiles_newest_runs() {
+    // Profile find's regression at its run 12, then a run of another profile: find's newest run
+    // is still its run 12 (number 12 of 13), and the gate fails.
+    let mut runs = steps()[..12].to_vec();
+    runs.push(record("other", 13.0, "insert", "ins 1x", 1.0));
+    let mut h = analyze(runs, &settings(Order::Time)).unwrap();
+    h.gate(1);
+    assert_eq!(h.new_changes.len(), 2, "{:?}", h.new_changes);
+    // A regression at run 12 read after run 13: not new with --new-runs 1, new with 2.
+    let mut h = analyze(steps()[..13].to_vec(), &settings(Order::Time)).unwrap();
+    h.gate(1);
+    assert!(h.new_changes.is_empty());
+    h.gate(2);
+    assert_eq!(h.new_changes.len(), 2, "{:?}", h.new_changes);
 }

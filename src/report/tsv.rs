@@ -145,6 +145,9 @@ pub fn append(
     run_dir: &std::path::Path,
 ) -> Result<(), crate::error::Error> {
     use crate::history::ledger::{tags_cell, LEAD, TAIL};
+    // Two runs appending at once: each reads, adds and renames under this lock, so neither's
+    // rows are lost. `FILE.lock` beside the file (the file itself is replaced by the rename).
+    let _lock = lock_beside(path)?;
     let header = format!(
         "{}\t{}\t{}",
         LEAD.join("\t"),
@@ -156,7 +159,7 @@ pub fn append(
         Ok(t) => {
             if t.lines().next() != Some(header.as_str()) {
                 return Err(crate::error::Error::Usage(format!(
-                    "--append: {} has not the header of a file `run --tsv FILE --append` writes (its first line differs)\n  fix: name a new file, or one earlier runs appended to",
+                    "--append: {} has not the header of a file `run --tsv FILE --append` writes (its first line differs: another tool's file, or one an older mongo-stress wrote)\n  fix: name a new file, or one earlier runs appended to; history reads several (`mongo-stress history OLD.tsv NEW.tsv`)",
                     path.display()
                 )));
             }
@@ -202,6 +205,25 @@ pub fn append(
         }
     }
     crate::rundir::write_atomically(path, text.as_bytes())
+}
+
+/// An exclusive lock on `PATH.lock`, held until the returned file is dropped.
+fn lock_beside(path: &std::path::Path) -> Result<std::fs::File, crate::error::Error> {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".lock");
+    let lock_path = std::path::PathBuf::from(name);
+    let io = |source| crate::error::Error::Output {
+        path: lock_path.clone(),
+        source,
+    };
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(io)?;
+    file.lock().map_err(io)?;
+    Ok(file)
 }
 
 #[cfg(test)]

@@ -585,6 +585,19 @@ async fn the_run_directory_reads_back_typed_in_every_reader() {
                 row.label
             );
         }
+        // Four runs appending at once, ten times each: every row kept (the lock beside it).
+        let shared = whole.path().join("shared.tsv");
+        std::thread::scope(|sc| {
+            for _ in 0..4 {
+                sc.spawn(|| {
+                    for _ in 0..10 {
+                        report::tsv::append(&shared, &summary, &point.tags, whole.path()).unwrap();
+                    }
+                });
+            }
+        });
+        let rows = read(whole.path(), "shared.tsv").lines().count();
+        assert_eq!(rows, 1 + 40 * mine.rows.len());
         std::fs::write(&file, "Label\tThroughput\n").unwrap();
         let refused = report::tsv::append(&file, &summary, &point.tags, whole.path()).unwrap_err();
         assert!(refused.to_string().contains("header"), "{refused}");
