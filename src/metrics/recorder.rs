@@ -332,7 +332,7 @@ impl Recorder {
                         f.check(started.elapsed(), &st.total);
                     }
                     ticks += 1;
-                    if ticks % self.live_every.max(1) == 0 {
+                    if ticks.is_multiple_of(self.live_every.max(1)) {
                         self.show_live(&mut st, started.elapsed(), &mut failures);
                     }
                 }

@@ -341,7 +341,7 @@ impl MemberWatch {
         self.ticks += 1;
         let Some(m) = self.members.as_mut() else {
             self.found(shared, false).await;
-            if self.pending.is_some() && self.ticks % FIND_AGAIN_EVERY == 0 {
+            if self.pending.is_some() && self.ticks.is_multiple_of(FIND_AGAIN_EVERY) {
                 self.start_finding(client);
             }
             return;

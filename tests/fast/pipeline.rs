@@ -59,7 +59,7 @@ impl Scripted {
             panic!("scripted panic on {name} number {n}");
         }
         tokio::time::sleep(act.latency).await;
-        let failed = act.fail_every.is_some_and(|every| n % every == 0);
+        let failed = act.fail_every.is_some_and(|every| n.is_multiple_of(every));
         let writes = |vs: &[Verb]| u64::from(!failed && vs.contains(&verb));
         Outcome {
             sent: act.sent,
