@@ -141,7 +141,9 @@ fi
 # debug build's own slowness is milliseconds an event.
 if [ "${MONGO_STRESS_SKIP_LIVE:-}" != "1" ] && [ -z "${MONGO_STRESS_OPTIMIZED_BIN:-}" ]; then
   cargo build --release --bin mongo-stress
-  export MONGO_STRESS_OPTIMIZED_BIN="$PWD/${CARGO_TARGET_DIR:-target}/release/mongo-stress"
+  target="${CARGO_TARGET_DIR:-target}"
+  case "$target" in /*) ;; *) target="$PWD/$target" ;; esac
+  export MONGO_STRESS_OPTIMIZED_BIN="$target/release/mongo-stress"
 fi
 rc=0
 cargo test --all-targets "$@" || rc=$?
