@@ -1,6 +1,7 @@
 //! The commands, one file each, each a short list of named steps: `run` (with `session`, the
-//! runs themselves), `report`, `validate`, `profiles`. Also the signal watcher that turns Ctrl-C and
-//! SIGTERM into a stop.
+//! runs themselves), `report`, `compare`, `merge`, `capture`, `sweep`, `capacity` (with `steps`,
+//! what the commands of steps share), `history`; `validate` and `profiles` are here, in `main`.
+//! Also the signal watcher that turns Ctrl-C and SIGTERM into a stop.
 //!
 //! Owns: turning the command line into a plan and options, and the order of the steps. Nothing
 //! imports it.
