@@ -143,9 +143,17 @@ async fn check_selectivity(
             .await
             .map_err(|e| e.to_string())?;
         let backend = crate::ops::mongo::MongoBackend::new(&connected.client, &plan);
-        let prepared = crate::ops::setup::prepare(&plan, &backend.setup, 1, stop, true, None)
-            .await
-            .map_err(|e| e.to_string())?;
+        // capture's own scratch server: whatever is there, it made.
+        let prepared = crate::ops::setup::prepare(
+            &plan,
+            &backend.setup,
+            1,
+            stop,
+            crate::ops::setup::Foreign::Drop,
+            None,
+        )
+        .await
+        .map_err(|e| e.to_string())?;
         Ok::<_, String>(
             crate::ops::explain::returned_per_call(
                 &plan,

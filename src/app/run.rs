@@ -520,7 +520,11 @@ pub(super) fn options(args: &RunArgs, plan: &RunPlan) -> Result<RunOptions, Erro
         repeat: args.repeat,
         live: (!args.quiet).then_some(args.interval),
         chatty: !args.quiet,
-        force: args.force,
+        foreign: if args.force {
+            crate::ops::setup::Foreign::Drop
+        } else {
+            crate::ops::setup::Foreign::Refuse
+        },
         samples: !args.no_samples,
         jtl: args.jtl.clone(),
         hdr_interval: args.hdr_interval,

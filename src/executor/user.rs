@@ -458,7 +458,7 @@ mod tests {
             _plan: &RunPlan,
             _seed: u64,
             _stop: &CancellationToken,
-            _force: bool,
+            _foreign: crate::ops::setup::Foreign,
             _begin: Option<std::time::SystemTime>,
         ) -> Result<Prepared, crate::error::Error> {
             unreachable!("a virtual user never prepares the target")

@@ -427,27 +427,22 @@ impl GroupMetrics {
         }
     }
 
-    /// The metrics a summary row was made from: its whole-run histograms, counts, span and
-    /// bytes (errors by class and messages are the run's, merged beside it). `merge` of these
-    /// equals recording every part's samples into one, so parts of a run merge exactly.
-    pub fn from_row(r: &Row) -> Result<GroupMetrics, String> {
-        Self::from_one_row(r)
-    }
-
     /// Group `name`'s metrics from a run's rows, with its kinds from the `name:kind` rows (so
     /// a threshold on one kind of a mixed group can be judged again); None without its row.
     pub fn from_rows(rows: &[Row], name: &str) -> Option<GroupMetrics> {
-        let mut m =
-            Self::from_one_row(rows.iter().find(|r| r.label == Label::group(name))?).ok()?;
+        let mut m = Self::from_row(rows.iter().find(|r| r.label == Label::group(name))?).ok()?;
         for r in rows {
-            if let (Some(kind), Ok(km)) = (kind_row_of(&r.label, name), Self::from_one_row(r)) {
+            if let (Some(kind), Ok(km)) = (kind_row_of(&r.label, name), Self::from_row(r)) {
                 m.kinds.insert(kind, km);
             }
         }
         Some(m)
     }
 
-    fn from_one_row(r: &Row) -> Result<GroupMetrics, String> {
+    /// The metrics a summary row was made from: its whole-run histograms, counts, span and
+    /// bytes (errors by class and messages are the run's, merged beside it). `merge` of these
+    /// equals recording every part's samples into one, so parts of a run merge exactly.
+    pub fn from_row(r: &Row) -> Result<GroupMetrics, String> {
         let n = r.samples;
         let us = |ms: f64| whole(ms * 1000.0);
         let timing = |hdr: &str, average_ms: f64, min_us: u64, max_us: u64| {

@@ -111,7 +111,7 @@ pub trait Backend: Send + Sync + 'static {
         plan: &RunPlan,
         seed: u64,
         stop: &CancellationToken,
-        force: bool,
+        foreign: setup::Foreign,
         begin: Option<SystemTime>,
     ) -> impl Future<Output = Result<Prepared, Error>> + Send;
 }

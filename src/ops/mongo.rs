@@ -218,10 +218,10 @@ impl Backend for MongoBackend {
         plan: &RunPlan,
         seed: u64,
         stop: &CancellationToken,
-        force: bool,
+        foreign: super::setup::Foreign,
         begin: Option<SystemTime>,
     ) -> Result<Prepared, Error> {
-        super::setup::prepare(plan, &self.setup, seed, stop, force, begin).await
+        super::setup::prepare(plan, &self.setup, seed, stop, foreign, begin).await
     }
 }
 

@@ -20,6 +20,15 @@ use crate::workload::KeySpace;
 /// Documents per `insertMany` of the preload.
 pub const PRELOAD_BATCH: u64 = 1000;
 
+/// What `setup.drop` does to a collection holding documents the tool did not write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Foreign {
+    /// Refuse, naming it (the default).
+    Refuse,
+    /// Drop it anyway (`--force`).
+    Drop,
+}
+
 /// Readies the collection for one run and returns its key space and when its stages begin:
 /// alone or as part 0, drop (if asked), indexes, preload; part 0 then writes the marker with
 /// where `_id`s continue and the common begin (`begin`, else a moment from now). Parts 1.. wait
@@ -29,11 +38,11 @@ pub async fn prepare(
     colls: &[Collection<RawDocumentBuf>],
     seed: u64,
     stop: &CancellationToken,
-    force: bool,
+    foreign: Foreign,
     begin: Option<SystemTime>,
 ) -> Result<Prepared, Error> {
     let Some(p) = &plan.part else {
-        let (keys, load) = set_up(plan, colls, seed, stop, force).await?;
+        let (keys, load) = set_up(plan, colls, seed, stop, foreign).await?;
         return Ok(Prepared { keys, begin, load });
     };
     let marker = Marker::new(plan, &colls[0], seed, p);
@@ -57,7 +66,7 @@ pub async fn prepare(
     }
     // A marker left by an earlier run must not release the other parts early.
     marker.clear().await?;
-    let (keys, load) = set_up(plan, colls, seed, stop, force).await?;
+    let (keys, load) = set_up(plan, colls, seed, stop, foreign).await?;
     if stop.is_cancelled() {
         // Interrupted during the setup: no marker, so no part starts on half a preload.
         return Ok(Prepared {
@@ -95,7 +104,7 @@ async fn set_up(
     colls: &[Collection<RawDocumentBuf>],
     seed: u64,
     stop: &CancellationToken,
-    force: bool,
+    foreign: Foreign,
 ) -> Result<(Vec<KeySpace>, Option<(u64, std::time::Duration)>), Error> {
     let mut spaces = Vec::with_capacity(colls.len());
     let mut loaded = 0;
@@ -108,7 +117,7 @@ async fn set_up(
             coll,
             seed ^ (u64::try_from(i).unwrap_or(0) << 48),
             stop,
-            force,
+            foreign,
         )
         .await?;
         spaces.push(keys);
@@ -127,7 +136,7 @@ async fn set_up_one(
     coll: &Collection<RawDocumentBuf>,
     seed: u64,
     stop: &CancellationToken,
-    force: bool,
+    foreign: Foreign,
 ) -> Result<(KeySpace, Option<(u64, std::time::Duration)>), Error> {
     let fail = |what: &str, e: mongodb::error::Error| {
         Error::Server(format!(
@@ -141,7 +150,7 @@ async fn set_up_one(
         let (uuid, ours) = owned::created_by_us(coll)
             .await
             .map_err(|e| fail("inspecting", e))?;
-        if !force && !ours {
+        if foreign == Foreign::Refuse && !ours {
             let foreign = foreign_document(coll)
                 .await
                 .map_err(|e| fail("inspecting", e))?;

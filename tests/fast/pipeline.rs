@@ -41,6 +41,8 @@ struct Act {
 struct Scripted {
     acts: Arc<HashMap<Verb, Act>>,
     seen: Arc<HashMap<Verb, AtomicU64>>,
+    /// The seed each `prepare` was given, in order.
+    prepared_with: Arc<std::sync::Mutex<Vec<u64>>>,
 }
 
 impl Scripted {
@@ -48,6 +50,7 @@ impl Scripted {
         Scripted {
             acts: Arc::new(acts.iter().copied().collect()),
             seen: Arc::new(Verb::ALL.iter().map(|v| (*v, AtomicU64::new(0))).collect()),
+            prepared_with: Arc::default(),
         }
     }
 
@@ -134,11 +137,12 @@ impl Backend for Scripted {
     async fn prepare(
         &self,
         plan: &RunPlan,
-        _seed: u64,
+        seed: u64,
         _stop: &CancellationToken,
-        _force: bool,
+        _foreign: mongo_stress::ops::setup::Foreign,
         begin: Option<std::time::SystemTime>,
     ) -> Result<Prepared, Error> {
+        self.prepared_with.lock().unwrap().push(seed);
         Ok(Prepared {
             keys: plan
                 .collections
@@ -219,7 +223,7 @@ async fn run_plan(dir: &Path, backend: Scripted, plan: &RunPlan) -> Summary {
         repeat: 1,
         live: None,
         chatty: false,
-        force: false,
+        foreign: mongo_stress::ops::setup::Foreign::Refuse,
         samples: true,
         jtl: Some(dir.join("samples.jtl")),
         hdr_interval: Duration::from_millis(10),
@@ -373,7 +377,10 @@ async fn a_scripted_profile_gives_exact_outputs_in_every_format() {
         (Verb::UpdateOne, act(3, 60, 0)),
         (Verb::DeleteOne, act(4, 50, 20)),
     ]);
+    let prepared_with = backend.prepared_with.clone();
     let summary = run(dir.path(), backend).await;
+    // The setup draws from the seed the stages draw from (run 1: the seed as given).
+    assert_eq!(*prepared_with.lock().unwrap(), [summary.seed]);
 
     // Independent witnesses: the sample log's lines (the warm-up's 4 marked), and the scripted
     // failures (every 4th of 16 finds).

@@ -36,8 +36,9 @@ pub struct RunOptions {
     pub live: Option<Duration>,
     /// Say what happens (server, stages, preload) on stderr.
     pub chatty: bool,
-    /// Let setup.drop drop a collection holding documents the tool did not write.
-    pub force: bool,
+    /// What setup.drop does to a collection holding documents the tool did not write
+    /// (`--force`: drop it).
+    pub foreign: crate::ops::setup::Foreign,
     /// Write `samples.tsv`.
     pub samples: bool,
     /// Also write JMeter's CSV here.
@@ -185,10 +186,9 @@ impl<B: Backend + Clone> Session<'_, B> {
             self.say(format!("run {run} of {}", self.opts.repeat));
         }
         let begin = if run == 1 { self.opts.start_at } else { None };
-        let prepared = match self
-            .prepare(self.opts.seed.wrapping_add(u64::from(run)), begin)
-            .await
-        {
+        // One seed per run, for its setup and its stages alike (run 1: the seed as given).
+        let run_seed = self.opts.seed.wrapping_add(u64::from(run) - 1);
+        let prepared = match self.prepare(run_seed, begin).await {
             Ok(prepared) => prepared,
             // Nothing measured yet: the error is the whole answer (exit 2 or 3).
             Err(e) if summary.runs.is_empty() => return Err(e),
@@ -221,9 +221,12 @@ impl<B: Backend + Clone> Session<'_, B> {
         } else {
             Default::default()
         };
-        let seed = self.opts.seed.wrapping_add(u64::from(run) - 1);
         // Each part draws its own documents and keys from the run's shared seed.
-        let seed = self.plan.part.as_ref().map_or(seed, |p| p.part.seed(seed));
+        let seed = self
+            .plan
+            .part
+            .as_ref()
+            .map_or(run_seed, |p| p.part.seed(run_seed));
         let mut measured = self
             .execute(
                 prepared.keys,
@@ -402,7 +405,7 @@ impl<B: Backend + Clone> Session<'_, B> {
             ));
         }
         self.backend
-            .prepare(plan, seed, self.stop, self.opts.force, begin)
+            .prepare(plan, seed, self.stop, self.opts.foreign, begin)
             .await
     }
 }
