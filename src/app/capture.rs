@@ -178,12 +178,7 @@ async fn check_selectivity(
 /// holds a capture.
 fn out_dir(args: &CaptureArgs) -> Result<PathBuf, Error> {
     let out = args.out.clone().unwrap_or_else(|| {
-        let stamp: String = super::session::now_rfc3339()
-            .chars()
-            .filter(|c| c.is_ascii_digit())
-            .take(14)
-            .collect();
-        PathBuf::from(format!("captured/capture-{}-{}", &stamp[..8], &stamp[8..]))
+        PathBuf::from(format!("captured/capture-{}", super::session::now_stamp()))
     });
     if out.join("profile.toml").exists() {
         return Err(Error::Usage(format!(

@@ -75,12 +75,7 @@ pub fn history(args: HistoryArgs) -> Result<i32, Error> {
 }
 
 fn default_out() -> PathBuf {
-    let stamp: String = crate::app::session::now_rfc3339()
-        .chars()
-        .filter(|c| c.is_ascii_digit())
-        .take(14)
-        .collect();
-    PathBuf::from("results").join(format!("history-{}-{}", &stamp[..8], &stamp[8..]))
+    PathBuf::from("results").join(format!("history-{}", super::session::now_stamp()))
 }
 
 /// `target` as a link from a page in `from`: relative when both resolve, else absolute.

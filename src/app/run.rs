@@ -6,7 +6,7 @@ use std::time::SystemTime;
 
 use tokio_util::sync::CancellationToken;
 
-use super::session::{before_load, now_rfc3339, RunOptions, Session};
+use super::session::{before_load, RunOptions, Session};
 use crate::cli::{ConsoleArgs, RunArgs, RunCommand};
 use crate::error::Error;
 use crate::monitor::{self, Sampler};
@@ -785,20 +785,14 @@ fn out_dir_path(out: Option<&Path>, plan: &RunPlan) -> PathBuf {
     match out {
         Some(d) => d.to_path_buf(),
         None => {
-            let stamp: String = now_rfc3339()
-                .chars()
-                .filter(|c| c.is_ascii_digit())
-                .take(14)
-                .collect();
             let part = plan
                 .part
                 .as_ref()
                 .map_or(String::new(), |p| format!("-part{}", p.part.index));
             PathBuf::from("results").join(format!(
-                "{}-{}-{}{part}",
+                "{}-{}{part}",
                 plan.name,
-                &stamp[..8],
-                &stamp[8..]
+                super::session::now_stamp()
             ))
         }
     }

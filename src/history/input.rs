@@ -29,14 +29,6 @@ pub struct RunRecord {
     pub values: BTreeMap<String, BTreeMap<HistoryMetric, f64>>,
 }
 
-pub(crate) fn epoch_of(rfc3339: &str) -> f64 {
-    humantime::parse_rfc3339_weak(rfc3339.trim_end_matches('Z'))
-        .or_else(|_| humantime::parse_rfc3339(rfc3339))
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0.0, |d| d.as_secs_f64())
-}
-
 /// Every run in `paths`: run directories, directories of them, sweeps and capacity searches
 /// (their steps, with `steps`), and `--append` TSV files; and a note for each directory found
 /// inside one given that could not be read (a run cut off, say), which is left out. A path
@@ -149,7 +141,7 @@ pub fn from_dir(dir: &Path) -> Result<RunRecord, Error> {
     let report = crate::rundir::File::Report.path(dir);
     Ok(RunRecord {
         id: dir.display().to_string(),
-        epoch: epoch_of(&run.run_info.started_at),
+        epoch: crate::rundir::epoch_secs(&run.run_info.started_at),
         started_at: run.run_info.started_at.clone(),
         tags: run.run_info.tags.clone(),
         profile: run.summary.profile.clone(),
@@ -159,46 +151,60 @@ pub fn from_dir(dir: &Path) -> Result<RunRecord, Error> {
     })
 }
 
-/// Per label, each metric, averaged over the runs of `--repeat`.
-pub fn values(s: &Summary) -> BTreeMap<String, BTreeMap<HistoryMetric, f64>> {
-    let mut sums: BTreeMap<String, BTreeMap<HistoryMetric, (f64, u32)>> = BTreeMap::new();
-    let mut add = |label: String, m: HistoryMetric, v: Option<f64>| {
+/// Per label, each metric's values added up and counted: a run's `--repeat` runs averaged.
+#[derive(Debug, Default)]
+pub struct Means(BTreeMap<String, BTreeMap<HistoryMetric, (f64, u32)>>);
+
+impl Means {
+    /// Counts a value (one that is not a finite number is left out).
+    pub fn add(&mut self, label: &str, m: HistoryMetric, v: Option<f64>) {
         if let Some(v) = v.filter(|v| v.is_finite()) {
-            let e = sums.entry(label).or_default().entry(m).or_default();
+            let e = self
+                .0
+                .entry(label.to_string())
+                .or_default()
+                .entry(m)
+                .or_default();
             e.0 += v;
             e.1 += 1;
         }
-    };
+    }
+
+    pub fn means(self) -> BTreeMap<String, BTreeMap<HistoryMetric, f64>> {
+        self.0
+            .into_iter()
+            .map(|(l, m)| {
+                (
+                    l,
+                    m.into_iter()
+                        .map(|(k, (s, n))| (k, s / f64::from(n)))
+                        .collect(),
+                )
+            })
+            .collect()
+    }
+}
+
+/// Per label, each metric, averaged over the runs of `--repeat`.
+pub fn values(s: &Summary) -> BTreeMap<String, BTreeMap<HistoryMetric, f64>> {
+    let mut m = Means::default();
     for run in &s.runs {
         for row in &run.rows {
             let label = row.label.to_string();
-            add(
-                label.clone(),
-                HistoryMetric::Throughput,
-                Some(row.throughput),
-            );
-            add(label.clone(), HistoryMetric::P50, Some(row.median_ms));
-            add(label.clone(), HistoryMetric::P90, Some(row.p90_ms));
-            add(label.clone(), HistoryMetric::P99, Some(row.p99_ms));
-            add(label, HistoryMetric::ErrorPct, Some(row.error_pct));
+            m.add(&label, HistoryMetric::Throughput, Some(row.throughput));
+            m.add(&label, HistoryMetric::P50, Some(row.median_ms));
+            m.add(&label, HistoryMetric::P90, Some(row.p90_ms));
+            m.add(&label, HistoryMetric::P99, Some(row.p99_ms));
+            m.add(&label, HistoryMetric::ErrorPct, Some(row.error_pct));
         }
     }
     for r in &s.resources {
         let label = r.label.to_string();
         let (cpu, per_op) = resource_values(r);
-        add(label.clone(), HistoryMetric::ServerCpuPerOp, per_op);
-        add(label, HistoryMetric::ClientCpu, cpu);
+        m.add(&label, HistoryMetric::ServerCpuPerOp, per_op);
+        m.add(&label, HistoryMetric::ClientCpu, cpu);
     }
-    sums.into_iter()
-        .map(|(l, m)| {
-            (
-                l,
-                m.into_iter()
-                    .map(|(k, (s, n))| (k, s / f64::from(n)))
-                    .collect(),
-            )
-        })
-        .collect()
+    m.means()
 }
 
 /// A stage's client CPU % and server CPU µs per operation, when it was sampled (an average is

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::input::{epoch_of, RunRecord};
+use super::input::{Means, RunRecord};
 use super::HistoryMetric;
 use crate::error::Error;
 
@@ -83,9 +83,8 @@ pub fn read(path: &Path) -> Result<Vec<RunRecord>, Error> {
         .iter()
         .filter_map(|(name, m)| col(name).map(|i| (i, *m)))
         .collect();
-    // (Run, Time of the first repeat) -> record, sums and counts.
-    type Sums = BTreeMap<String, BTreeMap<HistoryMetric, (f64, u32)>>;
-    let mut out: Vec<(RunRecord, Sums)> = Vec::new();
+    // Each run: its record, and its rows' values added up.
+    let mut out: Vec<(RunRecord, Means)> = Vec::new();
     let mut current: Option<usize> = None;
     for (n, cells) in rows.iter().enumerate() {
         let line = n + 2;
@@ -117,44 +116,27 @@ pub fn read(path: &Path) -> Result<Vec<RunRecord>, Error> {
                 RunRecord {
                     id: cells[0].to_string(),
                     started_at: cells[1].to_string(),
-                    epoch: epoch_of(cells[1]),
+                    epoch: crate::rundir::epoch_secs(cells[1]),
                     tags,
                     profile: cells[3].to_string(),
                     plan: cells[4].to_string(),
                     report: (same && report.is_file()).then_some(report),
                     values: BTreeMap::new(),
                 },
-                BTreeMap::new(),
+                Means::default(),
             ));
             current = Some(out.len() - 1);
         }
-        let i = current.unwrap_or(0);
-        let sums = out[i].1.entry(cells[label].to_string()).or_default();
+        let means = &mut out[current.unwrap_or(0)].1;
         for (c, m) in &metrics {
-            if let Ok(v) = cells[*c].parse::<f64>() {
-                if v.is_finite() {
-                    let e = sums.entry(*m).or_default();
-                    e.0 += v;
-                    e.1 += 1;
-                }
-            }
+            means.add(cells[label], *m, cells[*c].parse::<f64>().ok());
         }
     }
     Ok(out
         .into_iter()
-        .map(|(mut r, sums)| {
-            r.values = sums
-                .into_iter()
-                .map(|(l, m)| {
-                    (
-                        l,
-                        m.into_iter()
-                            .map(|(k, (s, n))| (k, s / f64::from(n)))
-                            .collect(),
-                    )
-                })
-                .collect();
-            r
+        .map(|(r, means)| RunRecord {
+            values: means.means(),
+            ..r
         })
         .collect())
 }

@@ -54,13 +54,44 @@ fn newest_first(h: &History) -> Vec<(&Series, &Found)> {
     all.into_iter().map(|(_, s, f)| (s, f)).collect()
 }
 
+/// A series' profile, with its plan only when the profile ran several in this history (each
+/// profile's plans are said once, above the tables).
+fn series_name(h: &History, s: &Series) -> String {
+    if plans_of(h, &s.profile).len() > 1 {
+        format!("{} [{}]", s.profile, s.plan)
+    } else {
+        s.profile.clone()
+    }
+}
+
+fn plans_of<'a>(h: &'a History, profile: &str) -> Vec<&'a str> {
+    let mut plans: Vec<&str> = Vec::new();
+    for s in h.series.iter().filter(|s| s.profile == profile) {
+        if !plans.contains(&s.plan.as_str()) {
+            plans.push(&s.plan);
+        }
+    }
+    plans
+}
+
+/// Each profile and its plans, in the order of the series.
+fn profiles(h: &History) -> Vec<(&str, Vec<&str>)> {
+    let mut out: Vec<(&str, Vec<&str>)> = Vec::new();
+    for s in &h.series {
+        if !out.iter().any(|(p, _)| *p == s.profile) {
+            out.push((&s.profile, plans_of(h, &s.profile)));
+        }
+    }
+    out
+}
+
 fn change_cells(h: &History, s: &Series, f: &Found) -> Vec<String> {
     let run = &h.runs[f.run - 1];
     vec![
         f.run.to_string(),
         run.started_at.clone(),
         tags(run),
-        format!("{} [{}]", s.profile, s.plan),
+        series_name(h, s),
         s.label.clone(),
         format!("{} ({})", s.metric.name(), s.metric.unit()),
         num(f.mean_before),
@@ -86,6 +117,9 @@ pub fn render(h: &History, out: &mut dyn Write) -> std::io::Result<()> {
         "method: {}; a change point has p < {} and changes the mean by more than {} %, window {} runs",
         h.method, h.pvalue, h.min_change, h.window
     )?;
+    for (profile, plans) in profiles(h) {
+        writeln!(out, "plan of {profile}: [{}]", plans.join("], ["))?;
+    }
     for n in &h.notes {
         writeln!(out, "note: {n}")?;
     }
@@ -124,7 +158,7 @@ pub fn render(h: &History, out: &mut dyn Write) -> std::io::Result<()> {
     .to_vec()];
     for s in &h.series {
         lines.push(vec![
-            format!("{} [{}]", s.profile, s.plan),
+            series_name(h, s),
             s.label.clone(),
             format!("{} ({})", s.metric.name(), s.metric.unit()),
             s.runs.len().to_string(),
@@ -189,12 +223,7 @@ pub fn render_json(h: &History, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out)
 }
 
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
+use super::html::escape as esc;
 
 /// One series' chart: its runs on the x axis, the values as a line of dots (each a link to its
 /// run's report), each stable stretch's mean as a dashed line, each change point a red line
@@ -314,6 +343,13 @@ figure{margin:1em 0}text{font-size:11px}.worse{color:#d62728}.better{color:#2ca0
         h.min_change,
         h.window
     ));
+    for (profile, plans) in profiles(h) {
+        html.push_str(&format!(
+            "<p>plan of {}: [{}]</p>",
+            esc(profile),
+            esc(&plans.join("], ["))
+        ));
+    }
     for n in &h.notes {
         html.push_str(&format!("<p class=\"note\">note: {}</p>", esc(n)));
     }

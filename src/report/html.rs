@@ -654,7 +654,8 @@ pub(super) fn page(title: &str, data: &Value, script: &str) -> String {
     )
 }
 
-fn escape(s: &str) -> String {
+/// Text made safe inside HTML and its attributes.
+pub(crate) fn escape(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")

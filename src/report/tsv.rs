@@ -155,30 +155,24 @@ pub fn append(
         TAIL.join("\t")
     );
     let mut text = match std::fs::read_to_string(path) {
-        Ok(t) if t.is_empty() => String::new(),
-        Ok(t) => {
-            if t.lines().next() != Some(header.as_str()) {
-                return Err(crate::error::Error::Usage(format!(
-                    "--append: {} has not the header of a file `run --tsv FILE --append` writes (its first line differs: another tool's file, or one an older mongo-stress wrote)\n  fix: name a new file, or one earlier runs appended to; history reads several (`mongo-stress history OLD.tsv NEW.tsv`)",
-                    path.display()
-                )));
-            }
-            let mut t = t;
-            if !t.ends_with('\n') {
-                t.push('\n');
-            }
-            t
-        }
+        Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => {
+        Err(source) => {
             return Err(crate::error::Error::Output {
                 path: path.to_path_buf(),
-                source: e,
+                source,
             })
         }
     };
     if text.is_empty() {
         text = format!("{header}\n");
+    } else if text.lines().next() != Some(header.as_str()) {
+        return Err(crate::error::Error::Usage(format!(
+            "--append: {} has not the header of a file `run --tsv FILE --append` writes (its first line differs: another tool's file, or one an older mongo-stress wrote)\n  fix: name a new file, or one earlier runs appended to; history reads several (`mongo-stress history OLD.tsv NEW.tsv`)",
+            path.display()
+        )));
+    } else if !text.ends_with('\n') {
+        text.push('\n');
     }
     let clean = |c: &str| c.replace(['\t', '\n'], " ");
     let plan = crate::history::plan_words(&s.groups);

@@ -120,11 +120,7 @@ fn chart(title: &str, unit: &str, points: &[(f64, f64)]) -> String {
 
 /// `watchers.html`: the table and three charts, self-contained.
 pub fn render_html(w: &WatchSweep) -> String {
-    let esc = |s: &str| {
-        s.replace('&', "&amp;")
-            .replace('<', "&lt;")
-            .replace('>', "&gt;")
-    };
+    let esc = super::html::escape;
     let pts = |f: &dyn Fn(&WatchStep) -> Option<f64>| -> Vec<(f64, f64)> {
         w.steps
             .iter()

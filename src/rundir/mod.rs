@@ -248,10 +248,7 @@ impl RunDir {
         let run_info: RunInfo = json(dir, File::RunJson, "a mongo-stress run.json")?;
         let summary_tsv = read(dir, File::SummaryTsv)?;
         check_tsv(&summary_tsv).map_err(|e| bad(dir, format!("summary.tsv {e}")))?;
-        let started = humantime::parse_rfc3339(&run_info.started_at)
-            .ok()
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map_or(0.0, |d| d.as_secs_f64());
+        let started = epoch_secs(&run_info.started_at);
         // A run with --no-interval-log has no log: its report has the tables, no curves.
         let none = || (started, BTreeMap::new(), BTreeMap::new());
         let (hlog, (base_secs, intervals, activity)) = match depth {
@@ -288,6 +285,15 @@ impl RunDir {
             members,
         })
     }
+}
+
+/// An RFC 3339 time (as run.json and summary.json write them) in seconds since the Unix epoch;
+/// 0 when it cannot be read.
+pub fn epoch_secs(rfc3339: &str) -> f64 {
+    humantime::parse_rfc3339(rfc3339)
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// Writes `bytes` to `path` whole: to a temporary sibling first, then renamed over the target.

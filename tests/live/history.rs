@@ -26,7 +26,7 @@ customer = {{ "^RandomInt" = {{ min = 1, max = 5000 }} }}
 [[group]]
 name = "find"
 collection = "orders"
-threads = 2
+threads = 1
 duration = "2s"
 [group.find]
 filter = {{ customer = {{ "^RandomInt" = {{ min = 1, max = 5000 }} }} }}
@@ -62,9 +62,9 @@ fn run(server: &TestServer, profile: &Path, out: &Path, ledger: &Path, n: usize,
     assert!(status.success(), "run {n}: {status}");
 }
 
-/// This machine's runs of one plan differ by up to 20 % from one to the next in throughput
-/// (2,321 to 2,832 finds/s among runs 1-11 of one reading): a change smaller than that is noise
-/// here, whatever its p-value; the index's is ten times as large.
+/// This machine's runs of one plan made 2,321 to 2,832 finds/s among runs 1-11 of one reading
+/// (22 % apart, up to 13 % from one run to the next): a change smaller than that is noise here,
+/// whatever its p-value; the index's is ten times as large.
 const MIN_CHANGE: &str = "30%";
 
 /// `history ARGS... --min-change 30% --out OUT`: exit code, history.json, stdout.
@@ -97,7 +97,7 @@ fn found(h: &serde_json::Value, label: &str, metric: &str) -> Vec<u64> {
         .as_array()
         .unwrap()
         .iter()
-        .find(|s| s["label"] == label && s["metric"] == metric && s["plan"] == "find 2x")
+        .find(|s| s["label"] == label && s["metric"] == metric && s["plan"] == "find 1x")
         .unwrap_or_else(|| panic!("no series {label} {metric} in {h}"));
     s["change_points"]
         .as_array()
@@ -139,13 +139,6 @@ fn an_index_dropped_and_restored_is_two_change_points() {
                 .collect();
             coll.insert_many(docs).await.unwrap();
         }
-        coll.create_index(
-            mongodb::IndexModel::builder()
-                .keys(doc! { "customer": 1 })
-                .build(),
-        )
-        .await
-        .unwrap();
     });
     let index = |make: bool| {
         runtime().block_on(async {
@@ -162,6 +155,7 @@ fn an_index_dropped_and_restored_is_two_change_points() {
             }
         })
     };
+    index(true);
     let ledger = dir.path().join("nightly.tsv");
     let runs = dir.path().join("runs");
     // A first run warms the server's cache and is not part of the history.
@@ -175,11 +169,21 @@ fn an_index_dropped_and_restored_is_two_change_points() {
     );
     let mut dirs: Vec<PathBuf> = Vec::new();
     for n in 1..=20 {
-        if n == 12 {
-            index(false);
-        }
-        if n == 17 {
-            index(true);
+        if n == 12 || n == 17 {
+            index(n == 17);
+            // As between two nights: the server settles after the change (the first scans
+            // after a drop ran 12.8 and 11.5 ms where later ones ran 7 ms), in a run of
+            // 5 s outside the history.
+            let warm = dir.path().join(format!("warm-{n}"));
+            let warm_tsv = dir.path().join("warm.tsv");
+            run(
+                &server,
+                &profile,
+                &warm,
+                &warm_tsv,
+                0,
+                &["--duration", "5s"],
+            );
         }
         let out = runs.join(format!("run-{n:02}"));
         run(&server, &profile, &out, &ledger, n, &[]);
@@ -199,6 +203,10 @@ fn an_index_dropped_and_restored_is_two_change_points() {
                 values(&h, "find", "p50")
             );
             if n == 12 {
+                let artefacts =
+                    std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("../test-artefacts");
+                std::fs::create_dir_all(&artefacts).unwrap();
+                std::fs::write(artefacts.join("history-gate.txt"), stdout.as_bytes()).unwrap();
                 assert!(stdout.contains("GATES FAILED"), "{stdout}");
                 assert!(
                     stdout.contains("run 12 starts a change for the worse"),
@@ -272,23 +280,23 @@ fn an_index_dropped_and_restored_is_two_change_points() {
 
     in_a_browser(&dir.path().join("h20"), &from_dirs);
 
-    // Run 21 at 4 threads: a series of its own, said, and never joined with the 2-thread ones.
+    // Run 21 at 2 threads: a series of its own, said, and never joined with the 1-thread ones.
     let out21 = runs.join("run-21");
-    run(&server, &profile, &out21, &ledger, 21, &["--threads", "4"]);
+    run(&server, &profile, &out21, &ledger, 21, &["--threads", "2"]);
     let (code, h, stdout) = history(
         &[runs.as_os_str(), "--fail-on-new".as_ref()],
         &dir.path().join("h21"),
     );
     assert_eq!(code, Some(0), "{stdout}");
     assert!(
-        stdout.contains("changed from [find 2x] to [find 4x]"),
+        stdout.contains("changed from [find 1x] to [find 2x]"),
         "{stdout}"
     );
     let four: Vec<&serde_json::Value> = h["series"]
         .as_array()
         .unwrap()
         .iter()
-        .filter(|s| s["plan"] == "find 4x")
+        .filter(|s| s["plan"] == "find 2x")
         .collect();
     assert!(!four.is_empty());
     for s in four {

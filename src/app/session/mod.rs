@@ -421,3 +421,13 @@ pub fn before_load(e: Error) -> Error {
 pub fn now_rfc3339() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }
+
+/// Now as `YYYYmmdd-HHMMSS` (UTC): the default output directories' names.
+pub fn now_stamp() -> String {
+    let digits: String = now_rfc3339()
+        .chars()
+        .filter(|c| c.is_ascii_digit())
+        .take(14)
+        .collect();
+    format!("{}-{}", &digits[..8], &digits[8..])
+}
