@@ -42,12 +42,22 @@ cd "$(dirname "$0")/.."
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 start=$SECONDS
 skips="${CARGO_TARGET_DIR:-target}/tmp/skipped-tests"
+tests_log="${CARGO_TARGET_DIR:-target}/tmp/cargo-test.log"
+mkdir -p "$(dirname "$tests_log")"
+: >"$tests_log"
 rm -rf "$skips"
 
 # Prints which tier ran, how it ended and what did not run, then exits with cargo's status.
 finish() {
   local rc=$1 tier=$2 outcome="passed"
   [ "$rc" -eq 0 ] || outcome="FAILED (exit $rc)"
+  # A failing test's own words (its panic), again at the very end, where an excerpt of the
+  # output (CI's tail) still shows them.
+  if [ "$rc" -ne 0 ] && [ -s "$tests_log" ]; then
+    echo
+    echo "== why the failing tests failed (cargo test's failures sections, again):"
+    awk '/^failures:$/{on=1} on{print} /^test result:/{on=0}' "$tests_log" | grep -v '^test result:' | head -n 80
+  fi
   echo
   echo "== tier: $tier: $outcome in $((SECONDS - start)) s (build included)"
   if [ -d "$skips" ] && [ -n "$(ls -A "$skips")" ]; then
@@ -64,7 +74,7 @@ if [ "${1:-}" = "--fast" ]; then
   rc=0
   env -u MONGODB_URI -u MONGO_STRESS_TEST_URI MONGO_STRESS_SKIP_LIVE=1 \
     MONGO_STRESS_SERVER_BIN=/nonexistent/no-server-in-the-fast-tier \
-    cargo test --lib --test fast "$@" || rc=$?
+    cargo test --lib --test fast "$@" 2>&1 | tee "$tests_log" || rc=$?
   finish "$rc" "fast (unit, pipeline, cli, bad_input, profile_fuzz, module_graph, console; no server; \
 scripts/test.sh runs the live, manifests and browser tests too)"
 fi
@@ -146,7 +156,7 @@ if [ "${MONGO_STRESS_SKIP_LIVE:-}" != "1" ] && [ -z "${MONGO_STRESS_OPTIMIZED_BI
   export MONGO_STRESS_OPTIMIZED_BIN="$target/release/mongo-stress"
 fi
 rc=0
-cargo test --all-targets "$@" || rc=$?
+cargo test --all-targets "$@" 2>&1 | tee "$tests_log" || rc=$?
 # Every command output quoted in README.md and docs/*.md, reproduced (its shape) by the binary
 # cargo test just built (scripts/check-docs.py; its docstring has the marker convention). It
 # starts embedded servers, so it goes with the live tests.

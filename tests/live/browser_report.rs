@@ -536,13 +536,21 @@ fn a_sweep_of_a_bundled_profile_draws_its_page_in_a_browser() {
         "{}",
         String::from_utf8_lossy(&h.stderr)
     );
+    let said = String::from_utf8_lossy(&h.stdout).to_string();
     let h = read_json(&dir.path().join("history/history.json"));
-    assert_eq!(h["runs"].as_array().unwrap().len(), steps.len());
+    assert_eq!(
+        h["runs"].as_array().unwrap().len(),
+        steps.len(),
+        "{stdout}\n{said}"
+    );
     let series = h["series"].as_array().unwrap();
-    assert_eq!(series.len(), steps.len(), "{h}");
-    assert!(series
-        .iter()
-        .all(|s| s["runs"].as_array().unwrap().len() == 1));
+    assert_eq!(series.len(), steps.len(), "{stdout}\n{said}");
+    assert!(
+        series
+            .iter()
+            .all(|s| s["runs"].as_array().unwrap().len() == 1),
+        "{stdout}\n{said}"
+    );
 
     let Some(browser) = browser() else { return };
     let dom = drawn(
@@ -550,9 +558,13 @@ fn a_sweep_of_a_bundled_profile_draws_its_page_in_a_browser() {
         &dir.path().join("browser-profile"),
         &out.join("sweep.html"),
     );
-    assert_eq!(points(&dom, "latency"), 2 * steps.len());
-    assert_eq!(points(&dom, "latency-throughput"), 2 * steps.len());
-    assert!(points(&dom, "throughput") >= steps.len());
+    assert_eq!(points(&dom, "latency"), 2 * steps.len(), "{stdout}");
+    assert_eq!(
+        points(&dom, "latency-throughput"),
+        2 * steps.len(),
+        "{stdout}"
+    );
+    assert!(points(&dom, "throughput") >= steps.len(), "{stdout}");
     let table = table_as_tsv(&dom, "sweep-table");
     let tsv = std::fs::read_to_string(out.join("sweep.tsv")).unwrap();
     assert_eq!(table.lines().count(), tsv.lines().count());
