@@ -26,7 +26,7 @@ macro_rules! errln {
 
 /// A console's write: a reader that went away is no failure (what it would have read is in the
 /// run directory); any other error stays one.
-pub fn written(r: std::io::Result<()>) -> std::io::Result<()> {
+pub(crate) fn written(r: std::io::Result<()>) -> std::io::Result<()> {
     match r {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         r => r,

@@ -11,13 +11,13 @@ use mongodb::error::{ErrorKind, WriteFailure};
 use crate::vocab::ServerCode;
 
 /// The server's code of a failure it returned (a batch's first write error's).
-pub fn server_code(e: &mongodb::error::Error) -> Option<ServerCode> {
+pub(crate) fn server_code(e: &mongodb::error::Error) -> Option<ServerCode> {
     server_error(e).map(|s| ServerCode(s.code))
 }
 
 /// What the server said: its code, the name it gave, its message, and how many more write
 /// errors a batch had.
-pub struct ServerSaid<'a> {
+pub(crate) struct ServerSaid<'a> {
     pub code: i32,
     pub name: Option<&'a str>,
     pub message: &'a str,
@@ -47,7 +47,7 @@ impl<'a> ServerSaid<'a> {
 }
 
 /// What the server returned, when it did (a batch: its first write error, by index).
-pub fn server_error(e: &mongodb::error::Error) -> Option<ServerSaid<'_>> {
+pub(crate) fn server_error(e: &mongodb::error::Error) -> Option<ServerSaid<'_>> {
     match e.kind.as_ref() {
         ErrorKind::Command(c) => Some(ServerSaid::error(
             c.code,
@@ -89,7 +89,7 @@ pub fn server_error(e: &mongodb::error::Error) -> Option<ServerSaid<'_>> {
 
 /// A driver error in the user's terms: `code 2 (BadValue): <the server's message>` for what
 /// the server returned, else the driver's own sentence for its kind (never its Debug).
-pub fn describe(e: &mongodb::error::Error) -> String {
+pub(crate) fn describe(e: &mongodb::error::Error) -> String {
     match server_error(e) {
         Some(s) => {
             let name = s
@@ -125,6 +125,6 @@ pub fn describe(e: &mongodb::error::Error) -> String {
 }
 
 /// `describe`, without passwords: what a user may be shown of a driver error.
-pub fn said(e: &mongodb::error::Error) -> String {
+pub(crate) fn said(e: &mongodb::error::Error) -> String {
     crate::redact::redact(&describe(e))
 }

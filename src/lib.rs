@@ -18,33 +18,33 @@
 
 // First: its macros (`outln!`, `errln!`) are for every module below.
 #[macro_use]
-pub mod console;
+pub(crate) mod console;
 
 pub mod app;
-pub mod audit;
-pub mod capacity;
-pub mod capture;
+pub(crate) mod audit;
+pub(crate) mod capacity;
+pub(crate) mod capture;
 pub mod cli;
 pub mod compare;
-pub mod driver_error;
+pub(crate) mod driver_error;
 pub mod error;
 pub mod executor;
 pub mod exporter;
-pub mod fault;
+pub(crate) mod fault;
 pub mod history;
-pub mod listen;
-pub mod merge;
+pub(crate) mod listen;
+pub(crate) mod merge;
 pub mod metrics;
-pub mod monitor;
+pub(crate) mod monitor;
 pub mod ops;
 pub mod plan;
-pub mod redact;
+pub(crate) mod redact;
 pub mod report;
 pub mod rundir;
 pub mod samplelog;
 pub mod server;
 pub mod summary;
-pub mod sweep;
+pub(crate) mod sweep;
 pub mod vocab;
 pub mod watch;
 pub mod workload;

@@ -1,7 +1,7 @@
 //! Hiding passwords: every connection string the tool prints or stores goes through `redact`.
 
 /// Replaces the password of every `scheme://user:password@` in `text` with `****`.
-pub fn redact(text: &str) -> String {
+pub(crate) fn redact(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(i) = rest.find("://") {
@@ -35,7 +35,7 @@ const SECRET_OPTIONS: [&str; 1] = ["--live-token"];
 /// A command line as the tool records it (run.json, the report, the live page): passwords in
 /// connection strings and the values of secret options (`--live-token T`, `--live-token=T`)
 /// replaced with `****`.
-pub fn command_line(args: impl IntoIterator<Item = String>) -> Vec<String> {
+pub(crate) fn command_line(args: impl IntoIterator<Item = String>) -> Vec<String> {
     let mut out = Vec::new();
     let mut hide_next = false;
     for a in args {

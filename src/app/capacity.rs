@@ -18,7 +18,7 @@ use crate::report::capacity::CapacityResult;
 
 /// The search: the profile and the SLO checked, the server reached, one step after another
 /// until the search has its knee, and the steps shown and written.
-pub async fn capacity(args: CapacityArgs, stop: CancellationToken) -> Result<i32, Error> {
+pub(crate) async fn capacity(args: CapacityArgs, stop: CancellationToken) -> Result<i32, Error> {
     let (base, slo) = checked(&args)?;
     let mut series = Series::start("capacity", &args.run, &base, &stop).await?;
     let say = |msg: String| series.say(msg);

@@ -14,7 +14,7 @@ use crate::error::{exit, Error};
 
 /// Every Ctrl-C or SIGTERM only stops the capture: the profiler's settings are always put back
 /// before the process ends.
-pub async fn watch_signals(stop: CancellationToken) {
+pub(crate) async fn watch_signals(stop: CancellationToken) {
     let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
     else {
         return;
@@ -39,7 +39,7 @@ struct Source {
 
 /// `mongo-stress capture`: reads the source, builds the profile, writes the capture's directory
 /// and prints its account; the exit code.
-pub async fn capture(args: CaptureArgs, stop: CancellationToken) -> Result<i32, Error> {
+pub(crate) async fn capture(args: CaptureArgs, stop: CancellationToken) -> Result<i32, Error> {
     let out = out_dir(&args)?;
     let name = out
         .file_name()

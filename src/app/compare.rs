@@ -11,7 +11,7 @@ use crate::error::{exit, Error};
 use crate::report;
 use crate::rundir::{RunDir, SweepDir};
 
-pub struct CompareArgs<'a> {
+pub(crate) struct CompareArgs<'a> {
     pub base: &'a Path,
     pub new: &'a Path,
     pub fail_if: &'a [String],
@@ -22,7 +22,7 @@ pub struct CompareArgs<'a> {
     pub seed: u64,
 }
 
-pub fn compare(a: CompareArgs) -> Result<i32, Error> {
+pub(crate) fn compare(a: CompareArgs) -> Result<i32, Error> {
     match (SweepDir::is_sweep(a.base), SweepDir::is_sweep(a.new)) {
         (true, true) => return compare_sweeps(&a),
         (false, false) => {}

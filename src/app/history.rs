@@ -9,7 +9,7 @@ use crate::error::{exit, Error};
 use crate::history::{self, edivisive, HistoryMetric, Order, Settings};
 use crate::report;
 
-pub fn history(args: HistoryArgs) -> Result<i32, Error> {
+pub(crate) fn history(args: HistoryArgs) -> Result<i32, Error> {
     let metrics = if args.metrics.is_empty() {
         HistoryMetric::ALL.to_vec()
     } else {

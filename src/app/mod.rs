@@ -6,16 +6,16 @@
 //! Owns: turning the command line into a plan and options, and the order of the steps. Nothing
 //! imports it.
 
-pub mod capacity;
-pub mod capture;
-pub mod compare;
-pub mod history;
+pub(crate) mod capacity;
+pub(crate) mod capture;
+pub(crate) mod compare;
+pub(crate) mod history;
 pub mod merge;
-pub mod report;
-pub mod run;
+pub(crate) mod report;
+pub(crate) mod run;
 pub mod session;
 mod steps;
-pub mod sweep;
+pub(crate) mod sweep;
 
 use tokio_util::sync::CancellationToken;
 

@@ -7,14 +7,14 @@ use crate::error::{exit, Error};
 use crate::report;
 use crate::rundir::RunDir;
 
-pub fn report(run_dir: &Path, out: Option<&Path>) -> Result<i32, Error> {
+pub(crate) fn report(run_dir: &Path, out: Option<&Path>) -> Result<i32, Error> {
     let path = write(run_dir, out)?;
     outln!("report: {}", path.display());
     Ok(exit::OK)
 }
 
 /// Writes the report of `run_dir` (to `out`, default `run_dir/report.html`); returns its path.
-pub fn write(run_dir: &Path, out: Option<&Path>) -> Result<std::path::PathBuf, Error> {
+pub(crate) fn write(run_dir: &Path, out: Option<&Path>) -> Result<std::path::PathBuf, Error> {
     let dir = RunDir::open(run_dir)?;
     let page = report::html::render(&dir);
     let path = out.map_or_else(

@@ -20,7 +20,7 @@ use crate::rundir::Fresh;
 use crate::server::{local, EmbeddedServer};
 use crate::summary::{ServerInfo, ServerKind, Summary};
 
-pub async fn run(command: RunCommand, stop: CancellationToken) -> Result<i32, Error> {
+pub(crate) async fn run(command: RunCommand, stop: CancellationToken) -> Result<i32, Error> {
     let RunCommand { args, console } = command;
     args.overrides.one_thread_count()?;
     let loaded = profile::load_with(&args.profile, &args.overrides.genny())?;

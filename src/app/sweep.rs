@@ -22,7 +22,7 @@ use crate::sweep::{self, Step, StopReason, SweepResult};
 /// A step's warm-up without --warmup.
 const DEFAULT_WARMUP: Duration = Duration::from_secs(5);
 
-pub async fn sweep(args: SweepArgs, stop: CancellationToken) -> Result<i32, Error> {
+pub(crate) async fn sweep(args: SweepArgs, stop: CancellationToken) -> Result<i32, Error> {
     if let Some(list) = args.watchers.clone() {
         return watchers(args, &list.0, stop).await;
     }

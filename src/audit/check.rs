@@ -6,10 +6,12 @@ use roaring::RoaringTreemap;
 
 use super::ledger::{GroupLedger, Ledger};
 use super::{AuditPlan, Found, Wanted, WantedCollection};
-pub use crate::summary::audit::{AuditGroup, AuditLine, AuditResult, LineKind, LISTED, TSV_HEADER};
+pub(crate) use crate::summary::audit::{
+    AuditGroup, AuditLine, AuditResult, LineKind, LISTED, TSV_HEADER,
+};
 
 /// What to read before the load: the counters of every collection some group increments.
-pub fn wanted_before(plan: &AuditPlan) -> Wanted {
+pub(crate) fn wanted_before(plan: &AuditPlan) -> Wanted {
     Wanted {
         collections: plan
             .collections
@@ -25,7 +27,7 @@ pub fn wanted_before(plan: &AuditPlan) -> Wanted {
 }
 
 /// What to read after the run: every collection some group wrote to the ledger.
-pub fn wanted_after(plan: &AuditPlan, ledger: &Ledger) -> Wanted {
+pub(crate) fn wanted_after(plan: &AuditPlan, ledger: &Ledger) -> Wanted {
     let mut w = wanted_before(plan);
     for (g, l) in ledger.groups.iter().enumerate() {
         let Some(c) = plan.groups.get(g).map(|g| g.collection) else {
@@ -44,7 +46,7 @@ pub fn wanted_after(plan: &AuditPlan, ledger: &Ledger) -> Wanted {
 
 /// The verdict per group, and every write found not kept as a line. `before` holds the
 /// counters before the load, `after` what the server has now (for `wanted_after`).
-pub fn check(
+pub(crate) fn check(
     plan: &AuditPlan,
     ledger: &Ledger,
     before: &Found,

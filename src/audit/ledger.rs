@@ -33,7 +33,7 @@ enum Entry {
 }
 
 /// An `_id` as the integer sets hold it: a whole number from 0.
-pub fn as_key(id: &Bson) -> Option<u64> {
+pub(super) fn as_key(id: &Bson) -> Option<u64> {
     match id {
         Bson::Int64(i) if *i >= 0 => Some(*i as u64),
         Bson::Int32(i) if *i >= 0 => Some(*i as u64),
@@ -42,7 +42,7 @@ pub fn as_key(id: &Bson) -> Option<u64> {
 }
 
 /// Acknowledged (`[0]`) and in-doubt (`[1]`) sets.
-pub type Pair<T> = [T; 2];
+pub(super) type Pair<T> = [T; 2];
 
 fn slot(f: Fate) -> usize {
     match f {
@@ -365,7 +365,10 @@ mod tests {
             group: 0,
             removed: None,
         });
-        drop(super::super::Pending::new(&a, 0, &mut req));
+        drop(
+            a.intent(0, &mut req)
+                .map(|i| super::super::Pending::with(&a, 0, i)),
+        );
         drop(a);
         let l = keeper.finish().unwrap();
         let g = &l.groups[0];

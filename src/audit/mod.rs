@@ -14,10 +14,10 @@
 mod check;
 mod ledger;
 
-pub use check::{
-    check, wanted_after, wanted_before, AuditGroup, AuditLine, AuditResult, LineKind, TSV_HEADER,
+pub(crate) use check::{
+    check, wanted_after, wanted_before, AuditGroup, AuditLine, AuditResult, TSV_HEADER,
 };
-pub use ledger::{Auditor, Keeper, Ledger};
+pub(crate) use ledger::{Auditor, Keeper};
 
 use mongodb::bson::Bson;
 
@@ -29,7 +29,7 @@ use crate::workload::{OpKind, Request};
 
 /// What an acknowledged write's end says about its effect.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fate {
+pub(crate) enum Fate {
     Acked,
     /// It may or may not have been applied: never counted as lost.
     InDoubt,
@@ -39,7 +39,7 @@ impl Fate {
     /// An operation's end: no error (or a committed transaction) is acknowledged; an error
     /// that leaves the effect unknown is in doubt; a refusal by the server (a duplicate key, a
     /// write conflict, not primary, an aborted transaction) did nothing, and is None.
-    pub fn of(error: Option<ErrorClass>, tx: Option<TxState>) -> Option<Fate> {
+    pub(crate) fn of(error: Option<ErrorClass>, tx: Option<TxState>) -> Option<Fate> {
         match (tx, error) {
             (Some(TxState::Committed), _) => Some(Fate::Acked),
             (Some(TxState::InDoubt), _) => Some(Fate::InDoubt),
@@ -116,7 +116,7 @@ impl AuditPlan {
 }
 
 /// A group's write concern as the audit's table names it.
-pub fn concern_label(c: &Concerns) -> String {
+pub(crate) fn concern_label(c: &Concerns) -> String {
     let w = match &c.write {
         None => "default".to_string(),
         Some(WriteConcernPlan::Nodes(n)) => format!("w:{n}"),
@@ -272,7 +272,7 @@ fn inserted(t: &TemplateRequest) -> Option<Intent> {
 }
 
 /// The integer at a dotted path of a raw document.
-pub fn number_at(doc: &mongodb::bson::RawDocument, path: &str) -> Option<i64> {
+pub(crate) fn number_at(doc: &mongodb::bson::RawDocument, path: &str) -> Option<i64> {
     let mut cur = doc;
     let mut parts = path.split('.').peekable();
     while let Some(p) = parts.next() {
@@ -312,24 +312,15 @@ impl Done {
 
 /// A write on its way: settled with how it ended, or, dropped unsettled (the operation was
 /// abandoned at a stop), filed as in doubt.
-pub struct Pending<'a> {
+pub(crate) struct Pending<'a> {
     auditor: &'a Auditor,
     group: usize,
     intent: Option<Intent>,
 }
 
 impl<'a> Pending<'a> {
-    pub fn new(auditor: &'a Auditor, group: usize, req: &mut Request) -> Option<Pending<'a>> {
-        let intent = auditor.intent(group, req)?;
-        Some(Pending {
-            auditor,
-            group,
-            intent: Some(intent),
-        })
-    }
-
-    /// The same, for an intent read already.
-    pub fn with(auditor: &'a Auditor, group: usize, intent: Intent) -> Pending<'a> {
+    /// A write's pending record, for an intent read already.
+    pub(crate) fn with(auditor: &'a Auditor, group: usize, intent: Intent) -> Pending<'a> {
         Pending {
             auditor,
             group,
@@ -337,7 +328,7 @@ impl<'a> Pending<'a> {
         }
     }
 
-    pub fn settle(mut self, done: Done) {
+    pub(crate) fn settle(mut self, done: Done) {
         if let Some(i) = self.intent.take() {
             self.auditor.settle(self.group, i, done);
         }

@@ -20,9 +20,9 @@ use crate::summary::judge;
 use crate::summary::{Summary, WarningCode};
 
 /// A step holds only if it achieved this share of its offered rate.
-pub const ACHIEVED_SHARE: f64 = 0.95;
+pub(crate) const ACHIEVED_SHARE: f64 = 0.95;
 /// The search ends when the rates that held and failed are this close (relative).
-pub const PRECISION: f64 = 0.05;
+pub(crate) const PRECISION: f64 = 0.05;
 
 /// One step's numbers and verdict.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -153,14 +153,14 @@ impl Slo {
 
 /// The search over the steps run so far.
 #[derive(Debug, Clone, Copy)]
-pub struct Search {
+pub(crate) struct Search {
     pub start: f64,
     pub max: f64,
 }
 
 impl Search {
     /// The highest rate that held below every rate that failed.
-    pub fn knee(steps: &[Step]) -> Option<f64> {
+    pub(crate) fn knee(steps: &[Step]) -> Option<f64> {
         let first_bad = steps
             .iter()
             .filter(|s| !s.held)
@@ -174,7 +174,7 @@ impl Search {
     }
 
     /// The next rate to offer, or None when the search is done.
-    pub fn next(&self, steps: &[Step]) -> Option<f64> {
+    pub(crate) fn next(&self, steps: &[Step]) -> Option<f64> {
         let Some(last) = steps.last() else {
             return Some(self.start);
         };

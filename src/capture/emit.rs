@@ -17,7 +17,7 @@ use super::{CollectionInfo, GroupBy, LeftOut, Observed, Options};
 
 /// One shape with what the source said of its operations.
 #[derive(Debug, Clone, Serialize)]
-pub struct ShapeStat {
+pub(crate) struct ShapeStat {
     pub namespace: String,
     pub operation: &'static str,
     pub shape: String,
@@ -47,7 +47,7 @@ pub struct ShapeStat {
 
 /// The capture's result: the profile's text and its account.
 #[derive(Debug, Clone, Serialize)]
-pub struct Captured {
+pub(crate) struct Captured {
     pub source: String,
     pub first: Option<String>,
     pub last: Option<String>,
@@ -544,7 +544,7 @@ fn shape_stat(
 }
 
 /// Builds the profile and the account from what the source observed.
-pub fn build(
+pub(crate) fn build(
     observed: &[Observed],
     infos: &HashMap<(String, String), CollectionInfo>,
     opts: &Options,
@@ -1702,7 +1702,7 @@ fn group_name(
 }
 
 /// The captured profile's database: the source's name with `_replay` (within MongoDB's 63 bytes).
-pub fn replay_database(source: &str) -> String {
+pub(crate) fn replay_database(source: &str) -> String {
     let mut base: String = source.to_string();
     while base.len() > 63 - "_replay".len() {
         base.pop();
@@ -1742,7 +1742,7 @@ fn peak_in_flight(intervals: &mut [(i64, i64)]) -> usize {
 }
 
 /// `shapes.tsv`: one line per shape.
-pub fn shapes_tsv(c: &Captured) -> String {
+pub(crate) fn shapes_tsv(c: &Captured) -> String {
     let mut out = String::from("namespace\toperation\tshape\tcount\tshare\tops_per_sec\tp50_ms\tp95_ms\tmax_ms\tplan\tkeys_per_returned\tdocs_per_returned\temitted\treturned_per_call\treplay_returned_per_call\n");
     let opt = |x: Option<f64>| x.map_or_else(|| "-".into(), |x| format!("{x:.2}"));
     for s in &c.shapes {
@@ -1774,7 +1774,7 @@ pub fn shapes_tsv(c: &Captured) -> String {
 /// The check of what the replay's reads select: per read measured, "returned N per call in
 /// the source, about M in the replay"; and a warning for each that selects nothing where the
 /// source selected something, or far from it, naming its fields and the fix.
-pub fn selectivity(c: &Captured, draws: u32) -> (String, Vec<String>) {
+pub(crate) fn selectivity(c: &Captured, draws: u32) -> (String, Vec<String>) {
     let mut out = String::new();
     let mut warnings = Vec::new();
     let checked: Vec<&ShapeStat> = c
@@ -1828,7 +1828,7 @@ pub fn selectivity(c: &Captured, draws: u32) -> (String, Vec<String>) {
     (out, warnings)
 }
 
-pub fn console(c: &Captured) -> String {
+pub(crate) fn console(c: &Captured) -> String {
     let mut out = String::new();
     // As wide as the longest name: a name is never cut (the shapes are: shapes.tsv has them whole).
     let width = c

@@ -16,22 +16,22 @@ use toml::Value;
 use super::as_f64;
 
 /// Most distinct values that make a `^Choose` rather than a range or random strings.
-pub const MAX_CHOICES: usize = 20;
+pub(crate) const MAX_CHOICES: usize = 20;
 
 /// A TOML table `{ name = arg }`, one generator.
-pub fn generator(name: &str, arg: Value) -> Value {
+pub(crate) fn generator(name: &str, arg: Value) -> Value {
     let mut t = toml::Table::new();
     t.insert(name.to_string(), arg);
     Value::Table(t)
 }
 
 /// A generator that takes no arguments: `{ "^Null" = {} }`, `{ "^Key" = {} }`.
-pub fn bare(name: &str) -> Value {
+pub(crate) fn bare(name: &str) -> Value {
     generator(name, Value::Table(toml::Table::new()))
 }
 
 /// `number` values of `of`: `{ "^Array" = { of, number } }`.
-pub fn array(of: Value, number: Value) -> Value {
+pub(crate) fn array(of: Value, number: Value) -> Value {
     generator("^Array", table(&[("of", of), ("number", number)]))
 }
 
@@ -45,7 +45,7 @@ fn table(pairs: &[(&str, Value)]) -> Value {
 
 /// A generator for the values of `field` (its last path part names placeholders), relative
 /// dates from `now_ms`.
-pub fn field(field: &str, values: &[Bson], keep_values: bool, now_ms: i64) -> Value {
+pub(crate) fn field(field: &str, values: &[Bson], keep_values: bool, now_ms: i64) -> Value {
     let leaf = field.rsplit('.').next().unwrap_or(field);
     let scalars: Vec<&Bson> = values
         .iter()
@@ -119,7 +119,7 @@ pub fn field(field: &str, values: &[Bson], keep_values: bool, now_ms: i64) -> Va
 /// What is known of a field that operations select documents by (equality, `$in`), beyond the
 /// values seen: how many documents hold it, and what the source's reads by it returned.
 #[derive(Debug, Clone, Default)]
-pub struct Selecting<'a> {
+pub(crate) struct Selecting<'a> {
     /// The collection's documents in the source (its count), when known.
     pub source_docs: Option<u64>,
     /// The documents the replay preloads.
@@ -133,13 +133,13 @@ pub struct Selecting<'a> {
 
 /// Most values of a selecting field written out one by one (a `^Choose` with their observed
 /// frequencies) when every value was seen; more become numbered placeholders drawn uniformly.
-pub const MAX_LISTED: usize = 1000;
+pub(crate) const MAX_LISTED: usize = 1000;
 
 /// How many distinct values a field has in the source, estimated: from the reads by it
 /// (documents / returned per value) when the source said what they returned, else by Chao1's
 /// estimator on the sampled documents (the values seen once and twice say how many were not
 /// seen), else the values seen; never fewer than seen nor more than the documents.
-pub fn cardinality(distinct_seen: usize, sel: &Selecting) -> u64 {
+pub(crate) fn cardinality(distinct_seen: usize, sel: &Selecting) -> u64 {
     let seen = distinct_seen as u64;
     // Without the source's count, the replay's preload is the collection the values divide.
     let docs = sel.source_docs.unwrap_or(sel.replay_docs);
@@ -173,7 +173,12 @@ pub fn cardinality(distinct_seen: usize, sel: &Selecting) -> u64 {
 /// `K` distinct values (scaled to the replay's documents, so that a value selects as many
 /// documents per call as it did). None for a field the plain fit serves as well (few values
 /// that repeat, numbers, dates, booleans).
-pub fn selecting(field: &str, values: &[Bson], sel: &Selecting, keep: bool) -> Option<Value> {
+pub(crate) fn selecting(
+    field: &str,
+    values: &[Bson],
+    sel: &Selecting,
+    keep: bool,
+) -> Option<Value> {
     let leaf = field.rsplit('.').next().unwrap_or(field);
     let mut counts: Vec<(String, usize, &Bson)> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
@@ -252,7 +257,7 @@ pub fn selecting(field: &str, values: &[Bson], sel: &Selecting, keep: bool) -> O
 
 /// A reference to another collection's `_id`s: the replay preloads that collection with `_id`s
 /// `0 .. preload - 1`, so a value drawn from them is a document of it.
-pub fn reference(preload: u64) -> Value {
+pub(crate) fn reference(preload: u64) -> Value {
     generator(
         "^RandomInt",
         table(&[
@@ -266,7 +271,11 @@ pub fn reference(preload: u64) -> Value {
 /// `ids` out of `count`: enough of them are found there, as many as the share of its `_id`s
 /// known would find if all were (half of that at least); one ObjectId found suffices (they are
 /// unique), other kinds need three.
-pub fn references(values: &[&Bson], ids: &std::collections::HashSet<String>, count: u64) -> bool {
+pub(crate) fn references(
+    values: &[&Bson],
+    ids: &std::collections::HashSet<String>,
+    count: u64,
+) -> bool {
     if values.is_empty() || ids.is_empty() {
         return false;
     }
@@ -283,7 +292,7 @@ pub fn references(values: &[&Bson], ids: &std::collections::HashSet<String>, cou
 /// Dates of documents made up from the bounds queries compared them with (no document was
 /// sampled): from twice the earliest bound's age to now, so that a bound selects some of them
 /// whichever side it keeps. None when the values are not all dates.
-pub fn synthetic_dates(values: &[Bson], now_ms: i64) -> Option<Value> {
+pub(crate) fn synthetic_dates(values: &[Bson], now_ms: i64) -> Option<Value> {
     let ms: Vec<i64> = values
         .iter()
         .map(|v| match v {
@@ -303,7 +312,7 @@ pub fn synthetic_dates(values: &[Bson], now_ms: i64) -> Option<Value> {
 }
 
 /// A time relative to the operation's: `now`, `-3600s`, `+90s`.
-pub fn relative(offset_ms: i64) -> String {
+pub(crate) fn relative(offset_ms: i64) -> String {
     let s = offset_ms / 1000;
     match s {
         0 => "now".into(),
@@ -395,7 +404,7 @@ fn numbers(values: &[&Bson]) -> Value {
 
 /// A date in a query, from its offsets to the operations' own times: `^Now` shifted by the
 /// typical offset when they hardly vary, else `^RandomDate` over their range.
-pub fn query_date(offsets_ms: &[i64]) -> Value {
+pub(crate) fn query_date(offsets_ms: &[i64]) -> Value {
     let mut o = offsets_ms.to_vec();
     o.sort_unstable();
     let (lo, hi) = (o[0], o[o.len() - 1]);
@@ -424,7 +433,7 @@ pub fn query_date(offsets_ms: &[i64]) -> Value {
 
 /// A parameter (`limit`, `skip`, an `$inc` amount): the value seen in most operations when it
 /// is most of them, else the range.
-pub fn param(values: &[Bson], plain: bool) -> Value {
+pub(crate) fn param(values: &[Bson], plain: bool) -> Value {
     let mut counts: Vec<(String, usize, &Bson)> = Vec::new();
     for v in values {
         let k = v.to_string();
@@ -449,7 +458,7 @@ pub fn param(values: &[Bson], plain: bool) -> Value {
 }
 
 /// Lengths of lists (`$in`, `$each`): the one length, or the range.
-pub fn length(lens: &[usize]) -> Value {
+pub(crate) fn length(lens: &[usize]) -> Value {
     let lo = lens.iter().copied().min().unwrap_or(0) as i64;
     let hi = lens.iter().copied().max().unwrap_or(0) as i64;
     if lo == hi {
@@ -464,7 +473,7 @@ pub fn length(lens: &[usize]) -> Value {
 
 /// Whether a few keys take most hits: the most hit tenth of the keys seen take half the hits
 /// or more (with at least 10 keys seen).
-pub fn skewed(hits: &HashMap<String, u64>) -> bool {
+pub(crate) fn skewed(hits: &HashMap<String, u64>) -> bool {
     if hits.len() < 10 {
         return false;
     }

@@ -10,18 +10,18 @@ use mongodb::bson::{Bson, Document};
 use super::{LeftOut, Observed};
 
 /// The id of mongod's slow-operation line ("Slow query").
-pub const SLOW_OPERATION: i64 = 51803;
+pub(crate) const SLOW_OPERATION: i64 = 51803;
 
 /// Lines read and what became of them.
 #[derive(Debug, Default)]
-pub struct Read {
+pub(crate) struct Read {
     pub operations: Vec<Observed>,
     pub lines: u64,
 }
 
 /// Reads log lines from `input`, keeping operations that ended within `[since, until]` (ms since
 /// the epoch, either open).
-pub fn read(
+pub(crate) fn read(
     input: impl BufRead,
     since: Option<i64>,
     until: Option<i64>,
@@ -55,7 +55,7 @@ pub fn read(
 }
 
 /// One slow-operation line, or None for any other line.
-pub fn parse_line(json: &serde_json::Value) -> Option<Observed> {
+pub(crate) fn parse_line(json: &serde_json::Value) -> Option<Observed> {
     if json.get("id").and_then(|v| v.as_i64()) != Some(SLOW_OPERATION) {
         return None;
     }

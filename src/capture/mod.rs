@@ -9,12 +9,12 @@
 //! left out. Never: runs load, or writes an observed literal value unless asked
 //! (`Options::keep_values`).
 
-pub mod emit;
-pub mod fit;
-pub mod log;
-pub mod profiler;
-pub mod shape;
-pub mod txn;
+pub(crate) mod emit;
+pub(crate) mod fit;
+pub(crate) mod log;
+pub(crate) mod profiler;
+pub(crate) mod shape;
+pub(crate) mod txn;
 
 use std::collections::BTreeMap;
 
@@ -22,7 +22,7 @@ use mongodb::bson::{Bson, Document};
 
 /// One operation as the source recorded it.
 #[derive(Debug, Clone, Default)]
-pub struct Observed {
+pub(crate) struct Observed {
     /// When it ended (the profiler's `ts`, the log line's `t`), ms since the epoch.
     pub ts_ms: i64,
     pub db: String,
@@ -55,7 +55,7 @@ pub struct Observed {
 
 /// What a collection looked like on the live server, when one was reachable.
 #[derive(Debug, Clone, Default)]
-pub struct CollectionInfo {
+pub(crate) struct CollectionInfo {
     pub count: Option<u64>,
     pub avg_size: Option<f64>,
     /// `listIndexes`: each index's `key` and options (the `_id` index left out).
@@ -69,7 +69,7 @@ pub struct CollectionInfo {
 
 /// How a capture is turned into a profile.
 #[derive(Debug, Clone)]
-pub struct Options {
+pub(crate) struct Options {
     /// Fraction (0..=1) of the operations the emitted shapes must cover.
     pub coverage: f64,
     pub max_shapes: usize,
@@ -102,7 +102,7 @@ impl Default for Options {
 
 /// One thread group per client application, per namespace, or one for all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GroupBy {
+pub(crate) enum GroupBy {
     App,
     Namespace,
     None,
@@ -110,7 +110,7 @@ pub enum GroupBy {
 
 /// What the source held that is not an operation of the profile, counted.
 #[derive(Debug, Clone, Default, serde::Serialize)]
-pub struct LeftOut {
+pub(crate) struct LeftOut {
     /// Lines that are not JSON.
     pub not_json: u64,
     /// JSON lines that are not slow-operation lines (id 51803).
@@ -140,16 +140,16 @@ pub struct LeftOut {
 }
 
 impl LeftOut {
-    pub fn driver_total(&self) -> u64 {
+    pub(crate) fn driver_total(&self) -> u64 {
         self.driver.values().sum()
     }
-    pub fn other_total(&self) -> u64 {
+    pub(crate) fn other_total(&self) -> u64 {
         self.other.values().sum()
     }
 }
 
 /// A number from a BSON value of any numeric type.
-pub fn as_f64(b: &Bson) -> Option<f64> {
+pub(crate) fn as_f64(b: &Bson) -> Option<f64> {
     match b {
         Bson::Int32(n) => Some(f64::from(*n)),
         Bson::Int64(n) => Some(*n as f64),
@@ -160,7 +160,7 @@ pub fn as_f64(b: &Bson) -> Option<f64> {
 }
 
 /// An integer from a BSON value of any numeric type.
-pub fn as_i64(b: &Bson) -> Option<i64> {
+pub(crate) fn as_i64(b: &Bson) -> Option<i64> {
     match b {
         Bson::Int32(n) => Some(i64::from(*n)),
         Bson::Int64(n) => Some(*n),

@@ -18,13 +18,13 @@ use crate::error::Error;
 const POLL: Duration = Duration::from_millis(500);
 
 /// Documents sampled per collection for its template.
-pub const SAMPLE: i64 = 200;
+pub(crate) const SAMPLE: i64 = 200;
 /// Most `_id`s read of each captured collection, to find the fields that reference it.
-pub const IDS: i64 = 20_000;
+pub(crate) const IDS: i64 = 20_000;
 
 /// What the profiler gave.
 #[derive(Debug, Default)]
-pub struct Profiled {
+pub(crate) struct Profiled {
     pub operations: Vec<Observed>,
     /// Said to the user: a wrap, a level that sees only slow operations.
     pub warnings: Vec<String>,
@@ -89,7 +89,7 @@ async fn restore(client: &Client, s: &Settings) -> Result<(), Error> {
 
 /// Profiles `dbs` for `window` (or until `stop`), reading what they record, and puts every
 /// database's settings back before returning, whatever happened.
-pub async fn capture(
+pub(crate) async fn capture(
     client: &Client,
     dbs: &[String],
     window: Duration,
@@ -282,7 +282,7 @@ fn beside(d: &Document) -> Option<Document> {
 }
 
 /// Indexes, count, average size and a sample of documents of `db.coll`.
-pub async fn collection_info(client: &Client, db: &str, coll: &str) -> CollectionInfo {
+pub(crate) async fn collection_info(client: &Client, db: &str, coll: &str) -> CollectionInfo {
     let c: Collection<Document> = client.database(db).collection(coll);
     let mut info = CollectionInfo::default();
     if let Ok(mut cursor) = c.list_indexes().await {

@@ -16,7 +16,7 @@ const MARK: char = '\u{1}';
 
 /// What a slot holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum SlotKind {
+pub(crate) enum SlotKind {
     /// A field's value (equality, comparison, `$set`, a replacement's field).
     Value,
     /// A list of a field's values (`$in`, `$nin`, `$all`, `$each`, an array compared whole).
@@ -27,7 +27,7 @@ pub enum SlotKind {
 
 /// One slot: where it is, and the field its values are values of.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Slot {
+pub(crate) struct Slot {
     pub kind: SlotKind,
     /// The field path (`status`, `items.qty`), for Value and List slots.
     pub field: Option<String>,
@@ -37,7 +37,7 @@ pub struct Slot {
 
 /// An operation of the profile: what it sends and the values it was seen with.
 #[derive(Debug, Clone)]
-pub struct Op {
+pub(crate) struct Op {
     pub verb: Verb,
     /// The arguments, each literal replaced by a marker of its slot.
     pub args: Document,
@@ -50,7 +50,7 @@ pub struct Op {
 
 impl Op {
     /// The shape's identity: namespace-free arguments with each slot as its type.
-    pub fn key(&self) -> String {
+    pub(crate) fn key(&self) -> String {
         let mut rendered = self.args.clone();
         for (i, v) in self.values.iter().enumerate() {
             replace_marker(
@@ -74,7 +74,7 @@ impl Op {
 
 /// What an observed operation is to a capture.
 #[derive(Debug, Clone)]
-pub enum Class {
+pub(crate) enum Class {
     /// One or more operations of the profile (an update command may hold several statements).
     Ops(Vec<Op>),
     GetMore,
@@ -126,7 +126,7 @@ const DRIVER: &[&str] = &[
 
 /// Classifies one observed operation. `statements_logged`: the source logs updates and deletes
 /// per statement, so their command lines are counted once only, by the statements.
-pub fn classify(o: &Observed, statements_logged: bool) -> Class {
+pub(crate) fn classify(o: &Observed, statements_logged: bool) -> Class {
     let name = o.command.keys().next().map(String::as_str).unwrap_or("");
     match o.op_type.as_str() {
         "update" if o.command.contains_key("q") => {
@@ -619,7 +619,7 @@ fn join(base: &str, k: &str) -> String {
 }
 
 /// The kind of a value, numbers as one kind, a list by its elements.
-pub fn type_name(v: &Bson) -> String {
+pub(crate) fn type_name(v: &Bson) -> String {
     match v {
         Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) | Bson::Decimal128(_) => "number".into(),
         Bson::String(_) => "string".into(),
@@ -640,7 +640,7 @@ pub fn type_name(v: &Bson) -> String {
 }
 
 /// Replaces slot `i`'s marker in `d` (at any depth) with `with`.
-pub fn replace_marker(d: &mut Document, i: usize, with: &Bson) {
+pub(crate) fn replace_marker(d: &mut Document, i: usize, with: &Bson) {
     let mark = format!("{MARK}{i}");
     for (_, v) in d.iter_mut() {
         replace_in(v, &mark, with);

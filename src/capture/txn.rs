@@ -18,7 +18,7 @@ use super::{as_i64, Observed};
 
 /// The transactions of a capture.
 #[derive(Debug, Default)]
-pub struct Txns {
+pub(crate) struct Txns {
     /// Each complete transaction's observed entries (indices into the source's list), in order.
     pub complete: Vec<Vec<usize>>,
     /// Observed index -> its complete transaction.
@@ -71,7 +71,7 @@ fn conn(o: &Observed) -> String {
 }
 
 /// Groups the observed entries' transactions.
-pub fn group(observed: &[Observed]) -> Txns {
+pub(crate) fn group(observed: &[Observed]) -> Txns {
     let mut order: Vec<usize> = (0..observed.len()).collect();
     order.sort_by_key(|&i| observed[i].ts_ms);
     let mut open: BTreeMap<(String, i64), Open> = BTreeMap::new();

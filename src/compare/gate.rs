@@ -27,10 +27,10 @@ pub struct GateResult {
     pub pass: bool,
 }
 
-pub const GRAMMAR: &str = "GROUP.METRIC > +N% or GROUP.METRIC < -N%, GROUP a group's name, GROUP:KIND or TOTAL, METRIC one of samples, throughput, avg, p50 (or median), p90, p99, p99.9, max, error_pct; e.g. 'find.p99 > +10%', 'TOTAL.throughput < -5%'";
+pub(crate) const GRAMMAR: &str = "GROUP.METRIC > +N% or GROUP.METRIC < -N%, GROUP a group's name, GROUP:KIND or TOTAL, METRIC one of samples, throughput, avg, p50 (or median), p90, p99, p99.9, max, error_pct; e.g. 'find.p99 > +10%', 'TOTAL.throughput < -5%'";
 
 /// A gate's `KEY > +N%` or `KEY < -N%`, split.
-pub struct Limit<'a> {
+pub(crate) struct Limit<'a> {
     pub key: &'a str,
     /// `>`: fails above `limit_pct`; `<`: below.
     pub above: bool,
@@ -40,7 +40,7 @@ pub struct Limit<'a> {
 }
 
 impl<'a> Limit<'a> {
-    pub fn parse(expr: &'a str) -> Result<Limit<'a>, &'static str> {
+    pub(crate) fn parse(expr: &'a str) -> Result<Limit<'a>, &'static str> {
         let at = expr.find(['<', '>']).ok_or("no < or >")?;
         let (key, rest) = (expr[..at].trim(), &expr[at..]);
         let limit = rest[1..].trim();
@@ -58,7 +58,7 @@ impl<'a> Limit<'a> {
     }
 
     /// The change goes past the limit, in the limit's direction.
-    pub fn exceeded_by(&self, change_pct: Option<f64>) -> bool {
+    pub(crate) fn exceeded_by(&self, change_pct: Option<f64>) -> bool {
         exceeds(self.above, self.limit_pct, change_pct)
     }
 }

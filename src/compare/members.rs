@@ -23,7 +23,7 @@ pub struct MemberCell {
 }
 
 /// (new - base) / base, percent; none when either is unknown or the base is 0.
-pub fn change_pct(base: Option<f64>, new: Option<f64>) -> Option<f64> {
+pub(crate) fn change_pct(base: Option<f64>, new: Option<f64>) -> Option<f64> {
     match (base, new) {
         (Some(b), Some(n)) if b != 0.0 => Some((n - b) * 100.0 / b),
         _ => None,
@@ -32,7 +32,7 @@ pub fn change_pct(base: Option<f64>, new: Option<f64>) -> Option<f64> {
 
 /// Every member of either run: the new run's in the order first seen, then those only the
 /// base had.
-pub fn compare(base: &Summary, new: &Summary) -> Vec<MemberCell> {
+pub(crate) fn compare(base: &Summary, new: &Summary) -> Vec<MemberCell> {
     let of = |s: &Summary| -> Vec<MemberSummary> {
         s.runs.iter().flat_map(|r| r.members.clone()).collect()
     };

@@ -15,10 +15,10 @@
 //!
 //! Owns: the comparison's numbers and verdicts. Never: prints or writes files (`report` does).
 
-pub mod gate;
-pub mod members;
-pub mod steered;
-pub mod sweeps;
+pub(crate) mod gate;
+pub(crate) mod members;
+pub(crate) mod steered;
+pub(crate) mod sweeps;
 
 use std::collections::BTreeMap;
 

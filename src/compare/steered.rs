@@ -12,7 +12,7 @@ use crate::metrics::Label;
 use crate::summary::{Change, GroupInfo, Summary};
 
 /// The changes of both runs.
-pub struct Steered<'a> {
+pub(crate) struct Steered<'a> {
     base: Side<'a>,
     new: Side<'a>,
 }
@@ -62,13 +62,13 @@ impl<'a> Side<'a> {
 
 /// Which side a label is read from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Which {
+pub(crate) enum Which {
     Base,
     New,
 }
 
 impl<'a> Steered<'a> {
-    pub fn of(base: &'a Summary, new: &'a Summary) -> Steered<'a> {
+    pub(crate) fn of(base: &'a Summary, new: &'a Summary) -> Steered<'a> {
         Steered {
             base: Side::of(base),
             new: Side::of(new),
@@ -83,14 +83,14 @@ impl<'a> Steered<'a> {
     }
 
     /// Either run was steered.
-    pub fn any(&self) -> bool {
+    pub(crate) fn any(&self) -> bool {
         !self.base.changes.is_empty() || !self.new.changes.is_empty()
     }
 
     /// A row of run `which` that holds operations from before and after a change: not judged.
     /// TOTAL and the stage totals in either run (a steered run's against an unsteered one's is
     /// still two loads against one); a group's own row and its kinds' where that run changed it.
-    pub fn spans_a_change(&self, label: &Label, which: Which) -> bool {
+    pub(crate) fn spans_a_change(&self, label: &Label, which: Which) -> bool {
         let side = self.side(which);
         match label {
             Label::Total | Label::Stage(_) => self.any(),
@@ -102,7 +102,7 @@ impl<'a> Steered<'a> {
 
     /// The row of the run `other` that a change row of the other run is judged against, when
     /// it has no row of that name: its own row of the group, run unsteered at the same value.
-    pub fn counterpart(&self, label: &Label, other: Which) -> Option<Label> {
+    pub(crate) fn counterpart(&self, label: &Label, other: Which) -> Option<Label> {
         let this = match other {
             Which::Base => &self.new,
             Which::New => &self.base,
@@ -113,7 +113,11 @@ impl<'a> Steered<'a> {
 
     /// From when to when (epoch ms; None: to the end) the change row `label` of run `which`
     /// ran: its interval series is the group's within that span.
-    pub fn span_ms(&self, which: Which, label: &Label) -> Option<(String, u64, Option<u64>)> {
+    pub(crate) fn span_ms(
+        &self,
+        which: Which,
+        label: &Label,
+    ) -> Option<(String, u64, Option<u64>)> {
         let side = self.side(which);
         let (group, _, _) = side.change_row(label)?;
         let mut times: Vec<&Change> = side
@@ -138,7 +142,7 @@ impl<'a> Steered<'a> {
     }
 
     /// The note above the table: each steered run's changes, and how its rows are judged.
-    pub fn note(&self) -> Vec<String> {
+    pub(crate) fn note(&self) -> Vec<String> {
         if !self.any() {
             return Vec::new();
         }

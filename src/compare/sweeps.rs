@@ -23,7 +23,7 @@ const Z99: f64 = 2.576;
 /// The fit's numbers compared, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Parameter {
+pub(crate) enum Parameter {
     Lambda,
     Sigma,
     Kappa,
@@ -32,7 +32,7 @@ pub enum Parameter {
 }
 
 impl Parameter {
-    pub const ALL: [Parameter; 5] = [
+    pub(crate) const ALL: [Parameter; 5] = [
         Parameter::Lambda,
         Parameter::Sigma,
         Parameter::Kappa,
@@ -40,7 +40,7 @@ impl Parameter {
         Parameter::PeakThroughput,
     ];
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Parameter::Lambda => "lambda",
             Parameter::Sigma => "sigma",
@@ -51,7 +51,7 @@ impl Parameter {
     }
 
     /// What it means, for the console.
-    pub fn meaning(self) -> &'static str {
+    pub(crate) fn meaning(self) -> &'static str {
         match self {
             Parameter::Lambda => "throughput of one user, ops/s",
             Parameter::Sigma => "contention",
@@ -63,7 +63,7 @@ impl Parameter {
 
     /// Its value and standard error in a sweep's fit; None where that sweep could not determine
     /// it.
-    pub fn of(self, a: &Analysis) -> Option<Estimate> {
+    pub(crate) fn of(self, a: &Analysis) -> Option<Estimate> {
         let p = a.parameters.as_ref()?;
         let peak = |v: Option<f64>, se: Option<f64>| {
             v.map(|value| Estimate {
@@ -84,7 +84,7 @@ impl Parameter {
 /// How two estimates differ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Difference {
+pub(crate) enum Difference {
     Higher,
     Lower,
     SameWithinUncertainty,
@@ -93,7 +93,7 @@ pub enum Difference {
 }
 
 impl Difference {
-    pub fn words(self) -> &'static str {
+    pub(crate) fn words(self) -> &'static str {
         match self {
             Difference::Higher => "higher",
             Difference::Lower => "lower",
@@ -120,7 +120,7 @@ impl Difference {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct ParameterCell {
+pub(crate) struct ParameterCell {
     pub parameter: Parameter,
     pub base: Option<Estimate>,
     pub new: Option<Estimate>,
@@ -130,7 +130,7 @@ pub struct ParameterCell {
 
 /// One metric of the steps at one number of users.
 #[derive(Debug, Clone, Serialize)]
-pub struct StepCell {
+pub(crate) struct StepCell {
     /// Users per group.
     pub threads: u32,
     /// `throughput` (operations/s of the measured window) or `p99` (ms).
@@ -143,7 +143,7 @@ pub struct StepCell {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct SweepGateResult {
+pub(crate) struct SweepGateResult {
     pub gate: String,
     pub change_pct: Option<f64>,
     pub difference: Difference,
@@ -153,7 +153,7 @@ pub struct SweepGateResult {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct SweepComparison {
+pub(crate) struct SweepComparison {
     pub base: String,
     pub new: String,
     pub parameters: Vec<ParameterCell>,
@@ -163,17 +163,17 @@ pub struct SweepComparison {
 }
 
 impl SweepComparison {
-    pub fn failed(&self) -> bool {
+    pub(crate) fn failed(&self) -> bool {
         self.gates.iter().any(|g| !g.pass)
     }
 }
 
-pub const GRAMMAR: &str = "PARAMETER > +N% or PARAMETER < -N%, PARAMETER one of lambda, sigma, kappa, peak_n, peak_throughput; e.g. 'peak_throughput < -10%', 'kappa > +20%'";
+pub(crate) const GRAMMAR: &str = "PARAMETER > +N% or PARAMETER < -N%, PARAMETER one of lambda, sigma, kappa, peak_n, peak_throughput; e.g. 'peak_throughput < -10%', 'kappa > +20%'";
 
 /// A gate on a fitted parameter: fails when its change passes the limit and the difference is
 /// beyond the fits' uncertainty, or when either sweep could not determine it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SweepGate {
+pub(crate) struct SweepGate {
     pub text: String,
     pub parameter: Parameter,
     pub above: bool,
@@ -181,7 +181,7 @@ pub struct SweepGate {
 }
 
 impl SweepGate {
-    pub fn parse(expr: &str) -> Result<SweepGate, Error> {
+    pub(crate) fn parse(expr: &str) -> Result<SweepGate, Error> {
         let bad = |why: &str| {
             Error::Usage(format!(
                 "--fail-if '{expr}': {why}\n  expected, comparing two sweeps: {GRAMMAR}"
@@ -232,7 +232,7 @@ impl SweepGate {
 
 /// What keeps two sweeps from being compared as one plan: another profile, or groups that differ
 /// (read from the first users both ran).
-pub fn differences(base: &SweepDir, new: &SweepDir) -> Vec<String> {
+pub(crate) fn differences(base: &SweepDir, new: &SweepDir) -> Vec<String> {
     let mut out = Vec::new();
     if base.sweep.profile != new.sweep.profile {
         out.push(format!(
@@ -260,7 +260,12 @@ fn change(base: f64, new: f64) -> Option<f64> {
 }
 
 /// Compares; step verdicts from each pair of step directories, `seed` for their bootstrap.
-pub fn compare(base: &SweepDir, new: &SweepDir, gates: &[SweepGate], seed: u64) -> SweepComparison {
+pub(crate) fn compare(
+    base: &SweepDir,
+    new: &SweepDir,
+    gates: &[SweepGate],
+    seed: u64,
+) -> SweepComparison {
     let (b, n) = (&base.sweep, &new.sweep);
     let parameters: Vec<ParameterCell> = Parameter::ALL
         .into_iter()

@@ -13,7 +13,7 @@ use crate::summary::judge;
 
 /// Why a run stopped before its plan (the result model's type: the session hands it over as
 /// measured).
-pub use crate::summary::Stopped as StopReason;
+pub(crate) use crate::summary::Stopped as StopReason;
 
 /// Stops the run once `pct` percent of the recent operations failed: the last
 /// `GUARD_WINDOW_OPS` that completed within `GUARD_WINDOW`, at least `GUARD_MIN_OPS` of them.
@@ -26,7 +26,7 @@ pub struct ErrorGuard {
     recent: VecDeque<(u64, bool)>,
 }
 
-pub use crate::plan::limits::{GUARD_MIN_OPS, GUARD_WINDOW, GUARD_WINDOW_OPS};
+pub(crate) use crate::plan::limits::{GUARD_MIN_OPS, GUARD_WINDOW, GUARD_WINDOW_OPS};
 
 impl ErrorGuard {
     pub fn new(pct: f64, stop: CancellationToken, reason: Arc<OnceLock<StopReason>>) -> Self {
@@ -85,7 +85,7 @@ impl Watch for ErrorGuard {
 
 /// Thresholds with `abort = true`: checked on the run's totals at the end of every interval
 /// once their `after` has passed; the first that fails stops the run, like k6's `abortOnFail`.
-pub struct ThresholdAbort {
+pub(crate) struct ThresholdAbort {
     pub rules: Vec<ThresholdPlan>,
     pub stop: CancellationToken,
     /// Why the run stopped early, once it has.

@@ -18,9 +18,9 @@
     clippy::cast_lossless
 )]
 
-pub mod guard;
+pub(crate) mod guard;
 mod open;
-pub mod pacer;
+pub(crate) mod pacer;
 pub mod steer;
 mod user;
 

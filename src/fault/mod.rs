@@ -18,7 +18,7 @@ use crate::metrics::Clock;
 use crate::monitor::EventMark;
 use crate::plan::fault::{FaultKind, FaultPlan};
 use crate::server::EmbeddedServer;
-pub use crate::summary::faults::{FaultEvent, Recovery};
+pub(crate) use crate::summary::faults::FaultEvent;
 
 /// Does the plan's faults to the server.
 pub struct Injector {

@@ -21,16 +21,16 @@ use std::sync::Mutex;
 
 use mongodb::bson::Bson;
 
-pub use filter::Admits;
+pub(crate) use filter::Admits;
 
 /// How long an event whose write's reply has not come back yet waits for it before it is
 /// taken for a change this run did not make.
-pub const ACK_GRACE_US: u64 = 2_000_000;
+pub(crate) const ACK_GRACE_US: u64 = 2_000_000;
 
 /// A missing write counts as skipped (its stream went past it) only when it was acknowledged
 /// this long before the latest write the listener was sent: writers' replies come back in
 /// another order than the server commits, by far less than this.
-pub const SKIP_MARGIN_US: u64 = 1_000_000;
+pub(crate) const SKIP_MARGIN_US: u64 = 1_000_000;
 
 /// The kinds of write a change stream reports that the run's writes are matched by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -213,7 +213,7 @@ pub struct Lag {
     pub basis: Basis,
 }
 
-pub use crate::summary::streams::{ChangeLine as Line, CHANGES_HEADER as TSV_HEADER};
+pub(crate) use crate::summary::streams::ChangeLine as Line;
 
 /// What one listener saw of one document: its events of each kind matched so far, and the
 /// position of the last one among the document's writes.
@@ -459,7 +459,7 @@ enum Matched {
 }
 
 /// A resume token's hash (its bytes), for telling an event delivered again.
-pub fn token_hash(token: &[u8]) -> u64 {
+pub(crate) fn token_hash(token: &[u8]) -> u64 {
     use std::hash::{DefaultHasher, Hasher};
     let mut h = DefaultHasher::new();
     h.write(token);

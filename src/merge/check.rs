@@ -23,7 +23,7 @@ fn describe(p: &PartDir) -> String {
 }
 
 /// Sorts the parts by index and refuses what does not belong together.
-pub fn belong_together(parts: &mut [PartDir], allow_missing: bool) -> Result<(), Error> {
+pub(super) fn belong_together(parts: &mut [PartDir], allow_missing: bool) -> Result<(), Error> {
     let Some(first) = parts.first() else {
         return Err(usage(
             "merge needs the run directories of the parts".into(),

@@ -24,7 +24,7 @@ const HALF_MAGNITUDE: u32 = 10;
 
 /// A histogram being summed: counts by index in the layout of `new_histogram()`.
 #[derive(Debug, Clone)]
-pub struct Counts {
+pub(super) struct Counts {
     counts: Vec<u64>,
 }
 
@@ -49,7 +49,7 @@ fn value_for(index: usize) -> u64 {
 }
 
 /// Reused buffers for decoding.
-pub struct Decoder {
+pub(super) struct Decoder {
     raw: Vec<u8>,
     inflated: Vec<u8>,
     inflater: Decompress,
@@ -79,7 +79,7 @@ fn be_u64(b: &[u8], at: usize) -> Result<u64, String> {
 
 impl Decoder {
     /// Adds the histogram encoded in `text` (base64 of compressed V2) into `into`.
-    pub fn add(&mut self, text: &str, into: &mut Counts) -> Result<(), String> {
+    pub(super) fn add(&mut self, text: &str, into: &mut Counts) -> Result<(), String> {
         self.raw.clear();
         base64::engine::general_purpose::STANDARD
             .decode_vec(text.trim(), &mut self.raw)
@@ -164,13 +164,13 @@ fn add_counts(payload: &[u8], into: &mut Counts) -> Result<(), String> {
 }
 
 impl Counts {
-    pub fn absorb(&mut self, other: &Counts) {
+    pub(super) fn absorb(&mut self, other: &Counts) {
         for (a, b) in self.counts.iter_mut().zip(&other.counts) {
             *a += b;
         }
     }
 
-    pub fn to_histogram(&self) -> Histogram<u64> {
+    pub(super) fn to_histogram(&self) -> Histogram<u64> {
         let mut h = new_histogram();
         for (i, c) in self.counts.iter().enumerate().filter(|(_, c)| **c > 0) {
             h.record_n(value_for(i), *c)

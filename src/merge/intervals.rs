@@ -103,7 +103,7 @@ struct Reader {
 }
 
 /// A log's BaseTime (epoch microseconds), from its header.
-pub fn base_time(path: &Path) -> Result<u64, String> {
+pub(crate) fn base_time(path: &Path) -> Result<u64, String> {
     let mut lines = BufReader::new(File::open(path).map_err(|e| e.to_string())?);
     let mut text = String::new();
     while lines.read_line(&mut text).map_err(|e| e.to_string())? > 0 {
@@ -260,7 +260,12 @@ fn work(mut readers: Vec<Reader>, out: std::sync::mpsc::SyncSender<Result<Slot, 
 
 /// Merges the logs at `logs`, whose intervals are `length` long (the parts' `--hdr-interval`),
 /// into `out`; returns the merged interval lines written.
-pub fn merge(logs: &[PathBuf], length: Duration, out: &Path, tool: &str) -> Result<u64, Error> {
+pub(crate) fn merge(
+    logs: &[PathBuf],
+    length: Duration,
+    out: &Path,
+    tool: &str,
+) -> Result<u64, Error> {
     let broken =
         |p: &Path, e: String| super::bad(p.parent().unwrap_or(p), format!("latency.hlog: {e}"));
     let length_us = (length.as_micros() as u64).max(1);

@@ -14,8 +14,8 @@
 
 mod check;
 mod counts;
-pub mod intervals;
-pub mod resources;
+pub(crate) mod intervals;
+pub(crate) mod resources;
 mod runs;
 
 use std::path::{Path, PathBuf};
@@ -28,7 +28,7 @@ use crate::summary::Summary;
 
 /// One part's run directory, read (`rundir`, the interval log left for the streaming merge).
 #[derive(Debug)]
-pub struct PartDir {
+pub(crate) struct PartDir {
     pub path: PathBuf,
     pub summary: Summary,
     pub run_info: RunInfo,
@@ -40,7 +40,7 @@ pub struct PartDir {
 
 /// A merged run: the summary and the resource rows (with each part's client CPU beside).
 #[derive(Debug)]
-pub struct Merged {
+pub(crate) struct Merged {
     pub summary: Summary,
     /// The merged `resources.tsv`, when the parts sampled.
     pub resources: Option<resources::MergedResources>,
@@ -56,7 +56,7 @@ pub(crate) fn bad(dir: &Path, what: impl std::fmt::Display) -> Error {
 }
 
 impl PartDir {
-    pub fn open(dir: &Path) -> Result<PartDir, Error> {
+    pub(crate) fn open(dir: &Path) -> Result<PartDir, Error> {
         let RunDir {
             path,
             summary,
@@ -74,14 +74,17 @@ impl PartDir {
         })
     }
 
-    pub fn index(&self) -> u32 {
+    pub(crate) fn index(&self) -> u32 {
         self.summary.part.map_or(0, |p| p.index)
     }
 }
 
 /// Reads and checks the parts, and merges their summaries and resources (the interval logs are
 /// merged by `intervals::merge`, as a stream, by the caller). Parts come back ordered by index.
-pub fn merge(dirs: &[PathBuf], allow_missing: bool) -> Result<(Vec<PartDir>, Merged), Error> {
+pub(crate) fn merge(
+    dirs: &[PathBuf],
+    allow_missing: bool,
+) -> Result<(Vec<PartDir>, Merged), Error> {
     let mut parts = read_all(dirs)?;
     check::belong_together(&mut parts, allow_missing)?;
     let merged = runs::merge(&parts)?;

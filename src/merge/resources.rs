@@ -9,7 +9,7 @@ use crate::monitor::ResourceRow;
 
 /// The merged `resources.tsv`.
 #[derive(Debug)]
-pub struct MergedResources {
+pub(crate) struct MergedResources {
     pub rows: Vec<ResourceRow>,
     /// Per row, each part's client CPU, in the order of `columns`.
     pub part_cpu: Vec<Vec<Option<f64>>>,
@@ -19,7 +19,7 @@ pub struct MergedResources {
 
 /// Base rows, each part's client CPU per base row, and the names of those columns; None when
 /// no part sampled.
-pub fn merge(parts: &[PartDir]) -> Option<MergedResources> {
+pub(crate) fn merge(parts: &[PartDir]) -> Option<MergedResources> {
     let sampled: Vec<(&PartDir, &Vec<ResourceRow>)> = parts
         .iter()
         .filter_map(|p| p.resources.as_ref().map(|r| (p, r)))

@@ -12,7 +12,7 @@ use crate::summary::resources::StageSpan;
 use crate::summary::run_info::{PartInfo, RunInfo};
 use crate::summary::{PartRow, RunResult, Summary, ThresholdResult, WarmupRow, WarningCode};
 
-pub fn merge(parts: &[PartDir]) -> Result<Merged, Error> {
+pub(super) fn merge(parts: &[PartDir]) -> Result<Merged, Error> {
     let first = &parts[0].summary;
     let mut summary = first.clone();
     summary.tool = format!("mongo-stress {}", env!("CARGO_PKG_VERSION"));

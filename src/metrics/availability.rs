@@ -187,7 +187,7 @@ impl Window {
 }
 
 /// The classes in a set.
-pub fn classes(set: u16) -> Vec<String> {
+pub(crate) fn classes(set: u16) -> Vec<String> {
     ErrorClass::ALL
         .iter()
         .filter(|c| set & c.bit() != 0)
@@ -196,7 +196,7 @@ pub fn classes(set: u16) -> Vec<String> {
 }
 
 /// The gaps of `track` at least `bound_us` long, as windows labelled `label`.
-pub fn windows(track: &Track, label: Label, bound_us: u64, t0_us: u64) -> Vec<Window> {
+pub(crate) fn windows(track: &Track, label: Label, bound_us: u64, t0_us: u64) -> Vec<Window> {
     track
         .gaps
         .iter()
@@ -218,7 +218,7 @@ pub fn windows(track: &Track, label: Label, bound_us: u64, t0_us: u64) -> Vec<Wi
 /// fault's with at least 90 % of the successes per second of the (up to) 5 whole seconds
 /// before it (to the second; 0 for a series the fault left untouched: no gap after it and the
 /// next second at that rate).
-pub fn recovery(
+pub(crate) fn recovery(
     track: &Track,
     t0_us: u64,
     at_us: u64,

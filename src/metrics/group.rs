@@ -299,11 +299,11 @@ impl GroupMetrics {
 
 /// The row of a transaction's first attempt (`transfer:first-attempt`): its latency before any
 /// retry, beside the whole transaction's in the group's row.
-pub const FIRST_ATTEMPT: &str = "first-attempt";
+pub(crate) const FIRST_ATTEMPT: &str = "first-attempt";
 
 /// The kind a summary row's label names when it is one of group `group`'s kind rows
 /// (`group:kind`, as the recorder labels a mix's kinds); None for any other row.
-pub fn kind_row_of(label: &Label, group: &str) -> Option<OpName> {
+pub(crate) fn kind_row_of(label: &Label, group: &str) -> Option<OpName> {
     match label {
         Label::Kind { group: g, kind } if g == group => Some(kind.clone()),
         _ => None,
@@ -588,7 +588,7 @@ impl GroupMetrics {
 
 /// HdrHistogram's percentile spectrum of a histogram of microseconds (5 ticks per half
 /// distance): x = 1 / (1 - p), y = milliseconds, up to but not at p = 1.
-pub fn spectrum(h: &Histogram<u64>) -> (Vec<f64>, Vec<f64>) {
+pub(crate) fn spectrum(h: &Histogram<u64>) -> (Vec<f64>, Vec<f64>) {
     let (mut x, mut y) = (Vec::new(), Vec::new());
     for v in h.iter_quantiles(5) {
         let q = v.quantile_iterated_to();
@@ -603,7 +603,7 @@ pub fn spectrum(h: &Histogram<u64>) -> (Vec<f64>, Vec<f64>) {
 
 /// Milliseconds at quantile `q` of a histogram of microseconds (0 when empty): the one place a
 /// percentile is read (the summary's rows, `compare`, the interval log read back).
-pub fn quantile_ms(h: &Histogram<u64>, q: f64) -> f64 {
+pub(crate) fn quantile_ms(h: &Histogram<u64>, q: f64) -> f64 {
     if h.is_empty() {
         0.0
     } else {

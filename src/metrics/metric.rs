@@ -17,7 +17,7 @@ pub struct Metric {
 }
 
 /// The metric names, for error messages.
-pub const NAMES: &str = "avg, min, max, median, pNN or pNN.N (p50, p99, p99.9), throughput, error_pct, errors, samples, unavailable_max (the longest window without a success), lost (acknowledged writes the audit found not kept), lag_max (the largest replica-set lag), and svc_avg, svc_min, svc_max, svc_median, svc_pNN (service time, open loop)";
+pub(crate) const NAMES: &str = "avg, min, max, median, pNN or pNN.N (p50, p99, p99.9), throughput, error_pct, errors, samples, unavailable_max (the longest window without a success), lost (acknowledged writes the audit found not kept), lag_max (the largest replica-set lag), and svc_avg, svc_min, svc_max, svc_median, svc_pNN (service time, open loop)";
 
 /// The metrics `compare` sets side by side, in column order; a gate (`--fail-if`) and a relative
 /// threshold (`<= +10%`) name one of these (or `median`, which is `p50`).

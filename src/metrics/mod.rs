@@ -14,14 +14,14 @@
     clippy::cast_lossless
 )]
 
-pub mod availability;
-pub mod clock;
-pub mod group;
+pub(crate) mod availability;
+pub(crate) mod clock;
+pub(crate) mod group;
 pub mod interval;
-pub use crate::vocab::label;
-pub mod metric;
-pub mod recorder;
-pub mod row;
+pub(crate) use crate::vocab::label;
+pub(crate) mod metric;
+pub(crate) mod recorder;
+pub(crate) mod row;
 pub mod sample;
 
 pub use clock::Clock;

@@ -14,11 +14,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::row::HealthCells;
 
-pub const HEARTBEAT: Duration = Duration::from_millis(100);
+pub(crate) const HEARTBEAT: Duration = Duration::from_millis(100);
 
 /// Per-thread run and wait nanoseconds, and the cgroup's totals, from the last reading.
 #[derive(Default)]
-pub struct Health {
+pub(crate) struct Health {
     threads: HashMap<String, [u64; 2]>,
     cpu_stat: Option<PathBuf>,
     last_throttle: Option<[u64; 2]>,
@@ -27,14 +27,14 @@ pub struct Health {
 
 /// Heartbeat lateness since the last reading.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct Lag {
+pub(crate) struct Lag {
     pub beats: u64,
     pub sum_ms: f64,
     pub max_ms: f64,
 }
 
 impl Health {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Health {
             cpu_stat: cpu_stat_path(),
             ..Default::default()
@@ -42,7 +42,7 @@ impl Health {
     }
 
     /// Starts the heartbeat on the current runtime: every 100 ms it notes how late it woke.
-    pub fn start_heartbeat(&self, stop: CancellationToken) {
+    pub(crate) fn start_heartbeat(&self, stop: CancellationToken) {
         let lag = Arc::clone(&self.lag);
         tokio::spawn(async move {
             let mut due = Instant::now() + HEARTBEAT;
@@ -65,7 +65,7 @@ impl Health {
     }
 
     /// The interval's cells over `secs` seconds (the first call only primes the counters).
-    pub fn read(&mut self, secs: f64) -> HealthCells {
+    pub(crate) fn read(&mut self, secs: f64) -> HealthCells {
         let mut cells = HealthCells::default();
         let threads = thread_times();
         if !self.threads.is_empty() && !threads.is_empty() {

@@ -12,7 +12,7 @@ use super::health::Health;
 use super::row::ResourceRow;
 
 /// The local readings and the counters that turn them into rates.
-pub struct Local {
+pub(crate) struct Local {
     sys: System,
     own_pid: Pid,
     server_pid: Option<Arc<AtomicU32>>,
@@ -23,7 +23,7 @@ pub struct Local {
 }
 
 impl Local {
-    pub fn new(server_pid: Option<Arc<AtomicU32>>, data_dir: Option<&Path>) -> Self {
+    pub(crate) fn new(server_pid: Option<Arc<AtomicU32>>, data_dir: Option<&Path>) -> Self {
         Local {
             sys: System::new(),
             own_pid: Pid::from_u32(std::process::id()),
@@ -35,7 +35,7 @@ impl Local {
     }
 
     /// Fills the local columns of `row`, with rates over the last `secs` seconds.
-    pub fn read(&mut self, row: &mut ResourceRow, secs: f64) {
+    pub(crate) fn read(&mut self, row: &mut ResourceRow, secs: f64) {
         let mut pids = vec![self.own_pid];
         // Read each time: a restarted server is a new process.
         let server_pid = self
@@ -78,7 +78,7 @@ impl Local {
 }
 
 /// The machine's online CPUs (`cpuN` lines of /proc/stat), whatever this process may use.
-pub fn machine_cpus() -> usize {
+pub(crate) fn machine_cpus() -> usize {
     let from_stat = std::fs::read_to_string("/proc/stat").ok().map(|t| {
         t.lines()
             .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
@@ -90,7 +90,7 @@ pub fn machine_cpus() -> usize {
 }
 
 /// Major and minor number of the block device holding `dir`.
-pub fn device_of(dir: &Path) -> Option<(u32, u32)> {
+pub(crate) fn device_of(dir: &Path) -> Option<(u32, u32)> {
     use std::os::unix::fs::MetadataExt;
     let dev = std::fs::metadata(dir).ok()?.dev();
     let (major, minor) = (libc::major(dev), libc::minor(dev));
@@ -98,7 +98,7 @@ pub fn device_of(dir: &Path) -> Option<(u32, u32)> {
 }
 
 /// Reads and writes completed on a device, from /proc/diskstats.
-pub fn disk_ios((major, minor): (u32, u32)) -> Option<[u64; 2]> {
+pub(crate) fn disk_ios((major, minor): (u32, u32)) -> Option<[u64; 2]> {
     let text = std::fs::read_to_string("/proc/diskstats").ok()?;
     text.lines().find_map(|l| {
         let f: Vec<&str> = l.split_whitespace().collect();

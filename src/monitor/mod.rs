@@ -8,13 +8,13 @@
 //! Owns: taking rows. Never: formats them (the sink does) or blocks the async runtime (local
 //! reads, scrapes and the sink's writes run on the blocking pool).
 
-pub mod health;
-pub mod local;
-pub mod members;
-pub mod node;
-pub mod row;
-pub mod scrape;
-pub mod status;
+pub(crate) mod health;
+pub(crate) mod local;
+pub(crate) mod members;
+pub(crate) mod node;
+pub(crate) mod row;
+pub(crate) mod scrape;
+pub(crate) mod status;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -27,10 +27,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::metrics::panic_message;
 use local::Local;
-pub use row::{HostRow, ResourceRow, HOST_COLUMNS, OPCOUNTERS};
+pub(crate) use row::{HostRow, ResourceRow, HOST_COLUMNS, OPCOUNTERS};
 use scrape::Scraper;
 
-pub const PERIOD: Duration = Duration::from_secs(1);
+pub(crate) const PERIOD: Duration = Duration::from_secs(1);
 
 /// A member's last row, at stop, is written only when it spans at least this long: a rate over
 /// a few milliseconds of whole counters says more about the counters' grain than the member

@@ -12,7 +12,7 @@ use super::row::{host_column, HOST_COLUMNS};
 
 /// One page's totals and gauges, by the names `rates` needs.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Reading {
+pub(crate) struct Reading {
     /// CPU seconds by mode, summed over CPUs.
     pub cpu: HashMap<String, f64>,
     pub load1: Option<f64>,
@@ -61,7 +61,7 @@ fn value(v: &Value) -> Option<f64> {
 }
 
 /// Parses an exporter's page; an error names what was missing or malformed.
-pub fn parse(text: &str) -> Result<Reading, String> {
+pub(crate) fn parse(text: &str) -> Result<Reading, String> {
     let scrape = Scrape::parse(text.lines().map(|l| Ok(l.to_string())))
         .map_err(|e| format!("not the Prometheus text format: {e}"))?;
     let mut r = Reading::default();
@@ -156,7 +156,7 @@ pub fn parse(text: &str) -> Result<Reading, String> {
 }
 
 /// The host's columns over `secs` seconds from `before` to `now` (gauges from `now`).
-pub fn rates(
+pub(crate) fn rates(
     before: Option<&Reading>,
     now: &Reading,
     secs: f64,

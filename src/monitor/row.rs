@@ -91,7 +91,7 @@ pub struct HostRow {
 }
 
 /// A remote host's columns, each suffixed `@host:port` in `resources.tsv`.
-pub const HOST_COLUMNS: [&str; 16] = [
+pub(crate) const HOST_COLUMNS: [&str; 16] = [
     "node_cpu_pct",
     "node_cpu_user_pct",
     "node_cpu_system_pct",
@@ -111,7 +111,7 @@ pub const HOST_COLUMNS: [&str; 16] = [
 ];
 
 /// Index of a host column by name.
-pub fn host_column(name: &str) -> usize {
+pub(crate) fn host_column(name: &str) -> usize {
     HOST_COLUMNS
         .iter()
         .position(|c| *c == name)
@@ -119,11 +119,12 @@ pub fn host_column(name: &str) -> usize {
 }
 
 /// The `serverStatus.opcounters` fields, in `ResourceRow::ops_s` order.
-pub const OPCOUNTERS: [&str; 6] = ["insert", "query", "update", "delete", "getmore", "command"];
+pub(crate) const OPCOUNTERS: [&str; 6] =
+    ["insert", "query", "update", "delete", "getmore", "command"];
 
 /// The columns of the opcounters per second, in `OPCOUNTERS` order (`resources.tsv`,
 /// `members.tsv`).
-pub const OPS_COLUMNS: [&str; 6] = [
+pub(crate) const OPS_COLUMNS: [&str; 6] = [
     "insert_s",
     "query_s",
     "update_s",
@@ -133,7 +134,7 @@ pub const OPS_COLUMNS: [&str; 6] = [
 ];
 
 /// Columns that hold words, not numbers.
-pub const TEXT_COLUMNS: [&str; 2] = ["repl", "fault"];
+pub(crate) const TEXT_COLUMNS: [&str; 2] = ["repl", "fault"];
 
 impl ResourceRow {
     /// Server-side CRUD operations per second (opcounters insert + query + update + delete).

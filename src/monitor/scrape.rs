@@ -9,13 +9,13 @@ use super::node::{self, Reading};
 use super::row::HostRow;
 
 /// Longest wait for one page; past it the host's columns of that second stay empty.
-pub const SCRAPE_TIMEOUT: Duration = Duration::from_millis(500);
+pub(crate) const SCRAPE_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// Largest page read (node_exporter's is about 100 to 300 KB).
 const MAX_PAGE: u64 = 8 << 20;
 
 /// One endpoint and what it said last.
-pub struct Scraper {
+pub(crate) struct Scraper {
     url: String,
     /// host:port, the suffix of its columns.
     host: Arc<str>,
@@ -32,7 +32,7 @@ pub struct Scraper {
 
 /// The host:port of a URL (without credentials), for column names and messages: what follows
 /// the last `@` (a password may hold `/`, `?` or `#`), up to the path.
-pub fn host_of(url: &str) -> String {
+pub(crate) fn host_of(url: &str) -> String {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
     let after_user = rest.rsplit_once('@').map_or(rest, |(_, h)| h);
     after_user
@@ -44,7 +44,7 @@ pub fn host_of(url: &str) -> String {
 
 /// A metrics URL as it may be shown: whatever precedes the last `@` but the user name is
 /// `****`, with or without a scheme (a URL the checks refuse is shown this way too).
-pub fn shown(url: &str) -> String {
+pub(crate) fn shown(url: &str) -> String {
     let (scheme, rest) = match url.find("://") {
         Some(i) => url.split_at(i + 3),
         None => ("", url),
@@ -61,7 +61,7 @@ pub fn shown(url: &str) -> String {
 /// A `--server-metrics` value's problem, if it has one: it must be an http(s) URL whose host
 /// is plain (a password with `/`, `?`, `#` or `@` must be percent-encoded, or the host would be
 /// read from inside it).
-pub fn check_url(url: &str) -> Result<(), String> {
+pub(crate) fn check_url(url: &str) -> Result<(), String> {
     let ok_scheme = url.starts_with("http://") || url.starts_with("https://");
     let parsed = url.parse::<ureq::http::Uri>().ok();
     let authority_host = parsed
@@ -83,7 +83,7 @@ pub fn check_url(url: &str) -> Result<(), String> {
 
 /// Every endpoint's problem: each a URL (`check_url`), no two on the same host:port (their
 /// columns would share a name).
-pub fn check_urls(urls: &[String]) -> Result<(), String> {
+pub(crate) fn check_urls(urls: &[String]) -> Result<(), String> {
     for (i, url) in urls.iter().enumerate() {
         check_url(url)?;
         let host = host_of(url);
@@ -98,7 +98,7 @@ pub fn check_urls(urls: &[String]) -> Result<(), String> {
 
 /// `MONGO_STRESS_SERVER_METRICS`: URLs separated by white space, or by commas before the next
 /// `http://`/`https://` (a comma inside a password stays in it).
-pub fn split_env(value: &str) -> Vec<String> {
+pub(crate) fn split_env(value: &str) -> Vec<String> {
     let mut out = Vec::new();
     for token in value.split_whitespace() {
         let mut start = 0;
@@ -116,7 +116,7 @@ pub fn split_env(value: &str) -> Vec<String> {
 }
 
 impl Scraper {
-    pub fn new(url: &str) -> Scraper {
+    pub(crate) fn new(url: &str) -> Scraper {
         let agent = ureq::Agent::config_builder()
             .timeout_global(Some(SCRAPE_TIMEOUT))
             .http_status_as_error(true)
@@ -134,12 +134,12 @@ impl Scraper {
         }
     }
 
-    pub fn host(&self) -> &str {
+    pub(crate) fn host(&self) -> &str {
         &self.host
     }
 
     /// The endpoint as it may be shown (password hidden).
-    pub fn shown(&self) -> String {
+    pub(crate) fn shown(&self) -> String {
         shown(&self.url)
     }
 
@@ -147,7 +147,7 @@ impl Scraper {
     /// interval since the last good page. The first failure is kept in `problem` and returned
     /// as `Err` once, for the one warning; later ones only leave the columns empty. Only
     /// `counted` pages count as seconds asked and answered (not the primer's).
-    pub fn scrape(&mut self, counted: bool) -> (HostRow, Option<String>) {
+    pub(crate) fn scrape(&mut self, counted: bool) -> (HostRow, Option<String>) {
         self.asked += u64::from(counted);
         let mut row = HostRow {
             host: Arc::clone(&self.host),

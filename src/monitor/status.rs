@@ -13,13 +13,18 @@ use super::row::{ResourceRow, StatusCells, OPCOUNTERS};
 const STATUS_TIMEOUT: Duration = Duration::from_millis(900);
 
 #[derive(Default)]
-pub struct Status {
+pub(crate) struct Status {
     last: Option<Document>,
 }
 
 impl Status {
     /// Fills the serverStatus columns of `row`, with rates over the last `secs` seconds.
-    pub async fn read(&mut self, client: &mongodb::Client, row: &mut ResourceRow, secs: f64) {
+    pub(crate) async fn read(
+        &mut self,
+        client: &mongodb::Client,
+        row: &mut ResourceRow,
+        secs: f64,
+    ) {
         let status = tokio::time::timeout(
             STATUS_TIMEOUT,
             client

@@ -13,14 +13,14 @@ use tokio_util::sync::CancellationToken;
 use crate::audit::{number_at, Found, FoundCollection, Wanted};
 
 /// How long the read-back keeps trying a server that does not answer (it may be restarting).
-pub const AUDIT_PATIENCE: Duration = Duration::from_secs(90);
+pub(crate) const AUDIT_PATIENCE: Duration = Duration::from_secs(90);
 
 /// `_id`s asked per `$in` query.
 const BATCH: usize = 1000;
 
 /// Reads what `wanted` asks, trying again while the server does not answer; Err says why it
 /// gave up (interrupted, or the last error after `AUDIT_PATIENCE`).
-pub async fn read(
+pub(crate) async fn read(
     client: &mongodb::Client,
     database: &str,
     wanted: &Wanted,

@@ -16,7 +16,7 @@ const UNAVAILABLE_LABELS: [&str; 4] = [
 
 /// Maps a driver error to a class, keeping the error for its message (made into text by the
 /// recorder, not by the virtual user).
-pub fn classify(e: mongodb::error::Error) -> OpError {
+pub(crate) fn classify(e: mongodb::error::Error) -> OpError {
     let said = crate::driver_error::server_error(&e);
     let code = said.as_ref().map(|s| ServerCode(s.code));
     let class = match e.kind.as_ref() {

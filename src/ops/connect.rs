@@ -16,16 +16,16 @@ mod probe;
 use cause::{unreachable, Asked};
 
 /// Server selection and connect timeout unless the URI sets its own.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 
-pub struct Connected {
+pub(crate) struct Connected {
     pub client: Client,
     /// e.g. `MongoDB 7.0.12` or `secantusd-rs 0.5.3-beta.196 (MongoDB 7.0 wire)`.
     pub server_version: String,
 }
 
 /// Parses a connection string; a bad one is a usage error that never shows the password.
-pub async fn parse(uri: &str) -> Result<ClientOptions, Error> {
+pub(crate) async fn parse(uri: &str) -> Result<ClientOptions, Error> {
     let shown = redact(uri);
     ClientOptions::parse(uri).await.map_err(|e| {
         let problem = driver_words(&redact(&e.to_string()));
@@ -73,7 +73,7 @@ const MONITOR_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The resource sampler's own client, like mongostat's: a pool of its own, so its serverStatus
 /// never queues behind the virtual users for a connection, and short timeouts of its own.
-pub async fn monitor(uri: &str) -> Result<Client, Error> {
+pub(crate) async fn monitor(uri: &str) -> Result<Client, Error> {
     let shown = redact(uri);
     let mut opts = parse(uri).await?;
     opts.app_name = Some("mongo-stress monitor".into());
@@ -87,7 +87,7 @@ pub async fn monitor(uri: &str) -> Result<Client, Error> {
 /// The options of the listeners' clients (watch groups): each listener has a client of its
 /// own, apart from the writers' pool, whose command events show its stream's resumes (the
 /// driver resumes a broken stream by itself, and marks none of its commands as whose).
-pub async fn listeners(uri: &str) -> Result<mongodb::options::ClientOptions, Error> {
+pub(crate) async fn listeners(uri: &str) -> Result<mongodb::options::ClientOptions, Error> {
     let mut opts = parse(uri).await?;
     opts.app_name = Some("mongo-stress listener".into());
     opts.max_pool_size = Some(2);
@@ -97,14 +97,14 @@ pub async fn listeners(uri: &str) -> Result<mongodb::options::ClientOptions, Err
 }
 
 /// A client of `opts`, a bad one named without its password.
-pub fn client_of(opts: mongodb::options::ClientOptions) -> Result<Client, Error> {
+pub(crate) fn client_of(opts: mongodb::options::ClientOptions) -> Result<Client, Error> {
     Client::with_options(opts).map_err(|e| bad_options("the connection string", &e))
 }
 
 /// Connects with a pool of `pool_size`; `warm` has the driver fill all of it from the start (in
 /// the background, a few connections a second), not as bursts need them (open loop: memory and
 /// connections flat once it is full).
-pub async fn connect(uri: &str, pool_size: u32, warm: bool) -> Result<Connected, Error> {
+pub(crate) async fn connect(uri: &str, pool_size: u32, warm: bool) -> Result<Connected, Error> {
     let shown = redact(uri);
     let mut opts = parse(uri).await?;
     opts.app_name.get_or_insert_with(|| "mongo-stress".into());
@@ -167,7 +167,11 @@ pub async fn connect(uri: &str, pool_size: u32, warm: bool) -> Result<Connected,
 /// The documents a collection holds, from the server's metadata count; None when it cannot be
 /// read within 5 s (a server that went away does not hold the caller for the driver's 30 s
 /// server selection).
-pub async fn document_count(client: &Client, database: &str, collection: &str) -> Option<u64> {
+pub(crate) async fn document_count(
+    client: &Client,
+    database: &str,
+    collection: &str,
+) -> Option<u64> {
     let coll = client
         .database(database)
         .collection::<mongodb::bson::Document>(collection);

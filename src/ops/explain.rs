@@ -14,7 +14,7 @@ use rand::SeedableRng;
 
 use crate::error::Error;
 use crate::plan::RunPlan;
-pub use crate::summary::plans::QueryPlan;
+pub(crate) use crate::summary::plans::QueryPlan;
 use crate::workload::command::{Body, Command, TemplateOp, Verb};
 use crate::workload::lookup::GroupLookup;
 use crate::workload::request::CollectionDocs;
@@ -23,7 +23,7 @@ use crate::workload::{Chooser, KeySpace, OpSpec};
 
 /// What the explain check found: whether the server lacks explain (a warning).
 #[derive(Debug, Default)]
-pub struct Checked {
+pub(crate) struct Checked {
     pub warnings: Vec<String>,
 }
 
@@ -121,7 +121,7 @@ fn lacks_explain(e: &mongodb::error::Error) -> bool {
 
 /// Before anything is written: every template the server can explain, explained. A refusal is
 /// a usage error (exit 2) naming group, operation, line and the server's message.
-pub async fn check(plan: &RunPlan, client: &mongodb::Client) -> Result<Checked, Error> {
+pub(crate) async fn check(plan: &RunPlan, client: &mongodb::Client) -> Result<Checked, Error> {
     let db = client.database(&plan.target.database);
     let mut out = Checked::default();
     let keys = KeySpace::default();
@@ -196,7 +196,11 @@ fn operator_at(text: &str, table_line: usize, message: &str) -> Option<(usize, u
 
 /// After the setup: each read template's winning plan (executionStats), each write's
 /// (queryPlanner: explain of a write never writes, but planning is all it needs).
-pub async fn plans(plan: &RunPlan, client: &mongodb::Client, keys: &[KeySpace]) -> Vec<QueryPlan> {
+pub(crate) async fn plans(
+    plan: &RunPlan,
+    client: &mongodb::Client,
+    keys: &[KeySpace],
+) -> Vec<QueryPlan> {
     let db = client.database(&plan.target.database);
     let mut out = Vec::new();
     for (label, op) in templates(plan) {
@@ -232,7 +236,7 @@ pub async fn plans(plan: &RunPlan, client: &mongodb::Client, keys: &[KeySpace]) 
 }
 
 /// Requests drawn per read for the plan line's documents returned per call.
-pub const PLAN_DRAWS: u32 = 30;
+pub(crate) const PLAN_DRAWS: u32 = 30;
 
 /// Longest time a read's draws take before they stop (at three or more): the mean is a sample,
 /// not a benchmark, and every run and sweep step begins with it.
@@ -240,7 +244,7 @@ const DRAWS_BUDGET: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// What a read returns per call, measured over `draws` generated requests after the setup.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Returned {
+pub(crate) struct Returned {
     /// The row's label (`group:op`).
     pub label: String,
     /// Documents returned per call, on average: a find's `nReturned` (its limit applied), an
@@ -254,7 +258,7 @@ pub struct Returned {
 /// as a user would (another random stream each): how much its filter selects in this
 /// deployment. A find is explained (nothing is read to the client); an aggregate that writes
 /// nothing is run. Reads the server refuses are left out.
-pub async fn returned_per_call(
+pub(crate) async fn returned_per_call(
     plan: &RunPlan,
     client: &mongodb::Client,
     keys: &[KeySpace],

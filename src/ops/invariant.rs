@@ -56,7 +56,7 @@ fn number(b: Option<&Bson>) -> Option<f64> {
 
 /// Each collection's invariant, read now; a collection that cannot be read is left out with
 /// the reason in the error list.
-pub async fn read(plan: &RunPlan, client: &mongodb::Client) -> (Vec<Reading>, Vec<String>) {
+pub(crate) async fn read(plan: &RunPlan, client: &mongodb::Client) -> (Vec<Reading>, Vec<String>) {
     let db = client.database(&plan.target.database);
     let mut out = Vec::new();
     let mut errors = Vec::new();

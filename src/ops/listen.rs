@@ -23,7 +23,7 @@ use crate::plan::{GroupPlan, RunPlan, WatchPlan, WatchScope};
 use crate::summary::streams::Resume;
 
 /// The server's code for a resume token the oplog no longer holds.
-pub const HISTORY_LOST: i32 = 286;
+pub(crate) const HISTORY_LOST: i32 = 286;
 
 /// How long a listener reads on after Ctrl-C for the writes already acknowledged.
 const STOP_DRAIN: Duration = Duration::from_secs(1);
@@ -170,7 +170,7 @@ impl Resumes {
 }
 
 /// The pipeline listener `n` opens (its generators made for it).
-pub fn pipeline(w: &WatchPlan, n: u32, seed: u64) -> Vec<Document> {
+pub(crate) fn pipeline(w: &WatchPlan, n: u32, seed: u64) -> Vec<Document> {
     use rand::SeedableRng;
     let Some(t) = &w.pipeline else {
         return Vec::new();
@@ -251,7 +251,7 @@ async fn open(
 
 /// Before anything is written: each watch group's stream opened once and closed, so a
 /// pipeline the server refuses is a usage error (exit 2) with the server's message.
-pub async fn check(plan: &RunPlan, client: &mongodb::Client) -> Result<(), Error> {
+pub(crate) async fn check(plan: &RunPlan, client: &mongodb::Client) -> Result<(), Error> {
     for g in plan.groups() {
         let Some(w) = &g.watch else { continue };
         if let Err(e) = open(client, w, &pipeline(w, 0, 0), None).await {
@@ -277,7 +277,7 @@ fn code_of(e: &mongodb::error::Error) -> Option<i32> {
 
 /// Listener `n` (from 0) of watch group `g`: opened, reported on `opened`, read until the
 /// drain is over or the run is stopped.
-pub async fn listen(
+pub(crate) async fn listen(
     client: mongodb::Client,
     seen: Option<Arc<Resumes>>,
     g: Arc<GroupPlan>,

@@ -24,14 +24,14 @@ use crate::plan::RunPlan;
 use crate::workload::KeySpace;
 
 /// The collection of markers, in the target database.
-pub const COLLECTION: &str = "mongo_stress_parts";
+pub(crate) const COLLECTION: &str = "mongo_stress_parts";
 
 /// How often parts 1.. look for the marker.
 const POLL: Duration = Duration::from_millis(200);
 
 /// When part 0 sets the common begin without `--start-at`: time for the other parts to see the
 /// marker, rounded up to a whole second so the parts' intervals fall on whole seconds.
-pub fn default_begin() -> SystemTime {
+pub(crate) fn default_begin() -> SystemTime {
     let at = SystemTime::now() + Duration::from_secs(2);
     let ms = at
         .duration_since(UNIX_EPOCH)
@@ -45,7 +45,7 @@ fn epoch_ms(t: SystemTime) -> i64 {
 }
 
 /// The marker of one run of one target collection.
-pub struct Marker<'a> {
+pub(crate) struct Marker<'a> {
     plan: &'a RunPlan,
     part: &'a PartPlan,
     markers: Collection<Document>,
@@ -56,7 +56,7 @@ pub struct Marker<'a> {
 }
 
 impl<'a> Marker<'a> {
-    pub fn new(
+    pub(crate) fn new(
         plan: &'a RunPlan,
         coll: &Collection<RawDocumentBuf>,
         setup_seed: u64,
@@ -91,7 +91,7 @@ impl<'a> Marker<'a> {
     }
 
     /// Part 0, before its setup: no earlier marker may release the others.
-    pub async fn clear(&self) -> Result<(), Error> {
+    pub(crate) async fn clear(&self) -> Result<(), Error> {
         self.markers
             .delete_one(doc! { "_id": &self.id })
             .await
@@ -100,7 +100,7 @@ impl<'a> Marker<'a> {
     }
 
     /// Part 0, its setup done: where `_id`s continue and when the stages begin.
-    pub async fn write(&self, next_id: i64, begin: SystemTime) -> Result<(), Error> {
+    pub(crate) async fn write(&self, next_id: i64, begin: SystemTime) -> Result<(), Error> {
         let marker = doc! {
             "_id": &self.id,
             "run": &self.run,
@@ -119,7 +119,7 @@ impl<'a> Marker<'a> {
 
     /// Parts 1..: polls for part 0's marker of this run until `--setup-wait` runs out (an
     /// interruption ends the wait: the session then stops as interrupted).
-    pub async fn wait(&self, stop: &CancellationToken) -> Result<Prepared, Error> {
+    pub(crate) async fn wait(&self, stop: &CancellationToken) -> Result<Prepared, Error> {
         let p = self.part;
         let deadline = tokio::time::Instant::now() + p.setup_wait;
         loop {

@@ -23,17 +23,17 @@
     clippy::cast_lossless
 )]
 
-pub mod audit;
-pub mod classify;
-pub mod connect;
-pub mod explain;
-pub mod invariant;
-pub mod listen;
-pub mod marker;
-pub mod mongo;
-pub mod owned;
+pub(crate) mod audit;
+pub(crate) mod classify;
+pub(crate) mod connect;
+pub(crate) mod explain;
+pub(crate) mod invariant;
+pub(crate) mod listen;
+pub(crate) mod marker;
+pub(crate) mod mongo;
+pub(crate) mod owned;
 pub mod setup;
-pub mod template;
+pub(crate) mod template;
 
 use std::future::Future;
 use std::time::SystemTime;

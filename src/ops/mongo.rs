@@ -556,12 +556,12 @@ impl MongoBackend {
 
 /// The virtual users' sessions, by (group plan, user): each user's own, however many groups
 /// share a collection and concerns.
-pub type Sessions =
+pub(crate) type Sessions =
     Arc<std::sync::Mutex<std::collections::HashMap<(usize, u32), mongodb::ClientSession>>>;
 
 /// How long a transaction may be retried, from its first attempt: the drivers' convenient API's
 /// limit (120 s).
-pub const TX_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
+pub(crate) const TX_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
 
 fn read_concern(r: ReadConcernPlan) -> ReadConcern {
     match r {
@@ -574,7 +574,7 @@ fn read_concern(r: ReadConcernPlan) -> ReadConcern {
 }
 
 /// A collection with a group's concerns, and its write concern (for a client-level bulkWrite).
-pub fn handle(
+pub(crate) fn handle(
     client: &mongodb::Client,
     database: &str,
     name: &str,
@@ -625,12 +625,12 @@ pub fn handle(
 }
 
 /// The target collection with the profile's write concern and read preference.
-pub fn collection(client: &mongodb::Client, t: &TargetPlan) -> Collection<RawDocumentBuf> {
+pub(crate) fn collection(client: &mongodb::Client, t: &TargetPlan) -> Collection<RawDocumentBuf> {
     collection_named(client, t, &t.collection)
 }
 
 /// A collection of the target database with `[target]`'s write concern and read preference.
-pub fn collection_named(
+pub(crate) fn collection_named(
     client: &mongodb::Client,
     t: &TargetPlan,
     name: &str,

@@ -14,7 +14,7 @@ use mongodb::bson::{doc, Binary, Document, RawDocumentBuf};
 use mongodb::Collection;
 
 /// The prefix of the marks' names, in the target database.
-pub const PREFIX: &str = "mongo_stress_owned.";
+pub(crate) const PREFIX: &str = "mongo_stress_owned.";
 
 /// MongoDB's error codes for creating a collection that exists and dropping one that does not.
 const NAMESPACE_EXISTS: i32 = 48;
@@ -44,7 +44,7 @@ fn mark(uuid: &Binary) -> String {
 }
 
 /// The collection's UUID and whether it is the very one an earlier run created and marked.
-pub async fn created_by_us(
+pub(crate) async fn created_by_us(
     coll: &Collection<RawDocumentBuf>,
 ) -> mongodb::error::Result<(Option<Binary>, bool)> {
     let Some(uuid) = uuid_of(coll).await? else {
@@ -61,7 +61,7 @@ pub async fn created_by_us(
 
 /// Creates the (just dropped) collection and marks it as the tool's own; removes the mark of the
 /// collection it replaces (`old`).
-pub async fn create_and_mark(
+pub(crate) async fn create_and_mark(
     coll: &Collection<RawDocumentBuf>,
     old: Option<&Binary>,
 ) -> mongodb::error::Result<()> {

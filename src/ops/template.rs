@@ -20,7 +20,7 @@ type Keep<'a> = Option<&'a mut Option<Document>>;
 type Session<'a> = Option<&'a mut ClientSession>;
 
 /// Where a template's command goes: its collection handle, and the client for a `bulkWrite`.
-pub struct On<'a> {
+pub(crate) struct On<'a> {
     pub coll: &'a Collection<RawDocumentBuf>,
     pub client: &'a mongodb::Client,
     pub write_concern: Option<&'a mongodb::options::WriteConcern>,
@@ -173,7 +173,7 @@ macro_rules! send {
 /// first document a read returned, the document a findOneAnd* returned, an insert's `_id`s
 /// (`{ _id }`, or `{ insertedIds }` for a batch), an update's `{ matchedCount, modifiedCount,
 /// upsertedId }`, a delete's `{ deletedCount }`, a command's reply.
-pub async fn execute(
+pub(crate) async fn execute(
     on: On<'_>,
     req: TemplateRequest,
     out: &mut Outcome,

@@ -69,18 +69,20 @@ pub struct FaultPlan {
 mod secs {
     use std::time::Duration;
 
-    pub fn serialize<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    pub(super) fn serialize<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_f64(d.as_secs_f64())
     }
 
-    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    pub(super) fn deserialize<'de, D: serde::Deserializer<'de>>(
+        d: D,
+    ) -> Result<Duration, D::Error> {
         let v: f64 = serde::Deserialize::deserialize(d)?;
         Duration::try_from_secs_f64(v).map_err(serde::de::Error::custom)
     }
 }
 
 /// The forms a fault takes, for error messages.
-pub const FAULT_FORMS: &str = "KIND@AT or KIND@AT+LENGTH: kill@4s+2s (SIGKILL at 4 s, start again 2 s later), restart@10s+1s (SIGTERM, start again), pause@5s+2s (SIGSTOP for 2 s), stepdown@5s+3s (replSetStepDown for 3 s, force); in a profile [[fault]] kind = \"kill\", at = \"4s\", restart_after = \"2s\" (kill, restart) or for = \"3s\" (pause, stepdown)";
+pub(crate) const FAULT_FORMS: &str = "KIND@AT or KIND@AT+LENGTH: kill@4s+2s (SIGKILL at 4 s, start again 2 s later), restart@10s+1s (SIGTERM, start again), pause@5s+2s (SIGSTOP for 2 s), stepdown@5s+3s (replSetStepDown for 3 s, force); in a profile [[fault]] kind = \"kill\", at = \"4s\", restart_after = \"2s\" (kill, restart) or for = \"3s\" (pause, stepdown)";
 
 impl FaultPlan {
     /// Checks a fault as a profile or the command line gives it: `length` is `restart_after`
@@ -188,7 +190,7 @@ impl FaultPlan {
 }
 
 /// Two faults whose nominal spans overlap (the second starts before the first is over), if any.
-pub fn overlapping(faults: &[FaultPlan]) -> Option<(usize, usize)> {
+pub(crate) fn overlapping(faults: &[FaultPlan]) -> Option<(usize, usize)> {
     let mut order: Vec<usize> = (0..faults.len()).collect();
     order.sort_by_key(|&i| faults[i].at);
     order

@@ -5,76 +5,76 @@
 use std::time::Duration;
 
 /// Virtual users per group. Beyond it a typo, not a test, is the likelier cause.
-pub const MIN_THREADS: u32 = 1;
-pub const MAX_THREADS: u32 = 1_000_000;
+pub(crate) const MIN_THREADS: u32 = 1;
+pub(crate) const MAX_THREADS: u32 = 1_000_000;
 /// Operations per virtual user.
-pub const MIN_LOOPS: u64 = 1;
-pub const MAX_LOOPS: u64 = 1_000_000_000_000;
+pub(crate) const MIN_LOOPS: u64 = 1;
+pub(crate) const MAX_LOOPS: u64 = 1_000_000_000_000;
 /// Operations per second of one group (open loop).
-pub const MIN_RATE: f64 = 0.001;
-pub const MAX_RATE: f64 = 10_000_000.0;
+pub(crate) const MIN_RATE: f64 = 0.001;
+pub(crate) const MAX_RATE: f64 = 10_000_000.0;
 /// The most rate steps one group may have.
-pub const MAX_STEPS: usize = 1000;
+pub(crate) const MAX_STEPS: usize = 1000;
 /// A ramp without `step` runs in this many steps.
-pub const RAMP_STEPS: u32 = 10;
+pub(crate) const RAMP_STEPS: u32 = 10;
 /// Connections in the driver's pool, and documents a find returns.
-pub const MIN_POOL_SIZE: u32 = 1;
-pub const MIN_FIND_LIMIT: u32 = 1;
+pub(crate) const MIN_POOL_SIZE: u32 = 1;
+pub(crate) const MIN_FIND_LIMIT: u32 = 1;
 /// `stop_on_error_pct`: above 0, at most 100; judged over the last `GUARD_WINDOW_OPS`
 /// operations that ended within `GUARD_WINDOW`, once there are at least `GUARD_MIN_OPS`.
-pub const MAX_ERROR_PCT: f64 = 100.0;
-pub const GUARD_WINDOW_OPS: usize = 100;
-pub const GUARD_WINDOW: Duration = Duration::from_secs(10);
-pub const GUARD_MIN_OPS: usize = 3;
+pub(crate) const MAX_ERROR_PCT: f64 = 100.0;
+pub(crate) const GUARD_WINDOW_OPS: usize = 100;
+pub(crate) const GUARD_WINDOW: Duration = Duration::from_secs(10);
+pub(crate) const GUARD_MIN_OPS: usize = 3;
 /// Index types a profile may name besides 1 and -1: the one table of their names.
-pub const INDEX_TYPES: [&str; 4] = ["text", "hashed", "2d", "2dsphere"];
+pub(crate) const INDEX_TYPES: [&str; 4] = ["text", "hashed", "2d", "2dsphere"];
 /// Documents inserted by `setup.preload`.
-pub const MAX_PRELOAD: u64 = 100_000_000;
+pub(crate) const MAX_PRELOAD: u64 = 100_000_000;
 /// Longest duration anywhere (run, ramp-up, delay, timeout): beyond it `Instant` arithmetic
 /// can overflow, and no test means it.
-pub const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
+pub(crate) const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
 /// Shortest live report interval.
-pub const MIN_INTERVAL: Duration = Duration::from_millis(100);
+pub(crate) const MIN_INTERVAL: Duration = Duration::from_millis(100);
 /// Highest `w` number a write concern may ask for (a replica set has at most 50 members).
-pub const MAX_WRITE_NODES: i64 = 50;
+pub(crate) const MAX_WRITE_NODES: i64 = 50;
 /// Levels of nesting (documents and arrays) the server accepts, and the largest document it
 /// stores: the generator checks them, so they live beside it.
-pub use crate::workload::document::{MAX_DOCUMENT_BYTES, MAX_NESTING};
+pub(crate) use crate::workload::document::MAX_NESTING;
 
-pub fn threads_expected() -> String {
+pub(crate) fn threads_expected() -> String {
     format!(
         "a whole number of virtual users from {MIN_THREADS} to {MAX_THREADS}, e.g. threads = 100"
     )
 }
 
-pub fn loops_expected() -> String {
+pub(crate) fn loops_expected() -> String {
     format!("a whole number of operations per virtual user, from {MIN_LOOPS} to {MAX_LOOPS}, e.g. loops = 200")
 }
 
-pub fn rate_expected() -> String {
+pub(crate) fn rate_expected() -> String {
     format!("operations per second for the whole group, from {MIN_RATE} to {MAX_RATE}, e.g. rate = 200 or rate = 2.5; or increasing steps, e.g. rate = [500, 1000, 2000] with step = \"30s\"; or a ramp, e.g. rate = {{ from = 100, to = 5000, over = \"5m\" }}")
 }
 
-pub fn preload_expected() -> String {
+pub(crate) fn preload_expected() -> String {
     format!("a whole number of documents to insert before the run, up to {MAX_PRELOAD}, e.g. preload = 10000")
 }
 
-pub fn error_pct_expected() -> String {
+pub(crate) fn error_pct_expected() -> String {
     format!(
         "a percentage above 0 and at most {MAX_ERROR_PCT}, e.g. stop_on_error_pct = 50 (stops once that share of the last {GUARD_WINDOW_OPS} operations within {} failed, at least {GUARD_MIN_OPS} of them)",
         humantime::format_duration(GUARD_WINDOW)
     )
 }
 
-pub fn pool_size_expected() -> String {
+pub(crate) fn pool_size_expected() -> String {
     format!("a whole number of connections, at least {MIN_POOL_SIZE}, e.g. pool_size = 100")
 }
 
-pub fn limit_expected() -> String {
+pub(crate) fn limit_expected() -> String {
     format!("a whole number of documents, at least {MIN_FIND_LIMIT}, e.g. limit = 50")
 }
 
-pub fn index_expected() -> String {
+pub(crate) fn index_expected() -> String {
     let types: Vec<String> = INDEX_TYPES.iter().map(|t| format!("\"{t}\"")).collect();
     format!(
         "1, -1, {}, e.g. indexes = [{{ city = 1 }}]",
@@ -82,13 +82,13 @@ pub fn index_expected() -> String {
     )
 }
 
-pub fn duration_expected() -> String {
+pub(crate) fn duration_expected() -> String {
     "a duration string up to a year, such as \"30s\", \"5m\" or \"1h 30m\"".into()
 }
 
 /// Parses "30s", "5m", "1h 30m", "250ms" up to `MAX_DURATION`. A bare number is refused rather
 /// than guessed at.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     let d = humantime::parse_duration(s.trim())
         .map_err(|e| format!("`{s}` is not a duration ({e})"))?;
     if d > MAX_DURATION {
@@ -100,7 +100,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
-pub fn check_threads(n: u32) -> Result<u32, String> {
+pub(crate) fn check_threads(n: u32) -> Result<u32, String> {
     match n {
         0 => Err("0 threads would run nothing".into()),
         n if n > MAX_THREADS => Err(format!(
@@ -110,7 +110,7 @@ pub fn check_threads(n: u32) -> Result<u32, String> {
     }
 }
 
-pub fn check_loops(n: u64) -> Result<u64, String> {
+pub(crate) fn check_loops(n: u64) -> Result<u64, String> {
     match n {
         0 => Err("0 loops would run nothing".into()),
         n if n > MAX_LOOPS => Err(format!("{n} operations per user would never finish")),
@@ -118,7 +118,7 @@ pub fn check_loops(n: u64) -> Result<u64, String> {
     }
 }
 
-pub fn check_rate(r: f64) -> Result<f64, String> {
+pub(crate) fn check_rate(r: f64) -> Result<f64, String> {
     if r.is_finite() && (MIN_RATE..=MAX_RATE).contains(&r) {
         Ok(r)
     } else {
@@ -126,7 +126,7 @@ pub fn check_rate(r: f64) -> Result<f64, String> {
     }
 }
 
-pub fn check_preload(n: u64) -> Result<u64, String> {
+pub(crate) fn check_preload(n: u64) -> Result<u64, String> {
     if n > MAX_PRELOAD {
         Err(format!(
             "{n} documents is more than the {MAX_PRELOAD} preload inserts"
@@ -138,11 +138,11 @@ pub fn check_preload(n: u64) -> Result<u64, String> {
 
 /// The shortest gap between successes the recorder keeps (the time to a first success after a
 /// fault is read from these gaps).
-pub const RECORDED_GAP: Duration = Duration::from_millis(100);
+pub(crate) const RECORDED_GAP: Duration = Duration::from_millis(100);
 /// A gap without a success counts as unavailability from this long (or 10x the median
 /// latency, or 3 of an open-loop group's intervals, if longer), unless `unavailable_after`
 /// says otherwise.
-pub const UNAVAILABLE_AFTER: Duration = Duration::from_secs(1);
+pub(crate) const UNAVAILABLE_AFTER: Duration = Duration::from_secs(1);
 
 #[cfg(test)]
 mod tests {

@@ -7,12 +7,12 @@
 //! Never: talks to a server, touches the run directory, or formats a result.
 
 mod build;
-pub mod fault;
-pub mod genny;
-pub mod limits;
+pub(crate) mod fault;
+pub(crate) mod genny;
+pub(crate) mod limits;
 pub mod part;
 pub mod profile;
-pub mod thresholds;
+pub(crate) mod thresholds;
 
 use std::sync::Arc;
 use std::time::Duration;

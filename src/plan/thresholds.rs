@@ -66,7 +66,7 @@ pub struct ThresholdPlan {
 }
 
 /// What a threshold may be written as, for error messages.
-pub const GRAMMAR: &str = "\"GROUP.METRIC\" = \"< LIMIT\" (or <=, >, >=), GROUP a group's name, GROUP:KIND one kind of a mixed group (ycsb:get), or TOTAL; latencies need a unit (us, ms, s), e.g. \"find.p99\" = \"< 50ms\", \"insert.throughput\" = \"> 5000\", \"TOTAL.error_pct\" = \"< 0.1\", or { limit = \"< 200ms\", abort = true, after = \"10s\" }";
+pub(crate) const GRAMMAR: &str = "\"GROUP.METRIC\" = \"< LIMIT\" (or <=, >, >=), GROUP a group's name, GROUP:KIND one kind of a mixed group (ycsb:get), or TOTAL; latencies need a unit (us, ms, s), e.g. \"find.p99\" = \"< 50ms\", \"insert.throughput\" = \"> 5000\", \"TOTAL.error_pct\" = \"< 0.1\", or { limit = \"< 200ms\", abort = true, after = \"10s\" }";
 
 impl ThresholdPlan {
     /// `key` as `GROUP.METRIC`, `limit` as `< 50ms`; `groups` are the plan's names by index.

@@ -9,7 +9,7 @@ use crate::capacity::Step;
 
 /// The result of a capacity search, as written.
 #[derive(Debug, Clone, Serialize)]
-pub struct CapacityResult {
+pub(crate) struct CapacityResult {
     pub profile: String,
     pub slo: Vec<String>,
     pub error_pct: f64,
@@ -21,7 +21,7 @@ pub struct CapacityResult {
     pub interrupted: bool,
 }
 
-pub const HEADER: [&str; 10] = [
+pub(crate) const HEADER: [&str; 10] = [
     "Offered/s",
     "Achieved/s",
     "p50 ms",
@@ -57,7 +57,7 @@ fn sorted(r: &CapacityResult) -> Vec<&Step> {
 }
 
 /// The console: the steps by offered rate, the knee, the warnings.
-pub fn render(r: &CapacityResult, out: &mut dyn Write) -> std::io::Result<()> {
+pub(crate) fn render(r: &CapacityResult, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(
         out,
         "\nCapacity of `{}` within {} (steps by offered rate):",
@@ -81,7 +81,7 @@ pub fn render(r: &CapacityResult, out: &mut dyn Write) -> std::io::Result<()> {
 }
 
 /// `capacity.tsv`: one line per step in the order they ran.
-pub fn render_tsv(r: &CapacityResult, out: &mut dyn Write) -> std::io::Result<()> {
+pub(crate) fn render_tsv(r: &CapacityResult, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out, "Step\t{}", HEADER.join("\t"))?;
     for (i, s) in r.steps.iter().enumerate() {
         writeln!(out, "{}\t{}", i + 1, cells(s).join("\t").replace('\n', " "))?;
@@ -89,13 +89,13 @@ pub fn render_tsv(r: &CapacityResult, out: &mut dyn Write) -> std::io::Result<()
     Ok(())
 }
 
-pub fn render_json(r: &CapacityResult, out: &mut dyn Write) -> std::io::Result<()> {
+pub(crate) fn render_json(r: &CapacityResult, out: &mut dyn Write) -> std::io::Result<()> {
     serde_json::to_writer_pretty(&mut *out, r)?;
     writeln!(out)
 }
 
 /// `capacity.html`.
-pub fn render_html(r: &CapacityResult) -> String {
+pub(crate) fn render_html(r: &CapacityResult) -> String {
     let data = serde_json::to_value(r).unwrap_or_default();
     super::html::page(
         &format!("mongo-stress capacity: {}", r.profile),

@@ -4,13 +4,13 @@
 use crate::metrics::Row;
 
 /// The columns that mean something in closed loop: all up to `Modified`.
-pub const CLOSED_LOOP_COLUMNS: usize = 18;
+pub(crate) const CLOSED_LOOP_COLUMNS: usize = 18;
 
 /// JMeter's Aggregate Report columns, `Label` to `Sent KB/sec`: the first the console keeps.
-pub const JMETER_COLUMNS: usize = 13;
+pub(crate) const JMETER_COLUMNS: usize = 13;
 
 /// Column names, in order, as in the console table and `summary.tsv`.
-pub const COLUMNS: [&str; 37] = [
+pub(crate) const COLUMNS: [&str; 37] = [
     "Label",
     "# Samples",
     "Average",
@@ -52,14 +52,14 @@ pub const COLUMNS: [&str; 37] = [
 
 /// Where the transaction counts begin (`Committed`): the console shows them for a profile with
 /// transactions.
-pub const TX_COLUMNS: usize = 32;
+pub(crate) const TX_COLUMNS: usize = 32;
 
 /// Where the document counts begin (`Returned`): the console shows them for a profile's own
 /// operations.
-pub const DOC_COLUMNS: usize = 26;
+pub(crate) const DOC_COLUMNS: usize = 26;
 
 /// A row's cells as text, in `COLUMNS` order: milliseconds and rates with two decimals.
-pub fn cells(row: &Row) -> Vec<String> {
+pub(crate) fn cells(row: &Row) -> Vec<String> {
     let f = |x: f64| format!("{x:.2}");
     vec![
         row.label.to_string(),

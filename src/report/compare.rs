@@ -119,7 +119,7 @@ fn headline(c: &Comparison) -> Option<String> {
     (!parts.is_empty()).then(|| format!("TOTAL: {}", parts.join(", ")))
 }
 
-pub fn table(c: &Comparison, out: &mut dyn Write) -> std::io::Result<()> {
+pub(crate) fn table(c: &Comparison, out: &mut dyn Write) -> std::io::Result<()> {
     let noise = c.cells.first().map_or("intervals", |x| x.noise.as_str());
     if let Some(h) = headline(c) {
         writeln!(out, "{h}")?;
@@ -174,7 +174,7 @@ pub fn table(c: &Comparison, out: &mut dyn Write) -> std::io::Result<()> {
     Ok(())
 }
 
-pub fn tsv(c: &Comparison, out: &mut dyn Write) -> std::io::Result<()> {
+pub(crate) fn tsv(c: &Comparison, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out, "{}", HEADER.join("\t"))?;
     for r in rows(c, false).into_iter().chain(member_rows(c)) {
         writeln!(out, "{}", r.join("\t"))?;
@@ -182,7 +182,7 @@ pub fn tsv(c: &Comparison, out: &mut dyn Write) -> std::io::Result<()> {
     Ok(())
 }
 
-pub fn json(c: &Comparison, out: &mut dyn Write) -> std::io::Result<()> {
+pub(crate) fn json(c: &Comparison, out: &mut dyn Write) -> std::io::Result<()> {
     serde_json::to_writer_pretty(&mut *out, c)?;
     writeln!(out)
 }

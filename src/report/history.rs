@@ -101,7 +101,7 @@ fn change_cells(h: &History, s: &Series, f: &Found) -> Vec<String> {
     ]
 }
 
-pub fn render(h: &History, out: &mut dyn Write) -> std::io::Result<()> {
+pub(crate) fn render(h: &History, out: &mut dyn Write) -> std::io::Result<()> {
     let (first, last) = (h.runs.first(), h.runs.last());
     writeln!(
         out,
@@ -173,7 +173,7 @@ pub fn render(h: &History, out: &mut dyn Write) -> std::io::Result<()> {
 }
 
 /// The `--fail-on-new` gate's lines.
-pub fn render_gate(h: &History, out: &mut dyn Write) -> std::io::Result<()> {
+pub(crate) fn render_gate(h: &History, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out)?;
     if h.new_changes.is_empty() {
         writeln!(
@@ -199,7 +199,7 @@ pub fn render_gate(h: &History, out: &mut dyn Write) -> std::io::Result<()> {
 }
 
 /// `history.tsv`: one line per change point, newest first.
-pub fn render_tsv(h: &History, out: &mut dyn Write) -> std::io::Result<()> {
+pub(crate) fn render_tsv(h: &History, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out, "{}\tPlan\tVerdict\tRun id", CHANGES.join("\t"))?;
     for (s, f) in newest_first(h) {
         let mut cells = change_cells(h, s, f);
@@ -218,7 +218,7 @@ pub fn render_tsv(h: &History, out: &mut dyn Write) -> std::io::Result<()> {
     Ok(())
 }
 
-pub fn render_json(h: &History, out: &mut dyn Write) -> std::io::Result<()> {
+pub(crate) fn render_json(h: &History, out: &mut dyn Write) -> std::io::Result<()> {
     serde_json::to_writer_pretty(&mut *out, h)?;
     writeln!(out)
 }
@@ -327,7 +327,7 @@ fn chart(h: &History, s: &Series) -> String {
 }
 
 /// `history.html`: the change points' table and a chart per series, self-contained.
-pub fn render_html(h: &History) -> String {
+pub(crate) fn render_html(h: &History) -> String {
     let mut html = String::from(
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>mongo-stress history</title>\
 <style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 8px;white-space:nowrap}\

@@ -7,7 +7,7 @@ use std::io::Write;
 
 /// The width the console may take on `stream`: None (everything) in a pipe or a file, or with
 /// `wide`; on a terminal, `COLUMNS` when set to a number, else the terminal's width.
-pub fn console_width<S>(stream: &S, wide: bool) -> Option<usize>
+pub(crate) fn console_width<S>(stream: &S, wide: bool) -> Option<usize>
 where
     S: std::io::IsTerminal + std::os::fd::AsFd,
 {
@@ -26,7 +26,11 @@ where
 
 /// Writes `lines` (the first is the header, underlined) as columns two spaces apart: the
 /// `left` columns (labels, words) left-aligned, every other one right-aligned.
-pub fn aligned(lines: &[Vec<String>], left: &[usize], out: &mut dyn Write) -> std::io::Result<()> {
+pub(crate) fn aligned(
+    lines: &[Vec<String>],
+    left: &[usize],
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
     aligned_with(lines, left, "  ", out)
 }
 
@@ -63,7 +67,7 @@ fn aligned_with(
 /// Writes `lines` as `aligned` does; within `width`, the columns named in `dropped` are left
 /// out, the first named first, until the rest fit (the others stay even if they do not), and
 /// a note names them and `full`, the file that has them all. Returns the names left out.
-pub fn fitted(
+pub(crate) fn fitted(
     lines: &[Vec<String>],
     left: &[usize],
     width: Option<usize>,
@@ -141,14 +145,14 @@ fn column_widths(lines: &[Vec<String>]) -> Vec<usize> {
 
 /// A writer that breaks every line longer than `width` at spaces (a word longer than a line is
 /// cut), continuing it two spaces further in than it began.
-pub struct Wrapped<'a> {
+pub(crate) struct Wrapped<'a> {
     inner: &'a mut dyn Write,
     width: usize,
     pending: Vec<u8>,
 }
 
 impl<'a> Wrapped<'a> {
-    pub fn new(inner: &'a mut dyn Write, width: usize) -> Self {
+    pub(crate) fn new(inner: &'a mut dyn Write, width: usize) -> Self {
         Wrapped {
             inner,
             width,
@@ -165,7 +169,7 @@ impl<'a> Wrapped<'a> {
     }
 
     /// Writes what is left of a last line without its newline.
-    pub fn finish(mut self) -> std::io::Result<()> {
+    pub(crate) fn finish(mut self) -> std::io::Result<()> {
         if !self.pending.is_empty() {
             let rest = std::mem::take(&mut self.pending);
             let text = String::from_utf8_lossy(&rest);
@@ -195,7 +199,7 @@ impl Write for Wrapped<'_> {
 /// of one line kept, so a table row keeps its alignment), a word longer than a line cut, the
 /// continuation two spaces further in than the line's own indent (indents at most a third of
 /// the width).
-pub fn wrap(line: &str, width: usize) -> Vec<String> {
+pub(crate) fn wrap(line: &str, width: usize) -> Vec<String> {
     let width = width.max(1);
     if line.chars().count() <= width {
         return vec![line.to_string()];

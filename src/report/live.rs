@@ -34,7 +34,7 @@ struct Group {
     bar: Option<ProgressBar>,
 }
 
-pub struct Live {
+pub(crate) struct Live {
     groups: Vec<Group>,
     /// On a terminal: the bars; None writes plain lines.
     bars: Option<MultiProgress>,
@@ -43,7 +43,7 @@ pub struct Live {
 impl Live {
     /// `bars`: stderr is a terminal, and these draw on it (lines update in place); None writes
     /// plain lines.
-    pub fn new(plan: &RunPlan, bars: Option<MultiProgress>) -> Self {
+    pub(crate) fn new(plan: &RunPlan, bars: Option<MultiProgress>) -> Self {
         let stage_of = |index: usize| {
             plan.stages
                 .iter()
@@ -74,7 +74,7 @@ impl Live {
     }
 
     /// The bars of a terminal's stderr, when it is one.
-    pub fn terminal_bars() -> Option<MultiProgress> {
+    pub(crate) fn terminal_bars() -> Option<MultiProgress> {
         use std::io::IsTerminal;
         std::io::stderr()
             .is_terminal()

@@ -4,22 +4,22 @@
 //! Owns: every column name, cell format and file format. Never: computes a number or decides a
 //! warning (the summary does), and nothing on the hot path imports it.
 
-pub mod capacity;
-pub mod columns;
-pub mod compare;
-pub mod history;
+pub(crate) mod capacity;
+pub(crate) mod columns;
+pub(crate) mod compare;
+pub(crate) mod history;
 pub mod html;
 pub mod json;
-pub mod layout;
-pub mod live;
-pub mod outage;
-pub mod parts;
-pub mod plan;
-pub mod rollups;
-pub mod sweep;
+pub(crate) mod layout;
+pub(crate) mod live;
+pub(crate) mod outage;
+pub(crate) mod parts;
+pub(crate) mod plan;
+pub(crate) mod rollups;
+pub(crate) mod sweep;
 pub mod table;
 pub mod tsv;
-pub mod watchers;
+pub(crate) mod watchers;
 
 use std::io::Write;
 use std::path::Path;

@@ -9,7 +9,7 @@ use crate::summary::RunResult;
 /// Faults, windows and the audit of `run`, each line after `prefix` (`run 2: `); the audit's
 /// table within `width` columns (a terminal's) when given, the columns that do not fit left out
 /// and named.
-pub fn render(
+pub(crate) fn render(
     run: &RunResult,
     prefix: &str,
     width: Option<usize>,

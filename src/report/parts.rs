@@ -5,7 +5,7 @@ use std::io::Write;
 
 use crate::summary::Summary;
 
-pub const HEADER: [&str; 8] = [
+pub(crate) const HEADER: [&str; 8] = [
     "Part",
     "# Samples",
     "Throughput",
@@ -17,7 +17,7 @@ pub const HEADER: [&str; 8] = [
 ];
 
 /// One line per part, as text cells (`-` for what a part did not measure).
-pub fn lines(s: &Summary) -> Vec<Vec<String>> {
+pub(crate) fn lines(s: &Summary) -> Vec<Vec<String>> {
     let opt = |v: Option<f64>, d: usize| v.map_or("-".to_string(), |x| format!("{x:.d$}"));
     s.parts
         .iter()
@@ -37,7 +37,7 @@ pub fn lines(s: &Summary) -> Vec<Vec<String>> {
 }
 
 /// `parts.tsv`.
-pub fn render_tsv(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
+pub(crate) fn render_tsv(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out, "{}", HEADER.join("\t"))?;
     for l in lines(s) {
         writeln!(out, "{}", l.join("\t"))?;
@@ -47,7 +47,11 @@ pub fn render_tsv(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
 
 /// The console table, after the summary of a merged run; within `width` (a terminal's), the
 /// directory, host and CPU peak go first.
-pub fn render(s: &Summary, width: Option<usize>, out: &mut dyn Write) -> std::io::Result<()> {
+pub(crate) fn render(
+    s: &Summary,
+    width: Option<usize>,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
     if s.parts.is_empty() {
         return Ok(());
     }

@@ -6,7 +6,7 @@ use crate::plan::fault::FaultPlan;
 use crate::plan::{GroupPlan, RunPlan, StopAt, WriteConcernPlan};
 
 /// Writes the resolved plan as `validate` shows it.
-pub fn render(plan: &RunPlan, out: &mut dyn Write) -> std::io::Result<()> {
+pub(crate) fn render(plan: &RunPlan, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out, "profile {} ({}): valid", plan.name, plan.origin)?;
     if !plan.description.is_empty() {
         writeln!(out, "  {}", plan.description)?;

@@ -11,12 +11,12 @@ use crate::metrics::Label;
 use crate::summary::Summary;
 
 /// Is the run a genny workload's (its profile a `.yml`/`.yaml` file)?
-pub fn applies(s: &Summary) -> bool {
+pub(crate) fn applies(s: &Summary) -> bool {
     let origin = s.origin.trim_end_matches(" (as a profile)");
     origin.ends_with(".yml") || origin.ends_with(".yaml")
 }
 
-pub fn render(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
+pub(crate) fn render(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
     let runs: Vec<Value> = s
         .runs
         .iter()

@@ -12,7 +12,7 @@ use crate::sweep::usl::{Analysis, Estimate};
 use crate::sweep::{self, Step, SweepResult};
 
 /// SPEC's `sweep.tsv` columns, and `Fit`: whether the step was fitted, or why it was left out.
-pub const HEADER: [&str; 11] = [
+pub(crate) const HEADER: [&str; 11] = [
     "Threads",
     "Throughput",
     "Median",
@@ -54,7 +54,7 @@ fn fit_cell(s: &Step) -> String {
 }
 
 /// The result in words: how throughput grew, what the fit says and what it cannot.
-pub fn paragraph(r: &SweepResult) -> String {
+pub(crate) fn paragraph(r: &SweepResult) -> String {
     let s = r.by_threads();
     let (Some(first), Some(best)) = (
         s.first(),
@@ -174,7 +174,7 @@ fn write_fit(a: &Analysis, out: &mut dyn Write) -> std::io::Result<()> {
 }
 
 /// The console.
-pub fn render(r: &SweepResult, out: &mut dyn Write) -> std::io::Result<()> {
+pub(crate) fn render(r: &SweepResult, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(
         out,
         "\nSweep of `{}` (closed loop; users per group; Throughput in operations/s, latencies in ms):",
@@ -252,7 +252,7 @@ fn generator_share(s: &Step) -> String {
 }
 
 /// `sweep.tsv`: one line per step, by users.
-pub fn render_tsv(r: &SweepResult, out: &mut dyn Write) -> std::io::Result<()> {
+pub(crate) fn render_tsv(r: &SweepResult, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out, "{}", HEADER.join("\t"))?;
     for s in r.by_threads() {
         writeln!(out, "{}", cells(s).join("\t").replace('\n', " "))?;
@@ -277,13 +277,13 @@ fn written(r: &SweepResult) -> Written<'_> {
     }
 }
 
-pub fn render_json(r: &SweepResult, out: &mut dyn Write) -> std::io::Result<()> {
+pub(crate) fn render_json(r: &SweepResult, out: &mut dyn Write) -> std::io::Result<()> {
     serde_json::to_writer_pretty(&mut *out, &written(r))?;
     writeln!(out)
 }
 
 /// `sweep.html`.
-pub fn render_html(r: &SweepResult) -> String {
+pub(crate) fn render_html(r: &SweepResult) -> String {
     let data = serde_json::to_value(written(r)).unwrap_or_default();
     super::html::page(
         &format!("mongo-stress sweep: {}", r.profile),
@@ -316,7 +316,7 @@ fn change_text(c: Option<f64>) -> String {
 }
 
 /// `compare` of two sweeps on the console.
-pub fn compare_table(c: &SweepComparison, out: &mut dyn Write) -> std::io::Result<()> {
+pub(crate) fn compare_table(c: &SweepComparison, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out, "base: {}\nnew:  {}", c.base, c.new)?;
     writeln!(
         out,
@@ -390,7 +390,7 @@ pub fn compare_table(c: &SweepComparison, out: &mut dyn Write) -> std::io::Resul
 
 /// `compare --tsv` of two sweeps: the parameters (Users `fit`), then each step's throughput and
 /// p99; a value a side lacks is `-`.
-pub fn compare_tsv(c: &SweepComparison, out: &mut dyn Write) -> std::io::Result<()> {
+pub(crate) fn compare_tsv(c: &SweepComparison, out: &mut dyn Write) -> std::io::Result<()> {
     let num = |v: Option<f64>| {
         v.filter(|v| v.is_finite())
             .map_or("-".into(), |v| v.to_string())
@@ -427,14 +427,14 @@ pub fn compare_tsv(c: &SweepComparison, out: &mut dyn Write) -> std::io::Result<
     Ok(())
 }
 
-pub fn compare_json(c: &SweepComparison, out: &mut dyn Write) -> std::io::Result<()> {
+pub(crate) fn compare_json(c: &SweepComparison, out: &mut dyn Write) -> std::io::Result<()> {
     serde_json::to_writer_pretty(&mut *out, c)?;
     writeln!(out)
 }
 
 /// `compare --html` of two sweeps: both sweeps' measured throughput and fitted curves on one
 /// chart, p99 against users for both, and the table.
-pub fn render_compare(base: &SweepResult, new: &SweepResult, c: &SweepComparison) -> String {
+pub(crate) fn render_compare(base: &SweepResult, new: &SweepResult, c: &SweepComparison) -> String {
     let mut tsv = Vec::new();
     compare_tsv(c, &mut tsv).ok();
     let data = serde_json::json!({

@@ -37,7 +37,7 @@ fn cells(s: &WatchStep) -> Vec<String> {
 }
 
 /// The console's table, and what each step's writers lost against the first.
-pub fn render(w: &WatchSweep, out: &mut dyn Write) -> std::io::Result<()> {
+pub(crate) fn render(w: &WatchSweep, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(
         out,
         "The cost of listening ({}): the writers as the profile has them, the watch groups at each number of listeners",
@@ -65,7 +65,7 @@ pub fn render(w: &WatchSweep, out: &mut dyn Write) -> std::io::Result<()> {
     Ok(())
 }
 
-pub fn render_tsv(w: &WatchSweep, out: &mut dyn Write) -> std::io::Result<()> {
+pub(crate) fn render_tsv(w: &WatchSweep, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out, "{}\tDirectory", HEADER.join("\t"))?;
     for s in &w.steps {
         writeln!(out, "{}\t{}", cells(s).join("\t"), s.dir)?;
@@ -73,7 +73,7 @@ pub fn render_tsv(w: &WatchSweep, out: &mut dyn Write) -> std::io::Result<()> {
     Ok(())
 }
 
-pub fn render_json(w: &WatchSweep, out: &mut dyn Write) -> std::io::Result<()> {
+pub(crate) fn render_json(w: &WatchSweep, out: &mut dyn Write) -> std::io::Result<()> {
     serde_json::to_writer_pretty(&mut *out, w)?;
     writeln!(out)
 }
@@ -119,7 +119,7 @@ fn chart(title: &str, unit: &str, points: &[(f64, f64)]) -> String {
 }
 
 /// `watchers.html`: the table and three charts, self-contained.
-pub fn render_html(w: &WatchSweep) -> String {
+pub(crate) fn render_html(w: &WatchSweep) -> String {
     let esc = super::html::escape;
     let pts = |f: &dyn Fn(&WatchStep) -> Option<f64>| -> Vec<(f64, f64)> {
         w.steps

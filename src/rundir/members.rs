@@ -21,7 +21,7 @@ const AFTER: [&str; 6] = [
 ];
 
 /// The file's columns, in order.
-pub fn columns() -> impl Iterator<Item = &'static str> {
+pub(crate) fn columns() -> impl Iterator<Item = &'static str> {
     BEFORE
         .into_iter()
         .chain(crate::monitor::row::OPS_COLUMNS)
@@ -29,13 +29,13 @@ pub fn columns() -> impl Iterator<Item = &'static str> {
 }
 
 /// The writer: the file is created at the first row.
-pub struct MembersFile {
+pub(crate) struct MembersFile {
     path: PathBuf,
     out: Option<BufWriter<File>>,
 }
 
 impl MembersFile {
-    pub fn new(path: &Path) -> MembersFile {
+    pub(crate) fn new(path: &Path) -> MembersFile {
         MembersFile {
             path: path.to_path_buf(),
             out: None,
@@ -73,7 +73,7 @@ fn cell(v: Option<f64>, decimals: usize) -> String {
 }
 
 /// A row's line, its cells in `columns()` order.
-pub fn line(r: &MemberRow) -> String {
+pub(crate) fn line(r: &MemberRow) -> String {
     let mut cells = vec![
         r.time_ms.to_string(),
         r.interval_ms.to_string(),
@@ -92,7 +92,7 @@ pub fn line(r: &MemberRow) -> String {
 }
 
 /// The file's rows; a last line cut off by a crash is left out.
-pub fn parse_members(text: &str) -> Result<Vec<MemberRow>, String> {
+pub(crate) fn parse_members(text: &str) -> Result<Vec<MemberRow>, String> {
     let (header, lines) = super::tsv_rows(text)?;
     let at = |name: &str| {
         header

@@ -11,11 +11,11 @@
 //! renders a table or a page (`report` does; its text reaches the disk through
 //! `write_atomically`), or re-reads `samples.tsv` (a long run's sample log can be gigabytes).
 
-pub mod fresh;
-pub mod hlog;
-pub mod members;
-pub mod resources;
-pub mod sweep;
+pub(crate) mod fresh;
+pub(crate) mod hlog;
+pub(crate) mod members;
+pub(crate) mod resources;
+pub(crate) mod sweep;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -22,7 +22,7 @@ pub struct Resources {
 
 /// Header of `resources.tsv` for a sampler scraping `hosts` (`--server-metrics`, as host:port),
 /// then `extra` columns (a merge's per-part client CPU); empty cells mean "not known here".
-pub fn header(hosts: &[String], extra: &[String]) -> String {
+pub(crate) fn header(hosts: &[String], extra: &[String]) -> String {
     let mut cols: Vec<String> = Vec::new();
     for (name, _) in ResourceRow::default().cells() {
         cols.push(name.to_string());
@@ -39,7 +39,7 @@ pub fn header(hosts: &[String], extra: &[String]) -> String {
 }
 
 /// One line, without its newline: values with one decimal, blanks for unknowns, then `extra`.
-pub fn line(r: &ResourceRow, extra: &[Option<f64>]) -> String {
+pub(crate) fn line(r: &ResourceRow, extra: &[Option<f64>]) -> String {
     let f = |x: Option<f64>| x.map_or(String::new(), |v| format!("{v:.1}"));
     let mut cells: Vec<String> = Vec::new();
     for (name, v) in r.cells() {

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use crate::error::Error;
 use crate::sweep::{Step, SweepResult};
 
-pub const SWEEP_JSON: &str = "sweep.json";
+pub(crate) const SWEEP_JSON: &str = "sweep.json";
 
 pub struct SweepDir {
     pub path: PathBuf,

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use mongodb::bson::doc;
 
 /// The port of a URI's single host when that host is this machine (loopback).
-pub async fn local_port(uri: &str) -> Option<u16> {
+pub(crate) async fn local_port(uri: &str) -> Option<u16> {
     let hosts = mongodb::options::ClientOptions::parse(uri)
         .await
         .ok()?
@@ -24,7 +24,7 @@ pub async fn local_port(uri: &str) -> Option<u16> {
 
 /// The local process listening on TCP `port` (IPv4 or IPv6), from /proc; None when not found or
 /// not visible to this user.
-pub fn pid_listening_on(port: u16) -> Option<u32> {
+pub(crate) fn pid_listening_on(port: u16) -> Option<u32> {
     let mut inodes = Vec::new();
     for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
         let Ok(text) = std::fs::read_to_string(table) else {
@@ -65,7 +65,7 @@ pub fn pid_listening_on(port: u16) -> Option<u32> {
 }
 
 /// The data directory a local server reports (`getCmdLineOpts`), resolved against its cwd.
-pub async fn data_dir_of(client: &mongodb::Client, pid: Option<u32>) -> Option<PathBuf> {
+pub(crate) async fn data_dir_of(client: &mongodb::Client, pid: Option<u32>) -> Option<PathBuf> {
     let opts = client
         .database("admin")
         .run_command(doc! { "getCmdLineOpts": 1 })

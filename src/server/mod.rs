@@ -9,7 +9,7 @@
 //! stopping wait (sleep, poll): async callers use `launch` and `shut_down`, which run them on the
 //! blocking pool.
 
-pub mod local;
+pub(crate) mod local;
 
 use std::ffi::OsString;
 use std::io::Read;

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Lost `_id`s a group's row lists (all of them are in `audit.tsv`).
-pub const LISTED: usize = 10;
+pub(crate) const LISTED: usize = 10;
 
 /// One group's audit (or TOTAL's).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -143,7 +143,7 @@ pub struct AuditLine {
 }
 
 /// `audit.tsv`'s header.
-pub const TSV_HEADER: &str = "run\tgroup\twrite_concern\tkind\tcollection\t_id\tdetail";
+pub(crate) const TSV_HEADER: &str = "run\tgroup\twrite_concern\tkind\tcollection\t_id\tdetail";
 
 impl AuditLine {
     pub fn tsv(&self, run: u32) -> String {

@@ -16,7 +16,10 @@ use crate::plan::thresholds::ThresholdPlan;
 
 /// The metrics a threshold names from the groups' metrics by plan index: its group's, one kind
 /// of a mixed group's, or all groups' added up for TOTAL.
-pub fn select<'a>(rule: &ThresholdPlan, groups: &'a [GroupMetrics]) -> Cow<'a, GroupMetrics> {
+pub(crate) fn select<'a>(
+    rule: &ThresholdPlan,
+    groups: &'a [GroupMetrics],
+) -> Cow<'a, GroupMetrics> {
     let m = match rule.group {
         Some(g) => groups
             .get(g)
@@ -45,7 +48,7 @@ pub fn select<'a>(rule: &ThresholdPlan, groups: &'a [GroupMetrics]) -> Cow<'a, G
 
 /// How a threshold is judged besides its value.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Judging {
+pub(crate) struct Judging {
     /// One part of a run in parts, and the metric grows with the load: the merge judges it,
     /// here it passes, marked.
     pub deferred: bool,
@@ -57,7 +60,7 @@ pub struct Judging {
 /// part of a run in parts, a metric that grows with the load passes, marked, for the merge to
 /// judge; the threshold that stopped the run (`aborted_by`, as written) failed; and `lost`
 /// fails while an unfinished audit left writes unread (it knows nothing of them).
-pub fn run_thresholds(
+pub(crate) fn run_thresholds(
     plan: &crate::plan::RunPlan,
     metrics: &[GroupMetrics],
     aborted_by: Option<&str>,
@@ -81,7 +84,7 @@ pub fn run_thresholds(
 }
 
 /// The verdict of an absolute threshold on the metrics of its row.
-pub fn judge(rule: &ThresholdPlan, m: &GroupMetrics, how: Judging) -> ThresholdResult {
+pub(crate) fn judge(rule: &ThresholdPlan, m: &GroupMetrics, how: Judging) -> ThresholdResult {
     let value = rule.metric.value(m);
     ThresholdResult {
         threshold: rule.text.clone(),
@@ -100,7 +103,7 @@ pub fn judge(rule: &ThresholdPlan, m: &GroupMetrics, how: Judging) -> ThresholdR
 
 /// A `lag_max` threshold when no member's lag was measured (`lag` none) fails: nothing shows
 /// that its limit held (a `members` warning says why).
-pub fn unmeasured_lag(t: &mut ThresholdResult, lag: Option<f64>) {
+pub(crate) fn unmeasured_lag(t: &mut ThresholdResult, lag: Option<f64>) {
     if lag.is_none()
         && t.metric
             .is_some_and(|m| m.kind == crate::vocab::MetricKind::LagMax)
@@ -110,13 +113,13 @@ pub fn unmeasured_lag(t: &mut ThresholdResult, lag: Option<f64>) {
 }
 
 /// Does `value` keep within the rule's limit? (An aborting threshold asks this per interval.)
-pub fn holds(rule: &ThresholdPlan, value: f64) -> bool {
+pub(crate) fn holds(rule: &ThresholdPlan, value: f64) -> bool {
     rule.cmp.holds(value, rule.limit)
 }
 
 /// The verdict of a relative threshold (`find.p99 <= +10%`): `compare`'s gate against the
 /// baseline, its change in percent and whether it passed.
-pub fn judge_relative(
+pub(crate) fn judge_relative(
     rule: &ThresholdPlan,
     change_pct: Option<f64>,
     pass: bool,
@@ -219,7 +222,7 @@ impl Outcome {
 /// longer); each group's longest goes into its metrics for `unavailable_max`. The run's own
 /// windows (no group had a success) count only where something went wrong: errors in them, or
 /// a fault; idle time between stages or before a delayed group is not unavailability.
-pub fn unavailability(
+pub(crate) fn unavailability(
     plan: &crate::plan::RunPlan,
     a: &Availability,
     metrics: &mut [GroupMetrics],
@@ -274,7 +277,7 @@ pub fn unavailability(
 }
 
 /// An invariant's verdict: the sum kept, and no document below its minimum.
-pub fn invariant(s: super::InvariantSums) -> super::InvariantResult {
+pub(crate) fn invariant(s: super::InvariantSums) -> super::InvariantResult {
     super::InvariantResult {
         holds: s.sum_after == s.sum_before && s.below_min == 0,
         collection: s.collection,

@@ -42,7 +42,7 @@ impl MemberSummary {
 }
 
 /// The rows of one run (between `from_ms` and `to_ms`), per member in the order first seen.
-pub fn summarize(rows: &[MemberRow], from_ms: u64, to_ms: u64) -> Vec<MemberSummary> {
+pub(crate) fn summarize(rows: &[MemberRow], from_ms: u64, to_ms: u64) -> Vec<MemberSummary> {
     let inside: Vec<&MemberRow> = rows
         .iter()
         .filter(|r| r.time_ms > from_ms && r.time_ms <= to_ms + 500)
@@ -88,7 +88,7 @@ pub fn summarize(rows: &[MemberRow], from_ms: u64, to_ms: u64) -> Vec<MemberSumm
 
 /// The members over the run that spans `stages`, and the topology's events within a second of
 /// it (as the sampler saw them, not yet judged).
-pub fn of_run(
+pub(crate) fn of_run(
     rows: &[MemberRow],
     events: &[TopologyEvent],
     stages: &[StageSpan],
@@ -110,7 +110,7 @@ pub fn of_run(
 /// A run's members, events and `lag_max` thresholds made whole once the sampler has stopped
 /// (its last second comes after the last run's end): the members and events from every row,
 /// the events judged again, each `lag_max` threshold judged on the largest lag.
-pub fn settle(run: &mut super::RunResult, rows: &[MemberRow], events: &[TopologyEvent]) {
+pub(crate) fn settle(run: &mut super::RunResult, rows: &[MemberRow], events: &[TopologyEvent]) {
     let (members, mut topology) = of_run(rows, events, &run.stages);
     let t0_us = run.stages.iter().map(|s| s.began_ms).min().unwrap_or(0) * 1000;
     judge_events(&mut topology, t0_us, &run.unavailable, &run.faults);
@@ -129,14 +129,14 @@ pub fn settle(run: &mut super::RunResult, rows: &[MemberRow], events: &[Topology
 }
 
 /// The largest lag of any member in the run, in seconds; none when no lag was measured.
-pub fn lag_max(members: &[MemberSummary]) -> Option<f64> {
+pub(crate) fn lag_max(members: &[MemberSummary]) -> Option<f64> {
     members.iter().filter_map(|m| m.lag_s.peak).reduce(f64::max)
 }
 
 /// Each event's offset from the first stage's start (`stages_us`), the longest window without a
 /// success that holds it (within a second either side), and for a new primary after a
 /// `stepdown` fault the seconds from the step-down to it.
-pub fn judge_events(
+pub(crate) fn judge_events(
     events: &mut [TopologyEvent],
     stages_us: u64,
     unavailable: &[Window],

@@ -5,17 +5,17 @@
 //! Owns: every number and judgement a report shows. Never: formats a cell, picks a column
 //! order, or writes a file.
 
-pub mod audit;
-pub mod faults;
-pub mod judge;
-pub mod measured;
-pub mod members;
-pub mod plans;
-pub mod resources;
+pub(crate) mod audit;
+pub(crate) mod faults;
+pub(crate) mod judge;
+pub(crate) mod measured;
+pub(crate) mod members;
+pub(crate) mod plans;
+pub(crate) mod resources;
 pub mod run_info;
-pub mod spread;
-pub mod streams;
-pub mod warnings;
+pub(crate) mod spread;
+pub(crate) mod streams;
+pub(crate) mod warnings;
 
 use std::collections::BTreeMap;
 

@@ -209,13 +209,13 @@ fn starved(rows: &[(f64, &ResourceRow)], busy: Option<(f64, f64, f64)>) -> Optio
 
 /// The CPUs the load generator may use (its affinity or quota) and those of its machine.
 #[derive(Debug, Clone, Copy)]
-pub struct Cores {
+pub(crate) struct Cores {
     pub tool: usize,
     pub machine: usize,
 }
 
 /// One summary per stage span.
-pub fn summarize(
+pub(crate) fn summarize(
     run: u32,
     spans: &[StageSpan],
     client_ops_s: impl Fn(&Label) -> f64,

@@ -172,7 +172,7 @@ pub struct ChangeLine {
 }
 
 /// `changes.tsv`'s header.
-pub const CHANGES_HEADER: &str =
+pub(crate) const CHANGES_HEADER: &str =
     "listener\toperation\tcollection\tid\tack_us\treceived_us\tlag_us\twhat";
 
 impl ChangeLine {

@@ -52,10 +52,10 @@ pub struct Warning {
 
 /// A start this much behind the common one is reported: parts whose first operations are
 /// further apart than this did not load the server together.
-pub const LATE_START_MS: f64 = 50.0;
+pub(crate) const LATE_START_MS: f64 = 50.0;
 
 /// Every warning of `s`, in the order a reader is told them.
-pub fn compute(s: &Summary) -> Vec<Warning> {
+pub(crate) fn compute(s: &Summary) -> Vec<Warning> {
     let mut out = Warnings::default();
     no_match(s, &mut out);
     stopped_early(s, &mut out);

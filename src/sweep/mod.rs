@@ -6,8 +6,8 @@
 //! Owns: the choice of the next step, the measure of a step and the reasons to stop, the fit.
 //! Never: runs anything (`app::sweep` does) or formats text (`report::sweep`).
 
-pub mod usl;
-pub mod watchers;
+pub(crate) mod usl;
+pub(crate) mod watchers;
 
 use serde::{Deserialize, Serialize};
 
@@ -15,16 +15,16 @@ use crate::capacity::Slo;
 use crate::summary::Summary;
 
 /// Steps added between the best step and its neighbours once throughput has turned down.
-pub const REFINE_STEPS: usize = 3;
+pub(crate) const REFINE_STEPS: usize = 3;
 /// A step with more failed operations than this (percent) ends the sweep.
-pub const MAX_ERROR_PCT: f64 = 1.0;
+pub(crate) const MAX_ERROR_PCT: f64 = 1.0;
 /// Judged against the step itself, the load generator distorted a step when its users were
 /// between operations (Little's N short of the users) for more than this share of the step, or
 /// its own delay per operation was more than this share of the operations' mean latency: then
 /// it, not the server, may have set about that much of the step's throughput.
-pub const MAX_GENERATOR_SHARE: f64 = 0.1;
+pub(crate) const MAX_GENERATOR_SHARE: f64 = 0.1;
 /// Steps in a row the generator distorted before the sweep gives up on the machine.
-pub const MAX_DISTORTED_IN_A_ROW: usize = 3;
+pub(crate) const MAX_DISTORTED_IN_A_ROW: usize = 3;
 
 /// One step: N users in every group, measured after its warm-up.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -129,7 +129,7 @@ impl Step {
 
 /// The load generator's own health over a step's measured window (`monitor::health`).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Tool {
+pub(crate) struct Tool {
     /// How late its 100 ms heartbeat woke, on average, ms.
     pub lag_ms: Option<f64>,
     /// Its threads' time waiting to run, ms per second (schedstat), all threads added.
@@ -146,7 +146,7 @@ impl Tool {
 
     /// What it added to each operation, ms: the larger of its wake-up lag (every operation's
     /// reply wakes a task) and its run-queue wait spread over the operations.
-    pub fn delay_ms(&self, throughput: f64) -> Option<f64> {
+    pub(crate) fn delay_ms(&self, throughput: f64) -> Option<f64> {
         match (self.lag_ms, self.wait_per_op_ms(throughput)) {
             (Some(l), Some(w)) => Some(l.max(w)),
             (l, w) => l.or(w),
@@ -165,7 +165,7 @@ impl Tool {
 /// of them, give or take one, so X x R may fall short of the users by up to R / window with
 /// every user busy (all users start together, so their edges do not average out). That much
 /// shortfall is allowed on top.
-pub fn distortion(
+pub(crate) fn distortion(
     users: u32,
     littles_n: f64,
     mean_ms: f64,
@@ -292,7 +292,7 @@ impl SweepResult {
 }
 
 /// Steps by users, ascending.
-pub fn by_threads(steps: &[Step]) -> Vec<&Step> {
+pub(crate) fn by_threads(steps: &[Step]) -> Vec<&Step> {
     let mut s: Vec<&Step> = steps.iter().collect();
     s.sort_by_key(|s| s.threads);
     s
@@ -312,7 +312,7 @@ fn fell_twice(steps: &[&Step]) -> bool {
 /// REFINE_STEPS between the best step and its neighbours. None when the sweep is done, with why.
 /// Throughput's turn and the best step are read from the steps the load generator did not
 /// distort: a distorted step's throughput is the generator's.
-pub fn next(steps: &[Step], listed: Option<&[u32]>, max: u32) -> Result<u32, StopReason> {
+pub(crate) fn next(steps: &[Step], listed: Option<&[u32]>, max: u32) -> Result<u32, StopReason> {
     if let Some(list) = listed {
         return list
             .iter()
@@ -367,7 +367,7 @@ pub fn next(steps: &[Step], listed: Option<&[u32]>, max: u32) -> Result<u32, Sto
 /// Why the sweep ends after its last step, if it does: that step broke the SLO or failed more
 /// than MAX_ERROR_PCT of its operations, or the load generator distorted the last
 /// MAX_DISTORTED_IN_A_ROW steps (a step it distorted alone is marked, and the sweep goes on).
-pub fn stops(steps: &[Step]) -> Option<StopReason> {
+pub(crate) fn stops(steps: &[Step]) -> Option<StopReason> {
     let step = steps.last()?;
     if step.slo == Some(false) {
         return Some(StopReason::Slo(step.why.join("; ")));
@@ -395,7 +395,7 @@ pub fn stops(steps: &[Step]) -> Option<StopReason> {
 }
 
 /// Fills each step's efficiency X(N) / (N X(1)) from the step at one user per group.
-pub fn efficiencies(steps: &mut [Step]) {
+pub(crate) fn efficiencies(steps: &mut [Step]) {
     let Some(one) = steps.iter().find(|s| s.threads == 1).map(|s| s.throughput) else {
         return;
     };
@@ -407,7 +407,7 @@ pub fn efficiencies(steps: &mut [Step]) {
 /// Why a step's throughput says nothing about the server, if it does not: the load generator
 /// distorted it, it failed more than MAX_ERROR_PCT of its operations, or it did none. Such a
 /// step is left out of the fit.
-pub fn unfit(s: &Step) -> Option<&'static str> {
+pub(crate) fn unfit(s: &Step) -> Option<&'static str> {
     if s.distorted.is_some() {
         Some("the load generator")
     } else if s.error_pct > MAX_ERROR_PCT {
@@ -421,7 +421,7 @@ pub fn unfit(s: &Step) -> Option<&'static str> {
 
 /// The fit of the whole throughput against users per group (N), the steps `unfit` names left
 /// out and said, with what to do when there is no fit, by why the sweep stopped.
-pub fn analyse(steps: &[Step], stop: &StopReason) -> usl::Analysis {
+pub(crate) fn analyse(steps: &[Step], stop: &StopReason) -> usl::Analysis {
     let points: Vec<(f64, f64)> = steps
         .iter()
         .filter(|s| unfit(s).is_none())

@@ -8,7 +8,7 @@
 use serde::{Deserialize, Deserializer, Serialize};
 
 /// Fewest steps whose fit is shown.
-pub const MIN_STEPS: usize = 6;
+pub(crate) const MIN_STEPS: usize = 6;
 
 /// A fitted parameter and its standard error.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -182,7 +182,7 @@ fn start(points: &[(f64, f64)]) -> [f64; 3] {
 
 /// The least-squares fit of the USL to (N, X) points; None with fewer than 4 points (the
 /// standard errors need a degree of freedom) or when no fit converges.
-pub fn fit(points: &[(f64, f64)]) -> Option<Fit> {
+pub(crate) fn fit(points: &[(f64, f64)]) -> Option<Fit> {
     if points.len() < 4 || points.iter().any(|&(n, x)| !(n > 0.0 && x > 0.0)) {
         return None;
     }
@@ -320,7 +320,7 @@ pub struct Parameters {
 }
 
 /// Fits the steps and says what the fit can be trusted with.
-pub fn analyse(points: &[(f64, f64)]) -> Analysis {
+pub(crate) fn analyse(points: &[(f64, f64)]) -> Analysis {
     let mut a = Analysis {
         fit: None,
         parameters: None,

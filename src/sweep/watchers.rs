@@ -10,7 +10,7 @@ use crate::summary::Summary;
 
 /// One step: N listeners per watch group, what the writers did and what the listeners saw.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct WatchStep {
+pub(crate) struct WatchStep {
     pub listeners: u32,
     /// The writers: every group but the watch groups.
     pub writes_per_s: f64,
@@ -29,7 +29,7 @@ pub struct WatchStep {
 
 /// The sweep over listeners, whole.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct WatchSweep {
+pub(crate) struct WatchSweep {
     pub profile: String,
     pub steps: Vec<WatchStep>,
     /// Interrupted, or a step failed: why the steps end where they do.
@@ -39,7 +39,7 @@ pub struct WatchSweep {
 
 impl WatchStep {
     /// The step with `listeners` per watch group, from its run's summary.
-    pub fn measure(summary: &Summary, listeners: u32, dir: String) -> WatchStep {
+    pub(crate) fn measure(summary: &Summary, listeners: u32, dir: String) -> WatchStep {
         let mut step = WatchStep {
             listeners,
             dir,

@@ -52,7 +52,7 @@ pub(super) struct GroupNow {
 impl GroupNow {
     /// As report.html's `groups`: the group, then each of its kinds (`kind_of` the group),
     /// with what may be set of the group.
-    pub fn json(&self) -> Vec<Value> {
+    pub(super) fn json(&self) -> Vec<Value> {
         let tag = |label: Label| crate::metrics::interval::Tag::latency(label).to_string();
         let setting = (!self.step).then_some(self.setting());
         std::iter::once(json!({

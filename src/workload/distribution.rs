@@ -75,14 +75,14 @@ impl std::fmt::Display for KeyDist {
 }
 
 /// YCSB's zipfian constant.
-pub const ZIPFIAN_CONSTANT: f64 = 0.99;
+pub(crate) const ZIPFIAN_CONSTANT: f64 = 0.99;
 /// The items of YCSB's scrambled zipfian, and their zeta for the constant 0.99 (YCSB's
 /// `ScrambledZipfianGenerator.ZETAN`).
 const SCRAMBLED_ITEMS: u64 = 10_000_000_000;
 const SCRAMBLED_ZETAN: f64 = 26.469_028_201_783_02;
 /// Hotspot: the share of the items that is hot, and of the operations that go to it.
-pub const HOT_ITEMS: f64 = 0.2;
-pub const HOT_OPERATIONS: f64 = 0.8;
+pub(crate) const HOT_ITEMS: f64 = 0.2;
+pub(crate) const HOT_OPERATIONS: f64 = 0.8;
 /// Exponential: YCSB's `exponential.percentile` and `exponential.frac`.
 const EXP_PERCENTILE: f64 = 95.0;
 const EXP_FRAC: f64 = 0.857_142_857_1;
@@ -130,7 +130,7 @@ fn zipf_rank(n: u64, zetan: f64, theta: f64, u: f64) -> u64 {
 }
 
 /// YCSB's `Utils.fnvhash64`: FNV-1a over the 8 bytes of `v`, low byte first.
-pub fn fnv64(mut v: u64) -> u64 {
+pub(crate) fn fnv64(mut v: u64) -> u64 {
     let mut h: u64 = 0xCBF2_9CE4_8422_2325;
     for _ in 0..8 {
         h ^= v & 0xff;

@@ -17,8 +17,8 @@ use super::distribution::Chooser;
 /// Most fields one document level may have when one of them is `paired_with` another.
 const MAX_PAIRED_LEVEL: usize = 64;
 /// Levels of nesting the server accepts and the largest document it stores.
-pub const MAX_NESTING: usize = 100;
-pub const MAX_DOCUMENT_BYTES: usize = 16 * 1024 * 1024;
+pub(crate) const MAX_NESTING: usize = 100;
+pub(crate) const MAX_DOCUMENT_BYTES: usize = 16 * 1024 * 1024;
 /// BSON bytes of the `_id` element every generated document gets (type, "_id\0", int64).
 const ID_ELEMENT_BYTES: usize = 1 + 4 + 8;
 

@@ -11,7 +11,7 @@ use super::keys::KeySpace;
 use super::template::Lookup;
 
 /// A virtual user's lookups on its group's collection.
-pub struct GroupLookup<'a> {
+pub(crate) struct GroupLookup<'a> {
     pub keys: &'a KeySpace,
     pub pick: &'a mut Chooser,
     pub document: &'a DocGen,
@@ -37,7 +37,7 @@ impl Lookup for GroupLookup<'_> {
 
 /// A step's lookups on a collection other than its group's: that collection's `_id`s (by the
 /// group's key distribution) and document template, the operation's bound values.
-pub struct OtherCollection<'a, 'b> {
+pub(crate) struct OtherCollection<'a, 'b> {
     pub keys: &'a KeySpace,
     pub document: &'a DocGen,
     pub inner: &'b mut dyn Lookup,
@@ -57,7 +57,7 @@ impl Lookup for OtherCollection<'_, '_> {
 }
 
 /// Milliseconds since the Unix epoch now (`^Now`'s and relative dates' time).
-pub fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)

@@ -10,14 +10,14 @@
 //! operation, `lookup::now_ms`), or knows about groups and stages.
 
 pub mod command;
-pub mod distribution;
-pub mod document;
-pub mod keys;
-pub mod lookup;
-pub mod op;
-pub mod request;
-pub mod size;
-pub mod template;
+pub(crate) mod distribution;
+pub(crate) mod document;
+pub(crate) mod keys;
+pub(crate) mod lookup;
+pub(crate) mod op;
+pub(crate) mod request;
+pub(crate) mod size;
+pub(crate) mod template;
 
 pub use distribution::{Chooser, KeyDist};
 pub use document::{DocGen, Gen, GenError};

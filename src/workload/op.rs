@@ -1,7 +1,8 @@
 //! What each group's operation is made of: its change (which fields are set), and the operation
 //! itself (one template, or steps). Its names are the vocabulary's (`vocab::op`).
 
-pub use crate::vocab::op::{OpKind, OpName};
+pub use crate::vocab::op::OpKind;
+pub(crate) use crate::vocab::op::OpName;
 
 /// What a built-in update changes: document fields `$set` to new generated values (indexes into
 /// the document's top level), and fields `$inc` by 1 (a counter of updates per document, e.g.

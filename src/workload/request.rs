@@ -17,10 +17,10 @@ pub enum Request {
 
 /// The `_id` a remove found and is about to delete, set by the backend, read by the audit
 /// however the operation ends (even abandoned at its timeout).
-pub type RemovedId = std::sync::Arc<std::sync::OnceLock<mongodb::bson::Bson>>;
+pub(crate) type RemovedId = std::sync::Arc<std::sync::OnceLock<mongodb::bson::Bson>>;
 
 /// An insert's documents from a collection's key space and document template.
-pub struct CollectionDocs<'a> {
+pub(crate) struct CollectionDocs<'a> {
     pub keys: &'a KeySpace,
     pub document: &'a DocGen,
 }

@@ -4,7 +4,7 @@
 use mongodb::bson::{Bson, Document};
 
 /// The bytes of `d` encoded as BSON (what `RawDocumentBuf::from_document` would make).
-pub fn document(d: &Document) -> usize {
+pub(crate) fn document(d: &Document) -> usize {
     4 + d.iter().map(|(k, v)| element(k.len(), v)).sum::<usize>() + 1
 }
 
@@ -18,7 +18,7 @@ fn string(s: &str) -> usize {
 }
 
 /// The bytes of a value inside a document (without its type byte and key).
-pub fn value(v: &Bson) -> usize {
+pub(crate) fn value(v: &Bson) -> usize {
     match v {
         Bson::Double(_) | Bson::Int64(_) | Bson::DateTime(_) | Bson::Timestamp(_) => 8,
         Bson::Int32(_) => 4,

@@ -2,8 +2,8 @@
 //! machine, and witnesses read from the server itself.
 #![allow(dead_code)]
 
-pub mod proxy;
-pub mod replset;
+pub(crate) mod proxy;
+pub(crate) mod replset;
 
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
@@ -11,25 +11,25 @@ use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use mongodb::bson::{doc, Document};
 
-pub fn bin() -> assert_cmd::Command {
+pub(crate) fn bin() -> assert_cmd::Command {
     let mut cmd = assert_cmd::Command::cargo_bin("mongo-stress").expect("binary is built");
     // A run without --out writes results/ under the working directory: not into the repository.
     cmd.current_dir(std::env::temp_dir());
     cmd
 }
 
-pub fn bin_path() -> PathBuf {
+pub(crate) fn bin_path() -> PathBuf {
     assert_cmd::cargo::cargo_bin("mongo-stress")
 }
 
 /// True when `MONGO_STRESS_SKIP_LIVE=1` asks to skip the live tests; the caller then returns
 /// at once. The skip is recorded by `skipped`.
-pub fn skip_live() -> bool {
+pub(crate) fn skip_live() -> bool {
     skip_if_set("MONGO_STRESS_SKIP_LIVE")
 }
 
 /// True when the variable `var` is `1`; records the skip (`skipped`).
-pub fn skip_if_set(var: &str) -> bool {
+pub(crate) fn skip_if_set(var: &str) -> bool {
     let set = std::env::var(var).as_deref() == Ok("1");
     if set {
         skipped(var);
@@ -38,7 +38,7 @@ pub fn skip_if_set(var: &str) -> bool {
 }
 
 /// The directory where skipped tests leave their marker: `target/tmp/skipped-tests/`.
-pub fn skipped_dir() -> PathBuf {
+pub(crate) fn skipped_dir() -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join("skipped-tests")
 }
 
@@ -46,7 +46,7 @@ pub fn skipped_dir() -> PathBuf {
 /// the test still reports "ok": this says so on stderr (shown with --nocapture) and leaves a
 /// marker file in `skipped_dir()`, one per test, which scripts/test.sh counts and names at the
 /// end, so a skipped test never passes for one that ran.
-pub fn skipped(var: &str) {
+pub(crate) fn skipped(var: &str) {
     // libtest runs each test on a thread named after it (`scale::a_test`); the crate is the test
     // binary (`fast` or `live`).
     let krate = module_path!().split("::").next().unwrap_or("tests");
@@ -74,7 +74,7 @@ thread_local! {
 }
 
 /// A test's turn on the machine, released on drop (see `MACHINE`).
-pub struct Turn {
+pub(crate) struct Turn {
     _guard: Option<Guard>,
 }
 
@@ -90,7 +90,7 @@ impl Drop for Turn {
 }
 
 /// A turn beside the other live tests. Inside a turn this thread holds already, that one.
-pub fn shared() -> Turn {
+pub(crate) fn shared() -> Turn {
     let guard = (TURNS_HELD.with(Cell::get) == 0).then(|| {
         // A test that failed holding its turn poisons the lock; the next test's turn is whole.
         Guard::Shared(MACHINE.read().unwrap_or_else(|e| e.into_inner()))
@@ -102,7 +102,7 @@ pub fn shared() -> Turn {
 /// The machine to this test alone: waits for the other tests' turns to end, and no other live
 /// test starts until this one's ends. Taken first in the test (a shared turn held already cannot
 /// become one alone: that panics rather than wait for itself).
-pub fn alone() -> Turn {
+pub(crate) fn alone() -> Turn {
     let guard = match TURNS_HELD.with(Cell::get) {
         0 => Some(Guard::Alone(
             MACHINE.write().unwrap_or_else(|e| e.into_inner()),
@@ -118,7 +118,7 @@ pub fn alone() -> Turn {
 /// No server at all fails the test, unless `MONGO_STRESS_SKIP_LIVE=1`, which makes `start`
 /// return None so the caller can return early. It holds the test's turn on the machine
 /// (`shared()` from `start`, `alone()` from `start_alone`) until it is dropped, after its server.
-pub struct TestServer {
+pub(crate) struct TestServer {
     pub uri: String,
     embedded: Option<mongo_stress::server::EmbeddedServer>,
     _turn: Turn,
@@ -126,13 +126,13 @@ pub struct TestServer {
 
 impl TestServer {
     /// A server for a test that may run beside other live tests.
-    pub fn start() -> Option<TestServer> {
+    pub(crate) fn start() -> Option<TestServer> {
         Self::start_in(shared())
     }
 
     /// A server for a test that measures the machine's time, memory or CPU: it runs with no
     /// other live test beside it.
-    pub fn start_alone() -> Option<TestServer> {
+    pub(crate) fn start_alone() -> Option<TestServer> {
         Self::start_in(alone())
     }
 
@@ -160,18 +160,18 @@ impl TestServer {
         }
     }
 
-    pub fn pid(&self) -> Option<u32> {
+    pub(crate) fn pid(&self) -> Option<u32> {
         self.embedded.as_ref().map(|s| s.pid())
     }
 
-    pub fn client(&self) -> mongodb::Client {
+    pub(crate) fn client(&self) -> mongodb::Client {
         runtime()
             .block_on(mongodb::Client::with_uri_str(&self.uri))
             .expect("client")
     }
 
     /// `serverStatus().opcounters`.
-    pub fn opcounters(&self) -> Document {
+    pub(crate) fn opcounters(&self) -> Document {
         let client = self.client();
         let status = runtime()
             .block_on(async {
@@ -187,7 +187,7 @@ impl TestServer {
             .clone()
     }
 
-    pub fn count(&self, db: &str, coll: &str, filter: Document) -> u64 {
+    pub(crate) fn count(&self, db: &str, coll: &str, filter: Document) -> u64 {
         let client = self.client();
         runtime()
             .block_on(async {
@@ -201,7 +201,7 @@ impl TestServer {
     }
 
     /// The documents `pipeline` gives on `db.coll`, read by the test's own client.
-    pub fn aggregate(&self, db: &str, coll: &str, pipeline: Vec<Document>) -> Vec<Document> {
+    pub(crate) fn aggregate(&self, db: &str, coll: &str, pipeline: Vec<Document>) -> Vec<Document> {
         let client = self.client();
         runtime().block_on(async {
             let mut cursor = client
@@ -219,7 +219,7 @@ impl TestServer {
     }
 }
 
-pub fn counter(d: &Document, key: &str) -> i64 {
+pub(crate) fn counter(d: &Document, key: &str) -> i64 {
     match d.get(key) {
         Some(mongodb::bson::Bson::Int32(n)) => i64::from(*n),
         Some(mongodb::bson::Bson::Int64(n)) => *n,
@@ -228,7 +228,7 @@ pub fn counter(d: &Document, key: &str) -> i64 {
     }
 }
 
-pub fn runtime() -> &'static tokio::runtime::Runtime {
+pub(crate) fn runtime() -> &'static tokio::runtime::Runtime {
     static RT: std::sync::OnceLock<tokio::runtime::Runtime> = std::sync::OnceLock::new();
     RT.get_or_init(|| {
         tokio::runtime::Builder::new_multi_thread()
@@ -239,7 +239,7 @@ pub fn runtime() -> &'static tokio::runtime::Runtime {
 }
 
 /// A loopback port nothing listens on (just now).
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -249,11 +249,11 @@ pub fn free_port() -> u16 {
 
 /// A database name no other test uses: the tests of a binary share its process id, so each
 /// `tag` is used by one test of the binary only.
-pub fn unique_db(tag: &str) -> String {
+pub(crate) fn unique_db(tag: &str) -> String {
     format!("ms_test_{tag}_{}", std::process::id())
 }
 
-pub const DOCUMENT: &str = r#"
+pub(crate) const DOCUMENT: &str = r#"
 [document]
 city = { choice = ["Guangzhou", "Shenzhen", "Dongguan", "Foshan"] }
 loc = { x = { float = [109.7, 117.3] }, y = { float = [20.2, 25.5] } }
@@ -262,7 +262,7 @@ state = "GD"
 "#;
 
 /// Writes a profile for database `db` with the given setup and groups; returns its path.
-pub fn profile(dir: &Path, db: &str, setup: &str, groups: &str) -> PathBuf {
+pub(crate) fn profile(dir: &Path, db: &str, setup: &str, groups: &str) -> PathBuf {
     let text = format!("name = \"{db}\"\n[target]\ndatabase = \"{db}\"\ncollection = \"cities\"\n[setup]\n{setup}\n{DOCUMENT}\n{groups}");
     let path = dir.join(format!("{db}.toml"));
     std::fs::write(&path, text).expect("write profile");
@@ -270,7 +270,7 @@ pub fn profile(dir: &Path, db: &str, setup: &str, groups: &str) -> PathBuf {
 }
 
 /// The row with `label` in the first run of a summary.json.
-pub fn row<'a>(summary: &'a serde_json::Value, label: &str) -> &'a serde_json::Value {
+pub(crate) fn row<'a>(summary: &'a serde_json::Value, label: &str) -> &'a serde_json::Value {
     summary["runs"][0]["rows"]
         .as_array()
         .expect("rows")
@@ -279,12 +279,12 @@ pub fn row<'a>(summary: &'a serde_json::Value, label: &str) -> &'a serde_json::V
         .unwrap_or_else(|| panic!("no row {label} in {summary}"))
 }
 
-pub fn read_json(path: &Path) -> serde_json::Value {
+pub(crate) fn read_json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).expect("read json")).expect("parse json")
 }
 
 /// Processes whose command line mentions `needle`.
-pub fn processes_mentioning(needle: &str) -> Vec<u32> {
+pub(crate) fn processes_mentioning(needle: &str) -> Vec<u32> {
     let mut found = Vec::new();
     for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
         let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
@@ -302,7 +302,7 @@ pub fn processes_mentioning(needle: &str) -> Vec<u32> {
 impl TestServer {
     /// `mongo-stress run PROFILE --uri <this server> --quiet --out OUT EXTRA...`, which must exit
     /// 0 within 5 minutes; returns summary.json, stdout and stderr.
-    pub fn run_ok(
+    pub(crate) fn run_ok(
         &self,
         profile: &str,
         out: &Path,
@@ -326,7 +326,7 @@ impl TestServer {
 }
 
 /// Starts `mongo-stress run PROFILE --uri URI --quiet --out OUT` in the background, output piped.
-pub fn spawn_run(
+pub(crate) fn spawn_run(
     profile: &std::path::Path,
     uri: &str,
     out: &std::path::Path,
@@ -348,12 +348,12 @@ pub fn spawn_run(
 }
 
 /// Checks a summary.json against docs/summary.schema.json.
-pub fn validate_schema(summary: &serde_json::Value) {
+pub(crate) fn validate_schema(summary: &serde_json::Value) {
     validate_against(summary, "docs/summary.schema.json");
 }
 
 /// Checks a file the tool wrote against a schema of `docs/`.
-pub fn validate_against(value: &serde_json::Value, schema: &str) {
+pub(crate) fn validate_against(value: &serde_json::Value, schema: &str) {
     let schema_json: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(schema)).unwrap(),
     )
@@ -367,7 +367,7 @@ pub fn validate_against(value: &serde_json::Value, schema: &str) {
 }
 
 /// The first CPU this process may run on (to pin a busy process and the tool to one core).
-pub fn first_allowed_cpu() -> usize {
+pub(crate) fn first_allowed_cpu() -> usize {
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         assert_eq!(
@@ -381,7 +381,7 @@ pub fn first_allowed_cpu() -> usize {
 }
 
 /// A child process killed and reaped when the test ends, however it ends.
-pub struct KillOnDrop(pub std::process::Child);
+pub(crate) struct KillOnDrop(pub std::process::Child);
 
 impl Drop for KillOnDrop {
     fn drop(&mut self) {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// A proxy that holds the reply to every `every`-th insert for `hold` (never, with 0).
-pub struct Proxy {
+pub(crate) struct Proxy {
     pub port: u16,
     pub inserts: Arc<AtomicU64>,
     pub held: Arc<AtomicU64>,
@@ -35,7 +35,7 @@ fn is_insert(msg: &[u8]) -> bool {
         && &msg[26..33] == b"insert\0"
 }
 
-pub fn start_proxy(upstream_port: u16, every: u64, hold: Duration) -> Proxy {
+pub(crate) fn start_proxy(upstream_port: u16, every: u64, hold: Duration) -> Proxy {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let inserts = Arc::new(AtomicU64::new(0));
@@ -93,7 +93,7 @@ pub fn start_proxy(upstream_port: u16, every: u64, hold: Duration) -> Proxy {
     }
 }
 
-pub fn port_of(uri: &str) -> u16 {
+pub(crate) fn port_of(uri: &str) -> u16 {
     let host = uri
         .trim_start_matches("mongodb://")
         .split(['/', '?'])
@@ -104,14 +104,14 @@ pub fn port_of(uri: &str) -> u16 {
 
 /// A loopback proxy that forwards to the server until `cut` is called, then closes every
 /// connection and refuses new ones: the server gone away, as the client sees it.
-pub struct Cuttable {
+pub(crate) struct Cuttable {
     pub port: u16,
     up: std::sync::Arc<std::sync::atomic::AtomicBool>,
     open: std::sync::Arc<std::sync::Mutex<Vec<std::net::TcpStream>>>,
 }
 
 impl Cuttable {
-    pub fn start(upstream: u16) -> Cuttable {
+    pub(crate) fn start(upstream: u16) -> Cuttable {
         use std::sync::atomic::Ordering;
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
@@ -147,11 +147,11 @@ impl Cuttable {
         Cuttable { port, up, open }
     }
 
-    pub fn restore(&self) {
+    pub(crate) fn restore(&self) {
         self.up.store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
-    pub fn cut(&self) {
+    pub(crate) fn cut(&self) {
         self.up.store(false, std::sync::atomic::Ordering::SeqCst);
         for s in self.open.lock().unwrap().drain(..) {
             let _ = s.shutdown(std::net::Shutdown::Both);
@@ -165,7 +165,7 @@ impl Cuttable {
 /// loop of N users gets X(N) = lambda N / (1 + sigma (N - 1) + kappa N (N - 1)). The driver's
 /// monitoring (`hello`, `isMaster`, and the replies the server streams to it) passes untimed
 /// and uncounted.
-pub struct UslProxy {
+pub(crate) struct UslProxy {
     pub port: u16,
 }
 
@@ -177,7 +177,7 @@ fn is_monitoring(msg: &[u8]) -> bool {
         && (key(b"hello\0") || key(b"isMaster\0") || key(b"ismaster\0"))
 }
 
-pub fn start_usl_proxy(upstream_port: u16, lambda: f64, sigma: f64, kappa: f64) -> UslProxy {
+pub(crate) fn start_usl_proxy(upstream_port: u16, lambda: f64, sigma: f64, kappa: f64) -> UslProxy {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let in_flight = Arc::new(AtomicU64::new(0));

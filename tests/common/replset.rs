@@ -59,7 +59,7 @@ const WRITE_COMMANDS: [&str; 4] = ["insert", "update", "delete", "findAndModify"
 
 /// What the test says about one member; changed through `ScriptedSet::change`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct MemberScript {
+pub(crate) struct MemberScript {
     /// In the set's config: false is a removed member (its hello says it has no valid config,
     /// the others' host lists and `replSetGetStatus` omit it).
     pub present: bool,
@@ -94,7 +94,7 @@ impl MemberScript {
 /// The script shared by the members' threads and the test. `primary` and `members` are the
 /// test's to change (inside `ScriptedSet::change`); the rest follows from them.
 #[derive(Debug)]
-pub struct SetState {
+pub(crate) struct SetState {
     /// The member that is primary now, or none (an index past the members or a removed member
     /// counts as none).
     pub primary: Option<usize>,
@@ -135,12 +135,12 @@ impl SetState {
     }
 
     /// The election term now.
-    pub fn term(&self) -> i64 {
+    pub(crate) fn term(&self) -> i64 {
         self.term
     }
 
     /// The config's version now.
-    pub fn set_version(&self) -> i32 {
+    pub(crate) fn set_version(&self) -> i32 {
         self.set_version
     }
 
@@ -341,7 +341,7 @@ struct Shared {
 
 /// A scripted replica set of `hosts.len()` members on loopback (see the module's comment).
 /// Dropping it closes its ports and connections.
-pub struct ScriptedSet {
+pub(crate) struct ScriptedSet {
     /// The members' addresses, `127.0.0.1:PORT`, member `i` at `hosts[i]`.
     pub hosts: Vec<String>,
     /// The set's name (`setName`, `replicaSet=`).
@@ -352,7 +352,7 @@ pub struct ScriptedSet {
 impl ScriptedSet {
     /// Starts n members (member 0 primary, all present, zero lag, zero rates) passing data
     /// commands to the real server on `upstream_port`.
-    pub fn start(n: usize, set_name: &str, upstream_port: u16) -> ScriptedSet {
+    pub(crate) fn start(n: usize, set_name: &str, upstream_port: u16) -> ScriptedSet {
         assert!(n > 0, "a replica set has a member at least");
         let listeners: Vec<TcpListener> = (0..n)
             .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind a loopback port"))
@@ -391,7 +391,7 @@ impl ScriptedSet {
     }
 
     /// mongodb://h0,h1,h2/?replicaSet=NAME&heartbeatFrequencyMS=500
-    pub fn uri(&self) -> String {
+    pub(crate) fn uri(&self) -> String {
         format!(
             "mongodb://{}/?replicaSet={}&heartbeatFrequencyMS=500",
             self.hosts.join(","),
@@ -404,7 +404,7 @@ impl ScriptedSet {
     /// primary (one that was not primary just before) bumps the term and so the `electionId`;
     /// a change of any member's `present` bumps `setVersion`; a member made `down` has its
     /// open connections closed at once.
-    pub fn change<R>(&self, f: impl FnOnce(&mut SetState) -> R) -> R {
+    pub(crate) fn change<R>(&self, f: impl FnOnce(&mut SetState) -> R) -> R {
         let mut state = lock(&self.shared.state);
         state.integrate(Instant::now());
         let primary_before = state.primary_now();
@@ -435,7 +435,7 @@ impl ScriptedSet {
 
     /// How many serverStatus and replSetGetStatus commands each member answered (for the test
     /// to see each member was sampled); a refused `replSetGetStatus` counts as answered.
-    pub fn answered(&self, member: usize) -> (u64, u64) {
+    pub(crate) fn answered(&self, member: usize) -> (u64, u64) {
         let stats = &self.shared.members[member];
         (
             stats.status_answered.load(Ordering::SeqCst),
@@ -1104,7 +1104,7 @@ const MIGRATION_COMMIT: &str = "moveChunk.commit";
 /// on `config.changelog` from the migrations `add_migration` recorded; every other command,
 /// other `find`s included, goes to the real server unchanged. Dropping it closes its port and
 /// connections; the sets are the test's and stay.
-pub struct ScriptedRouter {
+pub(crate) struct ScriptedRouter {
     /// Its address, `127.0.0.1:PORT`.
     pub host: String,
     shared: Arc<RouterShared>,
@@ -1129,7 +1129,7 @@ struct RouterShared {
 impl ScriptedRouter {
     /// Starts a router over `shards` (each shard's name and its set), passing data commands to
     /// the real server on `upstream_port`.
-    pub fn start(shards: Vec<(String, &ScriptedSet)>, upstream_port: u16) -> ScriptedRouter {
+    pub(crate) fn start(shards: Vec<(String, &ScriptedSet)>, upstream_port: u16) -> ScriptedRouter {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
         let host = format!(
             "127.0.0.1:{}",
@@ -1154,7 +1154,7 @@ impl ScriptedRouter {
     }
 
     /// mongodb://HOST/
-    pub fn uri(&self) -> String {
+    pub(crate) fn uri(&self) -> String {
         format!("mongodb://{}/", self.host)
     }
 
@@ -1167,7 +1167,7 @@ impl ScriptedRouter {
     /// of host, time and a counter; `server`, `clientAddr`, `time`, `what`, `ns`, `details`),
     /// and `details` holds what a `moveChunk.commit` records (the chunk's bounds, the donor and
     /// recipient shards, the cloning counts).
-    pub fn add_migration(&self, ns: &str, from: &str, to: &str) -> u64 {
+    pub(crate) fn add_migration(&self, ns: &str, from: &str, to: &str) -> u64 {
         let now = DateTime::now();
         let server = self.shared.donor(from);
         let mut log = lock(&self.shared.changelog);
@@ -1201,7 +1201,7 @@ impl ScriptedRouter {
 
     /// How many `command`s (by name: `insert`, `find`, ...) the router passed to the real
     /// server so far; the workload's reach the real server only this way.
-    pub fn relayed(&self, command: &str) -> u64 {
+    pub(crate) fn relayed(&self, command: &str) -> u64 {
         lock(&self.shared.relayed)
             .get(command)
             .copied()
@@ -1209,7 +1209,7 @@ impl ScriptedRouter {
     }
 
     /// How many `serverStatus` commands the router answered.
-    pub fn status_answered(&self) -> u64 {
+    pub(crate) fn status_answered(&self) -> u64 {
         self.shared.stats.status_answered.load(Ordering::SeqCst)
     }
 }

@@ -16,7 +16,7 @@ const OP_MSG: i32 = 2013;
 
 /// One command as sent, with the server's reply once it came.
 #[derive(Debug, Clone)]
-pub struct Exchange {
+pub(crate) struct Exchange {
     /// The command's name: the body's first key (`insert`, `find`, `explain`, ...).
     pub command: String,
     /// The body's first value: the collection's name for CRUD commands.
@@ -32,7 +32,7 @@ pub struct Exchange {
 
 impl Exchange {
     /// The documents of `name`, whether sent in a document sequence or in the body's array.
-    pub fn documents(&self, name: &str) -> Vec<Document> {
+    pub(crate) fn documents(&self, name: &str) -> Vec<Document> {
         let mut docs = self.sequences.get(name).cloned().unwrap_or_default();
         if let Ok(a) = self.body.get_array(name) {
             docs.extend(a.iter().filter_map(|b| b.as_document().cloned()));
@@ -41,7 +41,7 @@ impl Exchange {
     }
 
     /// A reply's integer field (`n`, `nModified`), 0 when absent.
-    pub fn reply_int(&self, key: &str) -> i64 {
+    pub(crate) fn reply_int(&self, key: &str) -> i64 {
         match self.reply.as_ref().and_then(|r| r.get(key)) {
             Some(Bson::Int32(n)) => i64::from(*n),
             Some(Bson::Int64(n)) => *n,
@@ -51,7 +51,7 @@ impl Exchange {
     }
 
     /// The length of a reply's array field (`upserted`, `writeErrors`), 0 when absent.
-    pub fn reply_len(&self, key: &str) -> usize {
+    pub(crate) fn reply_len(&self, key: &str) -> usize {
         self.reply
             .as_ref()
             .and_then(|r| r.get_array(key).ok())
@@ -59,7 +59,7 @@ impl Exchange {
     }
 
     /// `cursor.firstBatch` of a find or aggregate reply.
-    pub fn first_batch(&self) -> Option<Vec<Document>> {
+    pub(crate) fn first_batch(&self) -> Option<Vec<Document>> {
         let batch = self
             .reply
             .as_ref()?
@@ -76,7 +76,7 @@ impl Exchange {
     }
 
     /// `cursor.id` of a find or aggregate reply (0: the cursor is exhausted).
-    pub fn cursor_id(&self) -> Option<i64> {
+    pub(crate) fn cursor_id(&self) -> Option<i64> {
         self.reply
             .as_ref()?
             .get_document("cursor")
@@ -85,7 +85,7 @@ impl Exchange {
             .ok()
     }
 
-    pub fn ok(&self) -> bool {
+    pub(crate) fn ok(&self) -> bool {
         matches!(
             self.reply.as_ref().and_then(|r| r.get("ok")),
             Some(Bson::Double(x)) if *x == 1.0
@@ -104,7 +104,7 @@ struct Log {
 }
 
 /// The proxy: connect the tool to `port`.
-pub struct WireLog {
+pub(crate) struct WireLog {
     pub port: u16,
     log: Arc<Mutex<Log>>,
     /// Frames that are not OP_MSG (or could not be parsed): passed on, not logged.
@@ -113,17 +113,17 @@ pub struct WireLog {
 
 impl WireLog {
     /// A URI for the tool that goes through the proxy.
-    pub fn uri(&self) -> String {
+    pub(crate) fn uri(&self) -> String {
         format!("mongodb://127.0.0.1:{}/?directConnection=true", self.port)
     }
 
     /// Every exchange so far, in the order the requests were sent.
-    pub fn all(&self) -> Vec<Exchange> {
+    pub(crate) fn all(&self) -> Vec<Exchange> {
         self.log.lock().unwrap().exchanges.clone()
     }
 
     /// The exchanges of command `command` on collection `coll` of database `db`.
-    pub fn commands(&self, db: &str, command: &str, coll: &str) -> Vec<Exchange> {
+    pub(crate) fn commands(&self, db: &str, command: &str, coll: &str) -> Vec<Exchange> {
         self.all()
             .into_iter()
             .filter(|e| e.db == db && e.command == command && e.target.as_str() == Some(coll))
@@ -131,7 +131,7 @@ impl WireLog {
     }
 
     /// The exchanges that name database `db`, whatever the command.
-    pub fn on_db(&self, db: &str) -> Vec<Exchange> {
+    pub(crate) fn on_db(&self, db: &str) -> Vec<Exchange> {
         self.all().into_iter().filter(|e| e.db == db).collect()
     }
 }
@@ -202,7 +202,7 @@ fn parse_op_msg(msg: &[u8]) -> Option<Parsed> {
 static NEXT_CONNECTION: AtomicU64 = AtomicU64::new(0);
 
 /// Starts the proxy in front of the server on `upstream_port`; it runs until the test ends.
-pub fn start(upstream_port: u16) -> WireLog {
+pub(crate) fn start(upstream_port: u16) -> WireLog {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let log = Arc::new(Mutex::new(Log::default()));

@@ -19,7 +19,13 @@ use std::time::{Duration, Instant};
 use common::*;
 
 /// One HTTP request on loopback: the status and the body.
-pub fn http(port: u16, method: &str, path: &str, headers: &[&str], body: &str) -> (u16, String) {
+pub(crate) fn http(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[&str],
+    body: &str,
+) -> (u16, String) {
     let mut s = TcpStream::connect(("127.0.0.1", port)).expect("the live page answers");
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let mut req = format!(
@@ -45,7 +51,10 @@ pub fn http(port: u16, method: &str, path: &str, headers: &[&str], body: &str) -
 }
 
 /// The event stream, read on a thread: each event's name and data as they come.
-pub fn events(port: u16, token: Option<&str>) -> mpsc::Receiver<(String, serde_json::Value)> {
+pub(crate) fn events(
+    port: u16,
+    token: Option<&str>,
+) -> mpsc::Receiver<(String, serde_json::Value)> {
     let (tx, rx) = mpsc::channel();
     let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
     let mut s = TcpStream::connect(("127.0.0.1", port)).expect("the live page answers");
@@ -82,7 +91,7 @@ pub fn events(port: u16, token: Option<&str>) -> mpsc::Receiver<(String, serde_j
 }
 
 /// Waits for the page to answer on `port` (the run prints its URL before it reaches the server).
-pub fn wait_for_page(port: u16, child: &mut std::process::Child) {
+pub(crate) fn wait_for_page(port: u16, child: &mut std::process::Child) {
     let deadline = Instant::now() + Duration::from_secs(60);
     while TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(
@@ -95,7 +104,7 @@ pub fn wait_for_page(port: u16, child: &mut std::process::Child) {
 }
 
 /// `mongo-stress run PROFILE --uri URI --out OUT EXTRA...` in the background.
-pub fn spawn(
+pub(crate) fn spawn(
     profile: &std::path::Path,
     uri: &str,
     out: &std::path::Path,
@@ -112,7 +121,7 @@ pub fn spawn(
 }
 
 /// Waits (at most `secs`) for the child, returning its exit code and stderr.
-pub fn finish(mut child: std::process::Child, secs: u64) -> (i32, String) {
+pub(crate) fn finish(mut child: std::process::Child, secs: u64) -> (i32, String) {
     let deadline = Instant::now() + Duration::from_secs(secs);
     while child.try_wait().unwrap().is_none() {
         if Instant::now() > deadline {

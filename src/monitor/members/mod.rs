@@ -11,7 +11,7 @@
 //! does) or stops the run: a member that does not answer, or refuses a command, gets one
 //! warning and `-` in its cells.
 
-pub mod parse;
+pub(crate) mod parse;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -57,7 +57,7 @@ pub struct MemberRow {
 
 /// A member's name across files and pages: `shard0/h1:27017`, or the host alone in a
 /// replica set.
-pub fn member_name(shard: Option<&str>, host: &str) -> String {
+pub(crate) fn member_name(shard: Option<&str>, host: &str) -> String {
     match shard {
         Some(s) => format!("{s}/{host}"),
         None => host.to_string(),
@@ -199,7 +199,7 @@ struct Read {
 }
 
 /// The member sampler's state between seconds.
-pub struct Members {
+pub(crate) struct Members {
     options: ClientOptions,
     members: Vec<Member>,
     /// The primary of each set (by shard), as last seen, and the last one there was (with
@@ -222,7 +222,7 @@ impl Members {
     /// Finds the members behind `client` (the sampler's own client): none for a standalone
     /// server (nothing to do), a set's members from its `hello` (asked of the nearest member,
     /// so a set without a primary is found too), a cluster's from `listShards`.
-    pub async fn discover(
+    pub(crate) async fn discover(
         client: &Client,
         options: &ClientOptions,
     ) -> Result<Option<Members>, String> {
@@ -320,13 +320,13 @@ impl Members {
     }
 
     /// The warnings said since the last call, for the summary.
-    pub fn take_warnings(&mut self) -> Vec<String> {
+    pub(crate) fn take_warnings(&mut self) -> Vec<String> {
         std::mem::take(&mut self.untaken)
     }
 
     /// One second: every member read at once (and a cluster's changelog beside), each one's
     /// row, and what changed since the last second. Events are timed when the reads were done.
-    pub async fn tick(&mut self) -> (Vec<MemberRow>, Vec<TopologyEvent>) {
+    pub(crate) async fn tick(&mut self) -> (Vec<MemberRow>, Vec<TopologyEvent>) {
         let now = now_ms();
         let handles: Vec<_> = self
             .members

@@ -9,7 +9,7 @@ use super::super::status::number;
 
 /// What a member says of itself and of its set (`hello`).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Hello {
+pub(crate) struct Hello {
     pub set_name: Option<String>,
     /// Data-bearing members, priority-0 ones (`passives`) and arbiters, as the member lists them.
     pub hosts: Vec<String>,
@@ -26,7 +26,7 @@ pub struct Hello {
 }
 
 impl Hello {
-    pub fn read(d: &Document) -> Hello {
+    pub(crate) fn read(d: &Document) -> Hello {
         let yes = |k: &str| d.get_bool(k).unwrap_or(false);
         let strings = |k: &str| -> Vec<String> {
             d.get_array(k)
@@ -59,12 +59,12 @@ impl Hello {
     }
 
     /// Every member it names: data-bearing, passive and arbiter.
-    pub fn members(&self) -> impl Iterator<Item = &String> {
+    pub(crate) fn members(&self) -> impl Iterator<Item = &String> {
         self.hosts.iter().chain(&self.arbiters)
     }
 
     /// Its state in its own words, as `replSetGetStatus` spells states.
-    pub fn state(&self) -> Option<&'static str> {
+    pub(crate) fn state(&self) -> Option<&'static str> {
         self.set_name.as_ref()?;
         Some(if self.writable_primary {
             "PRIMARY"
@@ -80,7 +80,7 @@ impl Hello {
 
 /// The counters a member row is made of (`serverStatus`); rates come from two of them.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Counters {
+pub(crate) struct Counters {
     /// opcounters, in `OPCOUNTERS` order.
     pub ops: [Option<f64>; 6],
     /// opcountersRepl, summed (what the member applied from its sync source).
@@ -91,7 +91,7 @@ pub struct Counters {
 }
 
 impl Counters {
-    pub fn read(status: &Document) -> Counters {
+    pub(crate) fn read(status: &Document) -> Counters {
         let mut ops = [None; 6];
         for (cell, op) in ops.iter_mut().zip(crate::monitor::OPCOUNTERS) {
             *cell = number(status, &["opcounters", op]);
@@ -112,7 +112,7 @@ impl Counters {
 
 /// One member as the primary sees it (`replSetGetStatus.members[]`).
 #[derive(Debug, Clone, PartialEq)]
-pub struct SeenMember {
+pub(crate) struct SeenMember {
     pub name: String,
     pub state: String,
     /// Its last applied operation's time, epoch milliseconds: `optimeDate` (millisecond
@@ -126,13 +126,13 @@ pub struct SeenMember {
 
 /// The set as one member sees it (`replSetGetStatus`).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct SetStatus {
+pub(crate) struct SetStatus {
     pub set: Option<String>,
     pub members: Vec<SeenMember>,
 }
 
 impl SetStatus {
-    pub fn read(d: &Document) -> SetStatus {
+    pub(crate) fn read(d: &Document) -> SetStatus {
         let members = d
             .get_array("members")
             .map(|a| {
@@ -160,13 +160,13 @@ impl SetStatus {
     }
 
     /// The member in state PRIMARY, if one is.
-    pub fn primary(&self) -> Option<&SeenMember> {
+    pub(crate) fn primary(&self) -> Option<&SeenMember> {
         self.members.iter().find(|m| m.state == "PRIMARY")
     }
 
     /// How far `name` is behind the primary, in seconds: the primary's last applied time less
     /// the member's (never below 0); none without a primary, or for a member without an optime.
-    pub fn lag_s(&self, name: &str) -> Option<f64> {
+    pub(crate) fn lag_s(&self, name: &str) -> Option<f64> {
         let primary = self.primary()?.optime_ms?;
         let member = self.members.iter().find(|m| m.name == name)?.optime_ms?;
         Some(((primary - member) as f64 / 1000.0).max(0.0))
@@ -218,12 +218,12 @@ fn date_ms(b: Option<&Bson>) -> Option<i64> {
 /// One shard of a sharded cluster (`listShards.shards[]`): its name and the members its host
 /// string names (`rs0/h1:27018,h2:27018`, or one `host:port` for a standalone shard).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Shard {
+pub(crate) struct Shard {
     pub name: String,
     pub hosts: Vec<String>,
 }
 
-pub fn shards(list_shards: &Document) -> Vec<Shard> {
+pub(crate) fn shards(list_shards: &Document) -> Vec<Shard> {
     list_shards
         .get_array("shards")
         .map(|a| {
@@ -248,7 +248,7 @@ pub fn shards(list_shards: &Document) -> Vec<Shard> {
 
 /// A chunk migration the config server logged (`config.changelog`, `what: "moveChunk.commit"`).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Migration {
+pub(crate) struct Migration {
     pub time_ms: i64,
     pub ns: String,
     pub from: Option<String>,
@@ -256,9 +256,9 @@ pub struct Migration {
 }
 
 /// The changelog entries the sampler asks for.
-pub const MIGRATION_COMMIT: &str = "moveChunk.commit";
+pub(crate) const MIGRATION_COMMIT: &str = "moveChunk.commit";
 
-pub fn migration(entry: &Document) -> Option<Migration> {
+pub(crate) fn migration(entry: &Document) -> Option<Migration> {
     if entry.get_str("what").ok()? != MIGRATION_COMMIT {
         return None;
     }

@@ -74,7 +74,7 @@ pub(super) fn scale(
 }
 
 /// The row label of one rate step: `run@500/s`, `run@2.5/s`.
-pub fn step_name(group: &str, rate: f64) -> String {
+pub(super) fn step_name(group: &str, rate: f64) -> String {
     crate::metrics::Label::step_name(group, rate)
 }
 

@@ -10,7 +10,7 @@ use crate::error::ProfileError;
 use crate::plan::{GroupPlan, Overrides, StopAt, WatchPlan, WatchScope};
 
 /// How long the run's end waits for events not delivered yet, unless `drain` says.
-pub const DEFAULT_DRAIN: Duration = Duration::from_secs(5);
+pub(super) const DEFAULT_DRAIN: Duration = Duration::from_secs(5);
 
 const FULL_DOCUMENT: &[&str] = &["default", "updateLookup", "whenAvailable", "required"];
 const BEFORE_CHANGE: &[&str] = &["off", "whenAvailable", "required"];

@@ -7,8 +7,8 @@
 //! Owns: genny's file format and its rules, up to a `Profile`. Never: talks to a server, or
 //! runs anything (the executor runs what `translate` made, with genny's rules as its options).
 
-pub mod preprocess;
-pub mod translate;
+pub(crate) mod preprocess;
+pub(crate) mod translate;
 
 use std::path::{Path, PathBuf};
 
@@ -43,7 +43,7 @@ pub struct Read {
 }
 
 /// Is the file at `path` a genny workload: `.yml`/`.yaml`.
-pub fn is_workload(path: &Path) -> bool {
+pub(crate) fn is_workload(path: &Path) -> bool {
     matches!(
         path.extension().and_then(|e| e.to_str()),
         Some("yml" | "yaml")
@@ -52,7 +52,7 @@ pub fn is_workload(path: &Path) -> bool {
 
 /// Reads the genny workload at `path` as genny does, then as the run model; every problem in
 /// one line naming the file (and the actor, the phase and the thing).
-pub fn read(path: &Path, args: &GennyArgs) -> Result<Read, String> {
+pub(crate) fn read(path: &Path, args: &GennyArgs) -> Result<Read, String> {
     let expanded = preprocess::preprocess(path, &args.parameters, &args.overrides)
         .map_err(|e| e.to_string())?;
     let expanded_text = serde_yaml::to_string(&expanded).unwrap_or_default();

@@ -18,7 +18,7 @@ use toml::Value as Toml;
 
 /// A thing of the workload the tool does not run: where, and what.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Refusal {
+pub(crate) struct Refusal {
     pub file: String,
     pub actor: Option<String>,
     pub phase: Option<usize>,
@@ -41,7 +41,7 @@ impl std::fmt::Display for Refusal {
 
 /// The workload as a profile, and what a reader must know of how it was read.
 #[derive(Debug, Clone)]
-pub struct Translated {
+pub(crate) struct Translated {
     pub profile: toml::Table,
     /// How genny's parts were read where the run model differs (said by `validate` and `run`).
     pub notes: Vec<String>,
@@ -50,7 +50,7 @@ pub struct Translated {
 }
 
 /// Actor types read, in the order docs/genny.md lists them.
-pub const ACTORS: [&str; 15] = [
+pub(crate) const ACTORS: [&str; 15] = [
     "CrudActor",
     "RunCommand",
     "AdminCommand",
@@ -79,7 +79,7 @@ const SILENT: [&str; 1] = ["LoggingActor"];
 
 /// `workload`, preprocessed, read from `file`; `smoke`: every phase once (`Repeat: 1`, no
 /// `Duration`, rate or sleep), as genny's smoke check runs it.
-pub fn translate(file: &Path, workload: &Yaml, smoke: bool) -> Result<Translated, Refusal> {
+pub(crate) fn translate(file: &Path, workload: &Yaml, smoke: bool) -> Result<Translated, Refusal> {
     let mut t = Translator {
         file: file.display().to_string(),
         top: workload,
@@ -1614,7 +1614,7 @@ fn ops_len(node: &Yaml) -> usize {
 }
 
 /// A number, as YAML or as text (`1e4`).
-pub fn number(v: &Yaml) -> Option<f64> {
+pub(crate) fn number(v: &Yaml) -> Option<f64> {
     match v {
         Yaml::Number(n) => n.as_f64(),
         Yaml::String(s) => s.trim().parse().ok(),
@@ -1638,7 +1638,7 @@ fn show(v: &Yaml) -> String {
 }
 
 /// genny's durations: `10 milliseconds`, `1 minute`, `2 seconds`; a bare number is milliseconds.
-pub fn duration(v: &Yaml) -> Option<Duration> {
+pub(crate) fn duration(v: &Yaml) -> Option<Duration> {
     if let Some(n) = number(v) {
         return (n >= 0.0).then(|| Duration::from_secs_f64(n / 1000.0));
     }
@@ -1662,7 +1662,7 @@ pub fn duration(v: &Yaml) -> Option<Duration> {
 }
 
 /// `N per T` (`500 per 1 second`, `1 per 2 milliseconds`): operations per second.
-pub fn global_rate(text: &str) -> Option<f64> {
+pub(crate) fn global_rate(text: &str) -> Option<f64> {
     let (n, per) = text.split_once(" per ")?;
     let n: f64 = n.trim().parse().ok()?;
     let per = duration(&Yaml::String(per.trim().to_string()))?;
@@ -1743,7 +1743,7 @@ fn read_preference(v: &Yaml) -> Option<Toml> {
 
 /// A YAML value as the templates read it: null is `^Null`, keys are text, numbers keep their
 /// kind (a whole number written as `1e4` stays a float, as genny's YAML reads it).
-pub fn to_toml(v: &Yaml) -> Toml {
+pub(crate) fn to_toml(v: &Yaml) -> Toml {
     match v {
         Yaml::Null => {
             let mut t = toml::Table::new();

@@ -8,7 +8,7 @@ use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
 /// Line and column (both 1-based) of a byte offset.
-pub fn line_col(source: &str, offset: usize) -> (usize, usize) {
+pub(crate) fn line_col(source: &str, offset: usize) -> (usize, usize) {
     let offset = offset.min(source.len());
     let before = &source[..offset];
     let line = before.matches('\n').count() + 1;
@@ -18,7 +18,7 @@ pub fn line_col(source: &str, offset: usize) -> (usize, usize) {
 }
 
 /// The deepest key path whose key or value covers `offset`, with that entry's value span.
-pub fn key_at(source: &str, offset: usize) -> Option<(String, Range<usize>)> {
+pub(crate) fn key_at(source: &str, offset: usize) -> Option<(String, Range<usize>)> {
     let doc = DeTable::parse(source).ok()?;
     let mut best: Option<(String, Range<usize>, usize)> = None;
     walk_table(doc.get_ref(), "", offset, &mut best);
@@ -28,7 +28,7 @@ pub fn key_at(source: &str, offset: usize) -> Option<(String, Range<usize>)> {
 /// Every value's span by its key path, from one parse (a genny workload's profile has thousands
 /// of operations, each located for its row).
 #[derive(Debug, Clone, Default)]
-pub struct Spans(std::collections::HashMap<Vec<OwnedSeg>, Range<usize>>);
+pub(crate) struct Spans(std::collections::HashMap<Vec<OwnedSeg>, Range<usize>>);
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum OwnedSeg {
@@ -37,7 +37,7 @@ enum OwnedSeg {
 }
 
 impl Spans {
-    pub fn of(source: &str) -> Spans {
+    pub(crate) fn of(source: &str) -> Spans {
         let mut spans = Spans::default();
         if let Ok(doc) = DeTable::parse(source) {
             spans.table(doc.get_ref(), &mut Vec::new());
@@ -69,7 +69,7 @@ impl Spans {
     }
 
     /// The span of the value at a dotted key path, or of its nearest existing ancestor.
-    pub fn get(&self, path: &str) -> Option<Range<usize>> {
+    pub(crate) fn get(&self, path: &str) -> Option<Range<usize>> {
         let mut at = Vec::new();
         let mut last = None;
         for seg in segments(path) {

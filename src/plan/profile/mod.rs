@@ -2,8 +2,8 @@
 //! into a `ProfileError` that names file, line, column, key, value and the expected form.
 
 pub mod bundled;
-pub mod locate;
-pub mod model;
+pub(crate) mod locate;
+pub(crate) mod model;
 
 use std::path::Path;
 

@@ -21,7 +21,7 @@ use super::value::{int_bson, wrapper_bson, V};
 use super::{dataset, CompileOptions, GenError, Node};
 
 /// Every generator's name, as written.
-pub const GENERATOR_NAMES: &[&str] = &[
+pub(crate) const GENERATOR_NAMES: &[&str] = &[
     "^RandomInt",
     "^RandomDouble",
     "^RandomString",

@@ -23,20 +23,20 @@ pub(super) const MAX_LEN: i64 = 16 * 1024 * 1024;
 pub(super) mod ty {
     use mongodb::bson::Bson;
 
-    pub const INT: u16 = 1;
-    pub const DOUBLE: u16 = 2;
-    pub const STRING: u16 = 4;
-    pub const DATE: u16 = 8;
-    pub const OID: u16 = 16;
-    pub const DOC: u16 = 32;
-    pub const ARRAY: u16 = 64;
-    pub const BINARY: u16 = 128;
-    pub const NULL: u16 = 256;
-    pub const OTHER: u16 = 512;
-    pub const ANY: u16 = 1023;
-    pub const NUMBER: u16 = INT | DOUBLE;
+    pub(crate) const INT: u16 = 1;
+    pub(crate) const DOUBLE: u16 = 2;
+    pub(crate) const STRING: u16 = 4;
+    pub(crate) const DATE: u16 = 8;
+    pub(crate) const OID: u16 = 16;
+    pub(crate) const DOC: u16 = 32;
+    pub(crate) const ARRAY: u16 = 64;
+    pub(crate) const BINARY: u16 = 128;
+    pub(crate) const NULL: u16 = 256;
+    pub(crate) const OTHER: u16 = 512;
+    pub(crate) const ANY: u16 = 1023;
+    pub(crate) const NUMBER: u16 = INT | DOUBLE;
 
-    pub fn of(b: &Bson) -> u16 {
+    pub(crate) fn of(b: &Bson) -> u16 {
         match b {
             Bson::Int32(_) | Bson::Int64(_) => INT,
             Bson::Double(_) => DOUBLE,
@@ -51,7 +51,7 @@ pub(super) mod ty {
         }
     }
 
-    pub fn describe(mask: u16) -> String {
+    pub(crate) fn describe(mask: u16) -> String {
         let names = [
             (INT, "an integer"),
             (DOUBLE, "a double"),

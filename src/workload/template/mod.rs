@@ -29,8 +29,6 @@ use rand::RngCore;
 use super::document::GenError;
 use generators::Gen;
 
-pub use compile::GENERATOR_NAMES;
-
 /// How a template is read: as a mongo-stress profile's (the default) or as a genny workload's.
 #[derive(Debug, Clone, Default)]
 pub struct CompileOptions {
@@ -101,7 +99,7 @@ pub trait Lookup {
 
 /// A `Lookup` with nothing to give: every `^Key`, `^Field`, `^Bind` and `^Step` is null.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct NoLookup;
+pub(crate) struct NoLookup;
 
 impl Lookup for NoLookup {
     fn key(&mut self, _rng: &mut dyn RngCore) -> Option<Bson> {
@@ -158,7 +156,7 @@ thread_local! {
 
 /// Runs `f` with `options` as the ones `Template::compile` reads (the build of a genny
 /// workload's plan), then puts the previous ones back.
-pub fn with_options<R>(options: CompileOptions, f: impl FnOnce() -> R) -> R {
+pub(crate) fn with_options<R>(options: CompileOptions, f: impl FnOnce() -> R) -> R {
     let before = IN_EFFECT.with(|o| o.replace(options));
     let out = f();
     IN_EFFECT.with(|o| o.replace(before));

@@ -986,7 +986,7 @@ fn unknown_generator_says_did_you_mean() {
         e.problem,
         "`^RandomInteger` is not a generator (did you mean `^RandomInt`?)"
     );
-    for name in GENERATOR_NAMES {
+    for name in super::compile::GENERATOR_NAMES {
         assert!(e.expected.contains(name), "{name} in {}", e.expected);
     }
     let e = compile_err(r#"{ "^Nonsense" = {} }"#);

@@ -47,14 +47,14 @@ use yaml::brief;
 /// What the preprocessor could not do: the file, where in it, and what.
 #[derive(Debug, thiserror::Error)]
 #[error("{file}: {problem}")]
-pub struct PreprocessError {
+pub(crate) struct PreprocessError {
     pub file: PathBuf,
     pub problem: String,
 }
 
 /// The workload at `path`, preprocessed: `overrides` (genny's `-o`) deep-merged onto it first,
 /// then `parameters` (`-p NAME=VALUE`) set over its own.
-pub fn preprocess(
+pub(crate) fn preprocess(
     path: &Path,
     parameters: &[(String, String)],
     overrides: &[PathBuf],
@@ -87,64 +87,6 @@ pub fn preprocess(
     let out = parser.parse(&conf)?;
     parser.check_given()?;
     Ok(out)
-}
-
-/// Whether `path` holds a genny workload: a `.yml`/`.yaml` file whose top level is a mapping
-/// with `Actors` or `LoadConfig`. Text that is not valid YAML counts when a line starts with
-/// either key, so that the preprocessor reports its syntax error.
-pub fn is_genny_workload(path: &Path, text: &str) -> bool {
-    let yaml_extension = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .is_some_and(|e| e.eq_ignore_ascii_case("yml") || e.eq_ignore_ascii_case("yaml"));
-    if !yaml_extension {
-        return false;
-    }
-    match serde_yaml::from_str::<Value>(text) {
-        Ok(Value::Mapping(top)) => top.contains_key("Actors") || top.contains_key("LoadConfig"),
-        Ok(_) => false,
-        Err(_) => text
-            .lines()
-            .any(|line| line.starts_with("Actors:") || line.starts_with("LoadConfig:")),
-    }
-}
-
-/// genny's `--smoke` (`_smoke_convert`): in every actor and each of its phases, `Duration` or
-/// `Repeat` becomes `Repeat: 1`, and `GlobalRate`, `SleepBefore` and `SleepAfter` go. An actor
-/// without a list of `Phases` keeps what it has.
-pub fn smoke(mut workload: Value) -> Value {
-    fn convert(node: Mapping) -> Mapping {
-        let mut out = Mapping::with_capacity(node.len());
-        for (key, value) in node {
-            match key.as_str() {
-                Some("Duration" | "Repeat") => {
-                    out.insert(Value::from("Repeat"), Value::from(1));
-                }
-                Some("GlobalRate" | "SleepBefore" | "SleepAfter") => {}
-                _ => {
-                    out.insert(key, value);
-                }
-            }
-        }
-        out
-    }
-    if let Some(Value::Sequence(actors)) = workload.get_mut("Actors") {
-        for actor in actors.iter_mut() {
-            let Value::Mapping(mapping) = actor else {
-                continue;
-            };
-            let mut converted = convert(std::mem::take(mapping));
-            if let Some(Value::Sequence(phases)) = converted.get_mut("Phases") {
-                for phase in phases.iter_mut() {
-                    if let Value::Mapping(phase) = phase {
-                        *phase = convert(std::mem::take(phase));
-                    }
-                }
-            }
-            *mapping = converted;
-        }
-    }
-    workload
 }
 
 /// genny's `DEFAULT_CONFIG`, which every workload is merged onto.
