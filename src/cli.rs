@@ -15,11 +15,11 @@ use clap::{Args, Parser, Subcommand};
 )]
 pub struct Cli {
     #[command(subcommand)]
-    pub command: Command,
+    pub(crate) command: Command,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Run a profile (a path, or the name of a bundled profile)
     Run(Box<RunCommand>),
     /// Parse and check a profile and print its resolved plan; exit 0 or 2
@@ -134,62 +134,62 @@ pub enum Command {
 
 #[derive(Debug, Clone, Args)]
 #[command(group(clap::ArgGroup::new("source").required(true).args(["from_profiler", "from_log"])))]
-pub struct CaptureArgs {
+pub(crate) struct CaptureArgs {
     /// Turn the database profiler on for --for on each --db of this deployment and read
     /// system.profile (the previous settings are put back, also on Ctrl-C or an error)
     #[arg(long, value_name = "URI")]
-    pub from_profiler: Option<String>,
+    pub(crate) from_profiler: Option<String>,
     /// MongoDB 4.4+ JSON log files (plain or gzip; - for standard input): the slow-operation
     /// lines (id 51803)
     #[arg(long, value_name = "FILE", num_args = 1..)]
-    pub from_log: Vec<PathBuf>,
+    pub(crate) from_log: Vec<PathBuf>,
     /// Beside a log: the live deployment, for its indexes, counts and a sample of documents
     #[arg(long, value_name = "URI")]
-    pub uri: Option<String>,
+    pub(crate) uri: Option<String>,
     /// A database to profile (repeatable; default: the URI's database)
     #[arg(long = "db", value_name = "DB")]
-    pub dbs: Vec<String>,
+    pub(crate) dbs: Vec<String>,
     /// How long to profile
     #[arg(long = "for", default_value = "1m", value_parser = parse_capture_window, value_name = "D")]
-    pub for_: Duration,
+    pub(crate) for_: Duration,
     /// Profile at level 1 with slowms 0 and this sample rate (0 to 1) instead of level 2; the
     /// rates are divided by it
     #[arg(long, value_name = "F", value_parser = parse_sample_rate)]
-    pub sample_rate: Option<f64>,
+    pub(crate) sample_rate: Option<f64>,
     /// The capture's directory [default: captured/capture-<YYYYmmdd-HHMMSS>]
     #[arg(long, value_name = "DIR")]
-    pub out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
     /// Emit the fewest shapes that cover this percentage of the operations
     #[arg(long, default_value = "95", value_parser = parse_coverage, value_name = "P")]
-    pub coverage: f64,
+    pub(crate) coverage: f64,
     /// Emit at most this many shapes
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=1000), value_name = "N")]
-    pub max_shapes: u32,
+    pub(crate) max_shapes: u32,
     /// One thread group per client application (app), per namespace, or one for all (none)
     #[arg(long, default_value = "app", value_parser = ["app", "namespace", "none"], value_name = "BY")]
-    pub group_by: String,
+    pub(crate) group_by: String,
     /// Rates times this (3 = three times what was observed)
     #[arg(long, default_value_t = 1.0, value_parser = parse_scale, value_name = "X")]
-    pub scale: f64,
+    pub(crate) scale: f64,
     /// Write the observed literal values (by default only types, ranges, frequencies and
     /// lengths leave the source)
     #[arg(long)]
-    pub keep_values: bool,
+    pub(crate) keep_values: bool,
     /// Only log lines at or after this time (RFC 3339, e.g. 2024-03-01T10:00:00Z)
     #[arg(long, value_name = "TIME", value_parser = parse_time)]
-    pub since: Option<i64>,
+    pub(crate) since: Option<i64>,
     /// Only log lines at or before this time (RFC 3339)
     #[arg(long, value_name = "TIME", value_parser = parse_time)]
-    pub until: Option<i64>,
+    pub(crate) until: Option<i64>,
     /// Do not check what the replay's reads select: by default each find and aggregate of the
     /// profile is drawn 30 times on a scratch embedded server holding the profile's preload, and
     /// its documents returned per call are printed beside the source's
     #[arg(long)]
-    pub no_check: bool,
+    pub(crate) no_check: bool,
     /// The program for the scratch server of the check (default: mongod on PATH, else
     /// secantusd-rs)
     #[arg(long, env = "MONGO_STRESS_SERVER_BIN", value_name = "PATH")]
-    pub server_bin: Option<PathBuf>,
+    pub(crate) server_bin: Option<PathBuf>,
 }
 
 fn parse_capture_window(s: &str) -> Result<Duration, String> {
@@ -228,63 +228,63 @@ fn parse_time(s: &str) -> Result<i64, String> {
 }
 
 #[derive(Debug, Clone, Args)]
-pub struct OverrideArgs {
+pub(crate) struct OverrideArgs {
     /// Virtual users per group, overriding every group (`sweep`: a list of steps, 1,2,4,8)
     #[arg(long, value_parser = parse_threads, value_name = "N")]
-    pub threads: Option<ThreadList>,
+    pub(crate) threads: Option<ThreadList>,
     /// Operations per virtual user, overriding every group's loops or duration
     #[arg(long, value_parser = parse_loops, conflicts_with = "duration")]
-    pub loops: Option<u64>,
+    pub(crate) loops: Option<u64>,
     /// Run every group for this long (e.g. 30s, 5m), overriding loops or duration
     #[arg(long, value_parser = parse_duration)]
-    pub duration: Option<Duration>,
+    pub(crate) duration: Option<Duration>,
     /// Longest wait for one operation before it fails as a timeout [default: the profile's, else 60s]
     #[arg(long, value_parser = parse_op_timeout)]
-    pub op_timeout: Option<Duration>,
+    pub(crate) op_timeout: Option<Duration>,
     /// Operations per second for every group (open loop; latency from the intended start)
     #[arg(long, value_parser = parse_rate)]
-    pub rate: Option<f64>,
+    pub(crate) rate: Option<f64>,
     /// Every group's rate times X (its steps and ramps too), e.g. a captured profile at 2 or 3
     /// times the rate it was captured at; a closed-loop group, which has no rate, is left as
     /// it is (a warning names it)
     #[arg(long, value_name = "X", value_parser = parse_rate_scale, conflicts_with = "rate")]
-    pub scale: Option<f64>,
+    pub(crate) scale: Option<f64>,
     /// Run this long first in every group without counting it in the summary (it stays in the
     /// logs, marked), e.g. 10s
     #[arg(long, value_parser = parse_duration)]
-    pub warmup: Option<Duration>,
+    pub(crate) warmup: Option<Duration>,
     /// Pass/fail limit on the result, e.g. 'find.p99<50ms' or 'TOTAL.error_pct<0.1'; exit 4
     /// when one fails (repeatable)
     #[arg(long = "threshold", value_name = "EXPR")]
-    pub thresholds: Vec<String>,
+    pub(crate) thresholds: Vec<String>,
     /// Documents the setup loads first in batches, overriding setup.preload (YCSB's recordcount)
     #[arg(long, value_name = "N", value_parser = parse_recordcount)]
-    pub recordcount: Option<u64>,
+    pub(crate) recordcount: Option<u64>,
     /// After each run, read back what the server kept of every acknowledged write (inserts,
     /// deletes, $inc counters); acknowledged data lost exits 5, listed in audit.tsv
     #[arg(long)]
-    pub audit: bool,
+    pub(crate) audit: bool,
     /// A fault done to the server, from the first stage's start: kill@4s+2s (SIGKILL, start
     /// again 2 s later), restart@10s+1s, pause@5s+2s (SIGSTOP), stepdown@5s+3s; replaces the
     /// profile's [[fault]]s (repeatable)
     #[arg(long = "fault", value_name = "KIND@AT+LEN")]
-    pub faults: Vec<String>,
+    pub(crate) faults: Vec<String>,
     /// An extra flag for the embedded server, e.g. --server-arg=--sync-on-commit; replaces the
     /// profile's [server] args (repeatable)
     #[arg(long = "server-arg", value_name = "ARG", allow_hyphen_values = true)]
-    pub server_args: Vec<String>,
+    pub(crate) server_args: Vec<String>,
     /// genny workloads: set a ^Parameter everywhere, over the workload's own Parameters and
     /// Defaults, e.g. -p Repeat=200 (repeatable)
     #[arg(short = 'p', long = "param", value_name = "NAME=VALUE", value_parser = parse_param)]
-    pub params: Vec<(String, String)>,
+    pub(crate) params: Vec<(String, String)>,
     /// genny workloads: deep-merge this YAML file onto the workload first, as genny's -o
     /// (repeatable)
     #[arg(short = 'o', long = "overrides", value_name = "FILE")]
-    pub genny_overrides: Vec<PathBuf>,
+    pub(crate) genny_overrides: Vec<PathBuf>,
     /// genny workloads: every phase once (Repeat 1, no Duration, rate or sleep), as genny's
     /// smoke check: checks a workload in seconds
     #[arg(long)]
-    pub smoke: bool,
+    pub(crate) smoke: bool,
 }
 
 fn parse_param(s: &str) -> Result<(String, String), String> {
@@ -301,71 +301,71 @@ fn hidden(a: clap::Arg) -> clap::Arg {
 
 /// `run`: what a capacity step shares (`RunArgs`), and how the summary is shown.
 #[derive(Debug, Clone, Args)]
-pub struct RunCommand {
+pub(crate) struct RunCommand {
     #[command(flatten)]
-    pub args: RunArgs,
+    pub(crate) args: RunArgs,
     #[command(flatten)]
-    pub console: ConsoleArgs,
+    pub(crate) console: ConsoleArgs,
 }
 
 /// How the summary table is printed.
 #[derive(Debug, Clone, Copy, Args)]
-pub struct ConsoleArgs {
+pub(crate) struct ConsoleArgs {
     /// Print every column of the summary table on a terminal too, however wide (by default a
     /// terminal gets the columns that fit; a pipe or a file always gets them all)
     #[arg(long)]
-    pub wide: bool,
+    pub(crate) wide: bool,
 }
 
 #[derive(Debug, Clone, Args)]
-pub struct CapacityArgs {
+pub(crate) struct CapacityArgs {
     #[command(flatten)]
-    pub run: RunArgs,
+    pub(crate) run: RunArgs,
     /// What each step must hold, in the [thresholds] grammar: 'p99<20ms' (the TOTAL row) or
     /// 'find.p99<20ms' (repeatable)
     #[arg(long = "slo", value_name = "EXPR", required = true)]
-    pub slo: Vec<String>,
+    pub(crate) slo: Vec<String>,
     /// Most failed operations a step may have, in percent
     #[arg(long, default_value_t = 1.0, value_name = "PCT")]
-    pub error_pct: f64,
+    pub(crate) error_pct: f64,
     /// Measured length of each step, after its warm-up
     #[arg(long, default_value = "10s", value_parser = parse_positive_duration, value_name = "D")]
-    pub step: Duration,
+    pub(crate) step: Duration,
     /// Warm-up of each step, run but not counted
     #[arg(long, default_value = "3s", value_parser = parse_duration, value_name = "D")]
-    pub step_warmup: Duration,
+    pub(crate) step_warmup: Duration,
     /// The first rate offered, operations per second
     #[arg(long, default_value_t = 100.0, value_parser = parse_rate, value_name = "R")]
-    pub start_rate: f64,
+    pub(crate) start_rate: f64,
     /// The highest rate offered, operations per second
     #[arg(long, default_value_t = 1_000_000.0, value_parser = parse_rate, value_name = "R")]
-    pub max_rate: f64,
+    pub(crate) max_rate: f64,
 }
 
 #[derive(Debug, Clone, Args)]
-pub struct SweepArgs {
+pub(crate) struct SweepArgs {
     #[command(flatten)]
-    pub run: RunArgs,
+    pub(crate) run: RunArgs,
     /// Measured length of each step, after its warm-up (--warmup, default 5s)
     #[arg(long, default_value = "20s", value_parser = parse_positive_duration, value_name = "D")]
-    pub step: Duration,
+    pub(crate) step: Duration,
     /// What every step must hold, in the [thresholds] grammar: 'p99<50ms' (the TOTAL row) or
     /// 'find.p99<50ms' (repeatable); the first step that breaks it ends the sweep
     #[arg(long = "slo", value_name = "EXPR")]
-    pub slo: Vec<String>,
+    pub(crate) slo: Vec<String>,
     /// Without --threads: the most users per group the doubling goes to
     #[arg(long, default_value_t = 1024, value_parser = parse_threads_one, value_name = "N")]
-    pub max_threads: u32,
+    pub(crate) max_threads: u32,
     /// The cost of listening: run the profile as written once per number of listeners given
     /// (`0,1,15,105`), every watch group at that many; the writers' throughput and p99 and the
     /// listeners' lag at each (watchers.tsv, watchers.json, watchers.html)
     #[arg(long, value_parser = parse_watchers, value_name = "LIST")]
-    pub watchers: Option<WatcherList>,
+    pub(crate) watchers: Option<WatcherList>,
 }
 
 /// `sweep --watchers`: listeners per watch group at each step, `0,1,15,105`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WatcherList(pub Vec<u32>);
+pub(crate) struct WatcherList(pub Vec<u32>);
 
 fn parse_watchers(s: &str) -> Result<WatcherList, String> {
     let list = s
@@ -396,101 +396,101 @@ fn parse_threads_one(s: &str) -> Result<u32, String> {
 }
 
 #[derive(Debug, Clone, Args)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// Profile path or bundled name (see `mongo-stress profiles`)
-    pub profile: String,
+    pub(crate) profile: String,
     /// Target deployment; without it an embedded server is started
     #[arg(long, env = "MONGODB_URI", hide_env_values = true)]
-    pub uri: Option<String>,
+    pub(crate) uri: Option<String>,
     /// Run directory [default: results/<profile>-<YYYYmmdd-HHMMSS>]
     #[arg(long)]
-    pub out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
     #[command(flatten)]
-    pub overrides: OverrideArgs,
+    pub(crate) overrides: OverrideArgs,
     /// Run the whole profile N times; one summary row per run per group, plus the spread
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
-    pub repeat: u32,
+    pub(crate) repeat: u32,
     /// Live report interval (whole intervals of --hdr-interval)
     #[arg(long, default_value = "5s", value_parser = parse_positive_duration)]
-    pub interval: Duration,
+    pub(crate) interval: Duration,
     /// Length of the interval histograms in latency.hlog
     #[arg(long, default_value = "1s", value_parser = parse_positive_duration)]
-    pub hdr_interval: Duration,
+    pub(crate) hdr_interval: Duration,
     /// Also write the summary as TSV to PATH (- for stdout)
     #[arg(long, value_name = "PATH")]
-    pub tsv: Option<PathBuf>,
+    pub(crate) tsv: Option<PathBuf>,
     /// Add this run's rows to the --tsv file instead of replacing it, with the run's directory,
     /// time, tags and plan in columns of their own (the file `history` reads)
     #[arg(long)]
-    pub append: bool,
+    pub(crate) append: bool,
     /// What the run is of, stored in run.json and shown by report, compare and history, e.g.
     /// commit=abc123 (repeatable)
     #[arg(long = "tag", value_name = "KEY=VALUE")]
-    pub tags: Vec<String>,
+    pub(crate) tags: Vec<String>,
     /// Also write the summary as JSON to PATH (- for stdout)
     #[arg(long, value_name = "PATH")]
-    pub json: Option<PathBuf>,
+    pub(crate) json: Option<PathBuf>,
     /// Also write every operation as JMeter's CSV result file (JTL) at PATH
     #[arg(long, value_name = "PATH")]
-    pub jtl: Option<PathBuf>,
+    pub(crate) jtl: Option<PathBuf>,
     /// Do not write the per-operation sample log (samples.tsv)
     #[arg(long)]
-    pub no_samples: bool,
+    pub(crate) no_samples: bool,
     /// A previous run (its directory) that relative thresholds, e.g. 'find.p99<=+10%', compare
     /// against
     #[arg(long, value_name = "DIR")]
-    pub baseline: Option<PathBuf>,
+    pub(crate) baseline: Option<PathBuf>,
     /// Do not write the interval histograms (latency.hlog)
     #[arg(long)]
-    pub no_interval_log: bool,
+    pub(crate) no_interval_log: bool,
     /// Do not sample server and client resources (resources.tsv, the resource summary)
     #[arg(long)]
-    pub no_resources: bool,
+    pub(crate) no_resources: bool,
     /// Do not sample a replica set's or cluster's members one by one (members.tsv, lag, the
     /// primary's changes; --no-resources turns this off too)
     #[arg(long)]
-    pub no_members: bool,
+    pub(crate) no_members: bool,
     /// Seed of every random choice [default: a random one, printed]
     #[arg(long)]
-    pub seed: Option<u64>,
+    pub(crate) seed: Option<u64>,
     /// The local server process to sample, when --uri names a server the tool did not start
     /// [default: the process listening on the URI's port, for a loopback URI]
     #[arg(long, value_name = "PID")]
-    pub server_pid: Option<u32>,
+    pub(crate) server_pid: Option<u32>,
     /// A Prometheus exporter on a server host (node_exporter; process-exporter or the MongoDB
     /// exporter for the mongod process), read every second for the host's CPU, memory, disks
     /// and network; repeat once per host, the server's first (replaces the profile's
     /// target.server_metrics) [env: MONGO_STRESS_SERVER_METRICS, URLs separated by spaces or
     /// commas]
     #[arg(long = "server-metrics", value_name = "URL")]
-    pub server_metrics: Vec<String>,
+    pub(crate) server_metrics: Vec<String>,
     /// Let setup.drop drop a collection that holds documents mongo-stress did not write
     #[arg(long)]
-    pub force: bool,
+    pub(crate) force: bool,
     /// Print only the final summary
     #[arg(long)]
-    pub quiet: bool,
+    pub(crate) quiet: bool,
     /// Run part I of N of the profile (0-based; each group's threads and rate divided), for
     /// load from several machines; `merge` joins the parts' run directories
     #[arg(long, value_name = "I/N", value_parser = crate::plan::part::Part::parse, conflicts_with = "parts")]
-    pub part: Option<crate::plan::part::Part>,
+    pub(crate) part: Option<crate::plan::part::Part>,
     /// Run one of N parts, its index from JOB_COMPLETION_INDEX (a Kubernetes Indexed Job sets it)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub parts: Option<u32>,
+    pub(crate) parts: Option<u32>,
     /// Begin the first stage at this wall-clock time, after setup: RFC 3339
     /// (2026-11-30T12:00:00Z) or +D from now (+30s); parts on many machines start together
     #[arg(long, value_name = "TIME")]
-    pub start_at: Option<String>,
+    pub(crate) start_at: Option<String>,
     /// Longest wait of parts 1.. for part 0's setup
     #[arg(long, default_value = "10m", value_parser = parse_duration, value_name = "D")]
-    pub setup_wait: Duration,
+    pub(crate) setup_wait: Duration,
     /// Server program for the embedded server (mongod or secantusd-rs)
     #[arg(long, env = "MONGO_STRESS_SERVER_BIN", value_name = "PATH")]
-    pub server_bin: Option<PathBuf>,
+    pub(crate) server_bin: Option<PathBuf>,
     /// Serve live metrics for Prometheus at http://ADDR/metrics during the run (ADDR like
     /// 127.0.0.1:9464, or a port on loopback); profile [metrics] listen
     #[arg(long, env = "MONGO_STRESS_METRICS_LISTEN", value_name = "ADDR")]
-    pub metrics_listen: Option<String>,
+    pub(crate) metrics_listen: Option<String>,
     /// Send the same live metrics to a Prometheus remote-write endpoint every interval, e.g.
     /// http://prometheus:9090/api/v1/write; profile [metrics] push
     #[arg(
@@ -499,19 +499,19 @@ pub struct RunArgs {
         value_name = "URL",
         hide_env_values = true
     )]
-    pub metrics_push: Option<String>,
+    pub(crate) metrics_push: Option<String>,
     /// The embedded server's data directory, kept after the run (to read what it holds with
     /// another client); default a temporary one, removed at the end
     #[arg(long, value_name = "DIR")]
-    pub server_data: Option<PathBuf>,
+    pub(crate) server_data: Option<PathBuf>,
     /// Watch the run in a browser: serve its report, growing every interval, at
     /// http://ADDR/ (default a free port on 127.0.0.1; the URL is printed)
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "", value_parser = live_address)]
-    pub live: Option<String>,
+    pub(crate) live: Option<String>,
     /// With --live: change a group's rate or users, or stop the run, from the page (or by
     /// POST /api/groups/NAME, POST /api/stop)
     #[arg(long, requires = "live")]
-    pub live_control: bool,
+    pub(crate) live_control: bool,
     /// With --live: every request must carry this token (?token=T on the page, or
     /// Authorization: Bearer T); needed to listen beyond loopback. Never printed
     #[arg(
@@ -520,7 +520,7 @@ pub struct RunArgs {
         value_name = "T",
         hide_env_values = true
     )]
-    pub live_token: Option<String>,
+    pub(crate) live_token: Option<String>,
 }
 
 use crate::plan::limits;
@@ -540,10 +540,10 @@ fn live_address(s: &str) -> Result<String, String> {
 
 /// `--threads`: one number of users, or (for `sweep`) a list of them, `1,2,4,8`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ThreadList(pub Vec<u32>);
+pub(crate) struct ThreadList(pub Vec<u32>);
 
 impl ThreadList {
-    pub fn first(&self) -> u32 {
+    pub(crate) fn first(&self) -> u32 {
         self.0[0]
     }
 }
@@ -565,7 +565,7 @@ fn parse_threads(s: &str) -> Result<ThreadList, String> {
 
 impl OverrideArgs {
     /// What they say of a genny workload.
-    pub fn genny(&self) -> crate::plan::genny::GennyArgs {
+    pub(crate) fn genny(&self) -> crate::plan::genny::GennyArgs {
         crate::plan::genny::GennyArgs {
             parameters: self.params.clone(),
             overrides: self.genny_overrides.clone(),
@@ -574,7 +574,7 @@ impl OverrideArgs {
     }
 
     /// `run`, `validate` and `capacity` take one number of users; a list is `sweep`'s.
-    pub fn one_thread_count(&self) -> Result<(), crate::error::Error> {
+    pub(crate) fn one_thread_count(&self) -> Result<(), crate::error::Error> {
         match &self.threads {
             Some(t) if t.0.len() > 1 => {
                 let list: Vec<String> = t.0.iter().map(u32::to_string).collect();
@@ -674,55 +674,55 @@ impl From<&OverrideArgs> for crate::plan::Overrides {
 }
 
 #[derive(Debug, Args)]
-pub struct HistoryArgs {
+pub(crate) struct HistoryArgs {
     /// Run directories, directories holding them, or files `run --tsv FILE --append` wrote
     #[arg(required = true, num_args = 1..)]
-    pub paths: Vec<PathBuf>,
+    pub(crate) paths: Vec<PathBuf>,
     /// The metrics to follow (comma-separated or repeated): throughput, p50, p90, p99,
     /// error_pct, server_cpu_per_op, client_cpu [default: all]
     #[arg(long = "metric", value_name = "NAME", value_delimiter = ',')]
-    pub metrics: Vec<String>,
+    pub(crate) metrics: Vec<String>,
     /// Only these rows (comma-separated or repeated), e.g. find or TOTAL [default: all]
     #[arg(long = "label", value_name = "LABEL", value_delimiter = ',')]
-    pub labels: Vec<String>,
+    pub(crate) labels: Vec<String>,
     /// A change point's p-value (Student's t-test of its two sides) must be below this
     #[arg(long, default_value_t = 0.05, value_parser = parse_pvalue)]
-    pub pvalue: f64,
+    pub(crate) pvalue: f64,
     /// And its relative change above this, e.g. 5% (Hunter's magnitude: the larger of
     /// after/before - 1 and before/after - 1)
     #[arg(long, default_value = "10%", value_parser = parse_percent)]
-    pub min_change: f64,
+    pub(crate) min_change: f64,
     /// Runs per window of E-Divisive's split step (Hunter's default)
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(2..))]
-    pub window: u32,
+    pub(crate) window: u32,
     /// Which weak change point the merge drops first: small-changes (those within
     /// --min-change, then Hunter's order) or hunter (the largest p-value first, exactly as
     /// Apache Otava)
     #[arg(long, value_enum, default_value_t = MergeOrder::SmallChanges)]
-    pub merge: MergeOrder,
+    pub(crate) merge: MergeOrder,
     /// Order the runs by this tag's value (as numbers when every value is one) [default: by
     /// start time]
     #[arg(long, value_name = "TAG")]
-    pub order_by: Option<String>,
+    pub(crate) order_by: Option<String>,
     /// Read the steps of sweeps and capacity searches as runs (each step its own series)
     #[arg(long)]
-    pub steps: bool,
+    pub(crate) steps: bool,
     /// Where history.tsv, history.json and history.html go [default:
     /// results/history-<YYYYmmdd-HHMMSS>]
     #[arg(long, value_name = "DIR")]
-    pub out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
     /// Exit 4 when the newest run (of its profile) starts a change point for the worse
     #[arg(long)]
-    pub fail_on_new: bool,
+    pub(crate) fail_on_new: bool,
     /// With --fail-on-new: a change point for the worse at any of the newest N runs of its
     /// profile fails (a change too small to tell from one run is found a run or more later,
     /// at the run it began)
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
-    pub new_runs: u32,
+    pub(crate) new_runs: u32,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum MergeOrder {
+pub(crate) enum MergeOrder {
     SmallChanges,
     Hunter,
 }

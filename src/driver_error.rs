@@ -18,11 +18,11 @@ pub(crate) fn server_code(e: &mongodb::error::Error) -> Option<ServerCode> {
 /// What the server said: its code, the name it gave, its message, and how many more write
 /// errors a batch had.
 pub(crate) struct ServerSaid<'a> {
-    pub code: i32,
-    pub name: Option<&'a str>,
-    pub message: &'a str,
-    pub more: usize,
-    pub write_concern: bool,
+    pub(crate) code: i32,
+    pub(crate) name: Option<&'a str>,
+    pub(crate) message: &'a str,
+    pub(crate) more: usize,
+    pub(crate) write_concern: bool,
 }
 
 impl<'a> ServerSaid<'a> {

@@ -7,14 +7,14 @@ use std::path::PathBuf;
 
 /// Exit codes of the `mongo-stress` binary.
 pub mod exit {
-    pub const OK: i32 = 0;
+    pub(crate) const OK: i32 = 0;
     pub const ERRORS: i32 = 1;
-    pub const USAGE: i32 = 2;
-    pub const SERVER: i32 = 3;
-    pub const THRESHOLD: i32 = 4;
+    pub(crate) const USAGE: i32 = 2;
+    pub(crate) const SERVER: i32 = 3;
+    pub(crate) const THRESHOLD: i32 = 4;
     /// The audit found acknowledged data lost (before 1 and 4).
-    pub const DATA_LOST: i32 = 5;
-    pub const INTERRUPTED: i32 = 130;
+    pub(crate) const DATA_LOST: i32 = 5;
+    pub(crate) const INTERRUPTED: i32 = 130;
 }
 
 /// A profile problem, located in its file.
@@ -25,9 +25,9 @@ pub struct ProfileError {
     pub line: usize,
     pub column: usize,
     /// Dotted key path, e.g. `group[1].threads`; empty for the whole file.
-    pub key: String,
+    pub(crate) key: String,
     /// The offending text as written in the file, if any.
-    pub value: Option<String>,
+    pub(crate) value: Option<String>,
     pub problem: String,
     pub expected: String,
 }

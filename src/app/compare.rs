@@ -11,18 +11,18 @@ use crate::error::{exit, Error};
 use crate::report;
 use crate::rundir::{RunDir, SweepDir};
 
-pub(crate) struct CompareArgs<'a> {
-    pub base: &'a Path,
-    pub new: &'a Path,
-    pub fail_if: &'a [String],
-    pub tsv: Option<&'a PathBuf>,
-    pub json: Option<&'a PathBuf>,
-    pub html: Option<&'a PathBuf>,
-    pub force: bool,
-    pub seed: u64,
+pub struct CompareArgs<'a> {
+    pub(crate) base: &'a Path,
+    pub(crate) new: &'a Path,
+    pub(crate) fail_if: &'a [String],
+    pub(crate) tsv: Option<&'a PathBuf>,
+    pub(crate) json: Option<&'a PathBuf>,
+    pub(crate) html: Option<&'a PathBuf>,
+    pub(crate) force: bool,
+    pub(crate) seed: u64,
 }
 
-pub(crate) fn compare(a: CompareArgs) -> Result<i32, Error> {
+pub fn compare(a: CompareArgs) -> Result<i32, Error> {
     match (SweepDir::is_sweep(a.base), SweepDir::is_sweep(a.new)) {
         (true, true) => return compare_sweeps(&a),
         (false, false) => {}

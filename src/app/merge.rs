@@ -16,7 +16,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path, allow_missing: bool) -> Result<i32, E
 }
 
 /// `merge`; `wide`: every column of the summary table on a terminal too (`--wide`).
-pub fn merge_shown(
+pub(crate) fn merge_shown(
     dirs: &[PathBuf],
     out: &Path,
     allow_missing: bool,

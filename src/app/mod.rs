@@ -8,7 +8,7 @@
 
 pub(crate) mod capacity;
 pub(crate) mod capture;
-pub(crate) mod compare;
+pub mod compare;
 pub(crate) mod history;
 pub mod merge;
 pub(crate) mod report;

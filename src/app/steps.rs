@@ -66,9 +66,9 @@ pub(super) fn base_plan(
 /// A series under way: each step's options (no live lines: the series speaks for itself), and
 /// where it writes.
 pub(super) struct Series {
-    pub opts: RunOptions,
-    pub chatty: bool,
-    pub out_dir: PathBuf,
+    pub(crate) opts: RunOptions,
+    pub(crate) chatty: bool,
+    pub(crate) out_dir: PathBuf,
     /// The series' directory, removed again if the series fails before a step measured.
     fresh: crate::rundir::Fresh,
     /// `--live`: each step shown as it runs.

@@ -53,22 +53,22 @@ fn slot(f: Fate) -> usize {
 
 /// What one group's writes did.
 #[derive(Debug, Default, Clone)]
-pub struct GroupLedger {
-    pub inserted: Pair<RoaringTreemap>,
-    pub keyed: Pair<Vec<Bson>>,
-    pub deleted: Pair<RoaringTreemap>,
+pub(crate) struct GroupLedger {
+    pub(crate) inserted: Pair<RoaringTreemap>,
+    pub(crate) keyed: Pair<Vec<Bson>>,
+    pub(crate) deleted: Pair<RoaringTreemap>,
     /// Deleted `_id`s that are not whole numbers (a template's own).
-    pub deleted_keyed: Pair<Vec<Bson>>,
+    pub(crate) deleted_keyed: Pair<Vec<Bson>>,
     /// (counter, `_id`) -> increments acknowledged, in doubt.
-    pub inc: HashMap<(u16, i64), Pair<u32>>,
+    pub(crate) inc: HashMap<(u16, i64), Pair<u32>>,
 }
 
 /// Every group's writes, and the counters' values in documents inserted during the run.
 #[derive(Debug, Default, Clone)]
-pub struct Ledger {
-    pub groups: Vec<GroupLedger>,
+pub(crate) struct Ledger {
+    pub(crate) groups: Vec<GroupLedger>,
     /// By collection: (counter, `_id`) -> its value in the inserted document.
-    pub initial: Vec<HashMap<(u16, i64), i64>>,
+    pub(crate) initial: Vec<HashMap<(u16, i64), i64>>,
 }
 
 impl Ledger {
@@ -121,18 +121,18 @@ impl Ledger {
 /// The virtual users' end of the ledger. Sending never waits (the channel is unbounded; each
 /// entry is a few dozen bytes).
 #[derive(Debug, Clone)]
-pub struct Auditor {
+pub(crate) struct Auditor {
     plan: std::sync::Arc<AuditPlan>,
     tx: mpsc::Sender<(Option<usize>, Entry)>,
 }
 
 /// The ledger's thread: it ends, handing the ledger over, once every `Auditor` is dropped.
-pub struct Keeper {
+pub(crate) struct Keeper {
     thread: std::thread::JoinHandle<Ledger>,
 }
 
 impl Auditor {
-    pub fn start(plan: AuditPlan) -> (Auditor, Keeper) {
+    pub(crate) fn start(plan: AuditPlan) -> (Auditor, Keeper) {
         let (tx, rx) = mpsc::channel::<(Option<usize>, Entry)>();
         let collections = plan.collections.len();
         let thread = std::thread::Builder::new()
@@ -166,17 +166,22 @@ impl Auditor {
     }
 
     /// What the audit knows of the plan.
-    pub fn plan(&self) -> &AuditPlan {
+    pub(crate) fn plan(&self) -> &AuditPlan {
         &self.plan
     }
 
     /// What `req` of `group` will write, if anything the audit can check.
-    pub fn intent(&self, group: usize, req: &mut crate::workload::Request) -> Option<Intent> {
+    #[cfg(test)]
+    pub(crate) fn intent(
+        &self,
+        group: usize,
+        req: &mut crate::workload::Request,
+    ) -> Option<Intent> {
         Intent::of(&self.plan, group, req)
     }
 
     /// Files the write as its end decides.
-    pub fn settle(&self, group: usize, intent: Intent, done: Done) {
+    pub(crate) fn settle(&self, group: usize, intent: Intent, done: Done) {
         let fate = match (&intent, done.error) {
             // An insert of `_id`s from the run's own sequence refused as a duplicate: its own
             // earlier attempt (sent again by the driver after a lost connection) may be the one
@@ -241,7 +246,7 @@ impl Auditor {
 impl Keeper {
     /// The ledger, once every `Auditor` is gone; Err when its thread failed (what it held
     /// is lost, and the audit cannot be judged).
-    pub fn finish(self) -> Result<Ledger, String> {
+    pub(crate) fn finish(self) -> Result<Ledger, String> {
         self.thread.join().map_err(|p| {
             format!(
                 "the audit's ledger failed: {}",

@@ -63,33 +63,33 @@ impl Fate {
 
 /// What the audit checks in one collection.
 #[derive(Debug, Clone, Default)]
-pub struct Collection {
-    pub name: String,
+pub(crate) struct Collection {
+    pub(crate) name: String,
     /// The counter fields some group increments (`inc = [...]`), dotted paths allowed.
-    pub counters: Vec<String>,
+    pub(crate) counters: Vec<String>,
 }
 
 /// What the audit knows of the plan: each collection's counters, each group's collection and
 /// write concern.
 #[derive(Debug, Clone, Default)]
-pub struct AuditPlan {
-    pub collections: Vec<Collection>,
+pub(crate) struct AuditPlan {
+    pub(crate) collections: Vec<Collection>,
     /// By group plan index.
-    pub groups: Vec<GroupAudit>,
+    pub(crate) groups: Vec<GroupAudit>,
 }
 
 #[derive(Debug, Clone, Default)]
-pub struct GroupAudit {
-    pub name: String,
-    pub collection: usize,
+pub(crate) struct GroupAudit {
+    pub(crate) name: String,
+    pub(crate) collection: usize,
     /// `w:1`, `w:majority j:true`, `default` (the deployment's).
-    pub write_concern: String,
+    pub(crate) write_concern: String,
     /// Unacknowledged writes (w:0) have nothing to audit.
-    pub acknowledged: bool,
+    pub(crate) acknowledged: bool,
 }
 
 impl AuditPlan {
-    pub fn of(plan: &RunPlan) -> AuditPlan {
+    pub(crate) fn of(plan: &RunPlan) -> AuditPlan {
         let collections: Vec<Collection> = plan
             .collections
             .iter()
@@ -130,7 +130,7 @@ pub(crate) fn concern_label(c: &Concerns) -> String {
 
 /// A write the audit can recompute, known before it is sent.
 #[derive(Debug, Clone)]
-pub enum Intent {
+pub(crate) enum Intent {
     /// Documents with these `_id`s into `collection`; `initial`: the counters' values in the
     /// one document of a built-in insert (counter index, value).
     Insert {
@@ -149,7 +149,7 @@ pub enum Intent {
 impl Intent {
     /// What `req` of group `group` will write, if the audit can check it (a remove is given
     /// the slot its `_id` goes into).
-    pub fn of(plan: &AuditPlan, group: usize, req: &mut Request) -> Option<Intent> {
+    pub(crate) fn of(plan: &AuditPlan, group: usize, req: &mut Request) -> Option<Intent> {
         let g = plan.groups.get(group)?;
         if !g.acknowledged {
             return None;
@@ -292,17 +292,17 @@ pub(crate) fn number_at(doc: &mongodb::bson::RawDocument, path: &str) -> Option<
 
 /// How a write ended, as far as the audit needs it.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Done {
-    pub error: Option<ErrorClass>,
-    pub tx: Option<TxState>,
+pub(crate) struct Done {
+    pub(crate) error: Option<ErrorClass>,
+    pub(crate) tx: Option<TxState>,
     /// It found (and so updated) its document.
-    pub matched: bool,
-    pub deleted: u64,
+    pub(crate) matched: bool,
+    pub(crate) deleted: u64,
 }
 
 impl Done {
     /// An operation that never ended: abandoned at a stop, its outcome unknown.
-    pub fn abandoned() -> Done {
+    pub(crate) fn abandoned() -> Done {
         Done {
             error: Some(ErrorClass::Other),
             ..Done::default()
@@ -347,33 +347,33 @@ impl Drop for Pending<'_> {
 /// counters, and whether the given other `_id`s are there.
 #[derive(Debug, Clone, Default)]
 pub struct Wanted {
-    pub collections: Vec<WantedCollection>,
+    pub(crate) collections: Vec<WantedCollection>,
 }
 
 #[derive(Debug, Clone, Default)]
-pub struct WantedCollection {
-    pub name: String,
+pub(crate) struct WantedCollection {
+    pub(crate) name: String,
     /// Every integer `_id` there.
-    pub ids: bool,
+    pub(crate) ids: bool,
     /// These fields of every document (as integers; a missing one is 0).
-    pub counters: Vec<String>,
+    pub(crate) counters: Vec<String>,
     /// Are these `_id`s there?
-    pub keyed: Vec<Bson>,
+    pub(crate) keyed: Vec<Bson>,
 }
 
 /// What the backend read.
 #[derive(Debug, Clone, Default)]
 pub struct Found {
-    pub collections: Vec<FoundCollection>,
+    pub(crate) collections: Vec<FoundCollection>,
 }
 
 #[derive(Debug, Clone, Default)]
-pub struct FoundCollection {
-    pub ids: roaring::RoaringTreemap,
+pub(crate) struct FoundCollection {
+    pub(crate) ids: roaring::RoaringTreemap,
     /// By `_id`: each counter's value, in `WantedCollection::counters` order.
-    pub counters: std::collections::HashMap<i64, Vec<i64>>,
+    pub(crate) counters: std::collections::HashMap<i64, Vec<i64>>,
     /// `keyed[i]`: the i-th asked `_id` is there.
-    pub keyed: Vec<bool>,
+    pub(crate) keyed: Vec<bool>,
 }
 
 #[cfg(test)]

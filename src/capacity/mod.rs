@@ -26,39 +26,39 @@ pub(crate) const PRECISION: f64 = 0.05;
 
 /// One step's numbers and verdict.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Step {
-    pub offered: f64,
-    pub achieved: f64,
-    pub p50_ms: f64,
-    pub p99_ms: f64,
+pub(crate) struct Step {
+    pub(crate) offered: f64,
+    pub(crate) achieved: f64,
+    pub(crate) p50_ms: f64,
+    pub(crate) p99_ms: f64,
     /// Service time (from the actual start): what the server and the network took.
-    pub svc_p50_ms: f64,
-    pub error_pct: f64,
+    pub(crate) svc_p50_ms: f64,
+    pub(crate) error_pct: f64,
     /// Average over the step's measured stage, when sampled.
-    pub server_cpu_pct: Option<f64>,
-    pub client_cpu_pct: Option<f64>,
+    pub(crate) server_cpu_pct: Option<f64>,
+    pub(crate) client_cpu_pct: Option<f64>,
     /// Operations that started behind their schedule (every user busy).
-    pub late: u64,
-    pub held: bool,
+    pub(crate) late: u64,
+    pub(crate) held: bool,
     /// Why it did not hold, in words (empty when it held).
-    pub why: Vec<String>,
+    pub(crate) why: Vec<String>,
     /// The load generator may have set the pace (its CPU, or late operations with idle server).
-    pub load_generator: Option<String>,
+    pub(crate) load_generator: Option<String>,
     /// The step's run directory.
-    pub dir: String,
+    pub(crate) dir: String,
 }
 
 /// The SLO: thresholds on the step's rows.
 #[derive(Debug, Clone)]
-pub struct Slo {
-    pub rules: Vec<ThresholdPlan>,
-    pub error_pct: f64,
+pub(crate) struct Slo {
+    pub(crate) rules: Vec<ThresholdPlan>,
+    pub(crate) error_pct: f64,
 }
 
 impl Slo {
     /// `--slo` expressions (`p99<20ms`, `find.p99<20ms`, `TOTAL.error_pct<1`), one parser with
     /// `[thresholds]`; a bare metric is the TOTAL row's.
-    pub fn parse(exprs: &[String], groups: &[String], error_pct: f64) -> Result<Slo, Error> {
+    pub(crate) fn parse(exprs: &[String], groups: &[String], error_pct: f64) -> Result<Slo, Error> {
         let mut rules = Vec::new();
         for e in exprs {
             let at = e.find(['<', '>']).unwrap_or(e.len());
@@ -91,7 +91,7 @@ impl Slo {
     }
 
     /// The verdict on one step's summary (its first run).
-    pub fn judge(&self, summary: &Summary, offered: f64, dir: String) -> Step {
+    pub(crate) fn judge(&self, summary: &Summary, offered: f64, dir: String) -> Step {
         let run = summary.runs.first();
         let rows = run.map(|r| r.rows.as_slice()).unwrap_or_default();
         let total = rows.last();
@@ -154,8 +154,8 @@ impl Slo {
 /// The search over the steps run so far.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Search {
-    pub start: f64,
-    pub max: f64,
+    pub(crate) start: f64,
+    pub(crate) max: f64,
 }
 
 impl Search {

@@ -18,56 +18,56 @@ use super::{CollectionInfo, GroupBy, LeftOut, Observed, Options};
 /// One shape with what the source said of its operations.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct ShapeStat {
-    pub namespace: String,
-    pub operation: &'static str,
-    pub shape: String,
-    pub count: u64,
-    pub share: f64,
-    pub ops_per_sec: f64,
-    pub p50_ms: f64,
-    pub p95_ms: f64,
-    pub max_ms: f64,
-    pub plan: Option<String>,
-    pub keys_per_returned: Option<f64>,
-    pub docs_per_returned: Option<f64>,
+    pub(crate) namespace: String,
+    pub(crate) operation: &'static str,
+    pub(crate) shape: String,
+    pub(crate) count: u64,
+    pub(crate) share: f64,
+    pub(crate) ops_per_sec: f64,
+    pub(crate) p50_ms: f64,
+    pub(crate) p95_ms: f64,
+    pub(crate) max_ms: f64,
+    pub(crate) plan: Option<String>,
+    pub(crate) keys_per_returned: Option<f64>,
+    pub(crate) docs_per_returned: Option<f64>,
     /// `group:name` when emitted, else why not.
-    pub emitted: String,
+    pub(crate) emitted: String,
     /// Documents the source returned per call (its `nreturned`), when it said.
-    pub returned_per_call: Option<f64>,
+    pub(crate) returned_per_call: Option<f64>,
     /// What the replay's reads return per call, measured by capture's check on a scratch
     /// server holding the profile's preload (None when not checked).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub replay_returned_per_call: Option<f64>,
+    pub(crate) replay_returned_per_call: Option<f64>,
     /// The fields the shape selects by (its filter's), for the check's advice.
     #[serde(skip)]
-    pub selects_by: Vec<String>,
+    pub(crate) selects_by: Vec<String>,
     /// It writes (kept whatever `--coverage` says; a line names it when left out).
-    pub writes: bool,
+    pub(crate) writes: bool,
 }
 
 /// The capture's result: the profile's text and its account.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Captured {
-    pub source: String,
-    pub first: Option<String>,
-    pub last: Option<String>,
-    pub window_s: f64,
+    pub(crate) source: String,
+    pub(crate) first: Option<String>,
+    pub(crate) last: Option<String>,
+    pub(crate) window_s: f64,
     /// The window the source was read for (`--for`), when it had one: the operations' rates
     /// are over `window_s`, the span they were seen in.
-    pub capture_window_s: Option<f64>,
+    pub(crate) capture_window_s: Option<f64>,
     /// Operations of the kinds a profile sends (statements of updates and deletes one each).
-    pub operations: u64,
-    pub emitted_shapes: usize,
+    pub(crate) operations: u64,
+    pub(crate) emitted_shapes: usize,
     /// Share of the operations the emitted shapes cover, 0..=1.
-    pub coverage: f64,
-    pub database: Option<String>,
-    pub shapes: Vec<ShapeStat>,
-    pub left_out: LeftOut,
+    pub(crate) coverage: f64,
+    pub(crate) database: Option<String>,
+    pub(crate) shapes: Vec<ShapeStat>,
+    pub(crate) left_out: LeftOut,
     /// What the source cannot see, said once.
-    pub blind: Vec<String>,
-    pub scale: f64,
+    pub(crate) blind: Vec<String>,
+    pub(crate) scale: f64,
     #[serde(skip)]
-    pub profile: String,
+    pub(crate) profile: String,
 }
 
 /// The observations of one shape.

@@ -121,14 +121,14 @@ pub(crate) fn field(field: &str, values: &[Bson], keep_values: bool, now_ms: i64
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Selecting<'a> {
     /// The collection's documents in the source (its count), when known.
-    pub source_docs: Option<u64>,
+    pub(crate) source_docs: Option<u64>,
     /// The documents the replay preloads.
-    pub replay_docs: u64,
+    pub(crate) replay_docs: u64,
     /// Documents the source returned per call to a find selecting by this field alone, by
     /// equality (the profiler's `nreturned`), when such finds were seen and not cut by a limit.
-    pub returned_per_value: Option<f64>,
+    pub(crate) returned_per_value: Option<f64>,
     /// The field's values in the sampled documents (not the operations').
-    pub sampled: &'a [Bson],
+    pub(crate) sampled: &'a [Bson],
 }
 
 /// Most values of a selecting field written out one by one (a `^Choose` with their observed

@@ -15,8 +15,8 @@ pub(crate) const SLOW_OPERATION: i64 = 51803;
 /// Lines read and what became of them.
 #[derive(Debug, Default)]
 pub(crate) struct Read {
-    pub operations: Vec<Observed>,
-    pub lines: u64,
+    pub(crate) operations: Vec<Observed>,
+    pub(crate) lines: u64,
 }
 
 /// Reads log lines from `input`, keeping operations that ended within `[since, until]` (ms since

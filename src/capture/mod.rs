@@ -24,65 +24,65 @@ use mongodb::bson::{Bson, Document};
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Observed {
     /// When it ended (the profiler's `ts`, the log line's `t`), ms since the epoch.
-    pub ts_ms: i64,
-    pub db: String,
-    pub coll: String,
+    pub(crate) ts_ms: i64,
+    pub(crate) db: String,
+    pub(crate) coll: String,
     /// The source's name for it: the profiler's `op` or the log's `attr.type` (`command`,
     /// `query`, `update`, `remove`, `insert`, `getmore`).
-    pub op_type: String,
+    pub(crate) op_type: String,
     /// The command, or for an update or delete logged per statement, the statement (`q`, `u`,
     /// `multi`, `upsert` / `q`, `limit`).
-    pub command: Document,
-    pub millis: f64,
-    pub app: Option<String>,
+    pub(crate) command: Document,
+    pub(crate) millis: f64,
+    pub(crate) app: Option<String>,
     /// The connection (`conn12`) when the source names it.
-    pub conn: Option<String>,
-    pub client: Option<String>,
-    pub plan: Option<String>,
-    pub keys_examined: Option<i64>,
-    pub docs_examined: Option<i64>,
-    pub nreturned: Option<i64>,
-    pub ninserted: Option<i64>,
+    pub(crate) conn: Option<String>,
+    pub(crate) client: Option<String>,
+    pub(crate) plan: Option<String>,
+    pub(crate) keys_examined: Option<i64>,
+    pub(crate) docs_examined: Option<i64>,
+    pub(crate) nreturned: Option<i64>,
+    pub(crate) ninserted: Option<i64>,
     /// The cursor the operation opened or continued (`cursorid`), so a getMore's documents
     /// count for the find or aggregate that opened it.
-    pub cursor_id: Option<i64>,
+    pub(crate) cursor_id: Option<i64>,
     /// The command was cut by the source (`$truncated`).
-    pub truncated: bool,
+    pub(crate) truncated: bool,
     /// `lsid` and `txnNumber` where the source gives them beside the command (an entry whose
     /// command is a statement without its session).
-    pub session: Option<Document>,
+    pub(crate) session: Option<Document>,
 }
 
 /// What a collection looked like on the live server, when one was reachable.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct CollectionInfo {
-    pub count: Option<u64>,
-    pub avg_size: Option<f64>,
+    pub(crate) count: Option<u64>,
+    pub(crate) avg_size: Option<f64>,
     /// `listIndexes`: each index's `key` and options (the `_id` index left out).
-    pub indexes: Vec<Document>,
+    pub(crate) indexes: Vec<Document>,
     /// A `$sample` of documents.
-    pub sample: Vec<Document>,
+    pub(crate) sample: Vec<Document>,
     /// The collection's `_id`s, up to `profiler::IDS` of them (all of them when `count` is no
     /// more): what a value of another collection's field is matched against to find references.
-    pub ids: Vec<Bson>,
+    pub(crate) ids: Vec<Bson>,
 }
 
 /// How a capture is turned into a profile.
 #[derive(Debug, Clone)]
 pub(crate) struct Options {
     /// Fraction (0..=1) of the operations the emitted shapes must cover.
-    pub coverage: f64,
-    pub max_shapes: usize,
-    pub group_by: GroupBy,
-    pub scale: f64,
-    pub keep_values: bool,
+    pub(crate) coverage: f64,
+    pub(crate) max_shapes: usize,
+    pub(crate) group_by: GroupBy,
+    pub(crate) scale: f64,
+    pub(crate) keep_values: bool,
     /// The profiler's sample rate: the rates seen are divided by it.
-    pub sample_rate: f64,
+    pub(crate) sample_rate: f64,
     /// Largest `preload` written (the real count goes in a comment).
-    pub preload_cap: u64,
+    pub(crate) preload_cap: u64,
     /// The window's length in seconds when the source knows it (`--for`), else from the first
     /// and last operation.
-    pub window_s: Option<f64>,
+    pub(crate) window_s: Option<f64>,
 }
 
 impl Default for Options {
@@ -112,31 +112,31 @@ pub(crate) enum GroupBy {
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub(crate) struct LeftOut {
     /// Lines that are not JSON.
-    pub not_json: u64,
+    pub(crate) not_json: u64,
     /// JSON lines that are not slow-operation lines (id 51803).
-    pub not_operations: u64,
+    pub(crate) not_operations: u64,
     /// Outside `--since` / `--until`.
-    pub outside_window: u64,
+    pub(crate) outside_window: u64,
     /// Driver and monitoring commands (`hello`, `ping`, `saslStart`, ...), by name.
-    pub driver: BTreeMap<String, u64>,
+    pub(crate) driver: BTreeMap<String, u64>,
     /// DDL, admin commands and change streams, by name.
-    pub other: BTreeMap<String, u64>,
+    pub(crate) other: BTreeMap<String, u64>,
     /// getMore folded into the find or aggregate that opened the cursor.
-    pub getmore_folded: u64,
+    pub(crate) getmore_folded: u64,
     /// Command lines of updates and deletes whose statements were logged apart.
-    pub double_logged: u64,
+    pub(crate) double_logged: u64,
     /// Commands the source cut (`$truncated`): kept as far as they go.
-    pub truncated: u64,
+    pub(crate) truncated: u64,
     /// Complete transactions, emitted as transactions of steps (one operation each).
-    pub transactions: u64,
+    pub(crate) transactions: u64,
     /// Transactions seen only in part, or aborted: their statements captured one by one.
-    pub partial_transactions: u64,
-    pub aborted_transactions: u64,
+    pub(crate) partial_transactions: u64,
+    pub(crate) aborted_transactions: u64,
     /// commitTransaction / abortTransaction commands.
-    pub transaction_control: u64,
+    pub(crate) transaction_control: u64,
     /// Shapes beyond the coverage or `--max-shapes`, and their operations.
-    pub shapes_not_emitted: u64,
-    pub operations_not_emitted: u64,
+    pub(crate) shapes_not_emitted: u64,
+    pub(crate) operations_not_emitted: u64,
 }
 
 impl LeftOut {

@@ -25,9 +25,9 @@ pub(crate) const IDS: i64 = 20_000;
 /// What the profiler gave.
 #[derive(Debug, Default)]
 pub(crate) struct Profiled {
-    pub operations: Vec<Observed>,
+    pub(crate) operations: Vec<Observed>,
     /// Said to the user: a wrap, a level that sees only slow operations.
-    pub warnings: Vec<String>,
+    pub(crate) warnings: Vec<String>,
 }
 
 /// A database's profiler settings, as `{profile: -1}` reports them.

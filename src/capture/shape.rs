@@ -28,24 +28,24 @@ pub(crate) enum SlotKind {
 /// One slot: where it is, and the field its values are values of.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct Slot {
-    pub kind: SlotKind,
+    pub(crate) kind: SlotKind,
     /// The field path (`status`, `items.qty`), for Value and List slots.
-    pub field: Option<String>,
+    pub(crate) field: Option<String>,
     /// Where in the arguments (`filter.created.$gte`), for names and messages.
-    pub path: String,
+    pub(crate) path: String,
 }
 
 /// An operation of the profile: what it sends and the values it was seen with.
 #[derive(Debug, Clone)]
 pub(crate) struct Op {
-    pub verb: Verb,
+    pub(crate) verb: Verb,
     /// The arguments, each literal replaced by a marker of its slot.
-    pub args: Document,
-    pub slots: Vec<Slot>,
+    pub(crate) args: Document,
+    pub(crate) slots: Vec<Slot>,
     /// The values seen, one per slot (a List slot's value is the array).
-    pub values: Vec<Bson>,
+    pub(crate) values: Vec<Bson>,
     /// Documents per insert command.
-    pub batch: u64,
+    pub(crate) batch: u64,
 }
 
 impl Op {

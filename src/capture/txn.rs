@@ -20,15 +20,15 @@ use super::{as_i64, Observed};
 #[derive(Debug, Default)]
 pub(crate) struct Txns {
     /// Each complete transaction's observed entries (indices into the source's list), in order.
-    pub complete: Vec<Vec<usize>>,
+    pub(crate) complete: Vec<Vec<usize>>,
     /// Observed index -> its complete transaction.
-    pub member: HashMap<usize, usize>,
+    pub(crate) member: HashMap<usize, usize>,
     /// Transactions seen only in part (no first statement, no commit, or a statement not tied
     /// to its session beside them).
-    pub partial: u64,
-    pub aborted: u64,
+    pub(crate) partial: u64,
+    pub(crate) aborted: u64,
     /// The source showed `commitTransaction` or `abortTransaction` lines.
-    pub commits_visible: bool,
+    pub(crate) commits_visible: bool,
 }
 
 /// How long after a transaction's last statement seen a statement without its session on the

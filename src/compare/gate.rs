@@ -10,20 +10,20 @@ use crate::metrics::{Label, Metric};
 #[derive(Debug, Clone, PartialEq)]
 pub struct Gate {
     /// As the user wrote it, normalised in spacing: `TOTAL.median > +10%`.
-    pub text: String,
-    pub label: Label,
+    pub(crate) text: String,
+    pub(crate) label: Label,
     /// The compared metric it judges (`median` is `p50`).
-    pub metric: &'static str,
+    pub(crate) metric: &'static str,
     /// `>`: fails above `limit_pct`; `<`: below.
-    pub above: bool,
-    pub limit_pct: f64,
+    pub(crate) above: bool,
+    pub(crate) limit_pct: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct GateResult {
     pub gate: String,
-    pub change_pct: Option<f64>,
-    pub verdict: Verdict,
+    pub(crate) change_pct: Option<f64>,
+    pub(crate) verdict: Verdict,
     pub pass: bool,
 }
 
@@ -31,12 +31,12 @@ pub(crate) const GRAMMAR: &str = "GROUP.METRIC > +N% or GROUP.METRIC < -N%, GROU
 
 /// A gate's `KEY > +N%` or `KEY < -N%`, split.
 pub(crate) struct Limit<'a> {
-    pub key: &'a str,
+    pub(crate) key: &'a str,
     /// `>`: fails above `limit_pct`; `<`: below.
-    pub above: bool,
+    pub(crate) above: bool,
     /// As written: `+10%`.
-    pub limit: &'a str,
-    pub limit_pct: f64,
+    pub(crate) limit: &'a str,
+    pub(crate) limit_pct: f64,
 }
 
 impl<'a> Limit<'a> {
@@ -92,7 +92,7 @@ impl Gate {
         })
     }
 
-    pub fn judge(&self, cells: &[Cell]) -> Result<GateResult, Error> {
+    pub(crate) fn judge(&self, cells: &[Cell]) -> Result<GateResult, Error> {
         let cell = cells
             .iter()
             .find(|c| c.label == self.label && c.metric == self.metric)

@@ -10,16 +10,16 @@ use crate::summary::Summary;
 /// One member in the base and the new run; none where a run did not have it, or did not
 /// measure it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct MemberCell {
+pub(crate) struct MemberCell {
     /// `shard0/h1:27017`, or the host alone in a replica set.
-    pub member: String,
+    pub(crate) member: String,
     /// Operations per second, every kind, averaged over the run (the mean of its runs' with
     /// `--repeat`).
-    pub base_ops_s: Option<f64>,
-    pub new_ops_s: Option<f64>,
+    pub(crate) base_ops_s: Option<f64>,
+    pub(crate) new_ops_s: Option<f64>,
     /// The largest lag behind its primary in any of its runs, seconds.
-    pub base_lag_max: Option<f64>,
-    pub new_lag_max: Option<f64>,
+    pub(crate) base_lag_max: Option<f64>,
+    pub(crate) new_lag_max: Option<f64>,
 }
 
 /// (new - base) / base, percent; none when either is unknown or the base is 0.

@@ -54,7 +54,7 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    pub fn words(self) -> &'static str {
+    pub(crate) fn words(self) -> &'static str {
         match self {
             Verdict::Faster => "faster",
             Verdict::Slower => "slower",
@@ -70,39 +70,39 @@ pub struct Cell {
     pub label: Label,
     pub metric: &'static str,
     pub base: f64,
-    pub new: f64,
+    pub(crate) new: f64,
     /// (new - base) / base, percent; None when base is 0.
-    pub change_pct: Option<f64>,
+    pub(crate) change_pct: Option<f64>,
     pub verdict: Verdict,
     /// How the noise was judged: `runs` or `intervals`.
-    pub noise: String,
+    pub(crate) noise: String,
     /// The base run's row this row was judged against, when its name differs: a change row of
     /// a run steered live against the other run's unsteered group at the same value.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub base_label: Option<Label>,
+    pub(crate) base_label: Option<Label>,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Comparison {
-    pub base: String,
-    pub new: String,
+    pub(crate) base: String,
+    pub(crate) new: String,
     /// Each run's `--tag`s (run.json).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub base_tags: BTreeMap<String, String>,
+    pub(crate) base_tags: BTreeMap<String, String>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub new_tags: BTreeMap<String, String>,
+    pub(crate) new_tags: BTreeMap<String, String>,
     pub cells: Vec<Cell>,
     pub gates: Vec<gate::GateResult>,
     /// Each member of a replica set or cluster in either run; none when neither had members.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub members: Vec<members::MemberCell>,
+    pub(crate) members: Vec<members::MemberCell>,
     /// What the reader must know first: a run steered live, and how its rows are judged.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
 }
 
 impl Comparison {
-    pub fn failed(&self) -> bool {
+    pub(crate) fn failed(&self) -> bool {
         self.gates.iter().any(|g| !g.pass)
     }
 }
@@ -360,7 +360,7 @@ fn beyond_noise(base: &[f64], new: &[f64], by_runs: bool, rng: &mut impl Rng) ->
 }
 
 /// What differs between the two runs' plans, in words; empty when they are comparable.
-pub fn differences(base: &RunDir, new: &RunDir) -> Vec<String> {
+pub(crate) fn differences(base: &RunDir, new: &RunDir) -> Vec<String> {
     let mut out = Vec::new();
     let (b, n) = (&base.summary, &new.summary);
     if b.profile != n.profile {

@@ -121,45 +121,45 @@ impl Difference {
 
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct ParameterCell {
-    pub parameter: Parameter,
-    pub base: Option<Estimate>,
-    pub new: Option<Estimate>,
-    pub change_pct: Option<f64>,
-    pub difference: Difference,
+    pub(crate) parameter: Parameter,
+    pub(crate) base: Option<Estimate>,
+    pub(crate) new: Option<Estimate>,
+    pub(crate) change_pct: Option<f64>,
+    pub(crate) difference: Difference,
 }
 
 /// One metric of the steps at one number of users.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct StepCell {
     /// Users per group.
-    pub threads: u32,
+    pub(crate) threads: u32,
     /// `throughput` (operations/s of the measured window) or `p99` (ms).
-    pub metric: &'static str,
+    pub(crate) metric: &'static str,
     /// None where that sweep ran no step at these users.
-    pub base: Option<f64>,
-    pub new: Option<f64>,
-    pub change_pct: Option<f64>,
-    pub verdict: Verdict,
+    pub(crate) base: Option<f64>,
+    pub(crate) new: Option<f64>,
+    pub(crate) change_pct: Option<f64>,
+    pub(crate) verdict: Verdict,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct SweepGateResult {
-    pub gate: String,
-    pub change_pct: Option<f64>,
-    pub difference: Difference,
-    pub pass: bool,
+    pub(crate) gate: String,
+    pub(crate) change_pct: Option<f64>,
+    pub(crate) difference: Difference,
+    pub(crate) pass: bool,
     /// Why it could not be judged (and so failed).
-    pub why: Option<String>,
+    pub(crate) why: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct SweepComparison {
-    pub base: String,
-    pub new: String,
-    pub parameters: Vec<ParameterCell>,
-    pub steps: Vec<StepCell>,
-    pub gates: Vec<SweepGateResult>,
-    pub notes: Vec<String>,
+    pub(crate) base: String,
+    pub(crate) new: String,
+    pub(crate) parameters: Vec<ParameterCell>,
+    pub(crate) steps: Vec<StepCell>,
+    pub(crate) gates: Vec<SweepGateResult>,
+    pub(crate) notes: Vec<String>,
 }
 
 impl SweepComparison {
@@ -174,10 +174,10 @@ pub(crate) const GRAMMAR: &str = "PARAMETER > +N% or PARAMETER < -N%, PARAMETER 
 /// beyond the fits' uncertainty, or when either sweep could not determine it.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct SweepGate {
-    pub text: String,
-    pub parameter: Parameter,
-    pub above: bool,
-    pub limit_pct: f64,
+    pub(crate) text: String,
+    pub(crate) parameter: Parameter,
+    pub(crate) above: bool,
+    pub(crate) limit_pct: f64,
 }
 
 impl SweepGate {

@@ -18,18 +18,22 @@ pub(crate) use crate::summary::Stopped as StopReason;
 /// Stops the run once `pct` percent of the recent operations failed: the last
 /// `GUARD_WINDOW_OPS` that completed within `GUARD_WINDOW`, at least `GUARD_MIN_OPS` of them.
 /// Recent, so a server that dies late in a long run stops it soon, however well it did before.
-pub struct ErrorGuard {
-    pub pct: f64,
-    pub stop: CancellationToken,
+pub(crate) struct ErrorGuard {
+    pub(crate) pct: f64,
+    pub(crate) stop: CancellationToken,
     /// Why the run stopped early, once it has.
-    pub reason: Arc<OnceLock<StopReason>>,
+    pub(crate) reason: Arc<OnceLock<StopReason>>,
     recent: VecDeque<(u64, bool)>,
 }
 
 pub(crate) use crate::plan::limits::{GUARD_MIN_OPS, GUARD_WINDOW, GUARD_WINDOW_OPS};
 
 impl ErrorGuard {
-    pub fn new(pct: f64, stop: CancellationToken, reason: Arc<OnceLock<StopReason>>) -> Self {
+    pub(crate) fn new(
+        pct: f64,
+        stop: CancellationToken,
+        reason: Arc<OnceLock<StopReason>>,
+    ) -> Self {
         ErrorGuard {
             pct,
             stop,
@@ -86,10 +90,10 @@ impl Watch for ErrorGuard {
 /// Thresholds with `abort = true`: checked on the run's totals at the end of every interval
 /// once their `after` has passed; the first that fails stops the run, like k6's `abortOnFail`.
 pub(crate) struct ThresholdAbort {
-    pub rules: Vec<ThresholdPlan>,
-    pub stop: CancellationToken,
+    pub(crate) rules: Vec<ThresholdPlan>,
+    pub(crate) stop: CancellationToken,
     /// Why the run stopped early, once it has.
-    pub reason: Arc<OnceLock<StopReason>>,
+    pub(crate) reason: Arc<OnceLock<StopReason>>,
 }
 
 impl IntervalCheck for ThresholdAbort {

@@ -40,50 +40,50 @@ use crate::plan::{GroupPlan, Stage, StopAt};
 use crate::workload::{DocGen, KeySpace};
 
 pub use crate::metrics::Clock;
-pub use guard::ErrorGuard;
-pub use pacer::Schedule;
+pub(crate) use guard::ErrorGuard;
+pub(crate) use pacer::Schedule;
 pub use user::user_seed;
 
 /// How long in-flight operations may finish after a stop request before they are abandoned.
-pub const STOP_GRACE: Duration = Duration::from_secs(3);
+pub(crate) const STOP_GRACE: Duration = Duration::from_secs(3);
 
 /// What every virtual user shares.
-pub struct Context<B> {
-    pub backend: B,
+pub(crate) struct Context<B> {
+    pub(crate) backend: B,
     /// By `RunPlan::collections` index: each collection's document template and key space.
-    pub gens: Vec<Arc<DocGen>>,
-    pub keys: Vec<Arc<KeySpace>>,
+    pub(crate) gens: Vec<Arc<DocGen>>,
+    pub(crate) keys: Vec<Arc<KeySpace>>,
     /// The same pairs, for steps made at their turn.
-    pub collections: crate::workload::command::CollectionsDocs,
-    pub samples: mpsc::Sender<Sample>,
-    pub stop: CancellationToken,
+    pub(crate) collections: crate::workload::command::CollectionsDocs,
+    pub(crate) samples: mpsc::Sender<Sample>,
+    pub(crate) stop: CancellationToken,
     /// Running virtual users per group, by `GroupPlan::index`.
-    pub active: Arc<Vec<AtomicU32>>,
+    pub(crate) active: Arc<Vec<AtomicU32>>,
     /// Scheduled operations per group that never started (open loop, time ran out).
-    pub missed: Vec<AtomicU64>,
+    pub(crate) missed: Vec<AtomicU64>,
     /// Per group: what its users' key choosers share (the sequential counter, latest's zetas).
-    pub key_state: Vec<Arc<crate::workload::distribution::Shared>>,
-    pub seed: u64,
-    pub clock: Clock,
-    pub op_timeout: Duration,
+    pub(crate) key_state: Vec<Arc<crate::workload::distribution::Shared>>,
+    pub(crate) seed: u64,
+    pub(crate) clock: Clock,
+    pub(crate) op_timeout: Duration,
     /// The write audit's ledger (`--audit`): each write the audit can check, as it ended.
-    pub audit: Option<crate::audit::Auditor>,
+    pub(crate) audit: Option<crate::audit::Auditor>,
     /// Open loop: one permit per connection of the driver's pool (`pool_size`), held by each
     /// operation in flight, so a slot that finds every connection busy waits without a task.
-    pub pool: Arc<tokio::sync::Semaphore>,
+    pub(crate) pool: Arc<tokio::sync::Semaphore>,
     /// The pool's size (`pool_size`): an open-loop group has at most this many workers.
-    pub pool_size: u32,
+    pub(crate) pool_size: u32,
     /// Each group's rate or users, changed while it runs (`--live-control`).
-    pub steer: Arc<steer::Steer>,
+    pub(crate) steer: Arc<steer::Steer>,
     /// With watch groups: each acknowledged write the listeners can recognise, with when.
-    pub listening: Option<Listening>,
+    pub(crate) listening: Option<Listening>,
 }
 
 /// What the writers tell the listeners: the acknowledged writes' book, and what the audit's
 /// reading of a request needs to know of the plan.
-pub struct Listening {
-    pub acks: Arc<crate::listen::Acks>,
-    pub plan: Arc<crate::audit::AuditPlan>,
+pub(crate) struct Listening {
+    pub(crate) acks: Arc<crate::listen::Acks>,
+    pub(crate) plan: Arc<crate::audit::AuditPlan>,
 }
 
 impl Listening {
@@ -205,7 +205,7 @@ impl<B: Backend> Running<'_, B> {
 /// Runs one stage to its end, or until `ctx.stop` fires and in-flight operations had
 /// `STOP_GRACE` to finish. Returns what failed inside it: each virtual user that panicked,
 /// named by group, operation and user, with the panic's message.
-pub async fn run_stage<B: Backend>(stage: &Stage, ctx: &Arc<Context<B>>) -> Vec<String> {
+pub(crate) async fn run_stage<B: Backend>(stage: &Stage, ctx: &Arc<Context<B>>) -> Vec<String> {
     let start = Instant::now();
     let mut run = Running {
         users: JoinSet::new(),

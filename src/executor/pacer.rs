@@ -13,7 +13,7 @@ use tokio::time::Instant;
 use crate::plan::GroupPlan;
 
 #[derive(Debug)]
-pub struct Schedule {
+pub(crate) struct Schedule {
     /// The pace the group started with.
     first: Pace,
     /// Paces set while the group ran (the live page's control), in order; empty until then.
@@ -63,7 +63,7 @@ impl Pace {
 
 impl Schedule {
     /// The group's schedule, or None in closed loop.
-    pub fn new(group: &GroupPlan, group_start: Instant) -> Option<Schedule> {
+    pub(crate) fn new(group: &GroupPlan, group_start: Instant) -> Option<Schedule> {
         let rate = group.rate?;
         Some(Schedule {
             first: Pace {
@@ -85,7 +85,7 @@ impl Schedule {
     }
 
     /// Takes the next slot: its number and when it is due; None when every slot is taken.
-    pub fn claim(&self) -> Option<(u64, Instant)> {
+    pub(crate) fn claim(&self) -> Option<(u64, Instant)> {
         let j = self.next.fetch_add(1, Ordering::Relaxed);
         match self.total {
             Some(t) if j >= t => None,
@@ -94,12 +94,12 @@ impl Schedule {
     }
 
     /// Marks a taken slot as started.
-    pub fn start(&self) {
+    pub(crate) fn start(&self) {
         self.started.fetch_add(1, Ordering::Relaxed);
     }
 
     /// The intended start of slot `j`, by the pace it falls under.
-    pub fn due(&self, j: u64) -> Instant {
+    pub(crate) fn due(&self, j: u64) -> Instant {
         if self.changes.load(Ordering::Acquire) == 0 {
             return self.first.due(j);
         }
@@ -126,7 +126,7 @@ impl Schedule {
     }
 
     /// Operations per second now.
-    pub fn rate(&self) -> f64 {
+    pub(crate) fn rate(&self) -> f64 {
         self.current().rate
     }
 
@@ -134,7 +134,7 @@ impl Schedule {
     /// before `at` keep their times (late ones stay late); every later slot, taken by a worker
     /// already or not, is due on the new pace from `at` (or from the group's first slot, when
     /// that is later). Workers waiting for a slot are woken to read its new time.
-    pub fn set_rate(&self, rate: f64, at: Instant) {
+    pub(crate) fn set_rate(&self, rate: f64, at: Instant) {
         {
             let mut later = self.later();
             let current = later.last().copied().unwrap_or(self.first);
@@ -158,7 +158,7 @@ impl Schedule {
 
     /// Waits until slot `j` is due (woken to read its time again when the pace changes);
     /// returns when it is due.
-    pub async fn until_due(&self, j: u64) -> Instant {
+    pub(crate) async fn until_due(&self, j: u64) -> Instant {
         loop {
             let changed = self.changed.notified();
             tokio::pin!(changed);
@@ -175,7 +175,7 @@ impl Schedule {
     }
 
     /// Slots due before `deadline` that no user started: operations owed when time ran out.
-    pub fn missed_before(&self, deadline: Instant) -> u64 {
+    pub(crate) fn missed_before(&self, deadline: Instant) -> u64 {
         let pace = {
             let later = self.later();
             later

@@ -18,7 +18,7 @@ use super::pacer::Schedule;
 
 /// What a running group is now, as a change reads it.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Now {
+pub(crate) enum Now {
     /// Open loop: operations per second.
     Rate(f64),
     /// Closed loop: users wanted.
@@ -55,7 +55,7 @@ impl Steer {
     }
 
     /// The group now, while it runs; None before it starts and after it ends.
-    pub fn now(&self, g: usize) -> Option<Now> {
+    pub(crate) fn now(&self, g: usize) -> Option<Now> {
         let s = self.groups.get(g)?;
         if !s.running.load(Ordering::Acquire) {
             return None;
@@ -68,7 +68,7 @@ impl Steer {
     }
 
     /// A running open-loop group's rate from `at` on; false when it does not run now.
-    pub fn set_rate(&self, g: usize, rate: f64, at: Instant) -> bool {
+    pub(crate) fn set_rate(&self, g: usize, rate: f64, at: Instant) -> bool {
         let Some(s) = self.groups.get(g) else {
             return false;
         };
@@ -83,7 +83,7 @@ impl Steer {
     }
 
     /// A running closed-loop group's users from now on; false when it does not run now.
-    pub fn set_users(&self, g: usize, users: u32) -> bool {
+    pub(crate) fn set_users(&self, g: usize, users: u32) -> bool {
         let Some(s) = self.groups.get(g) else {
             return false;
         };

@@ -196,9 +196,9 @@ async fn pause(
 /// every worker of the group was busy, or waited for a connection), and the connection of the
 /// pool it holds until its reply.
 pub(super) struct Slot {
-    pub due: Instant,
-    pub late: bool,
-    pub connection: tokio::sync::OwnedSemaphorePermit,
+    pub(crate) due: Instant,
+    pub(crate) late: bool,
+    pub(crate) connection: tokio::sync::OwnedSemaphorePermit,
 }
 
 /// One operation of `user`: built, sent (bounded by the operation timeout, on `timer`: the

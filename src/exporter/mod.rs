@@ -26,7 +26,7 @@ use crate::workload::op::OpName;
 
 /// Upper bounds of the latency buckets, in seconds: from 25 µs up by 5 % to past 2 minutes,
 /// so `histogram_quantile` lands within 5 % of the summary's percentiles.
-pub fn bounds() -> &'static [f64] {
+pub(crate) fn bounds() -> &'static [f64] {
     static B: std::sync::OnceLock<Vec<f64>> = std::sync::OnceLock::new();
     B.get_or_init(|| {
         let mut v = Vec::new();
@@ -108,7 +108,7 @@ impl Exporter {
     }
 
     /// The users' counts of a new repetition's recorder.
-    pub fn with_active(&self, active: Arc<Vec<AtomicU32>>) -> Exporter {
+    pub(crate) fn with_active(&self, active: Arc<Vec<AtomicU32>>) -> Exporter {
         Exporter {
             state: Arc::clone(&self.state),
             active,
@@ -154,7 +154,7 @@ impl Exporter {
     }
 
     /// The sampler's newest row.
-    pub fn resources(&self, row: &ResourceRow) {
+    pub(crate) fn resources(&self, row: &ResourceRow) {
         let base = lock(&self.state).base.clone();
         let families = Arc::new(resource_families(&base, row));
         lock(&self.state).resources = families;
@@ -162,7 +162,7 @@ impl Exporter {
 
     /// Serves `/metrics` on `addr` until the returned endpoint is stopped. A port that cannot
     /// be had is a usage error (nothing has run yet).
-    pub fn serve(&self, addr: SocketAddr) -> Result<Endpoint, Error> {
+    pub(crate) fn serve(&self, addr: SocketAddr) -> Result<Endpoint, Error> {
         let server = tiny_http::Server::http(addr).map_err(|e| {
             Error::Usage(format!(
                 "--metrics-listen {addr}: cannot listen there ({e})\n  fix: choose a free port (e.g. --metrics-listen 127.0.0.1:9464), or stop what holds port {}",
@@ -234,11 +234,11 @@ pub struct Endpoint {
 }
 
 /// The longest the endpoint waits, after the run, for a scrape of its final numbers.
-pub const LINGER: Duration = Duration::from_secs(3);
+pub(crate) const LINGER: Duration = Duration::from_secs(3);
 
 impl Endpoint {
     /// Closes the endpoint once a scrape has seen the final numbers, or after `LINGER`.
-    pub fn close(mut self) {
+    pub(crate) fn close(mut self) {
         let last = lock(&self.exporter.state).version;
         let deadline = Instant::now() + LINGER;
         while self.exporter.served.load(Ordering::Relaxed) < last && Instant::now() < deadline {
@@ -259,7 +259,7 @@ impl Endpoint {
 }
 
 /// `--metrics-listen`'s address: `HOST:PORT`, or a port alone (then on loopback).
-pub fn listen_address(s: &str) -> Result<SocketAddr, String> {
+pub(crate) fn listen_address(s: &str) -> Result<SocketAddr, String> {
     let s = s.trim();
     let with_host = if s.parse::<u16>().is_ok() {
         format!("127.0.0.1:{s}")
@@ -281,7 +281,7 @@ pub fn listen_address(s: &str) -> Result<SocketAddr, String> {
 }
 
 /// `--metrics-push`'s URL: http(s), with a host.
-pub fn check_push_url(url: &str) -> Result<(), String> {
+pub(crate) fn check_push_url(url: &str) -> Result<(), String> {
     let ok = (url.starts_with("http://") || url.starts_with("https://"))
         && url
             .parse::<ureq::http::Uri>()
@@ -566,17 +566,17 @@ fn resource_families(base: &[(&'static str, String)], r: &ResourceRow) -> Vec<Fa
 /// A run's live metrics: the exporter (serving `/metrics`, if listening) and the pusher.
 #[derive(Clone)]
 pub struct Live {
-    pub exporter: Exporter,
-    pub pusher: Option<Arc<push::Pusher>>,
+    pub(crate) exporter: Exporter,
+    pub(crate) pusher: Option<Arc<push::Pusher>>,
 }
 
 /// Hands the recorder's totals to the exporter at the end of each interval and at the end,
 /// and offers them to the pusher.
-pub struct Feed(pub Live);
+pub(crate) struct Feed(pub Live);
 
 impl Feed {
     /// For one repetition's recorder, with its users' counts.
-    pub fn new(live: &Live, active: Arc<Vec<AtomicU32>>) -> Feed {
+    pub(crate) fn new(live: &Live, active: Arc<Vec<AtomicU32>>) -> Feed {
         Feed(Live {
             exporter: live.exporter.with_active(active),
             pusher: live.pusher.clone(),
@@ -595,7 +595,7 @@ impl IntervalCheck for Feed {
 }
 
 /// `resources.tsv`'s writer, with each row shown to the exporter too.
-pub struct Tee(pub Box<dyn RowSink>, pub Exporter);
+pub(crate) struct Tee(pub Box<dyn RowSink>, pub Exporter);
 
 impl RowSink for Tee {
     fn write(&mut self, row: &ResourceRow) -> std::io::Result<()> {

@@ -12,31 +12,31 @@ use super::text::{Family, Kind};
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct WriteRequest {
     #[prost(message, repeated, tag = "1")]
-    pub timeseries: Vec<TimeSeries>,
+    pub(crate) timeseries: Vec<TimeSeries>,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct TimeSeries {
+pub(crate) struct TimeSeries {
     #[prost(message, repeated, tag = "1")]
-    pub labels: Vec<Label>,
+    pub(crate) labels: Vec<Label>,
     #[prost(message, repeated, tag = "2")]
-    pub samples: Vec<Sample>,
+    pub(crate) samples: Vec<Sample>,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct Label {
     #[prost(string, tag = "1")]
-    pub name: String,
+    pub(crate) name: String,
     #[prost(string, tag = "2")]
-    pub value: String,
+    pub(crate) value: String,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct Sample {
+pub(crate) struct Sample {
     #[prost(double, tag = "1")]
-    pub value: f64,
+    pub(crate) value: f64,
     #[prost(int64, tag = "2")]
-    pub timestamp: i64,
+    pub(crate) timestamp: i64,
 }
 
 /// One attempt's time limit, the attempts per batch, and the failed batches in a row after
@@ -90,7 +90,7 @@ struct Slot {
 }
 
 /// The pushing thread's end.
-pub struct Pusher {
+pub(crate) struct Pusher {
     slot: std::sync::Arc<(std::sync::Mutex<Slot>, std::sync::Condvar)>,
     thread: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
     /// The one warning was given.
@@ -118,7 +118,7 @@ const FINAL_WAIT: Duration = Duration::from_secs(3);
 
 impl Pusher {
     /// Pushes to `url` (shown as `shown`: password hidden), labelled `instance`.
-    pub fn start(url: String, shown: String, instance: String) -> Pusher {
+    pub(crate) fn start(url: String, shown: String, instance: String) -> Pusher {
         let slot = std::sync::Arc::new((
             std::sync::Mutex::new(Slot::default()),
             std::sync::Condvar::new(),
@@ -221,7 +221,7 @@ impl Pusher {
     }
 
     /// Offers the newest families, stamped now; they replace any not yet sent.
-    pub fn offer(&self, families: Vec<Family>) {
+    pub(crate) fn offer(&self, families: Vec<Family>) {
         let (lock, ready) = &*self.slot;
         let mut s = lock.lock().unwrap_or_else(|p| p.into_inner());
         if !s.done {
@@ -232,7 +232,7 @@ impl Pusher {
 
     /// Sends `families` (the final numbers) as the last push, and waits for it at most
     /// `FINAL_WAIT` (a hanging receiver is left to its own time limit).
-    pub fn finish(&self, families: Vec<Family>) {
+    pub(crate) fn finish(&self, families: Vec<Family>) {
         {
             let (lock, ready) = &*self.slot;
             let mut s = lock.lock().unwrap_or_else(|p| p.into_inner());

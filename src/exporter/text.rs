@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 /// What a family is to Prometheus.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     Counter,
     Gauge,
     Histogram,
@@ -14,19 +14,19 @@ pub enum Kind {
 /// One sample: the family's name plus `suffix` (`_total`, `_bucket`, ...), its labels, its value.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sample {
-    pub suffix: &'static str,
-    pub labels: Vec<(&'static str, String)>,
-    pub value: f64,
+    pub(crate) suffix: &'static str,
+    pub(crate) labels: Vec<(&'static str, String)>,
+    pub(crate) value: f64,
 }
 
 /// A metric family: `name` without `_total` (counters get it as their samples' suffix).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Family {
-    pub name: &'static str,
-    pub help: &'static str,
-    pub kind: Kind,
+    pub(crate) name: &'static str,
+    pub(crate) help: &'static str,
+    pub(crate) kind: Kind,
     /// `seconds`, or empty.
-    pub unit: &'static str,
+    pub(crate) unit: &'static str,
     pub samples: Vec<Sample>,
 }
 

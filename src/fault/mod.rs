@@ -22,13 +22,13 @@ pub(crate) use crate::summary::faults::FaultEvent;
 
 /// Does the plan's faults to the server.
 pub struct Injector {
-    pub faults: Vec<FaultPlan>,
+    pub(crate) faults: Vec<FaultPlan>,
     /// The embedded server (kill, pause, restart need it).
-    pub server: Option<Arc<EmbeddedServer>>,
+    pub(crate) server: Option<Arc<EmbeddedServer>>,
     /// A client of its own (step-down).
-    pub client: Option<mongodb::Client>,
+    pub(crate) client: Option<mongodb::Client>,
     /// Where the sampler sees the fault going on.
-    pub mark: Arc<EventMark>,
+    pub(crate) mark: Arc<EventMark>,
 }
 
 impl Injector {
@@ -36,7 +36,7 @@ impl Injector {
     /// one of the samples and the unavailability windows). No fault begins once `over` is
     /// cancelled (the stages ended), and one going on is cut short by `stop` (Ctrl-C): the
     /// server is started again (or let go on) at once.
-    pub async fn run(
+    pub(crate) async fn run(
         self: Arc<Self>,
         start: Instant,
         clock: Clock,

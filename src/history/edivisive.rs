@@ -26,15 +26,15 @@ pub struct TTest {
     pub mean_before: f64,
     pub mean_after: f64,
     /// Population standard deviations (numpy's `std`), as Otava passes them to the test.
-    pub std_before: f64,
-    pub std_after: f64,
+    pub(crate) std_before: f64,
+    pub(crate) std_after: f64,
     pub pvalue: f64,
 }
 
 impl TTest {
     /// Student's two-sided t-test of two samples with equal variances, from their means and
     /// standard deviations (scipy's `ttest_ind_from_stats`), as Otava's `compare`.
-    pub fn of(left: &[f64], right: &[f64]) -> TTest {
+    pub(crate) fn of(left: &[f64], right: &[f64]) -> TTest {
         let (ml, sl) = mean_std(left);
         let (mr, sr) = mean_std(right);
         let (nl, nr) = (left.len() as f64, right.len() as f64);
@@ -62,7 +62,7 @@ impl TTest {
     }
 
     /// after / before - 1 (0 when before is 0).
-    pub fn forward_change(&self) -> f64 {
+    pub(crate) fn forward_change(&self) -> f64 {
         if self.mean_before == 0.0 {
             0.0
         } else {
@@ -79,7 +79,7 @@ impl TTest {
     }
 
     /// The larger of the relative changes either way.
-    pub fn magnitude(&self) -> f64 {
+    pub(crate) fn magnitude(&self) -> f64 {
         self.forward_change()
             .abs()
             .max(self.backward_change().abs())
@@ -100,7 +100,7 @@ fn mean_std(xs: &[f64]) -> (f64, f64) {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ChangePoint {
     pub index: usize,
-    pub qhat: f64,
+    pub(crate) qhat: f64,
     pub test: TTest,
 }
 

@@ -15,16 +15,16 @@ use crate::summary::Summary;
 #[derive(Debug, Clone)]
 pub struct RunRecord {
     /// Its directory as given, or the name in a TSV file's Run column.
-    pub id: String,
-    pub started_at: String,
+    pub(crate) id: String,
+    pub(crate) started_at: String,
     /// `started_at` in seconds since the Unix epoch (0 when it cannot be read).
-    pub epoch: f64,
+    pub(crate) epoch: f64,
     pub tags: BTreeMap<String, String>,
     pub profile: String,
     /// `plan_words` of its groups.
     pub plan: String,
     /// Its report.html, when the run directory is there.
-    pub report: Option<PathBuf>,
+    pub(crate) report: Option<PathBuf>,
     /// Per label, each metric's value (the mean over its `--repeat` runs).
     pub values: BTreeMap<String, BTreeMap<HistoryMetric, f64>>,
 }
@@ -33,7 +33,10 @@ pub struct RunRecord {
 /// (their steps, with `steps`), and `--append` TSV files; and a note for each directory found
 /// inside one given that could not be read (a run cut off, say), which is left out. A path
 /// given that cannot be read is an error.
-pub fn read_paths(paths: &[PathBuf], steps: bool) -> Result<(Vec<RunRecord>, Vec<String>), Error> {
+pub(crate) fn read_paths(
+    paths: &[PathBuf],
+    steps: bool,
+) -> Result<(Vec<RunRecord>, Vec<String>), Error> {
     let mut out = Vec::new();
     let mut skipped = Vec::new();
     for p in paths {
@@ -153,11 +156,11 @@ pub fn from_dir(dir: &Path) -> Result<RunRecord, Error> {
 
 /// Per label, each metric's values added up and counted: a run's `--repeat` runs averaged.
 #[derive(Debug, Default)]
-pub struct Means(BTreeMap<String, BTreeMap<HistoryMetric, (f64, u32)>>);
+pub(crate) struct Means(BTreeMap<String, BTreeMap<HistoryMetric, (f64, u32)>>);
 
 impl Means {
     /// Counts a value (one that is not a finite number is left out).
-    pub fn add(&mut self, label: &str, m: HistoryMetric, v: Option<f64>) {
+    pub(crate) fn add(&mut self, label: &str, m: HistoryMetric, v: Option<f64>) {
         if let Some(v) = v.filter(|v| v.is_finite()) {
             let e = self
                 .0
@@ -170,7 +173,7 @@ impl Means {
         }
     }
 
-    pub fn means(self) -> BTreeMap<String, BTreeMap<HistoryMetric, f64>> {
+    pub(crate) fn means(self) -> BTreeMap<String, BTreeMap<HistoryMetric, f64>> {
         self.0
             .into_iter()
             .map(|(l, m)| {
@@ -186,7 +189,7 @@ impl Means {
 }
 
 /// Per label, each metric, averaged over the runs of `--repeat`.
-pub fn values(s: &Summary) -> BTreeMap<String, BTreeMap<HistoryMetric, f64>> {
+pub(crate) fn values(s: &Summary) -> BTreeMap<String, BTreeMap<HistoryMetric, f64>> {
     let mut m = Means::default();
     for run in &s.runs {
         for row in &run.rows {

@@ -11,9 +11,9 @@ use super::HistoryMetric;
 use crate::error::Error;
 
 /// The columns before the summary's.
-pub const LEAD: [&str; 6] = ["Run", "Time", "Tags", "Profile", "Plan", "Repeat"];
+pub(crate) const LEAD: [&str; 6] = ["Run", "Time", "Tags", "Profile", "Plan", "Repeat"];
 /// The columns after the summary's: the row's stage's server CPU per operation and client CPU.
-pub const TAIL: [&str; 2] = ["Server CPU us/op", "Client CPU %"];
+pub(crate) const TAIL: [&str; 2] = ["Server CPU us/op", "Client CPU %"];
 
 /// The summary columns history reads, by name.
 const READ: [(&str, HistoryMetric); 7] = [
@@ -27,7 +27,7 @@ const READ: [(&str, HistoryMetric); 7] = [
 ];
 
 /// Tags as one cell: `k=v,k=v`, in key order.
-pub fn tags_cell(tags: &BTreeMap<String, String>) -> String {
+pub(crate) fn tags_cell(tags: &BTreeMap<String, String>) -> String {
     tags.iter()
         .map(|(k, v)| format!("{k}={v}"))
         .collect::<Vec<_>>()
@@ -36,7 +36,7 @@ pub fn tags_cell(tags: &BTreeMap<String, String>) -> String {
 
 /// A `--tag KEY=VALUE`: a key of letters, digits, `_`, `-` and `.`; a value without a tab, a
 /// line break or a comma (the file's separators).
-pub fn parse_tag(text: &str) -> Result<(String, String), String> {
+pub(crate) fn parse_tag(text: &str) -> Result<(String, String), String> {
     let (k, v) = text.split_once('=').ok_or_else(|| {
         format!("--tag {text:?} is not KEY=VALUE\n  fix: e.g. --tag commit=abc123")
     })?;

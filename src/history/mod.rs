@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::error::Error;
-pub use input::{read_paths, RunRecord};
+pub(crate) use input::{read_paths, RunRecord};
 
 /// A metric a series follows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -45,7 +45,7 @@ impl HistoryMetric {
         HistoryMetric::ClientCpu,
     ];
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             HistoryMetric::Throughput => "throughput",
             HistoryMetric::P50 => "p50",
@@ -57,7 +57,7 @@ impl HistoryMetric {
         }
     }
 
-    pub fn unit(self) -> &'static str {
+    pub(crate) fn unit(self) -> &'static str {
         match self {
             HistoryMetric::Throughput => "ops/s",
             HistoryMetric::P50 | HistoryMetric::P90 | HistoryMetric::P99 => "ms",
@@ -68,11 +68,11 @@ impl HistoryMetric {
     }
 
     /// More is better (throughput); for every other, less is.
-    pub fn higher_is_better(self) -> bool {
+    pub(crate) fn higher_is_better(self) -> bool {
         self == HistoryMetric::Throughput
     }
 
-    pub fn parse(name: &str) -> Result<HistoryMetric, Error> {
+    pub(crate) fn parse(name: &str) -> Result<HistoryMetric, Error> {
         let name = name.trim();
         let name = if name == "median" { "p50" } else { name };
         HistoryMetric::ALL
@@ -89,7 +89,7 @@ impl HistoryMetric {
 
 /// How the runs are put in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Order {
+pub(crate) enum Order {
     /// By when each run started.
     Time,
     /// By a tag's value: as numbers when every run's value is one, else as text.
@@ -99,68 +99,68 @@ pub enum Order {
 /// What `history` was asked.
 #[derive(Debug, Clone)]
 pub struct Settings {
-    pub metrics: Vec<HistoryMetric>,
+    pub(crate) metrics: Vec<HistoryMetric>,
     /// Only these labels (all when empty).
-    pub labels: Vec<String>,
-    pub search: edivisive::Settings,
-    pub order: Order,
+    pub(crate) labels: Vec<String>,
+    pub(crate) search: edivisive::Settings,
+    pub(crate) order: Order,
 }
 
 /// A run as history shows it.
 #[derive(Debug, Clone, Serialize)]
-pub struct RunPoint {
+pub(crate) struct RunPoint {
     /// Its position in the order, from 1.
-    pub number: usize,
+    pub(crate) number: usize,
     /// Where it came from: a run directory, or the name in a TSV file's Run column.
-    pub id: String,
-    pub started_at: String,
-    pub tags: BTreeMap<String, String>,
+    pub(crate) id: String,
+    pub(crate) started_at: String,
+    pub(crate) tags: BTreeMap<String, String>,
     /// Its report.html, as a path relative to the history's own directory once `report` places
     /// it (absolute here), when the run directory is there to link to.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub report: Option<String>,
+    pub(crate) report: Option<String>,
 }
 
 /// A change point of a series.
 #[derive(Debug, Clone, Serialize)]
-pub struct Found {
+pub(crate) struct Found {
     /// The position in the series of its first run after the change (0-based), and that run's
     /// number among all runs.
-    pub at: usize,
-    pub run: usize,
-    pub mean_before: f64,
-    pub mean_after: f64,
+    pub(crate) at: usize,
+    pub(crate) run: usize,
+    pub(crate) mean_before: f64,
+    pub(crate) mean_after: f64,
     /// (after - before) / before, percent; None when before is 0.
-    pub change_pct: Option<f64>,
-    pub pvalue: f64,
+    pub(crate) change_pct: Option<f64>,
+    pub(crate) pvalue: f64,
     /// For this metric, the change is for the better.
-    pub better: bool,
+    pub(crate) better: bool,
 }
 
 /// One series: a label's metric over the runs of one profile and plan.
 #[derive(Debug, Clone, Serialize)]
 pub struct Series {
-    pub profile: String,
+    pub(crate) profile: String,
     /// The plan in words: each group's threads and rate.
-    pub plan: String,
-    pub label: String,
-    pub metric: HistoryMetric,
+    pub(crate) plan: String,
+    pub(crate) label: String,
+    pub(crate) metric: HistoryMetric,
     /// The runs in it (their numbers), in order, and the metric's value in each.
-    pub runs: Vec<usize>,
-    pub values: Vec<f64>,
-    pub change_points: Vec<Found>,
+    pub(crate) runs: Vec<usize>,
+    pub(crate) values: Vec<f64>,
+    pub(crate) change_points: Vec<Found>,
     /// The mean since the last change point (of all values without one).
-    pub stable_mean: f64,
+    pub(crate) stable_mean: f64,
     /// The spread of that stretch: its standard deviation over its mean, percent (None with
     /// fewer than 2 runs or a mean of 0). Changes of about this size are its noise: the
     /// `--min-change` to set.
-    pub noise_pct: Option<f64>,
+    pub(crate) noise_pct: Option<f64>,
     /// The run its last stable stretch begins at.
-    pub stable_since: usize,
+    pub(crate) stable_since: usize,
 }
 
 impl Series {
-    pub fn key(&self) -> String {
+    pub(crate) fn key(&self) -> String {
         format!(
             "{} [{}] {} {}",
             self.profile,
@@ -173,35 +173,35 @@ impl Series {
 
 /// A gate of `--fail-on-new`: a series whose newest run starts a change for the worse.
 #[derive(Debug, Clone, Serialize)]
-pub struct NewChange {
-    pub series: String,
-    pub run: usize,
-    pub mean_before: f64,
-    pub mean_after: f64,
-    pub change_pct: Option<f64>,
-    pub pvalue: f64,
+pub(crate) struct NewChange {
+    pub(crate) series: String,
+    pub(crate) run: usize,
+    pub(crate) mean_before: f64,
+    pub(crate) mean_after: f64,
+    pub(crate) change_pct: Option<f64>,
+    pub(crate) pvalue: f64,
 }
 
 /// Everything `history` found.
 #[derive(Debug, Clone, Serialize)]
-pub struct History {
-    pub runs: Vec<RunPoint>,
-    pub series: Vec<Series>,
+pub(crate) struct History {
+    pub(crate) runs: Vec<RunPoint>,
+    pub(crate) series: Vec<Series>,
     /// What the reader must know: plans that changed, runs that lack a metric.
-    pub notes: Vec<String>,
-    pub method: String,
-    pub pvalue: f64,
-    pub min_change: f64,
-    pub window: usize,
-    pub order: String,
+    pub(crate) notes: Vec<String>,
+    pub(crate) method: String,
+    pub(crate) pvalue: f64,
+    pub(crate) min_change: f64,
+    pub(crate) window: usize,
+    pub(crate) order: String,
     /// The newest run's changes for the worse (filled by `gate`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub new_changes: Vec<NewChange>,
+    pub(crate) new_changes: Vec<NewChange>,
 }
 
 /// The plan in words, as two runs must share it to be one series: each group's threads and
 /// rate (compare's test of "the same plan").
-pub fn plan_words(groups: &[crate::summary::GroupInfo]) -> String {
+pub(crate) fn plan_words(groups: &[crate::summary::GroupInfo]) -> String {
     groups
         .iter()
         .map(|g| match g.rate {
@@ -216,7 +216,7 @@ pub fn plan_words(groups: &[crate::summary::GroupInfo]) -> String {
 type SeriesKey = (String, String, String, HistoryMetric);
 
 /// Orders the runs, splits them into series and finds the change points of each.
-pub fn analyze(mut records: Vec<RunRecord>, s: &Settings) -> Result<History, Error> {
+pub(crate) fn analyze(mut records: Vec<RunRecord>, s: &Settings) -> Result<History, Error> {
     if records.is_empty() {
         return Err(Error::Usage(
             "no runs to read\n  fix: give run directories, a directory holding them, or a file `run --tsv FILE --append` wrote".into(),
@@ -438,7 +438,7 @@ impl History {
     /// `--fail-on-new`: the series whose last change point is for the worse and starts at one
     /// of the newest `new_runs` runs of its profile (every change point is beyond the minimum
     /// change already). A series of a plan the profile no longer runs has none of them.
-    pub fn gate(&mut self, new_runs: usize) {
+    pub(crate) fn gate(&mut self, new_runs: usize) {
         let mut of_profile: BTreeMap<&str, std::collections::BTreeSet<usize>> = BTreeMap::new();
         for s in &self.series {
             of_profile

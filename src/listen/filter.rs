@@ -10,16 +10,17 @@ use crate::plan::WatchScope;
 
 /// What a stream lets through of the run's writes.
 #[derive(Debug, Clone)]
-pub struct Admits {
+pub(crate) struct Admits {
     scope: Option<WatchScope>,
     matches: Vec<Document>,
     /// Why the filter cannot be read, when it cannot (the delivery is not judged).
-    pub unknown: Option<String>,
+    pub(crate) unknown: Option<String>,
 }
 
 impl Admits {
     /// Everything.
-    pub fn all() -> Admits {
+    #[cfg(test)]
+    pub(crate) fn all() -> Admits {
         Admits {
             scope: None,
             matches: Vec::new(),
@@ -27,7 +28,7 @@ impl Admits {
         }
     }
 
-    pub fn of(scope: &WatchScope, pipeline: &[Document]) -> Admits {
+    pub(crate) fn of(scope: &WatchScope, pipeline: &[Document]) -> Admits {
         let matches: Vec<Document> = pipeline
             .iter()
             .filter_map(|s| s.get_document("$match").ok().cloned())
@@ -52,7 +53,7 @@ impl Admits {
         }
     }
 
-    pub fn admits(&self, op: Op, database: &str, collection: &str, id: &DocId) -> bool {
+    pub(crate) fn admits(&self, op: Op, database: &str, collection: &str, id: &DocId) -> bool {
         if self
             .scope
             .as_ref()

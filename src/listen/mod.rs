@@ -34,7 +34,7 @@ pub(crate) const SKIP_MARGIN_US: u64 = 1_000_000;
 
 /// The kinds of write a change stream reports that the run's writes are matched by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Op {
+pub(crate) enum Op {
     Insert,
     Update,
     Replace,
@@ -43,7 +43,7 @@ pub enum Op {
 
 impl Op {
     /// The event's `operationType`, when it is one of these.
-    pub fn of_event(operation_type: &str) -> Option<Op> {
+    pub(crate) fn of_event(operation_type: &str) -> Option<Op> {
         Some(match operation_type {
             "insert" => Op::Insert,
             "update" => Op::Update,
@@ -53,7 +53,7 @@ impl Op {
         })
     }
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Op::Insert => "insert",
             Op::Update => "update",
@@ -67,13 +67,13 @@ impl Op {
 /// `Int64` of one value are one `_id`, as the server compares them), anything else by its
 /// canonical Extended JSON.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum DocId {
+pub(crate) enum DocId {
     Int(i64),
     Other(String),
 }
 
 impl DocId {
-    pub fn of(id: &Bson) -> DocId {
+    pub(crate) fn of(id: &Bson) -> DocId {
         match id {
             Bson::Int64(i) => DocId::Int(*i),
             Bson::Int32(i) => DocId::Int(i64::from(*i)),
@@ -93,9 +93,9 @@ impl std::fmt::Display for DocId {
 
 /// One document of one of the run's collections (`RunPlan::collections` index).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct DocKey {
-    pub collection: usize,
-    pub id: DocId,
+pub(crate) struct DocKey {
+    pub(crate) collection: usize,
+    pub(crate) id: DocId,
 }
 
 const SHARDS: usize = 16;
@@ -105,7 +105,7 @@ type Writes = HashMap<DocKey, Vec<(Op, u64)>>;
 
 /// The run's acknowledged writes that a listener can recognise, per document in the order
 /// they were acknowledged, each with its time (the run's clock, microseconds).
-pub struct Acks {
+pub(crate) struct Acks {
     shards: Box<[Mutex<Writes>]>,
     hasher: std::collections::hash_map::RandomState,
     /// Each collection's database and name, by `RunPlan::collections` index.
@@ -113,7 +113,7 @@ pub struct Acks {
 }
 
 impl Acks {
-    pub fn new(namespaces: Vec<(String, String)>) -> Acks {
+    pub(crate) fn new(namespaces: Vec<(String, String)>) -> Acks {
         Acks {
             shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
             hasher: Default::default(),
@@ -129,7 +129,7 @@ impl Acks {
     }
 
     /// A write acknowledged at `at_us`.
-    pub fn record(&self, key: DocKey, op: Op, at_us: u64) {
+    pub(crate) fn record(&self, key: DocKey, op: Op, at_us: u64) {
         let mut shard = self.shard(&key).lock().unwrap_or_else(|e| e.into_inner());
         shard.entry(key).or_default().push((op, at_us));
     }
@@ -148,20 +148,20 @@ impl Acks {
     }
 
     /// The run's collection at `database.collection`, if it is one.
-    pub fn collection_of(&self, database: &str, collection: &str) -> Option<usize> {
+    pub(crate) fn collection_of(&self, database: &str, collection: &str) -> Option<usize> {
         self.namespaces
             .iter()
             .position(|(d, c)| d == database && c == collection)
     }
 
-    pub fn namespace(&self, collection: usize) -> (&str, &str) {
+    pub(crate) fn namespace(&self, collection: usize) -> (&str, &str) {
         self.namespaces
             .get(collection)
             .map_or(("?", "?"), |(d, c)| (d.as_str(), c.as_str()))
     }
 
     /// Every acknowledged write `admits` lets through: document, kind, time.
-    pub fn admitted(&self, admits: &Admits) -> Vec<(DocKey, Op, u64)> {
+    pub(crate) fn admitted(&self, admits: &Admits) -> Vec<(DocKey, Op, u64)> {
         let mut out = Vec::new();
         for shard in self.shards.iter() {
             let shard = shard.lock().unwrap_or_else(|e| e.into_inner());
@@ -180,24 +180,24 @@ impl Acks {
 
 /// One event as the listener received it.
 #[derive(Debug, Clone)]
-pub struct Event {
+pub(crate) struct Event {
     /// A hash of its resume token (`_id`): the same event delivered again has the same one.
-    pub token: u64,
-    pub op: Option<Op>,
+    pub(crate) token: u64,
+    pub(crate) op: Option<Op>,
     /// `operationType` as the server said it.
-    pub kind: String,
+    pub(crate) kind: String,
     /// Database and collection (`ns`), when it has one.
-    pub ns: Option<(String, String)>,
-    pub id: Option<DocId>,
+    pub(crate) ns: Option<(String, String)>,
+    pub(crate) id: Option<DocId>,
     /// Its `wallTime`, microseconds since the epoch.
-    pub wall_us: Option<u64>,
+    pub(crate) wall_us: Option<u64>,
     /// When the listener had it, the run's clock.
-    pub received_us: u64,
+    pub(crate) received_us: u64,
 }
 
 /// What a lag is measured from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Basis {
+pub(crate) enum Basis {
     /// The write's acknowledgement to this run's writer.
     Ack,
     /// The event's `wallTime`: a change this run did not make.
@@ -206,11 +206,11 @@ pub enum Basis {
 
 /// One event's lag, to be recorded as a sample of the watch group.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Lag {
+pub(crate) struct Lag {
     /// The time the lag counts from (the acknowledgement, or `wallTime`).
-    pub from_us: u64,
-    pub lag_us: u64,
-    pub basis: Basis,
+    pub(crate) from_us: u64,
+    pub(crate) lag_us: u64,
+    pub(crate) basis: Basis,
 }
 
 pub(crate) use crate::summary::streams::ChangeLine as Line;
@@ -234,38 +234,38 @@ fn slot(op: Op) -> usize {
 
 /// A listener's counts.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Counts {
+pub(crate) struct Counts {
     /// Events received (every kind, duplicates included).
-    pub events: u64,
+    pub(crate) events: u64,
     /// Events matched to a write of this run, each write once.
-    pub delivered: u64,
-    pub duplicated: u64,
-    pub out_of_order: u64,
+    pub(crate) delivered: u64,
+    pub(crate) duplicated: u64,
+    pub(crate) out_of_order: u64,
     /// Events of changes this run did not make (lag from `wallTime`).
-    pub other: u64,
+    pub(crate) other: u64,
     /// Events received after the writers had stopped.
-    pub late: u64,
+    pub(crate) late: u64,
 }
 
 /// One listener's books.
-pub struct Book {
-    pub listener: u32,
+pub(crate) struct Book {
+    pub(crate) listener: u32,
     seen: HashMap<DocKey, Seen>,
     tokens: HashSet<u64>,
     waiting: VecDeque<Event>,
-    pub counts: Counts,
+    pub(crate) counts: Counts,
     /// When the writers stopped (run's clock), once they have.
-    pub writers_done_us: Option<u64>,
+    pub(crate) writers_done_us: Option<u64>,
     /// `changes.tsv`'s lines, kept only when asked.
-    pub lines: Option<Vec<Line>>,
+    pub(crate) lines: Option<Vec<Line>>,
     /// When each duplicate came (the run's clock): a resume's replayed events.
-    pub duplicate_times: Vec<u64>,
+    pub(crate) duplicate_times: Vec<u64>,
     /// The latest acknowledgement among the writes it was sent: how far its stream got.
     reached_us: u64,
 }
 
 impl Book {
-    pub fn new(listener: u32, keep_lines: bool) -> Book {
+    pub(crate) fn new(listener: u32, keep_lines: bool) -> Book {
         Book {
             listener,
             seen: HashMap::new(),
@@ -281,7 +281,7 @@ impl Book {
 
     /// An event received: its lag, now, or later (`retry`) when its write's reply is not in
     /// yet; none for a duplicate or an event with nothing to measure from.
-    pub fn receive(&mut self, acks: &Acks, event: Event) -> Option<Lag> {
+    pub(crate) fn receive(&mut self, acks: &Acks, event: Event) -> Option<Lag> {
         self.counts.events += 1;
         if self
             .writers_done_us
@@ -307,7 +307,7 @@ impl Book {
 
     /// The waiting events whose writes' replies are in now, and those that waited too long
     /// (taken for changes this run did not make); all of them when `all`.
-    pub fn retry(&mut self, acks: &Acks, now_us: u64, all: bool) -> Vec<Lag> {
+    pub(crate) fn retry(&mut self, acks: &Acks, now_us: u64, all: bool) -> Vec<Lag> {
         let mut out = Vec::new();
         for _ in 0..self.waiting.len() {
             let Some(event) = self.waiting.pop_front() else {
@@ -326,7 +326,7 @@ impl Book {
         out
     }
 
-    pub fn waiting(&self) -> usize {
+    pub(crate) fn waiting(&self) -> usize {
         self.waiting.len()
     }
 
@@ -393,7 +393,7 @@ impl Book {
 
     /// Of the writes `admits` lets through, what this listener was sent, and a `missing` line
     /// for each write it never saw.
-    pub fn verdict(&mut self, acks: &Acks, admits: &Admits) -> Verdict {
+    pub(crate) fn verdict(&mut self, acks: &Acks, admits: &Admits) -> Verdict {
         let wanted = acks.admitted(admits);
         let expected = wanted.len() as u64;
         // Per document and kind, the writes wanted; those beyond what was seen are missing.
@@ -446,10 +446,10 @@ impl Book {
 /// A listener's delivery: the writes it was due, those it was sent, and of the others those
 /// its stream went past.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Verdict {
-    pub expected: u64,
-    pub delivered: u64,
-    pub skipped: u64,
+pub(crate) struct Verdict {
+    pub(crate) expected: u64,
+    pub(crate) delivered: u64,
+    pub(crate) skipped: u64,
 }
 
 enum Matched {

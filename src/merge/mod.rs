@@ -29,23 +29,23 @@ use crate::summary::Summary;
 /// One part's run directory, read (`rundir`, the interval log left for the streaming merge).
 #[derive(Debug)]
 pub(crate) struct PartDir {
-    pub path: PathBuf,
-    pub summary: Summary,
-    pub run_info: RunInfo,
+    pub(crate) path: PathBuf,
+    pub(crate) summary: Summary,
+    pub(crate) run_info: RunInfo,
     /// Its `resources.tsv`, when it sampled.
-    pub resources: Option<Vec<ResourceRow>>,
+    pub(crate) resources: Option<Vec<ResourceRow>>,
     /// Its `latency.hlog`, when it wrote one.
-    pub hlog: Option<PathBuf>,
+    pub(crate) hlog: Option<PathBuf>,
 }
 
 /// A merged run: the summary and the resource rows (with each part's client CPU beside).
 #[derive(Debug)]
 pub(crate) struct Merged {
-    pub summary: Summary,
+    pub(crate) summary: Summary,
     /// The merged `resources.tsv`, when the parts sampled.
-    pub resources: Option<resources::MergedResources>,
+    pub(crate) resources: Option<resources::MergedResources>,
     /// The merged `run.json`.
-    pub run_info: RunInfo,
+    pub(crate) run_info: RunInfo,
 }
 
 pub(crate) fn bad(dir: &Path, what: impl std::fmt::Display) -> Error {

@@ -10,11 +10,11 @@ use crate::monitor::ResourceRow;
 /// The merged `resources.tsv`.
 #[derive(Debug)]
 pub(crate) struct MergedResources {
-    pub rows: Vec<ResourceRow>,
+    pub(crate) rows: Vec<ResourceRow>,
     /// Per row, each part's client CPU, in the order of `columns`.
-    pub part_cpu: Vec<Vec<Option<f64>>>,
+    pub(crate) part_cpu: Vec<Vec<Option<f64>>>,
     /// `client_cpu_pct_part0`, ...
-    pub columns: Vec<String>,
+    pub(crate) columns: Vec<String>,
 }
 
 /// Base rows, each part's client CPU per base row, and the names of those columns; None when

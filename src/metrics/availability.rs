@@ -15,26 +15,26 @@ const MAX_GAPS: usize = 1 << 20;
 
 /// A gap with no success, as recorded: microseconds since the epoch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Gap {
-    pub start_us: u64,
-    pub end_us: u64,
+pub(crate) struct Gap {
+    pub(crate) start_us: u64,
+    pub(crate) end_us: u64,
     /// The error classes seen in it (`ErrorClass::bit`).
-    pub classes: u16,
+    pub(crate) classes: u16,
     /// Still without a success when the run ended.
-    pub open: bool,
+    pub(crate) open: bool,
 }
 
 /// One series' successes and gaps.
 #[derive(Debug, Clone, Default)]
-pub struct Track {
+pub(crate) struct Track {
     first_start_us: Option<u64>,
     last_ok_us: Option<u64>,
     last_end_us: u64,
     /// Error classes since the last success.
     since: u16,
-    pub gaps: Vec<Gap>,
+    pub(crate) gaps: Vec<Gap>,
     /// Successes per second from `t0`.
-    pub ok_per_sec: Vec<u32>,
+    pub(crate) ok_per_sec: Vec<u32>,
 }
 
 impl Track {
@@ -96,7 +96,7 @@ impl Track {
     /// longest gap that covers the fault's start or begins before it is over (operations in
     /// flight may still end just after the fault began), else `at_us` itself (no gap of the
     /// recorded minimum followed it).
-    pub fn first_success_after(&self, at_us: u64, over_us: u64) -> Option<u64> {
+    pub(crate) fn first_success_after(&self, at_us: u64, over_us: u64) -> Option<u64> {
         let until = over_us.max(at_us + 1_000_000);
         let gap = self
             .gaps
@@ -116,11 +116,11 @@ impl Track {
 #[derive(Debug, Clone, Default)]
 pub struct Availability {
     /// Where the seconds count from (epoch microseconds).
-    pub t0_us: u64,
+    pub(crate) t0_us: u64,
     /// Gaps shorter than this are not kept.
-    pub min_gap_us: u64,
-    pub groups: Vec<Track>,
-    pub all: Track,
+    pub(crate) min_gap_us: u64,
+    pub(crate) groups: Vec<Track>,
+    pub(crate) all: Track,
 }
 
 impl Availability {
@@ -133,7 +133,7 @@ impl Availability {
         }
     }
 
-    pub fn observe(&mut self, s: &Sample) {
+    pub(crate) fn observe(&mut self, s: &Sample) {
         let (t0, min) = (self.t0_us, self.min_gap_us);
         if let Some(t) = self.groups.get_mut(usize::from(s.group)) {
             t.observe(s, t0, min);
@@ -142,7 +142,7 @@ impl Availability {
     }
 
     /// No more samples: a gap still open at the end is closed there.
-    pub fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         let min = self.min_gap_us;
         for t in &mut self.groups {
             t.finish(min);
@@ -153,24 +153,24 @@ impl Availability {
 
 /// A window of unavailability, as the summary reports it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Window {
+pub(crate) struct Window {
     /// A group's name, or TOTAL (no group had a success).
-    pub label: Label,
+    pub(crate) label: Label,
     /// Epoch milliseconds.
-    pub start_ms: u64,
-    pub end_ms: u64,
-    pub secs: f64,
+    pub(crate) start_ms: u64,
+    pub(crate) end_ms: u64,
+    pub(crate) secs: f64,
     /// From the run's first stage start.
-    pub offset_secs: f64,
+    pub(crate) offset_secs: f64,
     /// The error classes seen in it (none: the operations only waited).
-    pub classes: Vec<String>,
+    pub(crate) classes: Vec<String>,
     /// Still without a success when the run ended.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub open: bool,
+    pub(crate) open: bool,
 }
 
 impl Window {
-    pub fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         format!(
             "{}: unavailable {:.2}s from +{:.2}s{}{}",
             self.label,

@@ -28,7 +28,7 @@ impl Clock {
         self.epoch_us(Instant::now())
     }
 
-    pub fn epoch_us(&self, at: Instant) -> u64 {
+    pub(crate) fn epoch_us(&self, at: Instant) -> u64 {
         let since = at.saturating_duration_since(self.origin).as_micros();
         self.origin_epoch_us + u64::try_from(since).unwrap_or(u64::MAX)
     }

@@ -19,10 +19,10 @@ const MAX_TRACKABLE_US: u64 = 3_600_000_000;
 /// One latency distribution: histogram plus exact sum, min and max.
 #[derive(Debug, Clone)]
 pub struct Timing {
-    pub hist: Histogram<u64>,
-    pub sum_us: u128,
-    pub min_us: u64,
-    pub max_us: u64,
+    pub(crate) hist: Histogram<u64>,
+    pub(crate) sum_us: u128,
+    pub(crate) min_us: u64,
+    pub(crate) max_us: u64,
 }
 
 impl Default for Timing {
@@ -33,7 +33,7 @@ impl Default for Timing {
 
 impl Timing {
     /// An empty timing around `hist`, emptied first (a histogram used again).
-    pub fn with(mut hist: Histogram<u64>) -> Self {
+    pub(crate) fn with(mut hist: Histogram<u64>) -> Self {
         if !hist.is_empty() {
             hist.reset();
         }
@@ -82,7 +82,7 @@ impl Timing {
         self.max_us = self.max_us.max(us);
     }
 
-    pub fn merge(&mut self, o: &Timing) {
+    pub(crate) fn merge(&mut self, o: &Timing) {
         self.hist.add(&o.hist).expect("histograms share bounds");
         self.sum_us += o.sum_us;
         self.min_us = self.min_us.min(o.min_us);
@@ -90,11 +90,11 @@ impl Timing {
     }
 
     /// Milliseconds at quantile `q` (0 when empty).
-    pub fn quantile_ms(&self, q: f64) -> f64 {
+    pub(crate) fn quantile_ms(&self, q: f64) -> f64 {
         quantile_ms(&self.hist, q)
     }
 
-    pub fn average_ms(&self) -> f64 {
+    pub(crate) fn average_ms(&self) -> f64 {
         let n = self.hist.len();
         if n == 0 {
             0.0
@@ -107,50 +107,50 @@ impl Timing {
 #[derive(Debug, Clone)]
 pub struct GroupMetrics {
     /// Latency as reported: from the intended start (open loop) or the actual start (closed loop).
-    pub latency: Timing,
+    pub(crate) latency: Timing,
     /// Service time: from the actual start.
-    pub service: Timing,
-    pub samples: u64,
-    pub errors: u64,
-    pub first_start_us: u64,
-    pub last_end_us: u64,
-    pub sent_bytes: u64,
-    pub received_bytes: u64,
-    pub matched: u64,
-    pub modified: u64,
+    pub(crate) service: Timing,
+    pub(crate) samples: u64,
+    pub(crate) errors: u64,
+    pub(crate) first_start_us: u64,
+    pub(crate) last_end_us: u64,
+    pub(crate) sent_bytes: u64,
+    pub(crate) received_bytes: u64,
+    pub(crate) matched: u64,
+    pub(crate) modified: u64,
     /// Documents the operations returned (cursors read to the end), inserted, upserted and
     /// deleted.
-    pub docs: DocCounts,
+    pub(crate) docs: DocCounts,
     /// Transactions: how they ended and their retries.
-    pub tx: TxCounts,
+    pub(crate) tx: TxCounts,
     /// Operations whose user was still busy with the previous one when they were due.
-    pub late: u64,
+    pub(crate) late: u64,
     /// Largest delay of an actual start behind its intended start.
-    pub max_behind_us: u64,
+    pub(crate) max_behind_us: u64,
     /// Scheduled operations never started because the group's time ran out.
-    pub missed: u64,
-    pub errors_by_class: BTreeMap<ErrorClass, u64>,
+    pub(crate) missed: u64,
+    pub(crate) errors_by_class: BTreeMap<ErrorClass, u64>,
     /// Each kind of failure (class and server code) with its count and first message (bounded,
     /// see `MAX_FAILURE_KINDS`): a wrong update fails the same way on every document, and is
     /// one line, not one per document.
-    pub failures: BTreeMap<FailureKind, Seen>,
+    pub(crate) failures: BTreeMap<FailureKind, Seen>,
     /// A group that mixes operations: the same per operation kind (and a group of steps: the
     /// time of each step, and a transaction's first attempt).
-    pub kinds: BTreeMap<OpName, GroupMetrics>,
+    pub(crate) kinds: BTreeMap<OpName, GroupMetrics>,
     /// Known once the run is over: the longest window without a success, and the
     /// acknowledged writes the audit found not kept.
-    pub outage: Outage,
+    pub(crate) outage: Outage,
 }
 
 /// What is known of a group once its run is over (`unavailable_max`, `lost`); merged as the
 /// longest window and the sum of writes lost.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Outage {
-    pub unavailable_max_us: u64,
-    pub lost: u64,
+pub(crate) struct Outage {
+    pub(crate) unavailable_max_us: u64,
+    pub(crate) lost: u64,
     /// The run's largest replica-set lag, in seconds (the deployment's, the same for every
     /// group); none when no member's lag was measured.
-    pub lag_max_s: Option<f64>,
+    pub(crate) lag_max_s: Option<f64>,
 }
 
 /// Kinds of failure a group keeps at most.
@@ -159,15 +159,15 @@ const MAX_FAILURE_KINDS: usize = 50;
 /// A kind of failure: its class and, when the server returned it, the server's code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct FailureKind {
-    pub class: ErrorClass,
-    pub code: Option<crate::vocab::ServerCode>,
+    pub(crate) class: ErrorClass,
+    pub(crate) code: Option<crate::vocab::ServerCode>,
 }
 
 /// How often a kind of failure was seen, and the message of the first one.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Seen {
-    pub count: u64,
-    pub message: String,
+    pub(crate) count: u64,
+    pub(crate) message: String,
 }
 
 impl Seen {
@@ -189,13 +189,13 @@ impl Seen {
 /// Documents operations moved: returned (read to the end of their cursors), inserted,
 /// upserted, deleted.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DocCounts {
-    pub returned: u64,
-    pub inserted: u64,
+pub(crate) struct DocCounts {
+    pub(crate) returned: u64,
+    pub(crate) inserted: u64,
     /// Documents updates changed (their `modifiedCount`).
-    pub updated: u64,
-    pub upserted: u64,
-    pub deleted: u64,
+    pub(crate) updated: u64,
+    pub(crate) upserted: u64,
+    pub(crate) deleted: u64,
 }
 
 /// Transactions of a row: committed, aborted, in doubt; retries of whole transactions and of
@@ -205,14 +205,14 @@ pub struct TxCounts {
     pub committed: u64,
     pub aborted: u64,
     pub in_doubt: u64,
-    pub retries: u64,
-    pub commit_retries: u64,
+    pub(crate) retries: u64,
+    pub(crate) commit_retries: u64,
     /// Retries of the whole transaction -> transactions that took that many.
-    pub retried: BTreeMap<u32, u64>,
+    pub(crate) retried: BTreeMap<u32, u64>,
 }
 
 impl TxCounts {
-    pub fn add_op(&mut self, t: &super::sample::TxSample) {
+    pub(crate) fn add_op(&mut self, t: &super::sample::TxSample) {
         use super::sample::TxState;
         match t.state {
             TxState::Committed => self.committed += 1,
@@ -224,7 +224,7 @@ impl TxCounts {
         *self.retried.entry(u32::from(t.retries)).or_default() += 1;
     }
 
-    pub fn add(&mut self, o: &TxCounts) {
+    pub(crate) fn add(&mut self, o: &TxCounts) {
         self.committed += o.committed;
         self.aborted += o.aborted;
         self.in_doubt += o.in_doubt;
@@ -235,14 +235,14 @@ impl TxCounts {
         }
     }
 
-    pub fn any(&self) -> bool {
+    pub(crate) fn any(&self) -> bool {
         self.committed + self.aborted + self.in_doubt > 0
     }
 }
 
 impl DocCounts {
     /// One operation's counts.
-    pub fn add_op(&mut self, o: &super::sample::OpDocs) {
+    pub(crate) fn add_op(&mut self, o: &super::sample::OpDocs) {
         self.returned += u64::from(o.returned);
         self.inserted += u64::from(o.inserted);
         self.updated += u64::from(o.updated);
@@ -250,7 +250,7 @@ impl DocCounts {
         self.deleted += u64::from(o.deleted);
     }
 
-    pub fn add(&mut self, o: &DocCounts) {
+    pub(crate) fn add(&mut self, o: &DocCounts) {
         self.returned += o.returned;
         self.inserted += o.inserted;
         self.updated += o.updated;
@@ -259,7 +259,7 @@ impl DocCounts {
     }
 
     /// Every document read or written.
-    pub fn moved(&self) -> u64 {
+    pub(crate) fn moved(&self) -> u64 {
         self.returned + self.inserted + self.updated + self.upserted + self.deleted
     }
 }
@@ -272,7 +272,7 @@ impl Default for GroupMetrics {
 
 impl GroupMetrics {
     /// Empty metrics around the given (empty) timings: histograms used again.
-    pub fn with_timings(latency: Timing, service: Timing) -> Self {
+    pub(crate) fn with_timings(latency: Timing, service: Timing) -> Self {
         Self {
             latency,
             service,
@@ -316,7 +316,7 @@ impl GroupMetrics {
     }
 
     /// `record`, a kind's first sample of the interval taking its histograms from `spares`.
-    pub fn record_with(&mut self, s: &Sample, spares: &super::interval::Spares) {
+    pub(crate) fn record_with(&mut self, s: &Sample, spares: &super::interval::Spares) {
         let kind = |kinds: &mut BTreeMap<OpName, GroupMetrics>, name: &OpName| {
             if !kinds.contains_key(name) {
                 let m = GroupMetrics::with_timings(spares.timing(), spares.timing());
@@ -380,7 +380,7 @@ impl GroupMetrics {
     }
 
     /// Counts one sample's timing (the part of `record` unit tests can drive directly).
-    pub fn record_timing(&mut self, start_us: u64, latency_us: u64, service_us: u64) {
+    pub(crate) fn record_timing(&mut self, start_us: u64, latency_us: u64, service_us: u64) {
         self.latency.record(latency_us);
         self.service.record(service_us);
         self.samples += 1;
@@ -388,7 +388,7 @@ impl GroupMetrics {
         self.last_end_us = self.last_end_us.max(start_us + service_us);
     }
 
-    pub fn merge(&mut self, o: &GroupMetrics) {
+    pub(crate) fn merge(&mut self, o: &GroupMetrics) {
         for (k, m) in &o.kinds {
             self.kinds.entry(k.clone()).or_default().merge(m);
         }
@@ -429,7 +429,7 @@ impl GroupMetrics {
 
     /// Group `name`'s metrics from a run's rows, with its kinds from the `name:kind` rows (so
     /// a threshold on one kind of a mixed group can be judged again); None without its row.
-    pub fn from_rows(rows: &[Row], name: &str) -> Option<GroupMetrics> {
+    pub(crate) fn from_rows(rows: &[Row], name: &str) -> Option<GroupMetrics> {
         let mut m = Self::from_row(rows.iter().find(|r| r.label == Label::group(name))?).ok()?;
         for r in rows {
             if let (Some(kind), Ok(km)) = (kind_row_of(&r.label, name), Self::from_row(r)) {
@@ -442,7 +442,7 @@ impl GroupMetrics {
     /// The metrics a summary row was made from: its whole-run histograms, counts, span and
     /// bytes (errors by class and messages are the run's, merged beside it). `merge` of these
     /// equals recording every part's samples into one, so parts of a run merge exactly.
-    pub fn from_row(r: &Row) -> Result<GroupMetrics, String> {
+    pub(crate) fn from_row(r: &Row) -> Result<GroupMetrics, String> {
         let n = r.samples;
         let us = |ms: f64| whole(ms * 1000.0);
         let timing = |hdr: &str, average_ms: f64, min_us: u64, max_us: u64| {
@@ -514,7 +514,7 @@ impl GroupMetrics {
     }
 
     /// Seconds from the first start to the last end, as JMeter's Aggregate Report uses.
-    pub fn span_secs(&self) -> f64 {
+    pub(crate) fn span_secs(&self) -> f64 {
         if self.samples == 0 {
             0.0
         } else {
@@ -523,7 +523,7 @@ impl GroupMetrics {
     }
 
     /// The row with its whole histograms encoded (service time too when `service`).
-    pub fn summary_row(&self, label: impl Into<Label>, service: bool) -> Row {
+    pub(crate) fn summary_row(&self, label: impl Into<Label>, service: bool) -> Row {
         Row {
             latency_hdr: Some(encode(&self.latency.hist)),
             service_hdr: service.then(|| encode(&self.service.hist)),
@@ -531,7 +531,7 @@ impl GroupMetrics {
         }
     }
 
-    pub fn row(&self, label: impl Into<Label>) -> Row {
+    pub(crate) fn row(&self, label: impl Into<Label>) -> Row {
         let ms = |us: u64| real(us) / 1000.0;
         let (l, sv) = (&self.latency, &self.service);
         let span = self.span_secs();

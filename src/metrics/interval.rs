@@ -20,11 +20,11 @@ const MAX_SPARES: usize = 256;
 
 impl Spares {
     /// A pool that keeps what it is given.
-    pub fn keeping() -> Self {
+    pub(crate) fn keeping() -> Self {
         Spares(Some(Default::default()))
     }
 
-    pub fn give(&self, h: Histogram<u64>) {
+    pub(crate) fn give(&self, h: Histogram<u64>) {
         if let Some(pool) = &self.0 {
             let mut spares = pool.lock().unwrap_or_else(|e| e.into_inner());
             if spares.len() < MAX_SPARES {
@@ -34,7 +34,7 @@ impl Spares {
     }
 
     /// An empty timing: a spare histogram emptied, or a new one.
-    pub fn timing(&self) -> Timing {
+    pub(crate) fn timing(&self) -> Timing {
         let spare = self
             .0
             .as_ref()
@@ -98,9 +98,9 @@ pub enum Series {
 /// a tag, so a tag's text names one series).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Tag {
-    pub label: Label,
-    pub series: Series,
-    pub warmup: bool,
+    pub(crate) label: Label,
+    pub(crate) series: Series,
+    pub(crate) warmup: bool,
 }
 
 impl Tag {
@@ -114,7 +114,7 @@ impl Tag {
 
     /// A tag as an interval log holds it (read back to be written again, as `merge` does):
     /// its text is written back unchanged.
-    pub fn parse(text: &str) -> Tag {
+    pub(crate) fn parse(text: &str) -> Tag {
         let (warmup, rest) = match text.strip_prefix("warmup:") {
             Some(rest) => (true, rest),
             None => (false, text),

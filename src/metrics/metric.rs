@@ -4,16 +4,16 @@
 use super::group::{GroupMetrics, Timing};
 use super::real;
 
-pub use crate::vocab::MetricKind;
+pub(crate) use crate::vocab::MetricKind;
 
 /// A metric of a group: a latency one (of service time when `service`), or a count or rate.
 /// Written in files as its name (`p99.9`, `svc_median`).
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(into = "String", try_from = "String")]
-pub struct Metric {
-    pub kind: MetricKind,
+pub(crate) struct Metric {
+    pub(crate) kind: MetricKind,
     /// Service time (from the actual start) instead of latency; open loop.
-    pub service: bool,
+    pub(crate) service: bool,
 }
 
 /// The metric names, for error messages.
@@ -36,14 +36,14 @@ pub const COMPARED: [&str; 9] = [
 impl Metric {
     /// `GROUP.METRIC` split at the dot after which a metric name stands (a group's name may
     /// hold dots: `v1.2.p99.9` is group `v1.2`, metric `p99.9`).
-    pub fn split_key(key: &str) -> Option<(&str, &str, Metric)> {
+    pub(crate) fn split_key(key: &str) -> Option<(&str, &str, Metric)> {
         key.match_indices('.')
             .map(|(i, _)| (&key[..i], &key[i + 1..]))
             .find_map(|(label, name)| Metric::parse(name).map(|m| (label, name, m)))
     }
 
     /// Its name among `COMPARED`, when `compare` has it (`median` is `p50` there).
-    pub fn compared(&self) -> Option<&'static str> {
+    pub(crate) fn compared(&self) -> Option<&'static str> {
         if self.service {
             return None;
         }
@@ -67,7 +67,7 @@ impl Metric {
         Some(name)
     }
 
-    pub fn parse(name: &str) -> Option<Metric> {
+    pub(crate) fn parse(name: &str) -> Option<Metric> {
         let (service, base) = match name.strip_prefix("svc_") {
             Some(b) => (true, b),
             None => (false, name),
@@ -105,7 +105,7 @@ impl Metric {
     }
 
     /// Its name, as `parse` reads it.
-    pub fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         let base = match self.kind {
             MetricKind::Avg => "avg".to_string(),
             MetricKind::Min => "min".to_string(),
@@ -128,7 +128,7 @@ impl Metric {
     }
 
     /// A latency, in milliseconds (a threshold on it needs a time unit).
-    pub fn is_time(&self) -> bool {
+    pub(crate) fn is_time(&self) -> bool {
         matches!(
             self.kind,
             MetricKind::Avg
@@ -143,7 +143,7 @@ impl Metric {
 
     /// It grows with the load (a throughput or a count), so one part of a run in parts cannot
     /// judge a limit meant for the whole run: `merge` judges it.
-    pub fn scales_with_load(&self) -> bool {
+    pub(crate) fn scales_with_load(&self) -> bool {
         matches!(
             self.kind,
             MetricKind::Throughput | MetricKind::Errors | MetricKind::Samples
@@ -151,7 +151,7 @@ impl Metric {
     }
 
     /// The unit its values are in.
-    pub fn unit(&self) -> &'static str {
+    pub(crate) fn unit(&self) -> &'static str {
         match self.kind {
             MetricKind::Throughput => "/s",
             MetricKind::ErrorPct => "%",
@@ -161,7 +161,7 @@ impl Metric {
     }
 
     /// Its value for `m`: milliseconds, operations per second, percent or a count.
-    pub fn value(&self, m: &GroupMetrics) -> f64 {
+    pub(crate) fn value(&self, m: &GroupMetrics) -> f64 {
         let t: &Timing = if self.service { &m.service } else { &m.latency };
         match self.kind {
             MetricKind::Avg => t.average_ms(),

@@ -28,30 +28,30 @@ pub use clock::Clock;
 pub use group::{decode, encode, new_histogram, FailureKind, GroupMetrics, Seen, Timing};
 pub use interval::{Activity, IntervalBatch, IntervalHist, Series};
 pub use label::Label;
-pub use metric::{Metric, MetricKind};
+pub(crate) use metric::{Metric, MetricKind};
 pub use recorder::{
     panic_message, IntervalCheck, IntervalSink, IntervalView, Recorded, Recorder, Segment, Split,
     Steering, Watch,
 };
-pub use row::Row;
+pub(crate) use row::Row;
 pub use sample::{ErrorClass, Logged, OpError, Sample};
 
 /// A count or a number of microseconds as a double, for averages, rates and milliseconds: exact
 /// below 2^53 (285 years of microseconds), the nearest double beyond, which is all a rate needs.
 #[allow(clippy::cast_precision_loss)]
-pub fn real(n: u64) -> f64 {
+pub(crate) fn real(n: u64) -> f64 {
     n as f64
 }
 
 /// A length as a double (see `real`).
-pub fn real_len(n: usize) -> f64 {
+pub(crate) fn real_len(n: usize) -> f64 {
     real(u64::try_from(n).unwrap_or(u64::MAX))
 }
 
 /// A non-negative number of microseconds (or a count) read back as a double: rounded to the
 /// nearest whole one, 0 below 0 or when not a number, `u64::MAX` beyond it.
 #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-pub fn whole(x: f64) -> u64 {
+pub(crate) fn whole(x: f64) -> u64 {
     // `as` from a float saturates (and maps NaN to 0), which is what is said above.
     x.round() as u64
 }

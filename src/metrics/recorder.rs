@@ -56,10 +56,10 @@ pub trait IntervalSink: Send {
 /// `before`. The group's own row keeps every operation.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Split {
-    pub group: usize,
-    pub before: Label,
-    pub after: Label,
-    pub at_us: u64,
+    pub(crate) group: usize,
+    pub(crate) before: Label,
+    pub(crate) after: Label,
+    pub(crate) at_us: u64,
 }
 
 /// Asked at the end of each interval for the changes to make from then on (the live page's
@@ -84,58 +84,58 @@ pub trait IntervalView: Send {
 #[derive(Debug, Clone)]
 pub struct Segment {
     /// `GroupPlan::index`.
-    pub group: usize,
-    pub label: Label,
+    pub(crate) group: usize,
+    pub(crate) label: Label,
     /// The operations intended to start from `since_us` until `until_us` (epoch microseconds).
-    pub since_us: u64,
-    pub until_us: u64,
-    pub metrics: GroupMetrics,
+    pub(crate) since_us: u64,
+    pub(crate) until_us: u64,
+    pub(crate) metrics: GroupMetrics,
 }
 
 /// A recorder's settings and where recorded samples go besides the metrics.
 pub struct Recorder {
     /// Group names, by group index.
-    pub names: Vec<String>,
+    pub(crate) names: Vec<String>,
     /// Groups whose service time is logged apart (open loop), by group index.
-    pub open_loop: Vec<bool>,
+    pub(crate) open_loop: Vec<bool>,
     /// Groups whose samples stand beside the TOTAL (a watch group's events), by group index:
     /// left out of latency.hlog's TOTAL and of the error-rate stop.
-    pub beside: Vec<bool>,
+    pub(crate) beside: Vec<bool>,
     /// Running virtual users per group, by group index.
-    pub active: Arc<Vec<AtomicU32>>,
+    pub(crate) active: Arc<Vec<AtomicU32>>,
     /// Length of the interval histograms.
-    pub tick: Duration,
+    pub(crate) tick: Duration,
     /// Live lines every this many intervals (at least 1), when `live` is set.
-    pub live_every: u32,
-    pub live: Option<Box<dyn IntervalSink>>,
-    pub watch: Option<Box<dyn Watch>>,
-    pub check: Option<Box<dyn IntervalCheck>>,
-    pub log: Option<mpsc::Sender<Vec<Logged>>>,
-    pub hlog: Option<mpsc::Sender<IntervalBatch>>,
+    pub(crate) live_every: u32,
+    pub(crate) live: Option<Box<dyn IntervalSink>>,
+    pub(crate) watch: Option<Box<dyn Watch>>,
+    pub(crate) check: Option<Box<dyn IntervalCheck>>,
+    pub(crate) log: Option<mpsc::Sender<Vec<Logged>>>,
+    pub(crate) hlog: Option<mpsc::Sender<IntervalBatch>>,
     /// The gaps between successes, per group and for the run (warm-up included).
-    pub availability: super::availability::Availability,
+    pub(crate) availability: super::availability::Availability,
     /// Shown the run's totals at the end of each interval and at the end (live metrics).
-    pub feed: Option<Box<dyn IntervalCheck>>,
+    pub(crate) feed: Option<Box<dyn IntervalCheck>>,
     /// The samples' clock: intervals and the watcher's window are read on it.
-    pub clock: super::Clock,
+    pub(crate) clock: super::Clock,
     /// Histograms done with, used again for the next intervals.
-    pub spares: super::interval::Spares,
+    pub(crate) spares: super::interval::Spares,
     /// Changes made while the run goes (`--live-control`).
-    pub steering: Option<Box<dyn Steering>>,
+    pub(crate) steering: Option<Box<dyn Steering>>,
     /// The live page's view of each interval.
-    pub view: Option<Box<dyn IntervalView>>,
+    pub(crate) view: Option<Box<dyn IntervalView>>,
 }
 
 /// What the recorder measured, by group index, and what went wrong inside it.
 pub struct Recorded {
     /// After the warm-up: what the summary counts.
-    pub groups: Vec<GroupMetrics>,
+    pub(crate) groups: Vec<GroupMetrics>,
     /// Within the warm-up: logged, excluded from the summary.
-    pub warmup: Vec<GroupMetrics>,
-    pub failures: Vec<String>,
-    pub availability: super::availability::Availability,
+    pub(crate) warmup: Vec<GroupMetrics>,
+    pub(crate) failures: Vec<String>,
+    pub(crate) availability: super::availability::Availability,
     /// The rows of changes made while the run went (`--live-control`), in order.
-    pub segments: Vec<Segment>,
+    pub(crate) segments: Vec<Segment>,
 }
 
 /// Samples per batch handed to the sample log writer, and the longest a sample waits for one.
@@ -224,7 +224,7 @@ fn fresh(n: usize) -> Vec<GroupMetrics> {
 
 impl Recorder {
     /// Records until every sender is gone.
-    pub async fn run(mut self, mut rx: mpsc::Receiver<Sample>) -> Recorded {
+    pub(crate) async fn run(mut self, mut rx: mpsc::Receiver<Sample>) -> Recorded {
         let n = self.names.len();
         let mut failures = Vec::new();
         let started = Instant::now();

@@ -26,7 +26,7 @@ const MAX_MESSAGE_BYTES: usize = 400;
 
 impl ErrorText {
     /// The message, made into its text once.
-    pub fn text(&mut self) -> &str {
+    pub(crate) fn text(&mut self) -> &str {
         if let ErrorText::Caught(e) = self {
             *self = ErrorText::Text(one_line(&e.to_string()));
         }
@@ -37,7 +37,7 @@ impl ErrorText {
     }
 
     /// The message's text (made now, not kept, when `text` has not made it yet).
-    pub fn as_str(&self) -> std::borrow::Cow<'_, str> {
+    pub(crate) fn as_str(&self) -> std::borrow::Cow<'_, str> {
         match self {
             ErrorText::Text(t) => std::borrow::Cow::Borrowed(t),
             ErrorText::Caught(e) => std::borrow::Cow::Owned(one_line(&e.to_string())),
@@ -119,11 +119,11 @@ impl From<GroupId> for usize {
 /// deleted. An operation moves at most a batch or a cursor's worth, far below 2^32.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct OpDocs {
-    pub returned: u32,
-    pub inserted: u32,
-    pub updated: u32,
-    pub upserted: u32,
-    pub deleted: u32,
+    pub(crate) returned: u32,
+    pub(crate) inserted: u32,
+    pub(crate) updated: u32,
+    pub(crate) upserted: u32,
+    pub(crate) deleted: u32,
 }
 
 impl OpDocs {
@@ -211,7 +211,7 @@ pub struct Sample {
 impl Sample {
     /// A successful, on-time closed-loop sample of group 0, thread 1; tests set what they need.
     #[cfg(test)]
-    pub fn at(start_us: u64, elapsed_us: u64) -> Sample {
+    pub(crate) fn at(start_us: u64, elapsed_us: u64) -> Sample {
         Sample {
             group: GroupId(0),
             op: crate::vocab::OpKind::Insert.into(),
@@ -232,7 +232,7 @@ impl Sample {
         }
     }
 
-    pub fn end_us(&self) -> u64 {
+    pub(crate) fn end_us(&self) -> u64 {
         self.start_us + self.elapsed_us
     }
 
@@ -240,7 +240,7 @@ impl Sample {
     /// from its intended start, so the wait behind a slow server shows. Any other operation
     /// started on time but for the timer's own resolution (tokio's 1 ms), which is the tool's,
     /// not the server's: it counts from its actual start, as in closed loop.
-    pub fn latency_us(&self) -> u64 {
+    pub(crate) fn latency_us(&self) -> u64 {
         if self.late {
             self.end_us()
                 .saturating_sub(self.intended_us.min(self.start_us))
@@ -250,7 +250,7 @@ impl Sample {
     }
 
     /// How far behind its intended start a late operation started; 0 for any other.
-    pub fn behind_us(&self) -> u64 {
+    pub(crate) fn behind_us(&self) -> u64 {
         if self.late {
             self.start_us.saturating_sub(self.intended_us)
         } else {
@@ -261,9 +261,9 @@ impl Sample {
 
 /// A sample with the thread counts JMeter's log format wants, taken when it was recorded.
 pub struct Logged {
-    pub sample: Sample,
-    pub group_threads: u32,
-    pub all_threads: u32,
+    pub(crate) sample: Sample,
+    pub(crate) group_threads: u32,
+    pub(crate) all_threads: u32,
 }
 
 #[cfg(test)]

@@ -28,9 +28,9 @@ pub(crate) struct Health {
 /// Heartbeat lateness since the last reading.
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct Lag {
-    pub beats: u64,
-    pub sum_ms: f64,
-    pub max_ms: f64,
+    pub(crate) beats: u64,
+    pub(crate) sum_ms: f64,
+    pub(crate) max_ms: f64,
 }
 
 impl Health {

@@ -19,7 +19,7 @@ pub(crate) struct Local {
     device: Option<(u32, u32)>,
     last_disk: Option<[u64; 2]>,
     /// The tool's own health (waits to run, throttling, runtime lag).
-    pub health: Health,
+    pub(crate) health: Health,
 }
 
 impl Local {

@@ -47,38 +47,38 @@ pub trait RowSink: Send {
 
 /// What to watch.
 pub struct Target {
-    pub client: mongodb::Client,
+    pub(crate) client: mongodb::Client,
     /// The local server process, when known: a cell, as a restarted embedded server's pid
     /// changes and the sampler follows it.
-    pub server_pid: Option<Arc<std::sync::atomic::AtomicU32>>,
+    pub(crate) server_pid: Option<Arc<std::sync::atomic::AtomicU32>>,
     /// Its data directory, when known, for the device's IOPS.
-    pub data_dir: Option<PathBuf>,
+    pub(crate) data_dir: Option<PathBuf>,
     /// Prometheus exporter endpoints on the server hosts (`--server-metrics`).
-    pub server_metrics: Vec<String>,
+    pub(crate) server_metrics: Vec<String>,
     /// The fault going on, for each row's `fault` column.
-    pub events: Arc<EventMark>,
+    pub(crate) events: Arc<EventMark>,
     /// A replica set's or cluster's members, each sampled on its own (`members.tsv`); none
     /// with `--no-members`.
-    pub members: Option<members::MembersTarget>,
+    pub(crate) members: Option<members::MembersTarget>,
 }
 
 /// The fault going on now, and the last one begun since the sampler last looked: a row
 /// names a fault that went on in any part of its interval.
 #[derive(Debug, Default)]
-pub struct EventMark(Mutex<(Option<&'static str>, Option<&'static str>)>);
+pub(crate) struct EventMark(Mutex<(Option<&'static str>, Option<&'static str>)>);
 
 impl EventMark {
-    pub fn begin(&self, what: &'static str) {
+    pub(crate) fn begin(&self, what: &'static str) {
         let mut m = self.0.lock().unwrap_or_else(|p| p.into_inner());
         *m = (Some(what), Some(what));
     }
 
-    pub fn end(&self) {
+    pub(crate) fn end(&self) {
         self.0.lock().unwrap_or_else(|p| p.into_inner()).0 = None;
     }
 
     /// What a row covering the time since the last call names.
-    pub fn take(&self) -> Option<&'static str> {
+    pub(crate) fn take(&self) -> Option<&'static str> {
         let mut m = self.0.lock().unwrap_or_else(|p| p.into_inner());
         m.1.take().or(m.0)
     }
@@ -90,29 +90,29 @@ impl EventMark {
 /// nothing measured is lost.
 #[derive(Debug, Default)]
 pub struct Sampled {
-    pub unwritten: Vec<ResourceRow>,
-    pub failures: Vec<String>,
+    pub(crate) unwritten: Vec<ResourceRow>,
+    pub(crate) failures: Vec<String>,
     /// How each `--server-metrics` endpoint answered.
-    pub sources: Vec<MetricsSource>,
+    pub(crate) sources: Vec<MetricsSource>,
     /// The members' rows the sink could not take, the topology's events and the members'
     /// warnings (each said once).
-    pub members_unwritten: Vec<members::MemberRow>,
-    pub topology: Vec<members::TopologyEvent>,
-    pub member_warnings: Vec<String>,
+    pub(crate) members_unwritten: Vec<members::MemberRow>,
+    pub(crate) topology: Vec<members::TopologyEvent>,
+    pub(crate) member_warnings: Vec<String>,
 }
 
 /// How one `--server-metrics` endpoint answered over the run (for the summary's note).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MetricsSource {
+pub(crate) struct MetricsSource {
     /// The URL, password hidden.
-    pub url: String,
+    pub(crate) url: String,
     /// host:port, the suffix of its `resources.tsv` columns.
-    pub host: String,
+    pub(crate) host: String,
     /// Seconds asked, and of them those answered within 500 ms with an exporter's page.
-    pub seconds: u64,
-    pub answered: u64,
+    pub(crate) seconds: u64,
+    pub(crate) answered: u64,
     /// The first thing that went wrong, if anything.
-    pub problem: Option<String>,
+    pub(crate) problem: Option<String>,
 }
 
 /// The running sampler; rows can be read while it runs.
@@ -135,12 +135,12 @@ impl Sampler {
     }
 
     /// The rows taken so far that the sink could not take (after it failed).
-    pub fn unwritten(&self) -> Vec<ResourceRow> {
+    pub(crate) fn unwritten(&self) -> Vec<ResourceRow> {
         lock(&self.shared).unwritten.clone()
     }
 
     /// The members' rows so far that their sink could not take, and the topology's events.
-    pub fn members_so_far(&self) -> (Vec<members::MemberRow>, Vec<members::TopologyEvent>) {
+    pub(crate) fn members_so_far(&self) -> (Vec<members::MemberRow>, Vec<members::TopologyEvent>) {
         let s = lock(&self.shared);
         (s.members_unwritten.clone(), s.topology.clone())
     }

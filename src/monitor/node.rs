@@ -14,21 +14,21 @@ use super::row::{host_column, HOST_COLUMNS};
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Reading {
     /// CPU seconds by mode, summed over CPUs.
-    pub cpu: HashMap<String, f64>,
-    pub load1: Option<f64>,
-    pub mem_total: Option<f64>,
-    pub mem_available: Option<f64>,
+    pub(crate) cpu: HashMap<String, f64>,
+    pub(crate) load1: Option<f64>,
+    pub(crate) mem_total: Option<f64>,
+    pub(crate) mem_available: Option<f64>,
     /// Summed over non-virtual devices: reads, writes, bytes read, bytes written, and the
     /// busiest device's seconds of I/O time (by device, for its own rate).
-    pub disk: Option<[f64; 4]>,
-    pub disk_busy: HashMap<String, f64>,
+    pub(crate) disk: Option<[f64; 4]>,
+    pub(crate) disk_busy: HashMap<String, f64>,
     /// Bytes received and sent over the non-loopback, non-virtual interfaces.
-    pub net: Option<[f64; 2]>,
+    pub(crate) net: Option<[f64; 2]>,
     /// The mongod process's CPU seconds and resident bytes, when the exporter tells.
-    pub mongod_cpu_s: Option<f64>,
-    pub mongod_rss: Option<f64>,
+    pub(crate) mongod_cpu_s: Option<f64>,
+    pub(crate) mongod_rss: Option<f64>,
     /// `node_exporter`, `process-exporter` or `mongodb_exporter`: which metrics it had.
-    pub kind: &'static str,
+    pub(crate) kind: &'static str,
 }
 
 /// Devices that hold no data of their own (or mirror another's): left out of disk sums.

@@ -7,87 +7,87 @@ use serde::Serialize;
 /// One second of resource use. Rates are over the interval before `time_ms`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ResourceRow {
-    pub time_ms: u64,
+    pub(crate) time_ms: u64,
     /// Length of the interval the rates cover, ending at `time_ms`.
-    pub interval_ms: u64,
+    pub(crate) interval_ms: u64,
     /// The server process on this machine (local /proc).
-    pub server_cpu_pct: Option<f64>,
-    pub server_rss_mb: Option<f64>,
-    pub disk_read_kbs: Option<f64>,
-    pub disk_write_kbs: Option<f64>,
-    pub iops: Option<f64>,
-    pub client_cpu_pct: Option<f64>,
-    pub client_rss_mb: Option<f64>,
+    pub(crate) server_cpu_pct: Option<f64>,
+    pub(crate) server_rss_mb: Option<f64>,
+    pub(crate) disk_read_kbs: Option<f64>,
+    pub(crate) disk_write_kbs: Option<f64>,
+    pub(crate) iops: Option<f64>,
+    pub(crate) client_cpu_pct: Option<f64>,
+    pub(crate) client_rss_mb: Option<f64>,
     /// This machine's CPU, % of one core (all of its CPUs, whatever this tool may use).
-    pub host_cpu_pct: Option<f64>,
+    pub(crate) host_cpu_pct: Option<f64>,
     /// opcounters per second, in `OPCOUNTERS` order.
-    pub ops_s: [Option<f64>; 6],
-    pub connections: Option<f64>,
-    pub net_in_kbs: Option<f64>,
-    pub net_out_kbs: Option<f64>,
-    pub cache_used_mb: Option<f64>,
-    pub cache_dirty_mb: Option<f64>,
+    pub(crate) ops_s: [Option<f64>; 6],
+    pub(crate) connections: Option<f64>,
+    pub(crate) net_in_kbs: Option<f64>,
+    pub(crate) net_out_kbs: Option<f64>,
+    pub(crate) cache_used_mb: Option<f64>,
+    pub(crate) cache_dirty_mb: Option<f64>,
     /// The rest of serverStatus, the mongostat way (see `status`).
-    pub status: StatusCells,
+    pub(crate) status: StatusCells,
     /// The load generator's own health (see `health`).
-    pub health: HealthCells,
+    pub(crate) health: HealthCells,
     /// One per `--server-metrics` URL, in their order.
-    pub hosts: Vec<HostRow>,
+    pub(crate) hosts: Vec<HostRow>,
     /// The fault (`[[fault]]`) going on in the interval, or done within it.
-    pub fault: Option<String>,
+    pub(crate) fault: Option<String>,
 }
 
 /// serverStatus beyond opcounters: mongostat's columns and the server's own latencies.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct StatusCells {
+pub(crate) struct StatusCells {
     /// The server process's CPU from `extra_info` user and system time, % of one core.
-    pub cpu_pct: Option<f64>,
+    pub(crate) cpu_pct: Option<f64>,
     /// globalLock queued readers and writers (mongostat `qrw`), active ones (`arw`).
-    pub qr: Option<f64>,
-    pub qw: Option<f64>,
-    pub ar: Option<f64>,
-    pub aw: Option<f64>,
+    pub(crate) qr: Option<f64>,
+    pub(crate) qw: Option<f64>,
+    pub(crate) ar: Option<f64>,
+    pub(crate) aw: Option<f64>,
     /// WiredTiger cache dirty and used, % of its configured maximum (mongostat `dirty`, `used`).
-    pub dirty_pct: Option<f64>,
-    pub used_pct: Option<f64>,
+    pub(crate) dirty_pct: Option<f64>,
+    pub(crate) used_pct: Option<f64>,
     /// Checkpoints completed in the interval (mongostat `flushes`).
-    pub flushes: Option<f64>,
+    pub(crate) flushes: Option<f64>,
     /// mem.virtual and mem.resident (mongostat `vsize`, `res`).
-    pub vsize_mb: Option<f64>,
-    pub res_mb: Option<f64>,
+    pub(crate) vsize_mb: Option<f64>,
+    pub(crate) res_mb: Option<f64>,
     /// Replica set state (mongostat `repl`): PRI, SEC, ARB, RTR, or none for a standalone.
-    pub repl: Option<String>,
+    pub(crate) repl: Option<String>,
     /// opLatencies: the server's own average time per read, write and command in the
     /// interval, in microseconds.
-    pub reads_us: Option<f64>,
-    pub writes_us: Option<f64>,
-    pub commands_us: Option<f64>,
+    pub(crate) reads_us: Option<f64>,
+    pub(crate) writes_us: Option<f64>,
+    pub(crate) commands_us: Option<f64>,
 }
 
 /// What the kernel and the runtime say about the load generator itself, per interval.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct HealthCells {
+pub(crate) struct HealthCells {
     /// Time its threads waited to run (runnable, not running), ms per second, summed over
     /// threads (`/proc/self/task/*/schedstat`).
-    pub wait_ms: Option<f64>,
+    pub(crate) wait_ms: Option<f64>,
     /// Time its threads ran, ms per second, from the same source.
-    pub run_ms: Option<f64>,
+    pub(crate) run_ms: Option<f64>,
     /// Its cgroup's CPU throttling: periods throttled, and ms throttled per second (`cpu.stat`).
-    pub throttled: Option<f64>,
-    pub throttled_ms: Option<f64>,
+    pub(crate) throttled: Option<f64>,
+    pub(crate) throttled_ms: Option<f64>,
     /// How late a 100 ms timer on the async runtime woke: the worst and the average, in ms.
-    pub lag_max_ms: Option<f64>,
-    pub lag_avg_ms: Option<f64>,
+    pub(crate) lag_max_ms: Option<f64>,
+    pub(crate) lag_avg_ms: Option<f64>,
 }
 
 /// The readings of one `--server-metrics` endpoint in one interval, in `HOST_COLUMNS` order.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct HostRow {
+pub(crate) struct HostRow {
     /// The endpoint's host:port (its column suffix).
-    pub host: Arc<str>,
+    pub(crate) host: Arc<str>,
     /// What answered: `node_exporter`, `process-exporter`, `mongodb_exporter`.
-    pub kind: &'static str,
-    pub values: [Option<f64>; HOST_COLUMNS.len()],
+    pub(crate) kind: &'static str,
+    pub(crate) values: [Option<f64>; HOST_COLUMNS.len()],
 }
 
 /// A remote host's columns, each suffixed `@host:port` in `resources.tsv`.
@@ -138,14 +138,14 @@ pub(crate) const TEXT_COLUMNS: [&str; 2] = ["repl", "fault"];
 
 impl ResourceRow {
     /// Server-side CRUD operations per second (opcounters insert + query + update + delete).
-    pub fn server_ops_s(&self) -> Option<f64> {
+    pub(crate) fn server_ops_s(&self) -> Option<f64> {
         let v: Vec<f64> = self.ops_s[..4].iter().flatten().copied().collect();
         (!v.is_empty()).then(|| v.iter().sum())
     }
 
     /// Every numeric column but the hosts', by name, in `resources.tsv` order (`repl`, the one
     /// word column, comes after `res_mb`).
-    pub fn cells(&self) -> Vec<(&'static str, Option<f64>)> {
+    pub(crate) fn cells(&self) -> Vec<(&'static str, Option<f64>)> {
         let s = &self.status;
         let h = &self.health;
         let mut v = vec![
@@ -191,7 +191,7 @@ impl ResourceRow {
     }
 
     /// Sets the numeric column `name` (as `cells` names it); false for an unknown name.
-    pub fn set(&mut self, name: &str, x: Option<f64>) -> bool {
+    pub(crate) fn set(&mut self, name: &str, x: Option<f64>) -> bool {
         let s = &mut self.status;
         let h = &mut self.health;
         let slot = match name {

@@ -24,10 +24,10 @@ pub(crate) struct Scraper {
     /// What answered last (`node_exporter` until something did).
     kind: &'static str,
     /// What went wrong first, if anything (redacted), for the one warning and the summary.
-    pub problem: Option<String>,
+    pub(crate) problem: Option<String>,
     /// Seconds asked, and of them those answered.
-    pub asked: u64,
-    pub answered: u64,
+    pub(crate) asked: u64,
+    pub(crate) answered: u64,
 }
 
 /// The host:port of a URL (without credentials), for column names and messages: what follows

@@ -19,9 +19,9 @@ use cause::{unreachable, Asked};
 pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub(crate) struct Connected {
-    pub client: Client,
+    pub(crate) client: Client,
     /// e.g. `MongoDB 7.0.12` or `secantusd-rs 0.5.3-beta.196 (MongoDB 7.0 wire)`.
-    pub server_version: String,
+    pub(crate) server_version: String,
 }
 
 /// Parses a connection string; a bad one is a usage error that never shows the password.

@@ -24,7 +24,7 @@ use crate::workload::{Chooser, KeySpace, OpSpec};
 /// What the explain check found: whether the server lacks explain (a warning).
 #[derive(Debug, Default)]
 pub(crate) struct Checked {
-    pub warnings: Vec<String>,
+    pub(crate) warnings: Vec<String>,
 }
 
 /// Each of the plan's templates once (rate steps share their group's), with its row's label.
@@ -246,12 +246,12 @@ const DRAWS_BUDGET: std::time::Duration = std::time::Duration::from_secs(1);
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Returned {
     /// The row's label (`group:op`).
-    pub label: String,
+    pub(crate) label: String,
     /// Documents returned per call, on average: a find's `nReturned` (its limit applied), an
     /// aggregate's results.
-    pub per_call: f64,
+    pub(crate) per_call: f64,
     /// The calls it was measured over.
-    pub calls: u32,
+    pub(crate) calls: u32,
 }
 
 /// Each find's and aggregate's documents returned per call, over `draws` requests each drawn

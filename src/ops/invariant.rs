@@ -12,14 +12,14 @@ use crate::plan::RunPlan;
 /// One collection's reading.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Reading {
-    pub collection: String,
-    pub field: String,
-    pub sum: f64,
-    pub lowest: Option<f64>,
+    pub(crate) collection: String,
+    pub(crate) field: String,
+    pub(crate) sum: f64,
+    pub(crate) lowest: Option<f64>,
     /// Documents whose field is below `min`.
-    pub below: u64,
-    pub documents: u64,
-    pub min: Option<f64>,
+    pub(crate) below: u64,
+    pub(crate) documents: u64,
+    pub(crate) min: Option<f64>,
 }
 
 /// The first document of an aggregation's cursor.

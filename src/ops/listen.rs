@@ -34,24 +34,24 @@ const TICK: Duration = Duration::from_millis(20);
 
 /// What one listener shares with the run.
 pub struct ListenRun {
-    pub acks: Arc<Acks>,
-    pub samples: mpsc::Sender<Sample>,
-    pub clock: Clock,
+    pub(crate) acks: Arc<Acks>,
+    pub(crate) samples: mpsc::Sender<Sample>,
+    pub(crate) clock: Clock,
     /// Cancelled when the last stage has ended: the drain begins.
-    pub writers_done: CancellationToken,
+    pub(crate) writers_done: CancellationToken,
     /// Ctrl-C: it stops at once.
-    pub stop: CancellationToken,
+    pub(crate) stop: CancellationToken,
     /// Keep `changes.tsv`'s lines.
-    pub keep_lines: bool,
+    pub(crate) keep_lines: bool,
 }
 
 /// One listener's end: its book, resumes, why it stopped early (if it did) and what its
 /// stream admits of the run's writes.
 pub struct Listened {
-    pub book: Book,
-    pub resumes: Vec<Resume>,
-    pub failed: Option<String>,
-    pub admits: Admits,
+    pub(crate) book: Book,
+    pub(crate) resumes: Vec<Resume>,
+    pub(crate) failed: Option<String>,
+    pub(crate) admits: Admits,
 }
 
 /// The resumes of the listeners' streams, as the driver's command events show them (each
@@ -59,7 +59,7 @@ pub struct Listened {
 /// its stream with `resumeAfter` succeeds. The driver resumes a broken stream by itself, so this is the
 /// one place a resume is seen.
 #[derive(Default)]
-pub struct Resumes {
+pub(crate) struct Resumes {
     state: std::sync::Mutex<ResumeState>,
 }
 
@@ -85,7 +85,7 @@ fn epoch_ms() -> u64 {
 
 impl Resumes {
     /// The command event handler of listener `n` of group `g`'s client, that files them.
-    pub fn handler(
+    pub(crate) fn handler(
         this: &Arc<Resumes>,
         g: usize,
         n: u32,

@@ -44,7 +44,7 @@ use crate::error::Error;
 use crate::plan::RunPlan;
 use crate::workload::Request;
 
-pub use mongo::MongoBackend;
+pub(crate) use mongo::MongoBackend;
 pub use setup::Prepared;
 
 /// Where requests go. Implementations must not panic on a failed operation: a failure is an
@@ -136,7 +136,7 @@ pub struct Outcome {
 
 impl Outcome {
     /// An operation abandoned after `limit` without a reply.
-    pub fn timed_out(limit: std::time::Duration) -> Outcome {
+    pub(crate) fn timed_out(limit: std::time::Duration) -> Outcome {
         Outcome {
             error: Some(Box::new(crate::metrics::OpError {
                 class: crate::metrics::ErrorClass::Timeout,

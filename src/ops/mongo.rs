@@ -28,37 +28,37 @@ use rand::SeedableRng;
 
 /// The workload's side of a real deployment.
 #[derive(Clone)]
-pub struct MongoBackend {
+pub(crate) struct MongoBackend {
     /// The first collection with `[target]`'s concerns (setup's).
-    pub coll: Collection<RawDocumentBuf>,
+    pub(crate) coll: Collection<RawDocumentBuf>,
     /// Each of the plan's handles: a collection with a group's concerns.
-    pub handles: Arc<Vec<Handle>>,
+    pub(crate) handles: Arc<Vec<Handle>>,
     /// What each handle is (collection and concerns), to find a step's.
-    pub handle_plans: Arc<Vec<HandlePlan>>,
+    pub(crate) handle_plans: Arc<Vec<HandlePlan>>,
     /// Each virtual user's session (by its group's handle and its number), kept across its
     /// operations: its transactions', and its causally consistent operations'. Ended with the
     /// run (`Backend::finish`).
-    pub sessions: Sessions,
+    pub(crate) sessions: Sessions,
     /// Each collection of the plan with `[target]`'s concerns, for the setup.
-    pub setup: Arc<Vec<Collection<RawDocumentBuf>>>,
-    pub client: mongodb::Client,
+    pub(crate) setup: Arc<Vec<Collection<RawDocumentBuf>>>,
+    pub(crate) client: mongodb::Client,
     /// With watch groups: the listeners' own client, and the resumes its command events show.
-    pub listeners: Option<(mongodb::options::ClientOptions, Arc<super::listen::Resumes>)>,
+    pub(crate) listeners: Option<(mongodb::options::ClientOptions, Arc<super::listen::Resumes>)>,
     /// Compute payload sizes (off only for the bare-driver baseline).
-    pub measure: bool,
+    pub(crate) measure: bool,
 }
 
 /// A collection with the write and read settings a group sends with.
-pub struct Handle {
-    pub coll: Collection<RawDocumentBuf>,
-    pub write_concern: Option<WriteConcern>,
+pub(crate) struct Handle {
+    pub(crate) coll: Collection<RawDocumentBuf>,
+    pub(crate) write_concern: Option<WriteConcern>,
     /// `w: 0` (see `template::On::unacknowledged`).
-    pub unacknowledged: bool,
+    pub(crate) unacknowledged: bool,
 }
 
 impl MongoBackend {
     /// With watch groups: the listeners' own client on `uri` (a connection per stream).
-    pub async fn with_listeners(mut self, uri: &str, plan: &RunPlan) -> Result<Self, Error> {
+    pub(crate) async fn with_listeners(mut self, uri: &str, plan: &RunPlan) -> Result<Self, Error> {
         let streams: u32 = plan
             .groups()
             .filter(|g| g.watch.is_some())
@@ -71,7 +71,7 @@ impl MongoBackend {
         Ok(self)
     }
 
-    pub fn new(client: &mongodb::Client, plan: &RunPlan) -> Self {
+    pub(crate) fn new(client: &mongodb::Client, plan: &RunPlan) -> Self {
         let handles = plan
             .handles
             .iter()

@@ -18,7 +18,7 @@ use crate::workload::template::{Cx, UserState};
 use crate::workload::KeySpace;
 
 /// Documents per `insertMany` of the preload.
-pub const PRELOAD_BATCH: u64 = 1000;
+pub(crate) const PRELOAD_BATCH: u64 = 1000;
 
 /// What `setup.drop` does to a collection holding documents the tool did not write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,7 +33,7 @@ pub enum Foreign {
 /// alone or as part 0, drop (if asked), indexes, preload; part 0 then writes the marker with
 /// where `_id`s continue and the common begin (`begin`, else a moment from now). Parts 1.. wait
 /// for that marker instead (`marker`).
-pub async fn prepare(
+pub(crate) async fn prepare(
     plan: &RunPlan,
     colls: &[Collection<RawDocumentBuf>],
     seed: u64,

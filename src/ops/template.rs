@@ -21,14 +21,14 @@ type Session<'a> = Option<&'a mut ClientSession>;
 
 /// Where a template's command goes: its collection handle, and the client for a `bulkWrite`.
 pub(crate) struct On<'a> {
-    pub coll: &'a Collection<RawDocumentBuf>,
-    pub client: &'a mongodb::Client,
-    pub write_concern: Option<&'a mongodb::options::WriteConcern>,
+    pub(crate) coll: &'a Collection<RawDocumentBuf>,
+    pub(crate) client: &'a mongodb::Client,
+    pub(crate) write_concern: Option<&'a mongodb::options::WriteConcern>,
     /// `w: 0`: the driver has no unacknowledged writes, so a write goes as its database
     /// command with `writeConcern: { w: 0 }`, and the server replies without waiting for
     /// replication or the journal (it says nothing of what was matched or written).
-    pub unacknowledged: bool,
-    pub measure: bool,
+    pub(crate) unacknowledged: bool,
+    pub(crate) measure: bool,
 }
 
 fn hint(h: &Option<Bson>) -> Option<Hint> {

@@ -10,7 +10,7 @@ use super::limits;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum FaultKind {
+pub(crate) enum FaultKind {
     /// SIGKILL the embedded server, then start it again on the same data and port.
     Kill,
     /// SIGSTOP it for a while, then SIGCONT.
@@ -22,14 +22,14 @@ pub enum FaultKind {
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 4] = [
+    pub(crate) const ALL: [FaultKind; 4] = [
         FaultKind::Kill,
         FaultKind::Pause,
         FaultKind::Restart,
         FaultKind::Stepdown,
     ];
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             FaultKind::Kill => "kill",
             FaultKind::Pause => "pause",
@@ -38,32 +38,32 @@ impl FaultKind {
         }
     }
 
-    pub fn from_name(s: &str) -> Option<FaultKind> {
+    pub(crate) fn from_name(s: &str) -> Option<FaultKind> {
         Self::ALL.into_iter().find(|k| k.name() == s)
     }
 
     /// It acts on the server's process, so only on the embedded server (the tool owns it).
-    pub fn needs_process(self) -> bool {
+    pub(crate) fn needs_process(self) -> bool {
         !matches!(self, FaultKind::Stepdown)
     }
 
     /// Its length is how long it lasts (`for`), not a delay before a restart (`restart_after`).
-    pub fn lasts(self) -> bool {
+    pub(crate) fn lasts(self) -> bool {
         matches!(self, FaultKind::Pause | FaultKind::Stepdown)
     }
 }
 
 /// One fault of the plan.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FaultPlan {
-    pub kind: FaultKind,
+pub(crate) struct FaultPlan {
+    pub(crate) kind: FaultKind,
     /// From the first stage's start.
     #[serde(with = "secs")]
-    pub at: Duration,
+    pub(crate) at: Duration,
     /// kill, restart: the wait before the server is started again. pause, stepdown: how long
     /// it lasts.
     #[serde(with = "secs")]
-    pub length: Duration,
+    pub(crate) length: Duration,
 }
 
 mod secs {
@@ -88,7 +88,7 @@ impl FaultPlan {
     /// Checks a fault as a profile or the command line gives it: `length` is `restart_after`
     /// (kill, restart; default 0) or `for` (pause, stepdown; required). The error names the
     /// key at fault.
-    pub fn new(
+    pub(crate) fn new(
         kind: &str,
         at: &str,
         restart_after: Option<&str>,
@@ -151,7 +151,7 @@ impl FaultPlan {
     }
 
     /// `kill@4s+2s`, `pause@5s+2s`, `restart@10s`.
-    pub fn parse_cli(s: &str) -> Result<FaultPlan, String> {
+    pub(crate) fn parse_cli(s: &str) -> Result<FaultPlan, String> {
         let (kind, rest) = s
             .trim()
             .split_once('@')
@@ -169,12 +169,12 @@ impl FaultPlan {
     }
 
     /// When it is over, nominally: the end of a pause or step-down, or the restart's start.
-    pub fn until(&self) -> Duration {
+    pub(crate) fn until(&self) -> Duration {
         self.at + self.length
     }
 
     /// As `--fault` writes it.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let secs = |d: Duration| humantime::format_duration(d).to_string();
         if self.length.is_zero() {
             format!("{}@{}", self.kind.name(), secs(self.at))

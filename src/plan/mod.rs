@@ -25,76 +25,76 @@ use crate::workload::{DocGen, KeyDist, OpSpec};
 /// Command-line settings that override every group.
 #[derive(Debug, Clone, Default)]
 pub struct Overrides {
-    pub threads: Option<u32>,
-    pub loops: Option<u64>,
-    pub duration: Option<Duration>,
-    pub rate: Option<f64>,
+    pub(crate) threads: Option<u32>,
+    pub(crate) loops: Option<u64>,
+    pub(crate) duration: Option<Duration>,
+    pub(crate) rate: Option<f64>,
     /// `--scale`: every group's rate times this.
-    pub scale: Option<f64>,
-    pub op_timeout: Option<Duration>,
-    pub warmup: Option<Duration>,
+    pub(crate) scale: Option<f64>,
+    pub(crate) op_timeout: Option<Duration>,
+    pub(crate) warmup: Option<Duration>,
     /// `--threshold` expressions, added to the profile's.
-    pub thresholds: Vec<String>,
+    pub(crate) thresholds: Vec<String>,
     /// `--recordcount`: the documents the setup loads first (`setup.preload`).
-    pub recordcount: Option<u64>,
+    pub(crate) recordcount: Option<u64>,
     /// `--audit`.
-    pub audit: bool,
+    pub(crate) audit: bool,
     /// `--fault`s: they replace the profile's `[[fault]]`s.
-    pub faults: Vec<String>,
+    pub(crate) faults: Vec<String>,
     /// `--server-arg`s: they replace the profile's `[server] args`.
-    pub server_args: Vec<String>,
+    pub(crate) server_args: Vec<String>,
     /// `sweep --watchers`: the listeners of every watch group (`--threads` leaves them).
-    pub watchers: Option<u32>,
+    pub(crate) watchers: Option<u32>,
 }
 
 #[derive(Debug, Clone)]
 pub struct RunPlan {
-    pub name: String,
-    pub origin: String,
-    pub description: String,
-    pub target: TargetPlan,
+    pub(crate) name: String,
+    pub(crate) origin: String,
+    pub(crate) description: String,
+    pub(crate) target: TargetPlan,
     /// The collections the run works on: `[[collection]]`s, or the one `[target]` collection
     /// with `[setup]` and `[document]`. The first is `target.collection`.
     pub collections: Vec<CollectionPlan>,
     /// Each distinct (collection, concerns) a group sends on; groups name theirs by index. The
     /// first is the first collection with `[target]`'s concerns.
-    pub handles: Vec<HandlePlan>,
-    pub stages: Vec<Stage>,
+    pub(crate) handles: Vec<HandlePlan>,
+    pub(crate) stages: Vec<Stage>,
     /// The profile as written, for run.json.
-    pub profile_text: String,
-    pub stop_on_error_pct: Option<f64>,
+    pub(crate) profile_text: String,
+    pub(crate) stop_on_error_pct: Option<f64>,
     /// Pass/fail limits on the result (profile's, then the command line's).
-    pub thresholds: Vec<thresholds::ThresholdPlan>,
+    pub(crate) thresholds: Vec<thresholds::ThresholdPlan>,
     /// Set when this invocation runs one part of a run on several machines.
-    pub part: Option<part::PartPlan>,
+    pub(crate) part: Option<part::PartPlan>,
     /// Check after each run what the server kept of every acknowledged write.
-    pub audit: bool,
+    pub(crate) audit: bool,
     /// Faults done to the server, from the first stage's start.
-    pub faults: Vec<fault::FaultPlan>,
+    pub(crate) faults: Vec<fault::FaultPlan>,
     /// Extra flags for the embedded server.
-    pub server_args: Vec<String>,
+    pub(crate) server_args: Vec<String>,
     /// A window of unavailability is a gap with no success longer than this; None: 1 s, or 10x
     /// the group's median latency when longer.
-    pub unavailable_after: Option<Duration>,
+    pub(crate) unavailable_after: Option<Duration>,
     /// `[metrics] listen` and `push` as written (the command line and environment win).
-    pub metrics_listen: Option<String>,
-    pub metrics_push: Option<String>,
+    pub(crate) metrics_listen: Option<String>,
+    pub(crate) metrics_push: Option<String>,
     /// `--scale`: the rates were multiplied (the groups' rates are the products).
-    pub scale: Option<Scale>,
+    pub(crate) scale: Option<Scale>,
 }
 
 /// `run --scale X`: every open-loop group's rate (each step of its steps or ramp) times X.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Scale {
-    pub factor: f64,
+pub(crate) struct Scale {
+    pub(crate) factor: f64,
     /// The closed-loop groups, left as they are: they have no rate to multiply.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub unscaled: Vec<String>,
+    pub(crate) unscaled: Vec<String>,
 }
 
 impl Scale {
     /// What `--scale` did not do, for the console; None when every group was scaled.
-    pub fn warning(&self) -> Option<String> {
+    pub(crate) fn warning(&self) -> Option<String> {
         (!self.unscaled.is_empty()).then(|| {
             format!(
                 "--scale {} multiplies rates, and {} closed loop with no rate: left as {} (--threads changes users)",
@@ -110,23 +110,23 @@ impl Scale {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TargetPlan {
-    pub database: String,
-    pub collection: String,
+pub(crate) struct TargetPlan {
+    pub(crate) database: String,
+    pub(crate) collection: String,
     /// `None` leaves the deployment's default.
-    pub write_concern: Option<WriteConcernPlan>,
-    pub journal: Option<bool>,
-    pub read_preference: ReadPref,
-    pub pool_size: u32,
+    pub(crate) write_concern: Option<WriteConcernPlan>,
+    pub(crate) journal: Option<bool>,
+    pub(crate) read_preference: ReadPref,
+    pub(crate) pool_size: u32,
     /// Longest wait for one operation; past it the operation fails as `timeout`.
-    pub op_timeout: Duration,
+    pub(crate) op_timeout: Duration,
     /// Exporter endpoints on the server hosts (`target.server_metrics`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub server_metrics: Vec<String>,
+    pub(crate) server_metrics: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub enum WriteConcernPlan {
+pub(crate) enum WriteConcernPlan {
     Nodes(u32),
     Majority,
 }
@@ -134,7 +134,7 @@ pub enum WriteConcernPlan {
 /// A read preference mode, as named in profiles (the one table of their names).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(into = "&'static str", try_from = "String")]
-pub enum ReadPref {
+pub(crate) enum ReadPref {
     #[default]
     Primary,
     PrimaryPreferred,
@@ -144,7 +144,7 @@ pub enum ReadPref {
 }
 
 impl ReadPref {
-    pub const ALL: [ReadPref; 5] = [
+    pub(crate) const ALL: [ReadPref; 5] = [
         ReadPref::Primary,
         ReadPref::PrimaryPreferred,
         ReadPref::Secondary,
@@ -152,7 +152,7 @@ impl ReadPref {
         ReadPref::Nearest,
     ];
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             ReadPref::Primary => "primary",
             ReadPref::PrimaryPreferred => "primaryPreferred",
@@ -162,12 +162,12 @@ impl ReadPref {
         }
     }
 
-    pub fn from_name(s: &str) -> Option<ReadPref> {
+    pub(crate) fn from_name(s: &str) -> Option<ReadPref> {
         Self::ALL.into_iter().find(|r| r.name() == s)
     }
 
     /// `"primary", "primaryPreferred", ... or "nearest"`, for error texts.
-    pub fn listed() -> String {
+    pub(crate) fn listed() -> String {
         let names: Vec<String> = Self::ALL
             .iter()
             .map(|r| format!("\"{}\"", r.name()))
@@ -198,17 +198,17 @@ impl std::fmt::Display for ReadPref {
 
 #[derive(Debug, Clone)]
 pub struct SetupPlan {
-    pub drop: bool,
+    pub(crate) drop: bool,
     pub preload: u64,
-    pub indexes: Vec<IndexPlan>,
+    pub(crate) indexes: Vec<IndexPlan>,
 }
 
 /// One index: its keys and its options as the server names them (`unique`,
 /// `partialFilterExpression`, `expireAfterSeconds`, `sparse`, `collation`, `name`).
 #[derive(Debug, Clone, PartialEq)]
-pub struct IndexPlan {
-    pub keys: Document,
-    pub options: Document,
+pub(crate) struct IndexPlan {
+    pub(crate) keys: Document,
+    pub(crate) options: Document,
 }
 
 impl std::fmt::Display for IndexPlan {
@@ -224,19 +224,19 @@ impl std::fmt::Display for IndexPlan {
 /// One collection of the run: its name, setup and document template.
 #[derive(Debug, Clone)]
 pub struct CollectionPlan {
-    pub name: String,
+    pub(crate) name: String,
     /// Its database when not `[target]`'s (`[[collection]] database`).
-    pub database: Option<String>,
+    pub(crate) database: Option<String>,
     pub setup: SetupPlan,
-    pub document: Arc<DocGen>,
+    pub(crate) document: Arc<DocGen>,
     /// Checked after each run (`invariant = { sum, min }`).
-    pub invariant: Option<InvariantPlan>,
+    pub(crate) invariant: Option<InvariantPlan>,
 }
 
 impl CollectionPlan {
     /// Does a group or step name it: by its name, or as `database.name` when it has a
     /// database of its own (two collections of one name in two databases).
-    pub fn is_named(&self, name: &str) -> bool {
+    pub(crate) fn is_named(&self, name: &str) -> bool {
         self.name == name
             || self.database.as_ref().is_some_and(|d| {
                 name.strip_prefix(d.as_str())
@@ -249,34 +249,34 @@ impl CollectionPlan {
 /// The sum of `field` over the collection stays what it was before the load, and no value of
 /// it falls below `min`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct InvariantPlan {
-    pub field: String,
-    pub min: Option<f64>,
+pub(crate) struct InvariantPlan {
+    pub(crate) field: String,
+    pub(crate) min: Option<f64>,
 }
 
 /// A collection with the concerns a group sends on it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct HandlePlan {
-    pub collection: usize,
-    pub concerns: Concerns,
+pub(crate) struct HandlePlan {
+    pub(crate) collection: usize,
+    pub(crate) concerns: Concerns,
 }
 
 /// Write concern, read concern and read preference of a group (or `[target]`'s).
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct Concerns {
-    pub write: Option<WriteConcernPlan>,
-    pub journal: Option<bool>,
-    pub wtimeout: Option<Duration>,
-    pub read_concern: Option<ReadConcernPlan>,
-    pub read_preference: ReadPrefPlan,
+pub(crate) struct Concerns {
+    pub(crate) write: Option<WriteConcernPlan>,
+    pub(crate) journal: Option<bool>,
+    pub(crate) wtimeout: Option<Duration>,
+    pub(crate) read_concern: Option<ReadConcernPlan>,
+    pub(crate) read_preference: ReadPrefPlan,
     /// The profile's own operations of each user in one causally consistent session.
-    pub causal_consistency: bool,
+    pub(crate) causal_consistency: bool,
 }
 
 /// A read concern level, as named in profiles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum ReadConcernPlan {
+pub(crate) enum ReadConcernPlan {
     Local,
     Majority,
     Available,
@@ -285,7 +285,7 @@ pub enum ReadConcernPlan {
 }
 
 impl ReadConcernPlan {
-    pub const ALL: [ReadConcernPlan; 5] = [
+    pub(crate) const ALL: [ReadConcernPlan; 5] = [
         ReadConcernPlan::Local,
         ReadConcernPlan::Majority,
         ReadConcernPlan::Available,
@@ -293,7 +293,7 @@ impl ReadConcernPlan {
         ReadConcernPlan::Snapshot,
     ];
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             ReadConcernPlan::Local => "local",
             ReadConcernPlan::Majority => "majority",
@@ -303,97 +303,97 @@ impl ReadConcernPlan {
         }
     }
 
-    pub fn from_name(s: &str) -> Option<Self> {
+    pub(crate) fn from_name(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|r| r.name() == s)
     }
 }
 
 /// A read preference with its tag sets and staleness bound.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct ReadPrefPlan {
-    pub mode: ReadPref,
+pub(crate) struct ReadPrefPlan {
+    pub(crate) mode: ReadPref,
     /// Tag sets, in order of preference.
-    pub tags: Vec<Vec<(String, String)>>,
-    pub max_staleness: Option<Duration>,
+    pub(crate) tags: Vec<Vec<(String, String)>>,
+    pub(crate) max_staleness: Option<Duration>,
 }
 
-pub const DEFAULT_OP_TIMEOUT: Duration = Duration::from_secs(60);
-pub const DEFAULT_FIND_LIMIT: u32 = 50;
+pub(crate) const DEFAULT_OP_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const DEFAULT_FIND_LIMIT: u32 = 50;
 /// YCSB's `maxscanlength`.
-pub const DEFAULT_SCAN_LIMIT: u32 = 100;
-pub const DEFAULT_POOL_SIZE: u32 = 100;
+pub(crate) const DEFAULT_SCAN_LIMIT: u32 = 100;
+pub(crate) const DEFAULT_POOL_SIZE: u32 = 100;
 
 #[derive(Debug, Clone)]
-pub struct Stage {
-    pub name: String,
-    pub groups: Vec<GroupPlan>,
+pub(crate) struct Stage {
+    pub(crate) name: String,
+    pub(crate) groups: Vec<GroupPlan>,
 }
 
 #[derive(Debug, Clone)]
 pub struct GroupPlan {
     /// Position among all groups of the plan; samples carry it.
-    pub index: usize,
+    pub(crate) index: usize,
     pub name: String,
-    pub op: OpSpec,
+    pub(crate) op: OpSpec,
     pub threads: u32,
-    pub ramp_up: Duration,
-    pub start_delay: Duration,
+    pub(crate) ramp_up: Duration,
+    pub(crate) start_delay: Duration,
     /// From the group's start: operations due before it are logged but not summarised.
-    pub warmup: Duration,
-    pub stop: StopAt,
+    pub(crate) warmup: Duration,
+    pub(crate) stop: StopAt,
     /// Target operations per second for the group (open loop); None: closed loop.
-    pub rate: Option<f64>,
+    pub(crate) rate: Option<f64>,
     /// A group that mixes operations: each kind with its weight (`op` is the first); empty for
     /// one operation.
-    pub mix: Vec<(OpSpec, u32)>,
+    pub(crate) mix: Vec<(OpSpec, u32)>,
     /// How operations that pick an existing document pick it.
-    pub keys: KeyDist,
+    pub(crate) keys: KeyDist,
     /// The collection it works on (index into `RunPlan::collections`).
-    pub collection: usize,
+    pub(crate) collection: usize,
     /// Where its operations go (index into `RunPlan::handles`).
-    pub handle: usize,
+    pub(crate) handle: usize,
     /// Starts when this group of its stage has ended (`after`, by `GroupPlan::index`), its start
     /// delay from then; None: with its stage.
-    pub after: Option<usize>,
+    pub(crate) after: Option<usize>,
     /// `[[group.states]]`: each user walks this state machine over `mix` (a state per entry);
     /// None: operations drawn from `mix` independently.
-    pub chain: Option<std::sync::Arc<Chain>>,
+    pub(crate) chain: Option<std::sync::Arc<Chain>>,
     /// `collections = [...]`: each operation goes to one of these, drawn uniformly (collection
     /// and handle; the first is `collection`); empty: always `collection`.
-    pub spread: Vec<(usize, usize)>,
+    pub(crate) spread: Vec<(usize, usize)>,
     /// Its write concern, read concern and read preference.
-    pub concerns: Concerns,
+    pub(crate) concerns: Concerns,
     /// Pauses before and after each operation of a user (genny's `SleepBefore`, `SleepAfter`),
     /// inside the group's time.
-    pub sleep_before: Duration,
-    pub sleep_after: Duration,
+    pub(crate) sleep_before: Duration,
+    pub(crate) sleep_after: Duration,
     /// A group of change-stream listeners (`watch = { ... }`): its `threads` streams are open
     /// from before the first stage to the run's end; its operations are the events received.
-    pub watch: Option<Arc<WatchPlan>>,
+    pub(crate) watch: Option<Arc<WatchPlan>>,
 }
 
 /// What each listener of a watch group opens, and how long the run's end waits for it.
 #[derive(Debug)]
-pub struct WatchPlan {
-    pub scope: WatchScope,
+pub(crate) struct WatchPlan {
+    pub(crate) scope: WatchScope,
     /// The stream's stages, an array made once per listener (generators allowed).
-    pub pipeline: Option<crate::workload::Template>,
+    pub(crate) pipeline: Option<crate::workload::Template>,
     /// The pipeline as written (JSON), for `validate`.
-    pub pipeline_shown: String,
+    pub(crate) pipeline_shown: String,
     /// `fullDocument` and `fullDocumentBeforeChange` as the server spells them.
-    pub full_document: Option<String>,
-    pub full_document_before_change: Option<String>,
-    pub batch_size: Option<u32>,
-    pub max_await_time: Option<Duration>,
+    pub(crate) full_document: Option<String>,
+    pub(crate) full_document_before_change: Option<String>,
+    pub(crate) batch_size: Option<u32>,
+    pub(crate) max_await_time: Option<Duration>,
     /// The longest the run's end waits for events not delivered yet.
-    pub drain: Duration,
+    pub(crate) drain: Duration,
     /// A listener's own work per event: the pause before it reads the next one.
-    pub think: Duration,
+    pub(crate) think: Duration,
 }
 
 /// Which changes a watch group's streams see.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum WatchScope {
+pub(crate) enum WatchScope {
     Collection { database: String, name: String },
     Database(String),
     Cluster,
@@ -401,7 +401,7 @@ pub enum WatchScope {
 
 impl WatchScope {
     /// Does a change to `database.collection` fall in it?
-    pub fn admits(&self, database: &str, collection: &str) -> bool {
+    pub(crate) fn admits(&self, database: &str, collection: &str) -> bool {
         match self {
             WatchScope::Collection { database: d, name } => d == database && name == collection,
             WatchScope::Database(d) => d == database,
@@ -424,23 +424,23 @@ impl std::fmt::Display for WatchScope {
 /// order; a user's first state is drawn by `initial`'s weights, each next one by the weights of
 /// the transitions out of the state it was in, after the transition's pause.
 #[derive(Debug)]
-pub struct Chain {
-    pub initial: Vec<f64>,
+pub(crate) struct Chain {
+    pub(crate) initial: Vec<f64>,
     /// Per state, the transitions out of it.
-    pub transitions: Vec<Vec<Transition>>,
+    pub(crate) transitions: Vec<Vec<Transition>>,
 }
 
 #[derive(Debug)]
-pub struct Transition {
-    pub to: usize,
-    pub weight: f64,
+pub(crate) struct Transition {
+    pub(crate) to: usize,
+    pub(crate) weight: f64,
     /// Milliseconds to pause before the next state (None: none).
-    pub sleep: Option<crate::workload::Template>,
+    pub(crate) sleep: Option<crate::workload::Template>,
 }
 
 impl Transition {
     /// The pause it asks for now (its `sleep` made: milliseconds; none if it makes no number).
-    pub fn pause(&self, cx: &mut crate::workload::template::Cx<'_>) -> Duration {
+    pub(crate) fn pause(&self, cx: &mut crate::workload::template::Cx<'_>) -> Duration {
         use mongodb::bson::Bson;
         let Some(t) = &self.sleep else {
             return Duration::ZERO;
@@ -476,12 +476,12 @@ impl Chain {
     }
 
     /// A user's first state.
-    pub fn first(&self, rng: &mut impl rand::Rng) -> usize {
+    pub(crate) fn first(&self, rng: &mut impl rand::Rng) -> usize {
         Self::pick(self.initial.iter().copied(), rng)
     }
 
     /// The transition taken out of state `from`.
-    pub fn next(&self, from: usize, rng: &mut impl rand::Rng) -> &Transition {
+    pub(crate) fn next(&self, from: usize, rng: &mut impl rand::Rng) -> &Transition {
         let out = &self.transitions[from];
         &out[Self::pick(out.iter().map(|t| t.weight), rng)]
     }
@@ -490,7 +490,7 @@ impl Chain {
 impl GroupPlan {
     /// The collection and handle of the next operation: the group's own, or one drawn from
     /// its `collections` (uniformly).
-    pub fn target(&self, rng: &mut impl rand::Rng) -> (usize, usize) {
+    pub(crate) fn target(&self, rng: &mut impl rand::Rng) -> (usize, usize) {
         match self.spread.len() {
             0 => (self.collection, self.handle),
             1 => self.spread[0],
@@ -499,7 +499,7 @@ impl GroupPlan {
     }
 
     /// The operation to send next: the group's one, or a kind of its mix drawn by weight.
-    pub fn draw(&self, rng: &mut impl rand::Rng) -> &OpSpec {
+    pub(crate) fn draw(&self, rng: &mut impl rand::Rng) -> &OpSpec {
         if self.mix.is_empty() {
             return &self.op;
         }
@@ -515,7 +515,7 @@ impl GroupPlan {
     }
 
     /// The kinds of the group's operations, in the profile's order.
-    pub fn kinds(&self) -> Vec<crate::workload::op::OpName> {
+    pub(crate) fn kinds(&self) -> Vec<crate::workload::op::OpName> {
         // A state machine: a row per state (its visits), then one per step name (a name two
         // states share is one row, as genny adds up its operations' metrics by name).
         if self.chain.is_some() {
@@ -548,7 +548,7 @@ impl GroupPlan {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum StopAt {
+pub(crate) enum StopAt {
     /// Operations per virtual user.
     Loops(u64),
     /// Time from the group's start (after its start delay), ramp-up included, as in JMeter.
@@ -562,7 +562,7 @@ pub enum StopAt {
 
 impl StopAt {
     /// The operations per user it waits for, if any.
-    pub fn loops(self) -> Option<u64> {
+    pub(crate) fn loops(self) -> Option<u64> {
         match self {
             StopAt::Loops(l) | StopAt::AtLeast(l, _) => Some(l),
             StopAt::Duration(_) | StopAt::Background => None,
@@ -570,7 +570,7 @@ impl StopAt {
     }
 
     /// The time it waits for, if any.
-    pub fn duration(self) -> Option<Duration> {
+    pub(crate) fn duration(self) -> Option<Duration> {
         match self {
             StopAt::Duration(d) | StopAt::AtLeast(_, d) => Some(d),
             StopAt::Loops(_) | StopAt::Background => None,
@@ -578,7 +578,7 @@ impl StopAt {
     }
 
     /// Ends only when its loops are done (no time bound of its own): a count the plan knows.
-    pub fn counted(self) -> Option<u64> {
+    pub(crate) fn counted(self) -> Option<u64> {
         match self {
             StopAt::Loops(l) => Some(l),
             _ => None,
@@ -590,7 +590,7 @@ impl RunPlan {
     /// By collection: the counter fields built-in groups increment by `_id` (`inc = [...]` of
     /// `update` and `rmw`), each once, in the order first met; what the write audit checks. A
     /// group at write concern 0 is not one of them: the server does not say what it wrote.
-    pub fn counters(&self) -> Vec<Vec<String>> {
+    pub(crate) fn counters(&self) -> Vec<Vec<String>> {
         let mut out = vec![Vec::new(); self.collections.len()];
         for g in self.groups() {
             if g.concerns.write == Some(WriteConcernPlan::Nodes(0)) {
@@ -613,7 +613,7 @@ impl RunPlan {
     }
 
     /// The database collection `c` is in.
-    pub fn database_of(&self, c: usize) -> &str {
+    pub(crate) fn database_of(&self, c: usize) -> &str {
         self.collections[c]
             .database
             .as_deref()
@@ -635,7 +635,7 @@ impl RunPlan {
     }
 
     /// Total planned operations, when every group stops by loops.
-    pub fn planned_operations(&self) -> Option<u64> {
+    pub(crate) fn planned_operations(&self) -> Option<u64> {
         self.groups()
             .map(|g| {
                 g.stop
@@ -646,7 +646,7 @@ impl RunPlan {
     }
 
     /// The summary label of a stage: its group's name, or the TOTAL row that sums its groups.
-    pub fn stage_label(&self, stage: &Stage) -> crate::metrics::Label {
+    pub(crate) fn stage_label(&self, stage: &Stage) -> crate::metrics::Label {
         use crate::metrics::Label;
         match stage.groups.as_slice() {
             [one] => Label::group(&one.name),

@@ -16,7 +16,7 @@ use super::RunPlan;
 use crate::error::Error;
 
 /// The environment variable a Kubernetes Indexed Job sets to the pod's index (0-based).
-pub const INDEX_VAR: &str = "JOB_COMPLETION_INDEX";
+pub(crate) const INDEX_VAR: &str = "JOB_COMPLETION_INDEX";
 
 /// Which part of how many this invocation runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -28,7 +28,7 @@ pub struct Part {
 
 impl Part {
     /// `--part I/N`.
-    pub fn parse(s: &str) -> Result<Part, String> {
+    pub(crate) fn parse(s: &str) -> Result<Part, String> {
         let bad = || {
             format!("`{s}` is not a part; expected I/N with 0 <= I < N, such as 0/3 (the first of three parts)")
         };
@@ -47,7 +47,7 @@ impl Part {
     }
 
     /// `--parts N`: the index from `JOB_COMPLETION_INDEX` (`value` is that variable's value).
-    pub fn from_env(count: u32, value: Option<&str>) -> Result<Part, Error> {
+    pub(crate) fn from_env(count: u32, value: Option<&str>) -> Result<Part, Error> {
         let Some(v) = value else {
             return Err(Error::Usage(format!(
                 "--parts {count} reads this part's index from {INDEX_VAR}, which is not set\n  fix: set {INDEX_VAR}=0 .. {} (a Kubernetes Indexed Job sets it), or give the part as --part I/{count}",
@@ -66,13 +66,13 @@ impl Part {
     }
 
     /// The share of `n` this part takes: `n / N`, plus one for the first `n % N` parts.
-    pub fn share(&self, n: u32) -> u32 {
+    pub(crate) fn share(&self, n: u32) -> u32 {
         n / self.count + u32::from(self.index < n % self.count)
     }
 
     /// The seed of this part's own random choices (documents, keys), derived from the run's
     /// shared seed so that no two parts draw the same sequence.
-    pub fn seed(&self, seed: u64) -> u64 {
+    pub(crate) fn seed(&self, seed: u64) -> u64 {
         seed.wrapping_add(u64::from(self.index).wrapping_mul(0x9E37_79B9_7F4A_7C15))
     }
 }
@@ -118,7 +118,7 @@ impl RunPlan {
 
 /// `--start-at`: an RFC 3339 time (`2026-11-30T12:00:00Z`, fractions allowed) or `+D` from now
 /// (`+30s`).
-pub fn parse_start_at(s: &str, now: SystemTime) -> Result<SystemTime, String> {
+pub(crate) fn parse_start_at(s: &str, now: SystemTime) -> Result<SystemTime, String> {
     if let Some(after) = s.strip_prefix('+') {
         return super::limits::parse_duration(after)
             .map(|d| now + d)
@@ -162,11 +162,11 @@ pub fn parse_start_at(s: &str, now: SystemTime) -> Result<SystemTime, String> {
 }
 
 /// The furthest ahead `--start-at` may be (a mistyped date would wait for ever).
-pub const MAX_START_AHEAD: Duration = Duration::from_secs(24 * 3600);
+pub(crate) const MAX_START_AHEAD: Duration = Duration::from_secs(24 * 3600);
 
 /// A seed all parts of one run agree on without being told one: from what their command lines
 /// share (profile, part count, start time as written). FNV-1a, stable across builds.
-pub fn shared_seed(profile: &str, count: u32, start_at: Option<&str>) -> u64 {
+pub(crate) fn shared_seed(profile: &str, count: u32, start_at: Option<&str>) -> u64 {
     let text = format!("{profile}\0{count}\0{}", start_at.unwrap_or(""));
     text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)

@@ -9,7 +9,7 @@ use crate::metrics::{Label, Metric};
 
 /// Written in files as its symbol (`<`, `<=`, `>`, `>=`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum Cmp {
+pub(crate) enum Cmp {
     #[serde(rename = "<")]
     Lt,
     #[serde(rename = "<=")]
@@ -21,7 +21,7 @@ pub enum Cmp {
 }
 
 impl Cmp {
-    pub fn symbol(self) -> &'static str {
+    pub(crate) fn symbol(self) -> &'static str {
         match self {
             Cmp::Lt => "<",
             Cmp::Le => "<=",
@@ -30,7 +30,7 @@ impl Cmp {
         }
     }
 
-    pub fn holds(self, value: f64, limit: f64) -> bool {
+    pub(crate) fn holds(self, value: f64, limit: f64) -> bool {
         match self {
             Cmp::Lt => value < limit,
             Cmp::Le => value <= limit,
@@ -41,28 +41,28 @@ impl Cmp {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct ThresholdPlan {
+pub(crate) struct ThresholdPlan {
     /// As the summary shows it: `find.p99 < 50ms`.
-    pub text: String,
+    pub(crate) text: String,
     /// The row it is judged on: a group's, one kind of a mixed group's, or `TOTAL`.
-    pub label: Label,
+    pub(crate) label: Label,
     /// The group's index; None for TOTAL.
-    pub group: Option<usize>,
+    pub(crate) group: Option<usize>,
     /// For TOTAL: the groups that stand beside it, left out (watch groups' events).
-    pub beside: Vec<usize>,
+    pub(crate) beside: Vec<usize>,
     /// One operation kind of a mixed group (`ycsb:get.p99`): that kind's row.
-    pub kind: Option<crate::workload::op::OpName>,
-    pub metric: Metric,
-    pub cmp: Cmp,
+    pub(crate) kind: Option<crate::workload::op::OpName>,
+    pub(crate) metric: Metric,
+    pub(crate) cmp: Cmp,
     /// In the metric's unit (ms for latencies).
-    pub limit: f64,
+    pub(crate) limit: f64,
     /// Checked on the interval histograms as the run goes; a failure stops the run.
-    pub abort: bool,
+    pub(crate) abort: bool,
     /// With `abort`: not before this long after the run's start.
-    pub after: Duration,
+    pub(crate) after: Duration,
     /// A change against the `--baseline` run, in percent (`<= +10%`), judged with `compare`;
     /// `limit` is then that percentage and `compared` the metric's name there.
-    pub relative: Option<&'static str>,
+    pub(crate) relative: Option<&'static str>,
 }
 
 /// What a threshold may be written as, for error messages.
@@ -70,7 +70,7 @@ pub(crate) const GRAMMAR: &str = "\"GROUP.METRIC\" = \"< LIMIT\" (or <=, >, >=),
 
 impl ThresholdPlan {
     /// `key` as `GROUP.METRIC`, `limit` as `< 50ms`; `groups` are the plan's names by index.
-    pub fn parse(
+    pub(crate) fn parse(
         key: &str,
         limit: &str,
         abort: bool,
@@ -203,7 +203,7 @@ impl ThresholdPlan {
     }
 
     /// `--threshold 'find.p99<50ms'`: the key, then the comparison.
-    pub fn parse_cli(expr: &str, groups: &[String]) -> Result<ThresholdPlan, String> {
+    pub(crate) fn parse_cli(expr: &str, groups: &[String]) -> Result<ThresholdPlan, String> {
         let at = expr
             .find(['<', '>'])
             .ok_or_else(|| format!("`{expr}` has no comparison; write e.g. find.p99<50ms"))?;

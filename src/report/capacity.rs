@@ -10,15 +10,15 @@ use crate::capacity::Step;
 /// The result of a capacity search, as written.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct CapacityResult {
-    pub profile: String,
-    pub slo: Vec<String>,
-    pub error_pct: f64,
+    pub(crate) profile: String,
+    pub(crate) slo: Vec<String>,
+    pub(crate) error_pct: f64,
     /// The highest offered rate that held below every rate that failed.
-    pub knee: Option<f64>,
+    pub(crate) knee: Option<f64>,
     /// In the order they ran.
-    pub steps: Vec<Step>,
-    pub warnings: Vec<String>,
-    pub interrupted: bool,
+    pub(crate) steps: Vec<Step>,
+    pub(crate) warnings: Vec<String>,
+    pub(crate) interrupted: bool,
 }
 
 pub(crate) const HEADER: [&str; 10] = [

@@ -578,13 +578,13 @@ fn member_lines(members: &[(u32, &MemberSummary)], with_run: bool) -> Option<Str
 }
 
 /// The whole page.
-pub fn render(dir: &RunDir) -> String {
+pub(crate) fn render(dir: &RunDir) -> String {
     let title = format!("mongo-stress report: {}", dir.summary.profile);
     page(&title, &data(dir), REPORT_JS)
 }
 
 /// The live page (`--live`): the report's frame and drawing, its data from the event stream.
-pub fn render_live(data: &Value) -> String {
+pub(crate) fn render_live(data: &Value) -> String {
     page(
         "mongo-stress live",
         data,
@@ -593,7 +593,7 @@ pub fn render_live(data: &Value) -> String {
 }
 
 /// `compare --html`: both runs' throughput and p99 per interval on shared axes, and the table.
-pub fn render_compare(base: &RunDir, new: &RunDir, table_tsv: &str) -> String {
+pub(crate) fn render_compare(base: &RunDir, new: &RunDir, table_tsv: &str) -> String {
     let side = |dir: &RunDir| -> Value {
         let first = dir
             .intervals

@@ -6,7 +6,7 @@
 
 pub(crate) mod capacity;
 pub(crate) mod columns;
-pub(crate) mod compare;
+pub mod compare;
 pub(crate) mod history;
 pub mod html;
 pub mod json;
@@ -29,7 +29,7 @@ use crate::error::Error;
 /// Writes `render`'s output of `summary` (a summary, a comparison) to `path`, or to stdout for
 /// `-`. Files are written whole: to a
 /// temporary sibling first, then renamed over the target.
-pub fn write_to<T>(
+pub(crate) fn write_to<T>(
     path: &Path,
     summary: &T,
     render: fn(&T, &mut dyn Write) -> std::io::Result<()>,
@@ -49,4 +49,4 @@ pub fn write_to<T>(
     write_atomically(path, &buf)
 }
 
-pub use crate::rundir::write_atomically;
+pub(crate) use crate::rundir::write_atomically;

@@ -29,7 +29,7 @@ pub fn render(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
 }
 
 /// The summary within `width` columns (a terminal's), or whole when None.
-pub fn render_within(
+pub(crate) fn render_within(
     s: &Summary,
     width: Option<usize>,
     out: &mut dyn Write,
@@ -45,7 +45,7 @@ pub fn render_within(
 }
 
 /// `transactions transfer: 17233 committed, 101 aborted, 0 in doubt; 4959 retries ...`.
-pub fn transactions_line(
+pub(crate) fn transactions_line(
     label: &crate::metrics::Label,
     t: &crate::metrics::group::TxCounts,
 ) -> String {
@@ -394,7 +394,7 @@ fn resources(
 }
 
 /// `avg / peak` with `decimals`, or `-` when either is not known.
-pub fn avg_peak(a: &crate::summary::resources::AvgPeak, decimals: usize) -> String {
+pub(crate) fn avg_peak(a: &crate::summary::resources::AvgPeak, decimals: usize) -> String {
     match (a.avg, a.peak) {
         (Some(avg), Some(peak)) => format!("{avg:.decimals$} / {peak:.decimals$}"),
         _ => "-".to_string(),
@@ -404,7 +404,7 @@ pub fn avg_peak(a: &crate::summary::resources::AvgPeak, decimals: usize) -> Stri
 /// The Members table, the console's and report.html's: a header, then per run and member its
 /// state at the end, seconds answered / sampled, and average / peak operations, replicated
 /// operations and lag (a Run column first with several runs); none without members.
-pub fn member_lines(
+pub(crate) fn member_lines(
     members: &[(u32, &crate::summary::members::MemberSummary)],
     with_run: bool,
 ) -> Option<Vec<Vec<String>>> {

@@ -6,7 +6,7 @@ use std::io::Write;
 use super::columns::{cells, COLUMNS};
 use crate::summary::Summary;
 
-pub fn render(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
+pub(crate) fn render(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
     let with_run = s.runs.len() > 1;
     if with_run {
         write!(out, "Run\t")?;
@@ -24,7 +24,10 @@ pub fn render(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
 }
 
 /// Rows alone, as `summary.tsv` writes a run's (the live page's table while the run goes).
-pub fn render_rows(rows: &[crate::metrics::Row], out: &mut dyn Write) -> std::io::Result<()> {
+pub(crate) fn render_rows(
+    rows: &[crate::metrics::Row],
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
     writeln!(out, "{}", COLUMNS.join("\t"))?;
     for row in rows {
         writeln!(out, "{}", line(row))?;
@@ -42,7 +45,7 @@ fn line(row: &crate::metrics::Row) -> String {
 }
 
 /// `thresholds.tsv`: one row per threshold per run.
-pub fn render_thresholds(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
+pub(crate) fn render_thresholds(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out, "Run\tThreshold\tValue\tLimit\tUnit\tResult")?;
     for run in &s.runs {
         for t in &run.thresholds {
@@ -69,7 +72,7 @@ pub fn render_thresholds(s: &Summary, out: &mut dyn Write) -> std::io::Result<()
 
 /// `audit.tsv`: every acknowledged write the audit found not kept (and every phantom
 /// increment), one line each, per run.
-pub fn render_audit(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
+pub(crate) fn render_audit(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out, "{}", crate::audit::TSV_HEADER)?;
     for run in &s.runs {
         for l in &run.audit_lines {
@@ -81,7 +84,7 @@ pub fn render_audit(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
 
 /// `changes.tsv`: every event a listener of a watch group received, and each write one never
 /// saw (`missing`), per run.
-pub fn render_changes(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
+pub(crate) fn render_changes(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out, "run\t{}", crate::summary::streams::CHANGES_HEADER)?;
     for run in &s.runs {
         for l in &run.change_lines {
@@ -92,10 +95,10 @@ pub fn render_changes(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
 }
 
 /// Header of `resources-summary.tsv`; empty cells mean "not known here".
-pub const RESOURCES_HEADER: &str = "Run\tLabel\tSeconds\tClient ops/s\tServer ops/s avg\tServer ops/s peak\tServer CPU % avg\tServer CPU % peak\tIOPS avg\tIOPS peak\tDisk write KB/s avg\tDisk write KB/s peak\tClient CPU % avg\tClient CPU % peak\tClient RSS MB peak\tWarning\tServer CPU source\tDisk source\tClient wait ms/s avg\tClient lag ms avg\tClient lag ms peak\tServer read us avg\tServer write us avg";
+pub(crate) const RESOURCES_HEADER: &str = "Run\tLabel\tSeconds\tClient ops/s\tServer ops/s avg\tServer ops/s peak\tServer CPU % avg\tServer CPU % peak\tIOPS avg\tIOPS peak\tDisk write KB/s avg\tDisk write KB/s peak\tClient CPU % avg\tClient CPU % peak\tClient RSS MB peak\tWarning\tServer CPU source\tDisk source\tClient wait ms/s avg\tClient lag ms avg\tClient lag ms peak\tServer read us avg\tServer write us avg";
 
 /// `resources-summary.tsv`: one row per stage of each run.
-pub fn render_resources(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
+pub(crate) fn render_resources(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out, "{RESOURCES_HEADER}")?;
     let f = |x: Option<f64>| x.map_or(String::new(), |v| format!("{v:.2}"));
     for r in &s.resources {

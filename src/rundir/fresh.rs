@@ -10,8 +10,8 @@ use super::File;
 
 /// A run's directory, made (or found empty) for this run.
 #[derive(Debug)]
-pub struct Fresh {
-    pub dir: PathBuf,
+pub(crate) struct Fresh {
+    pub(crate) dir: PathBuf,
     /// The directories this run made, the run directory first (empty when it existed).
     created: Vec<PathBuf>,
 }
@@ -20,7 +20,7 @@ impl Fresh {
     /// `dir` made for one run. A directory that holds anything is refused (exit 2) unless the
     /// tool chose its name (`pick`: the default `results/<profile>-<time>`), when `-2`, `-3`, ...
     /// is added instead.
-    pub fn make(dir: &Path, pick: bool) -> Result<Fresh, Error> {
+    pub(crate) fn make(dir: &Path, pick: bool) -> Result<Fresh, Error> {
         let dir = if pick { unused(dir) } else { dir.to_path_buf() };
         if let Some(held) = holds(&dir) {
             return Err(Error::Usage(format!(
@@ -57,7 +57,7 @@ impl Fresh {
     /// After a run that ended in an error: when it measured nothing, everything it wrote is
     /// removed, and the directories it made. A run that measured something keeps its directory
     /// whole, even when its summary could not be written.
-    pub fn discard_unmeasured(&self) {
+    pub(crate) fn discard_unmeasured(&self) {
         if !measured(&self.dir, 3) {
             self.discard();
         }

@@ -15,12 +15,12 @@ pub struct IntervalStats {
     pub length: f64,
     pub count: u64,
     /// Milliseconds.
-    pub mean: f64,
-    pub p50: f64,
-    pub p90: f64,
-    pub p99: f64,
-    pub p999: f64,
-    pub max: f64,
+    pub(crate) mean: f64,
+    pub(crate) p50: f64,
+    pub(crate) p90: f64,
+    pub(crate) p99: f64,
+    pub(crate) p999: f64,
+    pub(crate) max: f64,
 }
 
 /// One group in one interval, from the `[Activity ...]` comments.
@@ -29,7 +29,7 @@ pub struct ActivityStats {
     pub start: f64,
     pub length: f64,
     pub users: u32,
-    pub errors: u64,
+    pub(crate) errors: u64,
 }
 
 type Parsed = (

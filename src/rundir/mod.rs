@@ -24,10 +24,10 @@ use crate::error::Error;
 use crate::monitor::members::MemberRow;
 use crate::summary::run_info::RunInfo;
 use crate::summary::Summary;
-pub use fresh::Fresh;
+pub(crate) use fresh::Fresh;
 pub use hlog::{parse_hlog, ActivityStats, IntervalStats};
-pub use resources::{parse_resources, Resources, ResourcesFile};
-pub use sweep::SweepDir;
+pub(crate) use resources::{parse_resources, Resources, ResourcesFile};
+pub(crate) use sweep::SweepDir;
 
 /// A file of a run directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,12 +95,12 @@ impl File {
 
 /// A run directory read back.
 pub struct RunDir {
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     pub summary: Summary,
-    pub summary_tsv: String,
-    pub resources_summary_tsv: Option<String>,
+    pub(crate) summary_tsv: String,
+    pub(crate) resources_summary_tsv: Option<String>,
     /// A merged run's `parts.tsv`.
-    pub parts_tsv: Option<String>,
+    pub(crate) parts_tsv: Option<String>,
     pub run_info: RunInfo,
     /// Epoch seconds the interval log's timestamps count from.
     pub base_secs: f64,
@@ -109,16 +109,16 @@ pub struct RunDir {
     /// Per group tag.
     pub activity: BTreeMap<String, Vec<ActivityStats>>,
     /// Its `latency.hlog`, when it has one.
-    pub hlog: Option<PathBuf>,
-    pub resources: Option<Resources>,
+    pub(crate) hlog: Option<PathBuf>,
+    pub(crate) resources: Option<Resources>,
     /// Its `members.tsv`: each member of a replica set or cluster, each second (none for a
     /// standalone server, or with `--no-members`).
-    pub members: Option<Vec<MemberRow>>,
+    pub(crate) members: Option<Vec<MemberRow>>,
 }
 
 /// What to read besides the summaries and `run.json`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Depth {
+pub(crate) enum Depth {
     /// Everything: the interval log decoded (the report, `compare`).
     Whole,
     /// The interval log only found, not decoded (`merge` streams it).
@@ -230,7 +230,7 @@ impl RunDir {
         Self::read(dir, Depth::Whole)
     }
 
-    pub fn read(dir: &Path, depth: Depth) -> Result<RunDir, Error> {
+    pub(crate) fn read(dir: &Path, depth: Depth) -> Result<RunDir, Error> {
         if !dir.is_dir() {
             return Err(bad(dir, "no such directory".into()));
         }
@@ -289,7 +289,7 @@ impl RunDir {
 
 /// An RFC 3339 time (as run.json and summary.json write them) in seconds since the Unix epoch;
 /// 0 when it cannot be read.
-pub fn epoch_secs(rfc3339: &str) -> f64 {
+pub(crate) fn epoch_secs(rfc3339: &str) -> f64 {
     humantime::parse_rfc3339(rfc3339)
         .ok()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
@@ -297,7 +297,7 @@ pub fn epoch_secs(rfc3339: &str) -> f64 {
 }
 
 /// Writes `bytes` to `path` whole: to a temporary sibling first, then renamed over the target.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     let io = |source| Error::Output {
         path: path.to_path_buf(),
         source,
@@ -319,7 +319,7 @@ pub fn write_run_info(dir: &Path, info: &RunInfo) -> Result<(), Error> {
 
 /// Removes what an earlier run or merge into `dir` left that this one may not write, so none
 /// of its files outlive it.
-pub fn clear_optional(dir: &Path) {
+pub(crate) fn clear_optional(dir: &Path) {
     for f in File::ALL.into_iter().filter(|f| f.optional()) {
         let _ = std::fs::remove_file(f.path(dir));
     }

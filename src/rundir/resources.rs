@@ -12,12 +12,12 @@ use crate::monitor::{HostRow, ResourceRow, RowSink, HOST_COLUMNS};
 
 /// `resources.tsv`: its columns by name, one value per row (None for an empty cell).
 #[derive(Debug, Clone, Default)]
-pub struct Resources {
+pub(crate) struct Resources {
     /// The columns in file order.
-    pub header: Vec<String>,
-    pub columns: BTreeMap<String, Vec<Option<f64>>>,
+    pub(crate) header: Vec<String>,
+    pub(crate) columns: BTreeMap<String, Vec<Option<f64>>>,
     /// The word columns (`repl`), by name.
-    pub text: BTreeMap<String, Vec<String>>,
+    pub(crate) text: BTreeMap<String, Vec<String>>,
 }
 
 /// Header of `resources.tsv` for a sampler scraping `hosts` (`--server-metrics`, as host:port),
@@ -61,13 +61,13 @@ pub(crate) fn line(r: &ResourceRow, extra: &[Option<f64>]) -> String {
 }
 
 /// The file, created with its header before any load so a bad path fails early.
-pub struct ResourcesFile {
+pub(crate) struct ResourcesFile {
     path: PathBuf,
     out: BufWriter<File>,
 }
 
 impl ResourcesFile {
-    pub fn create(path: &Path, hosts: &[String]) -> Result<Self, Error> {
+    pub(crate) fn create(path: &Path, hosts: &[String]) -> Result<Self, Error> {
         let io = |source| Error::Output {
             path: path.to_path_buf(),
             source,
@@ -83,7 +83,7 @@ impl ResourcesFile {
     }
 
     /// Written whole at once (a merge): rows with their extra cells.
-    pub fn write_all<'a>(
+    pub(crate) fn write_all<'a>(
         path: &Path,
         hosts: &[String],
         extra: &[String],
@@ -110,7 +110,7 @@ impl RowSink for ResourcesFile {
     }
 }
 
-pub fn parse_resources(text: &str) -> Result<Resources, String> {
+pub(crate) fn parse_resources(text: &str) -> Result<Resources, String> {
     let (header, rows) = super::tsv_rows(text)?;
     if header.first() != Some(&"time_ms") {
         return Err("no time_ms header".into());
@@ -153,7 +153,7 @@ pub fn parse_resources(text: &str) -> Result<Resources, String> {
 impl Resources {
     /// The file's rows as the sampler took them (by column name, so a file with more columns
     /// reads too).
-    pub fn rows(&self) -> Vec<ResourceRow> {
+    pub(crate) fn rows(&self) -> Vec<ResourceRow> {
         let n = self.columns.get("time_ms").map_or(0, Vec::len);
         // Remote hosts, in the order of their first column.
         let mut hosts: Vec<String> = Vec::new();

@@ -7,18 +7,18 @@ use crate::sweep::{Step, SweepResult};
 
 pub(crate) const SWEEP_JSON: &str = "sweep.json";
 
-pub struct SweepDir {
-    pub path: PathBuf,
-    pub sweep: SweepResult,
+pub(crate) struct SweepDir {
+    pub(crate) path: PathBuf,
+    pub(crate) sweep: SweepResult,
 }
 
 impl SweepDir {
     /// A directory `sweep` wrote (it holds `sweep.json`).
-    pub fn is_sweep(dir: &Path) -> bool {
+    pub(crate) fn is_sweep(dir: &Path) -> bool {
         dir.join(SWEEP_JSON).is_file()
     }
 
-    pub fn open(dir: &Path) -> Result<SweepDir, Error> {
+    pub(crate) fn open(dir: &Path) -> Result<SweepDir, Error> {
         let bad = |why: String| {
             Error::Usage(format!(
                 "{} is not a usable sweep directory: {why}\n  fix: give the directory a `mongo-stress sweep` wrote (its --out), with sweep.json written whole",
@@ -37,7 +37,7 @@ impl SweepDir {
 
     /// A step's run directory: `steps/` of this directory, by the name the step was written
     /// under (so a sweep directory that was moved or copied still finds its steps).
-    pub fn step_dir(&self, step: &Step) -> PathBuf {
+    pub(crate) fn step_dir(&self, step: &Step) -> PathBuf {
         let name = Path::new(&step.dir)
             .file_name()
             .map_or_else(|| step.dir.clone().into(), PathBuf::from);

@@ -138,7 +138,7 @@ impl Write for Lines {
 /// `[Activity 3.000 1.000: insert=50/0 find=50/2]`: per group (by tag), the users running at the
 /// interval's end and the operations that failed in it. A comment to HdrHistogram's readers;
 /// the report reads it.
-pub fn activity_comment(
+pub(crate) fn activity_comment(
     start: Duration,
     duration: Duration,
     activity: &[crate::metrics::Activity],

@@ -3,10 +3,10 @@
 use crate::metrics::{Logged, Sample};
 
 /// Header of `samples.tsv`.
-pub const SAMPLES_HEADER: &str = "start_us\telapsed_us\tgroup\tthread\tok\terror\tsent_bytes\treceived_bytes\tintended_us\tlatency_us\tphase\top";
+pub(crate) const SAMPLES_HEADER: &str = "start_us\telapsed_us\tgroup\tthread\tok\terror\tsent_bytes\treceived_bytes\tintended_us\tlatency_us\tphase\top";
 
 /// JMeter's default CSV header (jmeter.properties `jmeter.save.saveservice.*` defaults).
-pub const JTL_HEADER: &str = "timeStamp,elapsed,label,responseCode,responseMessage,threadName,dataType,success,failureMessage,bytes,sentBytes,grpThreads,allThreads,URL,Latency,IdleTime,Connect";
+pub(crate) const JTL_HEADER: &str = "timeStamp,elapsed,label,responseCode,responseMessage,threadName,dataType,success,failureMessage,bytes,sentBytes,grpThreads,allThreads,URL,Latency,IdleTime,Connect";
 
 pub(super) fn format_tsv(out: &mut String, s: &Sample, groups: &[String]) {
     let group = groups.get(usize::from(s.group)).map_or("?", |g| g.as_str());

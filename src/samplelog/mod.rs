@@ -21,12 +21,12 @@ use crate::error::Error;
 use crate::metrics::Logged;
 
 use lines::{csv, format_jtl, format_tsv};
-pub use lines::{JTL_HEADER, SAMPLES_HEADER};
+pub(crate) use lines::{JTL_HEADER, SAMPLES_HEADER};
 
 /// Batches in flight between the recorder and the writer.
 const CHANNEL_BATCHES: usize = 8;
 
-pub struct SampleLog {
+pub(crate) struct SampleLog {
     tx: Option<mpsc::Sender<Vec<Logged>>>,
     writer: Option<JoinHandle<WriterResult>>,
 }
@@ -38,7 +38,7 @@ struct Outputs {
 
 impl SampleLog {
     /// Creates the files (with headers) now, so a bad path fails before the load starts.
-    pub fn create(
+    pub(crate) fn create(
         tsv: Option<&Path>,
         jtl: Option<&Path>,
         groups: Vec<String>,
@@ -114,12 +114,12 @@ impl SampleLog {
     }
 
     /// A sender for the recorder; sending waits when the writer is `CHANNEL_BATCHES` behind.
-    pub fn sender(&self) -> Option<mpsc::Sender<Vec<Logged>>> {
+    pub(crate) fn sender(&self) -> Option<mpsc::Sender<Vec<Logged>>> {
         self.tx.clone()
     }
 
     /// Waits for every line to be written and the files synced; returns the lines written.
-    pub fn finish(mut self) -> Result<u64, Error> {
+    pub(crate) fn finish(mut self) -> Result<u64, Error> {
         self.tx.take();
         join_writer(self.writer.take(), "the sample log writer")
     }

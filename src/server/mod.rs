@@ -70,9 +70,9 @@ pub struct EmbeddedServer {
     args: Vec<OsString>,
     port_at: usize,
     pub flavor: Flavor,
-    pub program: PathBuf,
-    pub version: String,
-    pub address: String,
+    pub(crate) program: PathBuf,
+    pub(crate) version: String,
+    pub(crate) address: String,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -90,11 +90,11 @@ impl EmbeddedServer {
     }
 
     /// The pid of whatever process runs the server, kept current across restarts.
-    pub fn pid_cell(&self) -> Arc<AtomicU32> {
+    pub(crate) fn pid_cell(&self) -> Arc<AtomicU32> {
         Arc::clone(&self.pid)
     }
 
-    pub fn data_dir(&self) -> &Path {
+    pub(crate) fn data_dir(&self) -> &Path {
         &self.data
     }
 
@@ -234,7 +234,7 @@ impl EmbeddedServer {
     }
 
     /// `start` on the blocking pool, for async callers.
-    pub async fn launch(
+    pub(crate) async fn launch(
         explicit: Option<PathBuf>,
         extra: Vec<String>,
         keep: Option<PathBuf>,
@@ -247,13 +247,13 @@ impl EmbeddedServer {
     }
 
     /// `stop` on the blocking pool, for async callers.
-    pub async fn shut_down(self: Arc<Self>) {
+    pub(crate) async fn shut_down(self: Arc<Self>) {
         let _ = tokio::task::spawn_blocking(move || self.stop()).await;
     }
 
     /// Sends `signal` to the process, if it still runs (a reaped pid may be another's).
     #[allow(unsafe_code)] // kill(2), waitpid(2), prctl(2): each block says why it is sound
-    pub fn signal(&self, signal: i32) {
+    pub(crate) fn signal(&self, signal: i32) {
         let mut child = lock(&self.child);
         if child.try_wait().ok().flatten().is_none() {
             // SAFETY: plain kill(2) on our own, unreaped child's pid.
@@ -264,7 +264,7 @@ impl EmbeddedServer {
     }
 
     /// SIGKILL, and waits for the process to be gone.
-    pub fn kill(&self) {
+    pub(crate) fn kill(&self) {
         let mut child = lock(&self.child);
         let _ = child.kill();
         let _ = child.wait();
@@ -273,7 +273,7 @@ impl EmbeddedServer {
 
     /// SIGTERM, and waits for it to exit (SIGKILL after 10 s). True when it exited by itself.
     #[allow(unsafe_code)] // kill(2), waitpid(2), prctl(2): each block says why it is sound
-    pub fn terminate(&self) -> bool {
+    pub(crate) fn terminate(&self) -> bool {
         let mut child = lock(&self.child);
         if child.try_wait().ok().flatten().is_some() {
             return true;
@@ -298,7 +298,7 @@ impl EmbeddedServer {
 
     /// Starts the server again on its data directory and port (after `kill` or `terminate`),
     /// and waits until it listens.
-    pub fn restart(&self) -> Result<(), Error> {
+    pub(crate) fn restart(&self) -> Result<(), Error> {
         let port = self
             .address
             .rsplit(':')
@@ -405,7 +405,7 @@ fn gone() {
 
 /// Kills the embedded server at once and removes its directory; for exits that skip `Drop`.
 #[allow(unsafe_code)] // kill(2), waitpid(2), prctl(2): each block says why it is sound
-pub fn emergency_cleanup() {
+pub(crate) fn emergency_cleanup() {
     if let Some((pid, dir)) = lock(&RUNNING).take() {
         if let Some(pid) = pid {
             // SAFETY: kill(2) and waitpid(2) on our own, unreaped child's pid.
@@ -487,7 +487,7 @@ fn on_path(name: &str) -> Option<PathBuf> {
 }
 
 /// `mongod` on PATH, else `secantusd-rs` on PATH or in the cargo bin directory.
-pub fn find_default() -> Option<PathBuf> {
+pub(crate) fn find_default() -> Option<PathBuf> {
     on_path("mongod")
         .or_else(|| on_path("secantusd-rs"))
         .or_else(|| {

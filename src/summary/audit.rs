@@ -8,42 +8,42 @@ pub(crate) const LISTED: usize = 10;
 
 /// One group's audit (or TOTAL's).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct AuditGroup {
-    pub group: String,
-    pub collection: String,
+pub(crate) struct AuditGroup {
+    pub(crate) group: String,
+    pub(crate) collection: String,
     /// `w:1`, `w:majority j:true`, `default`.
-    pub write_concern: String,
+    pub(crate) write_concern: String,
     /// Writes acknowledged: inserted documents, deletes and `$inc`s.
-    pub acknowledged: u64,
+    pub(crate) acknowledged: u64,
     /// Documents whose insert was acknowledged, and of them those not there (nor deleted).
-    pub inserts: u64,
-    pub lost: u64,
+    pub(crate) inserts: u64,
+    pub(crate) lost: u64,
     /// Inserts whose outcome is unknown, and where they ended.
-    pub in_doubt: u64,
-    pub in_doubt_present: u64,
-    pub in_doubt_absent: u64,
+    pub(crate) in_doubt: u64,
+    pub(crate) in_doubt_present: u64,
+    pub(crate) in_doubt_absent: u64,
     /// Acknowledged deletes, and of them documents there again.
-    pub deletes: u64,
-    pub back: u64,
+    pub(crate) deletes: u64,
+    pub(crate) back: u64,
     /// Acknowledged increments, those missing from the counters (lost updates), and
     /// increments beyond acknowledged plus in doubt (phantom).
-    pub increments: u64,
+    pub(crate) increments: u64,
     #[serde(default)]
-    pub increments_in_doubt: u64,
-    pub lost_updates: u64,
-    pub phantom: u64,
+    pub(crate) increments_in_doubt: u64,
+    pub(crate) lost_updates: u64,
+    pub(crate) phantom: u64,
     /// A few lost `_id`s (every one is in `audit.tsv`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub lost_ids: Vec<String>,
+    pub(crate) lost_ids: Vec<String>,
 }
 
 impl AuditGroup {
     /// Acknowledged writes the server did not keep: lost inserts, deletes back, lost updates.
-    pub fn not_kept(&self) -> u64 {
+    pub(crate) fn not_kept(&self) -> u64 {
         self.lost + self.back + self.lost_updates
     }
 
-    pub fn add(&mut self, o: &AuditGroup) {
+    pub(crate) fn add(&mut self, o: &AuditGroup) {
         self.acknowledged += o.acknowledged;
         self.inserts += o.inserts;
         self.lost += o.lost;
@@ -68,19 +68,19 @@ impl AuditGroup {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct AuditResult {
     /// The collections were read back whole; false: interrupted, or the server did not answer.
-    pub finished: bool,
+    pub(crate) finished: bool,
     /// Why it did not finish.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub problem: Option<String>,
-    pub groups: Vec<AuditGroup>,
-    pub total: AuditGroup,
+    pub(crate) problem: Option<String>,
+    pub(crate) groups: Vec<AuditGroup>,
+    pub(crate) total: AuditGroup,
     /// How long reading back took.
-    pub secs: f64,
+    pub(crate) secs: f64,
 }
 
 impl AuditResult {
     /// An audit that could not read the collections back.
-    pub fn unfinished(problem: String) -> AuditResult {
+    pub(crate) fn unfinished(problem: String) -> AuditResult {
         AuditResult {
             finished: false,
             problem: Some(problem),
@@ -89,7 +89,7 @@ impl AuditResult {
     }
 
     /// The console's line about it.
-    pub fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         let t = &self.total;
         if !self.finished {
             return format!(
@@ -107,7 +107,7 @@ impl AuditResult {
 /// What `audit.tsv` says of one write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum LineKind {
+pub(crate) enum LineKind {
     /// Inserted and acknowledged, not there.
     Lost,
     /// Deleted and acknowledged, there again.
@@ -119,7 +119,7 @@ pub enum LineKind {
 }
 
 impl LineKind {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             LineKind::Lost => "lost",
             LineKind::Back => "back",
@@ -132,21 +132,21 @@ impl LineKind {
 /// One line of `audit.tsv`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AuditLine {
-    pub group: String,
-    pub write_concern: String,
-    pub kind: LineKind,
-    pub collection: String,
+    pub(crate) group: String,
+    pub(crate) write_concern: String,
+    pub(crate) kind: LineKind,
+    pub(crate) collection: String,
     /// The `_id`, as Extended JSON (a number is itself).
-    pub id: String,
+    pub(crate) id: String,
     /// A counter's name, the value expected and found.
-    pub detail: String,
+    pub(crate) detail: String,
 }
 
 /// `audit.tsv`'s header.
 pub(crate) const TSV_HEADER: &str = "run\tgroup\twrite_concern\tkind\tcollection\t_id\tdetail";
 
 impl AuditLine {
-    pub fn tsv(&self, run: u32) -> String {
+    pub(crate) fn tsv(&self, run: u32) -> String {
         let clean = |s: &str| s.replace(['\t', '\n', '\r'], " ");
         format!(
             "{run}\t{}\t{}\t{}\t{}\t{}\t{}",

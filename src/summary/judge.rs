@@ -51,9 +51,9 @@ pub(crate) fn select<'a>(
 pub(crate) struct Judging {
     /// One part of a run in parts, and the metric grows with the load: the merge judges it,
     /// here it passes, marked.
-    pub deferred: bool,
+    pub(crate) deferred: bool,
     /// It stopped the run (`abort = true`): it failed, whatever the whole run says.
-    pub aborted: bool,
+    pub(crate) aborted: bool,
 }
 
 /// The verdicts of a run's absolute thresholds on its groups' metrics (by plan index): in one
@@ -143,7 +143,7 @@ impl ThresholdResult {
     /// The threshold again, from what this result recorded (a merge judges it on the merged
     /// rows); None for a relative one (it needs its baseline) or one recorded before the
     /// thresholds were data.
-    pub fn rule(&self, groups: &[String]) -> Option<ThresholdPlan> {
+    pub(crate) fn rule(&self, groups: &[String]) -> Option<ThresholdPlan> {
         let (label, metric, cmp) = (self.label.clone()?, self.metric?, self.cmp?);
         if self.relative {
             return None;
@@ -174,22 +174,22 @@ impl ThresholdResult {
 
 /// What a result's exit code is made of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     /// Stopped by the user (Ctrl-C, SIGTERM): what completed is shown.
-    pub interrupted: bool,
+    pub(crate) interrupted: bool,
     /// A threshold, a gate or an SLO search's limit failed.
-    pub threshold_failed: bool,
+    pub(crate) threshold_failed: bool,
     /// Some operations failed, the run stopped on its error rate, an output was not written
     /// whole, or a part of the tool failed.
-    pub failed: bool,
+    pub(crate) failed: bool,
     /// The audit found acknowledged writes the server did not keep.
-    pub data_lost: bool,
+    pub(crate) data_lost: bool,
 }
 
 impl Outcome {
     /// SPEC's exit codes: 130 interrupted, 5 acknowledged data lost (before 4 and 1), 4 a
     /// threshold failed (before 1), 1 failed, 0 done.
-    pub fn exit_code(self) -> i32 {
+    pub(crate) fn exit_code(self) -> i32 {
         if self.interrupted {
             exit::INTERRUPTED
         } else if self.data_lost {
@@ -204,7 +204,7 @@ impl Outcome {
     }
 
     /// The exit code with what it means, as the report's header says it.
-    pub fn words(self) -> String {
+    pub(crate) fn words(self) -> String {
         let code = self.exit_code();
         let what = match code {
             exit::INTERRUPTED => "interrupted: what completed is shown",

@@ -15,9 +15,9 @@ use crate::plan::RunPlan;
 /// Why the run ended before its plan: the words, and the aborting threshold when one did it.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Stopped {
-    pub message: String,
+    pub(crate) message: String,
     /// The aborting threshold that stopped it, as written.
-    pub threshold: Option<String>,
+    pub(crate) threshold: Option<String>,
 }
 
 /// Everything one repetition measured, nothing judged.
@@ -60,14 +60,14 @@ pub struct Measured {
 /// An invariant collection as read before and after the run.
 #[derive(Debug, Clone, Default)]
 pub struct InvariantSums {
-    pub collection: String,
-    pub field: String,
-    pub sum_before: f64,
-    pub sum_after: f64,
-    pub min: Option<f64>,
-    pub lowest: Option<f64>,
-    pub below_min: u64,
-    pub documents: u64,
+    pub(crate) collection: String,
+    pub(crate) field: String,
+    pub(crate) sum_before: f64,
+    pub(crate) sum_after: f64,
+    pub(crate) min: Option<f64>,
+    pub(crate) lowest: Option<f64>,
+    pub(crate) below_min: u64,
+    pub(crate) documents: u64,
 }
 
 impl RunResult {

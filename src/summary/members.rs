@@ -16,27 +16,27 @@ use crate::plan::fault::FaultKind;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MemberSummary {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shard: Option<String>,
-    pub member: String,
+    pub(crate) shard: Option<String>,
+    pub(crate) member: String,
     /// Its state at the run's end (the last one known).
-    pub state: Option<String>,
+    pub(crate) state: Option<String>,
     /// Seconds sampled in the run, and of them those its serverStatus answered.
-    pub seconds: usize,
-    pub answered: usize,
+    pub(crate) seconds: usize,
+    pub(crate) answered: usize,
     /// All kinds of operation together, per second.
-    pub ops_s: AvgPeak,
-    pub repl_ops_s: AvgPeak,
+    pub(crate) ops_s: AvgPeak,
+    pub(crate) repl_ops_s: AvgPeak,
     /// Seconds behind its primary.
-    pub lag_s: AvgPeak,
+    pub(crate) lag_s: AvgPeak,
     /// The shortest oplog window seen in the run, seconds (how close its oldest entries came
     /// to falling off); none where it could not be read.
     #[serde(default)]
-    pub oplog_window_min_s: Option<f64>,
+    pub(crate) oplog_window_min_s: Option<f64>,
 }
 
 impl MemberSummary {
     /// `shard0/h1:27017`, or the host alone in a replica set.
-    pub fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         crate::monitor::members::member_name(self.shard.as_deref(), &self.member)
     }
 }

@@ -28,50 +28,50 @@ use crate::plan::RunPlan;
 use crate::workload::op::OpName;
 pub use measured::{InvariantSums, Measured, Stopped};
 use resources::{ResourceSummary, StageSpan};
-pub use spread::{spread, Spread};
+pub(crate) use spread::{spread, Spread};
 pub use warnings::{Warning, WarningCode};
 
-pub const SCHEMA_VERSION: u32 = 1;
+pub(crate) const SCHEMA_VERSION: u32 = 1;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Summary {
-    pub schema_version: u32,
-    pub tool: String,
-    pub profile: String,
-    pub origin: String,
+    pub(crate) schema_version: u32,
+    pub(crate) tool: String,
+    pub(crate) profile: String,
+    pub(crate) origin: String,
     pub seed: u64,
-    pub server: ServerInfo,
-    pub groups: Vec<GroupInfo>,
+    pub(crate) server: ServerInfo,
+    pub(crate) groups: Vec<GroupInfo>,
     pub runs: Vec<RunResult>,
     /// Run-to-run spread of throughput per label; empty for a single run.
-    pub spread: Vec<Spread>,
+    pub(crate) spread: Vec<Spread>,
     /// Server and client resources per stage of each run (see `resources`).
-    pub resources: Vec<ResourceSummary>,
-    pub interrupted: bool,
+    pub(crate) resources: Vec<ResourceSummary>,
+    pub(crate) interrupted: bool,
     /// Everything a reader should be told, with a code; the console table renders these.
     pub warnings: Vec<Warning>,
     /// The part of a run in parts this is (`--part`, `--parts`); None for a whole run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub part: Option<Part>,
+    pub(crate) part: Option<Part>,
     /// A merged run: each part's share (`mongo-stress merge`); empty otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub parts: Vec<PartRow>,
+    pub(crate) parts: Vec<PartRow>,
     /// How each `--server-metrics` endpoint answered; empty without any.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub metrics_sources: Vec<crate::monitor::MetricsSource>,
+    pub(crate) metrics_sources: Vec<crate::monitor::MetricsSource>,
     /// What the member sampler could not read (a member that did not answer, a command it
     /// refused), each said once.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub member_warnings: Vec<String>,
+    pub(crate) member_warnings: Vec<String>,
     /// Each template's winning plan, from the server's explain after the setup.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub plans: Vec<plans::QueryPlan>,
+    pub(crate) plans: Vec<plans::QueryPlan>,
     /// A merged run with `--allow-missing`: the parts it lacks.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub missing_parts: Vec<u32>,
+    pub(crate) missing_parts: Vec<u32>,
     /// What failed outside any one run (the sample log, the sampler): each fails the run.
     #[serde(skip)]
-    pub failures: Vec<String>,
+    pub(crate) failures: Vec<String>,
 }
 
 impl Summary {
@@ -108,14 +108,14 @@ impl Summary {
 
     /// Recomputes the spread, the resource summary of every run (from the sampler's rows, when
     /// it ran) and the warnings.
-    pub fn refresh(&mut self, rows: &[ResourceRow], sampled: bool) {
+    pub(crate) fn refresh(&mut self, rows: &[ResourceRow], sampled: bool) {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         self.refresh_on(rows, sampled, cores, crate::monitor::local::machine_cpus());
     }
 
     /// `refresh` for a load generator allowed `cores` CPUs on a machine of `machine_cpus` (a
     /// merged run's parts ran elsewhere).
-    pub fn refresh_on(
+    pub(crate) fn refresh_on(
         &mut self,
         rows: &[ResourceRow],
         sampled: bool,
@@ -152,7 +152,7 @@ impl Summary {
 
     /// Something failed beyond operations: a panic, an output not written whole (read back
     /// from a run directory, what failed is in the warnings).
-    pub fn failed(&self) -> bool {
+    pub(crate) fn failed(&self) -> bool {
         !self.failures.is_empty()
             || self.runs.iter().any(|r| !r.failures.is_empty())
             || self.warnings.iter().any(|w| w.code == WarningCode::Failure)
@@ -168,7 +168,7 @@ impl Summary {
     }
 
     /// What the exit code is made of.
-    pub fn outcome(&self) -> judge::Outcome {
+    pub(crate) fn outcome(&self) -> judge::Outcome {
         judge::Outcome {
             // A merged run with an interrupted part is not an interrupted merge: it failed.
             interrupted: self.interrupted && self.parts.is_empty(),
@@ -197,23 +197,23 @@ impl Summary {
 /// the lowest value after, and how many fell below `min`. It holds when the sums are equal and
 /// nothing is below `min`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct InvariantResult {
-    pub collection: String,
-    pub field: String,
-    pub sum_before: f64,
-    pub sum_after: f64,
+pub(crate) struct InvariantResult {
+    pub(crate) collection: String,
+    pub(crate) field: String,
+    pub(crate) sum_before: f64,
+    pub(crate) sum_after: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub min: Option<f64>,
+    pub(crate) min: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lowest: Option<f64>,
-    pub below_min: u64,
-    pub documents: u64,
-    pub holds: bool,
+    pub(crate) lowest: Option<f64>,
+    pub(crate) below_min: u64,
+    pub(crate) documents: u64,
+    pub(crate) holds: bool,
 }
 
 impl InvariantResult {
     /// `accounts.balance: sum 100000 before, 100000 after; lowest 3, none below 0: holds`.
-    pub fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         let lowest = self
             .lowest
             .map_or(String::new(), |l| format!("; lowest {l}"));
@@ -235,44 +235,44 @@ impl InvariantResult {
 
 /// One part of a merged run, as the `parts` table shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PartRow {
-    pub part: u32,
+pub(crate) struct PartRow {
+    pub(crate) part: u32,
     /// The part's run directory, as `merge` was given it.
-    pub dir: String,
-    pub host: Option<String>,
-    pub samples: u64,
-    pub throughput: f64,
+    pub(crate) dir: String,
+    pub(crate) host: Option<String>,
+    pub(crate) samples: u64,
+    pub(crate) throughput: f64,
     /// Average and peak client CPU % over the part's runs (None without resources).
-    pub client_cpu_avg: Option<f64>,
-    pub client_cpu_peak: Option<f64>,
+    pub(crate) client_cpu_avg: Option<f64>,
+    pub(crate) client_cpu_peak: Option<f64>,
     /// How late the part's stages began behind the common start (largest over its runs).
-    pub late_start_ms: Option<f64>,
+    pub(crate) late_start_ms: Option<f64>,
 }
 
 /// A threshold judged on a run (by `judge`, the one judge).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ThresholdResult {
     /// As written: `find.p99 < 50ms`.
-    pub threshold: String,
+    pub(crate) threshold: String,
     /// The row it was judged on, its metric and comparison: the threshold as data, so a merge
     /// judges it again without parsing `threshold`. Absent in summaries written before them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub label: Option<Label>,
+    pub(crate) label: Option<Label>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metric: Option<crate::metrics::Metric>,
+    pub(crate) metric: Option<crate::metrics::Metric>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cmp: Option<crate::plan::thresholds::Cmp>,
+    pub(crate) cmp: Option<crate::plan::thresholds::Cmp>,
     /// A change against the `--baseline` run (`limit` is then a percentage).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub relative: bool,
+    pub(crate) relative: bool,
     /// The run's value, in `unit`.
     pub value: f64,
     /// The limit, in `unit` (ms for latencies).
-    pub limit: f64,
-    pub unit: String,
+    pub(crate) limit: f64,
+    pub(crate) unit: String,
     pub pass: bool,
     /// It stopped the run (`abort = true`), so it failed.
-    pub aborted: bool,
+    pub(crate) aborted: bool,
     /// In one part of a run in parts, a limit on a throughput or count is the whole run's:
     /// `merge` judges it; here it passes, marked.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -283,29 +283,29 @@ pub struct ThresholdResult {
 /// before the stages, and how fast.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LoadResult {
-    pub documents: u64,
-    pub secs: f64,
+    pub(crate) documents: u64,
+    pub(crate) secs: f64,
     /// Documents per second.
-    pub throughput: f64,
+    pub(crate) throughput: f64,
     /// Documents per `insertMany`.
-    pub batch: u64,
+    pub(crate) batch: u64,
 }
 
 /// When a run's stages were to begin, and how late they began (0 when on time).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StartInfo {
     /// RFC 3339 with milliseconds.
-    pub at: String,
-    pub late_ms: f64,
+    pub(crate) at: String,
+    pub(crate) late_ms: f64,
 }
 
 /// What a group's warm-up kept out of the summary (it is in samples.tsv and latency.hlog).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct WarmupRow {
-    pub label: crate::metrics::Label,
-    pub secs: f64,
-    pub samples: u64,
-    pub errors: u64,
+pub(crate) struct WarmupRow {
+    pub(crate) label: crate::metrics::Label,
+    pub(crate) secs: f64,
+    pub(crate) samples: u64,
+    pub(crate) errors: u64,
 }
 
 /// Who ran the server the tool talked to.
@@ -328,115 +328,115 @@ pub struct ServerInfo {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct GroupInfo {
-    pub name: String,
-    pub stage: String,
-    pub op: OpName,
-    pub threads: u32,
-    pub loops: Option<u64>,
-    pub duration_secs: Option<f64>,
+pub(crate) struct GroupInfo {
+    pub(crate) name: String,
+    pub(crate) stage: String,
+    pub(crate) op: OpName,
+    pub(crate) threads: u32,
+    pub(crate) loops: Option<u64>,
+    pub(crate) duration_secs: Option<f64>,
     /// Target operations per second (open loop); None: closed loop.
-    pub rate: Option<f64>,
+    pub(crate) rate: Option<f64>,
     /// A group that mixes operations (`op` is then its first kind): each kind and its weight.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub mix: Vec<MixShare>,
+    pub(crate) mix: Vec<MixShare>,
     /// The profile's own operations of the group (driver names: `find`, `insertMany`); empty
     /// for the built-in ones.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub operations: Vec<String>,
+    pub(crate) operations: Vec<String>,
     /// A group of steps: its rows besides its own (`group:STEP`, and `group:first-attempt`
     /// for a transaction).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub steps: Vec<String>,
+    pub(crate) steps: Vec<String>,
     /// The group's write concern (`1`, `0`, `majority`), when it sets one or `[target]` does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub write_concern: Option<String>,
+    pub(crate) write_concern: Option<String>,
     /// The key distribution, when not uniform.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub keys: Option<String>,
+    pub(crate) keys: Option<String>,
     /// Open loop: the connections its operations can have at once (the driver's pool,
     /// `pool_size`); a slot that finds them all busy waits, and starts late.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pool_size: Option<u32>,
+    pub(crate) pool_size: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MixShare {
-    pub op: OpName,
-    pub weight: u32,
+pub(crate) struct MixShare {
+    pub(crate) op: OpName,
+    pub(crate) weight: u32,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunResult {
-    pub run: u32,
-    pub started_at: String,
-    pub wall_secs: f64,
-    pub interrupted: bool,
+    pub(crate) run: u32,
+    pub(crate) started_at: String,
+    pub(crate) wall_secs: f64,
+    pub(crate) interrupted: bool,
     /// Group rows in profile order, a `TOTAL <stage>` row per multi-group stage when the profile
     /// has several stages, then `TOTAL`.
     pub rows: Vec<Row>,
     /// Failures by class, per label.
-    pub errors_by_class: BTreeMap<String, BTreeMap<String, u64>>,
+    pub(crate) errors_by_class: BTreeMap<String, BTreeMap<String, u64>>,
     /// Each group's kinds of failure (class and server code), with the first one's message,
     /// the count and the share of the group's operations.
     #[serde(default)]
-    pub error_kinds: Vec<Failure>,
+    pub(crate) error_kinds: Vec<Failure>,
     /// schema_version 1's failure messages with counts, kept for its readers: each kind's first
     /// message (with its label) and the kind's count (`Failure::messages`).
     #[serde(default)]
-    pub error_messages: BTreeMap<String, u64>,
+    pub(crate) error_messages: BTreeMap<String, u64>,
     /// When each stage ran.
-    pub stages: Vec<StageSpan>,
+    pub(crate) stages: Vec<StageSpan>,
     /// Why the run ended before its plan (stop_on_error_pct, an aborting threshold), if it did.
-    pub stopped_early: Option<String>,
+    pub(crate) stopped_early: Option<String>,
     /// The threshold (`abort = true`) that stopped the run, as written; None otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub aborted_by: Option<String>,
+    pub(crate) aborted_by: Option<String>,
     /// Per group with a warm-up: what it excluded from the rows.
-    pub warmup: Vec<WarmupRow>,
+    pub(crate) warmup: Vec<WarmupRow>,
     /// The setup's preload (YCSB's load phase), when there was one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub load: Option<LoadResult>,
+    pub(crate) load: Option<LoadResult>,
     /// When the stages were to begin (`--start-at`, or a run in parts) and how late they did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub start: Option<StartInfo>,
+    pub(crate) start: Option<StartInfo>,
     /// Each threshold of the plan, judged on this run (warm-up excluded).
     pub thresholds: Vec<ThresholdResult>,
     /// Each collection's invariant (`invariant = { sum, min }`), before and after this run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub invariants: Vec<InvariantResult>,
+    pub(crate) invariants: Vec<InvariantResult>,
     /// The write audit (`--audit`): what the server kept of the acknowledged writes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub audit: Option<audit::AuditResult>,
+    pub(crate) audit: Option<audit::AuditResult>,
     /// The faults done to the server (`[[fault]]`), with how each group came back.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub faults: Vec<faults::FaultEvent>,
+    pub(crate) faults: Vec<faults::FaultEvent>,
     /// Windows with no successful operation, per group and for the run (TOTAL: no group had
     /// one), longer than each one's bound.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub unavailable: Vec<crate::metrics::availability::Window>,
+    pub(crate) unavailable: Vec<crate::metrics::availability::Window>,
     /// Changes made while the run went (`--live-control`): a group's rate or users.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub changes: Vec<Change>,
+    pub(crate) changes: Vec<Change>,
     /// Each member of a replica set or cluster over the run (`members.tsv`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub members: Vec<members::MemberSummary>,
+    pub(crate) members: Vec<members::MemberSummary>,
     /// The topology's events in the run: primary and state changes, members added or
     /// removed, chunk migrations.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub topology: Vec<crate::monitor::members::TopologyEvent>,
+    pub(crate) topology: Vec<crate::monitor::members::TopologyEvent>,
     /// Each watch group's delivery: expected, delivered, missing, duplicated, resumes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub streams: Vec<streams::StreamResult>,
+    pub(crate) streams: Vec<streams::StreamResult>,
     /// `changes.tsv`'s lines: every event and every missing one (not in summary.json).
     #[serde(skip)]
-    pub change_lines: Vec<streams::ChangeLine>,
+    pub(crate) change_lines: Vec<streams::ChangeLine>,
     /// The audit's lines for `audit.tsv` (not in summary.json: there may be millions).
     #[serde(skip)]
-    pub audit_lines: Vec<audit::AuditLine>,
+    pub(crate) audit_lines: Vec<audit::AuditLine>,
     /// What failed inside the run (a virtual user's or the recorder's panic); shown as warnings.
     #[serde(skip)]
-    pub failures: Vec<String>,
+    pub(crate) failures: Vec<String>,
 }
 
 /// A group's rate or users changed while the run went (the live page's control): from when
@@ -445,25 +445,25 @@ pub struct RunResult {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Change {
     /// When it took effect, RFC 3339 with milliseconds.
-    pub time: String,
+    pub(crate) time: String,
     /// The same, milliseconds since the Unix epoch.
-    pub time_ms: u64,
-    pub group: String,
+    pub(crate) time_ms: u64,
+    pub(crate) group: String,
     /// `rate` (operations per second, open loop) or `users` (closed loop).
-    pub setting: String,
-    pub from: f64,
-    pub to: f64,
+    pub(crate) setting: String,
+    pub(crate) from: f64,
+    pub(crate) to: f64,
     /// Where it came from: `page` (the live page's controls) or `api` (a POST of its own),
     /// with the client's address.
-    pub who: String,
+    pub(crate) who: String,
     /// The row of the group's operations from then on (`insert@400/s`, `insert@50 users`).
-    pub row: Label,
+    pub(crate) row: Label,
 }
 
 impl Change {
     /// The row of a group's operations at `value` of `setting` (`rate` or `users`):
     /// `insert@400/s`, `insert@50 users`.
-    pub fn row_at(group: &str, setting: &str, value: f64) -> Label {
+    pub(crate) fn row_at(group: &str, setting: &str, value: f64) -> Label {
         match setting {
             "rate" => Label::group(&Label::step_name(group, value)),
             _ => Label::group(&format!("{group}@{value:.0} users")),
@@ -471,7 +471,7 @@ impl Change {
     }
 
     /// A value of `setting` as a person reads it: `400/s`, `50 users`.
-    pub fn value_text(setting: &str, value: f64) -> String {
+    pub(crate) fn value_text(setting: &str, value: f64) -> String {
         match setting {
             "rate" => Label::step_name("", value)
                 .trim_start_matches('@')
@@ -483,12 +483,12 @@ impl Change {
     /// Are two values of `setting` the same for a change? As their rows name them (a rate to
     /// two decimals, users whole): a change between them would split the group's row into two
     /// of one name (`insert@200/s` and `insert@200/s #2`).
-    pub fn same_value(setting: &str, a: f64, b: f64) -> bool {
+    pub(crate) fn same_value(setting: &str, a: f64, b: f64) -> bool {
         Change::value_text(setting, a) == Change::value_text(setting, b)
     }
 
     /// The change as its marker says it: `insert 200/s -> 400/s (page 127.0.0.1)`.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         format!(
             "{} {} -> {} ({})",
             self.group,
@@ -499,7 +499,7 @@ impl Change {
     }
 }
 
-pub fn group_info(plan: &RunPlan) -> Vec<GroupInfo> {
+pub(crate) fn group_info(plan: &RunPlan) -> Vec<GroupInfo> {
     plan.stages
         .iter()
         .flat_map(|s| {
@@ -559,22 +559,22 @@ pub fn group_info(plan: &RunPlan) -> Vec<GroupInfo> {
 /// One kind of failure of one group: its class, the server's code (with MongoDB's name for
 /// it), the first such failure's message, how many and what share of the group's operations.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Failure {
-    pub label: String,
-    pub class: String,
+pub(crate) struct Failure {
+    pub(crate) label: String,
+    pub(crate) class: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub code: Option<i32>,
+    pub(crate) code: Option<i32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub code_name: Option<String>,
-    pub message: String,
-    pub count: u64,
+    pub(crate) code_name: Option<String>,
+    pub(crate) message: String,
+    pub(crate) count: u64,
     /// Percent of the group's operations.
-    pub share_pct: f64,
+    pub(crate) share_pct: f64,
 }
 
 impl Failure {
     /// A group's kinds of failure, most frequent first.
-    pub fn of(label: &str, m: &GroupMetrics) -> Vec<Failure> {
+    pub(crate) fn of(label: &str, m: &GroupMetrics) -> Vec<Failure> {
         let mut out: Vec<Failure> = m
             .failures
             .iter()
@@ -599,7 +599,7 @@ impl Failure {
 
 impl Failure {
     /// `error_messages` of schema_version 1 from the kinds: `label: message` to the count.
-    pub fn messages(kinds: &[Failure]) -> BTreeMap<String, u64> {
+    pub(crate) fn messages(kinds: &[Failure]) -> BTreeMap<String, u64> {
         let mut out = BTreeMap::new();
         for f in kinds {
             *out.entry(format!("{}: {}", f.label, f.message))
@@ -610,14 +610,14 @@ impl Failure {
 }
 
 /// Failures by class per group, and each group's kinds of failure.
-pub type Errors = (BTreeMap<String, BTreeMap<String, u64>>, Vec<Failure>);
+pub(crate) type Errors = (BTreeMap<String, BTreeMap<String, u64>>, Vec<Failure>);
 
 /// The rows from the metrics of each group (indexed as in the plan): a group's (a mixed group's
 /// or a group of steps' kinds first), a `TOTAL <stage>` per multi-group stage when there are
 /// several stages, then `TOTAL`; with the errors by class and message.
 /// The rows of a run: each group's (with a mix's or steps' kinds before it, and the rows of
 /// its changes after it, `segments`), each stage's total and the run's.
-pub fn rows(
+pub(crate) fn rows(
     plan: &RunPlan,
     metrics: &[GroupMetrics],
     segments: &[crate::metrics::Segment],
@@ -685,7 +685,7 @@ fn warmup_rows(plan: &RunPlan, warmup: &[GroupMetrics]) -> Vec<WarmupRow> {
 impl RunResult {
     /// A row of a group changed while the run went (`insert@400/s`, and the part before the
     /// first change): some of its group's operations, which the group's own row holds.
-    pub fn is_change_row(&self, label: &Label) -> bool {
+    pub(crate) fn is_change_row(&self, label: &Label) -> bool {
         let g = label.group_name().unwrap_or_default();
         self.changes
             .iter()
@@ -698,7 +698,7 @@ impl RunResult {
 
     /// The audit found acknowledged writes the server did not keep (with the audit on, a
     /// collection's broken invariant too: money acknowledged as moved that is not there).
-    pub fn data_lost(&self) -> bool {
+    pub(crate) fn data_lost(&self) -> bool {
         self.audit.as_ref().is_some_and(|a| {
             a.total.not_kept() > 0
                 || self.invariants.iter().any(|i| !i.holds)

@@ -7,41 +7,41 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct QueryPlan {
     /// The row it belongs to (`recent`, `app:lookup`).
-    pub label: crate::metrics::Label,
+    pub(crate) label: crate::metrics::Label,
     /// The driver's name of the operation (`find`, `aggregate`).
-    pub operation: String,
-    pub collection: String,
+    pub(crate) operation: String,
+    pub(crate) collection: String,
     /// `IXSCAN status_1_created_-1`, `COLLSCAN`, `IDHACK`, `EOF`, ...: the winning plan's
     /// access stages.
-    pub plan: String,
+    pub(crate) plan: String,
     /// The indexes the winning plan reads.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub indexes: Vec<String>,
+    pub(crate) indexes: Vec<String>,
     /// It reads the whole collection.
-    pub collscan: bool,
+    pub(crate) collscan: bool,
     /// From `executionStats` (reads only): keys and documents examined, documents returned.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub keys_examined: Option<u64>,
+    pub(crate) keys_examined: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub docs_examined: Option<u64>,
+    pub(crate) docs_examined: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub returned: Option<u64>,
+    pub(crate) returned: Option<u64>,
     /// An aggregate's: what the whole pipeline returned in that one call (`returned` is what
     /// its first stage read from the collection into it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pipeline_returned: Option<u64>,
+    pub(crate) pipeline_returned: Option<u64>,
     /// A find's or aggregate's documents returned per call, on average over `draws` requests
     /// drawn as the users draw them: what its filter's values select here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub returned_per_call: Option<f64>,
+    pub(crate) returned_per_call: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub draws: Option<u32>,
+    pub(crate) draws: Option<u32>,
 }
 
 impl QueryPlan {
     /// `recent (find on orders): IXSCAN status_1_created_-1, 20 keys and 20 documents examined
     /// for 20 returned`.
-    pub fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         let per = |k: u64, d: u64, n: u64| {
             format!(
                 "{:.1} and {:.1} per document returned",

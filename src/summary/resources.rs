@@ -11,64 +11,64 @@ use crate::monitor::{HostRow, ResourceRow};
 /// When one stage ran, in epoch milliseconds.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StageSpan {
-    pub label: Label,
+    pub(crate) label: Label,
     /// When the stage began.
-    pub began_ms: u64,
+    pub(crate) began_ms: u64,
     /// When what the summary counts began: after the stage's warm-ups (else `began_ms`).
-    pub start_ms: u64,
-    pub end_ms: u64,
+    pub(crate) start_ms: u64,
+    pub(crate) end_ms: u64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct AvgPeak {
-    pub avg: Option<f64>,
-    pub peak: Option<f64>,
+pub(crate) struct AvgPeak {
+    pub(crate) avg: Option<f64>,
+    pub(crate) peak: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ResourceSummary {
-    pub run: u32,
-    pub label: Label,
+pub(crate) struct ResourceSummary {
+    pub(crate) run: u32,
+    pub(crate) label: Label,
     /// Sampler rows that fell inside the stage.
-    pub seconds: usize,
+    pub(crate) seconds: usize,
     /// Of them, those with a serverStatus answer (within its timeout): the rest are missed.
     #[serde(default)]
-    pub status_seconds: usize,
-    pub client_ops_s: f64,
-    pub server_ops_s: AvgPeak,
-    pub server_cpu_pct: AvgPeak,
-    pub iops: AvgPeak,
-    pub disk_write_kbs: AvgPeak,
-    pub client_cpu_pct: AvgPeak,
-    pub client_rss_mb: AvgPeak,
+    pub(crate) status_seconds: usize,
+    pub(crate) client_ops_s: f64,
+    pub(crate) server_ops_s: AvgPeak,
+    pub(crate) server_cpu_pct: AvgPeak,
+    pub(crate) iops: AvgPeak,
+    pub(crate) disk_write_kbs: AvgPeak,
+    pub(crate) client_cpu_pct: AvgPeak,
+    pub(crate) client_rss_mb: AvgPeak,
     /// Where the server CPU figure came from: `local /proc`, `<exporter> at HOST`,
     /// `serverStatus`, or `node_exporter at HOST (whole host)`.
     #[serde(default)]
-    pub cpu_source: Option<String>,
+    pub(crate) cpu_source: Option<String>,
     /// Where IOPS and disk KB/s came from: `local /proc` or `node_exporter at HOST`.
     #[serde(default)]
-    pub disk_source: Option<String>,
+    pub(crate) disk_source: Option<String>,
     /// The load generator's time waiting to run, ms per second over its threads (schedstat),
     /// and how late its 100 ms heartbeat woke (average of averages / worst).
     #[serde(default)]
-    pub client_wait_ms: AvgPeak,
+    pub(crate) client_wait_ms: AvgPeak,
     #[serde(default)]
-    pub client_lag_ms: AvgPeak,
+    pub(crate) client_lag_ms: AvgPeak,
     /// The server's own average time per read and per write (serverStatus opLatencies), in
     /// microseconds: beside the client's latency, what the network and the client add.
     #[serde(default)]
-    pub server_reads_us: AvgPeak,
+    pub(crate) server_reads_us: AvgPeak,
     #[serde(default)]
-    pub server_writes_us: AvgPeak,
+    pub(crate) server_writes_us: AvgPeak,
     /// Set when the load generator, not the server, may have been the limit.
-    pub warning: Option<String>,
+    pub(crate) warning: Option<String>,
     /// Set when the kernel or the runtime say the load generator was starved of CPU.
     #[serde(default)]
-    pub starved: Option<String>,
+    pub(crate) starved: Option<String>,
     /// Some sampled second lay at least half inside the stage, so averages and peaks mean
     /// something; false for a stage too short to sample.
     #[serde(skip)]
-    pub measurable: bool,
+    pub(crate) measurable: bool,
 }
 
 /// Time-weighted average over the seconds of each row's interval inside the stage (so a rate's
@@ -210,8 +210,8 @@ fn starved(rows: &[(f64, &ResourceRow)], busy: Option<(f64, f64, f64)>) -> Optio
 /// The CPUs the load generator may use (its affinity or quota) and those of its machine.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Cores {
-    pub tool: usize,
-    pub machine: usize,
+    pub(crate) tool: usize,
+    pub(crate) machine: usize,
 }
 
 /// One summary per stage span.

@@ -12,19 +12,19 @@ use crate::plan::{RunPlan, TargetPlan};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunInfo {
-    pub schema_version: u32,
-    pub tool: String,
-    pub command_line: Vec<String>,
-    pub profile: ProfileInfo,
-    pub plan: PlanInfo,
-    pub seed: u64,
-    pub server: ServerInfo,
+    pub(crate) schema_version: u32,
+    pub(crate) tool: String,
+    pub(crate) command_line: Vec<String>,
+    pub(crate) profile: ProfileInfo,
+    pub(crate) plan: PlanInfo,
+    pub(crate) seed: u64,
+    pub(crate) server: ServerInfo,
     /// The load generator's machine; None for a merged run (its parts' are in `parts`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<HostInfo>,
-    pub started_at: String,
-    pub finished_at: Option<String>,
-    pub interrupted: bool,
+    pub(crate) started_at: String,
+    pub(crate) finished_at: Option<String>,
+    pub(crate) interrupted: bool,
     /// Which part of a run in parts this invocation ran, and how its start went.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub part: Option<PartRecord>,
@@ -34,71 +34,71 @@ pub struct RunInfo {
     /// The length of latency.hlog's intervals (`--hdr-interval`), in seconds; None in a
     /// run.json written before it was recorded (a merge refuses such a part).
     #[serde(default)]
-    pub hdr_interval_secs: Option<f64>,
+    pub(crate) hdr_interval_secs: Option<f64>,
     /// latency.hlog was written (not `--no-interval-log`); None in an older run.json.
     #[serde(default)]
     pub interval_log: Option<bool>,
     /// `--tag KEY=VALUE`: what the run was of (a commit, a branch, a build), for `history`.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    pub tags: std::collections::BTreeMap<String, String>,
+    pub(crate) tags: std::collections::BTreeMap<String, String>,
 }
 
 /// One part of a merged run: where it was, on which machine, run how.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PartInfo {
-    pub index: u32,
+    pub(crate) index: u32,
     /// Its run directory, as `merge` was given it.
-    pub dir: String,
-    pub host: Option<HostInfo>,
-    pub command_line: Vec<String>,
-    pub part: Option<PartRecord>,
+    pub(crate) dir: String,
+    pub(crate) host: Option<HostInfo>,
+    pub(crate) command_line: Vec<String>,
+    pub(crate) part: Option<PartRecord>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PartRecord {
     /// 0-based.
-    pub index: u32,
-    pub count: u32,
+    pub(crate) index: u32,
+    pub(crate) count: u32,
     /// The common begin of the first run's stages, and how late this part began.
-    pub start_at: Option<String>,
-    pub late_start_ms: Option<f64>,
+    pub(crate) start_at: Option<String>,
+    pub(crate) late_start_ms: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ProfileInfo {
-    pub name: String,
-    pub origin: String,
-    pub description: String,
+pub(crate) struct ProfileInfo {
+    pub(crate) name: String,
+    pub(crate) origin: String,
+    pub(crate) description: String,
     /// The profile as written.
-    pub text: String,
+    pub(crate) text: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct PlanInfo {
-    pub target: TargetPlan,
-    pub setup: SetupInfo,
-    pub groups: Vec<GroupInfo>,
+pub(crate) struct PlanInfo {
+    pub(crate) target: TargetPlan,
+    pub(crate) setup: SetupInfo,
+    pub(crate) groups: Vec<GroupInfo>,
     /// `--scale`: the factor the profile's rates were multiplied by (the groups' rates are
     /// the products) and the closed-loop groups left as they are.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub scale: Option<crate::plan::Scale>,
+    pub(crate) scale: Option<crate::plan::Scale>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct SetupInfo {
-    pub drop: bool,
-    pub preload: u64,
+pub(crate) struct SetupInfo {
+    pub(crate) drop: bool,
+    pub(crate) preload: u64,
     /// Index keys as the server's shell shows them.
-    pub indexes: Vec<String>,
+    pub(crate) indexes: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HostInfo {
-    pub hostname: Option<String>,
-    pub os: Option<String>,
-    pub kernel: Option<String>,
-    pub cpus: usize,
-    pub memory_bytes: u64,
+    pub(crate) hostname: Option<String>,
+    pub(crate) os: Option<String>,
+    pub(crate) kernel: Option<String>,
+    pub(crate) cpus: usize,
+    pub(crate) memory_bytes: u64,
 }
 
 impl HostInfo {

@@ -5,19 +5,19 @@ use serde::{Deserialize, Serialize};
 use super::RunResult;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Spread {
-    pub label: crate::metrics::Label,
-    pub runs: usize,
-    pub mean: f64,
-    pub min: f64,
-    pub max: f64,
-    pub stddev: f64,
+pub(crate) struct Spread {
+    pub(crate) label: crate::metrics::Label,
+    pub(crate) runs: usize,
+    pub(crate) mean: f64,
+    pub(crate) min: f64,
+    pub(crate) max: f64,
+    pub(crate) stddev: f64,
     /// Coefficient of variation, percent.
-    pub cv_pct: f64,
+    pub(crate) cv_pct: f64,
 }
 
 /// Throughput spread per label across runs (labels of the first run, in its order).
-pub fn spread(runs: &[RunResult]) -> Vec<Spread> {
+pub(crate) fn spread(runs: &[RunResult]) -> Vec<Spread> {
     if runs.len() < 2 {
         return Vec::new();
     }

@@ -6,81 +6,81 @@ use serde::{Deserialize, Serialize};
 /// One watch group over the run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct StreamResult {
-    pub group: String,
+    pub(crate) group: String,
     /// What its streams saw (`collection shop.orders`, `database shop`, `the whole deployment`).
-    pub scope: String,
-    pub listeners: u32,
+    pub(crate) scope: String,
+    pub(crate) listeners: u32,
     /// The writes of this run each listener's scope and filter admit, summed over listeners.
-    pub expected: u64,
+    pub(crate) expected: u64,
     /// Of those, the events the listeners were sent (each write once per listener).
-    pub delivered: u64,
-    pub missing: u64,
-    pub duplicated: u64,
-    pub out_of_order: u64,
+    pub(crate) delivered: u64,
+    pub(crate) missing: u64,
+    pub(crate) duplicated: u64,
+    pub(crate) out_of_order: u64,
     /// Events received after the writers had stopped (in the drain).
-    pub late: u64,
+    pub(crate) late: u64,
     /// Events of changes this run did not make (their lag from `wallTime`).
-    pub other: u64,
-    pub events: u64,
+    pub(crate) other: u64,
+    pub(crate) events: u64,
     /// Why delivery is not judged (a filter the tool cannot read for its own writes): then
     /// `expected` counts every write in scope and `missing` is not counted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub not_judged: Option<String>,
+    pub(crate) not_judged: Option<String>,
     /// Listeners whose stream could not go on (`ChangeStreamHistoryLost`, or it could not be
     /// opened again).
-    pub failed_listeners: u32,
+    pub(crate) failed_listeners: u32,
     /// Missing writes a stream went past: history lost, whether the server said so
     /// (`ChangeStreamHistoryLost`) or not (an open stream that skips what the oplog dropped).
-    pub skipped: u64,
+    pub(crate) skipped: u64,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub resumes: Vec<Resume>,
-    pub per_listener: Vec<ListenerResult>,
+    pub(crate) resumes: Vec<Resume>,
+    pub(crate) per_listener: Vec<ListenerResult>,
 }
 
 /// One listener's counts.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ListenerResult {
+pub(crate) struct ListenerResult {
     /// From 1.
-    pub listener: u32,
-    pub expected: u64,
-    pub delivered: u64,
-    pub missing: u64,
+    pub(crate) listener: u32,
+    pub(crate) expected: u64,
+    pub(crate) delivered: u64,
+    pub(crate) missing: u64,
     /// Of the missing, those acknowledged before a write it was sent: its stream went past
     /// them (history lost: the oplog no longer held them when it got there).
-    pub skipped: u64,
-    pub duplicated: u64,
-    pub out_of_order: u64,
-    pub late: u64,
-    pub other: u64,
-    pub events: u64,
-    pub resumes: u32,
+    pub(crate) skipped: u64,
+    pub(crate) duplicated: u64,
+    pub(crate) out_of_order: u64,
+    pub(crate) late: u64,
+    pub(crate) other: u64,
+    pub(crate) events: u64,
+    pub(crate) resumes: u32,
     /// Why its stream ended before the run (the server's words), if it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub failed: Option<String>,
+    pub(crate) failed: Option<String>,
 }
 
 /// A stream that broke and was opened again from its last token.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Resume {
-    pub listener: u32,
+pub(crate) struct Resume {
+    pub(crate) listener: u32,
     /// When it broke, milliseconds since the Unix epoch.
-    pub at_ms: u64,
+    pub(crate) at_ms: u64,
     /// From the break until the stream was open again.
-    pub took_ms: u64,
+    pub(crate) took_ms: u64,
     /// The error that broke it.
-    pub error: String,
+    pub(crate) error: String,
     /// Events sent again after it (already seen: counted as duplicated).
-    pub replayed: u64,
+    pub(crate) replayed: u64,
     /// The listener's missing writes acknowledged before it broke, and after.
     #[serde(default)]
-    pub missing_before: u64,
+    pub(crate) missing_before: u64,
     #[serde(default)]
-    pub missing_after: u64,
+    pub(crate) missing_after: u64,
 }
 
 impl StreamResult {
     /// The listeners' counts summed.
-    pub fn of(
+    pub(crate) fn of(
         group: String,
         scope: String,
         per_listener: Vec<ListenerResult>,
@@ -119,12 +119,12 @@ impl StreamResult {
     }
 
     /// Events went missing or came twice, or a listener's stream could not go on.
-    pub fn failed(&self) -> bool {
+    pub(crate) fn failed(&self) -> bool {
         self.missing > 0 || self.duplicated > 0 || self.failed_listeners > 0
     }
 
     /// The console's and the warnings' words for what went wrong, if anything did.
-    pub fn trouble(&self) -> Option<String> {
+    pub(crate) fn trouble(&self) -> Option<String> {
         let mut parts = Vec::new();
         if self.failed_listeners > 0 {
             let why = self
@@ -159,16 +159,16 @@ impl StreamResult {
 /// One line of `changes.tsv`: an event, or a write a listener never saw.
 #[derive(Debug, Clone)]
 pub struct ChangeLine {
-    pub listener: u32,
-    pub kind: String,
-    pub collection: String,
-    pub id: String,
-    pub ack_us: Option<u64>,
-    pub received_us: Option<u64>,
-    pub lag_us: Option<u64>,
+    pub(crate) listener: u32,
+    pub(crate) kind: String,
+    pub(crate) collection: String,
+    pub(crate) id: String,
+    pub(crate) ack_us: Option<u64>,
+    pub(crate) received_us: Option<u64>,
+    pub(crate) lag_us: Option<u64>,
     /// `ack`, `wallTime`, `duplicate`; for a write never seen: `skipped` (its stream went past
     /// it) or `missing` (still ahead of the listener when it stopped).
-    pub what: &'static str,
+    pub(crate) what: &'static str,
 }
 
 /// `changes.tsv`'s header.
@@ -176,7 +176,7 @@ pub(crate) const CHANGES_HEADER: &str =
     "listener\toperation\tcollection\tid\tack_us\treceived_us\tlag_us\twhat";
 
 impl ChangeLine {
-    pub fn tsv(&self) -> String {
+    pub(crate) fn tsv(&self) -> String {
         let opt = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
         format!(
             "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",

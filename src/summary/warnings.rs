@@ -44,9 +44,9 @@ pub enum WarningCode {
 pub struct Warning {
     pub code: WarningCode,
     /// The run of a `--repeat` it concerns; None for the whole invocation.
-    pub run: Option<u32>,
+    pub(crate) run: Option<u32>,
     /// The summary row or stage it concerns, if one.
-    pub label: Option<String>,
+    pub(crate) label: Option<String>,
     pub message: String,
 }
 

@@ -28,63 +28,63 @@ pub(crate) const MAX_DISTORTED_IN_A_ROW: usize = 3;
 
 /// One step: N users in every group, measured after its warm-up.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Step {
+pub(crate) struct Step {
     /// Users per group.
-    pub threads: u32,
+    pub(crate) threads: u32,
     /// Users over every group.
-    pub users: u32,
+    pub(crate) users: u32,
     /// Operations of the measured window per second of it. (The step's own summary gives
     /// JMeter's, over its first start to its last end, which counts the last operations'
     /// time past the window: R / (window + R) less, noticeable when R is not small against the
     /// step.)
-    pub throughput: f64,
-    pub median_ms: f64,
-    pub p99_ms: f64,
-    pub mean_ms: f64,
-    pub error_pct: f64,
+    pub(crate) throughput: f64,
+    pub(crate) median_ms: f64,
+    pub(crate) p99_ms: f64,
+    pub(crate) mean_ms: f64,
+    pub(crate) error_pct: f64,
     /// Little's law: the users the measurement implies, X x R (R the mean time in seconds).
-    pub littles_n: f64,
+    pub(crate) littles_n: f64,
     /// X(N) / (N X(1)), when the sweep has a step at one user per group.
-    pub efficiency: Option<f64>,
-    pub client_cpu_pct: Option<f64>,
-    pub server_cpu_pct: Option<f64>,
+    pub(crate) efficiency: Option<f64>,
+    pub(crate) client_cpu_pct: Option<f64>,
+    pub(crate) server_cpu_pct: Option<f64>,
     /// Operations that waited for a connection or started behind their schedule.
-    pub late: u64,
+    pub(crate) late: u64,
     /// The SLO held (None without one).
-    pub slo: Option<bool>,
+    pub(crate) slo: Option<bool>,
     /// Why the SLO did not hold.
-    pub why: Vec<String>,
+    pub(crate) why: Vec<String>,
     /// The step's run's own warning about the load generator (its CPU, or its waits for CPU,
     /// by fixed limits), as the run gave it. The sweep judges the step by `distorted` instead.
-    pub load_generator: Option<String>,
+    pub(crate) load_generator: Option<String>,
     /// What the load generator added to each operation, in ms: the larger of its 100 ms
     /// heartbeat's average wake-up lag and its threads' run-queue wait per operation (None
     /// without resource sampling).
     #[serde(default)]
-    pub generator_delay_ms: Option<f64>,
+    pub(crate) generator_delay_ms: Option<f64>,
     /// Why the load generator, not the server, set this step's pace, judged against the step
     /// (`distortion`): such a step is marked and left out of the fit, and the sweep goes on.
     #[serde(default)]
-    pub distorted: Option<String>,
+    pub(crate) distorted: Option<String>,
     /// The step's run directory.
-    pub dir: String,
+    pub(crate) dir: String,
     /// The documents each collection the profile does not drop held after the step (such a
     /// collection keeps what every step wrote, so later steps start from more data).
     #[serde(default)]
-    pub held: Vec<Held>,
+    pub(crate) held: Vec<Held>,
 }
 
 /// A collection's documents after a step.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Held {
-    pub collection: String,
-    pub documents: u64,
+pub(crate) struct Held {
+    pub(crate) collection: String,
+    pub(crate) documents: u64,
 }
 
 impl Step {
     /// A step's numbers from its run's summary (`users`: every group's users added; `window`:
     /// the measured length, warm-up left out).
-    pub fn measure(
+    pub(crate) fn measure(
         summary: &Summary,
         threads: u32,
         users: u32,
@@ -131,9 +131,9 @@ impl Step {
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Tool {
     /// How late its 100 ms heartbeat woke, on average, ms.
-    pub lag_ms: Option<f64>,
+    pub(crate) lag_ms: Option<f64>,
     /// Its threads' time waiting to run, ms per second (schedstat), all threads added.
-    pub wait_ms_per_s: Option<f64>,
+    pub(crate) wait_ms_per_s: Option<f64>,
 }
 
 impl Tool {
@@ -203,7 +203,7 @@ pub(crate) fn distortion(
 /// Why a sweep ended.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "reason", content = "detail", rename_all = "snake_case")]
-pub enum StopReason {
+pub(crate) enum StopReason {
     /// Every step of `--threads` ran.
     Listed,
     /// Throughput fell at two steps in a row, and the peak was bracketed.
@@ -224,7 +224,7 @@ pub enum StopReason {
 }
 
 impl StopReason {
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         match self {
             StopReason::Listed => "every step of --threads ran".into(),
             StopReason::Declined => "throughput fell at two steps in a row, and steps between the best and its neighbours bracket the peak".into(),
@@ -240,21 +240,21 @@ impl StopReason {
 
 /// A sweep as written.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct SweepResult {
-    pub profile: String,
-    pub slo: Vec<String>,
+pub(crate) struct SweepResult {
+    pub(crate) profile: String,
+    pub(crate) slo: Vec<String>,
     /// In the order they ran.
-    pub steps: Vec<Step>,
-    pub fit: usl::Analysis,
+    pub(crate) steps: Vec<Step>,
+    pub(crate) fit: usl::Analysis,
     /// The most users per group whose step held the SLO, below every step that broke it.
-    pub slo_knee: Option<u32>,
-    pub stop: StopReason,
-    pub stop_text: String,
-    pub notes: Vec<String>,
+    pub(crate) slo_knee: Option<u32>,
+    pub(crate) stop: StopReason,
+    pub(crate) stop_text: String,
+    pub(crate) notes: Vec<String>,
 }
 
 impl SweepResult {
-    pub fn new(
+    pub(crate) fn new(
         profile: &str,
         slo: &[String],
         steps: Vec<Step>,
@@ -286,7 +286,7 @@ impl SweepResult {
     }
 
     /// The steps by users, ascending.
-    pub fn by_threads(&self) -> Vec<&Step> {
+    pub(crate) fn by_threads(&self) -> Vec<&Step> {
         by_threads(&self.steps)
     }
 }

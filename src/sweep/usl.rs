@@ -12,11 +12,11 @@ pub(crate) const MIN_STEPS: usize = 6;
 
 /// A fitted parameter and its standard error.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Estimate {
-    pub value: f64,
+pub(crate) struct Estimate {
+    pub(crate) value: f64,
     /// Not a number (written as null) when the fit's matrix could not be inverted.
     #[serde(deserialize_with = "null_is_nan")]
-    pub se: f64,
+    pub(crate) se: f64,
 }
 
 fn null_is_nan<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
@@ -25,19 +25,19 @@ fn null_is_nan<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
 
 /// The least-squares fit.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Fit {
-    pub lambda: Estimate,
-    pub sigma: Estimate,
-    pub kappa: Estimate,
+pub(crate) struct Fit {
+    pub(crate) lambda: Estimate,
+    pub(crate) sigma: Estimate,
+    pub(crate) kappa: Estimate,
     /// sqrt(residual sum of squares / (steps - 3)), in throughput's unit.
-    pub residual_se: f64,
+    pub(crate) residual_se: f64,
     /// The largest residual (measured - fitted) by size, and its N.
-    pub max_residual: f64,
-    pub max_residual_at: f64,
-    pub r_squared: f64,
+    pub(crate) max_residual: f64,
+    pub(crate) max_residual_at: f64,
+    pub(crate) r_squared: f64,
     /// The covariance of (lambda, sigma, kappa): the residual variance times (J^T J)^-1 (NaN
     /// where it could not be inverted).
-    pub covariance: [[f64; 3]; 3],
+    pub(crate) covariance: [[f64; 3]; 3],
 }
 
 impl Fit {
@@ -45,7 +45,7 @@ impl Fit {
         [self.lambda.value, self.sigma.value, self.kappa.value]
     }
 
-    pub fn throughput(&self, n: f64) -> f64 {
+    pub(crate) fn throughput(&self, n: f64) -> f64 {
         model(self.parameters(), n)
     }
 
@@ -63,7 +63,7 @@ impl Fit {
 
     /// The peak N* = sqrt((1 - sigma) / kappa), its throughput X(N*), and their standard errors.
     /// At N* dX/dN is 0, so X(N*)'s gradient in the parameters is the model's own there.
-    pub fn peak(&self) -> Option<(Estimate, Estimate)> {
+    pub(crate) fn peak(&self) -> Option<(Estimate, Estimate)> {
         let (s, k) = (self.sigma.value, self.kappa.value);
         if !(k > 0.0 && s < 1.0) {
             return None;
@@ -267,56 +267,56 @@ pub(crate) fn fit(points: &[(f64, f64)]) -> Option<Fit> {
 
 /// A prediction of the steps left out of a fit.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Holdout {
+pub(crate) struct Holdout {
     /// The steps fitted (the first ones).
-    pub fitted_steps: usize,
+    pub(crate) fitted_steps: usize,
     /// Per step left out: N, measured, predicted.
-    pub predicted: Vec<(f64, f64, f64)>,
+    pub(crate) predicted: Vec<(f64, f64, f64)>,
     /// The largest |predicted - measured| / measured.
-    pub worst_error: f64,
+    pub(crate) worst_error: f64,
 }
 
 /// What the steps say, and what they cannot.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Analysis {
+pub(crate) struct Analysis {
     /// None with fewer than MIN_STEPS steps or when no fit converges. Not written: `parameters`
     /// is, without what the steps cannot determine.
     #[serde(skip)]
-    pub fit: Option<Fit>,
-    pub parameters: Option<Parameters>,
-    pub sigma_identified: bool,
-    pub kappa_identified: bool,
+    pub(crate) fit: Option<Fit>,
+    pub(crate) parameters: Option<Parameters>,
+    pub(crate) sigma_identified: bool,
+    pub(crate) kappa_identified: bool,
     /// N* = sqrt((1 - sigma) / kappa) and X(N*), when kappa is identified and N* is within
     /// twice the largest step.
-    pub peak_n: Option<f64>,
-    pub peak_throughput: Option<f64>,
+    pub(crate) peak_n: Option<f64>,
+    pub(crate) peak_throughput: Option<f64>,
     /// Their standard errors, from the fit's covariance (the delta method).
     #[serde(default)]
-    pub peak_n_se: Option<f64>,
+    pub(crate) peak_n_se: Option<f64>,
     #[serde(default)]
-    pub peak_throughput_se: Option<f64>,
+    pub(crate) peak_throughput_se: Option<f64>,
     /// 1 / sigma: where returns start to fall fast.
-    pub one_over_sigma: Option<f64>,
+    pub(crate) one_over_sigma: Option<f64>,
     /// lambda / sigma: the most any number of users could give without coherency.
-    pub amdahl_ceiling: Option<f64>,
-    pub holdout: Option<Holdout>,
+    pub(crate) amdahl_ceiling: Option<f64>,
+    pub(crate) holdout: Option<Holdout>,
     /// The fitted curve as (N, X) points, from 1 to the largest step (to twice it when the peak
     /// is determined): what sweep.html draws.
-    pub curve: Vec<(f64, f64)>,
+    pub(crate) curve: Vec<(f64, f64)>,
     /// What could not be determined, and the steps that would determine it.
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
 }
 
 /// The fit as written: a parameter the steps cannot determine is null, never a number.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Parameters {
-    pub lambda: Estimate,
-    pub sigma: Option<Estimate>,
-    pub kappa: Option<Estimate>,
-    pub residual_se: f64,
-    pub max_residual: f64,
-    pub max_residual_at: f64,
-    pub r_squared: f64,
+pub(crate) struct Parameters {
+    pub(crate) lambda: Estimate,
+    pub(crate) sigma: Option<Estimate>,
+    pub(crate) kappa: Option<Estimate>,
+    pub(crate) residual_se: f64,
+    pub(crate) max_residual: f64,
+    pub(crate) max_residual_at: f64,
+    pub(crate) r_squared: f64,
 }
 
 /// Fits the steps and says what the fit can be trusted with.

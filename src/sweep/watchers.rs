@@ -11,30 +11,30 @@ use crate::summary::Summary;
 /// One step: N listeners per watch group, what the writers did and what the listeners saw.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct WatchStep {
-    pub listeners: u32,
+    pub(crate) listeners: u32,
     /// The writers: every group but the watch groups.
-    pub writes_per_s: f64,
-    pub write_p50_ms: f64,
-    pub write_p99_ms: f64,
-    pub write_error_pct: f64,
+    pub(crate) writes_per_s: f64,
+    pub(crate) write_p50_ms: f64,
+    pub(crate) write_p99_ms: f64,
+    pub(crate) write_error_pct: f64,
     /// The listeners' lag (none without listeners).
-    pub lag_p50_ms: Option<f64>,
-    pub lag_p99_ms: Option<f64>,
-    pub expected: u64,
-    pub delivered: u64,
-    pub missing: u64,
+    pub(crate) lag_p50_ms: Option<f64>,
+    pub(crate) lag_p99_ms: Option<f64>,
+    pub(crate) expected: u64,
+    pub(crate) delivered: u64,
+    pub(crate) missing: u64,
     /// The step's run directory.
-    pub dir: String,
+    pub(crate) dir: String,
 }
 
 /// The sweep over listeners, whole.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct WatchSweep {
-    pub profile: String,
-    pub steps: Vec<WatchStep>,
+    pub(crate) profile: String,
+    pub(crate) steps: Vec<WatchStep>,
     /// Interrupted, or a step failed: why the steps end where they do.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stopped: Option<String>,
+    pub(crate) stopped: Option<String>,
 }
 
 impl WatchStep {

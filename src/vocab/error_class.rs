@@ -36,11 +36,11 @@ impl ErrorClass {
     ];
 
     /// Its bit in a set of classes.
-    pub fn bit(self) -> u16 {
+    pub(crate) fn bit(self) -> u16 {
         1 << (self as u16)
     }
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ErrorClass::Timeout => "timeout",
             ErrorClass::Network => "network",
@@ -61,7 +61,7 @@ impl ErrorClass {
     /// unavailability window. A duplicate key, a write conflict or a refusal is an answer (the
     /// server was up and said no), and an error of the tool's own side (`Other`) says nothing
     /// of the server either way: neither counts.
-    pub fn unavailable(self) -> bool {
+    pub(crate) fn unavailable(self) -> bool {
         match self {
             ErrorClass::Timeout
             | ErrorClass::Network
@@ -77,7 +77,7 @@ impl ErrorClass {
     }
 
     /// A failure of this class is the server's answer (it was reached and replied).
-    pub fn answered(self) -> bool {
+    pub(crate) fn answered(self) -> bool {
         matches!(
             self,
             ErrorClass::DuplicateKey | ErrorClass::WriteConflict | ErrorClass::Rejected

@@ -32,7 +32,7 @@ impl Label {
         Label::Group(name.to_string())
     }
 
-    pub fn kind(group: &str, kind: impl Into<OpName>) -> Label {
+    pub(crate) fn kind(group: &str, kind: impl Into<OpName>) -> Label {
         Label::Kind {
             group: group.to_string(),
             kind: kind.into(),
@@ -40,7 +40,7 @@ impl Label {
     }
 
     /// The name of a rate step's group plan: `run@500/s`, `run@2.5/s`.
-    pub fn step_name(group: &str, rate: f64) -> String {
+    pub(crate) fn step_name(group: &str, rate: f64) -> String {
         // As many decimals as the rate needs, up to 2 (3 below 1/s): never a bare `400.`.
         let r = if rate.fract() == 0.0 {
             format!("{rate:.0}")
@@ -57,7 +57,7 @@ impl Label {
     }
 
     /// The group plan this row belongs to (its own or its kind's); None for totals.
-    pub fn group_name(&self) -> Option<&str> {
+    pub(crate) fn group_name(&self) -> Option<&str> {
         match self {
             Label::Group(g) | Label::Kind { group: g, .. } => Some(g),
             Label::Total | Label::Stage(_) => None,
@@ -65,7 +65,7 @@ impl Label {
     }
 
     /// A rate step's row (`run@500/s`, or one of its kinds).
-    pub fn is_step(&self) -> bool {
+    pub(crate) fn is_step(&self) -> bool {
         self.group_name().is_some_and(|g| g.contains('@'))
     }
 
@@ -75,7 +75,7 @@ impl Label {
     }
 
     /// The text for a label, as every file writes it.
-    pub fn parse(text: &str) -> Label {
+    pub(crate) fn parse(text: &str) -> Label {
         if text == "TOTAL" {
             return Label::Total;
         }

@@ -2,7 +2,7 @@
 
 /// What a metric measures (its value is read from a group's metrics in `metrics::metric`).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum MetricKind {
+pub(crate) enum MetricKind {
     Avg,
     Min,
     Max,

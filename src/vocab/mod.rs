@@ -14,6 +14,6 @@ pub mod server_code;
 
 pub use error_class::ErrorClass;
 pub use label::Label;
-pub use metric::MetricKind;
-pub use op::{OpKind, OpName};
-pub use server_code::ServerCode;
+pub(crate) use metric::MetricKind;
+pub(crate) use op::{OpKind, OpName};
+pub(crate) use server_code::ServerCode;

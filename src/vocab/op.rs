@@ -30,7 +30,7 @@ impl OpKind {
         OpKind::Scan,
     ];
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             OpKind::Insert => "insert",
             OpKind::Find => "find",
@@ -43,7 +43,7 @@ impl OpKind {
     }
 
     /// The names as a profile error lists them: `"insert", "find", ...`.
-    pub fn listed() -> String {
+    pub(crate) fn listed() -> String {
         let names: Vec<String> = Self::ALL
             .iter()
             .map(|k| format!("\"{}\"", k.name()))
@@ -91,7 +91,7 @@ pub enum OpName {
 }
 
 impl OpName {
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         match self {
             OpName::Kind(k) => k.name(),
             OpName::Named(n) => n,

@@ -127,7 +127,7 @@ pub struct ServerCode(pub i32);
 
 impl ServerCode {
     /// MongoDB's name for the code, when it is one a load test meets.
-    pub fn name(self) -> Option<&'static str> {
+    pub(crate) fn name(self) -> Option<&'static str> {
         CODES
             .iter()
             .find(|(c, ..)| *c == self.0)
@@ -135,13 +135,13 @@ impl ServerCode {
     }
 
     /// MongoDB's NotPrimaryError category: the server is not (or no longer) the primary.
-    pub fn not_primary(self) -> bool {
+    pub(crate) fn not_primary(self) -> bool {
         matches!(self.0, 10107 | 13435 | 13436 | 189 | 11602)
     }
 
     /// The server could not serve (MongoDB's availability categories); false for a refusal of
     /// the request as written, and for a code outside the table (the server answered it).
-    pub fn unavailable(self) -> bool {
+    pub(crate) fn unavailable(self) -> bool {
         CODES.iter().any(|(c, _, u)| *c == self.0 && *u)
     }
 }

@@ -35,18 +35,18 @@ impl Setting {
 
 /// A group of the run as the page and a change see it.
 pub(super) struct GroupNow {
-    pub index: usize,
-    pub name: String,
-    pub open_loop: bool,
-    pub stage: String,
+    pub(crate) index: usize,
+    pub(crate) name: String,
+    pub(crate) open_loop: bool,
+    pub(crate) stage: String,
     /// A rate step of the profile (`insert@500/s`): its rate is the profile's.
-    pub step: bool,
-    pub threads: u32,
-    pub rate: Option<f64>,
+    pub(crate) step: bool,
+    pub(crate) threads: u32,
+    pub(crate) rate: Option<f64>,
     /// It runs for a time (not a number of loops).
-    pub timed: bool,
+    pub(crate) timed: bool,
     /// A mix's or steps' kinds: their series beside the group's.
-    pub kinds: Vec<String>,
+    pub(crate) kinds: Vec<String>,
 }
 
 impl GroupNow {
@@ -123,8 +123,8 @@ pub(super) struct Pending {
 /// What a request asked to change, read from its body.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) struct Ask {
-    pub setting: Setting,
-    pub to: f64,
+    pub(crate) setting: Setting,
+    pub(crate) to: f64,
 }
 
 /// A refused change: the HTTP status and the reason.

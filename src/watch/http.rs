@@ -29,7 +29,7 @@ pub struct Endpoint {
 
 impl Endpoint {
     /// The page's URL as printed: with `?token=` when one is needed, never the token itself.
-    pub fn url(&self, token: bool) -> String {
+    pub(crate) fn url(&self, token: bool) -> String {
         format!(
             "http://{}/{}",
             self.addr,

@@ -32,7 +32,7 @@ use crate::plan::RunPlan;
 use crate::summary::Change;
 
 pub use events::{Control, View};
-pub use http::Endpoint;
+pub(crate) use http::Endpoint;
 
 /// What the command line asked of the page.
 #[derive(Clone)]
@@ -57,7 +57,7 @@ impl std::fmt::Debug for Options {
 
 /// `--live`'s address: `HOST:PORT`, `:PORT` or a port alone (then on loopback); none: a free
 /// port on loopback.
-pub fn listen_address(s: Option<&str>) -> Result<SocketAddr, String> {
+pub(crate) fn listen_address(s: Option<&str>) -> Result<SocketAddr, String> {
     match s.map(str::trim).filter(|s| !s.is_empty()) {
         None => Ok(SocketAddr::from(([127, 0, 0, 1], 0))),
         Some(s) => crate::exporter::listen_address(s)
@@ -68,7 +68,7 @@ pub fn listen_address(s: Option<&str>) -> Result<SocketAddr, String> {
 impl Options {
     /// An address beyond loopback needs a token: anyone who reaches it could watch the run,
     /// and with `--live-control` steer or stop it.
-    pub fn check(&self) -> Result<(), String> {
+    pub(crate) fn check(&self) -> Result<(), String> {
         if let Some(t) = &self.token {
             if t.len() < 8 || t.chars().any(|c| c.is_whitespace() || c.is_control()) {
                 return Err("--live-token must be at least 8 characters, without spaces".into());
@@ -88,11 +88,11 @@ impl Options {
 /// The page of one session: its runs' titles, and whether they may be changed.
 #[derive(Clone)]
 pub struct PageRun {
-    pub page: Page,
+    pub(crate) page: Page,
     /// Shown above a run (a series' step: `step 3: 8 users`).
-    pub title: Option<String>,
+    pub(crate) title: Option<String>,
     /// A series' steps cannot be changed.
-    pub steerable: bool,
+    pub(crate) steerable: bool,
 }
 
 /// A new viewer's history, and its queue of the events to come.
@@ -188,11 +188,11 @@ impl Page {
     }
 
     /// The header of the runs to come.
-    pub fn set_header(&self, header: Value) {
+    pub(crate) fn set_header(&self, header: Value) {
         lock(&self.inner.state).header = header;
     }
 
-    pub fn control(&self) -> bool {
+    pub(crate) fn control(&self) -> bool {
         self.inner.opts.control
     }
 
@@ -238,7 +238,12 @@ impl Page {
 
     /// A stage of the current run (its row's label and its name) began at `began_us`, its
     /// counted part at `start_us` (epoch microseconds).
-    pub fn stage_began(&self, (label, name): (String, String), began_us: u64, start_us: u64) {
+    pub(crate) fn stage_began(
+        &self,
+        (label, name): (String, String),
+        began_us: u64,
+        start_us: u64,
+    ) {
         let mut st = lock(&self.inner.state);
         let Some(base) = st.run.as_ref().map(|r| r.base_us) else {
             return;
@@ -253,7 +258,7 @@ impl Page {
         });
     }
 
-    pub fn stage_ended(&self, end_us: u64) {
+    pub(crate) fn stage_ended(&self, end_us: u64) {
         let mut st = lock(&self.inner.state);
         let Some(base) = st.run.as_ref().map(|r| r.base_us) else {
             return;
@@ -264,7 +269,7 @@ impl Page {
     }
 
     /// The changes made in the current run, for its summary.
-    pub fn changes(&self) -> Vec<Change> {
+    pub(crate) fn changes(&self) -> Vec<Change> {
         let mut st = lock(&self.inner.state);
         st.run = None;
         st.pending.clear();
@@ -273,7 +278,13 @@ impl Page {
 
     /// The command ended: the page says so and where its report is.
     /// `report`: the page of it in `dir` (`report.html`, a series' `sweep.html`).
-    pub fn end(&self, exit_words: &str, exit_code: i32, dir: &std::path::Path, report: &str) {
+    pub(crate) fn end(
+        &self,
+        exit_words: &str,
+        exit_code: i32,
+        dir: &std::path::Path,
+        report: &str,
+    ) {
         // Where a reader finds it, whatever the directory the command ran in.
         let dir = &std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
         let (started, now) = {
@@ -353,11 +364,11 @@ impl Page {
 }
 
 /// `resources.tsv`'s writer, with each row shown to the page too (its columns as the file's).
-pub struct Tee(
-    pub Box<dyn crate::monitor::RowSink>,
-    pub Page,
+pub(crate) struct Tee(
+    pub(crate) Box<dyn crate::monitor::RowSink>,
+    pub(crate) Page,
     /// The `--server-metrics` hosts, whose columns the rows carry.
-    pub Vec<String>,
+    pub(crate) Vec<String>,
 );
 
 impl crate::monitor::RowSink for Tee {

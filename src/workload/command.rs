@@ -21,28 +21,28 @@ pub struct TemplateOp {
     pub verb: Verb,
     /// Where the profile writes it (`group[1].ops[0].findOne`) and its line, for the server's
     /// refusals.
-    pub at: String,
-    pub line: usize,
+    pub(crate) at: String,
+    pub(crate) line: usize,
     /// The collection it works on: its index in `RunPlan::collections`, and its name.
-    pub collection: usize,
-    pub collection_name: String,
-    pub command: Command,
+    pub(crate) collection: usize,
+    pub(crate) collection_name: String,
+    pub(crate) command: Command,
     /// The built-in kind it was read from (`op = "get"` is a findOne by a drawn `_id`); None for
     /// the profile's own operations.
-    pub desugared: Option<Desugared>,
+    pub(crate) desugared: Option<Desugared>,
 }
 
 /// What a built-in kind (`op = "insert"`, `"get"`, ...) keeps of itself once read as a verb:
 /// its row's name, whether it is sent at all before the collection has a document, and the
 /// counters it increments by `_id` (what the write audit checks).
 #[derive(Debug, Clone)]
-pub struct Desugared {
-    pub kind: super::op::OpKind,
+pub(crate) struct Desugared {
+    pub(crate) kind: super::op::OpKind,
     /// It works on an existing document by `_id` (get, update by `_id`, rmw, scan): with none
     /// yet, nothing is sent.
-    pub needs_key: bool,
+    pub(crate) needs_key: bool,
     /// `inc = [...]` of an update or rmw.
-    pub inc: Vec<String>,
+    pub(crate) inc: Vec<String>,
 }
 
 /// The operations, as mongosh and the drivers name them.
@@ -93,7 +93,7 @@ impl Verb {
         Verb::Nop,
     ];
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Verb::InsertOne => "insertOne",
             Verb::InsertMany => "insertMany",
@@ -117,17 +117,17 @@ impl Verb {
         }
     }
 
-    pub fn from_name(s: &str) -> Option<Verb> {
+    pub(crate) fn from_name(s: &str) -> Option<Verb> {
         Self::ALL.into_iter().find(|v| v.name() == s)
     }
 
     /// `insertOne, insertMany, ...`, for error texts.
-    pub fn listed() -> String {
+    pub(crate) fn listed() -> String {
         Self::ALL.map(|v| v.name()).join(", ")
     }
 
     /// The arguments it takes, as the drivers name them (the profile's operation tables).
-    pub fn arguments(self) -> &'static [&'static str] {
+    pub(crate) fn arguments(self) -> &'static [&'static str] {
         match self {
             Verb::InsertOne => &["document"],
             Verb::InsertMany => &["batch", "ordered", "document"],
@@ -194,7 +194,7 @@ impl Verb {
 
     /// Does it write documents (insert, update, replace or delete any)? A `command`'s effect is
     /// not known, so no.
-    pub fn writes(self) -> bool {
+    pub(crate) fn writes(self) -> bool {
         match self {
             Verb::InsertOne
             | Verb::InsertMany
@@ -221,7 +221,7 @@ impl Verb {
     /// Can it go at write concern 0? The driver has no unacknowledged writes, so a write goes
     /// as its database command with `writeConcern: { w: 0 }`; those whose reply is their result
     /// (findOneAnd*, bulkWrite) cannot. Reads are not affected.
-    pub fn at_w0(self) -> bool {
+    pub(crate) fn at_w0(self) -> bool {
         match self {
             Verb::InsertOne
             | Verb::InsertMany
@@ -247,7 +247,7 @@ impl Verb {
 
     /// What it does that the write audit must know of: inserts it can recompute (the `_id`s
     /// sent), deletes and updates it cannot tell from a loss (a bulkWrite's are its models').
-    pub fn audit(self) -> AuditAs {
+    pub(crate) fn audit(self) -> AuditAs {
         match self {
             Verb::InsertOne | Verb::InsertMany => AuditAs::Inserts,
             Verb::BulkWrite => AuditAs::ByModel,
@@ -271,7 +271,7 @@ impl Verb {
 
 /// What a verb is to the write audit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AuditAs {
+pub(crate) enum AuditAs {
     /// Reads, or a command: nothing to check.
     Nothing,
     /// Inserts: the `_id`s it sends are checked after the run.
@@ -286,22 +286,22 @@ pub enum AuditAs {
 
 /// Options of a find (and of `findOne`, which is a find with limit 1).
 #[derive(Debug, Clone, Default)]
-pub struct FindArgs {
-    pub projection: Option<Document>,
+pub(crate) struct FindArgs {
+    pub(crate) projection: Option<Document>,
     /// `let`: variables the filter reads as `$$name`.
-    pub let_vars: Option<Document>,
-    pub sort: Option<Document>,
-    pub skip: Option<u64>,
-    pub limit: Option<i64>,
-    pub batch_size: Option<u32>,
-    pub hint: Option<Bson>,
-    pub collation: Option<Document>,
-    pub max_time_ms: Option<u64>,
+    pub(crate) let_vars: Option<Document>,
+    pub(crate) sort: Option<Document>,
+    pub(crate) skip: Option<u64>,
+    pub(crate) limit: Option<i64>,
+    pub(crate) batch_size: Option<u32>,
+    pub(crate) hint: Option<Bson>,
+    pub(crate) collation: Option<Document>,
+    pub(crate) max_time_ms: Option<u64>,
 }
 
 impl FindArgs {
     /// These options with the `projection` and `let` an operation made (`Body::Shaped`).
-    pub fn shaped(&self, shape: &Document) -> FindArgs {
+    pub(crate) fn shaped(&self, shape: &Document) -> FindArgs {
         let mut args = self.clone();
         if let Ok(p) = shape.get_document("projection") {
             args.projection = Some(p.clone());
@@ -315,28 +315,28 @@ impl FindArgs {
 
 /// Options of an update, replace or delete.
 #[derive(Debug, Clone, Default)]
-pub struct WriteArgs {
-    pub upsert: Option<bool>,
-    pub array_filters: Option<Vec<Document>>,
-    pub hint: Option<Bson>,
-    pub collation: Option<Document>,
+pub(crate) struct WriteArgs {
+    pub(crate) upsert: Option<bool>,
+    pub(crate) array_filters: Option<Vec<Document>>,
+    pub(crate) hint: Option<Bson>,
+    pub(crate) collation: Option<Document>,
 }
 
 /// Options of a findOneAnd*.
 #[derive(Debug, Clone, Default)]
-pub struct FindAndModifyArgs {
-    pub sort: Option<Document>,
-    pub projection: Option<Document>,
+pub(crate) struct FindAndModifyArgs {
+    pub(crate) sort: Option<Document>,
+    pub(crate) projection: Option<Document>,
     /// `returnDocument = "after"`.
-    pub return_after: bool,
-    pub upsert: Option<bool>,
-    pub array_filters: Option<Vec<Document>>,
-    pub hint: Option<Bson>,
+    pub(crate) return_after: bool,
+    pub(crate) upsert: Option<bool>,
+    pub(crate) array_filters: Option<Vec<Document>>,
+    pub(crate) hint: Option<Bson>,
 }
 
 /// One write model of a `bulkWrite`, as mongosh writes it.
 #[derive(Debug)]
-pub enum BulkModel {
+pub(crate) enum BulkModel {
     InsertOne(Option<Template>),
     Update {
         many: bool,
@@ -358,7 +358,11 @@ pub enum BulkModel {
 /// What each operation sends: templates generated per operation, options fixed. A `document`
 /// of None is the collection's document template (with an `_id` from its key space).
 #[derive(Debug)]
-pub enum Command {
+#[allow(
+    clippy::enum_variant_names,
+    reason = "RunCommand is the verb's name in MongoDB and genny"
+)]
+pub(crate) enum Command {
     Insert {
         /// 1 for insertOne.
         batch: u32,
@@ -436,7 +440,7 @@ pub enum Command {
 
 /// One operation's generated values, in the shape its command takes.
 #[derive(Debug, Clone)]
-pub enum Body {
+pub(crate) enum Body {
     Docs(Vec<RawDocumentBuf>),
     Filter(Document),
     /// A filter and an update (operators or a pipeline) or a replacement.
@@ -457,7 +461,7 @@ pub enum Body {
 }
 
 #[derive(Debug, Clone)]
-pub enum BuiltModel {
+pub(crate) enum BuiltModel {
     InsertOne(RawDocumentBuf),
     Update {
         many: bool,
@@ -478,21 +482,21 @@ pub enum BuiltModel {
 #[derive(Debug, Clone)]
 pub struct TemplateRequest {
     pub op: Arc<TemplateOp>,
-    pub body: Body,
+    pub(crate) body: Body,
     /// `_id`s it inserts from the collection's key space, acknowledged when it ends.
-    pub issued: Vec<i64>,
+    pub(crate) issued: Vec<i64>,
     /// The virtual user (0-based) whose operation it is, and its group plan's index
     /// (`Request::of_group`): its session, when it has one.
-    pub user: u32,
-    pub group: usize,
+    pub(crate) user: u32,
+    pub(crate) group: usize,
     /// Where a remove puts the `_id` it found before the delete goes out (the write audit's).
-    pub removed: Option<super::request::RemovedId>,
+    pub(crate) removed: Option<super::request::RemovedId>,
 }
 
 /// What an insert's documents come from: the collection's key space (an `_id` for each
 /// document that does not set its own, so `^Key` and the other groups find it) and its
 /// document template.
-pub trait Documents {
+pub(crate) trait Documents {
     fn issue(&mut self) -> i64;
     /// The collection's document with `_id` `id`, in BSON's bytes.
     fn fill(&mut self, id: i64, cx: &mut Cx<'_>) -> RawDocumentBuf;
@@ -502,7 +506,7 @@ impl TemplateOp {
     /// An estimatedDocumentCount named `name` on collection 0, for tests that need an operation
     /// and do not send it.
     #[cfg(test)]
-    pub fn stub(name: &str) -> Arc<TemplateOp> {
+    pub(crate) fn stub(name: &str) -> Arc<TemplateOp> {
         Arc::new(TemplateOp {
             name: name.into(),
             verb: Verb::EstimatedDocumentCount,
@@ -516,7 +520,11 @@ impl TemplateOp {
     }
 
     /// Generates one request.
-    pub fn build(self: &Arc<Self>, cx: &mut Cx<'_>, docs: &mut dyn Documents) -> TemplateRequest {
+    pub(crate) fn build(
+        self: &Arc<Self>,
+        cx: &mut Cx<'_>,
+        docs: &mut dyn Documents,
+    ) -> TemplateRequest {
         let mut issued = Vec::new();
         // A built-in kind on an existing document sends nothing while there is none (its
         // values are still drawn, so the random stream is the same either way).
@@ -649,7 +657,7 @@ impl TemplateOp {
     }
 
     /// Does it delete documents (its verb, or one of its bulkWrite's models)?
-    pub fn deletes(&self) -> bool {
+    pub(crate) fn deletes(&self) -> bool {
         match self.verb.audit() {
             AuditAs::Deletes => true,
             AuditAs::ByModel => self.models().any(|m| matches!(m, BulkModel::Delete { .. })),
@@ -658,7 +666,7 @@ impl TemplateOp {
     }
 
     /// Does it update or replace documents (its verb, or one of its bulkWrite's models)?
-    pub fn updates(&self) -> bool {
+    pub(crate) fn updates(&self) -> bool {
         match self.verb.audit() {
             AuditAs::Updates => true,
             AuditAs::ByModel => self
@@ -678,7 +686,7 @@ impl TemplateOp {
 
     /// Does it insert documents with `_id`s from the collection's key space (so `^Key` has
     /// something to draw)?
-    pub fn inserts_keyed(&self) -> bool {
+    pub(crate) fn inserts_keyed(&self) -> bool {
         match &self.command {
             Command::Insert { .. } => true,
             Command::Bulk { models, .. } => {
@@ -689,7 +697,7 @@ impl TemplateOp {
     }
 
     /// Its templates, to check what they draw (`uses_key`, `field_paths`).
-    pub fn templates(&self) -> Vec<&Template> {
+    pub(crate) fn templates(&self) -> Vec<&Template> {
         let mut out: Vec<&Template> = Vec::new();
         match &self.command {
             Command::Insert { document, .. } => out.extend(document.as_ref()),
@@ -733,7 +741,7 @@ impl TemplateOp {
 }
 
 /// A generated pipeline's stages (its documents; anything else was refused when it was read).
-pub fn stages(pipeline: Bson) -> Vec<Document> {
+pub(crate) fn stages(pipeline: Bson) -> Vec<Document> {
     match pipeline {
         Bson::Array(a) => a
             .into_iter()
@@ -751,48 +759,48 @@ pub fn stages(pipeline: Bson) -> Vec<Document> {
 /// start to the last one's end. A step that matches nothing ends the operation there.
 #[derive(Debug)]
 pub struct StepsOp {
-    pub name: OpName,
+    pub(crate) name: OpName,
     /// `group[2].steps`, for messages.
     pub at: String,
     pub steps: Vec<Arc<TemplateOp>>,
     /// Per step: does it read an earlier step's result (`^Step`)? Such a step is generated at
     /// its turn, inside the operation's time; the others before the clock starts.
-    pub late: Vec<bool>,
+    pub(crate) late: Vec<bool>,
     /// `[group.bind]`: generated once per operation before the clock, read with `^Bind`.
-    pub bind: Vec<(String, Template)>,
+    pub(crate) bind: Vec<(String, Template)>,
     /// The steps in one transaction (`transaction = true`).
     pub transaction: bool,
 }
 
 /// The documents of each collection of the run, for a late step that inserts (by
 /// `RunPlan::collections` index).
-pub type CollectionsDocs = Arc<[(Arc<super::KeySpace>, Arc<super::DocGen>)]>;
+pub(crate) type CollectionsDocs = Arc<[(Arc<super::KeySpace>, Arc<super::DocGen>)]>;
 
 /// A request of several steps: the bound values, the steps made before the clock, and what the
 /// late ones need to be made at their turn.
 #[derive(Debug, Clone)]
 pub struct StepsRequest {
     pub op: Arc<StepsOp>,
-    pub bound: Vec<(String, Bson)>,
+    pub(crate) bound: Vec<(String, Bson)>,
     /// Per step: its request when it could be made before the clock.
-    pub built: Vec<Option<TemplateRequest>>,
+    pub(crate) built: Vec<Option<TemplateRequest>>,
     /// The late steps' own random stream.
-    pub seed: u64,
+    pub(crate) seed: u64,
     /// The virtual user and its group plan's index, as in `TemplateRequest`.
-    pub user: u32,
-    pub group: usize,
-    pub collections: CollectionsDocs,
+    pub(crate) user: u32,
+    pub(crate) group: usize,
+    pub(crate) collections: CollectionsDocs,
     /// The `_id`s early steps on other collections than the group's issued, acknowledged when
     /// the last copy of the request is dropped.
     pub acks: Arc<Vec<super::keys::Acks>>,
     /// The group's collection and the one this operation drew (`collections = [...]`; the
     /// same without): a step on the first goes to the second.
-    pub on: (usize, usize),
+    pub(crate) on: (usize, usize),
 }
 
 impl StepsRequest {
     /// The collection step `collection` works on in this operation.
-    pub fn collection_of(&self, collection: usize) -> usize {
+    pub(crate) fn collection_of(&self, collection: usize) -> usize {
         if collection == self.on.0 {
             self.on.1
         } else {
@@ -802,9 +810,9 @@ impl StepsRequest {
 }
 
 /// What a late step reads: the bound values and the earlier steps' results.
-pub struct StepLookup<'a> {
-    pub bound: &'a [(String, Bson)],
-    pub results: &'a [Option<Document>],
+pub(crate) struct StepLookup<'a> {
+    pub(crate) bound: &'a [(String, Bson)],
+    pub(crate) results: &'a [Option<Document>],
 }
 
 impl super::template::Lookup for StepLookup<'_> {
@@ -846,7 +854,7 @@ impl StepsOp {
     /// step on another collection than the group's draws that collection's `_id`s and
     /// documents. `on`: the group's collection and the one this operation drew (`docs` are
     /// the drawn one's), as in `StepsRequest::on`.
-    pub fn build(
+    pub(crate) fn build(
         self: &Arc<Self>,
         cx: &mut Cx<'_>,
         docs: &mut dyn Documents,
@@ -956,7 +964,7 @@ impl super::template::Lookup for BoundLookup<'_, '_> {
 /// The database command a request is on the wire (what `explain` takes, and what an
 /// unacknowledged write is sent as): find, aggregate, count, distinct, insert, update, delete,
 /// findAndModify; None for estimatedDocumentCount, bulkWrite and commands.
-pub fn wire_command(op: &TemplateOp, body: Body) -> Option<Document> {
+pub(crate) fn wire_command(op: &TemplateOp, body: Body) -> Option<Document> {
     let coll = op.collection_name.as_str();
     let put = |d: &mut Document, k: &str, v: Option<Bson>| {
         if let Some(v) = v {

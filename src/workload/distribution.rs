@@ -22,7 +22,7 @@ use rand::Rng;
 
 /// A request distribution, as named in profiles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum KeyDist {
+pub(crate) enum KeyDist {
     #[default]
     Uniform,
     Zipfian,
@@ -33,7 +33,7 @@ pub enum KeyDist {
 }
 
 impl KeyDist {
-    pub const ALL: [KeyDist; 6] = [
+    pub(crate) const ALL: [KeyDist; 6] = [
         KeyDist::Uniform,
         KeyDist::Zipfian,
         KeyDist::Hotspot,
@@ -42,7 +42,7 @@ impl KeyDist {
         KeyDist::Exponential,
     ];
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             KeyDist::Uniform => "uniform",
             KeyDist::Zipfian => "zipfian",
@@ -53,12 +53,12 @@ impl KeyDist {
         }
     }
 
-    pub fn from_name(s: &str) -> Option<KeyDist> {
+    pub(crate) fn from_name(s: &str) -> Option<KeyDist> {
         Self::ALL.into_iter().find(|d| d.name() == s)
     }
 
     /// `"uniform", "zipfian", ... or "exponential"`, for error texts.
-    pub fn listed() -> String {
+    pub(crate) fn listed() -> String {
         let names: Vec<String> = Self::ALL
             .iter()
             .map(|d| format!("\"{}\"", d.name()))
@@ -143,7 +143,7 @@ pub(crate) fn fnv64(mut v: u64) -> u64 {
 /// What the users of one group share for their draws: the `sequential` counter, and the zetas
 /// of `latest` (summed once for the group, grown as the inserts go on).
 #[derive(Debug, Default)]
-pub struct Shared {
+pub(crate) struct Shared {
     next: AtomicU64,
     /// Item counts and their zeta, the last few computed (the key space, and the choice lists
     /// of filter fields).
@@ -180,7 +180,7 @@ impl Shared {
 
 /// One virtual user's chooser: the distribution, and what its group shares.
 #[derive(Debug)]
-pub struct Chooser {
+pub(crate) struct Chooser {
     dist: KeyDist,
     shared: Arc<Shared>,
     /// `latest`: the item counts and zetas of this user's last draws (the key space, and a
@@ -194,7 +194,7 @@ pub struct Chooser {
 const OWN_ZETA_TERMS: u64 = 32;
 
 impl Chooser {
-    pub fn new(dist: KeyDist, shared: Arc<Shared>) -> Chooser {
+    pub(crate) fn new(dist: KeyDist, shared: Arc<Shared>) -> Chooser {
         Chooser {
             dist,
             shared,
@@ -225,7 +225,7 @@ impl Chooser {
     }
 
     /// An item in `0..n` (n > 0) of a list that does not grow (a filter field's choices).
-    pub fn pick(&mut self, n: u64, rng: &mut impl Rng) -> u64 {
+    pub(crate) fn pick(&mut self, n: u64, rng: &mut impl Rng) -> u64 {
         self.pick_key(n, n, rng)
     }
 
@@ -233,7 +233,7 @@ impl Chooser {
     /// most `n`) is the item count the run began with: the scrambled zipfian hashes onto it, as
     /// YCSB hashes onto its record count, so its popular items stay the same documents while
     /// inserts go on.
-    pub fn pick_key(&mut self, n: u64, fixed: u64, rng: &mut impl Rng) -> u64 {
+    pub(crate) fn pick_key(&mut self, n: u64, fixed: u64, rng: &mut impl Rng) -> u64 {
         debug_assert!(n > 0);
         match self.dist {
             KeyDist::Uniform => rng.random_range(0..n),

@@ -37,7 +37,7 @@ pub enum Gen {
 
 #[derive(Debug, Clone, Default)]
 pub struct DocGen {
-    pub fields: Vec<(String, Gen)>,
+    pub(crate) fields: Vec<(String, Gen)>,
     /// By field: a literal's value or a choice's values already in BSON's bytes, so a raw
     /// document (`fill_raw`) copies them instead of encoding them again.
     raw: Vec<Vec<RawBson>>,
@@ -46,21 +46,21 @@ pub struct DocGen {
 /// A generator problem: the key path (from `document`) and what is wrong.
 #[derive(Debug)]
 pub struct GenError {
-    pub key: String,
-    pub problem: String,
-    pub expected: String,
+    pub(crate) key: String,
+    pub(crate) problem: String,
+    pub(crate) expected: String,
 }
 
 impl DocGen {
     /// Builds the generator and proves that every document it can make is one the server
     /// accepts: no NUL character in a key or string, no key starting with `$`, at most
     /// `MAX_NESTING` levels, at most `MAX_DOCUMENT_BYTES` with its `_id`.
-    pub fn from_table(table: &toml::Table) -> Result<Self, GenError> {
+    pub(crate) fn from_table(table: &toml::Table) -> Result<Self, GenError> {
         Self::from_table_at(table, "document")
     }
 
     /// The same for a document template at another place (`collection[1].document`).
-    pub fn from_table_at(table: &toml::Table, path: &str) -> Result<Self, GenError> {
+    pub(crate) fn from_table_at(table: &toml::Table, path: &str) -> Result<Self, GenError> {
         let gen = Self::level(table, path, 1)?;
         let most = ID_ELEMENT_BYTES + gen.max_bytes();
         if most > MAX_DOCUMENT_BYTES {
@@ -178,16 +178,16 @@ impl DocGen {
     }
 
     /// Index of a top-level field by name.
-    pub fn field_index(&self, name: &str) -> Option<usize> {
+    pub(crate) fn field_index(&self, name: &str) -> Option<usize> {
         self.fields.iter().position(|(n, _)| n == name)
     }
 
-    pub fn field_names(&self) -> Vec<&str> {
+    pub(crate) fn field_names(&self) -> Vec<&str> {
         self.fields.iter().map(|(n, _)| n.as_str()).collect()
     }
 
     /// Is `path` (dotted: `loc.x`) a field of the documents it makes?
-    pub fn has_path(&self, path: &str) -> bool {
+    pub(crate) fn has_path(&self, path: &str) -> bool {
         let (head, rest) = path.split_once('.').unwrap_or((path, ""));
         match self.fields.iter().find(|(n, _)| n == head) {
             None => false,
@@ -198,7 +198,7 @@ impl DocGen {
 
     /// A fresh value of the field at `path` (`^Field`); a paired field follows a fresh draw of
     /// the field it pairs with.
-    pub fn generate_path(&self, path: &str, rng: &mut impl Rng) -> Option<Bson> {
+    pub(crate) fn generate_path(&self, path: &str, rng: &mut impl Rng) -> Option<Bson> {
         let (head, rest) = path.split_once('.').unwrap_or((path, ""));
         let i = self.field_index(head)?;
         match (&self.fields[i].1, rest.is_empty()) {
@@ -239,7 +239,7 @@ impl DocGen {
     }
 
     /// Only the given top-level fields (a filter or a `$set`), with pairing kept.
-    pub fn generate_fields(&self, only: &[usize], rng: &mut impl Rng) -> Document {
+    pub(crate) fn generate_fields(&self, only: &[usize], rng: &mut impl Rng) -> Document {
         let mut doc = Document::new();
         self.fill(&mut doc, Some(only), rng);
         doc
@@ -247,7 +247,7 @@ impl DocGen {
 
     /// A filter on the given fields, each choice drawn by `keys` (the group's key
     /// distribution, over the choice list in its order).
-    pub fn generate_filter(
+    pub(crate) fn generate_filter(
         &self,
         only: &[usize],
         keys: &mut Chooser,
@@ -270,7 +270,7 @@ impl DocGen {
     /// Adds the generated fields (all, or `only` those) to `doc`. Templates in it generate
     /// without `^Key` or `^Field` values and with a fresh `^Inc` state: `fill_raw` gives them
     /// the user's.
-    pub fn fill(&self, doc: &mut Document, only: Option<&[usize]>, rng: &mut impl Rng) {
+    pub(crate) fn fill(&self, doc: &mut Document, only: Option<&[usize]>, rng: &mut impl Rng) {
         self.with_plain_cx(rng, |cx| self.fill_picked(doc, only, None, cx))
     }
 
@@ -306,7 +306,7 @@ impl DocGen {
     /// A document with `_id` `id` and every generated field, in BSON's bytes; a template with
     /// an `_id` field of its own keeps its own (as a `Document` would, the generated value
     /// replacing the issued one).
-    pub fn raw_doc(&self, id: i64, cx: &mut super::template::Cx<'_>) -> RawDocumentBuf {
+    pub(crate) fn raw_doc(&self, id: i64, cx: &mut super::template::Cx<'_>) -> RawDocumentBuf {
         let mut doc = RawDocumentBuf::new();
         if !self.fields.iter().any(|(name, _)| name == "_id") {
             doc.append("_id", id);
@@ -318,7 +318,7 @@ impl DocGen {
     /// Appends every generated field to a raw document, as `fill` does to a `Document` (the
     /// same draws in the same order, so a seed makes the same documents): an insert's
     /// document built in the bytes it is sent in, without a `Document` to encode again.
-    pub fn fill_raw(&self, doc: &mut RawDocumentBuf, cx: &mut super::template::Cx<'_>) {
+    pub(crate) fn fill_raw(&self, doc: &mut RawDocumentBuf, cx: &mut super::template::Cx<'_>) {
         let mut picked = [usize::MAX; MAX_PAIRED_LEVEL];
         let mut pick = |i: usize, n: usize, rng: &mut &mut dyn rand::RngCore| -> usize {
             if i < MAX_PAIRED_LEVEL {

@@ -50,7 +50,7 @@ impl KeySpace {
     }
 
     /// Part `index` of `count` continuing after `first`.
-    pub fn partitioned(first: i64, index: u32, count: u32) -> Self {
+    pub(crate) fn partitioned(first: i64, index: u32, count: u32) -> Self {
         KeySpace {
             next: AtomicI64::new(0),
             acked: AtomicI64::new(0),
@@ -64,12 +64,12 @@ impl KeySpace {
         }
     }
 
-    pub fn issue(&self) -> i64 {
+    pub(crate) fn issue(&self) -> i64 {
         self.base + self.next.fetch_add(1, Ordering::Relaxed) * self.stride + self.offset
     }
 
     /// The insert of `id` (issued here) completed, whether it succeeded or not.
-    pub fn acknowledge(&self, id: i64) {
+    pub(crate) fn acknowledge(&self, id: i64) {
         let k = (id - self.base - self.offset) / self.stride;
         // SeqCst here and in `advance`: a completion filed while another user advances past
         // the slot before it is seen by one of the two.
@@ -119,19 +119,19 @@ impl KeySpace {
     }
 
     /// Every `_id` issued so far has completed (after a preload batch).
-    pub fn acknowledge_all(&self) {
+    pub(crate) fn acknowledge_all(&self) {
         let _ahead = self.ahead.lock().unwrap_or_else(|e| e.into_inner());
         self.acked
             .store(self.next.load(Ordering::Relaxed), Ordering::SeqCst);
     }
 
     /// One past the `_id`s issued so far (by every part, when they go at the same pace).
-    pub fn issued(&self) -> i64 {
+    pub(crate) fn issued(&self) -> i64 {
         self.base + self.next.load(Ordering::Relaxed) * self.stride
     }
 
     /// No document to draw yet (`existing` gives None).
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.base + self.acked.load(Ordering::Acquire) == 0
     }
 
@@ -140,7 +140,7 @@ impl KeySpace {
     /// by every part) or one this key space issued (in a part, its own inserts: other parts'
     /// inserts run at their own pace, so drawing them could name an `_id` not yet written).
     /// None when there is none.
-    pub fn existing(&self, pick: &mut Chooser, rng: &mut impl Rng) -> Option<i64> {
+    pub(crate) fn existing(&self, pick: &mut Chooser, rng: &mut impl Rng) -> Option<i64> {
         let own = self.acked.load(Ordering::Acquire);
         let n = self.base + own;
         (n > 0).then(|| {

@@ -12,9 +12,9 @@ use super::template::Lookup;
 
 /// A virtual user's lookups on its group's collection.
 pub(crate) struct GroupLookup<'a> {
-    pub keys: &'a KeySpace,
-    pub pick: &'a mut Chooser,
-    pub document: &'a DocGen,
+    pub(crate) keys: &'a KeySpace,
+    pub(crate) pick: &'a mut Chooser,
+    pub(crate) document: &'a DocGen,
 }
 
 impl Lookup for GroupLookup<'_> {
@@ -38,9 +38,9 @@ impl Lookup for GroupLookup<'_> {
 /// A step's lookups on a collection other than its group's: that collection's `_id`s (by the
 /// group's key distribution) and document template, the operation's bound values.
 pub(crate) struct OtherCollection<'a, 'b> {
-    pub keys: &'a KeySpace,
-    pub document: &'a DocGen,
-    pub inner: &'b mut dyn Lookup,
+    pub(crate) keys: &'a KeySpace,
+    pub(crate) document: &'a DocGen,
+    pub(crate) inner: &'b mut dyn Lookup,
 }
 
 impl Lookup for OtherCollection<'_, '_> {

@@ -19,9 +19,9 @@ pub(crate) mod request;
 pub(crate) mod size;
 pub(crate) mod template;
 
-pub use distribution::{Chooser, KeyDist};
+pub(crate) use distribution::{Chooser, KeyDist};
 pub use document::{DocGen, Gen, GenError};
 pub use keys::KeySpace;
 pub use op::{OpKind, OpSpec};
 pub use request::{from_id, Request};
-pub use template::Template;
+pub(crate) use template::Template;

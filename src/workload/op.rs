@@ -8,9 +8,9 @@ pub(crate) use crate::vocab::op::OpName;
 /// the document's top level), and fields `$inc` by 1 (a counter of updates per document, e.g.
 /// `inc = ["updates"]`).
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct Change {
-    pub set: Vec<usize>,
-    pub inc: Vec<String>,
+pub(crate) struct Change {
+    pub(crate) set: Vec<usize>,
+    pub(crate) inc: Vec<String>,
 }
 
 /// A group's operation: one of the profile's own operations (a built-in kind is read as one,
@@ -25,7 +25,7 @@ pub enum OpSpec {
 
 impl OpSpec {
     /// The name of its row (a built-in kind, or a template's name).
-    pub fn kind(&self) -> OpName {
+    pub(crate) fn kind(&self) -> OpName {
         match self {
             OpSpec::Template(t) => t.name.clone(),
             OpSpec::Steps(s) => s.name.clone(),

@@ -21,8 +21,8 @@ pub(crate) type RemovedId = std::sync::Arc<std::sync::OnceLock<mongodb::bson::Bs
 
 /// An insert's documents from a collection's key space and document template.
 pub(crate) struct CollectionDocs<'a> {
-    pub keys: &'a KeySpace,
-    pub document: &'a DocGen,
+    pub(crate) keys: &'a KeySpace,
+    pub(crate) document: &'a DocGen,
 }
 
 impl super::command::Documents for CollectionDocs<'_> {
@@ -43,7 +43,7 @@ pub fn from_id(filter: &Document, from: i64) -> Document {
 
 impl Request {
     /// Says which group plan's user sends it (its session is that user's own).
-    pub fn of_group(&mut self, group: usize) {
+    pub(crate) fn of_group(&mut self, group: usize) {
         match self {
             Request::Template(t) => t.group = group,
             Request::Steps(s) => s.group = group,

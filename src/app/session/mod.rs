@@ -411,19 +411,19 @@ impl<B: Backend + Clone> Session<'_, B> {
 }
 
 /// An output that cannot be written before any load is a usage problem (exit 2), not a failure.
-pub fn before_load(e: Error) -> Error {
+pub(crate) fn before_load(e: Error) -> Error {
     match e {
         Error::Output { .. } => Error::Usage(e.to_string()),
         e => e,
     }
 }
 
-pub fn now_rfc3339() -> String {
+pub(crate) fn now_rfc3339() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }
 
 /// Now as `YYYYmmdd-HHMMSS` (UTC): the default output directories' names.
-pub fn now_stamp() -> String {
+pub(crate) fn now_stamp() -> String {
     let digits: String = now_rfc3339()
         .chars()
         .filter(|c| c.is_ascii_digit())

@@ -31,28 +31,28 @@ const OPLOG_EVERY_MS: u64 = 10_000;
 
 /// One member's second. Rates are over the interval before `time_ms`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct MemberRow {
-    pub time_ms: u64,
+pub(crate) struct MemberRow {
+    pub(crate) time_ms: u64,
     /// Length of the interval the rates cover, ending at `time_ms`.
-    pub interval_ms: u64,
+    pub(crate) interval_ms: u64,
     /// The shard it belongs to; none in a replica set.
-    pub shard: Option<String>,
+    pub(crate) shard: Option<String>,
     /// host:port, as the set names it.
-    pub member: String,
+    pub(crate) member: String,
     /// PRIMARY, SECONDARY, ARBITER, ... as `replSetGetStatus` spells it; none when unknown.
-    pub state: Option<String>,
+    pub(crate) state: Option<String>,
     /// opcounters per second, in `OPCOUNTERS` order.
-    pub ops_s: [Option<f64>; 6],
+    pub(crate) ops_s: [Option<f64>; 6],
     /// opcountersRepl per second, all kinds together.
-    pub repl_ops_s: Option<f64>,
-    pub connections: Option<f64>,
-    pub net_in_kbs: Option<f64>,
-    pub net_out_kbs: Option<f64>,
+    pub(crate) repl_ops_s: Option<f64>,
+    pub(crate) connections: Option<f64>,
+    pub(crate) net_in_kbs: Option<f64>,
+    pub(crate) net_out_kbs: Option<f64>,
     /// Seconds behind its primary (the primary's last applied time less its own).
-    pub lag_s: Option<f64>,
+    pub(crate) lag_s: Option<f64>,
     /// The time its oplog spans (its last entry's time less its first's), seconds: read every
     /// `OPLOG_EVERY_MS`, the last reading repeated in between.
-    pub oplog_window_s: Option<f64>,
+    pub(crate) oplog_window_s: Option<f64>,
 }
 
 /// A member's name across files and pages: `shard0/h1:27017`, or the host alone in a
@@ -66,12 +66,12 @@ pub(crate) fn member_name(shard: Option<&str>, host: &str) -> String {
 
 impl MemberRow {
     /// `shard/host`, or the host (`member_name`).
-    pub fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         member_name(self.shard.as_deref(), &self.member)
     }
 
     /// Its operations per second, all kinds.
-    pub fn ops_total(&self) -> Option<f64> {
+    pub(crate) fn ops_total(&self) -> Option<f64> {
         let known: Vec<f64> = self.ops_s.iter().flatten().copied().collect();
         (!known.is_empty()).then(|| known.iter().sum())
     }
@@ -80,7 +80,7 @@ impl MemberRow {
 /// What happened to the deployment's shape during a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum TopologyKind {
+pub(crate) enum TopologyKind {
     /// The set's primary changed (to none, while there is none).
     PrimaryChange,
     /// A member's state changed.
@@ -95,48 +95,48 @@ pub enum TopologyKind {
 /// are filled when the run is judged.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TopologyEvent {
-    pub kind: TopologyKind,
+    pub(crate) kind: TopologyKind,
     /// Epoch milliseconds: when it happened (a primary change: the new primary's
     /// `electionDate` when it lies within the second it was seen in; a migration: the
     /// changelog's time), and when the sampler saw it.
-    pub time_ms: u64,
-    pub seen_ms: u64,
+    pub(crate) time_ms: u64,
+    pub(crate) seen_ms: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shard: Option<String>,
+    pub(crate) shard: Option<String>,
     /// The member it is about (a primary change: none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub member: Option<String>,
+    pub(crate) member: Option<String>,
     /// A primary change: the old and the new primary; a state change: the old and new states;
     /// a migration: the donor and recipient shards.
     #[serde(default)]
-    pub from: Option<String>,
+    pub(crate) from: Option<String>,
     #[serde(default)]
-    pub to: Option<String>,
+    pub(crate) to: Option<String>,
     /// In words.
-    pub detail: String,
+    pub(crate) detail: String,
     /// From the first stage's start.
     #[serde(default)]
-    pub offset_secs: f64,
+    pub(crate) offset_secs: f64,
     /// The client's longest window without a success around it (within a second).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub unavailable: Option<EventWindow>,
+    pub(crate) unavailable: Option<EventWindow>,
     /// A new primary after a `stepdown` fault: seconds from the step-down to it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub election_secs: Option<f64>,
+    pub(crate) election_secs: Option<f64>,
 }
 
 /// A window without a success beside an event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct EventWindow {
-    pub label: crate::metrics::Label,
+pub(crate) struct EventWindow {
+    pub(crate) label: crate::metrics::Label,
     /// From the first stage's start, and how long.
-    pub start_secs: f64,
-    pub secs: f64,
+    pub(crate) start_secs: f64,
+    pub(crate) secs: f64,
 }
 
 impl TopologyEvent {
     /// The event in a line, as the console and the charts' markers say it.
-    pub fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         let window = self.unavailable.as_ref().map_or(String::new(), |w| {
             format!(
                 "; {} had no success for {:.2}s from +{:.2}s",
@@ -154,16 +154,16 @@ impl TopologyEvent {
 }
 
 /// Where each second's member rows go.
-pub trait MemberSink: Send {
+pub(crate) trait MemberSink: Send {
     fn write(&mut self, rows: &[MemberRow]) -> std::io::Result<()>;
     fn name(&self) -> String;
 }
 
 /// What the member sampler was told to watch.
-pub struct MembersTarget {
+pub(crate) struct MembersTarget {
     /// The URI's options (hosts, credentials, TLS); each member's client is these, direct.
-    pub options: ClientOptions,
-    pub sink: Box<dyn MemberSink>,
+    pub(crate) options: ClientOptions,
+    pub(crate) sink: Box<dyn MemberSink>,
 }
 
 /// One member being sampled.

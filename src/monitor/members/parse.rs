@@ -10,19 +10,19 @@ use super::super::status::number;
 /// What a member says of itself and of its set (`hello`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Hello {
-    pub set_name: Option<String>,
+    pub(crate) set_name: Option<String>,
     /// Data-bearing members, priority-0 ones (`passives`) and arbiters, as the member lists them.
-    pub hosts: Vec<String>,
-    pub arbiters: Vec<String>,
-    pub primary: Option<String>,
-    pub me: Option<String>,
-    pub writable_primary: bool,
-    pub secondary: bool,
-    pub arbiter: bool,
+    pub(crate) hosts: Vec<String>,
+    pub(crate) arbiters: Vec<String>,
+    pub(crate) primary: Option<String>,
+    pub(crate) me: Option<String>,
+    pub(crate) writable_primary: bool,
+    pub(crate) secondary: bool,
+    pub(crate) arbiter: bool,
     /// A `mongos` (`msg: "isdbgrid"`).
-    pub router: bool,
+    pub(crate) router: bool,
     /// Its newest oplog entry's time, whole seconds (`lastWrite.opTime.ts`).
-    pub last_write_s: Option<u32>,
+    pub(crate) last_write_s: Option<u32>,
 }
 
 impl Hello {
@@ -82,12 +82,12 @@ impl Hello {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Counters {
     /// opcounters, in `OPCOUNTERS` order.
-    pub ops: [Option<f64>; 6],
+    pub(crate) ops: [Option<f64>; 6],
     /// opcountersRepl, summed (what the member applied from its sync source).
-    pub repl: Option<f64>,
-    pub connections: Option<f64>,
-    pub bytes_in: Option<f64>,
-    pub bytes_out: Option<f64>,
+    pub(crate) repl: Option<f64>,
+    pub(crate) connections: Option<f64>,
+    pub(crate) bytes_in: Option<f64>,
+    pub(crate) bytes_out: Option<f64>,
 }
 
 impl Counters {
@@ -113,22 +113,22 @@ impl Counters {
 /// One member as the primary sees it (`replSetGetStatus.members[]`).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct SeenMember {
-    pub name: String,
-    pub state: String,
+    pub(crate) name: String,
+    pub(crate) state: String,
     /// Its last applied operation's time, epoch milliseconds: `optimeDate` (millisecond
     /// precision), else the optime's timestamp (whole seconds); none for an arbiter, or a
     /// member the primary cannot reach (`optimeDate` of 1970).
-    pub optime_ms: Option<i64>,
+    pub(crate) optime_ms: Option<i64>,
     /// When it was elected, for the primary (`electionDate`).
-    pub election_ms: Option<i64>,
-    pub is_self: bool,
+    pub(crate) election_ms: Option<i64>,
+    pub(crate) is_self: bool,
 }
 
 /// The set as one member sees it (`replSetGetStatus`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct SetStatus {
-    pub set: Option<String>,
-    pub members: Vec<SeenMember>,
+    pub(crate) set: Option<String>,
+    pub(crate) members: Vec<SeenMember>,
 }
 
 impl SetStatus {
@@ -219,8 +219,8 @@ fn date_ms(b: Option<&Bson>) -> Option<i64> {
 /// string names (`rs0/h1:27018,h2:27018`, or one `host:port` for a standalone shard).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Shard {
-    pub name: String,
-    pub hosts: Vec<String>,
+    pub(crate) name: String,
+    pub(crate) hosts: Vec<String>,
 }
 
 pub(crate) fn shards(list_shards: &Document) -> Vec<Shard> {
@@ -249,10 +249,10 @@ pub(crate) fn shards(list_shards: &Document) -> Vec<Shard> {
 /// A chunk migration the config server logged (`config.changelog`, `what: "moveChunk.commit"`).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Migration {
-    pub time_ms: i64,
-    pub ns: String,
-    pub from: Option<String>,
-    pub to: Option<String>,
+    pub(crate) time_ms: i64,
+    pub(crate) ns: String,
+    pub(crate) from: Option<String>,
+    pub(crate) to: Option<String>,
 }
 
 /// The changelog entries the sampler asks for.

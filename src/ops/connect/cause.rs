@@ -10,9 +10,9 @@ use std::time::Duration;
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Asked {
     /// `tls=true` (or `mongodb+srv://`, which implies it).
-    pub tls: bool,
+    pub(crate) tls: bool,
     /// `tlsCAFile=...`.
-    pub ca_file: bool,
+    pub(crate) ca_file: bool,
 }
 
 /// Why a first connection failed.

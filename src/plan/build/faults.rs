@@ -10,10 +10,10 @@ use crate::plan::RunPlan;
 
 /// What the run does to the server and checks afterwards.
 pub(super) struct Faults {
-    pub audit: bool,
-    pub faults: Vec<FaultPlan>,
-    pub server_args: Vec<String>,
-    pub unavailable_after: Option<Duration>,
+    pub(crate) audit: bool,
+    pub(crate) faults: Vec<FaultPlan>,
+    pub(crate) server_args: Vec<String>,
+    pub(crate) unavailable_after: Option<Duration>,
 }
 
 pub(super) fn faults(loaded: &Loaded, ov: &Overrides) -> Result<Faults, ProfileError> {

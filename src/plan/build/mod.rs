@@ -29,8 +29,8 @@ use crate::workload::OpSpec;
 
 /// What every group's build reads besides its own table.
 pub(super) struct Env<'a> {
-    pub collections: &'a [CollectionPlan],
-    pub target: &'a TargetPlan,
+    pub(crate) collections: &'a [CollectionPlan],
+    pub(crate) target: &'a TargetPlan,
 }
 
 /// Each distinct (collection, concerns) the groups send on, `[target]`'s on the first

@@ -14,18 +14,18 @@ use std::path::{Path, PathBuf};
 
 /// What the command line says of a genny workload (`-p`, `-o`, `--smoke`).
 #[derive(Debug, Clone, Default)]
-pub struct GennyArgs {
+pub(crate) struct GennyArgs {
     /// `-p NAME=VALUE`: a `^Parameter` set everywhere, over the workload's own.
-    pub parameters: Vec<(String, String)>,
+    pub(crate) parameters: Vec<(String, String)>,
     /// `-o FILE`: deep-merged onto the workload first, as genny's `-o`.
-    pub overrides: Vec<PathBuf>,
+    pub(crate) overrides: Vec<PathBuf>,
     /// Every phase once: `Repeat: 1`, no `Duration`, rate or sleep.
-    pub smoke: bool,
+    pub(crate) smoke: bool,
 }
 
 impl GennyArgs {
     /// Any of them given.
-    pub fn any(&self) -> bool {
+    pub(crate) fn any(&self) -> bool {
         !self.parameters.is_empty() || !self.overrides.is_empty() || self.smoke
     }
 }
@@ -33,13 +33,12 @@ impl GennyArgs {
 /// A genny workload read: the profile text it became, what a reader must know of how, and the
 /// preprocessed YAML (`validate --expand`).
 #[derive(Debug, Clone)]
-pub struct Read {
+pub(crate) struct Read {
     /// The workload's directory (relative data set paths are looked for from it first).
-    pub dir: PathBuf,
-    pub toml: String,
-    pub notes: Vec<String>,
-    pub phases: usize,
-    pub expanded: String,
+    pub(crate) dir: PathBuf,
+    pub(crate) toml: String,
+    pub(crate) notes: Vec<String>,
+    pub(crate) expanded: String,
 }
 
 /// Is the file at `path` a genny workload: `.yml`/`.yaml`.
@@ -67,7 +66,6 @@ pub(crate) fn read(path: &Path, args: &GennyArgs) -> Result<Read, String> {
         dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),
         toml,
         notes: t.notes,
-        phases: t.phases,
         expanded: expanded_text,
     })
 }

@@ -3,7 +3,7 @@
 
 pub struct Bundled {
     pub name: &'static str,
-    pub summary: &'static str,
+    pub(crate) summary: &'static str,
     pub text: &'static str,
 }
 

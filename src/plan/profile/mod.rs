@@ -15,20 +15,20 @@ pub use model::{Group, OpKind, Profile, UpdateTarget};
 #[derive(Debug, Clone)]
 pub struct Loaded {
     /// A path as given, or `bundled:NAME`.
-    pub origin: String,
+    pub(crate) origin: String,
     /// The name used for the run directory: the profile's `name`, else the file stem.
-    pub name: String,
-    pub text: String,
-    pub profile: Profile,
+    pub(crate) name: String,
+    pub(crate) text: String,
+    pub(crate) profile: Profile,
     /// A genny workload: how it was read (its profile is `text`, made from it).
-    pub genny: Option<crate::plan::genny::Read>,
+    pub(crate) genny: Option<crate::plan::genny::Read>,
     /// The values' spans in `text`, read the first time an error is located.
     spans: std::sync::OnceLock<locate::Spans>,
 }
 
 impl Loaded {
     /// An error about the value at `key` (a dotted path such as `group[0].threads`).
-    pub fn error_at(
+    pub(crate) fn error_at(
         &self,
         key: &str,
         problem: impl Into<String>,
@@ -68,7 +68,10 @@ pub fn load(spec: &str) -> Result<Loaded, Error> {
 
 /// The same, with what the command line says of a genny workload (`-p`, `-o`, `--smoke`): a
 /// `.yml` file is one, read as genny reads it.
-pub fn load_with(spec: &str, genny: &crate::plan::genny::GennyArgs) -> Result<Loaded, Error> {
+pub(crate) fn load_with(
+    spec: &str,
+    genny: &crate::plan::genny::GennyArgs,
+) -> Result<Loaded, Error> {
     let path = Path::new(spec);
     if path.is_file() && crate::plan::genny::is_workload(path) {
         let read = crate::plan::genny::read(path, genny).map_err(|line| {
@@ -231,7 +234,7 @@ fn from_toml(origin: &str, text: &str, err: &toml::de::Error) -> ProfileError {
 }
 
 /// The accepted form of a key, as shown in error messages; bounds come from `limits`.
-pub fn expected_for(key: &str) -> String {
+pub(crate) fn expected_for(key: &str) -> String {
     match key {
         "threads" => limits::threads_expected(),
         "loops" => limits::loops_expected(),

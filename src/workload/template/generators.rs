@@ -183,20 +183,20 @@ pub(super) enum DoubleGen {
 
 #[derive(Debug, Clone)]
 pub(super) struct StrGen {
-    pub length: Num,
+    pub(crate) length: Num,
     /// genny's `^FastRandomString`: six bits of a 64-bit draw per character, masked with 0x2f
     /// (so not every character is equally likely).
-    pub fast: bool,
+    pub(crate) fast: bool,
     /// The alphabet's characters; when all are ASCII, `ascii` holds them as bytes.
-    pub chars: Vec<char>,
-    pub ascii: Option<Vec<u8>>,
-    pub pick: Uniform<usize>,
+    pub(crate) chars: Vec<char>,
+    pub(crate) ascii: Option<Vec<u8>>,
+    pub(crate) pick: Uniform<usize>,
 }
 
 #[derive(Debug, Clone)]
 pub(super) struct ChooseGen {
-    pub from: Vec<Node>,
-    pub pick: Pick,
+    pub(crate) from: Vec<Node>,
+    pub(crate) pick: Pick,
 }
 
 #[derive(Debug, Clone)]
@@ -210,10 +210,10 @@ pub(super) enum Pick {
 #[derive(Debug, Clone)]
 pub(super) struct IncGen {
     /// Written, or generated once per user (at its first value).
-    pub start: Num,
-    pub step: i64,
-    pub multiplier: i64,
-    pub scope: IncScope,
+    pub(crate) start: Num,
+    pub(crate) step: i64,
+    pub(crate) multiplier: i64,
+    pub(crate) scope: IncScope,
 }
 
 #[derive(Debug, Clone)]
@@ -227,56 +227,56 @@ pub(super) enum IncScope {
 
 #[derive(Debug, Clone)]
 pub(super) struct ObjectGen {
-    pub entries: Num,
-    pub keys: Node,
-    pub values: Node,
+    pub(crate) entries: Num,
+    pub(crate) keys: Node,
+    pub(crate) values: Node,
     /// `skip`: a repeated key keeps its first value; `insert`: its last.
-    pub skip_repeated: bool,
+    pub(crate) skip_repeated: bool,
 }
 
 /// `^Cycle` (and `^FixedGeneratedValue`, `^BinData`): `len` values of `of`, made at a user's first
 /// value, then given in turn.
 #[derive(Debug, Clone)]
 pub(super) struct CycleGen {
-    pub id: usize,
-    pub len: usize,
-    pub of: Node,
+    pub(crate) id: usize,
+    pub(crate) len: usize,
+    pub(crate) of: Node,
 }
 
 /// `^Repeat`: each value of `of` given `count` times.
 #[derive(Debug, Clone)]
 pub(super) struct RepeatGen {
-    pub id: usize,
-    pub count: i64,
-    pub of: Node,
+    pub(crate) id: usize,
+    pub(crate) count: i64,
+    pub(crate) of: Node,
 }
 
 /// `^IncDate`: a per-user date counter, from `start + actor * multiplier`, `step` ms apart.
 #[derive(Debug, Clone)]
 pub(super) struct IncDateGen {
-    pub id: usize,
-    pub start: DateArg,
-    pub step: i64,
-    pub multiplier: i64,
+    pub(crate) id: usize,
+    pub(crate) start: DateArg,
+    pub(crate) step: i64,
+    pub(crate) multiplier: i64,
 }
 
 /// `^ChooseFromDataset`: a line of the file, drawn uniformly, or each user's next one from
 /// `startFromLine` (`sequential`; the id keys the user's place).
 #[derive(Debug, Clone)]
 pub(super) struct DatasetGen {
-    pub lines: Arc<Vec<String>>,
-    pub sequential: Option<(usize, i64)>,
+    pub(crate) lines: Arc<Vec<String>>,
+    pub(crate) sequential: Option<(usize, i64)>,
 }
 
 /// `^TwoDWalk`: `[x, y]` of an object moving `dist` per value in a random direction, a new object
 /// at a random place in the rectangle every `per_series` values.
 #[derive(Debug, Clone)]
 pub(super) struct WalkGen {
-    pub id: usize,
-    pub per_series: i64,
-    pub dist: f64,
-    pub x: (f64, f64),
-    pub y: (f64, f64),
+    pub(crate) id: usize,
+    pub(crate) per_series: i64,
+    pub(crate) dist: f64,
+    pub(crate) x: (f64, f64),
+    pub(crate) y: (f64, f64),
 }
 
 /// A frequency map: strings with how many times each is still to be given.

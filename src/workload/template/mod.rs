@@ -31,14 +31,14 @@ use generators::Gen;
 
 /// How a template is read: as a mongo-stress profile's (the default) or as a genny workload's.
 #[derive(Debug, Clone, Default)]
-pub struct CompileOptions {
+pub(crate) struct CompileOptions {
     /// genny's own defaults and leniency, for a workload of genny run unconverted: `^Inc` starts
     /// at 1, `^RandomDate` leaves out its `max`, and an argument a generator does not know is
     /// ignored (as genny ignores it) instead of refused.
-    pub genny: bool,
+    pub(crate) genny: bool,
     /// The directory a relative `^ChooseFromDataset` path is looked for from first (the
     /// workload's directory); the current directory is searched after it.
-    pub base_dir: Option<PathBuf>,
+    pub(crate) base_dir: Option<PathBuf>,
 }
 
 /// A compiled template: a constant, or a tree with generators in it.
@@ -60,7 +60,7 @@ enum Node {
 
 /// What a template needs from the run to generate: an existing `_id` (`^Key`) and fresh values
 /// of the collection's document template (`^Field`).
-pub trait Lookup {
+pub(crate) trait Lookup {
     /// An existing document's `_id`, drawn by the group's key distribution; None when the
     /// collection has none (or the group has no key space).
     fn key(&mut self, rng: &mut dyn RngCore) -> Option<Bson>;
@@ -112,14 +112,14 @@ impl Lookup for NoLookup {
 
 /// One operation's generation: the user's random stream, its lookups, the time and its own
 /// `^Inc` counters.
-pub struct Cx<'a> {
-    pub rng: &'a mut dyn RngCore,
-    pub lookup: &'a mut dyn Lookup,
+pub(crate) struct Cx<'a> {
+    pub(crate) rng: &'a mut dyn RngCore,
+    pub(crate) lookup: &'a mut dyn Lookup,
     /// Milliseconds since the Unix epoch, read once per operation (`^Now`, relative dates).
-    pub now_ms: i64,
+    pub(crate) now_ms: i64,
     /// The virtual user (0-based) whose operation this is.
-    pub user: u32,
-    pub state: &'a mut UserState,
+    pub(crate) user: u32,
+    pub(crate) state: &'a mut UserState,
 }
 
 /// A virtual user's own generator state: what each stateful generator (by its compile-time id)
@@ -127,7 +127,7 @@ pub struct Cx<'a> {
 /// user's actor number (`^ActorId`). genny keeps this state per actor thread; here each virtual
 /// user has its own.
 #[derive(Debug, Default, Clone)]
-pub struct UserState {
+pub(crate) struct UserState {
     slots: HashMap<usize, generators::Slot>,
     actor: Option<i64>,
 }
@@ -136,7 +136,8 @@ impl UserState {
     /// A user whose `^ActorId` (and `^Inc`'s and `^IncDate`'s `multiplier`) is `actor`: genny's
     /// actor id, from 1 and unique across every thread of the workload. Without it, a user's actor
     /// number is its number in its group (from 0).
-    pub fn with_actor(actor: i64) -> UserState {
+    #[cfg(test)]
+    pub(crate) fn with_actor(actor: i64) -> UserState {
         UserState {
             slots: HashMap::new(),
             actor: Some(actor),
@@ -166,13 +167,13 @@ pub(crate) fn with_options<R>(options: CompileOptions, f: impl FnOnce() -> R) ->
 impl Template {
     /// Compiles a profile value; `key` is its dotted path in the profile (`group[0].find.filter`),
     /// used to name the place of an error. A TOML string is a string literal.
-    pub fn compile(value: &toml::Value, key: &str) -> Result<Template, GenError> {
+    pub(crate) fn compile(value: &toml::Value, key: &str) -> Result<Template, GenError> {
         IN_EFFECT.with(|o| Template::compile_with(value, key, &o.borrow()))
     }
 
     /// Compiles a value as `compile` does, read as `options` say (a genny workload's, a base
     /// directory for datasets).
-    pub fn compile_with(
+    pub(crate) fn compile_with(
         value: &toml::Value,
         key: &str,
         options: &CompileOptions,
@@ -185,7 +186,7 @@ impl Template {
 
     /// Compiles an operation's argument: a TOML table or array as `compile`, a TOML string as
     /// Extended JSON text (a query pasted from mongosh or a log), which may hold generators.
-    pub fn compile_arg(value: &toml::Value, key: &str) -> Result<Template, GenError> {
+    pub(crate) fn compile_arg(value: &toml::Value, key: &str) -> Result<Template, GenError> {
         match value {
             toml::Value::String(s) => Template::compile_json(s, key),
             other => Template::compile(other, key),
@@ -193,7 +194,7 @@ impl Template {
     }
 
     /// Compiles Extended JSON text (canonical or relaxed), which may hold generators.
-    pub fn compile_json(text: &str, key: &str) -> Result<Template, GenError> {
+    pub(crate) fn compile_json(text: &str, key: &str) -> Result<Template, GenError> {
         let json: serde_json::Value = serde_json::from_str(text).map_err(|e| GenError {
             key: key.to_string(),
             problem: format!("the string is not valid JSON: {e}"),
@@ -214,14 +215,14 @@ impl Template {
     }
 
     /// `{ "^Key" = {} }`: an existing `_id` of the group's collection.
-    pub fn key() -> Template {
+    pub(crate) fn key() -> Template {
         Template {
             node: Node::Gen(Box::new(Gen::Key)),
         }
     }
 
     /// `{ _id: <an existing _id> }`, or with `from`, `{ _id: { $gte: <an existing _id> } }`.
-    pub fn by_key(from: bool) -> Template {
+    pub(crate) fn by_key(from: bool) -> Template {
         let key = Node::Gen(Box::new(Gen::Key));
         let id = if from {
             Node::Doc(vec![("$gte".to_string(), key)])
@@ -234,28 +235,28 @@ impl Template {
     }
 
     /// A built-in kind's filter on these top-level fields of the collection's document.
-    pub fn fields(only: Vec<usize>) -> Template {
+    pub(crate) fn fields(only: Vec<usize>) -> Template {
         Template {
             node: Node::Gen(Box::new(Gen::Fields(only))),
         }
     }
 
     /// A built-in update's `$set` and `$inc`.
-    pub fn change(change: super::op::Change) -> Template {
+    pub(crate) fn change(change: super::op::Change) -> Template {
         Template {
             node: Node::Gen(Box::new(Gen::Change(change))),
         }
     }
 
     /// A whole number uniform in 1..=max.
-    pub fn up_to(max: u32) -> Template {
+    pub(crate) fn up_to(max: u32) -> Template {
         Template {
             node: Node::Gen(Box::new(Gen::UpTo(max))),
         }
     }
 
     /// The value when the template has no generator in it.
-    pub fn constant(&self) -> Option<&Bson> {
+    pub(crate) fn constant(&self) -> Option<&Bson> {
         match &self.node {
             Node::Const(b) => Some(b),
             _ => None,
@@ -263,7 +264,7 @@ impl Template {
     }
 
     /// Does it draw existing `_id`s (`^Key`)?
-    pub fn uses_key(&self) -> bool {
+    pub(crate) fn uses_key(&self) -> bool {
         let mut found = false;
         self.node.visit(&mut |n| {
             if let Node::Gen(g) = n {
@@ -275,7 +276,7 @@ impl Template {
 
     /// The `^Field` paths it reads, to check against the collection's document template (each
     /// once, in the order written).
-    pub fn field_paths(&self) -> Vec<String> {
+    pub(crate) fn field_paths(&self) -> Vec<String> {
         let mut paths: Vec<String> = Vec::new();
         self.node.visit(&mut |n| {
             if let Node::Gen(g) = n {
@@ -290,7 +291,7 @@ impl Template {
     }
 
     /// The `^Bind` names it reads (each once, in the order written).
-    pub fn bind_names(&self) -> Vec<String> {
+    pub(crate) fn bind_names(&self) -> Vec<String> {
         let mut names: Vec<String> = Vec::new();
         self.node.visit(&mut |n| {
             if let Node::Gen(g) = n {
@@ -305,7 +306,7 @@ impl Template {
     }
 
     /// The `^Step` references it reads: (step index, path), each once, in the order written.
-    pub fn step_refs(&self) -> Vec<(usize, String)> {
+    pub(crate) fn step_refs(&self) -> Vec<(usize, String)> {
         let mut refs: Vec<(usize, String)> = Vec::new();
         self.node.visit(&mut |n| {
             if let Node::Gen(g) = n {
@@ -327,13 +328,13 @@ impl Template {
     }
 
     /// Generates one value.
-    pub fn generate(&self, cx: &mut Cx<'_>) -> Bson {
+    pub(crate) fn generate(&self, cx: &mut Cx<'_>) -> Bson {
         self.node.generate(cx)
     }
 
     /// Generates one value that is a document (a filter, an update's operators, a document to
     /// insert); None when the template makes something else.
-    pub fn generate_doc(&self, cx: &mut Cx<'_>) -> Option<Document> {
+    pub(crate) fn generate_doc(&self, cx: &mut Cx<'_>) -> Option<Document> {
         match self.generate(cx) {
             Bson::Document(d) => Some(d),
             _ => None,

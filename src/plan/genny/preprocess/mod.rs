@@ -48,8 +48,8 @@ use yaml::brief;
 #[derive(Debug, thiserror::Error)]
 #[error("{file}: {problem}")]
 pub(crate) struct PreprocessError {
-    pub file: PathBuf,
-    pub problem: String,
+    pub(crate) file: PathBuf,
+    pub(crate) problem: String,
 }
 
 /// The workload at `path`, preprocessed: `overrides` (genny's `-o`) deep-merged onto it first,
