@@ -36,6 +36,7 @@ pub(crate) mod listen;
 pub(crate) mod merge;
 pub mod metrics;
 pub(crate) mod monitor;
+pub(crate) mod num;
 pub mod ops;
 pub mod plan;
 pub(crate) mod redact;

@@ -134,7 +134,7 @@ impl Seen {
 /// The value at fraction `p` of sorted values (nearest rank), 0 when there are none.
 fn quantile(sorted: &[f64], p: f64) -> f64 {
     sorted
-        .get(((sorted.len() as f64 - 1.0) * p).round() as usize)
+        .get(((crate::num::real_len(sorted.len()) - 1.0) * p).round() as usize)
         .copied()
         .unwrap_or(0.0)
 }
@@ -411,7 +411,7 @@ fn transaction_notes(commits_visible: bool, left: &LeftOut) -> Vec<String> {
 /// The window's length in seconds from the first operation to the last, at least 1.
 fn window_between(first: i64, last: i64) -> f64 {
     if first <= last {
-        ((last - first) as f64 / 1000.0).max(1.0)
+        (crate::num::real_signed(last - first) / 1000.0).max(1.0)
     } else {
         1.0
     }
@@ -473,7 +473,9 @@ fn choose(
             .any(|t| t.op.verb.writes());
         c.reasons[i] = if Some(s.db.as_str()) != database {
             format!("another database ({}), not in this profile", s.db)
-        } else if !writes && (c.covered as f64) >= opts.coverage * operations as f64 {
+        } else if !writes
+            && crate::num::real(c.covered) >= opts.coverage * crate::num::real(operations)
+        {
             "beyond --coverage".into()
         } else if c.units >= opts.max_shapes {
             "beyond --max-shapes".into()
@@ -500,7 +502,10 @@ fn shape_stat(
 ) -> ShapeStat {
     let ms = s.sorted_ms();
     let q = |p: f64| quantile(&ms, p);
-    let per = |x: i64| (s.examined_known && s.returned > 0).then(|| x as f64 / s.returned as f64);
+    let per = |x: i64| {
+        (s.examined_known && s.returned > 0)
+            .then(|| crate::num::real_signed(x) / crate::num::real_signed(s.returned))
+    };
     ShapeStat {
         namespace: format!("{}.{}", s.db, s.coll),
         operation: s.op.verb.name(),
@@ -511,11 +516,11 @@ fn shape_stat(
         count: s.count,
         // A transaction is one operation: its share is on its first step.
         share: if operations > 0 && s.pos() == 0 {
-            s.count as f64 / operations as f64
+            crate::num::real(s.count) / crate::num::real(operations)
         } else {
             0.0
         },
-        ops_per_sec: s.count as f64 / window_s / sample_rate,
+        ops_per_sec: crate::num::real(s.count) / window_s / sample_rate,
         p50_ms: q(0.5),
         p95_ms: q(0.95),
         max_ms: ms.last().copied().unwrap_or(0.0),
@@ -523,7 +528,8 @@ fn shape_stat(
         keys_per_returned: per(s.keys_examined),
         docs_per_returned: per(s.docs_examined),
         emitted,
-        returned_per_call: (s.nreturned_n > 0).then(|| s.nreturned as f64 / s.nreturned_n as f64),
+        returned_per_call: (s.nreturned_n > 0)
+            .then(|| crate::num::real_signed(s.nreturned) / crate::num::real(s.nreturned_n)),
         replay_returned_per_call: None,
         writes: s.op.verb.writes(),
         selects_by: s
@@ -622,7 +628,7 @@ pub(crate) fn build(
         operations,
         emitted_shapes: chosen.units,
         coverage: if operations > 0 {
-            chosen.covered as f64 / operations as f64
+            crate::num::real(chosen.covered) / crate::num::real(operations)
         } else {
             0.0
         },
@@ -691,7 +697,7 @@ fn returned_per_value(seen: &[Seen], emitted: &[usize]) -> HashMap<(String, Stri
         {
             continue;
         }
-        let mean = s.nreturned as f64 / s.nreturned_n as f64;
+        let mean = crate::num::real_signed(s.nreturned) / crate::num::real(s.nreturned_n);
         let limit =
             s.op.slots
                 .iter()
@@ -709,7 +715,7 @@ fn returned_per_value(seen: &[Seen], emitted: &[usize]) -> HashMap<(String, Stri
     }
     sums.into_iter()
         .filter(|(_, (_, n))| *n > 0)
-        .map(|(k, (r, n))| (k, r as f64 / n as f64))
+        .map(|(k, (r, n))| (k, crate::num::real_signed(r) / crate::num::real(n)))
         .collect()
 }
 
@@ -837,7 +843,7 @@ fn fit_fields(
                         .iter()
                         .filter(|v| known_ids[c].contains(&v.to_string()))
                         .count();
-                    found as f64 / known_ids[c].len().max(1) as f64
+                    crate::num::real_len(found) / crate::num::real_len(known_ids[c].len().max(1))
                 };
                 share(a).total_cmp(&share(b))
             });
@@ -1288,7 +1294,7 @@ impl Renderer<'_> {
             t,
             "# {operations} operations seen over {window_s:.1} s (the rates are over that span); {} shapes emitted cover {:.1} % of them.",
             heads().count(),
-            if operations > 0 { 100.0 * covered as f64 / operations as f64 } else { 0.0 }
+            if operations > 0 { 100.0 * crate::num::real(covered) / crate::num::real(operations) } else { 0.0 }
         );
         if !self.opts.keep_values {
             let _ = writeln!(
@@ -1475,7 +1481,7 @@ impl Renderer<'_> {
         } else {
             members.iter().map(|&i| seen[i].count).sum()
         };
-        let observed_rate = count as f64 / self.window_s / self.opts.sample_rate;
+        let observed_rate = crate::num::real(count) / self.window_s / self.opts.sample_rate;
         let rate = observed_rate * self.opts.scale;
         let conns: BTreeSet<&String> = members.iter().flat_map(|&i| seen[i].conns.iter()).collect();
         let mut intervals = self.intervals(g, count);
@@ -1519,8 +1525,9 @@ impl Renderer<'_> {
     /// The mean time of one operation of group `g`: of a transaction, its steps' means added.
     fn mean_ms(&self, g: &Grouped) -> f64 {
         let (seen, members) = (self.seen, &g.members);
-        let mean =
-            |i: usize| seen[i].millis.iter().sum::<f64>() / seen[i].millis.len().max(1) as f64;
+        let mean = |i: usize| {
+            seen[i].millis.iter().sum::<f64>() / crate::num::real_len(seen[i].millis.len().max(1))
+        };
         if g.unit.is_some() {
             members.iter().map(|&i| mean(i)).sum()
         } else {
@@ -1528,7 +1535,7 @@ impl Renderer<'_> {
                 .iter()
                 .flat_map(|&i| seen[i].millis.iter().copied())
                 .collect();
-            all.iter().sum::<f64>() / all.len().max(1) as f64
+            all.iter().sum::<f64>() / crate::num::real_len(all.len().max(1))
         }
     }
 
@@ -1573,7 +1580,7 @@ impl Renderer<'_> {
                 t,
                 "transaction = true  # {count} transactions of {} statements seen whole ({:.1} % of the operations)",
                 g.members.len(),
-                if operations > 0 { 100.0 * count as f64 / operations as f64 } else { 0.0 }
+                if operations > 0 { 100.0 * crate::num::real(count) / crate::num::real(operations) } else { 0.0 }
             );
         }
         let mut taken = BTreeSet::new();
@@ -1617,7 +1624,7 @@ impl Renderer<'_> {
                 "# {} operations ({:.1} %), source p50 {:.1} ms, p95 {:.1} ms{plan}",
                 s.count,
                 if operations > 0 {
-                    100.0 * s.count as f64 / operations as f64
+                    100.0 * crate::num::real(s.count) / crate::num::real(operations)
                 } else {
                     0.0
                 },

@@ -144,15 +144,15 @@ pub(crate) fn cardinality(distinct_seen: usize, sel: &Selecting) -> u64 {
     // Without the source's count, the replay's preload is the collection the values divide.
     let docs = sel.source_docs.unwrap_or(sel.replay_docs);
     let estimate = match (sel.returned_per_value, docs) {
-        (Some(r), n) if r > 0.0 && n > 0 => (n as f64 / r).round() as u64,
+        (Some(r), n) if r > 0.0 && n > 0 => (crate::num::real(n) / r).round() as u64,
         _ if !sel.sampled.is_empty() => {
             let mut counts: HashMap<String, u64> = HashMap::new();
             for v in sel.sampled {
                 *counts.entry(v.to_string()).or_default() += 1;
             }
-            let d = counts.len() as f64;
-            let f1 = counts.values().filter(|&&c| c == 1).count() as f64;
-            let f2 = counts.values().filter(|&&c| c == 2).count() as f64;
+            let d = crate::num::real_len(counts.len());
+            let f1 = crate::num::real_len(counts.values().filter(|&&c| c == 1).count());
+            let f2 = crate::num::real_len(counts.values().filter(|&&c| c == 2).count());
             let chao1 = if f2 > 0.0 {
                 d + f1 * f1 / (2.0 * f2)
             } else {
@@ -203,7 +203,9 @@ pub(crate) fn selecting(
     let in_source = cardinality(counts.len(), sel);
     let k = match sel.source_docs {
         Some(n) if n > sel.replay_docs && n > 0 => {
-            ((in_source as f64 * sel.replay_docs as f64 / n as f64).round() as u64).max(1)
+            ((crate::num::real(in_source) * crate::num::real(sel.replay_docs) / crate::num::real(n))
+                .round() as u64)
+                .max(1)
         }
         _ => in_source,
     };
@@ -284,9 +286,9 @@ pub(crate) fn references(
         .filter(|v| ids.contains(&v.to_string()))
         .count();
     let oids = values.iter().all(|v| matches!(v, Bson::ObjectId(_)));
-    let known = (ids.len() as f64 / count.max(1) as f64).min(1.0);
-    let expected = values.len() as f64 * known;
-    found >= if oids { 1 } else { 3 } && found as f64 >= 0.5 * expected
+    let known = (crate::num::real_len(ids.len()) / crate::num::real(count.max(1))).min(1.0);
+    let expected = crate::num::real_len(values.len()) * known;
+    found >= if oids { 1 } else { 3 } && crate::num::real_len(found) >= 0.5 * expected
 }
 
 /// Dates of documents made up from the bounds queries compared them with (no document was

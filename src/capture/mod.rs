@@ -9,6 +9,16 @@
 //! left out. Never: runs load, or writes an observed literal value unless asked
 //! (`Options::keep_values`).
 
+// The numeric casts of this module that narrow a value or change its sign are not yet
+// reviewed one by one (issue 50): each is to become a checked conversion, or an `allow`
+// where it is with its reason, as in `ops`, `metrics` and `executor`.
+#![allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    reason = "not yet reviewed site by site"
+)]
+
 pub(crate) mod emit;
 pub(crate) mod fit;
 pub(crate) mod log;
@@ -152,7 +162,7 @@ impl LeftOut {
 pub(crate) fn as_f64(b: &Bson) -> Option<f64> {
     match b {
         Bson::Int32(n) => Some(f64::from(*n)),
-        Bson::Int64(n) => Some(*n as f64),
+        Bson::Int64(n) => Some(crate::num::real_signed(*n)),
         Bson::Double(n) => Some(*n),
         Bson::Decimal128(d) => d.to_string().parse().ok(),
         _ => None,

@@ -348,7 +348,7 @@ pub(crate) async fn collection_info(client: &Client, db: &str, coll: &str) -> Co
             .iter()
             .map(|d| mongodb::bson::to_vec(d).map_or(0, |v| v.len()))
             .sum();
-        info.avg_size = Some(bytes as f64 / info.sample.len() as f64);
+        info.avg_size = Some(crate::num::real_len(bytes) / crate::num::real_len(info.sample.len()));
     }
     info
 }

@@ -68,7 +68,7 @@ fn cells(base: &[MemberSummary], new: &[MemberSummary]) -> Vec<MemberCell> {
 fn side(members: &[MemberSummary], name: &str) -> (Option<f64>, Option<f64>) {
     let mine: Vec<&MemberSummary> = members.iter().filter(|m| m.name() == name).collect();
     let ops: Vec<f64> = mine.iter().filter_map(|m| m.ops_s.avg).collect();
-    let ops = (!ops.is_empty()).then(|| ops.iter().sum::<f64>() / ops.len() as f64);
+    let ops = (!ops.is_empty()).then(|| ops.iter().sum::<f64>() / crate::num::real_len(ops.len()));
     let lag = mine.iter().filter_map(|m| m.lag_s.peak).reduce(f64::max);
     (ops, lag)
 }

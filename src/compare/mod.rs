@@ -143,7 +143,7 @@ fn side(dir: &RunDir, steered: &Steered, which: Which) -> Result<Side, Error> {
                 .as_deref()
                 .ok_or_else(|| bad(format!("summary.json has no histogram for {label} (written before schema 1 had them?)")))
                 .and_then(|e| crate::metrics::decode(e).map_err(&bad))?;
-            let (samples, errors) = (row.samples as f64, row.errors as f64);
+            let (samples, errors) = (crate::num::real(row.samples), crate::num::real(row.errors));
             let runs = per_run.entry(label.clone()).or_default();
             for (k, v) in [
                 ("samples", samples),
@@ -164,10 +164,10 @@ fn side(dir: &RunDir, steered: &Steered, which: Which) -> Result<Side, Error> {
                     .push(row.docs_per_sec);
             }
             if let Some(t) = &row.transactions {
-                let n = (t.committed + t.aborted + t.in_doubt).max(1) as f64;
+                let n = crate::num::real((t.committed + t.aborted + t.in_doubt).max(1));
                 runs.entry("retries_per_tx")
                     .or_default()
-                    .push(t.retries as f64 / n);
+                    .push(crate::num::real(t.retries) / n);
             }
             // The audit's acknowledged writes not kept, by group and TOTAL.
             if let Some(a) = run.audit.as_ref().filter(|a| a.finished) {
@@ -177,7 +177,9 @@ fn side(dir: &RunDir, steered: &Steered, which: Which) -> Result<Side, Error> {
                     _ => None,
                 };
                 if let Some(g) = g {
-                    runs.entry("lost").or_default().push(g.not_kept() as f64);
+                    runs.entry("lost")
+                        .or_default()
+                        .push(crate::num::real(g.not_kept()));
                 }
             }
             // The longest window without a success (TOTAL: of any group), where a run had
@@ -207,7 +209,7 @@ fn side(dir: &RunDir, steered: &Steered, which: Which) -> Result<Side, Error> {
             p.5 = p.5.max(row.max_ms);
         }
     }
-    let runs = dir.summary.runs.len().max(1) as f64;
+    let runs = crate::num::real_len(dir.summary.runs.len().max(1));
     for (label, (h, samples, weighted_avg, errors, throughput, max)) in pooled {
         let mut v: BTreeMap<&'static str, f64> = latency_values(&h).into_iter().collect();
         // The exact max, as the summary has it (the histogram's is its bucket's top).
@@ -253,7 +255,7 @@ fn side(dir: &RunDir, steered: &Steered, which: Which) -> Result<Side, Error> {
         let (list, within) = match &span {
             Some((group, from_ms, until_ms)) => {
                 let tag = crate::metrics::interval::Tag::latency(Label::group(group)).to_string();
-                let secs = |ms: u64| crate::metrics::real(ms) / 1000.0 - dir.base_secs;
+                let secs = |ms: u64| crate::num::real(ms) / 1000.0 - dir.base_secs;
                 let (from, until) = (
                     if *from_ms == 0 {
                         f64::MIN
@@ -283,7 +285,7 @@ fn side(dir: &RunDir, steered: &Steered, which: Which) -> Result<Side, Error> {
             .filter(inside)
         {
             for (k, v) in [
-                ("throughput", i.count as f64 / i.length),
+                ("throughput", crate::num::real(i.count) / i.length),
                 ("p50", i.p50),
                 ("p90", i.p90),
                 ("p99", i.p99),
@@ -310,17 +312,17 @@ fn t_99(df: f64) -> f64 {
         2.977, 2.947, 2.921, 2.898, 2.878, 2.861, 2.845, 2.831, 2.819, 2.807, 2.797, 2.787, 2.779,
         2.771, 2.763, 2.756, 2.750,
     ];
-    let d = df.floor().max(1.0) as usize;
+    let d = usize::try_from(crate::num::whole(df.floor().max(1.0))).unwrap_or(usize::MAX);
     T.get(d - 1).copied().unwrap_or(2.576)
 }
 
 fn mean(xs: &[f64]) -> f64 {
-    xs.iter().sum::<f64>() / xs.len().max(1) as f64
+    xs.iter().sum::<f64>() / crate::num::real_len(xs.len().max(1))
 }
 
 fn var(xs: &[f64]) -> f64 {
     let m = mean(xs);
-    xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (xs.len().max(2) - 1) as f64
+    xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / crate::num::real_len(xs.len().max(2) - 1)
 }
 
 /// Is the difference of `new` and `base` beyond their noise? Runs: Welch's t-test at 99 %.
@@ -332,13 +334,17 @@ fn beyond_noise(base: &[f64], new: &[f64], by_runs: bool, rng: &mut impl Rng) ->
     let diff = mean(new) - mean(base);
     if by_runs {
         // Welch's t-test at 99 %, two-sided: few runs make a wide interval, as they should.
-        let (vb, vn) = (var(base) / base.len() as f64, var(new) / new.len() as f64);
+        let (vb, vn) = (
+            var(base) / crate::num::real_len(base.len()),
+            var(new) / crate::num::real_len(new.len()),
+        );
         let se = (vb + vn).sqrt();
         if se == 0.0 {
             return Some(diff != 0.0);
         }
         let df = (vb + vn).powi(2)
-            / (vb.powi(2) / (base.len() - 1) as f64 + vn.powi(2) / (new.len() - 1) as f64);
+            / (vb.powi(2) / crate::num::real_len(base.len() - 1)
+                + vn.powi(2) / crate::num::real_len(new.len() - 1));
         return Some(diff.abs() > t_99(df) * se);
     }
     const ROUNDS: usize = 2000;
@@ -348,7 +354,7 @@ fn beyond_noise(base: &[f64], new: &[f64], by_runs: bool, rng: &mut impl Rng) ->
                 (0..xs.len())
                     .map(|_| xs[rng.random_range(0..xs.len())])
                     .sum::<f64>()
-                    / xs.len() as f64
+                    / crate::num::real_len(xs.len())
             };
             draw(new, rng) - draw(base, rng)
         })

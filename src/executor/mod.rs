@@ -8,16 +8,6 @@
 //! fails the run instead of vanishing. Never: formats text, writes files, or calls the driver
 //! except through `ops::Backend`.
 
-// Every numeric cast on the users' path says why it is safe: a cast that truncates, wraps or
-// loses precision is refused here unless allowed where it is, with the reason.
-#![deny(
-    clippy::cast_possible_truncation,
-    clippy::cast_sign_loss,
-    clippy::cast_possible_wrap,
-    clippy::cast_precision_loss,
-    clippy::cast_lossless
-)]
-
 pub(crate) mod guard;
 mod open;
 pub(crate) mod pacer;

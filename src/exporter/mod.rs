@@ -330,7 +330,7 @@ fn histogram(
     let mut counts = vec![0u64; b.len()];
     let mut over = 0u64;
     for v in t.hist.iter_recorded() {
-        let secs = v.value_iterated_to() as f64 / 1e6;
+        let secs = crate::num::real(v.value_iterated_to()) / 1e6;
         // The first bound at or above it (the buckets are sorted).
         match b.partition_point(|x| *x < secs) {
             i if i < b.len() => counts[i] += v.count_at_value(),
@@ -346,7 +346,7 @@ fn histogram(
         out.push(Sample {
             suffix: "_bucket",
             labels: l,
-            value: cum as f64,
+            value: crate::num::real(cum),
         });
     }
     let mut inf = l.to_vec();
@@ -354,17 +354,19 @@ fn histogram(
     out.push(Sample {
         suffix: "_bucket",
         labels: inf,
-        value: n as f64,
+        value: crate::num::real(n),
     });
     out.push(Sample {
         suffix: "_sum",
         labels: l.to_vec(),
-        value: t.sum_us as f64 / 1e6,
+        // A sum of microseconds beyond 2^53 (285 years of them) is rounded to the nearest
+        // double, as Prometheus holds it anyway.
+        value: crate::num::real(u64::try_from(t.sum_us).unwrap_or(u64::MAX)) / 1e6,
     });
     out.push(Sample {
         suffix: "_count",
         labels: l.to_vec(),
-        value: n as f64,
+        value: crate::num::real(n),
     });
 }
 
@@ -395,7 +397,7 @@ fn group_families(
                         base,
                         &[("group", &g.name), ("kind", &kind), ("outcome", outcome)],
                     ),
-                    value: v as f64,
+                    value: crate::num::real(v),
                 });
             }
         }
@@ -403,7 +405,7 @@ fn group_families(
             errs.push(Sample {
                 suffix: "_total",
                 labels: labels(base, &[("group", &g.name), ("class", class.as_str())]),
-                value: *n as f64,
+                value: crate::num::real(*n),
             });
         }
         histogram(&mut lat, &gl, &m.latency, m.samples);
@@ -425,7 +427,7 @@ fn group_families(
         late.push(Sample {
             suffix: "_total",
             labels: gl.clone(),
-            value: m.late as f64,
+            value: crate::num::real(m.late),
         });
         let d = &m.docs;
         for (what, n) in [
@@ -438,7 +440,7 @@ fn group_families(
             docs.push(Sample {
                 suffix: "_total",
                 labels: labels(base, &[("group", &g.name), ("what", what)]),
-                value: n as f64,
+                value: crate::num::real(n),
             });
         }
     }

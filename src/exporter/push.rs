@@ -101,7 +101,7 @@ pub(crate) struct Pusher {
 fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 /// Worth trying again: no answer, or the receiver's 5xx or 429 (remote write's rule: other 4xx

@@ -42,7 +42,10 @@ fn number(v: f64) -> String {
     } else if v.is_nan() {
         "NaN".to_string()
     } else if v.fract() == 0.0 && v.abs() < 1e15 {
-        format!("{}", v as i64)
+        // A whole number below 10^15: exact as an i64.
+        #[allow(clippy::cast_possible_truncation)]
+        let whole = v as i64;
+        format!("{whole}")
     } else {
         format!("{v}")
     }

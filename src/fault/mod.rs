@@ -62,7 +62,7 @@ impl Injector {
                     fault: f.text(),
                     start_ms: now,
                     end_ms: now,
-                    offset_secs: now.saturating_sub(start_ms) as f64 / 1000.0,
+                    offset_secs: crate::num::real(now.saturating_sub(start_ms)) / 1000.0,
                     detail: String::new(),
                     error: Some("not done: the stages ended before its time".into()),
                     recovery: Vec::new(),
@@ -78,7 +78,7 @@ impl Injector {
                 fault: f.text(),
                 start_ms: began,
                 end_ms: epoch_ms(),
-                offset_secs: began.saturating_sub(start_ms) as f64 / 1000.0,
+                offset_secs: crate::num::real(began.saturating_sub(start_ms)) / 1000.0,
                 detail,
                 error,
                 recovery: Vec::new(),
@@ -102,7 +102,7 @@ impl Injector {
                 let Some(client) = &self.client else {
                     return (String::new(), Some("no client to step down with".into()));
                 };
-                let cmd = doc! { "replSetStepDown": f.length.as_secs() as i64, "force": true };
+                let cmd = doc! { "replSetStepDown": i64::try_from(f.length.as_secs()).unwrap_or(i64::MAX), "force": true };
                 let sent = Instant::now();
                 let reply = client.database("admin").run_command(cmd).await;
                 // The step-down lasts its length; the server gives no end to wait for.

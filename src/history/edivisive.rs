@@ -37,7 +37,10 @@ impl TTest {
     pub(crate) fn of(left: &[f64], right: &[f64]) -> TTest {
         let (ml, sl) = mean_std(left);
         let (mr, sr) = mean_std(right);
-        let (nl, nr) = (left.len() as f64, right.len() as f64);
+        let (nl, nr) = (
+            crate::num::real_len(left.len()),
+            crate::num::real_len(right.len()),
+        );
         let pvalue = if left.len() + right.len() > 2 {
             let df = nl + nr - 2.0;
             let pooled = ((nl - 1.0) * sl * sl + (nr - 1.0) * sr * sr) / df;
@@ -87,7 +90,7 @@ impl TTest {
 }
 
 fn mean_std(xs: &[f64]) -> (f64, f64) {
-    let n = xs.len() as f64;
+    let n = crate::num::real_len(xs.len());
     let mean = xs.iter().sum::<f64>() / n;
     if xs.len() < 2 {
         return (mean, 0.0);
@@ -357,12 +360,12 @@ impl Divergence {
                 tail[i][j] = run;
             }
         }
-        let s = start as f64;
+        let s = crate::num::real_len(start);
         let mut best = (0usize, 0usize, f64::NEG_INFINITY);
         for i in 0..l {
-            let tau = (start + 1 + i) as f64;
+            let tau = crate::num::real_len(start + 1 + i);
             for j in 0..l {
-                let kappa = (start + 2 + j) as f64;
+                let kappa = crate::num::real_len(start + 2 + j);
                 let a = if i <= j {
                     let before = if i >= 1 { cum_v[i - 1] } else { 0.0 };
                     2.0 / (kappa - s) * (cum_h[i][j] - before)

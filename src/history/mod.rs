@@ -354,7 +354,7 @@ fn one_series(
         label: label.into(),
         metric,
         stable_since: runs[since],
-        stable_mean: tail.iter().sum::<f64>() / tail.len() as f64,
+        stable_mean: tail.iter().sum::<f64>() / crate::num::real_len(tail.len()),
         noise_pct: noise_pct(tail),
         runs,
         values,
@@ -366,7 +366,7 @@ fn noise_pct(xs: &[f64]) -> Option<f64> {
     if xs.len() < 2 {
         return None;
     }
-    let n = xs.len() as f64;
+    let n = crate::num::real_len(xs.len());
     let mean = xs.iter().sum::<f64>() / n;
     let var = xs.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1.0);
     (mean != 0.0).then(|| var.sqrt() / mean.abs() * 100.0)

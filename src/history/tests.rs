@@ -42,7 +42,7 @@ fn steps() -> Vec<RunRecord> {
             let base = if (12..17).contains(&i) { 10.0 } else { 1.0 };
             record(
                 &format!("r{i}"),
-                i as f64,
+                crate::num::real_len(i),
                 "find",
                 "find 4x",
                 base * (1.0 + noise),
@@ -119,7 +119,7 @@ fn ordered_by_a_tag() {
     // where they were.
     let mut runs = steps();
     for (i, r) in runs.iter_mut().enumerate() {
-        r.epoch = 100.0 - i as f64;
+        r.epoch = 100.0 - crate::num::real_len(i);
         r.tags.insert("n".into(), (i + 1).to_string());
     }
     let by_time = analyze(runs.clone(), &settings(Order::Time)).unwrap();

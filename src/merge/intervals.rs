@@ -158,10 +158,10 @@ impl Reader {
     fn bucket(&mut self, start_s: f64, length_s: f64) -> u64 {
         let (base_us, length_us) = (self.base_us, self.length_us);
         let (start0, b0) = *self.first.get_or_insert_with(|| {
-            let middle = base_us as f64 + (start_s + length_s / 2.0) * 1e6;
+            let middle = crate::num::real(base_us) + (start_s + length_s / 2.0) * 1e6;
             (start_s, (middle.max(0.0) as u64) / length_us)
         });
-        let ordinal = ((start_s - start0) * 1e6 / length_us as f64).round();
+        let ordinal = ((start_s - start0) * 1e6 / crate::num::real(length_us)).round();
         b0.saturating_add_signed(ordinal as i64)
     }
 

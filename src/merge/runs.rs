@@ -131,7 +131,7 @@ fn merge_run(
         f.share_pct = if samples == 0 {
             0.0
         } else {
-            f.count as f64 * 100.0 / samples as f64
+            crate::num::real(f.count) * 100.0 / crate::num::real(samples)
         };
     }
     out.error_messages = crate::summary::Failure::messages(&out.error_kinds);
@@ -143,7 +143,7 @@ fn merge_run(
     out.interrupted = runs.iter().any(|x| x.interrupted);
     out.stages = merge_stages(&runs);
     out.wall_secs = match (out.stages.first(), out.stages.last()) {
-        (Some(a), Some(b)) => b.end_ms.saturating_sub(a.began_ms) as f64 / 1000.0,
+        (Some(a), Some(b)) => crate::num::real(b.end_ms.saturating_sub(a.began_ms)) / 1000.0,
         _ => runs.iter().map(|x| x.wall_secs).fold(0.0, f64::max),
     };
     out.stopped_early = runs.iter().zip(parts).find_map(|(x, p)| {
@@ -267,7 +267,8 @@ fn part_row(p: &PartDir) -> PartRow {
     let s = &p.summary;
     let totals = s.runs.iter().map(RunResult::total);
     let samples: u64 = totals.clone().map(|t| t.samples).sum();
-    let throughput = totals.map(|t| t.throughput).sum::<f64>() / s.runs.len().max(1) as f64;
+    let throughput =
+        totals.map(|t| t.throughput).sum::<f64>() / crate::num::real_len(s.runs.len().max(1));
     let cpu: Vec<f64> = p
         .resources
         .iter()
@@ -280,7 +281,8 @@ fn part_row(p: &PartDir) -> PartRow {
         host: p.run_info.host.as_ref().and_then(|h| h.hostname.clone()),
         samples,
         throughput,
-        client_cpu_avg: (!cpu.is_empty()).then(|| cpu.iter().sum::<f64>() / cpu.len() as f64),
+        client_cpu_avg: (!cpu.is_empty())
+            .then(|| cpu.iter().sum::<f64>() / crate::num::real_len(cpu.len())),
         client_cpu_peak: cpu.iter().copied().reduce(f64::max),
         late_start_ms: s
             .runs

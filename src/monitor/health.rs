@@ -76,8 +76,8 @@ impl Health {
                 run += r.saturating_sub(r0);
                 wait += w.saturating_sub(w0);
             }
-            cells.run_ms = Some(run as f64 / 1e6 / secs);
-            cells.wait_ms = Some(wait as f64 / 1e6 / secs);
+            cells.run_ms = Some(crate::num::real(run) / 1e6 / secs);
+            cells.wait_ms = Some(crate::num::real(wait) / 1e6 / secs);
         }
         self.threads = threads;
         if let Some(path) = &self.cpu_stat {
@@ -85,15 +85,16 @@ impl Health {
                 .ok()
                 .and_then(|t| throttling(&t));
             if let (Some(n), Some(b)) = (now, self.last_throttle) {
-                cells.throttled = Some(n[0].saturating_sub(b[0]) as f64);
-                cells.throttled_ms = Some(n[1].saturating_sub(b[1]) as f64 / 1000.0 / secs);
+                cells.throttled = Some(crate::num::real(n[0].saturating_sub(b[0])));
+                cells.throttled_ms =
+                    Some(crate::num::real(n[1].saturating_sub(b[1])) / 1000.0 / secs);
             }
             self.last_throttle = now;
         }
         let lag = std::mem::take(&mut *self.lag.lock().unwrap_or_else(|p| p.into_inner()));
         if lag.beats > 0 {
             cells.lag_max_ms = Some(lag.max_ms);
-            cells.lag_avg_ms = Some(lag.sum_ms / lag.beats as f64);
+            cells.lag_avg_ms = Some(lag.sum_ms / crate::num::real(lag.beats));
         }
         cells
     }

@@ -53,24 +53,26 @@ impl Local {
         );
         self.sys.refresh_cpu_usage();
         // All of the machine's CPUs, not those this tool may use (its affinity or quota).
-        let cpus = self.sys.cpus().len().max(1) as f64;
+        let cpus = crate::num::real_len(self.sys.cpus().len().max(1));
         row.host_cpu_pct = Some(f64::from(self.sys.global_cpu_usage()) * cpus);
         row.health = self.health.read(secs);
         if let Some(p) = self.sys.process(self.own_pid) {
             row.client_cpu_pct = Some(f64::from(p.cpu_usage()));
-            row.client_rss_mb = Some(p.memory() as f64 / 1_048_576.0);
+            row.client_rss_mb = Some(crate::num::real(p.memory()) / 1_048_576.0);
         }
         if let Some(p) = server_pid.and_then(|pid| self.sys.process(pid)) {
             let d = p.disk_usage();
             row.server_cpu_pct = Some(f64::from(p.cpu_usage()));
-            row.server_rss_mb = Some(p.memory() as f64 / 1_048_576.0);
-            row.disk_read_kbs = Some(d.read_bytes as f64 / 1024.0 / secs);
-            row.disk_write_kbs = Some(d.written_bytes as f64 / 1024.0 / secs);
+            row.server_rss_mb = Some(crate::num::real(p.memory()) / 1_048_576.0);
+            row.disk_read_kbs = Some(crate::num::real(d.read_bytes) / 1024.0 / secs);
+            row.disk_write_kbs = Some(crate::num::real(d.written_bytes) / 1024.0 / secs);
         }
         if let Some(dev) = self.device {
             let ios = disk_ios(dev);
             if let (Some(now), Some(last)) = (ios, self.last_disk) {
-                row.iops = Some((now[0] + now[1]).saturating_sub(last[0] + last[1]) as f64 / secs);
+                row.iops = Some(
+                    crate::num::real((now[0] + now[1]).saturating_sub(last[0] + last[1])) / secs,
+                );
             }
             self.last_disk = ios;
         }

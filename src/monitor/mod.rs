@@ -8,6 +8,16 @@
 //! Owns: taking rows. Never: formats them (the sink does) or blocks the async runtime (local
 //! reads, scrapes and the sink's writes run on the blocking pool).
 
+// The numeric casts of this module that narrow a value or change its sign are not yet
+// reviewed one by one (issue 50): each is to become a checked conversion, or an `allow`
+// where it is with its reason, as in `ops`, `metrics` and `executor`.
+#![allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    reason = "not yet reviewed site by site"
+)]
+
 pub(crate) mod health;
 pub(crate) mod local;
 pub(crate) mod members;

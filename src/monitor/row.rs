@@ -149,8 +149,8 @@ impl ResourceRow {
         let s = &self.status;
         let h = &self.health;
         let mut v = vec![
-            ("time_ms", Some(self.time_ms as f64)),
-            ("interval_ms", Some(self.interval_ms as f64)),
+            ("time_ms", Some(crate::num::real(self.time_ms))),
+            ("interval_ms", Some(crate::num::real(self.interval_ms))),
             ("server_cpu_pct", self.server_cpu_pct),
             ("server_rss_mb", self.server_rss_mb),
             ("disk_read_kbs", self.disk_read_kbs),
@@ -257,11 +257,11 @@ mod tests {
         let mut row = ResourceRow::default();
         let names: Vec<&str> = row.cells().iter().map(|(n, _)| *n).collect();
         for (i, n) in names.iter().enumerate() {
-            assert!(row.set(n, Some(i as f64 + 1.0)), "{n}");
+            assert!(row.set(n, Some(crate::num::real_len(i) + 1.0)), "{n}");
         }
         let cells = row.cells();
         for (i, (n, v)) in cells.iter().enumerate() {
-            assert_eq!(*v, Some(i as f64 + 1.0), "{n}");
+            assert_eq!(*v, Some(crate::num::real_len(i) + 1.0), "{n}");
         }
         assert!(!row.set("nope", None));
     }

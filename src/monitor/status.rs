@@ -134,7 +134,7 @@ pub(crate) fn number(d: &Document, path: &[&str]) -> Option<f64> {
     }
     match cur.get(last)? {
         Bson::Int32(n) => Some(f64::from(*n)),
-        Bson::Int64(n) => Some(*n as f64),
+        Bson::Int64(n) => Some(crate::num::real_signed(*n)),
         Bson::Double(n) => Some(*n),
         _ => None,
     }

@@ -234,7 +234,9 @@ fn chart(h: &History, s: &Series) -> String {
     const PAD: f64 = 56.0;
     let n = s.values.len();
     let top = s.values.iter().copied().fold(0.0_f64, f64::max).max(1e-9) * 1.15;
-    let x = |i: usize| PAD + (i as f64 + 0.5) / n as f64 * (W - 2.0 * PAD);
+    let x = |i: usize| {
+        PAD + (crate::num::real_len(i) + 0.5) / crate::num::real_len(n) * (W - 2.0 * PAD)
+    };
     let y = |v: f64| H - PAD - v / top * (H - 2.0 * PAD);
     let title = format!(
         "{} [{}] {}: {} ({})",
@@ -261,7 +263,7 @@ fn chart(h: &History, s: &Series) -> String {
     for w in bounds.windows(2) {
         let (a, b) = (w[0], w[1]);
         if b > a {
-            let mean = s.values[a..b].iter().sum::<f64>() / (b - a) as f64;
+            let mean = s.values[a..b].iter().sum::<f64>() / crate::num::real_len(b - a);
             svg.push_str(&format!(
                 "<line class=\"mean\" x1=\"{:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" stroke=\"#2ca02c\" stroke-dasharray=\"4 3\"/>",
                 x(a) - 4.0,

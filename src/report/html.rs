@@ -105,9 +105,9 @@ pub fn data(dir: &RunDir) -> Value {
                 .map(|st| {
                     json!({
                         "label": st.label,
-                        "began": secs(st.began_ms as f64),
-                        "start": secs(st.start_ms as f64),
-                        "end": secs(st.end_ms as f64),
+                        "began": secs(crate::num::real(st.began_ms)),
+                        "start": secs(crate::num::real(st.start_ms)),
+                        "end": secs(crate::num::real(st.end_ms)),
                     })
                 })
                 .collect();
@@ -117,27 +117,27 @@ pub fn data(dir: &RunDir) -> Value {
                 .rows
                 .iter()
                 .filter(|row| row.label.is_step() && row.first_start_us > 0 && !r.is_change_row(&row.label))
-                .map(|row| json!({ "label": row.label, "at": secs(row.first_start_us as f64 / 1000.0) }))
+                .map(|row| json!({ "label": row.label, "at": secs(crate::num::real(row.first_start_us) / 1000.0) }))
                 .collect();
             // Each fault as a band from when it was done to when it was over.
             let faults: Vec<Value> = r
                 .faults
                 .iter()
                 .filter(|f| !f.detail.is_empty())
-                .map(|f| json!({ "label": f.fault, "from": secs(f.start_ms as f64), "to": secs(f.end_ms as f64) }))
+                .map(|f| json!({ "label": f.fault, "from": secs(crate::num::real(f.start_ms)), "to": secs(crate::num::real(f.end_ms)) }))
                 .collect();
             // Changes made while it ran (`--live-control`): a marker where each took effect.
             let changes: Vec<Value> = r
                 .changes
                 .iter()
-                .map(|c| json!({ "at": secs(c.time_ms as f64), "label": c.text() }))
+                .map(|c| json!({ "at": secs(crate::num::real(c.time_ms)), "label": c.text() }))
                 .collect();
             // The topology's events (primary and state changes, members added or removed,
             // chunk migrations): a marker where each happened, styled by its kind.
             let topology: Vec<Value> = r
                 .topology
                 .iter()
-                .map(|e| json!({ "at": secs(e.time_ms as f64), "kind": e.kind, "label": e.detail }))
+                .map(|e| json!({ "at": secs(crate::num::real(e.time_ms)), "kind": e.kind, "label": e.detail }))
                 .collect();
             json!({ "run": r.run, "stages": stages, "steps": steps, "faults": faults, "changes": changes, "topology": topology })
         })
@@ -214,7 +214,7 @@ fn series(
                     "from": from,
                     "to": to,
                     "rate": rate,
-                    "count": col(|i| i.count as f64),
+                    "count": col(|i| crate::num::real(i.count)),
                     "p50": col(|i| i.p50),
                     "p90": col(|i| i.p90),
                     "p99": col(|i| i.p99),
@@ -264,12 +264,12 @@ fn running_spans(s: &Summary, secs: impl Fn(f64) -> f64) -> BTreeMap<String, Vec
     let mut spans: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
     for run in &s.runs {
         for row in run.rows.iter().filter(|row| row.samples > 0) {
-            let from = secs(row.first_start_us as f64 / 1000.0);
-            let to = secs(row.last_end_us as f64 / 1000.0);
+            let from = secs(crate::num::real(row.first_start_us) / 1000.0);
+            let to = secs(crate::num::real(row.last_end_us) / 1000.0);
             let began = run
                 .stages
                 .iter()
-                .map(|st| secs(st.began_ms as f64))
+                .map(|st| secs(crate::num::real(st.began_ms)))
                 .filter(|&b| b <= from)
                 .reduce(f64::max);
             for series in [Series::Latency, Series::Service] {
@@ -342,7 +342,7 @@ fn running(intervals: &[(u64, f64, f64)], spans: &[(f64, f64)]) -> Vec<(f64, f64
             sums.push((0.0, 0.0));
         }
         if let Some(last) = sums.last_mut() {
-            last.0 += count as f64;
+            last.0 += crate::num::real(count);
             last.1 += secs;
         }
         group.push(sums.len() - 1);
@@ -530,7 +530,7 @@ struct MemberSeries {
 fn member_series(rows: &[MemberRow], base_secs: f64) -> Vec<MemberSeries> {
     let mut out: Vec<MemberSeries> = Vec::new();
     for r in rows {
-        let t = r.time_ms as f64 / 1000.0 - base_secs;
+        let t = crate::num::real(r.time_ms) / 1000.0 - base_secs;
         if t < 0.0 {
             continue;
         }
@@ -609,7 +609,7 @@ pub(crate) fn render_compare(base: &RunDir, new: &RunDir, table_tsv: &str) -> St
                     tag.as_str(),
                     json!({
                         "t": list.iter().map(|i| i.start + i.length - first).collect::<Vec<_>>(),
-                        "rate": list.iter().map(|i| if i.length > 0.0 { i.count as f64 / i.length } else { 0.0 }).collect::<Vec<_>>(),
+                        "rate": list.iter().map(|i| if i.length > 0.0 { crate::num::real(i.count) / i.length } else { 0.0 }).collect::<Vec<_>>(),
                         "p99": list.iter().map(|i| i.p99).collect::<Vec<_>>(),
                     }),
                 )

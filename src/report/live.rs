@@ -110,7 +110,7 @@ impl Progress {
 /// Progress of a group running for `running_for`: the fraction done and its words.
 fn progress(work: Work, done: u64, running_for: Duration) -> Progress {
     let fraction = match work {
-        Work::Operations(total) if total > 0 => done as f64 / total as f64,
+        Work::Operations(total) if total > 0 => crate::num::real(done) / crate::num::real(total),
         Work::Operations(_) => 1.0,
         Work::Time(d) => running_for.as_secs_f64() / d.as_secs_f64().max(1e-9),
     }
@@ -119,16 +119,16 @@ fn progress(work: Work, done: u64, running_for: Duration) -> Progress {
         let secs = running_for.as_secs_f64() * (1.0 - fraction) / fraction;
         format!(
             "about {} left",
-            humantime::format_duration(Duration::from_secs(secs.round() as u64))
+            humantime::format_duration(Duration::from_secs(crate::num::whole(secs)))
         )
     });
     let done = match work {
         Work::Operations(total) => format!("{done}/{total} ops"),
         Work::Time(d) => format!(
             "{}/{}",
-            humantime::format_duration(Duration::from_secs(
-                running_for.as_secs_f64().round() as u64
-            )),
+            humantime::format_duration(Duration::from_secs(crate::num::whole(
+                running_for.as_secs_f64()
+            ))),
             humantime::format_duration(d)
         ),
     };
@@ -191,7 +191,11 @@ fn join<'a>(pieces: impl Iterator<Item = &'a str>) -> String {
 }
 
 fn bar(fraction: f64) -> String {
-    let filled = ((fraction.clamp(0.0, 1.0) * BAR_CELLS as f64).round() as usize).min(BAR_CELLS);
+    let filled = usize::try_from(crate::num::whole(
+        fraction.clamp(0.0, 1.0) * crate::num::real_len(BAR_CELLS),
+    ))
+    .unwrap_or(BAR_CELLS)
+    .min(BAR_CELLS);
     format!(
         "[{}{}]",
         "\u{2588}".repeat(filled),
@@ -223,7 +227,10 @@ impl IntervalSink for Live {
             let cells = Cells {
                 elapsed: format!("[{:>7.1}s]", elapsed.as_secs_f64()),
                 name: format!("{:<14}", g.name),
-                rate: format!("{:>9.1} ops/s", w.samples as f64 / period.as_secs_f64()),
+                rate: format!(
+                    "{:>9.1} ops/s",
+                    crate::num::real(w.samples) / period.as_secs_f64()
+                ),
                 p50: format!("p50 {:>8.2} ms", r.median_ms),
                 p99: format!("p99 {:>8.2} ms", r.p99_ms),
                 errors: format!("errors {:>5}", w.errors),

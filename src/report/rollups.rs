@@ -37,7 +37,7 @@ pub(crate) fn render(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
                 let error_rate = if r.samples == 0 {
                     0.0
                 } else {
-                    r.errors as f64 / r.samples as f64
+                    crate::num::real(r.errors) / crate::num::real(r.samples)
                 };
                 rows.insert(
                     name,

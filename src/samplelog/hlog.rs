@@ -46,10 +46,12 @@ impl IntervalLog {
         )
         .and_then(|_| out.flush())
         .map_err(io)?;
-        let base_us = base
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_micros() as u64;
+        let base_us = u64::try_from(
+            base.duration_since(SystemTime::UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_micros(),
+        )
+        .unwrap_or(u64::MAX);
         let (tx, mut rx) = mpsc::channel::<IntervalBatch>(CHANNEL_BATCHES);
         let file = path.to_path_buf();
         let writer = std::thread::Builder::new()

@@ -198,7 +198,7 @@ impl EmbeddedServer {
         let pid = lock(&self.child).id();
         self.pid.store(pid, Ordering::Relaxed);
         let dir = lock(&self.dir).as_ref().map(|d| d.path().to_path_buf());
-        *lock(&RUNNING) = dir.map(|d| (Some(pid as i32), d));
+        *lock(&RUNNING) = dir.map(|d| (Some(pid_t(pid)), d));
     }
 
     /// Waits until the server listens: on `port`, or where its log says (port 0).
@@ -258,7 +258,7 @@ impl EmbeddedServer {
         if child.try_wait().ok().flatten().is_none() {
             // SAFETY: plain kill(2) on our own, unreaped child's pid.
             unsafe {
-                libc::kill(child.id() as i32, signal);
+                libc::kill(pid_t(child.id()), signal);
             }
         }
     }
@@ -280,7 +280,7 @@ impl EmbeddedServer {
         }
         // SAFETY: plain kill(2) on our own child's pid.
         unsafe {
-            libc::kill(child.id() as i32, libc::SIGTERM);
+            libc::kill(pid_t(child.id()), libc::SIGTERM);
         }
         let deadline = Instant::now() + Duration::from_secs(10);
         while child.try_wait().ok().flatten().is_none() {
@@ -497,6 +497,13 @@ pub(crate) fn find_default() -> Option<PathBuf> {
             let p = cargo_home.join("bin").join("secantusd-rs");
             is_executable(&p).then_some(p)
         })
+}
+
+/// A child's id as kill(2) takes it: Linux pids are at most 2^22 (the kernel's `pid_max`), so
+/// the cast neither wraps nor truncates.
+#[allow(clippy::cast_possible_wrap)]
+fn pid_t(id: u32) -> libc::pid_t {
+    id as libc::pid_t
 }
 
 #[cfg(test)]

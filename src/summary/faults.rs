@@ -46,7 +46,7 @@ impl FaultEvent {
             "fault {} at +{:.2}s, over after {:.2}s: {}{}",
             self.fault,
             self.offset_secs,
-            self.end_ms.saturating_sub(self.start_ms) as f64 / 1000.0,
+            crate::num::real(self.end_ms.saturating_sub(self.start_ms)) / 1000.0,
             self.detail,
             self.error
                 .as_ref()

@@ -234,9 +234,12 @@ pub(crate) fn unavailability(
             Some(d) => u64::try_from(d.as_micros()).unwrap_or(u64::MAX),
             None => {
                 let by_rate = rate.filter(|r| *r > 0.0).map_or(0.0, |r| 3e6 / r);
-                (UNAVAILABLE_AFTER.as_micros() as f64)
-                    .max(median_ms * 10_000.0)
-                    .max(by_rate) as u64
+                crate::num::whole(
+                    (UNAVAILABLE_AFTER.as_secs_f64() * 1e6)
+                        .max(median_ms * 10_000.0)
+                        .max(by_rate)
+                        .trunc(),
+                )
             }
         }
     };
@@ -253,7 +256,11 @@ pub(crate) fn unavailability(
             bound(m.latency.quantile_ms(0.5), g.rate),
             t0_us,
         );
-        m.outage.unavailable_max_us = w.iter().map(|w| (w.secs * 1e6) as u64).max().unwrap_or(0);
+        m.outage.unavailable_max_us = w
+            .iter()
+            .map(|w| crate::num::whole((w.secs * 1e6).trunc()))
+            .max()
+            .unwrap_or(0);
         all.merge(m);
         out.extend(w);
     }

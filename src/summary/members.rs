@@ -63,7 +63,8 @@ pub(crate) fn summarize(rows: &[MemberRow], from_ms: u64, to_ms: u64) -> Vec<Mem
             let stat = |f: &dyn Fn(&MemberRow) -> Option<f64>| {
                 let v: Vec<f64> = mine.iter().filter_map(|r| f(r)).collect();
                 AvgPeak {
-                    avg: (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64),
+                    avg: (!v.is_empty())
+                        .then(|| v.iter().sum::<f64>() / crate::num::real_len(v.len())),
                     peak: v.iter().copied().reduce(f64::max),
                 }
             };
@@ -145,7 +146,7 @@ pub(crate) fn judge_events(
     let t0_ms = stages_us / 1000;
     let mut answered: Vec<u64> = Vec::new();
     for e in events.iter_mut() {
-        e.offset_secs = (e.time_ms as f64 - t0_ms as f64) / 1000.0;
+        e.offset_secs = (crate::num::real(e.time_ms) - crate::num::real(t0_ms)) / 1000.0;
         let (from, to) = (e.time_ms.saturating_sub(1000), e.time_ms + 1000);
         e.unavailable = unavailable
             .iter()
@@ -167,7 +168,7 @@ pub(crate) fn judge_events(
             .max_by_key(|f| f.start_ms);
         if let Some(f) = stepdown {
             answered.push(f.start_ms);
-            e.election_secs = Some((e.time_ms - f.start_ms) as f64 / 1000.0);
+            e.election_secs = Some(crate::num::real(e.time_ms - f.start_ms) / 1000.0);
         }
     }
 }

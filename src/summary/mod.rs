@@ -588,7 +588,7 @@ impl Failure {
                 share_pct: if m.samples == 0 {
                     0.0
                 } else {
-                    seen.count as f64 * 100.0 / m.samples as f64
+                    crate::num::real(seen.count) * 100.0 / crate::num::real(m.samples)
                 },
             })
             .collect();

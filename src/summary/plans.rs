@@ -45,8 +45,8 @@ impl QueryPlan {
         let per = |k: u64, d: u64, n: u64| {
             format!(
                 "{:.1} and {:.1} per document returned",
-                k as f64 / n as f64,
-                d as f64 / n as f64
+                crate::num::real(k) / crate::num::real(n),
+                crate::num::real(d) / crate::num::real(n)
             )
         };
         let stats = match (self.keys_examined, self.docs_examined, self.returned) {

@@ -99,7 +99,7 @@ fn overlapping<'a>(rows: &'a [ResourceRow], s: &StageSpan) -> Vec<(f64, &'a Reso
         .filter_map(|r| {
             let from = r.time_ms.saturating_sub(r.interval_ms);
             let inside = r.time_ms.min(s.end_ms).saturating_sub(from.max(s.start_ms));
-            (inside > 0).then(|| (inside as f64 / 1000.0, r))
+            (inside > 0).then(|| (crate::num::real(inside) / 1000.0, r))
         })
         .collect()
 }
@@ -238,8 +238,8 @@ pub(crate) fn summarize(
                 disk_candidates(hosts, |r| r.disk_write_kbs, &["node_disk_write_kbs"]),
             );
             let host = avg_peak(&inside, |r| r.host_cpu_pct);
-            let capacity = 100.0 * cores.tool as f64;
-            let host_capacity = 100.0 * cores.machine as f64;
+            let capacity = 100.0 * crate::num::real_len(cores.tool);
+            let host_capacity = 100.0 * crate::num::real_len(cores.machine);
             let warning = match (client_cpu.avg, host.avg) {
                 (Some(c), _) if c >= 0.9 * capacity => {
                     Some(format!("the load generator used {c:.0}% CPU of {capacity:.0}%: it, not the server, may have set the pace"))
@@ -321,7 +321,7 @@ mod tests {
     #[test]
     fn averages_and_peaks_cover_only_the_rows_inside_the_stage() {
         let rows: Vec<ResourceRow> = (0..10)
-            .map(|i| row(10_000 + i * 1000, 10.0 * i as f64, 5.0))
+            .map(|i| row(10_000 + i * 1000, 10.0 * crate::num::real(i), 5.0))
             .collect();
         let spans = [StageSpan {
             began_ms: 0,
@@ -353,7 +353,7 @@ mod tests {
     fn rows_straddling_the_stage_edges_count_for_the_part_inside() {
         // Stage 12.5 s to 14.5 s; rows end at 13, 14, 15 s (CPU 30, 40, 50) and 12 s (20, outside).
         let rows: Vec<ResourceRow> = (0..10)
-            .map(|i| row(10_000 + i * 1000, 10.0 * i as f64, 5.0))
+            .map(|i| row(10_000 + i * 1000, 10.0 * crate::num::real(i), 5.0))
             .collect();
         let spans = [StageSpan {
             began_ms: 0,

@@ -30,7 +30,7 @@ pub(crate) fn spread(runs: &[RunResult]) -> Vec<Spread> {
                 .filter_map(|run| run.rows.iter().find(|x| x.label == r.label))
                 .map(|x| x.throughput)
                 .collect();
-            let n = xs.len() as f64;
+            let n = crate::num::real_len(xs.len());
             let mean = xs.iter().sum::<f64>() / n;
             let var = if xs.len() > 1 {
                 xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)
@@ -69,7 +69,7 @@ mod tests {
                 let mut row = GroupMetrics::default().row("TOTAL");
                 row.throughput = *t;
                 RunResult {
-                    run: i as u32 + 1,
+                    run: u32::try_from(i + 1).unwrap_or(u32::MAX),
                     started_at: String::new(),
                     wall_secs: 1.0,
                     interrupted: false,

@@ -95,7 +95,8 @@ impl Step {
         let judged = slo.judge(summary, 0.0, dir.clone());
         let total = summary.runs.first().and_then(|r| r.rows.last());
         let mean_ms = total.map_or(0.0, |t| t.average_ms);
-        let throughput = total.map_or(0.0, |t| t.samples as f64) / window.as_secs_f64().max(1e-3);
+        let throughput =
+            total.map_or(0.0, |t| crate::num::real(t.samples)) / window.as_secs_f64().max(1e-3);
         let littles_n = throughput * mean_ms / 1000.0;
         let tool = summary.resources.first().map(|r| Tool {
             lag_ms: r.client_lag_ms.avg,

@@ -225,7 +225,7 @@ pub(crate) fn fit(points: &[(f64, f64)]) -> Option<Fit> {
         return None;
     }
     let (jtj, _) = normal(p, points);
-    let dof = (points.len() - 3) as f64;
+    let dof = crate::num::real_len(points.len() - 3);
     let s2 = cost / dof;
     let mut covariance = [[f64::NAN; 3]; 3];
     for i in 0..3 {
@@ -238,7 +238,7 @@ pub(crate) fn fit(points: &[(f64, f64)]) -> Option<Fit> {
         }
     }
     let se: [f64; 3] = std::array::from_fn(|i| root(covariance[i][i]));
-    let mean = points.iter().map(|p| p.1).sum::<f64>() / points.len() as f64;
+    let mean = points.iter().map(|p| p.1).sum::<f64>() / crate::num::real_len(points.len());
     let tss: f64 = points.iter().map(|&(_, x)| (x - mean).powi(2)).sum();
     let (at, worst) = points
         .iter()

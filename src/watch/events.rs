@@ -311,7 +311,7 @@ impl Page {
                     // Checked against MAX_THREADS when asked: a whole number that fits.
                     Setting::Users => run.steer.set_users(
                         p.group,
-                        u32::try_from(crate::metrics::whole(p.to)).unwrap_or(u32::MAX),
+                        u32::try_from(crate::num::whole(p.to)).unwrap_or(u32::MAX),
                     ),
                 };
                 if !done {
@@ -386,7 +386,7 @@ impl Page {
 }
 
 fn secs(us: u64, base_us: u64) -> f64 {
-    crate::metrics::real(us.saturating_sub(base_us)) / 1e6
+    crate::num::real(us.saturating_sub(base_us)) / 1e6
 }
 
 /// Makes the changes asked for at the end of each interval (`--live-control`).

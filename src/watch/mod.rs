@@ -248,7 +248,7 @@ impl Page {
         let Some(base) = st.run.as_ref().map(|r| r.base_us) else {
             return;
         };
-        let s = |us: u64| crate::metrics::real(us.saturating_sub(base)) / 1e6;
+        let s = |us: u64| crate::num::real(us.saturating_sub(base)) / 1e6;
         st.stages.push(StageNow {
             label,
             name,
@@ -264,7 +264,7 @@ impl Page {
             return;
         };
         if let Some(last) = st.stages.last_mut() {
-            last.end = Some(crate::metrics::real(end_us.saturating_sub(base)) / 1e6);
+            last.end = Some(crate::num::real(end_us.saturating_sub(base)) / 1e6);
         }
     }
 
@@ -397,7 +397,7 @@ impl Page {
             .filter(|(name, _)| *name != "time_ms" && *name != "interval_ms")
             .filter_map(|(name, cell)| Some((name.to_string(), json!(cell.parse::<f64>().ok()?))))
             .collect();
-        let t = (crate::metrics::real(row.time_ms) * 1000.0 - crate::metrics::real(base)) / 1e6;
+        let t = (crate::num::real(row.time_ms) * 1000.0 - crate::num::real(base)) / 1e6;
         // A fault (`[[fault]]`) as the sampler's rows name it: a band from the row it first
         // shows in to the last.
         {

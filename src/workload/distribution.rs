@@ -94,13 +94,13 @@ fn zeta_from(from: u64, sum: f64, n: u64, theta: f64) -> f64 {
     let exact_to = n.min(EXACT_ZETA_ITEMS).max(from);
     let mut s = sum;
     for i in from + 1..=exact_to {
-        s += 1.0 / (i as f64).powf(theta);
+        s += 1.0 / crate::num::real(i).powf(theta);
     }
     if n <= exact_to {
         return s;
     }
     // Euler-Maclaurin for the terms exact_to+1 ..= n of f(x) = x^-theta.
-    let (a, b) = (exact_to as f64, n as f64);
+    let (a, b) = (crate::num::real(exact_to), crate::num::real(n));
     let integral = (b.powf(1.0 - theta) - a.powf(1.0 - theta)) / (1.0 - theta);
     let ends = (b.powf(-theta) - a.powf(-theta)) / 2.0;
     let slope = -theta * (b.powf(-theta - 1.0) - a.powf(-theta - 1.0)) / 12.0;
@@ -118,7 +118,7 @@ fn zeta(n: u64, theta: f64) -> f64 {
 fn zipf_rank(n: u64, zetan: f64, theta: f64, u: f64) -> u64 {
     let alpha = 1.0 / (1.0 - theta);
     let zeta2 = 1.0 + 0.5f64.powf(theta);
-    let eta = (1.0 - (2.0 / n as f64).powf(1.0 - theta)) / (1.0 - zeta2 / zetan);
+    let eta = (1.0 - (2.0 / crate::num::real(n)).powf(1.0 - theta)) / (1.0 - zeta2 / zetan);
     let uz = u * zetan;
     if uz < 1.0 {
         return 0;
@@ -126,7 +126,7 @@ fn zipf_rank(n: u64, zetan: f64, theta: f64, u: f64) -> u64 {
     if uz < 1.0 + 0.5f64.powf(theta) {
         return 1.min(n - 1);
     }
-    ((n as f64 * (eta * u - eta + 1.0).powf(alpha)) as u64).min(n - 1)
+    ((crate::num::real(n) * (eta * u - eta + 1.0).powf(alpha)) as u64).min(n - 1)
 }
 
 /// YCSB's `Utils.fnvhash64`: FNV-1a over the 8 bytes of `v`, low byte first.
@@ -247,7 +247,7 @@ impl Chooser {
                 fnv64(rank) % fixed.clamp(1, n)
             }
             KeyDist::Hotspot => {
-                let hot = ((n as f64 * HOT_ITEMS) as u64).max(1);
+                let hot = ((crate::num::real(n) * HOT_ITEMS) as u64).max(1);
                 if hot >= n || rng.random::<f64>() < HOT_OPERATIONS {
                     rng.random_range(0..hot)
                 } else {
@@ -260,7 +260,7 @@ impl Chooser {
             }
             KeyDist::Sequential => self.shared.next.fetch_add(1, Ordering::Relaxed) % n,
             KeyDist::Exponential => {
-                let gamma = -(1.0 - EXP_PERCENTILE / 100.0).ln() / (n as f64 * EXP_FRAC);
+                let gamma = -(1.0 - EXP_PERCENTILE / 100.0).ln() / (crate::num::real(n) * EXP_FRAC);
                 loop {
                     let back = (-rng.random::<f64>().ln() / gamma) as u64;
                     if back < n {
@@ -294,8 +294,8 @@ mod tests {
         hits.iter()
             .enumerate()
             .map(|(i, h)| {
-                let e = expected(i) * DRAWS as f64;
-                (*h as f64 - e).powi(2) / e
+                let e = expected(i) * crate::num::real_len(DRAWS);
+                (crate::num::real(*h) - e).powi(2) / e
             })
             .sum()
     }
@@ -320,8 +320,10 @@ mod tests {
     /// formula gives, P(rank >= k) = (1 - (k/n)^(1-theta)) / eta.
     fn ycsb_zipf_share(k: u64, n: u64, zetan: f64) -> f64 {
         let t = ZIPFIAN_CONSTANT;
-        let eta = (1.0 - (2.0 / n as f64).powf(1.0 - t)) / (1.0 - (1.0 + 0.5f64.powf(t)) / zetan);
-        let at_least = |k: u64| (1.0 - (k as f64 / n as f64).powf(1.0 - t)) / eta;
+        let eta = (1.0 - (2.0 / crate::num::real(n)).powf(1.0 - t))
+            / (1.0 - (1.0 + 0.5f64.powf(t)) / zetan);
+        let at_least =
+            |k: u64| (1.0 - (crate::num::real(k) / crate::num::real(n)).powf(1.0 - t)) / eta;
         match k {
             0 => 1.0 / zetan,
             1 => 0.5f64.powf(t) / zetan,
@@ -353,8 +355,9 @@ mod tests {
         sorted.sort_unstable_by(|a, b| b.cmp(a));
         // Rank 0 of 10^10 holds 1 / zeta = 3.78 % of the draws, ranks 0..9 together 11.8 %
         // (YCSB's formula); hash collisions onto 10^4 items add about 0.01 %.
-        let top1 = sorted[0] as f64 / DRAWS as f64;
-        let top10: f64 = sorted[..10].iter().sum::<u64>() as f64 / DRAWS as f64;
+        let top1 = crate::num::real(sorted[0]) / crate::num::real_len(DRAWS);
+        let top10: f64 =
+            crate::num::real(sorted[..10].iter().sum::<u64>()) / crate::num::real_len(DRAWS);
         let want10: f64 = (0..10)
             .map(|k| ycsb_zipf_share(k, SCRAMBLED_ITEMS, SCRAMBLED_ZETAN))
             .sum();
@@ -377,7 +380,7 @@ mod tests {
     fn hotspot_sends_80_percent_to_the_first_20_percent() {
         let hits = counts(KeyDist::Hotspot, 1000);
         let hot: u64 = hits[..200].iter().sum();
-        let share = hot as f64 / DRAWS as f64;
+        let share = crate::num::real(hot) / crate::num::real_len(DRAWS);
         assert!((share - 0.8).abs() < 0.002, "{share}");
         // Uniform within each part: chi-square over the hot items (199 dof, 99.9 %: 267.5).
         let x = chi_square(&hits[..200], |_| 0.8 / 200.0);
@@ -394,8 +397,9 @@ mod tests {
     fn exponential_puts_95_percent_on_the_newest_857_thousandths() {
         let n = 10_000u64;
         let hits = counts(KeyDist::Exponential, n);
-        let newest = (n as f64 * EXP_FRAC) as usize;
-        let share = hits[n as usize - newest..].iter().sum::<u64>() as f64 / DRAWS as f64;
+        let newest = (crate::num::real(n) * EXP_FRAC) as usize;
+        let share = crate::num::real(hits[n as usize - newest..].iter().sum::<u64>())
+            / crate::num::real_len(DRAWS);
         // 95 % of the exponential falls within the newest 85.7 %; draws beyond the oldest item
         // are drawn again, which lifts it to 0.95 / (1 - 0.05^(1/0.857)) = 97.97 %.
         let want = 0.95 / (1.0 - 0.05f64.powf(1.0 / EXP_FRAC));
@@ -406,7 +410,7 @@ mod tests {
     fn zeta_beyond_the_exact_sum_is_exact_enough_and_fast() {
         // Against a plain sum at 3 * 10^6 items.
         let plain: f64 = (1..=3_000_000u64)
-            .map(|i| 1.0 / (i as f64).powf(0.99))
+            .map(|i| 1.0 / crate::num::real(i).powf(0.99))
             .sum();
         let fast = zeta(3_000_000, 0.99);
         assert!((plain - fast).abs() < 1e-9 * plain, "{plain} vs {fast}");
@@ -438,6 +442,6 @@ mod tests {
         }
         let top = hits.iter().enumerate().max_by_key(|(_, h)| **h).unwrap();
         assert_eq!(top.0 as u64, fnv64(0) % 10_000);
-        assert!(*top.1 as f64 / 200_000.0 > 0.036, "{}", top.1);
+        assert!(crate::num::real(*top.1) / 200_000.0 > 0.036, "{}", top.1);
     }
 }

@@ -147,7 +147,8 @@ impl DocGen {
                 }
                 toml::Value::Table(t) if t.len() == 1 && t.contains_key("float") => {
                     let (lo, hi) = range(t, "float", &key, |v| {
-                        v.as_float().or_else(|| v.as_integer().map(|i| i as f64))
+                        v.as_float()
+                            .or_else(|| v.as_integer().map(crate::num::real_signed))
                     })?;
                     Gen::Float(lo, hi)
                 }

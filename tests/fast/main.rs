@@ -8,6 +8,15 @@
 //! - `module_graph`: the layout's rules (ranks, no upward import)
 //! - `console`: what the console shows, TLS failures included
 
+// Tests and examples compute with small known numbers (counts of a few thousand, seconds,
+// percentages), where a cast loses nothing.
+#![allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    clippy::cast_precision_loss,
+    reason = "small known numbers"
+)]
 // Tests and tools print as they like; the library's console is `outln!`/`errln!` (clippy.toml).
 #![allow(clippy::disallowed_macros)]
 

@@ -152,6 +152,7 @@ const RANKS: &[(&str, u32)] = &[
     // Imports nothing of the crate.
     ("console", 0),
     ("error", 0),
+    ("num", 0),
     ("redact", 0),
     ("vocab", 0),
     ("workload", 1),

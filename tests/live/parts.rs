@@ -175,7 +175,10 @@ fn three_parts_with_one_start_merge_into_the_exact_run() {
         let share = [3, 2, 2][i];
         assert_eq!(p["groups"][0]["threads"], share, "7 users in 3 parts");
         let rate = p["groups"][0]["rate"].as_f64().unwrap();
-        assert!((rate - 300.0 * share as f64 / 7.0).abs() < 1e-9, "{rate}");
+        assert!(
+            (rate - 300.0 * f64::from(share) / 7.0).abs() < 1e-9,
+            "{rate}"
+        );
         // The throughput limit is the whole run's: a part leaves it to merge.
         let t = &p["runs"][0]["thresholds"];
         assert_eq!(t[1]["deferred"], true, "{t}");

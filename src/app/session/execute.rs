@@ -286,7 +286,8 @@ impl<B: Backend + Clone> Session<'_, B> {
         let tick = self.opts.hdr_interval;
         // Live lines cover whole intervals, so they come from the same histograms as the log.
         let live_every = self.opts.live.map_or(1, |l| {
-            (l.as_secs_f64() / tick.as_secs_f64()).round().max(1.0) as u32
+            u32::try_from(crate::num::whole(l.as_secs_f64() / tick.as_secs_f64()).max(1))
+                .unwrap_or(u32::MAX)
         });
         // A part cannot stop on a limit meant for the whole run's throughput or counts.
         let aborting: Vec<_> = plan
@@ -319,7 +320,7 @@ impl<B: Backend + Clone> Session<'_, B> {
             availability: crate::metrics::availability::Availability::new(
                 plan.groups().count(),
                 clock.now_us(),
-                min_gap.as_micros() as u64,
+                u64::try_from(min_gap.as_micros()).unwrap_or(u64::MAX),
             ),
             check,
             names: plan.groups().map(|g| g.name.clone()).collect(),
@@ -469,7 +470,7 @@ impl<B: Backend + Clone> Session<'_, B> {
                 p.page.stage_began(
                     (label.to_string(), stage.name.clone()),
                     began_us,
-                    began_us + skip.as_micros() as u64,
+                    began_us + u64::try_from(skip.as_micros()).unwrap_or(u64::MAX),
                 );
             }
             failures.extend(executor::run_stage(stage, ctx).await);
@@ -479,7 +480,7 @@ impl<B: Backend + Clone> Session<'_, B> {
             spans.push(StageSpan {
                 label,
                 began_ms,
-                start_ms: began_ms + skip.as_millis() as u64,
+                start_ms: began_ms + u64::try_from(skip.as_millis()).unwrap_or(u64::MAX),
                 end_ms: now_ms(),
             });
         }

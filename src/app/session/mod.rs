@@ -271,7 +271,7 @@ impl<B: Backend + Clone> Session<'_, B> {
                 documents,
                 secs,
                 throughput: if secs > 0.0 {
-                    documents as f64 / secs
+                    crate::num::real(documents) / secs
                 } else {
                     0.0
                 },
@@ -373,7 +373,9 @@ impl<B: Backend + Clone> Session<'_, B> {
             self.say(format!(
                 "stages begin at {} (in {})",
                 humantime::format_rfc3339_millis(at),
-                humantime::format_duration(Duration::from_millis(wait.as_millis() as u64))
+                humantime::format_duration(Duration::from_millis(
+                    u64::try_from(wait.as_millis()).unwrap_or(u64::MAX)
+                ))
             ));
             tokio::select! {
                 _ = tokio::time::sleep(wait) => {}

@@ -184,7 +184,7 @@ fn candidate_is_the_slow_definitions_argmax() {
     for tau in 1..z.len() {
         for kappa in tau + 1..=z.len() {
             let (x, y): (&[f64], &[f64]) = (&z[..tau], &z[tau..kappa]);
-            let (n, m) = (x.len() as f64, y.len() as f64);
+            let (n, m) = (crate::num::real_len(x.len()), crate::num::real_len(y.len()));
             let mut a = 0.0;
             for p in x {
                 for q in y {

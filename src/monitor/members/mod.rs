@@ -467,7 +467,7 @@ impl Members {
                         Some(last.clone()),
                         format!(
                             "{set}primary {last} → {p} (none for {:.2}s)",
-                            time.saturating_sub(at) as f64 / 1000.0
+                            crate::num::real(time.saturating_sub(at)) / 1000.0
                         ),
                     ),
                     None => (None, format!("{set}primary none → {p}")),
@@ -638,7 +638,7 @@ fn row(
     let (interval_ms, secs) = match (&r.status, &m.last) {
         (Some((at, _)), Some((before, _))) => {
             let ms = at.saturating_sub(*before);
-            (ms, (ms as f64 / 1000.0).max(1e-3))
+            (ms, (crate::num::real(ms) / 1000.0).max(1e-3))
         }
         _ => (now.saturating_sub(last_ms), 1.0),
     };

@@ -169,7 +169,7 @@ impl SetStatus {
     pub(crate) fn lag_s(&self, name: &str) -> Option<f64> {
         let primary = self.primary()?.optime_ms?;
         let member = self.members.iter().find(|m| m.name == name)?.optime_ms?;
-        Some(((primary - member) as f64 / 1000.0).max(0.0))
+        Some((crate::num::real_signed(primary - member) / 1000.0).max(0.0))
     }
 }
 

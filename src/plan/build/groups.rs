@@ -268,7 +268,7 @@ impl GroupAt<'_> {
         };
         for (name, w) in table {
             let w = match w {
-                toml::Value::Integer(i) => *i as f64,
+                toml::Value::Integer(i) => crate::num::real_signed(*i),
                 toml::Value::Float(f) => *f,
                 _ => f64::NAN,
             };

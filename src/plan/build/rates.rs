@@ -187,7 +187,10 @@ impl GroupAt<'_> {
     fn rates(&self) -> Result<Rates, ProfileError> {
         let g = self.g;
         let check = |r: f64, k: &str| limits::check_rate(r).map_err(|p| self.err(k, p));
-        let number = |v: &toml::Value| v.as_float().or_else(|| v.as_integer().map(|i| i as f64));
+        let number = |v: &toml::Value| {
+            v.as_float()
+                .or_else(|| v.as_integer().map(crate::num::real_signed))
+        };
         let step = self.duration("step", &g.step)?;
         let Some(value) = &g.rate else {
             return match step {
@@ -276,7 +279,7 @@ impl GroupAt<'_> {
                 ));
             }
             let rates = (0..n)
-                .map(|i| from + (to - from) * i as f64 / (n - 1) as f64)
+                .map(|i| from + (to - from) * crate::num::real_len(i) / crate::num::real_len(n - 1))
                 .collect();
             return Ok(Rates::Steps(rates, over / n as u32));
         }

@@ -785,7 +785,10 @@ fn random_int(a: &Args) -> Result<Gen, GenError> {
             if n < 1 {
                 return Err(a.err("n", format!("n ({n}) must be 1 or more")));
             }
-            IntGen::Zipf(rand_distr::Zipf::new(n as f64, alpha).map_err(|e| bad("alpha", &e))?)
+            IntGen::Zipf(
+                rand_distr::Zipf::new(crate::num::real_signed(n), alpha)
+                    .map_err(|e| bad("alpha", &e))?,
+            )
         }
         _ => {
             a.allow(&["distribution", "mean"])?;

@@ -49,7 +49,7 @@ fn from_int(to: To, i: i64) -> Option<Bson> {
     Some(match to {
         To::Int => Bson::Int64(i),
         To::Int32 => Bson::Int32(i as i32),
-        To::Double => Bson::Double(i as f64),
+        To::Double => Bson::Double(crate::num::real_signed(i)),
         To::Decimal => Bson::Decimal128(decimal(&i.to_string())?),
     })
 }

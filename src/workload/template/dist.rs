@@ -245,7 +245,7 @@ pub(super) fn negative_binomial(k: i64, p: f64, rng: &mut dyn RngCore) -> i64 {
     if k <= 0 || p >= 1.0 {
         return 0;
     }
-    let Ok(gamma) = Gamma::new(k as f64, (1.0 - p) / p) else {
+    let Ok(gamma) = Gamma::new(crate::num::real_signed(k), (1.0 - p) / p) else {
         return 0;
     };
     let lambda: f64 = gamma.sample(rng);
@@ -255,7 +255,7 @@ pub(super) fn negative_binomial(k: i64, p: f64, rng: &mut dyn RngCore) -> i64 {
     match Poisson::new(lambda) {
         Ok(d) => {
             let x: f64 = d.sample(rng);
-            x.min(i64::MAX as f64) as i64
+            x.min(crate::num::real_signed(i64::MAX)) as i64
         }
         Err(_) => i64::MAX,
     }

@@ -213,10 +213,10 @@ pub(super) fn push_text(out: &mut String, b: &Bson) {
 
 fn as_i64(b: &Bson) -> Option<i64> {
     match b {
-        Bson::Int32(i) => Some(*i as i64),
+        Bson::Int32(i) => Some(i64::from(*i)),
         Bson::Int64(i) => Some(*i),
         Bson::Double(f) if f.is_finite() => Some(*f as i64),
-        Bson::Boolean(v) => Some(*v as i64),
+        Bson::Boolean(v) => Some(i64::from(*v)),
         Bson::DateTime(d) => Some(d.timestamp_millis()),
         Bson::String(s) => s.trim().parse().ok(),
         _ => None,
@@ -225,8 +225,8 @@ fn as_i64(b: &Bson) -> Option<i64> {
 
 fn as_f64(b: &Bson) -> Option<f64> {
     match b {
-        Bson::Int32(i) => Some(*i as f64),
-        Bson::Int64(i) => Some(*i as f64),
+        Bson::Int32(i) => Some(f64::from(*i)),
+        Bson::Int64(i) => Some(crate::num::real_signed(*i)),
         Bson::Double(f) => Some(*f),
         Bson::String(s) => s.trim().parse().ok(),
         _ => None,

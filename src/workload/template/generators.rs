@@ -812,7 +812,7 @@ fn take(map: &mut FreqMap, cx: &mut Cx<'_>) -> Option<String> {
 
 pub(super) fn to_i64(b: &Bson) -> Option<i64> {
     match b {
-        Bson::Int32(i) => Some(*i as i64),
+        Bson::Int32(i) => Some(i64::from(*i)),
         Bson::Int64(i) => Some(*i),
         Bson::Double(f) if f.is_finite() => Some(*f as i64),
         _ => None,
@@ -821,8 +821,8 @@ pub(super) fn to_i64(b: &Bson) -> Option<i64> {
 
 pub(super) fn to_f64(b: &Bson) -> Option<f64> {
     match b {
-        Bson::Int32(i) => Some(*i as f64),
-        Bson::Int64(i) => Some(*i as f64),
+        Bson::Int32(i) => Some(f64::from(*i)),
+        Bson::Int64(i) => Some(crate::num::real_signed(*i)),
         Bson::Double(f) => Some(*f),
         _ => None,
     }

@@ -122,11 +122,11 @@ fn strings(values: &[Bson]) -> Vec<String> {
 }
 
 fn mean(v: &[f64]) -> f64 {
-    v.iter().sum::<f64>() / v.len() as f64
+    v.iter().sum::<f64>() / crate::num::real_len(v.len())
 }
 
 fn mean_i(v: &[i64]) -> f64 {
-    v.iter().sum::<i64>() as f64 / v.len() as f64
+    crate::num::real_signed(v.iter().sum::<i64>()) / crate::num::real_len(v.len())
 }
 
 fn millis(values: &[Bson]) -> Vec<i64> {
@@ -149,7 +149,8 @@ fn random_int_uniform_stays_within_and_hits_both_ends() {
     ));
     assert!(v.iter().all(|i| (-2..=3).contains(i)));
     for x in -2..=3 {
-        let share = v.iter().filter(|&&i| i == x).count() as f64 / N as f64;
+        let share =
+            crate::num::real_len(v.iter().filter(|&&i| i == x).count()) / crate::num::real_len(N);
         assert!((share - 1.0 / 6.0).abs() < 0.02, "{x}: {share}");
     }
 }
@@ -209,7 +210,7 @@ fn random_double_uniform_normal_exponential() {
         N,
     ));
     assert!((mean(&n) - 10.0).abs() < 0.1);
-    let sd = (n.iter().map(|x| (x - 10.0).powi(2)).sum::<f64>() / N as f64).sqrt();
+    let sd = (n.iter().map(|x| (x - 10.0).powi(2)).sum::<f64>() / crate::num::real_len(N)).sqrt();
     assert!((sd - 2.0).abs() < 0.1, "{sd}");
     let e = doubles(&draw(
         &compile(r#"{ "^RandomDouble" = { distribution = "exponential", lambda = 2 } }"#),
@@ -273,7 +274,8 @@ fn choose_follows_its_weights_within_two_percent() {
         compile(r#"{ "^Choose" = { from = ["open", "paid", "shipped"], weights = [1, 3, 6] } }"#);
     let s = strings(&draw(&t, N));
     for (name, want) in [("open", 0.1), ("paid", 0.3), ("shipped", 0.6)] {
-        let share = s.iter().filter(|x| *x == name).count() as f64 / N as f64;
+        let share =
+            crate::num::real_len(s.iter().filter(|x| *x == name).count()) / crate::num::real_len(N);
         assert!((share - want).abs() < 0.02, "{name}: {share}");
     }
 }
@@ -295,7 +297,7 @@ fn choose_uniform_with_generators_and_documents_among_the_choices() {
         .count();
     assert_eq!(ones + gen + docs, N);
     for c in [ones, gen, docs] {
-        assert!((c as f64 / N as f64 - 1.0 / 3.0).abs() < 0.02);
+        assert!((crate::num::real_len(c) / crate::num::real_len(N) - 1.0 / 3.0).abs() < 0.02);
     }
     // A zero weight is never chosen.
     let z = strings(&draw(
@@ -334,7 +336,8 @@ fn random_date_between_iso_bounds() {
     let hi = 1_451_606_400_000; // 2016-01-01T00:00:00Z
     let v = millis(&draw(&t, N));
     assert!(v.iter().all(|m| (lo..=hi).contains(m)));
-    let mid = v.iter().filter(|&&m| m < (lo + hi) / 2).count() as f64 / N as f64;
+    let mid = crate::num::real_len(v.iter().filter(|&&m| m < (lo + hi) / 2).count())
+        / crate::num::real_len(N);
     assert!((mid - 0.5).abs() < 0.02);
     // Offsets and fractions.
     let k = millis(&draw(
@@ -1648,8 +1651,10 @@ fn random_int_negative_binomial_zipfian_and_generated_trials() {
     ));
     assert!(z.iter().all(|&x| (1..=100).contains(&x)));
     // P(1) = 1 / H(100) = 0.193; P(2) half of it.
-    let ones = z.iter().filter(|&&x| x == 1).count() as f64 / N as f64;
-    let twos = z.iter().filter(|&&x| x == 2).count() as f64 / N as f64;
+    let ones =
+        crate::num::real_len(z.iter().filter(|&&x| x == 1).count()) / crate::num::real_len(N);
+    let twos =
+        crate::num::real_len(z.iter().filter(|&&x| x == 2).count()) / crate::num::real_len(N);
     assert!((ones - 0.193).abs() < 0.02, "{ones}");
     assert!((twos - 0.0965).abs() < 0.015, "{twos}");
     let b = ints(&draw(

@@ -71,8 +71,8 @@ pub(super) fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
     let era = if y >= 0 { y } else { y - 399 } / 400;
     let yoe = y - era * 400;
-    let m = m as i64;
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d as i64 - 1;
+    let m = i64::from(m);
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(d) - 1;
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     era * 146_097 + doe - 719_468
 }
@@ -91,8 +91,8 @@ fn civil_ms(y: i64, mo: u32, d: u32, h: u32, mi: u32, s: u32, ms: u32) -> Option
     {
         return None;
     }
-    let secs = days_from_civil(y, mo, d) * 86_400 + (h * 3600 + mi * 60 + s.min(59)) as i64;
-    Some(secs * 1000 + ms as i64)
+    let secs = days_from_civil(y, mo, d) * 86_400 + i64::from(h * 3600 + mi * 60 + s.min(59));
+    Some(secs * 1000 + i64::from(ms))
 }
 
 /// `YYYY-MM-DD`, optionally followed by `T` (or a space) and `HH:MM[:SS[.fff]]`, optionally
@@ -106,7 +106,7 @@ pub(super) fn parse_iso(s: &str) -> Option<i64> {
         }
         std::str::from_utf8(part).ok()?.parse().ok()
     };
-    let y = num(0, 4)? as i64;
+    let y = i64::from(num(0, 4)?);
     if b.get(4) != Some(&b'-') || b.get(7) != Some(&b'-') {
         return None;
     }
@@ -141,11 +141,11 @@ pub(super) fn parse_iso(s: &str) -> Option<i64> {
         None => 0,
         Some(b'Z' | b'z') if i + 1 == b.len() => 0,
         Some(&c @ (b'+' | b'-')) => {
-            let oh = num(i + 1, 2)? as i64;
+            let oh = i64::from(num(i + 1, 2)?);
             let om = match b.len() - (i + 3) {
                 0 => 0,
-                3 if b[i + 3] == b':' => num(i + 4, 2)? as i64,
-                2 => num(i + 3, 2)? as i64,
+                3 if b[i + 3] == b':' => i64::from(num(i + 4, 2)?),
+                2 => i64::from(num(i + 3, 2)?),
                 _ => return None,
             };
             if oh > 23 || om > 59 {
@@ -171,16 +171,16 @@ pub(super) fn toml_datetime_ms(dt: &toml::value::Datetime) -> Option<i64> {
         .time
         .map_or((0, 0, 0, 0), |t| (t.hour, t.minute, t.second, t.nanosecond));
     let ms = civil_ms(
-        date.year as i64,
-        date.month as u32,
-        date.day as u32,
-        h as u32,
-        mi as u32,
-        s as u32,
+        i64::from(date.year),
+        u32::from(date.month),
+        u32::from(date.day),
+        u32::from(h),
+        u32::from(mi),
+        u32::from(s),
         ns / 1_000_000,
     )?;
     let offset = match dt.offset {
-        Some(toml::value::Offset::Custom { minutes }) => minutes as i64,
+        Some(toml::value::Offset::Custom { minutes }) => i64::from(minutes),
         _ => 0,
     };
     Some(ms - offset * 60_000)
