@@ -1,0 +1,179 @@
+use super::*;
+use mongodb::bson::doc;
+
+fn op(ts: i64, command: Document, app: &str) -> Observed {
+    Observed {
+        ts_ms: ts,
+        db: "shop".into(),
+        coll: "orders".into(),
+        op_type: "command".into(),
+        command,
+        millis: 2.0,
+        app: Some(app.into()),
+        conn: Some(format!("conn{}", ts % 3)),
+        plan: Some("IXSCAN { status: 1, created: -1 }".into()),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn shapes_are_counted_weighted_and_rendered_as_a_profile_that_validates() {
+    let mut obs = Vec::new();
+    for i in 0..90 {
+        let status = ["open", "paid", "shipped"][i % 3];
+        obs.push(op(1_000_000 + i as i64 * 100, doc! { "find": "orders", "filter": { "status": status }, "sort": { "created": -1 }, "limit": 20 }, "web"));
+    }
+    for i in 0..10 {
+        obs.push(op(
+            1_000_000 + i * 1000,
+            doc! { "find": "orders", "filter": { "_id": i }, "limit": 1, "singleBatch": true },
+            "web",
+        ));
+    }
+    obs.push(op(1_009_999, doc! { "hello": 1 }, "web"));
+    let c = build(
+        &obs,
+        &HashMap::new(),
+        &Options {
+            scale: 3.0,
+            ..Default::default()
+        },
+        "cap",
+        "a test",
+        LeftOut::default(),
+    );
+    assert_eq!(c.operations, 100);
+    assert_eq!(c.left_out.driver_total(), 1);
+    assert_eq!(c.shapes.len(), 2);
+    assert_eq!(c.shapes[0].count, 90);
+    assert!(
+        c.profile
+            .contains("name = \"find-orders-by-status\"\nweight = 90"),
+        "{}",
+        c.profile
+    );
+    assert!(
+        c.profile
+            .contains("findOne = { filter = { _id = { \"^Key\" = {} } } }"),
+        "{}",
+        c.profile
+    );
+    // 100 operations from the first to the last, 9 s (the hello is no operation), times 3.
+    assert!(
+        c.profile
+            .contains("rate = 33.33  # observed 11.11/s x --scale 3"),
+        "{}",
+        c.profile
+    );
+    assert!(
+        c.profile
+            .contains("{ keys = { status = 1, created = -1 } }"),
+        "{}",
+        c.profile
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.toml");
+    std::fs::write(&path, &c.profile).unwrap();
+    let loaded = crate::plan::profile::load(path.to_str().unwrap()).unwrap();
+    crate::plan::RunPlan::build(&loaded, &Default::default()).unwrap();
+}
+
+#[test]
+fn coverage_emits_the_fewest_shapes_and_counts_the_rest() {
+    let mut obs = Vec::new();
+    for i in 0..96 {
+        obs.push(op(i, doc! { "find": "orders", "filter": { "a": 1 } }, "x"));
+    }
+    for i in 0..4 {
+        obs.push(op(i, doc! { "find": "orders", "filter": { "b": 1 } }, "x"));
+    }
+    let c = build(
+        &obs,
+        &HashMap::new(),
+        &Options::default(),
+        "cap",
+        "t",
+        LeftOut::default(),
+    );
+    assert_eq!(c.emitted_shapes, 1);
+    assert!((c.coverage - 0.96).abs() < 1e-9);
+    assert_eq!(
+        (
+            c.left_out.shapes_not_emitted,
+            c.left_out.operations_not_emitted
+        ),
+        (1, 4)
+    );
+    assert!(c.shapes[1].emitted.contains("beyond --coverage"));
+}
+
+#[test]
+fn writes_are_kept_beyond_the_coverage_and_getmores_count_for_their_find() {
+    let mut obs = Vec::new();
+    for i in 0..97 {
+        let mut o = op(i, doc! { "find": "orders", "filter": { "a": 1 } }, "x");
+        o.nreturned = Some(101);
+        o.cursor_id = Some(1000 + i);
+        obs.push(o);
+        let mut more = op(i, doc! { "getMore": 1000 + i, "collection": "orders" }, "x");
+        more.op_type = "getmore".into();
+        more.nreturned = Some(99);
+        more.cursor_id = Some(1000 + i);
+        obs.push(more);
+    }
+    for i in 0..3 {
+        obs.push(op(
+            i,
+            doc! { "update": "orders", "updates": [{ "q": { "_id": 1 }, "u": { "$push": { "tags": "x" } } }] },
+            "x",
+        ));
+    }
+    let c = build(
+        &obs,
+        &HashMap::new(),
+        &Options::default(),
+        "cap",
+        "t",
+        LeftOut::default(),
+    );
+    // 3 % of the operations, beyond the 95 % coverage, but a write: kept.
+    assert_eq!(c.emitted_shapes, 2, "{:#?}", c.shapes);
+    assert!(c.shapes[1].writes && !c.shapes[1].emitted.starts_with("not"));
+    // Each find's documents: its first batch and its getMore's.
+    assert_eq!(c.shapes[0].returned_per_call, Some(200.0));
+    assert_eq!(c.left_out.getmore_folded, 97);
+}
+
+#[test]
+fn a_field_seen_as_a_value_and_as_a_document_stays_a_document() {
+    let mut t = toml::Table::new();
+    insert_path(&mut t, "address", fit::bare("^Null"));
+    insert_path(&mut t, "address.city", Value::String("x".into()));
+    insert_path(&mut t, "address", Value::Integer(1));
+    assert_eq!(
+        Value::Table(t).to_string(),
+        "{ address = { city = \"x\" } }"
+    );
+}
+
+#[test]
+fn a_slow_rate_keeps_its_digits_and_never_falls_below_the_least() {
+    assert_eq!(rate_text(0.0041667), "0.004167");
+    assert_eq!(rate_text(1e-9), "0.001");
+    assert_eq!(rate_text(2.4242), "2.42");
+    assert_eq!(rate_text(138.03), "138");
+    assert_eq!(rate_text(30.0), "30");
+    assert_eq!(replay_database("shop"), "shop_replay");
+    assert_eq!(replay_database(&"d".repeat(70)).len(), 63);
+}
+
+#[test]
+fn plan_summaries_name_their_indexes() {
+    assert_eq!(
+        plan_indexes("IXSCAN { status: 1, created: -1 }, IXSCAN { _id: 1 }"),
+        vec![vec![("status".to_string(), 1), ("created".to_string(), -1)]]
+    );
+    assert!(plan_indexes("COLLSCAN").is_empty());
+    // A key this cannot read leaves the whole index out, never half of it.
+    assert!(plan_indexes("IXSCAN { a: 1, loc: \"2dsphere\" }").is_empty());
+}

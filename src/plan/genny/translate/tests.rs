@@ -1,0 +1,171 @@
+#[test]
+fn a_command_keeps_its_order_when_its_first_value_is_a_document() {
+    let yaml: Yaml =
+        serde_yaml::from_str("{explain: {find: c, sort: {a: 1}}, verbosity: executionStats}")
+            .unwrap();
+    let Toml::String(json) = in_order(to_toml(&yaml)) else {
+        panic!("written as a table, which TOML would reorder");
+    };
+    assert!(
+        json.starts_with(r#"{"explain":{"find":"c","sort":{"a":1}}"#),
+        "{json}"
+    );
+    // A command whose order TOML keeps stays a table.
+    let yaml: Yaml =
+        serde_yaml::from_str("{aggregate: c, pipeline: [{$match: {a: 1}}], cursor: {}}").unwrap();
+    assert!(in_order(to_toml(&yaml)).is_table());
+}
+
+use super::*;
+
+fn read(text: &str, smoke: bool) -> Result<Translated, Refusal> {
+    let y: Yaml = serde_yaml::from_str(text).unwrap();
+    translate(Path::new("w.yml"), &y, smoke)
+}
+
+#[test]
+fn genny_durations_and_rates_read_as_genny_writes_them() {
+    let d = |s: &str| duration(&Yaml::String(s.into()));
+    assert_eq!(d("10 milliseconds"), Some(Duration::from_millis(10)));
+    assert_eq!(d("1 minute"), Some(Duration::from_secs(60)));
+    assert_eq!(d("2 seconds"), Some(Duration::from_secs(2)));
+    assert_eq!(d("soon"), None);
+    assert_eq!(global_rate("1 per 2 milliseconds"), Some(500.0));
+    assert_eq!(global_rate("500 per 1 second"), Some(500.0));
+    assert_eq!(global_rate("80%"), None);
+}
+
+#[test]
+fn phases_become_stages_and_genny_rules_become_group_options() {
+    let t = read(
+        "Actors:\n- Name: A\n  Type: HelloWorld\n  Threads: 10\n  Phases:\n  - {Duration: 2 seconds}\n  - {Blocking: None}\n- Name: B\n  Type: HelloWorld\n  Threads: 2\n  Phases:\n  - {Repeat: 10}\n  - {Repeat: 1e3}\n",
+        false,
+    )
+    .unwrap();
+    let groups = t.profile["group"].as_array().unwrap();
+    assert_eq!(groups.len(), 4);
+    let g = |i: usize| groups[i].as_table().unwrap();
+    assert_eq!(g(0)["name"].as_str(), Some("A.0"));
+    assert_eq!(g(0)["stage"].as_str(), Some("phase0"));
+    assert_eq!(g(0)["duration"].as_str(), Some("2s"));
+    assert_eq!(g(1)["loops"].as_integer(), Some(10));
+    assert_eq!(g(2)["background"].as_bool(), Some(true));
+    assert_eq!(g(3)["loops"].as_integer(), Some(1000));
+    let stages: std::collections::BTreeSet<_> =
+        (0..4).map(|i| g(i)["stage"].as_str().unwrap()).collect();
+    assert_eq!(stages.len(), 2, "a stage per phase: {stages:?}");
+    // The smoke check: each once.
+    let s = read("Actors:\n- Name: A\n  Type: HelloWorld\n  Phases:\n  - {Duration: 2 seconds, GlobalRate: 5 per 1 second}\n", true).unwrap();
+    let g = s.profile["group"].as_array().unwrap()[0]
+        .as_table()
+        .unwrap()
+        .clone();
+    assert_eq!(g["loops"].as_integer(), Some(1));
+    assert!(!g.contains_key("rate") && !g.contains_key("duration"));
+}
+
+#[test]
+fn an_unsupported_actor_is_refused_in_one_line_naming_file_and_actor() {
+    let e = read(
+        "Actors:\n- Name: X\n  Type: StreamStatsReporter\n  Phases: [{Repeat: 1}]\n",
+        false,
+    )
+    .unwrap_err();
+    let line = e.to_string();
+    assert!(
+        line.starts_with("w.yml: actor `X`: actor type `StreamStatsReporter` is not supported"),
+        "{line}"
+    );
+    assert!(!line.contains('\n'));
+    let e = read("Actors:\n- Name: C\n  Type: CrudActor\n  Database: test\n  Phases:\n  - Repeat: 1\n    Collection: c\n    Operations:\n    - {OperationName: mapReduce, OperationCommand: {}}\n", false).unwrap_err();
+    assert_eq!(e.phase, Some(0));
+    assert!(e.thing.contains("`mapReduce` is not supported"), "{e}");
+}
+
+#[test]
+fn a_loader_inserts_its_documents_in_its_phase_the_last_batch_the_remainder() {
+    let t = read("Actors:\n- Name: L\n  Type: Loader\n  Threads: 1\n  Phases:\n  - Repeat: 1\n    Database: db\n    CollectionCount: 2\n    DocumentCount: 105\n    BatchSize: 10\n    Document: {a: {^RandomInt: {min: 1, max: 9}}}\n    Indexes: [{keys: {a: 1}}]\n- Name: R\n  Type: RunCommand\n  Database: db\n  Phases:\n  - {Nop: true}\n  - Repeat: 2\n    Operation: {OperationCommand: {ping: 1}}\n", false).unwrap();
+    let colls = t.profile["collection"].as_array().unwrap();
+    assert_eq!(colls.len(), 2);
+    assert_eq!(t.profile["target"]["database"].as_str(), Some("db"));
+    let g = t.profile["group"].as_array().unwrap();
+    let names: Vec<&str> = g.iter().map(|g| g["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "L.Collection0",
+            "L.Collection0.rest",
+            "L.Collection0.IndexBuild",
+            "L.Collection1",
+            "L.Collection1.rest",
+            "L.Collection1.IndexBuild",
+            "R"
+        ]
+    );
+    assert_eq!(g[0]["loops"].as_integer(), Some(10));
+    assert_eq!(
+        g[0]["steps"][0]["insertMany"]["batch"].as_integer(),
+        Some(10)
+    );
+    assert_eq!(
+        g[1]["steps"][0]["insertMany"]["batch"].as_integer(),
+        Some(5)
+    );
+    assert_eq!(
+        g[2]["steps"][0]["command"]["indexes"][0]["name"].as_str(),
+        Some("a_1")
+    );
+    assert_eq!(g[0]["stage"].as_str(), Some("phase0"));
+    assert_eq!(g[6]["stage"].as_str(), Some("phase1"));
+    // One thread: its collections one after another, each one's inserts, then the rest,
+    // then its indexes.
+    let after: Vec<Option<&str>> = g
+        .iter()
+        .map(|g| g.get("after").and_then(Toml::as_str))
+        .collect();
+    assert_eq!(
+        after,
+        [
+            None,
+            Some("L.Collection0"),
+            Some("L.Collection0.rest"),
+            Some("L.Collection0.IndexBuild"),
+            Some("L.Collection1"),
+            Some("L.Collection1.rest"),
+            None
+        ]
+    );
+}
+
+#[test]
+fn multi_collection_actors_draw_their_collections_as_genny_does_and_big_batches_split() {
+    let t = read("Actors:\n- Name: U\n  Type: MultiCollectionUpdate\n  Phases:\n  - {Repeat: 2, Database: db, CollectionCount: 3, UpdateFilter: {a: 1}, Update: {$inc: {n: 1}}}\n- Name: Q\n  Type: MultiCollectionQuery\n  Phases:\n  - {Repeat: 2, Database: db, CollectionCount: 3, Filter: {a: 1}, Limit: 5, ReadConcern: {Level: majority}}\n", false).unwrap();
+    let g = t.profile["group"].as_array().unwrap();
+    let names = |g: &Toml| -> Vec<String> {
+        g["collections"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_str().unwrap().to_string())
+            .collect()
+    };
+    // The update draws 0..=2; the query 0..=3, one past, as genny's `uniform_int_distribution{0, n}`.
+    assert_eq!(names(&g[0]), ["Collection0", "Collection1", "Collection2"]);
+    assert_eq!(names(&g[1]).len(), 4);
+    assert!(g[0].get("collection").is_none());
+    assert_eq!(g[0]["steps"][0]["name"].as_str(), Some("Update"));
+    assert_eq!(g[1]["steps"][0]["find"]["limit"].as_integer(), Some(5));
+    assert_eq!(g[1]["read_concern"].as_str(), Some("majority"));
+    let e = read("Actors:\n- Name: U\n  Type: MultiCollectionUpdate\n  Phases:\n  - {Repeat: 2, Database: db, UpdateFilter: {a: 1}, Update: {$inc: {n: 1}}}\n", false).unwrap_err();
+    assert!(e.to_string().contains("needs `CollectionCount`"), "{e}");
+    // A Loader's batch above the server's maxWriteBatchSize: inserts of 100,000, as the
+    // driver sends it.
+    let t = read("Actors:\n- Name: L\n  Type: Loader\n  Threads: 1\n  Phases:\n  - Repeat: 1\n    Database: db\n    CollectionCount: 1\n    DocumentCount: 1e6\n    BatchSize: 1e6\n    Document: {a: 1}\n", false).unwrap();
+    let g = &t.profile["group"].as_array().unwrap()[0];
+    assert_eq!(g["loops"].as_integer(), Some(10));
+    assert_eq!(
+        g["steps"][0]["insertMany"]["batch"].as_integer(),
+        Some(100_000)
+    );
+    assert!(t.notes.iter().any(|n| n.contains("maxWriteBatchSize")));
+}
