@@ -1,0 +1,367 @@
+//! The tally: each observed operation filed under its shape and namespace, with its times,
+//! sizes and values, and what the source says of transactions and the window.
+
+use super::*;
+
+/// The observations of one shape.
+pub(super) struct Seen {
+    pub(super) db: String,
+    pub(super) coll: String,
+    pub(super) op: Op,
+    pub(super) count: u64,
+    pub(super) millis: Vec<f64>,
+    pub(super) plans: BTreeMap<String, u64>,
+    pub(super) keys_examined: i64,
+    pub(super) docs_examined: i64,
+    pub(super) returned: i64,
+    pub(super) examined_known: bool,
+    /// Documents returned (the source's `nreturned`), added over the `nreturned_n` operations
+    /// that said.
+    pub(super) nreturned: i64,
+    pub(super) nreturned_n: u64,
+    /// Per slot, every value seen, and per operation its time.
+    pub(super) values: Vec<Vec<Bson>>,
+    pub(super) times: Vec<i64>,
+    pub(super) group: String,
+    pub(super) conns: BTreeSet<String>,
+    pub(super) intervals: Vec<(i64, i64)>,
+    /// A step of a transaction's shape.
+    pub(super) txn: Option<Step>,
+}
+
+/// Where a shape stands in a transaction.
+#[derive(Debug, Clone)]
+pub(super) struct Step {
+    /// The transaction's shape: its group and every step's namespace and shape.
+    pub(super) unit: String,
+    pub(super) pos: usize,
+    pub(super) of: usize,
+}
+
+impl Seen {
+    /// What is emitted or left out as one: a transaction's shape, or the operation's.
+    pub(super) fn unit(&self) -> String {
+        match &self.txn {
+            Some(t) => t.unit.clone(),
+            None => self.op.key(),
+        }
+    }
+
+    pub(super) fn pos(&self) -> usize {
+        self.txn.as_ref().map_or(0, |t| t.pos)
+    }
+
+    /// The source's durations, in order.
+    pub(super) fn sorted_ms(&self) -> Vec<f64> {
+        let mut ms = self.millis.clone();
+        ms.sort_by(f64::total_cmp);
+        ms
+    }
+
+    /// The plan the source named most often.
+    pub(super) fn plan(&self) -> Option<&String> {
+        self.plans.iter().max_by_key(|p| p.1).map(|p| p.0)
+    }
+}
+
+/// The value at fraction `p` of sorted values (nearest rank), 0 when there are none.
+pub(super) fn quantile(sorted: &[f64], p: f64) -> f64 {
+    sorted
+        .get(((crate::num::real_len(sorted.len()) - 1.0) * p).round() as usize)
+        .copied()
+        .unwrap_or(0.0)
+}
+
+/// Counts one operation of shape `key` (made at its first).
+pub(super) fn record(
+    seen: &mut Vec<Seen>,
+    index: &mut HashMap<String, usize>,
+    key: String,
+    o: &Observed,
+    op: Op,
+    group: &str,
+    txn: Option<Step>,
+) {
+    let i = *index.entry(key).or_insert_with(|| {
+        seen.push(Seen {
+            db: o.db.clone(),
+            coll: o.coll.clone(),
+            values: vec![Vec::new(); op.values.len()],
+            op: op.clone(),
+            count: 0,
+            millis: Vec::new(),
+            plans: BTreeMap::new(),
+            keys_examined: 0,
+            docs_examined: 0,
+            returned: 0,
+            examined_known: false,
+            nreturned: 0,
+            nreturned_n: 0,
+            times: Vec::new(),
+            group: group.to_string(),
+            conns: BTreeSet::new(),
+            intervals: Vec::new(),
+            txn,
+        });
+        seen.len() - 1
+    });
+    let s = &mut seen[i];
+    s.count += 1;
+    s.millis.push(o.millis);
+    if let Some(p) = &o.plan {
+        *s.plans.entry(p.clone()).or_default() += 1;
+    }
+    if let (Some(k), Some(d), Some(r)) = (o.keys_examined, o.docs_examined, o.nreturned) {
+        s.examined_known = true;
+        s.keys_examined += k;
+        s.docs_examined += d;
+        s.returned += r;
+    }
+    if let Some(r) = o.nreturned {
+        s.nreturned += r;
+        s.nreturned_n += 1;
+    }
+    for (slot, v) in op.values.into_iter().enumerate() {
+        if let Some(vs) = s.values.get_mut(slot) {
+            vs.push(v);
+        }
+    }
+    s.times.push(o.ts_ms);
+    if let Some(c) = o.conn.as_ref().or(o.client.as_ref()) {
+        s.conns.insert(c.clone());
+    }
+    s.intervals
+        .push((o.ts_ms - o.millis.ceil() as i64, o.ts_ms));
+}
+
+/// The thread group an operation belongs to.
+pub(super) fn group_of(o: &Observed, by: GroupBy) -> String {
+    match by {
+        GroupBy::App => o
+            .app
+            .clone()
+            .filter(|a| !a.is_empty())
+            .unwrap_or_else(|| "app".into()),
+        GroupBy::Namespace => format!("{}.{}", o.db, o.coll),
+        GroupBy::None => "all".into(),
+    }
+}
+
+/// The operations of the profile an observed entry holds, or None when it is left out (counted
+/// in `left` by why).
+pub(super) fn operations_of(
+    o: &Observed,
+    statements_logged: bool,
+    left: &mut LeftOut,
+) -> Option<Vec<Op>> {
+    if o.truncated {
+        left.truncated += 1;
+    }
+    match shape::classify(o, statements_logged) {
+        Class::Ops(ops) => Some(ops),
+        Class::GetMore => {
+            left.getmore_folded += 1;
+            None
+        }
+        Class::Driver(n) => {
+            *left.driver.entry(n).or_default() += 1;
+            None
+        }
+        Class::TransactionControl => {
+            left.transaction_control += 1;
+            None
+        }
+        Class::Other(n) => {
+            *left.other.entry(n).or_default() += 1;
+            None
+        }
+        Class::DoubleLogged => {
+            left.double_logged += 1;
+            None
+        }
+    }
+}
+
+/// The shapes seen so far, the first and last time of an operation, and how many operations.
+pub(super) struct Tally {
+    pub(super) seen: Vec<Seen>,
+    pub(super) index: HashMap<String, usize>,
+    /// Open cursors: id -> the shape whose operation opened it.
+    pub(super) cursors: HashMap<i64, usize>,
+    pub(super) first: i64,
+    pub(super) last: i64,
+    pub(super) operations: u64,
+}
+
+impl Tally {
+    /// Counts every operation the source observed: each on its own, each complete
+    /// transaction as one operation of its steps.
+    pub(super) fn of(
+        observed: &[Observed],
+        txns: &super::super::txn::Txns,
+        by: GroupBy,
+        left: &mut LeftOut,
+    ) -> Tally {
+        let statements_logged = observed.iter().any(|o| {
+            matches!(o.op_type.as_str(), "update" | "remove") && o.command.contains_key("q")
+        });
+        let mut tally = Tally {
+            seen: Vec::new(),
+            index: HashMap::new(),
+            cursors: HashMap::new(),
+            first: i64::MAX,
+            last: i64::MIN,
+            operations: 0,
+        };
+        for (oi, o) in observed.iter().enumerate() {
+            let Some(ops) = operations_of(o, statements_logged, left) else {
+                tally.getmore(o);
+                continue;
+            };
+            if txns.member.contains_key(&oi) {
+                continue; // a step of its transaction, below
+            }
+            tally.widen(o.ts_ms);
+            let group = group_of(o, by);
+            for op in ops {
+                tally.one(o, op, &group);
+            }
+        }
+        // Each complete transaction is one operation of its steps.
+        for members in &txns.complete {
+            tally.transaction(observed, members, statements_logged, by, left);
+        }
+        tally
+    }
+
+    /// Takes `ts_ms` into the window from the first operation to the last.
+    pub(super) fn widen(&mut self, ts_ms: i64) {
+        self.first = self.first.min(ts_ms);
+        self.last = self.last.max(ts_ms);
+    }
+
+    /// Counts one operation on its own.
+    pub(super) fn one(&mut self, o: &Observed, op: Op, group: &str) {
+        self.operations += 1;
+        let key = format!("{}.{} {} {}", o.db, o.coll, group, op.key());
+        record(
+            &mut self.seen,
+            &mut self.index,
+            key.clone(),
+            o,
+            op,
+            group,
+            None,
+        );
+        if let (Some(c), Some(&i)) = (o.cursor_id, self.index.get(&key)) {
+            self.cursors.insert(c, i);
+        }
+    }
+
+    /// A getMore's documents count for the operation that opened its cursor (folded into it:
+    /// `run` reads every cursor to its end).
+    pub(super) fn getmore(&mut self, o: &Observed) {
+        if o.op_type != "getmore" && !o.command.contains_key("getMore") {
+            return;
+        }
+        let (Some(c), Some(n)) = (o.cursor_id, o.nreturned) else {
+            return;
+        };
+        if let Some(s) = self.cursors.get(&c).and_then(|&i| self.seen.get_mut(i)) {
+            s.nreturned += n;
+        }
+    }
+
+    /// Counts one complete transaction (the indexes of its entries in `observed`).
+    pub(super) fn transaction(
+        &mut self,
+        observed: &[Observed],
+        members: &[usize],
+        statements_logged: bool,
+        by: GroupBy,
+        left: &mut LeftOut,
+    ) {
+        let steps: Vec<(&Observed, Op)> = members
+            .iter()
+            .filter_map(
+                |&i| match shape::classify(&observed[i], statements_logged) {
+                    Class::Ops(ops) => Some(ops.into_iter().map(move |op| (&observed[i], op))),
+                    _ => None,
+                },
+            )
+            .flatten()
+            .collect();
+        let Some((head, _)) = steps.first() else {
+            return;
+        };
+        let group = group_of(head, by);
+        if steps.iter().any(|(o, _)| o.db != head.db) {
+            // A profile runs on one database: such a transaction's statements one by one.
+            left.partial_transactions += 1;
+            for (o, op) in steps {
+                self.one(o, op, &group);
+            }
+            return;
+        }
+        self.operations += 1;
+        left.transactions += 1;
+        let unit = steps
+            .iter()
+            .map(|(o, op)| format!("{}.{} {}", o.db, o.coll, op.key()))
+            .collect::<Vec<_>>()
+            .join(" ; ");
+        let unit = format!("{group} {unit}");
+        let of = steps.len();
+        for (pos, (o, op)) in steps.into_iter().enumerate() {
+            self.widen(o.ts_ms);
+            let key = format!("transaction {unit} #{pos}");
+            let step = Step {
+                unit: unit.clone(),
+                pos,
+                of,
+            };
+            record(
+                &mut self.seen,
+                &mut self.index,
+                key,
+                o,
+                op,
+                &group,
+                Some(step),
+            );
+        }
+    }
+}
+
+/// What the source cannot show of transactions, said once.
+pub(super) fn transaction_notes(commits_visible: bool, left: &LeftOut) -> Vec<String> {
+    let mut blind = Vec::new();
+    if !commits_visible && left.transactions + left.partial_transactions > 0 {
+        blind.push("the source shows no commitTransaction (a database's profiler never does: commits run on admin): a transaction whose first statement was seen is taken as committed, and one the window cut may lack its last statements".to_string());
+    }
+    if left.partial_transactions > 0 {
+        blind.push(format!("{} transactions were seen only in part (their first statement or commit outside the window, or a statement entry without its session beside them, as secantusd-rs's profiler writes an update's or a delete's statements): their statements are captured one by one", left.partial_transactions));
+    }
+    blind
+}
+
+/// The window's length in seconds from the first operation to the last, at least 1.
+pub(super) fn window_between(first: i64, last: i64) -> f64 {
+    if first <= last {
+        (crate::num::real_signed(last - first) / 1000.0).max(1.0)
+    } else {
+        1.0
+    }
+}
+
+/// The database with the most operations: the one the profile is for.
+pub(super) fn main_database(seen: &[Seen]) -> Option<String> {
+    let mut per_db: BTreeMap<&str, u64> = BTreeMap::new();
+    for s in seen.iter().filter(|s| s.pos() == 0) {
+        *per_db.entry(&s.db).or_default() += s.count;
+    }
+    per_db
+        .iter()
+        .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
+        .map(|(d, _)| d.to_string())
+}
