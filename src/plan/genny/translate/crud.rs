@@ -1,0 +1,488 @@
+//! CrudActor's operations and states, their options and write concerns, and RunCommand: each a
+//! step of its group.
+
+use super::*;
+
+impl<'a> Translator<'a> {
+    /// A CrudActor's operations, as steps; `withTransaction` makes the group a transaction.
+    pub(super) fn crud(
+        &mut self,
+        name: &str,
+        p: usize,
+        cx: &Ctx<'a>,
+        database: &str,
+        g: &mut toml::Table,
+    ) -> Result<Vec<toml::Table>, Refusal> {
+        let collection = match (cx.get("Collection"), cx.get("CollectionCount")) {
+            (Some(c), _) => scalar_text(c)
+                .ok_or_else(|| self.refuse(Some(name), Some(p), "`Collection` is not a name"))?,
+            // Above 1: each thread its own (`group` splits the group by collection).
+            (None, Some(n)) if number(n).is_some_and(|n| n >= 1.0) => "Collection0".to_string(),
+            (None, Some(n)) => {
+                return Err(self.refuse(
+                    Some(name),
+                    Some(p),
+                    format!(
+                        "`CollectionCount: {}` is not a number of collections",
+                        show(n)
+                    ),
+                ))
+            }
+            (None, None) => {
+                return Err(self.refuse(
+                    Some(name),
+                    Some(p),
+                    "CrudActor needs `Collection` or `CollectionCount`",
+                ))
+            }
+        };
+        if let Some(states) = cx.phase.get("States") {
+            self.states(name, p, cx, states, database, &collection, g)?;
+            return Ok(Vec::new());
+        }
+        let ops = plural(cx.phase, "Operation", "Operations").ok_or_else(|| {
+            self.refuse(
+                Some(name),
+                Some(p),
+                "CrudActor has neither `Operations` nor `States`",
+            )
+        })?;
+        let mut steps = Vec::new();
+        for op in ops {
+            let op_name = op.get("OperationName").and_then(Yaml::as_str).unwrap_or("");
+            if op_name == "withTransaction" {
+                if g.contains_key("transaction") || !steps.is_empty() || ops_len(cx.phase) > 1 {
+                    return Err(self.refuse(Some(name), Some(p), "withTransaction beside other operations of the phase is not supported yet (one withTransaction per phase is)"));
+                }
+                g.insert("transaction".into(), Toml::Boolean(true));
+                let inner = op
+                    .get("OperationCommand")
+                    .and_then(|c| c.get("OperationsInTransaction"))
+                    .and_then(Yaml::as_sequence)
+                    .ok_or_else(|| {
+                        self.refuse(
+                            Some(name),
+                            Some(p),
+                            "withTransaction without `OperationsInTransaction`",
+                        )
+                    })?;
+                for t in inner {
+                    steps.push(self.crud_op(name, p, t, database, &collection, g)?);
+                }
+                continue;
+            }
+            steps.push(self.crud_op(name, p, op, database, &collection, g)?);
+        }
+        dedupe_names(&mut steps);
+        Ok(steps)
+    }
+
+    /// A CrudActor's `States` (its state machine, genny's FSM): `[[group.states]]`, each
+    /// state's operations its steps, `Transitions` (`To`, `Weight`, `SleepBefore`) its ways
+    /// out, `InitialStates` the group's `initial`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn states(
+        &mut self,
+        name: &str,
+        p: usize,
+        cx: &Ctx<'a>,
+        states: &Yaml,
+        database: &str,
+        collection: &str,
+        g: &mut toml::Table,
+    ) -> Result<(), Refusal> {
+        for key in ["Continue", "SkipFirstOperations"] {
+            if cx.phase.get(key).is_some() {
+                return Err(self.refuse(
+                    Some(name),
+                    Some(p),
+                    format!("CrudActor `{key}` (a state machine carried on from the phase before) is not supported yet"),
+                ));
+            }
+        }
+        if plural(cx.phase, "Operation", "Operations").is_some() {
+            return Err(self.refuse(
+                Some(name),
+                Some(p),
+                "CrudActor has Operations and States at the same time (genny refuses it too)",
+            ));
+        }
+        let list = states
+            .as_sequence()
+            .ok_or_else(|| self.refuse(Some(name), Some(p), "`States` is not a list"))?;
+        let mut out = Vec::new();
+        for s in list {
+            let state = s
+                .get("Name")
+                .and_then(scalar_text)
+                .ok_or_else(|| self.refuse(Some(name), Some(p), "a state without a `Name`"))?;
+            let ops = plural(s, "Operation", "Operations").ok_or_else(|| {
+                self.refuse(
+                    Some(name),
+                    Some(p),
+                    format!("state `{state}` has no `Operations`"),
+                )
+            })?;
+            let mut steps = Vec::new();
+            for op in ops {
+                steps.push(self.crud_op(name, p, op, database, collection, g)?);
+            }
+            dedupe_names(&mut steps);
+            let mut transitions = Vec::new();
+            for t in s
+                .get("Transitions")
+                .and_then(Yaml::as_sequence)
+                .into_iter()
+                .flatten()
+            {
+                let to = t.get("To").and_then(scalar_text);
+                let weight = t.get("Weight").and_then(number);
+                let (Some(to), Some(weight)) = (to, weight) else {
+                    return Err(self.refuse(Some(name), Some(p), format!("a transition of state `{state}` without a scalar `To` and `Weight` (genny needs both)")));
+                };
+                let mut tt = toml::Table::new();
+                tt.insert("to".into(), Toml::String(to));
+                tt.insert("weight".into(), Toml::Float(weight));
+                if let Some(sleep) = t.get("SleepBefore") {
+                    tt.insert("sleep".into(), to_toml(sleep));
+                }
+                transitions.push(Toml::Table(tt));
+            }
+            let mut st = toml::Table::new();
+            st.insert("name".into(), Toml::String(state));
+            st.insert(
+                "steps".into(),
+                Toml::Array(steps.into_iter().map(Toml::Table).collect()),
+            );
+            st.insert("transitions".into(), Toml::Array(transitions));
+            out.push(Toml::Table(st));
+        }
+        let mut initial = toml::Table::new();
+        for i in cx
+            .phase
+            .get("InitialStates")
+            .and_then(Yaml::as_sequence)
+            .into_iter()
+            .flatten()
+        {
+            let (Some(s), Some(w)) = (
+                i.get("State").and_then(scalar_text),
+                i.get("Weight").and_then(number),
+            ) else {
+                return Err(self.refuse(
+                    Some(name),
+                    Some(p),
+                    "an `InitialStates` entry without `State` and `Weight`",
+                ));
+            };
+            let sum = initial.get(&s).and_then(Toml::as_float).unwrap_or(0.0) + w;
+            initial.insert(s, Toml::Float(sum));
+        }
+        if initial.is_empty() {
+            return Err(self.refuse(
+                Some(name),
+                Some(p),
+                "CrudActor has States, but no `InitialStates` (genny refuses it too)",
+            ));
+        }
+        // The first step's collection is the group's.
+        let first = out
+            .first()
+            .and_then(|s| s.get("steps"))
+            .and_then(|s| s.get(0))
+            .and_then(|s| s.get("collection"))
+            .cloned();
+        if let Some(c) = first {
+            g.insert("collection".into(), c);
+        }
+        g.insert("states".into(), Toml::Array(out));
+        g.insert("initial".into(), Toml::Table(initial));
+        Ok(())
+    }
+
+    pub(super) fn crud_op(
+        &mut self,
+        name: &str,
+        p: usize,
+        op: &Yaml,
+        database: &str,
+        collection: &str,
+        g: &mut toml::Table,
+    ) -> Result<toml::Table, Refusal> {
+        let op_name = op
+            .get("OperationName")
+            .and_then(Yaml::as_str)
+            .ok_or_else(|| {
+                self.refuse(Some(name), Some(p), "an operation without `OperationName`")
+            })?;
+        let row = op
+            .get("OperationMetricsName")
+            .and_then(scalar_text)
+            .unwrap_or_else(|| op_name.to_string());
+        let database = op
+            .get("Database")
+            .and_then(scalar_text)
+            .unwrap_or_else(|| database.to_string());
+        let coll_name = op
+            .get("Collection")
+            .and_then(scalar_text)
+            .unwrap_or_else(|| collection.to_string());
+        let coll = self.collection(&database, &coll_name);
+        let empty = Yaml::Mapping(Default::default());
+        let c = op.get("OperationCommand").unwrap_or(&empty);
+        let bad =
+            |t: &Self, what: String| t.refuse(Some(name), Some(p), format!("{op_name}: {what}"));
+        let mut args = toml::Table::new();
+        let put = |args: &mut toml::Table, k: &str, v: Option<&Yaml>| {
+            if let Some(v) = v {
+                args.insert(k.to_string(), to_toml(v));
+            }
+        };
+        let verb = match op_name {
+            "insertOne" => {
+                put(&mut args, "document", c.get("Document"));
+                "insertOne"
+            }
+            "insertMany" => {
+                let docs = c.get("Documents").and_then(Yaml::as_sequence).ok_or_else(|| bad(self, "`Documents` is not a list".into()))?;
+                let first = docs.first().ok_or_else(|| bad(self, "`Documents` is empty".into()))?;
+                if docs.iter().any(|d| d != first) {
+                    // Different templates: one insert command of them all, as bulkWrite's
+                    // insertOne models go (ordered, as insertMany is).
+                    let requests = docs
+                        .iter()
+                        .map(|d| {
+                            let mut m = toml::Table::new();
+                            m.insert("document".into(), to_toml(d));
+                            let mut r = toml::Table::new();
+                            r.insert("insertOne".into(), Toml::Table(m));
+                            Toml::Table(r)
+                        })
+                        .collect();
+                    args.insert("requests".into(), Toml::Array(requests));
+                    return Ok(step(&row, &coll, "bulkWrite", Toml::Table(args)));
+                }
+                put(&mut args, "document", Some(first));
+                args.insert("batch".into(), Toml::Integer(docs.len() as i64));
+                "insertMany"
+            }
+            "find" | "findOne" => {
+                put(&mut args, "filter", c.get("Filter"));
+                // `ReadPreference` is the group's (the tool's are per group), as WriteConcern.
+                let mut options = c.get("Options").cloned();
+                if let Some(rp) = options.as_mut().and_then(Yaml::as_mapping_mut).and_then(|o| o.remove("ReadPreference")) {
+                    let ours = read_preference(&rp).ok_or_else(|| bad(self, format!("`ReadPreference: {}` is not one the tool reads (ReadMode, MaxStaleness)", show(&rp))))?;
+                    if g.get("read_preference").is_some_and(|old| *old != ours) {
+                        return Err(bad(self, "two read preferences in one phase of an actor are not supported (the tool's are per group)".into()));
+                    }
+                    g.insert("read_preference".into(), ours);
+                }
+                self.options(op_name, options.as_ref(), &mut args, &[("Limit", "limit"), ("Skip", "skip"), ("Sort", "sort"), ("Projection", "projection"), ("Hint", "hint"), ("BatchSize", "batchSize"), ("Collation", "collation"), ("MaxTime", "maxTimeMS"), ("Let", "let")])
+                    .map_err(|e| bad(self, e))?;
+                if op_name == "findOne" {
+                    args.remove("limit");
+                    args.remove("batchSize");
+                }
+                op_name
+            }
+            "aggregate" => {
+                put(&mut args, "pipeline", c.get("Pipeline"));
+                self.options(op_name, c.get("Options"), &mut args, &[("AllowDiskUse", "allowDiskUse"), ("BatchSize", "batchSize"), ("Hint", "hint"), ("MaxTime", "maxTimeMS")])
+                    .map_err(|e| bad(self, e))?;
+                "aggregate"
+            }
+            "countDocuments" => {
+                put(&mut args, "filter", c.get("Filter"));
+                self.options(op_name, c.get("Options"), &mut args, &[("Limit", "limit"), ("Skip", "skip"), ("Hint", "hint")])
+                    .map_err(|e| bad(self, e))?;
+                "countDocuments"
+            }
+            "estimatedDocumentCount" => "estimatedDocumentCount",
+            "updateOne" | "updateMany" | "findOneAndUpdate" => {
+                put(&mut args, "filter", c.get("Filter"));
+                put(&mut args, "update", c.get("Update"));
+                self.write_options(name, p, op_name, c, &mut args, g)?;
+                op_name
+            }
+            "replaceOne" | "findOneAndReplace" => {
+                put(&mut args, "filter", c.get("Filter"));
+                put(&mut args, "replacement", c.get("Replacement"));
+                self.write_options(name, p, op_name, c, &mut args, g)?;
+                op_name
+            }
+            "deleteOne" | "deleteMany" | "findOneAndDelete" => {
+                put(&mut args, "filter", c.get("Filter"));
+                self.write_options(name, p, op_name, c, &mut args, g)?;
+                op_name
+            }
+            "drop" => {
+                let mut cmd = toml::Table::new();
+                cmd.insert("drop".into(), Toml::String(coll_name.clone()));
+                return Ok(step(&row, &coll, "command", Toml::Table(cmd)));
+            }
+            "createIndex" => {
+                let mut index = toml::Table::new();
+                index.insert("key".into(), c.get("Keys").map(to_toml).unwrap_or(Toml::Table(Default::default())));
+                if let Some(Toml::Table(o)) = c.get("IndexOptions").map(to_toml) {
+                    index.extend(o);
+                }
+                if !index.contains_key("name") {
+                    index.insert("name".into(), Toml::String(format!("genny_{row}")));
+                }
+                let mut cmd = toml::Table::new();
+                cmd.insert("createIndexes".into(), Toml::String(coll_name.clone()));
+                cmd.insert("indexes".into(), Toml::Array(vec![Toml::Table(index)]));
+                return Ok(step(&row, &coll, "command", Toml::Table(cmd)));
+            }
+            "bulkWrite" => {
+                let ops = c.get("WriteOperations").and_then(Yaml::as_sequence).ok_or_else(|| bad(self, "`WriteOperations` is not a list".into()))?;
+                let mut requests = Vec::new();
+                for w in ops {
+                    let kind = w.get("WriteCommand").and_then(Yaml::as_str).ok_or_else(|| bad(self, "a write without `WriteCommand`".into()))?;
+                    let mut m = toml::Table::new();
+                    for (k, ours) in [("Document", "document"), ("Filter", "filter"), ("Update", "update"), ("Replacement", "replacement")] {
+                        if let Some(v) = w.get(k) {
+                            m.insert(ours.into(), to_toml(v));
+                        }
+                    }
+                    let mut r = toml::Table::new();
+                    r.insert(kind.to_string(), Toml::Table(m));
+                    requests.push(Toml::Table(r));
+                }
+                args.insert("requests".into(), Toml::Array(requests));
+                if let Some(o) = c.get("Options").and_then(|o| o.get("Ordered")) {
+                    put(&mut args, "ordered", Some(o));
+                }
+                "bulkWrite"
+            }
+            other => {
+                return Err(bad(self, format!("operation `{other}` is not supported (the CrudActor operations the tool runs are in docs/genny.md)")))
+            }
+        };
+        Ok(step(&row, &coll, verb, Toml::Table(args)))
+    }
+
+    /// genny's `Options` of a read, by the names it takes.
+    pub(super) fn options(
+        &self,
+        op: &str,
+        options: Option<&Yaml>,
+        args: &mut toml::Table,
+        known: &[(&str, &str)],
+    ) -> Result<(), String> {
+        let Some(o) = options.and_then(Yaml::as_mapping) else {
+            return Ok(());
+        };
+        for (k, v) in o {
+            let k = scalar_text(k).unwrap_or_default();
+            let Some((_, ours)) = known.iter().find(|(g, _)| *g == k) else {
+                return Err(format!(
+                    "option `{k}` of {op} is not supported (the tool reads {})",
+                    known.iter().map(|(g, _)| *g).collect::<Vec<_>>().join(", ")
+                ));
+            };
+            let value = if k == "MaxTime" {
+                Toml::Integer(
+                    duration(v)
+                        .map(|d| d.as_millis() as i64)
+                        .ok_or(format!("`MaxTime: {}` is not a duration", show(v)))?,
+                )
+            } else {
+                to_toml(v)
+            };
+            args.insert((*ours).to_string(), value);
+        }
+        Ok(())
+    }
+
+    /// `OperationOptions` of a write: `Upsert`, `WriteConcern` (the group's), `Hint`.
+    pub(super) fn write_options(
+        &mut self,
+        name: &str,
+        p: usize,
+        op: &str,
+        c: &Yaml,
+        args: &mut toml::Table,
+        g: &mut toml::Table,
+    ) -> Result<(), Refusal> {
+        let Some(o) = c
+            .get("OperationOptions")
+            .or_else(|| c.get("Options"))
+            .and_then(Yaml::as_mapping)
+        else {
+            return Ok(());
+        };
+        for (k, v) in o {
+            let k = scalar_text(k).unwrap_or_default();
+            match k.as_str() {
+                "Upsert" => {
+                    args.insert("upsert".into(), to_toml(v));
+                }
+                "Hint" => {
+                    args.insert("hint".into(), to_toml(v));
+                }
+                "WriteConcern" => {
+                    let wc = write_concern(v).ok_or_else(|| self.refuse(Some(name), Some(p), format!("{op}: `WriteConcern: {}` is not one the tool reads (Level: majority or a number, Journal, TimeoutMillis)", show(v))))?;
+                    if let Some(old) = g.get("write_concern") {
+                        if *old != wc {
+                            return Err(self.refuse(Some(name), Some(p), format!("{op}: two write concerns in one phase of an actor are not supported (the tool's are per group)")));
+                        }
+                    }
+                    g.insert("write_concern".into(), wc);
+                }
+                other => return Err(self.refuse(Some(name), Some(p), format!("{op}: option `{other}` is not supported (the tool reads Upsert, Hint, WriteConcern)"))),
+            }
+        }
+        Ok(())
+    }
+
+    /// RunCommand / AdminCommand: each operation a `command` step on the database.
+    pub(super) fn run_command(
+        &mut self,
+        name: &str,
+        p: usize,
+        cx: &Ctx<'a>,
+        database: &str,
+    ) -> Result<Vec<toml::Table>, Refusal> {
+        let ops = plural(cx.phase, "Operation", "Operations").ok_or_else(|| {
+            self.refuse(
+                Some(name),
+                Some(p),
+                "RunCommand needs `Operation` or `Operations`",
+            )
+        })?;
+        let coll = self.database_handle(database);
+        let mut steps = Vec::new();
+        for op in ops {
+            let kind = op
+                .get("OperationName")
+                .and_then(Yaml::as_str)
+                .unwrap_or("RunCommand");
+            if kind != "RunCommand" && kind != "AdminCommand" {
+                return Err(self.refuse(Some(name), Some(p), format!("operation `{kind}` of RunCommand is not supported (RunCommand, AdminCommand)")));
+            }
+            let coll = if kind == "AdminCommand" {
+                self.database_handle("admin")
+            } else {
+                coll.clone()
+            };
+            let command = op
+                .get("OperationCommand")
+                .filter(|c| c.is_mapping())
+                .ok_or_else(|| {
+                    self.refuse(
+                        Some(name),
+                        Some(p),
+                        "a RunCommand operation without an `OperationCommand` document",
+                    )
+                })?;
+            let row = op
+                .get("OperationMetricsName")
+                .and_then(scalar_text)
+                .unwrap_or_else(|| "DatabaseOperation".to_string());
+            steps.push(step(&row, &coll, "command", in_order(to_toml(command))));
+        }
+        dedupe_names(&mut steps);
+        Ok(steps)
+    }
+}

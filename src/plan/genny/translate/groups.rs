@@ -1,0 +1,431 @@
+//! A phase of an actor as a group: its threads, its rules (Repeat, Duration, GlobalRate, sleeps,
+//! Blocking) as the group's stop rule and rate, and the actors that touch many collections.
+
+use super::*;
+
+impl<'a> Translator<'a> {
+    /// The group of `actor` in phase `p`.
+    pub(super) fn group(
+        &mut self,
+        actor: &Actor<'a>,
+        p: usize,
+        config: &'a Yaml,
+    ) -> Result<(), Refusal> {
+        let cx = Ctx {
+            phase: config,
+            actor: actor.node,
+            top: self.top,
+        };
+        let name = actor.name.as_str();
+        if actor.kind == "Loader" || actor.kind == "MonotonicLoader" {
+            return self.loader(actor, p, &cx);
+        }
+        if actor.kind == "MonotonicSingleLoader" {
+            return self.single_loader(actor, p, &cx);
+        }
+        let mut g = toml::Table::new();
+        let group_name = match cx.phase.get("MetricsName").and_then(scalar_text) {
+            Some(m) => m,
+            None if actor.phases.len() > 1 => format!("{name}.{p}"),
+            None => name.to_string(),
+        };
+        let group_name = group_name.replace([':', '@'], "_");
+        // Actors of one name (genny adds their metrics up): each group its own, `Name.2`, ...
+        let mut group_name = group_name;
+        if !self.names.insert(group_name.clone()) {
+            let base = group_name.clone();
+            let mut n = 2;
+            while !self.names.insert(format!("{base}.{n}")) {
+                n += 1;
+            }
+            group_name = format!("{base}.{n}");
+        }
+        g.insert("name".into(), Toml::String(group_name));
+        g.insert("stage".into(), Toml::String(format!("phase{p}")));
+        g.insert("threads".into(), Toml::Integer(i64::from(actor.threads)));
+        self.stop_rule(name, p, &cx, &mut g)?;
+        let default_db = if actor.kind == "AdminCommand" {
+            "admin"
+        } else {
+            "test"
+        };
+        let database = match cx.get("Database") {
+            Some(d) => scalar_text(d)
+                .ok_or_else(|| self.refuse(Some(name), Some(p), "`Database` is not a name"))?,
+            None => default_db.to_string(),
+        };
+        let database = if actor.kind == "AdminCommand" {
+            "admin".to_string()
+        } else {
+            database
+        };
+        let steps = match actor.kind.as_str() {
+            "CrudActor" => self.crud(name, p, &cx, &database, &mut g)?,
+            "RunCommand" | "AdminCommand" => self.run_command(name, p, &cx, &database)?,
+            "QuiesceActor" => {
+                let coll = self.database_handle("admin");
+                let mut cmd = toml::Table::new();
+                cmd.insert("fsync".into(), Toml::Integer(1));
+                self.notes.push(format!(
+                    "{name} (QuiesceActor) sends fsync to admin; genny also waits for the secondaries' oplog and dropped collections"
+                ));
+                vec![step("Quiesce", &coll, "command", Toml::Table(cmd))]
+            }
+            "HelloWorld" | "NopMetrics" => {
+                let coll = self.database_handle(&database);
+                let row = if actor.kind == "HelloWorld" {
+                    "DefaultMetricsName"
+                } else {
+                    "Iterate"
+                };
+                vec![step(row, &coll, "nop", Toml::Table(toml::Table::new()))]
+            }
+            "Insert" | "InsertRemove" | "Deleter" => {
+                let coll_name = cx.get("Collection").and_then(scalar_text).ok_or_else(|| {
+                    self.refuse(
+                        Some(name),
+                        Some(p),
+                        format!("{} needs `Collection`", actor.kind),
+                    )
+                })?;
+                let coll = self.collection(&database, &coll_name);
+                let table = |pairs: Vec<(&str, Toml)>| {
+                    Toml::Table(pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+                };
+                match actor.kind.as_str() {
+                    "Insert" => {
+                        let doc = cx.get("Document").map(to_toml).ok_or_else(|| {
+                            self.refuse(Some(name), Some(p), "Insert needs `Document`")
+                        })?;
+                        vec![step(
+                            "Insert",
+                            &coll,
+                            "insertOne",
+                            table(vec![("document", doc)]),
+                        )]
+                    }
+                    "InsertRemove" => {
+                        // genny's: a document `{ _id: <the thread's actor id> }`, inserted,
+                        // then deleted (deleteMany of it).
+                        let mine =
+                            || table(vec![("_id", table(vec![("^ActorId", table(vec![]))]))]);
+                        vec![
+                            step(
+                                "Insert",
+                                &coll,
+                                "insertOne",
+                                table(vec![("document", mine())]),
+                            ),
+                            step(
+                                "Remove",
+                                &coll,
+                                "deleteMany",
+                                table(vec![("filter", mine())]),
+                            ),
+                        ]
+                    }
+                    _ => vec![step(
+                        "Delete",
+                        &coll,
+                        "findOneAndDelete",
+                        table(vec![("filter", table(vec![]))]),
+                    )],
+                }
+            }
+            "MultiCollectionUpdate" | "MultiCollectionQuery" => {
+                self.multi_collection(actor, p, &cx, &database, &mut g)?
+            }
+            other => {
+                return Err(self.refuse(
+                    Some(name),
+                    Some(p),
+                    format!("actor type `{other}` is not supported"),
+                ))
+            }
+        };
+        if cx.get("ReportMetrics").and_then(Yaml::as_bool) == Some(false) {
+            self.notes.push(format!(
+                "{name}: ReportMetrics: false, but its rows are kept"
+            ));
+        }
+        if let Some(first) = steps.first().and_then(|s| s.get("collection")).cloned() {
+            if !g.contains_key("collections") {
+                g.insert("collection".into(), first);
+            }
+        }
+        if !g.contains_key("states") {
+            g.insert(
+                "steps".into(),
+                Toml::Array(steps.into_iter().map(Toml::Table).collect()),
+            );
+        }
+        let count = (actor.kind == "CrudActor" && cx.get("Collection").is_none())
+            .then(|| cx.get("CollectionCount").and_then(number))
+            .flatten()
+            .map_or(1, |n| n as u32);
+        if count > 1 {
+            return self.split(g, actor, &database, count);
+        }
+        self.groups.push(g);
+        Ok(())
+    }
+
+    /// `MultiCollectionUpdate` (an `updateMany` of `UpdateFilter` and `Update`) and
+    /// `MultiCollectionQuery` (a `find` of `Filter`, with `Limit`, `Sort` and `ReadConcern`),
+    /// each operation on `Collection{k}` of `Database` with k drawn uniformly per operation, as
+    /// genny's do: the group's `collections`. genny's query draws k from 0 to
+    /// `CollectionCount` inclusive (one past the collections its loaders make), its update from
+    /// 0 to `CollectionCount - 1`; the same here.
+    pub(super) fn multi_collection(
+        &mut self,
+        actor: &Actor<'a>,
+        p: usize,
+        cx: &Ctx<'a>,
+        database: &str,
+        g: &mut toml::Table,
+    ) -> Result<Vec<toml::Table>, Refusal> {
+        let name = actor.name.as_str();
+        let query = actor.kind == "MultiCollectionQuery";
+        let count = cx
+            .get("CollectionCount")
+            .and_then(number)
+            .filter(|n| *n >= 1.0 && n.fract() == 0.0)
+            .ok_or_else(|| {
+                self.refuse(
+                    Some(name),
+                    Some(p),
+                    format!(
+                        "{} needs `CollectionCount`, a whole number from 1",
+                        actor.kind
+                    ),
+                )
+            })? as u64;
+        let drawn = if query { count + 1 } else { count };
+        if drawn > MAX_GROUPS as u64 {
+            return Err(self.refuse(
+                Some(name),
+                Some(p),
+                format!(
+                    "`CollectionCount: {count}` spreads it over more than the {MAX_GROUPS} collections the tool reads of a genny workload"
+                ),
+            ));
+        }
+        let names: Vec<Toml> = (0..drawn)
+            .map(|k| Toml::String(self.collection(database, &format!("Collection{k}"))))
+            .collect();
+        let first = names[0].as_str().unwrap_or_default().to_string();
+        g.insert("collections".into(), Toml::Array(names));
+        let mut args = toml::Table::new();
+        let missing = |t: &Self, key: &str| {
+            t.refuse(Some(name), Some(p), format!("{} needs `{key}`", actor.kind))
+        };
+        if query {
+            let filter = cx.get("Filter").ok_or_else(|| missing(self, "Filter"))?;
+            args.insert("filter".into(), to_toml(filter));
+            if let Some(l) = cx.get("Limit") {
+                args.insert("limit".into(), to_toml(l));
+            }
+            if let Some(s) = cx.get("Sort") {
+                args.insert("sort".into(), to_toml(s));
+            }
+            if let Some(rc) = cx.get("ReadConcern") {
+                let level = rc
+                    .get("Level")
+                    .and_then(scalar_text)
+                    .or_else(|| scalar_text(rc))
+                    .ok_or_else(|| {
+                        self.refuse(
+                            Some(name),
+                            Some(p),
+                            format!("`ReadConcern: {}` has no `Level`", show(rc)),
+                        )
+                    })?;
+                g.insert("read_concern".into(), Toml::String(level));
+            }
+            Ok(vec![step("Query", &first, "find", Toml::Table(args))])
+        } else {
+            let filter = cx
+                .get("UpdateFilter")
+                .ok_or_else(|| missing(self, "UpdateFilter"))?;
+            let update = cx.get("Update").ok_or_else(|| missing(self, "Update"))?;
+            args.insert("filter".into(), to_toml(filter));
+            args.insert("update".into(), to_toml(update));
+            Ok(vec![step(
+                "Update",
+                &first,
+                "updateMany",
+                Toml::Table(args),
+            )])
+        }
+    }
+
+    /// A CrudActor with `CollectionCount` above 1: genny gives each thread the collection
+    /// `Collection{id % count}`; here thread t (from 0) works on `Collection{t % count}`, one
+    /// group per collection (`Name.CollectionK`) with its threads.
+    pub(super) fn split(
+        &mut self,
+        g: toml::Table,
+        actor: &Actor<'a>,
+        database: &str,
+        count: u32,
+    ) -> Result<(), Refusal> {
+        let first = self.collection(database, "Collection0");
+        let name = g
+            .get("name")
+            .and_then(Toml::as_str)
+            .unwrap_or("")
+            .to_string();
+        self.notes.push(format!(
+            "{}: CollectionCount {count}: thread t works on Collection(t % {count}), a group per collection",
+            actor.name
+        ));
+        for k in 0..count.min(actor.threads) {
+            let threads = (0..actor.threads).filter(|t| t % count == k).count();
+            let key = self.collection(database, &format!("Collection{k}"));
+            let mut one = g.clone();
+            one.insert("name".into(), Toml::String(format!("{name}.Collection{k}")));
+            one.insert("threads".into(), Toml::Integer(threads as i64));
+            if one.get("collection").and_then(Toml::as_str) == Some(first.as_str()) {
+                one.insert("collection".into(), Toml::String(key.clone()));
+            }
+            let mut lists: Vec<&mut Vec<Toml>> = Vec::new();
+            let (steps, states) = (one.get("steps").is_some(), one.get("states").is_some());
+            if steps {
+                if let Some(Toml::Array(s)) = one.get_mut("steps") {
+                    lists.push(s);
+                }
+            } else if states {
+                if let Some(Toml::Array(states)) = one.get_mut("states") {
+                    for st in states.iter_mut().filter_map(Toml::as_table_mut) {
+                        if let Some(Toml::Array(s)) = st.get_mut("steps") {
+                            lists.push(s);
+                        }
+                    }
+                }
+            }
+            for list in lists {
+                for st in list.iter_mut().filter_map(Toml::as_table_mut) {
+                    if st.get("collection").and_then(Toml::as_str) == Some(first.as_str()) {
+                        st.insert("collection".into(), Toml::String(key.clone()));
+                    }
+                }
+            }
+            self.groups.push(one);
+        }
+        Ok(())
+    }
+
+    /// `Repeat`, `Duration`, `Blocking: None`, `GlobalRate`, `SleepBefore`/`SleepAfter`.
+    pub(super) fn stop_rule(
+        &mut self,
+        name: &str,
+        p: usize,
+        cx: &Ctx<'a>,
+        g: &mut toml::Table,
+    ) -> Result<(), Refusal> {
+        let phase = cx.phase;
+        let repeat = match phase.get("Repeat") {
+            None => None,
+            Some(v) => Some(
+                number(v)
+                    .filter(|n| *n >= 0.0 && n.fract() == 0.0)
+                    .map(|n| n as i64)
+                    .ok_or_else(|| {
+                        self.refuse(
+                            Some(name),
+                            Some(p),
+                            format!("`Repeat: {}` is not a whole number", show(v)),
+                        )
+                    })?,
+            ),
+        };
+        let length = phase
+            .get("Duration")
+            .map(|v| {
+                duration(v).ok_or_else(|| {
+                    self.refuse(
+                        Some(name),
+                        Some(p),
+                        format!(
+                            "`Duration: {}` is not a duration like `10 seconds`",
+                            show(v)
+                        ),
+                    )
+                })
+            })
+            .transpose()?;
+        let blocking_none = phase
+            .get("Blocking")
+            .and_then(scalar_text)
+            .is_some_and(|b| b == "None");
+        if self.smoke {
+            g.insert("loops".into(), Toml::Integer(1));
+            return Ok(());
+        }
+        match (repeat, length) {
+            (Some(0), None) => {
+                return Err(self.refuse(
+                    Some(name),
+                    Some(p),
+                    "`Repeat: 0` would run nothing; genny's Nop: true sits a phase out",
+                ))
+            }
+            (Some(r), None) => {
+                g.insert("loops".into(), Toml::Integer(r));
+            }
+            (None, Some(d)) => {
+                g.insert(
+                    "duration".into(),
+                    Toml::String(humantime::format_duration(d).to_string()),
+                );
+            }
+            (Some(r), Some(d)) => {
+                g.insert("loops".into(), Toml::Integer(r.max(1)));
+                g.insert(
+                    "duration".into(),
+                    Toml::String(humantime::format_duration(d).to_string()),
+                );
+                g.insert("at_least".into(), Toml::Boolean(true));
+            }
+            (None, None) if blocking_none => {
+                g.insert("background".into(), Toml::Boolean(true));
+            }
+            (None, None) => {
+                return Err(self.refuse(
+                    Some(name),
+                    Some(p),
+                    "neither `Repeat` nor `Duration`, and not `Blocking: None`: genny requires one",
+                ))
+            }
+        }
+        if let Some(r) = phase.get("GlobalRate") {
+            let text = scalar_text(r).unwrap_or_default();
+            let rate = global_rate(&text).ok_or_else(|| {
+                self.refuse(Some(name), Some(p), format!("`GlobalRate: {text}` is not supported: the tool reads `N per T` (`500 per 1 second`); a percentage of a measured rate is not supported yet"))
+            })?;
+            g.insert("rate".into(), Toml::Float(rate));
+            // A rate with Repeat: the operations per thread the schedule holds.
+        }
+        for (key, ours) in [
+            ("SleepBefore", "sleep_before"),
+            ("SleepAfter", "sleep_after"),
+        ] {
+            if let Some(v) = phase.get(key) {
+                let d = duration(v).ok_or_else(|| {
+                    self.refuse(
+                        Some(name),
+                        Some(p),
+                        format!("`{key}: {}` is not a duration", show(v)),
+                    )
+                })?;
+                if !d.is_zero() {
+                    g.insert(
+                        ours.into(),
+                        Toml::String(humantime::format_duration(d).to_string()),
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+}

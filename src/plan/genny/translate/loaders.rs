@@ -1,0 +1,289 @@
+//! genny's loaders (Loader, MonotonicLoader, MonotonicSingleLoader): their documents as the
+//! collections' preloads, each collection named once.
+
+use super::*;
+
+impl<'a> Translator<'a> {
+    /// A MonotonicSingleLoader's documents: `DocumentCount` in one collection, shared by its
+    /// threads, as the collection's preload.
+    pub(super) fn single_loader(
+        &mut self,
+        actor: &Actor<'a>,
+        p: usize,
+        cx: &Ctx<'a>,
+    ) -> Result<(), Refusal> {
+        let name = actor.name.as_str();
+        let documents = cx
+            .get("DocumentCount")
+            .and_then(number)
+            .filter(|n| *n >= 0.0 && n.fract() == 0.0)
+            .map(|n| n as i64)
+            .ok_or_else(|| {
+                self.refuse(
+                    Some(name),
+                    Some(p),
+                    "MonotonicSingleLoader needs `DocumentCount` as a whole number",
+                )
+            })?;
+        let database = cx.get("Database").and_then(scalar_text).ok_or_else(|| {
+            self.refuse(
+                Some(name),
+                Some(p),
+                "MonotonicSingleLoader needs `Database`",
+            )
+        })?;
+        let coll = cx
+            .get("Collection")
+            .and_then(scalar_text)
+            .unwrap_or_else(|| "Collection0".into());
+        let document = match cx.get("Document").map(to_toml) {
+            Some(Toml::Table(t)) => t,
+            _ => {
+                return Err(self.refuse(
+                    Some(name),
+                    Some(p),
+                    "MonotonicSingleLoader needs a `Document` template",
+                ))
+            }
+        };
+        let batch = cx
+            .get("BatchSize")
+            .and_then(number)
+            .map_or(1000, |n| n as i64);
+        let load = Load {
+            documents,
+            batch,
+            document,
+            indexes: Vec::new(),
+        };
+        self.load(name, p, &database, &coll, load, true, None)
+            .map(drop)
+    }
+
+    /// A name no group has yet: `base`, else `base.2`, `base.3`, ...
+    pub(super) fn unique(&mut self, base: String) -> String {
+        if self.names.insert(base.clone()) {
+            return base;
+        }
+        let mut n = 2;
+        while !self.names.insert(format!("{base}.{n}")) {
+            n += 1;
+        }
+        format!("{base}.{n}")
+    }
+
+    /// `coll` of `database` loaded with `load` in phase `p`, as genny's loaders do: inserts of
+    /// `batch` documents (`IndividualBulkInsert`), the last batch the remainder, then its indexes
+    /// (`IndexBuild`), each a group of the phase's stage, each `after` the one before (the
+    /// first after `after`: the thread's collection before). `--smoke`: one batch. Returns the
+    /// last group's name.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn load(
+        &mut self,
+        actor: &str,
+        p: usize,
+        database: &str,
+        coll: &str,
+        load: Load,
+        one: bool,
+        after: Option<String>,
+    ) -> Result<Option<String>, Refusal> {
+        let mut batch = load.batch;
+        if batch < 1 {
+            return Err(self.refuse(
+                Some(actor),
+                Some(p),
+                format!("`BatchSize: {batch}` is not a number of documents"),
+            ));
+        }
+        // The driver sends an insertMany of more than the server's `maxWriteBatchSize` as
+        // several commands of at most that many: so does the tool, each one a sample.
+        if batch > MAX_WRITE_BATCH {
+            self.notes.push(format!(
+                "{actor}: `BatchSize: {batch}` is sent as inserts of {MAX_WRITE_BATCH} documents (the server's maxWriteBatchSize, the commands the driver splits it into), each one a sample"
+            ));
+            batch = MAX_WRITE_BATCH;
+        }
+        let key = self.collection(database, coll);
+        let base = if one {
+            actor.to_string()
+        } else {
+            format!("{actor}.{coll}")
+        };
+        let (full, rest) = (load.documents / batch, load.documents % batch);
+        let group = |name: String, loops: i64, steps: Vec<toml::Table>| {
+            let mut g = toml::Table::new();
+            g.insert("name".into(), Toml::String(name));
+            g.insert("stage".into(), Toml::String(format!("phase{p}")));
+            g.insert("threads".into(), Toml::Integer(1));
+            g.insert("loops".into(), Toml::Integer(loops));
+            g.insert("collection".into(), Toml::String(key.clone()));
+            g.insert(
+                "steps".into(),
+                Toml::Array(steps.into_iter().map(Toml::Table).collect()),
+            );
+            g
+        };
+        let insert = |n: i64| {
+            let mut a = toml::Table::new();
+            a.insert("document".into(), Toml::Table(load.document.clone()));
+            a.insert("batch".into(), Toml::Integer(n));
+            step("IndividualBulkInsert", &key, "insertMany", Toml::Table(a))
+        };
+        let smoke = self.smoke;
+        let mut last = after;
+        let mut chained = |t: &mut Self, mut g: toml::Table| {
+            if let Some(before) = last.replace(g["name"].as_str().unwrap_or_default().to_string()) {
+                g.insert("after".into(), Toml::String(before));
+            }
+            t.groups.push(g);
+        };
+        if full > 0 {
+            let name = self.unique(base.clone());
+            let g = group(name, if smoke { 1 } else { full }, vec![insert(batch)]);
+            chained(self, g);
+        }
+        if rest > 0 && !(smoke && full > 0) {
+            let name = self.unique(format!("{base}.rest"));
+            let g = group(name, 1, vec![insert(rest)]);
+            chained(self, g);
+        }
+        if !load.indexes.is_empty() {
+            let mut cmd = toml::Table::new();
+            cmd.insert("createIndexes".into(), Toml::String(coll.to_string()));
+            cmd.insert("indexes".into(), Toml::Array(load.indexes.clone()));
+            let name = self.unique(format!("{base}.IndexBuild"));
+            let g = group(
+                name,
+                1,
+                vec![step("IndexBuild", &key, "command", Toml::Table(cmd))],
+            );
+            chained(self, g);
+        }
+        Ok(last)
+    }
+
+    /// A Loader's documents: each of its collections' preload, with its indexes.
+    pub(super) fn loader(
+        &mut self,
+        actor: &Actor<'a>,
+        p: usize,
+        cx: &Ctx<'a>,
+    ) -> Result<(), Refusal> {
+        let name = actor.name.as_str();
+        let int = |k: &str| -> Result<i64, Refusal> {
+            cx.get(k)
+                .and_then(number)
+                .filter(|n| *n >= 0.0 && n.fract() == 0.0)
+                .map(|n| n as i64)
+                .ok_or_else(|| {
+                    self.refuse(
+                        Some(name),
+                        Some(p),
+                        format!("Loader needs `{k}` as a whole number"),
+                    )
+                })
+        };
+        let count = int("CollectionCount")?;
+        let documents = int("DocumentCount")?;
+        let database = cx
+            .get("Database")
+            .and_then(scalar_text)
+            .ok_or_else(|| self.refuse(Some(name), Some(p), "Loader needs `Database`"))?;
+        let document = match cx.get("Document").map(to_toml) {
+            Some(Toml::Table(t)) => t,
+            _ => {
+                return Err(self.refuse(Some(name), Some(p), "Loader needs a `Document` template"))
+            }
+        };
+        let mut indexes = Vec::new();
+        if let Some(list) = cx.get("Indexes").and_then(Yaml::as_sequence) {
+            for i in list {
+                // genny's: `key`, its name `field_value_...` unless the options name it.
+                let keys = i
+                    .get("keys")
+                    .map(to_toml)
+                    .unwrap_or(Toml::Table(Default::default()));
+                let name = keys
+                    .as_table()
+                    .map(|k| {
+                        k.iter()
+                            .map(|(f, v)| {
+                                format!(
+                                    "{f}_{}",
+                                    match v {
+                                        Toml::String(s) => s.clone(),
+                                        other => other.to_string(),
+                                    }
+                                )
+                            })
+                            .collect::<Vec<_>>()
+                            .join("_")
+                    })
+                    .unwrap_or_default();
+                let mut t = toml::Table::new();
+                t.insert("key".into(), keys);
+                t.insert("name".into(), Toml::String(name));
+                if let Some(Toml::Table(o)) = i.get("options").map(to_toml) {
+                    t.extend(o);
+                }
+                indexes.push(Toml::Table(t));
+            }
+        }
+        // genny's Loader: with MultipleThreadsPerCollection, the actor's threads share the
+        // collections (thread % CollectionCount) and each collection gets DocumentCount; else
+        // each thread loads CollectionCount / Threads (the phase's) collections from
+        // numCollections x thread, the phase's last thread the remainder too.
+        let multiple = cx
+            .get("MultipleThreadsPerCollection")
+            .and_then(Yaml::as_bool)
+            .unwrap_or(false);
+        // Per thread, its collections, loaded one after another (each after the one before).
+        let mut loads: Vec<Vec<i64>> = Vec::new();
+        if multiple {
+            loads.extend((0..count.min(i64::from(actor.threads))).map(|c| vec![c]));
+        } else {
+            let phase_threads = cx
+                .phase
+                .get("Threads")
+                .and_then(number)
+                .map_or(i64::from(actor.threads), |n| n as i64)
+                .max(1);
+            let per = count / phase_threads;
+            for t in 0..i64::from(actor.threads) {
+                let n = per
+                    + if t == phase_threads - 1 {
+                        count % phase_threads
+                    } else {
+                        0
+                    };
+                if n > 0 {
+                    loads.push((per * t..per * t + n).collect());
+                }
+            }
+        }
+        let batch = int("BatchSize")?;
+        let one = loads.iter().map(Vec::len).sum::<usize>() == 1;
+        for thread in loads {
+            let mut after = None;
+            for i in thread {
+                let load = Load {
+                    documents,
+                    batch,
+                    document: document.clone(),
+                    indexes: indexes.clone(),
+                };
+                after = self.load(
+                    name,
+                    p,
+                    &database,
+                    &format!("Collection{i}"),
+                    load,
+                    one,
+                    after,
+                )?;
+            }
+        }
+        Ok(())
+    }
+}
