@@ -1,0 +1,187 @@
+//! Each verb's command read from its arguments: insert, find, aggregate, count, distinct, update,
+//! replace, delete and findAndModify.
+
+use super::*;
+
+impl<'a> Args<'a> {
+    /// insertOne or insertMany: the document (else the collection's), the batch and `ordered`.
+    pub(super) fn insert_command(&self) -> Result<Command, ProfileError> {
+        let document = self.template("document")?;
+        if let Some(d) = &document {
+            self.stored("document", d)?;
+        } else if self.coll.document.fields.is_empty() {
+            return Err(self.err(
+                "",
+                format!(
+                    "{} has no `document` and collection `{}` has no document template",
+                    self.verb.name(),
+                    self.coll.name
+                ),
+                "document = { status = \"open\" }, or a [collection.document] (or [document]) table",
+            ));
+        }
+        let batch = if self.verb == Verb::InsertMany {
+            self.int("batch", 1, MAX_BATCH)?.ok_or_else(|| {
+                self.err(
+                    "",
+                    "insertMany needs `batch`, the documents per command",
+                    "batch = 100",
+                )
+            })? as u32
+        } else {
+            1
+        };
+        Ok(Command::Insert {
+            batch,
+            ordered: self.bool("ordered")?.unwrap_or(true),
+            document,
+        })
+    }
+
+    /// find or findOne (a limit of 1): the filter and the cursor's options.
+    pub(super) fn find_command(&self) -> Result<Command, ProfileError> {
+        let filter = self.doc_filter()?;
+        let limit = if self.verb == Verb::FindOne {
+            Some(1)
+        } else {
+            self.int("limit", 0, i64::from(i32::MAX))?
+        };
+        let (projection, let_vars, shaped) = self.find_shape()?;
+        Ok(Command::Find {
+            filter,
+            count_first: false,
+            page: None,
+            shaped,
+            args: Box::new(FindArgs {
+                projection,
+                let_vars,
+                sort: self.sort()?,
+                skip: self.int("skip", 0, i64::MAX)?.map(|n| n as u64),
+                limit,
+                batch_size: self
+                    .int("batchSize", 0, i64::from(i32::MAX))?
+                    .map(|n| n as u32),
+                hint: self.hint()?,
+                collation: self.doc("collation", "{ locale = \"en\" }")?,
+                max_time_ms: self
+                    .int("maxTimeMS", 0, i64::from(i32::MAX))?
+                    .map(|n| n as u64),
+            }),
+        })
+    }
+
+    /// aggregate: a pipeline that makes a list of stages, and its options.
+    pub(super) fn aggregate_command(&self) -> Result<Command, ProfileError> {
+        let pipeline = self.required("pipeline", "[ { \"$match\" = { status = \"open\" } } ]")?;
+        match self.trial(&pipeline) {
+            Bson::Array(stages) => self.pipeline_shape("pipeline", &stages)?,
+            other => {
+                return Err(self.err(
+                    "pipeline",
+                    format!("a pipeline is a list of stages, not {}", kind_of(&other)),
+                    "pipeline = [ { \"$match\" = { status = \"open\" } } ]",
+                ))
+            }
+        }
+        Ok(Command::Aggregate {
+            pipeline,
+            allow_disk_use: self.bool("allowDiskUse")?,
+            batch_size: self
+                .int("batchSize", 0, i64::from(i32::MAX))?
+                .map(|n| n as u32),
+            hint: self.hint()?,
+            max_time_ms: self
+                .int("maxTimeMS", 0, i64::from(i32::MAX))?
+                .map(|n| n as u64),
+        })
+    }
+
+    /// countDocuments: the filter, skip, limit and hint.
+    pub(super) fn count_command(&self) -> Result<Command, ProfileError> {
+        let filter = self.doc_filter()?;
+        Ok(Command::Count {
+            filter,
+            skip: self.int("skip", 0, i64::MAX)?.map(|n| n as u64),
+            limit: self.int("limit", 1, i64::MAX)?.map(|n| n as u64),
+            hint: self.hint()?,
+        })
+    }
+
+    /// distinct: the key whose values it lists, and the filter.
+    pub(super) fn distinct_command(&self) -> Result<Command, ProfileError> {
+        let key = match self.table.get("key") {
+            Some(toml::Value::String(s)) if !s.is_empty() => s.clone(),
+            _ => {
+                return Err(self.err(
+                    "key",
+                    "distinct needs `key`, the field whose values it lists",
+                    "key = \"status\"",
+                ))
+            }
+        };
+        let filter = self.doc_filter()?;
+        Ok(Command::Distinct { key, filter })
+    }
+
+    /// updateOne or updateMany: the filter, the update and the write options.
+    pub(super) fn update_command(&self) -> Result<Command, ProfileError> {
+        let filter = self.required_filter()?;
+        Ok(Command::Update {
+            filter,
+            update: self.update("update")?,
+            args: self.write_args()?,
+            read_first: false,
+        })
+    }
+
+    /// replaceOne: the filter, a replacement that can be stored, and the write options.
+    pub(super) fn replace_command(&self) -> Result<Command, ProfileError> {
+        let filter = self.required_filter()?;
+        let replacement = self.required("replacement", "{ status = \"open\" }")?;
+        self.stored("replacement", &replacement)?;
+        Ok(Command::Replace {
+            filter,
+            replacement,
+            args: self.write_args()?,
+        })
+    }
+
+    /// deleteOne or deleteMany: the filter, hint and collation.
+    pub(super) fn delete_command(&self) -> Result<Command, ProfileError> {
+        let filter = self.required_filter()?;
+        Ok(Command::Delete {
+            filter,
+            hint: self.hint()?,
+            collation: self.doc("collation", "{ locale = \"en\" }")?,
+            from: None,
+        })
+    }
+
+    /// findOneAndUpdate, findOneAndReplace or findOneAndDelete: the filter, the change (an
+    /// update, a replacement, or none for a delete) and the options.
+    pub(super) fn find_and_modify_command(&self) -> Result<Command, ProfileError> {
+        let filter = self.required_filter()?;
+        // findOneAndDelete changes nothing.
+        let change = if self.verb == Verb::FindOneAndUpdate {
+            Some(self.update("update")?)
+        } else if self.verb == Verb::FindOneAndReplace {
+            let r = self.required("replacement", "{ status = \"open\" }")?;
+            self.stored("replacement", &r)?;
+            Some(r)
+        } else {
+            None
+        };
+        Ok(Command::FindAndModify {
+            filter,
+            change,
+            args: FindAndModifyArgs {
+                sort: self.sort()?,
+                projection: self.projection()?,
+                return_after: self.return_after()?,
+                upsert: self.bool("upsert")?,
+                array_filters: self.array_filters()?,
+                hint: self.hint()?,
+            },
+        })
+    }
+}
