@@ -14,6 +14,7 @@ pub mod merge;
 pub(crate) mod report;
 pub(crate) mod run;
 pub mod session;
+mod start;
 mod steps;
 pub(crate) mod sweep;
 

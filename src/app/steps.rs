@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use tokio_util::sync::CancellationToken;
 
-use super::run::{self as run_cmd, Server};
 use super::session::{RunOptions, Session};
+use super::start::{self as run_cmd, Server};
 use crate::cli::RunArgs;
 use crate::error::Error;
 use crate::ops::{connect, MongoBackend};

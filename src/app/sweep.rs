@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::run::Server;
+use super::start::Server;
 use super::steps::{self, Series};
 use crate::capacity::Slo;
 use crate::cli::SweepArgs;
