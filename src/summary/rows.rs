@@ -1,0 +1,187 @@
+//! The rows of a run from its groups' metrics: each group's (with a mix's or steps' kinds), each
+//! stage's total and the run's; the groups' information; the failures by class and code.
+
+use super::*;
+
+pub(crate) fn group_info(plan: &RunPlan) -> Vec<GroupInfo> {
+    plan.stages
+        .iter()
+        .flat_map(|s| {
+            s.groups.iter().map(|g| GroupInfo {
+                name: g.name.clone(),
+                stage: s.name.clone(),
+                op: g.op.kind(),
+                threads: g.threads,
+                loops: g.stop.loops(),
+                duration_secs: g.stop.duration().map(|d| d.as_secs_f64()),
+                rate: g.rate,
+                pool_size: g.rate.map(|_| plan.target.pool_size),
+                mix: g
+                    .mix
+                    .iter()
+                    .map(|(spec, weight)| MixShare {
+                        op: spec.kind(),
+                        weight: *weight,
+                    })
+                    .collect(),
+                operations: {
+                    let specs: Vec<&crate::workload::OpSpec> = if g.mix.is_empty() {
+                        vec![&g.op]
+                    } else {
+                        g.mix.iter().map(|(s, _)| s).collect()
+                    };
+                    specs
+                        .into_iter()
+                        .flat_map(|s| match s {
+                            crate::workload::OpSpec::Template(t) if t.desugared.is_some() => {
+                                Vec::new()
+                            }
+                            crate::workload::OpSpec::Template(t) => vec![t.verb.name().to_string()],
+                            crate::workload::OpSpec::Steps(st) => {
+                                st.steps.iter().map(|t| t.verb.name().to_string()).collect()
+                            }
+                        })
+                        .collect()
+                },
+                steps: match &g.op {
+                    crate::workload::OpSpec::Steps(_) => {
+                        g.kinds().iter().map(|k| k.to_string()).collect()
+                    }
+                    _ => Vec::new(),
+                },
+                write_concern: g.concerns.write.as_ref().map(|w| match w {
+                    crate::plan::WriteConcernPlan::Majority => "majority".to_string(),
+                    crate::plan::WriteConcernPlan::Nodes(n) => n.to_string(),
+                }),
+                keys: (g.keys != crate::workload::KeyDist::Uniform)
+                    .then(|| g.keys.name().to_string()),
+            })
+        })
+        .collect()
+}
+
+/// One kind of failure of one group: its class, the server's code (with MongoDB's name for
+/// it), the first such failure's message, how many and what share of the group's operations.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Failure {
+    pub(crate) label: String,
+    pub(crate) class: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) code: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) code_name: Option<String>,
+    pub(crate) message: String,
+    pub(crate) count: u64,
+    /// Percent of the group's operations.
+    pub(crate) share_pct: f64,
+}
+
+impl Failure {
+    /// A group's kinds of failure, most frequent first.
+    pub(crate) fn of(label: &str, m: &GroupMetrics) -> Vec<Failure> {
+        let mut out: Vec<Failure> = m
+            .failures
+            .iter()
+            .map(|(kind, seen)| Failure {
+                label: label.to_string(),
+                class: kind.class.as_str().to_string(),
+                code: kind.code.map(|c| c.0),
+                code_name: kind.code.and_then(|c| c.name()).map(str::to_string),
+                message: seen.message.clone(),
+                count: seen.count,
+                share_pct: if m.samples == 0 {
+                    0.0
+                } else {
+                    crate::num::real(seen.count) * 100.0 / crate::num::real(m.samples)
+                },
+            })
+            .collect();
+        out.sort_by_key(|f| std::cmp::Reverse(f.count));
+        out
+    }
+}
+
+impl Failure {
+    /// `error_messages` of schema_version 1 from the kinds: `label: message` to the count.
+    pub(crate) fn messages(kinds: &[Failure]) -> BTreeMap<String, u64> {
+        let mut out = BTreeMap::new();
+        for f in kinds {
+            *out.entry(format!("{}: {}", f.label, f.message))
+                .or_default() += f.count;
+        }
+        out
+    }
+}
+
+/// Failures by class per group, and each group's kinds of failure.
+pub(crate) type Errors = (BTreeMap<String, BTreeMap<String, u64>>, Vec<Failure>);
+
+/// The rows from the metrics of each group (indexed as in the plan): a group's (a mixed group's
+/// or a group of steps' kinds first), a `TOTAL <stage>` per multi-group stage when there are
+/// several stages, then `TOTAL`; with the errors by class and message.
+/// The rows of a run: each group's (with a mix's or steps' kinds before it, and the rows of
+/// its changes after it, `segments`), each stage's total and the run's.
+pub(crate) fn rows(
+    plan: &RunPlan,
+    metrics: &[GroupMetrics],
+    segments: &[crate::metrics::Segment],
+) -> (Vec<Row>, Errors) {
+    let mut rows = Vec::new();
+    let open = |groups: &[crate::plan::GroupPlan]| groups.iter().any(|g| g.rate.is_some());
+    let mut total = GroupMetrics::default();
+    let mut errors_by_class = BTreeMap::new();
+    let mut error_kinds = Vec::new();
+    let several_stages = plan.stages.len() > 1;
+    for stage in &plan.stages {
+        let mut stage_total = GroupMetrics::default();
+        for g in &stage.groups {
+            let m = &metrics[g.index];
+            // A group that mixes operations: a row per kind (`group:get`), then its total;
+            // a group of steps: a row per step's time (`group:debit`), then the whole.
+            if !g.mix.is_empty() || matches!(g.op, crate::workload::OpSpec::Steps(_)) {
+                for kind in g.kinds() {
+                    let k = m.kinds.get(&kind).cloned().unwrap_or_default();
+                    rows.push(k.summary_row(Label::kind(&g.name, kind), g.rate.is_some()));
+                }
+            }
+            rows.push(m.summary_row(Label::group(&g.name), g.rate.is_some()));
+            // Changed while it ran: a row per setting, in the order they were made.
+            for seg in segments.iter().filter(|x| x.group == g.index) {
+                rows.push(seg.metrics.summary_row(seg.label.clone(), g.rate.is_some()));
+            }
+            // A watch group's events are not operations: its row stands beside the totals.
+            if g.watch.is_none() {
+                stage_total.merge(m);
+            }
+            if m.errors > 0 {
+                errors_by_class.insert(
+                    g.name.clone(),
+                    m.errors_by_class
+                        .iter()
+                        .map(|(c, n)| (c.as_str().to_string(), *n))
+                        .collect(),
+                );
+            }
+            error_kinds.extend(Failure::of(&g.name, m));
+        }
+        if several_stages && stage.groups.len() > 1 {
+            rows.push(stage_total.summary_row(plan.stage_label(stage), open(&stage.groups)));
+        }
+        total.merge(&stage_total);
+    }
+    rows.push(total.summary_row(Label::Total, plan.groups().any(|g| g.rate.is_some())));
+    (rows, (errors_by_class, error_kinds))
+}
+
+/// Per group with a warm-up: what it excluded from the rows.
+pub(super) fn warmup_rows(plan: &RunPlan, warmup: &[GroupMetrics]) -> Vec<WarmupRow> {
+    plan.groups()
+        .filter(|g| !g.warmup.is_zero())
+        .map(|g| WarmupRow {
+            label: Label::group(&g.name),
+            secs: g.warmup.as_secs_f64(),
+            samples: warmup[g.index].samples,
+            errors: warmup[g.index].errors,
+        })
+        .collect()
+}
