@@ -114,7 +114,7 @@ struct Side {
     per_interval: BTreeMap<Label, BTreeMap<&'static str, Vec<f64>>>,
 }
 
-use crate::metrics::group::quantile_ms as ms;
+use crate::metrics::timing::quantile_ms as ms;
 
 /// The latency metrics of a histogram, in ms.
 fn latency_values(h: &Histogram<u64>) -> [(&'static str, f64); 5] {

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::{ledger, plan_words, HistoryMetric};
+use super::{plan_words, HistoryMetric};
 use crate::error::Error;
 use crate::rundir::{Depth, RunDir, SweepDir};
 use crate::summary::Summary;
@@ -27,31 +27,6 @@ pub struct RunRecord {
     pub(crate) report: Option<PathBuf>,
     /// Per label, each metric's value (the mean over its `--repeat` runs).
     pub values: BTreeMap<String, BTreeMap<HistoryMetric, f64>>,
-}
-
-/// Every run in `paths`: run directories, directories of them, sweeps and capacity searches
-/// (their steps, with `steps`), and `--append` TSV files; and a note for each directory found
-/// inside one given that could not be read (a run cut off, say), which is left out. A path
-/// given that cannot be read is an error.
-pub(crate) fn read_paths(
-    paths: &[PathBuf],
-    steps: bool,
-) -> Result<(Vec<RunRecord>, Vec<String>), Error> {
-    let mut out = Vec::new();
-    let mut skipped = Vec::new();
-    for p in paths {
-        if p.is_file() {
-            out.extend(ledger::read(p)?);
-        } else if p.is_dir() {
-            read_dir(p, steps, true, &mut out, &mut skipped)?;
-        } else {
-            return Err(Error::Usage(format!(
-                "{}: no such file or directory\n  fix: give run directories, a directory holding them, or a file `run --tsv FILE --append` wrote",
-                p.display()
-            )));
-        }
-    }
-    Ok((out, skipped))
 }
 
 fn is_run(dir: &Path) -> bool {
@@ -80,7 +55,7 @@ fn steps_of(dir: &Path) -> Option<(&'static str, Vec<PathBuf>)> {
     Some((what, found))
 }
 
-fn read_dir(
+pub(super) fn read_dir(
     dir: &Path,
     steps: bool,
     given: bool,

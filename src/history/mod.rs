@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::error::Error;
-pub(crate) use input::{read_paths, RunRecord};
+pub(crate) use input::RunRecord;
 
 /// A metric a series follows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -467,6 +467,31 @@ impl History {
             })
             .collect();
     }
+}
+
+/// Every run in `paths`: run directories, directories of them, sweeps and capacity searches
+/// (their steps, with `steps`), and `--append` TSV files; and a note for each directory found
+/// inside one given that could not be read (a run cut off, say), which is left out. A path
+/// given that cannot be read is an error.
+pub(crate) fn read_paths(
+    paths: &[std::path::PathBuf],
+    steps: bool,
+) -> Result<(Vec<RunRecord>, Vec<String>), Error> {
+    let mut out = Vec::new();
+    let mut skipped = Vec::new();
+    for p in paths {
+        if p.is_file() {
+            out.extend(ledger::read(p)?);
+        } else if p.is_dir() {
+            input::read_dir(p, steps, true, &mut out, &mut skipped)?;
+        } else {
+            return Err(Error::Usage(format!(
+                "{}: no such file or directory\n  fix: give run directories, a directory holding them, or a file `run --tsv FILE --append` wrote",
+                p.display()
+            )));
+        }
+    }
+    Ok((out, skipped))
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
-use super::group::Timing;
+use super::timing::Timing;
 use super::Label;
 
 /// Histograms an interval is done with (written to the interval log, or not logged), back for

@@ -1,8 +1,9 @@
 //! The metrics a threshold names (`find.p99`, `TOTAL.error_pct`, `insert.svc_p99.9`), and each one's
 //! value from a group's metrics: percentiles come from the histograms, never from rounded cells.
 
-use super::group::{GroupMetrics, Timing};
+use super::group::GroupMetrics;
 use super::real;
+use super::timing::Timing;
 
 pub(crate) use crate::vocab::MetricKind;
 

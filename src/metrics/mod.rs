@@ -13,9 +13,10 @@ pub(crate) mod metric;
 pub(crate) mod recorder;
 pub(crate) mod row;
 pub mod sample;
+pub(crate) mod timing;
 
 pub use clock::Clock;
-pub use group::{decode, encode, new_histogram, FailureKind, GroupMetrics, Seen, Timing};
+pub use group::{FailureKind, GroupMetrics, Seen};
 pub use interval::{Activity, IntervalBatch, IntervalHist, Series};
 pub use label::Label;
 pub(crate) use metric::{Metric, MetricKind};
@@ -25,5 +26,6 @@ pub use recorder::{
 };
 pub(crate) use row::Row;
 pub use sample::{ErrorClass, Logged, OpError, Sample};
+pub use timing::{decode, encode, new_histogram, Timing};
 
 pub(crate) use crate::num::{real, real_len, whole};

@@ -20,9 +20,10 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::group::{GroupMetrics, Timing};
+use super::group::GroupMetrics;
 use super::interval::{Activity, IntervalBatch, IntervalHist, Series, Tag};
 use super::sample::{Logged, Sample};
+use super::timing::Timing;
 use super::Label;
 
 /// Watches every recorded sample; the executor's error-rate stop is one.

@@ -2,6 +2,7 @@
 //! names are the report's business (`report::columns`).
 
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 use super::Label;
 
@@ -44,7 +45,7 @@ pub struct Row {
     /// Transactions (`transaction = true`): committed, aborted, in doubt, retries, and how many
     /// took each number of retries. Absent for rows without transactions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub transactions: Option<super::group::TxCounts>,
+    pub transactions: Option<TxCounts>,
     /// Service time (from the actual start); equal to the latency columns in closed loop.
     pub(crate) service_average_ms: f64,
     pub(crate) service_median_ms: f64,
@@ -74,4 +75,46 @@ pub struct Row {
     /// The same for service time, in open loop.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) service_hdr: Option<String>,
+}
+
+/// Transactions of a row: committed, aborted, in doubt; retries of whole transactions and of
+/// commits; and how many transactions took each number of retries.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TxCounts {
+    pub committed: u64,
+    pub aborted: u64,
+    pub in_doubt: u64,
+    pub(crate) retries: u64,
+    pub(crate) commit_retries: u64,
+    /// Retries of the whole transaction -> transactions that took that many.
+    pub(crate) retried: BTreeMap<u32, u64>,
+}
+
+impl TxCounts {
+    pub(crate) fn add_op(&mut self, t: &super::sample::TxSample) {
+        use super::sample::TxState;
+        match t.state {
+            TxState::Committed => self.committed += 1,
+            TxState::Aborted => self.aborted += 1,
+            TxState::InDoubt => self.in_doubt += 1,
+        }
+        self.retries += u64::from(t.retries);
+        self.commit_retries += u64::from(t.commit_retries);
+        *self.retried.entry(u32::from(t.retries)).or_default() += 1;
+    }
+
+    pub(crate) fn add(&mut self, o: &TxCounts) {
+        self.committed += o.committed;
+        self.aborted += o.aborted;
+        self.in_doubt += o.in_doubt;
+        self.retries += o.retries;
+        self.commit_retries += o.commit_retries;
+        for (k, n) in &o.retried {
+            *self.retried.entry(*k).or_default() += n;
+        }
+    }
+
+    pub(crate) fn any(&self) -> bool {
+        self.committed + self.aborted + self.in_doubt > 0
+    }
 }

@@ -17,7 +17,7 @@ use mongodb::bson::{doc, Document, RawDocumentBuf};
 use mongodb::Collection;
 use tokio_util::sync::CancellationToken;
 
-use super::setup::Prepared;
+use super::Prepared;
 use crate::error::Error;
 use crate::plan::part::{PartPlan, INDEX_VAR};
 use crate::plan::RunPlan;

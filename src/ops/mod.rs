@@ -35,7 +35,17 @@ use crate::plan::RunPlan;
 use crate::workload::Request;
 
 pub(crate) use mongo::MongoBackend;
-pub use setup::Prepared;
+
+/// A prepared run: the key space of each collection its operations draw from, and when its
+/// stages begin (None: at once).
+#[derive(Debug, Default)]
+pub struct Prepared {
+    /// By `RunPlan::collections` index.
+    pub keys: Vec<crate::workload::KeySpace>,
+    pub begin: Option<std::time::SystemTime>,
+    /// The preload (YCSB's load phase): documents inserted, and how long it took.
+    pub load: Option<(u64, std::time::Duration)>,
+}
 
 /// Where requests go. Implementations must not panic on a failed operation: a failure is an
 /// `Outcome` with an error.

@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::marker::{self, Marker};
 use super::owned;
+use super::Prepared;
 use crate::error::Error;
 use crate::plan::{CollectionPlan, RunPlan};
 use crate::workload::template::NoLookup;
@@ -85,17 +86,6 @@ pub(crate) async fn prepare(
         begin: Some(begin),
         load,
     })
-}
-
-/// A prepared run: the key space of each collection its operations draw from, and when its
-/// stages begin (None: at once).
-#[derive(Debug, Default)]
-pub struct Prepared {
-    /// By `RunPlan::collections` index.
-    pub keys: Vec<KeySpace>,
-    pub begin: Option<SystemTime>,
-    /// The preload (YCSB's load phase): documents inserted, and how long it took.
-    pub load: Option<(u64, std::time::Duration)>,
 }
 
 /// Drops (if asked), creates indexes, preloads each collection, and returns their key spaces.

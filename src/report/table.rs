@@ -47,7 +47,7 @@ pub(crate) fn render_within(
 /// `transactions transfer: 17233 committed, 101 aborted, 0 in doubt; 4959 retries ...`.
 pub(crate) fn transactions_line(
     label: &crate::metrics::Label,
-    t: &crate::metrics::group::TxCounts,
+    t: &crate::metrics::row::TxCounts,
 ) -> String {
     let most = t.retried.keys().next_back().copied().unwrap_or(0);
     let mut retried: Vec<String> = t

@@ -130,7 +130,7 @@ fn stats(
     let hist: Histogram<u64> = Deserializer::new()
         .deserialize(&mut &bytes[..])
         .map_err(|e| broken(format!("not an HdrHistogram V2 payload: {e:?}")))?;
-    let ms = |q: f64| crate::metrics::group::quantile_ms(&hist, q);
+    let ms = |q: f64| crate::metrics::timing::quantile_ms(&hist, q);
     Ok(IntervalStats {
         start: h.start_timestamp().as_secs_f64(),
         length: h.duration().as_secs_f64(),

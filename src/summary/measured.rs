@@ -43,7 +43,7 @@ pub struct Measured {
     pub stopped: Option<Stopped>,
     pub start: Option<StartInfo>,
     /// Each invariant collection's sums, before and after.
-    pub invariants: Vec<InvariantSums>,
+    pub invariants: Vec<super::InvariantSums>,
     pub load: Option<LoadResult>,
     /// The rows of changes made while the run went, and the changes (`--live-control`).
     pub segments: Vec<crate::metrics::Segment>,
@@ -55,19 +55,6 @@ pub struct Measured {
     pub streams: Vec<super::streams::StreamResult>,
     pub change_lines: Vec<super::streams::ChangeLine>,
     pub failures: Vec<String>,
-}
-
-/// An invariant collection as read before and after the run.
-#[derive(Debug, Clone, Default)]
-pub struct InvariantSums {
-    pub(crate) collection: String,
-    pub(crate) field: String,
-    pub(crate) sum_before: f64,
-    pub(crate) sum_after: f64,
-    pub(crate) min: Option<f64>,
-    pub(crate) lowest: Option<f64>,
-    pub(crate) below_min: u64,
-    pub(crate) documents: u64,
 }
 
 impl RunResult {

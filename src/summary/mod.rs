@@ -26,7 +26,7 @@ use crate::monitor::ResourceRow;
 use crate::plan::part::Part;
 use crate::plan::RunPlan;
 use crate::workload::op::OpName;
-pub use measured::{InvariantSums, Measured, Stopped};
+pub use measured::{Measured, Stopped};
 use resources::{ResourceSummary, StageSpan};
 pub(crate) use spread::{spread, Spread};
 pub use warnings::{Warning, WarningCode};
@@ -194,6 +194,19 @@ impl Summary {
     pub fn exit_code(&self) -> i32 {
         self.outcome().exit_code()
     }
+}
+
+/// An invariant collection as read before and after the run.
+#[derive(Debug, Clone, Default)]
+pub struct InvariantSums {
+    pub(crate) collection: String,
+    pub(crate) field: String,
+    pub(crate) sum_before: f64,
+    pub(crate) sum_after: f64,
+    pub(crate) min: Option<f64>,
+    pub(crate) lowest: Option<f64>,
+    pub(crate) below_min: u64,
+    pub(crate) documents: u64,
 }
 
 /// A collection's invariant over one run: the sum of `field` before the load and after it,

@@ -7,7 +7,7 @@ use serde_json::{json, Map, Value};
 
 use super::{lock, Page};
 use crate::executor::steer::Now;
-use crate::metrics::group::quantile_ms;
+use crate::metrics::timing::quantile_ms;
 use crate::metrics::{GroupMetrics, IntervalBatch, Label, Segment, Split};
 use crate::plan::{RunPlan, StopAt};
 use crate::summary::{Change, Failure};

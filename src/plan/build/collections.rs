@@ -40,7 +40,7 @@ pub(super) fn collections(
     if p.collections.is_empty() {
         let document = DocGen::from_table(&p.document)
             .map_err(|e| loaded.error_at(&e.key, e.problem, e.expected))?;
-        let mut setup = super::setup::setup(loaded)?;
+        let mut setup = setup(loaded)?;
         if let Some(n) = ov.recordcount {
             setup.preload = n;
         }
@@ -441,4 +441,23 @@ fn read_preference(
         }
         _ => Err(loaded.error_at(key, "not a read preference", expected())),
     }
+}
+
+/// `[setup]` (the one `[target]` collection's): drop, indexes and preload. `--recordcount`
+/// replaces the preload in `RunPlan::build`.
+fn setup(loaded: &Loaded) -> Result<SetupPlan, ProfileError> {
+    let s = &loaded.profile.setup;
+    let indexes = s
+        .indexes
+        .iter()
+        .enumerate()
+        .map(|(i, t)| index(loaded, &format!("setup.indexes[{i}]"), t))
+        .collect::<Result<Vec<_>, _>>()?;
+    let preload = limits::check_preload(s.preload)
+        .map_err(|problem| loaded.error_at("setup.preload", problem, expected_for("preload")))?;
+    Ok(SetupPlan {
+        drop: s.drop,
+        preload,
+        indexes,
+    })
 }
