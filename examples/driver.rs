@@ -18,13 +18,14 @@
 //! Prints: operations, seconds, operations per second (tab-separated).
 
 // Tests and examples compute with small known numbers (counts of a few thousand, seconds,
-// percentages), where a cast loses nothing.
+// percentages), where a cast loses nothing; and a test may be one long story, read top to bottom.
 #![allow(
     clippy::cast_possible_truncation,
     clippy::cast_sign_loss,
     clippy::cast_possible_wrap,
     clippy::cast_precision_loss,
-    reason = "small known numbers"
+    clippy::too_many_lines,
+    reason = "small known numbers; a test reads as one story"
 )]
 // Tests and tools print as they like; the library's console is `outln!`/`errln!` (clippy.toml).
 #![allow(clippy::disallowed_macros)]

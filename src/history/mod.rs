@@ -216,6 +216,7 @@ pub(crate) fn plan_words(groups: &[crate::summary::GroupInfo]) -> String {
 type SeriesKey = (String, String, String, HistoryMetric);
 
 /// Orders the runs, splits them into series and finds the change points of each.
+#[expect(clippy::too_many_lines, reason = "101 lines: to split (issue 50)")]
 pub(crate) fn analyze(mut records: Vec<RunRecord>, s: &Settings) -> Result<History, Error> {
     if records.is_empty() {
         return Err(Error::Usage(

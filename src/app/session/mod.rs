@@ -172,6 +172,7 @@ impl<B: Backend + Clone> Session<'_, B> {
 
     /// Run `run` of `--repeat`: set up, execute, summarise, write the summaries. False when
     /// there is nothing more to do (interrupted, or a later run's setup failed).
+    #[expect(clippy::too_many_lines, reason = "107 lines: to split (issue 50)")]
     async fn repetition(
         &self,
         run: u32,
