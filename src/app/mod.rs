@@ -1,6 +1,8 @@
 //! The commands, one file each, each a short list of named steps: `run` (with `session`, the
 //! runs themselves), `report`, `compare`, `merge`, `capture`, `sweep`, `capacity` (with `steps`,
 //! what the commands of steps share), `history`; `validate` and `profiles` are here, in `main`.
+//! `start` is what every command that sends load starts from (server, options, live page,
+//! sampler, output directory).
 //! Also the signal watcher that turns Ctrl-C and SIGTERM into a stop.
 //!
 //! Owns: turning the command line into a plan and options, and the order of the steps. Nothing
@@ -25,7 +27,6 @@ use crate::error::{exit, Error};
 use crate::plan::{profile, RunPlan};
 
 /// Runs a parsed command line; returns the process exit code.
-#[expect(clippy::too_many_lines, reason = "112 lines: to split (issue 50)")]
 pub async fn main(cli: Cli) -> Result<i32, Error> {
     match cli.command {
         Command::Profiles => {
@@ -39,51 +40,7 @@ pub async fn main(cli: Cli) -> Result<i32, Error> {
             uri,
             expand,
             overrides,
-        } => {
-            overrides.one_thread_count()?;
-            let loaded = profile::load_with(&profile, &overrides.genny())?;
-            if let Some(g) = &loaded.genny {
-                if expand {
-                    outln!("# {profile}, preprocessed\n{}", g.expanded);
-                    outln!("# as a mongo-stress profile\n{}", g.toml);
-                }
-                for n in &g.notes {
-                    outln!("note: {n}");
-                }
-            } else if expand {
-                return Err(Error::Usage(format!(
-                    "--expand shows a genny workload preprocessed, and {profile} is not one (.yml)\n  fix: leave it out"
-                )));
-            }
-            let plan = RunPlan::build(&loaded, &(&overrides).into())?;
-            if let Some(w) = plan.scale.as_ref().and_then(crate::plan::Scale::warning) {
-                errln!("warning: {w}");
-            }
-            // The server's check first: "valid" is said only of a profile it accepts.
-            let checked = match &uri {
-                Some(uri) => {
-                    let connected =
-                        crate::ops::connect::connect(uri, plan.target.pool_size, false).await?;
-                    Some(crate::ops::explain::check(&plan, &connected.client).await?)
-                }
-                None => None,
-            };
-            crate::console::written(crate::report::plan::render(
-                &plan,
-                &mut std::io::stdout().lock(),
-            ))
-            .map_err(|e| Error::Other(e.into()))?;
-            if let (Some(checked), Some(uri)) = (checked, &uri) {
-                for w in &checked.warnings {
-                    errln!("warning: {w}");
-                }
-                outln!(
-                    "templates: checked against {} with explain; the server accepts them",
-                    crate::redact::redact(uri)
-                );
-            }
-            Ok(exit::OK)
-        }
+        } => validate(&profile, uri.as_deref(), expand, &overrides).await,
         Command::Compare {
             base,
             new,
@@ -138,6 +95,58 @@ pub async fn main(cli: Cli) -> Result<i32, Error> {
             run::run(*args, stop).await
         }
     }
+}
+
+/// `validate`: the plan a profile becomes (a genny workload's expansion with `--expand`), and with
+/// `--uri` the server's check of every template first.
+async fn validate(
+    profile: &str,
+    uri: Option<&str>,
+    expand: bool,
+    overrides: &crate::cli::OverrideArgs,
+) -> Result<i32, Error> {
+    overrides.one_thread_count()?;
+    let loaded = profile::load_with(profile, &overrides.genny())?;
+    if let Some(g) = &loaded.genny {
+        if expand {
+            outln!("# {profile}, preprocessed\n{}", g.expanded);
+            outln!("# as a mongo-stress profile\n{}", g.toml);
+        }
+        for n in &g.notes {
+            outln!("note: {n}");
+        }
+    } else if expand {
+        return Err(Error::Usage(format!(
+            "--expand shows a genny workload preprocessed, and {profile} is not one (.yml)\n  fix: leave it out"
+        )));
+    }
+    let plan = RunPlan::build(&loaded, &overrides.into())?;
+    if let Some(w) = plan.scale.as_ref().and_then(crate::plan::Scale::warning) {
+        errln!("warning: {w}");
+    }
+    // The server's check first: "valid" is said only of a profile it accepts.
+    let checked = match uri {
+        Some(uri) => {
+            let connected = crate::ops::connect::connect(uri, plan.target.pool_size, false).await?;
+            Some(crate::ops::explain::check(&plan, &connected.client).await?)
+        }
+        None => None,
+    };
+    crate::console::written(crate::report::plan::render(
+        &plan,
+        &mut std::io::stdout().lock(),
+    ))
+    .map_err(|e| Error::Other(e.into()))?;
+    if let (Some(checked), Some(uri)) = (checked, uri) {
+        for w in &checked.warnings {
+            errln!("warning: {w}");
+        }
+        outln!(
+            "templates: checked against {} with explain; the server accepts them",
+            crate::redact::redact(uri)
+        );
+    }
+    Ok(exit::OK)
 }
 
 /// The directory the command is writing into, for a second interrupt to say what it keeps.

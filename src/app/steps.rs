@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use tokio_util::sync::CancellationToken;
 
 use super::session::{RunOptions, Session};
-use super::start::{self as run_cmd, Server};
+use super::start::{self, Server};
 use crate::cli::RunArgs;
 use crate::error::Error;
 use crate::ops::{connect, MongoBackend};
@@ -84,15 +84,15 @@ impl Series {
         base: &RunPlan,
         stop: &CancellationToken,
     ) -> Result<Series, Error> {
-        let mut opts = run_cmd::options(run, base)?;
-        let page = run_cmd::live_page(run, stop, command)?;
+        let mut opts = start::options(run, base)?;
+        let page = start::live_page(run, stop, command)?;
         let chatty = opts.chatty;
         opts.live = None;
         opts.chatty = false;
         if let Some(uri) = &run.uri {
             connect::parse(uri).await?;
         }
-        let fresh = run_cmd::prepare_out_dir(run.out.as_deref(), base)?;
+        let fresh = start::prepare_out_dir(run.out.as_deref(), base)?;
         super::writing_into(&fresh.dir);
         Ok(Series {
             opts,
@@ -153,7 +153,7 @@ impl Series {
             None
         } else {
             Some(
-                run_cmd::start_sampler(
+                start::start_sampler(
                     run,
                     plan,
                     server,
@@ -175,7 +175,7 @@ impl Series {
             stop,
             server: server.info(),
             command_line: crate::redact::command_line(std::env::args()),
-            url: run_cmd::jtl_url(&server.uri, plan),
+            url: start::jtl_url(&server.uri, plan),
             injector: None,
             live: None,
             page: self.page.as_ref().map(|(p, _)| crate::watch::PageRun {

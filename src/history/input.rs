@@ -1,7 +1,7 @@
-//! The runs `history` reads: run directories (a run, a merged run), a directory holding run
-//! directories, a sweep's or a capacity search's steps (with `--steps`), and the TSV file
-//! `run --tsv FILE --append` grows (`ledger`). Each becomes a `RunRecord`: one point per
-//! invocation, its `--repeat` runs averaged.
+//! The runs `history` reads from directories: run directories (a run, a merged run), a
+//! directory holding run directories, a sweep's or a capacity search's steps (with `--steps`).
+//! (The TSV file `run --tsv FILE --append` grows is `ledger`'s; `read_paths` reads both.) Each
+//! becomes a `RunRecord`: one point per invocation, its `--repeat` runs averaged.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -1,5 +1,5 @@
-//! Per-group HdrHistograms (microseconds) and counters, and the JMeter Aggregate Report row
-//! computed from them: the one place latencies become percentiles.
+//! Per-group HdrHistograms (microseconds, `timing`'s) and counters, and the JMeter Aggregate
+//! Report row computed from them.
 
 use super::{real, whole};
 use std::collections::BTreeMap;

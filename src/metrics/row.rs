@@ -1,5 +1,6 @@
-//! One summary row as numbers: JMeter's Aggregate Report columns, then ours. Text and column
-//! names are the report's business (`report::columns`).
+//! One summary row as numbers: JMeter's Aggregate Report columns, then ours, and a row's
+//! transactions (`TxCounts`). Text and column names are the report's business
+//! (`report::columns`).
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -2,7 +2,7 @@
 //! and `[document]`), their indexes with options, and the concerns a group sends with
 //! (`write_concern`, `read_concern`, `read_preference`, per group over `[target]`'s).
 //!
-//! Owns: `CollectionPlan`s, `IndexPlan`s and `Concerns`. Never: creates anything on a server
+//! Owns: `CollectionPlan`s, `IndexPlan`s, `Concerns` and the `[setup]` form's `SetupPlan`. Never: creates anything on a server
 //! (that is `ops::setup`).
 
 use std::sync::Arc;

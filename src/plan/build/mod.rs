@@ -2,11 +2,13 @@
 //! time, every problem located in the profile (file, line, key, the expected form).
 //!
 //! Owns: the assembly of a `RunPlan`, its handles (each collection with a group's concerns) and
-//! `stop_on_error_pct`; one file per part: `target` (`[target]`),
-//! `collections` (`[[collection]]` and `[setup]`, index options, each group's concerns), `groups` (each
+//! `stop_on_error_pct`; one file per part: `target` (`[target]`), `collections`
+//! (`[[collection]]` and `[setup]`, index options, each group's concerns), `groups` (each
 //! `[[group]]` and the stages), `rates` (rate steps and ramps), `operations` (a group's `op` or
 //! `mix`), `templates` (a group's own operation tables, `[[group.ops]]` and `[[group.steps]]`),
-//! `thresholds` (the profile's and the command line's), `faults` (`audit`, `[server]`, `[[fault]]`, `unavailable_after`), `watch` (a watch group's streams). Never: talks to a server, touches the run directory, or formats a result.
+//! `thresholds` (the profile's and the command line's), `faults` (`audit`, `[server]`,
+//! `[[fault]]`, `unavailable_after`), `watch` (a watch group's streams). Never: talks to a
+//! server, touches the run directory, or formats a result.
 
 mod collections;
 mod faults;

@@ -247,3 +247,18 @@ impl<'a> Args<'a> {
         Ok(s)
     }
 }
+
+/// A value's type, as a message names it.
+pub(super) fn kind(b: &Bson) -> String {
+    ty::describe(ty::of(b))
+}
+
+/// An integer, or a double that is a whole number within the range of one.
+pub(super) fn whole(b: &Bson) -> Option<i64> {
+    match b {
+        Bson::Int32(i) => Some(i64::from(*i)),
+        Bson::Int64(i) => Some(*i),
+        Bson::Double(f) if f.fract() == 0.0 && f.abs() < 9.2e18 => Some(*f as i64),
+        _ => None,
+    }
+}

@@ -3,20 +3,6 @@
 
 use super::*;
 
-pub(super) fn kind(b: &Bson) -> String {
-    ty::describe(ty::of(b))
-}
-
-/// An integer, or a double that is a whole number within the range of one.
-pub(super) fn whole(b: &Bson) -> Option<i64> {
-    match b {
-        Bson::Int32(i) => Some(i64::from(*i)),
-        Bson::Int64(i) => Some(*i),
-        Bson::Double(f) if f.fract() == 0.0 && f.abs() < 9.2e18 => Some(*f as i64),
-        _ => None,
-    }
-}
-
 pub(super) fn random_int(a: &Args) -> Result<Gen, GenError> {
     let dist = a.choice(
         "distribution",
