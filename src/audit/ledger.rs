@@ -340,8 +340,13 @@ mod tests {
         a.settle(0, Intent::Remove(Default::default()), Done::default());
         // Abandoned at a stop: in doubt.
         use crate::workload::command::{
-            Body, Command, Desugared, TemplateOp, TemplateRequest, Verb,
+            Built, Command, Desugared, Insert, TemplateOp, TemplateRequest, Verb,
         };
+        let of = std::sync::Arc::new(Insert {
+            batch: 1,
+            ordered: true,
+            document: None,
+        });
         let insert = std::sync::Arc::new(TemplateOp {
             name: crate::workload::OpKind::Insert.into(),
             verb: Verb::InsertOne,
@@ -349,11 +354,7 @@ mod tests {
             line: 1,
             collection: 0,
             collection_name: "c".into(),
-            command: Command::Insert {
-                batch: 1,
-                ordered: true,
-                document: None,
-            },
+            command: Command::Insert(std::sync::Arc::clone(&of)),
             desugared: Some(Desugared {
                 kind: crate::workload::OpKind::Insert,
                 needs_key: false,
@@ -362,10 +363,13 @@ mod tests {
         });
         let mut req = crate::workload::Request::Template(TemplateRequest {
             op: insert,
-            body: Body::Docs(vec![mongodb::bson::RawDocumentBuf::from_document(
-                &mongodb::bson::doc! { "_id": 9_i64 },
-            )
-            .unwrap()]),
+            built: Built::Insert {
+                of,
+                docs: vec![mongodb::bson::RawDocumentBuf::from_document(
+                    &mongodb::bson::doc! { "_id": 9_i64 },
+                )
+                .unwrap()],
+            },
             issued: vec![9],
             user: 0,
             group: 0,

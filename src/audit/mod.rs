@@ -34,7 +34,7 @@ use mongodb::bson::Bson;
 use crate::metrics::sample::TxState;
 use crate::metrics::ErrorClass;
 use crate::plan::{Concerns, RunPlan, WriteConcernPlan};
-use crate::workload::command::{AuditAs, Body, BuiltModel, TemplateRequest};
+use crate::workload::command::{AuditAs, Built, BuiltModel, TemplateRequest};
 use crate::workload::{OpKind, Request};
 
 /// What an acknowledged write's end says about its effect.
@@ -167,8 +167,8 @@ impl Intent {
         let counters = &plan.collections[g.collection].counters;
         match &mut *req {
             Request::Template(t) => match t.op.desugared.as_ref().map(|d| d.kind) {
-                Some(OpKind::Insert) => match (inserted(t), &t.body) {
-                    (Some(Intent::Insert { ids, keyed, .. }), Body::Docs(docs)) => {
+                Some(OpKind::Insert) => match (inserted(t), &t.built) {
+                    (Some(Intent::Insert { ids, keyed, .. }), Built::Insert { docs, .. }) => {
                         let doc = docs.first()?;
                         Some(Intent::Insert {
                             collection: g.collection,
@@ -184,7 +184,12 @@ impl Intent {
                     (other, _) => other,
                 },
                 Some(OpKind::Update | OpKind::Rmw) => {
-                    let Body::FilterAnd(filter, Bson::Document(update)) = &t.body else {
+                    let Built::Update {
+                        filter,
+                        update: Bson::Document(update),
+                        ..
+                    } = &t.built
+                    else {
                         return None;
                     };
                     let id = filter.get_i64("_id").ok()?;
@@ -247,9 +252,9 @@ fn inserted(t: &TemplateRequest) -> Option<Intent> {
     if !matches!(t.op.verb.audit(), AuditAs::Inserts | AuditAs::ByModel) {
         return None;
     }
-    let docs: Vec<&mongodb::bson::RawDocumentBuf> = match &t.body {
-        Body::Docs(d) => d.iter().collect(),
-        Body::Bulk(models) => models
+    let docs: Vec<&mongodb::bson::RawDocumentBuf> = match &t.built {
+        Built::Insert { docs, .. } => docs.iter().collect(),
+        Built::Bulk { models, .. } => models
             .iter()
             .filter_map(|m| match m {
                 BuiltModel::InsertOne(d) => Some(d),

@@ -15,7 +15,7 @@ use rand::SeedableRng;
 use crate::error::Error;
 use crate::plan::RunPlan;
 pub(crate) use crate::summary::plans::QueryPlan;
-use crate::workload::command::{Body, Command, TemplateOp, Verb};
+use crate::workload::command::{Built, Command, TemplateOp, Verb};
 use crate::workload::lookup::GroupLookup;
 use crate::workload::request::CollectionDocs;
 use crate::workload::template::{Cx, UserState};
@@ -65,8 +65,8 @@ fn templates(plan: &RunPlan) -> Vec<(String, Arc<TemplateOp>)> {
 
 /// The explain command for one generated request; None for operations explain does not take
 /// (inserts, estimatedDocumentCount, bulkWrite, commands).
-fn explain_of(op: &TemplateOp, body: Body, verbosity: &str) -> Option<Document> {
-    if matches!(op.command, Command::Insert { .. }) {
+fn explain_of(op: &TemplateOp, body: Built, verbosity: &str) -> Option<Document> {
+    if matches!(op.command, Command::Insert(_)) {
         return None;
     }
     let inner = crate::workload::command::wire_command(op, body)?;
@@ -75,12 +75,12 @@ fn explain_of(op: &TemplateOp, body: Body, verbosity: &str) -> Option<Document> 
 
 /// One request of `op` as a user would make it, with `_id`s drawn from an empty key space (a
 /// `^Key` gives null: nothing is preloaded yet when the check runs).
-fn sample(plan: &RunPlan, op: &Arc<TemplateOp>, keys: &KeySpace) -> Body {
+fn sample(plan: &RunPlan, op: &Arc<TemplateOp>, keys: &KeySpace) -> Built {
     sample_seeded(plan, op, keys, 7)
 }
 
 /// `sample` with the random stream of `seed`.
-fn sample_seeded(plan: &RunPlan, op: &Arc<TemplateOp>, keys: &KeySpace, seed: u64) -> Body {
+fn sample_seeded(plan: &RunPlan, op: &Arc<TemplateOp>, keys: &KeySpace, seed: u64) -> Built {
     let coll = &plan.collections[op.collection];
     let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
     let mut pick = Chooser::new(Default::default(), Default::default());
@@ -106,7 +106,7 @@ fn sample_seeded(plan: &RunPlan, op: &Arc<TemplateOp>, keys: &KeySpace, seed: u6
             document: &coll.document,
         },
     )
-    .body
+    .built
 }
 
 /// Server errors that mean "this server has no explain for it", not "your query is wrong".
@@ -324,7 +324,7 @@ async fn mean_returned(
 /// What one call of an aggregate returns, counted by running it once (the explain does not
 /// say): None for a pipeline that writes (`$out`, `$merge`), one whose results do not fit a
 /// first batch, or a refusal.
-async fn pipeline_returned(db: &mongodb::Database, op: &TemplateOp, body: Body) -> Option<u64> {
+async fn pipeline_returned(db: &mongodb::Database, op: &TemplateOp, body: Built) -> Option<u64> {
     let mut cmd = crate::workload::command::wire_command(op, body)?;
     let writes = cmd.get_array("pipeline").ok()?.iter().any(|s| {
         s.as_document()

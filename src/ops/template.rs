@@ -9,10 +9,9 @@ use mongodb::{ClientSession, Collection};
 
 use super::Outcome;
 use crate::workload::command::{
-    Body, BuiltModel, BulkModel, Command, FindAndModifyArgs, FindArgs, TemplateRequest, Verb,
-    WriteArgs,
+    Aggregate, Built, BuiltModel, Count, Distinct, Find, FindAndChange, FindAndModify, Insert,
+    RemovedId, TemplateRequest, WriteArgs,
 };
-use crate::workload::request::RemovedId;
 
 type Result = mongodb::error::Result<()>;
 /// Where a later step's view of the result goes (`^Step`), when one reads it.
@@ -188,139 +187,54 @@ pub(crate) async fn execute(
 ) -> Result {
     let op = &req.op;
     if on.unacknowledged && op.verb.writes() && op.verb.at_w0() {
-        return unacknowledged(&on, &req, out, &mut session).await;
+        if let Some(command) = crate::workload::command::wire_command(op, req.built.clone()) {
+            return unacknowledged(&on, command, out, &mut session).await;
+        }
     }
     let (s, r) = (&mut session, &mut result);
-    match (&op.command, req.body) {
-        (_, Body::Skip) => Ok(()),
-        (Command::Insert { batch, ordered, .. }, Body::Docs(docs)) => {
-            insert(&on, *batch, *ordered, docs, out, r, s).await
+    match req.built {
+        Built::Skip | Built::Nop => Ok(()),
+        Built::Insert { of, docs } => insert(&on, &of, docs, out, r, s).await,
+        Built::Find {
+            of,
+            filter,
+            shape,
+            limit,
+        } => find(&on, &of, filter, shape.as_ref(), limit, out, r, s).await,
+        Built::Aggregate { of, stages } => aggregate(&on, &of, stages, out, r, s).await,
+        Built::Count { of, filter } => count(&on, &of, filter, out, s).await,
+        Built::EstimatedCount => estimated_count(&on, out).await,
+        Built::Distinct { of, filter } => distinct(&on, &of, filter, out, s).await,
+        Built::Update { of, filter, update } => {
+            let (args, many, read_first) = (&of.args, of.many, of.read_first);
+            self::update(&on, args, many, read_first, filter, update, out, r, s).await
         }
-        (
-            Command::Find {
-                args, count_first, ..
-            },
-            Body::Filter(filter),
-        ) => find(&on, args, *count_first, filter, None, out, r, s).await,
-        (
-            Command::Find {
-                args, count_first, ..
-            },
-            Body::Page(filter, limit),
-        ) => find(&on, args, *count_first, filter, Some(limit), out, r, s).await,
-        (
-            Command::Find {
-                args, count_first, ..
-            },
-            Body::Shaped(filter, shape),
-        ) => {
-            let args = args.shaped(&shape);
-            find(&on, &args, *count_first, filter, None, out, r, s).await
+        Built::Replace {
+            of,
+            filter,
+            replacement,
+        } => replace(&on, &of.args, filter, replacement, out, r, s).await,
+        Built::Delete { of, filter } => {
+            delete(&on, of.many, &of.hint, &of.collation, filter, out, r, s).await
         }
-        (command @ Command::Aggregate { .. }, Body::Pipeline(stages)) => {
-            aggregate(&on, command, stages, out, r, s).await
-        }
-        (
-            command @ (Command::Count { .. } | Command::Distinct { .. } | Command::EstimatedCount),
-            body,
-        ) => count(&on, command, body, out, s).await,
-        (
-            Command::Update {
-                args, read_first, ..
-            },
-            Body::FilterAnd(filter, change),
-        ) => {
-            let many = op.verb == Verb::UpdateMany;
-            update(&on, args, many, *read_first, filter, change, out, r, s).await
-        }
-        (Command::Replace { args, .. }, Body::FilterAnd(filter, replacement)) => {
-            replace(&on, args, filter, replacement, out, r, s).await
-        }
-        (
-            Command::Delete {
-                hint, collation, ..
-            },
-            Body::Filter(filter),
-        ) => {
-            let many = op.verb == Verb::DeleteMany;
-            delete(&on, many, hint, collation, filter, out, r, s).await
-        }
-        (Command::Delete { .. }, Body::From(filter, from)) => {
+        Built::Remove { filter, from } => {
             remove(&on, filter, from, req.removed.as_ref(), out, s).await
         }
-        (Command::FindAndModify { change, args, .. }, body) => {
-            let replace = op.verb == Verb::FindOneAndReplace;
-            find_and_modify(&on, change.is_some(), replace, args, body, out, r, s).await
+        Built::FindAndModify { of, filter, change } => {
+            find_and_modify(&on, &of, filter, change, out, r, s).await
         }
-        (Command::Bulk { ordered, models }, Body::Bulk(built)) => {
-            bulk(&on, *ordered, models, built, out, s).await
-        }
-        (Command::RunCommand { .. }, Body::Command(command)) => {
-            run_command(&on, command, out, r, s).await
-        }
-        (Command::Nop, _) => Ok(()),
-        // `TemplateOp::build` makes each command's own body; another is a bug, said once.
-        (command, body) => {
-            out.error = Some(Box::new(crate::metrics::OpError {
-                class: crate::metrics::ErrorClass::Other,
-                code: None,
-                message: format!(
-                    "internal: a {} request with the body of another operation ({}); please report it",
-                    command_name(command),
-                    body_name(&body)
-                )
-                .into(),
-            }));
-            Ok(())
-        }
-    }
-}
-
-fn body_name(b: &Body) -> &'static str {
-    match b {
-        Body::Docs(_) => "documents",
-        Body::Filter(_) => "filter",
-        Body::FilterAnd(..) => "filter and update",
-        Body::Pipeline(_) => "pipeline",
-        Body::Nothing => "nothing",
-        Body::Command(_) => "command",
-        Body::Bulk(_) => "write models",
-        Body::Page(..) => "filter and limit",
-        Body::Shaped(..) => "filter, projection and let",
-        Body::From(..) => "filter and start",
-        Body::Skip => "skip",
-    }
-}
-
-fn command_name(c: &Command) -> &'static str {
-    match c {
-        Command::Insert { .. } => "insert",
-        Command::Find { .. } => "find",
-        Command::Aggregate { .. } => "aggregate",
-        Command::Count { .. } => "count",
-        Command::EstimatedCount => "estimatedDocumentCount",
-        Command::Distinct { .. } => "distinct",
-        Command::Update { .. } => "update",
-        Command::Replace { .. } => "replace",
-        Command::Delete { .. } => "delete",
-        Command::FindAndModify { .. } => "findAndModify",
-        Command::Bulk { .. } => "bulkWrite",
-        Command::RunCommand { .. } => "command",
-        Command::Nop => "nop",
+        Built::Bulk { ordered, models } => bulk(&on, ordered, models, out, s).await,
+        Built::Run(command) => run_command(&on, command, out, r, s).await,
     }
 }
 
 /// A write at `w: 0`: its database command with `writeConcern: { w: 0 }`.
 async fn unacknowledged(
     on: &On<'_>,
-    req: &TemplateRequest,
+    mut command: Document,
     out: &mut Outcome,
     session: &mut Session<'_>,
 ) -> Result {
-    let Some(mut command) = crate::workload::command::wire_command(&req.op, req.body.clone())
-    else {
-        return Ok(());
-    };
     command.insert("writeConcern", doc! { "w": 0 });
     out.sent = if on.measure { bytes(&command) } else { 0 };
     send!(

@@ -2,6 +2,11 @@
 //! name it, with its templates (generated per operation) and its constant options, and the
 //! request built from them before the operation's clock starts.
 //!
+//! One type per family of verbs (`Find`, `Update`, ...) holds what its command needs; a
+//! `Command` is one of them, and `TemplateOp::build` makes a `Built` that carries the family's
+//! own options beside the values generated for this operation, so each sender takes one
+//! `Built` variant and no sender can be handed another family's values.
+//!
 //! Owns: what each operation sends, as values. Never: calls the driver (that is
 //! `ops::template`), or parses the profile (that is `plan::build::templates`).
 
@@ -9,13 +14,19 @@ use std::sync::Arc;
 
 use mongodb::bson::{doc, Bson, Document, RawDocumentBuf};
 
-use super::op::OpName;
+use super::document::DocGen;
+use super::keys::KeySpace;
 use super::template::{Cx, Template};
+use crate::vocab::op::{OpKind, OpName};
 
 mod build;
 
 mod steps;
 pub use steps::*;
+
+mod verb;
+pub(crate) use verb::AuditAs;
+pub use verb::Verb;
 
 mod wire;
 pub(crate) use wire::*;
@@ -45,251 +56,12 @@ pub struct TemplateOp {
 /// counters it increments by `_id` (what the write audit checks).
 #[derive(Debug, Clone)]
 pub(crate) struct Desugared {
-    pub(crate) kind: super::op::OpKind,
+    pub(crate) kind: OpKind,
     /// It works on an existing document by `_id` (get, update by `_id`, rmw, scan): with none
     /// yet, nothing is sent.
     pub(crate) needs_key: bool,
     /// `inc = [...]` of an update or rmw.
     pub(crate) inc: Vec<String>,
-}
-
-/// The operations, as mongosh and the drivers name them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Verb {
-    InsertOne,
-    InsertMany,
-    Find,
-    FindOne,
-    Aggregate,
-    CountDocuments,
-    EstimatedDocumentCount,
-    Distinct,
-    UpdateOne,
-    UpdateMany,
-    ReplaceOne,
-    DeleteOne,
-    DeleteMany,
-    FindOneAndUpdate,
-    FindOneAndReplace,
-    FindOneAndDelete,
-    BulkWrite,
-    Command,
-    /// Sends nothing: an operation that only counts (genny's `HelloWorld`, `NopMetrics`).
-    Nop,
-}
-
-impl Verb {
-    pub const ALL: [Verb; 19] = [
-        Verb::InsertOne,
-        Verb::InsertMany,
-        Verb::Find,
-        Verb::FindOne,
-        Verb::Aggregate,
-        Verb::CountDocuments,
-        Verb::EstimatedDocumentCount,
-        Verb::Distinct,
-        Verb::UpdateOne,
-        Verb::UpdateMany,
-        Verb::ReplaceOne,
-        Verb::DeleteOne,
-        Verb::DeleteMany,
-        Verb::FindOneAndUpdate,
-        Verb::FindOneAndReplace,
-        Verb::FindOneAndDelete,
-        Verb::BulkWrite,
-        Verb::Command,
-        Verb::Nop,
-    ];
-
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Verb::InsertOne => "insertOne",
-            Verb::InsertMany => "insertMany",
-            Verb::Find => "find",
-            Verb::FindOne => "findOne",
-            Verb::Aggregate => "aggregate",
-            Verb::CountDocuments => "countDocuments",
-            Verb::EstimatedDocumentCount => "estimatedDocumentCount",
-            Verb::Distinct => "distinct",
-            Verb::UpdateOne => "updateOne",
-            Verb::UpdateMany => "updateMany",
-            Verb::ReplaceOne => "replaceOne",
-            Verb::DeleteOne => "deleteOne",
-            Verb::DeleteMany => "deleteMany",
-            Verb::FindOneAndUpdate => "findOneAndUpdate",
-            Verb::FindOneAndReplace => "findOneAndReplace",
-            Verb::FindOneAndDelete => "findOneAndDelete",
-            Verb::BulkWrite => "bulkWrite",
-            Verb::Command => "command",
-            Verb::Nop => "nop",
-        }
-    }
-
-    pub(crate) fn from_name(s: &str) -> Option<Verb> {
-        Self::ALL.into_iter().find(|v| v.name() == s)
-    }
-
-    /// `insertOne, insertMany, ...`, for error texts.
-    pub(crate) fn listed() -> String {
-        Self::ALL.map(|v| v.name()).join(", ")
-    }
-
-    /// The arguments it takes, as the drivers name them (the profile's operation tables).
-    pub(crate) fn arguments(self) -> &'static [&'static str] {
-        match self {
-            Verb::InsertOne => &["document"],
-            Verb::InsertMany => &["batch", "ordered", "document"],
-            Verb::Find => &[
-                "filter",
-                "projection",
-                "sort",
-                "skip",
-                "limit",
-                "batchSize",
-                "hint",
-                "collation",
-                "maxTimeMS",
-                "let",
-            ],
-            Verb::FindOne => &[
-                "filter",
-                "projection",
-                "sort",
-                "skip",
-                "hint",
-                "collation",
-                "maxTimeMS",
-                "let",
-            ],
-            Verb::Aggregate => &["pipeline", "allowDiskUse", "batchSize", "hint", "maxTimeMS"],
-            Verb::CountDocuments => &["filter", "skip", "limit", "hint"],
-            Verb::EstimatedDocumentCount => &[],
-            Verb::Distinct => &["key", "filter"],
-            Verb::UpdateOne | Verb::UpdateMany => &[
-                "filter",
-                "update",
-                "upsert",
-                "arrayFilters",
-                "hint",
-                "collation",
-            ],
-            Verb::ReplaceOne => &["filter", "replacement", "upsert", "hint", "collation"],
-            Verb::DeleteOne | Verb::DeleteMany => &["filter", "hint", "collation"],
-            Verb::FindOneAndUpdate => &[
-                "filter",
-                "update",
-                "sort",
-                "projection",
-                "returnDocument",
-                "upsert",
-                "arrayFilters",
-                "hint",
-            ],
-            Verb::FindOneAndReplace => &[
-                "filter",
-                "replacement",
-                "sort",
-                "projection",
-                "returnDocument",
-                "upsert",
-                "hint",
-            ],
-            Verb::FindOneAndDelete => &["filter", "sort", "projection", "hint"],
-            Verb::BulkWrite => &["ordered", "requests"],
-            Verb::Command | Verb::Nop => &[],
-        }
-    }
-
-    /// Does it write documents (insert, update, replace or delete any)? A `command`'s effect is
-    /// not known, so no.
-    pub(crate) fn writes(self) -> bool {
-        match self {
-            Verb::InsertOne
-            | Verb::InsertMany
-            | Verb::UpdateOne
-            | Verb::UpdateMany
-            | Verb::ReplaceOne
-            | Verb::DeleteOne
-            | Verb::DeleteMany
-            | Verb::FindOneAndUpdate
-            | Verb::FindOneAndReplace
-            | Verb::FindOneAndDelete
-            | Verb::BulkWrite => true,
-            Verb::Find
-            | Verb::FindOne
-            | Verb::Aggregate
-            | Verb::CountDocuments
-            | Verb::EstimatedDocumentCount
-            | Verb::Distinct
-            | Verb::Command
-            | Verb::Nop => false,
-        }
-    }
-
-    /// Can it go at write concern 0? The driver has no unacknowledged writes, so a write goes
-    /// as its database command with `writeConcern: { w: 0 }`; those whose reply is their result
-    /// (findOneAnd*, bulkWrite) cannot. Reads are not affected.
-    pub(crate) fn at_w0(self) -> bool {
-        match self {
-            Verb::InsertOne
-            | Verb::InsertMany
-            | Verb::UpdateOne
-            | Verb::UpdateMany
-            | Verb::ReplaceOne
-            | Verb::DeleteOne
-            | Verb::DeleteMany => true,
-            Verb::FindOneAndUpdate
-            | Verb::FindOneAndReplace
-            | Verb::FindOneAndDelete
-            | Verb::BulkWrite => false,
-            Verb::Find
-            | Verb::FindOne
-            | Verb::Aggregate
-            | Verb::CountDocuments
-            | Verb::EstimatedDocumentCount
-            | Verb::Distinct
-            | Verb::Command
-            | Verb::Nop => true,
-        }
-    }
-
-    /// What it does that the write audit must know of: inserts it can recompute (the `_id`s
-    /// sent), deletes and updates it cannot tell from a loss (a bulkWrite's are its models').
-    pub(crate) fn audit(self) -> AuditAs {
-        match self {
-            Verb::InsertOne | Verb::InsertMany => AuditAs::Inserts,
-            Verb::BulkWrite => AuditAs::ByModel,
-            Verb::DeleteOne | Verb::DeleteMany | Verb::FindOneAndDelete => AuditAs::Deletes,
-            Verb::UpdateOne
-            | Verb::UpdateMany
-            | Verb::ReplaceOne
-            | Verb::FindOneAndUpdate
-            | Verb::FindOneAndReplace => AuditAs::Updates,
-            Verb::Find
-            | Verb::FindOne
-            | Verb::Aggregate
-            | Verb::CountDocuments
-            | Verb::EstimatedDocumentCount
-            | Verb::Distinct
-            | Verb::Command
-            | Verb::Nop => AuditAs::Nothing,
-        }
-    }
-}
-
-/// What a verb is to the write audit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum AuditAs {
-    /// Reads, or a command: nothing to check.
-    Nothing,
-    /// Inserts: the `_id`s it sends are checked after the run.
-    Inserts,
-    /// A bulkWrite: as its models (inserts checked, deletes and updates as below).
-    ByModel,
-    /// Deletes: a document it deleted would look lost.
-    Deletes,
-    /// Updates or replaces: its changes would look like lost or phantom increments.
-    Updates,
 }
 
 /// Options of a find (and of `findOne`, which is a find with limit 1).
@@ -308,14 +80,20 @@ pub(crate) struct FindArgs {
 }
 
 impl FindArgs {
-    /// These options with the `projection` and `let` an operation made (`Body::Shaped`).
-    pub(crate) fn shaped(&self, shape: &Document) -> FindArgs {
+    /// These options with the `projection` and `let` an operation made (`Find::shaped`), and
+    /// the limit it drew (`Find::page`).
+    pub(crate) fn made(&self, shape: Option<&Document>, limit: Option<i64>) -> FindArgs {
         let mut args = self.clone();
-        if let Ok(p) = shape.get_document("projection") {
-            args.projection = Some(p.clone());
+        if let Some(shape) = shape {
+            if let Ok(p) = shape.get_document("projection") {
+                args.projection = Some(p.clone());
+            }
+            if let Ok(l) = shape.get_document("let") {
+                args.let_vars = Some(l.clone());
+            }
         }
-        if let Ok(l) = shape.get_document("let") {
-            args.let_vars = Some(l.clone());
+        if limit.is_some() {
+            args.limit = limit;
         }
         args
     }
@@ -342,6 +120,137 @@ pub(crate) struct FindAndModifyArgs {
     pub(crate) hint: Option<Bson>,
 }
 
+/// A filter: the profile's template, or a built-in kind's (`filter = [...]` of
+/// `op = "find"`): these top-level fields of the collection's document, each choice drawn by
+/// the group's key distribution.
+#[derive(Debug)]
+pub(crate) enum Filter {
+    Template(Template),
+    Fields(Vec<usize>),
+}
+
+/// An update: the profile's template (a document of operators, or a pipeline), or a built-in
+/// kind's change.
+#[derive(Debug)]
+pub(crate) enum UpdateBy {
+    Template(Template),
+    Builtin(Change),
+}
+
+/// What a built-in update changes: document fields `$set` to new generated values (indexes into
+/// the document's top level), and fields `$inc` by 1 (a counter of updates per document, e.g.
+/// `inc = ["updates"]`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(crate) struct Change {
+    pub(crate) set: Vec<usize>,
+    pub(crate) inc: Vec<String>,
+}
+
+/// insertOne, insertMany. A `document` of None is the collection's document template (with an
+/// `_id` from its key space).
+#[derive(Debug)]
+pub(crate) struct Insert {
+    /// 1 for insertOne.
+    pub(crate) batch: u32,
+    pub(crate) ordered: bool,
+    pub(crate) document: Option<Template>,
+}
+
+/// find, findOne.
+#[derive(Debug)]
+pub(crate) struct Find {
+    pub(crate) filter: Filter,
+    pub(crate) args: FindArgs,
+    /// Count the matches first (`count = true` of the built-in find), timed with the find.
+    pub(crate) count_first: bool,
+    /// A limit drawn per operation, uniformly from 1 to this (the built-in scan's length), over
+    /// `args.limit`.
+    pub(crate) page: Option<u32>,
+    /// A generated `projection` and `let` (genny's find `Options`), a document of those keys
+    /// made per operation, over `args`'s.
+    pub(crate) shaped: Option<Template>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Aggregate {
+    pub(crate) pipeline: Template,
+    pub(crate) allow_disk_use: Option<bool>,
+    pub(crate) batch_size: Option<u32>,
+    pub(crate) hint: Option<Bson>,
+    pub(crate) max_time_ms: Option<u64>,
+}
+
+/// countDocuments.
+#[derive(Debug)]
+pub(crate) struct Count {
+    pub(crate) filter: Template,
+    pub(crate) skip: Option<u64>,
+    pub(crate) limit: Option<u64>,
+    pub(crate) hint: Option<Bson>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Distinct {
+    pub(crate) key: String,
+    pub(crate) filter: Template,
+}
+
+/// updateOne, updateMany.
+#[derive(Debug)]
+pub(crate) struct Update {
+    pub(crate) filter: Filter,
+    pub(crate) update: UpdateBy,
+    pub(crate) args: WriteArgs,
+    pub(crate) many: bool,
+    /// Read the document first and update it only when found (the built-in rmw, timed as one,
+    /// like YCSB's F).
+    pub(crate) read_first: bool,
+}
+
+/// replaceOne.
+#[derive(Debug)]
+pub(crate) struct Replace {
+    pub(crate) filter: Template,
+    pub(crate) replacement: Template,
+    pub(crate) args: WriteArgs,
+}
+
+/// deleteOne, deleteMany.
+#[derive(Debug)]
+pub(crate) struct Delete {
+    pub(crate) filter: Filter,
+    pub(crate) hint: Option<Bson>,
+    pub(crate) collation: Option<Document>,
+    pub(crate) many: bool,
+    /// The built-in remove: find one match at or after an existing `_id` drawn per operation
+    /// (so concurrent removers spread over the collection), from the start when none is, then
+    /// delete it by its `_id`.
+    pub(crate) from_key: bool,
+}
+
+/// findOneAndUpdate, findOneAndReplace, findOneAndDelete.
+#[derive(Debug)]
+pub(crate) struct FindAndModify {
+    pub(crate) filter: Template,
+    pub(crate) change: FindAndChange,
+    pub(crate) args: FindAndModifyArgs,
+}
+
+/// What a findOneAnd* does to the document it finds.
+#[derive(Debug)]
+pub(crate) enum FindAndChange {
+    /// A document of operators, or a pipeline.
+    Update(Template),
+    Replace(Template),
+    Delete,
+}
+
+#[derive(Debug)]
+pub(crate) struct Bulk {
+    pub(crate) ordered: bool,
+    pub(crate) models: Vec<BulkModel>,
+}
+
 /// One write model of a `bulkWrite`, as mongosh writes it.
 #[derive(Debug)]
 pub(crate) enum BulkModel {
@@ -363,111 +272,94 @@ pub(crate) enum BulkModel {
     },
 }
 
-/// What each operation sends: templates generated per operation, options fixed. A `document`
-/// of None is the collection's document template (with an `_id` from its key space).
+/// What each operation sends: one family of verbs with its templates (generated per
+/// operation) and its options (fixed).
 #[derive(Debug)]
-#[allow(
-    clippy::enum_variant_names,
-    reason = "RunCommand is the verb's name in MongoDB and genny"
-)]
 pub(crate) enum Command {
-    Insert {
-        /// 1 for insertOne.
-        batch: u32,
-        ordered: bool,
-        document: Option<Template>,
-    },
-    Find {
-        filter: Template,
-        args: Box<FindArgs>,
-        /// Count the matches first (`count = true` of the built-in find), timed with the find.
-        count_first: bool,
-        /// The limit drawn per operation (the built-in scan's length), over `args.limit`.
-        page: Option<Template>,
-        /// A generated `projection` and `let` (genny's find `Options`), a document of those
-        /// keys made per operation, over `args`'s.
-        shaped: Option<Box<Template>>,
-    },
-    Aggregate {
-        pipeline: Template,
-        allow_disk_use: Option<bool>,
-        batch_size: Option<u32>,
-        hint: Option<Bson>,
-        max_time_ms: Option<u64>,
-    },
-    Count {
-        filter: Template,
-        skip: Option<u64>,
-        limit: Option<u64>,
-        hint: Option<Bson>,
-    },
+    Insert(Arc<Insert>),
+    Find(Arc<Find>),
+    Aggregate(Arc<Aggregate>),
+    Count(Arc<Count>),
     EstimatedCount,
-    Distinct {
-        key: String,
-        filter: Template,
-    },
-    Update {
-        filter: Template,
-        /// A document of operators, or a pipeline (an array).
-        update: Template,
-        args: WriteArgs,
-        /// Read the document first and update it only when found (the built-in rmw, timed as
-        /// one, like YCSB's F).
-        read_first: bool,
-    },
-    Replace {
-        filter: Template,
-        replacement: Template,
-        args: WriteArgs,
-    },
-    Delete {
-        filter: Template,
-        hint: Option<Bson>,
-        collation: Option<Document>,
-        /// The built-in remove: find one match at or after this drawn `_id` (so concurrent
-        /// removers spread over the collection), from the start when none is, then delete it
-        /// by its `_id`.
-        from: Option<Template>,
-    },
-    FindAndModify {
-        filter: Template,
-        /// The update (findOneAndUpdate) or replacement (findOneAndReplace); None: delete.
-        change: Option<Template>,
-        args: FindAndModifyArgs,
-    },
-    Bulk {
-        ordered: bool,
-        models: Vec<BulkModel>,
-    },
-    RunCommand {
-        document: Template,
-    },
+    Distinct(Arc<Distinct>),
+    Update(Arc<Update>),
+    Replace(Arc<Replace>),
+    Delete(Arc<Delete>),
+    FindAndModify(Arc<FindAndModify>),
+    Bulk(Arc<Bulk>),
+    /// A database command (`runCommand`).
+    Run(Template),
     /// Sends nothing.
     Nop,
 }
 
-/// One operation's generated values, in the shape its command takes.
+/// One operation as it goes out: its family's options and the values generated for it.
 #[derive(Debug, Clone)]
-pub(crate) enum Body {
-    Docs(Vec<RawDocumentBuf>),
-    Filter(Document),
-    /// A filter and an update (operators or a pipeline) or a replacement.
-    FilterAnd(Document, Bson),
-    Pipeline(Vec<Document>),
-    Nothing,
-    Command(Document),
-    Bulk(Vec<BuiltModel>),
-    /// A find with its limit drawn for this operation.
-    Page(Document, i64),
-    /// A find with its `projection` and `let` (the keys present) made for this operation.
-    Shaped(Document, Document),
-    /// A remove's filter and the `_id` its search starts at (None: from the start).
-    From(Document, Option<i64>),
+pub(crate) enum Built {
+    Insert {
+        of: Arc<Insert>,
+        docs: Vec<RawDocumentBuf>,
+    },
+    Find {
+        of: Arc<Find>,
+        filter: Document,
+        /// `shaped`'s document, when the find has one.
+        shape: Option<Document>,
+        /// The limit drawn (`page`), when the find has one.
+        limit: Option<i64>,
+    },
+    Aggregate {
+        of: Arc<Aggregate>,
+        stages: Vec<Document>,
+    },
+    Count {
+        of: Arc<Count>,
+        filter: Document,
+    },
+    EstimatedCount,
+    Distinct {
+        of: Arc<Distinct>,
+        filter: Document,
+    },
+    Update {
+        of: Arc<Update>,
+        filter: Document,
+        /// A document of operators, or a pipeline (an array).
+        update: Bson,
+    },
+    Replace {
+        of: Arc<Replace>,
+        filter: Document,
+        replacement: Bson,
+    },
+    Delete {
+        of: Arc<Delete>,
+        filter: Document,
+    },
+    /// The built-in remove: its filter, and the `_id` its search starts at (None: from the
+    /// start).
+    Remove {
+        filter: Document,
+        from: Option<i64>,
+    },
+    FindAndModify {
+        of: Arc<FindAndModify>,
+        filter: Document,
+        /// The update or replacement (None: a delete).
+        change: Option<Bson>,
+    },
+    Bulk {
+        ordered: bool,
+        models: Vec<BuiltModel>,
+    },
+    Run(Document),
+    Nop,
     /// Nothing to send: the operation needs an existing document and the collection has none
     /// yet.
     Skip,
 }
 
+/// One generated write model of a `bulkWrite`, with its model's options.
 #[derive(Debug, Clone)]
 pub(crate) enum BuiltModel {
     InsertOne(RawDocumentBuf),
@@ -475,10 +367,12 @@ pub(crate) enum BuiltModel {
         many: bool,
         filter: Document,
         update: Bson,
+        args: WriteArgs,
     },
     ReplaceOne {
         filter: Document,
         replacement: Document,
+        args: WriteArgs,
     },
     Delete {
         many: bool,
@@ -490,7 +384,7 @@ pub(crate) enum BuiltModel {
 #[derive(Debug, Clone)]
 pub struct TemplateRequest {
     pub op: Arc<TemplateOp>,
-    pub(crate) body: Body,
+    pub(crate) built: Built,
     /// `_id`s it inserts from the collection's key space, acknowledged when it ends.
     pub(crate) issued: Vec<i64>,
     /// The virtual user (0-based) whose operation it is, and its group plan's index
@@ -498,16 +392,49 @@ pub struct TemplateRequest {
     pub(crate) user: u32,
     pub(crate) group: usize,
     /// Where a remove puts the `_id` it found before the delete goes out (the write audit's).
-    pub(crate) removed: Option<super::request::RemovedId>,
+    pub(crate) removed: Option<RemovedId>,
 }
 
-/// What an insert's documents come from: the collection's key space (an `_id` for each
+/// The `_id` a remove found and is about to delete, set by the backend, read by the audit
+/// however the operation ends (even abandoned at its timeout).
+pub(crate) type RemovedId = Arc<std::sync::OnceLock<Bson>>;
+
+/// What an operation's documents come from: the collection's key space (an `_id` for each
 /// document that does not set its own, so `^Key` and the other groups find it) and its
-/// document template.
+/// document template (an insert's documents, a built-in kind's filter and change).
 pub(crate) trait Documents {
     fn issue(&mut self) -> i64;
     /// The collection's document with `_id` `id`, in BSON's bytes.
     fn fill(&mut self, id: i64, cx: &mut Cx<'_>) -> RawDocumentBuf;
+    /// A filter on these top-level fields of the collection's document, each choice drawn by
+    /// the group's key distribution (`cx.lookup`'s); empty without one.
+    fn filter(&mut self, only: &[usize], cx: &mut Cx<'_>) -> Document;
+    /// Fresh values of these top-level fields of the collection's document.
+    fn fresh(&mut self, only: &[usize], cx: &mut Cx<'_>) -> Document;
+}
+
+/// An operation's documents from a collection's key space and document template.
+pub(crate) struct CollectionDocs<'a> {
+    pub(crate) keys: &'a KeySpace,
+    pub(crate) document: &'a DocGen,
+}
+
+impl Documents for CollectionDocs<'_> {
+    fn issue(&mut self) -> i64 {
+        self.keys.issue()
+    }
+    fn fill(&mut self, id: i64, cx: &mut Cx<'_>) -> RawDocumentBuf {
+        self.document.raw_doc(id, cx)
+    }
+    fn filter(&mut self, only: &[usize], cx: &mut Cx<'_>) -> Document {
+        match cx.lookup.chooser() {
+            Some(pick) => self.document.generate_filter(only, pick, &mut cx.rng),
+            None => Document::new(),
+        }
+    }
+    fn fresh(&mut self, only: &[usize], cx: &mut Cx<'_>) -> Document {
+        self.document.generate_fields(only, &mut cx.rng)
+    }
 }
 
 /// A generated pipeline's stages (its documents; anything else was refused when it was read).

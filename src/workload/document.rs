@@ -13,6 +13,7 @@ use mongodb::bson::{Bson, Document, RawBson, RawDocumentBuf};
 use rand::Rng;
 
 use super::distribution::Chooser;
+pub use super::template::GenError;
 
 /// Most fields one document level may have when one of them is `paired_with` another.
 const MAX_PAIRED_LEVEL: usize = 64;
@@ -41,14 +42,6 @@ pub struct DocGen {
     /// By field: a literal's value or a choice's values already in BSON's bytes, so a raw
     /// document (`fill_raw`) copies them instead of encoding them again.
     raw: Vec<Vec<RawBson>>,
-}
-
-/// A generator problem: the key path (from `document`) and what is wrong.
-#[derive(Debug)]
-pub struct GenError {
-    pub(crate) key: String,
-    pub(crate) problem: String,
-    pub(crate) expected: String,
 }
 
 impl DocGen {
@@ -294,7 +287,7 @@ impl DocGen {
             rng,
             lookup: &mut lookup,
             now_ms: if self.has_templates() {
-                super::lookup::now_ms()
+                super::template::now_ms()
             } else {
                 0
             },

@@ -27,9 +27,6 @@ impl Lookup for GroupLookup<'_> {
     fn chooser(&mut self) -> Option<&mut Chooser> {
         Some(self.pick)
     }
-    fn document(&mut self) -> Option<(&DocGen, &mut Chooser)> {
-        Some((self.document, self.pick))
-    }
     fn has_key(&self) -> bool {
         !self.keys.is_empty()
     }
@@ -56,9 +53,4 @@ impl Lookup for OtherCollection<'_, '_> {
     }
 }
 
-/// Milliseconds since the Unix epoch now (`^Now`'s and relative dates' time).
-pub(crate) fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
+pub(crate) use super::template::now_ms;

@@ -1,17 +1,7 @@
-//! What each group's operation is made of: its change (which fields are set), and the operation
-//! itself (one template, or steps). Its names are the vocabulary's (`vocab::op`).
+//! What each group's operation is made of: one template, or steps. Its names are the vocabulary's (`vocab::op`).
 
 pub use crate::vocab::op::OpKind;
 pub(crate) use crate::vocab::op::OpName;
-
-/// What a built-in update changes: document fields `$set` to new generated values (indexes into
-/// the document's top level), and fields `$inc` by 1 (a counter of updates per document, e.g.
-/// `inc = ["updates"]`).
-#[derive(Debug, Clone, PartialEq, Default)]
-pub(crate) struct Change {
-    pub(crate) set: Vec<usize>,
-    pub(crate) inc: Vec<String>,
-}
 
 /// A group's operation: one of the profile's own operations (a built-in kind is read as one,
 /// `plan::build::operations`), or several of them in order as one.

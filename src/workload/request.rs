@@ -3,9 +3,6 @@
 
 use mongodb::bson::Document;
 
-use super::document::DocGen;
-use super::keys::KeySpace;
-
 /// One operation's request, built before its clock starts so generation is never timed.
 #[derive(Debug, Clone)]
 pub enum Request {
@@ -15,24 +12,7 @@ pub enum Request {
     Steps(super::command::StepsRequest),
 }
 
-/// The `_id` a remove found and is about to delete, set by the backend, read by the audit
-/// however the operation ends (even abandoned at its timeout).
-pub(crate) type RemovedId = std::sync::Arc<std::sync::OnceLock<mongodb::bson::Bson>>;
-
-/// An insert's documents from a collection's key space and document template.
-pub(crate) struct CollectionDocs<'a> {
-    pub(crate) keys: &'a KeySpace,
-    pub(crate) document: &'a DocGen,
-}
-
-impl super::command::Documents for CollectionDocs<'_> {
-    fn issue(&mut self) -> i64 {
-        self.keys.issue()
-    }
-    fn fill(&mut self, id: i64, cx: &mut super::template::Cx<'_>) -> mongodb::bson::RawDocumentBuf {
-        self.document.raw_doc(id, cx)
-    }
-}
+pub(crate) use super::command::{CollectionDocs, RemovedId};
 
 /// A remove's filter restricted to `_id`s from `from` on: where its search starts.
 pub fn from_id(filter: &Document, from: i64) -> Document {

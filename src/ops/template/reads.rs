@@ -5,14 +5,23 @@ use super::*;
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn find(
     on: &On<'_>,
-    args: &FindArgs,
-    count_first: bool,
+    of: &Find,
     filter: Document,
-    page: Option<i64>,
+    shape: Option<&Document>,
+    limit: Option<i64>,
     out: &mut Outcome,
     result: &mut Keep<'_>,
     session: &mut Session<'_>,
 ) -> Result {
+    let count_first = of.count_first;
+    let made;
+    let args = match shape {
+        Some(shape) => {
+            made = of.args.made(Some(shape), None);
+            &made
+        }
+        None => &of.args,
+    };
     // The filter goes out twice when the find counts first.
     out.sent = on.size(&filter) * (1 + u32::from(count_first));
     if count_first {
@@ -23,7 +32,7 @@ pub(super) async fn find(
         .let_vars(args.let_vars.clone())
         .sort(args.sort.clone())
         .skip(args.skip)
-        .limit(page.or(args.limit))
+        .limit(limit.or(args.limit))
         .batch_size(args.batch_size)
         .hint(hint(&args.hint))
         .collation(collation(&args.collation))
@@ -39,37 +48,27 @@ pub(super) async fn find(
 
 pub(super) async fn aggregate(
     on: &On<'_>,
-    command: &Command,
+    of: &Aggregate,
     stages: Vec<Document>,
     out: &mut Outcome,
     result: &mut Keep<'_>,
     session: &mut Session<'_>,
 ) -> Result {
-    let Command::Aggregate {
-        allow_disk_use,
-        batch_size,
-        hint: h,
-        max_time_ms,
-        ..
-    } = command
-    else {
-        return Ok(());
-    };
     if on.measure {
         out.sent = stages.iter().map(bytes).sum();
     }
     let mut agg = on.coll.aggregate(stages).with_type::<RawDocumentBuf>();
-    if let Some(a) = allow_disk_use {
-        agg = agg.allow_disk_use(*a);
+    if let Some(a) = of.allow_disk_use {
+        agg = agg.allow_disk_use(a);
     }
-    if let Some(b) = batch_size {
-        agg = agg.batch_size(*b);
+    if let Some(b) = of.batch_size {
+        agg = agg.batch_size(b);
     }
-    if let Some(h) = hint(h) {
+    if let Some(h) = hint(&of.hint) {
         agg = agg.hint(h);
     }
-    if let Some(ms) = max_time_ms {
-        agg = agg.max_time(std::time::Duration::from_millis(*ms));
+    if let Some(ms) = of.max_time_ms {
+        agg = agg.max_time(std::time::Duration::from_millis(ms));
     }
     let cursor = match session.as_deref_mut() {
         Some(s) => Cursor::In(agg.session(s).await?),
@@ -78,48 +77,47 @@ pub(super) async fn aggregate(
     drain(cursor, session, on.measure, out, result).await
 }
 
-/// countDocuments, estimatedDocumentCount and distinct: answers that are not documents.
+/// countDocuments: a number, not documents.
 pub(super) async fn count(
     on: &On<'_>,
-    command: &Command,
-    body: Body,
+    of: &Count,
+    filter: Document,
     out: &mut Outcome,
     session: &mut Session<'_>,
 ) -> Result {
-    match (command, body) {
-        (
-            Command::Count {
-                skip,
-                limit,
-                hint: h,
-                ..
-            },
-            Body::Filter(filter),
-        ) => {
-            out.sent = on.size(&filter);
-            let mut count = on.coll.count_documents(filter);
-            if let Some(s) = skip {
-                count = count.skip(*s);
-            }
-            if let Some(l) = limit {
-                count = count.limit(*l);
-            }
-            if let Some(h) = hint(h) {
-                count = count.hint(h);
-            }
-            out.matched = send!(session, count)? > 0;
-        }
-        (Command::EstimatedCount, _) => {
-            // Metadata, not a read of documents: it takes no session (nor a transaction).
-            out.matched = on.coll.estimated_document_count().await? > 0;
-        }
-        (Command::Distinct { key, .. }, Body::Filter(filter)) => {
-            out.sent = on.size(&filter);
-            let values = send!(session, on.coll.distinct(key, filter))?;
-            out.returned = n_docs(values.len());
-            out.matched = !values.is_empty();
-        }
-        _ => {}
+    out.sent = on.size(&filter);
+    let mut count = on.coll.count_documents(filter);
+    if let Some(s) = of.skip {
+        count = count.skip(s);
     }
+    if let Some(l) = of.limit {
+        count = count.limit(l);
+    }
+    if let Some(h) = hint(&of.hint) {
+        count = count.hint(h);
+    }
+    out.matched = send!(session, count)? > 0;
+    Ok(())
+}
+
+/// estimatedDocumentCount: metadata, not a read of documents, so it takes no session (nor a
+/// transaction).
+pub(super) async fn estimated_count(on: &On<'_>, out: &mut Outcome) -> Result {
+    out.matched = on.coll.estimated_document_count().await? > 0;
+    Ok(())
+}
+
+/// distinct: the values of one field.
+pub(super) async fn distinct(
+    on: &On<'_>,
+    of: &Distinct,
+    filter: Document,
+    out: &mut Outcome,
+    session: &mut Session<'_>,
+) -> Result {
+    out.sent = on.size(&filter);
+    let values = send!(session, on.coll.distinct(&of.key, filter))?;
+    out.returned = n_docs(values.len());
+    out.matched = !values.is_empty();
     Ok(())
 }

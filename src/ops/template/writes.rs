@@ -5,8 +5,7 @@ use super::*;
 
 pub(super) async fn insert(
     on: &On<'_>,
-    batch: u32,
-    ordered: bool,
+    of: &Insert,
     docs: Vec<RawDocumentBuf>,
     out: &mut Outcome,
     result: &mut Keep<'_>,
@@ -33,7 +32,8 @@ pub(super) async fn insert(
             },
         );
     }
-    if batch == 1 && docs.len() == 1 {
+    let ordered = of.ordered;
+    if of.batch == 1 && docs.len() == 1 {
         let doc = docs.into_iter().next().unwrap_or_default();
         send!(session, on.coll.insert_one(doc))?;
         out.inserted = 1;
@@ -251,23 +251,19 @@ pub(super) async fn remove(
     Ok(())
 }
 
-#[allow(clippy::too_many_arguments)]
 pub(super) async fn find_and_modify(
     on: &On<'_>,
-    changes: bool,
-    replace: bool,
-    args: &FindAndModifyArgs,
-    body: Body,
+    of: &FindAndModify,
+    filter: Document,
+    second: Option<Bson>,
     out: &mut Outcome,
     result: &mut Keep<'_>,
     session: &mut Session<'_>,
 ) -> Result {
     let coll = on.coll;
-    let (filter, second) = match body {
-        Body::Filter(f) => (f, None),
-        Body::FilterAnd(f, s) => (f, Some(s)),
-        _ => return Ok(()),
-    };
+    let args = &of.args;
+    let changes = second.is_some();
+    let replace = matches!(of.change, FindAndChange::Replace(_));
     out.sent = on.size(&filter) + second.as_ref().filter(|_| on.measure).map_or(0, bson_bytes);
     let after = if args.return_after {
         ReturnDocument::After
@@ -352,14 +348,13 @@ pub(super) async fn find_and_modify(
 pub(super) async fn bulk(
     on: &On<'_>,
     ordered: bool,
-    models: &[BulkModel],
     built: Vec<BuiltModel>,
     out: &mut Outcome,
     session: &mut Session<'_>,
 ) -> Result {
     let ns = on.coll.namespace();
     let mut write = Vec::with_capacity(built.len());
-    for (m, b) in models.iter().zip(built) {
+    for b in built {
         if on.measure {
             out.sent += match &b {
                 BuiltModel::InsertOne(d) => len(d.as_bytes()),
@@ -367,11 +362,12 @@ pub(super) async fn bulk(
                 BuiltModel::ReplaceOne {
                     filter,
                     replacement,
+                    ..
                 } => bytes(filter) + bytes(replacement),
                 BuiltModel::Delete { filter, .. } => bytes(filter),
             };
         }
-        write.push(write_model(&ns, m, b));
+        write.push(write_model(&ns, b));
     }
     let mut bulk = on.client.bulk_write(write).ordered(ordered);
     if let Some(wc) = on.write_concern {
@@ -389,20 +385,16 @@ pub(super) async fn bulk(
 }
 
 /// One generated write model of a `bulkWrite`, with its model's options.
-pub(super) fn write_model(ns: &mongodb::Namespace, m: &BulkModel, b: BuiltModel) -> WriteModel {
+pub(super) fn write_model(ns: &mongodb::Namespace, b: BuiltModel) -> WriteModel {
     use mongodb::options::{
         DeleteManyModel, DeleteOneModel, InsertOneModel, ReplaceOneModel, UpdateManyModel,
         UpdateOneModel,
     };
-    let args = match m {
-        BulkModel::Update { args, .. } | BulkModel::ReplaceOne { args, .. } => Some(args),
-        _ => None,
+    let array_filters = |a: &WriteArgs| {
+        a.array_filters
+            .clone()
+            .map(|f| f.into_iter().map(Bson::Document).collect::<Vec<_>>())
     };
-    let upsert = args.and_then(|a| a.upsert);
-    let array_filters = args
-        .and_then(|a| a.array_filters.clone())
-        .map(|f| f.into_iter().map(Bson::Document).collect::<Vec<_>>());
-    let h = args.and_then(|a| a.hint.clone());
     match b {
         BuiltModel::InsertOne(d) => WriteModel::InsertOne(
             InsertOneModel::builder()
@@ -414,40 +406,43 @@ pub(super) fn write_model(ns: &mongodb::Namespace, m: &BulkModel, b: BuiltModel)
             many: false,
             filter,
             update,
+            args,
         } => WriteModel::UpdateOne(
             UpdateOneModel::builder()
                 .namespace(ns.clone())
                 .filter(filter)
                 .update(update_of(update))
-                .upsert(upsert)
-                .array_filters(array_filters)
-                .hint(h)
+                .upsert(args.upsert)
+                .array_filters(array_filters(&args))
+                .hint(args.hint)
                 .build(),
         ),
         BuiltModel::Update {
             many: true,
             filter,
             update,
+            args,
         } => WriteModel::UpdateMany(
             UpdateManyModel::builder()
                 .namespace(ns.clone())
                 .filter(filter)
                 .update(update_of(update))
-                .upsert(upsert)
-                .array_filters(array_filters)
-                .hint(h)
+                .upsert(args.upsert)
+                .array_filters(array_filters(&args))
+                .hint(args.hint)
                 .build(),
         ),
         BuiltModel::ReplaceOne {
             filter,
             replacement,
+            args,
         } => WriteModel::ReplaceOne(
             ReplaceOneModel::builder()
                 .namespace(ns.clone())
                 .filter(filter)
                 .replacement(replacement)
-                .upsert(upsert)
-                .hint(h)
+                .upsert(args.upsert)
+                .hint(args.hint)
                 .build(),
         ),
         BuiltModel::Delete {

@@ -15,8 +15,10 @@ use crate::plan::limits;
 use crate::plan::profile::{expected_for, UpdateTarget};
 use crate::plan::CollectionPlan;
 use crate::plan::{DEFAULT_FIND_LIMIT, DEFAULT_SCAN_LIMIT};
-use crate::workload::command::{Command, Desugared, FindArgs, TemplateOp, Verb, WriteArgs};
-use crate::workload::op::Change;
+use crate::workload::command::{
+    Change, Command, Delete, Desugared, Filter, Find, FindArgs, Insert, TemplateOp, Update,
+    UpdateBy, Verb, WriteArgs,
+};
 use crate::workload::{DocGen, Gen, OpKind, OpSpec, Template};
 
 /// The document template a built-in kind draws from, where the profile writes it and how a
@@ -306,102 +308,35 @@ impl GroupAt<'_> {
 
     /// A kind as the verb that does what it does: the verb, its command, whether it needs an
     /// existing document (sent only once there is one) and the counters it increments.
-    #[expect(clippy::too_many_lines, reason = "127 lines: to split (issue 50)")]
     fn op(&self, kind: OpKind, doc: &Doc<'_>) -> Result<Builtin, ProfileError> {
-        let document = doc.gen;
         let g = self.g;
-        let update = |filter, change: Change, many: bool, read_first| {
-            let inc = change.inc.clone();
-            let verb = if many {
-                Verb::UpdateMany
-            } else {
-                Verb::UpdateOne
-            };
-            let command = Command::Update {
-                filter,
-                update: Template::change(change),
-                args: WriteArgs::default(),
-                read_first,
-            };
-            (verb, command, inc)
-        };
-        let find = |filter, args, count_first, page| Command::Find {
-            filter,
-            args: Box::new(args),
-            count_first,
-            page,
-            shaped: None,
-        };
+        let by_key = || Filter::Template(Template::by_key(false));
         Ok(match kind {
             OpKind::Insert => {
-                if document.fields.is_empty() {
+                if doc.gen.fields.is_empty() {
                     return Err(self.loaded.error_at(
                         &doc.at,
                         format!("insert needs a {} to generate", doc.called),
                         expected_for("document"),
                     ));
                 }
-                let command = Command::Insert {
+                let command = Command::Insert(Arc::new(Insert {
                     batch: 1,
                     ordered: true,
                     document: None,
-                };
+                }));
                 (Verb::InsertOne, command, false, Vec::new())
             }
-            OpKind::Find => {
-                let limit = g.limit.unwrap_or(DEFAULT_FIND_LIMIT);
-                if limit < limits::MIN_FIND_LIMIT {
-                    return Err(self.err(
-                        "limit",
-                        "limit = 0 means no limit to MongoDB; give a real bound".into(),
-                    ));
-                }
-                let filter = Template::fields(self.fields(doc, "filter", &g.filter, true)?);
-                let args = FindArgs {
-                    limit: Some(i64::from(limit)),
-                    ..FindArgs::default()
-                };
-                let count = g.count.unwrap_or(false);
-                (
-                    Verb::Find,
-                    find(filter, args, count, None),
-                    false,
-                    Vec::new(),
-                )
-            }
-            OpKind::Update => {
-                let change = self.change(doc)?;
-                match g.target.unwrap_or(UpdateTarget::Random) {
-                    UpdateTarget::Random => {
-                        self.misplaced(
-                            "filter",
-                            g.filter.is_some(),
-                            "update with target = \"filter\"",
-                        )?;
-                        self.misplaced(
-                            "many",
-                            g.many.is_some(),
-                            "update with target = \"filter\"",
-                        )?;
-                        let (verb, command, inc) =
-                            update(Template::by_key(false), change, false, false);
-                        (verb, command, true, inc)
-                    }
-                    UpdateTarget::Filter => {
-                        let filter = Template::fields(self.fields(doc, "filter", &g.filter, true)?);
-                        let many = g.many.unwrap_or(false);
-                        let (verb, command, inc) = update(filter, change, many, false);
-                        (verb, command, false, inc)
-                    }
-                }
-            }
+            OpKind::Find => (Verb::Find, self.find(doc)?, false, Vec::new()),
+            OpKind::Update => self.update(doc)?,
             OpKind::Remove => {
-                let command = Command::Delete {
-                    filter: Template::fields(self.fields(doc, "filter", &g.filter, true)?),
+                let command = Command::Delete(Arc::new(Delete {
+                    filter: Filter::Fields(self.fields(doc, "filter", &g.filter, true)?),
                     hint: None,
                     collation: None,
-                    from: Some(Template::key()),
-                };
+                    many: false,
+                    from_key: true,
+                }));
                 (Verb::DeleteOne, command, false, Vec::new())
             }
             OpKind::Get => {
@@ -410,12 +345,15 @@ impl GroupAt<'_> {
                     limit: Some(-1),
                     ..FindArgs::default()
                 };
-                let command = find(Template::by_key(false), args, false, None);
-                (Verb::FindOne, command, true, Vec::new())
+                (
+                    Verb::FindOne,
+                    find(by_key(), args, false, None),
+                    true,
+                    Vec::new(),
+                )
             }
             OpKind::Rmw => {
-                let (verb, command, inc) =
-                    update(Template::by_key(false), self.change(doc)?, false, true);
+                let (verb, command, inc) = update(by_key(), self.change(doc)?, false, true);
                 (verb, command, true, inc)
             }
             OpKind::Scan => {
@@ -427,16 +365,92 @@ impl GroupAt<'_> {
                     sort: Some(mongodb::bson::doc! { "_id": 1 }),
                     ..FindArgs::default()
                 };
-                let command = find(
-                    Template::by_key(true),
-                    args,
-                    false,
-                    Some(Template::up_to(max)),
-                );
-                (Verb::Find, command, true, Vec::new())
+                let from = Filter::Template(Template::by_key(true));
+                (
+                    Verb::Find,
+                    find(from, args, false, Some(max)),
+                    true,
+                    Vec::new(),
+                )
             }
         })
     }
+
+    /// The built-in find: a filter on the document's fields, its limit, and `count`.
+    fn find(&self, doc: &Doc<'_>) -> Result<Command, ProfileError> {
+        let g = self.g;
+        let limit = g.limit.unwrap_or(DEFAULT_FIND_LIMIT);
+        if limit < limits::MIN_FIND_LIMIT {
+            return Err(self.err(
+                "limit",
+                "limit = 0 means no limit to MongoDB; give a real bound".into(),
+            ));
+        }
+        let filter = Filter::Fields(self.fields(doc, "filter", &g.filter, true)?);
+        let args = FindArgs {
+            limit: Some(i64::from(limit)),
+            ..FindArgs::default()
+        };
+        Ok(find(filter, args, g.count.unwrap_or(false), None))
+    }
+
+    /// The built-in update: of a drawn `_id`, or (`target = "filter"`) of the documents a
+    /// filter on the document's fields matches.
+    fn update(&self, doc: &Doc<'_>) -> Result<Builtin, ProfileError> {
+        let g = self.g;
+        let change = self.change(doc)?;
+        Ok(match g.target.unwrap_or(UpdateTarget::Random) {
+            UpdateTarget::Random => {
+                let why = "update with target = \"filter\"";
+                self.misplaced("filter", g.filter.is_some(), why)?;
+                self.misplaced("many", g.many.is_some(), why)?;
+                let filter = Filter::Template(Template::by_key(false));
+                let (verb, command, inc) = update(filter, change, false, false);
+                (verb, command, true, inc)
+            }
+            UpdateTarget::Filter => {
+                let filter = Filter::Fields(self.fields(doc, "filter", &g.filter, true)?);
+                let many = g.many.unwrap_or(false);
+                let (verb, command, inc) = update(filter, change, many, false);
+                (verb, command, false, inc)
+            }
+        })
+    }
+}
+
+/// A built-in update's verb, command and counters.
+fn update(
+    filter: Filter,
+    change: Change,
+    many: bool,
+    read_first: bool,
+) -> (Verb, Command, Vec<String>) {
+    let inc = change.inc.clone();
+    let verb = if many {
+        Verb::UpdateMany
+    } else {
+        Verb::UpdateOne
+    };
+    let command = Command::Update(Arc::new(Update {
+        filter,
+        update: UpdateBy::Builtin(change),
+        args: WriteArgs::default(),
+        many,
+        read_first,
+    }));
+    (verb, command, inc)
+}
+
+/// A built-in find: its filter and limit, whether it counts first, and the most documents a
+/// scan draws to read.
+fn find(filter: Filter, args: FindArgs, count_first: bool, page: Option<u32>) -> Command {
+    Command::Find(Arc::new(Find {
+        filter,
+        args,
+        count_first,
+        page,
+        shaped: None,
+    }))
 }
 
 /// A built-in kind read as a verb: the verb, its command, whether it needs an existing

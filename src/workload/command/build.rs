@@ -1,6 +1,8 @@
 //! An operation of one template built from its verb and arguments, and what it says of itself
 //! (whether it deletes, updates or inserts by key; its templates).
 
+use rand::Rng;
+
 use super::*;
 
 impl TemplateOp {
@@ -20,8 +22,8 @@ impl TemplateOp {
         })
     }
 
-    /// Generates one request.
-    #[expect(clippy::too_many_lines, reason = "124 lines: to split (issue 50)")]
+    /// Generates one request: the family's own values, drawn in the order the templates are
+    /// written.
     pub(crate) fn build(
         self: &Arc<Self>,
         cx: &mut Cx<'_>,
@@ -31,128 +33,12 @@ impl TemplateOp {
         // A built-in kind on an existing document sends nothing while there is none (its
         // values are still drawn, so the random stream is the same either way).
         let skip = self.desugared.as_ref().is_some_and(|d| d.needs_key) && !cx.lookup.has_key();
-        let mut doc = |t: &Option<Template>, cx: &mut Cx<'_>, issued: &mut Vec<i64>| {
-            let d = match t {
-                Some(t) => {
-                    let own = t.generate_doc(cx).unwrap_or_default();
-                    if own.contains_key("_id") {
-                        own
-                    } else {
-                        let id = docs.issue();
-                        issued.push(id);
-                        let mut d = Document::new();
-                        d.insert("_id", id);
-                        d.extend(own);
-                        d
-                    }
-                }
-                None => {
-                    // The collection's document, built in its bytes.
-                    let id = docs.issue();
-                    issued.push(id);
-                    return docs.fill(id, cx);
-                }
-            };
-            // Field names were checked when the profile was read; a generated value cannot
-            // make a document the encoder refuses.
-            RawDocumentBuf::from_document(&d).unwrap_or_default()
-        };
-        let filter = |t: &Template, cx: &mut Cx<'_>| t.generate_doc(cx).unwrap_or_default();
-        let body = match &self.command {
-            Command::Insert {
-                batch, document, ..
-            } => Body::Docs(
-                (0..*batch)
-                    .map(|_| doc(document, cx, &mut issued))
-                    .collect(),
-            ),
-            Command::Find {
-                filter: f,
-                page: Some(page),
-                ..
-            } => {
-                let f = filter(f, cx);
-                Body::Page(f, page.generate(cx).as_i64().unwrap_or(1))
-            }
-            Command::Find {
-                filter: f,
-                shaped: Some(shaped),
-                ..
-            } => {
-                let f = filter(f, cx);
-                Body::Shaped(f, shaped.generate_doc(cx).unwrap_or_default())
-            }
-            Command::Delete {
-                filter: f,
-                from: Some(from),
-                ..
-            } => {
-                let f = filter(f, cx);
-                Body::From(f, from.generate(cx).as_i64())
-            }
-            Command::Find { filter: f, .. }
-            | Command::Count { filter: f, .. }
-            | Command::Distinct { filter: f, .. }
-            | Command::Delete { filter: f, .. }
-            | Command::FindAndModify {
-                filter: f,
-                change: None,
-                ..
-            } => Body::Filter(filter(f, cx)),
-            Command::Update {
-                filter: f, update, ..
-            }
-            | Command::FindAndModify {
-                filter: f,
-                change: Some(update),
-                ..
-            } => Body::FilterAnd(filter(f, cx), update.generate(cx)),
-            Command::Replace {
-                filter: f,
-                replacement,
-                ..
-            } => Body::FilterAnd(filter(f, cx), replacement.generate(cx)),
-            Command::Aggregate { pipeline, .. } => Body::Pipeline(stages(pipeline.generate(cx))),
-            Command::EstimatedCount | Command::Nop => Body::Nothing,
-            Command::RunCommand { document } => {
-                Body::Command(document.generate_doc(cx).unwrap_or_default())
-            }
-            Command::Bulk { models, .. } => Body::Bulk(
-                models
-                    .iter()
-                    .map(|m| match m {
-                        BulkModel::InsertOne(d) => BuiltModel::InsertOne(doc(d, cx, &mut issued)),
-                        BulkModel::Update {
-                            many,
-                            filter: f,
-                            update,
-                            ..
-                        } => BuiltModel::Update {
-                            many: *many,
-                            filter: filter(f, cx),
-                            update: update.generate(cx),
-                        },
-                        BulkModel::ReplaceOne {
-                            filter: f,
-                            replacement,
-                            ..
-                        } => BuiltModel::ReplaceOne {
-                            filter: filter(f, cx),
-                            replacement: replacement.generate_doc(cx).unwrap_or_default(),
-                        },
-                        BulkModel::Delete { many, filter: f } => BuiltModel::Delete {
-                            many: *many,
-                            filter: filter(f, cx),
-                        },
-                    })
-                    .collect(),
-            ),
-        };
+        let built = self.command.build(cx, docs, &mut issued);
         TemplateRequest {
             user: cx.user,
             group: 0,
             op: Arc::clone(self),
-            body: if skip { Body::Skip } else { body },
+            built: if skip { Built::Skip } else { built },
             issued,
             removed: None,
         }
@@ -181,7 +67,7 @@ impl TemplateOp {
     /// A bulkWrite's models (none for any other command).
     pub(super) fn models(&self) -> impl Iterator<Item = &BulkModel> {
         match &self.command {
-            Command::Bulk { models, .. } => models.iter(),
+            Command::Bulk(b) => b.models.iter(),
             _ => [].iter(),
         }
     }
@@ -190,10 +76,11 @@ impl TemplateOp {
     /// something to draw)?
     pub(crate) fn inserts_keyed(&self) -> bool {
         match &self.command {
-            Command::Insert { .. } => true,
-            Command::Bulk { models, .. } => {
-                models.iter().any(|m| matches!(m, BulkModel::InsertOne(_)))
-            }
+            Command::Insert(_) => true,
+            Command::Bulk(b) => b
+                .models
+                .iter()
+                .any(|m| matches!(m, BulkModel::InsertOne(_))),
             _ => false,
         }
     }
@@ -201,30 +88,35 @@ impl TemplateOp {
     /// Its templates, to check what they draw (`uses_key`, `field_paths`).
     pub(crate) fn templates(&self) -> Vec<&Template> {
         let mut out: Vec<&Template> = Vec::new();
+        let filter = Filter::template;
         match &self.command {
-            Command::Insert { document, .. } => out.extend(document.as_ref()),
-            Command::Find { filter, shaped, .. } => {
-                out.push(filter);
-                out.extend(shaped.as_deref());
+            Command::Insert(i) => out.extend(i.document.as_ref()),
+            Command::Find(f) => {
+                out.extend(filter(&f.filter));
+                out.extend(f.shaped.as_ref());
             }
-            Command::Count { filter, .. }
-            | Command::Distinct { filter, .. }
-            | Command::Delete { filter, .. } => out.push(filter),
-            Command::Update { filter, update, .. } => out.extend([filter, update]),
-            Command::Replace {
-                filter,
-                replacement,
-                ..
-            } => out.extend([filter, replacement]),
-            Command::FindAndModify { filter, change, .. } => {
-                out.push(filter);
-                out.extend(change.as_ref());
+            Command::Count(c) => out.push(&c.filter),
+            Command::Distinct(d) => out.push(&d.filter),
+            Command::Delete(d) => out.extend(filter(&d.filter)),
+            Command::Update(u) => {
+                out.extend(filter(&u.filter));
+                if let UpdateBy::Template(t) = &u.update {
+                    out.push(t);
+                }
             }
-            Command::Aggregate { pipeline, .. } => out.push(pipeline),
+            Command::Replace(r) => out.extend([&r.filter, &r.replacement]),
+            Command::FindAndModify(f) => {
+                out.push(&f.filter);
+                match &f.change {
+                    FindAndChange::Update(t) | FindAndChange::Replace(t) => out.push(t),
+                    FindAndChange::Delete => {}
+                }
+            }
+            Command::Aggregate(a) => out.push(&a.pipeline),
             Command::EstimatedCount | Command::Nop => {}
-            Command::RunCommand { document } => out.push(document),
-            Command::Bulk { models, .. } => {
-                for m in models {
+            Command::Run(document) => out.push(document),
+            Command::Bulk(b) => {
+                for m in &b.models {
                     match m {
                         BulkModel::InsertOne(d) => out.extend(d.as_ref()),
                         BulkModel::Update { filter, update, .. } => out.extend([filter, update]),
@@ -240,4 +132,193 @@ impl TemplateOp {
         }
         out
     }
+}
+
+impl Command {
+    /// This operation's values: each template generated, each built-in kind's filter and
+    /// change drawn from the collection's document; the `_id`s it takes from the key space go
+    /// into `issued`.
+    fn build(&self, cx: &mut Cx<'_>, docs: &mut dyn Documents, issued: &mut Vec<i64>) -> Built {
+        let filter = |t: &Template, cx: &mut Cx<'_>| t.generate_doc(cx).unwrap_or_default();
+        match self {
+            Command::Insert(i) => Built::Insert {
+                docs: (0..i.batch)
+                    .map(|_| insert_doc(i.document.as_ref(), cx, docs, issued))
+                    .collect(),
+                of: Arc::clone(i),
+            },
+            Command::Find(f) => {
+                let filter = f.filter.generate(cx, docs);
+                let shape = f.shaped.as_ref().map(|s| filter_doc(s, cx));
+                let limit = f
+                    .page
+                    .map(|max| i64::from(cx.rng.random_range(1..=max.max(1))));
+                Built::Find {
+                    of: Arc::clone(f),
+                    filter,
+                    shape,
+                    limit,
+                }
+            }
+            Command::Aggregate(a) => Built::Aggregate {
+                of: Arc::clone(a),
+                stages: stages(a.pipeline.generate(cx)),
+            },
+            Command::Count(c) => Built::Count {
+                of: Arc::clone(c),
+                filter: filter(&c.filter, cx),
+            },
+            Command::EstimatedCount => Built::EstimatedCount,
+            Command::Distinct(d) => Built::Distinct {
+                of: Arc::clone(d),
+                filter: filter(&d.filter, cx),
+            },
+            Command::Update(u) => Built::Update {
+                of: Arc::clone(u),
+                filter: u.filter.generate(cx, docs),
+                update: u.update.generate(cx, docs),
+            },
+            Command::Replace(r) => Built::Replace {
+                of: Arc::clone(r),
+                filter: filter(&r.filter, cx),
+                replacement: r.replacement.generate(cx),
+            },
+            Command::Delete(d) if d.from_key => {
+                let filter = d.filter.generate(cx, docs);
+                let from = cx.lookup.key(cx.rng).and_then(|k| k.as_i64());
+                Built::Remove { filter, from }
+            }
+            Command::Delete(d) => Built::Delete {
+                of: Arc::clone(d),
+                filter: d.filter.generate(cx, docs),
+            },
+            Command::FindAndModify(f) => Built::FindAndModify {
+                of: Arc::clone(f),
+                filter: filter(&f.filter, cx),
+                change: match &f.change {
+                    FindAndChange::Update(t) | FindAndChange::Replace(t) => Some(t.generate(cx)),
+                    FindAndChange::Delete => None,
+                },
+            },
+            Command::Bulk(b) => Built::Bulk {
+                ordered: b.ordered,
+                models: b.models.iter().map(|m| m.build(cx, docs, issued)).collect(),
+            },
+            Command::Run(document) => Built::Run(filter(document, cx)),
+            Command::Nop => Built::Nop,
+        }
+    }
+}
+
+impl BulkModel {
+    fn build(
+        &self,
+        cx: &mut Cx<'_>,
+        docs: &mut dyn Documents,
+        issued: &mut Vec<i64>,
+    ) -> BuiltModel {
+        match self {
+            BulkModel::InsertOne(d) => {
+                BuiltModel::InsertOne(insert_doc(d.as_ref(), cx, docs, issued))
+            }
+            BulkModel::Update {
+                many,
+                filter,
+                update,
+                args,
+            } => BuiltModel::Update {
+                many: *many,
+                filter: filter_doc(filter, cx),
+                update: update.generate(cx),
+                args: args.clone(),
+            },
+            BulkModel::ReplaceOne {
+                filter,
+                replacement,
+                args,
+            } => BuiltModel::ReplaceOne {
+                filter: filter_doc(filter, cx),
+                replacement: filter_doc(replacement, cx),
+                args: args.clone(),
+            },
+            BulkModel::Delete { many, filter } => BuiltModel::Delete {
+                many: *many,
+                filter: filter_doc(filter, cx),
+            },
+        }
+    }
+}
+
+impl Filter {
+    /// The profile's template (None for a built-in kind's).
+    fn template(&self) -> Option<&Template> {
+        match self {
+            Filter::Template(t) => Some(t),
+            Filter::Fields(_) => None,
+        }
+    }
+
+    fn generate(&self, cx: &mut Cx<'_>, docs: &mut dyn Documents) -> Document {
+        match self {
+            Filter::Template(t) => filter_doc(t, cx),
+            Filter::Fields(only) => docs.filter(only, cx),
+        }
+    }
+}
+
+impl UpdateBy {
+    fn generate(&self, cx: &mut Cx<'_>, docs: &mut dyn Documents) -> Bson {
+        match self {
+            UpdateBy::Template(t) => t.generate(cx),
+            UpdateBy::Builtin(change) => {
+                let mut u = Document::new();
+                if !change.set.is_empty() {
+                    u.insert("$set", docs.fresh(&change.set, cx));
+                }
+                if !change.inc.is_empty() {
+                    let inc: Document = change
+                        .inc
+                        .iter()
+                        .map(|f| (f.clone(), Bson::Int32(1)))
+                        .collect();
+                    u.insert("$inc", inc);
+                }
+                Bson::Document(u)
+            }
+        }
+    }
+}
+
+/// A template that makes a document (checked when the profile was read), generated.
+fn filter_doc(t: &Template, cx: &mut Cx<'_>) -> Document {
+    t.generate_doc(cx).unwrap_or_default()
+}
+
+/// One document to insert: the operation's own template's (with an `_id` from the key space
+/// when it sets none), or the collection's, built in its bytes.
+fn insert_doc(
+    t: Option<&Template>,
+    cx: &mut Cx<'_>,
+    docs: &mut dyn Documents,
+    issued: &mut Vec<i64>,
+) -> RawDocumentBuf {
+    let Some(t) = t else {
+        let id = docs.issue();
+        issued.push(id);
+        return docs.fill(id, cx);
+    };
+    let own = filter_doc(t, cx);
+    let d = if own.contains_key("_id") {
+        own
+    } else {
+        let id = docs.issue();
+        issued.push(id);
+        let mut d = Document::new();
+        d.insert("_id", id);
+        d.extend(own);
+        d
+    };
+    // Field names were checked when the profile was read; a generated value cannot make a
+    // document the encoder refuses.
+    RawDocumentBuf::from_document(&d).unwrap_or_default()
 }

@@ -155,7 +155,7 @@ impl StepsOp {
                 Some((keys, gen)) => {
                     let req = step.build(
                         &mut step_cx,
-                        &mut super::super::request::CollectionDocs {
+                        &mut CollectionDocs {
                             keys,
                             document: gen,
                         },

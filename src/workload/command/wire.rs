@@ -5,106 +5,61 @@ use super::*;
 
 /// The database command a request is on the wire (what `explain` takes, and what an
 /// unacknowledged write is sent as): find, aggregate, count, distinct, insert, update, delete,
-/// findAndModify; None for estimatedDocumentCount, bulkWrite and commands.
-#[expect(clippy::too_many_lines, reason = "120 lines: to split (issue 50)")]
-pub(crate) fn wire_command(op: &TemplateOp, body: Body) -> Option<Document> {
+/// findAndModify; None for estimatedDocumentCount, the built-in remove (a find, then a delete
+/// by `_id`), bulkWrite and commands.
+pub(crate) fn wire_command(op: &TemplateOp, built: Built) -> Option<Document> {
     let coll = op.collection_name.as_str();
-    let put = |d: &mut Document, k: &str, v: Option<Bson>| {
-        if let Some(v) = v {
-            d.insert(k, v);
-        }
-    };
-    let inner = match (&op.command, body) {
-        (Command::Find { args, .. }, Body::Shaped(filter, shape)) => {
-            find_wire(coll, op.verb, &args.shaped(&shape), filter)
-        }
-        (Command::Find { args, .. }, Body::Filter(filter)) => {
-            find_wire(coll, op.verb, args, filter)
-        }
-        (
-            Command::Aggregate {
-                allow_disk_use,
-                hint,
-                max_time_ms,
-                ..
-            },
-            Body::Pipeline(stages),
-        ) => {
+    Some(match built {
+        Built::Find {
+            of,
+            filter,
+            shape,
+            limit,
+        } => find_wire(coll, op.verb, &of.args.made(shape.as_ref(), limit), filter),
+        Built::Aggregate { of, stages } => {
             let mut d = doc! { "aggregate": coll, "pipeline": stages, "cursor": {} };
-            put(&mut d, "allowDiskUse", allow_disk_use.map(Bson::Boolean));
-            put(&mut d, "hint", hint.clone());
+            put(&mut d, "allowDiskUse", of.allow_disk_use.map(Bson::Boolean));
+            put(&mut d, "hint", of.hint.clone());
+            put(&mut d, "maxTimeMS", of.max_time_ms.map(int64));
+            d
+        }
+        Built::Count { of, filter } => {
+            let mut d = doc! { "count": coll, "query": filter };
+            put(&mut d, "skip", of.skip.map(int64));
+            put(&mut d, "limit", of.limit.map(int64));
+            put(&mut d, "hint", of.hint.clone());
+            d
+        }
+        Built::Distinct { of, filter } => {
+            doc! { "distinct": coll, "key": of.key.as_str(), "query": filter }
+        }
+        Built::Update { of, filter, update } => {
+            update_wire(coll, filter, update, of.many, &of.args)
+        }
+        Built::Replace {
+            of,
+            filter,
+            replacement,
+        } => update_wire(coll, filter, replacement, false, &of.args),
+        Built::Delete { of, filter } => {
+            let mut d = doc! { "q": filter, "limit": if of.many { 0 } else { 1 } };
+            put(&mut d, "hint", of.hint.clone());
             put(
                 &mut d,
-                "maxTimeMS",
-                max_time_ms.map(|n| Bson::Int64(n as i64)),
-            );
-            d
-        }
-        (
-            Command::Count {
-                skip, limit, hint, ..
-            },
-            Body::Filter(filter),
-        ) => {
-            let mut d = doc! { "count": coll, "query": filter };
-            put(&mut d, "skip", skip.map(|n| Bson::Int64(n as i64)));
-            put(&mut d, "limit", limit.map(|n| Bson::Int64(n as i64)));
-            put(&mut d, "hint", hint.clone());
-            d
-        }
-        (Command::Distinct { key, .. }, Body::Filter(filter)) => {
-            doc! { "distinct": coll, "key": key.as_str(), "query": filter }
-        }
-        (Command::Update { args, .. }, Body::FilterAnd(filter, update))
-        | (Command::Replace { args, .. }, Body::FilterAnd(filter, update)) => {
-            let mut u = doc! {
-                "q": filter,
-                "u": update,
-                "multi": op.verb == Verb::UpdateMany,
-            };
-            put(&mut u, "upsert", args.upsert.map(Bson::Boolean));
-            put(
-                &mut u,
-                "arrayFilters",
-                args.array_filters
-                    .clone()
-                    .map(|f| Bson::Array(f.into_iter().map(Bson::Document).collect())),
-            );
-            put(&mut u, "hint", args.hint.clone());
-            put(
-                &mut u,
                 "collation",
-                args.collation.clone().map(Bson::Document),
+                of.collation.clone().map(Bson::Document),
             );
-            doc! { "update": coll, "updates": [u] }
-        }
-        (
-            Command::Delete {
-                hint, collation, ..
-            },
-            Body::Filter(filter),
-        ) => {
-            let mut d = doc! {
-                "q": filter,
-                "limit": if op.verb == Verb::DeleteMany { 0 } else { 1 },
-            };
-            put(&mut d, "hint", hint.clone());
-            put(&mut d, "collation", collation.clone().map(Bson::Document));
             doc! { "delete": coll, "deletes": [d] }
         }
-        (Command::FindAndModify { args, change, .. }, body) => {
-            let (filter, second) = match body {
-                Body::Filter(f) => (f, None),
-                Body::FilterAnd(f, s) => (f, Some(s)),
-                _ => return None,
-            };
+        Built::FindAndModify { of, filter, change } => {
+            let args = &of.args;
             let mut d = doc! { "findAndModify": coll, "query": filter };
-            match (change, second) {
-                (Some(_), Some(s)) => {
+            match change {
+                Some(s) => {
                     d.insert("update", s);
                     d.insert("new", args.return_after);
                 }
-                _ => {
+                None => {
                     d.insert("remove", true);
                 }
             }
@@ -118,25 +73,57 @@ pub(crate) fn wire_command(op: &TemplateOp, body: Body) -> Option<Document> {
             put(&mut d, "hint", args.hint.clone());
             d
         }
-        (Command::Insert { ordered, .. }, Body::Docs(docs)) => {
+        Built::Insert { of, docs } => {
             let docs: Vec<Bson> = docs
                 .into_iter()
                 .filter_map(|d| Document::try_from(d.as_ref()).ok().map(Bson::Document))
                 .collect();
-            doc! { "insert": coll, "documents": docs, "ordered": *ordered }
+            doc! { "insert": coll, "documents": docs, "ordered": of.ordered }
         }
-        _ => return None,
-    };
-    Some(inner)
+        Built::EstimatedCount
+        | Built::Remove { .. }
+        | Built::Bulk { .. }
+        | Built::Run(_)
+        | Built::Nop
+        | Built::Skip => return None,
+    })
+}
+
+/// Sets `k` when there is a value.
+fn put(d: &mut Document, k: &str, v: Option<Bson>) {
+    if let Some(v) = v {
+        d.insert(k, v);
+    }
+}
+
+/// A count or time the server takes as a 64-bit integer (the profile's bounds keep it below
+/// `i64::MAX`; a larger one is sent as `i64::MAX`).
+fn int64(n: u64) -> Bson {
+    Bson::Int64(i64::try_from(n).unwrap_or(i64::MAX))
+}
+
+/// An update or replace's command on the wire: one statement with its options.
+fn update_wire(coll: &str, filter: Document, u: Bson, multi: bool, args: &WriteArgs) -> Document {
+    let mut s = doc! { "q": filter, "u": u, "multi": multi };
+    put(&mut s, "upsert", args.upsert.map(Bson::Boolean));
+    put(
+        &mut s,
+        "arrayFilters",
+        args.array_filters
+            .clone()
+            .map(|f| Bson::Array(f.into_iter().map(Bson::Document).collect())),
+    );
+    put(&mut s, "hint", args.hint.clone());
+    put(
+        &mut s,
+        "collation",
+        args.collation.clone().map(Bson::Document),
+    );
+    doc! { "update": coll, "updates": [s] }
 }
 
 /// A find's command on the wire: its filter and options.
 pub(super) fn find_wire(coll: &str, verb: Verb, args: &FindArgs, filter: Document) -> Document {
-    let put = |d: &mut Document, k: &str, v: Option<Bson>| {
-        if let Some(v) = v {
-            d.insert(k, v);
-        }
-    };
     let mut d = doc! { "find": coll, "filter": filter };
     put(
         &mut d,
@@ -145,7 +132,7 @@ pub(super) fn find_wire(coll: &str, verb: Verb, args: &FindArgs, filter: Documen
     );
     put(&mut d, "let", args.let_vars.clone().map(Bson::Document));
     put(&mut d, "sort", args.sort.clone().map(Bson::Document));
-    put(&mut d, "skip", args.skip.map(|n| Bson::Int64(n as i64)));
+    put(&mut d, "skip", args.skip.map(int64));
     put(&mut d, "limit", args.limit.map(Bson::Int64));
     put(&mut d, "hint", args.hint.clone());
     put(

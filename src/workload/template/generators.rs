@@ -369,14 +369,6 @@ pub(super) enum Gen {
     Field(String),
     Bind(String),
     Step(usize, String),
-    /// A built-in kind's filter (`filter = [...]` of `op = "find"`): these top-level fields of
-    /// the collection's document, each choice drawn by the group's key distribution.
-    Fields(Vec<usize>),
-    /// A built-in update's change: `$set` of these fields of the collection's document (fresh
-    /// values), `$inc` by 1 of the named counters.
-    Change(crate::workload::op::Change),
-    /// A whole number uniform in 1..=max (a built-in scan's length).
-    UpTo(u32),
 }
 
 impl Gen {
@@ -440,8 +432,7 @@ impl Gen {
             Gen::Convert(To::Decimal, _) => ty::OTHER | ty::NULL,
             Gen::NowTimestamp => ty::OTHER,
             Gen::Array(..) | Gen::Concat(_) | Gen::Walk(_) => ty::ARRAY,
-            Gen::Object(_) | Gen::Fields(_) | Gen::Change(_) => ty::DOC,
-            Gen::UpTo(_) => ty::INT,
+            Gen::Object(_) => ty::DOC,
             Gen::Key | Gen::Field(_) | Gen::Bind(_) | Gen::Step(..) => ty::ANY,
         }
     }

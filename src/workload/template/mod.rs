@@ -26,7 +26,6 @@ use std::path::PathBuf;
 use mongodb::bson::{Bson, Document};
 use rand::RngCore;
 
-use super::document::GenError;
 use generators::Gen;
 
 /// How a template is read: as a mongo-stress profile's (the default) or as a genny workload's.
@@ -39,6 +38,14 @@ pub(crate) struct CompileOptions {
     /// The directory a relative `^ChooseFromDataset` path is looked for from first (the
     /// workload's directory); the current directory is searched after it.
     pub(crate) base_dir: Option<PathBuf>,
+}
+
+/// A generator problem: the key path (from `document`) and what is wrong.
+#[derive(Debug)]
+pub struct GenError {
+    pub(crate) key: String,
+    pub(crate) problem: String,
+    pub(crate) expected: String,
 }
 
 /// A compiled template: a constant, or a tree with generators in it.
@@ -84,17 +91,17 @@ pub(crate) trait Lookup {
     fn chooser(&mut self) -> Option<&mut super::distribution::Chooser> {
         None
     }
-    /// The collection's document template and the group's key distribution, for the filters
-    /// and changes of the built-in kinds; None when there is none (the default).
-    fn document(
-        &mut self,
-    ) -> Option<(&super::document::DocGen, &mut super::distribution::Chooser)> {
-        None
-    }
     /// Does the collection have a document for `^Key` to draw (true unless known to be empty)?
     fn has_key(&self) -> bool {
         true
     }
+}
+
+/// Milliseconds since the Unix epoch now (`^Now`'s and relative dates' time).
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 /// A `Lookup` with nothing to give: every `^Key`, `^Field`, `^Bind` and `^Step` is null.
@@ -214,13 +221,6 @@ impl Template {
         }
     }
 
-    /// `{ "^Key" = {} }`: an existing `_id` of the group's collection.
-    pub(crate) fn key() -> Template {
-        Template {
-            node: Node::Gen(Box::new(Gen::Key)),
-        }
-    }
-
     /// `{ _id: <an existing _id> }`, or with `from`, `{ _id: { $gte: <an existing _id> } }`.
     pub(crate) fn by_key(from: bool) -> Template {
         let key = Node::Gen(Box::new(Gen::Key));
@@ -231,27 +231,6 @@ impl Template {
         };
         Template {
             node: Node::Doc(vec![("_id".to_string(), id)]),
-        }
-    }
-
-    /// A built-in kind's filter on these top-level fields of the collection's document.
-    pub(crate) fn fields(only: Vec<usize>) -> Template {
-        Template {
-            node: Node::Gen(Box::new(Gen::Fields(only))),
-        }
-    }
-
-    /// A built-in update's `$set` and `$inc`.
-    pub(crate) fn change(change: super::op::Change) -> Template {
-        Template {
-            node: Node::Gen(Box::new(Gen::Change(change))),
-        }
-    }
-
-    /// A whole number uniform in 1..=max.
-    pub(crate) fn up_to(max: u32) -> Template {
-        Template {
-            node: Node::Gen(Box::new(Gen::UpTo(max))),
         }
     }
 

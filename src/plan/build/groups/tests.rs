@@ -181,7 +181,8 @@ fn overrides_replace_every_groups_threads_and_stop() {
     assert_eq!(t.desugared.as_ref().map(|d| d.kind), Some(OpKind::Find));
     assert!(matches!(
         &t.command,
-        Command::Find { args, count_first: false, page: None, .. } if args.limit == Some(50)
+        Command::Find(f) if f.args.limit == Some(50) && !f.count_first && f.page.is_none()
+            && matches!(f.filter, crate::workload::command::Filter::Fields(_))
     ));
 }
 

@@ -1,7 +1,13 @@
 //! Each verb's command read from its arguments: insert, find, aggregate, count, distinct, update,
 //! replace, delete and findAndModify.
 
+use std::sync::Arc;
+
 use super::*;
+use crate::workload::command::{
+    Aggregate, Count, Delete, Distinct, Filter, Find, FindAndChange, FindAndModify, Insert,
+    Replace, Update, UpdateBy,
+};
 
 impl<'a> Args<'a> {
     /// insertOne or insertMany: the document (else the collection's), the batch and `ordered`.
@@ -31,11 +37,11 @@ impl<'a> Args<'a> {
         } else {
             1
         };
-        Ok(Command::Insert {
+        Ok(Command::Insert(Arc::new(Insert {
             batch,
             ordered: self.bool("ordered")?.unwrap_or(true),
             document,
-        })
+        })))
     }
 
     /// find or findOne (a limit of 1): the filter and the cursor's options.
@@ -47,12 +53,12 @@ impl<'a> Args<'a> {
             self.int("limit", 0, i64::from(i32::MAX))?
         };
         let (projection, let_vars, shaped) = self.find_shape()?;
-        Ok(Command::Find {
-            filter,
+        Ok(Command::Find(Arc::new(Find {
+            filter: Filter::Template(filter),
             count_first: false,
             page: None,
-            shaped,
-            args: Box::new(FindArgs {
+            shaped: shaped.map(|s| *s),
+            args: FindArgs {
                 projection,
                 let_vars,
                 sort: self.sort()?,
@@ -66,8 +72,8 @@ impl<'a> Args<'a> {
                 max_time_ms: self
                     .int("maxTimeMS", 0, i64::from(i32::MAX))?
                     .map(|n| n as u64),
-            }),
-        })
+            },
+        })))
     }
 
     /// aggregate: a pipeline that makes a list of stages, and its options.
@@ -83,7 +89,7 @@ impl<'a> Args<'a> {
                 ))
             }
         }
-        Ok(Command::Aggregate {
+        Ok(Command::Aggregate(Arc::new(Aggregate {
             pipeline,
             allow_disk_use: self.bool("allowDiskUse")?,
             batch_size: self
@@ -93,18 +99,18 @@ impl<'a> Args<'a> {
             max_time_ms: self
                 .int("maxTimeMS", 0, i64::from(i32::MAX))?
                 .map(|n| n as u64),
-        })
+        })))
     }
 
     /// countDocuments: the filter, skip, limit and hint.
     pub(super) fn count_command(&self) -> Result<Command, ProfileError> {
         let filter = self.doc_filter()?;
-        Ok(Command::Count {
+        Ok(Command::Count(Arc::new(Count {
             filter,
             skip: self.int("skip", 0, i64::MAX)?.map(|n| n as u64),
             limit: self.int("limit", 1, i64::MAX)?.map(|n| n as u64),
             hint: self.hint()?,
-        })
+        })))
     }
 
     /// distinct: the key whose values it lists, and the filter.
@@ -120,18 +126,19 @@ impl<'a> Args<'a> {
             }
         };
         let filter = self.doc_filter()?;
-        Ok(Command::Distinct { key, filter })
+        Ok(Command::Distinct(Arc::new(Distinct { key, filter })))
     }
 
     /// updateOne or updateMany: the filter, the update and the write options.
     pub(super) fn update_command(&self) -> Result<Command, ProfileError> {
         let filter = self.required_filter()?;
-        Ok(Command::Update {
-            filter,
-            update: self.update("update")?,
+        Ok(Command::Update(Arc::new(Update {
+            filter: Filter::Template(filter),
+            update: UpdateBy::Template(self.update("update")?),
             args: self.write_args()?,
+            many: self.verb == Verb::UpdateMany,
             read_first: false,
-        })
+        })))
     }
 
     /// replaceOne: the filter, a replacement that can be stored, and the write options.
@@ -139,22 +146,23 @@ impl<'a> Args<'a> {
         let filter = self.required_filter()?;
         let replacement = self.required("replacement", "{ status = \"open\" }")?;
         self.stored("replacement", &replacement)?;
-        Ok(Command::Replace {
+        Ok(Command::Replace(Arc::new(Replace {
             filter,
             replacement,
             args: self.write_args()?,
-        })
+        })))
     }
 
     /// deleteOne or deleteMany: the filter, hint and collation.
     pub(super) fn delete_command(&self) -> Result<Command, ProfileError> {
         let filter = self.required_filter()?;
-        Ok(Command::Delete {
-            filter,
+        Ok(Command::Delete(Arc::new(Delete {
+            filter: Filter::Template(filter),
             hint: self.hint()?,
             collation: self.doc("collation", "{ locale = \"en\" }")?,
-            from: None,
-        })
+            many: self.verb == Verb::DeleteMany,
+            from_key: false,
+        })))
     }
 
     /// findOneAndUpdate, findOneAndReplace or findOneAndDelete: the filter, the change (an
@@ -163,15 +171,15 @@ impl<'a> Args<'a> {
         let filter = self.required_filter()?;
         // findOneAndDelete changes nothing.
         let change = if self.verb == Verb::FindOneAndUpdate {
-            Some(self.update("update")?)
+            FindAndChange::Update(self.update("update")?)
         } else if self.verb == Verb::FindOneAndReplace {
             let r = self.required("replacement", "{ status = \"open\" }")?;
             self.stored("replacement", &r)?;
-            Some(r)
+            FindAndChange::Replace(r)
         } else {
-            None
+            FindAndChange::Delete
         };
-        Ok(Command::FindAndModify {
+        Ok(Command::FindAndModify(Arc::new(FindAndModify {
             filter,
             change,
             args: FindAndModifyArgs {
@@ -182,6 +190,6 @@ impl<'a> Args<'a> {
                 array_filters: self.array_filters()?,
                 hint: self.hint()?,
             },
-        })
+        })))
     }
 }

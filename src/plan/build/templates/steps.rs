@@ -341,15 +341,15 @@ impl GroupAt<'_> {
             Verb::FindOneAndUpdate | Verb::FindOneAndReplace | Verb::FindOneAndDelete => {
                 a.find_and_modify_command()?
             }
-            Verb::BulkWrite => Command::Bulk {
+            Verb::BulkWrite => Command::Bulk(Arc::new(crate::workload::command::Bulk {
                 ordered: a.bool("ordered")?.unwrap_or(true),
                 models: self.bulk_models(a)?,
-            },
+            })),
             Verb::Command => {
                 let document = Template::compile_arg(value, &a.path)
                     .map_err(|e| self.loaded.error_at(&e.key, e.problem, e.expected))?;
                 a.must_be_doc("", &document, "{ ping = 1 }")?;
-                Command::RunCommand { document }
+                Command::Run(document)
             }
         })
     }

@@ -228,28 +228,6 @@ impl Gen {
             Gen::Field(path) => cx.lookup.field(path, cx.rng).unwrap_or(Bson::Null),
             Gen::Bind(name) => cx.lookup.bind(name).unwrap_or(Bson::Null),
             Gen::Step(index, path) => cx.lookup.step(*index, path).unwrap_or(Bson::Null),
-            Gen::Fields(only) => match cx.lookup.document() {
-                Some((gen, pick)) => Bson::Document(gen.generate_filter(only, pick, &mut cx.rng)),
-                None => Bson::Document(Document::new()),
-            },
-            Gen::Change(change) => {
-                let mut u = Document::new();
-                if !change.set.is_empty() {
-                    if let Some((gen, _)) = cx.lookup.document() {
-                        u.insert("$set", gen.generate_fields(&change.set, &mut cx.rng));
-                    }
-                }
-                if !change.inc.is_empty() {
-                    let inc: Document = change
-                        .inc
-                        .iter()
-                        .map(|f| (f.clone(), Bson::Int32(1)))
-                        .collect();
-                    u.insert("$inc", inc);
-                }
-                Bson::Document(u)
-            }
-            Gen::UpTo(max) => Bson::Int64(i64::from(cx.rng.random_range(1..=(*max).max(1)))),
         }
     }
 }
