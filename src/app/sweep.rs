@@ -355,9 +355,45 @@ fn step_plan(base: &RunPlan, threads: u32, length: Duration, warmup: Duration) -
     plan
 }
 
+/// What a step of `sweep --watchers` measured, as its console line.
+fn step_line(number: usize, step: &crate::sweep::watchers::WatchStep) -> String {
+    let ms = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2} ms"));
+    format!(
+        "step {number}: {} listeners, writes {:.1}/s, p99 {:.2} ms, lag p50 {} p99 {}, missing {}",
+        step.listeners,
+        step.writes_per_s,
+        step.write_p99_ms,
+        ms(step.lag_p50_ms),
+        ms(step.lag_p99_ms),
+        step.missing
+    )
+}
+
+/// The table on the console, and watchers.tsv, .json and .html in `out_dir`.
+fn write_watchers(
+    result: &crate::sweep::watchers::WatchSweep,
+    out_dir: &std::path::Path,
+) -> Result<(), Error> {
+    report::watchers::render(result, &mut std::io::stdout().lock()).ok();
+    report::write_to(
+        &out_dir.join("watchers.tsv"),
+        result,
+        report::watchers::render_tsv,
+    )?;
+    report::write_to(
+        &out_dir.join("watchers.json"),
+        result,
+        report::watchers::render_json,
+    )?;
+    report::write_atomically(
+        &out_dir.join("watchers.html"),
+        report::watchers::render_html(result).as_bytes(),
+    )?;
+    Ok(())
+}
+
 /// `sweep --watchers LIST`: the profile as written, once per number of listeners, every watch
 /// group at that many (`0`: none); the writers' numbers and the listeners' lag per step.
-#[expect(clippy::too_many_lines, reason = "115 lines: to split (issue 50)")]
 async fn watchers(args: SweepArgs, list: &[u32], stop: CancellationToken) -> Result<i32, Error> {
     use crate::sweep::watchers::{WatchStep, WatchSweep};
     let run = &args.run;
@@ -419,15 +455,7 @@ async fn watchers(args: SweepArgs, list: &[u32], stop: CancellationToken) -> Res
         match series.run_step(run, &server, &plan, &dir, &stop).await {
             Ok(summary) => {
                 let step = WatchStep::measure(&summary, *n, dir.display().to_string());
-                say(format!(
-                    "step {}: {n} listeners, writes {:.1}/s, p99 {:.2} ms, lag p50 {} p99 {}, missing {}",
-                    i + 1,
-                    step.writes_per_s,
-                    step.write_p99_ms,
-                    step.lag_p50_ms.map_or("-".into(), |v| format!("{v:.2} ms")),
-                    step.lag_p99_ms.map_or("-".into(), |v| format!("{v:.2} ms")),
-                    step.missing
-                ));
+                say(step_line(i + 1, &step));
                 let interrupted = summary.interrupted;
                 result.steps.push(step);
                 if interrupted {
@@ -448,21 +476,7 @@ async fn watchers(args: SweepArgs, list: &[u32], stop: CancellationToken) -> Res
             return Err(series.failed(e));
         }
     }
-    report::watchers::render(&result, &mut std::io::stdout().lock()).ok();
-    report::write_to(
-        &out_dir.join("watchers.tsv"),
-        &result,
-        report::watchers::render_tsv,
-    )?;
-    report::write_to(
-        &out_dir.join("watchers.json"),
-        &result,
-        report::watchers::render_json,
-    )?;
-    report::write_atomically(
-        &out_dir.join("watchers.html"),
-        report::watchers::render_html(&result).as_bytes(),
-    )?;
+    write_watchers(&result, &out_dir)?;
     say(format!("results: {}", out_dir.display()));
     let code = match (&result.stopped, failure) {
         (Some(s), _) if s == "interrupted" => exit_code(&StopReason::Interrupted),

@@ -276,8 +276,47 @@ mod tests {
         }
     }
 
+    /// A built-in insert's request of one document with `_id` `id`.
+    fn insert_request(id: i64) -> crate::workload::Request {
+        use crate::workload::command::{
+            Built, Command, Desugared, Insert, TemplateOp, TemplateRequest, Verb,
+        };
+        let of = std::sync::Arc::new(Insert {
+            batch: 1,
+            ordered: true,
+            document: None,
+        });
+        let insert = std::sync::Arc::new(TemplateOp {
+            name: crate::workload::OpKind::Insert.into(),
+            verb: Verb::InsertOne,
+            at: "group[0].op".into(),
+            line: 1,
+            collection: 0,
+            collection_name: "c".into(),
+            command: Command::Insert(std::sync::Arc::clone(&of)),
+            desugared: Some(Desugared {
+                kind: crate::workload::OpKind::Insert,
+                needs_key: false,
+                inc: Vec::new(),
+            }),
+        });
+        crate::workload::Request::Template(TemplateRequest {
+            op: insert,
+            built: Built::Insert {
+                of,
+                docs: vec![mongodb::bson::RawDocumentBuf::from_document(
+                    &mongodb::bson::doc! { "_id": id },
+                )
+                .unwrap()],
+            },
+            issued: vec![id],
+            user: 0,
+            group: 0,
+            removed: None,
+        })
+    }
+
     #[test]
-    #[expect(clippy::too_many_lines, reason = "102 lines: to split (issue 50)")]
     fn the_ledger_files_each_end_by_its_fate() {
         let (a, keeper) = Auditor::start(plan());
         let insert = |id| Intent::Insert {
@@ -339,42 +378,7 @@ mod tests {
         // Nothing found: nothing deleted.
         a.settle(0, Intent::Remove(Default::default()), Done::default());
         // Abandoned at a stop: in doubt.
-        use crate::workload::command::{
-            Built, Command, Desugared, Insert, TemplateOp, TemplateRequest, Verb,
-        };
-        let of = std::sync::Arc::new(Insert {
-            batch: 1,
-            ordered: true,
-            document: None,
-        });
-        let insert = std::sync::Arc::new(TemplateOp {
-            name: crate::workload::OpKind::Insert.into(),
-            verb: Verb::InsertOne,
-            at: "group[0].op".into(),
-            line: 1,
-            collection: 0,
-            collection_name: "c".into(),
-            command: Command::Insert(std::sync::Arc::clone(&of)),
-            desugared: Some(Desugared {
-                kind: crate::workload::OpKind::Insert,
-                needs_key: false,
-                inc: Vec::new(),
-            }),
-        });
-        let mut req = crate::workload::Request::Template(TemplateRequest {
-            op: insert,
-            built: Built::Insert {
-                of,
-                docs: vec![mongodb::bson::RawDocumentBuf::from_document(
-                    &mongodb::bson::doc! { "_id": 9_i64 },
-                )
-                .unwrap()],
-            },
-            issued: vec![9],
-            user: 0,
-            group: 0,
-            removed: None,
-        });
+        let mut req = insert_request(9);
         drop(
             a.intent(0, &mut req)
                 .map(|i| super::super::Pending::with(&a, 0, i)),

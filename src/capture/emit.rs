@@ -270,7 +270,45 @@ pub(crate) fn selectivity(c: &Captured, draws: u32) -> (String, Vec<String>) {
     (out, warnings)
 }
 
-#[expect(clippy::too_many_lines, reason = "112 lines: to split (issue 50)")]
+/// What the capture left out, each kind with its count (those of none are not said).
+fn left_out(l: &LeftOut) -> Vec<String> {
+    let mut parts = Vec::new();
+    let mut say = |n: u64, what: &str| {
+        if n > 0 {
+            parts.push(format!("{n} {what}"));
+        }
+    };
+    say(l.driver_total(), "driver commands");
+    say(l.getmore_folded, "getMore folded");
+    say(
+        l.double_logged,
+        "update/delete command lines counted by their statements",
+    );
+    say(
+        l.other_total(),
+        &format!(
+            "DDL, admin or change streams ({})",
+            l.other.keys().cloned().collect::<Vec<_>>().join(", ")
+        ),
+    );
+    say(
+        l.partial_transactions,
+        "partial transactions (statements captured one by one)",
+    );
+    say(
+        l.aborted_transactions,
+        "aborted transactions (statements captured one by one)",
+    );
+    say(
+        l.truncated,
+        "truncated commands (shapes kept as far as they go)",
+    );
+    say(l.not_json, "lines not JSON");
+    say(l.not_operations, "lines not operations");
+    say(l.outside_window, "outside --since/--until");
+    parts
+}
+
 pub(crate) fn console(c: &Captured) -> String {
     let mut out = String::new();
     // As wide as the longest name: a name is never cut (the shapes are: shapes.tsv has them whole).
@@ -322,40 +360,7 @@ pub(crate) fn console(c: &Captured) -> String {
         );
     }
     let l = &c.left_out;
-    let mut parts = Vec::new();
-    let mut say = |n: u64, what: &str| {
-        if n > 0 {
-            parts.push(format!("{n} {what}"));
-        }
-    };
-    say(l.driver_total(), "driver commands");
-    say(l.getmore_folded, "getMore folded");
-    say(
-        l.double_logged,
-        "update/delete command lines counted by their statements",
-    );
-    say(
-        l.other_total(),
-        &format!(
-            "DDL, admin or change streams ({})",
-            l.other.keys().cloned().collect::<Vec<_>>().join(", ")
-        ),
-    );
-    say(
-        l.partial_transactions,
-        "partial transactions (statements captured one by one)",
-    );
-    say(
-        l.aborted_transactions,
-        "aborted transactions (statements captured one by one)",
-    );
-    say(
-        l.truncated,
-        "truncated commands (shapes kept as far as they go)",
-    );
-    say(l.not_json, "lines not JSON");
-    say(l.not_operations, "lines not operations");
-    say(l.outside_window, "outside --since/--until");
+    let parts = left_out(l);
     let _ = writeln!(
         out,
         "{} operations{} seen over {:.1} s{}: {} shapes cover {:.1} %{}",

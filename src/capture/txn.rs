@@ -70,8 +70,39 @@ fn conn(o: &Observed) -> String {
         .unwrap_or_default()
 }
 
+/// The transactions seen whole (each its members in time order), apart from those aborted and
+/// those partial: not started in the window, not committed where commits are seen, or with a
+/// statement no session could be given.
+fn sorted(
+    observed: &[Observed],
+    open: BTreeMap<(String, i64), Open>,
+    untied: &std::collections::HashSet<(String, i64)>,
+    commits_visible: bool,
+) -> Txns {
+    let mut out = Txns {
+        commits_visible,
+        ..Default::default()
+    };
+    for (k, mut t) in open {
+        if t.abort {
+            out.aborted += 1;
+            continue;
+        }
+        if !t.start || (commits_visible && !t.commit) || untied.contains(&k) {
+            out.partial += 1;
+            continue;
+        }
+        t.members.sort_by_key(|&i| (observed[i].ts_ms, i));
+        let n = out.complete.len();
+        for &i in &t.members {
+            out.member.insert(i, n);
+        }
+        out.complete.push(t.members);
+    }
+    out
+}
+
 /// Groups the observed entries' transactions.
-#[expect(clippy::too_many_lines, reason = "105 lines: to split (issue 50)")]
 pub(crate) fn group(observed: &[Observed]) -> Txns {
     let mut order: Vec<usize> = (0..observed.len()).collect();
     order.sort_by_key(|&i| observed[i].ts_ms);
@@ -163,27 +194,7 @@ pub(crate) fn group(observed: &[Observed]) -> Txns {
             add(&mut open, &k, i);
         }
     }
-    let mut out = Txns {
-        commits_visible,
-        ..Default::default()
-    };
-    for (k, mut t) in open {
-        if t.abort {
-            out.aborted += 1;
-            continue;
-        }
-        if !t.start || (commits_visible && !t.commit) || untied.contains(&k) {
-            out.partial += 1;
-            continue;
-        }
-        t.members.sort_by_key(|&i| (observed[i].ts_ms, i));
-        let n = out.complete.len();
-        for &i in &t.members {
-            out.member.insert(i, n);
-        }
-        out.complete.push(t.members);
-    }
-    out
+    sorted(observed, open, &untied, commits_visible)
 }
 
 #[cfg(test)]

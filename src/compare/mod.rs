@@ -114,6 +114,120 @@ struct Side {
     per_interval: BTreeMap<Label, BTreeMap<&'static str, Vec<f64>>>,
 }
 
+/// Both sides, and how a difference between them is judged.
+struct Sides<'a> {
+    b: &'a Side,
+    n: &'a Side,
+    /// Over the runs (both sides have two or more), or over the intervals.
+    by_runs: bool,
+    rng: rand::rngs::SmallRng,
+}
+
+impl Sides<'_> {
+    /// One of `METRICS` of a row: the base's at `base_label`, the new run's at `label`.
+    fn cell(
+        &mut self,
+        base_label: &Label,
+        label: &Label,
+        metric: &'static str,
+        spans: bool,
+    ) -> Cell {
+        let (bv, nv) = (
+            self.b.values[base_label][metric],
+            self.n.values[label][metric],
+        );
+        let by_runs = self.by_runs;
+        let series = |s: &Side, label: &Label| -> Vec<f64> {
+            let from = if by_runs { &s.per_run } else { &s.per_interval };
+            from.get(label)
+                .and_then(|m| m.get(metric))
+                .cloned()
+                .unwrap_or_default()
+        };
+        let judged = match metric {
+            "samples" => None,
+            // Errors are judged per run only: intervals carry none.
+            "error_pct" if !by_runs => None,
+            _ if spans => None,
+            _ => beyond_noise(
+                &series(self.b, base_label),
+                &series(self.n, label),
+                by_runs,
+                &mut self.rng,
+            ),
+        };
+        Cell {
+            label: label.clone(),
+            metric,
+            base: bv,
+            new: nv,
+            change_pct: members::change_pct(Some(bv), Some(nv)),
+            verdict: Verdict::of(judged, spans, (nv > bv) == (metric == "throughput")),
+            noise: if by_runs { "runs" } else { "intervals" }.into(),
+            base_label: (base_label != label).then(|| base_label.clone()),
+        }
+    }
+
+    /// One of `EXTRA`, where either side has it, judged over runs only.
+    fn extra_cell(
+        &mut self,
+        base_label: &Label,
+        label: &Label,
+        metric: &'static str,
+        spans: bool,
+    ) -> Option<Cell> {
+        let (bv, nv) = (
+            self.b.values[base_label].get(metric),
+            self.n.values[label].get(metric),
+        );
+        if bv.is_none() && nv.is_none() {
+            return None;
+        }
+        let (bv, nv) = (bv.copied().unwrap_or(0.0), nv.copied().unwrap_or(0.0));
+        let judged = if self.by_runs && !spans {
+            let series = |s: &Side, label: &Label| {
+                s.per_run
+                    .get(label)
+                    .and_then(|m| m.get(metric))
+                    .cloned()
+                    .unwrap_or_default()
+            };
+            beyond_noise(
+                &series(self.b, base_label),
+                &series(self.n, label),
+                true,
+                &mut self.rng,
+            )
+        } else {
+            None
+        };
+        Some(Cell {
+            label: label.clone(),
+            metric,
+            base: bv,
+            new: nv,
+            change_pct: members::change_pct(Some(bv), Some(nv)),
+            verdict: Verdict::of(judged, spans, (nv > bv) == (metric == "docs_per_sec")),
+            noise: "runs".into(),
+            base_label: (base_label != label).then(|| base_label.clone()),
+        })
+    }
+}
+
+impl Verdict {
+    /// A difference beyond the noise (`judged`), or none, or not judged; `better`: the new
+    /// value is on the better side.
+    fn of(judged: Option<bool>, spans: bool, better: bool) -> Verdict {
+        match judged {
+            None if spans => Verdict::Steered,
+            None => Verdict::NotJudged,
+            Some(false) => Verdict::SameWithinNoise,
+            Some(true) if better => Verdict::Faster,
+            Some(true) => Verdict::Slower,
+        }
+    }
+}
+
 use crate::metrics::timing::quantile_ms as ms;
 
 /// The latency metrics of a histogram, in ms.
@@ -127,14 +241,15 @@ fn latency_values(h: &Histogram<u64>) -> [(&'static str, f64); 5] {
     ]
 }
 
-#[expect(clippy::too_many_lines, reason = "161 lines: to split (issue 50)")]
+/// Per label over the runs: histograms added, samples, avg x samples, errors, throughputs
+/// added, the exact max.
+type Pool = (Histogram<u64>, f64, f64, f64, f64, f64);
+
+type Series = BTreeMap<&'static str, Vec<f64>>;
+
 fn side(dir: &RunDir, steered: &Steered, which: Which) -> Result<Side, Error> {
     let bad = |what: String| Error::Usage(format!("{}: {what}", dir.path.display()));
-    let mut values: BTreeMap<Label, BTreeMap<&'static str, f64>> = BTreeMap::new();
-    let mut per_run: BTreeMap<Label, BTreeMap<&'static str, Vec<f64>>> = BTreeMap::new();
-    // Per label over the runs: histograms added, samples, avg x samples, errors, throughputs
-    // added, the exact max.
-    type Pool = (Histogram<u64>, f64, f64, f64, f64, f64);
+    let mut per_run: BTreeMap<Label, Series> = BTreeMap::new();
     let mut pooled: BTreeMap<Label, Pool> = BTreeMap::new();
     for run in &dir.summary.runs {
         for row in &run.rows {
@@ -144,60 +259,8 @@ fn side(dir: &RunDir, steered: &Steered, which: Which) -> Result<Side, Error> {
                 .as_deref()
                 .ok_or_else(|| bad(format!("summary.json has no histogram for {label} (written before schema 1 had them?)")))
                 .and_then(|e| crate::metrics::decode(e).map_err(&bad))?;
+            run_values(run, row, &h, per_run.entry(label.clone()).or_default());
             let (samples, errors) = (crate::num::real(row.samples), crate::num::real(row.errors));
-            let runs = per_run.entry(label.clone()).or_default();
-            for (k, v) in [
-                ("samples", samples),
-                ("throughput", row.throughput),
-                ("avg", row.average_ms),
-                ("error_pct", row.error_pct),
-            ]
-            .into_iter()
-            .chain(latency_values(&h).into_iter().filter(|(k, _)| *k != "max"))
-            .chain([("max", row.max_ms)])
-            {
-                runs.entry(k).or_default().push(v);
-            }
-            // Documents per second, and retries per transaction: compared where a side has them.
-            if row.docs_per_sec > 0.0 {
-                runs.entry("docs_per_sec")
-                    .or_default()
-                    .push(row.docs_per_sec);
-            }
-            if let Some(t) = &row.transactions {
-                let n = crate::num::real((t.committed + t.aborted + t.in_doubt).max(1));
-                runs.entry("retries_per_tx")
-                    .or_default()
-                    .push(crate::num::real(t.retries) / n);
-            }
-            // The audit's acknowledged writes not kept, by group and TOTAL.
-            if let Some(a) = run.audit.as_ref().filter(|a| a.finished) {
-                let g = match &row.label {
-                    Label::Total => Some(&a.total),
-                    Label::Group(name) => a.groups.iter().find(|g| &g.group == name),
-                    _ => None,
-                };
-                if let Some(g) = g {
-                    runs.entry("lost")
-                        .or_default()
-                        .push(crate::num::real(g.not_kept()));
-                }
-            }
-            // The longest window without a success (TOTAL: of any group), where a run had
-            // faults or windows.
-            let whole = matches!(row.label, Label::Total | Label::Group(_));
-            if whole && (!run.faults.is_empty() || !run.unavailable.is_empty()) {
-                let longest = run
-                    .unavailable
-                    .iter()
-                    .filter(|w| match &row.label {
-                        Label::Total => w.label != Label::Total,
-                        l => matches!(l, Label::Group(_)) && w.label == *l,
-                    })
-                    .map(|w| w.secs)
-                    .fold(0.0, f64::max);
-                runs.entry("unavailable_max").or_default().push(longest);
-            }
             let p = pooled
                 .entry(label)
                 .or_insert_with(|| (crate::metrics::new_histogram(), 0.0, 0.0, 0.0, 0.0, 0.0));
@@ -211,42 +274,123 @@ fn side(dir: &RunDir, steered: &Steered, which: Which) -> Result<Side, Error> {
         }
     }
     let runs = crate::num::real_len(dir.summary.runs.len().max(1));
-    for (label, (h, samples, weighted_avg, errors, throughput, max)) in pooled {
-        let mut v: BTreeMap<&'static str, f64> = latency_values(&h).into_iter().collect();
-        // The exact max, as the summary has it (the histogram's is its bucket's top).
-        v.insert("max", max);
-        v.insert("samples", samples);
-        v.insert("throughput", throughput / runs);
-        // One run: its exact average; several: weighted by their samples.
-        let single = per_run
-            .get(&label)
-            .and_then(|m| m.get("avg"))
-            .filter(|a| a.len() == 1);
-        let avg = match single {
-            Some(a) => a[0],
-            None if samples > 0.0 => weighted_avg / samples,
-            None => 0.0,
-        };
-        v.insert("avg", avg);
-        for extra in EXTRA {
-            if let Some(x) = per_run.get(&label).and_then(|m| m.get(extra)) {
-                v.insert(extra, mean(x));
-            }
-        }
-        v.insert(
-            "error_pct",
-            if samples > 0.0 {
-                errors * 100.0 / samples
-            } else {
-                0.0
-            },
-        );
-        values.insert(label, v);
-    }
-    // Per-interval series from the interval log, by the row label the tag stands for.
-    let mut per_interval: BTreeMap<Label, BTreeMap<&'static str, Vec<f64>>> = BTreeMap::new();
+    let values: BTreeMap<Label, BTreeMap<&'static str, f64>> = pooled
+        .into_iter()
+        .map(|(label, pool)| {
+            let v = whole_values(pool, per_run.get(&label), runs);
+            (label, v)
+        })
+        .collect();
     let labels: Vec<Label> = values.keys().cloned().collect();
-    for label in &labels {
+    Ok(Side {
+        values,
+        per_run,
+        per_interval: interval_series(dir, steered, which, &labels),
+    })
+}
+
+/// One run's values of one row, added to its label's series over the runs.
+fn run_values(
+    run: &crate::summary::RunResult,
+    row: &crate::metrics::Row,
+    h: &Histogram<u64>,
+    runs: &mut Series,
+) {
+    for (k, v) in [
+        ("samples", crate::num::real(row.samples)),
+        ("throughput", row.throughput),
+        ("avg", row.average_ms),
+        ("error_pct", row.error_pct),
+    ]
+    .into_iter()
+    .chain(latency_values(h).into_iter().filter(|(k, _)| *k != "max"))
+    .chain([("max", row.max_ms)])
+    {
+        runs.entry(k).or_default().push(v);
+    }
+    // Documents per second, and retries per transaction: compared where a side has them.
+    if row.docs_per_sec > 0.0 {
+        runs.entry("docs_per_sec")
+            .or_default()
+            .push(row.docs_per_sec);
+    }
+    if let Some(t) = &row.transactions {
+        let n = crate::num::real((t.committed + t.aborted + t.in_doubt).max(1));
+        runs.entry("retries_per_tx")
+            .or_default()
+            .push(crate::num::real(t.retries) / n);
+    }
+    // The audit's acknowledged writes not kept, by group and TOTAL.
+    if let Some(a) = run.audit.as_ref().filter(|a| a.finished) {
+        let g = match &row.label {
+            Label::Total => Some(&a.total),
+            Label::Group(name) => a.groups.iter().find(|g| &g.group == name),
+            _ => None,
+        };
+        if let Some(g) = g {
+            runs.entry("lost")
+                .or_default()
+                .push(crate::num::real(g.not_kept()));
+        }
+    }
+    // The longest window without a success (TOTAL: of any group), where a run had faults or
+    // windows.
+    let whole = matches!(row.label, Label::Total | Label::Group(_));
+    if whole && (!run.faults.is_empty() || !run.unavailable.is_empty()) {
+        let longest = run
+            .unavailable
+            .iter()
+            .filter(|w| match &row.label {
+                Label::Total => w.label != Label::Total,
+                l => matches!(l, Label::Group(_)) && w.label == *l,
+            })
+            .map(|w| w.secs)
+            .fold(0.0, f64::max);
+        runs.entry("unavailable_max").or_default().push(longest);
+    }
+}
+
+/// A label's whole-run values from its runs pooled (`runs` of them) and its per-run series.
+fn whole_values(pool: Pool, per_run: Option<&Series>, runs: f64) -> BTreeMap<&'static str, f64> {
+    let (h, samples, weighted_avg, errors, throughput, max) = pool;
+    let mut v: BTreeMap<&'static str, f64> = latency_values(&h).into_iter().collect();
+    // The exact max, as the summary has it (the histogram's is its bucket's top).
+    v.insert("max", max);
+    v.insert("samples", samples);
+    v.insert("throughput", throughput / runs);
+    // One run: its exact average; several: weighted by their samples.
+    let single = per_run.and_then(|m| m.get("avg")).filter(|a| a.len() == 1);
+    let avg = match single {
+        Some(a) => a[0],
+        None if samples > 0.0 => weighted_avg / samples,
+        None => 0.0,
+    };
+    v.insert("avg", avg);
+    for extra in EXTRA {
+        if let Some(x) = per_run.and_then(|m| m.get(extra)) {
+            v.insert(extra, mean(x));
+        }
+    }
+    v.insert(
+        "error_pct",
+        if samples > 0.0 {
+            errors * 100.0 / samples
+        } else {
+            0.0
+        },
+    );
+    v
+}
+
+/// Per-interval series from the interval log, by the row label the tag stands for.
+fn interval_series(
+    dir: &RunDir,
+    steered: &Steered,
+    which: Which,
+    labels: &[Label],
+) -> BTreeMap<Label, Series> {
+    let mut per_interval: BTreeMap<Label, Series> = BTreeMap::new();
+    for label in labels {
         let tag = crate::metrics::interval::Tag::latency(label.clone()).to_string();
         // A change row has no series of its own: its group's, over the time it ran (one run:
         // with --repeat the rows are judged over the runs).
@@ -298,11 +442,7 @@ fn side(dir: &RunDir, steered: &Steered, which: Which) -> Result<Side, Error> {
             }
         }
     }
-    Ok(Side {
-        values,
-        per_run,
-        per_interval,
-    })
+    per_interval
 }
 
 /// Student's t at 99.5 % (a two-sided 99 % interval) for `df` degrees of freedom. At 99 %, one
@@ -401,7 +541,6 @@ pub(crate) fn differences(base: &RunDir, new: &RunDir) -> Vec<String> {
 }
 
 /// Compares, judging noise with a generator seeded by `seed`.
-#[expect(clippy::too_many_lines, reason = "116 lines: to split (issue 50)")]
 pub fn compare(
     base: &RunDir,
     new: &RunDir,
@@ -413,104 +552,31 @@ pub fn compare(
         side(base, &steered, Which::Base)?,
         side(new, &steered, Which::New)?,
     );
-    let by_runs = b
-        .per_run
-        .values()
-        .next()
-        .and_then(|m| m.get("samples"))
-        .is_some_and(|v| v.len() >= 2)
-        && n.per_run
+    let several = |s: &Side| {
+        s.per_run
             .values()
             .next()
             .and_then(|m| m.get("samples"))
-            .is_some_and(|v| v.len() >= 2);
-    let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
+            .is_some_and(|v| v.len() >= 2)
+    };
+    let mut sides = Sides {
+        by_runs: several(&b) && several(&n),
+        b: &b,
+        n: &n,
+        rng: rand::rngs::SmallRng::seed_from_u64(seed),
+    };
     let mut cells = Vec::new();
     let order = pairs(base, new, &steered, (&b, &n));
     for (base_label, label) in &order {
         let spans = steered.spans_a_change(base_label, Which::Base)
             || steered.spans_a_change(label, Which::New);
         for metric in METRICS {
-            let (bv, nv) = (b.values[base_label][metric], n.values[label][metric]);
-            let change_pct = members::change_pct(Some(bv), Some(nv));
-            let series = |s: &Side, label: &Label| -> Vec<f64> {
-                let from = if by_runs { &s.per_run } else { &s.per_interval };
-                from.get(label)
-                    .and_then(|m| m.get(metric))
-                    .cloned()
-                    .unwrap_or_default()
-            };
-            let judged = match metric {
-                "samples" => None,
-                // Errors are judged per run only: intervals carry none.
-                "error_pct" if !by_runs => None,
-                _ if spans => None,
-                _ => beyond_noise(
-                    &series(&b, base_label),
-                    &series(&n, label),
-                    by_runs,
-                    &mut rng,
-                ),
-            };
-            let higher_is_better = metric == "throughput";
-            let verdict = match judged {
-                None if spans => Verdict::Steered,
-                None => Verdict::NotJudged,
-                Some(false) => Verdict::SameWithinNoise,
-                Some(true) if (nv > bv) == higher_is_better => Verdict::Faster,
-                Some(true) => Verdict::Slower,
-            };
-            cells.push(Cell {
-                label: label.clone(),
-                metric,
-                base: bv,
-                new: nv,
-                change_pct,
-                verdict,
-                noise: if by_runs { "runs" } else { "intervals" }.into(),
-                base_label: (base_label != label).then(|| base_label.clone()),
-            });
+            cells.push(sides.cell(base_label, label, metric, spans));
         }
         // Where a side has them: documents per second and retries per transaction, judged
         // over runs (with --repeat), not over intervals (the interval log has neither).
         for metric in EXTRA {
-            let (bv, nv) = (
-                b.values[base_label].get(metric),
-                n.values[label].get(metric),
-            );
-            if bv.is_none() && nv.is_none() {
-                continue;
-            }
-            let (bv, nv) = (bv.copied().unwrap_or(0.0), nv.copied().unwrap_or(0.0));
-            let judged = if by_runs && !spans {
-                let series = |s: &Side, label: &Label| {
-                    s.per_run
-                        .get(label)
-                        .and_then(|m| m.get(metric))
-                        .cloned()
-                        .unwrap_or_default()
-                };
-                beyond_noise(&series(&b, base_label), &series(&n, label), true, &mut rng)
-            } else {
-                None
-            };
-            let higher_is_better = metric == "docs_per_sec";
-            cells.push(Cell {
-                label: label.clone(),
-                metric,
-                base: bv,
-                new: nv,
-                change_pct: members::change_pct(Some(bv), Some(nv)),
-                verdict: match judged {
-                    None if spans => Verdict::Steered,
-                    None => Verdict::NotJudged,
-                    Some(false) => Verdict::SameWithinNoise,
-                    Some(true) if (nv > bv) == higher_is_better => Verdict::Faster,
-                    Some(true) => Verdict::Slower,
-                },
-                noise: "runs".into(),
-                base_label: (base_label != label).then(|| base_label.clone()),
-            });
+            cells.extend(sides.extra_cell(base_label, label, metric, spans));
         }
     }
     let gates = gates

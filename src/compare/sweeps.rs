@@ -259,8 +259,21 @@ fn change(base: f64, new: f64) -> Option<f64> {
     (base != 0.0).then(|| (new - base) * 100.0 / base)
 }
 
+/// The two runs of one number of users, compared as `compare` compares two runs.
+fn step_runs(
+    base: &SweepDir,
+    new: &SweepDir,
+    (x, y): (&Step, &Step),
+    seed: u64,
+) -> Result<super::Comparison, crate::error::Error> {
+    let (rx, ry) = (
+        RunDir::open(&base.step_dir(x))?,
+        RunDir::open(&new.step_dir(y))?,
+    );
+    super::compare(&rx, &ry, &[], seed)
+}
+
 /// Compares; step verdicts from each pair of step directories, `seed` for their bootstrap.
-#[expect(clippy::too_many_lines, reason = "101 lines: to split (issue 50)")]
 pub(crate) fn compare(
     base: &SweepDir,
     new: &SweepDir,
@@ -311,24 +324,9 @@ pub(crate) fn compare(
         let (bs, ns) = (find(&b.steps), find(&n.steps));
         // The two runs at these users, compared as `compare` compares two runs.
         let judged = match (&bs, &ns) {
-            (Some(x), Some(y)) => {
-                match (
-                    RunDir::open(&base.step_dir(x)),
-                    RunDir::open(&new.step_dir(y)),
-                ) {
-                    (Ok(rx), Ok(ry)) => match super::compare(&rx, &ry, &[], seed) {
-                        Ok(c) => Some(c),
-                        Err(e) => {
-                            unread.push(format!("{u} ({})", first_line(&e.to_string())));
-                            None
-                        }
-                    },
-                    (Err(e), _) | (_, Err(e)) => {
-                        unread.push(format!("{u} ({})", first_line(&e.to_string())));
-                        None
-                    }
-                }
-            }
+            (Some(x), Some(y)) => step_runs(base, new, (x, y), seed)
+                .map_err(|e| unread.push(format!("{u} ({})", first_line(&e.to_string()))))
+                .ok(),
             _ => None,
         };
         for (metric, value) in [

@@ -69,6 +69,16 @@ pub(crate) struct Context<B> {
     pub(crate) listening: Option<Listening>,
 }
 
+impl<B> Context<B> {
+    /// Per group, the scheduled operations that never started.
+    pub(crate) fn missed_counts(&self) -> Vec<u64> {
+        self.missed
+            .iter()
+            .map(|m| m.load(std::sync::atomic::Ordering::Relaxed))
+            .collect()
+    }
+}
+
 /// What the writers tell the listeners: the acknowledged writes' book, and what the audit's
 /// reading of a request needs to know of the plan.
 pub(crate) struct Listening {

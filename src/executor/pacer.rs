@@ -200,6 +200,7 @@ mod tests {
         GroupPlan {
             index: 0,
             name: "g".into(),
+            step_of: None,
             op: crate::workload::OpSpec::Template(crate::workload::command::TemplateOp::stub("g")),
             threads: 4,
             ramp_up: Duration::from_secs(1),

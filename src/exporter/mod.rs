@@ -370,7 +370,57 @@ fn histogram(
     });
 }
 
-#[expect(clippy::too_many_lines, reason = "108 lines: to split (issue 50)")]
+/// A group's operations by kind and outcome (`ok`, `error`).
+fn outcomes(
+    base: &[(&'static str, String)],
+    g: &GroupView,
+    m: &GroupMetrics,
+    ops: &mut Vec<Sample>,
+) {
+    let none = GroupMetrics::default();
+    for k in &g.kinds {
+        let km = if g.mixed {
+            m.kinds.get(k).unwrap_or(&none)
+        } else {
+            m
+        };
+        let kind = k.to_string();
+        for (outcome, v) in [("ok", km.samples - km.errors), ("error", km.errors)] {
+            ops.push(Sample {
+                suffix: "_total",
+                labels: labels(
+                    base,
+                    &[("group", &g.name), ("kind", &kind), ("outcome", outcome)],
+                ),
+                value: crate::num::real(v),
+            });
+        }
+    }
+}
+
+/// A group's documents returned, inserted, updated, upserted and deleted.
+fn documents(
+    base: &[(&'static str, String)],
+    g: &GroupView,
+    m: &GroupMetrics,
+    docs: &mut Vec<Sample>,
+) {
+    let d = &m.docs;
+    for (what, n) in [
+        ("returned", d.returned),
+        ("inserted", d.inserted),
+        ("updated", d.updated),
+        ("upserted", d.upserted),
+        ("deleted", d.deleted),
+    ] {
+        docs.push(Sample {
+            suffix: "_total",
+            labels: labels(base, &[("group", &g.name), ("what", what)]),
+            value: crate::num::real(n),
+        });
+    }
+}
+
 fn group_families(
     base: &[(&'static str, String)],
     groups: &[GroupView],
@@ -384,24 +434,7 @@ fn group_families(
     for (i, g) in groups.iter().enumerate() {
         let m = totals.get(i).unwrap_or(&none);
         let gl = labels(base, &[("group", &g.name)]);
-        for k in &g.kinds {
-            let km = if g.mixed {
-                m.kinds.get(k).unwrap_or(&none)
-            } else {
-                m
-            };
-            let kind = k.to_string();
-            for (outcome, v) in [("ok", km.samples - km.errors), ("error", km.errors)] {
-                ops.push(Sample {
-                    suffix: "_total",
-                    labels: labels(
-                        base,
-                        &[("group", &g.name), ("kind", &kind), ("outcome", outcome)],
-                    ),
-                    value: crate::num::real(v),
-                });
-            }
-        }
+        outcomes(base, g, m, &mut ops);
         for (class, n) in &m.errors_by_class {
             errs.push(Sample {
                 suffix: "_total",
@@ -430,20 +463,7 @@ fn group_families(
             labels: gl.clone(),
             value: crate::num::real(m.late),
         });
-        let d = &m.docs;
-        for (what, n) in [
-            ("returned", d.returned),
-            ("inserted", d.inserted),
-            ("updated", d.updated),
-            ("upserted", d.upserted),
-            ("deleted", d.deleted),
-        ] {
-            docs.push(Sample {
-                suffix: "_total",
-                labels: labels(base, &[("group", &g.name), ("what", what)]),
-                value: crate::num::real(n),
-            });
-        }
+        documents(base, g, m, &mut docs);
     }
     let mut f = vec![
         family("mongo_stress_operations", "Operations completed, by group, kind and outcome (warm-up excluded), as the summary's # Samples.", Kind::Counter, ops),

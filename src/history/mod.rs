@@ -215,8 +215,22 @@ pub(crate) fn plan_words(groups: &[crate::summary::GroupInfo]) -> String {
 /// Profile, plan, label and metric.
 type SeriesKey = (String, String, String, HistoryMetric);
 
+/// Each `--label` asked is one some run has.
+fn labels_asked(asked: &[String], seen: &[String]) -> Result<(), Error> {
+    let Some(l) = asked.iter().find(|l| !seen.contains(l)) else {
+        return Ok(());
+    };
+    Err(Error::Usage(if seen.is_empty() {
+        format!("--label {l:?}: no run has any row\n  fix: give runs that measured something")
+    } else {
+        format!(
+            "--label {l:?}: no run has that label\n  fix: one of {}",
+            seen.join(", ")
+        )
+    }))
+}
+
 /// Orders the runs, splits them into series and finds the change points of each.
-#[expect(clippy::too_many_lines, reason = "101 lines: to split (issue 50)")]
 pub(crate) fn analyze(mut records: Vec<RunRecord>, s: &Settings) -> Result<History, Error> {
     if records.is_empty() {
         return Err(Error::Usage(
@@ -263,20 +277,7 @@ pub(crate) fn analyze(mut records: Vec<RunRecord>, s: &Settings) -> Result<Histo
             }
         }
     }
-    for l in &s.labels {
-        if !labels_seen.contains(l) {
-            return Err(Error::Usage(if labels_seen.is_empty() {
-                format!(
-                    "--label {l:?}: no run has any row\n  fix: give runs that measured something"
-                )
-            } else {
-                format!(
-                    "--label {l:?}: no run has that label\n  fix: one of {}",
-                    labels_seen.join(", ")
-                )
-            }));
-        }
-    }
+    labels_asked(&s.labels, &labels_seen)?;
     let mut series = Vec::new();
     for (profile, plan) in &keys {
         for label in &labels_seen {

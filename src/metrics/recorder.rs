@@ -139,6 +139,70 @@ pub struct Recorded {
     pub(crate) segments: Vec<Segment>,
 }
 
+impl Recorded {
+    /// What is left when the recorder itself failed (`why`): no measurement of any of the
+    /// `groups`, and the failure said.
+    pub(crate) fn lost(groups: usize, why: String) -> Recorded {
+        Recorded {
+            groups: vec![GroupMetrics::default(); groups],
+            warmup: vec![GroupMetrics::default(); groups],
+            failures: vec![format!(
+                "the recorder failed and its measurements are lost: {why}"
+            )],
+            availability: Default::default(),
+            segments: Vec::new(),
+        }
+    }
+}
+
+/// A group's interval as the interval log's series: its latency, its service time when open
+/// loop (else that histogram goes back to the spares), and out of the warm-up each kind's of a
+/// group that mixes operations (`group:get`).
+fn series(
+    out: &mut Vec<IntervalHist>,
+    spares: &super::interval::Spares,
+    name: &str,
+    open: bool,
+    warmup: bool,
+    m: GroupMetrics,
+) {
+    let mut entry = |tag: Tag, timing: Timing| {
+        out.push(IntervalHist {
+            tag,
+            hist: timing.hist,
+        })
+    };
+    let GroupMetrics {
+        latency,
+        service,
+        kinds,
+        ..
+    } = m;
+    if !warmup {
+        for (kind, k) in kinds {
+            let label = Label::kind(name, kind.clone());
+            entry(Tag::new(label.clone(), Series::Latency, false), k.latency);
+            if open {
+                entry(Tag::new(label, Series::Service, false), k.service);
+            } else {
+                spares.give(k.service.hist);
+            }
+        }
+    }
+    entry(
+        Tag::new(Label::group(name), Series::Latency, warmup),
+        latency,
+    );
+    if open {
+        entry(
+            Tag::new(Label::group(name), Series::Service, warmup),
+            service,
+        );
+    } else {
+        spares.give(service.hist);
+    }
+}
+
 /// Samples per batch handed to the sample log writer, and the longest a sample waits for one.
 const LOG_BATCH: usize = 4096;
 const LOG_FLUSH: Duration = Duration::from_millis(200);
@@ -225,7 +289,6 @@ fn fresh(n: usize) -> Vec<GroupMetrics> {
 
 impl Recorder {
     /// Records until every sender is gone.
-    #[expect(clippy::too_many_lines, reason = "130 lines: to split (issue 50)")]
     pub(crate) async fn run(mut self, mut rx: mpsc::Receiver<Sample>) -> Recorded {
         let n = self.names.len();
         let mut failures = Vec::new();
@@ -254,56 +317,8 @@ impl Recorder {
                     if got == 0 {
                         break;
                     }
-                    let recorded = catch_unwind(AssertUnwindSafe(|| {
-                        for s in &mut batch {
-                            // A failure's message becomes text here, once, off the user's path.
-                            if let Some(e) = s.error.as_mut() {
-                                e.message.text();
-                            }
-                            let s = &*s;
-                            self.availability.observe(s);
-                            let into = if s.warmup { &mut st.interval_warm } else { &mut st.interval };
-                            if let Some(m) = into.get_mut(usize::from(s.group)) {
-                                m.record_with(s, &self.spares);
-                            }
-                            if !s.warmup {
-                                st.record_in_segment(s, &self.spares);
-                            }
-                            // The warm-up is kept out of the exit code, and so of the error-rate stop.
-                            let beside = self.beside.get(usize::from(s.group)).copied().unwrap_or(false);
-                            if let (Some(w), false) = (self.watch.as_mut(), s.warmup || beside) {
-                                w.observe(s);
-                            }
-                        }
-                        self.watch.as_mut().is_some_and(|w| w.check(self.clock.now_us()))
-                    }));
-                    match recorded {
-                        Ok(true) => self.watch = None,
-                        Ok(false) => {}
-                        Err(p) => {
-                            failures.push(format!(
-                                "the recorder panicked on a batch of {} samples, which may be counted in part: {}",
-                                batch.len(),
-                                panic_message(p.as_ref())
-                            ));
-                            self.watch = None;
-                        }
-                    }
-                    match &self.log {
-                        Some(log) => {
-                            let threads: Vec<u32> = self.active.iter().map(|a| a.load(Ordering::Relaxed)).collect();
-                            let all_threads = threads.iter().sum();
-                            pending.extend(batch.drain(..).map(|sample| Logged {
-                                group_threads: threads.get(usize::from(sample.group)).copied().unwrap_or(0),
-                                all_threads,
-                                sample,
-                            }));
-                            if pending.len() >= LOG_BATCH {
-                                send(log, &mut pending, LOG_BATCH).await;
-                            }
-                        }
-                        None => batch.clear(),
-                    }
+                    self.record(&mut st, &mut batch, &mut failures);
+                    self.log_batch(&mut batch, &mut pending).await;
                 }
                 _ = flush_tick.tick(), if self.log.is_some() && !pending.is_empty() => {
                     if let Some(log) = &self.log {
@@ -316,27 +331,8 @@ impl Recorder {
                     }
                 }
                 _ = ticker.tick() => {
-                    let closed = self.close_interval(&mut st);
-                    if let Some(steering) = self.steering.as_mut() {
-                        // The new interval's start: the change counts from there.
-                        for split in steering.at_interval(st.interval_start_us) {
-                            st.split(split);
-                        }
-                    }
-                    if let Some(v) = self.view.as_mut() {
-                        v.closed(&closed, &st.total, &st.segments, false);
-                    }
-                    to_hlog(&self.hlog, closed).await;
-                    if self.check.as_mut().is_some_and(|c| c.check(started.elapsed(), &st.total)) {
-                        self.check = None;
-                    }
-                    if let Some(f) = self.feed.as_mut() {
-                        f.check(started.elapsed(), &st.total);
-                    }
                     ticks += 1;
-                    if ticks.is_multiple_of(self.live_every.max(1)) {
-                        self.show_live(&mut st, started.elapsed(), &mut failures);
-                    }
+                    self.interval_end(&mut st, started.elapsed(), ticks, &mut failures).await;
                 }
             }
         }
@@ -361,9 +357,116 @@ impl Recorder {
         }
     }
 
+    /// One batch of samples into the interval, the segments, the availability and the error
+    /// guard; a panic while recording is a failure said, not the run's end.
+    fn record(&mut self, st: &mut State, batch: &mut [Sample], failures: &mut Vec<String>) {
+        let recorded = catch_unwind(AssertUnwindSafe(|| {
+            for s in batch.iter_mut() {
+                // A failure's message becomes text here, once, off the user's path.
+                if let Some(e) = s.error.as_mut() {
+                    e.message.text();
+                }
+                let s = &*s;
+                self.availability.observe(s);
+                let into = if s.warmup {
+                    &mut st.interval_warm
+                } else {
+                    &mut st.interval
+                };
+                if let Some(m) = into.get_mut(usize::from(s.group)) {
+                    m.record_with(s, &self.spares);
+                }
+                if !s.warmup {
+                    st.record_in_segment(s, &self.spares);
+                }
+                // The warm-up is kept out of the exit code, and so of the error-rate stop.
+                let beside = self
+                    .beside
+                    .get(usize::from(s.group))
+                    .copied()
+                    .unwrap_or(false);
+                if let (Some(w), false) = (self.watch.as_mut(), s.warmup || beside) {
+                    w.observe(s);
+                }
+            }
+            self.watch
+                .as_mut()
+                .is_some_and(|w| w.check(self.clock.now_us()))
+        }));
+        match recorded {
+            Ok(true) => self.watch = None,
+            Ok(false) => {}
+            Err(p) => {
+                failures.push(format!(
+                    "the recorder panicked on a batch of {} samples, which may be counted in part: {}",
+                    batch.len(),
+                    panic_message(p.as_ref())
+                ));
+                self.watch = None;
+            }
+        }
+    }
+
+    /// The batch to the sample log (in large batches: one wake-up of its writer per batch),
+    /// each sample with the threads active when it was recorded; without a log, dropped.
+    async fn log_batch(&mut self, batch: &mut Vec<Sample>, pending: &mut Vec<Logged>) {
+        let Some(log) = &self.log else {
+            batch.clear();
+            return;
+        };
+        let threads: Vec<u32> = self
+            .active
+            .iter()
+            .map(|a| a.load(Ordering::Relaxed))
+            .collect();
+        let all_threads = threads.iter().sum();
+        pending.extend(batch.drain(..).map(|sample| Logged {
+            group_threads: threads.get(usize::from(sample.group)).copied().unwrap_or(0),
+            all_threads,
+            sample,
+        }));
+        if pending.len() >= LOG_BATCH {
+            send(log, pending, LOG_BATCH).await;
+        }
+    }
+
+    /// An interval's end (the `ticks`th): closed, its changes split off, shown, logged and
+    /// checked.
+    async fn interval_end(
+        &mut self,
+        st: &mut State,
+        elapsed: Duration,
+        ticks: u32,
+        failures: &mut Vec<String>,
+    ) {
+        let closed = self.close_interval(st);
+        if let Some(steering) = self.steering.as_mut() {
+            // The new interval's start: the change counts from there.
+            for split in steering.at_interval(st.interval_start_us) {
+                st.split(split);
+            }
+        }
+        if let Some(v) = self.view.as_mut() {
+            v.closed(&closed, &st.total, &st.segments, false);
+        }
+        to_hlog(&self.hlog, closed).await;
+        if self
+            .check
+            .as_mut()
+            .is_some_and(|c| c.check(elapsed, &st.total))
+        {
+            self.check = None;
+        }
+        if let Some(f) = self.feed.as_mut() {
+            f.check(elapsed, &st.total);
+        }
+        if ticks.is_multiple_of(self.live_every.max(1)) {
+            self.show_live(st, elapsed, failures);
+        }
+    }
+
     /// Ends the current interval: its metrics go into the totals and the live window, and its
     /// histograms are returned for the interval log.
-    #[expect(clippy::too_many_lines, reason = "107 lines: to split (issue 50)")]
     fn close_interval(&self, st: &mut State) -> IntervalBatch {
         let start_epoch_us = st.interval_start_us;
         let duration = st.interval_started.elapsed();
@@ -371,12 +474,6 @@ impl Recorder {
         st.interval_started = Instant::now();
         let mut out = Vec::new();
         let mut activity = Vec::new();
-        let mut entry = |tag: Tag, timing: Timing| {
-            out.push(IntervalHist {
-                tag,
-                hist: timing.hist,
-            })
-        };
         // Only the groups that ran in this interval are taken, and given histograms the
         // interval log is done with.
         let spares = &self.spares;
@@ -414,34 +511,7 @@ impl Recorder {
                         svc.merge(&m.service);
                     }
                 }
-                // A group that mixes operations: each kind's series too (`group:get`).
-                let GroupMetrics {
-                    latency,
-                    service,
-                    kinds,
-                    ..
-                } = m;
-                for (kind, k) in kinds {
-                    let label = Label::kind(name, kind.clone());
-                    entry(Tag::new(label.clone(), Series::Latency, false), k.latency);
-                    if open {
-                        entry(Tag::new(label, Series::Service, false), k.service);
-                    } else {
-                        spares.give(k.service.hist);
-                    }
-                }
-                entry(
-                    Tag::new(Label::group(name), Series::Latency, false),
-                    latency,
-                );
-                if open {
-                    entry(
-                        Tag::new(Label::group(name), Series::Service, false),
-                        service,
-                    );
-                } else {
-                    spares.give(service.hist);
-                }
+                series(&mut out, spares, name, open, false, m);
             }
             if let Some(w) = used(&mut st.interval_warm[g]) {
                 st.total_warm[g].merge(&w);
@@ -449,20 +519,15 @@ impl Recorder {
                     // The live view shows everything that ran, the warm-up too.
                     st.window[g].merge(&w);
                 }
-                entry(
-                    Tag::new(Label::group(name), Series::Latency, true),
-                    w.latency,
-                );
-                if open {
-                    entry(
-                        Tag::new(Label::group(name), Series::Service, true),
-                        w.service,
-                    );
-                } else {
-                    spares.give(w.service.hist);
-                }
+                series(&mut out, spares, name, open, true, w);
             }
         }
+        let mut entry = |tag: Tag, timing: Timing| {
+            out.push(IntervalHist {
+                tag,
+                hist: timing.hist,
+            })
+        };
         if let Some((lat, svc)) = all {
             entry(Tag::latency(Label::Total), lat);
             if self.open_loop.iter().any(|o| *o) {

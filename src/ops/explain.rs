@@ -31,8 +31,8 @@ pub(crate) struct Checked {
 fn templates(plan: &RunPlan) -> Vec<(String, Arc<TemplateOp>)> {
     let mut seen: Vec<(String, Arc<TemplateOp>)> = Vec::new();
     for g in plan.groups() {
-        // A rate step's group plan is named `group@RATE/s`; its templates are the group's.
-        let base = g.name.split('@').next().unwrap_or(&g.name).to_string();
+        // A rate step's templates are its group's.
+        let base = g.profile_name().to_string();
         let specs: Vec<&OpSpec> = if g.mix.is_empty() {
             vec![&g.op]
         } else {

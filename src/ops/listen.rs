@@ -277,7 +277,6 @@ fn code_of(e: &mongodb::error::Error) -> Option<i32> {
 
 /// Listener `n` (from 0) of watch group `g`: opened, reported on `opened`, read until the
 /// drain is over or the run is stopped.
-#[expect(clippy::too_many_lines, reason = "157 lines: to split (issue 50)")]
 pub(crate) async fn listen(
     client: mongodb::Client,
     seen: Option<Arc<Resumes>>,
@@ -294,39 +293,10 @@ pub(crate) async fn listen(
     let admits = Admits::of(&w.scope, &stages);
     let mut book = Book::new(n + 1, run.keep_lines);
     let mut resumes: Vec<Resume> = Vec::new();
-    let group = crate::metrics::sample::GroupId::try_from(g.index)
-        .unwrap_or_else(|_| crate::metrics::sample::GroupId::try_from(0usize).expect("0 fits"));
-    let op = g.op.kind();
-    let sample = |lag: Lag, error: Option<OpError>| Sample {
-        group,
-        op: op.clone(),
-        mixed: false,
-        thread: n + 1,
-        start_us: lag.from_us,
-        intended_us: lag.from_us,
-        elapsed_us: lag.lag_us,
-        late: false,
-        warmup: false,
-        sent: 0,
-        received: 0,
-        matched: false,
-        modified: false,
-        docs: Default::default(),
-        extra: None,
-        error: error.map(Box::new),
-    };
+    let sample = |lag: Lag, error: Option<OpError>| event_sample(&g, n, lag, error);
     let mut stream = match open(&client, &w, &stages, None).await {
         Ok(s) => s,
-        Err(e) => {
-            let said = crate::driver_error::said(&e);
-            let _ = opened.send(Err(said.clone()));
-            return Listened {
-                book,
-                resumes,
-                failed: Some(said),
-                admits,
-            };
-        }
+        Err(e) => return not_opened(&e, opened, book, admits),
     };
     let _ = opened.send(Ok(()));
     let mut failed = None;
@@ -346,10 +316,7 @@ pub(crate) async fn listen(
                 book.writers_done_us.get_or_insert(run.clock.now_us());
                 let due = run.acks.admitted(&admits).len() as u64;
                 let until = tokio::time::Instant::now() + w.drain.min(STOP_DRAIN);
-                drain = Some(match drain {
-                    Some((u, _)) => (u.min(until), due),
-                    None => (until, due),
-                });
+                drain = Some((drain.map_or(until, |(u, _)| u.min(until)), due));
             }
             _ = run.writers_done.cancelled(), if drain.is_none() => {
                 book.writers_done_us = Some(run.clock.now_us());
@@ -378,18 +345,12 @@ pub(crate) async fn listen(
                         }
                     }
                     broken = 0;
-                    if !w.think.is_zero() {
-                        tokio::select! {
-                            _ = tokio::time::sleep(w.think) => {}
-                            _ = run.stop.cancelled() => {}
-                        }
-                    }
+                    think(w.think, &run.stop).await;
                 }
                 Some(Err(e)) if code_of(&e) == Some(HISTORY_LOST) => {
                     failed = Some(lost(&e));
-                    let now = run.clock.now_us();
-                    let error = crate::ops::classify::classify(e);
-                    let _ = run.samples.send(sample(Lag { from_us: now, lag_us: 0, basis: crate::listen::Basis::Ack }, Some(error))).await;
+                    let now = Lag { from_us: run.clock.now_us(), lag_us: 0, basis: crate::listen::Basis::Ack };
+                    let _ = run.samples.send(sample(now, Some(crate::ops::classify::classify(e)))).await;
                     break;
                 }
                 // The server ended the stream (its collection or database dropped or renamed):
@@ -403,17 +364,9 @@ pub(crate) async fn listen(
                 // or it broke again and again with no event between.
                 Some(Err(e)) => {
                     broken += 1;
-                    if !transient(&e) || broken > MAX_BROKEN {
-                        failed = Some(format!(
-                            "its stream broke{}: {}",
-                            if broken > MAX_BROKEN { format!(" {broken} times with no event between") } else { String::new() },
-                            crate::driver_error::said(&e)
-                        ));
-                        break;
-                    }
-                    let token = stream.resume_token();
                     let until = drain.map(|d| d.0);
-                    match reopen(&client, &w, &stages, token, (&run.stop, &run.writers_done, until, w.drain)).await {
+                    let token = stream.resume_token();
+                    match mend(&client, &w, &stages, token, e, broken, (&run, until)).await {
                         Ok(s) => stream = s,
                         Err(why) => {
                             failed = why;
@@ -428,17 +381,88 @@ pub(crate) async fn listen(
     for lag in book.retry(&run.acks, run.clock.now_us(), true) {
         let _ = run.samples.send(sample(lag, None)).await;
     }
-    // The resumes the driver's command events saw; each one's replayed events: the duplicates
-    // received between it and the next.
+    let due = drain.map_or(0, |d| d.1);
     if let Some(seen) = &seen {
-        let (mine, broken) = seen.take(g.index, n);
-        resumes = mine;
-        if failed.is_none() && !run.stop.is_cancelled() {
-            if let Some(why) = broken.filter(|_| book.counts.delivered < drain.map_or(0, |d| d.1)) {
-                failed = Some(format!(
-                    "its stream broke and was not open again by the end: {why}"
-                ));
-            }
+        let stopped = run.stop.is_cancelled();
+        resumes = resumed(seen, &g, n, &book, due, stopped, &mut failed);
+    }
+    Listened {
+        book,
+        resumes,
+        failed,
+        admits,
+    }
+}
+
+/// A listener whose stream could not be opened: said to its opener, and its end.
+fn not_opened(
+    e: &mongodb::error::Error,
+    opened: tokio::sync::oneshot::Sender<Result<(), String>>,
+    book: Book,
+    admits: Admits,
+) -> Listened {
+    let said = crate::driver_error::said(e);
+    let _ = opened.send(Err(said.clone()));
+    Listened {
+        book,
+        resumes: Vec::new(),
+        failed: Some(said),
+        admits,
+    }
+}
+
+/// The pause after each event (`think`), cut short by Ctrl-C.
+async fn think(pause: Duration, stop: &CancellationToken) {
+    if pause.is_zero() {
+        return;
+    }
+    tokio::select! {
+        _ = tokio::time::sleep(pause) => {}
+        _ = stop.cancelled() => {}
+    }
+}
+
+/// A listener's sample: one event's lag from its write's reply (or a failure of the stream).
+fn event_sample(g: &GroupPlan, n: u32, lag: Lag, error: Option<OpError>) -> Sample {
+    Sample {
+        group: crate::metrics::sample::GroupId::try_from(g.index)
+            .unwrap_or_else(|_| crate::metrics::sample::GroupId::try_from(0usize).expect("0 fits")),
+        op: g.op.kind(),
+        mixed: false,
+        thread: n + 1,
+        start_us: lag.from_us,
+        intended_us: lag.from_us,
+        elapsed_us: lag.lag_us,
+        late: false,
+        warmup: false,
+        sent: 0,
+        received: 0,
+        matched: false,
+        modified: false,
+        docs: Default::default(),
+        extra: None,
+        error: error.map(Box::new),
+    }
+}
+
+/// The resumes the driver's command events saw of listener `n`, each with its replayed
+/// events (the duplicates received between it and the next); a stream that broke and was not
+/// open again by the end, while writes were still due (`due`), is its failure.
+fn resumed(
+    seen: &Resumes,
+    g: &GroupPlan,
+    n: u32,
+    book: &Book,
+    due: u64,
+    stopped: bool,
+    failed: &mut Option<String>,
+) -> Vec<Resume> {
+    let (mut resumes, broken) = seen.take(g.index, n);
+    if failed.is_none() && !stopped {
+        if let Some(why) = broken.filter(|_| book.counts.delivered < due) {
+            *failed = Some(format!(
+                "its stream broke and was not open again by the end: {why}"
+            ));
         }
     }
     let dup = &book.duplicate_times;
@@ -447,12 +471,34 @@ pub(crate) async fn listen(
         let to = resumes.get(i + 1).map_or(u64::MAX, |r| r.at_ms * 1000);
         resumes[i].replayed = dup.iter().filter(|t| **t >= from && **t < to).count() as u64;
     }
-    Listened {
-        book,
-        resumes,
-        failed,
-        admits,
+    resumes
+}
+
+/// The stream after it broke (the `broken`th time with no event between) past the driver's
+/// own resume: opened again from its last token (`token`), unless the error is one another try cannot
+/// mend or it broke too often; Err with why it cannot go on (None: the run was stopped).
+async fn mend(
+    client: &mongodb::Client,
+    w: &WatchPlan,
+    stages: &[Document],
+    token: Option<ResumeToken>,
+    e: mongodb::error::Error,
+    broken: u32,
+    (run, until): (&ListenRun, Option<tokio::time::Instant>),
+) -> Result<ChangeStream<RawDocumentBuf>, Option<String>> {
+    if !transient(&e) || broken > MAX_BROKEN {
+        let times = if broken > MAX_BROKEN {
+            format!(" {broken} times with no event between")
+        } else {
+            String::new()
+        };
+        return Err(Some(format!(
+            "its stream broke{times}: {}",
+            crate::driver_error::said(&e)
+        )));
     }
+    let gates = (&run.stop, &run.writers_done, until, w.drain);
+    reopen(client, w, stages, token, gates).await
 }
 
 fn lost(e: &mongodb::error::Error) -> String {

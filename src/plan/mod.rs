@@ -344,6 +344,9 @@ pub struct GroupPlan {
     /// Position among all groups of the plan; samples carry it.
     pub(crate) index: usize,
     pub name: String,
+    /// A rate step (`rate = [...]`): its profile group's name, while `name` is the step's row
+    /// (`run@500/s`); None for a group that is its own row.
+    pub(crate) step_of: Option<String>,
     pub(crate) op: OpSpec,
     pub threads: u32,
     pub(crate) ramp_up: Duration,
@@ -498,6 +501,11 @@ impl Chain {
 }
 
 impl GroupPlan {
+    /// Its group's name in the profile (a rate step's group's, not the step's row).
+    pub(crate) fn profile_name(&self) -> &str {
+        self.step_of.as_deref().unwrap_or(&self.name)
+    }
+
     /// The collection and handle of the next operation: the group's own, or one drawn from
     /// its `collections` (uniformly).
     pub(crate) fn target(&self, rng: &mut impl rand::Rng) -> (usize, usize) {

@@ -70,7 +70,6 @@ pub(crate) const GRAMMAR: &str = "\"GROUP.METRIC\" = \"< LIMIT\" (or <=, >, >=),
 
 impl ThresholdPlan {
     /// `key` as `GROUP.METRIC`, `limit` as `< 50ms`; `groups` are the plan's names by index.
-    #[expect(clippy::too_many_lines, reason = "119 lines: to split (issue 50)")]
     pub(crate) fn parse(
         key: &str,
         limit: &str,
@@ -86,30 +85,7 @@ impl ThresholdPlan {
                 crate::metrics::metric::NAMES
             ));
         };
-        // The row: a group's, `group:kind` for one kind of a mixed group, or TOTAL.
-        let row = Label::parse(label);
-        let (group_name, kind) = match &row {
-            Label::Total => ("TOTAL", None),
-            Label::Kind { group, kind } => (group.as_str(), Some(kind.clone())),
-            Label::Group(g) if g.contains(':') => {
-                let k = g.rsplit_once(':').map_or("", |(_, k)| k);
-                return Err(format!(
-                    "`{label}`: `{k}` is not an operation kind; a mixed group's row is GROUP:KIND with KIND one of {}",
-                    crate::workload::OpKind::listed()
-                ));
-            }
-            Label::Group(_) | Label::Stage(_) => (label, None),
-        };
-        let group = if row == Label::Total {
-            None
-        } else {
-            Some(groups.iter().position(|g| g == group_name).ok_or_else(|| {
-                format!(
-                    "`{group_name}` is not a group of this profile; thresholds name one of: {}, TOTAL (or GROUP:KIND for a kind of a mixed group)",
-                    groups.join(", ")
-                )
-            })?)
-        };
+        let (row, group, kind) = row_of(label, groups)?;
         let text = limit.trim();
         let (cmp, rest) = [
             ("<=", Cmp::Le),
@@ -152,42 +128,7 @@ impl ThresholdPlan {
                 relative: Some(compared),
             });
         }
-        let number_end = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        let (number, unit) = rest.split_at(number_end);
-        let value: f64 = number
-            .parse()
-            .map_err(|_| format!("`{limit}` has no number after {}", cmp.symbol()))?;
-        let unit = unit.trim();
-        let limit_value = if metric.is_time() {
-            match unit {
-                "us" | "µs" => value / 1000.0,
-                "ms" => value,
-                "s" => value * 1000.0,
-                "" => {
-                    return Err(format!(
-                        "`{limit}` needs a unit for a latency: us, ms or s (e.g. < 50ms)"
-                    ))
-                }
-                u => return Err(format!("`{u}` is not a time unit; use us, ms or s")),
-            }
-        } else {
-            match (metric.unit(), unit) {
-                (_, "") => value,
-                ("%", "%") | ("/s", "/s") => value,
-                (want, u) => {
-                    return Err(format!(
-                        "`{u}` is not the unit of {metric_name} ({})",
-                        if want.is_empty() {
-                            "a count, no unit"
-                        } else {
-                            want
-                        }
-                    ))
-                }
-            }
-        };
+        let limit_value = limit_value(limit, rest, cmp, metric, metric_name)?;
         Ok(ThresholdPlan {
             beside: Vec::new(),
             text: format!("{label}.{metric_name} {} {}", cmp.symbol(), rest),
@@ -216,6 +157,86 @@ impl ThresholdPlan {
             groups,
         )
     }
+}
+
+/// The row a threshold names (a group's, `group:kind` for one kind of a mixed group, or
+/// TOTAL), its group's index among `groups` and its kind.
+fn row_of(
+    label: &str,
+    groups: &[String],
+) -> Result<(Label, Option<usize>, Option<crate::workload::op::OpName>), String> {
+    let row = Label::parse(label);
+    let (group_name, kind) = match &row {
+        Label::Total => ("TOTAL", None),
+        Label::Kind { group, kind } => (group.as_str(), Some(kind.clone())),
+        Label::Group(g) if g.contains(':') => {
+            let k = g.rsplit_once(':').map_or("", |(_, k)| k);
+            return Err(format!(
+                "`{label}`: `{k}` is not an operation kind; a mixed group's row is GROUP:KIND with KIND one of {}",
+                crate::workload::OpKind::listed()
+            ));
+        }
+        Label::Group(_) | Label::Stage(_) => (label, None),
+    };
+    let group = if row == Label::Total {
+        None
+    } else {
+        Some(groups.iter().position(|g| g == group_name).ok_or_else(|| {
+            format!(
+                "`{group_name}` is not a group of this profile; thresholds name one of: {}, TOTAL (or GROUP:KIND for a kind of a mixed group)",
+                groups.join(", ")
+            )
+        })?)
+    };
+    Ok((row, group, kind))
+}
+
+/// The limit of an absolute threshold (`rest`, after its comparison) in its metric's unit:
+/// milliseconds for a time, else the metric's own.
+fn limit_value(
+    limit: &str,
+    rest: &str,
+    cmp: Cmp,
+    metric: Metric,
+    metric_name: &str,
+) -> Result<f64, String> {
+    let number_end = rest
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(rest.len());
+    let (number, unit) = rest.split_at(number_end);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("`{limit}` has no number after {}", cmp.symbol()))?;
+    let unit = unit.trim();
+    let limit_value = if metric.is_time() {
+        match unit {
+            "us" | "µs" => value / 1000.0,
+            "ms" => value,
+            "s" => value * 1000.0,
+            "" => {
+                return Err(format!(
+                    "`{limit}` needs a unit for a latency: us, ms or s (e.g. < 50ms)"
+                ))
+            }
+            u => return Err(format!("`{u}` is not a time unit; use us, ms or s")),
+        }
+    } else {
+        match (metric.unit(), unit) {
+            (_, "") => value,
+            ("%", "%") | ("/s", "/s") => value,
+            (want, u) => {
+                return Err(format!(
+                    "`{u}` is not the unit of {metric_name} ({})",
+                    if want.is_empty() {
+                        "a count, no unit"
+                    } else {
+                        want
+                    }
+                ))
+            }
+        }
+    };
+    Ok(limit_value)
 }
 
 #[cfg(test)]

@@ -6,16 +6,8 @@ use std::io::Write;
 use super::layout::fitted;
 use crate::summary::RunResult;
 
-/// Faults, windows and the audit of `run`, each line after `prefix` (`run 2: `); the audit's
-/// table within `width` columns (a terminal's) when given, the columns that do not fit left out
-/// and named.
-#[expect(clippy::too_many_lines, reason = "122 lines: to split (issue 50)")]
-pub(crate) fn render(
-    run: &RunResult,
-    prefix: &str,
-    width: Option<usize>,
-    out: &mut dyn Write,
-) -> std::io::Result<()> {
+/// Each fault of `run`, and how each group recovered from it.
+fn faults(run: &RunResult, prefix: &str, out: &mut dyn Write) -> std::io::Result<()> {
     for f in &run.faults {
         writeln!(out, "{prefix}{}", f.line())?;
         for r in &f.recovery {
@@ -33,26 +25,11 @@ pub(crate) fn render(
             writeln!(out, "{prefix}  {}: {first}; throughput {back}", r.label)?;
         }
     }
-    for w in &run.unavailable {
-        writeln!(out, "{prefix}{}", w.line())?;
-    }
-    streams(run, prefix, width, out)?;
-    let Some(a) = &run.audit else { return Ok(()) };
-    if !a.finished {
-        writeln!(out, "{prefix}{}", a.line())?;
-        return Ok(());
-    }
-    let t = &a.total;
-    if t.acknowledged + t.in_doubt + t.increments_in_doubt == 0 {
-        let invariants = if run.invariants.is_empty() {
-            ""
-        } else {
-            "; the collections' invariants above are its check"
-        };
-        writeln!(out, "{prefix}audit: no write of this run is one the audit can check (built-in inserts, removes and $inc, a template's inserts){invariants}")?;
-        return Ok(());
-    }
-    writeln!(out, "{prefix}Write audit (what the server kept of the acknowledged writes; audit.tsv lists every one lost):")?;
+    Ok(())
+}
+
+/// The audit's table: a row per group that wrote what the audit checks, and the total.
+fn audit_lines(a: &crate::summary::audit::AuditResult) -> Vec<Vec<String>> {
     let mut lines = vec![[
         "Group",
         "Write concern",
@@ -96,6 +73,40 @@ pub(crate) fn render(
             n(g.phantom),
         ]);
     }
+    lines
+}
+
+/// Faults, windows and the audit of `run`, each line after `prefix` (`run 2: `); the audit's
+/// table within `width` columns (a terminal's) when given, the columns that do not fit left out
+/// and named.
+pub(crate) fn render(
+    run: &RunResult,
+    prefix: &str,
+    width: Option<usize>,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    faults(run, prefix, out)?;
+    for w in &run.unavailable {
+        writeln!(out, "{prefix}{}", w.line())?;
+    }
+    streams(run, prefix, width, out)?;
+    let Some(a) = &run.audit else { return Ok(()) };
+    if !a.finished {
+        writeln!(out, "{prefix}{}", a.line())?;
+        return Ok(());
+    }
+    let t = &a.total;
+    if t.acknowledged + t.in_doubt + t.increments_in_doubt == 0 {
+        let invariants = if run.invariants.is_empty() {
+            ""
+        } else {
+            "; the collections' invariants above are its check"
+        };
+        writeln!(out, "{prefix}audit: no write of this run is one the audit can check (built-in inserts, removes and $inc, a template's inserts){invariants}")?;
+        return Ok(());
+    }
+    writeln!(out, "{prefix}Write audit (what the server kept of the acknowledged writes; audit.tsv lists every one lost):")?;
+    let lines = audit_lines(a);
     // The least telling columns go first on a narrow terminal (the counts of what was lost
     // last); summary.json has them all.
     let dropped = [

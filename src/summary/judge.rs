@@ -95,10 +95,31 @@ pub(crate) fn judge(rule: &ThresholdPlan, m: &GroupMetrics, how: Judging) -> Thr
         value,
         limit: rule.limit,
         unit: rule.metric.unit().to_string(),
-        pass: how.deferred || (holds(rule, value) && !how.aborted),
+        pass: how.passes(holds(rule, value)),
         aborted: how.aborted,
         deferred: how.deferred,
     }
+}
+
+impl Judging {
+    /// The verdict, by the one rule every threshold is judged by: a deferred one passes, one
+    /// that stopped the run failed, any other passes when its value keeps within its limit.
+    fn passes(self, holds: bool) -> bool {
+        self.deferred || (holds && !self.aborted)
+    }
+}
+
+/// A `lag_max` threshold judged again once the sampler has stopped (its last second comes
+/// after the run's end), on the largest lag then known (`lag`, in seconds), by `judge`'s rule
+/// and `unmeasured_lag`'s.
+pub(crate) fn judge_lag(t: &mut ThresholdResult, lag: Option<f64>) {
+    t.value = lag.map_or(0.0, |s| s * 1000.0);
+    let how = Judging {
+        deferred: t.deferred,
+        aborted: t.aborted,
+    };
+    t.pass = how.passes(t.cmp.is_some_and(|c| c.holds(t.value, t.limit)));
+    unmeasured_lag(t, lag);
 }
 
 /// A `lag_max` threshold when no member's lag was measured (`lag` none) fails: nothing shows

@@ -121,9 +121,7 @@ pub(crate) fn settle(run: &mut super::RunResult, rows: &[MemberRow], events: &[T
             && t.metric
                 .is_some_and(|m| m.kind == crate::vocab::MetricKind::LagMax)
     }) {
-        t.value = lag.map_or(0.0, |s| s * 1000.0);
-        t.pass = !t.aborted && t.cmp.is_some_and(|c| c.holds(t.value, t.limit));
-        super::judge::unmeasured_lag(t, lag);
+        super::judge::judge_lag(t, lag);
     }
     run.members = members;
     run.topology = topology;

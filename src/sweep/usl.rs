@@ -319,8 +319,28 @@ pub(crate) struct Parameters {
     pub(crate) r_squared: f64,
 }
 
+/// The fit of all steps but the two largest, and how far it misses those two.
+fn holdout(points: &[(f64, f64)]) -> Option<Holdout> {
+    let mut sorted = points.to_vec();
+    sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let cut = sorted.len() - 2;
+    let part = fit(&sorted[..cut])?;
+    let predicted: Vec<(f64, f64, f64)> = sorted[cut..]
+        .iter()
+        .map(|&(n, x)| (n, x, part.throughput(n)))
+        .collect();
+    let worst_error = predicted
+        .iter()
+        .map(|&(_, x, p)| ((p - x) / x).abs())
+        .fold(0.0, f64::max);
+    Some(Holdout {
+        fitted_steps: cut,
+        predicted,
+        worst_error,
+    })
+}
+
 /// Fits the steps and says what the fit can be trusted with.
-#[expect(clippy::too_many_lines, reason = "113 lines: to split (issue 50)")]
 pub(crate) fn analyse(points: &[(f64, f64)]) -> Analysis {
     let mut a = Analysis {
         fit: None,
@@ -395,24 +415,7 @@ pub(crate) fn analyse(points: &[(f64, f64)]) -> Analysis {
         }
     }
     if points.len() >= MIN_STEPS + 2 {
-        let mut sorted = points.to_vec();
-        sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let cut = sorted.len() - 2;
-        if let Some(part) = self::fit(&sorted[..cut]) {
-            let predicted: Vec<(f64, f64, f64)> = sorted[cut..]
-                .iter()
-                .map(|&(n, x)| (n, x, part.throughput(n)))
-                .collect();
-            let worst_error = predicted
-                .iter()
-                .map(|&(_, x, p)| ((p - x) / x).abs())
-                .fold(0.0, f64::max);
-            a.holdout = Some(Holdout {
-                fitted_steps: cut,
-                predicted,
-                worst_error,
-            });
-        }
+        a.holdout = holdout(points);
     }
     a.parameters = Some(Parameters {
         lambda: fit.lambda,

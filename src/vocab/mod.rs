@@ -1,6 +1,7 @@
 //! The vocabulary every stage speaks: row labels (`Label`), operation kinds and names
 //! (`OpKind`, `OpName`), error classes (`ErrorClass`), the server's error codes (`ServerCode`:
-//! names, and which say the server could not serve) and metric kinds (`MetricKind`).
+//! names, and which say the server could not serve), metric kinds (`MetricKind`) and the list of
+//! verbs (`verbs!`).
 //!
 //! Owns: these names, their one written form and their parsing. Never: imports anything of the
 //! crate (it is the bottom of the module order, `tests/fast/module_graph.rs`), measures, or
@@ -11,9 +12,11 @@ pub mod label;
 pub mod metric;
 pub mod op;
 pub mod server_code;
+pub(crate) mod verbs;
 
 pub use error_class::ErrorClass;
 pub use label::Label;
 pub(crate) use metric::MetricKind;
 pub(crate) use op::{OpKind, OpName};
 pub(crate) use server_code::ServerCode;
+pub(crate) use verbs::verbs;

@@ -97,7 +97,7 @@ pub(super) fn groups(plan: &RunPlan) -> Vec<GroupNow> {
                 name: g.name.clone(),
                 open_loop: g.rate.is_some(),
                 stage: stage.name.clone(),
-                step: g.name.contains('@'),
+                step: g.step_of.is_some(),
                 threads: g.threads,
                 rate: g.rate,
                 timed: g.stop.counted().is_none(),
@@ -143,7 +143,6 @@ impl Page {
     /// interval's end. The reply's status and words on success: 202 for a change to come, 200
     /// for a change asked before in this interval and taken back (the value asked is the one
     /// the group runs at).
-    #[expect(clippy::too_many_lines, reason = "121 lines: to split (issue 50)")]
     pub(super) fn ask(&self, name: &str, ask: Ask, who: String) -> Result<(u16, String), Refused> {
         let mut st = lock(&self.inner.state);
         let Some(run) = &st.run else {
@@ -152,57 +151,7 @@ impl Page {
                 "no run is going on now (setup, or between runs)".into(),
             ));
         };
-        if !run.steerable {
-            return Err((
-                409,
-                "the steps of a series (sweep, capacity) cannot be changed: each step's load is the series'".into(),
-            ));
-        }
-        let Some(g) = run.groups.iter().find(|g| g.name == name) else {
-            let names: Vec<&str> = run.groups.iter().map(|g| g.name.as_str()).collect();
-            return Err((
-                404,
-                format!(
-                    "no group `{name}` in this run; its groups: {}",
-                    names.join(", ")
-                ),
-            ));
-        };
-        if g.step {
-            return Err((
-                409,
-                format!("`{name}` is a rate step of the profile: its rate is the profile's"),
-            ));
-        }
-        if g.setting() != ask.setting {
-            return Err((
-                400,
-                match g.setting() {
-                    Setting::Rate => format!(
-                        "`{name}` runs in open loop, at a rate: send {{\"rate\": R}} (operations per second), not users"
-                    ),
-                    Setting::Users => format!(
-                        "`{name}` runs in closed loop, with users: send {{\"users\": N}}, not a rate (a closed-loop group has none)"
-                    ),
-                },
-            ));
-        }
-        if g.setting() == Setting::Users && !g.timed {
-            return Err((
-                409,
-                format!("`{name}` runs a number of loops per user: its work is loops x users, which a change of users would change; give it a duration to steer it"),
-            ));
-        }
-        let Some(now) = run.steer.now(g.index) else {
-            return Err((
-                409,
-                format!("`{name}` is not running now (its stage has not begun, or it ended)"),
-            ));
-        };
-        let from = match now {
-            Now::Rate(r) => r,
-            Now::Users(u) => f64::from(u),
-        };
+        let (g, from) = steerable(run, name, &ask)?;
         let (index, setting) = (g.index, g.setting());
         let same = |a: f64, b: f64| Change::same_value(setting.word(), a, b);
         // A change asked before in this interval, not made yet: this request supersedes it.
@@ -271,7 +220,6 @@ impl Page {
 
     /// The changes asked for since the last interval, made now (`now_us`, the new interval's
     /// start): each becomes a row of its own, an event and a change of the summary.
-    #[expect(clippy::too_many_lines, reason = "107 lines: to split (issue 50)")]
     fn make_changes(&self, now_us: u64) -> Vec<Split> {
         let mut splits = Vec::new();
         let mut sent = Vec::new();
@@ -320,26 +268,7 @@ impl Page {
                     continue;
                 }
                 let before = row_of(&p.name, p.setting, from);
-                // A value the group ran at before gets a row of its own too: `insert@200/s #2`.
-                let after = {
-                    let first = row_of(&p.name, p.setting, p.to);
-                    // Every row the group had: each change's, and what came before each.
-                    let taken = |l: &Label| {
-                        *l == before
-                            || st.changes.iter().chain(&made).any(|c: &Change| {
-                                c.row == *l
-                                    || (c.group == p.name
-                                        && row_of(&c.group, p.setting, c.from) == *l)
-                            })
-                    };
-                    let mut n = 1;
-                    let mut label = first.clone();
-                    while taken(&label) {
-                        n += 1;
-                        label = Label::group(&format!("{first} #{n}"));
-                    }
-                    label
-                };
+                let after = fresh_row(&p, &before, st.changes.iter().chain(&made));
                 splits.push(Split {
                     group: p.group,
                     before,
@@ -557,4 +486,90 @@ impl crate::metrics::IntervalView for View {
         lock(&self.page.inner.state).totals = state["totals"].clone();
         self.page.publish(frame("state", &state));
     }
+}
+
+/// The row of `p`'s new value: named for it, and a value the group ran at before gets a row of
+/// its own too (`insert@200/s #2`), apart from every row the group had (`before`, each
+/// change's, and what came before each).
+fn fresh_row<'c>(
+    p: &Pending,
+    before: &Label,
+    changes: impl Iterator<Item = &'c Change> + Clone,
+) -> Label {
+    let first = row_of(&p.name, p.setting, p.to);
+    let taken = |l: &Label| {
+        *l == *before
+            || changes.clone().any(|c: &Change| {
+                c.row == *l || (c.group == p.name && row_of(&c.group, p.setting, c.from) == *l)
+            })
+    };
+    let mut n = 1;
+    let mut label = first.clone();
+    while taken(&label) {
+        n += 1;
+        label = Label::group(&format!("{first} #{n}"));
+    }
+    label
+}
+
+/// The group `name` of `run` that `ask` may change now, and the value it runs at; refused
+/// when the run is a series' step, the group is not the run's, is a rate step, runs by the
+/// other setting, runs loops per user, or is not running now.
+fn steerable<'r>(
+    run: &'r super::RunNow,
+    name: &str,
+    ask: &Ask,
+) -> Result<(&'r GroupNow, f64), Refused> {
+    if !run.steerable {
+        return Err((
+            409,
+            "the steps of a series (sweep, capacity) cannot be changed: each step's load is the series'".into(),
+        ));
+    }
+    let Some(g) = run.groups.iter().find(|g| g.name == name) else {
+        let names: Vec<&str> = run.groups.iter().map(|g| g.name.as_str()).collect();
+        return Err((
+            404,
+            format!(
+                "no group `{name}` in this run; its groups: {}",
+                names.join(", ")
+            ),
+        ));
+    };
+    if g.step {
+        return Err((
+            409,
+            format!("`{name}` is a rate step of the profile: its rate is the profile's"),
+        ));
+    }
+    if g.setting() != ask.setting {
+        return Err((
+            400,
+            match g.setting() {
+                Setting::Rate => format!(
+                    "`{name}` runs in open loop, at a rate: send {{\"rate\": R}} (operations per second), not users"
+                ),
+                Setting::Users => format!(
+                    "`{name}` runs in closed loop, with users: send {{\"users\": N}}, not a rate (a closed-loop group has none)"
+                ),
+            },
+        ));
+    }
+    if g.setting() == Setting::Users && !g.timed {
+        return Err((
+            409,
+            format!("`{name}` runs a number of loops per user: its work is loops x users, which a change of users would change; give it a duration to steer it"),
+        ));
+    }
+    let Some(now) = run.steer.now(g.index) else {
+        return Err((
+            409,
+            format!("`{name}` is not running now (its stage has not begun, or it ended)"),
+        ));
+    };
+    let from = match now {
+        Now::Rate(r) => r,
+        Now::Users(u) => f64::from(u),
+    };
+    Ok((g, from))
 }

@@ -1,13 +1,18 @@
-//! What the virtual users send, as values: generated documents, filters and `$set` updates
-//! (`document`), the key space of `_id`s (`keys`), the built-in kinds' names and a group's
-//! operation (`op`: the built-in kinds are read as the profile's own operations), the request
-//! built from it (`request`); the profile's own operations: the template language of Extended
-//! JSON with genny's `^` generators (`template`), each driver operation with its templates and
-//! options (`command`), and what templates read from the run (`lookup`: `^Key`, `^Field`).
+//! What the virtual users send, as values, in layers that import only downward:
+//! - `template`: the template language of Extended JSON with genny's `^` generators, and what
+//!   a template reads from the run through its `Lookup` (it knows no document generator,
+//!   operation or request);
+//! - `document`: the collection's document generator (`[document]`), built on templates, with
+//!   its filters and fresh `$set` values for the built-in kinds; `keys`: the key space of
+//!   `_id`s; `distribution`: how an existing one is drawn;
+//! - `lookup`: `^Key` and `^Field` from the group's key space and document;
+//! - `command`: the profile's own operations, one type per family of verbs, and the request each
+//!   builds (`Built`); the built-in kinds are read as these (`plan::build::operations`);
+//! - `op`: a group's operation (one, or steps); `request`: what a user sends next.
 //!
 //! Owns: generating values and proving a profile's documents are ones the server accepts.
 //! Never: calls the driver, reads a clock other than the wall clock of `^Now` (once per
-//! operation, `lookup::now_ms`), or knows about groups and stages.
+//! operation, `template::now_ms`), or knows about groups and stages.
 
 // The numeric casts of this module that narrow a value or change its sign are not yet
 // reviewed one by one (issue 50): each is to become a checked conversion, or an `allow`

@@ -3,7 +3,7 @@
 //! and the audit, all on one clock; what it measured goes back whole (`summary::Measured`), to
 //! be judged by `summary`.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64};
 use std::sync::{Arc, OnceLock};
 
 use indicatif::MultiProgress;
@@ -44,7 +44,6 @@ struct AuditRun {
 
 impl<B: Backend + Clone> Session<'_, B> {
     /// One repetition: every stage in order, recorded; what it measured, nothing judged.
-    #[expect(clippy::too_many_lines, reason = "144 lines: to split (issue 50)")]
     pub(super) async fn execute(
         &self,
         keys: Vec<KeySpace>,
@@ -59,16 +58,8 @@ impl<B: Backend + Clone> Session<'_, B> {
             Arc::new((0..groups).map(|_| AtomicU32::new(0)).collect());
         let (tx, rx) = mpsc::channel(super::SAMPLE_CHANNEL);
         // The audit's ledger, and the counters before the load it measures increments from.
-        let audit = if plan.audit {
-            Some(self.audit_start().await)
-        } else {
-            None
-        };
-        // On a terminal the live lines are bars; the stage lines go through them too.
-        let bars = self
-            .opts
-            .live
-            .and_then(|_| report::live::Live::terminal_bars());
+        let audit = self.audit_start().await;
+        let bars = self.bars();
         // The run's own stop: Ctrl-C (the parent) stops it, and so does the error guard, which
         // must not stop later runs of --repeat.
         let run_stop = self.stop.child_token();
@@ -86,23 +77,7 @@ impl<B: Backend + Clone> Session<'_, B> {
             log,
             hlog,
         );
-        // The live page: this run's events from its first interval, its changes made at an
-        // interval's end.
-        if let Some(p) = &self.page {
-            let base = p.page.begin_run(
-                plan,
-                p.title.clone(),
-                (Arc::clone(&steer), clock, p.steerable),
-            );
-            recorder.view = Some(Box::new(crate::watch::View::new(
-                &p.page,
-                Arc::new(plan.clone()),
-                base,
-            )));
-            if p.steerable && p.page.control() {
-                recorder.steering = Some(Box::new(crate::watch::Control(p.page.clone())));
-            }
-        }
+        self.attach_page(&mut recorder, &steer, clock);
         let recorder = tokio::spawn(recorder.run(rx));
         // Watch groups: the writers tell the listeners of each acknowledged write.
         let listening = super::listeners::listening(plan);
@@ -114,8 +89,7 @@ impl<B: Backend + Clone> Session<'_, B> {
                     &self.backend,
                     l,
                     &tx,
-                    clock,
-                    seed,
+                    (clock, seed),
                     (&active, &run_stop),
                     &mut failures,
                 )
@@ -139,49 +113,22 @@ impl<B: Backend + Clone> Session<'_, B> {
         let started_at = now_rfc3339();
         let t0 = Instant::now();
         let stages_us = clock.epoch_us(t0);
-        // The faults from the first stage's start; none begins after the stages end, and one
-        // going on is seen through (a killed server is started again) before the audit.
-        let stages_over = CancellationToken::new();
-        let faults = self.injector.as_ref().map(|i| {
-            tokio::spawn(Arc::clone(i).run(t0, clock, stages_over.clone(), self.stop.clone()))
-        });
-        let (stages, stage_failures) = self.stages(&ctx, &run_stop, bars.as_ref(), clock).await;
-        failures.extend(stage_failures);
-        stages_over.cancel();
-        let faults = match faults {
-            Some(f) => f.await.unwrap_or_else(|e| {
-                failures.push(format!("the faults' task failed: {e}"));
-                Vec::new()
-            }),
-            None => Vec::new(),
-        };
+        let (stages, faults) = self
+            .stages_and_faults(&ctx, (&run_stop, bars.as_ref()), (clock, t0), &mut failures)
+            .await;
         // The listeners drain, then each watch group's delivery is counted.
         let (streams, change_lines) = match listeners {
             Some(l) => l.close((t0, &run_stop), &ctx.active, &mut failures).await,
             None => (Vec::new(), Vec::new()),
         };
         ctx.backend.finish();
-        let missed: Vec<u64> = ctx
-            .missed
-            .iter()
-            .map(|m| m.load(Ordering::Relaxed))
-            .collect();
+        let missed = ctx.missed_counts();
         drop(ctx);
-        let recorded = recorder.await.unwrap_or_else(|e| Recorded {
-            groups: vec![Default::default(); groups],
-            warmup: vec![Default::default(); groups],
-            failures: vec![format!(
-                "the recorder failed and its measurements are lost: {e}"
-            )],
-            availability: Default::default(),
-            segments: Vec::new(),
-        });
+        let recorded = recorder
+            .await
+            .unwrap_or_else(|e| Recorded::lost(groups, e.to_string()));
         failures.extend(recorded.failures);
-        let changes = self
-            .page
-            .as_ref()
-            .map(|p| p.page.changes())
-            .unwrap_or_default();
+        let changes = self.page.as_ref().map(|p| p.page.changes());
         let wall_secs = t0.elapsed().as_secs_f64();
         let audit = match audit {
             Some(a) => Some(self.audit_finish(a).await),
@@ -204,7 +151,7 @@ impl<B: Backend + Clone> Session<'_, B> {
             audit,
             stopped: stopped_early.get().cloned(),
             segments: recorded.segments,
-            changes,
+            changes: changes.unwrap_or_default(),
             streams,
             change_lines,
             failures,
@@ -263,6 +210,38 @@ impl<B: Backend + Clone> Session<'_, B> {
 
     /// The recorder of one run: the error-rate stop (with the run's stop token and where it
     /// says why) watches it, the live lines hang on it.
+    /// On a terminal with `--live`, the live lines are bars; the stage lines go through them
+    /// too.
+    fn bars(&self) -> Option<MultiProgress> {
+        self.opts
+            .live
+            .and_then(|_| report::live::Live::terminal_bars())
+    }
+
+    /// The live page, when there is one: this run's events from its first interval, its
+    /// changes made at an interval's end.
+    fn attach_page(
+        &self,
+        recorder: &mut Recorder,
+        steer: &Arc<crate::executor::steer::Steer>,
+        clock: Clock,
+    ) {
+        let Some(p) = &self.page else { return };
+        let base = p.page.begin_run(
+            self.plan,
+            p.title.clone(),
+            (Arc::clone(steer), clock, p.steerable),
+        );
+        recorder.view = Some(Box::new(crate::watch::View::new(
+            &p.page,
+            Arc::new(self.plan.clone()),
+            base,
+        )));
+        if p.steerable && p.page.control() {
+            recorder.steering = Some(Box::new(crate::watch::Control(p.page.clone())));
+        }
+    }
+
     pub(super) fn recorder(
         &self,
         clock: Clock,
@@ -337,8 +316,12 @@ impl<B: Backend + Clone> Session<'_, B> {
         }
     }
 
-    /// The audit's start: its plan, the counters before the load, and the ledger's thread.
-    async fn audit_start(&self) -> AuditRun {
+    /// The audit's start (`--audit`): its plan, the counters before the load, and the
+    /// ledger's thread.
+    async fn audit_start(&self) -> Option<AuditRun> {
+        if !self.plan.audit {
+            return None;
+        }
         let plan = crate::audit::AuditPlan::of(self.plan);
         let wanted = crate::audit::wanted_before(&plan);
         let before = if wanted.collections.iter().any(|c| !c.counters.is_empty()) {
@@ -347,12 +330,12 @@ impl<B: Backend + Clone> Session<'_, B> {
             Ok(Default::default())
         };
         let (auditor, keeper) = crate::audit::Auditor::start(plan.clone());
-        AuditRun {
+        Some(AuditRun {
             plan,
             before,
             auditor,
             keeper,
-        }
+        })
     }
 
     /// The audit's verdict, once the users are gone: the collections read back.
@@ -428,6 +411,33 @@ impl<B: Backend + Clone> Session<'_, B> {
     }
 
     /// Every stage in order until the run's stop: when each ran, and what failed inside.
+    /// The stages, with the faults from the first stage's start: none begins after the
+    /// stages end, and one going on is seen through (a killed server is started again) before
+    /// the audit.
+    async fn stages_and_faults(
+        &self,
+        ctx: &Arc<Context<B>>,
+        (run_stop, bars): (&CancellationToken, Option<&MultiProgress>),
+        (clock, t0): (Clock, Instant),
+        failures: &mut Vec<String>,
+    ) -> (Vec<StageSpan>, Vec<crate::summary::faults::FaultEvent>) {
+        let stages_over = CancellationToken::new();
+        let faults = self.injector.as_ref().map(|i| {
+            tokio::spawn(Arc::clone(i).run(t0, clock, stages_over.clone(), self.stop.clone()))
+        });
+        let (stages, stage_failures) = self.stages(ctx, run_stop, bars, clock).await;
+        failures.extend(stage_failures);
+        stages_over.cancel();
+        let faults = match faults {
+            Some(f) => f.await.unwrap_or_else(|e| {
+                failures.push(format!("the faults' task failed: {e}"));
+                Vec::new()
+            }),
+            None => Vec::new(),
+        };
+        (stages, faults)
+    }
+
     pub(super) async fn stages(
         &self,
         ctx: &Arc<Context<B>>,

@@ -52,8 +52,7 @@ impl Listeners {
         backend: &B,
         listening: &Listening,
         samples: &mpsc::Sender<Sample>,
-        clock: Clock,
-        seed: u64,
+        (clock, seed): (Clock, u64),
         (active, stop): (&Arc<Vec<AtomicU32>>, &CancellationToken),
         failures: &mut Vec<String>,
     ) -> Listeners {

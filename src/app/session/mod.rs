@@ -172,7 +172,6 @@ impl<B: Backend + Clone> Session<'_, B> {
 
     /// Run `run` of `--repeat`: set up, execute, summarise, write the summaries. False when
     /// there is nothing more to do (interrupted, or a later run's setup failed).
-    #[expect(clippy::too_many_lines, reason = "107 lines: to split (issue 50)")]
     async fn repetition(
         &self,
         run: u32,
@@ -249,36 +248,11 @@ impl<B: Backend + Clone> Session<'_, B> {
         if checks {
             let (after, errors) = self.backend.invariants(self.plan).await;
             measured.failures.extend(before.1.into_iter().chain(errors));
-            measured.invariants = after
-                .into_iter()
-                .filter_map(|a| {
-                    let b = before.0.iter().find(|b| b.collection == a.collection)?;
-                    Some(crate::summary::InvariantSums {
-                        collection: a.collection,
-                        field: a.field,
-                        sum_before: b.sum,
-                        sum_after: a.sum,
-                        min: a.min,
-                        lowest: a.lowest,
-                        below_min: a.below,
-                        documents: a.documents,
-                    })
-                })
-                .collect();
+            measured.invariants = invariant_sums(&before.0, after);
         }
-        measured.load = prepared.load.map(|(documents, took)| {
-            let secs = took.as_secs_f64();
-            crate::summary::LoadResult {
-                documents,
-                secs,
-                throughput: if secs > 0.0 {
-                    crate::num::real(documents) / secs
-                } else {
-                    0.0
-                },
-                batch: crate::ops::setup::PRELOAD_BATCH,
-            }
-        });
+        measured.load = prepared
+            .load
+            .map(|(documents, took)| load_result(documents, took));
         let result = crate::summary::RunResult::judged(self.plan, measured);
         for inv in &result.invariants {
             self.say(inv.line());
@@ -433,4 +407,42 @@ pub(crate) fn now_stamp() -> String {
         .take(14)
         .collect();
     format!("{}-{}", &digits[..8], &digits[8..])
+}
+
+/// Each collection's invariant sums: read before the load (`before`) and after it.
+fn invariant_sums(
+    before: &[crate::ops::invariant::Reading],
+    after: Vec<crate::ops::invariant::Reading>,
+) -> Vec<crate::summary::InvariantSums> {
+    after
+        .into_iter()
+        .filter_map(|a| {
+            let b = before.iter().find(|b| b.collection == a.collection)?;
+            Some(crate::summary::InvariantSums {
+                collection: a.collection,
+                field: a.field,
+                sum_before: b.sum,
+                sum_after: a.sum,
+                min: a.min,
+                lowest: a.lowest,
+                below_min: a.below,
+                documents: a.documents,
+            })
+        })
+        .collect()
+}
+
+/// The load phase's documents, inserted in `took`.
+fn load_result(documents: u64, took: std::time::Duration) -> crate::summary::LoadResult {
+    let secs = took.as_secs_f64();
+    crate::summary::LoadResult {
+        documents,
+        secs,
+        throughput: if secs > 0.0 {
+            crate::num::real(documents) / secs
+        } else {
+            0.0
+        },
+        batch: crate::ops::setup::PRELOAD_BATCH,
+    }
 }

@@ -88,7 +88,6 @@ pub(super) fn returned_per_value(
 /// and the sampled documents: a field whose values are another captured collection's `_id`s
 /// becomes a reference to its preloaded keys, a field operations select by keeps the source's
 /// number of distinct values; finds the collections whose `_id` hits are skewed.
-#[expect(clippy::too_many_lines, reason = "154 lines: to split (issue 50)")]
 pub(super) fn fit_fields(
     seen: &[Seen],
     emitted: &[usize],
@@ -97,42 +96,12 @@ pub(super) fn fit_fields(
     now_ms: i64,
 ) -> Fields {
     let keep = opts.keep_values;
-    let mut pools: BTreeMap<(String, String), Vec<Bson>> = BTreeMap::new();
-    let mut id_hits: HashMap<String, HashMap<String, u64>> = HashMap::new();
-    let mut order: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    let mut selecting_fields: BTreeSet<(String, String)> = BTreeSet::new();
-    for &i in emitted {
-        let s = &seen[i];
-        for (slot, vals) in s.op.slots.iter().zip(&s.values) {
-            let Some(f) = &slot.field else { continue };
-            if f == "_id" {
-                let hits = id_hits.entry(s.coll.clone()).or_default();
-                for v in vals {
-                    match v {
-                        Bson::Array(a) => a
-                            .iter()
-                            .for_each(|v| *hits.entry(v.to_string()).or_default() += 1),
-                        v => *hits.entry(v.to_string()).or_default() += 1,
-                    }
-                }
-                continue;
-            }
-            if selects(slot) {
-                selecting_fields.insert((s.coll.clone(), f.clone()));
-            }
-            let pool = pools.entry((s.coll.clone(), f.clone())).or_default();
-            for v in vals {
-                match v {
-                    Bson::Array(a) => pool.extend(a.iter().cloned()),
-                    v => pool.push(v.clone()),
-                }
-            }
-            let o = order.entry(s.coll.clone()).or_default();
-            if !o.contains(f) {
-                o.push(f.clone());
-            }
-        }
-    }
+    let Gathered {
+        mut pools,
+        id_hits,
+        order,
+        selecting_fields,
+    } = gathered(seen, emitted);
     let colls: BTreeSet<String> = emitted.iter().map(|&i| seen[i].coll.clone()).collect();
     let db = emitted
         .first()
@@ -140,34 +109,9 @@ pub(super) fn fit_fields(
         .unwrap_or_default();
     let info_of = |coll: &str| infos.get(&(db.clone(), coll.to_string()));
     // The sampled documents' values, apart from the operations', per field.
-    let mut sampled: BTreeMap<(String, String), Vec<Bson>> = BTreeMap::new();
-    for coll in &colls {
-        for d in info_of(coll).map(|i| i.sample.as_slice()).unwrap_or(&[]) {
-            leaves(d, "", &mut |path, v| {
-                let pool = sampled.entry((coll.clone(), path.to_string())).or_default();
-                match v {
-                    Bson::Array(a) => pool.extend(a.iter().cloned()),
-                    v => pool.push(v.clone()),
-                }
-            });
-        }
-    }
+    let sampled = sampled_values(&colls, &info_of);
     // The `_id`s known of each collection: read from the server, sampled, and asked for.
-    let known_ids: BTreeMap<&String, std::collections::HashSet<String>> = colls
-        .iter()
-        .map(|c| {
-            let mut ids: std::collections::HashSet<String> = info_of(c)
-                .map(|i| i.ids.iter().map(ToString::to_string).collect())
-                .unwrap_or_default();
-            if let Some(v) = sampled.get(&(c.clone(), "_id".to_string())) {
-                ids.extend(v.iter().map(ToString::to_string));
-            }
-            if let Some(h) = id_hits.get(c) {
-                ids.extend(h.keys().cloned());
-            }
-            (c, ids)
-        })
-        .collect();
+    let known_ids = known_ids(&colls, &info_of, &sampled, &id_hits);
     let mut templates = HashMap::new();
     for coll in &colls {
         let template = template(coll, info_of(coll), &mut pools, &order, keep, now_ms);
@@ -237,10 +181,8 @@ pub(super) fn fit_fields(
     // The templates take the same generators as the operations.
     for (coll, (t, _)) in templates.iter_mut() {
         for ((c, f), g) in &gens {
-            if c == coll
-                && (references.contains_key(&(c.clone(), f.clone()))
-                    || selecting.contains_key(&(c.clone(), f.clone())))
-            {
+            let key = (c.clone(), f.clone());
+            if c == coll && (references.contains_key(&key) || selecting.contains_key(&key)) {
                 replace_path(t, f, g.clone());
             }
         }
@@ -257,6 +199,104 @@ pub(super) fn fit_fields(
         references,
         selecting,
     }
+}
+
+/// What the emitted shapes' operations gave each field (`_id`s apart, counted per value), each
+/// collection's fields in the order first seen, and the fields some filter selects on.
+struct Gathered {
+    pools: BTreeMap<(String, String), Vec<Bson>>,
+    id_hits: HashMap<String, HashMap<String, u64>>,
+    order: BTreeMap<String, Vec<String>>,
+    selecting_fields: BTreeSet<(String, String)>,
+}
+
+fn gathered(seen: &[Seen], emitted: &[usize]) -> Gathered {
+    let mut pools: BTreeMap<(String, String), Vec<Bson>> = BTreeMap::new();
+    let mut id_hits: HashMap<String, HashMap<String, u64>> = HashMap::new();
+    let mut order: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut selecting_fields: BTreeSet<(String, String)> = BTreeSet::new();
+    for &i in emitted {
+        let s = &seen[i];
+        for (slot, vals) in s.op.slots.iter().zip(&s.values) {
+            let Some(f) = &slot.field else { continue };
+            if f == "_id" {
+                let hits = id_hits.entry(s.coll.clone()).or_default();
+                for v in vals {
+                    match v {
+                        Bson::Array(a) => a
+                            .iter()
+                            .for_each(|v| *hits.entry(v.to_string()).or_default() += 1),
+                        v => *hits.entry(v.to_string()).or_default() += 1,
+                    }
+                }
+                continue;
+            }
+            if selects(slot) {
+                selecting_fields.insert((s.coll.clone(), f.clone()));
+            }
+            let pool = pools.entry((s.coll.clone(), f.clone())).or_default();
+            for v in vals {
+                match v {
+                    Bson::Array(a) => pool.extend(a.iter().cloned()),
+                    v => pool.push(v.clone()),
+                }
+            }
+            let o = order.entry(s.coll.clone()).or_default();
+            if !o.contains(f) {
+                o.push(f.clone());
+            }
+        }
+    }
+    Gathered {
+        pools,
+        id_hits,
+        order,
+        selecting_fields,
+    }
+}
+
+/// The `_id`s known of each collection: read from the server, sampled, and asked for.
+fn known_ids<'c, 'a>(
+    colls: &'c BTreeSet<String>,
+    info_of: &dyn Fn(&str) -> Option<&'a CollectionInfo>,
+    sampled: &BTreeMap<(String, String), Vec<Bson>>,
+    id_hits: &HashMap<String, HashMap<String, u64>>,
+) -> BTreeMap<&'c String, std::collections::HashSet<String>> {
+    colls
+        .iter()
+        .map(|c| {
+            let mut ids: std::collections::HashSet<String> = info_of(c)
+                .map(|i| i.ids.iter().map(ToString::to_string).collect())
+                .unwrap_or_default();
+            if let Some(v) = sampled.get(&(c.clone(), "_id".to_string())) {
+                ids.extend(v.iter().map(ToString::to_string));
+            }
+            if let Some(h) = id_hits.get(c) {
+                ids.extend(h.keys().cloned());
+            }
+            (c, ids)
+        })
+        .collect()
+}
+
+/// The values of each field of each collection's sampled documents.
+fn sampled_values<'a>(
+    colls: &BTreeSet<String>,
+    info_of: &dyn Fn(&str) -> Option<&'a CollectionInfo>,
+) -> BTreeMap<(String, String), Vec<Bson>> {
+    let mut sampled: BTreeMap<(String, String), Vec<Bson>> = BTreeMap::new();
+    for coll in colls {
+        for d in info_of(coll).map(|i| i.sample.as_slice()).unwrap_or(&[]) {
+            leaves(d, "", &mut |path, v| {
+                let pool = sampled.entry((coll.clone(), path.to_string())).or_default();
+                match v {
+                    Bson::Array(a) => pool.extend(a.iter().cloned()),
+                    v => pool.push(v.clone()),
+                }
+            });
+        }
+    }
+    sampled
 }
 
 /// Whether field `field`'s name names collection `coll` (`customer`, `customerId`,

@@ -31,7 +31,43 @@ const INDEX_OPTIONS: [&str; 8] = [
     "wildcardProjection",
 ];
 
-#[expect(clippy::too_many_lines, reason = "113 lines: to split (issue 50)")]
+/// A `[[collection]]`'s name: one the server takes for a collection of the profile's own.
+fn collection_name(loaded: &Loaded, at: &str, name: &str) -> Result<(), ProfileError> {
+    let ok = !name.is_empty()
+        && !name.contains(['$', '\0'])
+        && !name.starts_with('.')
+        && !name.ends_with('.')
+        && !name.starts_with("system.");
+    if ok {
+        return Ok(());
+    }
+    Err(loaded.error_at(
+        &format!("{at}.name"),
+        "not a valid collection name",
+        expected_for("collection"),
+    ))
+}
+
+/// `invariant = { sum, min }`: the field summed must be one a document can have.
+fn invariant(
+    loaded: &Loaded,
+    at: &str,
+    d: &crate::plan::profile::model::InvariantDef,
+) -> Result<crate::plan::InvariantPlan, ProfileError> {
+    let ok = !d.sum.is_empty() && !d.sum.starts_with('$') && !d.sum.contains('\0');
+    if !ok {
+        return Err(loaded.error_at(
+            &format!("{at}.invariant.sum"),
+            "not a field name",
+            "invariant = { sum = \"balance\", min = 0 }",
+        ));
+    }
+    Ok(crate::plan::InvariantPlan {
+        field: d.sum.clone(),
+        min: d.min,
+    })
+}
+
 pub(super) fn collections(
     loaded: &Loaded,
     ov: &Overrides,
@@ -73,18 +109,7 @@ pub(super) fn collections(
     let mut out: Vec<CollectionPlan> = Vec::new();
     for (i, c) in p.collections.iter().enumerate() {
         let at = format!("collection[{i}]");
-        let name_ok = !c.name.is_empty()
-            && !c.name.contains(['$', '\0'])
-            && !c.name.starts_with('.')
-            && !c.name.ends_with('.')
-            && !c.name.starts_with("system.");
-        if !name_ok {
-            return Err(loaded.error_at(
-                &format!("{at}.name"),
-                "not a valid collection name",
-                expected_for("collection"),
-            ));
-        }
+        collection_name(loaded, &at, &c.name)?;
         if out
             .iter()
             .any(|o| o.name == c.name && o.database == c.database)
@@ -129,23 +154,11 @@ pub(super) fn collections(
                 indexes,
             },
             document: Arc::new(document),
-            invariant: match &c.invariant {
-                None => None,
-                Some(d) => {
-                    let ok = !d.sum.is_empty() && !d.sum.starts_with('$') && !d.sum.contains('\0');
-                    if !ok {
-                        return Err(loaded.error_at(
-                            &format!("{at}.invariant.sum"),
-                            "not a field name",
-                            "invariant = { sum = \"balance\", min = 0 }",
-                        ));
-                    }
-                    Some(crate::plan::InvariantPlan {
-                        field: d.sum.clone(),
-                        min: d.min,
-                    })
-                }
-            },
+            invariant: c
+                .invariant
+                .as_ref()
+                .map(|d| invariant(loaded, &at, d))
+                .transpose()?,
         });
     }
     target.collection = out[0].name.clone();

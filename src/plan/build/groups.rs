@@ -14,7 +14,47 @@ use crate::plan::profile::{expected_for, Group, Loaded};
 use crate::plan::{GroupPlan, Overrides, Stage, StopAt};
 use crate::workload::KeyDist;
 
-#[expect(clippy::too_many_lines, reason = "117 lines: to split (issue 50)")]
+/// `after = NAME` of profile group `index` (`at`): the plan of that earlier group of its stage
+/// whose end starts it (its last, with rate steps; `plans_of` by profile group).
+fn after(
+    at: &GroupAt<'_>,
+    name: &str,
+    index: usize,
+    plans_of: &[Vec<usize>],
+) -> Result<Option<usize>, ProfileError> {
+    let groups = &at.loaded.profile.groups;
+    let g = at.g;
+    let earlier = groups[..index].iter().position(|e| e.name == name);
+    let Some(j) = earlier else {
+        return Err(at.err(
+            "after",
+            format!("`{name}` is not a group before `{}` in the profile", g.name),
+        ));
+    };
+    if groups[j].watch.is_some() {
+        return Err(at.err(
+            "after",
+            format!("`{name}` is a watch group: its listeners are open for the whole run, so nothing would start `{}`", g.name),
+        ));
+    }
+    if groups[j].stage != g.stage {
+        return Err(at.err(
+            "after",
+            format!(
+                "`{name}` is of another stage than `{}`: stages already run one after another",
+                g.name
+            ),
+        ));
+    }
+    if g.background == Some(true) {
+        return Err(at.err(
+            "after",
+            "a background group runs beside its stage's others, from the stage's start".into(),
+        ));
+    }
+    Ok(plans_of[j].last().copied())
+}
+
 pub(super) fn stages(
     loaded: &Loaded,
     ov: &Overrides,
@@ -64,33 +104,7 @@ pub(super) fn stages(
         }
         let mut built = at.build_steps(ov, env, &mut next_index)?;
         if let Some(name) = &g.after {
-            let earlier = groups[..index].iter().position(|e| &e.name == name);
-            let Some(j) = earlier else {
-                return Err(at.err(
-                    "after",
-                    format!("`{name}` is not a group before `{}` in the profile", g.name),
-                ));
-            };
-            if groups[j].watch.is_some() {
-                return Err(at.err(
-                    "after",
-                    format!("`{name}` is a watch group: its listeners are open for the whole run, so nothing would start `{}`", g.name),
-                ));
-            }
-            if groups[j].stage != g.stage {
-                return Err(at.err(
-                    "after",
-                    format!("`{name}` is of another stage than `{}`: stages already run one after another", g.name),
-                ));
-            }
-            if g.background == Some(true) {
-                return Err(at.err(
-                    "after",
-                    "a background group runs beside its stage's others, from the stage's start"
-                        .into(),
-                ));
-            }
-            let last = plans_of[j].last().copied();
+            let last = after(&at, name, index, &plans_of)?;
             for b in &mut built {
                 b.after = last;
             }
@@ -163,7 +177,6 @@ impl GroupAt<'_> {
     /// `[[group.states]]`'s transitions and `initial` (the states themselves are the group's
     /// `mix`, read by `templates`): every `to` a state, every weight finite and not below 0,
     /// each state with a way out, a pause that makes a number.
-    #[expect(clippy::too_many_lines, reason = "121 lines: to split (issue 50)")]
     fn chain(&self) -> Result<Option<std::sync::Arc<crate::plan::Chain>>, ProfileError> {
         let g = self.g;
         let Some(states) = &g.states else {
@@ -216,34 +229,7 @@ impl GroupAt<'_> {
                 let tat = format!("{at}.transitions[{i}]");
                 let sleep = match &t.sleep {
                     None => None,
-                    Some(v) => {
-                        let path = format!("{tat}.sleep");
-                        let tpl = crate::workload::Template::compile(v, &path)
-                            .map_err(|e| self.loaded.error_at(&e.key, e.problem, e.expected))?;
-                        let mut state = crate::workload::template::UserState::default();
-                        let mut lookup = crate::workload::template::NoLookup;
-                        let mut rng = <rand::rngs::SmallRng as rand::SeedableRng>::seed_from_u64(0);
-                        let made = tpl.generate(&mut crate::workload::template::Cx {
-                            rng: &mut rng,
-                            lookup: &mut lookup,
-                            now_ms: 0,
-                            user: 0,
-                            state: &mut state,
-                        });
-                        if !matches!(
-                            made,
-                            mongodb::bson::Bson::Double(_)
-                                | mongodb::bson::Bson::Int32(_)
-                                | mongodb::bson::Bson::Int64(_)
-                        ) {
-                            return Err(self.loaded.error_at(
-                                &path,
-                                "a pause is milliseconds: a number, or a generator of numbers",
-                                "sleep = 100, or sleep = { \"^TimeSpec\" = { value = 1, unit = \"seconds\" } }",
-                            ));
-                        }
-                        Some(tpl)
-                    }
+                    Some(v) => Some(self.pause(v, &format!("{tat}.sleep"))?),
                 };
                 out.push(crate::plan::Transition {
                     to: index(&format!("{tat}.to"), &t.to)?,
@@ -286,6 +272,39 @@ impl GroupAt<'_> {
             initial,
             transitions,
         })))
+    }
+
+    /// A transition's pause (`sleep`): milliseconds, a number or a generator of numbers.
+    fn pause(
+        &self,
+        v: &toml::Value,
+        path: &str,
+    ) -> Result<crate::workload::Template, ProfileError> {
+        let tpl = crate::workload::Template::compile(v, path)
+            .map_err(|e| self.loaded.error_at(&e.key, e.problem, e.expected))?;
+        let mut state = crate::workload::template::UserState::default();
+        let mut lookup = crate::workload::template::NoLookup;
+        let mut rng = <rand::rngs::SmallRng as rand::SeedableRng>::seed_from_u64(0);
+        let made = tpl.generate(&mut crate::workload::template::Cx {
+            rng: &mut rng,
+            lookup: &mut lookup,
+            now_ms: 0,
+            user: 0,
+            state: &mut state,
+        });
+        if !matches!(
+            made,
+            mongodb::bson::Bson::Double(_)
+                | mongodb::bson::Bson::Int32(_)
+                | mongodb::bson::Bson::Int64(_)
+        ) {
+            return Err(self.loaded.error_at(
+                path,
+                "a pause is milliseconds: a number, or a generator of numbers",
+                "sleep = 100, or sleep = { \"^TimeSpec\" = { value = 1, unit = \"seconds\" } }",
+            ));
+        }
+        Ok(tpl)
     }
 
     /// A name that can label a summary row and a TSV cell.
@@ -406,6 +425,7 @@ impl GroupAt<'_> {
         Ok(GroupPlan {
             index: self.index,
             name: g.name.clone(),
+            step_of: None,
             op,
             threads,
             ramp_up,

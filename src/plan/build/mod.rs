@@ -99,7 +99,7 @@ fn unacknowledged(loaded: &super::profile::Loaded, stages: &[Stage]) -> Result<(
             .profile
             .groups
             .iter()
-            .position(|x| g.name.split('@').next() == Some(x.name.as_str()))
+            .position(|x| x.name == g.profile_name())
             .unwrap_or(0);
         for s in specs {
             let ops: Vec<&std::sync::Arc<crate::workload::command::TemplateOp>> = match s {

@@ -152,6 +152,7 @@ impl GroupAt<'_> {
         for (i, rate) in steps.iter().enumerate() {
             let mut g = self.build(ov, env, Some(length))?;
             g.name = step_name(&self.g.name, *rate);
+            g.step_of = Some(self.g.name.clone());
             g.rate = Some(*rate);
             g.start_delay += length * i as u32;
             g.index = *next_index;

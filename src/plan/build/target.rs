@@ -4,6 +4,8 @@
 //! Owns: `[target]` becoming a `TargetPlan`. Never: connects to the server, or reads any other
 //! table of the profile.
 
+use std::time::Duration;
+
 use crate::error::ProfileError;
 use crate::plan::limits;
 use crate::plan::profile::{expected_for, Loaded};
@@ -11,7 +13,22 @@ use crate::plan::{
     Overrides, ReadPref, TargetPlan, WriteConcernPlan, DEFAULT_OP_TIMEOUT, DEFAULT_POOL_SIZE,
 };
 
-#[expect(clippy::too_many_lines, reason = "106 lines: to split (issue 50)")]
+/// `op_timeout`: more than 0 and at most a year (the default without one).
+fn op_timeout(loaded: &Loaded, text: Option<&str>) -> Result<Duration, ProfileError> {
+    let Some(s) = text else {
+        return Ok(DEFAULT_OP_TIMEOUT);
+    };
+    let refused =
+        |problem: String| loaded.error_at("target.op_timeout", problem, expected_for("op_timeout"));
+    let whole = "an operation timeout must be more than 0 and at most a year";
+    match limits::parse_duration(s) {
+        Ok(d) if !d.is_zero() => Ok(d),
+        Ok(_) => Err(refused(whole.into())),
+        Err(problem) if problem.contains("longer than a year") => Err(refused(whole.into())),
+        Err(problem) => Err(refused(problem)),
+    }
+}
+
 pub(super) fn target(loaded: &Loaded, ov: &Overrides) -> Result<TargetPlan, ProfileError> {
     let t = &loaded.profile.target;
     let name_ok = |s: &str| {
@@ -71,33 +88,9 @@ pub(super) fn target(loaded: &Loaded, ov: &Overrides) -> Result<TargetPlan, Prof
             expected_for("pool_size"),
         ));
     }
-    let op_timeout = match (ov.op_timeout, &t.op_timeout) {
-        (Some(d), _) => d,
-        (None, None) => DEFAULT_OP_TIMEOUT,
-        (None, Some(s)) => match limits::parse_duration(s) {
-            Ok(d) if !d.is_zero() => d,
-            Ok(_) => {
-                return Err(loaded.error_at(
-                    "target.op_timeout",
-                    "an operation timeout must be more than 0 and at most a year",
-                    expected_for("op_timeout"),
-                ))
-            }
-            Err(problem) if problem.contains("longer than a year") => {
-                return Err(loaded.error_at(
-                    "target.op_timeout",
-                    "an operation timeout must be more than 0 and at most a year",
-                    expected_for("op_timeout"),
-                ))
-            }
-            Err(problem) => {
-                return Err(loaded.error_at(
-                    "target.op_timeout",
-                    problem,
-                    expected_for("op_timeout"),
-                ))
-            }
-        },
+    let op_timeout = match ov.op_timeout {
+        Some(d) => d,
+        None => op_timeout(loaded, t.op_timeout.as_deref())?,
     };
     let server_metrics = t.server_metrics.clone().unwrap_or_default();
     for (i, _) in server_metrics.iter().enumerate() {

@@ -40,7 +40,6 @@ const MAX_BATCH: i64 = 100_000;
 impl GroupAt<'_> {
     /// The group's own operations, if it has any: the first, and (with `[[group.ops]]`) each
     /// with its weight.
-    #[expect(clippy::too_many_lines, reason = "147 lines: to split (issue 50)")]
     pub(super) fn templates(
         &self,
         collections: &[CollectionPlan],
@@ -70,32 +69,7 @@ impl GroupAt<'_> {
                 }
             }
             self.no_builtin("states")?;
-            if states.is_empty() {
-                return Err(self.err("states", "[[group.states]] is empty".into()));
-            }
-            let mut specs: Vec<(OpSpec, u32)> = Vec::new();
-            for (k, st) in states.iter().enumerate() {
-                let at = self.path(&format!("states[{k}]"));
-                let bad = st.name.trim().is_empty()
-                    || st.name.contains([':', '@'])
-                    || st.name.chars().any(char::is_control);
-                if bad || specs.iter().any(|(s, _)| s.kind().as_str() == st.name) {
-                    return Err(self.loaded.error_at(
-                        &format!("{at}.name"),
-                        format!("`{}` cannot name a state (empty, `:`, `@`, a control character, or another state's name)", st.name.escape_debug()),
-                        "a short name of its own, e.g. name = \"browse\"",
-                    ));
-                }
-                let spec = self.steps_at(
-                    &format!("states[{k}].steps"),
-                    &st.name,
-                    &st.steps,
-                    collections,
-                    collection,
-                )?;
-                specs.push((spec, 1));
-            }
-            return Ok(Some((specs[0].0.clone(), specs)));
+            return self.state_ops(states, collections, collection).map(Some);
         }
         if let Some(steps) = &g.steps {
             if let Some((verb, _)) = tables.first() {
@@ -141,57 +115,113 @@ impl GroupAt<'_> {
             }
             (Some(ops), []) => {
                 self.no_builtin("ops")?;
-                if ops.is_empty() {
-                    return Err(self.err("ops", "[[group.ops]] is empty".into()));
-                }
-                let mut specs: Vec<(OpSpec, u32)> = Vec::new();
-                for (i, o) in ops.iter().enumerate() {
-                    let at = self.path(&format!("ops[{i}]"));
-                    let name_bad = o.name.trim().is_empty()
-                        || o.name.contains([':', '@'])
-                        || o.name.chars().any(char::is_control);
-                    if name_bad {
-                        return Err(self.loaded.error_at(
-                            &format!("{at}.name"),
-                            format!("`{}` cannot name a row (empty, `:`, `@` or a control character)", o.name.escape_debug()),
-                            "a short name, e.g. name = \"lookup\"",
-                        ));
-                    }
-                    let name = OpName::from(o.name.as_str());
-                    if specs.iter().any(|(s, _)| s.kind() == name) {
-                        return Err(self.loaded.error_at(
-                            &format!("{at}.name"),
-                            format!("two operations of group `{}` are named `{}`", g.name, o.name),
-                            "a different name for each of the group's operations",
-                        ));
-                    }
-                    let tables = o.op_tables();
-                    let (verb, value) = match tables.as_slice() {
-                        [one] => *one,
-                        [] => {
-                            return Err(self.loaded.error_at(
-                                &at,
-                                format!("operation `{}` has no operation table", o.name),
-                                format!("one of: {}", Verb::listed()),
-                            ))
-                        }
-                        [_, (second, _), ..] => {
-                            return Err(self.loaded.error_at(
-                                &format!("{at}.{second}"),
-                                format!("operation `{}` has two operation tables", o.name),
-                                "one operation table per [[group.ops]] entry",
-                            ))
-                        }
-                    };
-                    let weight = o.weight.unwrap_or(1);
-                    let op = self.template_op(verb, value, &format!("{at}.{verb}"), name, collection, coll)?;
-                    specs.push((OpSpec::Template(op), weight));
-                }
-                if specs.iter().all(|(_, w)| *w == 0) {
-                    return Err(self.err("ops", "the weights sum to 0, so no operation could be drawn".into()));
-                }
-                Ok(Some((specs[0].0.clone(), specs)))
+                self.named_ops(ops, collection, coll).map(Some)
             }
         }
+    }
+
+    /// `[[group.states]]`: each state's steps, one operation per state.
+    fn state_ops(
+        &self,
+        states: &[crate::plan::profile::model::StateDef],
+        collections: &[CollectionPlan],
+        collection: usize,
+    ) -> Result<Ops, ProfileError> {
+        if states.is_empty() {
+            return Err(self.err("states", "[[group.states]] is empty".into()));
+        }
+        let mut specs: Vec<(OpSpec, u32)> = Vec::new();
+        for (k, st) in states.iter().enumerate() {
+            let at = self.path(&format!("states[{k}]"));
+            let bad = st.name.trim().is_empty()
+                || st.name.contains([':', '@'])
+                || st.name.chars().any(char::is_control);
+            if bad || specs.iter().any(|(s, _)| s.kind().as_str() == st.name) {
+                return Err(self.loaded.error_at(
+                    &format!("{at}.name"),
+                    format!("`{}` cannot name a state (empty, `:`, `@`, a control character, or another state's name)", st.name.escape_debug()),
+                    "a short name of its own, e.g. name = \"browse\"",
+                ));
+            }
+            let spec = self.steps_at(
+                &format!("states[{k}].steps"),
+                &st.name,
+                &st.steps,
+                collections,
+                collection,
+            )?;
+            specs.push((spec, 1));
+        }
+        Ok((specs[0].0.clone(), specs))
+    }
+
+    /// `[[group.ops]]`: named operations with their weights.
+    fn named_ops(
+        &self,
+        ops: &[crate::plan::profile::model::NamedOp],
+        collection: usize,
+        coll: &CollectionPlan,
+    ) -> Result<Ops, ProfileError> {
+        let g = self.g;
+        if ops.is_empty() {
+            return Err(self.err("ops", "[[group.ops]] is empty".into()));
+        }
+        let mut specs: Vec<(OpSpec, u32)> = Vec::new();
+        for (i, o) in ops.iter().enumerate() {
+            let at = self.path(&format!("ops[{i}]"));
+            let name_bad = o.name.trim().is_empty()
+                || o.name.contains([':', '@'])
+                || o.name.chars().any(char::is_control);
+            if name_bad {
+                return Err(self.loaded.error_at(
+                    &format!("{at}.name"),
+                    format!(
+                        "`{}` cannot name a row (empty, `:`, `@` or a control character)",
+                        o.name.escape_debug()
+                    ),
+                    "a short name, e.g. name = \"lookup\"",
+                ));
+            }
+            let name = OpName::from(o.name.as_str());
+            if specs.iter().any(|(s, _)| s.kind() == name) {
+                return Err(self.loaded.error_at(
+                    &format!("{at}.name"),
+                    format!(
+                        "two operations of group `{}` are named `{}`",
+                        g.name, o.name
+                    ),
+                    "a different name for each of the group's operations",
+                ));
+            }
+            let tables = o.op_tables();
+            let (verb, value) = match tables.as_slice() {
+                [one] => *one,
+                [] => {
+                    return Err(self.loaded.error_at(
+                        &at,
+                        format!("operation `{}` has no operation table", o.name),
+                        format!("one of: {}", Verb::listed()),
+                    ))
+                }
+                [_, (second, _), ..] => {
+                    return Err(self.loaded.error_at(
+                        &format!("{at}.{second}"),
+                        format!("operation `{}` has two operation tables", o.name),
+                        "one operation table per [[group.ops]] entry",
+                    ))
+                }
+            };
+            let weight = o.weight.unwrap_or(1);
+            let op =
+                self.template_op(verb, value, &format!("{at}.{verb}"), name, collection, coll)?;
+            specs.push((OpSpec::Template(op), weight));
+        }
+        if specs.iter().all(|(_, w)| *w == 0) {
+            return Err(self.err(
+                "ops",
+                "the weights sum to 0, so no operation could be drawn".into(),
+            ));
+        }
+        Ok((specs[0].0.clone(), specs))
     }
 }

@@ -18,7 +18,6 @@ const BEFORE_CHANGE: &[&str] = &["off", "whenAvailable", "required"];
 impl GroupAt<'_> {
     /// The watch group's plan: `threads` listeners (or `sweep --watchers`), stopping with the
     /// run; the keys that make operations refused.
-    #[expect(clippy::too_many_lines, reason = "162 lines: to split (issue 50)")]
     pub(super) fn build_watch(
         &self,
         ov: &Overrides,
@@ -29,6 +28,43 @@ impl GroupAt<'_> {
         let Some(w) = &g.watch else {
             unreachable!("build_watch is called for a group with `watch`")
         };
+        self.no_operations()?;
+        let plan = self.watch_plan(w, env)?;
+        // Its operation is the event: a `nop` the executor never sends.
+        let mut listening = g.clone();
+        listening.watch = None;
+        listening.nop = Some(toml::Value::Table(toml::Table::new()));
+        listening.duration = None;
+        listening.loops = Some(1);
+        let at_nop = GroupAt {
+            loaded: self.loaded,
+            index: self.index,
+            g: &listening,
+        };
+        let plain = Overrides {
+            threads: ov.watchers.filter(|n| *n > 0),
+            ..Overrides::default()
+        };
+        let mut one = at_nop.build(&plain, env, None)?;
+        // `sweep --watchers 0`: the step without listeners (the group stays, so thresholds
+        // naming it still read; its row is empty).
+        if ov.watchers == Some(0) {
+            one.threads = 0;
+        }
+        one.stop = match self.duration("duration", &g.duration)? {
+            Some(d) => StopAt::Duration(ov.duration.unwrap_or(d)),
+            None => StopAt::Background,
+        };
+        one.warmup = Duration::ZERO;
+        one.watch = Some(Arc::new(plan));
+        one.index = *next_index;
+        *next_index += 1;
+        Ok(vec![one])
+    }
+
+    /// A watch group sends no operations of its own: every key that would make one is refused.
+    fn no_operations(&self) -> Result<(), ProfileError> {
+        let g = self.g;
         for (k, set) in [
             ("op", g.op.is_some()),
             ("mix", g.mix.is_some()),
@@ -52,20 +88,13 @@ impl GroupAt<'_> {
                 ));
             }
         }
-        let at = |k: &str| self.path(&format!("watch.{k}"));
-        let scopes = [
-            w.collection.is_some(),
-            w.database.is_some(),
-            w.cluster == Some(true),
-        ];
-        if scopes.iter().filter(|s| **s).count() > 1 {
-            return Err(self.loaded.error_at(
-                &at("collection"),
-                "more than one scope: `collection`, `database` and `cluster` each say what the stream sees".to_string(),
-                "one of collection = \"orders\", database = \"shop\", cluster = true",
-            ));
-        }
-        let scope = if let Some(d) = &w.database {
+        Ok(())
+    }
+
+    /// What its listeners' streams see: the watched collection, database or cluster.
+    fn watch_scope(&self, w: &crate::plan::profile::model::WatchDef, env: &Env<'_>) -> WatchScope {
+        let g = self.g;
+        if let Some(d) = &w.database {
             WatchScope::Database(d.clone())
         } else if w.cluster == Some(true) {
             WatchScope::Cluster
@@ -94,7 +123,30 @@ impl GroupAt<'_> {
                     },
                 },
             }
-        };
+        }
+    }
+
+    /// Its streams' options, checked: the scope, the document modes, the pipeline, the batch
+    /// and the times.
+    fn watch_plan(
+        &self,
+        w: &crate::plan::profile::model::WatchDef,
+        env: &Env<'_>,
+    ) -> Result<WatchPlan, ProfileError> {
+        let at = |k: &str| self.path(&format!("watch.{k}"));
+        let scopes = [
+            w.collection.is_some(),
+            w.database.is_some(),
+            w.cluster == Some(true),
+        ];
+        if scopes.iter().filter(|s| **s).count() > 1 {
+            return Err(self.loaded.error_at(
+                &at("collection"),
+                "more than one scope: `collection`, `database` and `cluster` each say what the stream sees".to_string(),
+                "one of collection = \"orders\", database = \"shop\", cluster = true",
+            ));
+        }
+        let scope = self.watch_scope(w, env);
         let one_of = |k: &str, v: &Option<String>, allowed: &[&str]| match v {
             Some(v) if !allowed.contains(&v.as_str()) => Err(self.loaded.error_at(
                 &at(k),
@@ -161,36 +213,7 @@ impl GroupAt<'_> {
             drain: time("drain", &w.drain)?.unwrap_or(DEFAULT_DRAIN),
             think: time("think", &w.think)?.unwrap_or_default(),
         };
-        // Its operation is the event: a `nop` the executor never sends.
-        let mut listening = g.clone();
-        listening.watch = None;
-        listening.nop = Some(toml::Value::Table(toml::Table::new()));
-        listening.duration = None;
-        listening.loops = Some(1);
-        let at_nop = GroupAt {
-            loaded: self.loaded,
-            index: self.index,
-            g: &listening,
-        };
-        let plain = Overrides {
-            threads: ov.watchers.filter(|n| *n > 0),
-            ..Overrides::default()
-        };
-        let mut one = at_nop.build(&plain, env, None)?;
-        // `sweep --watchers 0`: the step without listeners (the group stays, so thresholds
-        // naming it still read; its row is empty).
-        if ov.watchers == Some(0) {
-            one.threads = 0;
-        }
-        one.stop = match self.duration("duration", &g.duration)? {
-            Some(d) => StopAt::Duration(ov.duration.unwrap_or(d)),
-            None => StopAt::Background,
-        };
-        one.warmup = Duration::ZERO;
-        one.watch = Some(Arc::new(plan));
-        one.index = *next_index;
-        *next_index += 1;
-        Ok(vec![one])
+        Ok(plan)
     }
 }
 

@@ -110,72 +110,33 @@ pub struct InvariantDef {
 /// set, in the order of `Verb::ALL`.
 macro_rules! with_op_tables {
     ($(#[$m:meta])* pub struct $name:ident { $($(#[$fm:meta])* pub $f:ident : $t:ty,)* }) => {
+        crate::vocab::verbs!(op_tables_struct; $(#[$m])* pub struct $name { $($(#[$fm])* pub $f: $t,)* });
+    };
+}
+
+/// `with_op_tables!` with the verbs of `vocab::verbs!`'s one list.
+macro_rules! op_tables_struct {
+    (
+        [$(($v:ident, $field:ident, $verb:tt)),* $(,)?]
+        $(#[$m:meta])* pub struct $name:ident { $($(#[$fm:meta])* pub $f:ident : $t:ty,)* }
+    ) => {
         $(#[$m])*
         pub struct $name {
             $($(#[$fm])* pub $f: $t,)*
-            #[serde(rename = "insertOne")]
-            pub insert_one: Option<toml::Value>,
-            #[serde(rename = "insertMany")]
-            pub insert_many: Option<toml::Value>,
-            pub find: Option<toml::Value>,
-            #[serde(rename = "findOne")]
-            pub find_one: Option<toml::Value>,
-            pub aggregate: Option<toml::Value>,
-            #[serde(rename = "countDocuments")]
-            pub count_documents: Option<toml::Value>,
-            #[serde(rename = "estimatedDocumentCount")]
-            pub estimated_document_count: Option<toml::Value>,
-            pub distinct: Option<toml::Value>,
-            #[serde(rename = "updateOne")]
-            pub update_one: Option<toml::Value>,
-            #[serde(rename = "updateMany")]
-            pub update_many: Option<toml::Value>,
-            #[serde(rename = "replaceOne")]
-            pub replace_one: Option<toml::Value>,
-            #[serde(rename = "deleteOne")]
-            pub delete_one: Option<toml::Value>,
-            #[serde(rename = "deleteMany")]
-            pub delete_many: Option<toml::Value>,
-            #[serde(rename = "findOneAndUpdate")]
-            pub find_one_and_update: Option<toml::Value>,
-            #[serde(rename = "findOneAndReplace")]
-            pub find_one_and_replace: Option<toml::Value>,
-            #[serde(rename = "findOneAndDelete")]
-            pub find_one_and_delete: Option<toml::Value>,
-            #[serde(rename = "bulkWrite")]
-            pub bulk_write: Option<toml::Value>,
-            pub command: Option<toml::Value>,
-            /// Sends nothing: an operation that only counts.
-            pub nop: Option<toml::Value>,
+            $(
+                #[doc = concat!("`", $verb, "`: this operation, with its arguments.")]
+                #[serde(rename = $verb)]
+                pub $field: Option<toml::Value>,
+            )*
         }
 
         impl $name {
             /// The operation tables set, with their driver names.
             pub fn op_tables(&self) -> Vec<(&'static str, &toml::Value)> {
-                [
-                    ("insertOne", &self.insert_one),
-                    ("insertMany", &self.insert_many),
-                    ("find", &self.find),
-                    ("findOne", &self.find_one),
-                    ("aggregate", &self.aggregate),
-                    ("countDocuments", &self.count_documents),
-                    ("estimatedDocumentCount", &self.estimated_document_count),
-                    ("distinct", &self.distinct),
-                    ("updateOne", &self.update_one),
-                    ("updateMany", &self.update_many),
-                    ("replaceOne", &self.replace_one),
-                    ("deleteOne", &self.delete_one),
-                    ("deleteMany", &self.delete_many),
-                    ("findOneAndUpdate", &self.find_one_and_update),
-                    ("findOneAndReplace", &self.find_one_and_replace),
-                    ("findOneAndDelete", &self.find_one_and_delete),
-                    ("bulkWrite", &self.bulk_write),
-                    ("command", &self.command),
-                    ("nop", &self.nop),
-                ]
-                .into_iter()
-                .filter_map(|(n, v)| v.as_ref().map(|v| (n, v)))
-                .collect()
+                [$(($verb, &self.$field),)*]
+                    .into_iter()
+                    .filter_map(|(n, v)| v.as_ref().map(|v| (n, v)))
+                    .collect()
             }
         }
     };

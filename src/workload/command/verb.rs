@@ -1,78 +1,31 @@
 //! The verbs, as mongosh and the drivers name them: their names, the arguments each takes, and
 //! what each is to a write at `w: 0` and to the write audit.
 
-/// The operations, as mongosh and the drivers name them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Verb {
-    InsertOne,
-    InsertMany,
-    Find,
-    FindOne,
-    Aggregate,
-    CountDocuments,
-    EstimatedDocumentCount,
-    Distinct,
-    UpdateOne,
-    UpdateMany,
-    ReplaceOne,
-    DeleteOne,
-    DeleteMany,
-    FindOneAndUpdate,
-    FindOneAndReplace,
-    FindOneAndDelete,
-    BulkWrite,
-    Command,
-    /// Sends nothing: an operation that only counts (genny's `HelloWorld`, `NopMetrics`).
-    Nop,
+/// The enum of the verbs, its list and its names, from `vocab::verbs!`'s one list.
+macro_rules! verb_enum {
+    ([$(($v:ident, $field:ident, $name:tt)),* $(,)?]) => {
+        /// The operations, as mongosh and the drivers name them. `Nop` sends nothing: an
+        /// operation that only counts (genny's `HelloWorld`, `NopMetrics`).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Verb {
+            $($v,)*
+        }
+
+        impl Verb {
+            pub const ALL: [Verb; [$($name),*].len()] = [$(Verb::$v,)*];
+
+            /// Its name as mongosh and the drivers spell it, and the profile writes it.
+            pub(crate) fn name(self) -> &'static str {
+                match self {
+                    $(Verb::$v => $name,)*
+                }
+            }
+        }
+    };
 }
+crate::vocab::verbs!(verb_enum;);
 
 impl Verb {
-    pub const ALL: [Verb; 19] = [
-        Verb::InsertOne,
-        Verb::InsertMany,
-        Verb::Find,
-        Verb::FindOne,
-        Verb::Aggregate,
-        Verb::CountDocuments,
-        Verb::EstimatedDocumentCount,
-        Verb::Distinct,
-        Verb::UpdateOne,
-        Verb::UpdateMany,
-        Verb::ReplaceOne,
-        Verb::DeleteOne,
-        Verb::DeleteMany,
-        Verb::FindOneAndUpdate,
-        Verb::FindOneAndReplace,
-        Verb::FindOneAndDelete,
-        Verb::BulkWrite,
-        Verb::Command,
-        Verb::Nop,
-    ];
-
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Verb::InsertOne => "insertOne",
-            Verb::InsertMany => "insertMany",
-            Verb::Find => "find",
-            Verb::FindOne => "findOne",
-            Verb::Aggregate => "aggregate",
-            Verb::CountDocuments => "countDocuments",
-            Verb::EstimatedDocumentCount => "estimatedDocumentCount",
-            Verb::Distinct => "distinct",
-            Verb::UpdateOne => "updateOne",
-            Verb::UpdateMany => "updateMany",
-            Verb::ReplaceOne => "replaceOne",
-            Verb::DeleteOne => "deleteOne",
-            Verb::DeleteMany => "deleteMany",
-            Verb::FindOneAndUpdate => "findOneAndUpdate",
-            Verb::FindOneAndReplace => "findOneAndReplace",
-            Verb::FindOneAndDelete => "findOneAndDelete",
-            Verb::BulkWrite => "bulkWrite",
-            Verb::Command => "command",
-            Verb::Nop => "nop",
-        }
-    }
-
     pub(crate) fn from_name(s: &str) -> Option<Verb> {
         Self::ALL.into_iter().find(|v| v.name() == s)
     }

@@ -323,7 +323,6 @@ fn literal(v: &V, key: &str) -> Result<Bson, GenError> {
     }
 }
 
-#[expect(clippy::too_many_lines, reason = "155 lines: to split (issue 50)")]
 fn generator(name: &str, arg: &V, key: &str, o: &CompileOptions) -> Result<Node, GenError> {
     let at = format!("{key}.{name}");
     let args = |name: &'static str| Args::new(name, arg, &at, o);
@@ -355,24 +354,7 @@ fn generator(name: &str, arg: &V, key: &str, o: &CompileOptions) -> Result<Node,
         "^Join" => return join(&args("^Join")?),
         "^FormatString" => return format_string(&args("^FormatString")?),
         "^Repeat" => repeat(&args("^Repeat")?)?,
-        "^Cycle" => {
-            let a = args("^Cycle")?;
-            a.allow(&["ofLength", "fromGenerator"])?;
-            let len = a.length("ofLength")?;
-            let Num::Const(len) = len else {
-                return Err(a.err(
-                    "ofLength",
-                    "`ofLength` must be written as a value, not generated",
-                ));
-            };
-            if len < 1 {
-                return Err(a.err(
-                    "ofLength",
-                    format!("`ofLength` is {len}: at least 1 is needed"),
-                ));
-            }
-            cycle(&a, len as usize)?
-        }
+        "^Cycle" => cycle_of_length(&args("^Cycle")?)?,
         "^FixedGeneratedValue" => {
             let a = args("^FixedGeneratedValue")?;
             a.allow(&["fromGenerator"])?;
@@ -383,23 +365,11 @@ fn generator(name: &str, arg: &V, key: &str, o: &CompileOptions) -> Result<Node,
         "^ConvertToInt32" => return convert_to(&args("^ConvertToInt32")?, To::Int32),
         "^ConvertToDouble" => return convert_to(&args("^ConvertToDouble")?, To::Double),
         "^ConvertToDecimal" => return convert_to(&args("^ConvertToDecimal")?, To::Decimal),
-        "^ActorId" => {
-            args("^ActorId")?.allow(&[])?;
-            Gen::ActorId
-        }
-        "^ActorIdString" => {
-            args("^ActorIdString")?.allow(&[])?;
-            Gen::ActorIdString
-        }
+        "^ActorId" => bare(&args("^ActorId")?, Gen::ActorId)?,
+        "^ActorIdString" => bare(&args("^ActorIdString")?, Gen::ActorIdString)?,
         "^TimeSpec" => time_spec(&args("^TimeSpec")?)?,
-        "^IP" => {
-            args("^IP")?.allow(&[])?;
-            Gen::Ip
-        }
-        "^NowTimestamp" => {
-            args("^NowTimestamp")?.allow(&[])?;
-            Gen::NowTimestamp
-        }
+        "^IP" => bare(&args("^IP")?, Gen::Ip)?,
+        "^NowTimestamp" => bare(&args("^NowTimestamp")?, Gen::NowTimestamp)?,
         "^TwoDWalk" => two_d_walk(&args("^TwoDWalk")?)?,
         "^TakeRandomStringFromFrequencyMap" => {
             let a = args("^TakeRandomStringFromFrequencyMap")?;
@@ -407,66 +377,17 @@ fn generator(name: &str, arg: &V, key: &str, o: &CompileOptions) -> Result<Node,
             Gen::Freq(FreqGen::Own(next_id(), frequency_map(&a)?))
         }
         "^TakeRandomStringFromFrequencyMapSingleton" => {
-            let a = args("^TakeRandomStringFromFrequencyMapSingleton")?;
-            a.allow(&["id", "from"])?;
-            let id = a.string(a.need("id")?, "id")?;
-            let map = frequency_map(&a)?;
-            let mut maps = FREQ_MAPS.lock().unwrap_or_else(|e| e.into_inner());
-            let maps = maps.get_or_insert_with(HashMap::new);
-            let shared = match maps.get(&id).and_then(Weak::upgrade) {
-                Some(m) => m,
-                None => {
-                    let m = Arc::new(Mutex::new(map));
-                    maps.retain(|_, w| w.strong_count() > 0);
-                    maps.insert(id, Arc::downgrade(&m));
-                    m
-                }
-            };
-            Gen::Freq(FreqGen::Shared(shared))
+            shared_frequency_map(&args("^TakeRandomStringFromFrequencyMapSingleton")?)?
         }
         "^Verbatim" => return Ok(Node::Const(literal(arg, &at)?)),
         "^Null" => {
             args("^Null")?.allow(&[])?;
             return Ok(Node::Const(Bson::Null));
         }
-        "^Key" => {
-            args("^Key")?.allow(&[])?;
-            Gen::Key
-        }
-        "^Field" => {
-            let a = args("^Field")?;
-            a.allow(&["path"])?;
-            let path = a.string(a.need("path")?, "path")?;
-            if path.is_empty() {
-                return Err(a.err("path", "the path is empty"));
-            }
-            Gen::Field(path)
-        }
-        "^Bind" => match arg {
-            V::Str(s) if !s.is_empty() => Gen::Bind(s.clone()),
-            other => {
-                return Err(err(
-                    at,
-                    format!(
-                        "^Bind takes the name of a bound value, not {}",
-                        other.kind()
-                    ),
-                    example("^Bind"),
-                ))
-            }
-        },
-        "^Step" => {
-            let a = args("^Step")?;
-            a.allow(&["index", "path"])?;
-            let index = a.int(a.need("index")?, "index")?;
-            let index = usize::try_from(index)
-                .map_err(|_| a.err("index", format!("index {index} is negative")))?;
-            let path = match a.get("path") {
-                Some(p) => a.string(p, "path")?,
-                None => String::new(),
-            };
-            Gen::Step(index, path)
-        }
+        "^Key" => bare(&args("^Key")?, Gen::Key)?,
+        "^Field" => field(&args("^Field")?)?,
+        "^Bind" => bind(arg, at)?,
+        "^Step" => step(&args("^Step")?)?,
         _ => {
             return Err(err(
                 at,
@@ -480,4 +401,86 @@ fn generator(name: &str, arg: &V, key: &str, o: &CompileOptions) -> Result<Node,
         }
     };
     Ok(Node::Gen(Box::new(gen)))
+}
+
+/// A generator that takes no arguments.
+fn bare(a: &Args<'_>, gen: Gen) -> Result<Gen, GenError> {
+    a.allow(&[])?;
+    Ok(gen)
+}
+
+/// `^Cycle`: `ofLength` values of `fromGenerator`, given in turn.
+fn cycle_of_length(a: &Args<'_>) -> Result<Gen, GenError> {
+    a.allow(&["ofLength", "fromGenerator"])?;
+    let Num::Const(len) = a.length("ofLength")? else {
+        return Err(a.err(
+            "ofLength",
+            "`ofLength` must be written as a value, not generated",
+        ));
+    };
+    if len < 1 {
+        return Err(a.err(
+            "ofLength",
+            format!("`ofLength` is {len}: at least 1 is needed"),
+        ));
+    }
+    cycle(a, len as usize)
+}
+
+/// `^TakeRandomStringFromFrequencyMapSingleton`: one map per `id`, shared by every template
+/// that names it while any of them is alive.
+fn shared_frequency_map(a: &Args<'_>) -> Result<Gen, GenError> {
+    a.allow(&["id", "from"])?;
+    let id = a.string(a.need("id")?, "id")?;
+    let map = frequency_map(a)?;
+    let mut maps = FREQ_MAPS.lock().unwrap_or_else(|e| e.into_inner());
+    let maps = maps.get_or_insert_with(HashMap::new);
+    let shared = match maps.get(&id).and_then(Weak::upgrade) {
+        Some(m) => m,
+        None => {
+            let m = Arc::new(Mutex::new(map));
+            maps.retain(|_, w| w.strong_count() > 0);
+            maps.insert(id, Arc::downgrade(&m));
+            m
+        }
+    };
+    Ok(Gen::Freq(FreqGen::Shared(shared)))
+}
+
+/// `^Field`: a fresh value of the collection's document at a dotted path.
+fn field(a: &Args<'_>) -> Result<Gen, GenError> {
+    a.allow(&["path"])?;
+    let path = a.string(a.need("path")?, "path")?;
+    if path.is_empty() {
+        return Err(a.err("path", "the path is empty"));
+    }
+    Ok(Gen::Field(path))
+}
+
+/// `^Bind`: the name of a bound value.
+fn bind(arg: &V, at: String) -> Result<Gen, GenError> {
+    match arg {
+        V::Str(s) if !s.is_empty() => Ok(Gen::Bind(s.clone())),
+        other => Err(err(
+            at,
+            format!(
+                "^Bind takes the name of a bound value, not {}",
+                other.kind()
+            ),
+            example("^Bind"),
+        )),
+    }
+}
+
+/// `^Step`: an earlier step's result, or a value at a path in it.
+fn step(a: &Args<'_>) -> Result<Gen, GenError> {
+    a.allow(&["index", "path"])?;
+    let index = a.int(a.need("index")?, "index")?;
+    let index =
+        usize::try_from(index).map_err(|_| a.err("index", format!("index {index} is negative")))?;
+    let path = match a.get("path") {
+        Some(p) => a.string(p, "path")?,
+        None => String::new(),
+    };
+    Ok(Gen::Step(index, path))
 }

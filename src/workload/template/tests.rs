@@ -1674,7 +1674,6 @@ fn random_int_negative_binomial_zipfian_and_generated_trials() {
 }
 
 #[test]
-#[expect(clippy::too_many_lines, reason = "106 lines: to split (issue 50)")]
 fn random_double_has_every_distribution_of_genny() {
     let m = |src: &str| {
         let d = doubles(&draw(
@@ -1687,74 +1686,53 @@ fn random_double_has_every_distribution_of_genny() {
     let near = |got: f64, want: f64, tol: f64, what: &str| {
         assert!((got - want).abs() < tol, "{what}: {got}, not {want}");
     };
-    near(
-        m(r#"{ distribution = "gamma", alpha = 2, beta = 3 }"#),
-        6.0,
-        0.15,
-        "gamma",
-    );
-    // Weibull shape a = 1 is the exponential of scale b.
-    near(
-        m(r#"{ distribution = "weibull", a = 1, b = 2 }"#),
-        2.0,
-        0.06,
-        "weibull",
-    );
-    // Extreme value: a + b * Euler's constant.
-    near(
-        m(r#"{ distribution = "extreme_value", a = 1, b = 2 }"#),
-        1.0 + 2.0 * 0.5772,
-        0.06,
-        "extreme_value",
-    );
-    near(
-        m(r#"{ distribution = "beta", alpha = 3 }"#),
-        0.75,
-        0.01,
-        "beta",
-    );
-    near(
-        m(r#"{ distribution = "laplace", mean = 5, beta = 1 }"#),
-        5.0,
-        0.05,
-        "laplace",
-    );
-    near(
-        m(r#"{ distribution = "lognormal", m = 0, s = 0.5 }"#),
-        (0.125f64).exp(),
-        0.02,
-        "lognormal",
-    );
-    near(
-        m(r#"{ distribution = "chi_squared", n = 4 }"#),
-        4.0,
-        0.1,
-        "chi_squared",
-    );
-    near(
-        m(r#"{ distribution = "non_central_chi_squared", k = 3, lambda = 2 }"#),
-        5.0,
-        0.12,
-        "non_central_chi_squared",
-    );
-    near(
-        m(r#"{ distribution = "non_central_chi_squared", k = 0.5, lambda = 2 }"#),
-        2.5,
-        0.1,
-        "non_central_chi_squared k < 1",
-    );
-    near(
-        m(r#"{ distribution = "student_t", n = 10 }"#),
-        0.0,
-        0.05,
-        "student_t",
-    );
-    near(
-        m(r#"{ distribution = "fisher_f", m = 5, n = 10 }"#),
-        1.25,
-        0.05,
-        "fisher_f",
-    );
+    // Each distribution's mean: the arguments, the mean wanted, the tolerance.
+    for (args, want, tol) in [
+        (
+            r#"{ distribution = "gamma", alpha = 2, beta = 3 }"#,
+            6.0,
+            0.15,
+        ),
+        // Weibull shape a = 1 is the exponential of scale b.
+        (r#"{ distribution = "weibull", a = 1, b = 2 }"#, 2.0, 0.06),
+        // Extreme value: a + b * Euler's constant.
+        (
+            r#"{ distribution = "extreme_value", a = 1, b = 2 }"#,
+            1.0 + 2.0 * 0.5772,
+            0.06,
+        ),
+        (r#"{ distribution = "beta", alpha = 3 }"#, 0.75, 0.01),
+        (
+            r#"{ distribution = "laplace", mean = 5, beta = 1 }"#,
+            5.0,
+            0.05,
+        ),
+        (
+            r#"{ distribution = "lognormal", m = 0, s = 0.5 }"#,
+            (0.125f64).exp(),
+            0.02,
+        ),
+        (r#"{ distribution = "chi_squared", n = 4 }"#, 4.0, 0.1),
+        (
+            r#"{ distribution = "non_central_chi_squared", k = 3, lambda = 2 }"#,
+            5.0,
+            0.12,
+        ),
+        // k < 1.
+        (
+            r#"{ distribution = "non_central_chi_squared", k = 0.5, lambda = 2 }"#,
+            2.5,
+            0.1,
+        ),
+        (r#"{ distribution = "student_t", n = 10 }"#, 0.0, 0.05),
+        (
+            r#"{ distribution = "fisher_f", m = 5, n = 10 }"#,
+            1.25,
+            0.05,
+        ),
+    ] {
+        near(m(args), want, tol, args);
+    }
     // Cauchy has no mean: its median.
     let mut c = doubles(&draw(
         &compile(r#"{ "^RandomDouble" = { distribution = "cauchy", median = 3, sigma = 1 } }"#),

@@ -355,18 +355,16 @@ impl GroupAt<'_> {
     }
 
     /// `requests = [ { insertOne = { document } }, { updateOne = { filter, update } }, ... ]`.
-    #[expect(clippy::too_many_lines, reason = "104 lines: to split (issue 50)")]
     pub(super) fn bulk_models(&self, a: &Args<'_>) -> Result<Vec<BulkModel>, ProfileError> {
-        let expected = "requests = [ { insertOne = { document = {...} } }, { updateOne = { filter = {...}, update = {...} } }, { deleteOne = { filter = {...} } } ] (insertOne, updateOne, updateMany, replaceOne, deleteOne, deleteMany)";
         let Some(toml::Value::Array(requests)) = a.table.get("requests") else {
             return Err(a.err(
                 "requests",
                 "bulkWrite needs `requests`, a list of write models",
-                expected,
+                BULK_EXPECTED,
             ));
         };
         if requests.is_empty() {
-            return Err(a.err("requests", "bulkWrite's requests are empty", expected));
+            return Err(a.err("requests", "bulkWrite's requests are empty", BULK_EXPECTED));
         }
         let mut out = Vec::new();
         for (i, r) in requests.iter().enumerate() {
@@ -379,29 +377,24 @@ impl GroupAt<'_> {
                 return Err(self.loaded.error_at(
                     &at,
                     "a write model is a one-key table",
-                    expected,
+                    BULK_EXPECTED,
                 ));
             };
-            let verb = match model.as_str() {
-                "insertOne" => Verb::InsertOne,
-                "updateOne" => Verb::UpdateOne,
-                "updateMany" => Verb::UpdateMany,
-                "replaceOne" => Verb::ReplaceOne,
-                "deleteOne" => Verb::DeleteOne,
-                "deleteMany" => Verb::DeleteMany,
-                other => {
-                    return Err(self.loaded.error_at(
-                        &format!("{at}.{other}"),
-                        format!("`{other}` is not a write model of bulkWrite"),
-                        expected,
-                    ))
-                }
+            let not_a_model = || {
+                self.loaded.error_at(
+                    &format!("{at}.{model}"),
+                    format!("`{model}` is not a write model of bulkWrite"),
+                    BULK_EXPECTED,
+                )
+            };
+            let Some(verb) = Verb::from_name(model).filter(|v| BULK_MODELS.contains(v)) else {
+                return Err(not_a_model());
             };
             let toml::Value::Table(table) = args else {
                 return Err(self.loaded.error_at(
                     &format!("{at}.{model}"),
                     "a write model takes a table",
-                    expected,
+                    BULK_EXPECTED,
                 ));
             };
             let m = Args {
@@ -412,34 +405,55 @@ impl GroupAt<'_> {
                 coll: a.coll,
             };
             m.check_keys()?;
-            out.push(match verb {
+            out.push(m.bulk_model().ok_or_else(not_a_model)??);
+        }
+        Ok(out)
+    }
+}
+
+/// The verbs a bulkWrite's write models are named by.
+const BULK_MODELS: [Verb; 6] = [
+    Verb::InsertOne,
+    Verb::UpdateOne,
+    Verb::UpdateMany,
+    Verb::ReplaceOne,
+    Verb::DeleteOne,
+    Verb::DeleteMany,
+];
+
+const BULK_EXPECTED: &str = "requests = [ { insertOne = { document = {...} } }, { updateOne = { filter = {...}, update = {...} } }, { deleteOne = { filter = {...} } } ] (insertOne, updateOne, updateMany, replaceOne, deleteOne, deleteMany)";
+
+impl Args<'_> {
+    /// One write model of its verb (None: the verb names no write model).
+    fn bulk_model(&self) -> Option<Result<BulkModel, ProfileError>> {
+        let model = || -> Result<Option<BulkModel>, ProfileError> {
+            Ok(Some(match self.verb {
                 Verb::InsertOne => {
-                    let d = m.template("document")?;
+                    let d = self.template("document")?;
                     if let Some(d) = &d {
-                        m.stored("document", d)?;
+                        self.stored("document", d)?;
                     }
                     BulkModel::InsertOne(d)
                 }
                 Verb::UpdateOne | Verb::UpdateMany => BulkModel::Update {
-                    many: verb == Verb::UpdateMany,
-                    filter: m.required("filter", "{ _id = 1 }")?,
-                    update: m.update("update")?,
-                    args: m.write_args()?,
+                    many: self.verb == Verb::UpdateMany,
+                    filter: self.required("filter", "{ _id = 1 }")?,
+                    update: self.update("update")?,
+                    args: self.write_args()?,
                 },
                 Verb::ReplaceOne => {
-                    let replacement = m.required("replacement", "{ status = \"open\" }")?;
-                    m.stored("replacement", &replacement)?;
+                    let replacement = self.required("replacement", "{ status = \"open\" }")?;
+                    self.stored("replacement", &replacement)?;
                     BulkModel::ReplaceOne {
-                        filter: m.required("filter", "{ _id = 1 }")?,
+                        filter: self.required("filter", "{ _id = 1 }")?,
                         replacement,
-                        args: m.write_args()?,
+                        args: self.write_args()?,
                     }
                 }
                 Verb::DeleteOne | Verb::DeleteMany => BulkModel::Delete {
-                    many: verb == Verb::DeleteMany,
-                    filter: m.required("filter", "{ _id = 1 }")?,
+                    many: self.verb == Verb::DeleteMany,
+                    filter: self.required("filter", "{ _id = 1 }")?,
                 },
-                // Named above from the six model names only.
                 Verb::InsertMany
                 | Verb::Find
                 | Verb::FindOne
@@ -452,15 +466,9 @@ impl GroupAt<'_> {
                 | Verb::FindOneAndDelete
                 | Verb::BulkWrite
                 | Verb::Command
-                | Verb::Nop => {
-                    return Err(self.loaded.error_at(
-                        &format!("{at}.{model}"),
-                        format!("`{model}` is not a write model of bulkWrite"),
-                        expected,
-                    ))
-                }
-            });
-        }
-        Ok(out)
+                | Verb::Nop => return Ok(None),
+            }))
+        };
+        model().transpose()
     }
 }

@@ -132,7 +132,6 @@ impl Parser {
 
     /// `LoadConfig: {Path, Key, Parameters}`: the file's content (its `Key`), expanded in a
     /// scope with the `Parameters`.
-    #[expect(clippy::too_many_lines, reason = "114 lines: to split (issue 50)")]
     pub(super) fn load_config(&mut self, node: &Value) -> Result<Value> {
         let node = self.mapping(
             node,
@@ -170,30 +169,10 @@ impl Parser {
             file: loaded_file.clone(),
             problem: e.problem,
         })?;
-        let at_file = |problem: String| PreprocessError {
+        schema_version(&mut loaded).map_err(|problem| PreprocessError {
             file: loaded_file.clone(),
             problem,
-        };
-        let version = match loaded.as_mapping_mut() {
-            Some(top) => top.shift_remove("SchemaVersion"),
-            None => None,
-        };
-        match version {
-            None => {
-                return Err(at_file(
-                    "no `SchemaVersion` at the top level: a file that LoadConfig loads starts \
-                     with `SchemaVersion: 2018-07-01`"
-                        .into(),
-                ))
-            }
-            Some(version) if pyfmt::py_str(&version) != "2018-07-01" => {
-                return Err(at_file(format!(
-                    "`SchemaVersion: {}`: genny loads only `SchemaVersion: 2018-07-01`",
-                    brief(&version)
-                )))
-            }
-            Some(_) => {}
-        }
+        })?;
         for key in node.keys() {
             if !matches!(key.as_str(), Some("Path" | "Key" | "Parameters")) {
                 return Err(self.fail(format!(
@@ -275,5 +254,26 @@ impl Parser {
                 "`-p {name}`: no `^Parameter` of this workload is named {name} ({known})"
             ),
         })
+    }
+}
+
+/// A file LoadConfig loads starts with `SchemaVersion: 2018-07-01`, the one genny loads; it is
+/// taken out of the file's content.
+fn schema_version(loaded: &mut Value) -> std::result::Result<(), String> {
+    let version = match loaded.as_mapping_mut() {
+        Some(top) => top.shift_remove("SchemaVersion"),
+        None => None,
+    };
+    match version {
+        None => Err(
+            "no `SchemaVersion` at the top level: a file that LoadConfig loads starts with \
+             `SchemaVersion: 2018-07-01`"
+                .into(),
+        ),
+        Some(version) if pyfmt::py_str(&version) != "2018-07-01" => Err(format!(
+            "`SchemaVersion: {}`: genny loads only `SchemaVersion: 2018-07-01`",
+            brief(&version)
+        )),
+        Some(_) => Ok(()),
     }
 }

@@ -81,7 +81,6 @@ impl<'a> Translator<'a> {
     /// state's operations its steps, `Transitions` (`To`, `Weight`, `SleepBefore`) its ways
     /// out, `InitialStates` the group's `initial`.
     #[allow(clippy::too_many_arguments)]
-    #[expect(clippy::too_many_lines, reason = "106 lines: to split (issue 50)")]
     pub(super) fn states(
         &mut self,
         name: &str,
@@ -129,26 +128,8 @@ impl<'a> Translator<'a> {
                 steps.push(self.crud_op(name, p, op, database, collection, g)?);
             }
             dedupe_names(&mut steps);
-            let mut transitions = Vec::new();
-            for t in s
-                .get("Transitions")
-                .and_then(Yaml::as_sequence)
-                .into_iter()
-                .flatten()
-            {
-                let to = t.get("To").and_then(scalar_text);
-                let weight = t.get("Weight").and_then(number);
-                let (Some(to), Some(weight)) = (to, weight) else {
-                    return Err(self.refuse(Some(name), Some(p), format!("a transition of state `{state}` without a scalar `To` and `Weight` (genny needs both)")));
-                };
-                let mut tt = toml::Table::new();
-                tt.insert("to".into(), Toml::String(to));
-                tt.insert("weight".into(), Toml::Float(weight));
-                if let Some(sleep) = t.get("SleepBefore") {
-                    tt.insert("sleep".into(), to_toml(sleep));
-                }
-                transitions.push(Toml::Table(tt));
-            }
+            let transitions =
+                transitions(s, &state).map_err(|why| self.refuse(Some(name), Some(p), why))?;
             let mut st = toml::Table::new();
             st.insert("name".into(), Toml::String(state));
             st.insert(
@@ -201,7 +182,6 @@ impl<'a> Translator<'a> {
         Ok(())
     }
 
-    #[expect(clippy::too_many_lines, reason = "148 lines: to split (issue 50)")]
     pub(super) fn crud_op(
         &mut self,
         name: &str,
@@ -217,18 +197,14 @@ impl<'a> Translator<'a> {
             .ok_or_else(|| {
                 self.refuse(Some(name), Some(p), "an operation without `OperationName`")
             })?;
-        let row = op
-            .get("OperationMetricsName")
-            .and_then(scalar_text)
-            .unwrap_or_else(|| op_name.to_string());
-        let database = op
-            .get("Database")
-            .and_then(scalar_text)
-            .unwrap_or_else(|| database.to_string());
-        let coll_name = op
-            .get("Collection")
-            .and_then(scalar_text)
-            .unwrap_or_else(|| collection.to_string());
+        let text_or = |k: &str, default: &str| {
+            op.get(k)
+                .and_then(scalar_text)
+                .unwrap_or_else(|| default.to_string())
+        };
+        let row = text_or("OperationMetricsName", op_name);
+        let database = text_or("Database", database);
+        let coll_name = text_or("Collection", collection);
         let coll = self.collection(&database, &coll_name);
         let empty = Yaml::Mapping(Default::default());
         let c = op.get("OperationCommand").unwrap_or(&empty);
@@ -251,17 +227,7 @@ impl<'a> Translator<'a> {
                 if docs.iter().any(|d| d != first) {
                     // Different templates: one insert command of them all, as bulkWrite's
                     // insertOne models go (ordered, as insertMany is).
-                    let requests = docs
-                        .iter()
-                        .map(|d| {
-                            let mut m = toml::Table::new();
-                            m.insert("document".into(), to_toml(d));
-                            let mut r = toml::Table::new();
-                            r.insert("insertOne".into(), Toml::Table(m));
-                            Toml::Table(r)
-                        })
-                        .collect();
-                    args.insert("requests".into(), Toml::Array(requests));
+                    args.insert("requests".into(), Toml::Array(insert_models(docs)));
                     return Ok(step(&row, &coll, "bulkWrite", Toml::Table(args)));
                 }
                 put(&mut args, "document", Some(first));
@@ -270,21 +236,7 @@ impl<'a> Translator<'a> {
             }
             "find" | "findOne" => {
                 put(&mut args, "filter", c.get("Filter"));
-                // `ReadPreference` is the group's (the tool's are per group), as WriteConcern.
-                let mut options = c.get("Options").cloned();
-                if let Some(rp) = options.as_mut().and_then(Yaml::as_mapping_mut).and_then(|o| o.remove("ReadPreference")) {
-                    let ours = read_preference(&rp).ok_or_else(|| bad(self, format!("`ReadPreference: {}` is not one the tool reads (ReadMode, MaxStaleness)", show(&rp))))?;
-                    if g.get("read_preference").is_some_and(|old| *old != ours) {
-                        return Err(bad(self, "two read preferences in one phase of an actor are not supported (the tool's are per group)".into()));
-                    }
-                    g.insert("read_preference".into(), ours);
-                }
-                self.options(op_name, options.as_ref(), &mut args, &[("Limit", "limit"), ("Skip", "skip"), ("Sort", "sort"), ("Projection", "projection"), ("Hint", "hint"), ("BatchSize", "batchSize"), ("Collation", "collation"), ("MaxTime", "maxTimeMS"), ("Let", "let")])
-                    .map_err(|e| bad(self, e))?;
-                if op_name == "findOne" {
-                    args.remove("limit");
-                    args.remove("batchSize");
-                }
+                self.find_args(op_name, c, &mut args, g).map_err(|e| bad(self, e))?;
                 op_name
             }
             "aggregate" => {
@@ -322,35 +274,9 @@ impl<'a> Translator<'a> {
                 cmd.insert("drop".into(), Toml::String(coll_name.clone()));
                 return Ok(step(&row, &coll, "command", Toml::Table(cmd)));
             }
-            "createIndex" => {
-                let mut index = toml::Table::new();
-                index.insert("key".into(), c.get("Keys").map(to_toml).unwrap_or(Toml::Table(Default::default())));
-                if let Some(Toml::Table(o)) = c.get("IndexOptions").map(to_toml) {
-                    index.extend(o);
-                }
-                if !index.contains_key("name") {
-                    index.insert("name".into(), Toml::String(format!("genny_{row}")));
-                }
-                let mut cmd = toml::Table::new();
-                cmd.insert("createIndexes".into(), Toml::String(coll_name.clone()));
-                cmd.insert("indexes".into(), Toml::Array(vec![Toml::Table(index)]));
-                return Ok(step(&row, &coll, "command", Toml::Table(cmd)));
-            }
+            "createIndex" => return Ok(create_index(&row, &coll, &coll_name, c)),
             "bulkWrite" => {
-                let ops = c.get("WriteOperations").and_then(Yaml::as_sequence).ok_or_else(|| bad(self, "`WriteOperations` is not a list".into()))?;
-                let mut requests = Vec::new();
-                for w in ops {
-                    let kind = w.get("WriteCommand").and_then(Yaml::as_str).ok_or_else(|| bad(self, "a write without `WriteCommand`".into()))?;
-                    let mut m = toml::Table::new();
-                    for (k, ours) in [("Document", "document"), ("Filter", "filter"), ("Update", "update"), ("Replacement", "replacement")] {
-                        if let Some(v) = w.get(k) {
-                            m.insert(ours.into(), to_toml(v));
-                        }
-                    }
-                    let mut r = toml::Table::new();
-                    r.insert(kind.to_string(), Toml::Table(m));
-                    requests.push(Toml::Table(r));
-                }
+                let requests = bulk_requests(c).map_err(|e| bad(self, e))?;
                 args.insert("requests".into(), Toml::Array(requests));
                 if let Some(o) = c.get("Options").and_then(|o| o.get("Ordered")) {
                     put(&mut args, "ordered", Some(o));
@@ -362,6 +288,55 @@ impl<'a> Translator<'a> {
             }
         };
         Ok(step(&row, &coll, verb, Toml::Table(args)))
+    }
+
+    /// A find's or findOne's `Options`: the cursor's, and `ReadPreference` as the group's (the
+    /// tool's are per group, as its write concern is).
+    fn find_args(
+        &self,
+        op_name: &str,
+        c: &Yaml,
+        args: &mut toml::Table,
+        g: &mut toml::Table,
+    ) -> Result<(), String> {
+        let mut options = c.get("Options").cloned();
+        let rp = options
+            .as_mut()
+            .and_then(Yaml::as_mapping_mut)
+            .and_then(|o| o.remove("ReadPreference"));
+        if let Some(rp) = rp {
+            let ours = read_preference(&rp).ok_or_else(|| {
+                format!(
+                    "`ReadPreference: {}` is not one the tool reads (ReadMode, MaxStaleness)",
+                    show(&rp)
+                )
+            })?;
+            if g.get("read_preference").is_some_and(|old| *old != ours) {
+                return Err("two read preferences in one phase of an actor are not supported (the tool's are per group)".into());
+            }
+            g.insert("read_preference".into(), ours);
+        }
+        self.options(
+            op_name,
+            options.as_ref(),
+            args,
+            &[
+                ("Limit", "limit"),
+                ("Skip", "skip"),
+                ("Sort", "sort"),
+                ("Projection", "projection"),
+                ("Hint", "hint"),
+                ("BatchSize", "batchSize"),
+                ("Collation", "collation"),
+                ("MaxTime", "maxTimeMS"),
+                ("Let", "let"),
+            ],
+        )?;
+        if op_name == "findOne" {
+            args.remove("limit");
+            args.remove("batchSize");
+        }
+        Ok(())
     }
 
     /// genny's `Options` of a read, by the names it takes.
@@ -487,4 +462,95 @@ impl<'a> Translator<'a> {
         dedupe_names(&mut steps);
         Ok(steps)
     }
+}
+
+/// A state's `Transitions`: each its `To`, `Weight` and `SleepBefore` as the state's
+/// transitions.
+fn transitions(s: &Yaml, state: &str) -> Result<Vec<Toml>, String> {
+    let mut transitions = Vec::new();
+    for t in s
+        .get("Transitions")
+        .and_then(Yaml::as_sequence)
+        .into_iter()
+        .flatten()
+    {
+        let to = t.get("To").and_then(scalar_text);
+        let weight = t.get("Weight").and_then(number);
+        let (Some(to), Some(weight)) = (to, weight) else {
+            return Err(format!("a transition of state `{state}` without a scalar `To` and `Weight` (genny needs both)"));
+        };
+        let mut tt = toml::Table::new();
+        tt.insert("to".into(), Toml::String(to));
+        tt.insert("weight".into(), Toml::Float(weight));
+        if let Some(sleep) = t.get("SleepBefore") {
+            tt.insert("sleep".into(), to_toml(sleep));
+        }
+        transitions.push(Toml::Table(tt));
+    }
+    Ok(transitions)
+}
+
+/// `createIndex`: a `createIndexes` command of its `Keys` and `IndexOptions` (named
+/// `genny_<row>` unless the options name it).
+fn create_index(row: &str, coll: &str, coll_name: &str, c: &Yaml) -> toml::Table {
+    let mut index = toml::Table::new();
+    index.insert(
+        "key".into(),
+        c.get("Keys")
+            .map(to_toml)
+            .unwrap_or(Toml::Table(Default::default())),
+    );
+    if let Some(Toml::Table(o)) = c.get("IndexOptions").map(to_toml) {
+        index.extend(o);
+    }
+    if !index.contains_key("name") {
+        index.insert("name".into(), Toml::String(format!("genny_{row}")));
+    }
+    let mut cmd = toml::Table::new();
+    cmd.insert("createIndexes".into(), Toml::String(coll_name.to_string()));
+    cmd.insert("indexes".into(), Toml::Array(vec![Toml::Table(index)]));
+    step(row, coll, "command", Toml::Table(cmd))
+}
+
+/// An insertMany's `Documents` of different templates, as bulkWrite's insertOne models.
+fn insert_models(docs: &[Yaml]) -> Vec<Toml> {
+    docs.iter()
+        .map(|d| {
+            let mut m = toml::Table::new();
+            m.insert("document".into(), to_toml(d));
+            let mut r = toml::Table::new();
+            r.insert("insertOne".into(), Toml::Table(m));
+            Toml::Table(r)
+        })
+        .collect()
+}
+
+/// A bulkWrite's `WriteOperations` as its write models.
+fn bulk_requests(c: &Yaml) -> Result<Vec<Toml>, String> {
+    let ops = c
+        .get("WriteOperations")
+        .and_then(Yaml::as_sequence)
+        .ok_or("`WriteOperations` is not a list")?;
+    let mut requests = Vec::new();
+    for w in ops {
+        let kind = w
+            .get("WriteCommand")
+            .and_then(Yaml::as_str)
+            .ok_or("a write without `WriteCommand`")?;
+        let mut m = toml::Table::new();
+        for (k, ours) in [
+            ("Document", "document"),
+            ("Filter", "filter"),
+            ("Update", "update"),
+            ("Replacement", "replacement"),
+        ] {
+            if let Some(v) = w.get(k) {
+                m.insert(ours.into(), to_toml(v));
+            }
+        }
+        let mut r = toml::Table::new();
+        r.insert(kind.to_string(), Toml::Table(m));
+        requests.push(Toml::Table(r));
+    }
+    Ok(requests)
 }

@@ -5,7 +5,6 @@ use super::*;
 
 impl<'a> Translator<'a> {
     /// The group of `actor` in phase `p`.
-    #[expect(clippy::too_many_lines, reason = "154 lines: to split (issue 50)")]
     pub(super) fn group(
         &mut self,
         actor: &Actor<'a>,
@@ -25,22 +24,7 @@ impl<'a> Translator<'a> {
             return self.single_loader(actor, p, &cx);
         }
         let mut g = toml::Table::new();
-        let group_name = match cx.phase.get("MetricsName").and_then(scalar_text) {
-            Some(m) => m,
-            None if actor.phases.len() > 1 => format!("{name}.{p}"),
-            None => name.to_string(),
-        };
-        let group_name = group_name.replace([':', '@'], "_");
-        // Actors of one name (genny adds their metrics up): each group its own, `Name.2`, ...
-        let mut group_name = group_name;
-        if !self.names.insert(group_name.clone()) {
-            let base = group_name.clone();
-            let mut n = 2;
-            while !self.names.insert(format!("{base}.{n}")) {
-                n += 1;
-            }
-            group_name = format!("{base}.{n}");
-        }
+        let group_name = self.group_name(actor, p, &cx);
         g.insert("name".into(), Toml::String(group_name));
         g.insert("stage".into(), Toml::String(format!("phase{p}")));
         g.insert("threads".into(), Toml::Integer(i64::from(actor.threads)));
@@ -63,15 +47,7 @@ impl<'a> Translator<'a> {
         let steps = match actor.kind.as_str() {
             "CrudActor" => self.crud(name, p, &cx, &database, &mut g)?,
             "RunCommand" | "AdminCommand" => self.run_command(name, p, &cx, &database)?,
-            "QuiesceActor" => {
-                let coll = self.database_handle("admin");
-                let mut cmd = toml::Table::new();
-                cmd.insert("fsync".into(), Toml::Integer(1));
-                self.notes.push(format!(
-                    "{name} (QuiesceActor) sends fsync to admin; genny also waits for the secondaries' oplog and dropped collections"
-                ));
-                vec![step("Quiesce", &coll, "command", Toml::Table(cmd))]
-            }
+            "QuiesceActor" => self.quiesce(name),
             "HelloWorld" | "NopMetrics" => {
                 let coll = self.database_handle(&database);
                 let row = if actor.kind == "HelloWorld" {
@@ -81,58 +57,7 @@ impl<'a> Translator<'a> {
                 };
                 vec![step(row, &coll, "nop", Toml::Table(toml::Table::new()))]
             }
-            "Insert" | "InsertRemove" | "Deleter" => {
-                let coll_name = cx.get("Collection").and_then(scalar_text).ok_or_else(|| {
-                    self.refuse(
-                        Some(name),
-                        Some(p),
-                        format!("{} needs `Collection`", actor.kind),
-                    )
-                })?;
-                let coll = self.collection(&database, &coll_name);
-                let table = |pairs: Vec<(&str, Toml)>| {
-                    Toml::Table(pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
-                };
-                match actor.kind.as_str() {
-                    "Insert" => {
-                        let doc = cx.get("Document").map(to_toml).ok_or_else(|| {
-                            self.refuse(Some(name), Some(p), "Insert needs `Document`")
-                        })?;
-                        vec![step(
-                            "Insert",
-                            &coll,
-                            "insertOne",
-                            table(vec![("document", doc)]),
-                        )]
-                    }
-                    "InsertRemove" => {
-                        // genny's: a document `{ _id: <the thread's actor id> }`, inserted,
-                        // then deleted (deleteMany of it).
-                        let mine =
-                            || table(vec![("_id", table(vec![("^ActorId", table(vec![]))]))]);
-                        vec![
-                            step(
-                                "Insert",
-                                &coll,
-                                "insertOne",
-                                table(vec![("document", mine())]),
-                            ),
-                            step(
-                                "Remove",
-                                &coll,
-                                "deleteMany",
-                                table(vec![("filter", mine())]),
-                            ),
-                        ]
-                    }
-                    _ => vec![step(
-                        "Delete",
-                        &coll,
-                        "findOneAndDelete",
-                        table(vec![("filter", table(vec![]))]),
-                    )],
-                }
-            }
+            "Insert" | "InsertRemove" | "Deleter" => self.writer(actor, p, &cx, &database)?,
             "MultiCollectionUpdate" | "MultiCollectionQuery" => {
                 self.multi_collection(actor, p, &cx, &database, &mut g)?
             }
@@ -316,8 +241,102 @@ impl<'a> Translator<'a> {
         Ok(())
     }
 
+    /// The group's row name: the phase's `MetricsName`, else the actor's (with the phase when
+    /// it has several), made unique (genny adds up the metrics of actors of one name; here each
+    /// is a group of its own, `Name.2`, ...).
+    fn group_name(&mut self, actor: &Actor<'a>, p: usize, cx: &Ctx<'a>) -> String {
+        let name = actor.name.as_str();
+        let group_name = match cx.phase.get("MetricsName").and_then(scalar_text) {
+            Some(m) => m,
+            None if actor.phases.len() > 1 => format!("{name}.{p}"),
+            None => name.to_string(),
+        };
+        let base = group_name.replace([':', '@'], "_");
+        if self.names.insert(base.clone()) {
+            return base;
+        }
+        let mut n = 2;
+        while !self.names.insert(format!("{base}.{n}")) {
+            n += 1;
+        }
+        format!("{base}.{n}")
+    }
+
+    /// QuiesceActor: an fsync to admin (genny also waits for the secondaries' oplog and
+    /// dropped collections, said in a note).
+    fn quiesce(&mut self, name: &str) -> Vec<toml::Table> {
+        let coll = self.database_handle("admin");
+        let mut cmd = toml::Table::new();
+        cmd.insert("fsync".into(), Toml::Integer(1));
+        self.notes.push(format!(
+            "{name} (QuiesceActor) sends fsync to admin; genny also waits for the secondaries' oplog and dropped collections"
+        ));
+        vec![step("Quiesce", &coll, "command", Toml::Table(cmd))]
+    }
+
+    /// Insert (its `Document`), InsertRemove (`{ _id: <actor id> }` inserted, then deleted)
+    /// and Deleter (a findOneAndDelete of any document) on the actor's `Collection`.
+    fn writer(
+        &mut self,
+        actor: &Actor<'a>,
+        p: usize,
+        cx: &Ctx<'a>,
+        database: &str,
+    ) -> Result<Vec<toml::Table>, Refusal> {
+        let name = actor.name.as_str();
+        let coll_name = cx.get("Collection").and_then(scalar_text).ok_or_else(|| {
+            self.refuse(
+                Some(name),
+                Some(p),
+                format!("{} needs `Collection`", actor.kind),
+            )
+        })?;
+        let coll = self.collection(database, &coll_name);
+        let table = |pairs: Vec<(&str, Toml)>| {
+            Toml::Table(pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+        };
+        Ok(match actor.kind.as_str() {
+            "Insert" => {
+                let doc = cx
+                    .get("Document")
+                    .map(to_toml)
+                    .ok_or_else(|| self.refuse(Some(name), Some(p), "Insert needs `Document`"))?;
+                vec![step(
+                    "Insert",
+                    &coll,
+                    "insertOne",
+                    table(vec![("document", doc)]),
+                )]
+            }
+            "InsertRemove" => {
+                // genny's: a document `{ _id: <the thread's actor id> }`, inserted, then deleted
+                // (deleteMany of it).
+                let mine = || table(vec![("_id", table(vec![("^ActorId", table(vec![]))]))]);
+                vec![
+                    step(
+                        "Insert",
+                        &coll,
+                        "insertOne",
+                        table(vec![("document", mine())]),
+                    ),
+                    step(
+                        "Remove",
+                        &coll,
+                        "deleteMany",
+                        table(vec![("filter", mine())]),
+                    ),
+                ]
+            }
+            _ => vec![step(
+                "Delete",
+                &coll,
+                "findOneAndDelete",
+                table(vec![("filter", table(vec![]))]),
+            )],
+        })
+    }
+
     /// `Repeat`, `Duration`, `Blocking: None`, `GlobalRate`, `SleepBefore`/`SleepAfter`.
-    #[expect(clippy::too_many_lines, reason = "103 lines: to split (issue 50)")]
     pub(super) fn stop_rule(
         &mut self,
         name: &str,
@@ -326,21 +345,18 @@ impl<'a> Translator<'a> {
         g: &mut toml::Table,
     ) -> Result<(), Refusal> {
         let phase = cx.phase;
-        let repeat = match phase.get("Repeat") {
-            None => None,
-            Some(v) => Some(
-                number(v)
-                    .filter(|n| *n >= 0.0 && n.fract() == 0.0)
-                    .map(|n| n as i64)
-                    .ok_or_else(|| {
-                        self.refuse(
-                            Some(name),
-                            Some(p),
-                            format!("`Repeat: {}` is not a whole number", show(v)),
-                        )
-                    })?,
-            ),
-        };
+        let repeat = phase
+            .get("Repeat")
+            .map(|v| {
+                whole(v).ok_or_else(|| {
+                    self.refuse(
+                        Some(name),
+                        Some(p),
+                        format!("`Repeat: {}` is not a whole number", show(v)),
+                    )
+                })
+            })
+            .transpose()?;
         let length = phase
             .get("Duration")
             .map(|v| {
@@ -376,17 +392,11 @@ impl<'a> Translator<'a> {
                 g.insert("loops".into(), Toml::Integer(r));
             }
             (None, Some(d)) => {
-                g.insert(
-                    "duration".into(),
-                    Toml::String(humantime::format_duration(d).to_string()),
-                );
+                g.insert("duration".into(), humane(d));
             }
             (Some(r), Some(d)) => {
                 g.insert("loops".into(), Toml::Integer(r.max(1)));
-                g.insert(
-                    "duration".into(),
-                    Toml::String(humantime::format_duration(d).to_string()),
-                );
+                g.insert("duration".into(), humane(d));
                 g.insert("at_least".into(), Toml::Boolean(true));
             }
             (None, None) if blocking_none => {
@@ -430,4 +440,16 @@ impl<'a> Translator<'a> {
         }
         Ok(())
     }
+}
+
+/// A whole number from 0 (genny's `Repeat`).
+fn whole(v: &Yaml) -> Option<i64> {
+    number(v)
+        .filter(|n| *n >= 0.0 && n.fract() == 0.0)
+        .map(|n| n as i64)
+}
+
+/// A duration as the profile writes it (`10s`).
+fn humane(d: std::time::Duration) -> Toml {
+    Toml::String(humantime::format_duration(d).to_string())
 }

@@ -164,7 +164,6 @@ impl<'a> Translator<'a> {
     }
 
     /// A Loader's documents: each of its collections' preload, with its indexes.
-    #[expect(clippy::too_many_lines, reason = "109 lines: to split (issue 50)")]
     pub(super) fn loader(
         &mut self,
         actor: &Actor<'a>,
@@ -197,40 +196,7 @@ impl<'a> Translator<'a> {
                 return Err(self.refuse(Some(name), Some(p), "Loader needs a `Document` template"))
             }
         };
-        let mut indexes = Vec::new();
-        if let Some(list) = cx.get("Indexes").and_then(Yaml::as_sequence) {
-            for i in list {
-                // genny's: `key`, its name `field_value_...` unless the options name it.
-                let keys = i
-                    .get("keys")
-                    .map(to_toml)
-                    .unwrap_or(Toml::Table(Default::default()));
-                let name = keys
-                    .as_table()
-                    .map(|k| {
-                        k.iter()
-                            .map(|(f, v)| {
-                                format!(
-                                    "{f}_{}",
-                                    match v {
-                                        Toml::String(s) => s.clone(),
-                                        other => other.to_string(),
-                                    }
-                                )
-                            })
-                            .collect::<Vec<_>>()
-                            .join("_")
-                    })
-                    .unwrap_or_default();
-                let mut t = toml::Table::new();
-                t.insert("key".into(), keys);
-                t.insert("name".into(), Toml::String(name));
-                if let Some(Toml::Table(o)) = i.get("options").map(to_toml) {
-                    t.extend(o);
-                }
-                indexes.push(Toml::Table(t));
-            }
-        }
+        let indexes = loader_indexes(cx.get("Indexes"));
         // genny's Loader: with MultipleThreadsPerCollection, the actor's threads share the
         // collections (thread % CollectionCount) and each collection gets DocumentCount; else
         // each thread loads CollectionCount / Threads (the phase's) collections from
@@ -287,4 +253,41 @@ impl<'a> Translator<'a> {
         }
         Ok(())
     }
+}
+
+/// A Loader's `Indexes`, as genny makes them: `keys`, named `field_value_...` unless its
+/// `options` name it.
+fn loader_indexes(list: Option<&Yaml>) -> Vec<Toml> {
+    let mut indexes = Vec::new();
+    for i in list.and_then(Yaml::as_sequence).into_iter().flatten() {
+        let keys = i
+            .get("keys")
+            .map(to_toml)
+            .unwrap_or(Toml::Table(Default::default()));
+        let name = keys
+            .as_table()
+            .map(|k| {
+                k.iter()
+                    .map(|(f, v)| {
+                        format!(
+                            "{f}_{}",
+                            match v {
+                                Toml::String(s) => s.clone(),
+                                other => other.to_string(),
+                            }
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("_")
+            })
+            .unwrap_or_default();
+        let mut t = toml::Table::new();
+        t.insert("key".into(), keys);
+        t.insert("name".into(), Toml::String(name));
+        if let Some(Toml::Table(o)) = i.get("options").map(to_toml) {
+            t.extend(o);
+        }
+        indexes.push(Toml::Table(t));
+    }
+    indexes
 }

@@ -3,86 +3,17 @@
 use super::*;
 
 impl Gen {
-    #[expect(clippy::too_many_lines, reason = "243 lines: to split (issue 50)")]
     pub(crate) fn generate(&self, cx: &mut Cx<'_>) -> Bson {
         match self {
-            Gen::Int(g) => Bson::Int64(match g {
-                IntGen::Uniform(u) => u.sample(cx.rng),
-                IntGen::Between(lo, hi) => {
-                    let (a, b) = (lo.get(cx), hi.get(cx));
-                    cx.rng.random_range(a.min(b)..=a.max(b))
-                }
-                IntGen::Binomial(d) => d.sample(cx.rng) as i64,
-                IntGen::BinomialOf(t, p) => {
-                    let t = t.get(cx).max(0) as u64;
-                    rand_distr::Binomial::new(t, *p).map_or(0, |d| d.sample(cx.rng) as i64)
-                }
-                IntGen::NegativeBinomial(k, p) => {
-                    let k = k.get(cx);
-                    dist::negative_binomial(k, *p, cx.rng)
-                }
-                IntGen::Geometric(d) => d.sample(cx.rng).min(i64::MAX as u64) as i64,
-                IntGen::Poisson(d) => d.sample(cx.rng) as i64,
-                IntGen::Zipf(d) => d.sample(cx.rng) as i64,
-            }),
-            Gen::Double(g) => Bson::Double(match g {
-                DoubleGen::Uniform(lo, hi) => {
-                    let (a, b) = (lo.get(cx), hi.get(cx));
-                    let (a, b) = (a.min(b), a.max(b));
-                    if a < b && a.is_finite() && b.is_finite() {
-                        cx.rng.random_range(a..b)
-                    } else {
-                        a
-                    }
-                }
-                DoubleGen::Fixed(d) => d.sample(cx.rng),
-                DoubleGen::Of(kind, params) => {
-                    let p: Vec<f64> = params.iter().map(|r| r.get(cx)).collect();
-                    Sampler::new(*kind, &p).map_or(f64::NAN, |d| d.sample(cx.rng))
-                }
-            }),
-            Gen::Str(g) => {
-                let n = g.length.len(cx);
-                if g.fast {
-                    return Bson::String(fast_string(g, n, cx));
-                }
-                let s = match &g.ascii {
-                    Some(bytes) => {
-                        let v: Vec<u8> = (0..n).map(|_| bytes[g.pick.sample(cx.rng)]).collect();
-                        // The alphabet is ASCII, so any sequence of its bytes is UTF-8.
-                        String::from_utf8(v).unwrap_or_default()
-                    }
-                    None => (0..n).map(|_| g.chars[g.pick.sample(cx.rng)]).collect(),
-                };
-                Bson::String(s)
-            }
-            Gen::Choose(g) => {
-                let i = match &g.pick {
-                    Pick::Uniform(u) => u.sample(cx.rng),
-                    Pick::Weighted(w) => w.sample(cx.rng),
-                    Pick::InTurn(id) => {
-                        let n = count(cx, *id, 1, |_| 0);
-                        n.rem_euclid(g.from.len() as i64) as usize
-                    }
-                };
-                g.from[i].generate(cx)
-            }
+            Gen::Int(g) => Bson::Int64(int(g, cx)),
+            Gen::Double(g) => Bson::Double(double(g, cx)),
+            Gen::Str(g) => Bson::String(string(g, cx)),
+            Gen::Choose(g) => choose(g, cx),
             Gen::Now(offset) => {
                 Bson::DateTime(DateTime::from_millis(cx.now_ms.saturating_add(*offset)))
             }
             Gen::Date(lo, hi, exclusive) => {
-                let (a, b) = (lo.get(cx), hi.get(cx));
-                let (a, b) = (a.min(b), a.max(b));
-                let ms = if *exclusive {
-                    if a < b {
-                        cx.rng.random_range(a..b)
-                    } else {
-                        a
-                    }
-                } else {
-                    cx.rng.random_range(a..=b)
-                };
-                Bson::DateTime(DateTime::from_millis(ms))
+                Bson::DateTime(DateTime::from_millis(date(lo, hi, *exclusive, cx)))
             }
             Gen::DateOf(d) => Bson::DateTime(DateTime::from_millis(d.get(cx))),
             Gen::IncDate(g) => {
@@ -106,21 +37,7 @@ impl Gen {
                     bytes,
                 })
             }
-            Gen::Inc(g) => {
-                let v = match &g.scope {
-                    IncScope::User(id) => count(cx, *id, g.step, |cx| {
-                        let actor = cx.state.actor(cx.user);
-                        g.start
-                            .get(cx)
-                            .wrapping_add(actor.wrapping_mul(g.multiplier))
-                    }),
-                    IncScope::Global(counter) => {
-                        let n = counter.fetch_add(1, Ordering::Relaxed);
-                        g.start.get(cx).wrapping_add(n.wrapping_mul(g.step))
-                    }
-                };
-                Bson::Int64(v)
-            }
+            Gen::Inc(g) => Bson::Int64(inc(g, cx)),
             Gen::Array(of, number, distinct) => {
                 let n = number.len(cx);
                 if *distinct {
@@ -139,33 +56,8 @@ impl Gen {
                 Bson::Array(all)
             }
             Gen::Cycle(g) => cycle(g, cx),
-            Gen::Repeat(g) => {
-                let fresh = !matches!(
-                    cx.state.slots.get(&g.id),
-                    Some(Slot::Held { used, .. }) if *used < g.count
-                );
-                if fresh {
-                    let item = g.of.generate(cx);
-                    cx.state.slots.insert(g.id, Slot::Held { item, used: 0 });
-                }
-                match cx.state.slots.get_mut(&g.id) {
-                    Some(Slot::Held { item, used }) => {
-                        *used += 1;
-                        item.clone()
-                    }
-                    _ => Bson::Null,
-                }
-            }
-            Gen::Dataset(g) => {
-                let len = g.lines.len();
-                let i = match g.sequential {
-                    Some((id, start)) => {
-                        count(cx, id, 1, |_| start).rem_euclid(len as i64) as usize
-                    }
-                    None => cx.rng.random_range(0..len),
-                };
-                Bson::String(g.lines[i].clone())
-            }
+            Gen::Repeat(g) => repeat(g, cx),
+            Gen::Dataset(g) => Bson::String(dataset(g, cx)),
             Gen::Convert(to, from) => {
                 convert::convert(*to, &from.generate(cx)).unwrap_or(Bson::Null)
             }
@@ -187,38 +79,8 @@ impl Gen {
                 increment: 1,
             }),
             Gen::Walk(g) => walk(g, cx),
-            Gen::Freq(g) => {
-                let taken = match g {
-                    FreqGen::Shared(map) => {
-                        let mut map = map.lock().unwrap_or_else(|e| e.into_inner());
-                        take(&mut map, cx)
-                    }
-                    FreqGen::Own(id, from) => {
-                        let mut map = match cx.state.slots.remove(id) {
-                            Some(Slot::Freq(m)) => m,
-                            _ => from.clone(),
-                        };
-                        let taken = take(&mut map, cx);
-                        cx.state.slots.insert(*id, Slot::Freq(map));
-                        taken
-                    }
-                };
-                taken.map_or(Bson::Null, Bson::String)
-            }
-            Gen::Object(g) => {
-                let n = g.entries.len(cx);
-                let mut doc = Document::new();
-                for _ in 0..n {
-                    let mut key = format::text(&g.keys.generate(cx));
-                    key.retain(|c| c != '\0');
-                    if g.skip_repeated && doc.contains_key(&key) {
-                        continue;
-                    }
-                    let value = g.values.generate(cx);
-                    doc.insert(key, value);
-                }
-                Bson::Document(doc)
-            }
+            Gen::Freq(g) => freq(g, cx).map_or(Bson::Null, Bson::String),
+            Gen::Object(g) => Bson::Document(object(g, cx)),
             Gen::Join(array, sep) => Bson::String(join(&array.generate(cx), sep)),
             Gen::Format(pieces, args) => {
                 let values: Vec<Bson> = args.iter().map(|a| a.generate(cx)).collect();
@@ -230,4 +92,162 @@ impl Gen {
             Gen::Step(index, path) => cx.lookup.step(*index, path).unwrap_or(Bson::Null),
         }
     }
+}
+
+fn int(g: &IntGen, cx: &mut Cx<'_>) -> i64 {
+    match g {
+        IntGen::Uniform(u) => u.sample(cx.rng),
+        IntGen::Between(lo, hi) => {
+            let (a, b) = (lo.get(cx), hi.get(cx));
+            cx.rng.random_range(a.min(b)..=a.max(b))
+        }
+        IntGen::Binomial(d) => d.sample(cx.rng) as i64,
+        IntGen::BinomialOf(t, p) => {
+            let t = t.get(cx).max(0) as u64;
+            rand_distr::Binomial::new(t, *p).map_or(0, |d| d.sample(cx.rng) as i64)
+        }
+        IntGen::NegativeBinomial(k, p) => {
+            let k = k.get(cx);
+            dist::negative_binomial(k, *p, cx.rng)
+        }
+        IntGen::Geometric(d) => d.sample(cx.rng).min(i64::MAX as u64) as i64,
+        IntGen::Poisson(d) => d.sample(cx.rng) as i64,
+        IntGen::Zipf(d) => d.sample(cx.rng) as i64,
+    }
+}
+
+fn double(g: &DoubleGen, cx: &mut Cx<'_>) -> f64 {
+    match g {
+        DoubleGen::Uniform(lo, hi) => {
+            let (a, b) = (lo.get(cx), hi.get(cx));
+            let (a, b) = (a.min(b), a.max(b));
+            if a < b && a.is_finite() && b.is_finite() {
+                cx.rng.random_range(a..b)
+            } else {
+                a
+            }
+        }
+        DoubleGen::Fixed(d) => d.sample(cx.rng),
+        DoubleGen::Of(kind, params) => {
+            let p: Vec<f64> = params.iter().map(|r| r.get(cx)).collect();
+            Sampler::new(*kind, &p).map_or(f64::NAN, |d| d.sample(cx.rng))
+        }
+    }
+}
+
+fn string(g: &StrGen, cx: &mut Cx<'_>) -> String {
+    let n = g.length.len(cx);
+    if g.fast {
+        return fast_string(g, n, cx);
+    }
+    match &g.ascii {
+        Some(bytes) => {
+            let v: Vec<u8> = (0..n).map(|_| bytes[g.pick.sample(cx.rng)]).collect();
+            // The alphabet is ASCII, so any sequence of its bytes is UTF-8.
+            String::from_utf8(v).unwrap_or_default()
+        }
+        None => (0..n).map(|_| g.chars[g.pick.sample(cx.rng)]).collect(),
+    }
+}
+
+fn choose(g: &ChooseGen, cx: &mut Cx<'_>) -> Bson {
+    let i = match &g.pick {
+        Pick::Uniform(u) => u.sample(cx.rng),
+        Pick::Weighted(w) => w.sample(cx.rng),
+        Pick::InTurn(id) => {
+            let n = count(cx, *id, 1, |_| 0);
+            n.rem_euclid(g.from.len() as i64) as usize
+        }
+    };
+    g.from[i].generate(cx)
+}
+
+/// Milliseconds uniform between the two, the second included unless `exclusive`.
+fn date(lo: &DateArg, hi: &DateArg, exclusive: bool, cx: &mut Cx<'_>) -> i64 {
+    let (a, b) = (lo.get(cx), hi.get(cx));
+    let (a, b) = (a.min(b), a.max(b));
+    if !exclusive {
+        cx.rng.random_range(a..=b)
+    } else if a < b {
+        cx.rng.random_range(a..b)
+    } else {
+        a
+    }
+}
+
+fn inc(g: &IncGen, cx: &mut Cx<'_>) -> i64 {
+    match &g.scope {
+        IncScope::User(id) => count(cx, *id, g.step, |cx| {
+            let actor = cx.state.actor(cx.user);
+            g.start
+                .get(cx)
+                .wrapping_add(actor.wrapping_mul(g.multiplier))
+        }),
+        IncScope::Global(counter) => {
+            let n = counter.fetch_add(1, Ordering::Relaxed);
+            g.start.get(cx).wrapping_add(n.wrapping_mul(g.step))
+        }
+    }
+}
+
+/// The value held for the user, generated again once it has been given `count` times.
+fn repeat(g: &RepeatGen, cx: &mut Cx<'_>) -> Bson {
+    let fresh = !matches!(
+        cx.state.slots.get(&g.id),
+        Some(Slot::Held { used, .. }) if *used < g.count
+    );
+    if fresh {
+        let item = g.of.generate(cx);
+        cx.state.slots.insert(g.id, Slot::Held { item, used: 0 });
+    }
+    match cx.state.slots.get_mut(&g.id) {
+        Some(Slot::Held { item, used }) => {
+            *used += 1;
+            item.clone()
+        }
+        _ => Bson::Null,
+    }
+}
+
+fn dataset(g: &DatasetGen, cx: &mut Cx<'_>) -> String {
+    let len = g.lines.len();
+    let i = match g.sequential {
+        Some((id, start)) => count(cx, id, 1, |_| start).rem_euclid(len as i64) as usize,
+        None => cx.rng.random_range(0..len),
+    };
+    g.lines[i].clone()
+}
+
+/// A value taken from the frequency map (the workload's shared one, or the user's own).
+fn freq(g: &FreqGen, cx: &mut Cx<'_>) -> Option<String> {
+    match g {
+        FreqGen::Shared(map) => {
+            let mut map = map.lock().unwrap_or_else(|e| e.into_inner());
+            take(&mut map, cx)
+        }
+        FreqGen::Own(id, from) => {
+            let mut map = match cx.state.slots.remove(id) {
+                Some(Slot::Freq(m)) => m,
+                _ => from.clone(),
+            };
+            let taken = take(&mut map, cx);
+            cx.state.slots.insert(*id, Slot::Freq(map));
+            taken
+        }
+    }
+}
+
+fn object(g: &ObjectGen, cx: &mut Cx<'_>) -> Document {
+    let n = g.entries.len(cx);
+    let mut doc = Document::new();
+    for _ in 0..n {
+        let mut key = format::text(&g.keys.generate(cx));
+        key.retain(|c| c != '\0');
+        if g.skip_repeated && doc.contains_key(&key) {
+            continue;
+        }
+        let value = g.values.generate(cx);
+        doc.insert(key, value);
+    }
+    doc
 }
