@@ -196,7 +196,7 @@ impl<'a> Kept<'a> {
         row.in_doubt_present = doubt_present;
         row.in_doubt_absent = (&(&l.inserted[1] - present) - deleted).len();
         for id in lost.iter() {
-            let id = (id as i64).to_string();
+            let id = id.cast_signed().to_string();
             if row.lost_ids.len() < LISTED {
                 row.lost_ids.push(id.clone());
             }
@@ -207,7 +207,7 @@ impl<'a> Kept<'a> {
         for id in back.iter() {
             lines.push(line(
                 LineKind::Back,
-                (id as i64).to_string(),
+                id.cast_signed().to_string(),
                 "deleted, acknowledged, and there again".into(),
             ));
         }
@@ -269,7 +269,7 @@ impl<'a> Kept<'a> {
     ) {
         let present = &self.found.ids;
         for ((counter, id), ([acked, doubt], g)) in totals {
-            if !present.contains(id as u64) || self.deleted.contains(id as u64) {
+            if !present.contains(id.cast_unsigned()) || self.deleted.contains(id.cast_unsigned()) {
                 continue;
             }
             let Some(now) = self
@@ -295,20 +295,24 @@ impl<'a> Kept<'a> {
                 id: id.to_string(),
                 detail,
             };
-            if grew < acked as i64 {
-                let missing = acked as i64 - grew;
+            let (acked_i, all_i) = (
+                i64::try_from(acked).unwrap_or(i64::MAX),
+                i64::try_from(acked + doubt).unwrap_or(i64::MAX),
+            );
+            if grew < acked_i {
+                let missing = acked_i - grew;
                 lines.push(line(
                     LineKind::LostUpdate,
                     format!("{name}: {now}, acknowledged {acked} increments from {base}, {missing} lost"),
                 ));
-                rows[g].lost_updates += missing as u64;
-            } else if grew > (acked + doubt) as i64 {
-                let extra = grew - (acked + doubt) as i64;
+                rows[g].lost_updates += missing.unsigned_abs();
+            } else if grew > all_i {
+                let extra = grew - all_i;
                 lines.push(line(
                     LineKind::Phantom,
                     format!("{name}: {now}, from {base} with {acked} acknowledged and {doubt} in doubt: {extra} more"),
                 ));
-                rows[g].phantom += extra as u64;
+                rows[g].phantom += extra.unsigned_abs();
             }
         }
     }

@@ -35,8 +35,8 @@ enum Entry {
 /// An `_id` as the integer sets hold it: a whole number from 0.
 pub(super) fn as_key(id: &Bson) -> Option<u64> {
     match id {
-        Bson::Int64(i) if *i >= 0 => Some(*i as u64),
-        Bson::Int32(i) if *i >= 0 => Some(*i as u64),
+        Bson::Int64(i) => u64::try_from(*i).ok(),
+        Bson::Int32(i) => u64::try_from(*i).ok(),
         _ => None,
     }
 }
@@ -90,7 +90,8 @@ impl Ledger {
             } => {
                 let l = group(self, g);
                 for id in &ids {
-                    l.inserted[slot(fate)].insert(*id as u64);
+                    // The key space's `_id`s, kept as their bits (read back as i64).
+                    l.inserted[slot(fate)].insert(id.cast_unsigned());
                 }
                 l.keyed[slot(fate)].extend(keyed);
             }
@@ -198,7 +199,7 @@ impl Auditor {
         let Some(fate) = fate else {
             return;
         };
-        let g = group as u32;
+        let g = u32::try_from(group).unwrap_or(u32::MAX);
         let (collection, entry) = match intent {
             Intent::Insert {
                 collection,

@@ -86,7 +86,10 @@ pub(crate) fn field(field: &str, values: &[Bson], keep_values: bool, now_ms: i64
                     ),
                     (
                         "weights",
-                        Value::Array(vec![Value::Integer(t as i64), Value::Integer(f as i64)]),
+                        Value::Array(vec![
+                            Value::Integer(crate::num::signed(t)),
+                            Value::Integer(crate::num::signed(f)),
+                        ]),
                     ),
                 ]),
             )
@@ -144,7 +147,7 @@ pub(crate) fn cardinality(distinct_seen: usize, sel: &Selecting) -> u64 {
     // Without the source's count, the replay's preload is the collection the values divide.
     let docs = sel.source_docs.unwrap_or(sel.replay_docs);
     let estimate = match (sel.returned_per_value, docs) {
-        (Some(r), n) if r > 0.0 && n > 0 => (crate::num::real(n) / r).round() as u64,
+        (Some(r), n) if r > 0.0 && n > 0 => crate::num::whole(crate::num::real(n) / r),
         _ if !sel.sampled.is_empty() => {
             let mut counts: HashMap<String, u64> = HashMap::new();
             for v in sel.sampled {
@@ -158,7 +161,7 @@ pub(crate) fn cardinality(distinct_seen: usize, sel: &Selecting) -> u64 {
             } else {
                 d + f1 * (f1 - 1.0) / 2.0
             };
-            chao1.round() as u64
+            crate::num::whole(chao1)
         }
         _ => seen,
     };
@@ -202,11 +205,10 @@ pub(crate) fn selecting(
     }
     let in_source = cardinality(counts.len(), sel);
     let k = match sel.source_docs {
-        Some(n) if n > sel.replay_docs && n > 0 => {
-            ((crate::num::real(in_source) * crate::num::real(sel.replay_docs) / crate::num::real(n))
-                .round() as u64)
-                .max(1)
-        }
+        Some(n) if n > sel.replay_docs && n > 0 => crate::num::whole(
+            crate::num::real(in_source) * crate::num::real(sel.replay_docs) / crate::num::real(n),
+        )
+        .max(1),
         _ => in_source,
     };
     // Listed only when the values seen are all the replay draws: a capped preload takes fewer.
@@ -229,7 +231,7 @@ pub(crate) fn selecting(
             .collect();
         let weights = counts
             .iter()
-            .map(|(_, n, _)| Value::Integer(*n as i64))
+            .map(|(_, n, _)| Value::Integer(crate::num::signed(*n)))
             .collect();
         return Some(generator(
             "^Choose",
@@ -249,7 +251,7 @@ pub(crate) fn selecting(
                     "^RandomInt",
                     table(&[
                         ("min", Value::Integer(1)),
-                        ("max", Value::Integer(k as i64)),
+                        ("max", Value::Integer(crate::num::signed(k))),
                     ]),
                 )]),
             ),
@@ -264,7 +266,10 @@ pub(crate) fn reference(preload: u64) -> Value {
         "^RandomInt",
         table(&[
             ("min", Value::Integer(0)),
-            ("max", Value::Integer(preload.max(1) as i64 - 1)),
+            (
+                "max",
+                Value::Integer(crate::num::signed(preload.max(1)) - 1),
+            ),
         ]),
     )
 }
@@ -352,7 +357,7 @@ fn strings(leaf: &str, values: &[&Bson], keep_values: bool) -> Value {
             .collect();
         let weights = counts
             .iter()
-            .map(|(_, n)| Value::Integer(*n as i64))
+            .map(|(_, n)| Value::Integer(crate::num::signed(*n)))
             .collect();
         return generator(
             "^Choose",
@@ -364,7 +369,7 @@ fn strings(leaf: &str, values: &[&Bson], keep_values: bool) -> Value {
     }
     let lens: Vec<i64> = counts
         .iter()
-        .map(|(s, _)| s.chars().count() as i64)
+        .map(|(s, _)| crate::num::signed(s.chars().count()))
         .collect();
     let (lo, hi) = (
         lens.iter().min().copied().unwrap_or(0),
@@ -392,8 +397,8 @@ fn numbers(values: &[&Bson]) -> Value {
         generator(
             "^RandomInt",
             table(&[
-                ("min", Value::Integer(lo as i64)),
-                ("max", Value::Integer(hi as i64)),
+                ("min", Value::Integer(crate::num::whole_signed(lo.trunc()))),
+                ("max", Value::Integer(crate::num::whole_signed(hi.trunc()))),
             ]),
         )
     } else {
@@ -450,7 +455,7 @@ pub(crate) fn param(values: &[Bson], plain: bool) -> Value {
     };
     if plain || *n * 5 >= values.len() * 4 {
         return match as_f64(top) {
-            Some(x) if x.fract() == 0.0 => Value::Integer(x as i64),
+            Some(x) if x.fract() == 0.0 => Value::Integer(crate::num::whole_signed(x)),
             Some(x) => Value::Float(x),
             None => Value::Integer(0),
         };
@@ -461,8 +466,8 @@ pub(crate) fn param(values: &[Bson], plain: bool) -> Value {
 
 /// Lengths of lists (`$in`, `$each`): the one length, or the range.
 pub(crate) fn length(lens: &[usize]) -> Value {
-    let lo = lens.iter().copied().min().unwrap_or(0) as i64;
-    let hi = lens.iter().copied().max().unwrap_or(0) as i64;
+    let lo = crate::num::signed(lens.iter().copied().min().unwrap_or(0));
+    let hi = crate::num::signed(lens.iter().copied().max().unwrap_or(0));
     if lo == hi {
         Value::Integer(lo)
     } else {

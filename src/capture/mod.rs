@@ -9,16 +9,6 @@
 //! left out. Never: runs load, or writes an observed literal value unless asked
 //! (`Options::keep_values`).
 
-// The numeric casts of this module that narrow a value or change its sign are not yet
-// reviewed one by one (issue 50): each is to become a checked conversion, or an `allow`
-// where it is with its reason, as in `ops`, `metrics` and `executor`.
-#![allow(
-    clippy::cast_possible_truncation,
-    clippy::cast_sign_loss,
-    clippy::cast_possible_wrap,
-    reason = "not yet reviewed site by site"
-)]
-
 pub(crate) mod emit;
 pub(crate) mod fit;
 pub(crate) mod log;
@@ -174,7 +164,9 @@ pub(crate) fn as_i64(b: &Bson) -> Option<i64> {
     match b {
         Bson::Int32(n) => Some(i64::from(*n)),
         Bson::Int64(n) => Some(*n),
-        Bson::Double(n) if n.fract() == 0.0 && n.abs() < 9.0e15 => Some(*n as i64),
+        Bson::Double(n) if n.fract() == 0.0 && n.abs() < 9.0e15 => {
+            Some(crate::num::whole_signed(*n))
+        }
         _ => None,
     }
 }

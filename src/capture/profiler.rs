@@ -307,7 +307,7 @@ pub(crate) async fn collection_info(client: &Client, db: &str, coll: &str) -> Co
                         spec.insert("partialFilterExpression", p.clone());
                     }
                     if let Some(e) = o.expire_after {
-                        spec.insert("expireAfterSeconds", e.as_secs() as i64);
+                        spec.insert("expireAfterSeconds", crate::num::signed(e.as_secs()));
                     }
                 }
                 if m.keys.keys().eq(["_id"]) {

@@ -156,7 +156,7 @@ pub(crate) fn classify(o: &Observed, statements_logged: bool) -> Class {
         "insert" => {
             let n = o
                 .ninserted
-                .map(|n| n.max(1) as u64)
+                .map(|n| u64::try_from(n.max(1)).unwrap_or(1))
                 .or_else(|| {
                     o.command
                         .get_array("documents")
@@ -508,7 +508,7 @@ fn insert(n: u64) -> Op {
     let s = Shaper::new();
     let mut args = Document::new();
     if n > 1 {
-        args.insert("batch", n as i64);
+        args.insert("batch", crate::num::signed(n));
         return s.done(Verb::InsertMany, args, n);
     }
     s.done(Verb::InsertOne, args, 1)

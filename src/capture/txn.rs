@@ -152,7 +152,7 @@ pub(crate) fn group(observed: &[Observed]) -> Txns {
         // The statements' own command line ties them (to its transaction, or to none).
         if !statements_of_this {
             for &s in &waiting {
-                let ms = observed[s].ts_ms - observed[s].millis.ceil() as i64;
+                let ms = observed[s].ts_ms - crate::num::whole_signed(observed[s].millis.ceil());
                 untied.extend(open_at(&open, &current, &c, ms));
             }
         }
@@ -185,7 +185,7 @@ pub(crate) fn group(observed: &[Observed]) -> Txns {
     }
     for (c, left) in pending {
         for s in left {
-            let ms = observed[s].ts_ms - observed[s].millis.ceil() as i64;
+            let ms = observed[s].ts_ms - crate::num::whole_signed(observed[s].millis.ceil());
             untied.extend(open_at(&open, &current, &c, ms));
         }
     }

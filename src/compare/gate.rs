@@ -13,7 +13,7 @@ pub struct Gate {
     pub(crate) text: String,
     pub(crate) label: Label,
     /// The compared metric it judges (`median` is `p50`).
-    pub(crate) metric: &'static str,
+    pub(crate) metric: crate::vocab::Compared,
     /// `>`: fails above `limit_pct`; `<`: below.
     pub(crate) above: bool,
     pub(crate) limit_pct: f64,
@@ -134,10 +134,13 @@ mod tests {
         let g = Gate::parse("find.p99.9 > +10%").unwrap();
         assert_eq!(
             (g.label.to_string().as_str(), g.metric, g.above, g.limit_pct),
-            ("find", "p99.9", true, 10.0)
+            ("find", crate::vocab::Compared::P999, true, 10.0)
         );
         let g = Gate::parse("TOTAL.median > +10%").unwrap();
-        assert_eq!((g.metric, g.text.as_str()), ("p50", "TOTAL.median > +10%"));
+        assert_eq!(
+            (g.metric, g.text.as_str()),
+            (crate::vocab::Compared::P50, "TOTAL.median > +10%")
+        );
         let g = Gate::parse("TOTAL.throughput<-5%").unwrap();
         assert_eq!((g.above, g.limit_pct), (false, -5.0));
         assert!(Gate::parse("find.p99 > 10%").is_err(), "a sign is required");
@@ -148,7 +151,7 @@ mod tests {
     fn a_change_within_noise_never_fails_a_gate() {
         let cell = |verdict| Cell {
             label: Label::Total,
-            metric: "p50",
+            metric: crate::vocab::Compared::P50,
             base: 1.0,
             new: 1.5,
             change_pct: Some(50.0),

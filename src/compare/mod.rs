@@ -32,13 +32,14 @@ use crate::rundir::RunDir;
 pub use gate::Gate;
 use steered::{Steered, Which};
 
-/// The metrics compared, in column order (the one list: `metrics::metric::COMPARED`).
-pub use crate::metrics::metric::COMPARED as METRICS;
+/// The metrics compared, in column order (the one list: `vocab::Compared::RUN`).
+pub const METRICS: [Compared; 9] = Compared::RUN;
+pub use crate::vocab::Compared;
 
 /// Compared besides `METRICS` where either run has them: documents per second (the profile's
 /// own operations), retries per transaction, acknowledged writes the audit found not kept
 /// (`lost`) and the longest window without a success in seconds (`unavailable_max`).
-pub const EXTRA: [&str; 4] = ["docs_per_sec", "retries_per_tx", "lost", "unavailable_max"];
+pub const EXTRA: [Compared; 4] = Compared::EXTRA;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -68,7 +69,7 @@ impl Verdict {
 #[derive(Debug, Clone, Serialize)]
 pub struct Cell {
     pub label: Label,
-    pub metric: &'static str,
+    pub metric: Compared,
     pub base: f64,
     pub(crate) new: f64,
     /// (new - base) / base, percent; None when base is 0.
@@ -109,9 +110,9 @@ impl Comparison {
 
 /// One side: per label, the whole-run values and the per-run and per-interval series.
 struct Side {
-    values: BTreeMap<Label, BTreeMap<&'static str, f64>>,
-    per_run: BTreeMap<Label, BTreeMap<&'static str, Vec<f64>>>,
-    per_interval: BTreeMap<Label, BTreeMap<&'static str, Vec<f64>>>,
+    values: BTreeMap<Label, BTreeMap<Compared, f64>>,
+    per_run: BTreeMap<Label, BTreeMap<Compared, Vec<f64>>>,
+    per_interval: BTreeMap<Label, BTreeMap<Compared, Vec<f64>>>,
 }
 
 /// Both sides, and how a difference between them is judged.
@@ -125,29 +126,23 @@ struct Sides<'a> {
 
 impl Sides<'_> {
     /// One of `METRICS` of a row: the base's at `base_label`, the new run's at `label`.
-    fn cell(
-        &mut self,
-        base_label: &Label,
-        label: &Label,
-        metric: &'static str,
-        spans: bool,
-    ) -> Cell {
+    fn cell(&mut self, base_label: &Label, label: &Label, metric: Compared, spans: bool) -> Cell {
         let (bv, nv) = (
-            self.b.values[base_label][metric],
-            self.n.values[label][metric],
+            self.b.values[base_label][&metric],
+            self.n.values[label][&metric],
         );
         let by_runs = self.by_runs;
         let series = |s: &Side, label: &Label| -> Vec<f64> {
             let from = if by_runs { &s.per_run } else { &s.per_interval };
             from.get(label)
-                .and_then(|m| m.get(metric))
+                .and_then(|m| m.get(&metric))
                 .cloned()
                 .unwrap_or_default()
         };
         let judged = match metric {
-            "samples" => None,
+            Compared::Samples => None,
             // Errors are judged per run only: intervals carry none.
-            "error_pct" if !by_runs => None,
+            Compared::ErrorPct if !by_runs => None,
             _ if spans => None,
             _ => beyond_noise(
                 &series(self.b, base_label),
@@ -162,7 +157,7 @@ impl Sides<'_> {
             base: bv,
             new: nv,
             change_pct: members::change_pct(Some(bv), Some(nv)),
-            verdict: Verdict::of(judged, spans, (nv > bv) == (metric == "throughput")),
+            verdict: Verdict::of(judged, spans, (nv > bv) == metric.higher_is_better()),
             noise: if by_runs { "runs" } else { "intervals" }.into(),
             base_label: (base_label != label).then(|| base_label.clone()),
         }
@@ -173,12 +168,12 @@ impl Sides<'_> {
         &mut self,
         base_label: &Label,
         label: &Label,
-        metric: &'static str,
+        metric: Compared,
         spans: bool,
     ) -> Option<Cell> {
         let (bv, nv) = (
-            self.b.values[base_label].get(metric),
-            self.n.values[label].get(metric),
+            self.b.values[base_label].get(&metric),
+            self.n.values[label].get(&metric),
         );
         if bv.is_none() && nv.is_none() {
             return None;
@@ -188,7 +183,7 @@ impl Sides<'_> {
             let series = |s: &Side, label: &Label| {
                 s.per_run
                     .get(label)
-                    .and_then(|m| m.get(metric))
+                    .and_then(|m| m.get(&metric))
                     .cloned()
                     .unwrap_or_default()
             };
@@ -207,7 +202,7 @@ impl Sides<'_> {
             base: bv,
             new: nv,
             change_pct: members::change_pct(Some(bv), Some(nv)),
-            verdict: Verdict::of(judged, spans, (nv > bv) == (metric == "docs_per_sec")),
+            verdict: Verdict::of(judged, spans, (nv > bv) == metric.higher_is_better()),
             noise: "runs".into(),
             base_label: (base_label != label).then(|| base_label.clone()),
         })
@@ -231,13 +226,13 @@ impl Verdict {
 use crate::metrics::timing::quantile_ms as ms;
 
 /// The latency metrics of a histogram, in ms.
-fn latency_values(h: &Histogram<u64>) -> [(&'static str, f64); 5] {
+fn latency_values(h: &Histogram<u64>) -> [(Compared, f64); 5] {
     [
-        ("p50", ms(h, 0.5)),
-        ("p90", ms(h, 0.9)),
-        ("p99", ms(h, 0.99)),
-        ("p99.9", ms(h, 0.999)),
-        ("max", ms(h, 1.0)),
+        (Compared::P50, ms(h, 0.5)),
+        (Compared::P90, ms(h, 0.9)),
+        (Compared::P99, ms(h, 0.99)),
+        (Compared::P999, ms(h, 0.999)),
+        (Compared::Max, ms(h, 1.0)),
     ]
 }
 
@@ -245,7 +240,7 @@ fn latency_values(h: &Histogram<u64>) -> [(&'static str, f64); 5] {
 /// added, the exact max.
 type Pool = (Histogram<u64>, f64, f64, f64, f64, f64);
 
-type Series = BTreeMap<&'static str, Vec<f64>>;
+type Series = BTreeMap<Compared, Vec<f64>>;
 
 fn side(dir: &RunDir, steered: &Steered, which: Which) -> Result<Side, Error> {
     let bad = |what: String| Error::Usage(format!("{}: {what}", dir.path.display()));
@@ -274,7 +269,7 @@ fn side(dir: &RunDir, steered: &Steered, which: Which) -> Result<Side, Error> {
         }
     }
     let runs = crate::num::real_len(dir.summary.runs.len().max(1));
-    let values: BTreeMap<Label, BTreeMap<&'static str, f64>> = pooled
+    let values: BTreeMap<Label, BTreeMap<Compared, f64>> = pooled
         .into_iter()
         .map(|(label, pool)| {
             let v = whole_values(pool, per_run.get(&label), runs);
@@ -297,26 +292,30 @@ fn run_values(
     runs: &mut Series,
 ) {
     for (k, v) in [
-        ("samples", crate::num::real(row.samples)),
-        ("throughput", row.throughput),
-        ("avg", row.average_ms),
-        ("error_pct", row.error_pct),
+        (Compared::Samples, crate::num::real(row.samples)),
+        (Compared::Throughput, row.throughput),
+        (Compared::Avg, row.average_ms),
+        (Compared::ErrorPct, row.error_pct),
     ]
     .into_iter()
-    .chain(latency_values(h).into_iter().filter(|(k, _)| *k != "max"))
-    .chain([("max", row.max_ms)])
+    .chain(
+        latency_values(h)
+            .into_iter()
+            .filter(|(k, _)| *k != Compared::Max),
+    )
+    .chain([(Compared::Max, row.max_ms)])
     {
         runs.entry(k).or_default().push(v);
     }
     // Documents per second, and retries per transaction: compared where a side has them.
     if row.docs_per_sec > 0.0 {
-        runs.entry("docs_per_sec")
+        runs.entry(Compared::DocsPerSec)
             .or_default()
             .push(row.docs_per_sec);
     }
     if let Some(t) = &row.transactions {
         let n = crate::num::real((t.committed + t.aborted + t.in_doubt).max(1));
-        runs.entry("retries_per_tx")
+        runs.entry(Compared::RetriesPerTx)
             .or_default()
             .push(crate::num::real(t.retries) / n);
     }
@@ -328,7 +327,7 @@ fn run_values(
             _ => None,
         };
         if let Some(g) = g {
-            runs.entry("lost")
+            runs.entry(Compared::Lost)
                 .or_default()
                 .push(crate::num::real(g.not_kept()));
         }
@@ -346,33 +345,37 @@ fn run_values(
             })
             .map(|w| w.secs)
             .fold(0.0, f64::max);
-        runs.entry("unavailable_max").or_default().push(longest);
+        runs.entry(Compared::UnavailableMax)
+            .or_default()
+            .push(longest);
     }
 }
 
 /// A label's whole-run values from its runs pooled (`runs` of them) and its per-run series.
-fn whole_values(pool: Pool, per_run: Option<&Series>, runs: f64) -> BTreeMap<&'static str, f64> {
+fn whole_values(pool: Pool, per_run: Option<&Series>, runs: f64) -> BTreeMap<Compared, f64> {
     let (h, samples, weighted_avg, errors, throughput, max) = pool;
-    let mut v: BTreeMap<&'static str, f64> = latency_values(&h).into_iter().collect();
+    let mut v: BTreeMap<Compared, f64> = latency_values(&h).into_iter().collect();
     // The exact max, as the summary has it (the histogram's is its bucket's top).
-    v.insert("max", max);
-    v.insert("samples", samples);
-    v.insert("throughput", throughput / runs);
+    v.insert(Compared::Max, max);
+    v.insert(Compared::Samples, samples);
+    v.insert(Compared::Throughput, throughput / runs);
     // One run: its exact average; several: weighted by their samples.
-    let single = per_run.and_then(|m| m.get("avg")).filter(|a| a.len() == 1);
+    let single = per_run
+        .and_then(|m| m.get(&Compared::Avg))
+        .filter(|a| a.len() == 1);
     let avg = match single {
         Some(a) => a[0],
         None if samples > 0.0 => weighted_avg / samples,
         None => 0.0,
     };
-    v.insert("avg", avg);
+    v.insert(Compared::Avg, avg);
     for extra in EXTRA {
-        if let Some(x) = per_run.and_then(|m| m.get(extra)) {
+        if let Some(x) = per_run.and_then(|m| m.get(&extra)) {
             v.insert(extra, mean(x));
         }
     }
     v.insert(
-        "error_pct",
+        Compared::ErrorPct,
         if samples > 0.0 {
             errors * 100.0 / samples
         } else {
@@ -430,13 +433,13 @@ fn interval_series(
             .filter(inside)
         {
             for (k, v) in [
-                ("throughput", crate::num::real(i.count) / i.length),
-                ("p50", i.p50),
-                ("p90", i.p90),
-                ("p99", i.p99),
-                ("p99.9", i.p999),
-                ("max", i.max),
-                ("avg", i.mean),
+                (Compared::Throughput, crate::num::real(i.count) / i.length),
+                (Compared::P50, i.p50),
+                (Compared::P90, i.p90),
+                (Compared::P99, i.p99),
+                (Compared::P999, i.p999),
+                (Compared::Max, i.max),
+                (Compared::Avg, i.mean),
             ] {
                 s.entry(k).or_default().push(v);
             }
@@ -556,7 +559,7 @@ pub fn compare(
         s.per_run
             .values()
             .next()
-            .and_then(|m| m.get("samples"))
+            .and_then(|m| m.get(&Compared::Samples))
             .is_some_and(|v| v.len() >= 2)
     };
     let mut sides = Sides {

@@ -134,7 +134,7 @@ pub(crate) struct StepCell {
     /// Users per group.
     pub(crate) threads: u32,
     /// `throughput` (operations/s of the measured window) or `p99` (ms).
-    pub(crate) metric: &'static str,
+    pub(crate) metric: crate::vocab::Compared,
     /// None where that sweep ran no step at these users.
     pub(crate) base: Option<f64>,
     pub(crate) new: Option<f64>,
@@ -330,8 +330,11 @@ pub(crate) fn compare(
             _ => None,
         };
         for (metric, value) in [
-            ("throughput", (|s: &Step| s.throughput) as fn(&Step) -> f64),
-            ("p99", |s: &Step| s.p99_ms),
+            (
+                crate::vocab::Compared::Throughput,
+                (|s: &Step| s.throughput) as fn(&Step) -> f64,
+            ),
+            (crate::vocab::Compared::P99, |s: &Step| s.p99_ms),
         ] {
             let (bv, nv) = (bs.as_ref().map(value), ns.as_ref().map(value));
             let verdict = judged

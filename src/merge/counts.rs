@@ -37,6 +37,10 @@ impl Default for Counts {
 }
 
 /// The value an index of the layout stands for (the lowest of its equivalent range).
+#[allow(
+    clippy::cast_possible_wrap,
+    reason = "an index of the layout is below 2^16, so its bucket is a small number"
+)]
 fn value_for(index: usize) -> u64 {
     let half = 1usize << HALF_MAGNITUDE;
     let bucket = (index >> HALF_MAGNITUDE) as i64 - 1;
@@ -114,7 +118,7 @@ fn inflate(inflater: &mut Decompress, input: &[u8], out: &mut Vec<u8>) -> Result
     out.clear();
     out.reserve(input.len() * 4 + 64);
     loop {
-        let consumed = inflater.total_in() as usize;
+        let consumed = usize::try_from(inflater.total_in()).unwrap_or(usize::MAX);
         let status = inflater
             .decompress_vec(&input[consumed..], out, FlushDecompress::Finish)
             .map_err(|e| format!("not deflate data: {e}"))?;
@@ -128,6 +132,10 @@ fn inflate(inflater: &mut Decompress, input: &[u8], out: &mut Vec<u8>) -> Result
 
 /// The zig-zag LEB128 counts of a V2 payload (HdrHistogram's varint: at most 9 bytes, the 9th
 /// taken whole): a count at the next index, or a negative run of empty indexes.
+#[allow(
+    clippy::cast_possible_wrap,
+    reason = "zig-zag decoding: the value shifted right by one fits an i64, and the low bit is 0 or 1"
+)]
 fn add_counts(payload: &[u8], into: &mut Counts) -> Result<(), String> {
     let (mut at, mut index) = (0usize, 0usize);
     while at < payload.len() {
@@ -148,14 +156,14 @@ fn add_counts(payload: &[u8], into: &mut Counts) -> Result<(), String> {
         }
         let n = ((value >> 1) as i64) ^ -((value & 1) as i64);
         if n < 0 {
-            index = index.saturating_add(n.unsigned_abs() as usize);
+            index = index.saturating_add(usize::try_from(n.unsigned_abs()).unwrap_or(usize::MAX));
         } else {
             if n > 0 {
                 let slot = into
                     .counts
                     .get_mut(index)
                     .ok_or("a value beyond one hour, the histograms' range")?;
-                *slot += n as u64;
+                *slot += n.unsigned_abs();
             }
             index += 1;
         }
@@ -181,6 +189,11 @@ impl Counts {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    reason = "test data: values drawn well inside u64 and usize"
+)]
 mod tests {
     use super::*;
     use crate::metrics::{decode, encode};

@@ -113,7 +113,7 @@ pub(crate) fn base_time(path: &Path) -> Result<u64, String> {
                 .next()
                 .and_then(|v| v.parse::<f64>().ok())
             {
-                return Ok((s * 1e6).round() as u64);
+                return Ok(crate::num::whole(s * 1e6));
             }
         }
         if !text.starts_with('#') {
@@ -159,10 +159,13 @@ impl Reader {
         let (base_us, length_us) = (self.base_us, self.length_us);
         let (start0, b0) = *self.first.get_or_insert_with(|| {
             let middle = crate::num::real(base_us) + (start_s + length_s / 2.0) * 1e6;
-            (start_s, (middle.max(0.0) as u64) / length_us)
+            (
+                start_s,
+                crate::num::whole(middle.max(0.0).floor()) / length_us,
+            )
         });
         let ordinal = ((start_s - start0) * 1e6 / crate::num::real(length_us)).round();
-        b0.saturating_add_signed(ordinal as i64)
+        b0.saturating_add_signed(crate::num::whole_signed(ordinal))
     }
 
     /// Reads up to the next interval or activity line (a cut-off last line is left out).
@@ -268,7 +271,7 @@ pub(crate) fn merge(
 ) -> Result<u64, Error> {
     let broken =
         |p: &Path, e: String| super::bad(p.parent().unwrap_or(p), format!("latency.hlog: {e}"));
-    let length_us = (length.as_micros() as u64).max(1);
+    let length_us = u64::try_from(length.as_micros()).unwrap_or(u64::MAX).max(1);
     let mut bases = Vec::new();
     for p in logs {
         bases.push(base_time(p).map_err(|e| broken(p, e))?);

@@ -12,16 +12,6 @@
 //! Owns: what a merged run is. Never: renders text (the `report` module does), or reads a
 //! part's `samples.tsv`.
 
-// The numeric casts of this module that narrow a value or change its sign are not yet
-// reviewed one by one (issue 50): each is to become a checked conversion, or an `allow`
-// where it is with its reason, as in `ops`, `metrics` and `executor`.
-#![allow(
-    clippy::cast_possible_truncation,
-    clippy::cast_sign_loss,
-    clippy::cast_possible_wrap,
-    reason = "not yet reviewed site by site"
-)]
-
 mod check;
 mod counts;
 pub(crate) mod intervals;

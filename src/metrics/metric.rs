@@ -4,6 +4,7 @@
 use super::group::GroupMetrics;
 use super::real;
 use super::timing::Timing;
+use crate::vocab::Compared;
 
 pub(crate) use crate::vocab::MetricKind;
 
@@ -20,20 +21,6 @@ pub(crate) struct Metric {
 /// The metric names, for error messages.
 pub(crate) const NAMES: &str = "avg, min, max, median, pNN or pNN.N (p50, p99, p99.9), throughput, error_pct, errors, samples, unavailable_max (the longest window without a success), lost (acknowledged writes the audit found not kept), lag_max (the largest replica-set lag), and svc_avg, svc_min, svc_max, svc_median, svc_pNN (service time, open loop)";
 
-/// The metrics `compare` sets side by side, in column order; a gate (`--fail-if`) and a relative
-/// threshold (`<= +10%`) name one of these (or `median`, which is `p50`).
-pub const COMPARED: [&str; 9] = [
-    "samples",
-    "throughput",
-    "avg",
-    "p50",
-    "p90",
-    "p99",
-    "p99.9",
-    "max",
-    "error_pct",
-];
-
 impl Metric {
     /// `GROUP.METRIC` split at the dot after which a metric name stands (a group's name may
     /// hold dots: `v1.2.p99.9` is group `v1.2`, metric `p99.9`).
@@ -43,29 +30,28 @@ impl Metric {
             .find_map(|(label, name)| Metric::parse(name).map(|m| (label, name, m)))
     }
 
-    /// Its name among `COMPARED`, when `compare` has it (`median` is `p50` there).
-    pub(crate) fn compared(&self) -> Option<&'static str> {
+    /// The metric `compare` has for it (`median` is `p50` there), when it has one.
+    pub(crate) fn compared(&self) -> Option<Compared> {
         if self.service {
             return None;
         }
-        let name = match self.kind {
-            MetricKind::Samples => "samples",
-            MetricKind::Throughput => "throughput",
-            MetricKind::Avg => "avg",
-            MetricKind::Median => "p50",
-            MetricKind::Max => "max",
-            MetricKind::ErrorPct => "error_pct",
+        Some(match self.kind {
+            MetricKind::Samples => Compared::Samples,
+            MetricKind::Throughput => Compared::Throughput,
+            MetricKind::Avg => Compared::Avg,
+            MetricKind::Median => Compared::P50,
+            MetricKind::Max => Compared::Max,
+            MetricKind::ErrorPct => Compared::ErrorPct,
             MetricKind::Percentile(p) => {
                 let name = format!("p{p}");
-                return COMPARED.iter().find(|c| **c == name).copied();
+                return Compared::RUN.into_iter().find(|c| c.name() == name);
             }
             MetricKind::Min
             | MetricKind::Errors
             | MetricKind::UnavailableMax
             | MetricKind::Lost
             | MetricKind::LagMax => return None,
-        };
-        Some(name)
+        })
     }
 
     pub(crate) fn parse(name: &str) -> Option<Metric> {
@@ -252,16 +238,22 @@ mod tests {
     fn keys_split_at_the_metric_and_compare_names_median_p50() {
         let (label, name, m) = Metric::split_key("v1.2.p99.9").unwrap();
         assert_eq!((label, name), ("v1.2", "p99.9"));
-        assert_eq!(m.compared(), Some("p99.9"));
-        assert_eq!(Metric::parse("median").unwrap().compared(), Some("p50"));
-        assert_eq!(Metric::parse("p50").unwrap().compared(), Some("p50"));
+        assert_eq!(m.compared(), Some(Compared::P999));
+        assert_eq!(
+            Metric::parse("median").unwrap().compared(),
+            Some(Compared::P50)
+        );
+        assert_eq!(
+            Metric::parse("p50").unwrap().compared(),
+            Some(Compared::P50)
+        );
         assert_eq!(Metric::parse("p95").unwrap().compared(), None);
         assert_eq!(Metric::parse("svc_p99").unwrap().compared(), None);
         for n in ["p99.9", "svc_median", "p50", "error_pct", "svc_p99"] {
             assert_eq!(Metric::parse(n).unwrap().name(), n);
         }
-        for c in COMPARED {
-            assert_eq!(Metric::parse(c).and_then(|m| m.compared()), Some(c));
+        for c in Compared::RUN {
+            assert_eq!(Metric::parse(c.name()).and_then(|m| m.compared()), Some(c));
         }
         assert!(Metric::split_key("find").is_none());
     }

@@ -129,7 +129,8 @@ mod tests {
             .split_whitespace()
             .filter_map(|x| x.parse().ok())
             .collect();
-        let ios = disk_ios((f[0] as u32, f[1] as u32)).expect("the first listed device");
+        let ios = disk_ios((u32::try_from(f[0]).unwrap(), u32::try_from(f[1]).unwrap()))
+            .expect("the first listed device");
         // Fields after major, minor and the name: reads completed is 3rd, writes completed 7th.
         assert!(ios[0] >= f[2] && ios[1] >= f[6], "{ios:?} vs {f:?}");
         match device_of(Path::new(".")) {

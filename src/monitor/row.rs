@@ -196,11 +196,11 @@ impl ResourceRow {
         let h = &mut self.health;
         let slot = match name {
             "time_ms" => {
-                self.time_ms = x.unwrap_or(0.0) as u64;
+                self.time_ms = crate::num::whole(x.unwrap_or(0.0));
                 return true;
             }
             "interval_ms" => {
-                self.interval_ms = x.unwrap_or(0.0) as u64;
+                self.interval_ms = crate::num::whole(x.unwrap_or(0.0));
                 return true;
             }
             "server_cpu_pct" => &mut self.server_cpu_pct,

@@ -186,10 +186,14 @@ pub(crate) async fn execute(
     mut session: Session<'_>,
 ) -> Result {
     let op = &req.op;
-    if on.unacknowledged && op.verb.writes() && op.verb.at_w0() {
-        if let Some(command) = crate::workload::command::wire_command(op, req.built.clone()) {
-            return unacknowledged(&on, command, out, &mut session).await;
-        }
+    // A write at w:0 goes as its command (a built-in remove, which reads first, is refused at
+    // w:0 when the profile is read; one with nothing to act on sends nothing).
+    let as_command = !matches!(req.built, Built::Skip | Built::Remove { .. });
+    if on.unacknowledged && op.verb.writes() && op.verb.at_w0() && as_command {
+        return match crate::workload::command::wire_command(op, req.built) {
+            Some(command) => unacknowledged(&on, command, out, &mut session).await,
+            None => Ok(()),
+        };
     }
     let (s, r) = (&mut session, &mut result);
     match req.built {

@@ -6,16 +6,6 @@
 //! thresholds), a run divided into parts (`part`) and the thresholds' grammar (`thresholds`).
 //! Never: talks to a server, touches the run directory, or formats a result.
 
-// The numeric casts of this module that narrow a value or change its sign are not yet
-// reviewed one by one (issue 50): each is to become a checked conversion, or an `allow`
-// where it is with its reason, as in `ops`, `metrics` and `executor`.
-#![allow(
-    clippy::cast_possible_truncation,
-    clippy::cast_sign_loss,
-    clippy::cast_possible_wrap,
-    reason = "not yet reviewed site by site"
-)]
-
 mod build;
 pub(crate) mod fault;
 pub(crate) mod genny;

@@ -149,7 +149,7 @@ pub(crate) fn parse_start_at(s: &str, now: SystemTime) -> Result<SystemTime, Str
     };
     let t = humantime::parse_rfc3339_weak(&utc).map_err(|_| bad())?;
     let t = if offset_secs >= 0 {
-        t - Duration::from_secs(offset_secs as u64)
+        t - Duration::from_secs(offset_secs.unsigned_abs())
     } else {
         t + Duration::from_secs(offset_secs.unsigned_abs())
     };

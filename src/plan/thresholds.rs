@@ -62,7 +62,7 @@ pub(crate) struct ThresholdPlan {
     pub(crate) after: Duration,
     /// A change against the `--baseline` run, in percent (`<= +10%`), judged with `compare`;
     /// `limit` is then that percentage and `compared` the metric's name there.
-    pub(crate) relative: Option<&'static str>,
+    pub(crate) relative: Option<crate::vocab::Compared>,
 }
 
 /// What a threshold may be written as, for error messages.
@@ -101,7 +101,7 @@ impl ThresholdPlan {
             let Some(compared) = metric.compared() else {
                 return Err(format!(
                     "a change in percent works on {} (median is p50); not on `{metric_name}`",
-                    crate::metrics::metric::COMPARED.join(", ")
+                    crate::vocab::Compared::listed()
                 ));
             };
             if abort {
@@ -265,7 +265,10 @@ mod tests {
         let e = ThresholdPlan::parse_cli("find.p42x<1ms", &groups()).unwrap_err();
         assert!(e.contains("svc_avg"), "{e}");
         let t = ThresholdPlan::parse_cli("find.median <= +10%", &groups()).unwrap();
-        assert_eq!((t.relative, t.limit), (Some("p50"), 10.0));
+        assert_eq!(
+            (t.relative, t.limit),
+            (Some(crate::vocab::Compared::P50), 10.0)
+        );
         let e = ThresholdPlan::parse_cli("find.svc_p99 <= +10%", &groups()).unwrap_err();
         assert!(e.contains("change in percent works on"), "{e}");
     }

@@ -96,7 +96,11 @@ fn members(c: &Comparison, out: &mut dyn Write) -> std::io::Result<()> {
 const HEADER: [&str; 6] = ["Label", "Metric", "Base", "New", "Change", "Verdict"];
 
 /// The metrics of the headline, TOTAL's.
-const HEADLINE: [&str; 3] = ["throughput", "p50", "p99"];
+const HEADLINE: [crate::vocab::Compared; 3] = [
+    crate::vocab::Compared::Throughput,
+    crate::vocab::Compared::P50,
+    crate::vocab::Compared::P99,
+];
 
 /// The first line: TOTAL's throughput, p50 and p99, each with its change and verdict.
 fn headline(c: &Comparison) -> Option<String> {
@@ -196,7 +200,7 @@ mod tests {
     fn cell(label: Label, metric: &'static str, change: f64, verdict: Verdict) -> Cell {
         Cell {
             label,
-            metric,
+            metric: crate::vocab::Compared::from_name(metric).unwrap(),
             base: 100.0,
             new: 100.0 + change,
             change_pct: Some(change),

@@ -16,6 +16,7 @@ pub(crate) mod verbs;
 
 pub use error_class::ErrorClass;
 pub use label::Label;
+pub use metric::Compared;
 pub(crate) use metric::MetricKind;
 pub(crate) use op::{OpKind, OpName};
 pub(crate) use server_code::ServerCode;

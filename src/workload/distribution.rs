@@ -115,6 +115,12 @@ fn zeta(n: u64, theta: f64) -> f64 {
 
 /// Gray et al.'s zipfian draw (YCSB's `ZipfianGenerator.nextLong`): a rank in `0..n`, 0 the
 /// most popular, given the zeta of `n`.
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    reason = "YCSB's (long) of a double: truncated toward 0, as Java does"
+)]
 fn zipf_rank(n: u64, zetan: f64, theta: f64, u: f64) -> u64 {
     let alpha = 1.0 / (1.0 - theta);
     let zeta2 = 1.0 + 0.5f64.powf(theta);
@@ -130,6 +136,12 @@ fn zipf_rank(n: u64, zetan: f64, theta: f64, u: f64) -> u64 {
 }
 
 /// YCSB's `Utils.fnvhash64`: FNV-1a over the 8 bytes of `v`, low byte first.
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    reason = "YCSB's Math.abs of the hash read as a long"
+)]
 pub(crate) fn fnv64(mut v: u64) -> u64 {
     let mut h: u64 = 0xCBF2_9CE4_8422_2325;
     for _ in 0..8 {
@@ -233,6 +245,12 @@ impl Chooser {
     /// most `n`) is the item count the run began with: the scrambled zipfian hashes onto it, as
     /// YCSB hashes onto its record count, so its popular items stay the same documents while
     /// inserts go on.
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_possible_wrap,
+        reason = "YCSB's (long) of a double in the hotspot's and exponential's draws"
+    )]
     pub(crate) fn pick_key(&mut self, n: u64, fixed: u64, rng: &mut impl Rng) -> u64 {
         debug_assert!(n > 0);
         match self.dist {
@@ -273,6 +291,12 @@ impl Chooser {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    reason = "test data within the bounds of every type"
+)]
 mod tests {
     use super::*;
     use rand::SeedableRng;

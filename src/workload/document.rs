@@ -378,7 +378,7 @@ impl DocGen {
         let mut picked = [usize::MAX; MAX_PAIRED_LEVEL];
         let mut pick = |i: usize, n: usize, rng: &mut &mut dyn rand::RngCore| -> usize {
             let mut draw = |rng: &mut &mut dyn rand::RngCore| match keys.as_deref_mut() {
-                Some(k) => k.pick(n as u64, rng) as usize,
+                Some(k) => usize::try_from(k.pick(n as u64, rng)).unwrap_or(0),
                 None => rand::Rng::random_range(rng, 0..n),
             };
             if i < MAX_PAIRED_LEVEL {

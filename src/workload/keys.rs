@@ -69,6 +69,12 @@ impl KeySpace {
     }
 
     /// The insert of `id` (issued here) completed, whether it succeeded or not.
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_possible_wrap,
+        reason = "`_id`s of the key space and `acked` count from 0 up, far below 2^62: a slot of the window is their remainder"
+    )]
     pub(crate) fn acknowledge(&self, id: i64) {
         let k = (id - self.base - self.offset) / self.stride;
         // SeqCst here and in `advance`: a completion filed while another user advances past
@@ -90,6 +96,12 @@ impl KeySpace {
     }
 
     /// Moves `acked` past every completion that follows it.
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_possible_wrap,
+        reason = "`acked` counts from 0 up, far below 2^62: a slot of the window is its remainder"
+    )]
     fn advance(&self) {
         loop {
             let a = self.acked.load(Ordering::SeqCst);
@@ -140,6 +152,12 @@ impl KeySpace {
     /// by every part) or one this key space issued (in a part, its own inserts: other parts'
     /// inserts run at their own pace, so drawing them could name an `_id` not yet written).
     /// None when there is none.
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_possible_wrap,
+        reason = "the key space's counts are from 0 up, and a key drawn is below them"
+    )]
     pub(crate) fn existing(&self, pick: &mut Chooser, rng: &mut impl Rng) -> Option<i64> {
         let own = self.acked.load(Ordering::Acquire);
         let n = self.base + own;

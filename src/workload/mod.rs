@@ -14,16 +14,6 @@
 //! Never: calls the driver, reads a clock other than the wall clock of `^Now` (once per
 //! operation, `template::now_ms`), or knows about groups and stages.
 
-// The numeric casts of this module that narrow a value or change its sign are not yet
-// reviewed one by one (issue 50): each is to become a checked conversion, or an `allow`
-// where it is with its reason, as in `ops`, `metrics` and `executor`.
-#![allow(
-    clippy::cast_possible_truncation,
-    clippy::cast_sign_loss,
-    clippy::cast_possible_wrap,
-    reason = "not yet reviewed site by site"
-)]
-
 pub mod command;
 pub(crate) mod distribution;
 pub(crate) mod document;

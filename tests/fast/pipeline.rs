@@ -653,10 +653,10 @@ async fn the_run_directory_reads_back_typed_in_every_reader() {
     // Every compared metric of every row has its series (a metric spelled one way where the
     // values are kept and another where they are judged would leave it unjudged).
     for c in &judged.cells {
-        let expected = match c.metric {
+        let expected = match c.metric.name() {
             "samples" | "error_pct" => mongo_stress::compare::Verdict::NotJudged,
             // Judged over runs only (the interval log has no documents or retries).
-            m if mongo_stress::compare::EXTRA.contains(&m) => {
+            _ if mongo_stress::compare::EXTRA.contains(&c.metric) => {
                 mongo_stress::compare::Verdict::NotJudged
             }
             _ => mongo_stress::compare::Verdict::SameWithinNoise,

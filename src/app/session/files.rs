@@ -17,20 +17,20 @@ use crate::summary::run_info::{HostInfo, RunInfo};
 use crate::summary::Summary;
 
 /// `run.json`: written when the session starts, and again with its end.
-pub(super) struct Record {
+pub(super) struct RunJson {
     host: HostInfo,
     started_at: String,
 }
 
-impl Record {
+impl RunJson {
     pub(super) async fn start<B>(
         session: &Session<'_, B>,
         summary: &Summary,
-    ) -> Result<Record, Error> {
+    ) -> Result<RunJson, Error> {
         let host = tokio::task::spawn_blocking(HostInfo::read)
             .await
             .map_err(|e| Error::Other(e.into()))?;
-        let record = Record {
+        let record = RunJson {
             host,
             started_at: now_rfc3339(),
         };

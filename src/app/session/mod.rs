@@ -10,7 +10,7 @@ mod files;
 mod listeners;
 
 pub(super) use files::write_summaries;
-use files::{Logs, Record};
+use files::{Logs, RunJson};
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -119,10 +119,10 @@ impl<B: Backend + Clone> Session<'_, B> {
 
     async fn run_sampled(&self, sampler: &mut Option<Sampler>) -> Result<Summary, Error> {
         let mut summary = Summary::new(self.plan, self.opts.seed, self.server.clone());
-        let record = Record::start(self, &summary).await?;
+        let run_json = RunJson::start(self, &summary).await?;
         if let Some(p) = &self.page {
             p.page
-                .set_header(self.page_header(&summary, record.started_at()));
+                .set_header(self.page_header(&summary, run_json.started_at()));
         }
         let logs = Logs::open(self, &summary.tool)?;
         for run in 1..=self.opts.repeat {
@@ -155,7 +155,7 @@ impl<B: Backend + Clone> Session<'_, B> {
         logs.close(&mut summary).await;
         summary.refresh(&[], false);
         write_summaries(self.out_dir, &summary)?;
-        record.finish(self, &summary)?;
+        run_json.finish(self, &summary)?;
         if let Some(baseline) = &self.opts.baseline {
             self.against_baseline(baseline, &mut summary)?;
             write_summaries(self.out_dir, &summary)?;
@@ -283,7 +283,7 @@ impl<B: Backend + Clone> Session<'_, B> {
             .map(|(t, metric)| crate::compare::Gate {
                 text: t.text.clone(),
                 label: t.label.clone(),
-                metric,
+                metric: *metric,
                 above: matches!(
                     t.cmp,
                     crate::plan::thresholds::Cmp::Lt | crate::plan::thresholds::Cmp::Le

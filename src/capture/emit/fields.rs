@@ -383,10 +383,13 @@ pub(super) fn template(
             "payload".into(),
             fit::generator(
                 "^RandomString",
-                [("length".to_string(), Value::Integer(size as i64))]
-                    .into_iter()
-                    .collect::<toml::Table>()
-                    .into(),
+                [(
+                    "length".to_string(),
+                    Value::Integer(crate::num::whole_signed(size.trunc())),
+                )]
+                .into_iter()
+                .collect::<toml::Table>()
+                .into(),
             ),
         );
     }

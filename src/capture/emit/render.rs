@@ -275,7 +275,7 @@ impl Renderer<'_> {
         let mut intervals = self.intervals(g, count);
         let peak = peak_in_flight(&mut intervals);
         let mean_ms = self.mean_ms(g);
-        let needed = (rate * mean_ms.max(1.0) / 1000.0 * 2.0).ceil() as usize;
+        let needed = crate::num::whole_len((rate * mean_ms.max(1.0) / 1000.0 * 2.0).ceil());
         let threads = conns.len().max(peak).max(needed).clamp(1, 10_000);
         Load {
             count,
@@ -294,7 +294,7 @@ impl Renderer<'_> {
         if g.unit.is_some() {
             // The k-th interval of each step is the k-th transaction's: from its first step's
             // start to its last step's end.
-            (0..count as usize)
+            (0..usize::try_from(count).unwrap_or(usize::MAX))
                 .map(|k| {
                     let ends = members.iter().filter_map(|&i| seen[i].intervals.get(k));
                     ends.fold((i64::MAX, i64::MIN), |(a, b), (s, e)| {
@@ -339,7 +339,7 @@ impl Renderer<'_> {
             threads,
         } = self.load(g);
         let (operations, t) = (self.operations, &mut self.text);
-        let duration = (self.window_s.round() as u64).clamp(10, 600);
+        let duration = crate::num::whole(self.window_s).clamp(10, 600);
         let _ = writeln!(
             t,
             "\n[[group]]\nname = {}\ncollection = {}",
@@ -443,7 +443,7 @@ pub(super) fn index_spec(ix: &Document) -> String {
             .iter()
             .map(|(f, d)| {
                 let v = match super::super::as_f64(d) {
-                    Some(x) => Value::Integer(x as i64),
+                    Some(x) => Value::Integer(crate::num::whole_signed(x.trunc())),
                     None => to(d),
                 };
                 (f.clone(), v)
@@ -530,5 +530,5 @@ pub(super) fn peak_in_flight(intervals: &mut [(i64, i64)]) -> usize {
         cur += d;
         peak = peak.max(cur);
     }
-    peak.max(0) as usize
+    usize::try_from(peak).unwrap_or(0)
 }

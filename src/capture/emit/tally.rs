@@ -67,7 +67,9 @@ impl Seen {
 /// The value at fraction `p` of sorted values (nearest rank), 0 when there are none.
 pub(super) fn quantile(sorted: &[f64], p: f64) -> f64 {
     sorted
-        .get(((crate::num::real_len(sorted.len()) - 1.0) * p).round() as usize)
+        .get(crate::num::whole_len(
+            (crate::num::real_len(sorted.len()) - 1.0) * p,
+        ))
         .copied()
         .unwrap_or(0.0)
 }
@@ -131,7 +133,7 @@ pub(super) fn record(
         s.conns.insert(c.clone());
     }
     s.intervals
-        .push((o.ts_ms - o.millis.ceil() as i64, o.ts_ms));
+        .push((o.ts_ms - crate::num::whole_signed(o.millis.ceil()), o.ts_ms));
 }
 
 /// The thread group an operation belongs to.

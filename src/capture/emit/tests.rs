@@ -21,7 +21,7 @@ fn shapes_are_counted_weighted_and_rendered_as_a_profile_that_validates() {
     let mut obs = Vec::new();
     for i in 0..90 {
         let status = ["open", "paid", "shipped"][i % 3];
-        obs.push(op(1_000_000 + i as i64 * 100, doc! { "find": "orders", "filter": { "status": status }, "sort": { "created": -1 }, "limit": 20 }, "web"));
+        obs.push(op(1_000_000 + i64::try_from(i).unwrap() * 100, doc! { "find": "orders", "filter": { "status": status }, "sort": { "created": -1 }, "limit": 20 }, "web"));
     }
     for i in 0..10 {
         obs.push(op(

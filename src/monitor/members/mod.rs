@@ -258,7 +258,7 @@ impl Members {
             primaries: BTreeMap::new(),
             lost: BTreeMap::new(),
             router: None,
-            changelog_after_ms: now as i64,
+            changelog_after_ms: i64::try_from(now).unwrap_or(i64::MAX),
             last_ms: now,
             said: Vec::new(),
             untaken: Vec::new(),
@@ -416,5 +416,5 @@ impl Members {
 fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }

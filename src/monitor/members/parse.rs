@@ -174,6 +174,10 @@ impl SetStatus {
 }
 
 /// `replSetGetStatus`'s `state` numbers, where a reply has no `stateStr`.
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "a member state is a small whole number; any other falls to `UNKNOWN`"
+)]
 fn state_name(n: Option<f64>) -> String {
     let name = match n.map(|n| n as i64) {
         Some(0) => "STARTUP",
@@ -294,8 +298,8 @@ mod tests {
         match v {
             Value::Object(o) if o.len() == 2 && o.contains_key("T") && o.contains_key("I") => {
                 Bson::Timestamp(Timestamp {
-                    time: o["T"].as_u64().unwrap() as u32,
-                    increment: o["I"].as_u64().unwrap() as u32,
+                    time: u32::try_from(o["T"].as_u64().unwrap()).unwrap(),
+                    increment: u32::try_from(o["I"].as_u64().unwrap()).unwrap(),
                 })
             }
             Value::Object(o) => {

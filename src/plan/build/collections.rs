@@ -253,7 +253,9 @@ fn index_keys(loaded: &Loaded, key: &str, t: &toml::Table) -> Result<Document, P
             ));
         }
         match dir {
-            toml::Value::Integer(d @ (1 | -1)) => doc.insert(field.clone(), *d as i32),
+            toml::Value::Integer(d @ (1 | -1)) => {
+                doc.insert(field.clone(), i32::try_from(*d).unwrap_or(1))
+            }
             toml::Value::String(s) if limits::INDEX_TYPES.contains(&s.as_str()) => {
                 doc.insert(field.clone(), s.clone())
             }
@@ -296,15 +298,15 @@ pub(super) fn write_concern(
     };
     let w = |v: &toml::Value| -> Result<WriteConcernPlan, ProfileError> {
         match v {
-            toml::Value::Integer(n) if (0..=limits::MAX_WRITE_NODES).contains(n) => {
-                Ok(WriteConcernPlan::Nodes(*n as u32))
-            }
+            toml::Value::Integer(n) if (0..=limits::MAX_WRITE_NODES).contains(n) => Ok(
+                WriteConcernPlan::Nodes(u32::try_from(*n).unwrap_or(u32::MAX)),
+            ),
             toml::Value::String(s) if s == "majority" => Ok(WriteConcernPlan::Majority),
             toml::Value::String(s) => s
                 .parse::<i64>()
                 .ok()
                 .filter(|n| (0..=limits::MAX_WRITE_NODES).contains(n))
-                .map(|n| WriteConcernPlan::Nodes(n as u32))
+                .map(|n| WriteConcernPlan::Nodes(u32::try_from(n).unwrap_or(u32::MAX)))
                 .ok_or_else(bad),
             _ => Err(bad()),
         }
@@ -323,7 +325,7 @@ pub(super) fn write_concern(
                         )
                     }
                     ("wtimeout", toml::Value::Integer(ms)) if *ms >= 0 => {
-                        out.2 = Some(Duration::from_millis(*ms as u64))
+                        out.2 = Some(Duration::from_millis(ms.unsigned_abs()))
                     }
                     _ => {
                         return Err(loaded.error_at(
@@ -424,7 +426,7 @@ fn read_preference(
                         }
                     }
                     ("maxStalenessSeconds", toml::Value::Integer(s)) if *s >= 90 => {
-                        out.max_staleness = Some(Duration::from_secs(*s as u64))
+                        out.max_staleness = Some(Duration::from_secs(s.unsigned_abs()))
                     }
                     ("maxStalenessSeconds", _) => {
                         return Err(loaded.error_at(

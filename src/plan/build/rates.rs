@@ -73,6 +73,11 @@ pub(super) fn scale(
     Ok(Some(crate::plan::Scale { factor, unscaled }))
 }
 
+/// A number of steps (at most `MAX_STEPS`) as a time's multiplier.
+fn times(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
 /// The row label of one rate step: `run@500/s`, `run@2.5/s`.
 pub(super) fn step_name(group: &str, rate: f64) -> String {
     crate::metrics::Label::step_name(group, rate)
@@ -113,7 +118,7 @@ impl GroupAt<'_> {
         ) {
             // --rate replaces the steps: one rate for as long as the steps would have run.
             (Rates::Steps(steps, length), Some(r)) => {
-                let mut one = self.build(ov, env, Some(length * steps.len() as u32))?;
+                let mut one = self.build(ov, env, Some(length * times(steps.len())))?;
                 one.rate = Some(r);
                 one.index = *next_index;
                 *next_index += 1;
@@ -154,7 +159,7 @@ impl GroupAt<'_> {
             g.name = step_name(&self.g.name, *rate);
             g.step_of = Some(self.g.name.clone());
             g.rate = Some(*rate);
-            g.start_delay += length * i as u32;
+            g.start_delay += length * times(i);
             g.index = *next_index;
             *next_index += 1;
             out.push(g);
@@ -272,7 +277,7 @@ impl GroupAt<'_> {
             }
             let step = step.unwrap_or(over / RAMP_STEPS);
             self.measurable_step(step)?;
-            let n = ((over.as_secs_f64() / step.as_secs_f64()).round() as usize).max(2);
+            let n = crate::num::whole_len(over.as_secs_f64() / step.as_secs_f64()).max(2);
             if n > MAX_STEPS {
                 return Err(self.err(
                     "step",
@@ -282,7 +287,7 @@ impl GroupAt<'_> {
             let rates = (0..n)
                 .map(|i| from + (to - from) * crate::num::real_len(i) / crate::num::real_len(n - 1))
                 .collect();
-            return Ok(Rates::Steps(rates, over / n as u32));
+            return Ok(Rates::Steps(rates, over / times(n)));
         }
         Err(self.err("rate", "not a rate".into()))
     }

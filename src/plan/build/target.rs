@@ -52,9 +52,9 @@ pub(super) fn target(loaded: &Loaded, ov: &Overrides) -> Result<TargetPlan, Prof
     }
     let write_concern = match &t.write_concern {
         None => None,
-        Some(toml::Value::Integer(n)) if (0..=limits::MAX_WRITE_NODES).contains(n) => {
-            Some(WriteConcernPlan::Nodes(*n as u32))
-        }
+        Some(toml::Value::Integer(n)) if (0..=limits::MAX_WRITE_NODES).contains(n) => Some(
+            WriteConcernPlan::Nodes(u32::try_from(*n).unwrap_or(u32::MAX)),
+        ),
         Some(toml::Value::String(s)) if s == "majority" => Some(WriteConcernPlan::Majority),
         Some(toml::Value::String(s))
             if s.parse::<i64>()

@@ -258,7 +258,7 @@ impl<'a> Translator<'a> {
             .values()
             .filter_map(|c| c.get("QueryOptions")?.get("maxPoolSize"))
             .filter_map(number)
-            .filter_map(|n| u32::try_from(n as u64).ok())
+            .filter_map(|n| u32::try_from(crate::num::whole(n.trunc())).ok())
             .collect();
         if clients.len() > 1 {
             self.notes.push(format!(
@@ -283,7 +283,7 @@ impl<'a> Translator<'a> {
             None => 1,
             Some(v) => number(v)
                 .filter(|n| *n >= 1.0 && n.fract() == 0.0 && *n <= f64::from(u32::MAX))
-                .map(|n| n as u32)
+                .map(|n| u32::try_from(crate::num::whole(n)).unwrap_or(u32::MAX))
                 .ok_or_else(|| {
                     self.refuse(
                         Some(&name),
@@ -351,7 +351,7 @@ impl<'a> Translator<'a> {
     /// `Phase: 3`, `Phase: 3..5` (both ends in).
     fn phase_numbers(&self, actor: &str, p: &Yaml) -> Result<Vec<usize>, Refusal> {
         if let Some(n) = number(p).filter(|n| *n >= 0.0 && n.fract() == 0.0) {
-            return Ok(vec![n as usize]);
+            return Ok(vec![crate::num::whole_len(n)]);
         }
         let text = scalar_text(p).unwrap_or_default();
         let (a, b) = text

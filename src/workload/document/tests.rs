@@ -176,7 +176,8 @@ fn a_raw_document_is_the_document_fill_makes_with_the_same_draws() {
             ["Guangzhou", "Shenzhen", "Dongguan"]
                 .iter()
                 .position(|x| *x == c)
-                .unwrap() as i64
+                .map(|i| i64::try_from(i).unwrap())
+                .unwrap()
                 + 1
         });
     }

@@ -410,6 +410,12 @@ fn bare(a: &Args<'_>, gen: Gen) -> Result<Gen, GenError> {
 }
 
 /// `^Cycle`: `ofLength` values of `fromGenerator`, given in turn.
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    reason = "a length of at least 1, checked above"
+)]
 fn cycle_of_length(a: &Args<'_>) -> Result<Gen, GenError> {
     a.allow(&["ofLength", "fromGenerator"])?;
     let Num::Const(len) = a.length("ofLength")? else {

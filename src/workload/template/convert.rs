@@ -29,6 +29,12 @@ impl To {
 
 /// `value` made into `to`; None when it cannot be (a string that is not a number of the type,
 /// or a value that is neither a number nor a string).
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    reason = "genny's ^ConvertToInt and ^ConvertToInt32 are C++'s casts (saturating here)"
+)]
 pub(super) fn convert(to: To, value: &Bson) -> Option<Bson> {
     match value {
         Bson::String(s) => from_str(to, s),
@@ -45,6 +51,12 @@ pub(super) fn convert(to: To, value: &Bson) -> Option<Bson> {
     }
 }
 
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    reason = "genny's ^ConvertToInt32 is C++'s cast: the low 32 bits"
+)]
 fn from_int(to: To, i: i64) -> Option<Bson> {
     Some(match to {
         To::Int => Bson::Int64(i),

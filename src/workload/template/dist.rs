@@ -241,6 +241,12 @@ fn non_central_chi_squared(k: f64, lambda: f64, rng: &mut dyn RngCore) -> f64 {
 /// A draw of boost's negative binomial distribution: the number of failures before the `k`-th
 /// success, each trial a success with probability `p` (above 0, at most 1); a gamma-Poisson
 /// mixture.
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    reason = "a draw capped at i64::MAX first"
+)]
 pub(super) fn negative_binomial(k: i64, p: f64, rng: &mut dyn RngCore) -> i64 {
     if k <= 0 || p >= 1.0 {
         return 0;

@@ -74,6 +74,12 @@ pub(super) fn parse(format: &str) -> Result<Vec<Piece>, String> {
     Ok(pieces)
 }
 
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    reason = "a decimal digit is below 10"
+)]
 fn number(chars: &mut Chars) -> Option<usize> {
     let mut n: Option<usize> = None;
     while let Some(&(_, d)) = chars.peek() {
@@ -211,6 +217,12 @@ pub(super) fn push_text(out: &mut String, b: &Bson) {
     }
 }
 
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    reason = "printf's %d of a double: truncated as C's, saturating here"
+)]
 fn as_i64(b: &Bson) -> Option<i64> {
     match b {
         Bson::Int32(i) => Some(i64::from(*i)),
@@ -235,6 +247,12 @@ fn as_f64(b: &Bson) -> Option<f64> {
 
 /// Writes one conversion of `arg`; a value that is not a number for a numeric conversion is
 /// written as `%s` would.
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    reason = "%x and %o print a negative integer's two's complement bits, as C's do"
+)]
 pub(super) fn write(out: &mut String, spec: &Spec, arg: &Bson) {
     if spec.conv == 'v' {
         let conv = match arg {
@@ -332,6 +350,12 @@ fn digits(s: String, precision: Option<usize>) -> String {
     }
 }
 
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    reason = "the decimal exponent of a finite double, and a precision the format string wrote"
+)]
 fn float(f: f64, spec: &Spec) -> String {
     if !f.is_finite() {
         let s = if f.is_nan() { "nan" } else { "inf" };

@@ -94,6 +94,12 @@ impl Num {
     }
 
     /// A length: 0 to `MAX_LEN`.
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_possible_wrap,
+        reason = "clamped to 0..=MAX_LEN first"
+    )]
     fn len(&self, cx: &mut Cx<'_>) -> usize {
         self.get(cx).clamp(0, MAX_LEN) as usize
     }

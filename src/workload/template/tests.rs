@@ -2225,7 +2225,7 @@ fn time_spec_ip_and_now_timestamp() {
     assert_eq!(
         one(r#"{ "^NowTimestamp" = {} }"#),
         Bson::Timestamp(mongodb::bson::Timestamp {
-            time: (NOW / 1000) as u32,
+            time: u32::try_from(NOW / 1000).unwrap(),
             increment: 1
         })
     );

@@ -97,6 +97,12 @@ fn civil_ms(y: i64, mo: u32, d: u32, h: u32, mi: u32, s: u32, ms: u32) -> Option
 
 /// `YYYY-MM-DD`, optionally followed by `T` (or a space) and `HH:MM[:SS[.fff]]`, optionally
 /// followed by `Z` or an offset `±HH:MM` / `±HHMM` / `±HH`; no offset is UTC.
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    reason = "a fraction of a second of at most three digits"
+)]
 pub(super) fn parse_iso(s: &str) -> Option<i64> {
     let b = s.as_bytes();
     let num = |from: usize, len: usize| -> Option<u32> {

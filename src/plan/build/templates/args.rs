@@ -170,6 +170,16 @@ impl<'a> Args<'a> {
         }
     }
 
+    /// `int`, as the type its option takes (the bounds keep it in that type's range).
+    pub(super) fn int_as<T: TryFrom<i64>>(
+        &self,
+        k: &str,
+        min: i64,
+        max: i64,
+    ) -> Result<Option<T>, ProfileError> {
+        Ok(self.int(k, min, max)?.and_then(|n| T::try_from(n).ok()))
+    }
+
     pub(super) fn int(&self, k: &str, min: i64, max: i64) -> Result<Option<i64>, ProfileError> {
         match self.table.get(k) {
             None => Ok(None),

@@ -27,13 +27,14 @@ impl<'a> Args<'a> {
             ));
         }
         let batch = if self.verb == Verb::InsertMany {
-            self.int("batch", 1, MAX_BATCH)?.ok_or_else(|| {
+            let batch = self.int("batch", 1, MAX_BATCH)?.ok_or_else(|| {
                 self.err(
                     "",
                     "insertMany needs `batch`, the documents per command",
                     "batch = 100",
                 )
-            })? as u32
+            })?;
+            u32::try_from(batch).unwrap_or(u32::MAX)
         } else {
             1
         };
@@ -62,16 +63,12 @@ impl<'a> Args<'a> {
                 projection,
                 let_vars,
                 sort: self.sort()?,
-                skip: self.int("skip", 0, i64::MAX)?.map(|n| n as u64),
+                skip: self.int_as::<u64>("skip", 0, i64::MAX)?,
                 limit,
-                batch_size: self
-                    .int("batchSize", 0, i64::from(i32::MAX))?
-                    .map(|n| n as u32),
+                batch_size: self.int_as::<u32>("batchSize", 0, i64::from(i32::MAX))?,
                 hint: self.hint()?,
                 collation: self.doc("collation", "{ locale = \"en\" }")?,
-                max_time_ms: self
-                    .int("maxTimeMS", 0, i64::from(i32::MAX))?
-                    .map(|n| n as u64),
+                max_time_ms: self.int_as::<u64>("maxTimeMS", 0, i64::from(i32::MAX))?,
             },
         })))
     }
@@ -92,13 +89,9 @@ impl<'a> Args<'a> {
         Ok(Command::Aggregate(Arc::new(Aggregate {
             pipeline,
             allow_disk_use: self.bool("allowDiskUse")?,
-            batch_size: self
-                .int("batchSize", 0, i64::from(i32::MAX))?
-                .map(|n| n as u32),
+            batch_size: self.int_as::<u32>("batchSize", 0, i64::from(i32::MAX))?,
             hint: self.hint()?,
-            max_time_ms: self
-                .int("maxTimeMS", 0, i64::from(i32::MAX))?
-                .map(|n| n as u64),
+            max_time_ms: self.int_as::<u64>("maxTimeMS", 0, i64::from(i32::MAX))?,
         })))
     }
 
@@ -107,8 +100,8 @@ impl<'a> Args<'a> {
         let filter = self.doc_filter()?;
         Ok(Command::Count(Arc::new(Count {
             filter,
-            skip: self.int("skip", 0, i64::MAX)?.map(|n| n as u64),
-            limit: self.int("limit", 1, i64::MAX)?.map(|n| n as u64),
+            skip: self.int_as::<u64>("skip", 0, i64::MAX)?,
+            limit: self.int_as::<u64>("limit", 1, i64::MAX)?,
             hint: self.hint()?,
         })))
     }

@@ -231,7 +231,7 @@ impl<'a> Translator<'a> {
                     return Ok(step(&row, &coll, "bulkWrite", Toml::Table(args)));
                 }
                 put(&mut args, "document", Some(first));
-                args.insert("batch".into(), Toml::Integer(docs.len() as i64));
+                args.insert("batch".into(), Toml::Integer(crate::num::signed(docs.len())));
                 "insertMany"
             }
             "find" | "findOne" => {
@@ -361,7 +361,7 @@ impl<'a> Translator<'a> {
             let value = if k == "MaxTime" {
                 Toml::Integer(
                     duration(v)
-                        .map(|d| d.as_millis() as i64)
+                        .map(|d| crate::num::signed(d.as_millis()))
                         .ok_or(format!("`MaxTime: {}` is not a duration", show(v)))?,
                 )
             } else {

@@ -88,7 +88,9 @@ impl<'a> Translator<'a> {
         let count = (actor.kind == "CrudActor" && cx.get("Collection").is_none())
             .then(|| cx.get("CollectionCount").and_then(number))
             .flatten()
-            .map_or(1, |n| n as u32);
+            .map_or(1, |n| {
+                u32::try_from(crate::num::whole(n.trunc())).unwrap_or(u32::MAX)
+            });
         if count > 1 {
             return self.split(g, actor, &database, count);
         }
@@ -125,7 +127,8 @@ impl<'a> Translator<'a> {
                         actor.kind
                     ),
                 )
-            })? as u64;
+            })
+            .map(crate::num::whole)?;
         let drawn = if query { count + 1 } else { count };
         if drawn > MAX_GROUPS as u64 {
             return Err(self.refuse(
@@ -210,7 +213,7 @@ impl<'a> Translator<'a> {
             let key = self.collection(database, &format!("Collection{k}"));
             let mut one = g.clone();
             one.insert("name".into(), Toml::String(format!("{name}.Collection{k}")));
-            one.insert("threads".into(), Toml::Integer(threads as i64));
+            one.insert("threads".into(), Toml::Integer(crate::num::signed(threads)));
             if one.get("collection").and_then(Toml::as_str) == Some(first.as_str()) {
                 one.insert("collection".into(), Toml::String(key.clone()));
             }
@@ -446,7 +449,7 @@ impl<'a> Translator<'a> {
 fn whole(v: &Yaml) -> Option<i64> {
     number(v)
         .filter(|n| *n >= 0.0 && n.fract() == 0.0)
-        .map(|n| n as i64)
+        .map(crate::num::whole_signed)
 }
 
 /// A duration as the profile writes it (`10s`).

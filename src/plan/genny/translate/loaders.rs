@@ -17,7 +17,7 @@ impl<'a> Translator<'a> {
             .get("DocumentCount")
             .and_then(number)
             .filter(|n| *n >= 0.0 && n.fract() == 0.0)
-            .map(|n| n as i64)
+            .map(crate::num::whole_signed)
             .ok_or_else(|| {
                 self.refuse(
                     Some(name),
@@ -49,7 +49,7 @@ impl<'a> Translator<'a> {
         let batch = cx
             .get("BatchSize")
             .and_then(number)
-            .map_or(1000, |n| n as i64);
+            .map_or(1000, |n| crate::num::whole_signed(n.trunc()));
         let load = Load {
             documents,
             batch,
@@ -175,7 +175,7 @@ impl<'a> Translator<'a> {
             cx.get(k)
                 .and_then(number)
                 .filter(|n| *n >= 0.0 && n.fract() == 0.0)
-                .map(|n| n as i64)
+                .map(crate::num::whole_signed)
                 .ok_or_else(|| {
                     self.refuse(
                         Some(name),
@@ -214,7 +214,9 @@ impl<'a> Translator<'a> {
                 .phase
                 .get("Threads")
                 .and_then(number)
-                .map_or(i64::from(actor.threads), |n| n as i64)
+                .map_or(i64::from(actor.threads), |n| {
+                    crate::num::whole_signed(n.trunc())
+                })
                 .max(1);
             let per = count / phase_threads;
             for t in 0..i64::from(actor.threads) {

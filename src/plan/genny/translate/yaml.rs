@@ -101,7 +101,9 @@ pub(super) fn write_concern(v: &Yaml) -> Option<Toml> {
     let mut t = toml::Table::new();
     let w = match level {
         Yaml::String(s) if s == "majority" => Toml::String("majority".into()),
-        other => Toml::Integer(number(other).filter(|n| *n >= 0.0 && n.fract() == 0.0)? as i64),
+        other => Toml::Integer(crate::num::whole_signed(
+            number(other).filter(|n| *n >= 0.0 && n.fract() == 0.0)?,
+        )),
     };
     t.insert("w".into(), w);
     if let Some(j) = v.get("Journal").and_then(Yaml::as_bool) {
@@ -162,7 +164,7 @@ pub(super) fn read_preference(v: &Yaml) -> Option<Toml> {
     t.insert("mode".into(), Toml::String(mode.into()));
     t.insert(
         "maxStalenessSeconds".into(),
-        Toml::Integer(duration(stale)?.as_secs() as i64),
+        Toml::Integer(crate::num::signed(duration(stale)?.as_secs())),
     );
     Some(Toml::Table(t))
 }

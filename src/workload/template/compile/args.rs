@@ -254,6 +254,12 @@ pub(super) fn kind(b: &Bson) -> String {
 }
 
 /// An integer, or a double that is a whole number within the range of one.
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    reason = "a whole double below 9.2e18, inside i64"
+)]
 pub(super) fn whole(b: &Bson) -> Option<i64> {
     match b {
         Bson::Int32(i) => Some(i64::from(*i)),

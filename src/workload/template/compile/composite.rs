@@ -38,6 +38,12 @@ pub(super) fn inc(a: &Args) -> Result<Gen, GenError> {
     }))
 }
 
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    reason = "a number of elements bounded by the arguments' checks"
+)]
 pub(super) fn array(a: &Args) -> Result<Node, GenError> {
     a.allow(&["of", "number", "distinct"])?;
     let of = a.node(a.need("of")?, &a.path("of"))?;
@@ -139,7 +145,7 @@ pub(super) fn choose_from_dataset(a: &Args) -> Result<Gen, GenError> {
     let lines = dataset::load(&path, a.o.base_dir.as_deref()).map_err(|e| a.err("path", e))?;
     let sequential = a.flag("sequential")?;
     let start = a.int_or("startFromLine", 0)?;
-    if start < 0 || start as u64 >= lines.len() as u64 {
+    if start < 0 || start.unsigned_abs() >= lines.len() as u64 {
         return Err(a.err(
             "startFromLine",
             format!(

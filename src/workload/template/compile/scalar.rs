@@ -294,6 +294,12 @@ pub(super) fn show_ms(ms: i64) -> String {
         .unwrap_or_else(|_| format!("{ms} ms"))
 }
 
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    reason = "milliseconds since the epoch now fit an i64"
+)]
 pub(super) fn random_date(a: &Args) -> Result<Gen, GenError> {
     // genny's range leaves out max; mongo-stress's own includes it.
     let exclusive = a.o.genny;

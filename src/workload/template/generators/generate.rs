@@ -3,6 +3,12 @@
 use super::*;
 
 impl Gen {
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_possible_wrap,
+        reason = "genny's IP draw is from 0 to i32::MAX, a constant that fits a u32"
+    )]
     pub(crate) fn generate(&self, cx: &mut Cx<'_>) -> Bson {
         match self {
             Gen::Int(g) => Bson::Int64(int(g, cx)),
@@ -94,6 +100,12 @@ impl Gen {
     }
 }
 
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    reason = "genny's distributions' draws as integers, as its C++ casts them (a draw above i64::MAX saturates)"
+)]
 fn int(g: &IntGen, cx: &mut Cx<'_>) -> i64 {
     match g {
         IntGen::Uniform(u) => u.sample(cx.rng),
@@ -150,6 +162,12 @@ fn string(g: &StrGen, cx: &mut Cx<'_>) -> String {
     }
 }
 
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    reason = "an index within the list: the remainder of its (small) length"
+)]
 fn choose(g: &ChooseGen, cx: &mut Cx<'_>) -> Bson {
     let i = match &g.pick {
         Pick::Uniform(u) => u.sample(cx.rng),
@@ -209,6 +227,12 @@ fn repeat(g: &RepeatGen, cx: &mut Cx<'_>) -> Bson {
     }
 }
 
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    reason = "an index within the data set: the remainder of its length"
+)]
 fn dataset(g: &DatasetGen, cx: &mut Cx<'_>) -> String {
     let len = g.lines.len();
     let i = match g.sequential {

@@ -38,6 +38,12 @@ pub(crate) fn cycle(g: &CycleGen, cx: &mut Cx<'_>) -> Bson {
 
 /// genny's `^FastRandomString`: each character from six bits of a 64-bit draw (ten characters a
 /// draw), the alphabet's `(bits & 0x2f) % len`-th.
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    reason = "genny's fast string: the low bits of a random word index its alphabet"
+)]
 pub(crate) fn fast_string(g: &StrGen, n: usize, cx: &mut Cx<'_>) -> String {
     let len = g.chars.len() as u64;
     let mut out = String::with_capacity(n);
@@ -127,6 +133,12 @@ pub(crate) fn take(map: &mut FreqMap, cx: &mut Cx<'_>) -> Option<String> {
     Some(s)
 }
 
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    reason = "genny's integer of a double: its C++ cast, saturating here"
+)]
 pub(crate) fn to_i64(b: &Bson) -> Option<i64> {
     match b {
         Bson::Int32(i) => Some(i64::from(*i)),
@@ -167,6 +179,12 @@ pub(crate) fn uuid_of(b: Bson) -> Bson {
     }
 }
 
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    reason = "a hex digit is below 16"
+)]
 pub(crate) fn parse_uuid_hex(s: &str) -> Option<[u8; 16]> {
     let digits: Vec<u8> = s
         .bytes()
