@@ -475,8 +475,9 @@ fn resumed(
 }
 
 /// The stream after it broke (the `broken`th time with no event between) past the driver's
-/// own resume: opened again from its last token (`token`), unless the error is one another try cannot
-/// mend or it broke too often; Err with why it cannot go on (None: the run was stopped).
+/// own resume: opened again from its last token (`token`), unless the error is one another
+/// try cannot mend or it broke too often; Err with why it cannot go on (None: the run was
+/// stopped).
 async fn mend(
     client: &mongodb::Client,
     w: &WatchPlan,

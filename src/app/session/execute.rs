@@ -208,8 +208,6 @@ impl<B: Backend + Clone> Session<'_, B> {
         }
     }
 
-    /// The recorder of one run: the error-rate stop (with the run's stop token and where it
-    /// says why) watches it, the live lines hang on it.
     /// On a terminal with `--live`, the live lines are bars; the stage lines go through them
     /// too.
     fn bars(&self) -> Option<MultiProgress> {
@@ -242,6 +240,8 @@ impl<B: Backend + Clone> Session<'_, B> {
         }
     }
 
+    /// The recorder of one run: the error-rate stop (with the run's stop token and where it
+    /// says why) watches it, the live lines hang on it.
     pub(super) fn recorder(
         &self,
         clock: Clock,
@@ -410,7 +410,6 @@ impl<B: Backend + Clone> Session<'_, B> {
         }
     }
 
-    /// Every stage in order until the run's stop: when each ran, and what failed inside.
     /// The stages, with the faults from the first stage's start: none begins after the
     /// stages end, and one going on is seen through (a killed server is started again) before
     /// the audit.
@@ -438,6 +437,7 @@ impl<B: Backend + Clone> Session<'_, B> {
         (stages, faults)
     }
 
+    /// Every stage in order until the run's stop: when each ran, and what failed inside.
     pub(super) async fn stages(
         &self,
         ctx: &Arc<Context<B>>,
