@@ -151,16 +151,14 @@ impl Sides<'_> {
                 &mut self.rng,
             ),
         };
-        Cell {
-            label: label.clone(),
+        let noise = if by_runs { "runs" } else { "intervals" };
+        Cell::judged(
+            (base_label, label),
             metric,
-            base: bv,
-            new: nv,
-            change_pct: members::change_pct(Some(bv), Some(nv)),
-            verdict: Verdict::of(judged, spans, (nv > bv) == metric.higher_is_better()),
-            noise: if by_runs { "runs" } else { "intervals" }.into(),
-            base_label: (base_label != label).then(|| base_label.clone()),
-        }
+            (bv, nv),
+            (judged, spans),
+            noise,
+        )
     }
 
     /// One of `EXTRA`, where either side has it, judged over runs only.
@@ -196,16 +194,37 @@ impl Sides<'_> {
         } else {
             None
         };
-        Some(Cell {
+        let cell = Cell::judged(
+            (base_label, label),
+            metric,
+            (bv, nv),
+            (judged, spans),
+            "runs",
+        );
+        Some(cell)
+    }
+}
+
+impl Cell {
+    /// A row's metric, base against new, with its verdict: a difference beyond the noise
+    /// (`judged`), or none, or not judged (`spans`: the row spans a live change).
+    fn judged(
+        (base_label, label): (&Label, &Label),
+        metric: Compared,
+        (bv, nv): (f64, f64),
+        (judged, spans): (Option<bool>, bool),
+        noise: &str,
+    ) -> Cell {
+        Cell {
             label: label.clone(),
             metric,
             base: bv,
             new: nv,
             change_pct: members::change_pct(Some(bv), Some(nv)),
             verdict: Verdict::of(judged, spans, (nv > bv) == metric.higher_is_better()),
-            noise: "runs".into(),
+            noise: noise.into(),
             base_label: (base_label != label).then(|| base_label.clone()),
-        })
+        }
     }
 }
 

@@ -254,15 +254,7 @@ impl<'a> Translator<'a> {
             None if actor.phases.len() > 1 => format!("{name}.{p}"),
             None => name.to_string(),
         };
-        let base = group_name.replace([':', '@'], "_");
-        if self.names.insert(base.clone()) {
-            return base;
-        }
-        let mut n = 2;
-        while !self.names.insert(format!("{base}.{n}")) {
-            n += 1;
-        }
-        format!("{base}.{n}")
+        self.unique(group_name.replace([':', '@'], "_"))
     }
 
     /// QuiesceActor: an fsync to admin (genny also waits for the secondaries' oplog and
