@@ -127,7 +127,6 @@ pub(crate) fn build(
         window_s,
         operations,
         database: database.as_deref(),
-        text: String::new(),
         names: HashMap::new(),
     }
     .render(name, source);

@@ -583,18 +583,6 @@ pub(super) fn op_name(s: &Seen, taken: &mut BTreeSet<String>) -> String {
     name
 }
 
-/// A TOML key, bare when it may be.
-pub(super) fn key(k: &str) -> String {
-    if !k.is_empty()
-        && k.chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-    {
-        k.to_string()
-    } else {
-        Value::String(k.to_string()).to_string()
-    }
-}
-
 /// The indexes a plan summary names (`IXSCAN { status: 1, created: -1 }`), as key documents.
 pub(super) fn plan_indexes(plan: &str) -> Vec<Vec<(String, i64)>> {
     let mut out = Vec::new();

@@ -1,7 +1,53 @@
-//! Rendering: the profile's TOML text (collections with their indexes and preloads, groups at the
-//! observed rates) from the chosen shapes and fitted fields.
+//! Rendering: the profile (collections with their indexes and preloads, groups at the observed
+//! rates) from the chosen shapes and fitted fields, as a TOML document (`toml_edit`) whose
+//! comments say where each number comes from; its text is the document's.
+
+use toml_edit::{Array, ArrayOfTables, DocumentMut, Item, Table};
 
 use super::*;
+
+/// A value of the profile with a comment after it (`threads = 3  # connections seen: 1`).
+fn noted(value: impl Into<toml_edit::Value>, note: &str) -> Item {
+    let mut v: toml_edit::Value = value.into();
+    v.decor_mut().set_suffix(format!("  # {note}"));
+    Item::Value(v)
+}
+
+/// A value given as TOML text, as the document's own; text that does not parse back (a
+/// `toml::Value`'s and `rate_text`'s always do) is kept as a string.
+fn from_text(text: String) -> toml_edit::Value {
+    text.parse::<toml_edit::Value>()
+        .unwrap_or_else(|_| toml_edit::Value::from(text))
+}
+
+/// A fitted template's or generator's value (`toml::Value`), as the document's own.
+fn parsed(value: &Value) -> Item {
+    Item::Value(from_text(value.to_string()))
+}
+
+/// Comment lines, each `# ...`, to stand before a key or a header.
+fn comment_lines(lines: &[String]) -> String {
+    lines.iter().map(|l| format!("# {l}\n")).collect()
+}
+
+/// Puts `lines` as comments on the line before `key` of `table`.
+fn comment_before(table: &mut Table, key: &str, lines: &[String]) {
+    if lines.is_empty() {
+        return;
+    }
+    if let Some(mut k) = table.key_mut(key) {
+        k.leaf_decor_mut().set_prefix(comment_lines(lines));
+    }
+}
+
+/// A table whose header is written on a line of its own after a blank line (`[[group]]`), or
+/// right after what comes before (`[collection.document]`).
+fn table(blank_before: bool) -> Table {
+    let mut t = Table::new();
+    t.decor_mut()
+        .set_prefix(if blank_before { "\n" } else { "" });
+    t
+}
 
 /// The emitted shapes of one `[[group]]`: a thread group's on one collection, or one
 /// transaction shape's steps.
@@ -28,8 +74,8 @@ pub(super) struct Load {
     pub(super) threads: usize,
 }
 
-/// Writes the profile's text: what it is made from, and the emitted shapes' collections and
-/// groups; keeps each emitted shape's name for the account.
+/// Makes the profile: what it is made from, and the emitted shapes' collections and groups;
+/// keeps each emitted shape's name for the account.
 pub(super) struct Renderer<'a> {
     pub(super) seen: &'a [Seen],
     pub(super) emitted: &'a [usize],
@@ -39,8 +85,6 @@ pub(super) struct Renderer<'a> {
     pub(super) window_s: f64,
     pub(super) operations: u64,
     pub(super) database: Option<&'a str>,
-    /// The profile written so far.
-    pub(super) text: String,
     /// Emitted shape (index in `seen`) -> `group:name`, or a step's group and position.
     pub(super) names: HashMap<usize, String>,
 }
@@ -48,10 +92,13 @@ pub(super) struct Renderer<'a> {
 impl Renderer<'_> {
     /// The profile's text and each emitted shape's name.
     pub(super) fn render(mut self, name: &str, source: &str) -> (String, HashMap<usize, String>) {
-        self.header(name, source);
-        for coll in self.collection_names() {
-            self.collection(&coll);
-        }
+        let mut doc = self.header(name, source);
+        let collections: ArrayOfTables = self
+            .collection_names()
+            .iter()
+            .map(|coll| self.collection(coll))
+            .collect();
+        doc.insert("collection", Item::ArrayOfTables(collections));
         // Groups: per (group, collection), in the order of their first shape; a group per
         // transaction shape.
         let groups = self.groups();
@@ -63,51 +110,63 @@ impl Renderer<'_> {
                 m
             });
         let mut group_names: BTreeSet<String> = BTreeSet::new();
+        let mut tables = ArrayOfTables::new();
         for g in &groups {
             let gname = group_name(g, &per_group_coll, &mut group_names);
-            self.group(&gname, g);
+            tables.push(self.group(&gname, g));
         }
-        (self.text, self.names)
+        doc.insert("group", Item::ArrayOfTables(tables));
+        (doc.to_string(), self.names)
     }
 
-    /// The comments on where the profile comes from, its name and its `[target]`.
-    pub(super) fn header(&mut self, name: &str, source: &str) {
+    /// Where the profile comes from (comments), its name and its `[target]`.
+    pub(super) fn header(&self, name: &str, source: &str) -> DocumentMut {
         let (seen, emitted) = (self.seen, self.emitted);
-        let (operations, window_s, t) = (self.operations, self.window_s, &mut self.text);
         let heads = || emitted.iter().filter(|&&i| seen[i].pos() == 0);
         let covered: u64 = heads().map(|&i| seen[i].count).sum();
-        let _ = writeln!(t, "# Captured by mongo-stress capture from {source}.");
-        let _ =
-            writeln!(
-            t,
-            "# {operations} operations seen over {window_s:.1} s (the rates are over that span); {} shapes emitted cover {:.1} % of them.",
-            heads().count(),
-            if operations > 0 { 100.0 * crate::num::real(covered) / crate::num::real(operations) } else { 0.0 }
-        );
+        let mut about = vec![
+            format!("Captured by mongo-stress capture from {source}."),
+            format!(
+                "{} operations seen over {:.1} s (the rates are over that span); {} shapes emitted cover {:.1} % of them.",
+                self.operations,
+                self.window_s,
+                heads().count(),
+                share_pct(covered, self.operations)
+            ),
+        ];
         if !self.opts.keep_values {
-            let _ = writeln!(
-                t,
-                "# No observed value is written: strings are placeholders with the observed frequencies,\n# numbers and dates the observed ranges (--keep-values writes the values)."
+            about.push("No observed value is written: strings are placeholders with the observed frequencies,".into());
+            about.push(
+                "numbers and dates the observed ranges (--keep-values writes the values).".into(),
             );
         }
-        let _ = writeln!(t, "name = {}", Value::String(name.to_string()));
-        let _ = writeln!(
-            t,
-            "description = {}",
-            Value::String(format!(
+        let mut doc = DocumentMut::new();
+        doc.insert("name", toml_edit::value(name));
+        doc.insert(
+            "description",
+            toml_edit::value(format!(
                 "captured from {source}, rates x {}",
                 self.opts.scale
-            ))
+            )),
         );
+        comment_before(doc.as_table_mut(), "name", &about);
         // Another database than the source's: the collections are dropped before each run, so a
         // run pointed at the source by mistake must never drop the source's own.
         let source_db = self.database.unwrap_or("test");
-        let _ = writeln!(
-            t,
-            "\n# The source's database is {}; this one is named apart so that a run against the source\n# never drops its collections (rename it to use the same names elsewhere).\n[target]\ndatabase = {}",
-            Value::String(source_db.to_string()),
-            Value::String(replay_database(source_db))
-        );
+        let mut target = Table::new();
+        target.insert("database", toml_edit::value(replay_database(source_db)));
+        target.decor_mut().set_prefix(format!(
+            "\n{}",
+            comment_lines(&[
+                format!(
+                    "The source's database is {}; this one is named apart so that a run against the source",
+                    Value::String(source_db.to_string())
+                ),
+                "never drops its collections (rename it to use the same names elsewhere).".into(),
+            ])
+        ));
+        doc.insert("target", Item::Table(target));
+        doc
     }
 
     /// The emitted shapes' collections, in the order of their first shape.
@@ -122,54 +181,66 @@ impl Renderer<'_> {
     }
 
     /// One `[[collection]]`: its preload, indexes and document template.
-    pub(super) fn collection(&mut self, coll: &str) {
+    pub(super) fn collection(&self, coll: &str) -> Table {
         let (db, infos) = (self.database.unwrap_or(""), self.infos);
         let info = infos.get(&(db.to_string(), coll.to_string()));
-        let t = &mut self.text;
-        let _ = writeln!(
-            t,
-            "\n[[collection]]\nname = {}\ndrop = true",
-            Value::String(coll.to_string())
-        );
-        match info.and_then(|i| i.count) {
+        let mut t = table(true);
+        t.insert("name", toml_edit::value(coll));
+        t.insert("drop", toml_edit::value(true));
+        let preload = match info.and_then(|i| i.count) {
             Some(n) => {
                 let preload = n.min(self.opts.preload_cap);
                 let note = if n > preload {
                     format!(
-                        "  # the server held {n} documents (capped at {})",
+                        "the server held {n} documents (capped at {})",
                         self.opts.preload_cap
                     )
                 } else {
-                    format!("  # the server held {n} documents")
+                    format!("the server held {n} documents")
                 };
-                let _ = writeln!(t, "preload = {preload}{note}");
+                noted(i64::try_from(preload).unwrap_or(i64::MAX), &note)
             }
-            None => {
-                let _ = writeln!(t, "preload = 1000  # the real count is unknown here (capture with --uri to read it)");
-            }
-        }
-        self.indexes(coll, info);
-        self.document(coll, info);
+            None => noted(
+                1000,
+                "the real count is unknown here (capture with --uri to read it)",
+            ),
+        };
+        t.insert("preload", preload);
+        self.indexes(&mut t, coll, info);
+        t.insert("document", Item::Table(self.document(coll, info)));
+        t
     }
 
     /// A collection's `indexes`: the server's when it listed them, else the ones the plans
     /// named.
-    pub(super) fn indexes(&mut self, coll: &str, info: Option<&CollectionInfo>) {
+    pub(super) fn indexes(&self, t: &mut Table, coll: &str, info: Option<&CollectionInfo>) {
         let mut idx: Vec<String> = info
             .map(|info| info.indexes.iter().map(index_spec).collect())
             .unwrap_or_default();
         let from_server = info.is_some_and(|i| !i.indexes.is_empty());
         if !from_server {
             idx.extend(self.plan_named_indexes(coll));
-            if !idx.is_empty() {
-                let _ = writeln!(
-                    self.text,
-                    "# indexes: the ones the plans named (no --uri to list the server's)"
-                );
-            }
         }
-        if !idx.is_empty() {
-            let _ = writeln!(self.text, "indexes = [\n  {},\n]", idx.join(",\n  "));
+        if idx.is_empty() {
+            return;
+        }
+        // One index a line.
+        let mut list = Array::new();
+        for spec in &idx {
+            let mut v = from_text(spec.clone());
+            v.decor_mut().set_prefix("\n  ");
+            v.decor_mut().set_suffix("");
+            list.push_formatted(v);
+        }
+        list.set_trailing_comma(true);
+        list.set_trailing("\n");
+        t.insert("indexes", toml_edit::value(list));
+        if !from_server {
+            comment_before(
+                t,
+                "indexes",
+                &["indexes: the ones the plans named (no --uri to list the server's)".into()],
+            );
         }
     }
 
@@ -200,41 +271,51 @@ impl Renderer<'_> {
             .collect()
     }
 
-    /// A collection's `[collection.document]`: its fitted template.
-    pub(super) fn document(&mut self, coll: &str, info: Option<&CollectionInfo>) {
-        let t = &mut self.text;
-        let _ = writeln!(t, "[collection.document]");
+    /// A collection's `[collection.document]`: its fitted template, with where its fields
+    /// come from in comments before them.
+    pub(super) fn document(&self, coll: &str, info: Option<&CollectionInfo>) -> Table {
+        let mut notes = Vec::new();
         if let Some(size) = info.and_then(|i| i.avg_size) {
-            let _ = writeln!(t, "# the sampled documents average {size:.0} bytes");
+            notes.push(format!("the sampled documents average {size:.0} bytes"));
         }
+        let mut t = table(false);
         if let Some((tmpl, synthetic)) = self.fields.templates.get(coll) {
             if *synthetic {
-                let _ = writeln!(
-                    t,
-                    "# synthetic: made from the fields the operations use (no sampled documents)"
+                notes.push(
+                    "synthetic: made from the fields the operations use (no sampled documents)"
+                        .into(),
                 );
             }
             for ((c, f), (target, n)) in &self.fields.references {
                 if c == coll {
-                    let _ = writeln!(
-                        t,
-                        "# {f}: the _ids of {target}, which the replay preloads as 0 .. {}: it references them as the source did",
+                    notes.push(format!(
+                        "{f}: the _ids of {target}, which the replay preloads as 0 .. {}: it references them as the source did",
                         n.saturating_sub(1)
-                    );
+                    ));
                 }
             }
             for ((c, f), k) in &self.fields.selecting {
                 if c == coll {
-                    let _ = writeln!(
-                        t,
-                        "# {f}: operations select by it; about {k} distinct values in the source, drawn alike by the documents and the queries"
-                    );
+                    notes.push(format!(
+                        "{f}: operations select by it; about {k} distinct values in the source, drawn alike by the documents and the queries"
+                    ));
                 }
             }
             for (k, v) in tmpl {
-                let _ = writeln!(t, "{} = {v}", key(k));
+                t.insert(k, parsed(v));
             }
         }
+        let first = t.iter().next().map(|(k, _)| k.to_string());
+        match first {
+            Some(first) => comment_before(&mut t, &first, &notes),
+            // No field: the notes follow the header.
+            None if !notes.is_empty() => {
+                t.decor_mut()
+                    .set_suffix(format!("\n{}", comment_lines(&notes).trim_end()));
+            }
+            None => {}
+        }
+        t
     }
 
     /// The emitted shapes gathered into groups, in the order of their first shape.
@@ -329,7 +410,7 @@ impl Renderer<'_> {
 
     /// One `[[group]]` named `gname`: its threads, rate and duration, then its operations or
     /// steps.
-    pub(super) fn group(&mut self, gname: &str, g: &Grouped) {
+    pub(super) fn group(&mut self, gname: &str, g: &Grouped) -> Table {
         let Load {
             count,
             observed_rate,
@@ -338,43 +419,59 @@ impl Renderer<'_> {
             peak,
             threads,
         } = self.load(g);
-        let (operations, t) = (self.operations, &mut self.text);
         let duration = crate::num::whole(self.window_s).clamp(10, 600);
-        let _ = writeln!(
-            t,
-            "\n[[group]]\nname = {}\ncollection = {}",
-            Value::String(gname.to_string()),
-            Value::String(g.coll.clone())
+        let mut t = table(true);
+        t.insert("name", toml_edit::value(gname));
+        t.insert("collection", toml_edit::value(g.coll.as_str()));
+        t.insert(
+            "threads",
+            noted(
+                i64::try_from(threads).unwrap_or(i64::MAX),
+                &format!("connections seen: {conns}, most operations in flight at once: {peak}"),
+            ),
         );
-        let _ = writeln!(
-            t,
-            "threads = {threads}  # connections seen: {conns}, most operations in flight at once: {peak}",
+        t.insert(
+            "rate",
+            noted(
+                rate_value(rate),
+                &format!(
+                    "observed {observed_rate:.2}/s x --scale {}",
+                    self.opts.scale
+                ),
+            ),
         );
-        let _ = writeln!(
-            t,
-            "rate = {}  # observed {observed_rate:.2}/s x --scale {}",
-            rate_text(rate),
-            self.opts.scale
-        );
-        let _ = writeln!(t, "duration = \"{duration}s\"");
+        t.insert("duration", toml_edit::value(format!("{duration}s")));
         if self.fields.skewed.contains(&g.coll) {
-            let _ = writeln!(
-                t,
-                "keys = \"zipfian\"  # a tenth of the _ids seen took half the hits or more"
+            t.insert(
+                "keys",
+                noted(
+                    "zipfian",
+                    "a tenth of the _ids seen took half the hits or more",
+                ),
             );
         }
         if g.unit.is_some() {
-            let _ = writeln!(
-                t,
-                "transaction = true  # {count} transactions of {} statements seen whole ({:.1} % of the operations)",
-                g.members.len(),
-                if operations > 0 { 100.0 * crate::num::real(count) / crate::num::real(operations) } else { 0.0 }
+            t.insert(
+                "transaction",
+                noted(
+                    true,
+                    &format!(
+                        "{count} transactions of {} statements seen whole ({:.1} % of the operations)",
+                        g.members.len(),
+                        share_pct(count, self.operations)
+                    ),
+                ),
             );
         }
         let mut taken = BTreeSet::new();
-        for &i in &g.members {
-            self.member(i, gname, &g.coll, &mut taken);
-        }
+        let members: ArrayOfTables = g
+            .members
+            .iter()
+            .map(|&i| self.member(i, gname, &g.coll, &mut taken))
+            .collect();
+        let list = if g.unit.is_some() { "steps" } else { "ops" };
+        t.insert(list, Item::ArrayOfTables(members));
+        t
     }
 
     /// Shape `i` of group `gname` (on collection `coll`): a `[[group.steps]]` of a transaction
@@ -385,52 +482,58 @@ impl Renderer<'_> {
         gname: &str,
         coll: &str,
         taken: &mut BTreeSet<String>,
-    ) {
+    ) -> Table {
         let (seen, fields, operations) = (self.seen, self.fields, self.operations);
-        let (s, t) = (&seen[i], &mut self.text);
+        let s = &seen[i];
         let ms = s.sorted_ms();
         let q = |p: f64| quantile(&ms, p);
         let plan = s.plan().map(|p| format!(", plan {p}")).unwrap_or_default();
-        if let Some(step) = &s.txn {
+        let mut t = table(false);
+        let note = if let Some(step) = &s.txn {
             self.names
                 .insert(i, format!("{gname} step {}/{}", step.pos + 1, step.of));
-            let _ = writeln!(t, "[[group.steps]]");
             if s.coll != *coll {
-                let _ = writeln!(t, "collection = {}", Value::String(s.coll.clone()));
+                t.insert("collection", toml_edit::value(s.coll.as_str()));
             }
-            let _ = writeln!(
-                t,
-                "# source p50 {:.1} ms, p95 {:.1} ms{plan}",
-                q(0.5),
-                q(0.95)
-            );
+            format!("source p50 {:.1} ms, p95 {:.1} ms{plan}", q(0.5), q(0.95))
         } else {
             let oname = op_name(s, taken);
             self.names.insert(i, format!("{gname}:{oname}"));
-            let _ = writeln!(
-                t,
-                "[[group.ops]]\nname = {}\nweight = {}",
-                Value::String(oname),
-                s.count
+            t.insert("name", toml_edit::value(oname));
+            t.insert(
+                "weight",
+                toml_edit::value(i64::try_from(s.count).unwrap_or(i64::MAX)),
             );
-            let _ = writeln!(
-                t,
-                "# {} operations ({:.1} %), source p50 {:.1} ms, p95 {:.1} ms{plan}",
+            format!(
+                "{} operations ({:.1} %), source p50 {:.1} ms, p95 {:.1} ms{plan}",
                 s.count,
-                if operations > 0 {
-                    100.0 * crate::num::real(s.count) / crate::num::real(operations)
-                } else {
-                    0.0
-                },
+                share_pct(s.count, operations),
                 q(0.5),
                 q(0.95)
-            );
-        }
+            )
+        };
         let args = to_toml(&Bson::Document(s.op.args.clone()), &|slot| {
             Some(slot_value(s, slot, fields))
         });
-        let _ = writeln!(t, "{} = {args}", s.op.verb.name());
+        let verb = s.op.verb.name();
+        t.insert(verb, parsed(&args));
+        comment_before(&mut t, verb, &[note]);
+        t
     }
+}
+
+/// `part` of `whole` in percent; 0 of nothing.
+fn share_pct(part: u64, whole: u64) -> f64 {
+    if whole > 0 {
+        100.0 * crate::num::real(part) / crate::num::real(whole)
+    } else {
+        0.0
+    }
+}
+
+/// A rate as the profile writes it (`rate_text`): a whole number when it is one.
+fn rate_value(rate: f64) -> toml_edit::Value {
+    from_text(rate_text(rate))
 }
 
 /// A server index (`listIndexes`) as the profile's index spec: its keys and options.
