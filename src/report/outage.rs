@@ -17,6 +17,11 @@ fn faults(run: &RunResult, prefix: &str, out: &mut dyn Write) -> std::io::Result
             };
             let back = match r.throughput_back_secs {
                 Some(s) => format!("back to its {:.0}/s of before after {s:.2}s", r.rate_before),
+                // No success in the whole seconds before it (a fault in the run's first
+                // seconds, whose first is partial and left out; a group not started yet).
+                None if r.rate_before == 0.0 => {
+                    "not compared: nothing succeeded in a whole second before it".to_string()
+                }
                 None => format!(
                     "not back to its {:.0}/s of before within the run",
                     r.rate_before
