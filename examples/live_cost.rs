@@ -26,7 +26,7 @@ use mongo_stress::executor::steer::Steer;
 use mongo_stress::metrics::interval::{Spares, Tag};
 use mongo_stress::metrics::sample::GroupId;
 use mongo_stress::metrics::{
-    Activity, Clock, GroupMetrics, IntervalBatch, IntervalHist, IntervalView, Label, Sample,
+    Activity, Clock, GroupMetrics, IntervalBatch, IntervalHist, Label, Output, RunEvent, Sample,
 };
 use mongo_stress::plan::{profile, RunPlan};
 use mongo_stress::watch::{Options, Page, View};
@@ -110,8 +110,15 @@ fn rounds(view: &mut View, plan: &RunPlan, totals: &[GroupMetrics], x: &mut u64)
             activity,
             spares: Spares::default(),
         };
+        let batch = Arc::new(batch);
+        let interval = RunEvent::Interval(mongo_stress::metrics::Closed {
+            batch: &batch,
+            totals,
+            segments: &[],
+            elapsed: Duration::from_secs(1),
+        });
         let t = clock_ns(libc::CLOCK_THREAD_CPUTIME_ID);
-        view.closed(&batch, totals, &[], false);
+        view.event(&interval);
         own += clock_ns(libc::CLOCK_THREAD_CPUTIME_ID) - t;
         // The viewers' threads have their interval to write it out, as in a run.
         std::thread::sleep(Duration::from_millis(2));

@@ -114,13 +114,13 @@ fn write_part(plan: &RunPlan, dir: &Path, seconds: u64, rate: u64) -> anyhow::Re
                 errors: 0,
             })
             .collect();
-        tx.blocking_send(IntervalBatch {
+        tx.blocking_send(std::sync::Arc::new(IntervalBatch {
             start_epoch_us: at,
             duration: Duration::from_secs(1),
             hists,
             activity,
             spares: Default::default(),
-        })?;
+        }))?;
     }
     drop(tx);
     log.finish()?;

@@ -10,6 +10,7 @@
 
 use crate::metrics::Label;
 use crate::summary::{Change, GroupInfo, Summary};
+use crate::vocab::Setting;
 
 /// The changes of both runs.
 pub(crate) struct Steered<'a> {
@@ -36,12 +37,12 @@ impl<'a> Side<'a> {
     }
 
     /// A change row of this run: its group, setting and the value it ran at.
-    fn change_row(&self, label: &Label) -> Option<(&'a str, &'a str, f64)> {
+    fn change_row(&self, label: &Label) -> Option<(&'a str, Setting, f64)> {
         self.changes.iter().copied().find_map(|c: &'a Change| {
             if c.row == *label {
-                Some((c.group.as_str(), c.setting.as_str(), c.to))
-            } else if Change::row_at(&c.group, &c.setting, c.from) == *label {
-                Some((c.group.as_str(), c.setting.as_str(), c.from))
+                Some((c.group.as_str(), c.setting, c.to))
+            } else if Change::row_at(&c.group, c.setting, c.from) == *label {
+                Some((c.group.as_str(), c.setting, c.from))
             } else {
                 None
             }
@@ -49,11 +50,11 @@ impl<'a> Side<'a> {
     }
 
     /// The group's own row, when this run did not steer it and ran it at `value` of `setting`.
-    fn unsteered_at(&self, group: &str, setting: &str, value: f64) -> Option<Label> {
+    fn unsteered_at(&self, group: &str, setting: Setting, value: f64) -> Option<Label> {
         let g = self.groups.iter().find(|g| g.name == group)?;
         let planned = match setting {
-            "rate" => g.rate?,
-            _ => f64::from(g.threads),
+            Setting::Rate => g.rate?,
+            Setting::Users => f64::from(g.threads),
         };
         (!self.steered(group) && Change::same_value(setting, planned, value))
             .then(|| Label::group(group))

@@ -3,11 +3,10 @@
 
 use std::collections::VecDeque;
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::metrics::{GroupMetrics, IntervalCheck, Sample, Watch};
+use crate::metrics::{Flow, Output, RunEvent, Sample, Watch};
 use crate::plan::thresholds::ThresholdPlan;
 use crate::summary::judge;
 
@@ -96,10 +95,19 @@ pub(crate) struct ThresholdAbort {
     pub(crate) reason: Arc<OnceLock<StopReason>>,
 }
 
-impl IntervalCheck for ThresholdAbort {
-    fn check(&mut self, elapsed: Duration, totals: &[GroupMetrics]) -> bool {
+impl Output for ThresholdAbort {
+    fn name(&self) -> &'static str {
+        "the threshold abort"
+    }
+
+    /// The run's totals at each interval's end; done once it has stopped the run.
+    fn event(&mut self, event: &RunEvent<'_>) -> Flow {
+        let RunEvent::Interval(closed) = event else {
+            return Flow::More;
+        };
+        let elapsed = closed.elapsed;
         for rule in self.rules.iter().filter(|r| elapsed >= r.after) {
-            let m = judge::select(rule, totals);
+            let m = judge::select(rule, closed.totals);
             if m.samples == 0 {
                 continue;
             }
@@ -115,10 +123,10 @@ impl IntervalCheck for ThresholdAbort {
                     threshold: Some(rule.text.clone()),
                 });
                 self.stop.cancel();
-                return true;
+                return Flow::Done;
             }
         }
-        false
+        Flow::More
     }
 }
 

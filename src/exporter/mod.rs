@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use text::{Family, Kind, Sample};
 
 use crate::error::Error;
-use crate::metrics::{GroupMetrics, IntervalCheck};
+use crate::metrics::{Flow, GroupMetrics, Output, RunEvent};
 use crate::monitor::{ResourceRow, RowSink};
 use crate::plan::RunPlan;
 use crate::workload::op::OpName;
@@ -607,13 +607,19 @@ impl Feed {
     }
 }
 
-impl IntervalCheck for Feed {
-    fn check(&mut self, _elapsed: Duration, totals: &[GroupMetrics]) -> bool {
-        self.0.exporter.update(totals);
-        if let Some(p) = &self.0.pusher {
-            p.offer(self.0.exporter.families());
+impl Output for Feed {
+    fn name(&self) -> &'static str {
+        "the live metrics"
+    }
+
+    fn event(&mut self, event: &RunEvent<'_>) -> Flow {
+        if let RunEvent::Interval(closed) | RunEvent::End(closed) = event {
+            self.0.exporter.update(closed.totals);
+            if let Some(p) = &self.0.pusher {
+                p.offer(self.0.exporter.families());
+            }
         }
-        false
+        Flow::More
     }
 }
 

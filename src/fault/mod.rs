@@ -35,13 +35,15 @@ impl Injector {
     /// Does each fault at its time from `start`, its events' times on the run's `clock` (the
     /// one of the samples and the unavailability windows). No fault begins once `over` is
     /// cancelled (the stages ended), and one going on is cut short by `stop` (Ctrl-C): the
-    /// server is started again (or let go on) at once.
+    /// server is started again (or let go on) at once. Each one done is told to the recorder's
+    /// outputs (`notify`) when it begins and when it is over.
     pub(crate) async fn run(
         self: Arc<Self>,
         start: Instant,
         clock: Clock,
         over: CancellationToken,
         stop: CancellationToken,
+        notify: crate::metrics::Notify,
     ) -> Vec<FaultEvent> {
         let epoch_ms = || clock.now_us() / 1000;
         let start_ms = clock.epoch_us(start) / 1000;
@@ -69,15 +71,28 @@ impl Injector {
                 });
                 continue;
             }
-            let began = epoch_ms();
+            // Each time read once: the page's band and the summary's are the same.
+            let (fault, began_us) = (f.text(), clock.now_us());
+            let began = began_us / 1000;
             self.mark.begin(f.kind.name());
+            let _ = notify.send(crate::metrics::Notice::FaultBegan {
+                fault: fault.clone(),
+                began_us,
+            });
             let (detail, error) = self.inflict(f, &stop).await;
             self.mark.end();
+            let end_us = clock.now_us();
+            let _ = notify.send(crate::metrics::Notice::FaultEnded {
+                fault: fault.clone(),
+                end_us,
+                detail: detail.clone(),
+                error: error.clone(),
+            });
             events.push(FaultEvent {
                 kind: f.kind,
-                fault: f.text(),
+                fault,
                 start_ms: began,
-                end_ms: epoch_ms(),
+                end_ms: end_us / 1000,
                 offset_secs: crate::num::real(began.saturating_sub(start_ms)) / 1000.0,
                 detail,
                 error,

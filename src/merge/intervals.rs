@@ -351,7 +351,7 @@ pub(crate) fn merge(
                     .collect(),
                 spares: Default::default(),
             };
-            if tx.blocking_send(batch).is_err() {
+            if tx.blocking_send(std::sync::Arc::new(batch)).is_err() {
                 break; // the writer failed; `finish` says why
             }
         }

@@ -66,6 +66,23 @@ pub struct IntervalBatch {
     pub spares: Spares,
 }
 
+impl IntervalBatch {
+    /// Nothing ran and no user was running: nothing to log or show.
+    pub fn is_empty(&self) -> bool {
+        self.hists.is_empty() && self.activity.is_empty()
+    }
+
+    /// The histograms back to the spares, to be emptied and used again, by the last holder of
+    /// the interval (the recorder, or the interval log's writer once it has written them).
+    pub fn give_back(batch: std::sync::Arc<IntervalBatch>) {
+        if let Some(batch) = std::sync::Arc::into_inner(batch) {
+            for h in batch.hists {
+                batch.spares.give(h.hist);
+            }
+        }
+    }
+}
+
 /// One interval's histogram of one series.
 #[derive(Debug, Clone)]
 pub struct IntervalHist {

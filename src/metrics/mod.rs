@@ -10,6 +10,7 @@ pub(crate) mod group;
 pub mod interval;
 pub(crate) use crate::vocab::label;
 pub(crate) mod metric;
+pub mod output;
 pub(crate) mod recorder;
 pub(crate) mod row;
 pub mod sample;
@@ -20,10 +21,8 @@ pub use group::{FailureKind, GroupMetrics, Seen};
 pub use interval::{Activity, IntervalBatch, IntervalHist, Series};
 pub use label::Label;
 pub(crate) use metric::{Metric, MetricKind};
-pub use recorder::{
-    panic_message, IntervalCheck, IntervalSink, IntervalView, Recorded, Recorder, Segment, Split,
-    Steering, Watch,
-};
+pub use output::{Closed, Flow, Notice, Notify, Output, RunEvent, Segment, Window};
+pub use recorder::{panic_message, Recorded, Recorder, Split, Steering, Watch};
 pub(crate) use row::Row;
 pub use sample::{ErrorClass, Logged, OpError, Sample};
 pub use timing::{decode, encode, new_histogram, Timing};

@@ -1,15 +1,18 @@
 //! The recorder: the single consumer of the sample channel. It records every sample into its
 //! group's metrics for the current interval (so the histograms need no locks and the workers
-//! never format text). At the end of each interval (`--hdr-interval`) it hands that interval's
-//! histograms to the interval log, adds them into the run's totals and into the live window, and
-//! every few intervals hands the live window to a sink (the live report), so the log, the live
-//! lines and the summary come from the same histograms. It shows each sample to a watcher (the
-//! executor's error-rate stop) and passes samples on to the sample log in batches.
+//! never format text). At the end of each interval (`--hdr-interval`) it adds that interval into
+//! the run's totals and into the live window, and shows it to every output as a `RunEvent`
+//! (`output`): the interval log, the threshold abort, the live metrics, the live page; every few
+//! intervals the live window to the live lines; the `Notice`s it is told (a stage or a fault
+//! began or ended, the deployment changed) as they come, in order with the intervals; at the
+//! run's end the last interval. So the log, the live lines, the page and the summary come from
+//! the same histograms. It shows each sample to a watcher (the executor's error-rate stop) and
+//! passes samples on to the sample log in batches.
 //!
 //! Warm-up samples are recorded apart: they reach the logs, never the summary.
 //!
-//! A panic while recording a batch or showing a live line is caught: it is reported as a failure
-//! of the run and the recorder goes on, so what was measured before it is kept.
+//! A panic while recording a batch or in an output is caught: it is reported as a failure of the
+//! run and the recorder goes on (without that output), so what was measured before it is kept.
 
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -22,6 +25,7 @@ use tokio::time::Instant;
 
 use super::group::GroupMetrics;
 use super::interval::{Activity, IntervalBatch, IntervalHist, Series, Tag};
+use super::output::{Closed, Flow, RunEvent, Segment, Window};
 use super::sample::{Logged, Sample};
 use super::timing::Timing;
 use super::Label;
@@ -32,23 +36,6 @@ pub trait Watch: Send {
     /// Looks at what was observed, at `now_us` (epoch microseconds); true once it has acted
     /// and needs no more samples.
     fn check(&mut self, now_us: u64) -> bool;
-}
-
-/// Looks at the run's totals so far (warm-up excluded) at the end of each interval; the
-/// executor's threshold abort is one. True once it has acted.
-pub trait IntervalCheck: Send {
-    fn check(&mut self, elapsed: Duration, totals: &[GroupMetrics]) -> bool;
-}
-
-/// Receives the metrics of each live interval, by group index, with the running users per group.
-pub trait IntervalSink: Send {
-    fn interval(
-        &mut self,
-        elapsed: Duration,
-        period: Duration,
-        window: &[GroupMetrics],
-        active: &[u32],
-    );
 }
 
 /// A change of a group while it runs (`--live-control`), as the recorder applies it: from
@@ -69,30 +56,6 @@ pub trait Steering: Send {
     fn at_interval(&mut self, now_us: u64) -> Vec<Split>;
 }
 
-/// Shown each interval as it closes, with the run's totals (warm-up excluded) and the rows of
-/// changes (the live page); `last` for the final one, at the end of the run.
-pub trait IntervalView: Send {
-    fn closed(
-        &mut self,
-        batch: &IntervalBatch,
-        totals: &[GroupMetrics],
-        segments: &[Segment],
-        last: bool,
-    );
-}
-
-/// A row of a group's operations between two changes (`insert@400/s`, `insert@50 users`).
-#[derive(Debug, Clone)]
-pub struct Segment {
-    /// `GroupPlan::index`.
-    pub(crate) group: usize,
-    pub(crate) label: Label,
-    /// The operations intended to start from `since_us` until `until_us` (epoch microseconds).
-    pub(crate) since_us: u64,
-    pub(crate) until_us: u64,
-    pub(crate) metrics: GroupMetrics,
-}
-
 /// A recorder's settings and where recorded samples go besides the metrics.
 pub struct Recorder {
     /// Group names, by group index.
@@ -106,25 +69,21 @@ pub struct Recorder {
     pub(crate) active: Arc<Vec<AtomicU32>>,
     /// Length of the interval histograms.
     pub(crate) tick: Duration,
-    /// Live lines every this many intervals (at least 1), when `live` is set.
-    pub(crate) live_every: u32,
-    pub(crate) live: Option<Box<dyn IntervalSink>>,
+    /// Where each interval, live window and the end go (`output`), in order.
+    pub(crate) outputs: Vec<Box<dyn super::output::Output>>,
     pub(crate) watch: Option<Box<dyn Watch>>,
-    pub(crate) check: Option<Box<dyn IntervalCheck>>,
     pub(crate) log: Option<mpsc::Sender<Vec<Logged>>>,
-    pub(crate) hlog: Option<mpsc::Sender<IntervalBatch>>,
     /// The gaps between successes, per group and for the run (warm-up included).
     pub(crate) availability: super::availability::Availability,
-    /// Shown the run's totals at the end of each interval and at the end (live metrics).
-    pub(crate) feed: Option<Box<dyn IntervalCheck>>,
     /// The samples' clock: intervals and the watcher's window are read on it.
     pub(crate) clock: super::Clock,
     /// Histograms done with, used again for the next intervals.
     pub(crate) spares: super::interval::Spares,
     /// Changes made while the run goes (`--live-control`).
     pub(crate) steering: Option<Box<dyn Steering>>,
-    /// The live page's view of each interval.
-    pub(crate) view: Option<Box<dyn IntervalView>>,
+    /// What else happened in the run (stages, faults, the deployment's changes), shown to the
+    /// outputs as it comes.
+    pub(crate) notices: Option<mpsc::UnboundedReceiver<super::output::Notice>>,
 }
 
 /// What the recorder measured, by group index, and what went wrong inside it.
@@ -224,7 +183,10 @@ struct State {
     interval_warm: Vec<GroupMetrics>,
     interval_start_us: u64,
     interval_started: Instant,
+    /// What ran since the last live window, while an output takes windows.
     window: Vec<GroupMetrics>,
+    /// A live window every this many intervals, while an output takes them.
+    window_every: Option<u32>,
     total: Vec<GroupMetrics>,
     total_warm: Vec<GroupMetrics>,
     segments: Vec<Segment>,
@@ -299,6 +261,12 @@ impl Recorder {
             interval_start_us: self.clock.now_us(),
             interval_started: started,
             window: fresh(n),
+            window_every: self
+                .outputs
+                .iter()
+                .filter_map(|o| o.window_every())
+                .min()
+                .map(|e| e.max(1)),
             total: fresh(n),
             total_warm: fresh(n),
             segments: Vec::new(),
@@ -332,21 +300,30 @@ impl Recorder {
                 }
                 _ = ticker.tick() => {
                     ticks += 1;
+                    // What was told before the interval ended is shown before it.
+                    self.drain_notices(&mut failures).await;
                     self.interval_end(&mut st, started.elapsed(), ticks, &mut failures).await;
                 }
+                notice = recv_notice(&mut self.notices) => match notice {
+                    Some(notice) => self.emit(&RunEvent::Notice(&notice), &mut failures).await,
+                    None => self.notices = None,
+                },
             }
         }
+        // What was told before the last sample came (the last stage's end).
+        self.drain_notices(&mut failures).await;
         if let Some(log) = &self.log {
             send(log, &mut pending, LOG_BATCH).await;
         }
-        let closed = self.close_interval(&mut st);
-        if let Some(v) = self.view.as_mut() {
-            v.closed(&closed, &st.total, &st.segments, true);
-        }
-        to_hlog(&self.hlog, closed).await;
-        if let Some(f) = self.feed.as_mut() {
-            f.check(started.elapsed(), &st.total);
-        }
+        let closed = Arc::new(self.close_interval(&mut st));
+        let end = RunEvent::End(Closed {
+            batch: &closed,
+            totals: &st.total,
+            segments: &st.segments,
+            elapsed: started.elapsed(),
+        });
+        self.emit(&end, &mut failures).await;
+        IntervalBatch::give_back(closed);
         self.availability.finish();
         Recorded {
             groups: st.total,
@@ -430,8 +407,8 @@ impl Recorder {
         }
     }
 
-    /// An interval's end (the `ticks`th): closed, its changes split off, shown, logged and
-    /// checked.
+    /// An interval's end (the `ticks`th): closed, its changes split off, and shown to every
+    /// output, with the live window when one is due.
     async fn interval_end(
         &mut self,
         st: &mut State,
@@ -439,29 +416,75 @@ impl Recorder {
         ticks: u32,
         failures: &mut Vec<String>,
     ) {
-        let closed = self.close_interval(st);
+        let closed = Arc::new(self.close_interval(st));
         if let Some(steering) = self.steering.as_mut() {
             // The new interval's start: the change counts from there.
             for split in steering.at_interval(st.interval_start_us) {
                 st.split(split);
             }
         }
-        if let Some(v) = self.view.as_mut() {
-            v.closed(&closed, &st.total, &st.segments, false);
+        let interval = RunEvent::Interval(Closed {
+            batch: &closed,
+            totals: &st.total,
+            segments: &st.segments,
+            elapsed,
+        });
+        self.emit(&interval, failures).await;
+        IntervalBatch::give_back(closed);
+        // No window is kept once no output takes one (the live lines panicked).
+        if !self.outputs.iter().any(|o| o.window_every().is_some()) {
+            st.window_every = None;
         }
-        to_hlog(&self.hlog, closed).await;
-        if self
-            .check
-            .as_mut()
-            .is_some_and(|c| c.check(elapsed, &st.total))
-        {
-            self.check = None;
+        if let Some(every) = st.window_every.filter(|e| ticks.is_multiple_of(*e)) {
+            let metrics = std::mem::replace(&mut st.window, fresh(self.names.len()));
+            let active: Vec<u32> = self
+                .active
+                .iter()
+                .map(|a| a.load(Ordering::Relaxed))
+                .collect();
+            let window = RunEvent::Window(Window {
+                metrics: &metrics,
+                active: &active,
+                elapsed,
+                period: self.tick * every,
+            });
+            self.emit(&window, failures).await;
         }
-        if let Some(f) = self.feed.as_mut() {
-            f.check(elapsed, &st.total);
+    }
+
+    /// Shows every notice already told, in order.
+    async fn drain_notices(&mut self, failures: &mut Vec<String>) {
+        while let Some(notice) = self.notices.as_mut().and_then(|n| n.try_recv().ok()) {
+            self.emit(&RunEvent::Notice(&notice), failures).await;
         }
-        if ticks.is_multiple_of(self.live_every.max(1)) {
-            self.show_live(st, elapsed, failures);
+    }
+
+    /// Shows `event` to every output in turn (a live window only to those that take windows),
+    /// then waits for those that ask it to; an output that is done, or panics (a failure of the
+    /// run), is shown nothing more.
+    async fn emit(&mut self, event: &RunEvent<'_>, failures: &mut Vec<String>) {
+        let window = matches!(event, RunEvent::Window(_));
+        self.outputs.retain_mut(|o| {
+            if window && o.window_every().is_none() {
+                return true;
+            }
+            match catch_unwind(AssertUnwindSafe(|| o.event(event))) {
+                Ok(Flow::More) => true,
+                Ok(Flow::Done) => false,
+                Err(p) => {
+                    failures.push(format!(
+                        "{} panicked and was switched off: {}",
+                        o.name(),
+                        panic_message(p.as_ref())
+                    ));
+                    false
+                }
+            }
+        });
+        for o in &mut self.outputs {
+            if let Some(wait) = o.wait() {
+                wait.await;
+            }
         }
     }
 
@@ -499,7 +522,7 @@ impl Recorder {
             }
             if let Some(m) = used(&mut st.interval[g]) {
                 st.total[g].merge(&m);
-                if self.live.is_some() {
+                if st.window_every.is_some() {
                     st.window[g].merge(&m);
                 }
                 // A watch group's events stand beside the TOTAL.
@@ -515,7 +538,7 @@ impl Recorder {
             }
             if let Some(w) = used(&mut st.interval_warm[g]) {
                 st.total_warm[g].merge(&w);
-                if self.live.is_some() {
+                if st.window_every.is_some() {
                     // The live view shows everything that ran, the warm-up too.
                     st.window[g].merge(&w);
                 }
@@ -544,43 +567,15 @@ impl Recorder {
             spares: spares.clone(),
         }
     }
-
-    fn show_live(&mut self, st: &mut State, elapsed: Duration, failures: &mut Vec<String>) {
-        let Some(live) = self.live.as_mut() else {
-            return;
-        };
-        let window = std::mem::replace(&mut st.window, fresh(self.names.len()));
-        let active: Vec<u32> = self
-            .active
-            .iter()
-            .map(|a| a.load(Ordering::Relaxed))
-            .collect();
-        let period = self.tick * self.live_every.max(1);
-        let shown = catch_unwind(AssertUnwindSafe(|| {
-            live.interval(elapsed, period, &window, &active)
-        }));
-        if let Err(p) = shown {
-            failures.push(format!(
-                "the live report panicked and was switched off: {}",
-                panic_message(p.as_ref())
-            ));
-            self.live = None;
-        }
-    }
 }
 
-async fn to_hlog(hlog: &Option<mpsc::Sender<IntervalBatch>>, closed: IntervalBatch) {
-    match hlog {
-        Some(hlog) if !closed.hists.is_empty() || !closed.activity.is_empty() => {
-            // The writer only goes away after an I/O error, which its `finish` reports.
-            let _ = hlog.send(closed).await;
-        }
-        // Not logged: the histograms are used again at once.
-        _ => {
-            for h in closed.hists {
-                closed.spares.give(h.hist);
-            }
-        }
+/// The next notice; never, without a channel of them or once it is closed.
+async fn recv_notice(
+    notices: &mut Option<mpsc::UnboundedReceiver<super::output::Notice>>,
+) -> Option<super::output::Notice> {
+    match notices {
+        Some(n) => n.recv().await,
+        None => std::future::pending().await,
     }
 }
 

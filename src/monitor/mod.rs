@@ -99,6 +99,9 @@ pub struct Sampled {
     pub(crate) members_unwritten: Vec<members::MemberRow>,
     pub(crate) topology: Vec<members::TopologyEvent>,
     pub(crate) member_warnings: Vec<String>,
+    /// Where the topology's events are told while a run goes (`Sampler::tell`): its
+    /// recorder's outputs.
+    pub(crate) tell: Option<crate::metrics::Notify>,
 }
 
 /// How one `--server-metrics` endpoint answered over the run (for the summary's note).
@@ -120,7 +123,15 @@ pub struct Sampler {
     shared: Arc<Mutex<Sampled>>,
     stop: CancellationToken,
     task: JoinHandle<()>,
+    /// When the last whole round began (epoch ms): each round's rows are in once it is sent.
+    rounds: tokio::sync::watch::Receiver<u64>,
+    /// Whether it reads the members of a replica set or cluster (`members.tsv`).
+    members: bool,
 }
+
+/// How long a run waits for the sampler's first round after its end before it is judged on
+/// what was read by then (a member that does not answer holds a round up to its time limit).
+pub(crate) const ROUND_AFTER_END: Duration = Duration::from_secs(5);
 
 fn lock(m: &Mutex<Sampled>) -> std::sync::MutexGuard<'_, Sampled> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -130,8 +141,41 @@ impl Sampler {
     pub fn start(target: Target, sink: Box<dyn RowSink>) -> Sampler {
         let shared = Arc::new(Mutex::new(Sampled::default()));
         let stop = CancellationToken::new();
-        let task = tokio::spawn(sample(target, sink, Arc::clone(&shared), stop.clone()));
-        Sampler { shared, stop, task }
+        let members = target.members.is_some();
+        let (round, rounds) = tokio::sync::watch::channel(0);
+        let task = tokio::spawn(sample(
+            target,
+            sink,
+            Arc::clone(&shared),
+            stop.clone(),
+            round,
+        ));
+        Sampler {
+            shared,
+            stop,
+            task,
+            rounds,
+            members,
+        }
+    }
+
+    /// Waits for the sampler's first round that began after a run's end (`end_ms`, epoch
+    /// ms): the member rows a run counts reach half a second past its end and its topology
+    /// events a second (`summary::members::of_run`), and with rounds a second apart no later
+    /// round holds one (a chunk migration committed in that second but read later is the
+    /// exception). At once with `--no-members` or when the sampler has ended; false when it
+    /// gave up after `ROUND_AFTER_END` (the run is then judged on what was read). Ctrl-C does
+    /// not cut it short: the wait is a second or so (`ROUND_AFTER_END` at most, when a member
+    /// does not answer), and an interrupted run is judged whole.
+    pub(crate) async fn through(&self, end_ms: u64) -> bool {
+        if !self.members {
+            return true;
+        }
+        let mut rounds = self.rounds.clone();
+        tokio::select! {
+            _ = rounds.wait_for(|&began| began > end_ms) => true,
+            () = tokio::time::sleep(ROUND_AFTER_END) => false,
+        }
     }
 
     /// The rows taken so far that the sink could not take (after it failed).
@@ -143,6 +187,17 @@ impl Sampler {
     pub(crate) fn members_so_far(&self) -> (Vec<members::MemberRow>, Vec<members::TopologyEvent>) {
         let s = lock(&self.shared);
         (s.members_unwritten.clone(), s.topology.clone())
+    }
+
+    /// Tells the topology's events as they are seen to a run's recorder (`notify`), until
+    /// told another or none.
+    pub(crate) fn tell(&self, notify: Option<crate::metrics::Notify>) {
+        lock(&self.shared).tell = notify;
+    }
+
+    /// A warning about the members, said with the sampler's own.
+    pub(crate) fn warn(&self, warning: String) {
+        lock(&self.shared).member_warnings.push(warning);
     }
 
     /// Stops sampling; returns every row taken and every failure.
@@ -165,6 +220,7 @@ async fn sample(
     sink: Box<dyn RowSink>,
     shared: Arc<Mutex<Sampled>>,
     stopped: CancellationToken,
+    round: tokio::sync::watch::Sender<u64>,
 ) {
     let (pid, dir) = (target.server_pid.clone(), target.data_dir.clone());
     let mut local = match tokio::task::spawn_blocking(move || Local::new(pid, dir.as_deref())).await
@@ -208,6 +264,9 @@ async fn sample(
     );
     scrape_all(&mut scrapers, &hosts, &shared, true).await;
     let mut tick = tokio::time::interval_at(Instant::now() + PERIOD, PERIOD);
+    // After a slow round the next comes a period later, never at once: rounds stay a second
+    // apart (a run's members are those of the first round after its end, see `through`).
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         // On stop, one last row covers the time since the previous one.
         let last = tokio::select! {
@@ -218,8 +277,9 @@ async fn sample(
         let elapsed = now.duration_since(last_at);
         let secs = elapsed.as_secs_f64().max(1e-3);
         last_at = now;
+        let began = row_time();
         let row = ResourceRow {
-            time_ms: row_time(),
+            time_ms: began,
             interval_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
             ..Default::default()
         };
@@ -241,13 +301,19 @@ async fn sample(
         if sink.is_none() {
             lock(&shared).unwritten.push(row);
         }
+        round.send_replace(began);
         if last {
             break;
         }
     }
-    let sources = scrapers
+    lock(&shared).sources = sources(&scrapers, &target.server_metrics);
+}
+
+/// How each `--server-metrics` endpoint answered over the run.
+fn sources(scrapers: &[Option<Scraper>], urls: &[String]) -> Vec<MetricsSource> {
+    scrapers
         .iter()
-        .zip(&target.server_metrics)
+        .zip(urls)
         .map(|(s, url)| match s {
             Some(s) => MetricsSource {
                 url: s.shown(),
@@ -264,8 +330,7 @@ async fn sample(
                 problem: Some("its scraper failed".into()),
             },
         })
-        .collect();
-    lock(&shared).sources = sources;
+        .collect()
 }
 
 /// The members being watched: found at the start (and, when that fails, again every 10 s on a
@@ -352,6 +417,14 @@ impl MemberWatch {
             write_members(&mut self.sink, read, shared).await;
         }
         let mut s = lock(shared);
+        if let Some(tell) = &s.tell {
+            for e in &events {
+                let _ = tell.send(crate::metrics::Notice::Member {
+                    time_us: e.time_ms * 1000,
+                    detail: e.detail.clone(),
+                });
+            }
+        }
         s.topology.extend(events);
         s.member_warnings.extend(warnings);
     }

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::metrics::{GroupMetrics, IntervalSink};
+use crate::metrics::{Flow, Notice, Output, RunEvent};
 use crate::plan::{RunPlan, StopAt};
 
 /// What a group has to do.
@@ -38,12 +38,14 @@ pub(crate) struct Live {
     groups: Vec<Group>,
     /// On a terminal: the bars; None writes plain lines.
     bars: Option<MultiProgress>,
+    /// A line every this many intervals.
+    every: u32,
 }
 
 impl Live {
     /// `bars`: stderr is a terminal, and these draw on it (lines update in place); None writes
-    /// plain lines.
-    pub(crate) fn new(plan: &RunPlan, bars: Option<MultiProgress>) -> Self {
+    /// plain lines. A line per group every `every` intervals.
+    pub(crate) fn new(plan: &RunPlan, bars: Option<MultiProgress>, every: u32) -> Self {
         let stage_of = |index: usize| {
             plan.stages
                 .iter()
@@ -70,6 +72,7 @@ impl Live {
                 })
                 .collect(),
             bars,
+            every,
         }
     }
 
@@ -203,12 +206,67 @@ fn bar(fraction: f64) -> String {
     )
 }
 
-impl IntervalSink for Live {
-    fn interval(
+impl Output for Live {
+    fn name(&self) -> &'static str {
+        "the live report"
+    }
+
+    fn window_every(&self) -> Option<u32> {
+        Some(self.every)
+    }
+
+    /// A line per group that ran in the window, or has users; a group that has ended its bar.
+    /// A line of its own for a named stage's beginning, a fault's beginning and end, and each
+    /// change of the deployment.
+    fn event(&mut self, event: &RunEvent<'_>) -> Flow {
+        match event {
+            RunEvent::Window(w) => self.window(w.elapsed, w.period, w.metrics, w.active),
+            RunEvent::Notice(Notice::StageBegan { name, groups, .. }) if !name.is_empty() => {
+                let groups: Vec<String> = groups.iter().map(|(g, n)| format!("{g} x{n}")).collect();
+                self.line(format!("stage {name}: {}", groups.join(", ")));
+            }
+            RunEvent::Notice(Notice::Member { detail, .. }) => {
+                self.line(format!("members: {detail}"));
+            }
+            RunEvent::Notice(Notice::FaultBegan { fault, .. }) => {
+                self.line(format!("fault {fault}: begun"));
+            }
+            RunEvent::Notice(Notice::FaultEnded {
+                fault,
+                detail,
+                error,
+                ..
+            }) => {
+                let said = [Some(detail.as_str()), error.as_deref()]
+                    .into_iter()
+                    .flatten()
+                    .filter(|s| !s.is_empty())
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                self.line(format!("fault {fault}: over ({said})"));
+            }
+            _ => {}
+        }
+        Flow::More
+    }
+}
+
+impl Live {
+    /// A line of its own between the groups' (above the bars on a terminal).
+    fn line(&self, line: String) {
+        match &self.bars {
+            Some(b) => {
+                let _ = b.println(line);
+            }
+            None => errln!("{line}"),
+        }
+    }
+
+    fn window(
         &mut self,
         elapsed: Duration,
         period: Duration,
-        window: &[GroupMetrics],
+        window: &[crate::metrics::GroupMetrics],
         active: &[u32],
     ) {
         let mut err = std::io::stderr().lock();

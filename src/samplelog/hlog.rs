@@ -16,13 +16,15 @@ use hdrhistogram::serialization::V2DeflateSerializer;
 use tokio::sync::mpsc;
 
 use crate::error::Error;
-use crate::metrics::IntervalBatch;
+use crate::metrics::{Flow, IntervalBatch, Output, RunEvent};
+use futures_util::future::BoxFuture;
+use std::sync::Arc;
 
 /// Interval batches in flight between the recorder and the writer.
 const CHANNEL_BATCHES: usize = 64;
 
 pub struct IntervalLog {
-    tx: Option<mpsc::Sender<IntervalBatch>>,
+    tx: Option<mpsc::Sender<Arc<IntervalBatch>>>,
     writer: Option<JoinHandle<super::WriterResult>>,
 }
 
@@ -52,7 +54,7 @@ impl IntervalLog {
                 .as_micros(),
         )
         .unwrap_or(u64::MAX);
-        let (tx, mut rx) = mpsc::channel::<IntervalBatch>(CHANNEL_BATCHES);
+        let (tx, mut rx) = mpsc::channel::<Arc<IntervalBatch>>(CHANNEL_BATCHES);
         let file = path.to_path_buf();
         let writer = std::thread::Builder::new()
             .name("interval-log".into())
@@ -78,17 +80,18 @@ impl IntervalLog {
                 while let Some(batch) = rx.blocking_recv() {
                     let start =
                         Duration::from_micros(batch.start_epoch_us.saturating_sub(base_us));
-                    for h in batch.hists {
+                    for h in &batch.hists {
                         log.write_histogram(&h.hist, start, batch.duration, Tag::new(&h.tag.to_string()))
                             .map_err(|e| fail(std::io::Error::other(format!("{e:?}"))))?;
                         lines += 1;
-                        // Back to the recorder, to be emptied and used again.
-                        batch.spares.give(h.hist);
                     }
                     if !batch.activity.is_empty() {
                         log.write_comment(&activity_comment(start, batch.duration, &batch.activity))
                             .map_err(fail)?;
                     }
+                    // Back to the recorder, to be used again, unless it still holds them
+                    // (then it gives them back).
+                    IntervalBatch::give_back(batch);
                 }
                 drop(log);
                 file.file.sync_data().map_err(fail)?;
@@ -101,15 +104,63 @@ impl IntervalLog {
         })
     }
 
-    /// A sender for the recorder; sending waits when the writer is `CHANNEL_BATCHES` behind.
-    pub fn sender(&self) -> Option<mpsc::Sender<IntervalBatch>> {
+    /// A sender of intervals; sending waits when the writer is `CHANNEL_BATCHES` behind.
+    pub fn sender(&self) -> Option<mpsc::Sender<Arc<IntervalBatch>>> {
         self.tx.clone()
+    }
+
+    /// The recorder's output to this log.
+    pub(crate) fn output(&self) -> Option<ToLog> {
+        self.tx.clone().map(ToLog::new)
     }
 
     /// Waits for every interval to be written; returns the interval lines written.
     pub fn finish(mut self) -> Result<u64, Error> {
         self.tx.take();
         super::join_writer(self.writer.take(), "the interval log writer")
+    }
+}
+
+/// The interval log as an output of the recorder: each interval that had operations or users,
+/// the last too, sent to the writer; when it is `CHANNEL_BATCHES` behind, the recorder waits.
+pub(crate) struct ToLog {
+    tx: mpsc::Sender<Arc<IntervalBatch>>,
+    /// An interval the writer had no room for yet.
+    held: Option<Arc<IntervalBatch>>,
+}
+
+impl ToLog {
+    pub(crate) fn new(tx: mpsc::Sender<Arc<IntervalBatch>>) -> ToLog {
+        ToLog { tx, held: None }
+    }
+}
+
+impl Output for ToLog {
+    fn name(&self) -> &'static str {
+        "the interval log"
+    }
+
+    fn event(&mut self, event: &RunEvent<'_>) -> Flow {
+        let (RunEvent::Interval(closed) | RunEvent::End(closed)) = event else {
+            return Flow::More;
+        };
+        let batch = closed.batch;
+        if batch.is_empty() {
+            return Flow::More;
+        }
+        // The writer only goes away after an I/O error, which its `finish` reports.
+        if let Err(mpsc::error::TrySendError::Full(batch)) = self.tx.try_send(Arc::clone(batch)) {
+            self.held = Some(batch);
+        }
+        Flow::More
+    }
+
+    fn wait(&mut self) -> Option<BoxFuture<'static, ()>> {
+        let batch = self.held.take()?;
+        let tx = self.tx.clone();
+        Some(Box::pin(async move {
+            let _ = tx.send(batch).await;
+        }))
     }
 }
 
@@ -155,4 +206,59 @@ pub(crate) fn activity_comment(
         duration.as_secs_f64(),
         groups.join(" ")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::interval::Tag;
+    use crate::metrics::{Activity, Closed, Label};
+
+    fn interval(start_epoch_us: u64) -> Arc<IntervalBatch> {
+        Arc::new(IntervalBatch {
+            start_epoch_us,
+            duration: Duration::from_secs(1),
+            hists: Vec::new(),
+            activity: vec![Activity {
+                tag: Tag::latency(Label::group("g")),
+                users: 1,
+                errors: 0,
+            }],
+            spares: Default::default(),
+        })
+    }
+
+    #[tokio::test]
+    async fn an_interval_the_writer_has_no_room_for_is_held_and_waited_for_in_order() {
+        let (tx, mut rx) = mpsc::channel(1);
+        let mut out = ToLog::new(tx);
+        let show = |out: &mut ToLog, batch: &Arc<IntervalBatch>| {
+            out.event(&RunEvent::Interval(Closed {
+                batch,
+                totals: &[],
+                segments: &[],
+                elapsed: Duration::ZERO,
+            }))
+        };
+        let (first, second) = (interval(1), interval(2));
+        show(&mut out, &first);
+        assert!(out.wait().is_none(), "the first had room");
+        show(&mut out, &second);
+        let wait = out
+            .wait()
+            .expect("the second is held: the recorder waits for it");
+        // The writer takes the first; the second then goes, after it.
+        let got = rx.recv().await.expect("the first");
+        wait.await;
+        let then = rx.recv().await.expect("the second");
+        assert_eq!((got.start_epoch_us, then.start_epoch_us), (1, 2));
+        // An interval where nothing ran and no user was running is not sent.
+        let empty = Arc::new(IntervalBatch {
+            activity: Vec::new(),
+            ..(*interval(3)).clone()
+        });
+        show(&mut out, &empty);
+        assert!(out.wait().is_none());
+        assert!(rx.try_recv().is_err());
+    }
 }

@@ -109,19 +109,6 @@ impl Judging {
     }
 }
 
-/// A `lag_max` threshold judged again once the sampler has stopped (its last second comes
-/// after the run's end), on the largest lag then known (`lag`, in seconds), by `judge`'s rule
-/// and `unmeasured_lag`'s.
-pub(crate) fn judge_lag(t: &mut ThresholdResult, lag: Option<f64>) {
-    t.value = lag.map_or(0.0, |s| s * 1000.0);
-    let how = Judging {
-        deferred: t.deferred,
-        aborted: t.aborted,
-    };
-    t.pass = how.passes(t.cmp.is_some_and(|c| c.holds(t.value, t.limit)));
-    unmeasured_lag(t, lag);
-}
-
 /// A `lag_max` threshold when no member's lag was measured (`lag` none) fails: nothing shows
 /// that its limit held (a `members` warning says why).
 pub(crate) fn unmeasured_lag(t: &mut ThresholdResult, lag: Option<f64>) {

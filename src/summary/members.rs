@@ -108,25 +108,6 @@ pub(crate) fn of_run(
     (summarize(rows, from, to), events)
 }
 
-/// A run's members, events and `lag_max` thresholds made whole once the sampler has stopped
-/// (its last second comes after the last run's end): the members and events from every row,
-/// the events judged again, each `lag_max` threshold judged on the largest lag.
-pub(crate) fn settle(run: &mut super::RunResult, rows: &[MemberRow], events: &[TopologyEvent]) {
-    let (members, mut topology) = of_run(rows, events, &run.stages);
-    let t0_us = run.stages.iter().map(|s| s.began_ms).min().unwrap_or(0) * 1000;
-    judge_events(&mut topology, t0_us, &run.unavailable, &run.faults);
-    let lag = lag_max(&members);
-    for t in run.thresholds.iter_mut().filter(|t| {
-        !t.relative
-            && t.metric
-                .is_some_and(|m| m.kind == crate::vocab::MetricKind::LagMax)
-    }) {
-        super::judge::judge_lag(t, lag);
-    }
-    run.members = members;
-    run.topology = topology;
-}
-
 /// The largest lag of any member in the run, in seconds; none when no lag was measured.
 pub(crate) fn lag_max(members: &[MemberSummary]) -> Option<f64> {
     members.iter().filter_map(|m| m.lag_s.peak).reduce(f64::max)

@@ -25,6 +25,7 @@ use crate::metrics::{GroupMetrics, Label, Row};
 use crate::monitor::ResourceRow;
 use crate::plan::part::Part;
 use crate::plan::RunPlan;
+use crate::vocab::Setting;
 use crate::workload::op::OpName;
 pub use measured::{Measured, Stopped};
 use resources::{ResourceSummary, StageSpan};
@@ -465,8 +466,8 @@ pub struct Change {
     /// The same, milliseconds since the Unix epoch.
     pub(crate) time_ms: u64,
     pub(crate) group: String,
-    /// `rate` (operations per second, open loop) or `users` (closed loop).
-    pub(crate) setting: String,
+    /// Its rate (operations per second, open loop) or its users (closed loop).
+    pub(crate) setting: Setting,
     pub(crate) from: f64,
     pub(crate) to: f64,
     /// Where it came from: `page` (the live page's controls) or `api` (a POST of its own),
@@ -479,27 +480,27 @@ pub struct Change {
 impl Change {
     /// The row of a group's operations at `value` of `setting` (`rate` or `users`):
     /// `insert@400/s`, `insert@50 users`.
-    pub(crate) fn row_at(group: &str, setting: &str, value: f64) -> Label {
+    pub(crate) fn row_at(group: &str, setting: Setting, value: f64) -> Label {
         match setting {
-            "rate" => Label::group(&Label::step_name(group, value)),
-            _ => Label::group(&format!("{group}@{value:.0} users")),
+            Setting::Rate => Label::group(&Label::step_name(group, value)),
+            Setting::Users => Label::group(&format!("{group}@{value:.0} users")),
         }
     }
 
     /// A value of `setting` as a person reads it: `400/s`, `50 users`.
-    pub(crate) fn value_text(setting: &str, value: f64) -> String {
+    pub(crate) fn value_text(setting: Setting, value: f64) -> String {
         match setting {
-            "rate" => Label::step_name("", value)
+            Setting::Rate => Label::step_name("", value)
                 .trim_start_matches('@')
                 .to_string(),
-            _ => format!("{value:.0} users"),
+            Setting::Users => format!("{value:.0} users"),
         }
     }
 
     /// Are two values of `setting` the same for a change? As their rows name them (a rate to
     /// two decimals, users whole): a change between them would split the group's row into two
     /// of one name (`insert@200/s` and `insert@200/s #2`).
-    pub(crate) fn same_value(setting: &str, a: f64, b: f64) -> bool {
+    pub(crate) fn same_value(setting: Setting, a: f64, b: f64) -> bool {
         Change::value_text(setting, a) == Change::value_text(setting, b)
     }
 
@@ -508,8 +509,8 @@ impl Change {
         format!(
             "{} {} -> {} ({})",
             self.group,
-            Change::value_text(&self.setting, self.from),
-            Change::value_text(&self.setting, self.to),
+            Change::value_text(self.setting, self.from),
+            Change::value_text(self.setting, self.to),
             self.who
         )
     }

@@ -185,7 +185,7 @@ fn rates(s: &Summary, out: &mut Warnings) {
             let changes: Vec<&super::Change> = run
                 .changes
                 .iter()
-                .filter(|c| c.group == g.name && c.setting == "rate")
+                .filter(|c| c.group == g.name && c.setting == crate::vocab::Setting::Rate)
                 .collect();
             let judged: Vec<(Label, f64)> = match changes.first() {
                 None => g
@@ -194,7 +194,7 @@ fn rates(s: &Summary, out: &mut Warnings) {
                     .into_iter()
                     .collect(),
                 Some(first) => std::iter::once((
-                    super::Change::row_at(&g.name, "rate", first.from),
+                    super::Change::row_at(&g.name, crate::vocab::Setting::Rate, first.from),
                     first.from,
                 ))
                 .chain(changes.iter().map(|c| (c.row.clone(), c.to)))

@@ -3,35 +3,17 @@
 
 use std::sync::Arc;
 
-use serde_json::{json, Map, Value};
-
+use super::frames::{
+    ActivityNow, ChangeFrame, FaultFrame, GroupFrame, IntervalFrame, PageEvent, RowTotals,
+    SeriesNow, SpectrumFrame, StageFrame, StateFrame, ThresholdNow, WarningNow,
+};
 use super::{lock, Page};
 use crate::executor::steer::Now;
 use crate::metrics::timing::quantile_ms;
 use crate::metrics::{GroupMetrics, IntervalBatch, Label, Segment, Split};
 use crate::plan::{RunPlan, StopAt};
 use crate::summary::{Change, Failure};
-
-/// `event: NAME` with its data on one line, as server-sent events are framed.
-pub(super) fn frame(name: &str, data: &Value) -> Arc<str> {
-    format!("event: {name}\ndata: {data}\n\n").into()
-}
-
-/// What may be changed of a group: its rate (open loop) or its users (closed loop).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) enum Setting {
-    Rate,
-    Users,
-}
-
-impl Setting {
-    fn word(self) -> &'static str {
-        match self {
-            Setting::Rate => "rate",
-            Setting::Users => "users",
-        }
-    }
-}
+pub(super) use crate::vocab::Setting;
 
 /// A group of the run as the page and a change see it.
 pub(super) struct GroupNow {
@@ -52,29 +34,29 @@ pub(super) struct GroupNow {
 impl GroupNow {
     /// As report.html's `groups`: the group, then each of its kinds (`kind_of` the group),
     /// with what may be set of the group.
-    pub(super) fn json(&self) -> Vec<Value> {
+    pub(super) fn frames(&self) -> Vec<GroupFrame> {
         let tag = |label: Label| crate::metrics::interval::Tag::latency(label).to_string();
         let setting = (!self.step).then_some(self.setting());
-        std::iter::once(json!({
-            "tag": tag(Label::group(&self.name)),
-            "name": self.name,
-            "open_loop": self.open_loop,
-            "stage": self.stage,
-            "kind_of": null,
-            "setting": setting.map(Setting::word),
-            "value": self.rate.unwrap_or(f64::from(self.threads)),
-        }))
+        std::iter::once(GroupFrame {
+            tag: tag(Label::group(&self.name)),
+            name: self.name.clone(),
+            open_loop: self.open_loop,
+            stage: self.stage.clone(),
+            kind_of: None,
+            setting: setting.map(Setting::word),
+            value: Some(self.rate.unwrap_or(f64::from(self.threads))),
+        })
         .chain(self.kinds.iter().map(|k| {
             let label = Label::kind(&self.name, k.as_str());
-            json!({
-                "tag": tag(label.clone()),
-                "name": label.to_string(),
-                "open_loop": self.open_loop,
-                "stage": self.stage,
-                "kind_of": self.name,
-                "setting": null,
-                "value": null,
-            })
+            GroupFrame {
+                tag: tag(label.clone()),
+                name: label.to_string(),
+                open_loop: self.open_loop,
+                stage: self.stage.clone(),
+                kind_of: Some(self.name.clone()),
+                setting: None,
+                value: None,
+            }
         }))
         .collect()
     }
@@ -130,14 +112,6 @@ pub(super) struct Ask {
 /// A refused change: the HTTP status and the reason.
 pub(super) type Refused = (u16, String);
 
-fn row_of(name: &str, setting: Setting, value: f64) -> Label {
-    Change::row_at(name, setting.word(), value)
-}
-
-fn shown(setting: Setting, value: f64) -> String {
-    Change::value_text(setting.word(), value)
-}
-
 impl Page {
     /// A change asked for by `who`: checked against the run now, and made at the next
     /// interval's end. The reply's status and words on success: 202 for a change to come, 200
@@ -153,7 +127,7 @@ impl Page {
         };
         let (g, from) = steerable(run, name, &ask)?;
         let (index, setting) = (g.index, g.setting());
-        let same = |a: f64, b: f64| Change::same_value(setting.word(), a, b);
+        let same = |a: f64, b: f64| Change::same_value(setting, a, b);
         // A change asked before in this interval, not made yet: this request supersedes it.
         let before = st
             .pending
@@ -166,15 +140,15 @@ impl Page {
                     409,
                     format!(
                         "`{name}` runs at {} already: nothing to change",
-                        shown(setting, from)
+                        Change::value_text(setting, from)
                     ),
                 ));
             };
             let words = format!(
                 "{name}: the change to {} asked before ({}) is taken back; it stays at {}",
-                shown(setting, before.to),
+                Change::value_text(setting, before.to),
                 before.who,
-                shown(setting, from)
+                Change::value_text(setting, from)
             );
             errln!("live: {words} ({who})");
             return Ok((200, words));
@@ -185,27 +159,27 @@ impl Page {
                 409,
                 format!(
                     "`{name}` goes to {} from the next interval already: nothing to change",
-                    shown(setting, ask.to)
+                    Change::value_text(setting, ask.to)
                 ),
             ));
         }
         let mut words = format!(
             "{name}: {} -> {} from the next interval",
-            shown(setting, from),
-            shown(setting, ask.to)
+            Change::value_text(setting, from),
+            Change::value_text(setting, ask.to)
         );
         if let Some(b) = &before {
             let instead = format!(
                 " (instead of {}, asked before by {})",
-                shown(setting, b.to),
+                Change::value_text(setting, b.to),
                 b.who
             );
             words.push_str(&instead);
             errln!(
                 "live: {name}: the change to {} ({}) superseded by {} ({who})",
-                shown(setting, b.to),
+                Change::value_text(setting, b.to),
                 b.who,
-                shown(setting, ask.to)
+                Change::value_text(setting, ask.to)
             );
         }
         st.pending.push(Pending {
@@ -237,7 +211,7 @@ impl Page {
                     errln!(
                         "live: {} -> {} not made: `{}` ended before the interval did",
                         p.setting.word(),
-                        shown(p.setting, p.to),
+                        Change::value_text(p.setting, p.to),
                         p.name
                     );
                     continue;
@@ -247,11 +221,11 @@ impl Page {
                     Now::Users(u) => f64::from(u),
                 };
                 // Checked when asked, and again here: a row is never split into two of one name.
-                if Change::same_value(p.setting.word(), from, p.to) {
+                if Change::same_value(p.setting, from, p.to) {
                     errln!(
                         "live: {} -> {} not made: `{}` runs at it already",
                         p.setting.word(),
-                        shown(p.setting, p.to),
+                        Change::value_text(p.setting, p.to),
                         p.name
                     );
                     continue;
@@ -267,7 +241,7 @@ impl Page {
                 if !done {
                     continue;
                 }
-                let before = row_of(&p.name, p.setting, from);
+                let before = Change::row_at(&p.name, p.setting, from);
                 let after = fresh_row(&p, &before, st.changes.iter().chain(&made));
                 splits.push(Split {
                     group: p.group,
@@ -280,29 +254,29 @@ impl Page {
                     time: humantime::format_rfc3339_millis(time).to_string(),
                     time_ms: now_us / 1000,
                     group: p.name.clone(),
-                    setting: p.setting.word().into(),
+                    setting: p.setting,
                     from,
                     to: p.to,
                     who: p.who,
                     row: after,
                 };
-                sent.push(frame(
-                    "change",
-                    &json!({
-                        "at": secs(now_us, base_us),
-                        "group": change.group,
-                        "setting": change.setting,
-                        "from": from,
-                        "to": p.to,
-                        "who": change.who,
-                        "row": change.row,
-                    }),
-                ));
+                sent.push(
+                    PageEvent::Change(&ChangeFrame {
+                        at: secs(now_us, base_us),
+                        group: change.group.clone(),
+                        setting: change.setting,
+                        from,
+                        to: p.to,
+                        who: change.who.clone(),
+                        row: change.row.clone(),
+                    })
+                    .frame(),
+                );
                 errln!(
                     "live: {} {} -> {} ({})",
                     change.group,
-                    shown(p.setting, from),
-                    shown(p.setting, p.to),
+                    Change::value_text(p.setting, from),
+                    Change::value_text(p.setting, p.to),
                     change.who
                 );
                 made.push(change);
@@ -316,7 +290,8 @@ impl Page {
     }
 }
 
-fn secs(us: u64, base_us: u64) -> f64 {
+/// Seconds from the run's base (`base_us`) to `us`, as the page's times are.
+pub(super) fn secs(us: u64, base_us: u64) -> f64 {
     crate::num::real(us.saturating_sub(base_us)) / 1e6
 }
 
@@ -361,40 +336,40 @@ impl View {
         }
     }
 
-    fn interval(&self, batch: &IntervalBatch) -> Value {
-        let mut series = Map::new();
-        for h in &batch.hists {
-            let ms = |q: f64| quantile_ms(&h.hist, q);
-            series.insert(
-                h.tag.to_string(),
-                json!({
-                    "count": h.hist.len(),
-                    "p50": ms(0.5),
-                    "p90": ms(0.9),
-                    "p99": ms(0.99),
-                    "max": ms(1.0),
-                }),
-            );
+    fn interval(&self, batch: &IntervalBatch) -> IntervalFrame {
+        IntervalFrame {
+            start: secs(batch.start_epoch_us, self.base_us),
+            length: batch.duration.as_secs_f64(),
+            series: batch
+                .hists
+                .iter()
+                .map(|h| {
+                    let ms = |q: f64| quantile_ms(&h.hist, q);
+                    let now = SeriesNow {
+                        count: h.hist.len(),
+                        p50: ms(0.5),
+                        p90: ms(0.9),
+                        p99: ms(0.99),
+                        max: ms(1.0),
+                    };
+                    (h.tag.to_string(), now)
+                })
+                .collect(),
+            activity: batch
+                .activity
+                .iter()
+                .map(|a| {
+                    let now = ActivityNow {
+                        users: a.users,
+                        errors: a.errors,
+                    };
+                    (a.tag.to_string(), now)
+                })
+                .collect(),
         }
-        let activity: Map<String, Value> = batch
-            .activity
-            .iter()
-            .map(|a| {
-                (
-                    a.tag.to_string(),
-                    json!({ "users": a.users, "errors": a.errors }),
-                )
-            })
-            .collect();
-        json!({
-            "start": secs(batch.start_epoch_us, self.base_us),
-            "length": batch.duration.as_secs_f64(),
-            "series": series,
-            "activity": activity,
-        })
     }
 
-    fn state(&self, now_us: u64, totals: &[GroupMetrics], segments: &[Segment]) -> Value {
+    fn state(&self, now_us: u64, totals: &[GroupMetrics], segments: &[Segment]) -> StateFrame {
         let plan = &*self.plan;
         let (rows, _) = crate::summary::rows(plan, totals, segments);
         let mut tsv = Vec::new();
@@ -414,77 +389,118 @@ impl View {
                 .skip(i + 1)
                 .try_fold(here.max(0.0), |a, p| p.map(|p| a + p))
         });
-        let warnings: Vec<Value> = plan
+        let warnings = plan
             .groups()
             .flat_map(|g| Failure::of(&g.name, &totals[g.index]))
-            .map(|f| {
-                json!({
-                    "code": "failures",
-                    "label": f.label,
-                    "message": format!("{} x ({:.1} % of its operations) {}, the first: {}", f.count, f.share_pct, f.class, f.message),
-                })
+            .map(|f| WarningNow {
+                code: "failures",
+                message: format!(
+                    "{} x ({:.1} % of its operations) {}, the first: {}",
+                    f.count, f.share_pct, f.class, f.message
+                ),
+                label: f.label,
             })
             .collect();
-        let thresholds: Vec<Value> =
-            crate::summary::judge::run_thresholds(plan, totals, None, false)
-                .iter()
-                .map(|t| {
-                    json!({
-                        "threshold": t.threshold,
-                        "value": t.value,
-                        "unit": t.unit,
-                        "verdict": if t.pass { "pass" } else { "FAIL" },
-                    })
-                })
-                .collect();
-        let totals_json: Map<String, Value> = rows
-            .iter()
-            .map(|r| {
-                (
-                    r.label.to_string(),
-                    json!({ "samples": r.samples, "errors": r.errors }),
-                )
+        let thresholds = crate::summary::judge::run_thresholds(plan, totals, None, false)
+            .into_iter()
+            .map(|t| ThresholdNow {
+                threshold: t.threshold,
+                value: t.value,
+                unit: t.unit,
+                verdict: if t.pass { "pass" } else { "FAIL" },
             })
             .collect();
-        let spectrum: Vec<Value> = plan
+        let spectrum = plan
             .groups()
             .filter(|g| totals[g.index].samples > 0)
-            .map(|g| (g.name.clone(), &totals[g.index]))
-            .map(|(label, m)| {
-                let (x, y) = crate::metrics::group::spectrum(&m.latency.hist);
-                json!({ "run": 1, "label": label, "x": x, "y": y })
+            .map(|g| {
+                let (x, y) = crate::metrics::group::spectrum(&totals[g.index].latency.hist);
+                SpectrumFrame {
+                    run: 1,
+                    label: g.name.clone(),
+                    x,
+                    y,
+                }
             })
             .collect();
-        json!({
-            "elapsed": elapsed,
-            "stage": current.map(|i| stages[i].name.clone()).filter(|n| !n.is_empty()),
-            "time_left": time_left,
-            "summary_tsv": String::from_utf8_lossy(&tsv),
-            "totals": totals_json,
-            "warnings": warnings,
-            "thresholds": thresholds,
-            "stages": stages.iter().map(|s| json!({ "label": s.label, "began": s.began, "start": s.start, "end": s.end })).collect::<Vec<_>>(),
-            "faults": faults.iter().map(|(label, from, to)| json!({ "label": label, "from": from, "to": to })).collect::<Vec<_>>(),
-            "spectrum": spectrum,
-        })
+        StateFrame {
+            elapsed,
+            stage: current
+                .map(|i| stages[i].name.clone())
+                .filter(|n| !n.is_empty()),
+            time_left,
+            summary_tsv: String::from_utf8_lossy(&tsv).into_owned(),
+            totals: rows
+                .iter()
+                .map(|r| {
+                    let now = RowTotals {
+                        samples: r.samples,
+                        errors: r.errors,
+                    };
+                    (r.label.to_string(), now)
+                })
+                .collect(),
+            warnings,
+            thresholds,
+            stages: stages
+                .iter()
+                .map(|s| StageFrame {
+                    label: s.label.clone(),
+                    began: s.began,
+                    start: s.start,
+                    end: s.end,
+                })
+                .collect(),
+            faults: faults
+                .into_iter()
+                .map(|(label, from, to)| FaultFrame { label, from, to })
+                .collect(),
+            spectrum,
+        }
     }
 }
 
-impl crate::metrics::IntervalView for View {
-    fn closed(
-        &mut self,
-        batch: &IntervalBatch,
-        totals: &[GroupMetrics],
-        segments: &[Segment],
-        _last: bool,
-    ) {
-        let now_us = batch.start_epoch_us + u64::try_from(batch.duration.as_micros()).unwrap_or(0);
-        if !batch.hists.is_empty() || !batch.activity.is_empty() {
-            self.page.publish(frame("interval", &self.interval(batch)));
+impl crate::metrics::Output for View {
+    fn name(&self) -> &'static str {
+        "the live page"
+    }
+
+    /// Each closed interval, the last too, and the run's totals then; the stages and the
+    /// faults as they begin and end.
+    fn event(&mut self, event: &crate::metrics::RunEvent<'_>) -> crate::metrics::Flow {
+        use crate::metrics::{Notice, RunEvent};
+        match event {
+            RunEvent::Notice(Notice::StageBegan {
+                label,
+                name,
+                began_us,
+                start_us,
+                ..
+            }) => {
+                self.page
+                    .stage_began((label.to_string(), name.clone()), *began_us, *start_us);
+            }
+            RunEvent::Notice(Notice::StageEnded { end_us }) => self.page.stage_ended(*end_us),
+            RunEvent::Notice(Notice::FaultBegan { fault, began_us }) => {
+                self.page.fault_began(fault, *began_us);
+            }
+            RunEvent::Notice(Notice::FaultEnded { end_us, .. }) => self.page.fault_ended(*end_us),
+            _ => {}
         }
-        let state = self.state(now_us, totals, segments);
-        lock(&self.page.inner.state).totals = state["totals"].clone();
-        self.page.publish(frame("state", &state));
+        if let RunEvent::Interval(closed) | RunEvent::End(closed) = event {
+            let batch = &**closed.batch;
+            let now_us =
+                batch.start_epoch_us + u64::try_from(batch.duration.as_micros()).unwrap_or(0);
+            if !batch.is_empty() {
+                let interval = self.interval(batch);
+                self.page.publish(PageEvent::Interval(&interval).frame());
+            }
+            let state = self.state(now_us, closed.totals, closed.segments);
+            let frame = PageEvent::State(&state).frame();
+            lock(&self.page.inner.state).totals = Some(state.totals);
+            self.page.publish(frame);
+        }
+        crate::metrics::Flow::More
     }
 }
 
@@ -496,11 +512,12 @@ fn fresh_row<'c>(
     before: &Label,
     changes: impl Iterator<Item = &'c Change> + Clone,
 ) -> Label {
-    let first = row_of(&p.name, p.setting, p.to);
+    let first = Change::row_at(&p.name, p.setting, p.to);
     let taken = |l: &Label| {
         *l == *before
             || changes.clone().any(|c: &Change| {
-                c.row == *l || (c.group == p.name && row_of(&c.group, p.setting, c.from) == *l)
+                c.row == *l
+                    || (c.group == p.name && Change::row_at(&c.group, p.setting, c.from) == *l)
             })
     };
     let mut n = 1;

@@ -16,13 +16,13 @@
 //! runs (`executor::steer` does), or writes the run directory.
 
 mod events;
+mod frames;
 mod http;
 
 use std::net::SocketAddr;
 use std::sync::mpsc::SyncSender;
 use std::sync::{Arc, Mutex};
 
-use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::Error;
@@ -32,6 +32,7 @@ use crate::plan::RunPlan;
 use crate::summary::Change;
 
 pub use events::{Control, View};
+pub(crate) use frames::PageHeader;
 pub(crate) use http::Endpoint;
 
 /// What the command line asked of the page.
@@ -130,13 +131,13 @@ struct State {
     pending: Vec<events::Pending>,
     /// Changes made in the current run.
     changes: Vec<Change>,
-    /// `GET /api/run`: the last totals.
-    totals: Value,
+    /// `GET /api/run`: the last totals (none before the first interval).
+    totals: Option<frames::Ordered<frames::RowTotals>>,
     /// The current run's stages so far.
     stages: Vec<StageNow>,
     /// The header each run's first event carries.
-    header: Value,
-    /// The faults seen in the sampler's rows so far (seconds from the run's base; `to` None
+    header: Option<PageHeader>,
+    /// The faults done so far, as `--fault` writes them (seconds from the run's base; `to` None
     /// while going on).
     faults: Vec<(String, f64, Option<f64>)>,
     ended: bool,
@@ -188,8 +189,8 @@ impl Page {
     }
 
     /// The header of the runs to come.
-    pub(crate) fn set_header(&self, header: Value) {
-        lock(&self.inner.state).header = header;
+    pub(crate) fn set_header(&self, header: PageHeader) {
+        lock(&self.inner.state).header = Some(header);
     }
 
     pub(crate) fn control(&self) -> bool {
@@ -207,16 +208,20 @@ impl Page {
         let base_us = clock.now_us();
         let groups = events::groups(plan);
         let header = lock(&self.inner.state).header.clone();
-        let event = events::frame(
-            "run",
-            &json!({
-                "title": title,
-                "header": header,
-                "groups": groups.iter().flat_map(events::GroupNow::json).collect::<Vec<_>>(),
-                "stages": plan.stages.iter().map(|s| json!({ "label": plan.stage_label(s) })).collect::<Vec<_>>(),
-                "control": self.inner.opts.control && steerable,
-            }),
-        );
+        let event = frames::PageEvent::Run(&frames::RunFrame {
+            title,
+            header,
+            groups: groups.iter().flat_map(events::GroupNow::frames).collect(),
+            stages: plan
+                .stages
+                .iter()
+                .map(|s| frames::StageLabel {
+                    label: plan.stage_label(s),
+                })
+                .collect(),
+            control: self.inner.opts.control && steerable,
+        })
+        .frame();
         {
             let mut st = lock(&self.inner.state);
             st.history.clear();
@@ -248,7 +253,7 @@ impl Page {
         let Some(base) = st.run.as_ref().map(|r| r.base_us) else {
             return;
         };
-        let s = |us: u64| crate::num::real(us.saturating_sub(base)) / 1e6;
+        let s = |us: u64| events::secs(us, base);
         st.stages.push(StageNow {
             label,
             name,
@@ -258,13 +263,34 @@ impl Page {
         });
     }
 
+    /// A fault was done from `began_us`: a band from then until it is over.
+    pub(crate) fn fault_began(&self, fault: &str, began_us: u64) {
+        let mut st = lock(&self.inner.state);
+        let Some(base) = st.run.as_ref().map(|r| r.base_us) else {
+            return;
+        };
+        let from = events::secs(began_us, base);
+        st.faults.push((fault.to_string(), from, None));
+    }
+
+    /// The fault going on was over at `end_us`.
+    pub(crate) fn fault_ended(&self, end_us: u64) {
+        let mut st = lock(&self.inner.state);
+        let Some(base) = st.run.as_ref().map(|r| r.base_us) else {
+            return;
+        };
+        if let Some(going) = st.faults.last_mut().filter(|f| f.2.is_none()) {
+            going.2 = Some(events::secs(end_us, base));
+        }
+    }
+
     pub(crate) fn stage_ended(&self, end_us: u64) {
         let mut st = lock(&self.inner.state);
         let Some(base) = st.run.as_ref().map(|r| r.base_us) else {
             return;
         };
         if let Some(last) = st.stages.last_mut() {
-            last.end = Some(crate::num::real(end_us.saturating_sub(base)) / 1e6);
+            last.end = Some(events::secs(end_us, base));
         }
     }
 
@@ -289,7 +315,7 @@ impl Page {
         let dir = &std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
         let (started, now) = {
             let st = lock(&self.inner.state);
-            let started = st.header["started_at"].as_str().map(str::to_string);
+            let started = st.header.as_ref().map(|h| h.started_at.clone());
             (started, std::time::SystemTime::now())
         };
         let duration = started
@@ -298,17 +324,15 @@ impl Page {
             .map(|d| {
                 humantime::format_duration(std::time::Duration::from_secs(d.as_secs())).to_string()
             });
-        let event = events::frame(
-            "end",
-            &json!({
-                "finished_at": humantime::format_rfc3339_seconds(now).to_string(),
-                "duration": duration,
-                "exit": exit_words,
-                "exit_code": exit_code,
-                "dir": dir.display().to_string(),
-                "report": dir.join(report).display().to_string(),
-            }),
-        );
+        let event = frames::PageEvent::End(&frames::EndFrame {
+            finished_at: humantime::format_rfc3339_seconds(now).to_string(),
+            duration,
+            exit: exit_words.to_string(),
+            exit_code,
+            dir: dir.display().to_string(),
+            report: dir.join(report).display().to_string(),
+        })
+        .frame();
         self.publish(event);
         let mut st = lock(&self.inner.state);
         st.ended = true;
@@ -391,33 +415,13 @@ impl Page {
         };
         let header = crate::rundir::resources::header(hosts, &[]);
         let line = crate::rundir::resources::line(row, &[]);
-        let values: serde_json::Map<String, Value> = header
+        let values: frames::Ordered<f64> = header
             .split('\t')
             .zip(line.split('\t'))
             .filter(|(name, _)| *name != "time_ms" && *name != "interval_ms")
-            .filter_map(|(name, cell)| Some((name.to_string(), json!(cell.parse::<f64>().ok()?))))
+            .filter_map(|(name, cell)| Some((name.to_string(), cell.parse::<f64>().ok()?)))
             .collect();
         let t = (crate::num::real(row.time_ms) * 1000.0 - crate::num::real(base)) / 1e6;
-        // A fault (`[[fault]]`) as the sampler's rows name it: a band from the row it first
-        // shows in to the last.
-        {
-            let mut st = lock(&self.inner.state);
-            let going = st.faults.last_mut().filter(|f| f.2.is_none());
-            match (row.fault.as_deref(), going) {
-                (Some(now), Some(f)) if f.0 == now => {}
-                (now, going) => {
-                    if let Some(f) = going {
-                        f.2 = Some(t);
-                    }
-                    if let Some(now) = now {
-                        st.faults.push((now.to_string(), t, None));
-                    }
-                }
-            }
-        }
-        self.publish(events::frame(
-            "resources",
-            &json!({ "t": t, "values": values }),
-        ));
+        self.publish(frames::PageEvent::Resources(&frames::ResourcesFrame { t, values }).frame());
     }
 }

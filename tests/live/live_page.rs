@@ -110,10 +110,18 @@ pub(crate) fn spawn(
     out: &std::path::Path,
     extra: &[&str],
 ) -> std::process::Child {
+    let mut args = vec![profile.to_str().unwrap(), "--uri", uri];
+    args.extend(extra);
+    spawn_run(&args, out)
+}
+
+/// `mongo-stress run ARGS... --out OUT` in the background, its output piped.
+fn spawn_run(args: &[&str], out: &std::path::Path) -> std::process::Child {
     std::process::Command::new(bin_path())
-        .args(["run", profile.to_str().unwrap(), "--uri", uri, "--out"])
+        .arg("run")
+        .args(args)
+        .arg("--out")
         .arg(out)
-        .args(extra)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -745,4 +753,72 @@ fn pages_opened_early_and_half_way_in_a_browser_draw_the_whole_run_with_the_summ
             "page {k}: no link to report.html"
         );
     }
+}
+
+#[test]
+fn a_fault_is_said_on_the_console_and_drawn_on_the_page_from_its_own_times() {
+    if skip_live() {
+        return;
+    }
+    let _turn = shared();
+    // A pause needs the embedded server: the tool starts its own.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let port = free_port();
+    let live = format!("127.0.0.1:{port}");
+    let mut child = spawn_run(
+        &[
+            "smoke",
+            "--duration",
+            "4s",
+            "--fault",
+            "pause@1s+1s",
+            "--interval",
+            "1s",
+            "--live",
+            &live,
+        ],
+        &out,
+    );
+    wait_for_page(port, &mut child);
+    let stream = events(port, None);
+    let mut faults = serde_json::Value::Null;
+    loop {
+        let (name, data) = stream
+            .recv_timeout(Duration::from_secs(60))
+            .expect("events until the end");
+        match name.as_str() {
+            "state" => faults = data["faults"].clone(),
+            "end" => break,
+            _ => {}
+        }
+    }
+    let (code, stderr) = finish(child, 60);
+    assert_eq!(code, 0, "{stderr}");
+    // The console says when it began and when it was over, with what was done.
+    let begun = stderr.find("fault pause@1s+1s: begun").expect(&stderr);
+    let over = stderr
+        .find("fault pause@1s+1s: over (pid ")
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(begun < over, "{stderr}");
+    // The page's band is the fault's own span, as summary.json has it (to the millisecond, not
+    // to the sampler's second).
+    let summary = read_json(&out.join("summary.json"));
+    let fault = &summary["runs"][0]["faults"][0];
+    let span_s = (fault["end_ms"].as_f64().unwrap() - fault["start_ms"].as_f64().unwrap()) / 1000.0;
+    let faults = faults.as_array().expect("the last state's faults");
+    assert_eq!(faults.len(), 1, "{faults:?}");
+    assert_eq!(faults[0]["label"], "pause@1s+1s");
+    let (from, to) = (
+        faults[0]["from"].as_f64().unwrap(),
+        faults[0]["to"].as_f64().expect("over"),
+    );
+    assert!(
+        (to - from - span_s).abs() < 0.01,
+        "{faults:?} against {fault}"
+    );
+    // It began when the fault was done (the page's times count from its run's start, a few
+    // milliseconds before the first stage's, which the summary's offset counts from).
+    let offset = fault["offset_secs"].as_f64().unwrap();
+    assert!((from - offset).abs() < 0.1, "{faults:?} against {fault}");
 }

@@ -60,8 +60,15 @@ fn start_inserts(
     );
     let path = profile(dir, &unique_db(db), "drop = true", &groups);
     let out = dir.join("run");
+    // Quiet, unless the live lines are asked for.
+    let quiet = if extra.contains(&"--interval") {
+        None
+    } else {
+        Some("--quiet")
+    };
     let child = std::process::Command::new(bin_path())
-        .args(["run", path.to_str().unwrap(), "--uri", uri, "--quiet"])
+        .args(["run", path.to_str().unwrap(), "--uri", uri])
+        .args(quiet)
         .args(extra)
         .arg("--out")
         .arg(&out)
@@ -102,7 +109,7 @@ fn a_scripted_three_member_set_is_sampled_member_by_member_its_lag_primary_chang
         "members",
         14,
         &set.uri(),
-        &["--threshold", "TOTAL.lag_max < 1s"],
+        &["--threshold", "TOTAL.lag_max < 1s", "--interval", "1s"],
     );
     // Member 2 falls 3 s behind; member 1 becomes primary; member 2 leaves the set.
     until(t0, Duration::from_secs(5));
@@ -237,6 +244,21 @@ fn a_scripted_three_member_set_is_sampled_member_by_member_its_lag_primary_chang
         !rows.iter().any(|r| r.1 == host(2) && r.0 > left_at),
         "member 2 sampled after it left"
     );
+    // The live lines said each as it was seen, in the order the summary has them.
+    let said: Vec<&str> = stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("members: "))
+        .collect();
+    let details: Vec<&str> = [change, left]
+        .iter()
+        .map(|e| e["detail"].as_str().unwrap())
+        .collect();
+    let at = |d: &str| {
+        said.iter()
+            .position(|s| *s == d)
+            .unwrap_or_else(|| panic!("`{d}` not said live: {stderr}"))
+    };
+    assert!(at(details[0]) < at(details[1]), "{said:?}");
     // The per-member summary and the console's table.
     let members = run["members"].as_array().unwrap();
     assert_eq!(members.len(), 3, "{members:#?}");

@@ -1,5 +1,6 @@
-//! One repetition's wiring: the recorder (live lines, the error-rate stop, aborting
-//! thresholds, the interval log), the virtual users' context, every stage in order, the faults
+//! One repetition's wiring: the recorder (the error-rate stop; its outputs: the interval log,
+//! aborting thresholds, live metrics, live lines, the live page, told of each stage, fault and
+//! change of the deployment too), the virtual users' context, every stage in order, the faults
 //! and the audit, all on one clock; what it measured goes back whole (`summary::Measured`), to
 //! be judged by `summary`.
 
@@ -14,12 +15,11 @@ use tokio_util::sync::CancellationToken;
 use super::{now_rfc3339, Session};
 use crate::executor::guard::{StopReason, ThresholdAbort};
 use crate::executor::{self, Clock, Context, ErrorGuard};
-use crate::metrics::{
-    IntervalBatch, IntervalCheck, IntervalSink, Logged, Recorded, Recorder, Watch,
-};
+use crate::metrics::{Logged, Notice, Notify, Output, Recorded, Recorder, Watch};
 use crate::ops::Backend;
 use crate::plan::limits::RECORDED_GAP;
 use crate::report;
+use crate::samplelog::hlog::ToLog;
 use crate::summary::resources::StageSpan;
 use crate::summary::Measured;
 use crate::workload::KeySpace;
@@ -50,7 +50,8 @@ impl<B: Backend + Clone> Session<'_, B> {
         seed: u64,
         run: u32,
         log: Option<mpsc::Sender<Vec<Logged>>>,
-        hlog: Option<mpsc::Sender<IntervalBatch>>,
+        hlog: Option<ToLog>,
+        sampler: Option<&crate::monitor::Sampler>,
     ) -> Measured {
         let plan = self.plan;
         let groups = plan.groups().count();
@@ -71,32 +72,34 @@ impl<B: Backend + Clone> Session<'_, B> {
         let steer = Arc::new(crate::executor::steer::Steer::new(groups));
         let mut recorder = self.recorder(
             clock,
-            bars.clone(),
+            bars,
             Arc::clone(&active),
             (&run_stop, &stopped_early),
             log,
             hlog,
         );
         self.attach_page(&mut recorder, &steer, clock);
+        // The stages' beginnings and ends reach the outputs through the recorder, in order with
+        // the intervals.
+        let (notify, notices) = mpsc::unbounded_channel();
+        recorder.notices = Some(notices);
+        // So do the topology's events the member sampler sees while the stages go.
+        if let Some(s) = sampler {
+            s.tell(Some(notify.clone()));
+        }
         let recorder = tokio::spawn(recorder.run(rx));
         // Watch groups: the writers tell the listeners of each acknowledged write.
         let listening = super::listeners::listening(plan);
         let mut failures = Vec::new();
-        let listeners = match &listening {
-            Some(l) => Some(
-                super::listeners::Listeners::open(
-                    plan,
-                    &self.backend,
-                    l,
-                    &tx,
-                    (clock, seed),
-                    (&active, &run_stop),
-                    &mut failures,
-                )
-                .await,
-            ),
-            None => None,
-        };
+        let listeners = self
+            .listeners(
+                listening.as_ref(),
+                &tx,
+                (clock, seed),
+                (&active, &run_stop),
+                &mut failures,
+            )
+            .await;
         let ctx = Arc::new(self.context(
             keys,
             seed,
@@ -114,8 +117,12 @@ impl<B: Backend + Clone> Session<'_, B> {
         let t0 = Instant::now();
         let stages_us = clock.epoch_us(t0);
         let (stages, faults) = self
-            .stages_and_faults(&ctx, (&run_stop, bars.as_ref()), (clock, t0), &mut failures)
+            .stages_and_faults(&ctx, (&run_stop, &notify), (clock, t0), &mut failures)
             .await;
+        if let Some(s) = sampler {
+            s.tell(None);
+        }
+        drop(notify);
         // The listeners drain, then each watch group's delivery is counted.
         let (streams, change_lines) = match listeners {
             Some(l) => l.close((t0, &run_stop), &ctx.active, &mut failures).await,
@@ -157,6 +164,31 @@ impl<B: Backend + Clone> Session<'_, B> {
             failures,
             ..Measured::default()
         }
+    }
+
+    /// The watch groups' listeners, when there are (`listening`): open before the writers
+    /// start.
+    async fn listeners(
+        &self,
+        listening: Option<&crate::executor::Listening>,
+        samples: &mpsc::Sender<crate::metrics::Sample>,
+        clocked: (Clock, u64),
+        (active, run_stop): (&Arc<Vec<AtomicU32>>, &CancellationToken),
+        failures: &mut Vec<String>,
+    ) -> Option<super::listeners::Listeners> {
+        let l = listening?;
+        Some(
+            super::listeners::Listeners::open(
+                self.plan,
+                &self.backend,
+                l,
+                samples,
+                clocked,
+                (active, run_stop),
+                failures,
+            )
+            .await,
+        )
     }
 
     /// The virtual users' context: the backend, the collections' documents and key spaces,
@@ -230,18 +262,23 @@ impl<B: Backend + Clone> Session<'_, B> {
             p.title.clone(),
             (Arc::clone(steer), clock, p.steerable),
         );
-        recorder.view = Some(Box::new(crate::watch::View::new(
-            &p.page,
-            Arc::new(self.plan.clone()),
-            base,
-        )));
+        // The page first: it shows each interval as the recorder closed it.
+        recorder.outputs.insert(
+            0,
+            Box::new(crate::watch::View::new(
+                &p.page,
+                Arc::new(self.plan.clone()),
+                base,
+            )),
+        );
         if p.steerable && p.page.control() {
             recorder.steering = Some(Box::new(crate::watch::Control(p.page.clone())));
         }
     }
 
     /// The recorder of one run: the error-rate stop (with the run's stop token and where it
-    /// says why) watches it, the live lines hang on it.
+    /// says why) watches it; its outputs, in order: the interval log, the threshold abort, the
+    /// live metrics, the live lines.
     pub(super) fn recorder(
         &self,
         clock: Clock,
@@ -249,7 +286,7 @@ impl<B: Backend + Clone> Session<'_, B> {
         active: Arc<Vec<AtomicU32>>,
         (run_stop, stopped_early): (&CancellationToken, &Arc<OnceLock<StopReason>>),
         log: Option<mpsc::Sender<Vec<Logged>>>,
-        hlog: Option<mpsc::Sender<IntervalBatch>>,
+        hlog: Option<ToLog>,
     ) -> Recorder {
         let plan = self.plan;
         let watch = plan.stop_on_error_pct.map(|pct| {
@@ -259,16 +296,11 @@ impl<B: Backend + Clone> Session<'_, B> {
                 Arc::clone(stopped_early),
             )) as Box<dyn Watch>
         });
-        let live = self
-            .opts
-            .live
-            .map(|_| Box::new(report::live::Live::new(plan, bars)) as Box<dyn IntervalSink>);
         let tick = self.opts.hdr_interval;
-        // Live lines cover whole intervals, so they come from the same histograms as the log.
-        let live_every = self.opts.live.map_or(1, |l| {
-            u32::try_from(crate::num::whole(l.as_secs_f64() / tick.as_secs_f64()).max(1))
-                .unwrap_or(u32::MAX)
-        });
+        let mut outputs: Vec<Box<dyn Output>> = Vec::new();
+        if let Some(hlog) = hlog {
+            outputs.push(Box::new(hlog));
+        }
         // A part cannot stop on a limit meant for the whole run's throughput or counts.
         let aborting: Vec<_> = plan
             .thresholds
@@ -276,43 +308,47 @@ impl<B: Backend + Clone> Session<'_, B> {
             .filter(|t| t.abort && !(plan.part.is_some() && t.metric.scales_with_load()))
             .cloned()
             .collect();
-        let check = (!aborting.is_empty()).then(|| {
-            Box::new(ThresholdAbort {
+        if !aborting.is_empty() {
+            outputs.push(Box::new(ThresholdAbort {
                 rules: aborting,
                 stop: run_stop.clone(),
                 reason: Arc::clone(stopped_early),
-            }) as Box<dyn IntervalCheck>
-        });
+            }));
+        }
+        if let Some(l) = &self.live {
+            outputs.push(Box::new(crate::exporter::Feed::new(l, Arc::clone(&active))));
+        }
+        if let Some(l) = self.opts.live {
+            // Live lines cover whole intervals, so they come from the same histograms as the
+            // log.
+            let every =
+                u32::try_from(crate::num::whole(l.as_secs_f64() / tick.as_secs_f64()).max(1))
+                    .unwrap_or(u32::MAX);
+            outputs.push(Box::new(report::live::Live::new(plan, bars, every)));
+        }
         // Gaps are kept from 100 ms (the time to a first success after a fault is read from
         // them); windows are the ones past each series' bound.
         let min_gap = plan
             .unavailable_after
             .map_or(RECORDED_GAP, |d| d.min(RECORDED_GAP));
-        let feed = self.live.as_ref().map(|l| {
-            Box::new(crate::exporter::Feed::new(l, Arc::clone(&active))) as Box<dyn IntervalCheck>
-        });
         Recorder {
             steering: None,
-            view: None,
+            notices: None,
             clock,
             spares: crate::metrics::interval::Spares::keeping(),
-            feed,
             availability: crate::metrics::availability::Availability::new(
                 plan.groups().count(),
                 clock.now_us(),
                 u64::try_from(min_gap.as_micros()).unwrap_or(u64::MAX),
             ),
-            check,
             names: plan.groups().map(|g| g.name.clone()).collect(),
             beside: plan.groups().map(|g| g.watch.is_some()).collect(),
             open_loop: plan.groups().map(|g| g.rate.is_some()).collect(),
             active,
             tick,
-            live_every,
-            live,
+            outputs,
             watch,
             log,
-            hlog,
         }
     }
 
@@ -416,15 +452,21 @@ impl<B: Backend + Clone> Session<'_, B> {
     async fn stages_and_faults(
         &self,
         ctx: &Arc<Context<B>>,
-        (run_stop, bars): (&CancellationToken, Option<&MultiProgress>),
+        (run_stop, notify): (&CancellationToken, &Notify),
         (clock, t0): (Clock, Instant),
         failures: &mut Vec<String>,
     ) -> (Vec<StageSpan>, Vec<crate::summary::faults::FaultEvent>) {
         let stages_over = CancellationToken::new();
         let faults = self.injector.as_ref().map(|i| {
-            tokio::spawn(Arc::clone(i).run(t0, clock, stages_over.clone(), self.stop.clone()))
+            tokio::spawn(Arc::clone(i).run(
+                t0,
+                clock,
+                stages_over.clone(),
+                self.stop.clone(),
+                notify.clone(),
+            ))
         });
-        let (stages, stage_failures) = self.stages(ctx, run_stop, bars, clock).await;
+        let (stages, stage_failures) = self.stages(ctx, run_stop, notify, clock).await;
         failures.extend(stage_failures);
         stages_over.cancel();
         let faults = match faults {
@@ -437,12 +479,13 @@ impl<B: Backend + Clone> Session<'_, B> {
         (stages, faults)
     }
 
-    /// Every stage in order until the run's stop: when each ran, and what failed inside.
+    /// Every stage in order until the run's stop: when each ran, and what failed inside; each
+    /// stage's beginning and end told to the outputs (`notify`).
     pub(super) async fn stages(
         &self,
         ctx: &Arc<Context<B>>,
         run_stop: &CancellationToken,
-        bars: Option<&MultiProgress>,
+        notify: &Notify,
         clock: Clock,
     ) -> (Vec<StageSpan>, Vec<String>) {
         let now_ms = || clock.now_us() / 1000;
@@ -451,20 +494,6 @@ impl<B: Backend + Clone> Session<'_, B> {
         for stage in &self.plan.stages {
             if run_stop.is_cancelled() {
                 break;
-            }
-            if !stage.name.is_empty() && self.opts.live.is_some() {
-                let groups: Vec<String> = stage
-                    .groups
-                    .iter()
-                    .map(|g| format!("{} x{}", g.name, g.threads))
-                    .collect();
-                let line = format!("stage {}: {}", stage.name, groups.join(", "));
-                match bars {
-                    Some(b) => {
-                        let _ = b.println(line);
-                    }
-                    None => errln!("{line}"),
-                }
             }
             // The resource summary covers what the summary counts: after the warm-ups.
             let skip = stage
@@ -476,18 +505,22 @@ impl<B: Backend + Clone> Session<'_, B> {
                 .unwrap_or_default();
             let began_ms = now_ms();
             let label = self.plan.stage_label(stage);
-            if let Some(p) = &self.page {
-                let began_us = began_ms * 1000;
-                p.page.stage_began(
-                    (label.to_string(), stage.name.clone()),
-                    began_us,
-                    began_us + u64::try_from(skip.as_micros()).unwrap_or(u64::MAX),
-                );
-            }
+            let began_us = began_ms * 1000;
+            let _ = notify.send(Notice::StageBegan {
+                label: label.clone(),
+                name: stage.name.clone(),
+                groups: stage
+                    .groups
+                    .iter()
+                    .map(|g| (g.name.clone(), g.threads))
+                    .collect(),
+                began_us,
+                start_us: began_us + u64::try_from(skip.as_micros()).unwrap_or(u64::MAX),
+            });
             failures.extend(executor::run_stage(stage, ctx).await);
-            if let Some(p) = &self.page {
-                p.page.stage_ended(clock.now_us());
-            }
+            let _ = notify.send(Notice::StageEnded {
+                end_us: clock.now_us(),
+            });
             spans.push(StageSpan {
                 label,
                 began_ms,

@@ -4,11 +4,8 @@
 
 use std::path::Path;
 
-use tokio::sync::mpsc;
-
 use super::{before_load, now_rfc3339, Session};
 use crate::error::Error;
-use crate::metrics::IntervalBatch;
 use crate::report;
 use crate::rundir::File;
 use crate::samplelog::hlog::IntervalLog;
@@ -108,8 +105,9 @@ impl Logs {
         })
     }
 
-    pub(super) fn intervals(&self) -> Option<mpsc::Sender<IntervalBatch>> {
-        self.intervals.as_ref().and_then(IntervalLog::sender)
+    /// The recorder's output to `latency.hlog`, when it is written.
+    pub(super) fn intervals(&self) -> Option<crate::samplelog::hlog::ToLog> {
+        self.intervals.as_ref().and_then(IntervalLog::output)
     }
 
     /// Waits for both to be written whole. A log that failed (a full disk) was reported when it

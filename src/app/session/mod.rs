@@ -144,12 +144,6 @@ impl<B: Backend + Clone> Session<'_, B> {
             summary.failures.extend(sampled.failures);
             summary.metrics_sources = sampled.sources;
             summary.member_warnings = sampled.member_warnings;
-            // The sampler's last second came after the last run's end: each run's members
-            // again, from every row.
-            let rows = self.member_rows(sampled.members_unwritten);
-            for run in &mut summary.runs {
-                crate::summary::members::settle(run, &rows, &sampled.topology);
-            }
             summary.refresh(&self.resource_rows(sampled.unwritten), true);
         }
         logs.close(&mut summary).await;
@@ -234,10 +228,22 @@ impl<B: Backend + Clone> Session<'_, B> {
                 run,
                 logs.samples.sender(),
                 logs.intervals(),
+                sampler.as_ref(),
             )
             .await;
         measured.start = start;
         if let Some(s) = sampler {
+            // Judged once, on every member row and event it counts: those of the sampler's
+            // first round after its end too.
+            let end_ms = measured.stages.iter().map(|s| s.end_ms).max().unwrap_or(0);
+            if !s.through(end_ms).await {
+                let w = format!(
+                    "the sampler read nothing after run {run}'s end within {} s: its members are judged on what was read by then",
+                    crate::monitor::ROUND_AFTER_END.as_secs()
+                );
+                errln!("warning: members: {w}");
+                s.warn(w);
+            }
             let (unwritten, events) = s.members_so_far();
             (measured.members, measured.topology) = crate::summary::members::of_run(
                 &self.member_rows(unwritten),
@@ -313,26 +319,28 @@ impl<B: Backend + Clone> Session<'_, B> {
     }
 
     /// The live page's header: the report's, as far as it is known while the run goes.
-    fn page_header(&self, s: &Summary, started_at: &str) -> serde_json::Value {
+    fn page_header(&self, s: &Summary, started_at: &str) -> crate::watch::PageHeader {
         let kind = match s.server.kind {
             crate::summary::ServerKind::Embedded => "embedded",
             crate::summary::ServerKind::External => "external",
         };
-        serde_json::json!({
-            "profile": format!("{} ({})", s.profile, s.origin),
-            "description": self.plan.description,
-            "seed": s.seed,
-            "server": format!("{kind} {} at {}", s.server.version, s.server.uri),
-            "host": crate::summary::run_info::HostInfo::read().hostname.unwrap_or_else(|| "?".into()),
-            "command_line": self.command_line.join(" "),
-            "started_at": started_at,
-            "finished_at": null,
-            "duration": null,
-            "exit": "running",
-            "exit_code": null,
-            "tool": s.tool,
-            "warnings": [],
-        })
+        crate::watch::PageHeader {
+            profile: format!("{} ({})", s.profile, s.origin),
+            description: self.plan.description.clone(),
+            seed: s.seed,
+            server: format!("{kind} {} at {}", s.server.version, s.server.uri),
+            host: crate::summary::run_info::HostInfo::read()
+                .hostname
+                .unwrap_or_else(|| "?".into()),
+            command_line: self.command_line.join(" "),
+            started_at: started_at.to_string(),
+            finished_at: None,
+            duration: None,
+            exit: "running".into(),
+            exit_code: None,
+            tool: s.tool.clone(),
+            warnings: Vec::new(),
+        }
     }
 
     fn say(&self, msg: String) {
