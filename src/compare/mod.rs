@@ -342,7 +342,7 @@ fn run_values(
     if let Some(a) = run.audit.as_ref().filter(|a| a.finished) {
         let g = match &row.label {
             Label::Total => Some(&a.total),
-            Label::Group(name) => a.groups.iter().find(|g| &g.group == name),
+            Label::Group(row) => a.groups.iter().find(|g| row.is(&g.group)),
             _ => None,
         };
         if let Some(g) = g {
@@ -656,7 +656,7 @@ fn pairs(
         };
         let at = out
             .iter()
-            .rposition(|(_, x)| *x == nl || x.group_name() == nl.group_name())
+            .rposition(|(_, x)| *x == nl || x.group_row() == nl.group_row())
             .map_or(out.len(), |i| i + 1);
         out.insert(at, (l, nl));
     }

@@ -95,8 +95,9 @@ impl<'a> Steered<'a> {
         let side = self.side(which);
         match label {
             Label::Total | Label::Stage(_) => self.any(),
+            // A change's row holds the operations of one value.
             Label::Group(g) | Label::Kind { group: g, .. } => {
-                side.steered(g) && side.change_row(label).is_none()
+                g.at.is_none() && side.steered(&g.name)
             }
         }
     }

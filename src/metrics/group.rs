@@ -172,7 +172,7 @@ pub(crate) const FIRST_ATTEMPT: &str = "first-attempt";
 /// (`group:kind`, as the recorder labels a mix's kinds); None for any other row.
 pub(crate) fn kind_row_of(label: &Label, group: &str) -> Option<OpName> {
     match label {
-        Label::Kind { group: g, kind } if g == group => Some(kind.clone()),
+        Label::Kind { group: g, kind } if g.is(group) => Some(kind.clone()),
         _ => None,
     }
 }

@@ -26,8 +26,8 @@ pub enum RunEvent<'a> {
     Interval(Closed<'a>),
     /// The live window (every `window_every` intervals): what ran in it, warm-up included.
     Window(Window<'a>),
-    /// Something besides the operations happened (a stage or a fault began or ended, the
-    /// deployment changed), told to the
+    /// Something besides the operations happened (a stage or a fault began or ended, a group
+    /// was changed live, the deployment changed), told to the
     /// recorder as it happened and shown in order with the intervals.
     Notice(&'a Notice),
     /// The run ended: its last interval, and the run's totals.
@@ -61,6 +61,9 @@ pub enum Notice {
         fault: String,
         began_us: u64,
     },
+    /// A group's rate or users was changed (`--live-control`), from the interval that begins
+    /// at its `at_us`.
+    Changed(Split),
     /// The deployment changed at `time_us`: a new primary, a member's state, a member added or
     /// removed, a chunk migrated. Told when the member sampler sees it (up to a second later),
     /// while the run's stages go.
@@ -104,6 +107,27 @@ pub struct Segment {
     pub(crate) since_us: u64,
     pub(crate) until_us: u64,
     pub(crate) metrics: GroupMetrics,
+}
+
+/// A change of a group made while it runs (`--live-control`), as the recorder applies it and
+/// tells its outputs (`Notice::Changed`): from `at_us` on (by the operations' intended starts),
+/// the group's operations also count in a row of their own, `after`; the first change of a
+/// group gives what came before a row too, `before`. The group's own row keeps every operation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Split {
+    /// `GroupPlan::index`.
+    pub(crate) group: usize,
+    /// The group's name.
+    pub(crate) name: String,
+    pub(crate) setting: crate::vocab::Setting,
+    pub(crate) from: f64,
+    pub(crate) to: f64,
+    /// Who asked: `page` (the live page's controls) or `api` (a POST of its own), with the
+    /// client's address.
+    pub(crate) who: String,
+    pub(crate) before: Label,
+    pub(crate) after: Label,
+    pub(crate) at_us: u64,
 }
 
 /// Whether an output wants more events.

@@ -25,7 +25,7 @@ use tokio::time::Instant;
 
 use super::group::GroupMetrics;
 use super::interval::{Activity, IntervalBatch, IntervalHist, Series, Tag};
-use super::output::{Closed, Flow, RunEvent, Segment, Window};
+use super::output::{Closed, Flow, RunEvent, Segment, Split, Window};
 use super::sample::{Logged, Sample};
 use super::timing::Timing;
 use super::Label;
@@ -36,18 +36,6 @@ pub trait Watch: Send {
     /// Looks at what was observed, at `now_us` (epoch microseconds); true once it has acted
     /// and needs no more samples.
     fn check(&mut self, now_us: u64) -> bool;
-}
-
-/// A change of a group while it runs (`--live-control`), as the recorder applies it: from
-/// `at_us` on (by the operations' intended starts), the group's operations also count in a row
-/// of their own, `after`; the first change of a group gives what came before a row too,
-/// `before`. The group's own row keeps every operation.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Split {
-    pub(crate) group: usize,
-    pub(crate) before: Label,
-    pub(crate) after: Label,
-    pub(crate) at_us: u64,
 }
 
 /// Asked at the end of each interval for the changes to make from then on (the live page's
@@ -96,6 +84,8 @@ pub struct Recorded {
     pub(crate) availability: super::availability::Availability,
     /// The rows of changes made while the run went (`--live-control`), in order.
     pub(crate) segments: Vec<Segment>,
+    /// The changes made while the run went, in order.
+    pub(crate) changes: Vec<Split>,
 }
 
 impl Recorded {
@@ -110,6 +100,7 @@ impl Recorded {
             )],
             availability: Default::default(),
             segments: Vec::new(),
+            changes: Vec::new(),
         }
     }
 }
@@ -192,6 +183,8 @@ struct State {
     segments: Vec<Segment>,
     /// By group: it has segments (a sample of it is counted in one too).
     split: Vec<bool>,
+    /// The changes made, in order.
+    changes: Vec<Split>,
 }
 
 impl State {
@@ -218,7 +211,7 @@ impl State {
 
     /// Starts the rows of a change, at the end of an interval (what came before is in the
     /// totals then).
-    fn split(&mut self, split: Split) {
+    fn split(&mut self, split: &Split) {
         let g = split.group;
         if g >= self.total.len() {
             return;
@@ -227,7 +220,7 @@ impl State {
             self.split[g] = true;
             self.segments.push(Segment {
                 group: g,
-                label: split.before,
+                label: split.before.clone(),
                 since_us: 0,
                 until_us: split.at_us,
                 metrics: self.total[g].clone(),
@@ -237,7 +230,7 @@ impl State {
         }
         self.segments.push(Segment {
             group: g,
-            label: split.after,
+            label: split.after.clone(),
             since_us: split.at_us,
             until_us: u64::MAX,
             metrics: GroupMetrics::default(),
@@ -271,6 +264,7 @@ impl Recorder {
             total_warm: fresh(n),
             segments: Vec::new(),
             split: vec![false; n],
+            changes: Vec::new(),
         };
         let mut ticker = tokio::time::interval_at(started + self.tick, self.tick);
         let mut ticks = 0u32;
@@ -331,6 +325,7 @@ impl Recorder {
             failures,
             availability: self.availability,
             segments: st.segments,
+            changes: st.changes,
         }
     }
 
@@ -418,9 +413,13 @@ impl Recorder {
     ) {
         let closed = Arc::new(self.close_interval(st));
         if let Some(steering) = self.steering.as_mut() {
-            // The new interval's start: the change counts from there.
+            // The new interval's start: the change counts from there; told before the
+            // interval that closed with it.
             for split in steering.at_interval(st.interval_start_us) {
-                st.split(split);
+                st.split(&split);
+                st.changes.push(split.clone());
+                let notice = super::output::Notice::Changed(split);
+                self.emit(&RunEvent::Notice(&notice), failures).await;
             }
         }
         let interval = RunEvent::Interval(Closed {

@@ -167,21 +167,21 @@ fn row_of(
 ) -> Result<(Label, Option<usize>, Option<crate::workload::op::OpName>), String> {
     let row = Label::parse(label);
     let (group_name, kind) = match &row {
-        Label::Total => ("TOTAL", None),
-        Label::Kind { group, kind } => (group.as_str(), Some(kind.clone())),
-        Label::Group(g) if g.contains(':') => {
-            let k = g.rsplit_once(':').map_or("", |(_, k)| k);
+        Label::Total => ("TOTAL".to_string(), None),
+        Label::Kind { group, kind } => (group.to_string(), Some(kind.clone())),
+        Label::Group(g) if g.name.contains(':') => {
+            let k = g.name.rsplit_once(':').map_or("", |(_, k)| k);
             return Err(format!(
                 "`{label}`: `{k}` is not an operation kind; a mixed group's row is GROUP:KIND with KIND one of {}",
                 crate::workload::OpKind::listed()
             ));
         }
-        Label::Group(_) | Label::Stage(_) => (label, None),
+        Label::Group(_) | Label::Stage(_) => (label.to_string(), None),
     };
     let group = if row == Label::Total {
         None
     } else {
-        Some(groups.iter().position(|g| g == group_name).ok_or_else(|| {
+        Some(groups.iter().position(|g| *g == group_name).ok_or_else(|| {
             format!(
                 "`{group_name}` is not a group of this profile; thresholds name one of: {}, TOTAL (or GROUP:KIND for a kind of a mixed group)",
                 groups.join(", ")

@@ -152,7 +152,7 @@ pub fn data(dir: &RunDir) -> Value {
             let run = if s.runs.len() > 1 { format!("run {}: ", r.run) } else { String::new() };
             r.rows
                 .iter()
-                .filter(|row| row.label.group_name().is_some())
+                .filter(|row| row.label.group_row().is_some())
                 .filter_map(|row| row.transactions.as_ref().map(|t| super::table::transactions_line(&row.label, t)))
                 .chain(r.invariants.iter().map(|i| i.line()))
                 .map(move |l| format!("{run}{l}"))

@@ -12,6 +12,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::metrics::{Flow, Notice, Output, RunEvent};
 use crate::plan::{RunPlan, StopAt};
+use crate::summary::Change;
 
 /// What a group has to do.
 #[derive(Debug, Clone, Copy)]
@@ -216,8 +217,8 @@ impl Output for Live {
     }
 
     /// A line per group that ran in the window, or has users; a group that has ended its bar.
-    /// A line of its own for a named stage's beginning, a fault's beginning and end, and each
-    /// change of the deployment.
+    /// A line of its own for a named stage's beginning, a fault's beginning and end, each
+    /// change made to a group (`--live-control`) and each change of the deployment.
     fn event(&mut self, event: &RunEvent<'_>) -> Flow {
         match event {
             RunEvent::Window(w) => self.window(w.elapsed, w.period, w.metrics, w.active),
@@ -225,6 +226,13 @@ impl Output for Live {
                 let groups: Vec<String> = groups.iter().map(|(g, n)| format!("{g} x{n}")).collect();
                 self.line(format!("stage {name}: {}", groups.join(", ")));
             }
+            RunEvent::Notice(Notice::Changed(c)) => self.line(format!(
+                "live: {} {} -> {} ({})",
+                c.name,
+                Change::value_text(c.setting, c.from),
+                Change::value_text(c.setting, c.to),
+                c.who
+            )),
             RunEvent::Notice(Notice::Member { detail, .. }) => {
                 self.line(format!("members: {detail}"));
             }

@@ -24,14 +24,14 @@ pub(crate) fn render(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
             let mut rows = Map::new();
             for r in &run.rows {
                 let (name, group) = match &r.label {
-                    Label::Group(g) => (g.clone(), g.as_str()),
-                    Label::Kind { group, kind } => (format!("{group}.{kind}"), group.as_str()),
+                    Label::Group(g) => (g.to_string(), g),
+                    Label::Kind { group, kind } => (format!("{group}.{kind}"), group),
                     Label::Total | Label::Stage(_) => continue,
                 };
                 let threads = s
                     .groups
                     .iter()
-                    .find(|g| g.name == group)
+                    .find(|g| group.is(&g.name))
                     .map_or(0, |g| g.threads);
                 let documents = r.returned + r.inserted + r.updated + r.upserted + r.deleted;
                 let error_rate = if r.samples == 0 {

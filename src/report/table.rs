@@ -200,7 +200,7 @@ fn run_notes(
     for run in &s.runs {
         let prefix = run_prefix(Some(run.run), with_run);
         // Per group (the totals would repeat them).
-        for row in run.rows.iter().filter(|r| r.label.group_name().is_some()) {
+        for row in run.rows.iter().filter(|r| r.label.group_row().is_some()) {
             if let Some(t) = &row.transactions {
                 writeln!(out, "{prefix}{}", transactions_line(&row.label, t))?;
             }

@@ -156,8 +156,8 @@ impl ThresholdResult {
         if self.relative {
             return None;
         }
-        let group = match label.group_name() {
-            Some(g) => Some(groups.iter().position(|x| x == g)?),
+        let group = match label.group_row() {
+            Some(g) => Some(groups.iter().position(|x| g.is(x))?),
             None => None,
         };
         let kind = match &label {

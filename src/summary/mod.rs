@@ -25,6 +25,7 @@ use crate::metrics::{GroupMetrics, Label, Row};
 use crate::monitor::ResourceRow;
 use crate::plan::part::Part;
 use crate::plan::RunPlan;
+use crate::vocab::label::AtValue;
 use crate::vocab::Setting;
 use crate::workload::op::OpName;
 pub use measured::{Measured, Stopped};
@@ -477,31 +478,40 @@ pub struct Change {
     pub(crate) row: Label,
 }
 
+impl From<&crate::metrics::Split> for Change {
+    /// A change as the recorder made it.
+    fn from(s: &crate::metrics::Split) -> Change {
+        let time = std::time::UNIX_EPOCH + std::time::Duration::from_micros(s.at_us);
+        Change {
+            time: humantime::format_rfc3339_millis(time).to_string(),
+            time_ms: s.at_us / 1000,
+            group: s.name.clone(),
+            setting: s.setting,
+            from: s.from,
+            to: s.to,
+            who: s.who.clone(),
+            row: s.after.clone(),
+        }
+    }
+}
+
 impl Change {
     /// The row of a group's operations at `value` of `setting` (`rate` or `users`):
     /// `insert@400/s`, `insert@50 users`.
     pub(crate) fn row_at(group: &str, setting: Setting, value: f64) -> Label {
-        match setting {
-            Setting::Rate => Label::group(&Label::step_name(group, value)),
-            Setting::Users => Label::group(&format!("{group}@{value:.0} users")),
-        }
+        Label::at(group, setting, value)
     }
 
     /// A value of `setting` as a person reads it: `400/s`, `50 users`.
     pub(crate) fn value_text(setting: Setting, value: f64) -> String {
-        match setting {
-            Setting::Rate => Label::step_name("", value)
-                .trim_start_matches('@')
-                .to_string(),
-            Setting::Users => format!("{value:.0} users"),
-        }
+        AtValue::of(setting, value).to_string()
     }
 
     /// Are two values of `setting` the same for a change? As their rows name them (a rate to
     /// two decimals, users whole): a change between them would split the group's row into two
     /// of one name (`insert@200/s` and `insert@200/s #2`).
     pub(crate) fn same_value(setting: Setting, a: f64, b: f64) -> bool {
-        Change::value_text(setting, a) == Change::value_text(setting, b)
+        AtValue::of(setting, a) == AtValue::of(setting, b)
     }
 
     /// The change as its marker says it: `insert 200/s -> 400/s (page 127.0.0.1)`.
@@ -520,10 +530,9 @@ impl RunResult {
     /// A row of a group changed while the run went (`insert@400/s`, and the part before the
     /// first change): some of its group's operations, which the group's own row holds.
     pub(crate) fn is_change_row(&self, label: &Label) -> bool {
-        let g = label.group_name().unwrap_or_default();
-        self.changes
-            .iter()
-            .any(|c| g.starts_with(&format!("{}@", c.group)))
+        label
+            .group_row()
+            .is_some_and(|g| g.at.is_some() && self.changes.iter().any(|c| c.group == g.name))
     }
 
     pub fn total(&self) -> &Row {

@@ -92,18 +92,18 @@ fn no_match(s: &Summary, out: &mut Warnings) {
         for row in &run.rows {
             // A step's row times the step; what matched is counted on its group's row.
             let step_row = matches!(&row.label, crate::metrics::Label::Kind { group, kind }
-                if s.groups.iter().any(|g| &g.name == group && g.steps.iter().any(|x| x == kind.as_str())));
+                if s.groups.iter().any(|g| group.is(&g.name) && g.steps.iter().any(|x| x == kind.as_str())));
             // A row of a change (`--live-control`) holds some of its group's operations,
             // which the group's own row judges.
             let change_row = run.is_change_row(&row.label);
             // A group that only counts (`nop`: genny's HelloWorld) finds nothing by design.
-            let counting = row.label.group_name().is_some_and(|g| {
+            let counting = row.label.group_row().is_some_and(|g| {
                 s.groups.iter().any(|x| {
-                    x.name == g
+                    g.is(&x.name)
                         && !x.operations.is_empty()
                         && x.operations.iter().all(|o| o == "nop")
                 })
-            }) || (row.label.group_name().is_none()
+            }) || (row.label.group_row().is_none()
                 && !s.groups.is_empty()
                 && s.groups
                     .iter()
@@ -117,8 +117,8 @@ fn no_match(s: &Summary, out: &mut Warnings) {
             {
                 let unacknowledged = row
                     .label
-                    .group_name()
-                    .is_some_and(|g| only_unacknowledged_writes(s, g));
+                    .group_row()
+                    .is_some_and(|g| only_unacknowledged_writes(s, &g.to_string()));
                 out.add(
                     WarningCode::NoMatch,
                     Some(run.run),

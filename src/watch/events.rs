@@ -13,6 +13,7 @@ use crate::metrics::timing::quantile_ms;
 use crate::metrics::{GroupMetrics, IntervalBatch, Label, Segment, Split};
 use crate::plan::{RunPlan, StopAt};
 use crate::summary::{Change, Failure};
+use crate::vocab::label::{At, AtValue, GroupRow};
 pub(super) use crate::vocab::Setting;
 
 /// A group of the run as the page and a change see it.
@@ -193,100 +194,86 @@ impl Page {
     }
 
     /// The changes asked for since the last interval, made now (`now_us`, the new interval's
-    /// start): each becomes a row of its own, an event and a change of the summary.
+    /// start): each becomes a row of its own; the recorder tells them to the outputs (this
+    /// page's events and the console's lines among them) and to the summary.
     fn make_changes(&self, now_us: u64) -> Vec<Split> {
         let mut splits = Vec::new();
-        let mut sent = Vec::new();
-        {
-            let mut st = lock(&self.inner.state);
-            let pending = std::mem::take(&mut st.pending);
-            let Some(run) = &st.run else {
-                return splits;
-            };
-            let at = tokio::time::Instant::now();
-            let base_us = run.base_us;
-            let mut made = Vec::new();
-            for p in pending {
-                let Some(now) = run.steer.now(p.group) else {
-                    errln!(
-                        "live: {} -> {} not made: `{}` ended before the interval did",
-                        p.setting.word(),
-                        Change::value_text(p.setting, p.to),
-                        p.name
-                    );
-                    continue;
-                };
-                let from = match now {
-                    Now::Rate(r) => r,
-                    Now::Users(u) => f64::from(u),
-                };
-                // Checked when asked, and again here: a row is never split into two of one name.
-                if Change::same_value(p.setting, from, p.to) {
-                    errln!(
-                        "live: {} -> {} not made: `{}` runs at it already",
-                        p.setting.word(),
-                        Change::value_text(p.setting, p.to),
-                        p.name
-                    );
-                    continue;
-                }
-                let done = match p.setting {
-                    Setting::Rate => run.steer.set_rate(p.group, p.to, at),
-                    // Checked against MAX_THREADS when asked: a whole number that fits.
-                    Setting::Users => run.steer.set_users(
-                        p.group,
-                        u32::try_from(crate::num::whole(p.to)).unwrap_or(u32::MAX),
-                    ),
-                };
-                if !done {
-                    continue;
-                }
-                let before = Change::row_at(&p.name, p.setting, from);
-                let after = fresh_row(&p, &before, st.changes.iter().chain(&made));
-                splits.push(Split {
-                    group: p.group,
-                    before,
-                    after: after.clone(),
-                    at_us: now_us,
-                });
-                let time = std::time::UNIX_EPOCH + std::time::Duration::from_micros(now_us);
-                let change = Change {
-                    time: humantime::format_rfc3339_millis(time).to_string(),
-                    time_ms: now_us / 1000,
-                    group: p.name.clone(),
-                    setting: p.setting,
-                    from,
-                    to: p.to,
-                    who: p.who,
-                    row: after,
-                };
-                sent.push(
-                    PageEvent::Change(&ChangeFrame {
-                        at: secs(now_us, base_us),
-                        group: change.group.clone(),
-                        setting: change.setting,
-                        from,
-                        to: p.to,
-                        who: change.who.clone(),
-                        row: change.row.clone(),
-                    })
-                    .frame(),
-                );
+        let mut st = lock(&self.inner.state);
+        let pending = std::mem::take(&mut st.pending);
+        let Some(run) = &st.run else {
+            return splits;
+        };
+        let at = tokio::time::Instant::now();
+        let mut made = Vec::new();
+        for p in pending {
+            let Some(now) = run.steer.now(p.group) else {
                 errln!(
-                    "live: {} {} -> {} ({})",
-                    change.group,
-                    Change::value_text(p.setting, from),
+                    "live: {} -> {} not made: `{}` ended before the interval did",
+                    p.setting.word(),
                     Change::value_text(p.setting, p.to),
-                    change.who
+                    p.name
                 );
-                made.push(change);
+                continue;
+            };
+            let from = match now {
+                Now::Rate(r) => r,
+                Now::Users(u) => f64::from(u),
+            };
+            // Checked when asked, and again here: a row is never split into two of one name.
+            if Change::same_value(p.setting, from, p.to) {
+                errln!(
+                    "live: {} -> {} not made: `{}` runs at it already",
+                    p.setting.word(),
+                    Change::value_text(p.setting, p.to),
+                    p.name
+                );
+                continue;
             }
-            st.changes.extend(made);
+            let done = match p.setting {
+                Setting::Rate => run.steer.set_rate(p.group, p.to, at),
+                // Checked against MAX_THREADS when asked: a whole number that fits.
+                Setting::Users => run.steer.set_users(
+                    p.group,
+                    u32::try_from(crate::num::whole(p.to)).unwrap_or(u32::MAX),
+                ),
+            };
+            if !done {
+                continue;
+            }
+            let before = Change::row_at(&p.name, p.setting, from);
+            let after = fresh_row(&p, &before, st.changes.iter().chain(&made));
+            let split = Split {
+                group: p.group,
+                name: p.name,
+                setting: p.setting,
+                from,
+                to: p.to,
+                who: p.who,
+                before,
+                after,
+                at_us: now_us,
+            };
+            made.push(Change::from(&split));
+            splits.push(split);
         }
-        for e in sent {
-            self.publish(e);
-        }
+        st.changes.extend(made);
         splits
+    }
+
+    /// A change made (`Notice::Changed`), as the page's event (its time from `base_us`).
+    fn changed(&self, split: &Split, base_us: u64) {
+        self.publish(
+            PageEvent::Change(&ChangeFrame {
+                at: secs(split.at_us, base_us),
+                group: split.name.clone(),
+                setting: split.setting,
+                from: split.from,
+                to: split.to,
+                who: split.who.clone(),
+                row: split.after.clone(),
+            })
+            .frame(),
+        );
     }
 }
 
@@ -485,6 +472,7 @@ impl crate::metrics::Output for View {
                 self.page.fault_began(fault, *began_us);
             }
             RunEvent::Notice(Notice::FaultEnded { end_us, .. }) => self.page.fault_ended(*end_us),
+            RunEvent::Notice(Notice::Changed(split)) => self.page.changed(split, self.base_us),
             _ => {}
         }
         if let RunEvent::Interval(closed) | RunEvent::End(closed) = event {
@@ -512,7 +500,13 @@ fn fresh_row<'c>(
     before: &Label,
     changes: impl Iterator<Item = &'c Change> + Clone,
 ) -> Label {
-    let first = Change::row_at(&p.name, p.setting, p.to);
+    let value = AtValue::of(p.setting, p.to);
+    let row = |nth| {
+        Label::Group(GroupRow {
+            name: p.name.clone(),
+            at: Some(At { value, nth }),
+        })
+    };
     let taken = |l: &Label| {
         *l == *before
             || changes.clone().any(|c: &Change| {
@@ -520,13 +514,11 @@ fn fresh_row<'c>(
                     || (c.group == p.name && Change::row_at(&c.group, p.setting, c.from) == *l)
             })
     };
-    let mut n = 1;
-    let mut label = first.clone();
-    while taken(&label) {
-        n += 1;
-        label = Label::group(&format!("{first} #{n}"));
+    let mut nth = 1;
+    while taken(&row(nth)) {
+        nth += 1;
     }
-    label
+    row(nth)
 }
 
 /// The group `name` of `run` that `ask` may change now, and the value it runs at; refused

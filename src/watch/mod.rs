@@ -294,12 +294,13 @@ impl Page {
         }
     }
 
-    /// The changes made in the current run, for its summary.
-    pub(crate) fn changes(&self) -> Vec<Change> {
+    /// The current run ended: no change is taken for it any more (the recorder told the
+    /// summary those made).
+    pub(crate) fn run_ended(&self) {
         let mut st = lock(&self.inner.state);
         st.run = None;
         st.pending.clear();
-        std::mem::take(&mut st.changes)
+        st.changes.clear();
     }
 
     /// The command ended: the page says so and where its report is.

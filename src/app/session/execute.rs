@@ -21,7 +21,7 @@ use crate::plan::limits::RECORDED_GAP;
 use crate::report;
 use crate::samplelog::hlog::ToLog;
 use crate::summary::resources::StageSpan;
-use crate::summary::Measured;
+use crate::summary::{Change, Measured};
 use crate::workload::KeySpace;
 
 /// What the virtual users share with the session: where their samples go, how many are
@@ -40,6 +40,18 @@ struct AuditRun {
     before: Result<crate::audit::Found, String>,
     auditor: crate::audit::Auditor,
     keeper: crate::audit::Keeper,
+}
+
+/// Where the run's notices are told: its recorder. The stages' beginnings and ends, the faults'
+/// and the topology's events the member sampler sees while the stages go reach the outputs
+/// through it, in order with the intervals.
+fn told(recorder: &mut Recorder, sampler: Option<&crate::monitor::Sampler>) -> Notify {
+    let (notify, notices) = mpsc::unbounded_channel();
+    recorder.notices = Some(notices);
+    if let Some(s) = sampler {
+        s.tell(Some(notify.clone()));
+    }
+    notify
 }
 
 impl<B: Backend + Clone> Session<'_, B> {
@@ -79,14 +91,7 @@ impl<B: Backend + Clone> Session<'_, B> {
             hlog,
         );
         self.attach_page(&mut recorder, &steer, clock);
-        // The stages' beginnings and ends reach the outputs through the recorder, in order with
-        // the intervals.
-        let (notify, notices) = mpsc::unbounded_channel();
-        recorder.notices = Some(notices);
-        // So do the topology's events the member sampler sees while the stages go.
-        if let Some(s) = sampler {
-            s.tell(Some(notify.clone()));
-        }
+        let notify = told(&mut recorder, sampler);
         let recorder = tokio::spawn(recorder.run(rx));
         // Watch groups: the writers tell the listeners of each acknowledged write.
         let listening = super::listeners::listening(plan);
@@ -135,7 +140,9 @@ impl<B: Backend + Clone> Session<'_, B> {
             .await
             .unwrap_or_else(|e| Recorded::lost(groups, e.to_string()));
         failures.extend(recorded.failures);
-        let changes = self.page.as_ref().map(|p| p.page.changes());
+        if let Some(p) = &self.page {
+            p.page.run_ended();
+        }
         let wall_secs = t0.elapsed().as_secs_f64();
         let audit = match audit {
             Some(a) => Some(self.audit_finish(a).await),
@@ -158,7 +165,7 @@ impl<B: Backend + Clone> Session<'_, B> {
             audit,
             stopped: stopped_early.get().cloned(),
             segments: recorded.segments,
-            changes: changes.unwrap_or_default(),
+            changes: recorded.changes.iter().map(Change::from).collect(),
             streams,
             change_lines,
             failures,

@@ -31,6 +31,7 @@ fn closing_an_interval() {
         total_warm: fresh(4),
         segments: Vec::new(),
         split: vec![false; 4],
+        changes: Vec::new(),
     };
     let n = 200;
     let (mut close, mut ser) = (Duration::ZERO, Duration::ZERO);

@@ -309,3 +309,69 @@ async fn notices_reach_the_outputs_in_order_with_the_intervals_the_last_before_t
     drop(notify);
     assert_eq!(*seen.lock().unwrap(), "biieE");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_change_made_at_an_intervals_end_is_told_before_that_interval_and_kept_for_the_summary() {
+    use crate::vocab::Setting;
+    let (tx, rx) = mpsc::channel(16);
+    let mut r = recorder(None, None);
+    let split = Split {
+        group: 0,
+        name: "g".into(),
+        setting: Setting::Rate,
+        from: 100.0,
+        to: 200.0,
+        who: "api 127.0.0.1".into(),
+        before: Label::at("g", Setting::Rate, 100.0),
+        after: Label::at("g", Setting::Rate, 200.0),
+        at_us: 1,
+    };
+    /// The change, made at the first interval's end only.
+    struct Once(Option<Split>);
+    impl Steering for Once {
+        fn at_interval(&mut self, _: u64) -> Vec<Split> {
+            self.0.take().into_iter().collect()
+        }
+    }
+    r.steering = Some(Box::new(Once(Some(split.clone()))));
+    /// `c` the change (with what it said), `i` an interval, `E` the end.
+    struct Order(Arc<std::sync::Mutex<(String, Vec<Split>)>>);
+    impl Output for Order {
+        fn name(&self) -> &'static str {
+            "the order"
+        }
+        fn event(&mut self, event: &RunEvent<'_>) -> Flow {
+            let mut seen = self.0.lock().unwrap();
+            let c = match event {
+                RunEvent::Notice(crate::metrics::Notice::Changed(s)) => {
+                    seen.1.push(s.clone());
+                    'c'
+                }
+                RunEvent::Interval(_) => 'i',
+                RunEvent::End(_) => 'E',
+                RunEvent::Notice(_) | RunEvent::Window(_) => '?',
+            };
+            seen.0.push(c);
+            Flow::More
+        }
+    }
+    let seen = Arc::new(std::sync::Mutex::new((String::new(), Vec::new())));
+    r.outputs = vec![Box::new(Order(Arc::clone(&seen)))];
+    let task = tokio::spawn(r.run(rx));
+    for i in 0..25u64 {
+        tx.send(Sample::at(i * 100_000, 1000)).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    drop(tx);
+    let recorded = task.await.unwrap();
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.0, "ciiE");
+    assert_eq!(seen.1, vec![split.clone()]);
+    assert_eq!(recorded.changes, vec![split.clone()]);
+    let rows: Vec<String> = recorded
+        .segments
+        .iter()
+        .map(|s| s.label.to_string())
+        .collect();
+    assert_eq!(rows, ["g@100/s", "g@200/s"]);
+}
