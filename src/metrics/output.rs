@@ -64,6 +64,9 @@ pub enum Notice {
     /// A group's rate or users was changed (`--live-control`), from the interval that begins
     /// at its `at_us`.
     Changed(Split),
+    /// A warning found while the stages go (the member sampler's: a member that does not
+    /// answer, a command it refuses), said at once; whoever found it keeps it for the summary.
+    Warning(String),
     /// The deployment changed at `time_us`: a new primary, a member's state, a member added or
     /// removed, a chunk migrated. Told when the member sampler sees it (up to a second later),
     /// while the run's stages go.

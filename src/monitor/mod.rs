@@ -99,9 +99,25 @@ pub struct Sampled {
     pub(crate) members_unwritten: Vec<members::MemberRow>,
     pub(crate) topology: Vec<members::TopologyEvent>,
     pub(crate) member_warnings: Vec<String>,
-    /// Where the topology's events are told while a run goes (`Sampler::tell`): its
-    /// recorder's outputs.
+    /// Where the topology's events and the members' warnings are told while a run goes
+    /// (`Sampler::tell`): its recorder's outputs.
     pub(crate) tell: Option<crate::metrics::Notify>,
+}
+
+impl Sampled {
+    /// Says a warning about the members at once and keeps it for the summary: while a run's
+    /// stages go, through its recorder (the console's lines print it, above the bars on a
+    /// terminal); else on stderr.
+    fn warn_now(&mut self, w: String) {
+        let told = self
+            .tell
+            .as_ref()
+            .is_some_and(|t| t.send(crate::metrics::Notice::Warning(w.clone())).is_ok());
+        if !told {
+            errln!("warning: {w}");
+        }
+        self.member_warnings.push(w);
+    }
 }
 
 /// How one `--server-metrics` endpoint answered over the run (for the summary's note).
@@ -382,7 +398,11 @@ impl MemberWatch {
             Ok(Some(mut m)) => {
                 // Primes each member's counters, as `primer` does the server's.
                 m.tick().await;
-                lock(shared).member_warnings.extend(m.take_warnings());
+                let mut s = lock(shared);
+                for w in m.take_warnings() {
+                    s.warn_now(w);
+                }
+                drop(s);
                 self.members = Some(m);
                 self.sink = Some(target.sink);
             }
@@ -392,8 +412,7 @@ impl MemberWatch {
                 if !self.said {
                     self.said = true;
                     let w = format!("members: not found yet: {e}; looked for again every {FIND_AGAIN_EVERY} s, the run goes on");
-                    errln!("warning: {w}");
-                    lock(shared).member_warnings.push(w);
+                    lock(shared).warn_now(w);
                 }
                 self.pending = Some(target);
             }
@@ -426,7 +445,9 @@ impl MemberWatch {
             }
         }
         s.topology.extend(events);
-        s.member_warnings.extend(warnings);
+        for w in warnings {
+            s.warn_now(w);
+        }
     }
 }
 

@@ -39,14 +39,15 @@ pub(crate) struct Live {
     groups: Vec<Group>,
     /// On a terminal: the bars; None writes plain lines.
     bars: Option<MultiProgress>,
-    /// A line every this many intervals.
-    every: u32,
+    /// A line every this many intervals; None: quiet (`--quiet`), only what a person must
+    /// hear at once (a change made, a warning) is said.
+    every: Option<u32>,
 }
 
 impl Live {
     /// `bars`: stderr is a terminal, and these draw on it (lines update in place); None writes
-    /// plain lines. A line per group every `every` intervals.
-    pub(crate) fn new(plan: &RunPlan, bars: Option<MultiProgress>, every: u32) -> Self {
+    /// plain lines. A line per group every `every` intervals (None: quiet).
+    pub(crate) fn new(plan: &RunPlan, bars: Option<MultiProgress>, every: Option<u32>) -> Self {
         let stage_of = |index: usize| {
             plan.stages
                 .iter()
@@ -213,19 +214,17 @@ impl Output for Live {
     }
 
     fn window_every(&self) -> Option<u32> {
-        Some(self.every)
+        self.every
     }
 
     /// A line per group that ran in the window, or has users; a group that has ended its bar.
     /// A line of its own for a named stage's beginning, a fault's beginning and end, each
-    /// change made to a group (`--live-control`) and each change of the deployment.
+    /// change made to a group (`--live-control`), each change of the deployment and each
+    /// warning; when quiet, only the changes made and the warnings.
     fn event(&mut self, event: &RunEvent<'_>) -> Flow {
+        let quiet = self.every.is_none();
         match event {
-            RunEvent::Window(w) => self.window(w.elapsed, w.period, w.metrics, w.active),
-            RunEvent::Notice(Notice::StageBegan { name, groups, .. }) if !name.is_empty() => {
-                let groups: Vec<String> = groups.iter().map(|(g, n)| format!("{g} x{n}")).collect();
-                self.line(format!("stage {name}: {}", groups.join(", ")));
-            }
+            RunEvent::Notice(Notice::Warning(w)) => self.line(format!("warning: {w}")),
             RunEvent::Notice(Notice::Changed(c)) => self.line(format!(
                 "live: {} {} -> {} ({})",
                 c.name,
@@ -233,6 +232,12 @@ impl Output for Live {
                 Change::value_text(c.setting, c.to),
                 c.who
             )),
+            RunEvent::Window(w) => self.window(w.elapsed, w.period, w.metrics, w.active),
+            _ if quiet => {}
+            RunEvent::Notice(Notice::StageBegan { name, groups, .. }) if !name.is_empty() => {
+                let groups: Vec<String> = groups.iter().map(|(g, n)| format!("{g} x{n}")).collect();
+                self.line(format!("stage {name}: {}", groups.join(", ")));
+            }
             RunEvent::Notice(Notice::Member { detail, .. }) => {
                 self.line(format!("members: {detail}"));
             }

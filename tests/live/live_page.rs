@@ -162,7 +162,12 @@ fn a_rate_and_users_changed_mid_run_step_at_the_change_in_rows_events_and_marker
         &path,
         &server.uri,
         &out,
-        &["--live", &format!("127.0.0.1:{port}"), "--live-control"],
+        &[
+            "--quiet",
+            "--live",
+            &format!("127.0.0.1:{port}"),
+            "--live-control",
+        ],
     );
     wait_for_page(port, &mut child);
     let stream = events(port, None);
@@ -197,7 +202,7 @@ fn a_rate_and_users_changed_mid_run_step_at_the_change_in_rows_events_and_marker
     }
     let (code, stderr) = finish(child, 60);
     assert_eq!(code, 0, "{stderr}");
-    // Each change said on the console with the live lines, once.
+    // Each change said on the console once, a quiet run's too.
     for said in [
         "live: ins 200/s -> 400/s (api 127.0.0.1)",
         "live: look 2 users -> 6 users (page 127.0.0.1)",

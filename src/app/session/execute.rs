@@ -325,14 +325,13 @@ impl<B: Backend + Clone> Session<'_, B> {
         if let Some(l) = &self.live {
             outputs.push(Box::new(crate::exporter::Feed::new(l, Arc::clone(&active))));
         }
-        if let Some(l) = self.opts.live {
-            // Live lines cover whole intervals, so they come from the same histograms as the
-            // log.
-            let every =
-                u32::try_from(crate::num::whole(l.as_secs_f64() / tick.as_secs_f64()).max(1))
-                    .unwrap_or(u32::MAX);
-            outputs.push(Box::new(report::live::Live::new(plan, bars, every)));
-        }
+        // Live lines cover whole intervals, so they come from the same histograms as the log;
+        // a quiet run's console still says the changes made and the warnings.
+        let every = self.opts.live.map(|l| {
+            u32::try_from(crate::num::whole(l.as_secs_f64() / tick.as_secs_f64()).max(1))
+                .unwrap_or(u32::MAX)
+        });
+        outputs.push(Box::new(report::live::Live::new(plan, bars, every)));
         // Gaps are kept from 100 ms (the time to a first success after a fault is read from
         // them); windows are the ones past each series' bound.
         let min_gap = plan

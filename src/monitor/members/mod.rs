@@ -319,10 +319,10 @@ impl Members {
         Ok(())
     }
 
-    /// Says `w` once: printed at once and kept for the summary.
+    /// Says `w` once: taken by the sampler (`take_warnings`), which says it at once and keeps
+    /// it for the summary.
     fn warn_once(&mut self, w: String) {
         if !self.said.contains(&w) {
-            errln!("warning: {w}");
             self.said.push(w.clone());
             self.untaken.push(w);
         }
