@@ -205,8 +205,8 @@ impl Sampler {
         (s.members_unwritten.clone(), s.topology.clone())
     }
 
-    /// Tells the topology's events as they are seen to a run's recorder (`notify`), until
-    /// told another or none.
+    /// Tells the topology's events and the members' warnings as they are seen to a run's
+    /// recorder (`notify`), until told another or none.
     pub(crate) fn tell(&self, notify: Option<crate::metrics::Notify>) {
         lock(&self.shared).tell = notify;
     }
