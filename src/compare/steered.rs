@@ -41,7 +41,7 @@ impl<'a> Side<'a> {
         self.changes.iter().copied().find_map(|c: &'a Change| {
             if c.row == *label {
                 Some((c.group.as_str(), c.setting, c.to))
-            } else if Change::row_at(&c.group, c.setting, c.from) == *label {
+            } else if Label::at(&c.group, c.setting, c.from) == *label {
                 Some((c.group.as_str(), c.setting, c.from))
             } else {
                 None

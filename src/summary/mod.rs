@@ -496,12 +496,6 @@ impl From<&crate::metrics::Split> for Change {
 }
 
 impl Change {
-    /// The row of a group's operations at `value` of `setting` (`rate` or `users`):
-    /// `insert@400/s`, `insert@50 users`.
-    pub(crate) fn row_at(group: &str, setting: Setting, value: f64) -> Label {
-        Label::at(group, setting, value)
-    }
-
     /// A value of `setting` as a person reads it: `400/s`, `50 users`.
     pub(crate) fn value_text(setting: Setting, value: f64) -> String {
         AtValue::of(setting, value).to_string()

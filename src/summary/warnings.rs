@@ -194,7 +194,7 @@ fn rates(s: &Summary, out: &mut Warnings) {
                     .into_iter()
                     .collect(),
                 Some(first) => std::iter::once((
-                    super::Change::row_at(&g.name, crate::vocab::Setting::Rate, first.from),
+                    Label::at(&g.name, crate::vocab::Setting::Rate, first.from),
                     first.from,
                 ))
                 .chain(changes.iter().map(|c| (c.row.clone(), c.to)))

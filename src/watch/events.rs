@@ -240,7 +240,7 @@ impl Page {
             if !done {
                 continue;
             }
-            let before = Change::row_at(&p.name, p.setting, from);
+            let before = Label::at(&p.name, p.setting, from);
             let after = fresh_row(&p, &before, st.changes.iter().chain(&made));
             let split = Split {
                 group: p.group,
@@ -510,8 +510,7 @@ fn fresh_row<'c>(
     let taken = |l: &Label| {
         *l == *before
             || changes.clone().any(|c: &Change| {
-                c.row == *l
-                    || (c.group == p.name && Change::row_at(&c.group, p.setting, c.from) == *l)
+                c.row == *l || (c.group == p.name && Label::at(&c.group, p.setting, c.from) == *l)
             })
     };
     let mut nth = 1;
