@@ -149,7 +149,7 @@ async fn check_selectivity(
             &backend.setup,
             1,
             stop,
-            crate::ops::setup::Foreign::Drop,
+            (crate::ops::setup::Foreign::Drop, &|_, _| {}),
             None,
         )
         .await

@@ -36,13 +36,14 @@ pub(crate) fn history(args: HistoryArgs) -> Result<i32, Error> {
         },
         order: args.order_by.clone().map_or(Order::Time, Order::Tag),
     };
+    let out = args.out.clone().unwrap_or_else(default_out);
+    check_out(&out)?;
     let (records, skipped) = history::read_paths(&args.paths, args.steps)?;
     let mut h = history::analyze(records, &settings)?;
     h.notes.extend(skipped);
     if args.fail_on_new {
         h.gate(args.new_runs as usize);
     }
-    let out = args.out.clone().unwrap_or_else(default_out);
     std::fs::create_dir_all(&out).map_err(|source| Error::Output {
         path: out.clone(),
         source,
@@ -72,6 +73,43 @@ pub(crate) fn history(args: HistoryArgs) -> Result<i32, Error> {
     } else {
         exit::THRESHOLD
     })
+}
+
+/// The files `history` writes: a directory holding only these (an earlier history, the
+/// nightly `--out history/latest`) is written over; one holding anything else is refused.
+const OWN: [&str; 3] = ["history.tsv", "history.json", "history.html"];
+
+/// `--out` is new, empty, or an earlier history's: checked before anything is read.
+fn check_out(out: &Path) -> Result<(), Error> {
+    if !out.exists() {
+        return Ok(());
+    }
+    let refuse = |held: String| {
+        Err(Error::Usage(format!(
+            "--out {} already holds {held}: history's files written into it would mix with what is there\n  fix: choose a new directory with --out (it is created), or one an earlier history wrote",
+            out.display()
+        )))
+    };
+    if !out.is_dir() {
+        return refuse("nothing: it is a file, not a directory".into());
+    }
+    let others: Vec<String> = std::fs::read_dir(out)
+        .map_err(|source| Error::Output {
+            path: out.to_path_buf(),
+            source,
+        })?
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| !OWN.contains(&n.as_str()))
+        .collect();
+    match others.as_slice() {
+        [] => Ok(()),
+        [one] => refuse(format!("`{one}`")),
+        more => refuse(format!(
+            "{} files or directories that are not history's",
+            more.len()
+        )),
+    }
 }
 
 fn default_out() -> PathBuf {

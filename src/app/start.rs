@@ -110,10 +110,17 @@ pub(super) fn tags(args: &RunArgs) -> Result<std::collections::BTreeMap<String, 
             )));
         }
     }
-    if args.append && args.tsv.as_deref().is_none_or(|p| p.as_os_str() == "-") {
-        return Err(Error::Usage(
-            "--append adds this run's rows to the file --tsv names, and none is named\n  fix: --tsv FILE --append (a file, not -)".into(),
-        ));
+    match args.tsv.as_deref() {
+        Some(p) if args.append && p.as_os_str() != "-" => {
+            // Another's file is refused now, before any load, not after it.
+            report::tsv::appendable(p)?;
+        }
+        _ if args.append => {
+            return Err(Error::Usage(
+                "--append adds this run's rows to the file --tsv names, and none is named\n  fix: --tsv FILE --append (a file, not -)".into(),
+            ));
+        }
+        _ => {}
     }
     Ok(out)
 }
@@ -156,7 +163,15 @@ impl Server {
         };
         let open_loop = plan.groups().any(|g| g.rate.is_some());
         let connected = match connect::connect(&uri, plan.target.pool_size, open_loop).await {
-            Ok(c) => c,
+            Ok(c) => match connect::authorized(&c.client, &uri, &plan.target.database).await {
+                Ok(()) => c,
+                Err(e) => {
+                    if let Some(s) = embedded {
+                        s.shut_down().await;
+                    }
+                    return Err(e);
+                }
+            },
             Err(e) => {
                 if let Some(s) = embedded {
                     s.shut_down().await;
@@ -226,6 +241,8 @@ pub(super) async fn start_sampler(
     (exporter, page): ShownTo<'_>,
 ) -> Result<Sampler, Error> {
     let server_metrics = server_metrics(args, plan);
+    // The port the server was found on, so that a restart there is followed.
+    let mut server_port = None;
     let server_pid = match (&server.embedded, args.server_pid) {
         (Some(s), _) => Some(s.pid()),
         (None, Some(pid)) => Some(pid),
@@ -233,10 +250,14 @@ pub(super) async fn start_sampler(
         // names one).
         (None, None) if !server_metrics.is_empty() => None,
         (None, None) => match local::local_port(&server.uri).await {
-            Some(port) => tokio::task::spawn_blocking(move || local::pid_listening_on(port))
-                .await
-                .ok()
-                .flatten(),
+            Some(port) => {
+                let pid = tokio::task::spawn_blocking(move || local::pid_listening_on(port))
+                    .await
+                    .ok()
+                    .flatten();
+                server_port = pid.map(|_| port);
+                pid
+            }
             None => None,
         },
     };
@@ -277,6 +298,7 @@ pub(super) async fn start_sampler(
             Some(s) => Some(s.pid_cell()),
             None => server_pid.map(|p| std::sync::Arc::new(std::sync::atomic::AtomicU32::new(p))),
         },
+        server_port,
         data_dir,
         server_metrics,
         events: std::sync::Arc::clone(events),

@@ -35,7 +35,17 @@ pub(super) fn base_plan(
         )));
     }
     let o = &run.overrides;
-    let common: [Ignored; 4] = [
+    // A step's own summary goes into its run directory; the series writes its own table.
+    let own = "the series' own table in --out (and each step's summary under steps/)";
+    let common: [Ignored; 8] = [
+        (run.tsv.is_some(), "--tsv", own),
+        (run.json.is_some(), "--json", own),
+        (run.append, "--append", own),
+        (
+            run.jtl.is_some(),
+            "--jtl",
+            "each step's samples.tsv under steps/",
+        ),
         (o.duration.is_some(), "--duration", "--step"),
         (
             o.scale.is_some(),

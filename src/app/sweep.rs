@@ -366,6 +366,7 @@ fn step_line(number: usize, step: &crate::sweep::watchers::WatchStep) -> String 
         ms(step.lag_p50_ms),
         ms(step.lag_p99_ms),
         step.missing
+            .map_or("- (not judged)".to_string(), |m| m.to_string())
     )
 }
 

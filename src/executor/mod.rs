@@ -67,6 +67,37 @@ pub(crate) struct Context<B> {
     pub(crate) steer: Arc<steer::Steer>,
     /// With watch groups: each acknowledged write the listeners can recognise, with when.
     pub(crate) listening: Option<Listening>,
+    /// What the load generator added before each measured operation's send.
+    pub(crate) gaps: Gaps,
+}
+
+/// What the load generator added before the operations it measured (warm-up left out): from
+/// when each was owed to its send, summed, and how many. An operation is owed at its due time
+/// in open loop (or once a worker and a connection were free, when the server kept them busy
+/// past it: that wait is the server's), and at the previous operation's end (or the end of a
+/// pause the profile asks for) in closed loop. So the gap holds the building of the request,
+/// the handing on of the previous sample, a timer's late wake-up and every wait of the tool's
+/// threads for a CPU between the two; not the time the operation was in flight.
+#[derive(Debug, Default)]
+pub(crate) struct Gaps {
+    sum_us: AtomicU64,
+    ops: AtomicU64,
+}
+
+impl Gaps {
+    pub(crate) fn add(&self, gap: Duration) {
+        let us = u64::try_from(gap.as_micros()).unwrap_or(u64::MAX);
+        self.sum_us.fetch_add(us, Ordering::Relaxed);
+        self.ops.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The operations and their mean gap.
+    pub(crate) fn measured(&self) -> crate::summary::ToolGap {
+        crate::summary::ToolGap {
+            ops: self.ops.load(Ordering::Relaxed),
+            sum_us: self.sum_us.load(Ordering::Relaxed),
+        }
+    }
 }
 
 impl<B> Context<B> {

@@ -117,6 +117,13 @@ impl<B: Backend> Shared<B> {
         }
     }
 
+    /// The slot due at `due` may not start: it is due at or past the group's end, or the
+    /// group's end has passed while it waited (for its time, a worker or a connection).
+    fn past_deadline(&self, due: Instant) -> bool {
+        self.deadline
+            .is_some_and(|d| due >= d || Instant::now() >= d)
+    }
+
     /// The end of the run or of the group's duration, for a wait with no other end.
     fn far(&self) -> Instant {
         self.deadline
@@ -157,12 +164,17 @@ async fn worker<B: Backend>(s: Arc<Shared<B>>, mut free_since: Option<Instant>) 
         } else {
             due
         };
-        if s.deadline.is_some_and(|d| due >= d) {
+        // A group ends at its end: a slot not started by then is never started (it is missed,
+        // `Schedule::missed_before`), however late the server made it.
+        if s.past_deadline(due) {
             return;
         }
         // Due before this worker was free again: every worker was busy then (a free one
         // would have taken it, slots being taken in order).
         let mut late = free_since.is_some_and(|f| due < f);
+        // Owed from its due time, or from when a worker was free, if that was later (the
+        // server kept every worker busy: that wait is not the tool's).
+        let mut owed = free_since.map_or(due, |f| due.max(f));
         let Some(mut user) = s.take() else {
             return;
         };
@@ -178,11 +190,17 @@ async fn worker<B: Backend>(s: Arc<Shared<B>>, mut free_since: Option<Instant>) 
                     () = s.released() => None,
                 };
                 match permit {
-                    Some(p) => p,
+                    Some(p) => {
+                        owed = owed.max(Instant::now());
+                        p
+                    }
                     None => return s.give_back(user),
                 }
             }
         };
+        if s.past_deadline(due) {
+            return s.give_back(user);
+        }
         s.schedule.start();
         let slot = Slot {
             due,
@@ -198,10 +216,12 @@ async fn worker<B: Backend>(s: Arc<Shared<B>>, mut free_since: Option<Instant>) 
             &mut user,
             &s.ctx,
             Some(slot),
+            owed,
             s.warmup_end,
             &mut timer,
         )
-        .await;
+        .await
+        .is_some();
         drop(marker);
         s.give_back(user);
         free_since = Some(Instant::now());

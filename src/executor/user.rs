@@ -130,6 +130,8 @@ pub(super) async fn virtual_user<B: Backend>(
     let mut user = User::new(&group, n, &ctx);
     let warmup_end = group_start + group.warmup;
     let mut timer = Box::pin(tokio::time::sleep(ctx.op_timeout));
+    // When the next operation is owed: the previous one's end, or the end of a pause.
+    let mut owed = Instant::now();
     for done in 0..loops {
         if ctx.stop.is_cancelled() {
             break;
@@ -146,6 +148,9 @@ pub(super) async fn virtual_user<B: Backend>(
         if !pause(group.sleep_before, &ctx.stop, background.then_some(&held)).await {
             break;
         }
+        if !group.sleep_before.is_zero() {
+            owed = Instant::now();
+        }
         // Fewer users wanted now (`--live-control`): this one waits, not counted as running.
         if !ctx.steer.wanted(group.index, n) {
             // Not counted while it waits, however the wait ends (an abort included).
@@ -158,13 +163,18 @@ pub(super) async fn virtual_user<B: Backend>(
             if !back {
                 break;
             }
+            owed = Instant::now();
         }
-        if !one_op(&group, &mut user, &ctx, None, warmup_end, &mut timer).await {
-            break;
+        match one_op(&group, &mut user, &ctx, None, owed, warmup_end, &mut timer).await {
+            Some(end) => owed = end,
+            None => break,
         }
         let after = group.sleep_after + std::mem::take(&mut user.pause);
         if !pause(after, &ctx.stop, background.then_some(&held)).await {
             break;
+        }
+        if !after.is_zero() {
+            owed = Instant::now();
         }
     }
 }
@@ -204,15 +214,17 @@ pub(super) struct Slot {
 /// One operation of `user`: built, sent (bounded by the operation timeout, on `timer`: the
 /// closed-loop user's own, or the open-loop worker's), timed and handed to the recorder; `due`
 /// is its slot in open loop, `late` whether it came due with every worker busy or waited for a
-/// connection. False once the recorder is gone.
+/// connection; `owed` when the tool owed its send (`Gaps`). Its end, or None once the
+/// recorder is gone.
 pub(super) async fn one_op<B: Backend>(
     group: &GroupPlan,
     user: &mut User,
     ctx: &Context<B>,
     slot: Option<Slot>,
+    owed: Instant,
     warmup_end: Instant,
     timer: &mut std::pin::Pin<Box<tokio::time::Sleep>>,
-) -> bool {
+) -> Option<Instant> {
     let (due, late, connection) = match slot {
         Some(s) => (Some(s.due), s.late, Some(s.connection)),
         None => (None, false, None),
@@ -221,28 +233,7 @@ pub(super) async fn one_op<B: Backend>(
     let group_id = GroupId::try_from(group.index).expect("fewer than 2^32 group plans");
     let (collection, handle) = group.target(&mut user.rng);
     let keys: &KeySpace = &ctx.keys[collection];
-    // A state machine's user enters its next state (its first drawn by `initial`), and takes
-    // the way out of it now: the pause is taken after the operation.
-    let spec = match &group.chain {
-        Some(chain) => {
-            let at = match user.next {
-                Some(s) => s,
-                None => chain.first(&mut user.rng),
-            };
-            let way = chain.next(at, &mut user.rng);
-            user.next = Some(way.to);
-            let mut lookup = crate::workload::template::NoLookup;
-            user.pause = way.pause(&mut Cx {
-                rng: &mut user.rng,
-                lookup: &mut lookup,
-                now_ms: now_ms(),
-                user: user.n,
-                state: &mut user.state,
-            });
-            group.mix.get(at).map_or(&group.op, |(s, _)| s)
-        }
-        None => group.draw(&mut user.rng),
-    };
+    let spec = next_spec(group, user);
     let op = spec.kind();
     // The `_id`s a template or the steps insert, acknowledged however the operation ends.
     let (mut req, issued) = build(group, collection, spec, user, ctx);
@@ -274,6 +265,10 @@ pub(super) async fn one_op<B: Backend>(
     .await
     .unwrap_or_else(|| abandoned(spec, ctx.op_timeout));
     let elapsed = started.elapsed();
+    let warmup = due.unwrap_or(started) < warmup_end;
+    if !warmup {
+        ctx.gaps.add(started.saturating_duration_since(owed));
+    }
     // The connection is free again once the reply is in: handing the sample on is not the
     // pool's wait.
     drop(connection);
@@ -304,7 +299,7 @@ pub(super) async fn one_op<B: Backend>(
         intended_us: due.map_or(start_us, |d| ctx.clock.epoch_us(d)),
         elapsed_us: u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX),
         late,
-        warmup: due.unwrap_or(started) < warmup_end,
+        warmup,
         sent: out.sent,
         received: out.received,
         matched: out.matched,
@@ -319,7 +314,35 @@ pub(super) async fn one_op<B: Backend>(
         ),
         error: out.error,
     };
-    ctx.samples.send(sample).await.is_ok()
+    ctx.samples
+        .send(sample)
+        .await
+        .is_ok()
+        .then_some(started + elapsed)
+}
+
+/// The operation `user` does next: a state machine's user enters its next state (its first
+/// drawn by `initial`) and takes the way out of it now (the pause is taken after the
+/// operation); any other draws from the group's mix.
+fn next_spec<'g>(group: &'g GroupPlan, user: &mut User) -> &'g OpSpec {
+    let Some(chain) = &group.chain else {
+        return group.draw(&mut user.rng);
+    };
+    let at = match user.next {
+        Some(s) => s,
+        None => chain.first(&mut user.rng),
+    };
+    let way = chain.next(at, &mut user.rng);
+    user.next = Some(way.to);
+    let mut lookup = crate::workload::template::NoLookup;
+    user.pause = way.pause(&mut Cx {
+        rng: &mut user.rng,
+        lookup: &mut lookup,
+        now_ms: now_ms(),
+        user: user.n,
+        state: &mut user.state,
+    });
+    group.mix.get(at).map_or(&group.op, |(s, _)| s)
 }
 
 /// The next request of `spec` for `user`, built before the clock starts, and the `_id`s it
@@ -460,6 +483,7 @@ mod tests {
             _stop: &CancellationToken,
             _foreign: crate::ops::setup::Foreign,
             _begin: Option<std::time::SystemTime>,
+            _preloading: crate::ops::setup::Preloading<'_>,
         ) -> Result<Prepared, crate::error::Error> {
             unreachable!("a virtual user never prepares the target")
         }
@@ -490,6 +514,7 @@ mod tests {
             op_timeout: std::time::Duration::from_secs(1),
             audit: None,
             listening: None,
+            gaps: crate::executor::Gaps::default(),
             pool: Arc::new(tokio::sync::Semaphore::new(1)),
             pool_size: 1,
             steer: Default::default(),

@@ -180,6 +180,11 @@ pub(crate) struct NewChange {
     pub(crate) mean_after: f64,
     pub(crate) change_pct: Option<f64>,
     pub(crate) pvalue: f64,
+    /// The noise of the runs before it (their standard deviation over their mean, percent);
+    /// None with fewer than 2 of them.
+    pub(crate) noise_pct: Option<f64>,
+    /// Within NOISE_MULTIPLE times that noise: said, not failed.
+    pub(crate) within_noise: bool,
 }
 
 /// Everything `history` found.
@@ -194,9 +199,13 @@ pub(crate) struct History {
     pub(crate) min_change: f64,
     pub(crate) window: usize,
     pub(crate) order: String,
-    /// The newest run's changes for the worse (filled by `gate`).
+    /// The newest run's changes for the worse that fail the gate (filled by `gate`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) new_changes: Vec<NewChange>,
+    /// The newest run's changes for the worse within the noise of the runs before them:
+    /// said, not failed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) within_noise: Vec<NewChange>,
 }
 
 /// The plan in words, as two runs must share it to be one series: each group's threads and
@@ -320,6 +329,7 @@ pub(crate) fn analyze(mut records: Vec<RunRecord>, s: &Settings) -> Result<Histo
             Order::Tag(t) => format!("by tag {t}"),
         },
         new_changes: Vec::new(),
+        within_noise: Vec::new(),
     })
 }
 
@@ -350,6 +360,13 @@ fn one_series(
         .collect();
     let since = found.last().map_or(0, |f| f.at);
     let tail = &values[since..];
+    // When the newest run starts the last change, its stretch is one run: the noise is that of
+    // the runs before it (the stretch the change is measured against).
+    let noisy = if tail.len() < 2 {
+        before(&found, found.len().saturating_sub(1), &values)
+    } else {
+        tail
+    };
     Series {
         profile: profile.into(),
         plan: plan.into(),
@@ -357,22 +374,44 @@ fn one_series(
         metric,
         stable_since: runs[since],
         stable_mean: tail.iter().sum::<f64>() / crate::num::real_len(tail.len()),
-        noise_pct: noise_pct(tail),
+        noise_pct: noise_pct(noisy),
         runs,
         values,
         change_points: found,
     }
 }
 
-fn noise_pct(xs: &[f64]) -> Option<f64> {
+/// The values of the stretch before change point `i` of `found`: from the change point before
+/// it (or the first run) up to it.
+fn before<'a>(found: &[Found], i: usize, values: &'a [f64]) -> &'a [f64] {
+    let Some(f) = found.get(i) else {
+        return values;
+    };
+    let from = i.checked_sub(1).map_or(0, |p| found[p].at);
+    &values[from..f.at]
+}
+
+/// The sample standard deviation of `xs` (None with fewer than 2).
+fn std_dev(xs: &[f64]) -> Option<f64> {
     if xs.len() < 2 {
         return None;
     }
     let n = crate::num::real_len(xs.len());
     let mean = xs.iter().sum::<f64>() / n;
     let var = xs.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1.0);
-    (mean != 0.0).then(|| var.sqrt() / mean.abs() * 100.0)
+    Some(var.sqrt())
 }
+
+fn noise_pct(xs: &[f64]) -> Option<f64> {
+    let sd = std_dev(xs)?;
+    let mean = xs.iter().sum::<f64>() / crate::num::real_len(xs.len());
+    (mean != 0.0).then(|| sd / mean.abs() * 100.0)
+}
+
+/// A change at the newest runs fails `--fail-on-new` only when it is more than this many times
+/// the noise (standard deviation) of the runs before it, as well as over `--min-change`: one
+/// run's wobble in a noisy series is not a regression.
+pub(crate) const NOISE_MULTIPLE: f64 = 3.0;
 
 /// Sorts the runs; a tag order needs the tag on every run.
 fn order(records: &mut [RunRecord], order: &Order) -> Result<(), Error> {
@@ -452,22 +491,34 @@ impl History {
             .into_iter()
             .map(|(p, runs)| (p, runs.into_iter().rev().take(new_runs.max(1)).collect()))
             .collect();
-        self.new_changes = self
+        let found: Vec<NewChange> = self
             .series
             .iter()
             .filter_map(|s| {
-                let f = s.change_points.last()?;
+                let last = s.change_points.len().checked_sub(1)?;
+                let f = &s.change_points[last];
                 let recent = newest.get(s.profile.as_str())?.contains(&f.run);
-                (recent && !f.better).then(|| NewChange {
-                    series: s.key(),
-                    run: f.run,
-                    mean_before: f.mean_before,
-                    mean_after: f.mean_after,
-                    change_pct: f.change_pct,
-                    pvalue: f.pvalue,
+                (recent && !f.better).then(|| {
+                    let was = before(&s.change_points, last, &s.values);
+                    // Over NOISE_MULTIPLE times the runs' spread before it (unknown with one
+                    // run before it: then --min-change alone, as the search judged it).
+                    let within_noise = std_dev(was).is_some_and(|sd| {
+                        (f.mean_after - f.mean_before).abs() <= NOISE_MULTIPLE * sd
+                    });
+                    NewChange {
+                        series: s.key(),
+                        run: f.run,
+                        mean_before: f.mean_before,
+                        mean_after: f.mean_after,
+                        change_pct: f.change_pct,
+                        pvalue: f.pvalue,
+                        noise_pct: noise_pct(was),
+                        within_noise,
+                    }
                 })
             })
             .collect();
+        (self.within_noise, self.new_changes) = found.into_iter().partition(|c| c.within_noise);
     }
 }
 

@@ -82,6 +82,72 @@ fn fail_on_new_only_when_the_newest_run_starts_a_worse_change() {
     assert!(h.new_changes.is_empty(), "{:?}", h.new_changes);
 }
 
+/// A one-run wobble of a noisy series: over --min-change, within 3 times the noise of the runs
+/// before it: said, not failed; the Noise column is the runs' before it. A change beyond both
+/// fails.
+#[test]
+fn a_change_at_the_newest_run_within_its_noise_passes_the_gate() {
+    // p50 around 1 ms, 10 % apart run to run.
+    let wobbly = |last: f64| {
+        let mut runs: Vec<RunRecord> = (1..=12)
+            .map(|i| {
+                let p50 = if i % 2 == 0 { 1.1 } else { 0.9 };
+                record(&format!("r{i}"), crate::num::real_len(i), "f", "f 1x", p50)
+            })
+            .collect();
+        runs.push(record("r13", 13.0, "f", "f 1x", last));
+        runs
+    };
+    let mut s = settings(Order::Time);
+    s.metrics = vec![HistoryMetric::P50];
+    s.search.min_magnitude = 0.1;
+    // The search is not asked here: the series is given its change point at run 13.
+    let judged = |last: f64| {
+        let mut h = analyze(wobbly(last), &s).unwrap();
+        let series = &mut h.series[0];
+        let values = series.values.clone();
+        let before = values[..12].iter().sum::<f64>() / 12.0;
+        series.change_points = vec![Found {
+            at: 12,
+            run: 13,
+            mean_before: before,
+            mean_after: last,
+            change_pct: Some((last / before - 1.0) * 100.0),
+            pvalue: 0.01,
+            better: false,
+        }];
+        h.gate(1);
+        h
+    };
+    // +25 %: over --min-change 10 %, within 3 x 0.104 ms.
+    let h = judged(1.25);
+    assert!(h.new_changes.is_empty(), "{:?}", h.new_changes);
+    assert_eq!(h.within_noise.len(), 1);
+    let noise = h.within_noise[0].noise_pct.unwrap();
+    assert!((noise - 10.4).abs() < 0.1, "{noise}");
+    // +60 %: beyond both.
+    let h = judged(1.6);
+    assert_eq!(h.new_changes.len(), 1, "{:?}", h.within_noise);
+    assert!(h.within_noise.is_empty());
+    // The Noise column, when the newest run starts the last change: the runs' before it.
+    let found = vec![Found {
+        at: 12,
+        run: 13,
+        mean_before: 1.0,
+        mean_after: 1.6,
+        change_pct: Some(60.0),
+        pvalue: 0.01,
+        better: false,
+    }];
+    let values: Vec<f64> = wobbly(1.6)
+        .iter()
+        .map(|r| r.values["find"][&HistoryMetric::P50])
+        .collect();
+    let tail = before(&found, 0, &values);
+    assert_eq!(tail.len(), 12);
+    assert!((noise_pct(tail).unwrap() - 10.4).abs() < 0.1);
+}
+
 #[test]
 fn other_profiles_and_plans_are_other_series() {
     let mut runs = steps();

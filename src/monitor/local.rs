@@ -16,6 +16,9 @@ pub(crate) struct Local {
     sys: System,
     own_pid: Pid,
     server_pid: Option<Arc<AtomicU32>>,
+    /// The port the server was found listening on: its process, once gone, is looked for there
+    /// again (a restart on the same port is a new process).
+    port: Option<u16>,
     device: Option<(u32, u32)>,
     last_disk: Option<[u64; 2]>,
     /// The tool's own health (waits to run, throttling, runtime lag).
@@ -28,14 +31,38 @@ impl Local {
             sys: System::new(),
             own_pid: Pid::from_u32(std::process::id()),
             server_pid,
+            port: None,
             device: data_dir.and_then(device_of),
             last_disk: None,
             health: Health::new(),
         }
     }
 
+    /// Follows the process listening on `port` when the one sampled is gone.
+    pub(crate) fn following(mut self, port: Option<u16>) -> Self {
+        self.port = port;
+        self
+    }
+
+    /// The server process is gone: the one listening on its port now, if another is.
+    fn find_again(&self) {
+        let (Some(port), Some(cell)) = (self.port, &self.server_pid) else {
+            return;
+        };
+        if let Some(pid) = crate::server::local::pid_listening_on(port) {
+            cell.store(pid, Ordering::Relaxed);
+        }
+    }
+
     /// Fills the local columns of `row`, with rates over the last `secs` seconds.
     pub(crate) fn read(&mut self, row: &mut ResourceRow, secs: f64) {
+        let gone = self
+            .server_pid
+            .as_ref()
+            .is_some_and(|p| !alive(p.load(Ordering::Relaxed)));
+        if gone {
+            self.find_again();
+        }
         let mut pids = vec![self.own_pid];
         // Read each time: a restarted server is a new process.
         let server_pid = self
@@ -60,7 +87,10 @@ impl Local {
             row.client_cpu_pct = Some(f64::from(p.cpu_usage()));
             row.client_rss_mb = Some(crate::num::real(p.memory()) / 1_048_576.0);
         }
-        if let Some(p) = server_pid.and_then(|pid| self.sys.process(pid)) {
+        // A process gone (or a zombie its parent has not reaped yet) is not sampled: its
+        // columns are empty, not zero.
+        let live = server_pid.filter(|pid| alive(pid.as_u32()));
+        if let Some(p) = live.and_then(|pid| self.sys.process(pid)) {
             let d = p.disk_usage();
             row.server_cpu_pct = Some(f64::from(p.cpu_usage()));
             row.server_rss_mb = Some(crate::num::real(p.memory()) / 1_048_576.0);
@@ -80,6 +110,16 @@ impl Local {
 }
 
 /// The machine's online CPUs (`cpuN` lines of /proc/stat), whatever this process may use.
+/// The process `pid` runs (or sleeps): it exists and is not a zombie.
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        // The state follows the command's closing parenthesis (the command may hold spaces).
+        stat.rfind(')')
+            .and_then(|i| stat[i + 1..].split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X")
+    })
+}
+
 pub(crate) fn machine_cpus() -> usize {
     let from_stat = std::fs::read_to_string("/proc/stat").ok().map(|t| {
         t.lines()

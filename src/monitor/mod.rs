@@ -51,6 +51,10 @@ pub struct Target {
     /// The local server process, when known: a cell, as a restarted embedded server's pid
     /// changes and the sampler follows it.
     pub(crate) server_pid: Option<Arc<std::sync::atomic::AtomicU32>>,
+    /// The loopback port the server process was found listening on (`--uri` to a local
+    /// server, no `--server-pid`): when that process is gone, the one listening there next (a
+    /// restart) is sampled instead.
+    pub(crate) server_port: Option<u16>,
     /// Its data directory, when known, for the device's IOPS.
     pub(crate) data_dir: Option<PathBuf>,
     /// Prometheus exporter endpoints on the server hosts (`--server-metrics`).
@@ -238,21 +242,27 @@ async fn sample(
     stopped: CancellationToken,
     round: tokio::sync::watch::Sender<u64>,
 ) {
-    let (pid, dir) = (target.server_pid.clone(), target.data_dir.clone());
-    let mut local = match tokio::task::spawn_blocking(move || Local::new(pid, dir.as_deref())).await
-    {
-        Ok(l) => {
-            l.health.start_heartbeat(stopped.clone());
-            Some(l)
-        }
-        Err(e) => {
-            lock(&shared).failures.push(format!(
-                "the resource sampler's local readings could not start: {}",
-                join_error(e)
-            ));
-            None
-        }
-    };
+    let (pid, dir, port) = (
+        target.server_pid.clone(),
+        target.data_dir.clone(),
+        target.server_port,
+    );
+    let mut local =
+        match tokio::task::spawn_blocking(move || Local::new(pid, dir.as_deref()).following(port))
+            .await
+        {
+            Ok(l) => {
+                l.health.start_heartbeat(stopped.clone());
+                Some(l)
+            }
+            Err(e) => {
+                lock(&shared).failures.push(format!(
+                    "the resource sampler's local readings could not start: {}",
+                    join_error(e)
+                ));
+                None
+            }
+        };
     let mut sink = Some(sink);
     let mut members = MemberWatch {
         pending: target.members,
@@ -643,6 +653,7 @@ mod tests {
         let target = Target {
             client,
             server_pid: None,
+            server_port: None,
             data_dir: None,
             server_metrics: Vec::new(),
             events: Default::default(),

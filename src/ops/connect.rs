@@ -17,6 +17,8 @@ use cause::{unreachable, Asked};
 
 /// Server selection and connect timeout unless the URI sets its own.
 pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+/// A listener's server selection (`listeners`), unless the URI says.
+const LISTENER_SELECTION_TIMEOUT: Duration = Duration::from_secs(2);
 
 pub(crate) struct Connected {
     pub(crate) client: Client,
@@ -91,7 +93,11 @@ pub(crate) async fn listeners(uri: &str) -> Result<mongodb::options::ClientOptio
     let mut opts = parse(uri).await?;
     opts.app_name = Some("mongo-stress listener".into());
     opts.max_pool_size = Some(2);
-    opts.server_selection_timeout.get_or_insert(DEFAULT_TIMEOUT);
+    // Short, so that a stream the driver tries to resume against a server that is gone gives
+    // up soon and the listener's own tries (every 200 ms, bounded by the run's end) take over:
+    // a run ends at its end whatever the server does.
+    opts.server_selection_timeout
+        .get_or_insert(LISTENER_SELECTION_TIMEOUT);
     opts.connect_timeout.get_or_insert(DEFAULT_TIMEOUT);
     Ok(opts)
 }
@@ -99,6 +105,26 @@ pub(crate) async fn listeners(uri: &str) -> Result<mongodb::options::ClientOptio
 /// A client of `opts`, a bad one named without its password.
 pub(crate) fn client_of(opts: mongodb::options::ClientOptions) -> Result<Client, Error> {
     Client::with_options(opts).map_err(|e| bad_options("the connection string", &e))
+}
+
+/// The connection may read `database`: a server that requires authentication and was given
+/// no user (or one without access) is said now, before anything is explained, preloaded or
+/// run, not at the setup's first write. Other refusals of the probe (a server without
+/// `listCollections`' options) are left to the run.
+pub(crate) async fn authorized(client: &Client, uri: &str, database: &str) -> Result<(), Error> {
+    let probe = client
+        .database(database)
+        .run_command(doc! { "listCollections": 1, "nameOnly": true, "authorizedCollections": true })
+        .await;
+    let Err(e) = probe else { return Ok(()) };
+    match crate::driver_error::server_code(&e) {
+        Some(code) if code.0 == 13 || code.0 == 18 => Err(Error::Server(format!(
+            "the server at {} refuses this connection: {}\n  fix: give a user with access to database `{database}` in the URI, e.g. mongodb://USER:PASSWORD@host:port/?authSource=admin",
+            redact(uri),
+            crate::driver_error::said(&e)
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// Connects with a pool of `pool_size`; `warm` has the driver fill all of it from the start (in

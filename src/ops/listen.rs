@@ -498,7 +498,7 @@ async fn mend(
             crate::driver_error::said(&e)
         )));
     }
-    let gates = (&run.stop, &run.writers_done, until, w.drain);
+    let gates = (&run.stop, &run.writers_done, until);
     reopen(client, w, stages, token, gates).await
 }
 
@@ -516,18 +516,39 @@ async fn reopen(
     w: &WatchPlan,
     stages: &[Document],
     token: Option<ResumeToken>,
-    (stop, writers_done, until, drain): (
+    (stop, writers_done, until): (
         &CancellationToken,
         &CancellationToken,
         Option<tokio::time::Instant>,
-        Duration,
     ),
 ) -> Result<ChangeStream<RawDocumentBuf>, Option<String>> {
-    // Tried until the run is stopped, or its drain is over (from the writers' end, if they end
-    // while it tries).
+    // Tried until the run is stopped, or the writers have ended: a stream still broken then
+    // waits STOP_DRAIN more, not the whole drain (the server that broke it is not answering,
+    // and a run must end at its end whatever the server does).
     let mut until = until;
+    let broken_at_end = || tokio::time::Instant::now() + STOP_DRAIN;
     loop {
-        match open(client, w, stages, token.clone()).await {
+        if writers_done.is_cancelled() {
+            until = Some(until.map_or_else(broken_at_end, |u| u.min(broken_at_end())));
+        }
+        // One try, bounded as the whole is: a server that is gone keeps the driver in its
+        // server selection for as long as it is told (30 s by default), past the drain.
+        let attempt = open(client, w, stages, token.clone());
+        tokio::pin!(attempt);
+        let tried = loop {
+            let end = until.unwrap_or_else(far_off);
+            tokio::select! {
+                r = &mut attempt => break r,
+                _ = stop.cancelled() => return Err(None),
+                _ = writers_done.cancelled(), if until.is_none() => {
+                    until = Some(broken_at_end());
+                }
+                _ = tokio::time::sleep_until(end), if until.is_some() => {
+                    return Err(Some(NOT_OPEN_AGAIN.into()));
+                }
+            }
+        };
+        match tried {
             Ok(s) => return Ok(s),
             Err(e) if code_of(&e) == Some(HISTORY_LOST) => return Err(Some(lost(&e))),
             Err(e) if !transient(&e) => {
@@ -538,19 +559,23 @@ async fn reopen(
             }
             Err(_) => {}
         }
-        if until.is_none() && writers_done.is_cancelled() {
-            until = Some(tokio::time::Instant::now() + drain);
-        }
         if until.is_some_and(|u| tokio::time::Instant::now() >= u) {
-            return Err(Some(
-                "its stream was not open again by the end of the drain".into(),
-            ));
+            return Err(Some(NOT_OPEN_AGAIN.into()));
         }
         tokio::select! {
             _ = stop.cancelled() => return Err(None),
             _ = tokio::time::sleep(Duration::from_millis(200)) => {}
         }
     }
+}
+
+/// Why a listener whose stream broke stopped: it was not open again by the writers' end.
+const NOT_OPEN_AGAIN: &str =
+    "its stream was broken when the writers ended and was not open again within 1 s";
+
+/// A time no wait reaches: a year from now.
+fn far_off() -> tokio::time::Instant {
+    tokio::time::Instant::now() + Duration::from_secs(86_400 * 365)
 }
 
 /// Times a stream may break in a row, with no event between, before the listener gives up.

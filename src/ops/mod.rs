@@ -113,6 +113,7 @@ pub trait Backend: Send + Sync + 'static {
         stop: &CancellationToken,
         foreign: setup::Foreign,
         begin: Option<SystemTime>,
+        preloading: setup::Preloading<'_>,
     ) -> impl Future<Output = Result<Prepared, Error>> + Send;
 }
 

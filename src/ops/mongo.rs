@@ -220,8 +220,9 @@ impl Backend for MongoBackend {
         stop: &CancellationToken,
         foreign: super::setup::Foreign,
         begin: Option<SystemTime>,
+        preloading: super::setup::Preloading<'_>,
     ) -> Result<Prepared, Error> {
-        super::setup::prepare(plan, &self.setup, seed, stop, foreign, begin).await
+        super::setup::prepare(plan, &self.setup, seed, stop, (foreign, preloading), begin).await
     }
 }
 

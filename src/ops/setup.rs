@@ -39,7 +39,7 @@ pub(crate) async fn prepare(
     colls: &[Collection<RawDocumentBuf>],
     seed: u64,
     stop: &CancellationToken,
-    foreign: Foreign,
+    foreign: (Foreign, Preloading<'_>),
     begin: Option<SystemTime>,
 ) -> Result<Prepared, Error> {
     let Some(p) = &plan.part else {
@@ -88,13 +88,17 @@ pub(crate) async fn prepare(
     })
 }
 
+/// Told of each collection's preload as it begins, after every check of the setup passed:
+/// the documents and the collection's name.
+pub type Preloading<'a> = &'a (dyn Fn(u64, &str) + Sync);
+
 /// Drops (if asked), creates indexes, preloads each collection, and returns their key spaces.
 async fn set_up(
     plan: &RunPlan,
     colls: &[Collection<RawDocumentBuf>],
     seed: u64,
     stop: &CancellationToken,
-    foreign: Foreign,
+    foreign: (Foreign, Preloading<'_>),
 ) -> Result<(Vec<KeySpace>, Option<(u64, std::time::Duration)>), Error> {
     let mut spaces = Vec::with_capacity(colls.len());
     let mut loaded = 0;
@@ -120,21 +124,37 @@ async fn set_up(
     Ok((spaces, any_load.then_some((loaded, took))))
 }
 
+/// A setup step that failed: refused by the server (a duplicate key, a validator, an option it
+/// does not take: the profile asks for what the server will not do) is a profile problem, exit
+/// 2 with the server's words; anything else (the server unreachable, not primary, shutting
+/// down) is the server's, exit 3.
+fn setup_failed(what: &str, e: &mongodb::error::Error) -> Error {
+    let said = crate::driver_error::said(e);
+    match crate::driver_error::server_code(e) {
+        Some(code) if !code.unavailable() && !code.not_primary() => {
+            let hint = if code.0 == 11000 {
+                "the profile's generated values repeat where a unique index forbids it: draw that field from a sequence (`{ \"^Inc\" = {} }`, a key's `%d` of the document's number) or from more values, or drop the unique index"
+            } else {
+                "change what the profile's setup asks for (its collections, indexes and preload) to what the server accepts"
+            };
+            Error::Usage(format!(
+                "the server refused the setup while {what}: {said}\n  fix: {hint}"
+            ))
+        }
+        _ => Error::Server(format!("setup failed while {what}: {said}")),
+    }
+}
+
 async fn set_up_one(
     plan: &RunPlan,
     c: &CollectionPlan,
     coll: &Collection<RawDocumentBuf>,
     seed: u64,
     stop: &CancellationToken,
-    foreign: Foreign,
+    (foreign, preloading): (Foreign, Preloading<'_>),
 ) -> Result<(KeySpace, Option<(u64, std::time::Duration)>), Error> {
     let fail = |what: &str, e: mongodb::error::Error| {
-        Error::Server(format!(
-            "setup failed while {what} {}.{}: {}",
-            plan.target.database,
-            c.name,
-            crate::driver_error::said(&e)
-        ))
+        setup_failed(&format!("{what} {}.{}", plan.target.database, c.name), &e)
     };
     if c.setup.drop {
         let (uuid, ours) = owned::created_by_us(coll)
@@ -186,6 +206,10 @@ async fn set_up_one(
     );
     let mut load = None;
     if c.setup.preload > 0 {
+        preloading(
+            c.setup.preload,
+            &format!("{}.{}", plan.target.database, c.name),
+        );
         let started = std::time::Instant::now();
         let mut rng = rand::rngs::SmallRng::seed_from_u64(seed ^ 0x5EED_F00D);
         let mut state = UserState::default();

@@ -175,24 +175,47 @@ pub(crate) fn render(h: &History, out: &mut dyn Write) -> std::io::Result<()> {
 /// The `--fail-on-new` gate's lines.
 pub(crate) fn render_gate(h: &History, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out)?;
+    let noise = |c: &crate::history::NewChange| {
+        c.noise_pct
+            .map_or("noise before it unknown: one run".to_string(), |n| {
+                format!("noise before it {n:.1} %")
+            })
+    };
+    for c in &h.within_noise {
+        writeln!(
+            out,
+            "gate --fail-on-new: {}: pass: run {} starts a change for the worse, {} -> {} (change {}, p {}), within {} times the noise of the runs before it ({})",
+            c.series,
+            c.run,
+            num(c.mean_before),
+            num(c.mean_after),
+            pct(c.change_pct),
+            pvalue(c.pvalue),
+            crate::history::NOISE_MULTIPLE,
+            noise(c)
+        )?;
+    }
     if h.new_changes.is_empty() {
         writeln!(
             out,
-            "gate --fail-on-new: pass (run {} starts no change point for the worse)",
-            h.runs.len()
+            "gate --fail-on-new: pass (run {} starts no change point for the worse beyond --min-change {}% and {} times its noise)",
+            h.runs.len(),
+            h.min_change,
+            crate::history::NOISE_MULTIPLE
         )?;
         return Ok(());
     }
     for c in &h.new_changes {
         writeln!(
             out,
-            "gate --fail-on-new: {}: FAILED: run {} starts a change for the worse, {} -> {} (change {}, p {})",
+            "gate --fail-on-new: {}: FAILED: run {} starts a change for the worse, {} -> {} (change {}, p {}; {})",
             c.series,
             c.run,
             num(c.mean_before),
             num(c.mean_after),
             pct(c.change_pct),
-            pvalue(c.pvalue)
+            pvalue(c.pvalue),
+            noise(c)
         )?;
     }
     writeln!(out, "GATES FAILED: {} (exit 4)", h.new_changes.len())

@@ -20,6 +20,9 @@ enum Work {
     /// Operations in all (loops x threads).
     Operations(u64),
     Time(Duration),
+    /// No end of its own: a background group (until its stage's other groups end) or a watch
+    /// group's listeners (until the writers end, then the drain).
+    Until(&'static str),
 }
 
 struct Group {
@@ -62,11 +65,16 @@ impl Live {
                     stage: stage_of(g.index),
                     threads: g.threads,
                     work: match g.stop {
+                        _ if g.watch.is_some() => {
+                            Work::Until("listening until the writers end, then the drain")
+                        }
                         StopAt::Loops(l) => {
                             Work::Operations(l.saturating_mul(u64::from(g.threads)))
                         }
                         StopAt::Duration(d) | StopAt::AtLeast(_, d) => Work::Time(d),
-                        StopAt::Background => Work::Time(std::time::Duration::ZERO),
+                        StopAt::Background => {
+                            Work::Until("in the background, until the stage's other groups end")
+                        }
                     },
                     done: 0,
                     started: None,
@@ -96,11 +104,16 @@ struct Progress {
     done: String,
     /// `about 30s left`, once something is done.
     left: Option<String>,
+    /// No end of its own (`Work::Until`): no share done to say.
+    open_ended: bool,
 }
 
 impl Progress {
     /// As a plain line says it: `5000/20000 ops (25 %), about 30s left`.
     fn words(&self) -> String {
+        if self.open_ended {
+            return self.done.clone();
+        }
         format!(
             "{} ({:.0} %){}",
             self.done,
@@ -114,9 +127,32 @@ impl Progress {
 
 /// Progress of a group running for `running_for`: the fraction done and its words.
 fn progress(work: Work, done: u64, running_for: Duration) -> Progress {
+    let secs = |d: Duration| humantime::format_duration(Duration::from_secs(d.as_secs()));
+    if let Work::Until(what) = work {
+        return Progress {
+            fraction: 0.0,
+            done: format!("{} {what}", secs(running_for)),
+            left: None,
+            open_ended: true,
+        };
+    }
+    // Past its time: what it waits for is its operations in flight.
+    if let Work::Time(d) = work {
+        if running_for > d + Duration::from_secs(1) {
+            return Progress {
+                fraction: 1.0,
+                done: format!("{}/{}", secs(running_for), humantime::format_duration(d)),
+                left: Some(
+                    "past its end: waiting for the operations in flight (at most --op-timeout)"
+                        .into(),
+                ),
+                open_ended: false,
+            };
+        }
+    }
     let fraction = match work {
         Work::Operations(total) if total > 0 => crate::num::real(done) / crate::num::real(total),
-        Work::Operations(_) => 1.0,
+        Work::Operations(_) | Work::Until(_) => 1.0,
         Work::Time(d) => running_for.as_secs_f64() / d.as_secs_f64().max(1e-9),
     }
     .clamp(0.0, 1.0);
@@ -136,11 +172,13 @@ fn progress(work: Work, done: u64, running_for: Duration) -> Progress {
             ))),
             humantime::format_duration(d)
         ),
+        Work::Until(what) => what.to_string(),
     };
     Progress {
         fraction,
         done,
         left,
+        open_ended: false,
     }
 }
 
@@ -415,6 +453,25 @@ mod tests {
             p.words(),
             "0/10 ops (0 %)",
             "no estimate before anything is done"
+        );
+        // Past its time, and with no end of its own: what it waits for, not "0s left".
+        let p = progress(
+            Work::Time(Duration::from_secs(6)),
+            0,
+            Duration::from_secs(9),
+        );
+        assert_eq!(
+            p.words(),
+            "9s/6s (100 %), past its end: waiting for the operations in flight (at most --op-timeout)"
+        );
+        let p = progress(
+            Work::Until("listening until the writers end, then the drain"),
+            0,
+            Duration::from_secs(5),
+        );
+        assert_eq!(
+            p.words(),
+            "5s listening until the writers end, then the drain"
         );
     }
 

@@ -192,7 +192,7 @@ fn streams(
             s.group.clone(),
             s.scope.clone(),
             s.listeners.to_string(),
-            n(s.expected),
+            s.expected.map_or("-".into(), n),
             n(s.delivered),
             if s.not_judged.is_some() {
                 "-".into()
@@ -218,7 +218,7 @@ fn streams(
         if let Some(why) = &s.not_judged {
             writeln!(
                 out,
-                "{prefix}{}: missing events not counted: {why}",
+                "{prefix}{}: Expected and Missing not judged: {why}",
                 s.group
             )?;
         }

@@ -100,8 +100,12 @@ pub(crate) fn paragraph(r: &SweepResult) -> String {
             p.push('.');
         }
         match (a.peak_n, a.peak_throughput) {
+            (Some(n), Some(x)) if a.fell_past_peak => p.push_str(&format!(
+                " Coherency (kappa {:.2e}) makes throughput peak near {n:.0} users per group at about {x:.0}/s; beyond that, more users give less, as the steps past it measured.",
+                f.kappa.value
+            )),
             (Some(n), Some(x)) => p.push_str(&format!(
-                " Coherency (kappa {:.2e}) makes throughput peak near {n:.0} users per group at about {x:.0}/s; beyond that, more users give less.",
+                " The fit's coherency (kappa {:.2e}) puts a peak near {n:.0} users per group at about {x:.0}/s; no step past it fell by more than the steps' noise, so that beyond it more users give less is the curve's shape, not measured.",
                 f.kappa.value
             )),
             _ => p.push_str(" No peak can be read from these steps."),

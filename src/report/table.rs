@@ -387,6 +387,7 @@ fn resources(
     for w in of(s, WarningCode::LoadGenerator)
         .chain(of(s, WarningCode::TooShortToSample))
         .chain(of(s, WarningCode::StatusMissed))
+        .chain(of(s, WarningCode::SamplingGap))
     {
         writeln!(out, "warning: {}: {}", labelled(w, with_run), w.message)?;
     }

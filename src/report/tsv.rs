@@ -147,33 +147,13 @@ pub fn append(
     tags: &std::collections::BTreeMap<String, String>,
     run_dir: &std::path::Path,
 ) -> Result<(), crate::error::Error> {
-    use crate::history::ledger::{tags_cell, LEAD, TAIL};
+    use crate::history::ledger::tags_cell;
     // Two runs appending at once: each reads, adds and renames under this lock, so neither's
     // rows are lost. `FILE.lock` beside the file (the file itself is replaced by the rename).
     let _lock = lock_beside(path)?;
-    let header = format!(
-        "{}\t{}\t{}",
-        LEAD.join("\t"),
-        COLUMNS.join("\t"),
-        TAIL.join("\t")
-    );
-    let mut text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(source) => {
-            return Err(crate::error::Error::Output {
-                path: path.to_path_buf(),
-                source,
-            })
-        }
-    };
+    let mut text = appendable(path)?;
     if text.is_empty() {
-        text = format!("{header}\n");
-    } else if text.lines().next() != Some(header.as_str()) {
-        return Err(crate::error::Error::Usage(format!(
-            "--append: {} has not the header of a file `run --tsv FILE --append` writes (its first line differs: another tool's file, or one an older mongo-stress wrote)\n  fix: name a new file, or one earlier runs appended to; history reads several (`mongo-stress history OLD.tsv NEW.tsv`)",
-            path.display()
-        )));
+        text = format!("{}\n", append_header());
     } else if !text.ends_with('\n') {
         text.push('\n');
     }
@@ -202,6 +182,40 @@ pub fn append(
         }
     }
     crate::rundir::write_atomically(path, text.as_bytes())
+}
+
+/// The first line of a file `run --tsv FILE --append` writes.
+fn append_header() -> String {
+    use crate::history::ledger::{LEAD, TAIL};
+    format!(
+        "{}\t{}\t{}",
+        LEAD.join("\t"),
+        COLUMNS.join("\t"),
+        TAIL.join("\t")
+    )
+}
+
+/// The text of the file `--tsv FILE --append` adds to: empty when it does not exist (or is
+/// empty); refused when it is another's (its first line is not the header), so that this is
+/// checked before any load as well as at the append.
+pub fn appendable(path: &std::path::Path) -> Result<String, crate::error::Error> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(source) => {
+            return Err(crate::error::Error::Output {
+                path: path.to_path_buf(),
+                source,
+            })
+        }
+    };
+    if !text.is_empty() && text.lines().next() != Some(append_header().as_str()) {
+        return Err(crate::error::Error::Usage(format!(
+            "--append: {} has not the header of a file `run --tsv FILE --append` writes (its first line differs: another tool's file, or one an older mongo-stress wrote)\n  fix: name a new file, or one earlier runs appended to; history reads several (`mongo-stress history OLD.tsv NEW.tsv`)",
+            path.display()
+        )));
+    }
+    Ok(text)
 }
 
 /// An exclusive lock on `PATH.lock`, held until the returned file is dropped.

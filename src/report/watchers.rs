@@ -30,9 +30,9 @@ fn cells(s: &WatchStep) -> Vec<String> {
         format!("{:.2}", s.write_error_pct),
         ms(s.lag_p50_ms),
         ms(s.lag_p99_ms),
-        s.expected.to_string(),
+        s.expected.map_or("-".into(), |v| v.to_string()),
         s.delivered.to_string(),
-        s.missing.to_string(),
+        s.missing.map_or("-".into(), |v| v.to_string()),
     ]
 }
 

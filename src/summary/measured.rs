@@ -55,6 +55,8 @@ pub struct Measured {
     pub streams: Vec<super::streams::StreamResult>,
     pub change_lines: Vec<super::streams::ChangeLine>,
     pub failures: Vec<String>,
+    /// What the load generator added before the operations' sends (`executor::Gaps`).
+    pub tool_gap: Option<super::ToolGap>,
 }
 
 impl RunResult {
@@ -84,6 +86,7 @@ impl RunResult {
             streams,
             change_lines,
             failures,
+            tool_gap,
         } = m;
         for (g, missed) in metrics.iter_mut().zip(missed) {
             g.missed = missed;
@@ -142,6 +145,7 @@ impl RunResult {
             streams,
             change_lines,
             failures,
+            tool_gap: tool_gap.filter(|g| g.ops > 0),
         }
     }
 }

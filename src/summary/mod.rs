@@ -455,6 +455,25 @@ pub struct RunResult {
     /// What failed inside the run (a virtual user's or the recorder's panic); shown as warnings.
     #[serde(skip)]
     pub(crate) failures: Vec<String>,
+    /// What the load generator added before its measured operations' sends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) tool_gap: Option<ToolGap>,
+}
+
+/// What the load generator added before the operations it measured (warm-up left out): the
+/// time from when each was owed (its due time in open loop, the previous operation's end in
+/// closed loop) to its send, summed, and the operations (`executor::Gaps`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ToolGap {
+    pub(crate) ops: u64,
+    pub(crate) sum_us: u64,
+}
+
+impl ToolGap {
+    /// The mean gap per operation, ms.
+    pub(crate) fn mean_ms(&self) -> Option<f64> {
+        (self.ops > 0).then(|| crate::num::real(self.sum_us) / crate::num::real(self.ops) / 1000.0)
+    }
 }
 
 /// A group's rate or users changed while the run went (the live page's control): from when

@@ -69,6 +69,49 @@ pub(crate) struct ResourceSummary {
     /// something; false for a stage too short to sample.
     #[serde(skip)]
     pub(crate) measurable: bool,
+    /// Stretches of the stage in which a series sampled in the rest of it was not (the server
+    /// process gone, serverStatus unanswered): the averages above cover the other seconds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) gaps: Vec<SampleGap>,
+}
+
+/// A stretch of a stage without a series' samples.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct SampleGap {
+    /// `server process` (its CPU, memory and disk) or `serverStatus`.
+    pub(crate) series: String,
+    /// From the start of the first interval without it to the end of the last, milliseconds
+    /// since the Unix epoch.
+    pub(crate) from_ms: u64,
+    pub(crate) to_ms: u64,
+}
+
+/// The stretches of `rows` (in time order) without `f`, in a stage where some row has it.
+fn gaps_of(
+    series: &str,
+    rows: &[(f64, &ResourceRow)],
+    f: impl Fn(&ResourceRow) -> bool,
+) -> Vec<SampleGap> {
+    if !rows.iter().any(|(_, r)| f(r)) {
+        return Vec::new();
+    }
+    let mut out: Vec<SampleGap> = Vec::new();
+    let mut open: Option<SampleGap> = None;
+    for (_, r) in rows {
+        if f(r) {
+            out.extend(open.take());
+        } else {
+            let from = r.time_ms.saturating_sub(r.interval_ms);
+            let gap = open.get_or_insert(SampleGap {
+                series: series.to_string(),
+                from_ms: from,
+                to_ms: r.time_ms,
+            });
+            gap.to_ms = r.time_ms;
+        }
+    }
+    out.extend(open);
+    out
 }
 
 /// Time-weighted average over the seconds of each row's interval inside the stage (so a rate's
@@ -292,6 +335,10 @@ pub(crate) fn summarize(
                 warning,
                 starved: starved(&inside, busy),
                 measurable: inside.iter().any(|(overlap, _)| *overlap >= 0.5),
+                gaps: gaps_of("server process", &inside, |r| r.server_rss_mb.is_some())
+                    .into_iter()
+                    .chain(gaps_of("serverStatus", &inside, |r| r.connections.is_some()))
+                    .collect(),
             }
         })
         .collect()

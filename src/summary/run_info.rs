@@ -22,7 +22,12 @@ pub struct RunInfo {
     /// The load generator's machine; None for a merged run (its parts' are in `parts`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<HostInfo>,
+    /// When the load began: the first run's stages (as summary.json's and a `--tsv --append`
+    /// row's `started_at`); until then, when the command began.
     pub(crate) started_at: String,
+    /// When the command began, before the server was reached and the setup ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) invoked_at: Option<String>,
     pub(crate) finished_at: Option<String>,
     pub(crate) interrupted: bool,
     /// Which part of a run in parts this invocation ran, and how its start went.
@@ -129,7 +134,12 @@ impl RunInfo {
         log: (Duration, bool),
         tags: std::collections::BTreeMap<String, String>,
     ) -> Self {
-        let (started_at, finished_at) = times;
+        let (invoked_at, finished_at) = times;
+        // One start per run in every file: the load's, once it began.
+        let started_at = summary
+            .runs
+            .first()
+            .map_or_else(|| invoked_at.clone(), |r| r.started_at.clone());
         RunInfo {
             schema_version: SCHEMA_VERSION,
             tool: summary.tool.clone(),
@@ -163,6 +173,7 @@ impl RunInfo {
             server: summary.server.clone(),
             host: Some(host),
             started_at,
+            invoked_at: Some(invoked_at),
             finished_at,
             interrupted: summary.interrupted,
             parts: Vec::new(),

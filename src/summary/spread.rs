@@ -95,6 +95,7 @@ mod tests {
                     streams: Vec::new(),
                     change_lines: Vec::new(),
                     failures: Vec::new(),
+                    tool_gap: None,
                 }
             })
             .collect()

@@ -10,8 +10,9 @@ pub struct StreamResult {
     /// What its streams saw (`collection shop.orders`, `database shop`, `the whole deployment`).
     pub(crate) scope: String,
     pub(crate) listeners: u32,
-    /// The writes of this run each listener's scope and filter admit, summed over listeners.
-    pub(crate) expected: u64,
+    /// The writes of this run each listener's scope and filter admit, summed over listeners;
+    /// None when the filter cannot be read for the tool's own writes (`not_judged`).
+    pub(crate) expected: Option<u64>,
     /// Of those, the events the listeners were sent (each write once per listener).
     pub(crate) delivered: u64,
     pub(crate) missing: u64,
@@ -23,7 +24,7 @@ pub struct StreamResult {
     pub(crate) other: u64,
     pub(crate) events: u64,
     /// Why delivery is not judged (a filter the tool cannot read for its own writes): then
-    /// `expected` counts every write in scope and `missing` is not counted.
+    /// `expected` is None and `missing` is not counted (0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) not_judged: Option<String>,
     /// Listeners whose stream could not go on (`ChangeStreamHistoryLost`, or it could not be
@@ -42,7 +43,8 @@ pub struct StreamResult {
 pub(crate) struct ListenerResult {
     /// From 1.
     pub(crate) listener: u32,
-    pub(crate) expected: u64,
+    /// None when its filter cannot be read for the tool's own writes.
+    pub(crate) expected: Option<u64>,
     pub(crate) delivered: u64,
     pub(crate) missing: u64,
     /// Of the missing, those acknowledged before a write it was sent: its stream went past
@@ -94,7 +96,11 @@ impl StreamResult {
             group,
             scope,
             listeners: u32::try_from(per_listener.len()).unwrap_or(u32::MAX),
-            expected: sum(|l| l.expected),
+            expected: if not_judged.is_some() {
+                None
+            } else {
+                Some(per_listener.iter().filter_map(|l| l.expected).sum())
+            },
             delivered: sum(|l| l.delivered),
             missing: if not_judged.is_some() {
                 0
@@ -199,7 +205,7 @@ mod tests {
     fn listener(n: u32, expected: u64, delivered: u64, skipped: u64) -> ListenerResult {
         ListenerResult {
             listener: n,
-            expected,
+            expected: Some(expected),
             delivered,
             missing: expected - delivered,
             skipped,
@@ -216,7 +222,10 @@ mod tests {
             Vec::new(),
             None,
         );
-        assert_eq!((all.expected, all.delivered, all.missing), (20, 20, 0));
+        assert_eq!(
+            (all.expected, all.delivered, all.missing),
+            (Some(20), 20, 0)
+        );
         assert!(!all.failed() && all.trouble().is_none());
         let lost = StreamResult::of(
             "l".into(),
@@ -242,7 +251,7 @@ mod tests {
             Vec::new(),
             Some("the pipeline's $match reads `fullDocument.x`".into()),
         );
-        assert_eq!(unread.missing, 0);
+        assert_eq!((unread.expected, unread.missing), (None, 0));
         assert!(!unread.failed());
     }
 }

@@ -21,6 +21,9 @@ pub enum WarningCode {
     LoadGenerator,
     /// serverStatus did not answer in some sampled seconds of a stage.
     StatusMissed,
+    /// A sampled series (the server process, serverStatus) has a stretch without samples in a
+    /// stage: from when to when.
+    SamplingGap,
     /// A `--server-metrics` endpoint did not answer (or not with an exporter's page) in some
     /// seconds: its columns show `-` there (a note; the run is unharmed).
     MetricsSource,
@@ -399,8 +402,14 @@ fn metrics_sources(s: &Summary, out: &mut Warnings) {
     }
 }
 
-/// Per stage: the load generator's own warnings, serverStatus's missed seconds, and a stage
-/// too short to sample.
+/// A sampled second's end, as RFC 3339 in whole seconds.
+fn at(ms: u64) -> String {
+    humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms))
+        .to_string()
+}
+
+/// Per stage: the load generator's own warnings, serverStatus's missed seconds, a series'
+/// stretch without samples, and a stage too short to sample.
 fn resources(s: &Summary, out: &mut Warnings) {
     for r in &s.resources {
         if let Some(w) = &r.starved {
@@ -420,13 +429,45 @@ fn resources(s: &Summary, out: &mut Warnings) {
             );
         }
         if r.status_seconds < r.seconds && r.status_seconds > 0 {
+            let spans: Vec<String> = r
+                .gaps
+                .iter()
+                .filter(|g| g.series == "serverStatus")
+                .map(|g| format!("{} to {}", at(g.from_ms), at(g.to_ms)))
+                .collect();
             out.add(
                 WarningCode::StatusMissed,
                 Some(r.run),
                 Some(r.label.to_string()),
                 format!(
-                    "serverStatus answered in {} of the {} sampled seconds (each waits at most 900 ms on the sampler's own connections): the others have no server columns",
-                    r.status_seconds, r.seconds
+                    "serverStatus answered in {} of the {} sampled seconds (each waits at most 900 ms on the sampler's own connections): the others have no server columns{}",
+                    r.status_seconds,
+                    r.seconds,
+                    if spans.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (none from {})", spans.join(", from "))
+                    }
+                ),
+            );
+        }
+        // serverStatus's stretches are said in its own warning, above.
+        for g in r.gaps.iter().filter(|g| g.series != "serverStatus") {
+            out.add(
+                WarningCode::SamplingGap,
+                Some(r.run),
+                Some(r.label.to_string()),
+                format!(
+                    "{} not sampled from {} to {} ({} s{}): the stage's figures of it cover the other seconds",
+                    g.series,
+                    at(g.from_ms),
+                    at(g.to_ms),
+                    g.to_ms.saturating_sub(g.from_ms).div_ceil(1000),
+                    if g.series == "server process" {
+                        ": the process was gone, and no other listened on its port"
+                    } else {
+                        ": it did not answer"
+                    }
                 ),
             );
         }
@@ -458,13 +499,14 @@ mod tests {
     use super::WarningCode::{self, *};
 
     /// Every code, kept complete by the match below: a new code does not compile until listed.
-    const ALL: [WarningCode; 13] = [
+    const ALL: [WarningCode; 14] = [
         NoMatch,
         StoppedEarly,
         RateNotReached,
         LateOperations,
         LoadGenerator,
         StatusMissed,
+        SamplingGap,
         MetricsSource,
         TooShortToSample,
         WarmupExcluded,
@@ -479,8 +521,8 @@ mod tests {
         for code in ALL {
             match code {
                 NoMatch | StoppedEarly | RateNotReached | LateOperations | LoadGenerator
-                | StatusMissed | MetricsSource | TooShortToSample | WarmupExcluded | LateStart
-                | MissingParts | Members | Failure => {}
+                | StatusMissed | SamplingGap | MetricsSource | TooShortToSample
+                | WarmupExcluded | LateStart | MissingParts | Members | Failure => {}
             }
         }
         let schema: serde_json::Value =

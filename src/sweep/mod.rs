@@ -57,9 +57,10 @@ pub(crate) struct Step {
     /// The step's run's own warning about the load generator (its CPU, or its waits for CPU,
     /// by fixed limits), as the run gave it. The sweep judges the step by `distorted` instead.
     pub(crate) load_generator: Option<String>,
-    /// What the load generator added to each operation, in ms: the larger of its 100 ms
-    /// heartbeat's average wake-up lag and its threads' run-queue wait per operation (None
-    /// without resource sampling).
+    /// What the load generator added to each operation, in ms, measured per operation: its
+    /// time from when the operation was owed to its send (`summary::ToolGap`), plus its
+    /// threads' run-queue wait per operation while operations were in flight (None without
+    /// either).
     #[serde(default)]
     pub(crate) generator_delay_ms: Option<f64>,
     /// Why the load generator, not the server, set this step's pace, judged against the step
@@ -98,11 +99,15 @@ impl Step {
         let throughput =
             total.map_or(0.0, |t| crate::num::real(t.samples)) / window.as_secs_f64().max(1e-3);
         let littles_n = throughput * mean_ms / 1000.0;
-        let tool = summary.resources.first().map(|r| Tool {
-            lag_ms: r.client_lag_ms.avg,
-            wait_ms_per_s: r.client_wait_ms.avg,
+        let tool = Some(Tool {
+            between_ms: summary
+                .runs
+                .first()
+                .and_then(|r| r.tool_gap)
+                .and_then(|g| g.mean_ms()),
+            wait_ms_per_s: summary.resources.first().and_then(|r| r.client_wait_ms.avg),
         });
-        let generator_delay_ms = tool.and_then(|t| t.delay_ms(throughput));
+        let generator_delay_ms = tool.and_then(|t| t.delay_ms(throughput, mean_ms));
         let distorted = distortion(users, littles_n, mean_ms, throughput, window, tool);
         Step {
             threads,
@@ -128,29 +133,34 @@ impl Step {
     }
 }
 
-/// The load generator's own health over a step's measured window (`monitor::health`).
+/// What the load generator did to a step's operations over its measured window, measured, not
+/// inferred from a timer: a heartbeat's wake-up lag is the timer's granularity (about a
+/// millisecond on any step, busy or not), not a delay of the operations, and is not used.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Tool {
-    /// How late its 100 ms heartbeat woke, on average, ms.
-    pub(crate) lag_ms: Option<f64>,
+    /// Its mean time per operation from when the operation was owed to its send, ms
+    /// (`summary::ToolGap`): outside the operation's latency.
+    pub(crate) between_ms: Option<f64>,
     /// Its threads' time waiting to run, ms per second (schedstat), all threads added.
     pub(crate) wait_ms_per_s: Option<f64>,
 }
 
 impl Tool {
-    /// Its run-queue wait per operation at `throughput` operations/s, ms.
-    fn wait_per_op_ms(&self, throughput: f64) -> Option<f64> {
+    /// Its run-queue wait per operation at `throughput` operations/s, ms: the wait spread over
+    /// the operations, and at most their mean latency `mean_ms` (a wait while an operation is
+    /// in flight is inside its latency; one longer than it was not while one was in flight).
+    fn wait_per_op_ms(&self, throughput: f64, mean_ms: f64) -> Option<f64> {
         self.wait_ms_per_s
             .filter(|_| throughput > 0.0)
-            .map(|w| w / throughput)
+            .map(|w| (w / throughput).min(mean_ms.max(0.0)))
     }
 
-    /// What it added to each operation, ms: the larger of its wake-up lag (every operation's
-    /// reply wakes a task) and its run-queue wait spread over the operations.
-    pub(crate) fn delay_ms(&self, throughput: f64) -> Option<f64> {
-        match (self.lag_ms, self.wait_per_op_ms(throughput)) {
-            (Some(l), Some(w)) => Some(l.max(w)),
-            (l, w) => l.or(w),
+    /// What it added to each operation, ms: its time before the send plus its run-queue wait
+    /// per operation.
+    pub(crate) fn delay_ms(&self, throughput: f64, mean_ms: f64) -> Option<f64> {
+        match (self.between_ms, self.wait_per_op_ms(throughput, mean_ms)) {
+            (None, None) => None,
+            (b, w) => Some(b.unwrap_or(0.0) + w.unwrap_or(0.0)),
         }
     }
 }
@@ -187,13 +197,16 @@ pub(crate) fn distortion(
         ));
     }
     let tool = tool.unwrap_or_default();
-    if let Some(delay) = tool.delay_ms(throughput).filter(|_| mean_ms > 0.0) {
-        if delay > MAX_GENERATOR_SHARE * mean_ms {
-            let part = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2} ms"));
+    if let Some(delay) = tool.delay_ms(throughput, mean_ms).filter(|_| mean_ms > 0.0) {
+        if delay >= MAX_GENERATOR_SHARE * mean_ms {
+            let part = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3} ms"));
+            // Little's law with the delay in: each user's cycle is the latency and the time
+            // before the send, so X x (R + between) is the users busy.
+            let busy = throughput * (mean_ms + tool.between_ms.unwrap_or(0.0)) / 1000.0;
             why.push(format!(
-                "the load generator added {delay:.2} ms to each operation (wake-up lag {}, run-queue wait {} per operation), {:.0} % of the mean latency of {mean_ms:.2} ms",
-                part(tool.lag_ms),
-                part(tool.wait_per_op_ms(throughput)),
+                "the load generator added {delay:.3} ms to each operation ({} before its send, run-queue wait {} while in flight), {:.0} % of the mean latency of {mean_ms:.3} ms (at {throughput:.0} operations/s, {busy:.1} of {users} users busy)",
+                part(tool.between_ms),
+                part(tool.wait_per_op_ms(throughput, mean_ms)),
                 100.0 * delay / mean_ms
             ));
         }
@@ -439,10 +452,52 @@ pub(crate) fn analyse(steps: &[Step], stop: &StopReason) -> usl::Analysis {
             out.join(", ")
         ));
     }
+    if a.peak_n.is_none() {
+        if let Some(limit) = server_limit(steps) {
+            a.notes.push(limit);
+        }
+    }
     if a.parameters.is_none() {
         a.notes.push(advice(steps, points.len(), stop));
     }
     a
+}
+
+/// The server as the limit, in words, when its CPU says so: throughput levelled off (the steps
+/// from the first within 10 % of the best on all stayed there) at two steps or more, with the
+/// server's CPU at those steps within 15 % of the most it reached, and that at least one core's
+/// worth. None otherwise: then the steps cannot tell.
+fn server_limit(steps: &[Step]) -> Option<String> {
+    let usable: Vec<&Step> = by_threads(steps)
+        .into_iter()
+        .filter(|s| unfit(s).is_none())
+        .collect();
+    let best = usable.iter().map(|s| s.throughput).fold(0.0, f64::max);
+    let from = usable.iter().position(|s| s.throughput >= 0.9 * best)?;
+    let level = &usable[from..];
+    if level.len() < 2 || level.iter().any(|s| s.throughput < 0.9 * best) {
+        return None;
+    }
+    let most = usable
+        .iter()
+        .filter_map(|s| s.server_cpu_pct)
+        .fold(0.0, f64::max);
+    let cpu: Vec<f64> = level.iter().filter_map(|s| s.server_cpu_pct).collect();
+    if most < 80.0 || cpu.len() < level.len() || cpu.iter().any(|c| *c < 0.85 * most) {
+        return None;
+    }
+    let low = cpu.iter().copied().fold(f64::MAX, f64::min);
+    let share = level
+        .iter()
+        .filter_map(|s| {
+            s.generator_delay_ms
+                .map(|d| 100.0 * d / s.mean_ms.max(1e-9))
+        })
+        .fold(0.0, f64::max);
+    Some(format!(
+        "the server is the limit: from {} users per group on, throughput stayed within 10 % of its best ({best:.0}/s) while the server's CPU was at {low:.0}-{most:.0} % (the most it reached) and the tool's measured delay at most {share:.1} % of the latency; where the curve would go past that, these steps cannot tell",
+        level[0].threads
+    ))
 }
 
 /// What would give a fit, after a sweep of `fitted` usable steps that stopped for `stop`.

@@ -290,6 +290,9 @@ pub(crate) struct Analysis {
     /// twice the largest step.
     pub(crate) peak_n: Option<f64>,
     pub(crate) peak_throughput: Option<f64>,
+    /// A measured step past the peak fell below it by more than the steps' noise.
+    #[serde(default)]
+    pub(crate) fell_past_peak: bool,
     /// Their standard errors, from the fit's covariance (the delta method).
     #[serde(default)]
     pub(crate) peak_n_se: Option<f64>,
@@ -340,6 +343,50 @@ fn holdout(points: &[(f64, f64)]) -> Option<Holdout> {
     })
 }
 
+/// The peak N* and X(N*) with their errors, when kappa is identified and N* lies within twice
+/// the largest step; and whether a measured step past it fell by more than the steps' noise.
+fn read_peak(a: &mut Analysis, fit: &Fit, points: &[(f64, f64)], largest: f64) {
+    let Some((n, x)) = fit.peak().filter(|_| a.kappa_identified) else {
+        return;
+    };
+    if n.value > 2.0 * largest {
+        a.notes.push(format!(
+            "the fitted peak lies beyond twice the largest step ({largest:.0}): not printed; add steps above {largest:.0} users"
+        ));
+        return;
+    }
+    a.peak_n = Some(n.value);
+    a.peak_throughput = Some(x.value);
+    a.peak_n_se = n.se.is_finite().then_some(n.se);
+    a.peak_throughput_se = x.se.is_finite().then_some(x.se);
+    a.fell_past_peak = fell_past(points, (n.value, x.value), fit.residual_se);
+    if !a.fell_past_peak {
+        let past = if points.iter().any(|p| p.0 > n.value) {
+            format!(
+                "stayed within the steps' noise ({:.1}/s, twice the fit's residual standard error) of its {:.0}/s",
+                2.0 * fit.residual_se,
+                x.value
+            )
+        } else {
+            "are none".to_string()
+        };
+        a.notes.push(format!(
+            "the steps past the fitted peak ({:.0} users) {past}: the fit's decline is its curve's, not measured",
+            n.value
+        ));
+    }
+}
+
+/// Whether a measured step past the fitted `peak` (N*, X(N*)) fell below it by more than the
+/// steps' noise (twice the fit's residual standard error `residual_se`): only then is "beyond
+/// the peak, more users give less" what was measured, not the curve's shape alone.
+fn fell_past(points: &[(f64, f64)], (n, x): (f64, f64), residual_se: f64) -> bool {
+    points
+        .iter()
+        .filter(|p| p.0 > n)
+        .any(|p| x - p.1 > 2.0 * residual_se)
+}
+
 /// Fits the steps and says what the fit can be trusted with.
 pub(crate) fn analyse(points: &[(f64, f64)]) -> Analysis {
     let mut a = Analysis {
@@ -350,6 +397,7 @@ pub(crate) fn analyse(points: &[(f64, f64)]) -> Analysis {
         kappa_identified: false,
         peak_n: None,
         peak_throughput: None,
+        fell_past_peak: false,
         peak_n_se: None,
         peak_throughput_se: None,
         one_over_sigma: None,
@@ -402,18 +450,7 @@ pub(crate) fn analyse(points: &[(f64, f64)]) -> Analysis {
         a.one_over_sigma = Some(1.0 / s.value);
         a.amdahl_ceiling = Some(fit.lambda.value / s.value);
     }
-    if let Some((n, x)) = fit.peak().filter(|_| a.kappa_identified) {
-        if n.value <= 2.0 * largest {
-            a.peak_n = Some(n.value);
-            a.peak_throughput = Some(x.value);
-            a.peak_n_se = n.se.is_finite().then_some(n.se);
-            a.peak_throughput_se = x.se.is_finite().then_some(x.se);
-        } else {
-            a.notes.push(format!(
-                "the fitted peak lies beyond twice the largest step ({largest:.0}): not printed; add steps above {largest:.0} users"
-            ));
-        }
-    }
+    read_peak(&mut a, &fit, points, largest);
     if points.len() >= MIN_STEPS + 2 {
         a.holdout = holdout(points);
     }
@@ -541,6 +578,39 @@ mod tests {
         assert_eq!(a.peak_n, None);
         assert!(a.notes.iter().any(|n| n.contains("kappa")), "{:?}", a.notes);
         assert!(a.sigma_identified);
+    }
+
+    /// The issue's flat, saturated curve: 12 and 16 users gave 96 and 94/s against a best of
+    /// 98: within the steps' noise, so no decline, no kappa and no "more users give less".
+    #[test]
+    fn a_level_curve_that_wobbles_below_its_best_did_not_decline() {
+        let points = [
+            (1.0, 20.0),
+            (2.0, 42.0),
+            (4.0, 75.0),
+            (6.0, 98.0),
+            (8.0, 92.0),
+            (12.0, 96.0),
+            (16.0, 94.0),
+        ];
+        let a = analyse(&points);
+        assert!(!a.fell_past_peak, "{:?}", a.notes);
+        if a.peak_n.is_some() {
+            assert!(
+                a.notes.iter().any(|n| n.contains("not measured")),
+                "{:?}",
+                a.notes
+            );
+        }
+        // A real fall, beyond the noise, is a decline past the peak.
+        let fell: Vec<(f64, f64)> = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0]
+            .iter()
+            .map(|&n| (n, model([1000.0, 0.03, 0.002], n)))
+            .collect();
+        let a = analyse(&fell);
+        assert!(a.kappa_identified && a.fell_past_peak, "{:?}", a.notes);
+        // The book's Cisco curve: its fitted peak (35) lies past the last step (32).
+        assert!(!analyse(&cisco()).fell_past_peak);
     }
 
     #[test]

@@ -20,9 +20,11 @@ pub(crate) struct WatchStep {
     /// The listeners' lag (none without listeners).
     pub(crate) lag_p50_ms: Option<f64>,
     pub(crate) lag_p99_ms: Option<f64>,
-    pub(crate) expected: u64,
+    /// None when a watch group's filter cannot be read for the writes (not judged).
+    pub(crate) expected: Option<u64>,
     pub(crate) delivered: u64,
-    pub(crate) missing: u64,
+    /// None when not judged, as `expected`.
+    pub(crate) missing: Option<u64>,
     /// The step's run directory.
     pub(crate) dir: String,
 }
@@ -66,11 +68,10 @@ impl WatchStep {
             .max_by_key(|r| r.samples);
         step.lag_p50_ms = lag.map(|r| r.median_ms);
         step.lag_p99_ms = lag.map(|r| r.p99_ms);
-        for s in &run.streams {
-            step.expected += s.expected;
-            step.delivered += s.delivered;
-            step.missing += s.missing;
-        }
+        let judged = run.streams.iter().all(|s| s.expected.is_some());
+        step.expected = judged.then(|| run.streams.iter().filter_map(|s| s.expected).sum());
+        step.missing = judged.then(|| run.streams.iter().map(|s| s.missing).sum());
+        step.delivered = run.streams.iter().map(|s| s.delivered).sum();
         step
     }
 }

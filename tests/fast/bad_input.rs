@@ -100,6 +100,22 @@ fn cases(dir: &Path) -> (Vec<(Input, i32, &'static str)>, u16) {
         format!("{COLL}{OWN}[group.aggregate]\npipeline = [ {{ \"$matchh\" = {{ status = \"open\" }} }} ]\n"),
     )
     .unwrap();
+    // A profile beside the one a user will mistype.
+    std::fs::write(
+        dir.join("my-profile.toml"),
+        format!("{DOC}{INS}threads = 1\nloops = 1\n"),
+    )
+    .unwrap();
+    // A unique index and a value that repeats: the server refuses the preload.
+    let repeats = dir.join("repeats.toml");
+    std::fs::write(
+        &repeats,
+        format!(
+            "[target]\ndatabase = \"ms_bad_input_unique\"\n[[collection]]\nname = \"u\"\ndrop = true\npreload = 10\nindexes = [{{ keys = {{ k = 1 }}, unique = true }}]\n[collection.document]\nk = \"same\"\n{OWN}[group.find]\nfilter = {{}}\n"
+        ),
+    )
+    .unwrap();
+    let out_of = |name: &str| dir.join(name).to_string_lossy().into_owned();
     let all = vec![
         (grouped("misspelt key", "thredas = 4\nloops = 1\n"), 2, "did you mean `threads`"),
         (Input::Profile("unknown top-level key", format!("colour = 1\n{DOC}{INS}threads = 1\nloops = 1\n")), 2, "unknown key `colour`"),
@@ -234,6 +250,13 @@ fn cases(dir: &Path) -> (Vec<(Input, i32, &'static str)>, u16) {
         (args("--scale beyond the rate's bounds", &["validate", &paced, "--scale", "10"]), 2, "x --scale 10 = 50000000/s"),
         (args("--scale with --rate", &["run", "smoke", "--scale", "2", "--rate", "100"]), 2, "cannot be used with"),
         (args("sweep with --scale", &["sweep", "smoke", "--scale", "2"]), 2, "so --scale would be ignored"),
+        (args("--tsv --append to another tool's file", &["run", "smoke", "--tsv", &notes, "--append", "--out", &out_of("appended")]), 2, "has not the header of a file `run --tsv FILE --append` writes"),
+        (args("sweep with --tsv --append", &["sweep", "smoke", "--tsv", &out_of("sweep.tsv"), "--append", "--out", &out_of("swept")]), 2, "so --tsv would be ignored"),
+        (args("history --out into a directory holding other files", &["history", &out_of("no-such-runs"), "--out", &dir.to_string_lossy()]), 2, "history's files written into it would mix"),
+        (Input::Profile("a change-stream stage misspelt", format!("{COLL}{INS}threads = 1\nloops = 1\ncollection = \"o\"\n[[group]]\nname = \"l\"\nthreads = 1\nduration = \"1s\"\nwatch = {{ collection = \"o\", pipeline = [{{ \"$matc\" = {{ operationType = \"insert\" }} }}] }}\n")), 2, "did you mean `$match`?"),
+        (Input::Profile("an unquoted $ key", format!("{DOC}[[group]]\nname = \"f\"\nop = \"find\"\nthreads = 1\nloops = 1\nfilter = {{ city = {{ $gte = 5 }} }}\n")), 2, "which TOML takes only in quotes"),
+        (args("a profile file's name mistyped", &["validate", "my-profle.toml"]), 2, "did you mean the file my-profile.toml?"),
+        (live("a setup the server refuses (a duplicate key)", &["run", &repeats.to_string_lossy(), "--out", &out_of("repeats")]), 2, "the server refused the setup while preloading"),
     ];
     (all, closed)
 }
@@ -341,6 +364,19 @@ fn refuse(
     }
     if stderr.contains("hunter2") {
         problems.push(format!("{desc}: a password was printed: {stderr}"));
+    }
+    // Nothing left behind: a refused command's --out was not made (one that held files
+    // before, the case of a directory refused for them, is left as it was).
+    if let Input::Args(_, a) | Input::Live(_, a) = input {
+        let out = a
+            .iter()
+            .position(|x| x == "--out")
+            .and_then(|i| a.get(i + 1))
+            .map(Path::new)
+            .filter(|o| *o != dir);
+        if let Some(o) = out.filter(|o| o.exists()) {
+            problems.push(format!("{desc}: refused, but left {} behind", o.display()));
+        }
     }
     let mut first = stderr
         .lines()

@@ -141,6 +141,7 @@ impl Backend for Scripted {
         _stop: &CancellationToken,
         _foreign: mongo_stress::ops::setup::Foreign,
         begin: Option<std::time::SystemTime>,
+        _preloading: mongo_stress::ops::setup::Preloading<'_>,
     ) -> Result<Prepared, Error> {
         self.prepared_with.lock().unwrap().push(seed);
         Ok(Prepared {
@@ -322,7 +323,9 @@ fn redacted(text: &str) -> String {
                 for (k, x) in m.iter_mut() {
                     if [
                         "started_at",
+                        "invoked_at",
                         "finished_at",
+                        "sum_us",
                         "began_ms",
                         "start_ms",
                         "end_ms",

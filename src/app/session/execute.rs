@@ -135,6 +135,7 @@ impl<B: Backend + Clone> Session<'_, B> {
         };
         ctx.backend.finish();
         let missed = ctx.missed_counts();
+        let tool_gap = Some(ctx.gaps.measured());
         drop(ctx);
         let recorded = recorder
             .await
@@ -169,6 +170,7 @@ impl<B: Backend + Clone> Session<'_, B> {
             streams,
             change_lines,
             failures,
+            tool_gap,
             ..Measured::default()
         }
     }
@@ -244,6 +246,7 @@ impl<B: Backend + Clone> Session<'_, B> {
             pool_size: plan.target.pool_size,
             steer,
             listening: users.listening,
+            gaps: crate::executor::Gaps::default(),
         }
     }
 

@@ -147,7 +147,7 @@ impl Listeners {
                 let c = &l.book.counts;
                 per.push(ListenerResult {
                     listener: l.book.listener,
-                    expected: v.expected,
+                    expected: not_judged.is_none().then_some(v.expected),
                     delivered: v.delivered,
                     missing: v.expected.saturating_sub(v.delivered),
                     skipped: v.skipped,

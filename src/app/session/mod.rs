@@ -381,16 +381,13 @@ impl<B: Backend + Clone> Session<'_, B> {
             )),
             _ => {}
         }
-        if plan.setup().preload > 0 && plan.part.as_ref().is_none_or(|p| p.part.index == 0) {
-            self.say(format!(
-                "preloading {} documents into {}.{}",
-                plan.setup().preload,
-                plan.target.database,
-                plan.target.collection
-            ));
-        }
+        // Said as each preload begins, once the setup's checks passed (a refused setup says
+        // only its refusal).
+        let preloading = |n: u64, namespace: &str| {
+            self.say(format!("preloading {n} documents into {namespace}"));
+        };
         self.backend
-            .prepare(plan, seed, self.stop, self.opts.foreign, begin)
+            .prepare(plan, seed, self.stop, self.opts.foreign, begin, &preloading)
             .await
     }
 }

@@ -9,6 +9,46 @@ use super::Env;
 use crate::error::ProfileError;
 use crate::plan::{GroupPlan, Overrides, StopAt, WatchPlan, WatchScope};
 
+/// The stages a change stream's pipeline may hold (MongoDB's "Modify Change Stream Output":
+/// `$addFields`, `$match`, `$project`, `$replaceRoot`, `$replaceWith`, `$redact`, `$set`,
+/// `$unset`; and `$changeStreamSplitLargeEvent`, 7.0 and later).
+const STREAM_STAGES: &[&str] = &[
+    "$addFields",
+    "$match",
+    "$project",
+    "$replaceRoot",
+    "$replaceWith",
+    "$redact",
+    "$set",
+    "$unset",
+    "$changeStreamSplitLargeEvent",
+];
+
+/// Why a change stream's pipeline stage is refused offline (one key, a stage a change stream
+/// takes), with what is expected; None when it is one.
+fn stage_refused(t: &toml::Table) -> Option<(String, String)> {
+    let keys: Vec<&String> = t.keys().collect();
+    let [name] = keys.as_slice() else {
+        return Some((
+            format!("a stage has one key, its name; this one has {}", keys.len()),
+            "one stage per table, e.g. { \"$match\" = { operationType = \"insert\" } }".into(),
+        ));
+    };
+    if STREAM_STAGES.contains(&name.as_str()) {
+        return None;
+    }
+    let near = STREAM_STAGES
+        .iter()
+        .map(|s| (strsim::levenshtein(s, name), s))
+        .min_by_key(|(d, _)| *d)
+        .filter(|(d, _)| *d <= 3)
+        .map_or(String::new(), |(_, s)| format!("did you mean `{s}`? "));
+    Some((
+        format!("`{name}` is not a stage a change stream takes"),
+        format!("{near}one of {}", STREAM_STAGES.join(", ")),
+    ))
+}
+
 /// How long the run's end waits for events not delivered yet, unless `drain` says.
 pub(super) const DEFAULT_DRAIN: Duration = Duration::from_secs(5);
 
@@ -165,11 +205,18 @@ impl GroupAt<'_> {
             None => None,
             Some(stages) => {
                 for (i, s) in stages.iter().enumerate() {
-                    if !s.is_table() {
+                    let Some(t) = s.as_table() else {
                         return Err(self.loaded.error_at(
                             &format!("{}[{i}]", at("pipeline")),
                             "a pipeline stage is a table".to_string(),
                             "{ \"$match\" = { operationType = \"insert\" } }",
+                        ));
+                    };
+                    if let Some((problem, expected)) = stage_refused(t) {
+                        return Err(self.loaded.error_at(
+                            &format!("{}[{i}]", at("pipeline")),
+                            problem,
+                            &expected,
                         ));
                     }
                 }
@@ -329,6 +376,10 @@ mod tests {
         assert!(e.expected.contains("updateLookup"));
         let e = with("batch_size = 0").unwrap_err();
         assert_eq!(e.key, "group[1].watch.batch_size");
+        let e = with("pipeline = [{ \"$matc\" = { operationType = \"insert\" } }]").unwrap_err();
+        assert_eq!(e.key, "group[1].watch.pipeline[0]");
+        assert!(e.problem.contains("`$matc` is not a stage"), "{e}");
+        assert!(e.expected.contains("did you mean `$match`?"), "{e}");
         let e = with("pipeline = [1]").unwrap_err();
         assert_eq!(e.key, "group[1].watch.pipeline[0]");
         let e = with("drain = \"soon\"").unwrap_err();

@@ -112,7 +112,8 @@ pub(crate) fn load_with(
         // The file the user most likely meant: `blog` for ./blog.toml, a bundled name misspelt.
         let file = Path::new(&format!("{spec}.toml"))
             .is_file()
-            .then(|| format!("{spec}.toml"));
+            .then(|| format!("{spec}.toml"))
+            .or_else(|| file_beside(spec));
         let near = names
             .iter()
             .map(|n| (strsim::jaro_winkler(n, spec), *n))
@@ -130,6 +131,33 @@ pub(crate) fn load_with(
         )));
     };
     parse(&origin, &text, &stem).map_err(Error::from)
+}
+
+/// A .toml file beside the one named whose name is close to it (`my-profle.toml` for
+/// `my-profile.toml`), as the path to give.
+fn file_beside(spec: &str) -> Option<String> {
+    let path = Path::new(spec);
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let typed = path.file_name()?.to_string_lossy().into_owned();
+    let typed = typed.strip_suffix(".toml").unwrap_or(&typed).to_string();
+    std::fs::read_dir(&dir)
+        .ok()?
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let stem = name.strip_suffix(".toml")?.to_string();
+            let score = strsim::jaro_winkler(&stem, &typed);
+            (score > 0.85 && e.path().is_file()).then_some((score, name))
+        })
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, name)| {
+            path.parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .map_or(name.clone(), |d| d.join(&name).display().to_string())
+        })
 }
 
 /// Parses profile text; `origin` names it in errors.
@@ -195,6 +223,26 @@ fn from_toml(origin: &str, text: &str, err: &toml::de::Error) -> ProfileError {
             problem: format!("unknown key `{field}`{suggestion}"),
             expected: format!("one of: {}", allowed.join(", ")),
         };
+    }
+    // A MongoDB operator or a field path as a bare key (`$gte = 5`, `a.b` where `.` was not
+    // meant): TOML keys with `$` must be quoted.
+    if message.starts_with("invalid unquoted key") {
+        let rest = &text[span.start.min(text.len())..];
+        let bare: String = rest
+            .chars()
+            .take_while(|c| !c.is_whitespace() && !matches!(c, '=' | ',' | '}' | ']'))
+            .collect();
+        if bare.starts_with('$') || bare.contains('$') {
+            return ProfileError {
+                file: origin.to_string(),
+                line,
+                column,
+                key,
+                value: Some(bare.clone()),
+                problem: format!("`{bare}` is a key with a `$`, which TOML takes only in quotes"),
+                expected: format!("the key quoted: \"{bare}\" = ..., e.g. {{ \"$gte\" = 5 }}"),
+            };
+        }
     }
     if message.contains("recursion") {
         return ProfileError {
@@ -290,6 +338,16 @@ mod tests {
         assert_eq!(e.key, "group[0].thredas");
         assert!(e.problem.contains("unknown key `thredas`"), "{e}");
         assert!(e.problem.contains("did you mean `threads`"), "{e}");
+    }
+
+    #[test]
+    fn an_unquoted_dollar_key_is_told_to_be_quoted() {
+        let e = err(&format!(
+            "{GROUP}threads = 1\nloops = 1\nfilter = {{ a = {{ $gte = 5 }} }}\n"
+        ));
+        assert!(e.problem.contains("`$gte` is a key with a `$`"), "{e}");
+        assert!(e.expected.contains("\"$gte\" = ..."), "{e}");
+        assert_eq!(e.line, 6);
     }
 
     #[test]
