@@ -463,40 +463,44 @@ pub(crate) fn analyse(steps: &[Step], stop: &StopReason) -> usl::Analysis {
     a
 }
 
-/// The server as the limit, in words, when its CPU says so: throughput levelled off (the steps
-/// from the first within 10 % of the best on all stayed there) at two steps or more, with the
-/// server's CPU at those steps within 15 % of the most it reached, and that at least one core's
-/// worth. None otherwise: then the steps cannot tell.
+/// The server as the limit, in words, when its CPU says so: from some step on, the server's CPU
+/// stayed within 10 % of the most it reached (and that at least 80 %, most of a core), at two
+/// steps or more whose users at least doubled, while throughput rose by less than a quarter. None
+/// otherwise: then the steps cannot tell.
 fn server_limit(steps: &[Step]) -> Option<String> {
     let usable: Vec<&Step> = by_threads(steps)
         .into_iter()
         .filter(|s| unfit(s).is_none())
         .collect();
-    let best = usable.iter().map(|s| s.throughput).fold(0.0, f64::max);
-    let from = usable.iter().position(|s| s.throughput >= 0.9 * best)?;
-    let level = &usable[from..];
-    if level.len() < 2 || level.iter().any(|s| s.throughput < 0.9 * best) {
-        return None;
-    }
     let most = usable
         .iter()
         .filter_map(|s| s.server_cpu_pct)
         .fold(0.0, f64::max);
-    let cpu: Vec<f64> = level.iter().filter_map(|s| s.server_cpu_pct).collect();
-    if most < 80.0 || cpu.len() < level.len() || cpu.iter().any(|c| *c < 0.85 * most) {
+    if most < 80.0 {
         return None;
     }
-    let low = cpu.iter().copied().fold(f64::MAX, f64::min);
-    let share = level
+    let pegged = |s: &&Step| s.server_cpu_pct.is_some_and(|c| c >= 0.9 * most);
+    let from = usable.iter().position(pegged)?;
+    let level = &usable[from..];
+    let first = level.first()?;
+    let last = level.last()?;
+    let best = level.iter().map(|s| s.throughput).fold(0.0, f64::max);
+    if level.len() < 2
+        || !level.iter().all(pegged)
+        || last.threads < 2 * first.threads
+        || best > 1.25 * first.throughput
+    {
+        return None;
+    }
+    let low = level
         .iter()
-        .filter_map(|s| {
-            s.generator_delay_ms
-                .map(|d| 100.0 * d / s.mean_ms.max(1e-9))
-        })
-        .fold(0.0, f64::max);
+        .filter_map(|s| s.server_cpu_pct)
+        .fold(f64::MAX, f64::min);
+    let least = level.iter().map(|s| s.throughput).fold(f64::MAX, f64::min);
     Some(format!(
-        "the server is the limit: from {} users per group on, throughput stayed within 10 % of its best ({best:.0}/s) while the server's CPU was at {low:.0}-{most:.0} % (the most it reached) and the tool's measured delay at most {share:.1} % of the latency; where the curve would go past that, these steps cannot tell",
-        level[0].threads
+        "the server is the limit: from {} users per group on, its CPU stayed at {low:.0}-{most:.0} % (the most it reached) while throughput stayed between {least:.0} and {best:.0}/s with {}x the users; how the curve would bend beyond, these steps cannot tell",
+        first.threads,
+        last.threads / first.threads.max(1)
     ))
 }
 

@@ -182,3 +182,213 @@ fn setup_drop_refuses_a_collection_another_program_wrote_unless_forced() {
     assert_eq!(server.count(&db, "cities", doc! { "name": "not ours" }), 0);
     assert_eq!(server.count(&db, "cities", doc! {}), 3);
 }
+
+/// A `secantusd-rs` of the test's own on `port` with its data in `data`, which the test may kill
+/// and start again on the same port (an embedded server picks a new port each time). Killed on
+/// drop.
+fn own_server(port: u16, data: &std::path::Path) -> KillOnDrop {
+    let program = std::env::var_os("MONGO_STRESS_SERVER_BIN")
+        .map(std::path::PathBuf::from)
+        .filter(|p| p.file_name().is_some_and(|f| f == "secantusd-rs"))
+        .or_else(|| {
+            let home = std::env::var_os("CARGO_HOME").map_or_else(
+                || std::path::PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cargo"),
+                std::path::PathBuf::from,
+            );
+            Some(home.join("bin/secantusd-rs")).filter(|p| p.is_file())
+        })
+        .unwrap_or_else(|| "secantusd-rs".into());
+    let child = std::process::Command::new(program)
+        .args([
+            "--port",
+            &port.to_string(),
+            "--log-level",
+            "ERROR",
+            "--storage-path",
+        ])
+        .arg(data)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("secantusd-rs (scripts/install-server.sh)");
+    let t = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "the server did not listen"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    KillOnDrop(child)
+}
+
+/// Issue 57: the server killed (and not restarted) at 2.5 s of a 6 s open-loop run at 100/s
+/// with `--op-timeout 2s`, with a watch group whose filter the tool cannot read beside it. The
+/// run ends by 10 s from its start (it went on for minutes: every slot due before the end was
+/// still started, each waiting out the timeout), exit 1, every file whole, the outage measured
+/// from the kill; the watch group's Expected is not judged, with why.
+#[test]
+fn an_open_loop_run_whose_server_died_ends_at_its_end() {
+    if skip_live() {
+        return;
+    }
+    let _turn = common::alone();
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut server = own_server(port, &dir.path().join("data"));
+    let profile = dir.path().join("died.toml");
+    std::fs::write(
+        &profile,
+        format!(
+            "[target]\ndatabase = \"{}\"\n[[collection]]\nname = \"orders\"\ndrop = true\n[collection.document]\nx = {{ \"^RandomInt\" = {{ min = 0, max = 9 }} }}\n\
+             [[group]]\nname = \"writers\"\nop = \"insert\"\ncollection = \"orders\"\nthreads = 20\nrate = 100\nduration = \"6s\"\n\
+             [[group]]\nname = \"listeners\"\nthreads = 2\nduration = \"6s\"\nwatch = {{ collection = \"orders\", pipeline = [{{ \"$match\" = {{ \"fullDocument.x\" = {{ \"$gte\" = 5 }} }} }}] }}\n",
+            unique_db("died")
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("run");
+    let t = Instant::now();
+    let child = std::process::Command::new(bin_path())
+        .arg("run")
+        .arg(&profile)
+        .args([
+            "--uri",
+            &format!("mongodb://127.0.0.1:{port}"),
+            "--op-timeout",
+            "2s",
+            "--out",
+        ])
+        .arg(&out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    let _ = server.0.kill();
+    let _ = server.0.wait();
+    let output = child.wait_with_output().unwrap();
+    let took = t.elapsed();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(took < Duration::from_secs(10), "took {took:?}: {stderr}");
+    let summary = read_json(&out.join("summary.json"));
+    validate_schema(&summary);
+    let run = &summary["runs"][0];
+    // The outage: from about the kill (the run's load began after its setup, well within
+    // the 2.5 s) until the end.
+    let outage = run["unavailable"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["label"] == "writers")
+        .unwrap_or_else(|| panic!("{run}"));
+    let from = outage["offset_secs"].as_f64().unwrap();
+    assert!((1.0..=2.6).contains(&from), "{outage}");
+    assert_eq!(outage["open"], true, "{outage}");
+    // Slots past the kill were missed, not started late.
+    let writers = row(&summary, "writers");
+    assert!(writers["missed"].as_u64().unwrap() > 100, "{writers}");
+    assert!(sample_lines(&out) >= writers["samples"].as_u64().unwrap());
+    // The filter reads the documents: Expected is not judged, and said so.
+    let stream = &run["streams"][0];
+    assert!(stream["expected"].is_null(), "{stream}");
+    assert!(stream["not_judged"]
+        .as_str()
+        .unwrap()
+        .contains("fullDocument.x"));
+    assert!(
+        stdout.contains("listeners: Expected and Missing not judged: the pipeline's $match reads `fullDocument.x`"),
+        "{stdout}"
+    );
+}
+
+/// Issue 57: a server under `--uri` killed at 2 s and started again on its port at 4 s of an
+/// 8 s run. The sampler finds the new process within two samples of the restart, and the
+/// summary says from when to when the server process was not sampled.
+#[test]
+fn the_sampler_follows_a_server_restarted_on_its_port_and_says_the_gap() {
+    if skip_live() {
+        return;
+    }
+    let _turn = common::alone();
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let data = dir.path().join("data");
+    let mut server = own_server(port, &data);
+    let groups = "[[group]]\nname = \"ins\"\nop = \"insert\"\nthreads = 2\nduration = \"8s\"\n";
+    let path = profile(dir.path(), &unique_db("restarted"), "drop = true", groups);
+    let out = dir.path().join("run");
+    let child = std::process::Command::new(bin_path())
+        .arg("run")
+        .arg(&path)
+        .args([
+            "--uri",
+            &format!("mongodb://127.0.0.1:{port}"),
+            "--op-timeout",
+            "1s",
+            "--quiet",
+            "--out",
+        ])
+        .arg(&out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2000));
+    let _ = server.0.kill();
+    let _ = server.0.wait();
+    std::thread::sleep(Duration::from_millis(2000));
+    let _server = own_server(port, &data);
+    let back_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let output = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stdout}{stderr}");
+    // resources.tsv: the server's CPU sampled again within 2 s of the restart.
+    let tsv = std::fs::read_to_string(out.join("resources.tsv")).unwrap();
+    let mut lines = tsv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split('\t').collect();
+    let col = |n: &str| header.iter().position(|h| *h == n).unwrap();
+    let (time, cpu) = (col("time_ms"), col("server_cpu_pct"));
+    let rows: Vec<(u64, bool)> = lines
+        .map(|l| {
+            let c: Vec<&str> = l.split('\t').collect();
+            (c[time].parse().unwrap(), !c[cpu].is_empty())
+        })
+        .collect();
+    assert!(rows.iter().any(|(_, has)| !has), "no gap at all: {tsv}");
+    let again = rows
+        .iter()
+        .find(|(t, has)| *t > back_ms && *has)
+        .unwrap_or_else(|| panic!("never sampled again after {back_ms}: {tsv}"));
+    assert!(
+        again.0 - back_ms <= 2000,
+        "{} ms after the restart: {tsv}",
+        again.0 - back_ms
+    );
+    // The gap said, from when to when.
+    let summary = read_json(&out.join("summary.json"));
+    validate_schema(&summary);
+    let gaps = summary["resources"][0]["gaps"].as_array().unwrap();
+    assert!(
+        gaps.iter().any(|g| g["series"] == "server process"),
+        "{gaps:?}"
+    );
+    let warned = summary["warnings"].as_array().unwrap().iter().any(|w| {
+        w["code"] == "sampling_gap"
+            && w["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("server process not sampled from ")
+    });
+    assert!(warned, "{}", summary["warnings"]);
+    assert!(
+        stdout.contains("server process not sampled from"),
+        "{stdout}"
+    );
+}
