@@ -30,6 +30,18 @@ pub(crate) fn merge_shown(
         )));
     }
     // A directory merged into before: none of its files may outlive this merge.
+    let others = crate::rundir::fresh::others_in(out);
+    if out.is_file() || !others.is_empty() {
+        return Err(Error::Usage(format!(
+            "--out {} {}: the merged run written into it would mix with what is there\n  fix: choose a new directory with --out (it is created), or an earlier merge's",
+            out.display(),
+            match others.as_slice() {
+                _ if out.is_file() => "is a file, not a directory".to_string(),
+                [one] => format!("already holds `{one}`"),
+                more => format!("already holds {} files or directories that are not a run's", more.len()),
+            }
+        )));
+    }
     rundir::clear_optional(out);
     std::fs::create_dir_all(out).map_err(|e| {
         Error::Usage(format!(

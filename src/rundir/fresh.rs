@@ -141,6 +141,19 @@ fn holds(dir: &Path) -> Option<String> {
     })
 }
 
+/// What `dir` holds that is not a file of a run directory (`File::ALL`): a command that writes
+/// over an earlier run's or merge's files (`merge --out`) refuses a directory of other things.
+pub(crate) fn others_in(dir: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| !File::ALL.iter().any(|f| f.name() == n))
+        .collect()
+}
+
 /// `dir`, or `dir-2`, `dir-3`, ... : the first that does not exist.
 fn unused(dir: &Path) -> PathBuf {
     if !dir.exists() {

@@ -336,7 +336,9 @@ fn a_pipeline_the_server_refuses_is_refused_before_anything_is_written() {
         &db,
         "threads = 1\nloops = 10",
         2,
-        ", pipeline = [{ \"$bogus\" = { a = 1 } }]",
+        // A stage a change stream takes (the tool checks the names offline) with an operator
+        // only the server can refuse.
+        ", pipeline = [{ \"$match\" = { \"$bogus\" = 1 } }]",
     );
     let output = bin()
         .args(["run", &p, "--uri", &server.uri, "--quiet", "--out"])
