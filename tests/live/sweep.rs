@@ -424,7 +424,7 @@ fn fit_column(out: &std::path::Path) -> Vec<(u64, String)> {
         .collect()
 }
 
-/// One sweep of the `$group` scan at 1 to 12 users into `out`, every step checked as the sweep
+/// One sweep of the `$group` scan at 1 to 16 users into `out`, every step checked as the sweep
 /// judged it: its console, its sweep.json and the steps it fitted.
 fn sweep_group_scan(
     uri: &str,
@@ -438,7 +438,7 @@ fn sweep_group_scan(
             "--uri",
             uri,
             "--threads",
-            "1,2,3,4,6,8,12",
+            "1,2,3,4,6,8,12,16",
             "--step",
             "3s",
             "--warmup",
@@ -456,7 +456,7 @@ fn sweep_group_scan(
     // Every step of the list ran: none ended the sweep.
     assert_eq!(json["stop"]["reason"], "listed", "{stdout}{stderr}");
     let steps = json["steps"].as_array().unwrap();
-    assert_eq!(steps.len(), 7, "{stdout}");
+    assert_eq!(steps.len(), 8, "{stdout}");
     let column = fit_column(out);
     let mut fitted = 0;
     for st in steps {
@@ -501,9 +501,11 @@ fn a_server_bound_sweep_beside_the_server_fits_the_steps_the_server_set() {
     };
     let dir = tempfile::tempdir().unwrap();
     let profile = group_scan(dir.path(), "sweep_group");
-    // On this 2-core machine a step now and then comes out the tool's when the machine is
-    // busier than the sweep (another test's server): one more sweep is run then, and the
-    // claim below must hold of it.
+    // On this 2-core machine a step now and then comes out the tool's: its threads' run-queue
+    // wait, measured, is 5-13 % of a step's latency beside a server that takes the CPU, and a
+    // step at 10 % or more is left out (each left-out step is checked to be so, above). Eight
+    // steps leave room for two; one more sweep is run when more were, and the claim below must
+    // hold of it.
     let mut attempt = 0;
     let (stdout, json, fitted) = loop {
         attempt += 1;
