@@ -43,6 +43,8 @@ pub(crate) fn merge_shown(
         )));
     }
     rundir::clear_optional(out);
+    // A genny run's rollups, which a merge does not write: none may outlive this merge.
+    let _ = std::fs::remove_file(out.join("rollups.json"));
     std::fs::create_dir_all(out).map_err(|e| {
         Error::Usage(format!(
             "cannot use {} as the merged run's directory: {e}\n  fix: choose a writable directory with --out",

@@ -36,16 +36,34 @@ pub(super) fn base_plan(
     }
     let o = &run.overrides;
     // A step's own summary goes into its run directory; the series writes its own table.
-    let own = "the series' own table in --out (and each step's summary under steps/)";
-    let common: [Ignored; 8] = [
-        (run.tsv.is_some(), "--tsv", own),
-        (run.json.is_some(), "--json", own),
-        (run.append, "--append", own),
+    let outputs: [(bool, &str, &str); 4] = [
+        (
+            run.tsv.is_some(),
+            "--tsv",
+            "its own .tsv and .json in --out",
+        ),
+        (
+            run.json.is_some(),
+            "--json",
+            "its own .tsv and .json in --out",
+        ),
+        (
+            run.append,
+            "--append",
+            "its own .tsv in --out (history reads a series' steps with --steps)",
+        ),
         (
             run.jtl.is_some(),
             "--jtl",
-            "each step's samples.tsv under steps/",
+            "each step's samples.tsv under steps/ in --out",
         ),
+    ];
+    if let Some((_, flag, instead)) = outputs.iter().find(|i| i.0) {
+        return Err(Error::Usage(format!(
+            "{command} writes its own table of the steps, and each step's files, into --out, so {flag} would be ignored\n  fix: leave out {flag}; read {instead}"
+        )));
+    }
+    let common: [Ignored; 4] = [
         (o.duration.is_some(), "--duration", "--step"),
         (
             o.scale.is_some(),

@@ -74,10 +74,12 @@ pub(crate) struct Context<B> {
 /// What the load generator added before the operations it measured (warm-up left out): from
 /// when each was owed to its send, summed, and how many. An operation is owed at its due time
 /// in open loop (or once a worker and a connection were free, when the server kept them busy
-/// past it: that wait is the server's), and at the previous operation's end (or the end of a
-/// pause the profile asks for) in closed loop. So the gap holds the building of the request,
-/// the handing on of the previous sample, a timer's late wake-up and every wait of the tool's
-/// threads for a CPU between the two; not the time the operation was in flight.
+/// past it: that wait is the server's), so the timer's late wake-up (up to about a
+/// millisecond, its resolution) is in it; in closed loop at the previous operation's end, or
+/// when the pause the profile asks for (`sleep_before`, `sleep_after`) woke. So the gap holds
+/// the building of the request, the handing on of the previous sample and every wait of the
+/// tool's threads for a CPU between the two; not the time the operation was in flight. The
+/// sweep (closed loop) judges by it.
 #[derive(Debug, Default)]
 pub(crate) struct Gaps {
     sum_us: AtomicU64,

@@ -107,10 +107,11 @@ pub(crate) fn client_of(opts: mongodb::options::ClientOptions) -> Result<Client,
     Client::with_options(opts).map_err(|e| bad_options("the connection string", &e))
 }
 
-/// The connection may read `database`: a server that requires authentication and was given
-/// no user (or one without access) is said now, before anything is explained, preloaded or
-/// run, not at the setup's first write. Other refusals of the probe (a server without
-/// `listCollections`' options) are left to the run.
+/// A server that requires authentication and was given no user is said now, before anything is
+/// explained, preloaded or run, not at the setup's first write. (Any signed-in user passes this
+/// probe, which lists only the collections it may see: a user without the rights the setup
+/// needs is refused there, with the server's words. Other refusals of the probe, a server
+/// without `listCollections`' options, are left to the run.)
 pub(crate) async fn authorized(client: &Client, uri: &str, database: &str) -> Result<(), Error> {
     let probe = client
         .database(database)

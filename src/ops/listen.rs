@@ -294,7 +294,7 @@ pub(crate) async fn listen(
     let mut book = Book::new(n + 1, run.keep_lines);
     let mut resumes: Vec<Resume> = Vec::new();
     let sample = |lag: Lag, error: Option<OpError>| event_sample(&g, n, lag, error);
-    let mut stream = match open(&client, &w, &stages, None).await {
+    let mut stream = match open_first(&client, &w, &stages, &run.stop).await {
         Ok(s) => s,
         Err(e) => return not_opened(&e, opened, book, admits),
     };
@@ -391,6 +391,32 @@ pub(crate) async fn listen(
         resumes,
         failed,
         admits,
+    }
+}
+
+/// How long a listener's first open is tried (every 200 ms, on errors another try may mend):
+/// its client's server selection is short (`connect::listeners`), the first open need not be.
+const FIRST_OPEN: Duration = Duration::from_secs(10);
+
+/// The stream's first open, tried again on a transient error until FIRST_OPEN has passed or
+/// the run is stopped.
+async fn open_first(
+    client: &mongodb::Client,
+    w: &WatchPlan,
+    stages: &[Document],
+    stop: &CancellationToken,
+) -> mongodb::error::Result<ChangeStream<RawDocumentBuf>> {
+    let end = tokio::time::Instant::now() + FIRST_OPEN;
+    loop {
+        match open(client, w, stages, None).await {
+            Err(e) if transient(&e) && tokio::time::Instant::now() < end => {
+                tokio::select! {
+                    _ = stop.cancelled() => return Err(e),
+                    _ = tokio::time::sleep(Duration::from_millis(200)) => {}
+                }
+            }
+            done => return done,
+        }
     }
 }
 
@@ -522,15 +548,21 @@ async fn reopen(
         Option<tokio::time::Instant>,
     ),
 ) -> Result<ChangeStream<RawDocumentBuf>, Option<String>> {
-    // Tried until the run is stopped, or the writers have ended: a stream still broken then
-    // waits STOP_DRAIN more, not the whole drain (the server that broke it is not answering,
-    // and a run must end at its end whatever the server does).
+    // Tried until the run is stopped or, for a stream that broke while the writers went, until
+    // STOP_DRAIN after they ended (the server that broke it is not answering, and a run must end
+    // at its end whatever the server does); one that broke in the drain, until the drain's end.
+    let in_drain = writers_done.is_cancelled();
     let mut until = until;
     let broken_at_end = || tokio::time::Instant::now() + STOP_DRAIN;
+    if in_drain && until.is_none() {
+        until = Some(broken_at_end());
+    }
+    let why = if in_drain {
+        "its stream broke in the drain and was not open again by its end"
+    } else {
+        NOT_OPEN_AGAIN
+    };
     loop {
-        if writers_done.is_cancelled() {
-            until = Some(until.map_or_else(broken_at_end, |u| u.min(broken_at_end())));
-        }
         // One try, bounded as the whole is: a server that is gone keeps the driver in its
         // server selection for as long as it is told (30 s by default), past the drain.
         let attempt = open(client, w, stages, token.clone());
@@ -544,7 +576,7 @@ async fn reopen(
                     until = Some(broken_at_end());
                 }
                 _ = tokio::time::sleep_until(end), if until.is_some() => {
-                    return Err(Some(NOT_OPEN_AGAIN.into()));
+                    return Err(Some(why.into()));
                 }
             }
         };
@@ -560,7 +592,7 @@ async fn reopen(
             Err(_) => {}
         }
         if until.is_some_and(|u| tokio::time::Instant::now() >= u) {
-            return Err(Some(NOT_OPEN_AGAIN.into()));
+            return Err(Some(why.into()));
         }
         tokio::select! {
             _ = stop.cancelled() => return Err(None),

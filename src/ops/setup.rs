@@ -131,6 +131,10 @@ async fn set_up(
 fn setup_failed(what: &str, e: &mongodb::error::Error) -> Error {
     let said = crate::driver_error::said(e);
     match crate::driver_error::server_code(e) {
+        // Unauthorized, AuthenticationFailed: the user given may not do this (read-only, say).
+        Some(code) if code.0 == 13 || code.0 == 18 => Error::Server(format!(
+            "the server refused the setup while {what}: {said}\n  fix: give a user allowed to drop, index and write that collection in the URI (e.g. the readWrite role on its database), or run against a database it may write"
+        )),
         Some(code) if !code.unavailable() && !code.not_primary() => {
             let hint = if code.0 == 11000 {
                 "the profile's generated values repeat where a unique index forbids it: draw that field from a sequence (`{ \"^Inc\" = {} }`, a key's `%d` of the document's number) or from more values, or drop the unique index"
@@ -154,7 +158,7 @@ async fn set_up_one(
     (foreign, preloading): (Foreign, Preloading<'_>),
 ) -> Result<(KeySpace, Option<(u64, std::time::Duration)>), Error> {
     let fail = |what: &str, e: mongodb::error::Error| {
-        setup_failed(&format!("{what} {}.{}", plan.target.database, c.name), &e)
+        setup_failed(&format!("{what} {}", coll.namespace()), &e)
     };
     if c.setup.drop {
         let (uuid, ours) = owned::created_by_us(coll)
@@ -206,10 +210,7 @@ async fn set_up_one(
     );
     let mut load = None;
     if c.setup.preload > 0 {
-        preloading(
-            c.setup.preload,
-            &format!("{}.{}", plan.target.database, c.name),
-        );
+        preloading(c.setup.preload, &coll.namespace().to_string());
         let started = std::time::Instant::now();
         let mut rng = rand::rngs::SmallRng::seed_from_u64(seed ^ 0x5EED_F00D);
         let mut state = UserState::default();

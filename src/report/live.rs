@@ -20,6 +20,8 @@ enum Work {
     /// Operations in all (loops x threads).
     Operations(u64),
     Time(Duration),
+    /// At least this long (and at least its loops): it may go on past it.
+    AtLeast(Duration),
     /// No end of its own: a background group (until its stage's other groups end) or a watch
     /// group's listeners (until the writers end, then the drain).
     Until(&'static str),
@@ -71,7 +73,8 @@ impl Live {
                         StopAt::Loops(l) => {
                             Work::Operations(l.saturating_mul(u64::from(g.threads)))
                         }
-                        StopAt::Duration(d) | StopAt::AtLeast(_, d) => Work::Time(d),
+                        StopAt::Duration(d) => Work::Time(d),
+                        StopAt::AtLeast(_, d) => Work::AtLeast(d),
                         StopAt::Background => {
                             Work::Until("in the background, until the stage's other groups end")
                         }
@@ -153,7 +156,7 @@ fn progress(work: Work, done: u64, running_for: Duration) -> Progress {
     let fraction = match work {
         Work::Operations(total) if total > 0 => crate::num::real(done) / crate::num::real(total),
         Work::Operations(_) | Work::Until(_) => 1.0,
-        Work::Time(d) => running_for.as_secs_f64() / d.as_secs_f64().max(1e-9),
+        Work::Time(d) | Work::AtLeast(d) => running_for.as_secs_f64() / d.as_secs_f64().max(1e-9),
     }
     .clamp(0.0, 1.0);
     let left = (fraction > 0.0).then(|| {
@@ -165,7 +168,7 @@ fn progress(work: Work, done: u64, running_for: Duration) -> Progress {
     });
     let done = match work {
         Work::Operations(total) => format!("{done}/{total} ops"),
-        Work::Time(d) => format!(
+        Work::Time(d) | Work::AtLeast(d) => format!(
             "{}/{}",
             humantime::format_duration(Duration::from_secs(crate::num::whole(
                 running_for.as_secs_f64()

@@ -150,7 +150,7 @@ pub(crate) fn others_in(dir: &Path) -> Vec<String> {
     entries
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| !File::ALL.iter().any(|f| f.name() == n))
+        .filter(|n| n != "rollups.json" && !File::ALL.iter().any(|f| f.name() == n))
         .collect()
 }
 
@@ -190,6 +190,19 @@ mod tests {
             "kept"
         );
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+    }
+
+    /// `merge --out`: an earlier merge's files (a genny run's rollups among them) are not
+    /// others; anything else is.
+    #[test]
+    fn a_runs_own_files_are_not_others() {
+        let tmp = tempfile::tempdir().unwrap();
+        for f in ["summary.json", "run.json", "rollups.json"] {
+            std::fs::write(tmp.path().join(f), "{}").unwrap();
+        }
+        assert!(others_in(tmp.path()).is_empty());
+        std::fs::write(tmp.path().join("notes.txt"), "").unwrap();
+        assert_eq!(others_in(tmp.path()), ["notes.txt"]);
     }
 
     #[test]

@@ -464,7 +464,7 @@ fn resources(s: &Summary, out: &mut Warnings) {
                     at(g.to_ms),
                     g.to_ms.saturating_sub(g.from_ms).div_ceil(1000),
                     if g.series == "server process" {
-                        ": the process was gone, and no other listened on its port"
+                        ": the process was gone, or not found again"
                     } else {
                         ": it did not answer"
                     }

@@ -149,8 +149,13 @@ impl Listeners {
                     listener: l.book.listener,
                     expected: not_judged.is_none().then_some(v.expected),
                     delivered: v.delivered,
-                    missing: v.expected.saturating_sub(v.delivered),
-                    skipped: v.skipped,
+                    // Not judged: nothing counted as missing (or skipped), as the group's row.
+                    missing: if not_judged.is_some() {
+                        0
+                    } else {
+                        v.expected.saturating_sub(v.delivered)
+                    },
+                    skipped: if not_judged.is_some() { 0 } else { v.skipped },
                     duplicated: c.duplicated,
                     out_of_order: c.out_of_order,
                     late: c.late,
