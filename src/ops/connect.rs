@@ -113,8 +113,9 @@ pub(crate) fn client_of(opts: mongodb::options::ClientOptions) -> Result<Client,
 /// needs is refused there, with the server's words. Other refusals of the probe, a server
 /// without `listCollections`' options, are left to the run.)
 pub(crate) async fn authorized(client: &Client, uri: &str, database: &str) -> Result<(), Error> {
+    // On `admin`, so that nothing but the run's own commands reaches the target database.
     let probe = client
-        .database(database)
+        .database("admin")
         .run_command(doc! { "listCollections": 1, "nameOnly": true, "authorizedCollections": true })
         .await;
     let Err(e) = probe else { return Ok(()) };

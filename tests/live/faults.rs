@@ -187,6 +187,11 @@ fn setup_drop_refuses_a_collection_another_program_wrote_unless_forced() {
 /// and start again on the same port (an embedded server picks a new port each time). Killed on
 /// drop.
 fn own_server(port: u16, data: &std::path::Path) -> KillOnDrop {
+    own_server_with(port, data, &[])
+}
+
+/// `own_server` with more of the server's flags (`--auth`).
+fn own_server_with(port: u16, data: &std::path::Path, extra: &[&str]) -> KillOnDrop {
     let program = std::env::var_os("MONGO_STRESS_SERVER_BIN")
         .map(std::path::PathBuf::from)
         .filter(|p| p.file_name().is_some_and(|f| f == "secantusd-rs"))
@@ -207,6 +212,7 @@ fn own_server(port: u16, data: &std::path::Path) -> KillOnDrop {
             "--storage-path",
         ])
         .arg(data)
+        .args(extra)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -391,4 +397,44 @@ fn the_sampler_follows_a_server_restarted_on_its_port_and_says_the_gap() {
         stdout.contains("server process not sampled from"),
         "{stdout}"
     );
+}
+
+/// Issue 57: a server that requires authentication, given no user. The run is refused once
+/// connected, before any template is explained or any document preloaded (it used to explain
+/// its reads and start a preload of 20,000 documents, then fail at the setup): exit 3, the fix
+/// named, no run directory left.
+#[test]
+fn a_server_that_wants_a_user_is_refused_before_anything_is_explained_or_preloaded() {
+    if skip_live() {
+        return;
+    }
+    let _turn = common::shared();
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let _server = own_server_with(port, &dir.path().join("data"), &["--auth"]);
+    let out = dir.path().join("run");
+    let done = bin()
+        .args([
+            "run",
+            "find",
+            "--uri",
+            &format!("mongodb://127.0.0.1:{port}"),
+            "--out",
+        ])
+        .arg(&out)
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert_eq!(done.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("refuses this connection: code 13 (Unauthorized)"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("fix: give a user with access to database"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("preloading"), "{stderr}");
+    assert!(!out.exists(), "a refused run left {}", out.display());
 }
