@@ -149,7 +149,7 @@ async fn worker<B: Backend>(s: Arc<Shared<B>>, mut free_since: Option<Instant>) 
         let Some((j, due)) = s.schedule.claim() else {
             return;
         };
-        if s.deadline.is_some_and(|d| due >= d) {
+        if s.past_deadline(due) {
             return;
         }
         // Its time, read again if the rate changes while the worker waits for it.

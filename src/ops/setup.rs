@@ -39,11 +39,11 @@ pub(crate) async fn prepare(
     colls: &[Collection<RawDocumentBuf>],
     seed: u64,
     stop: &CancellationToken,
-    foreign: (Foreign, Preloading<'_>),
+    how: (Foreign, Preloading<'_>),
     begin: Option<SystemTime>,
 ) -> Result<Prepared, Error> {
     let Some(p) = &plan.part else {
-        let (keys, load) = set_up(plan, colls, seed, stop, foreign).await?;
+        let (keys, load) = set_up(plan, colls, seed, stop, how).await?;
         return Ok(Prepared { keys, begin, load });
     };
     let marker = Marker::new(plan, &colls[0], seed, p);
@@ -67,7 +67,7 @@ pub(crate) async fn prepare(
     }
     // A marker left by an earlier run must not release the other parts early.
     marker.clear().await?;
-    let (keys, load) = set_up(plan, colls, seed, stop, foreign).await?;
+    let (keys, load) = set_up(plan, colls, seed, stop, how).await?;
     if stop.is_cancelled() {
         // Interrupted during the setup: no marker, so no part starts on half a preload.
         return Ok(Prepared {
@@ -98,7 +98,7 @@ async fn set_up(
     colls: &[Collection<RawDocumentBuf>],
     seed: u64,
     stop: &CancellationToken,
-    foreign: (Foreign, Preloading<'_>),
+    how: (Foreign, Preloading<'_>),
 ) -> Result<(Vec<KeySpace>, Option<(u64, std::time::Duration)>), Error> {
     let mut spaces = Vec::with_capacity(colls.len());
     let mut loaded = 0;
@@ -111,7 +111,7 @@ async fn set_up(
             coll,
             seed ^ (u64::try_from(i).unwrap_or(0) << 48),
             stop,
-            foreign,
+            how,
         )
         .await?;
         spaces.push(keys);

@@ -181,16 +181,23 @@ pub(crate) fn render_gate(h: &History, out: &mut dyn Write) -> std::io::Result<(
                 format!("noise before it {n:.1} %")
             })
     };
-    for c in &h.within_noise {
-        writeln!(
-            out,
-            "gate --fail-on-new: {}: pass: run {} starts a change for the worse, {} -> {} (change {}, p {}), within {} times the noise of the runs before it ({})",
+    // `SERIES: VERDICT: run N starts a change for the worse, A -> B (change C, p P`
+    let worse = |c: &crate::history::NewChange, verdict: &str| {
+        format!(
+            "gate --fail-on-new: {}: {verdict}: run {} starts a change for the worse, {} -> {} (change {}, p {}",
             c.series,
             c.run,
             num(c.mean_before),
             num(c.mean_after),
             pct(c.change_pct),
-            pvalue(c.pvalue),
+            pvalue(c.pvalue)
+        )
+    };
+    for c in &h.within_noise {
+        writeln!(
+            out,
+            "{}), within {} times the noise of the runs before it ({})",
+            worse(c, "pass"),
             crate::history::NOISE_MULTIPLE,
             noise(c)
         )?;
@@ -206,17 +213,7 @@ pub(crate) fn render_gate(h: &History, out: &mut dyn Write) -> std::io::Result<(
         return Ok(());
     }
     for c in &h.new_changes {
-        writeln!(
-            out,
-            "gate --fail-on-new: {}: FAILED: run {} starts a change for the worse, {} -> {} (change {}, p {}; {})",
-            c.series,
-            c.run,
-            num(c.mean_before),
-            num(c.mean_after),
-            pct(c.change_pct),
-            pvalue(c.pvalue),
-            noise(c)
-        )?;
+        writeln!(out, "{}; {})", worse(c, "FAILED"), noise(c))?;
     }
     writeln!(out, "GATES FAILED: {} (exit 4)", h.new_changes.len())
 }
