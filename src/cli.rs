@@ -178,15 +178,23 @@ pub(crate) struct CaptureArgs {
     /// lengths leave the source)
     #[arg(long)]
     pub(crate) keep_values: bool,
+    /// Documents read from each captured collection (a $sample, read only) to learn how often
+    /// each value of the fields the reads select by occurs
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000), value_name = "N")]
+    pub(crate) sample_docs: u64,
+    /// Read no document of the source: values, references and templates are fitted from the
+    /// captured operations alone (indexes and counts are still asked for)
+    #[arg(long)]
+    pub(crate) no_sample_data: bool,
     /// Only log lines at or after this time (RFC 3339, e.g. 2024-03-01T10:00:00Z)
     #[arg(long, value_name = "TIME", value_parser = parse_time)]
     pub(crate) since: Option<i64>,
     /// Only log lines at or before this time (RFC 3339)
     #[arg(long, value_name = "TIME", value_parser = parse_time)]
     pub(crate) until: Option<i64>,
-    /// Do not check what the replay's reads select: by default each find and aggregate of the
-    /// profile is drawn 30 times on a scratch embedded server holding the profile's preload, and
-    /// its documents returned per call are printed beside the source's
+    /// Do not check the replay's work: by default each read of the profile is drawn 30 times
+    /// on a scratch embedded server holding the profile's preload, and its documents returned,
+    /// examined and counted per call are printed beside the source's
     #[arg(long)]
     pub(crate) no_check: bool,
     /// The program for the scratch server of the check (default: mongod on PATH, else

@@ -63,7 +63,7 @@ pub(crate) async fn capture(args: CaptureArgs, stop: CancellationToken) -> Resul
         return Ok(exit::INTERRUPTED);
     }
 
-    let infos = collection_infos(client.as_ref(), &observed).await;
+    let infos = collection_infos(client.as_ref(), &observed, &opts).await;
     let mut captured = emit::build(&observed, &infos, &opts, &name, &source, left);
     if !captured.shapes.is_empty() && captured.shapes.iter().all(|s| s.plan.is_none()) {
         blind.push(
@@ -101,7 +101,12 @@ pub(crate) async fn capture(args: CaptureArgs, stop: CancellationToken) -> Resul
     if !lines.is_empty() {
         outln!("{}", lines.trim_end_matches('\n'));
     }
-    for w in warnings.iter().chain(&check_warnings) {
+    for w in captured
+        .warnings
+        .iter()
+        .chain(&warnings)
+        .chain(&check_warnings)
+    {
         errln!("warning: {w}");
     }
     outln!(
@@ -201,6 +206,8 @@ fn options(args: &CaptureArgs) -> Options {
         },
         scale: args.scale,
         keep_values: args.keep_values,
+        sample_docs: args.sample_docs,
+        sample_data: !args.no_sample_data,
         ..Options::default()
     }
 }
@@ -291,9 +298,12 @@ async fn from_logs(
 async fn collection_infos(
     client: Option<&mongodb::Client>,
     observed: &[Observed],
+    opts: &Options,
 ) -> HashMap<(String, String), CollectionInfo> {
     let mut infos: HashMap<(String, String), CollectionInfo> = HashMap::new();
     if let Some(client) = client {
+        let fields = emit::filter_fields(observed);
+        let none = BTreeSet::new();
         let namespaces: BTreeSet<(String, String)> = observed
             .iter()
             .filter(|o| {
@@ -303,7 +313,8 @@ async fn collection_infos(
             .take(200)
             .collect();
         for (db, coll) in namespaces {
-            let info = capture::profiler::collection_info(client, &db, &coll).await;
+            let wanted = fields.get(&(db.clone(), coll.clone())).unwrap_or(&none);
+            let info = capture::profiler::collection_info(client, &db, &coll, wanted, opts).await;
             infos.insert((db, coll), info);
         }
     }

@@ -77,6 +77,9 @@ pub(crate) struct Captured {
     pub(crate) left_out: LeftOut,
     /// What the source cannot see, said once.
     pub(crate) blind: Vec<String>,
+    /// What the profile could not learn that it should have (said as warnings).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) warnings: Vec<String>,
     pub(crate) scale: f64,
     #[serde(skip)]
     pub(crate) profile: String,
@@ -118,6 +121,31 @@ pub(crate) fn build(
 
     let now_ms = if last > i64::MIN { last } else { 0 };
     let fields = fit_fields(&seen, &chosen.emitted, infos, opts, now_ms);
+    let mut blind = blind;
+    let mut warnings = Vec::new();
+    if !fields.from_queries.is_empty() {
+        let named: Vec<String> = fields
+            .from_queries
+            .iter()
+            .map(|(c, f)| format!("{c}.{f}"))
+            .collect();
+        let refused: Vec<String> = infos
+            .iter()
+            .filter_map(|((_, c), i)| i.unreadable.as_ref().map(|why| format!("{c}: {why}")))
+            .collect();
+        if !opts.sample_data {
+            blind.push(format!(
+                "--no-sample-data: the values of {} are fitted from the captured operations alone (how often the documents hold each is not known)",
+                named.join(", ")
+            ));
+        } else if !refused.is_empty() {
+            warnings.push(format!(
+                "the source's documents could not be read ({}): the values of {} are fitted from the captured operations alone, so the replay's documents may hold them more or less often than the source's\n  fix: capture as a user that may find on those collections (the read role), or pass --no-sample-data to say you mean it",
+                refused.join("; "),
+                named.join(", ")
+            ));
+        }
+    }
     let (profile, names) = Renderer {
         seen: &seen,
         emitted: &chosen.emitted,
@@ -168,9 +196,39 @@ pub(crate) fn build(
         shapes,
         left_out: left,
         blind,
+        warnings,
         scale: opts.scale,
         profile,
     }
+}
+
+/// Per namespace, the fields the observed operations select documents by (a filter's values
+/// and lists): the fields whose values' frequencies are read from the source.
+pub(crate) fn filter_fields(observed: &[Observed]) -> BTreeMap<(String, String), BTreeSet<String>> {
+    let statements_logged = observed
+        .iter()
+        .any(|o| matches!(o.op_type.as_str(), "update" | "remove") && o.command.contains_key("q"));
+    let mut out: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
+    for o in observed {
+        let shape::Class::Ops(ops) = shape::classify(o, statements_logged) else {
+            continue;
+        };
+        for op in ops {
+            for slot in op.slots.iter().filter(|s| selects(s)) {
+                if let Some(f) = &slot.field {
+                    out.entry((o.db.clone(), o.coll.clone()))
+                        .or_default()
+                        .insert(f.clone());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The value at a dotted path of a document.
+pub(crate) fn lookup_path<'a>(d: &'a Document, path: &str) -> Option<&'a Bson> {
+    lookup(d, path)
 }
 
 /// The captured profile's database: the source's name with `_replay` (within MongoDB's 63 bytes).

@@ -15,6 +15,9 @@ use toml::Value;
 
 use super::as_f64;
 
+mod ranked;
+pub(crate) use ranked::*;
+
 /// Most distinct values that make a `^Choose` rather than a range or random strings.
 pub(crate) const MAX_CHOICES: usize = 20;
 

@@ -65,6 +65,28 @@ pub(crate) struct CollectionInfo {
     /// The collection's `_id`s, up to `profiler::IDS` of them (all of them when `count` is no
     /// more): what a value of another collection's field is matched against to find references.
     pub(crate) ids: Vec<Bson>,
+    /// How often each value of the fields the captured reads select by occurs in the
+    /// collection: read from at most `Options::sample_docs` documents.
+    pub(crate) values: BTreeMap<String, FieldData>,
+    /// Why the documents could not be read (the user may not `find` on the collection), when
+    /// they could not: its fields are fitted from the operations alone.
+    pub(crate) unreadable: Option<String>,
+}
+
+/// The data distribution of one field in the source collection: its values' frequencies in the
+/// documents read.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct FieldData {
+    /// Documents read (all of them when `whole`).
+    pub(crate) read: u64,
+    /// Each value (strings, ObjectIds, numbers) with the documents read that hold it (each
+    /// element of an array), the most frequent first.
+    pub(crate) counts: Vec<(Bson, u64)>,
+    /// Every document of the collection was read: the counts are the collection's own.
+    pub(crate) whole: bool,
+    /// The collection's distinct values, from `distinct` where an index leads with the field
+    /// (it reads the index's keys, not the documents).
+    pub(crate) distinct: Option<u64>,
 }
 
 /// How a capture is turned into a profile.
@@ -83,6 +105,10 @@ pub(crate) struct Options {
     /// The window's length in seconds when the source knows it (`--for`), else from the first
     /// and last operation.
     pub(crate) window_s: Option<f64>,
+    /// Documents read per collection for the values' frequencies (`--sample-docs`).
+    pub(crate) sample_docs: u64,
+    /// Documents of the source are read (not `--no-sample-data`).
+    pub(crate) sample_data: bool,
 }
 
 impl Default for Options {
@@ -96,6 +122,8 @@ impl Default for Options {
             sample_rate: 1.0,
             preload_cap: 100_000,
             window_s: None,
+            sample_docs: 10_000,
+            sample_data: true,
         }
     }
 }

@@ -281,8 +281,18 @@ fn beside(d: &Document) -> Option<Document> {
     Some(s)
 }
 
-/// Indexes, count, average size and a sample of documents of `db.coll`.
-pub(crate) async fn collection_info(client: &Client, db: &str, coll: &str) -> CollectionInfo {
+/// What the live server knows of collection `db.coll`: its indexes, count and average size;
+/// unless `opts.sample_data` is off, a `$sample` of documents, its `_id`s and, for each of
+/// `fields` (those the captured reads select by), how often each value occurs in at most
+/// `opts.sample_docs` documents, with `distinct` for a field an index leads with. Never writes;
+/// a read refused is said in `unreadable`.
+pub(crate) async fn collection_info(
+    client: &Client,
+    db: &str,
+    coll: &str,
+    fields: &std::collections::BTreeSet<String>,
+    opts: &super::Options,
+) -> CollectionInfo {
     let c: Collection<Document> = client.database(db).collection(coll);
     let mut info = CollectionInfo::default();
     if let Ok(mut cursor) = c.list_indexes().await {
@@ -318,15 +328,24 @@ pub(crate) async fn collection_info(client: &Client, db: &str, coll: &str) -> Co
         }
     }
     info.count = c.estimated_document_count().await.ok();
-    if let Ok(mut cursor) = c
+    if !opts.sample_data {
+        return info;
+    }
+    match c
         .aggregate(vec![doc! { "$sample": { "size": SAMPLE } }])
         .await
     {
-        while let Ok(true) = cursor.advance().await {
-            if let Ok(d) = cursor.deserialize_current() {
-                info.sample.push(d);
+        Ok(mut cursor) => {
+            while let Ok(true) = cursor.advance().await {
+                if let Ok(d) = cursor.deserialize_current() {
+                    info.sample.push(d);
+                }
             }
         }
+        Err(e) => info.unreadable = Some(crate::driver_error::said(&e)),
+    }
+    if info.unreadable.is_some() {
+        return info;
     }
     if let Ok(mut cursor) = c
         .find(doc! {})
@@ -350,5 +369,104 @@ pub(crate) async fn collection_info(client: &Client, db: &str, coll: &str) -> Co
             .sum();
         info.avg_size = Some(crate::num::real_len(bytes) / crate::num::real_len(info.sample.len()));
     }
+    if !fields.is_empty() {
+        match value_counts(&c, info.count, fields, opts.sample_docs).await {
+            Ok(values) => info.values = values,
+            Err(e) => info.unreadable = Some(crate::driver_error::said(&e)),
+        }
+        for (f, data) in &mut info.values {
+            let leads = info.indexes.iter().any(|i| {
+                i.get_document("key")
+                    .is_ok_and(|k| k.keys().next().is_some_and(|k| k == f))
+            });
+            if leads && !data.whole {
+                data.distinct = distinct_count(&c, f).await;
+            }
+        }
+    }
     info
+}
+
+/// Each field's values counted in at most `most` documents of `c`: every document when the
+/// collection holds no more (read in `_id` order), else a `$sample` of `most`. Only the fields
+/// are read (a projection).
+async fn value_counts(
+    c: &Collection<Document>,
+    count: Option<u64>,
+    fields: &std::collections::BTreeSet<String>,
+    most: u64,
+) -> mongodb::error::Result<std::collections::BTreeMap<String, super::FieldData>> {
+    let mut projection = doc! { "_id": 0 };
+    for f in fields {
+        projection.insert(f.clone(), 1);
+    }
+    let whole = count.is_some_and(|n| n <= most);
+    let size = crate::num::signed(most);
+    let mut cursor = if whole {
+        c.find(doc! {}).projection(projection).limit(size).await?
+    } else {
+        c.aggregate(vec![
+            doc! { "$sample": { "size": size } },
+            doc! { "$project": projection },
+        ])
+        .await?
+    };
+    let mut counts: HashMap<String, HashMap<String, (Bson, u64)>> = HashMap::new();
+    let mut read = 0u64;
+    while cursor.advance().await? {
+        let Ok(d) = cursor.deserialize_current() else {
+            continue;
+        };
+        read += 1;
+        for f in fields {
+            let Some(v) = super::emit::lookup_path(&d, f) else {
+                continue;
+            };
+            let values: Vec<&Bson> = match v {
+                Bson::Array(a) => a.iter().collect(),
+                v => vec![v],
+            };
+            let per = counts.entry(f.clone()).or_default();
+            for v in values {
+                if matches!(v, Bson::Document(_) | Bson::Array(_) | Bson::Null) {
+                    continue;
+                }
+                per.entry(v.to_string()).or_insert_with(|| (v.clone(), 0)).1 += 1;
+            }
+        }
+    }
+    Ok(fields
+        .iter()
+        .map(|f| {
+            let mut values: Vec<(Bson, u64)> = counts
+                .remove(f)
+                .map(|m| m.into_values().collect())
+                .unwrap_or_default();
+            values.sort_by(|a, b| {
+                b.1.cmp(&a.1)
+                    .then_with(|| a.0.to_string().cmp(&b.0.to_string()))
+            });
+            (
+                f.clone(),
+                super::FieldData {
+                    read,
+                    counts: values,
+                    whole: whole && count.is_some_and(|n| read >= n),
+                    distinct: None,
+                },
+            )
+        })
+        .collect())
+}
+
+/// The distinct values of `field` in `c` by `distinct` (which reads an index's keys where one
+/// leads with the field), when the server answers within 5 s (a reply holds at most 16 MB).
+async fn distinct_count(c: &Collection<Document>, field: &str) -> Option<u64> {
+    let reply = c
+        .client()
+        .database(&c.namespace().db)
+        .run_command(doc! { "distinct": c.name(), "key": field, "maxTimeMS": 5000 })
+        .await
+        .ok()?;
+    u64::try_from(reply.get_array("values").ok()?.len()).ok()
 }

@@ -15,8 +15,25 @@ pub(super) struct Chosen {
     pub(super) reasons: Vec<String>,
 }
 
-/// The fewest shapes that cover the wanted share, at most `max_shapes`; a transaction is one
-/// shape, its steps emitted or left out together. Those left out are counted in `left`.
+/// Share of the operations, or of the server's time, above which a shape is kept whatever
+/// `--coverage` says (as a write is).
+pub(super) const KEEP_SHARE: f64 = 0.01;
+
+/// The server time a shape took (its operations' `millis` added), the count where the source
+/// timed none of its operations (`total` 0): what `--coverage` counts.
+fn cost(s: &Seen, timed: bool) -> f64 {
+    if timed {
+        s.millis.iter().sum()
+    } else {
+        crate::num::real(s.count)
+    }
+}
+
+/// The fewest shapes that cover the wanted share of the server's time (the count times the
+/// mean latency the source timed, its operations where it timed none), at most `max_shapes`;
+/// a shape above `KEEP_SHARE` of the operations or of the time, and every write, kept whatever
+/// `--coverage` says; a transaction is one shape, its steps emitted or left out together.
+/// Those left out are counted in `left`, each with both its shares.
 pub(super) fn choose(
     seen: &[Seen],
     database: Option<&str>,
@@ -30,38 +47,73 @@ pub(super) fn choose(
         covered: 0,
         reasons: vec![String::new(); seen.len()],
     };
+    // Units: a shape, or a transaction's steps (which follow its first).
+    let mut units: Vec<std::ops::Range<usize>> = Vec::new();
     for (i, s) in seen.iter().enumerate() {
-        if s.pos() > 0 {
-            // The step before decided for the whole transaction.
-            if c.emitted.last() == Some(&(i - 1)) {
-                c.emitted.push(i);
-            } else {
-                c.reasons[i] = c.reasons[i - 1].clone();
-            }
-            continue;
+        match units.last_mut() {
+            Some(u) if s.pos() > 0 && u.end == i => u.end = i + 1,
+            _ => units.push(i..i + 1),
         }
+    }
+    let timed = seen.iter().any(|s| s.millis.iter().any(|&m| m > 0.0));
+    let unit_cost = |u: &std::ops::Range<usize>| -> f64 {
+        seen[u.clone()].iter().map(|s| cost(s, timed)).sum()
+    };
+    let total: f64 = units
+        .iter()
+        .filter(|u| Some(seen[u.start].db.as_str()) == database)
+        .map(unit_cost)
+        .sum();
+    // The costliest first.
+    units.sort_by(|a, b| {
+        unit_cost(b)
+            .total_cmp(&unit_cost(a))
+            .then(seen[b.start].count.cmp(&seen[a.start].count))
+            .then(a.start.cmp(&b.start))
+    });
+    let mut spent = 0.0;
+    for u in units {
+        let s = &seen[u.start];
+        let time_share = if total > 0.0 {
+            unit_cost(&u) / total
+        } else {
+            0.0
+        };
+        let op_share = if operations > 0 {
+            crate::num::real(s.count) / crate::num::real(operations)
+        } else {
+            0.0
+        };
         // A write changes what every other operation finds: kept whatever --coverage says
         // (a transaction writes when any of its steps does).
-        let writes = std::iter::once(s)
-            .chain(seen[i + 1..].iter().take_while(|t| t.pos() > 0))
-            .any(|t| t.op.verb.writes());
-        c.reasons[i] = if Some(s.db.as_str()) != database {
+        let writes = seen[u.clone()].iter().any(|t| t.op.verb.writes());
+        let large = op_share > KEEP_SHARE || time_share > KEEP_SHARE;
+        let shares = format!(
+            "{:.1} % of the operations, {:.1} % of the server's time",
+            100.0 * op_share,
+            100.0 * time_share
+        );
+        let reason = if Some(s.db.as_str()) != database {
             format!("another database ({}), not in this profile", s.db)
-        } else if !writes
-            && crate::num::real(c.covered) >= opts.coverage * crate::num::real(operations)
-        {
-            "beyond --coverage".into()
+        } else if !writes && !large && spent >= opts.coverage * total {
+            format!("beyond --coverage ({shares})")
         } else if c.units >= opts.max_shapes {
-            "beyond --max-shapes".into()
+            format!("beyond --max-shapes ({shares})")
         } else {
-            c.emitted.push(i);
+            c.emitted.extend(u.clone());
             c.covered += s.count;
             c.units += 1;
+            spent += unit_cost(&u);
             continue;
         };
+        for i in u {
+            c.reasons[i] = reason.clone();
+        }
         left.shapes_not_emitted += 1;
         left.operations_not_emitted += s.count;
     }
+    // In the order seen (the largest first, a transaction's steps in order).
+    c.emitted.sort_unstable();
     c
 }
 

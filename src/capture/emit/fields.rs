@@ -16,6 +16,11 @@ pub(super) struct Fields {
     /// (collection, field) of the fields operations select by, with the distinct values the
     /// replay draws for them.
     pub(super) selecting: BTreeMap<(String, String), u64>,
+    /// (collection, field) -> what its values are drawn from, for the template's comment.
+    pub(super) notes: BTreeMap<(String, String), String>,
+    /// Fields the operations select by whose documents could not be read (or were not, with
+    /// `--no-sample-data`): fitted from the operations alone.
+    pub(super) from_queries: Vec<(String, String)>,
 }
 
 /// Whether a slot selects documents: a value or list of a field in a filter (`filter`,
@@ -101,6 +106,7 @@ pub(super) fn fit_fields(
         id_hits,
         order,
         selecting_fields,
+        asked,
     } = gathered(seen, emitted);
     let colls: BTreeSet<String> = emitted.iter().map(|&i| seen[i].coll.clone()).collect();
     let db = emitted
@@ -119,10 +125,57 @@ pub(super) fn fit_fields(
     }
     let per_value = returned_per_value(seen, emitted);
     let mut gens = HashMap::new();
+    let mut data_gens: HashMap<(String, String), Value> = HashMap::new();
     let mut references = BTreeMap::new();
     let mut selecting = BTreeMap::new();
+    let mut notes = BTreeMap::new();
+    let mut from_queries = Vec::new();
+    let unique = unique_fields(&colls, &info_of, &pools);
     for ((coll, f), vals) in &pools {
         let key = (coll.clone(), f.clone());
+        let asked_here = asked.get(&key).map(Vec::as_slice).unwrap_or(&[]);
+        let data = info_of(coll)
+            .and_then(|i| i.values.get(f))
+            .filter(|d| !d.counts.is_empty());
+        if selecting_fields.contains(&key) && data.is_none() && !unique.contains(&key) {
+            from_queries.push(key.clone());
+        }
+        if unique.contains(&key) {
+            // A unique index: each document holds its own value, made from its _id.
+            let preload = preload_of(info_of(coll), opts.preload_cap);
+            let leaf = f.rsplit('.').next().unwrap_or(f);
+            let numeric = vals.iter().any(|v| super::super::as_f64(v).is_some());
+            let own = fit::bare("^Id");
+            let naming = if numeric {
+                fit::Naming::Ids
+            } else {
+                fit::Naming::Unique { leaf }
+            };
+            let made = fit::ranked(None, asked_here, preload, naming);
+            data_gens.insert(
+                key.clone(),
+                if numeric {
+                    own
+                } else {
+                    fit::generator(
+                        "^FormatString",
+                        [
+                            ("format".to_string(), Value::String(format!("{leaf}-%d"))),
+                            ("withArgs".to_string(), Value::Array(vec![own])),
+                        ]
+                        .into_iter()
+                        .collect::<toml::Table>()
+                        .into(),
+                    )
+                },
+            );
+            notes.insert(key.clone(), made.note);
+            if selecting_fields.contains(&key) {
+                selecting.insert(key.clone(), made.distinct);
+            }
+            gens.insert(key, made.access);
+            continue;
+        }
         let mut distinct: Vec<&Bson> = Vec::new();
         let mut shown: std::collections::HashSet<String> = std::collections::HashSet::new();
         for v in vals
@@ -159,8 +212,59 @@ pub(super) fn fit_fields(
             });
         if let Some(t) = target {
             let preload = preload_of(info_of(t), opts.preload_cap);
-            gens.insert(key.clone(), fit::reference(preload));
+            match data {
+                // The referenced _ids ranked by how many documents hold each, and asked for
+                // as the operations asked.
+                Some(d) => {
+                    let made = fit::ranked(Some(d), asked_here, preload, fit::Naming::Ids);
+                    if let Some(g) = made.data {
+                        data_gens.insert(key.clone(), g);
+                    }
+                    notes.insert(key.clone(), made.note);
+                    gens.insert(key.clone(), made.access);
+                }
+                None => {
+                    gens.insert(key.clone(), fit::reference(preload));
+                }
+            }
             references.insert(key, (t.clone(), preload));
+            continue;
+        }
+        let textual = data.is_some_and(|d| {
+            d.counts
+                .iter()
+                .filter(|(v, _)| matches!(v, Bson::String(_) | Bson::ObjectId(_)))
+                .count()
+                * 2
+                > d.counts.len()
+        });
+        if let (true, true, Some(d)) = (selecting_fields.contains(&key), textual, data) {
+            let source_docs = info_of(coll).and_then(|i| i.count);
+            let replay_docs = preload_of(info_of(coll), opts.preload_cap);
+            let (in_source, how) = fit::data_cardinality(d, source_docs);
+            // A preload capped below the source's count holds as many fewer values, so that
+            // a value selects as many documents per call as it did.
+            let k = match source_docs {
+                Some(n) if n > replay_docs && n > 0 => crate::num::whole(
+                    crate::num::real(in_source) * crate::num::real(replay_docs)
+                        / crate::num::real(n),
+                )
+                .max(1),
+                _ => in_source,
+            };
+            let leaf = f.rsplit('.').next().unwrap_or(f);
+            let made = fit::ranked(
+                Some(d),
+                asked_here,
+                k,
+                fit::Naming::Placeholder { leaf, keep },
+            );
+            if let Some(g) = made.data {
+                data_gens.insert(key.clone(), g);
+            }
+            notes.insert(key.clone(), format!("{} ({how}); {}", in_source, made.note));
+            selecting.insert(key.clone(), in_source);
+            gens.insert(key, made.access);
             continue;
         }
         if selecting_fields.contains(&key) {
@@ -178,11 +282,17 @@ pub(super) fn fit_fields(
         }
         gens.insert(key, fit::field(f, vals, keep, now_ms));
     }
-    // The templates take the same generators as the operations.
+    // The templates draw the documents' distribution where it was measured, else the same
+    // generators as the operations.
     for (coll, (t, _)) in templates.iter_mut() {
         for ((c, f), g) in &gens {
             let key = (c.clone(), f.clone());
-            if c == coll && (references.contains_key(&key) || selecting.contains_key(&key)) {
+            if c != coll {
+                continue;
+            }
+            if let Some(d) = data_gens.get(&key) {
+                replace_path(t, f, d.clone());
+            } else if references.contains_key(&key) || selecting.contains_key(&key) {
                 replace_path(t, f, g.clone());
             }
         }
@@ -198,7 +308,41 @@ pub(super) fn fit_fields(
         skewed,
         references,
         selecting,
+        notes,
+        from_queries,
     }
+}
+
+/// The fields under a unique index of each collection, made never to repeat: a single field's
+/// index, or of a compound one the first field whose values are strings or numbers (one
+/// field unique makes the compound unique).
+fn unique_fields<'a>(
+    colls: &BTreeSet<String>,
+    info_of: &dyn Fn(&str) -> Option<&'a CollectionInfo>,
+    pools: &BTreeMap<(String, String), Vec<Bson>>,
+) -> BTreeSet<(String, String)> {
+    let mut out = BTreeSet::new();
+    for c in colls {
+        let Some(info) = info_of(c) else { continue };
+        for spec in &info.indexes {
+            if !spec.get_bool("unique").unwrap_or(false) {
+                continue;
+            }
+            let Ok(keys) = spec.get_document("key") else {
+                continue;
+            };
+            let usable = |f: &str| {
+                pools.get(&(c.clone(), f.to_string())).is_some_and(|vals| {
+                    vals.iter()
+                        .any(|v| matches!(v, Bson::String(_)) || super::super::as_f64(v).is_some())
+                })
+            };
+            if let Some(f) = keys.keys().find(|f| usable(f)) {
+                out.insert((c.clone(), f.clone()));
+            }
+        }
+    }
+    out
 }
 
 /// What the emitted shapes' operations gave each field (`_id`s apart, counted per value), each
@@ -208,6 +352,8 @@ struct Gathered {
     id_hits: HashMap<String, HashMap<String, u64>>,
     order: BTreeMap<String, Vec<String>>,
     selecting_fields: BTreeSet<(String, String)>,
+    /// Per (collection, field), each value a filter asked for, with how often.
+    asked: BTreeMap<(String, String), Vec<(Bson, u64)>>,
 }
 
 fn gathered(seen: &[Seen], emitted: &[usize]) -> Gathered {
@@ -215,6 +361,7 @@ fn gathered(seen: &[Seen], emitted: &[usize]) -> Gathered {
     let mut id_hits: HashMap<String, HashMap<String, u64>> = HashMap::new();
     let mut order: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut selecting_fields: BTreeSet<(String, String)> = BTreeSet::new();
+    let mut asked: BTreeMap<(String, String), HashMap<String, (Bson, u64)>> = BTreeMap::new();
     for &i in emitted {
         let s = &seen[i];
         for (slot, vals) in s.op.slots.iter().zip(&s.values) {
@@ -233,6 +380,19 @@ fn gathered(seen: &[Seen], emitted: &[usize]) -> Gathered {
             }
             if selects(slot) {
                 selecting_fields.insert((s.coll.clone(), f.clone()));
+                let counts = asked.entry((s.coll.clone(), f.clone())).or_default();
+                for v in vals {
+                    let each: Vec<&Bson> = match v {
+                        Bson::Array(a) => a.iter().collect(),
+                        v => vec![v],
+                    };
+                    for v in each {
+                        counts
+                            .entry(v.to_string())
+                            .or_insert_with(|| (v.clone(), 0))
+                            .1 += 1;
+                    }
+                }
             }
             let pool = pools.entry((s.coll.clone(), f.clone())).or_default();
             for v in vals {
@@ -252,6 +412,10 @@ fn gathered(seen: &[Seen], emitted: &[usize]) -> Gathered {
         id_hits,
         order,
         selecting_fields,
+        asked: asked
+            .into_iter()
+            .map(|(k, m)| (k, m.into_values().collect()))
+            .collect(),
     }
 }
 

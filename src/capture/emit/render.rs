@@ -286,19 +286,38 @@ impl Renderer<'_> {
                         .into(),
                 );
             }
+            let fitted = |c: &String, f: &String| self.fields.notes.get(&(c.clone(), f.clone()));
             for ((c, f), (target, n)) in &self.fields.references {
                 if c == coll {
-                    notes.push(format!(
-                        "{f}: the _ids of {target}, which the replay preloads as 0 .. {}: it references them as the source did",
-                        n.saturating_sub(1)
-                    ));
+                    notes.push(match fitted(c, f) {
+                        Some(note) => format!(
+                            "{f}: the _ids of {target}, which the replay preloads as 0 .. {}, ranked by the source's documents that hold each; {note}",
+                            n.saturating_sub(1)
+                        ),
+                        None => format!(
+                            "{f}: the _ids of {target}, which the replay preloads as 0 .. {}: it references them as the source did",
+                            n.saturating_sub(1)
+                        ),
+                    });
                 }
             }
             for ((c, f), k) in &self.fields.selecting {
-                if c == coll {
-                    notes.push(format!(
-                        "{f}: operations select by it; about {k} distinct values in the source, drawn alike by the documents and the queries"
-                    ));
+                if c == coll && !self.fields.references.contains_key(&(c.clone(), f.clone())) {
+                    notes.push(match fitted(c, f) {
+                        Some(note) => format!("{f}: operations select by it; {note}"),
+                        None => format!(
+                            "{f}: operations select by it; about {k} distinct values in the source, drawn alike by the documents and the queries"
+                        ),
+                    });
+                }
+            }
+            for ((c, f), note) in &self.fields.notes {
+                let key = (c.clone(), f.clone());
+                if c == coll
+                    && !self.fields.references.contains_key(&key)
+                    && !self.fields.selecting.contains_key(&key)
+                {
+                    notes.push(format!("{f}: {note}"));
                 }
             }
             for (k, v) in tmpl {

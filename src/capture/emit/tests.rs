@@ -81,10 +81,10 @@ fn shapes_are_counted_weighted_and_rendered_as_a_profile_that_validates() {
 #[test]
 fn coverage_emits_the_fewest_shapes_and_counts_the_rest() {
     let mut obs = Vec::new();
-    for i in 0..96 {
+    for i in 0..995 {
         obs.push(op(i, doc! { "find": "orders", "filter": { "a": 1 } }, "x"));
     }
-    for i in 0..4 {
+    for i in 0..5 {
         obs.push(op(i, doc! { "find": "orders", "filter": { "b": 1 } }, "x"));
     }
     let c = build(
@@ -96,15 +96,71 @@ fn coverage_emits_the_fewest_shapes_and_counts_the_rest() {
         LeftOut::default(),
     );
     assert_eq!(c.emitted_shapes, 1);
-    assert!((c.coverage - 0.96).abs() < 1e-9);
+    assert!((c.coverage - 0.995).abs() < 1e-9);
     assert_eq!(
         (
             c.left_out.shapes_not_emitted,
             c.left_out.operations_not_emitted
         ),
-        (1, 4)
+        (1, 5)
     );
-    assert!(c.shapes[1].emitted.contains("beyond --coverage"));
+    assert!(
+        c.shapes[1]
+            .emitted
+            .contains("beyond --coverage (0.5 % of the operations, 0.5 % of the server's time)"),
+        "{}",
+        c.shapes[1].emitted
+    );
+}
+
+#[test]
+fn coverage_counts_the_servers_time_and_keeps_a_costly_rare_read() {
+    // 96 % cheap reads, 4 % that take a third of the server's time: at --coverage 60 % the
+    // costly one is emitted first, and a shape above 1 % is kept whatever --coverage says.
+    let mut obs = Vec::new();
+    for i in 0..960 {
+        let mut o = op(i, doc! { "find": "orders", "filter": { "a": 1 } }, "x");
+        o.millis = 1.0;
+        obs.push(o);
+    }
+    for i in 0..40 {
+        let mut o = op(
+            i,
+            doc! { "aggregate": "orders", "pipeline": [{ "$group": { "_id": "$room", "n": { "$sum": 1 } } }] },
+            "x",
+        );
+        o.millis = 12.0;
+        obs.push(o);
+    }
+    for i in 0..3 {
+        let mut o = op(i, doc! { "find": "orders", "filter": { "c": 1 } }, "x");
+        o.millis = 1.0;
+        obs.push(o);
+    }
+    let opts = Options {
+        coverage: 0.6,
+        ..Options::default()
+    };
+    let c = build(&obs, &HashMap::new(), &opts, "cap", "t", LeftOut::default());
+    let agg = c
+        .shapes
+        .iter()
+        .find(|s| s.operation == "aggregate")
+        .unwrap();
+    assert!(!agg.emitted.starts_with("not emitted"), "{}", agg.emitted);
+    let cheap = c.shapes.iter().find(|s| s.shape.contains("\"a\"")).unwrap();
+    assert!(
+        !cheap.emitted.starts_with("not emitted"),
+        "{}",
+        cheap.emitted
+    );
+    let rare = c.shapes.iter().find(|s| s.shape.contains("\"c\"")).unwrap();
+    assert!(
+        rare.emitted
+            .contains("beyond --coverage (0.3 % of the operations, 0.2 % of the server's time)"),
+        "{}",
+        rare.emitted
+    );
 }
 
 #[test]

@@ -70,6 +70,7 @@ pub(crate) const GENERATOR_NAMES: &[&str] = &[
     "^TakeRandomStringFromFrequencyMap",
     "^TakeRandomStringFromFrequencyMapSingleton",
     "^Key",
+    "^Id",
     "^Field",
     "^Bind",
     "^Step",
@@ -149,6 +150,9 @@ fn example(name: &str) -> &'static str {
             r#"{ "^Concat" = { arrays = [[1, 2], { "^Array" = { of = 3, number = 2 } }] } }"#
         }
         "^ActorId" => r#"{ "^ActorId" = {} }"#,
+        "^Id" => {
+            r#"{ "^Id" = {} } (in a document template: the _id the key space gives the document)"#
+        }
         "^ActorIdString" => r#"{ "^ActorIdString" = {} }"#,
         "^TimeSpec" => {
             r#"{ "^TimeSpec" = { value = 5, unit = "seconds" } } (units: nanoseconds, microseconds, milliseconds, seconds, minutes, hours)"#
@@ -366,6 +370,7 @@ fn generator(name: &str, arg: &V, key: &str, o: &CompileOptions) -> Result<Node,
         "^ConvertToDouble" => return convert_to(&args("^ConvertToDouble")?, To::Double),
         "^ConvertToDecimal" => return convert_to(&args("^ConvertToDecimal")?, To::Decimal),
         "^ActorId" => bare(&args("^ActorId")?, Gen::ActorId)?,
+        "^Id" => bare(&args("^Id")?, Gen::OwnId)?,
         "^ActorIdString" => bare(&args("^ActorIdString")?, Gen::ActorIdString)?,
         "^TimeSpec" => time_spec(&args("^TimeSpec")?)?,
         "^IP" => bare(&args("^IP")?, Gen::Ip)?,

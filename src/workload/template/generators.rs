@@ -362,6 +362,8 @@ pub(super) enum Gen {
     Convert(To, Node),
     ActorId,
     ActorIdString,
+    /// The `_id` the key space issued to the document being made (`^Id`); null elsewhere.
+    OwnId,
     /// A duration in milliseconds: the value times this many milliseconds.
     TimeSpec(Real, f64),
     Ip,
@@ -417,6 +419,7 @@ impl Gen {
     pub(super) fn types(&self) -> u16 {
         match self {
             Gen::Int(_) | Gen::Inc(_) | Gen::ActorId => ty::INT,
+            Gen::OwnId => ty::INT | ty::NULL,
             Gen::Double(_) | Gen::TimeSpec(..) => ty::DOUBLE,
             Gen::Str(_)
             | Gen::Join(..)

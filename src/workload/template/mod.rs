@@ -137,6 +137,8 @@ pub(crate) struct Cx<'a> {
 pub(crate) struct UserState {
     slots: HashMap<usize, generators::Slot>,
     actor: Option<i64>,
+    /// The `_id` of the document being made, while the key space's document is filled (`^Id`).
+    pub(crate) own_id: Option<i64>,
 }
 
 impl UserState {
@@ -148,6 +150,7 @@ impl UserState {
         UserState {
             slots: HashMap::new(),
             actor: Some(actor),
+            own_id: None,
         }
     }
 

@@ -1,0 +1,335 @@
+//! A field's values drawn from two measured distributions: the documents' (how often each value
+//! occurs in the source collection, read from a sample of it) and the operations' (how often the
+//! application asked for each value). Values are ranked by their documents, the most frequent
+//! first, and each rank is one replay value (a placeholder, the value itself, or a preloaded
+//! `_id`), so a value that is common in the data and queried often is both in the replay: the
+//! preload draws the documents' distribution, the reads the operations' over the same ranks.
+//!
+//! The form: the top `MAX_LISTED` ranks listed with their frequencies (`^Choose`), the rest a
+//! tail drawn uniformly over its ranks, carrying the rest of the weight; each distribution's Zipf
+//! exponent, fitted on its listed frequencies, is said beside it with its fit error.
+
+use std::collections::HashMap;
+
+use mongodb::bson::Bson;
+use toml::Value;
+
+use super::{generator, table, MAX_LISTED};
+use crate::capture::FieldData;
+
+/// How a rank (0 = the most frequent value of the documents) is written in the replay.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Naming<'a> {
+    /// `author-1`, `author-2`, ... (rank + 1), or with `keep` the value seen at that rank.
+    Placeholder { leaf: &'a str, keep: bool },
+    /// The referenced collection's preloaded `_id`s, `0 .. K-1`.
+    Ids,
+    /// A unique field, `name-0` .. `name-(K-1)`: the value `^Id` gives the preloaded document
+    /// of that `_id`.
+    Unique { leaf: &'a str },
+}
+
+impl Naming<'_> {
+    fn one(self, rank: usize, seen: Option<&Bson>) -> Value {
+        match (self, seen) {
+            (Naming::Placeholder { keep: true, .. }, Some(Bson::String(s))) => {
+                Value::String(s.clone())
+            }
+            (Naming::Placeholder { keep: true, .. }, Some(Bson::ObjectId(o))) => {
+                generator("$oid", Value::String(o.to_hex()))
+            }
+            (Naming::Placeholder { leaf, .. }, _) => Value::String(format!("{leaf}-{}", rank + 1)),
+            (Naming::Ids, _) => Value::Integer(crate::num::signed(rank)),
+            (Naming::Unique { leaf }, _) => Value::String(format!("{leaf}-{rank}")),
+        }
+    }
+
+    /// Ranks `lo ..= hi` drawn uniformly.
+    fn tail(self, lo: usize, hi: usize) -> Value {
+        let int = |a: usize, b: usize| {
+            generator(
+                "^RandomInt",
+                table(&[
+                    ("min", Value::Integer(crate::num::signed(a))),
+                    ("max", Value::Integer(crate::num::signed(b))),
+                ]),
+            )
+        };
+        let format = |leaf: &str, g: Value| {
+            generator(
+                "^FormatString",
+                table(&[
+                    ("format", Value::String(format!("{leaf}-%d"))),
+                    ("withArgs", Value::Array(vec![g])),
+                ]),
+            )
+        };
+        match self {
+            Naming::Placeholder { leaf, .. } => format(leaf, int(lo + 1, hi + 1)),
+            Naming::Ids => int(lo, hi),
+            Naming::Unique { leaf } => format(leaf, int(lo, hi)),
+        }
+    }
+
+    /// A value no replay document holds: what a read the source answered with nothing asks for.
+    fn absent(self) -> Value {
+        match self {
+            Naming::Placeholder { leaf, .. } | Naming::Unique { leaf } => {
+                Value::String(format!("{leaf}-absent"))
+            }
+            Naming::Ids => Value::Integer(-1),
+        }
+    }
+}
+
+/// A field fitted from both distributions.
+#[derive(Debug, Clone)]
+pub(crate) struct Ranked {
+    /// What the preload's documents draw (None for a unique field: `^Id` makes its values).
+    pub(crate) data: Option<Value>,
+    /// What the operations draw.
+    pub(crate) access: Value,
+    /// Distinct values the replay's documents hold.
+    pub(crate) distinct: u64,
+    /// What the form is, for the profile's comment and the account.
+    pub(crate) note: String,
+}
+
+/// The Zipf exponent s of frequencies `counts` (the most frequent first: frequency ~ rank^-s)
+/// by least squares on their logarithms, and the fit's root-mean-square error in log10 of the
+/// frequency; None for fewer than three values.
+pub(crate) fn zipf(counts: &[u64]) -> Option<(f64, f64)> {
+    let pts: Vec<(f64, f64)> = counts
+        .iter()
+        .enumerate()
+        .filter(|(_, &c)| c > 0)
+        .map(|(i, &c)| (crate::num::real_len(i + 1).ln(), crate::num::real(c).ln()))
+        .collect();
+    if pts.len() < 3 {
+        return None;
+    }
+    let n = crate::num::real_len(pts.len());
+    let (mx, my) = (
+        pts.iter().map(|p| p.0).sum::<f64>() / n,
+        pts.iter().map(|p| p.1).sum::<f64>() / n,
+    );
+    let sxx: f64 = pts.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    if sxx <= 0.0 {
+        return None;
+    }
+    let slope = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum::<f64>() / sxx;
+    let rss: f64 = pts
+        .iter()
+        .map(|p| (p.1 - (my + slope * (p.0 - mx))).powi(2))
+        .sum();
+    Some((-slope, (rss / n).sqrt() / std::f64::consts::LN_10))
+}
+
+/// How many distinct values the collection holds: `distinct`'s answer, else every document's
+/// values when all were read, else Chao1's estimate from the sample (the values read once and
+/// twice say how many were missed), never fewer than read nor more than `docs`; and how it was
+/// known.
+pub(crate) fn data_cardinality(data: &FieldData, docs: Option<u64>) -> (u64, &'static str) {
+    let seen = data.counts.len() as u64;
+    if let Some(d) = data.distinct {
+        return (d.max(seen).max(1), "distinct");
+    }
+    if data.whole {
+        return (seen.max(1), "every document read");
+    }
+    let f1 = data.counts.iter().filter(|c| c.1 == 1).count();
+    let f2 = data.counts.iter().filter(|c| c.1 == 2).count();
+    let (d, f1, f2) = (
+        crate::num::real(seen),
+        crate::num::real_len(f1),
+        crate::num::real_len(f2),
+    );
+    let chao1 = if f2 > 0.0 {
+        d + f1 * f1 / (2.0 * f2)
+    } else {
+        d + f1 * (f1 - 1.0) / 2.0
+    };
+    let most = docs.unwrap_or(u64::MAX).max(seen);
+    (
+        crate::num::whole(chao1).max(seen).min(most).max(1),
+        "estimated from the sample (Chao1)",
+    )
+}
+
+/// Fits a field from its documents' values `data` (None for a unique field, whose documents
+/// each hold their own) and the values operations asked for, `asked` (with how often), onto
+/// `k` replay values written by `naming`.
+pub(crate) fn ranked(
+    data: Option<&FieldData>,
+    asked: &[(Bson, u64)],
+    k: u64,
+    naming: Naming,
+) -> Ranked {
+    let k = usize::try_from(k.max(1)).unwrap_or(usize::MAX);
+    let mut asked_of: HashMap<String, u64> = HashMap::new();
+    for (v, n) in asked {
+        *asked_of.entry(v.to_string()).or_default() += n;
+    }
+    // The ranks: by the documents' frequency, then by how often asked (a unique field: by how
+    // often asked alone).
+    let mut order: Vec<(Bson, u64, u64)> = match data {
+        Some(d) => d
+            .counts
+            .iter()
+            .map(|(v, c)| {
+                (
+                    v.clone(),
+                    *c,
+                    asked_of.get(&v.to_string()).copied().unwrap_or(0),
+                )
+            })
+            .collect(),
+        None => {
+            let mut seen: HashMap<String, (Bson, u64)> = HashMap::new();
+            for (v, n) in asked {
+                seen.entry(v.to_string())
+                    .or_insert_with(|| (v.clone(), 0))
+                    .1 += n;
+            }
+            seen.into_values().map(|(v, n)| (v, 1, n)).collect()
+        }
+    };
+    order.sort_by(|a, b| {
+        b.1.cmp(&a.1)
+            .then(b.2.cmp(&a.2))
+            .then_with(|| a.0.to_string().cmp(&b.0.to_string()))
+    });
+    let listed = order.len().min(MAX_LISTED).min(k);
+    let rank_of: HashMap<String, usize> = order
+        .iter()
+        .enumerate()
+        .map(|(i, (v, _, _))| (v.to_string(), i))
+        .collect();
+    // Whether a value the documents read do not hold is known to be absent from the source.
+    let complete = data.is_some_and(|d| d.whole || d.distinct == Some(d.counts.len() as u64));
+
+    // The documents' distribution.
+    let data_gen = data.map(|_| {
+        let mut from: Vec<Value> = order[..listed]
+            .iter()
+            .enumerate()
+            .map(|(i, (v, _, _))| naming.one(i, Some(v)))
+            .collect();
+        let mut weights: Vec<u64> = order[..listed].iter().map(|o| o.1).collect();
+        let beyond: u64 = order[listed..].iter().map(|o| o.1).sum();
+        // The values no document read held (Good-Turing: as many as those read once).
+        let unseen = if complete || order.len() >= k {
+            0
+        } else {
+            (order.iter().filter(|o| o.1 == 1).count() as u64).max(1)
+        };
+        if k > listed && beyond + unseen > 0 {
+            from.push(naming.tail(listed, k - 1));
+            weights.push(beyond + unseen);
+        }
+        choose(from, &weights)
+    });
+
+    // The operations' distribution over the same ranks.
+    let mut per_rank: Vec<(usize, u64)> = Vec::new();
+    let (mut tail, mut absent) = (0u64, 0u64);
+    let mut by_rank: HashMap<usize, u64> = HashMap::new();
+    for (v, n) in &asked_of {
+        match rank_of.get(v) {
+            Some(&r) if r < listed => *by_rank.entry(r).or_default() += n,
+            Some(_) => tail += n,
+            None if complete => absent += n,
+            None => tail += n,
+        }
+    }
+    per_rank.extend(by_rank);
+    per_rank.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    if k <= listed {
+        absent += tail;
+        tail = 0;
+    }
+    let access = if per_rank.is_empty() && tail == 0 && absent == 0 {
+        data_gen.clone().unwrap_or_else(|| naming.tail(0, k - 1))
+    } else {
+        let mut from: Vec<Value> = per_rank
+            .iter()
+            .map(|&(r, _)| naming.one(r, order.get(r).map(|o| &o.0)))
+            .collect();
+        let mut weights: Vec<u64> = per_rank.iter().map(|p| p.1).collect();
+        if tail > 0 {
+            from.push(naming.tail(listed, k - 1));
+            weights.push(tail);
+        }
+        if absent > 0 {
+            from.push(naming.absent());
+            weights.push(absent);
+        }
+        choose(from, &weights)
+    };
+
+    let describe = |counts: &[u64]| match zipf(counts) {
+        Some((s, e)) => {
+            format!("Zipf exponent {s:.2} (rms error {e:.2} in log10 of the frequency)")
+        }
+        None => "too few values for a Zipf exponent".into(),
+    };
+    let asked_total: u64 = asked_of.values().sum();
+    let top = per_rank
+        .iter()
+        .take((per_rank.len() / 10).max(1))
+        .map(|p| p.1)
+        .sum::<u64>();
+    let note = format!(
+        "{}; reads: {} values asked for, the top tenth of them {:.0} % of {} reads, {}{}",
+        match data {
+            Some(d) => format!(
+                "documents: {k} distinct values, the top {listed} listed with their frequencies in {} documents read{}, {}",
+                d.read,
+                if k > listed { ", the rest drawn uniformly" } else { "" },
+                describe(&order[..listed].iter().map(|o| o.1).collect::<Vec<_>>())
+            ),
+            None => format!("documents: each of the {k} holds its own value (a unique index), from its _id (^Id)"),
+        },
+        asked_of.len(),
+        if asked_total > 0 {
+            100.0 * crate::num::real(top) / crate::num::real(asked_total)
+        } else {
+            0.0
+        },
+        asked_total,
+        describe(&per_rank.iter().map(|p| p.1).collect::<Vec<_>>()),
+        if absent > 0 {
+            format!(", {absent} asked for a value the source does not hold")
+        } else {
+            String::new()
+        }
+    );
+    Ranked {
+        data: data_gen,
+        access,
+        distinct: k as u64,
+        note,
+    }
+}
+
+/// `^Choose` of `from` with `weights` (one value: the value itself).
+fn choose(mut from: Vec<Value>, weights: &[u64]) -> Value {
+    if from.len() == 1 {
+        return from.remove(0);
+    }
+    generator(
+        "^Choose",
+        table(&[
+            ("from", Value::Array(from)),
+            (
+                "weights",
+                Value::Array(
+                    weights
+                        .iter()
+                        .map(|&w| Value::Integer(crate::num::signed(w)))
+                        .collect(),
+                ),
+            ),
+        ]),
+    )
+}
