@@ -83,21 +83,33 @@ pub(crate) async fn capture(args: CaptureArgs, stop: CancellationToken) -> Resul
     check_profile(&profile_path)?;
     let mut check_warnings = Vec::new();
     if !args.no_check && !stop.is_cancelled() {
-        match check_selectivity(&profile_path, &mut captured, args.server_bin.clone(), &stop).await
-        {
-            Ok(()) => {
-                write_capture(&out, &captured)?;
-            }
-            Err(why) if why.contains("fix:") => check_warnings.push(format!(
-                "what the replay's reads select was not checked (--no-check skips the check): {why}"
+        let checked = super::capture_check::check(
+            &profile_path,
+            &mut captured,
+            client.as_ref(),
+            args.server_bin.clone(),
+            &stop,
+        )
+        .await;
+        // What the source side measured is kept whatever the replay's side did.
+        write_capture(&out, &captured)?;
+        match checked {
+            Ok(()) => {}
+            Err(super::capture_check::Unchecked::Refused(why)) => check_warnings.push(format!(
+                "the replay's work was not checked: {why}{}",
+                if why.contains("fix:") {
+                    ""
+                } else {
+                    "\n  fix: correct the profile where the message says (--no-check skips the check)"
+                }
             )),
-            Err(why) => check_warnings.push(format!(
-                "what the replay's reads select was not checked: {why}\n  fix: put mongod or secantusd-rs on PATH (or name it with --server-bin); --no-check skips the check"
+            Err(super::capture_check::Unchecked::NoServer(why)) => check_warnings.push(format!(
+                "the replay's work was not checked: no scratch server could be started: {why}\n  fix: put mongod or secantusd-rs on PATH (or name it with --server-bin); --no-check skips the check"
             )),
         }
     }
     outln!("{}", emit::console(&captured).trim_end_matches('\n'));
-    let (lines, warnings) = emit::selectivity(&captured, CHECK_DRAWS);
+    let (lines, warnings) = emit::work_table(&captured, super::capture_check::DRAWS);
     if !lines.is_empty() {
         outln!("{}", lines.trim_end_matches('\n'));
     }
@@ -119,64 +131,6 @@ pub(crate) async fn capture(args: CaptureArgs, stop: CancellationToken) -> Resul
     } else {
         exit::OK
     })
-}
-
-/// Requests drawn per read by the selectivity check.
-const CHECK_DRAWS: u32 = 30;
-
-/// Runs the profile's setup (indexes, preload) on a scratch embedded server and draws each
-/// find and aggregate `CHECK_DRAWS` times: what each returns per call goes into its shape's
-/// `replay_returned_per_call`. Err says why it could not (no server program, a refused setup).
-async fn check_selectivity(
-    profile_path: &Path,
-    captured: &mut emit::Captured,
-    server_bin: Option<PathBuf>,
-    stop: &CancellationToken,
-) -> Result<(), String> {
-    let loaded =
-        crate::plan::profile::load(&profile_path.to_string_lossy()).map_err(|e| e.to_string())?;
-    let plan =
-        crate::plan::RunPlan::build(&loaded, &Default::default()).map_err(|e| e.to_string())?;
-    errln!("capture: checking what the replay's reads select, on a scratch server with the profile's preload");
-    let server = std::sync::Arc::new(
-        crate::server::EmbeddedServer::launch(server_bin, Vec::new(), None)
-            .await
-            .map_err(|e| e.to_string())?,
-    );
-    let measured = async {
-        let connected = crate::ops::connect::connect(&server.uri(), 4, false)
-            .await
-            .map_err(|e| e.to_string())?;
-        let backend = crate::ops::mongo::MongoBackend::new(&connected.client, &plan);
-        // capture's own scratch server: whatever is there, it made.
-        let prepared = crate::ops::setup::prepare(
-            &plan,
-            &backend.setup,
-            1,
-            stop,
-            (crate::ops::setup::Foreign::Drop, &|_, _| {}),
-            None,
-        )
-        .await
-        .map_err(|e| e.to_string())?;
-        Ok::<_, String>(
-            crate::ops::explain::returned_per_call(
-                &plan,
-                &connected.client,
-                &prepared.keys,
-                CHECK_DRAWS,
-            )
-            .await,
-        )
-    }
-    .await;
-    server.shut_down().await;
-    for r in measured? {
-        if let Some(s) = captured.shapes.iter_mut().find(|s| s.emitted == r.label) {
-            s.replay_returned_per_call = Some(r.per_call);
-        }
-    }
-    Ok(())
 }
 
 /// The capture's directory: `--out`, else one named by the time; refused when it already

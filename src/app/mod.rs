@@ -10,6 +10,7 @@
 
 pub(crate) mod capacity;
 pub(crate) mod capture;
+mod capture_check;
 pub mod compare;
 pub(crate) mod history;
 pub mod merge;

@@ -50,6 +50,15 @@ pub(crate) struct ShapeStat {
     /// server holding the profile's preload (None when not checked).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) replay_returned_per_call: Option<f64>,
+    /// The work per call of the source's own commands, sent to the source again by the check.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) source_work: Option<super::Work>,
+    /// The work per call of the replay's drawn requests on the check's scratch server.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) replay_work: Option<super::Work>,
+    /// Commands of a read as the source received them (up to 30), for the check.
+    #[serde(skip)]
+    pub(crate) examples: Vec<Document>,
     /// The fields the shape selects by (its filter's), for the check's advice.
     #[serde(skip)]
     pub(crate) selects_by: Vec<String>,
@@ -242,13 +251,13 @@ pub(crate) fn replay_database(source: &str) -> String {
 
 /// `shapes.tsv`: one line per shape.
 pub(crate) fn shapes_tsv(c: &Captured) -> String {
-    let mut out = String::from("namespace\toperation\tshape\tcount\tshare\tops_per_sec\tp50_ms\tp95_ms\tmax_ms\tplan\tkeys_per_returned\tdocs_per_returned\temitted\treturned_per_call\treplay_returned_per_call\n");
+    let mut out = String::from("namespace\toperation\tshape\tcount\tshare\tops_per_sec\tp50_ms\tp95_ms\tmax_ms\tplan\tkeys_per_returned\tdocs_per_returned\temitted\treturned_per_call\treplay_returned_per_call\tsource_docs_examined_per_call\treplay_docs_examined_per_call\tsource_keys_examined_per_call\treplay_keys_examined_per_call\tsource_counted_per_call\treplay_counted_per_call\n");
     let opt = |x: Option<f64>| x.map_or_else(|| "-".into(), |x| format!("{x:.2}"));
     for s in &c.shapes {
         let clean = |t: &str| t.replace(['\t', '\n'], " ");
         let _ = writeln!(
             out,
-            "{}\t{}\t{}\t{}\t{:.4}\t{:.2}\t{:.2}\t{:.2}\t{:.2}\t{}\t{}\t{}\t{}\t{}\t{}",
+            "{}\t{}\t{}\t{}\t{:.4}\t{:.2}\t{:.2}\t{:.2}\t{:.2}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
             clean(&s.namespace),
             s.operation,
             clean(&s.shape),
@@ -263,23 +272,33 @@ pub(crate) fn shapes_tsv(c: &Captured) -> String {
             opt(s.docs_per_returned),
             clean(&s.emitted),
             opt(s.returned_per_call),
-            opt(s.replay_returned_per_call)
+            opt(s.replay_returned_per_call),
+            opt(s.source_work.and_then(|w| w.docs_examined)),
+            opt(s.replay_work.and_then(|w| w.docs_examined)),
+            opt(s.source_work.and_then(|w| w.keys_examined)),
+            opt(s.replay_work.and_then(|w| w.keys_examined)),
+            opt(s.source_work.and_then(|w| w.counted)),
+            opt(s.replay_work.and_then(|w| w.counted)),
         );
     }
     out
 }
 
 /// The console's account: the shapes and one line of coverage.
-/// The check of what the replay's reads select: per read measured, "returned N per call in
-/// the source, about M in the replay"; and a warning for each that selects nothing where the
-/// source selected something, or far from it, naming its fields and the fix.
-pub(crate) fn selectivity(c: &Captured, draws: u32) -> (String, Vec<String>) {
+/// Most a replay's figure per call may differ from the source's, as a share of the source's.
+pub(crate) const WORK_TOLERANCE: f64 = 0.25;
+
+/// The check's table of the work each read does per call, in the source and in the replay
+/// (returned, documents examined, keys examined, counted: "source / replay"), and a warning
+/// for each read whose figures differ by more than `WORK_TOLERANCE` (and by one document at
+/// least), naming the figure, the read's fields and the fix.
+pub(crate) fn work_table(c: &Captured, draws: u32) -> (String, Vec<String>) {
     let mut out = String::new();
     let mut warnings = Vec::new();
     let checked: Vec<&ShapeStat> = c
         .shapes
         .iter()
-        .filter(|s| s.replay_returned_per_call.is_some())
+        .filter(|s| s.replay_work.is_some() || s.source_work.is_some())
         .collect();
     if checked.is_empty() {
         return (out, warnings);
@@ -288,40 +307,84 @@ pub(crate) fn selectivity(c: &Captured, draws: u32) -> (String, Vec<String>) {
         .iter()
         .map(|s| s.emitted.chars().count())
         .max()
-        .unwrap_or(0);
+        .unwrap_or(0)
+        .max("read".len());
     let _ = writeln!(
         out,
-        "selectivity: documents returned per call, in the source (its nreturned) and in the replay (up to {draws} draws each on a scratch server holding the profile's preload):"
+        "work per call, source / replay: the source's own commands sent to it again, and the replay's requests drawn on a scratch server holding the profile's preload ({draws} calls each, fewer for a read slower than 10 s in all):"
+    );
+    let _ = writeln!(
+        out,
+        "  {:<width$}  {:>17}  {:>17}  {:>17}  {:>17}  calls",
+        "read", "returned", "docs examined", "keys examined", "counted"
     );
     for s in &checked {
-        let replay = s.replay_returned_per_call.unwrap_or(0.0);
-        let source = match s.returned_per_call {
-            Some(n) => format!("returned {n:.1} per call in the source"),
-            None => "the source did not say what it returned".to_string(),
+        let src = s.source_work;
+        let rep = s.replay_work;
+        // Without the source's server, what its profiler or log said it returned.
+        let src_returned = src.map(|w| w.returned).or(s.returned_per_call);
+        let figures: [(&str, Option<f64>, Option<f64>); 4] = [
+            ("documents returned", src_returned, rep.map(|w| w.returned)),
+            (
+                "documents examined",
+                src.and_then(|w| w.docs_examined),
+                rep.and_then(|w| w.docs_examined),
+            ),
+            (
+                "keys examined",
+                src.and_then(|w| w.keys_examined),
+                rep.and_then(|w| w.keys_examined),
+            ),
+            (
+                "documents counted",
+                src.and_then(|w| w.counted),
+                rep.and_then(|w| w.counted),
+            ),
+        ];
+        let cell = |a: Option<f64>, b: Option<f64>| {
+            let f = |x: Option<f64>| x.map_or_else(|| "-".to_string(), |x| format!("{x:.1}"));
+            format!("{} / {}", f(a), f(b))
         };
         let _ = writeln!(
             out,
-            "  {:<width$}  {source}, about {replay:.1} in the replay",
-            s.emitted
+            "  {:<width$}  {:>17}  {:>17}  {:>17}  {:>17}  {} / {}",
+            s.emitted,
+            cell(figures[0].1, figures[0].2),
+            cell(figures[1].1, figures[1].2),
+            cell(figures[2].1, figures[2].2),
+            cell(figures[3].1, figures[3].2),
+            src.map_or_else(|| "-".into(), |w| w.calls.to_string()),
+            rep.map_or_else(|| "-".into(), |w| w.calls.to_string()),
         );
-        let Some(n) = s.returned_per_call else {
-            continue;
-        };
         let fields = if s.selects_by.is_empty() {
             "its filter".to_string()
         } else {
             format!("its values of {}", s.selects_by.join(", "))
         };
-        if n >= 0.5 && replay < 0.05 {
-            warnings.push(format!(
-                "{} returned {n:.1} documents per call in the source but selects none in the replay: {fields} match no preloaded document\n  fix: capture with --uri (so the documents are sampled) or --keep-values, or give those fields in [collection.document] the values the filter draws",
-                s.emitted
-            ));
-        } else if n >= 1.0 && (replay / n > 2.0 || replay / n < 0.5) {
-            warnings.push(format!(
-                "{} returned {n:.1} documents per call in the source but about {replay:.1} in the replay: {fields} select another share of the documents\n  fix: make the documents' values of those fields in [collection.document] select as the source's did: for placeholders, a ^RandomInt max of the preload divided by {n:.1}; for a range, the documents' range of the source",
-                s.emitted
-            ));
+        let fix = format!(
+            "fix: compare the generators of {} in profile.toml with the source's values (a sampled field's frequencies come from --sample-docs documents: raise it; a date range selects what the documents' dates in [collection.document] put in it)",
+            if s.selects_by.is_empty() {
+                "the filter's fields".to_string()
+            } else {
+                s.selects_by.join(", ")
+            }
+        );
+        for (what, a, b) in figures {
+            let (Some(a), Some(b)) = (a, b) else { continue };
+            if a >= 0.5 && b < 0.05 && what == "documents returned" {
+                warnings.push(format!(
+                    "{} returned {a:.1} documents per call in the source but selects none in the replay: {fields} match no preloaded document\n  {fix}",
+                    s.emitted
+                ));
+                break;
+            }
+            if (b - a).abs() >= 1.0 && (b - a).abs() > WORK_TOLERANCE * a.max(1.0) {
+                warnings.push(format!(
+                    "{}: {what} per call {a:.1} in the source, {b:.1} in the replay ({:+.0} %): {fields} select another share of the documents\n  {fix}",
+                    s.emitted,
+                    100.0 * (b - a) / a.max(1.0)
+                ));
+            }
         }
     }
     (out, warnings)

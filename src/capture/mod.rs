@@ -89,6 +89,45 @@ pub(crate) struct FieldData {
     pub(crate) distinct: Option<u64>,
 }
 
+/// What one read did in one call: documents returned, examined (explain's `executionStats`),
+/// and counted (a count's value, or the documents that entered an aggregate's first `$group`).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Call {
+    pub(crate) returned: u64,
+    pub(crate) docs_examined: Option<u64>,
+    pub(crate) keys_examined: Option<u64>,
+    pub(crate) counted: Option<u64>,
+}
+
+/// The work a read does per call, on average over `calls` calls (a figure is there when every
+/// call said it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub(crate) struct Work {
+    pub(crate) calls: u32,
+    pub(crate) returned: f64,
+    pub(crate) docs_examined: Option<f64>,
+    pub(crate) keys_examined: Option<f64>,
+    pub(crate) counted: Option<f64>,
+}
+
+impl Work {
+    /// The mean of `calls`; None for none.
+    pub(crate) fn of(calls: &[Call]) -> Option<Work> {
+        let n = u32::try_from(calls.len()).ok().filter(|&n| n > 0)?;
+        let mean = |f: &dyn Fn(&Call) -> Option<u64>| -> Option<f64> {
+            let xs: Option<Vec<u64>> = calls.iter().map(f).collect();
+            xs.map(|xs| crate::num::real(xs.iter().sum()) / f64::from(n))
+        };
+        Some(Work {
+            calls: n,
+            returned: mean(&|c| Some(c.returned)).unwrap_or(0.0),
+            docs_examined: mean(&|c| c.docs_examined),
+            keys_examined: mean(&|c| c.keys_examined),
+            counted: mean(&|c| c.counted),
+        })
+    }
+}
+
 /// How a capture is turned into a profile.
 #[derive(Debug, Clone)]
 pub(crate) struct Options {

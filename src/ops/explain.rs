@@ -235,50 +235,68 @@ pub(crate) async fn plans(
     out
 }
 
+/// Each read template (find, findOne, aggregate, countDocuments) with its row's label and
+/// `draws` requests drawn as the run's users draw them (another random stream each), as the
+/// commands sent: what capture's check measures on its scratch server.
+pub(crate) fn drawn_reads(
+    plan: &RunPlan,
+    keys: &[KeySpace],
+    draws: u32,
+) -> Vec<(String, Vec<Document>)> {
+    let mut out = Vec::new();
+    for (label, op) in templates(plan) {
+        if !matches!(
+            op.verb,
+            Verb::Find | Verb::FindOne | Verb::Aggregate | Verb::CountDocuments
+        ) {
+            continue;
+        }
+        let fallback = KeySpace::default();
+        let k = keys.get(op.collection).unwrap_or(&fallback);
+        let cmds = (0..draws)
+            .filter_map(|d| {
+                crate::workload::command::wire_command(
+                    &op,
+                    sample_seeded(plan, &op, k, 1000 + u64::from(d)),
+                )
+            })
+            .collect();
+        out.push((label, cmds));
+    }
+    out
+}
+
+/// Keys examined, documents examined and documents returned of an explain's reply (its first
+/// `executionStats`, wherever the server put it).
+pub(crate) fn examined(reply: &Document) -> (Option<u64>, Option<u64>, Option<u64>) {
+    let mut stats = Vec::new();
+    find_key(reply, "executionStats", &mut stats);
+    let num = |d: &Document, k: &str| -> Option<u64> {
+        match d.get(k) {
+            Some(Bson::Int32(n)) => u64::try_from(*n).ok(),
+            Some(Bson::Int64(n)) => u64::try_from(*n).ok(),
+            // A count the server sent as a double: whole and not negative, or not a count.
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            Some(Bson::Double(n)) if n.fract() == 0.0 && (0.0..1.8e19).contains(n) => {
+                Some(*n as u64)
+            }
+            _ => None,
+        }
+    };
+    let first = stats.first();
+    (
+        first.and_then(|d| num(d, "totalKeysExamined")),
+        first.and_then(|d| num(d, "totalDocsExamined")),
+        first.and_then(|d| num(d, "nReturned")),
+    )
+}
+
 /// Requests drawn per read for the plan line's documents returned per call.
 pub(crate) const PLAN_DRAWS: u32 = 30;
 
 /// Longest time a read's draws take before they stop (at three or more): the mean is a sample,
 /// not a benchmark, and every run and sweep step begins with it.
 const DRAWS_BUDGET: std::time::Duration = std::time::Duration::from_secs(1);
-
-/// What a read returns per call, measured over `draws` generated requests after the setup.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Returned {
-    /// The row's label (`group:op`).
-    pub(crate) label: String,
-    /// Documents returned per call, on average: a find's `nReturned` (its limit applied), an
-    /// aggregate's results.
-    pub(crate) per_call: f64,
-    /// The calls it was measured over.
-    pub(crate) calls: u32,
-}
-
-/// Each find's and aggregate's documents returned per call, over `draws` requests each drawn
-/// as a user would (another random stream each): how much its filter selects in this
-/// deployment. A find is explained (nothing is read to the client); an aggregate that writes
-/// nothing is run. Reads the server refuses are left out.
-pub(crate) async fn returned_per_call(
-    plan: &RunPlan,
-    client: &mongodb::Client,
-    keys: &[KeySpace],
-    draws: u32,
-) -> Vec<Returned> {
-    let db = client.database(&plan.target.database);
-    let mut out = Vec::new();
-    for (label, op) in templates(plan) {
-        let fallback = KeySpace::default();
-        let k = keys.get(op.collection).unwrap_or(&fallback);
-        if let Some((per_call, calls)) = mean_returned(plan, &db, &op, k, draws).await {
-            out.push(Returned {
-                label,
-                per_call,
-                calls,
-            });
-        }
-    }
-    out
-}
 
 /// A find's or aggregate's documents returned per call over `draws` requests (each of another
 /// random stream), and the calls that answered; None for other operations or none answered.
@@ -389,21 +407,7 @@ fn read_plan(label: &str, op: &TemplateOp, reply: &Document) -> QueryPlan {
     if !indexes.is_empty() {
         plan = format!("{plan} {}", indexes.join(", "));
     }
-    let mut stats = Vec::new();
-    find_key(reply, "executionStats", &mut stats);
-    let num = |d: &Document, k: &str| -> Option<u64> {
-        match d.get(k) {
-            Some(Bson::Int32(n)) => u64::try_from(*n).ok(),
-            Some(Bson::Int64(n)) => u64::try_from(*n).ok(),
-            // A count the server sent as a double: whole and not negative, or not a count.
-            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-            Some(Bson::Double(n)) if n.fract() == 0.0 && (0.0..1.8e19).contains(n) => {
-                Some(*n as u64)
-            }
-            _ => None,
-        }
-    };
-    let first = stats.first();
+    let (keys_examined, docs_examined, returned) = examined(reply);
     QueryPlan {
         label: crate::metrics::Label::parse(label),
         operation: op.verb.name().to_string(),
@@ -411,9 +415,9 @@ fn read_plan(label: &str, op: &TemplateOp, reply: &Document) -> QueryPlan {
         collscan: stages.iter().any(|s| s == "COLLSCAN"),
         plan,
         indexes,
-        keys_examined: first.and_then(|d| num(d, "totalKeysExamined")),
-        docs_examined: first.and_then(|d| num(d, "totalDocsExamined")),
-        returned: first.and_then(|d| num(d, "nReturned")),
+        keys_examined,
+        docs_examined,
+        returned,
         pipeline_returned: None,
         returned_per_call: None,
         draws: None,

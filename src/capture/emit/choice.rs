@@ -157,6 +157,9 @@ pub(super) fn shape_stat(
         returned_per_call: (s.nreturned_n > 0)
             .then(|| crate::num::real_signed(s.nreturned) / crate::num::real(s.nreturned_n)),
         replay_returned_per_call: None,
+        source_work: None,
+        replay_work: None,
+        examples: s.examples.clone(),
         writes: s.op.verb.writes(),
         selects_by: s
             .op

@@ -27,7 +27,13 @@ pub(super) struct Seen {
     pub(super) intervals: Vec<(i64, i64)>,
     /// A step of a transaction's shape.
     pub(super) txn: Option<Step>,
+    /// Up to `EXAMPLES` of a read's commands as the source received them, drawn evenly over
+    /// the window (a reservoir): what capture's check sends the source again.
+    pub(super) examples: Vec<Document>,
 }
+
+/// Commands of each read kept for the check.
+pub(super) const EXAMPLES: usize = 30;
 
 /// Where a shape stands in a transaction.
 #[derive(Debug, Clone)]
@@ -104,11 +110,30 @@ pub(super) fn record(
             conns: BTreeSet::new(),
             intervals: Vec::new(),
             txn,
+            examples: Vec::new(),
         });
         seen.len() - 1
     });
     let s = &mut seen[i];
     s.count += 1;
+    let read = matches!(
+        op.verb,
+        crate::workload::command::Verb::Find
+            | crate::workload::command::Verb::FindOne
+            | crate::workload::command::Verb::Aggregate
+            | crate::workload::command::Verb::CountDocuments
+    );
+    if read && !o.truncated {
+        if s.examples.len() < EXAMPLES {
+            s.examples.push(o.command.clone());
+        } else {
+            use rand::{Rng, SeedableRng};
+            let j = rand::rngs::SmallRng::seed_from_u64(s.count).random_range(0..s.count);
+            if let Some(slot) = usize::try_from(j).ok().and_then(|j| s.examples.get_mut(j)) {
+                *slot = o.command.clone();
+            }
+        }
+    }
     s.millis.push(o.millis);
     if let Some(p) = &o.plan {
         *s.plans.entry(p.clone()).or_default() += 1;
