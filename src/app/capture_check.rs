@@ -87,7 +87,7 @@ pub(super) async fn check(
     server.shut_down().await;
     for (label, work) in measured? {
         if let Some(s) = captured.shapes.iter_mut().find(|s| s.emitted == label) {
-            s.replay_returned_per_call = work.map(|w| w.returned);
+            s.replay_returned_per_call = work.map(|w| w.returned.mean);
             s.replay_work = work;
         }
     }

@@ -35,6 +35,8 @@ pub(crate) struct ShapeStat {
     pub(crate) shape: String,
     pub(crate) count: u64,
     pub(crate) share: f64,
+    /// Share of the server's time (the source's `millis` added) the shape took, 0..=1.
+    pub(crate) server_time_share: f64,
     pub(crate) ops_per_sec: f64,
     pub(crate) p50_ms: f64,
     pub(crate) p95_ms: f64,
@@ -168,6 +170,7 @@ pub(crate) fn build(
     }
     .render(name, source);
 
+    let total_ms: f64 = seen.iter().flat_map(|s| s.millis.iter()).sum();
     let shapes = seen
         .iter()
         .enumerate()
@@ -176,7 +179,7 @@ pub(crate) fn build(
                 .get(&i)
                 .cloned()
                 .unwrap_or_else(|| format!("not emitted: {}", chosen.reasons[i]));
-            shape_stat(s, emitted, operations, window_s, opts.sample_rate)
+            shape_stat(s, emitted, operations, total_ms, window_s, opts.sample_rate)
         })
         .collect();
     let date = |ms: i64| {
@@ -273,12 +276,12 @@ pub(crate) fn shapes_tsv(c: &Captured) -> String {
             clean(&s.emitted),
             opt(s.returned_per_call),
             opt(s.replay_returned_per_call),
-            opt(s.source_work.and_then(|w| w.docs_examined)),
-            opt(s.replay_work.and_then(|w| w.docs_examined)),
-            opt(s.source_work.and_then(|w| w.keys_examined)),
-            opt(s.replay_work.and_then(|w| w.keys_examined)),
-            opt(s.source_work.and_then(|w| w.counted)),
-            opt(s.replay_work.and_then(|w| w.counted)),
+            opt(s.source_work.and_then(|w| w.docs_examined).map(|x| x.mean)),
+            opt(s.replay_work.and_then(|w| w.docs_examined).map(|x| x.mean)),
+            opt(s.source_work.and_then(|w| w.keys_examined).map(|x| x.mean)),
+            opt(s.replay_work.and_then(|w| w.keys_examined).map(|x| x.mean)),
+            opt(s.source_work.and_then(|w| w.counted).map(|x| x.mean)),
+            opt(s.replay_work.and_then(|w| w.counted).map(|x| x.mean)),
         );
     }
     out
@@ -287,6 +290,14 @@ pub(crate) fn shapes_tsv(c: &Captured) -> String {
 /// The console's account: the shapes and one line of coverage.
 /// Most a replay's figure per call may differ from the source's, as a share of the source's.
 pub(crate) const WORK_TOLERANCE: f64 = 0.25;
+
+/// Whether the replay's figure `b` differs from the source's `a`: by more than
+/// `WORK_TOLERANCE` of it and one document at least, and by more than twice the standard error
+/// of the difference (a skewed field's calls vary widely: 30 of them can differ by chance).
+pub(crate) fn differs(a: super::PerCall, b: super::PerCall) -> bool {
+    let d = (b.mean - a.mean).abs();
+    d >= 1.0 && d > WORK_TOLERANCE * a.mean.max(1.0) && d > 2.0 * a.se.hypot(b.se)
+}
 
 /// The check's table of the work each read does per call, in the source and in the replay
 /// (returned, documents examined, keys examined, counted: "source / replay"), and a warning
@@ -322,8 +333,10 @@ pub(crate) fn work_table(c: &Captured, draws: u32) -> (String, Vec<String>) {
         let src = s.source_work;
         let rep = s.replay_work;
         // Without the source's server, what its profiler or log said it returned.
-        let src_returned = src.map(|w| w.returned).or(s.returned_per_call);
-        let figures: [(&str, Option<f64>, Option<f64>); 4] = [
+        let src_returned = src.map(|w| w.returned).or(s
+            .returned_per_call
+            .map(|mean| super::PerCall { mean, se: 0.0 }));
+        let figures: [(&str, Option<super::PerCall>, Option<super::PerCall>); 4] = [
             ("documents returned", src_returned, rep.map(|w| w.returned)),
             (
                 "documents examined",
@@ -341,8 +354,10 @@ pub(crate) fn work_table(c: &Captured, draws: u32) -> (String, Vec<String>) {
                 rep.and_then(|w| w.counted),
             ),
         ];
-        let cell = |a: Option<f64>, b: Option<f64>| {
-            let f = |x: Option<f64>| x.map_or_else(|| "-".to_string(), |x| format!("{x:.1}"));
+        let cell = |a: Option<super::PerCall>, b: Option<super::PerCall>| {
+            let f = |x: Option<super::PerCall>| {
+                x.map_or_else(|| "-".to_string(), |x| format!("{:.1}", x.mean))
+            };
             format!("{} / {}", f(a), f(b))
         };
         let _ = writeln!(
@@ -371,18 +386,20 @@ pub(crate) fn work_table(c: &Captured, draws: u32) -> (String, Vec<String>) {
         );
         for (what, a, b) in figures {
             let (Some(a), Some(b)) = (a, b) else { continue };
-            if a >= 0.5 && b < 0.05 && what == "documents returned" {
+            if a.mean >= 0.5 && b.mean < 0.05 && what == "documents returned" {
                 warnings.push(format!(
-                    "{} returned {a:.1} documents per call in the source but selects none in the replay: {fields} match no preloaded document\n  {fix}",
-                    s.emitted
+                    "{} returned {:.1} documents per call in the source but selects none in the replay: {fields} match no preloaded document\n  {fix}",
+                    s.emitted, a.mean
                 ));
                 break;
             }
-            if (b - a).abs() >= 1.0 && (b - a).abs() > WORK_TOLERANCE * a.max(1.0) {
+            if differs(a, b) {
                 warnings.push(format!(
-                    "{}: {what} per call {a:.1} in the source, {b:.1} in the replay ({:+.0} %): {fields} select another share of the documents\n  {fix}",
+                    "{}: {what} per call {:.1} in the source, {:.1} in the replay ({:+.0} %, beyond the draws' noise): {fields} select another share of the documents\n  {fix}",
                     s.emitted,
-                    100.0 * (b - a) / a.max(1.0)
+                    a.mean,
+                    b.mean,
+                    100.0 * (b.mean - a.mean) / a.mean.max(1.0)
                 ));
             }
         }

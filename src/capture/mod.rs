@@ -99,31 +99,60 @@ pub(crate) struct Call {
     pub(crate) counted: Option<u64>,
 }
 
-/// The work a read does per call, on average over `calls` calls (a figure is there when every
-/// call said it).
+/// One figure per call over several calls: its mean and the mean's standard error.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub(crate) struct PerCall {
+    pub(crate) mean: f64,
+    pub(crate) se: f64,
+}
+
+impl PerCall {
+    fn of(xs: &[u64]) -> Option<PerCall> {
+        if xs.is_empty() {
+            return None;
+        }
+        let n = crate::num::real_len(xs.len());
+        let mean = xs.iter().map(|&x| crate::num::real(x)).sum::<f64>() / n;
+        let var = if xs.len() > 1 {
+            xs.iter()
+                .map(|&x| (crate::num::real(x) - mean).powi(2))
+                .sum::<f64>()
+                / (n - 1.0)
+        } else {
+            0.0
+        };
+        Some(PerCall {
+            mean,
+            se: (var / n).sqrt(),
+        })
+    }
+}
+
+/// The work a read does per call over `calls` calls (a figure is there when every call said
+/// it).
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
 pub(crate) struct Work {
     pub(crate) calls: u32,
-    pub(crate) returned: f64,
-    pub(crate) docs_examined: Option<f64>,
-    pub(crate) keys_examined: Option<f64>,
-    pub(crate) counted: Option<f64>,
+    pub(crate) returned: PerCall,
+    pub(crate) docs_examined: Option<PerCall>,
+    pub(crate) keys_examined: Option<PerCall>,
+    pub(crate) counted: Option<PerCall>,
 }
 
 impl Work {
-    /// The mean of `calls`; None for none.
+    /// The figures of `calls`; None for none.
     pub(crate) fn of(calls: &[Call]) -> Option<Work> {
         let n = u32::try_from(calls.len()).ok().filter(|&n| n > 0)?;
-        let mean = |f: &dyn Fn(&Call) -> Option<u64>| -> Option<f64> {
+        let figure = |f: &dyn Fn(&Call) -> Option<u64>| -> Option<PerCall> {
             let xs: Option<Vec<u64>> = calls.iter().map(f).collect();
-            xs.map(|xs| crate::num::real(xs.iter().sum()) / f64::from(n))
+            xs.and_then(|xs| PerCall::of(&xs))
         };
         Some(Work {
             calls: n,
-            returned: mean(&|c| Some(c.returned)).unwrap_or(0.0),
-            docs_examined: mean(&|c| c.docs_examined),
-            keys_examined: mean(&|c| c.keys_examined),
-            counted: mean(&|c| c.counted),
+            returned: figure(&|c| Some(c.returned)).unwrap_or_default(),
+            docs_examined: figure(&|c| c.docs_examined),
+            keys_examined: figure(&|c| c.keys_examined),
+            counted: figure(&|c| c.counted),
         })
     }
 }

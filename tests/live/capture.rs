@@ -572,6 +572,184 @@ fn a_captured_blog_selects_in_its_replay_what_it_selected_in_the_source() {
     }
 }
 
+/// Runs `tests/capture/SCRIPT` with the server's URI and `args`, to its end.
+fn run_script(script: &str, server: &TestServer, args: &[&str]) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/capture")
+        .join(script);
+    let py = Command::new(python_with_pymongo())
+        .arg(&path)
+        .arg(&server.uri)
+        .args(args)
+        .output()
+        .expect("python3 with pymongo (scripts/test.sh installs it)");
+    assert!(
+        py.status.success(),
+        "{script}: {}",
+        String::from_utf8_lossy(&py.stderr)
+    );
+}
+
+/// A skewed chat of the test's own (tests/capture/chat_load.py, chat_app.py): 2,000 authors of
+/// Zipf-skewed activity (one message each at least), 200 rooms referenced by ObjectId, a unique
+/// index on users' names, reads of a room, of an author's last 12 hours, a `$in` of 5 rooms, an
+/// unread count and a costly trending aggregate (4 % of the operations), the
+/// busiest authors and rooms asked for most. Captured from the profiler and replayed on a fresh
+/// database with the profiler on, every read's documents returned, examined and counted per
+/// call are measured by pymongo alone on both sides (chat_measure.py): each within 25 % of the
+/// application's (35 % for a time range, whose density moves with the clock).
+#[test]
+fn a_skewed_chat_replays_the_applications_work_per_call() {
+    let Some(server) = TestServer::start() else {
+        return common::skipped("MONGO_STRESS_SKIP_LIVE");
+    };
+    let db = common::unique_db("chat");
+    let dir = tempfile::tempdir().unwrap();
+    run_script("chat_load.py", &server, &[&db]);
+    let out = dir.path().join("chat");
+    let capture = start_capture(&server, &db, "20s", &out);
+    let app = dir.path().join("app.json");
+    run_script("chat_app.py", &server, &[&db, app.to_str().unwrap()]);
+    let done = capture.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&done.stdout);
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert_eq!(done.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(!stderr.contains("warning:"), "{stdout}{stderr}");
+
+    let json = common::read_json(&out.join("capture.json"));
+    let shapes = json["shapes"].as_array().unwrap();
+    // The costly read is kept by default: few operations, much of the server's time.
+    let trending = shapes
+        .iter()
+        .find(|s| s["shape"].as_str().unwrap().contains("$room_id"))
+        .unwrap_or_else(|| panic!("no trending aggregate: {shapes:#?}"));
+    assert!(
+        !trending["emitted"]
+            .as_str()
+            .unwrap()
+            .starts_with("not emitted"),
+        "{trending}"
+    );
+    assert!(trending["share"].as_f64().unwrap() < 0.05, "{trending}");
+    assert!(
+        trending["server_time_share"].as_f64().unwrap() > 0.15,
+        "{trending}"
+    );
+    // Every emitted read was measured on both sides by the check, and printed.
+    for s in shapes.iter().filter(|s| {
+        !s["emitted"].as_str().unwrap().starts_with("not emitted") && s["writes"] == false
+    }) {
+        assert!(s["source_work"]["calls"].as_u64().unwrap() >= 3, "{s}");
+        assert!(s["replay_work"]["calls"].as_u64().unwrap() >= 3, "{s}");
+        let name = s["emitted"].as_str().unwrap();
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.trim_start().starts_with(name) && l.contains(" / ")),
+            "no work line for {name}: {stdout}"
+        );
+    }
+    let profile = std::fs::read_to_string(out.join("profile.toml")).unwrap();
+    // The authors' number: 2,000 in the source, within 20 %.
+    let distinct: f64 = profile
+        .split("author: operations select by it; documents: ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{profile}"));
+    assert!((distinct - 2000.0).abs() <= 400.0, "{distinct}: {profile}");
+    // The unique names are made from each document's _id, and rooms are referenced by key.
+    assert!(
+        profile.contains(
+            r#"name = { "^FormatString" = { format = "name-%d", withArgs = [{ "^Id" = {} }] } }"#
+        ),
+        "{profile}"
+    );
+    assert!(
+        profile.contains("room_id: the _ids of rooms, which the replay preloads as 0 .. 199"),
+        "{profile}"
+    );
+
+    // The replay, unedited but for its database, on a fresh one with the profiler on.
+    let fresh = common::unique_db("chatreplay");
+    command(&server, &fresh, doc! { "profile": 2 });
+    let copy = dir.path().join("replay.toml");
+    std::fs::write(
+        &copy,
+        profile.replace(
+            &format!("database = \"{db}_replay\""),
+            &format!("database = \"{fresh}\""),
+        ),
+    )
+    .unwrap();
+    let run_dir = dir.path().join("run");
+    let ran = bin()
+        .args(["run", copy.to_str().unwrap(), "--uri", &server.uri])
+        // Twice the captured rate, for hundreds of calls of each read in 10 s.
+        .args([
+            "--scale",
+            "2",
+            "--duration",
+            "10s",
+            "--no-resources",
+            "--out",
+        ])
+        .arg(&run_dir)
+        .timeout(Duration::from_secs(180))
+        .output()
+        .unwrap();
+    let run_err = String::from_utf8_lossy(&ran.stderr);
+    assert_eq!(ran.status.code(), Some(0), "{run_err}");
+    let summary = common::read_json(&run_dir.join("summary.json"));
+    // No row failed: the users' preload and inserts never repeated a unique name.
+    for row in summary["runs"][0]["rows"].as_array().unwrap() {
+        assert_eq!(row["errors"], 0, "the replay ran with errors: {row}");
+        assert!(row["samples"].as_u64().unwrap() > 0, "{row}");
+    }
+
+    let measured = dir.path().join("measured.json");
+    run_script(
+        "chat_measure.py",
+        &server,
+        &[
+            &db,
+            &fresh,
+            app.to_str().unwrap(),
+            measured.to_str().unwrap(),
+        ],
+    );
+    let m = common::read_json(&measured);
+    let kinds = [
+        ("room", 0.25),
+        ("author", 0.35),
+        ("rooms_in", 0.25),
+        ("unread", 0.25),
+        ("user", 0.25),
+        ("room_title", 0.25),
+        ("trending", 0.35),
+    ];
+    for (kind, tolerance) in kinds {
+        let (source, replay) = (&m[kind]["source"], &m[kind]["replay"]);
+        assert!(
+            replay["calls"].as_u64().unwrap_or(0) >= 20,
+            "{kind}: too few replay calls: {m:#}"
+        );
+        for figure in ["returned", "docs_examined", "keys_examined", "counted"] {
+            let (Some(a), Some(b)) = (source[figure].as_f64(), replay[figure].as_f64()) else {
+                assert!(
+                    source[figure].is_null() && replay[figure].is_null(),
+                    "{kind} {figure}: {m:#}"
+                );
+                continue;
+            };
+            assert!(
+                (b - a).abs() <= tolerance * a.max(1.0),
+                "{kind}: {figure} per call {a:.1} in the application, {b:.1} in the replay: {m:#}"
+            );
+        }
+    }
+}
+
 /// A `--db` the server does not have is refused before the window, with the database it is
 /// most like, and none is created on the source.
 #[test]

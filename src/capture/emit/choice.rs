@@ -123,6 +123,7 @@ pub(super) fn shape_stat(
     s: &Seen,
     emitted: String,
     operations: u64,
+    total_ms: f64,
     window_s: f64,
     sample_rate: f64,
 ) -> ShapeStat {
@@ -143,6 +144,11 @@ pub(super) fn shape_stat(
         // A transaction is one operation: its share is on its first step.
         share: if operations > 0 && s.pos() == 0 {
             crate::num::real(s.count) / crate::num::real(operations)
+        } else {
+            0.0
+        },
+        server_time_share: if total_ms > 0.0 {
+            s.millis.iter().sum::<f64>() / total_ms
         } else {
             0.0
         },

@@ -21,6 +21,9 @@ pub(super) struct Fields {
     /// Fields the operations select by whose documents could not be read (or were not, with
     /// `--no-sample-data`): fitted from the operations alone.
     pub(super) from_queries: Vec<(String, String)>,
+    /// (collection, field) -> its ranks, for a read that asked for its values often enough to
+    /// draw its own.
+    pub(super) ranked: HashMap<(String, String), fit::Ranking>,
 }
 
 /// Whether a slot selects documents: a value or list of a field in a filter (`filter`,
@@ -129,6 +132,7 @@ pub(super) fn fit_fields(
     let mut references = BTreeMap::new();
     let mut selecting = BTreeMap::new();
     let mut notes = BTreeMap::new();
+    let mut ranked = HashMap::new();
     let mut from_queries = Vec::new();
     let unique = unique_fields(&colls, &info_of, &pools);
     for ((coll, f), vals) in &pools {
@@ -146,12 +150,19 @@ pub(super) fn fit_fields(
             let leaf = f.rsplit('.').next().unwrap_or(f);
             let numeric = vals.iter().any(|v| super::super::as_f64(v).is_some());
             let own = fit::bare("^Id");
-            let naming = if numeric {
-                fit::Naming::Ids
-            } else {
-                fit::Naming::Unique { leaf }
+            let ranking = fit::Ranking {
+                data: None,
+                pooled: asked_here.to_vec(),
+                k: preload,
+                leaf: leaf.to_string(),
+                form: if numeric {
+                    fit::Form::Ids
+                } else {
+                    fit::Form::Unique
+                },
             };
-            let made = fit::ranked(None, asked_here, preload, naming);
+            let made = ranking.fit("");
+            ranked.insert(key.clone(), ranking);
             data_gens.insert(
                 key.clone(),
                 if numeric {
@@ -216,7 +227,15 @@ pub(super) fn fit_fields(
                 // The referenced _ids ranked by how many documents hold each, and asked for
                 // as the operations asked.
                 Some(d) => {
-                    let made = fit::ranked(Some(d), asked_here, preload, fit::Naming::Ids);
+                    let ranking = fit::Ranking {
+                        data: Some(d.clone()),
+                        pooled: asked_here.to_vec(),
+                        k: preload,
+                        leaf: String::new(),
+                        form: fit::Form::Ids,
+                    };
+                    let made = ranking.fit(fit::data_cardinality(d, None).1);
+                    ranked.insert(key.clone(), ranking);
                     if let Some(g) = made.data {
                         data_gens.insert(key.clone(), g);
                     }
@@ -253,18 +272,59 @@ pub(super) fn fit_fields(
                 _ => in_source,
             };
             let leaf = f.rsplit('.').next().unwrap_or(f);
-            let made = fit::ranked(
-                Some(d),
-                asked_here,
+            let ranking = fit::Ranking {
+                data: Some(d.clone()),
+                pooled: asked_here.to_vec(),
                 k,
-                fit::Naming::Placeholder { leaf, keep },
-            );
+                leaf: leaf.to_string(),
+                form: fit::Form::Placeholder { keep },
+            };
+            let made = ranking.fit(how);
+            ranked.insert(key.clone(), ranking);
             if let Some(g) = made.data {
                 data_gens.insert(key.clone(), g);
             }
-            notes.insert(key.clone(), format!("{} ({how}); {}", in_source, made.note));
+            notes.insert(
+                key.clone(),
+                if k == in_source {
+                    made.note
+                } else {
+                    format!(
+                        "the source's {in_source} distinct values ({how}) scaled to the capped preload; {}",
+                        made.note
+                    )
+                },
+            );
             selecting.insert(key.clone(), in_source);
             gens.insert(key, made.access);
+            continue;
+        }
+        if let (true, Some(d)) = (selecting_fields.contains(&key), data) {
+            // Booleans, numbers, dates: the documents draw the documents' values, the
+            // operations the values they asked for (never the two mixed).
+            let expand = |pairs: &[(Bson, u64)]| -> Vec<Bson> {
+                pairs
+                    .iter()
+                    .flat_map(|(v, n)| {
+                        std::iter::repeat_n(v.clone(), usize::try_from(*n).unwrap_or(0))
+                    })
+                    .collect()
+            };
+            data_gens.insert(key.clone(), fit::field(f, &expand(&d.counts), keep, now_ms));
+            let asked_values = expand(asked_here);
+            gens.insert(
+                key,
+                fit::field(
+                    f,
+                    if asked_values.is_empty() {
+                        vals
+                    } else {
+                        &asked_values
+                    },
+                    keep,
+                    now_ms,
+                ),
+            );
             continue;
         }
         if selecting_fields.contains(&key) {
@@ -310,6 +370,7 @@ pub(super) fn fit_fields(
         selecting,
         notes,
         from_queries,
+        ranked,
     }
 }
 
@@ -677,6 +738,27 @@ pub(super) fn slot_value(s: &Seen, i: usize, fields: &Fields) -> Value {
 }
 
 pub(super) fn field_gen(s: &Seen, f: &str, fields: &Fields, vals: &[Bson]) -> Value {
+    let key = (s.coll.clone(), f.to_string());
+    if let Some(r) = fields.ranked.get(&key) {
+        // A read that asked often enough draws the values it asked for, over the field's ranks.
+        let mut asked: HashMap<String, (Bson, u64)> = HashMap::new();
+        for v in vals {
+            let each: Vec<&Bson> = match v {
+                Bson::Array(a) => a.iter().collect(),
+                v => vec![v],
+            };
+            for v in each {
+                asked
+                    .entry(v.to_string())
+                    .or_insert_with(|| (v.clone(), 0))
+                    .1 += 1;
+            }
+        }
+        let asked: Vec<(Bson, u64)> = asked.into_values().collect();
+        if asked.iter().map(|a| a.1).sum::<u64>() >= fit::OWN_ACCESS {
+            return r.access(&asked);
+        }
+    }
     fields
         .gens
         .get(&(s.coll.clone(), f.to_string()))

@@ -156,159 +156,228 @@ pub(crate) fn data_cardinality(data: &FieldData, docs: Option<u64>) -> (u64, &'s
     )
 }
 
-/// Fits a field from its documents' values `data` (None for a unique field, whose documents
-/// each hold their own) and the values operations asked for, `asked` (with how often), onto
-/// `k` replay values written by `naming`.
-pub(crate) fn ranked(
-    data: Option<&FieldData>,
-    asked: &[(Bson, u64)],
-    k: u64,
-    naming: Naming,
-) -> Ranked {
-    let k = usize::try_from(k.max(1)).unwrap_or(usize::MAX);
-    let mut asked_of: HashMap<String, u64> = HashMap::new();
-    for (v, n) in asked {
-        *asked_of.entry(v.to_string()).or_default() += n;
-    }
-    // The ranks: by the documents' frequency, then by how often asked (a unique field: by how
-    // often asked alone).
-    let mut order: Vec<(Bson, u64, u64)> = match data {
-        Some(d) => d
-            .counts
-            .iter()
-            .map(|(v, c)| {
-                (
-                    v.clone(),
-                    *c,
-                    asked_of.get(&v.to_string()).copied().unwrap_or(0),
-                )
-            })
-            .collect(),
-        None => {
-            let mut seen: HashMap<String, (Bson, u64)> = HashMap::new();
-            for (v, n) in asked {
-                seen.entry(v.to_string())
-                    .or_insert_with(|| (v.clone(), 0))
-                    .1 += n;
-            }
-            seen.into_values().map(|(v, n)| (v, 1, n)).collect()
-        }
-    };
-    order.sort_by(|a, b| {
-        b.1.cmp(&a.1)
-            .then(b.2.cmp(&a.2))
-            .then_with(|| a.0.to_string().cmp(&b.0.to_string()))
-    });
-    let listed = order.len().min(MAX_LISTED).min(k);
-    let rank_of: HashMap<String, usize> = order
-        .iter()
-        .enumerate()
-        .map(|(i, (v, _, _))| (v.to_string(), i))
-        .collect();
-    // Whether a value the documents read do not hold is known to be absent from the source.
-    let complete = data.is_some_and(|d| d.whole || d.distinct == Some(d.counts.len() as u64));
+/// How a field's replay values are written: its last path part and the form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Form {
+    Placeholder { keep: bool },
+    Ids,
+    Unique,
+}
 
-    // The documents' distribution.
-    let data_gen = data.map(|_| {
-        let mut from: Vec<Value> = order[..listed]
+/// Everything a ranked field is fitted from: its documents' values (None for a unique field),
+/// the values every operation asked for, and the replay's number of values.
+#[derive(Debug, Clone)]
+pub(crate) struct Ranking {
+    pub(crate) data: Option<FieldData>,
+    pub(crate) pooled: Vec<(Bson, u64)>,
+    pub(crate) k: u64,
+    pub(crate) leaf: String,
+    pub(crate) form: Form,
+}
+
+/// The ranks of one field: the values in rank order (with their documents and the times they
+/// were asked for), how many are listed, and whether a value not among them is known absent.
+struct Ranks {
+    order: Vec<(Bson, u64, u64)>,
+    rank_of: HashMap<String, usize>,
+    listed: usize,
+    k: usize,
+    complete: bool,
+}
+
+/// Fewest times one read asked for a field's values for it to draw its own (else every read
+/// of the field draws the values all of them asked for).
+pub(crate) const OWN_ACCESS: u64 = 30;
+
+impl Ranking {
+    fn naming(&self) -> Naming<'_> {
+        match self.form {
+            Form::Placeholder { keep } => Naming::Placeholder {
+                leaf: &self.leaf,
+                keep,
+            },
+            Form::Ids => Naming::Ids,
+            Form::Unique => Naming::Unique { leaf: &self.leaf },
+        }
+    }
+
+    fn ranks(&self) -> Ranks {
+        let k = usize::try_from(self.k.max(1)).unwrap_or(usize::MAX);
+        let mut asked_of: HashMap<String, u64> = HashMap::new();
+        for (v, n) in &self.pooled {
+            *asked_of.entry(v.to_string()).or_default() += n;
+        }
+        // By the documents' frequency, then by how often asked (a unique field: by how often
+        // asked alone).
+        let mut order: Vec<(Bson, u64, u64)> = match &self.data {
+            Some(d) => d
+                .counts
+                .iter()
+                .map(|(v, c)| {
+                    let asked = asked_of.get(&v.to_string()).copied().unwrap_or(0);
+                    (v.clone(), *c, asked)
+                })
+                .collect(),
+            None => {
+                let mut seen: HashMap<String, (Bson, u64)> = HashMap::new();
+                for (v, n) in &self.pooled {
+                    seen.entry(v.to_string())
+                        .or_insert_with(|| (v.clone(), 0))
+                        .1 += n;
+                }
+                seen.into_values().map(|(v, n)| (v, 1, n)).collect()
+            }
+        };
+        order.sort_by(|a, b| {
+            b.1.cmp(&a.1)
+                .then(b.2.cmp(&a.2))
+                .then_with(|| a.0.to_string().cmp(&b.0.to_string()))
+        });
+        let listed = order.len().min(MAX_LISTED).min(k);
+        let rank_of = order
             .iter()
             .enumerate()
-            .map(|(i, (v, _, _))| naming.one(i, Some(v)))
+            .map(|(i, (v, _, _))| (v.to_string(), i))
             .collect();
-        let mut weights: Vec<u64> = order[..listed].iter().map(|o| o.1).collect();
-        let beyond: u64 = order[listed..].iter().map(|o| o.1).sum();
-        // The values no document read held (Good-Turing: as many as those read once).
-        let unseen = if complete || order.len() >= k {
-            0
-        } else {
-            (order.iter().filter(|o| o.1 == 1).count() as u64).max(1)
-        };
-        if k > listed && beyond + unseen > 0 {
-            from.push(naming.tail(listed, k - 1));
-            weights.push(beyond + unseen);
+        let complete = self
+            .data
+            .as_ref()
+            .is_some_and(|d| d.whole || d.distinct == Some(d.counts.len() as u64));
+        Ranks {
+            order,
+            rank_of,
+            listed,
+            k,
+            complete,
         }
-        choose(from, &weights)
-    });
+    }
 
-    // The operations' distribution over the same ranks.
-    let mut per_rank: Vec<(usize, u64)> = Vec::new();
-    let (mut tail, mut absent) = (0u64, 0u64);
-    let mut by_rank: HashMap<usize, u64> = HashMap::new();
-    for (v, n) in &asked_of {
-        match rank_of.get(v) {
-            Some(&r) if r < listed => *by_rank.entry(r).or_default() += n,
-            Some(_) => tail += n,
-            None if complete => absent += n,
-            None => tail += n,
+    /// The operations' draw of values `asked` (with how often) over the ranks, and per listed
+    /// rank its weight, the tail's and the absent values' weights.
+    fn access_of(&self, r: &Ranks, asked: &[(Bson, u64)]) -> (Value, Vec<(usize, u64)>, u64) {
+        let naming = self.naming();
+        let mut by_rank: HashMap<usize, u64> = HashMap::new();
+        let (mut tail, mut absent) = (0u64, 0u64);
+        for (v, n) in asked {
+            match r.rank_of.get(&v.to_string()) {
+                Some(&i) if i < r.listed => *by_rank.entry(i).or_default() += n,
+                Some(_) => tail += n,
+                None if r.complete => absent += n,
+                None => tail += n,
+            }
         }
-    }
-    per_rank.extend(by_rank);
-    per_rank.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    if k <= listed {
-        absent += tail;
-        tail = 0;
-    }
-    let access = if per_rank.is_empty() && tail == 0 && absent == 0 {
-        data_gen.clone().unwrap_or_else(|| naming.tail(0, k - 1))
-    } else {
+        let mut per_rank: Vec<(usize, u64)> = by_rank.into_iter().collect();
+        per_rank.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        if r.k <= r.listed {
+            absent += tail;
+            tail = 0;
+        }
         let mut from: Vec<Value> = per_rank
             .iter()
-            .map(|&(r, _)| naming.one(r, order.get(r).map(|o| &o.0)))
+            .map(|&(i, _)| naming.one(i, r.order.get(i).map(|o| &o.0)))
             .collect();
         let mut weights: Vec<u64> = per_rank.iter().map(|p| p.1).collect();
         if tail > 0 {
-            from.push(naming.tail(listed, k - 1));
+            from.push(naming.tail(r.listed, r.k - 1));
             weights.push(tail);
         }
         if absent > 0 {
             from.push(naming.absent());
             weights.push(absent);
         }
-        choose(from, &weights)
-    };
+        let g = if from.is_empty() {
+            naming.tail(0, r.k - 1)
+        } else {
+            choose(from, &weights)
+        };
+        (g, per_rank, absent)
+    }
 
-    let describe = |counts: &[u64]| match zipf(counts) {
-        Some((s, e)) => {
-            format!("Zipf exponent {s:.2} (rms error {e:.2} in log10 of the frequency)")
-        }
-        None => "too few values for a Zipf exponent".into(),
-    };
-    let asked_total: u64 = asked_of.values().sum();
-    let top = per_rank
-        .iter()
-        .take((per_rank.len() / 10).max(1))
-        .map(|p| p.1)
-        .sum::<u64>();
-    let note = format!(
-        "{}; reads: {} values asked for, the top tenth of them {:.0} % of {} reads, {}{}",
-        match data {
-            Some(d) => format!(
-                "documents: {k} distinct values, the top {listed} listed with their frequencies in {} documents read{}, {}",
-                d.read,
-                if k > listed { ", the rest drawn uniformly" } else { "" },
-                describe(&order[..listed].iter().map(|o| o.1).collect::<Vec<_>>())
-            ),
-            None => format!("documents: each of the {k} holds its own value (a unique index), from its _id (^Id)"),
-        },
-        asked_of.len(),
-        if asked_total > 0 {
-            100.0 * crate::num::real(top) / crate::num::real(asked_total)
+    /// What one operation's slot draws: the values it asked for itself, over the field's
+    /// ranks.
+    pub(crate) fn access(&self, asked: &[(Bson, u64)]) -> Value {
+        self.access_of(&self.ranks(), asked).0
+    }
+
+    /// The field fitted: the documents' draw, every operation's, and what the form is.
+    pub(crate) fn fit(&self, how: &str) -> Ranked {
+        let r = self.ranks();
+        let naming = self.naming();
+        let data_gen = self.data.as_ref().map(|_| {
+            let mut from: Vec<Value> = r.order[..r.listed]
+                .iter()
+                .enumerate()
+                .map(|(i, (v, _, _))| naming.one(i, Some(v)))
+                .collect();
+            let mut weights: Vec<u64> = r.order[..r.listed].iter().map(|o| o.1).collect();
+            let beyond: u64 = r.order[r.listed..].iter().map(|o| o.1).sum();
+            // The values no document read held (Good-Turing: as many as those read once).
+            let unseen = if r.complete || r.order.len() >= r.k {
+                0
+            } else {
+                (r.order.iter().filter(|o| o.1 == 1).count() as u64).max(1)
+            };
+            if r.k > r.listed && beyond + unseen > 0 {
+                from.push(naming.tail(r.listed, r.k - 1));
+                weights.push(beyond + unseen);
+            }
+            choose(from, &weights)
+        });
+        let (access, per_rank, absent) = self.access_of(&r, &self.pooled);
+        let access = if self.pooled.is_empty() {
+            data_gen.clone().unwrap_or(access)
         } else {
-            0.0
-        },
-        asked_total,
-        describe(&per_rank.iter().map(|p| p.1).collect::<Vec<_>>()),
-        if absent > 0 {
-            format!(", {absent} asked for a value the source does not hold")
-        } else {
-            String::new()
+            access
+        };
+        let describe = |counts: &[u64]| match zipf(counts) {
+            Some((s, e)) => {
+                format!("Zipf exponent {s:.2} (rms error {e:.2} in log10 of the frequency)")
+            }
+            None => "too few values for a Zipf exponent".into(),
+        };
+        let asked_total: u64 = self.pooled.iter().map(|p| p.1).sum();
+        let top = per_rank
+            .iter()
+            .take((per_rank.len() / 10).max(1))
+            .map(|p| p.1)
+            .sum::<u64>();
+        let note = format!(
+            "{}; reads: {} values asked for, the top tenth of them {:.0} % of {} asked, {}{}; a read asked {} times or more draws its own",
+            match &self.data {
+                Some(d) => format!(
+                    "documents: {} distinct values ({how}), the top {} listed with their frequencies in {} documents read{}, {}",
+                    r.k,
+                    r.listed,
+                    d.read,
+                    if r.k > r.listed { ", the rest drawn uniformly" } else { "" },
+                    describe(&r.order[..r.listed].iter().map(|o| o.1).collect::<Vec<_>>())
+                ),
+                None => format!(
+                    "documents: each of the {} holds its own value (a unique index), from its _id (^Id)",
+                    r.k
+                ),
+            },
+            per_rank.len(),
+            if asked_total > 0 {
+                100.0 * crate::num::real(top) / crate::num::real(asked_total)
+            } else {
+                0.0
+            },
+            asked_total,
+            describe(&per_rank.iter().map(|p| p.1).collect::<Vec<_>>()),
+            if absent > 0 {
+                format!(", {absent} asked for a value the source does not hold")
+            } else {
+                String::new()
+            },
+            OWN_ACCESS
+        );
+        Ranked {
+            data: data_gen,
+            access,
+            distinct: r.k as u64,
+            note,
         }
-    );
-    Ranked {
-        data: data_gen,
-        access,
-        distinct: k as u64,
-        note,
     }
 }
 
