@@ -225,6 +225,10 @@ pub(crate) struct OverrideArgs {
     /// it is (a warning names it)
     #[arg(long, value_name = "X", value_parser = parse_rate_scale, conflicts_with = "rate")]
     pub(crate) scale: Option<f64>,
+    /// Whether --scale above 1 raises each open-loop group's users with its rate (on, the
+    /// default: X times the rate needs X times the operations in flight), or keeps them (off)
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = ["on", "off"], requires = "scale")]
+    pub(crate) scale_threads: String,
     /// Run this long first in every group without counting it in the summary (it stays in the
     /// logs, marked), e.g. 10s
     #[arg(long, value_parser = parse_duration)]
@@ -511,6 +515,7 @@ impl From<&OverrideArgs> for crate::plan::Overrides {
             duration: a.duration,
             rate: a.rate,
             scale: a.scale,
+            scale_keeps_threads: a.scale_threads == "off",
             op_timeout: a.op_timeout,
             warmup: a.warmup,
             thresholds: a.thresholds.clone(),

@@ -31,6 +31,8 @@ pub struct Overrides {
     pub(crate) rate: Option<f64>,
     /// `--scale`: every group's rate times this.
     pub(crate) scale: Option<f64>,
+    /// `--scale-threads off`: `--scale` leaves the groups' users as they are.
+    pub(crate) scale_keeps_threads: bool,
     pub(crate) op_timeout: Option<Duration>,
     pub(crate) warmup: Option<Duration>,
     /// `--threshold` expressions, added to the profile's.
@@ -90,9 +92,29 @@ pub(crate) struct Scale {
     /// The closed-loop groups, left as they are: they have no rate to multiply.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) unscaled: Vec<String>,
+    /// Open-loop groups whose users were raised with their rate (a rate X times higher needs
+    /// X times the users at the same latency, by Little's law): (group, users before, after).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) threads: Vec<(String, u32, u32)>,
 }
 
 impl Scale {
+    /// What `--scale` did to the users, for the plan's lines; None when it left them.
+    pub(crate) fn threads_line(&self) -> Option<String> {
+        (!self.threads.is_empty()).then(|| {
+            format!(
+                "--scale {} raises the users with the rate (the same latency needs {} times the operations in flight; --scale-threads off keeps them): {}",
+                self.factor,
+                self.factor,
+                self.threads
+                    .iter()
+                    .map(|(g, a, b)| format!("{g} {a} -> {b}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })
+    }
+
     /// What `--scale` did not do, for the console; None when every group was scaled.
     pub(crate) fn warning(&self) -> Option<String> {
         (!self.unscaled.is_empty()).then(|| {

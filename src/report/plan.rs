@@ -50,6 +50,9 @@ pub(crate) fn render(plan: &RunPlan, out: &mut dyn Write) -> std::io::Result<()>
                 )
             }
         )?;
+        if let Some(line) = scale.threads_line() {
+            writeln!(out, "{line}")?;
+        }
     }
     if !plan.server_args.is_empty() {
         writeln!(out, "embedded server flags: {}", plan.server_args.join(" "))?;

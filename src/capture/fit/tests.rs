@@ -225,3 +225,134 @@ fn skew_is_a_tenth_of_the_keys_taking_half_the_hits() {
     }
     assert!(skewed(&hits));
 }
+
+/// A field's data as the source's sample gives it: each value with its documents.
+fn data(pairs: &[(&str, u64)], whole: bool) -> crate::capture::FieldData {
+    crate::capture::FieldData {
+        read: pairs.iter().map(|p| p.1).sum(),
+        counts: pairs.iter().map(|(v, n)| (s(v), *n)).collect(),
+        whole,
+        distinct: None,
+    }
+}
+
+#[test]
+fn the_documents_and_the_reads_draw_the_same_ranks_by_their_own_frequencies() {
+    // Documents: a 5, b 3, c 1 (every document read). Reads: c 10 times, a once, and twice a
+    // value no document holds.
+    let r = Ranking {
+        data: Some(data(&[("a", 5), ("b", 3), ("c", 1)], true)),
+        pooled: vec![(s("c"), 10), (s("a"), 1), (s("zz"), 2)],
+        k: 3,
+        leaf: "author".into(),
+        form: Form::Placeholder { keep: false },
+    };
+    let fit = r.fit("every document read");
+    assert_eq!(
+        fit.data.unwrap().to_string(),
+        r#"{ "^Choose" = { from = ["author-1", "author-2", "author-3"], weights = [5, 3, 1] } }"#
+    );
+    // The rarest document value is the most asked for: its rank, 3, is drawn 10 times in 13.
+    assert_eq!(
+        fit.access.to_string(),
+        r#"{ "^Choose" = { from = ["author-3", "author-1", "author-absent"], weights = [10, 1, 2] } }"#
+    );
+    assert!(
+        fit.note
+            .contains("documents: 3 distinct values (every document read)"),
+        "{}",
+        fit.note
+    );
+    // One read's own values, over the same ranks.
+    assert_eq!(r.access(&[(s("b"), 4)]).to_string(), r#""author-2""#);
+    // Kept values write the values, and references the preloaded _ids by rank.
+    let kept = Ranking {
+        form: Form::Placeholder { keep: true },
+        ..r.clone()
+    };
+    assert!(kept
+        .fit("")
+        .data
+        .unwrap()
+        .to_string()
+        .contains(r#"from = ["a", "b", "c"]"#));
+    let ids = Ranking {
+        form: Form::Ids,
+        k: 10,
+        ..r.clone()
+    };
+    let fit = ids.fit("");
+    assert_eq!(
+        fit.data.unwrap().to_string(),
+        r#"{ "^Choose" = { from = [0, 1, 2], weights = [5, 3, 1] } }"#
+    );
+    assert!(
+        fit.access.to_string().contains("from = [2, 0, -1]"),
+        "{}",
+        fit.access
+    );
+}
+
+#[test]
+fn values_beyond_the_sample_are_a_tail_drawn_uniformly() {
+    // A sample (not every document) of 3 values; the source has 50: ranks 4 .. 50 are a tail
+    // weighted by the values read once (Good-Turing), and a read of an unseen value draws it.
+    let r = Ranking {
+        data: Some(data(&[("a", 5), ("b", 3), ("c", 1)], false)),
+        pooled: vec![(s("a"), 3), (s("unseen"), 1)],
+        k: 50,
+        leaf: "author".into(),
+        form: Form::Placeholder { keep: false },
+    };
+    let fit = r.fit("");
+    assert_eq!(
+        fit.data.unwrap().to_string(),
+        r#"{ "^Choose" = { from = ["author-1", "author-2", "author-3", { "^FormatString" = { format = "author-%d", withArgs = [{ "^RandomInt" = { min = 4, max = 50 } }] } }], weights = [5, 3, 1, 1] } }"#
+    );
+    assert_eq!(
+        fit.access.to_string(),
+        r#"{ "^Choose" = { from = ["author-1", { "^FormatString" = { format = "author-%d", withArgs = [{ "^RandomInt" = { min = 4, max = 50 } }] } }], weights = [3, 1] } }"#
+    );
+}
+
+#[test]
+fn chao1_counts_a_skewed_fields_values_from_a_sample_within_a_fifth() {
+    use rand::distr::{weighted::WeightedIndex, Distribution};
+    use rand::seq::SliceRandom;
+    use rand::SeedableRng;
+    // 2,000 authors, one message each and 18,000 more by Zipf's law (s = 1); 10,000 read.
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(3);
+    let weights: Vec<f64> = (1..=2000_u32).map(|k| 1.0 / f64::from(k)).collect();
+    let zipf = WeightedIndex::new(&weights).unwrap();
+    let mut docs: Vec<usize> = (0..2000).collect();
+    docs.extend((0..18_000).map(|_| zipf.sample(&mut rng)));
+    docs.shuffle(&mut rng);
+    docs.truncate(10_000);
+    let mut counts: HashMap<usize, u64> = HashMap::new();
+    for d in docs {
+        *counts.entry(d).or_default() += 1;
+    }
+    let sample = crate::capture::FieldData {
+        read: 10_000,
+        counts: counts
+            .into_iter()
+            .map(|(v, n)| (Bson::String(format!("u{v}")), n))
+            .collect(),
+        whole: false,
+        distinct: None,
+    };
+    let (k, how) = data_cardinality(&sample, Some(20_000));
+    assert!(sample.counts.len() < 1800, "the sample alone sees too few");
+    assert!(k.abs_diff(2000) <= 400, "{k} ({how})");
+}
+
+#[test]
+fn a_zipf_exponent_is_read_back_from_its_frequencies() {
+    let counts: Vec<u64> = (1..=200_u32)
+        .map(|k| (100_000.0 / f64::from(k)).round() as u64)
+        .collect();
+    let (s, err) = zipf(&counts).unwrap();
+    assert!((s - 1.0).abs() < 0.01, "{s}");
+    assert!(err < 0.01, "{err}");
+    assert!(zipf(&[3, 2]).is_none());
+}

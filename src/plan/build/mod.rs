@@ -264,10 +264,11 @@ impl RunPlan {
             metrics_push: p.metrics.push.clone(),
             scale: None,
         };
-        let plan = RunPlan {
+        let mut plan = RunPlan {
             scale: rates::scale(loaded, ov, &plan)?,
             ..plan
         };
+        rates::scale_threads(&mut plan, ov);
         if let Some(why) = plan.audit.then(|| faults::refusal(&plan)).flatten() {
             return Err(loaded.error_at(
                 "audit",

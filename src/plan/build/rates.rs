@@ -70,7 +70,43 @@ pub(super) fn scale(
             "a `rate` on the groups to scale (open loop), --rate R for every group, or --threads N to change closed-loop groups",
         ));
     }
-    Ok(Some(crate::plan::Scale { factor, unscaled }))
+    Ok(Some(crate::plan::Scale {
+        factor,
+        unscaled,
+        threads: Vec::new(),
+    }))
+}
+
+/// `--scale X` above 1 raises each open-loop group's users X times (rounded up), unless
+/// `--scale-threads off` or `--threads` sets them: a rate X times higher keeps as many
+/// operations in flight per user only with X times the users. Recorded in `plan.scale`.
+pub(super) fn scale_threads(plan: &mut crate::plan::RunPlan, ov: &Overrides) {
+    let Some(scale) = plan.scale.as_mut() else {
+        return;
+    };
+    if scale.factor <= 1.0 || ov.scale_keeps_threads || ov.threads.is_some() {
+        return;
+    }
+    let factor = scale.factor;
+    for g in plan.stages.iter_mut().flat_map(|s| s.groups.iter_mut()) {
+        if g.rate.is_none() || g.watch.is_some() {
+            continue;
+        }
+        let raised = crate::num::whole(
+            (f64::from(g.threads) * factor)
+                .ceil()
+                .min(f64::from(crate::plan::limits::MAX_THREADS)),
+        );
+        let raised = u32::try_from(raised).unwrap_or(crate::plan::limits::MAX_THREADS);
+        if raised > g.threads {
+            // A rate step's group is one group of the profile: said once.
+            let name = g.profile_name().to_string();
+            if !scale.threads.iter().any(|(n, _, _)| *n == name) {
+                scale.threads.push((name, g.threads, raised));
+            }
+            g.threads = raised;
+        }
+    }
 }
 
 /// A number of steps (at most `MAX_STEPS`) as a time's multiplier.
