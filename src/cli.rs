@@ -192,7 +192,7 @@ pub(crate) struct CaptureArgs {
     /// Only log lines at or before this time (RFC 3339)
     #[arg(long, value_name = "TIME", value_parser = parse_time)]
     pub(crate) until: Option<i64>,
-    /// Do not check the replay's work: by default each read of the profile is drawn 30 times
+    /// Do not check the replay's work: by default each read of the profile is drawn 100 times
     /// on a scratch embedded server holding the profile's preload, and its documents returned,
     /// examined and counted per call are printed beside the source's
     #[arg(long)]

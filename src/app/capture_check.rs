@@ -14,11 +14,11 @@ use tokio_util::sync::CancellationToken;
 use crate::capture::{emit, Call, Work};
 
 /// Calls measured per read on each side.
-pub(crate) const DRAWS: u32 = 30;
+pub(crate) const DRAWS: u32 = 100;
 
 /// Longest time one read's calls take on one side before they stop (at three or more): the
 /// line says over how many.
-const BUDGET: Duration = Duration::from_secs(10);
+const BUDGET: Duration = Duration::from_secs(5);
 
 /// Why the replay's side was not checked.
 pub(super) enum Unchecked {
@@ -38,22 +38,53 @@ pub(super) async fn check(
     server_bin: Option<PathBuf>,
     stop: &CancellationToken,
 ) -> Result<(), Unchecked> {
-    if let Some(client) = source {
-        for s in captured
-            .shapes
-            .iter_mut()
-            .filter(|s| !s.emitted.starts_with("not emitted") && !s.examples.is_empty())
-        {
-            let db = client.database(s.namespace.split_once('.').map_or("", |(d, _)| d));
-            let calls = measure_all(&db, &s.examples, stop).await;
-            s.source_work = Work::of(&calls);
-        }
-    }
     let loaded = crate::plan::profile::load(&profile_path.to_string_lossy())
         .map_err(|e| Unchecked::Refused(e.to_string()))?;
     let plan = crate::plan::RunPlan::build(&loaded, &Default::default())
         .map_err(|e| Unchecked::Refused(e.to_string()))?;
-    errln!("capture: checking the replay's work per call, on a scratch server with the profile's preload");
+    errln!("capture: checking the work per call of each read, on the source (its own commands, read only) and on a scratch server with the profile's preload");
+    // The two sides at once: they are different servers.
+    let reads: Vec<(usize, String, Vec<Document>)> = captured
+        .shapes
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| !s.emitted.starts_with("not emitted") && !s.examples.is_empty())
+        .map(|(i, s)| {
+            let db = s.namespace.split_once('.').map_or("", |(d, _)| d);
+            (i, db.to_string(), s.examples.clone())
+        })
+        .collect();
+    let source_side = async {
+        let mut out = Vec::new();
+        if let Some(client) = source {
+            for (i, db, examples) in &reads {
+                let calls = measure_all(&client.database(db), examples, stop).await;
+                out.push((*i, Work::of(&calls)));
+            }
+        }
+        out
+    };
+    let (measured_source, measured) =
+        tokio::join!(source_side, replay_side(&plan, server_bin, stop));
+    for (i, work) in measured_source {
+        captured.shapes[i].source_work = work;
+    }
+    for (label, work) in measured? {
+        if let Some(s) = captured.shapes.iter_mut().find(|s| s.emitted == label) {
+            s.replay_returned_per_call = work.map(|w| w.returned.mean);
+            s.replay_work = work;
+        }
+    }
+    Ok(())
+}
+
+/// Each read of `plan` measured on a scratch server holding its setup: its row's label and
+/// its work per call.
+async fn replay_side(
+    plan: &crate::plan::RunPlan,
+    server_bin: Option<PathBuf>,
+    stop: &CancellationToken,
+) -> Result<Vec<(String, Option<Work>)>, Unchecked> {
     let server = std::sync::Arc::new(
         crate::server::EmbeddedServer::launch(server_bin, Vec::new(), None)
             .await
@@ -63,10 +94,10 @@ pub(super) async fn check(
         let connected = crate::ops::connect::connect(&server.uri(), 4, false)
             .await
             .map_err(|e| Unchecked::NoServer(e.to_string()))?;
-        let backend = crate::ops::mongo::MongoBackend::new(&connected.client, &plan);
+        let backend = crate::ops::mongo::MongoBackend::new(&connected.client, plan);
         // capture's own scratch server: whatever is there, it made.
         let prepared = crate::ops::setup::prepare(
-            &plan,
+            plan,
             &backend.setup,
             1,
             stop,
@@ -77,7 +108,7 @@ pub(super) async fn check(
         .map_err(|e| Unchecked::Refused(setup_refused(&e.to_string())))?;
         let db = connected.client.database(&plan.target.database);
         let mut out = Vec::new();
-        for (label, cmds) in crate::ops::explain::drawn_reads(&plan, &prepared.keys, DRAWS) {
+        for (label, cmds) in crate::ops::explain::drawn_reads(plan, &prepared.keys, DRAWS) {
             let calls = measure_all(&db, &cmds, stop).await;
             out.push((label, Work::of(&calls)));
         }
@@ -85,13 +116,7 @@ pub(super) async fn check(
     }
     .await;
     server.shut_down().await;
-    for (label, work) in measured? {
-        if let Some(s) = captured.shapes.iter_mut().find(|s| s.emitted == label) {
-            s.replay_returned_per_call = work.map(|w| w.returned.mean);
-            s.replay_work = work;
-        }
-    }
-    Ok(())
+    measured
 }
 
 /// The setup's refusal on the scratch server, said as what it is: a unique index the

@@ -29,6 +29,13 @@ pub(crate) async fn run(command: RunCommand, stop: CancellationToken) -> Result<
     if let Some(w) = plan.scale.as_ref().and_then(crate::plan::Scale::warning) {
         errln!("warning: {w}");
     }
+    if let Some(line) = plan
+        .scale
+        .as_ref()
+        .and_then(crate::plan::Scale::threads_line)
+    {
+        errln!("{line}");
+    }
     let part = which_part(&args)?;
     check_part(&args, part.is_some())?;
     check_faults(&args, &plan, part.is_some())?;

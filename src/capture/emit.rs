@@ -58,7 +58,7 @@ pub(crate) struct ShapeStat {
     /// The work per call of the replay's drawn requests on the check's scratch server.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) replay_work: Option<super::Work>,
-    /// Commands of a read as the source received them (up to 30), for the check.
+    /// Commands of a read as the source received them (up to 100), for the check.
     #[serde(skip)]
     pub(crate) examples: Vec<Document>,
     /// The fields the shape selects by (its filter's), for the check's advice.
@@ -322,7 +322,7 @@ pub(crate) fn work_table(c: &Captured, draws: u32) -> (String, Vec<String>) {
         .max("read".len());
     let _ = writeln!(
         out,
-        "work per call, source / replay: the source's own commands sent to it again, and the replay's requests drawn on a scratch server holding the profile's preload ({draws} calls each, fewer for a read slower than 10 s in all):"
+        "work per call, source / replay: the source's own commands sent to it again, and the replay's requests drawn on a scratch server holding the profile's preload ({draws} calls each, fewer for a read slower than 5 s in all):"
     );
     let _ = writeln!(
         out,

@@ -438,3 +438,111 @@ fn a_server_that_wants_a_user_is_refused_before_anything_is_explained_or_preload
     assert!(!stderr.contains("preloading"), "{stderr}");
     assert!(!out.exists(), "a refused run left {}", out.display());
 }
+
+/// Issue 58, bad input: a source whose documents the capturing user may not read (a user with
+/// `dbAdmin` only: it may profile and read `system.profile`, not `find`). The capture still
+/// writes the profile, from the profiler alone, says which fields were fitted from the
+/// operations only, and ends with exit 0; the password is never printed.
+#[test]
+fn a_source_the_user_may_not_read_is_captured_from_the_profiler_alone_with_a_warning() {
+    if skip_live() {
+        return;
+    }
+    let _turn = common::shared();
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let _server = own_server_with(port, &dir.path().join("data"), &["--auth"]);
+    let base = format!("127.0.0.1:{port}/?directConnection=true");
+    let rt = common::runtime();
+    let root = rt.block_on(async {
+        // The localhost exception: the first user is made without one.
+        let none = mongodb::Client::with_uri_str(format!("mongodb://{base}"))
+            .await
+            .unwrap();
+        none.database("admin")
+            .run_command(doc! { "createUser": "root", "pwd": "rootpw", "roles": ["root"] })
+            .await
+            .unwrap();
+        let root = mongodb::Client::with_uri_str(format!("mongodb://root:rootpw@{base}"))
+            .await
+            .unwrap();
+        let orders = root
+            .database("shop")
+            .collection::<mongodb::bson::Document>("orders");
+        let docs: Vec<_> = (0..200_i32)
+            .map(|i| doc! { "_id": i, "status": (["open", "paid", "shipped"][(i % 3) as usize]) })
+            .collect();
+        orders.insert_many(docs).await.unwrap();
+        root.database("shop")
+            .run_command(doc! { "createUser": "prof", "pwd": "secretpw", "roles": ["dbAdmin"] })
+            .await
+            .unwrap();
+        root
+    });
+    let out = dir.path().join("cap");
+    let capture = std::process::Command::new(bin_path())
+        .args([
+            "capture",
+            "--from-profiler",
+            &format!("mongodb://prof:secretpw@127.0.0.1:{port}/shop?directConnection=true&authSource=shop"),
+            "--db",
+            "shop",
+            "--for",
+            "6s",
+            "--no-check",
+            "--out",
+        ])
+        .arg(&out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    rt.block_on(async {
+        let shop = root.database("shop");
+        let t = Instant::now();
+        loop {
+            let level = shop.run_command(doc! { "profile": -1 }).await.unwrap();
+            if level.get("was").and_then(mongodb::bson::Bson::as_i32) == Some(2) {
+                break;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(30),
+                "the profiler was never set"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let orders = shop.collection::<mongodb::bson::Document>("orders");
+        for i in 0..60 {
+            let status = ["open", "paid", "shipped"][i % 3];
+            orders.find_one(doc! { "status": status }).await.unwrap();
+        }
+    });
+    let done = capture.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&done.stdout);
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert_eq!(done.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("warning: the source's documents could not be read")
+            && stderr.contains(
+                "the values of orders.status are fitted from the captured operations alone"
+            ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("fix: capture as a user that may find"),
+        "{stderr}"
+    );
+    assert!(out.join("profile.toml").is_file());
+    assert!(
+        !stdout.contains("secretpw") && !stderr.contains("secretpw"),
+        "{stdout}{stderr}"
+    );
+    let json = common::read_json(&out.join("capture.json"));
+    assert!(
+        json["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("orders.status"),
+        "{json}"
+    );
+}

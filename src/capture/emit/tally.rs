@@ -33,7 +33,7 @@ pub(super) struct Seen {
 }
 
 /// Commands of each read kept for the check.
-pub(super) const EXAMPLES: usize = 30;
+pub(super) const EXAMPLES: usize = 100;
 
 /// Where a shape stands in a transaction.
 #[derive(Debug, Clone)]
