@@ -21,6 +21,9 @@ use choice::*;
 mod fields;
 use fields::*;
 
+mod ranks;
+use ranks::*;
+
 mod render;
 use render::*;
 
@@ -133,30 +136,7 @@ pub(crate) fn build(
     let now_ms = if last > i64::MIN { last } else { 0 };
     let fields = fit_fields(&seen, &chosen.emitted, infos, opts, now_ms);
     let mut blind = blind;
-    let mut warnings = Vec::new();
-    if !fields.from_queries.is_empty() {
-        let named: Vec<String> = fields
-            .from_queries
-            .iter()
-            .map(|(c, f)| format!("{c}.{f}"))
-            .collect();
-        let refused: Vec<String> = infos
-            .iter()
-            .filter_map(|((_, c), i)| i.unreadable.as_ref().map(|why| format!("{c}: {why}")))
-            .collect();
-        if !opts.sample_data {
-            blind.push(format!(
-                "--no-sample-data: the values of {} are fitted from the captured operations alone (how often the documents hold each is not known)",
-                named.join(", ")
-            ));
-        } else if !refused.is_empty() {
-            warnings.push(format!(
-                "the source's documents could not be read ({}): the values of {} are fitted from the captured operations alone, so the replay's documents may hold them more or less often than the source's\n  fix: capture as a user that may find on those collections (the read role), or pass --no-sample-data to say you mean it",
-                refused.join("; "),
-                named.join(", ")
-            ));
-        }
-    }
+    let warnings = unsampled(&fields, infos, opts, &mut blind);
     let (profile, names) = Renderer {
         seen: &seen,
         emitted: &chosen.emitted,
@@ -212,6 +192,41 @@ pub(crate) fn build(
         scale: opts.scale,
         profile,
     }
+}
+
+/// What the fields fitted from the operations alone (their documents not read) are said as: a
+/// note with `--no-sample-data` (added to `blind`), else a warning naming them and why.
+fn unsampled(
+    fields: &Fields,
+    infos: &HashMap<(String, String), CollectionInfo>,
+    opts: &Options,
+    blind: &mut Vec<String>,
+) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if !fields.from_queries.is_empty() {
+        let named: Vec<String> = fields
+            .from_queries
+            .iter()
+            .map(|(c, f)| format!("{c}.{f}"))
+            .collect();
+        let refused: Vec<String> = infos
+            .iter()
+            .filter_map(|((_, c), i)| i.unreadable.as_ref().map(|why| format!("{c}: {why}")))
+            .collect();
+        if !opts.sample_data {
+            blind.push(format!(
+                "--no-sample-data: the values of {} are fitted from the captured operations alone (how often the documents hold each is not known)",
+                named.join(", ")
+            ));
+        } else if !refused.is_empty() {
+            warnings.push(format!(
+                "the source's documents could not be read ({}): the values of {} are fitted from the captured operations alone, so the replay's documents may hold them more or less often than the source's\n  fix: capture as a user that may find on those collections (the read role), or pass --no-sample-data to say you mean it",
+                refused.join("; "),
+                named.join(", ")
+            ));
+        }
+    }
+    warnings
 }
 
 /// Per namespace, the fields the observed operations select documents by (a filter's values

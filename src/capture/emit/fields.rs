@@ -121,19 +121,17 @@ pub(super) fn fit_fields(
     let sampled = sampled_values(&colls, &info_of);
     // The `_id`s known of each collection: read from the server, sampled, and asked for.
     let known_ids = known_ids(&colls, &info_of, &sampled, &id_hits);
-    let mut templates = HashMap::new();
-    for coll in &colls {
-        let template = template(coll, info_of(coll), &mut pools, &order, keep, now_ms);
-        templates.insert(coll.clone(), template);
-    }
+    let mut templates: HashMap<String, (toml::Table, bool)> = colls
+        .iter()
+        .map(|c| {
+            (
+                c.clone(),
+                template(c, info_of(c), &mut pools, &order, keep, now_ms),
+            )
+        })
+        .collect();
     let per_value = returned_per_value(seen, emitted);
-    let mut gens = HashMap::new();
-    let mut data_gens: HashMap<(String, String), Value> = HashMap::new();
-    let mut references = BTreeMap::new();
-    let mut selecting = BTreeMap::new();
-    let mut notes = BTreeMap::new();
-    let mut ranked = HashMap::new();
-    let mut from_queries = Vec::new();
+    let mut fitted = Fitted::default();
     let unique = unique_fields(&colls, &info_of, &pools);
     for ((coll, f), vals) in &pools {
         let key = (coll.clone(), f.clone());
@@ -142,189 +140,32 @@ pub(super) fn fit_fields(
             .and_then(|i| i.values.get(f))
             .filter(|d| !d.counts.is_empty());
         if selecting_fields.contains(&key) && data.is_none() && !unique.contains(&key) {
-            from_queries.push(key.clone());
+            fitted.from_queries.push(key.clone());
         }
         if unique.contains(&key) {
-            // A unique index: each document holds its own value, made from its _id.
             let preload = preload_of(info_of(coll), opts.preload_cap);
-            let leaf = f.rsplit('.').next().unwrap_or(f);
-            let numeric = vals.iter().any(|v| super::super::as_f64(v).is_some());
-            let own = fit::bare("^Id");
-            let ranking = fit::Ranking {
-                data: None,
-                pooled: asked_here.to_vec(),
-                k: preload,
-                leaf: leaf.to_string(),
-                form: if numeric {
-                    fit::Form::Ids
-                } else {
-                    fit::Form::Unique
-                },
-            };
-            let made = ranking.fit("");
-            ranked.insert(key.clone(), ranking);
-            data_gens.insert(
-                key.clone(),
-                if numeric {
-                    own
-                } else {
-                    fit::generator(
-                        "^FormatString",
-                        [
-                            ("format".to_string(), Value::String(format!("{leaf}-%d"))),
-                            ("withArgs".to_string(), Value::Array(vec![own])),
-                        ]
-                        .into_iter()
-                        .collect::<toml::Table>()
-                        .into(),
-                    )
-                },
+            fitted.unique(
+                &key,
+                vals,
+                asked_here,
+                preload,
+                selecting_fields.contains(&key),
             );
-            notes.insert(key.clone(), made.note);
-            if selecting_fields.contains(&key) {
-                selecting.insert(key.clone(), made.distinct);
-            }
-            gens.insert(key, made.access);
             continue;
         }
-        let mut distinct: Vec<&Bson> = Vec::new();
-        let mut shown: std::collections::HashSet<String> = std::collections::HashSet::new();
-        for v in vals
-            .iter()
-            .filter(|v| !matches!(v, Bson::Array(_) | Bson::Document(_) | Bson::Null))
-        {
-            if shown.insert(v.to_string()) {
-                distinct.push(v);
-            }
-        }
-        // A reference to the captured collection whose `_id`s hold most of its values.
-        // Numbers are another collection's `_id`s only where the name says so too (`customer`,
-        // `customer_id` of `customers`): small numbers are found among any integer `_id`s.
-        let numeric = distinct.iter().any(|v| super::super::as_f64(v).is_some());
-        let target = colls
-            .iter()
-            .filter(|c| !numeric || (*c != coll && names_reference(f, c)))
-            .filter(|c| {
-                let count = info_of(c)
-                    .and_then(|i| i.count)
-                    .unwrap_or(known_ids[c].len() as u64);
-                fit::references(&distinct, &known_ids[c], count)
-            })
-            // The collection whose known `_id`s the values cover the most of.
-            .max_by(|a, b| {
-                let share = |c: &String| {
-                    let found = distinct
-                        .iter()
-                        .filter(|v| known_ids[c].contains(&v.to_string()))
-                        .count();
-                    crate::num::real_len(found) / crate::num::real_len(known_ids[c].len().max(1))
-                };
-                share(a).total_cmp(&share(b))
-            });
+        let distinct = distinct_of(vals);
+        let target = reference_target(coll, f, &distinct, &colls, &info_of, &known_ids);
         if let Some(t) = target {
             let preload = preload_of(info_of(t), opts.preload_cap);
-            match data {
-                // The referenced _ids ranked by how many documents hold each, and asked for
-                // as the operations asked.
-                Some(d) => {
-                    let ranking = fit::Ranking {
-                        data: Some(d.clone()),
-                        pooled: asked_here.to_vec(),
-                        k: preload,
-                        leaf: String::new(),
-                        form: fit::Form::Ids,
-                    };
-                    let made = ranking.fit(fit::data_cardinality(d, None).1);
-                    ranked.insert(key.clone(), ranking);
-                    if let Some(g) = made.data {
-                        data_gens.insert(key.clone(), g);
-                    }
-                    notes.insert(key.clone(), made.note);
-                    gens.insert(key.clone(), made.access);
-                }
-                None => {
-                    gens.insert(key.clone(), fit::reference(preload));
-                }
-            }
-            references.insert(key, (t.clone(), preload));
-            continue;
-        }
-        let textual = data.is_some_and(|d| {
-            d.counts
-                .iter()
-                .filter(|(v, _)| matches!(v, Bson::String(_) | Bson::ObjectId(_)))
-                .count()
-                * 2
-                > d.counts.len()
-        });
-        if let (true, true, Some(d)) = (selecting_fields.contains(&key), textual, data) {
-            let source_docs = info_of(coll).and_then(|i| i.count);
-            let replay_docs = preload_of(info_of(coll), opts.preload_cap);
-            let (in_source, how) = fit::data_cardinality(d, source_docs);
-            // A preload capped below the source's count holds as many fewer values, so that
-            // a value selects as many documents per call as it did.
-            let k = match source_docs {
-                Some(n) if n > replay_docs && n > 0 => crate::num::whole(
-                    crate::num::real(in_source) * crate::num::real(replay_docs)
-                        / crate::num::real(n),
-                )
-                .max(1),
-                _ => in_source,
-            };
-            let leaf = f.rsplit('.').next().unwrap_or(f);
-            let ranking = fit::Ranking {
-                data: Some(d.clone()),
-                pooled: asked_here.to_vec(),
-                k,
-                leaf: leaf.to_string(),
-                form: fit::Form::Placeholder { keep },
-            };
-            let made = ranking.fit(how);
-            ranked.insert(key.clone(), ranking);
-            if let Some(g) = made.data {
-                data_gens.insert(key.clone(), g);
-            }
-            notes.insert(
-                key.clone(),
-                if k == in_source {
-                    made.note
-                } else {
-                    format!(
-                        "the source's {in_source} distinct values ({how}) scaled to the capped preload; {}",
-                        made.note
-                    )
-                },
-            );
-            selecting.insert(key.clone(), in_source);
-            gens.insert(key, made.access);
+            fitted.reference(&key, data, asked_here, (t, preload));
             continue;
         }
         if let (true, Some(d)) = (selecting_fields.contains(&key), data) {
-            // Booleans, numbers, dates: the documents draw the documents' values, the
-            // operations the values they asked for (never the two mixed).
-            let expand = |pairs: &[(Bson, u64)]| -> Vec<Bson> {
-                pairs
-                    .iter()
-                    .flat_map(|(v, n)| {
-                        std::iter::repeat_n(v.clone(), usize::try_from(*n).unwrap_or(0))
-                    })
-                    .collect()
-            };
-            data_gens.insert(key.clone(), fit::field(f, &expand(&d.counts), keep, now_ms));
-            let asked_values = expand(asked_here);
-            gens.insert(
-                key,
-                fit::field(
-                    f,
-                    if asked_values.is_empty() {
-                        vals
-                    } else {
-                        &asked_values
-                    },
-                    keep,
-                    now_ms,
-                ),
+            let docs = (
+                info_of(coll).and_then(|i| i.count),
+                preload_of(info_of(coll), opts.preload_cap),
             );
+            fitted.sampled(&key, d, asked_here, vals, docs, (keep, now_ms));
             continue;
         }
         if selecting_fields.contains(&key) {
@@ -335,42 +176,88 @@ pub(super) fn fit_fields(
                 sampled: sampled.get(&key).map(Vec::as_slice).unwrap_or(&[]),
             };
             if let Some(g) = fit::selecting(f, vals, &sel, keep) {
-                selecting.insert(key.clone(), fit::cardinality(distinct.len(), &sel));
-                gens.insert(key, g);
+                fitted
+                    .selecting
+                    .insert(key.clone(), fit::cardinality(distinct.len(), &sel));
+                fitted.gens.insert(key, g);
                 continue;
             }
         }
-        gens.insert(key, fit::field(f, vals, keep, now_ms));
+        fitted.gens.insert(key, fit::field(f, vals, keep, now_ms));
     }
-    // The templates draw the documents' distribution where it was measured, else the same
-    // generators as the operations.
-    for (coll, (t, _)) in templates.iter_mut() {
-        for ((c, f), g) in &gens {
-            let key = (c.clone(), f.clone());
-            if c != coll {
-                continue;
-            }
-            if let Some(d) = data_gens.get(&key) {
-                replace_path(t, f, d.clone());
-            } else if references.contains_key(&key) || selecting.contains_key(&key) {
-                replace_path(t, f, g.clone());
-            }
-        }
-    }
+    draw_documents(&mut templates, &fitted);
     let skewed = id_hits
         .iter()
         .filter(|(_, h)| fit::skewed(h))
         .map(|(c, _)| c.clone())
         .collect();
-    Fields {
-        gens,
-        templates,
-        skewed,
-        references,
-        selecting,
-        notes,
-        from_queries,
-        ranked,
+    fitted.into_fields(templates, skewed)
+}
+
+/// A field's distinct values (arrays, documents and nulls aside), in the order seen.
+fn distinct_of(vals: &[Bson]) -> Vec<&Bson> {
+    let mut distinct: Vec<&Bson> = Vec::new();
+    let mut shown: std::collections::HashSet<String> = std::collections::HashSet::new();
+    for v in vals
+        .iter()
+        .filter(|v| !matches!(v, Bson::Array(_) | Bson::Document(_) | Bson::Null))
+    {
+        if shown.insert(v.to_string()) {
+            distinct.push(v);
+        }
+    }
+    distinct
+}
+
+/// The captured collection whose `_id`s field `f` of `coll` holds (its `distinct` values), the
+/// one whose known `_id`s they cover the most of. Numbers are another collection's `_id`s only
+/// where the name says so too (`customer`, `customer_id` of `customers`): small numbers are
+/// found among any integer `_id`s.
+fn reference_target<'c, 'a>(
+    coll: &str,
+    f: &str,
+    distinct: &[&Bson],
+    colls: &'c BTreeSet<String>,
+    info_of: &dyn Fn(&str) -> Option<&'a CollectionInfo>,
+    known_ids: &BTreeMap<&'c String, std::collections::HashSet<String>>,
+) -> Option<&'c String> {
+    let numeric = distinct.iter().any(|v| super::super::as_f64(v).is_some());
+    colls
+        .iter()
+        .filter(|c| !numeric || (*c != coll && names_reference(f, c)))
+        .filter(|c| {
+            let count = info_of(c)
+                .and_then(|i| i.count)
+                .unwrap_or(known_ids[c].len() as u64);
+            fit::references(distinct, &known_ids[c], count)
+        })
+        .max_by(|a, b| {
+            let share = |c: &String| {
+                let found = distinct
+                    .iter()
+                    .filter(|v| known_ids[c].contains(&v.to_string()))
+                    .count();
+                crate::num::real_len(found) / crate::num::real_len(known_ids[c].len().max(1))
+            };
+            share(a).total_cmp(&share(b))
+        })
+}
+
+/// The templates draw the documents' distribution where it was measured, else the same
+/// generators as the operations (for references and selecting fields).
+fn draw_documents(templates: &mut HashMap<String, (toml::Table, bool)>, fitted: &Fitted) {
+    for (coll, (t, _)) in templates.iter_mut() {
+        for ((c, f), g) in &fitted.gens {
+            let key = (c.clone(), f.clone());
+            if c != coll {
+                continue;
+            }
+            if let Some(d) = fitted.data_gens.get(&key) {
+                replace_path(t, f, d.clone());
+            } else if fitted.references.contains_key(&key) || fitted.selecting.contains_key(&key) {
+                replace_path(t, f, g.clone());
+            }
+        }
     }
 }
 
