@@ -305,9 +305,7 @@ impl DocGen {
         if !self.fields.iter().any(|(name, _)| name == "_id") {
             doc.append("_id", id);
         }
-        let held = cx.state.own_id.replace(id);
-        self.fill_raw(&mut doc, cx);
-        cx.state.own_id = held;
+        super::template::with_own_id(id, || self.fill_raw(&mut doc, cx));
         doc
     }
 

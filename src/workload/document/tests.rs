@@ -205,3 +205,22 @@ const CITIES_LITERAL: &str = r#"
     ok = true
     n = { int = [1, 2] }
 "#;
+
+#[test]
+fn id_gives_each_document_its_own_key_space_id_and_null_elsewhere() {
+    // A field under a unique index made from the document's own _id never repeats.
+    let g = gen(
+        r#"name = { "^FormatString" = { format = "name-%d", withArgs = [{ "^Id" = {} }] } }
+n = { "^Id" = {} }
+"#,
+    )
+    .unwrap();
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(1);
+    for id in [0, 7, 123_456] {
+        let raw = g.raw_with_id(id, &mut rng);
+        assert_eq!(raw.get_str("name").unwrap(), format!("name-{id}"));
+        assert_eq!(raw.get_i64("n").unwrap(), id);
+    }
+    // Outside a document the key space numbers, there is no _id to give.
+    assert_eq!(crate::workload::template::own_id(), None);
+}

@@ -137,8 +137,26 @@ pub(crate) struct Cx<'a> {
 pub(crate) struct UserState {
     slots: HashMap<usize, generators::Slot>,
     actor: Option<i64>,
-    /// The `_id` of the document being made, while the key space's document is filled (`^Id`).
-    pub(crate) own_id: Option<i64>,
+}
+
+thread_local! {
+    /// The `_id` of the document being made, while the key space's document is filled (`^Id`):
+    /// kept beside the user's state, not in it, so an idle user stays as small as it was (the
+    /// fill never awaits, so the thread is the document's).
+    static OWN_ID: std::cell::Cell<Option<i64>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `f` with `id` as the `_id` `^Id` gives, then puts back the one before.
+pub(crate) fn with_own_id<R>(id: i64, f: impl FnOnce() -> R) -> R {
+    let held = OWN_ID.with(|c| c.replace(Some(id)));
+    let out = f();
+    OWN_ID.with(|c| c.set(held));
+    out
+}
+
+/// The `_id` of the document being made, if one is (`^Id`).
+pub(crate) fn own_id() -> Option<i64> {
+    OWN_ID.with(std::cell::Cell::get)
 }
 
 impl UserState {
@@ -150,7 +168,6 @@ impl UserState {
         UserState {
             slots: HashMap::new(),
             actor: Some(actor),
-            own_id: None,
         }
     }
 

@@ -68,7 +68,7 @@ impl Gen {
                 convert::convert(*to, &from.generate(cx)).unwrap_or(Bson::Null)
             }
             Gen::ActorId => Bson::Int64(cx.state.actor(cx.user)),
-            Gen::OwnId => cx.state.own_id.map_or(Bson::Null, Bson::Int64),
+            Gen::OwnId => super::super::own_id().map_or(Bson::Null, Bson::Int64),
             Gen::ActorIdString => Bson::String(cx.state.actor(cx.user).to_string()),
             Gen::TimeSpec(value, ms) => {
                 // genny's duration is whole nanoseconds.
