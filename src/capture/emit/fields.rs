@@ -191,7 +191,16 @@ pub(super) fn fit_fields(
         .filter(|(_, h)| fit::skewed(h))
         .map(|(c, _)| c.clone())
         .collect();
-    fitted.into_fields(templates, skewed)
+    Fields {
+        gens: fitted.gens,
+        templates,
+        skewed,
+        references: fitted.references,
+        selecting: fitted.selecting,
+        notes: fitted.notes,
+        from_queries: fitted.from_queries,
+        ranked: fitted.ranked,
+    }
 }
 
 /// A field's distinct values (arrays, documents and nulls aside), in the order seen.

@@ -28,24 +28,6 @@ fn expand(pairs: &[(Bson, u64)]) -> Vec<Bson> {
 }
 
 impl Fitted {
-    /// The fields as the profile's rendering takes them.
-    pub(super) fn into_fields(
-        self,
-        templates: HashMap<String, (toml::Table, bool)>,
-        skewed: BTreeSet<String>,
-    ) -> Fields {
-        Fields {
-            gens: self.gens,
-            templates,
-            skewed,
-            references: self.references,
-            selecting: self.selecting,
-            notes: self.notes,
-            from_queries: self.from_queries,
-            ranked: self.ranked,
-        }
-    }
-
     /// A field under a unique index: each document holds its own value, made from its `_id`
     /// (`^Id`, a string's `name-%d` of it), and the reads ask for those by rank, as often as
     /// they asked.
