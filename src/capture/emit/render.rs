@@ -376,7 +376,12 @@ impl Renderer<'_> {
         let peak = peak_in_flight(&mut intervals);
         let mean_ms = self.mean_ms(g);
         let needed = crate::num::whole_len((rate * mean_ms.max(1.0) / 1000.0 * 2.0).ceil());
-        let threads = conns.len().max(peak).max(needed).clamp(1, 10_000);
+        // The concurrency seen, times the scale: a rate X times higher keeps as many
+        // operations in flight per user only with X times the users.
+        let seen_at_once = crate::num::whole_len(
+            (crate::num::real_len(conns.len().max(peak)) * self.opts.scale.max(1.0)).ceil(),
+        );
+        let threads = seen_at_once.max(needed).clamp(1, 10_000);
         Load {
             count,
             observed_rate,
@@ -446,7 +451,11 @@ impl Renderer<'_> {
             "threads",
             noted(
                 i64::try_from(threads).unwrap_or(i64::MAX),
-                &format!("connections seen: {conns}, most operations in flight at once: {peak}"),
+                &if self.opts.scale > 1.0 {
+                    format!("connections seen: {conns}, most operations in flight at once: {peak}, x --scale {}", self.opts.scale)
+                } else {
+                    format!("connections seen: {conns}, most operations in flight at once: {peak}")
+                },
             ),
         );
         t.insert(
