@@ -20,6 +20,10 @@ pub(crate) const DRAWS: u32 = 100;
 /// line says over how many.
 const BUDGET: Duration = Duration::from_secs(5);
 
+/// Longest a measured command may run on a server (its `maxTimeMS`): the check must never load
+/// the source with a read it takes minutes on.
+const MAX_TIME_MS: i64 = 5_000;
+
 /// Why the replay's side was not checked.
 pub(super) enum Unchecked {
     /// No server program to start (or it would not start).
@@ -180,7 +184,7 @@ async fn count_of(db: &mongodb::Database, coll: &Bson, pipeline: &[Bson]) -> Opt
     let mut stages = pipeline.to_vec();
     stages.push(Bson::Document(doc! { "$count": "n" }));
     let reply = db
-        .run_command(doc! { "aggregate": coll.clone(), "pipeline": stages, "cursor": {} })
+        .run_command(doc! { "aggregate": coll.clone(), "pipeline": stages, "cursor": {}, "maxTimeMS": MAX_TIME_MS })
         .await
         .ok()?;
     let batch = reply
@@ -198,7 +202,9 @@ async fn count_of(db: &mongodb::Database, coll: &Bson, pipeline: &[Bson]) -> Opt
 /// explain, its results counted and, where it groups, the documents entering its first
 /// `$group`; a count's value. None for anything else, a pipeline that writes, or a refusal.
 pub(super) async fn measure(db: &mongodb::Database, cmd: &Document) -> Option<Call> {
-    let cmd = alone(cmd);
+    let mut cmd = alone(cmd);
+    // A read the source takes long on is cut by the server, not left to run.
+    cmd.insert("maxTimeMS", MAX_TIME_MS);
     let verb = cmd.keys().next()?.clone();
     let explain = |c: Document| doc! { "explain": c, "verbosity": "executionStats" };
     match verb.as_str() {

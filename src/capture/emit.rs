@@ -213,6 +213,10 @@ fn unsampled(
             .iter()
             .filter_map(|((_, c), i)| i.unreadable.as_ref().map(|why| format!("{c}: {why}")))
             .collect();
+        let failed: Vec<String> = infos
+            .iter()
+            .filter_map(|((_, c), i)| i.sampling_failed.as_ref().map(|why| format!("{c}: {why}")))
+            .collect();
         if !opts.sample_data {
             blind.push(format!(
                 "--no-sample-data: the values of {} are fitted from the captured operations alone (how often the documents hold each is not known)",
@@ -222,6 +226,12 @@ fn unsampled(
             warnings.push(format!(
                 "the source's documents could not be read ({}): the values of {} are fitted from the captured operations alone, so the replay's documents may hold them more or less often than the source's\n  fix: capture as a user that may find on those collections (the read role), or pass --no-sample-data to say you mean it",
                 refused.join("; "),
+                named.join(", ")
+            ));
+        } else if !failed.is_empty() {
+            warnings.push(format!(
+                "reading the source's documents failed ({}): the values of {} are fitted from the captured operations alone, so the replay's documents may hold them more or less often than the source's\n  fix: capture again when the source answers, with a smaller --sample-docs, or pass --no-sample-data to say you mean it",
+                failed.join("; "),
                 named.join(", ")
             ));
         }

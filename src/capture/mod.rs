@@ -71,6 +71,8 @@ pub(crate) struct CollectionInfo {
     /// Why the documents could not be read (the user may not `find` on the collection), when
     /// they could not: its fields are fitted from the operations alone.
     pub(crate) unreadable: Option<String>,
+    /// Why reading the documents failed otherwise (a timeout, a lost connection).
+    pub(crate) sampling_failed: Option<String>,
 }
 
 /// The data distribution of one field in the source collection: its values' frequencies in the

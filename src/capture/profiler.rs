@@ -342,9 +342,9 @@ pub(crate) async fn collection_info(
                 }
             }
         }
-        Err(e) => info.unreadable = Some(crate::driver_error::said(&e)),
+        Err(e) => note_failure(&mut info, &e),
     }
-    if info.unreadable.is_some() {
+    if info.unreadable.is_some() || info.sampling_failed.is_some() {
         return info;
     }
     if let Ok(mut cursor) = c
@@ -372,7 +372,7 @@ pub(crate) async fn collection_info(
     if !fields.is_empty() {
         match value_counts(&c, info.count, fields, opts.sample_docs).await {
             Ok(values) => info.values = values,
-            Err(e) => info.unreadable = Some(crate::driver_error::said(&e)),
+            Err(e) => note_failure(&mut info, &e),
         }
         for (f, data) in &mut info.values {
             let leads = info.indexes.iter().any(|i| {
@@ -387,6 +387,16 @@ pub(crate) async fn collection_info(
     info
 }
 
+/// A read of the documents that failed: refused for want of rights (code 13, Unauthorized), or
+/// failed otherwise (a timeout, a lost connection), said as what it is.
+fn note_failure(info: &mut CollectionInfo, e: &mongodb::error::Error) {
+    let said = crate::driver_error::said(e);
+    match e.kind.as_ref() {
+        mongodb::error::ErrorKind::Command(c) if c.code == 13 => info.unreadable = Some(said),
+        _ => info.sampling_failed = Some(said),
+    }
+}
+
 /// Each field's values counted in at most `most` documents of `c`: every document when the
 /// collection holds no more (read in `_id` order), else a `$sample` of `most`. Only the fields
 /// are read (a projection).
@@ -396,14 +406,34 @@ async fn value_counts(
     fields: &std::collections::BTreeSet<String>,
     most: u64,
 ) -> mongodb::error::Result<std::collections::BTreeMap<String, super::FieldData>> {
-    let mut projection = doc! { "_id": 0 };
-    for f in fields {
+    // A path under another one listed is read with it (projecting both is refused), and
+    // `_id` is left out only when no field is under it.
+    let projected: std::collections::BTreeSet<&String> = fields
+        .iter()
+        .filter(|f| {
+            !fields
+                .iter()
+                .any(|p| p != *f && f.starts_with(p.as_str()) && f[p.len()..].starts_with('.'))
+        })
+        .collect();
+    let mut projection = Document::new();
+    if !projected
+        .iter()
+        .any(|f| *f == "_id" || f.starts_with("_id."))
+    {
+        projection.insert("_id", 0);
+    }
+    for f in projected {
         projection.insert(f.clone(), 1);
     }
     let whole = count.is_some_and(|n| n <= most);
     let size = crate::num::signed(most);
     let mut cursor = if whole {
-        c.find(doc! {}).projection(projection).limit(size).await?
+        c.find(doc! {})
+            .projection(projection)
+            .sort(doc! { "_id": 1 })
+            .limit(size)
+            .await?
     } else {
         c.aggregate(vec![
             doc! { "$sample": { "size": size } },

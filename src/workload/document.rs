@@ -302,9 +302,12 @@ impl DocGen {
     /// replacing the issued one).
     pub(crate) fn raw_doc(&self, id: i64, cx: &mut super::template::Cx<'_>) -> RawDocumentBuf {
         let mut doc = RawDocumentBuf::new();
-        if !self.fields.iter().any(|(name, _)| name == "_id") {
-            doc.append("_id", id);
+        if self.fields.iter().any(|(name, _)| name == "_id") {
+            // Its own `_id`: the issued one is not the document's, so `^Id` gives null.
+            self.fill_raw(&mut doc, cx);
+            return doc;
         }
+        doc.append("_id", id);
         super::template::with_own_id(id, || self.fill_raw(&mut doc, cx));
         doc
     }

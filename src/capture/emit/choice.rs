@@ -19,11 +19,13 @@ pub(super) struct Chosen {
 /// `--coverage` says (as a write is).
 pub(super) const KEEP_SHARE: f64 = 0.01;
 
-/// The server time a shape took (its operations' `millis` added), the count where the source
-/// timed none of its operations (`total` 0): what `--coverage` counts.
+/// The server time a shape took (its operations' `millis` added, one timed 0 counted as half a
+/// millisecond), the count where the source timed none of its operations: what `--coverage`
+/// counts.
 fn cost(s: &Seen, timed: bool) -> f64 {
     if timed {
-        s.millis.iter().sum()
+        // Whole milliseconds: an operation timed 0 took under one, half of one on average.
+        s.millis.iter().map(|m| m.max(0.5)).sum()
     } else {
         crate::num::real(s.count)
     }

@@ -24,6 +24,19 @@ pub(super) struct Fields {
     /// (collection, field) -> its ranks, for a read that asked for its values often enough to
     /// draw its own.
     pub(super) ranked: HashMap<(String, String), fit::Ranking>,
+    /// (collection, field) of the fields under a unique index.
+    pub(super) unique: BTreeSet<(String, String)>,
+}
+
+/// The value at a dotted path of a template, if it has one there.
+fn lookup_table<'t>(t: &'t toml::Table, path: &str) -> Option<&'t Value> {
+    match path.split_once('.') {
+        None => t.get(path),
+        Some((head, rest)) => match t.get(head) {
+            Some(Value::Table(sub)) => lookup_table(sub, rest),
+            _ => None,
+        },
+    }
 }
 
 /// Whether a slot selects documents: a value or list of a field in a filter (`filter`,
@@ -132,7 +145,9 @@ pub(super) fn fit_fields(
         .collect();
     let per_value = returned_per_value(seen, emitted);
     let mut fitted = Fitted::default();
-    let unique = unique_fields(&colls, &info_of, &pools);
+    let unique = unique_fields(&colls, &info_of, &selecting_fields, &mut pools);
+    // A unique field the operations never used still gets its never-repeating values.
+    fitted.unique.clone_from(&unique);
     for ((coll, f), vals) in &pools {
         let key = (coll.clone(), f.clone());
         let asked_here = asked.get(&key).map(Vec::as_slice).unwrap_or(&[]);
@@ -143,14 +158,11 @@ pub(super) fn fit_fields(
             fitted.from_queries.push(key.clone());
         }
         if unique.contains(&key) {
-            let preload = preload_of(info_of(coll), opts.preload_cap);
-            fitted.unique(
-                &key,
-                vals,
-                asked_here,
-                preload,
-                selecting_fields.contains(&key),
+            let (preload, selects) = (
+                preload_of(info_of(coll), opts.preload_cap),
+                &selecting_fields,
             );
+            fitted.unique(&key, vals, asked_here, preload, selects.contains(&key));
             continue;
         }
         let distinct = distinct_of(vals);
@@ -200,6 +212,7 @@ pub(super) fn fit_fields(
         notes: fitted.notes,
         from_queries: fitted.from_queries,
         ranked: fitted.ranked,
+        unique: fitted.unique,
     }
 }
 
@@ -262,6 +275,9 @@ fn draw_documents(templates: &mut HashMap<String, (toml::Table, bool)>, fitted: 
                 continue;
             }
             if let Some(d) = fitted.data_gens.get(&key) {
+                if fitted.unique.contains(&key) && lookup_table(t, f).is_none() {
+                    insert_path(t, f, d.clone());
+                }
                 replace_path(t, f, d.clone());
             } else if fitted.references.contains_key(&key) || fitted.selecting.contains_key(&key) {
                 replace_path(t, f, g.clone());
@@ -271,12 +287,13 @@ fn draw_documents(templates: &mut HashMap<String, (toml::Table, bool)>, fitted: 
 }
 
 /// The fields under a unique index of each collection, made never to repeat: a single field's
-/// index, or of a compound one the first field whose values are strings or numbers (one
-/// field unique makes the compound unique).
+/// index, or of a compound one the first field no read selects by, else its last (one field
+/// unique makes the compound unique; a field the reads select by keeps its selectivity).
 fn unique_fields<'a>(
     colls: &BTreeSet<String>,
     info_of: &dyn Fn(&str) -> Option<&'a CollectionInfo>,
-    pools: &BTreeMap<(String, String), Vec<Bson>>,
+    selecting: &BTreeSet<(String, String)>,
+    pools: &mut BTreeMap<(String, String), Vec<Bson>>,
 ) -> BTreeSet<(String, String)> {
     let mut out = BTreeSet::new();
     for c in colls {
@@ -288,13 +305,19 @@ fn unique_fields<'a>(
             let Ok(keys) = spec.get_document("key") else {
                 continue;
             };
-            let usable = |f: &str| {
-                pools.get(&(c.clone(), f.to_string())).is_some_and(|vals| {
-                    vals.iter()
-                        .any(|v| matches!(v, Bson::String(_)) || super::super::as_f64(v).is_some())
-                })
+            let keys: Vec<&String> = keys.keys().filter(|k| *k != "_id").collect();
+            let chosen = match keys.as_slice() {
+                [] => None,
+                [one] => Some(*one),
+                many => many
+                    .iter()
+                    .find(|k| !selecting.contains(&(c.clone(), (**k).clone())))
+                    .or(many.last())
+                    .copied(),
             };
-            if let Some(f) = keys.keys().find(|f| usable(f)) {
+            if let Some(f) = chosen {
+                // A unique field the operations never used still gets its own values.
+                pools.entry((c.clone(), f.clone())).or_default();
                 out.insert((c.clone(), f.clone()));
             }
         }
@@ -600,6 +623,12 @@ pub(super) fn insert_path(t: &mut toml::Table, path: &str, v: Value) {
 pub(super) fn slot_value(s: &Seen, i: usize, fields: &Fields) -> Value {
     let slot = &s.op.slots[i];
     let vals = &s.values[i];
+    if let Some(f) = slot.field.as_deref() {
+        let unique = fields.unique.contains(&(s.coll.clone(), f.to_string()));
+        if unique && slot.kind == SlotKind::Value && !selects(slot) {
+            return fresh_unique(f, vals);
+        }
+    }
     match (slot.kind, slot.field.as_deref()) {
         (SlotKind::Param, _) => fit::param(vals, matches!(slot.path.as_str(), "limit" | "skip")),
         (SlotKind::Value, Some("_id")) => fit::bare("^Key"),
@@ -633,6 +662,34 @@ pub(super) fn slot_value(s: &Seen, i: usize, fields: &Fields) -> Value {
     }
 }
 
+/// A value of a unique field no document holds yet, for a write that sets it (`$set`, a
+/// replacement, an upsert): the ranks' values all exist, so writing one would repeat it.
+fn fresh_unique(f: &str, vals: &[Bson]) -> Value {
+    let leaf = f.rsplit('.').next().unwrap_or(f);
+    let t = |pairs: Vec<(&str, Value)>| -> Value {
+        Value::Table(pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+    };
+    if vals.iter().any(|v| super::super::as_f64(v).is_some()) {
+        return fit::generator(
+            "^RandomInt",
+            t(vec![
+                ("min", Value::Integer(1_000_000_000_000)),
+                ("max", Value::Integer(9_000_000_000_000_000)),
+            ]),
+        );
+    }
+    fit::generator(
+        "^Join",
+        t(vec![(
+            "array",
+            Value::Array(vec![
+                Value::String(format!("{leaf}-new-")),
+                fit::generator("^RandomString", t(vec![("length", Value::Integer(24))])),
+            ]),
+        )]),
+    )
+}
+
 pub(super) fn field_gen(s: &Seen, f: &str, fields: &Fields, vals: &[Bson]) -> Value {
     let key = (s.coll.clone(), f.to_string());
     if let Some(r) = fields.ranked.get(&key) {
@@ -651,7 +708,8 @@ pub(super) fn field_gen(s: &Seen, f: &str, fields: &Fields, vals: &[Bson]) -> Va
             }
         }
         let asked: Vec<(Bson, u64)> = asked.into_values().collect();
-        if asked.iter().map(|a| a.1).sum::<u64>() >= fit::OWN_ACCESS {
+        // Calls, not values: a `$in` of five values is one call.
+        if vals.len() as u64 >= fit::OWN_ACCESS {
             return r.access(&asked);
         }
     }

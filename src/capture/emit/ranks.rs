@@ -17,6 +17,8 @@ pub(super) struct Fitted {
     pub(super) notes: BTreeMap<(String, String), String>,
     pub(super) ranked: HashMap<(String, String), fit::Ranking>,
     pub(super) from_queries: Vec<(String, String)>,
+    /// (collection, field) of the fields under a unique index.
+    pub(super) unique: BTreeSet<(String, String)>,
 }
 
 /// Each value of `pairs` as many times as counted.

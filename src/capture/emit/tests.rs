@@ -233,3 +233,56 @@ fn plan_summaries_name_their_indexes() {
     // A key this cannot read leaves the whole index out, never half of it.
     assert!(plan_indexes("IXSCAN { a: 1, loc: \"2dsphere\" }").is_empty());
 }
+
+#[test]
+fn a_unique_index_gets_values_that_never_repeat_in_the_documents_and_the_writes() {
+    // A compound unique index { tenant, email }: the reads select by tenant, so email is made
+    // unique (from each document's _id), also where no document was sampled; a write that sets
+    // email gets a value no document holds.
+    let mut obs = Vec::new();
+    for i in 0..40 {
+        let t = ["a", "b"][i % 2];
+        obs.push(op(
+            i64::try_from(i).unwrap(),
+            doc! { "find": "orders", "filter": { "tenant": t } },
+            "x",
+        ));
+    }
+    for i in 0..10 {
+        obs.push(op(100 + i, doc! { "update": "orders", "updates": [{ "q": { "_id": i }, "u": { "$set": { "email": format!("e{i}") } } }] }, "x"));
+    }
+    let mut infos = HashMap::new();
+    infos.insert(
+        ("shop".to_string(), "orders".to_string()),
+        CollectionInfo {
+            count: Some(500),
+            indexes: vec![doc! { "key": { "tenant": 1, "email": 1 }, "name": "tenant_1_email_1", "unique": true }],
+            ..Default::default()
+        },
+    );
+    let c = build(
+        &obs,
+        &infos,
+        &Options::default(),
+        "cap",
+        "t",
+        LeftOut::default(),
+    );
+    assert!(
+        c.profile.contains(
+            r#"email = { "^FormatString" = { format = "email-%d", withArgs = [{ "^Id" = {} }] } }"#
+        ),
+        "{}",
+        c.profile
+    );
+    assert!(
+        c.profile.contains(r#"email = { "^Join" = { array = ["email-new-", { "^RandomString" = { length = 24 } }] } }"#),
+        "{}",
+        c.profile
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.toml");
+    std::fs::write(&path, &c.profile).unwrap();
+    let loaded = crate::plan::profile::load(path.to_str().unwrap()).unwrap();
+    crate::plan::RunPlan::build(&loaded, &Default::default()).unwrap();
+}

@@ -89,7 +89,8 @@ pub(super) fn scale_threads(plan: &mut crate::plan::RunPlan, ov: &Overrides) {
     }
     let factor = scale.factor;
     for g in plan.stages.iter_mut().flat_map(|s| s.groups.iter_mut()) {
-        if g.rate.is_none() || g.watch.is_some() {
+        // A group that stops by loops counts them per user: more users would do more work.
+        if g.rate.is_none() || g.watch.is_some() || g.stop.counted().is_some() {
             continue;
         }
         let raised = crate::num::whole(
