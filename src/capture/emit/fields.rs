@@ -360,19 +360,7 @@ fn gathered(seen: &[Seen], emitted: &[usize]) -> Gathered {
             }
             if selects(slot) {
                 selecting_fields.insert((s.coll.clone(), f.clone()));
-                let counts = asked.entry((s.coll.clone(), f.clone())).or_default();
-                for v in vals {
-                    let each: Vec<&Bson> = match v {
-                        Bson::Array(a) => a.iter().collect(),
-                        v => vec![v],
-                    };
-                    for v in each {
-                        counts
-                            .entry(v.to_string())
-                            .or_insert_with(|| (v.clone(), 0))
-                            .1 += 1;
-                    }
-                }
+                count_values(asked.entry((s.coll.clone(), f.clone())).or_default(), vals);
             }
             let pool = pools.entry((s.coll.clone(), f.clone())).or_default();
             for v in vals {
@@ -662,6 +650,22 @@ pub(super) fn slot_value(s: &Seen, i: usize, fields: &Fields) -> Value {
     }
 }
 
+/// Adds each value of `vals` (each element of an array) to `counts`, keyed by its text.
+fn count_values(counts: &mut HashMap<String, (Bson, u64)>, vals: &[Bson]) {
+    for v in vals {
+        let each: Vec<&Bson> = match v {
+            Bson::Array(a) => a.iter().collect(),
+            v => vec![v],
+        };
+        for v in each {
+            counts
+                .entry(v.to_string())
+                .or_insert_with(|| (v.clone(), 0))
+                .1 += 1;
+        }
+    }
+}
+
 /// A value of a unique field no document holds yet, for a write that sets it (`$set`, a
 /// replacement, an upsert): the ranks' values all exist, so writing one would repeat it.
 fn fresh_unique(f: &str, vals: &[Bson]) -> Value {
@@ -692,26 +696,16 @@ fn fresh_unique(f: &str, vals: &[Bson]) -> Value {
 
 pub(super) fn field_gen(s: &Seen, f: &str, fields: &Fields, vals: &[Bson]) -> Value {
     let key = (s.coll.clone(), f.to_string());
-    if let Some(r) = fields.ranked.get(&key) {
-        // A read that asked often enough draws the values it asked for, over the field's ranks.
-        let mut asked: HashMap<String, (Bson, u64)> = HashMap::new();
-        for v in vals {
-            let each: Vec<&Bson> = match v {
-                Bson::Array(a) => a.iter().collect(),
-                v => vec![v],
-            };
-            for v in each {
-                asked
-                    .entry(v.to_string())
-                    .or_insert_with(|| (v.clone(), 0))
-                    .1 += 1;
-            }
-        }
-        let asked: Vec<(Bson, u64)> = asked.into_values().collect();
-        // Calls, not values: a `$in` of five values is one call.
-        if vals.len() as u64 >= fit::OWN_ACCESS {
-            return r.access(&asked);
-        }
+    // A read that asked often enough (calls, not values: a `$in` of five values is one call)
+    // draws the values it asked for, over the field's ranks.
+    if let Some(r) = fields
+        .ranked
+        .get(&key)
+        .filter(|_| vals.len() as u64 >= fit::OWN_ACCESS)
+    {
+        let mut asked = HashMap::new();
+        count_values(&mut asked, vals);
+        return r.access(&asked.into_values().collect::<Vec<_>>());
     }
     fields
         .gens
