@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::capture::{self, emit, CollectionInfo, GroupBy, LeftOut, Observed, Options};
+use crate::capture::{self, emit, CollectionInfo, GroupBy, LeftOut, Observed, Options, Sink};
 use crate::cli::CaptureArgs;
 use crate::error::{exit, Error};
 
@@ -29,10 +29,9 @@ pub(crate) async fn watch_signals(stop: CancellationToken) {
     }
 }
 
-/// What a source gave: its operations, its name for the account, and a client of the live
-/// server when one is known.
+/// What a source gave (its operations went to the collector as they were read): its name for
+/// the account, and a client of the live server when one is known.
 struct Source {
-    observed: Vec<Observed>,
     name: String,
     client: Option<mongodb::Client>,
 }
@@ -46,25 +45,26 @@ pub(crate) async fn capture(args: CaptureArgs, stop: CancellationToken) -> Resul
         .map(|n| n.to_string_lossy().into_owned())
         .filter(|n| !n.is_empty())
         .unwrap_or_else(|| "captured".into());
-    let mut left = LeftOut::default();
     let mut blind = Vec::new();
     let mut opts = options(&args);
+    let mut collected = emit::Collector::new(opts.group_by);
     let Source {
-        observed,
         name: source,
         client,
     } = if let Some(uri) = &args.from_profiler {
-        from_profiler(uri, &args, &stop, &mut opts, &mut blind).await?
+        from_profiler(uri, &args, &stop, &mut opts, &mut blind, &mut collected).await?
     } else {
-        from_logs(&args, &mut left, &mut blind).await?
+        from_logs(&args, &mut collected, &mut blind).await?
     };
-    if stop.is_cancelled() && observed.is_empty() {
+    collected.finish();
+    let entries = collected.entries();
+    if stop.is_cancelled() && entries == 0 {
         errln!("interrupted before any operation was captured; nothing written");
         return Ok(exit::INTERRUPTED);
     }
 
-    let infos = collection_infos(client.as_ref(), &observed, &opts).await;
-    let mut captured = emit::build(&observed, &infos, &opts, &name, &source, left);
+    let infos = collection_infos(client.as_ref(), &collected, &opts).await;
+    let mut captured = emit::build(collected, &infos, &opts, &name, &source);
     if !captured.shapes.is_empty() && captured.shapes.iter().all(|s| s.plan.is_none()) {
         blind.push(
             "the source recorded no query plans (secantusd-rs's profiler keeps none): shapes.tsv has no plan, and indexes come from the server's list only".into(),
@@ -74,7 +74,7 @@ pub(crate) async fn capture(args: CaptureArgs, stop: CancellationToken) -> Resul
     if captured.operations == 0 {
         return Err(nothing_captured(
             &captured,
-            observed.len(),
+            entries,
             args.from_profiler.is_some(),
         ));
     }
@@ -174,6 +174,7 @@ async fn from_profiler(
     stop: &CancellationToken,
     opts: &mut Options,
     blind: &mut Vec<String>,
+    sink: &mut (dyn Sink + Send),
 ) -> Result<Source, Error> {
     let dbs = profiled_dbs(uri, &args.dbs).await?;
     let connected = crate::ops::connect::connect(uri, 4, false).await?;
@@ -189,9 +190,15 @@ async fn from_profiler(
         }
     );
     let started = std::time::Instant::now();
-    let got =
-        capture::profiler::capture(&connected.client, &dbs, args.for_, args.sample_rate, stop)
-            .await?;
+    let got = capture::profiler::capture(
+        &connected.client,
+        &dbs,
+        args.for_,
+        args.sample_rate,
+        stop,
+        sink,
+    )
+    .await?;
     errln!(
         "capture: the profiler's settings are as they were on {}",
         dbs.join(", ")
@@ -208,7 +215,6 @@ async fn from_profiler(
         ));
     }
     Ok(Source {
-        observed: got.operations,
         name: format!("the profiler of {shown} ({})", dbs.join(", ")),
         client: Some(connected.client),
     })
@@ -218,10 +224,10 @@ async fn from_profiler(
 /// see to `blind`.
 async fn from_logs(
     args: &CaptureArgs,
-    left: &mut LeftOut,
+    collected: &mut emit::Collector,
     blind: &mut Vec<String>,
 ) -> Result<Source, Error> {
-    let observed = read_logs(&args.from_log, args.since, args.until, left)?;
+    read_logs(&args.from_log, args.since, args.until, collected)?;
     blind.push(
         "a log holds only the operations slower than slowms (100 ms unless lowered): the shapes and rates are of those".into(),
     );
@@ -241,7 +247,6 @@ async fn from_logs(
         .map(|p| p.display().to_string())
         .collect();
     Ok(Source {
-        observed,
         name: format!("the log {}", files.join(", ")),
         client,
     })
@@ -251,20 +256,19 @@ async fn from_logs(
 /// without a server).
 async fn collection_infos(
     client: Option<&mongodb::Client>,
-    observed: &[Observed],
+    collected: &emit::Collector,
     opts: &Options,
 ) -> HashMap<(String, String), CollectionInfo> {
     let mut infos: HashMap<(String, String), CollectionInfo> = HashMap::new();
     if let Some(client) = client {
-        let fields = emit::filter_fields(observed);
+        let fields = collected.filter_fields();
         let none = BTreeSet::new();
-        let namespaces: BTreeSet<(String, String)> = observed
+        let namespaces: BTreeSet<(String, String)> = collected
+            .namespaces()
             .iter()
-            .filter(|o| {
-                !o.coll.is_empty() && !o.coll.starts_with("$cmd") && !o.coll.starts_with("system.")
-            })
-            .map(|o| (o.db.clone(), o.coll.clone()))
+            .filter(|(_, c)| !c.starts_with("$cmd") && !c.starts_with("system."))
             .take(200)
+            .cloned()
             .collect();
         for (db, coll) in namespaces {
             let wanted = fields.get(&(db.clone(), coll.clone())).unwrap_or(&none);
@@ -276,7 +280,7 @@ async fn collection_infos(
 }
 
 /// The error when no operation was captured: why, and what to do instead.
-fn nothing_captured(captured: &emit::Captured, observed: usize, profiler: bool) -> Error {
+fn nothing_captured(captured: &emit::Captured, observed: u64, profiler: bool) -> Error {
     Error::Usage(format!(
         "no operation to capture from {}: {}\n  fix: {}",
         captured.source,
@@ -375,7 +379,7 @@ async fn existing_dbs(client: &mongodb::Client, dbs: &[String]) -> Result<(), Er
 }
 
 /// Why nothing was captured, in words.
-fn nothing_because(left: &LeftOut, observed: usize, profiler: bool) -> String {
+fn nothing_because(left: &LeftOut, observed: u64, profiler: bool) -> String {
     if profiler && observed == 0 {
         return "the profiler recorded no operation during the window".into();
     }
@@ -408,14 +412,15 @@ fn write(path: &Path, text: &str) -> Result<(), Error> {
     crate::rundir::write_atomically(path, text.as_bytes())
 }
 
-/// Reads every log (gzip by its magic bytes, `-` for standard input).
+/// Reads every log (gzip by its magic bytes, `-` for standard input) into `sink`, their
+/// operations merged in time order (rotated files, or several servers' logs, in any order).
 fn read_logs(
     paths: &[PathBuf],
     since: Option<i64>,
     until: Option<i64>,
-    left: &mut LeftOut,
-) -> Result<Vec<Observed>, Error> {
-    let mut all = Vec::new();
+    collected: &mut emit::Collector,
+) -> Result<(), Error> {
+    let mut logs = Vec::new();
     for p in paths {
         let reader: Box<dyn Read> = if p.as_os_str() == "-" {
             Box::new(std::io::stdin())
@@ -437,13 +442,37 @@ fn read_logs(
         } else {
             Box::new(buffered)
         };
-        let read = capture::log::read(input, since, until, left).map_err(|e| {
-            Error::Usage(format!(
-                "cannot read the log {}: {e}\n  fix: give a MongoDB 4.4+ JSON log, plain or gzip",
-                p.display()
-            ))
-        })?;
-        all.extend(read.operations);
+        logs.push((p, capture::log::Entries::new(input, since, until)));
     }
-    Ok(all)
+    let unreadable = |p: &Path, e: std::io::Error| {
+        Error::Usage(format!(
+            "cannot read the log {}: {e}\n  fix: give a MongoDB 4.4+ JSON log, plain or gzip",
+            p.display()
+        ))
+    };
+    // Each log's next operation; the earliest goes first.
+    let mut heads: Vec<Option<Observed>> = Vec::with_capacity(logs.len());
+    for (p, entries) in &mut logs {
+        heads.push(entries.next().transpose().map_err(|e| unreadable(p, e))?);
+    }
+    while let Some(i) = heads
+        .iter()
+        .enumerate()
+        .filter_map(|(i, h)| h.as_ref().map(|o| (o.ts_ms, i)))
+        .min()
+        .map(|(_, i)| i)
+    {
+        let (p, entries) = &mut logs[i];
+        let next = entries.next().transpose().map_err(|e| unreadable(p, e))?;
+        if let Some(o) = std::mem::replace(&mut heads[i], next) {
+            collected.take(o);
+        }
+    }
+    for (_, entries) in logs {
+        let left = &mut collected.left;
+        left.not_json += entries.left.not_json;
+        left.not_operations += entries.left.not_operations;
+        left.outside_window += entries.left.outside_window;
+    }
+    Ok(())
 }

@@ -18,6 +18,9 @@ use super::{CollectionInfo, GroupBy, LeftOut, Observed, Options};
 mod choice;
 use choice::*;
 
+mod collect;
+pub(crate) use collect::Collector;
+
 mod fields;
 use fields::*;
 
@@ -99,26 +102,31 @@ pub(crate) struct Captured {
     pub(crate) profile: String,
 }
 
-/// Builds the profile and the account from what the source observed.
+/// Builds the profile and the account from what the source gave (`collected`, finished here).
 pub(crate) fn build(
-    observed: &[Observed],
+    mut collected: Collector,
     infos: &HashMap<(String, String), CollectionInfo>,
     opts: &Options,
     name: &str,
     source: &str,
-    mut left: LeftOut,
 ) -> Captured {
-    let txns = super::txn::group(observed);
-    let Tally {
-        mut seen,
-        first,
-        last,
-        operations,
+    collected.finish();
+    let (partial, aborted, commits_visible) = collected.transactions();
+    let Collector {
+        tally:
+            Tally {
+                mut seen,
+                first,
+                last,
+                operations,
+                ..
+            },
+        mut left,
         ..
-    } = Tally::of(observed, &txns, opts.group_by, &mut left);
-    left.partial_transactions += txns.partial;
-    left.aborted_transactions = txns.aborted;
-    let blind = transaction_notes(txns.commits_visible, &left);
+    } = collected;
+    left.partial_transactions += partial;
+    left.aborted_transactions = aborted;
+    let blind = transaction_notes(commits_visible, &left);
     // Rates are over the span the operations were seen in, not the window asked for (an
     // application busy for 10 s of a 60 s window ran at its rate, not a sixth of it).
     let window_s = window_between(first, last);
@@ -237,30 +245,6 @@ fn unsampled(
         }
     }
     warnings
-}
-
-/// Per namespace, the fields the observed operations select documents by (a filter's values
-/// and lists): the fields whose values' frequencies are read from the source.
-pub(crate) fn filter_fields(observed: &[Observed]) -> BTreeMap<(String, String), BTreeSet<String>> {
-    let statements_logged = observed
-        .iter()
-        .any(|o| matches!(o.op_type.as_str(), "update" | "remove") && o.command.contains_key("q"));
-    let mut out: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
-    for o in observed {
-        let shape::Class::Ops(ops) = shape::classify(o, statements_logged) else {
-            continue;
-        };
-        for op in ops {
-            for slot in op.slots.iter().filter(|s| selects(s)) {
-                if let Some(f) = &slot.field {
-                    out.entry((o.db.clone(), o.coll.clone()))
-                        .or_default()
-                        .insert(f.clone());
-                }
-            }
-        }
-    }
-    out
 }
 
 /// The value at a dotted path of a document.

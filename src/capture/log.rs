@@ -13,6 +13,7 @@ use super::{LeftOut, Observed};
 pub(crate) const SLOW_OPERATION: i64 = 51803;
 
 /// Lines read and what became of them.
+#[cfg(test)]
 #[derive(Debug, Default)]
 pub(crate) struct Read {
     pub(crate) operations: Vec<Observed>,
@@ -21,37 +22,82 @@ pub(crate) struct Read {
 
 /// Reads log lines from `input`, keeping operations that ended within `[since, until]` (ms since
 /// the epoch, either open).
+#[cfg(test)]
 pub(crate) fn read(
     input: impl BufRead,
     since: Option<i64>,
     until: Option<i64>,
     left: &mut LeftOut,
 ) -> std::io::Result<Read> {
+    let mut entries = Entries::new(input, since, until);
     let mut out = Read::default();
-    for line in input.split(b'\n') {
-        let line = line?;
-        let text = String::from_utf8_lossy(&line);
-        let text = text.trim();
-        if text.is_empty() {
-            continue;
-        }
-        out.lines += 1;
-        let Ok(json) = serde_json::from_str::<serde_json::Value>(text) else {
-            left.not_json += 1;
-            continue;
-        };
-        match parse_line(&json) {
-            Some(op) => {
-                if since.is_some_and(|s| op.ts_ms < s) || until.is_some_and(|u| op.ts_ms > u) {
-                    left.outside_window += 1;
-                } else {
-                    out.operations.push(op);
-                }
-            }
-            None => left.not_operations += 1,
+    for o in &mut entries {
+        out.operations.push(o?);
+    }
+    out.lines = entries.lines;
+    left.not_json += entries.left.not_json;
+    left.not_operations += entries.left.not_operations;
+    left.outside_window += entries.left.outside_window;
+    Ok(out)
+}
+
+/// A log's operations one at a time, as its lines are read: those that ended within `[since,
+/// until]` (ms since the epoch, either open). The other lines are counted in `left`.
+pub(crate) struct Entries<R: BufRead> {
+    lines_of: std::io::Split<R>,
+    since: Option<i64>,
+    until: Option<i64>,
+    /// Lines read (blank ones left out).
+    pub(crate) lines: u64,
+    /// Lines that are not JSON, not operations, or outside the window.
+    pub(crate) left: LeftOut,
+}
+
+impl<R: BufRead> Entries<R> {
+    pub(crate) fn new(input: R, since: Option<i64>, until: Option<i64>) -> Entries<R> {
+        Entries {
+            lines_of: input.split(b'\n'),
+            since,
+            until,
+            lines: 0,
+            left: LeftOut::default(),
         }
     }
-    Ok(out)
+}
+
+impl<R: BufRead> Iterator for Entries<R> {
+    type Item = std::io::Result<Observed>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let line = match self.lines_of.next()? {
+                Ok(l) => l,
+                Err(e) => return Some(Err(e)),
+            };
+            let text = String::from_utf8_lossy(&line);
+            let text = text.trim();
+            if text.is_empty() {
+                continue;
+            }
+            self.lines += 1;
+            let Ok(json) = serde_json::from_str::<serde_json::Value>(text) else {
+                self.left.not_json += 1;
+                continue;
+            };
+            match parse_line(&json) {
+                Some(op) => {
+                    if self.since.is_some_and(|s| op.ts_ms < s)
+                        || self.until.is_some_and(|u| op.ts_ms > u)
+                    {
+                        self.left.outside_window += 1;
+                    } else {
+                        return Some(Ok(op));
+                    }
+                }
+                None => self.left.not_operations += 1,
+            }
+        }
+    }
 }
 
 /// One slow-operation line, or None for any other line.

@@ -1,5 +1,7 @@
 //! `capture`: a deployment's own workload as a profile. A source (the database profiler, or
-//! MongoDB 4.4+ JSON log lines) gives `Observed` operations; `shape` turns each into a shape
+//! MongoDB 4.4+ JSON log lines) gives `Observed` operations one at a time to a `Sink`
+//! (`emit::Collector` counts them as they come, grouping transactions with `txn`, so a capture
+//! holds seconds of its source, not all of it); `shape` turns each into a shape
 //! (namespace, operation, arguments with every literal a typed slot) and its slot values;
 //! `fit` turns the values seen in a slot, or a field, into a generator; `emit` writes the
 //! profile, `shapes.tsv` and `capture.json`.
@@ -51,6 +53,18 @@ pub(crate) struct Observed {
     /// `lsid` and `txnNumber` where the source gives them beside the command (an entry whose
     /// command is a statement without its session).
     pub(crate) session: Option<Document>,
+}
+
+/// Where a source puts each operation it reads, as it reads it (a capture does not keep them:
+/// `emit::Collector` counts them as they come).
+pub(crate) trait Sink {
+    fn take(&mut self, o: Observed);
+}
+
+impl Sink for Vec<Observed> {
+    fn take(&mut self, o: Observed) {
+        self.push(o);
+    }
 }
 
 /// What a collection looked like on the live server, when one was reachable.

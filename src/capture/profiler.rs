@@ -25,7 +25,6 @@ pub(crate) const IDS: i64 = 20_000;
 /// What the profiler gave.
 #[derive(Debug, Default)]
 pub(crate) struct Profiled {
-    pub(crate) operations: Vec<Observed>,
     /// Said to the user: a wrap, a level that sees only slow operations.
     pub(crate) warnings: Vec<String>,
 }
@@ -95,6 +94,7 @@ pub(crate) async fn capture(
     window: Duration,
     sample_rate: Option<f64>,
     stop: &CancellationToken,
+    sink: &mut (dyn super::Sink + Send),
 ) -> Result<Profiled, Error> {
     let mut before = Vec::new();
     for db in dbs {
@@ -117,7 +117,7 @@ pub(crate) async fn capture(
         }
     }
     if result.is_ok() {
-        result = read(client, dbs, begin, window, stop).await;
+        result = read(client, dbs, begin, window, stop, sink).await;
     }
     // Put back every database that was changed, even after an error or an interrupt.
     let mut restore_err = None;
@@ -158,6 +158,7 @@ async fn read(
     begin: mongodb::bson::DateTime,
     window: Duration,
     stop: &CancellationToken,
+    sink: &mut (dyn super::Sink + Send),
 ) -> Result<Profiled, Error> {
     let started = std::time::Instant::now();
     let mut out = Profiled::default();
@@ -222,7 +223,7 @@ async fn read(
                     continue;
                 }
                 if let Some(o) = observed(&d) {
-                    out.operations.push(o);
+                    sink.take(o);
                 }
             }
             newest.insert(db.clone(), top);

@@ -1,53 +1,91 @@
-//! Transactions: the observed statements grouped by session (`lsid.id`) and transaction number.
-//! A transaction is complete when its first statement (`startTransaction: true`) was seen, it
-//! was not aborted, its `commitTransaction` was seen where the source shows commits (a log; the
-//! profiler of a database never does, they run on `admin`), and no statement the source did not
-//! tie to a session ran on its connection (where the source names none, its client) while it was
-//! the connection's open transaction, at most UNTIED_GRACE_MS after its last statement seen. Complete transactions
-//! become a transaction of steps; the statements of the others are captured one by one.
+//! Transactions: the observed statements grouped by session (`lsid.id`) and transaction number,
+//! as the source gives them (in time order). A transaction is complete when its first statement
+//! (`startTransaction: true`) was seen, it was not aborted, its `commitTransaction` was seen where
+//! the source shows commits (a log; the profiler of a database never does, they run on `admin`),
+//! and no statement the source did not tie to a session ran on its connection (where the source
+//! names none, its client) while it was the connection's open transaction, at most
+//! UNTIED_GRACE_MS after its last statement seen. Complete transactions become a transaction of
+//! steps; the statements of the others are captured one by one.
 //!
 //! A statement logged apart from its command (mongod logs an update's or a delete's statements
 //! on lines of their own, without the session) takes the session of the command line that
 //! follows it on the same connection.
+//!
+//! Only what may still belong to a transaction is held: its entries until SETTLE_MS of the
+//! source's time passed after its last one (or the end), a statement until its connection's next
+//! command line (at most SETTLE_MS). Everything else is released at once, so a capture's memory
+//! does not grow with its length. A statement that ends more than SETTLE_MS after a transaction
+//! it may belong to is taken as not of it.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use mongodb::bson::{Bson, Document};
 
 use super::{as_i64, Observed};
 
-/// The transactions of a capture.
-#[derive(Debug, Default)]
-pub(crate) struct Txns {
-    /// Each complete transaction's observed entries (indices into the source's list), in order.
-    pub(crate) complete: Vec<Vec<usize>>,
-    /// Observed index -> its complete transaction.
-    pub(crate) member: HashMap<usize, usize>,
-    /// Transactions seen only in part (no first statement, no commit, or a statement not tied
-    /// to its session beside them).
-    pub(crate) partial: u64,
-    pub(crate) aborted: u64,
-    /// The source showed `commitTransaction` or `abortTransaction` lines.
-    pub(crate) commits_visible: bool,
+/// An observed entry with its place in the source (for ties of time).
+pub(crate) type Entry = (u64, Box<Observed>);
+
+/// What the grouper gives back, once it is known.
+#[derive(Debug)]
+pub(crate) enum Released {
+    /// An entry on its own: in no transaction, or in one not seen whole.
+    Alone(Entry),
+    /// A complete transaction's entries, in time order.
+    Whole(Vec<Entry>),
 }
 
 /// How long after a transaction's last statement seen a statement without its session on the
 /// same connection may still be one of its own (the profiler shows no commit to end it).
 const UNTIED_GRACE_MS: i64 = 1000;
 
+/// How long (the source's time) an entry that may belong to a transaction is held after the
+/// transaction's last one.
+pub(crate) const SETTLE_MS: i64 = 5000;
+
+/// A transaction's key: `lsid.id` as text, and the transaction number.
+type Key = (String, i64);
+
 #[derive(Default)]
 struct Open {
-    members: Vec<usize>,
+    members: Vec<Entry>,
     start: bool,
     commit: bool,
     abort: bool,
+    /// A statement no session could be given ran on its connection while it was open.
+    untied: bool,
     /// When its last statement seen ended.
     last_ms: i64,
 }
 
+/// The transactions seen so far, and what is held until it is known whether it is theirs.
+#[derive(Default)]
+pub(crate) struct Grouper {
+    open: HashMap<Key, Open>,
+    /// Statements waiting for their command line, per connection.
+    pending: HashMap<String, Vec<Entry>>,
+    /// Per connection, the transaction its last entry belonged to while open; a statement no
+    /// session could be given there makes that transaction partial.
+    current: HashMap<String, Key>,
+    /// Statements with a session of their own but no `autocommit`, whose transaction has not
+    /// been seen (yet).
+    keyed: HashMap<Key, Vec<Entry>>,
+    /// The newest time seen, and when what is held was last looked over.
+    now_ms: i64,
+    swept_ms: i64,
+    /// Transactions seen only in part (no first statement, no commit, or a statement not tied
+    /// to its session beside them).
+    pub(crate) partial: u64,
+    pub(crate) aborted: u64,
+    /// The source showed `commitTransaction` or `abortTransaction` lines.
+    pub(crate) commits_visible: bool,
+    /// The most entries held at a sweep.
+    pub(crate) most_held: usize,
+}
+
 /// `lsid.id` and the transaction number of an entry, from its command or, where the source
 /// gives them beside it, the entry's own fields.
-fn session(o: &Observed) -> Option<(String, i64)> {
+fn session(o: &Observed) -> Option<Key> {
     let from = |d: &Document| {
         let id = match d.get("lsid")? {
             Bson::Document(l) => l.get("id").unwrap_or(&Bson::Null).to_string(),
@@ -59,7 +97,7 @@ fn session(o: &Observed) -> Option<(String, i64)> {
 }
 
 /// An update's or a delete's statement on a line of its own.
-fn is_statement(o: &Observed) -> bool {
+pub(crate) fn is_statement(o: &Observed) -> bool {
     matches!(o.op_type.as_str(), "update" | "remove" | "delete") && o.command.contains_key("q")
 }
 
@@ -70,137 +108,228 @@ fn conn(o: &Observed) -> String {
         .unwrap_or_default()
 }
 
-/// The transactions seen whole (each its members in time order), apart from those aborted and
-/// those partial: not started in the window, not committed where commits are seen, or with a
-/// statement no session could be given.
-fn sorted(
-    observed: &[Observed],
-    open: BTreeMap<(String, i64), Open>,
-    untied: &std::collections::HashSet<(String, i64)>,
-    commits_visible: bool,
-) -> Txns {
-    let mut out = Txns {
-        commits_visible,
-        ..Default::default()
-    };
-    for (k, mut t) in open {
-        if t.abort {
-            out.aborted += 1;
-            continue;
-        }
-        if !t.start || (commits_visible && !t.commit) || untied.contains(&k) {
-            out.partial += 1;
-            continue;
-        }
-        t.members.sort_by_key(|&i| (observed[i].ts_ms, i));
-        let n = out.complete.len();
-        for &i in &t.members {
-            out.member.insert(i, n);
-        }
-        out.complete.push(t.members);
-    }
-    out
+/// When a statement began (its end less its duration).
+fn began(o: &Observed) -> i64 {
+    o.ts_ms - crate::num::whole_signed(o.millis.ceil())
 }
 
-/// Groups the observed entries' transactions.
-pub(crate) fn group(observed: &[Observed]) -> Txns {
-    let mut order: Vec<usize> = (0..observed.len()).collect();
-    order.sort_by_key(|&i| observed[i].ts_ms);
-    let mut open: BTreeMap<(String, i64), Open> = BTreeMap::new();
-    // Statements waiting for their command line, per connection.
-    let mut pending: HashMap<String, Vec<usize>> = HashMap::new();
-    // Per connection, the transaction its last entry belonged to while open; a statement no
-    // session could be given there makes that transaction partial.
-    let mut current: HashMap<String, (String, i64)> = HashMap::new();
-    let mut untied: std::collections::HashSet<(String, i64)> = Default::default();
-    // Statements with a session of their own but no `autocommit` (placed once all is read).
-    let mut keyed: Vec<(usize, (String, i64))> = Vec::new();
-    let mut commits_visible = false;
-    let add = |open: &mut BTreeMap<(String, i64), Open>, k: &(String, i64), i: usize| {
-        let t = open.entry(k.clone()).or_default();
-        t.members.push(i);
-        t.last_ms = t.last_ms.max(observed[i].ts_ms);
-    };
-    // The connection's open transaction, if a statement at `ms` may still be one of its own.
-    let open_at = |open: &BTreeMap<(String, i64), Open>,
-                   current: &HashMap<String, (String, i64)>,
-                   c: &str,
-                   ms: i64| {
-        current
-            .get(c)
-            .filter(|k| {
-                open.get(*k)
-                    .is_some_and(|t| ms <= t.last_ms + UNTIED_GRACE_MS)
-            })
-            .cloned()
-    };
-    for &i in &order {
-        let o = &observed[i];
+impl Grouper {
+    /// Takes the next entry (in time order); what became known goes to `out`.
+    pub(crate) fn push(&mut self, e: Entry, out: &mut Vec<Released>) {
+        self.now_ms = self.now_ms.max(e.1.ts_ms);
+        let o = &e.1;
         let c = conn(o);
         let k = session(o);
         let in_txn = o.command.get_bool("autocommit") == Ok(false);
         if is_statement(o) && !in_txn {
             match k {
-                Some(k) => keyed.push((i, k)),
-                None => pending.entry(c).or_default().push(i),
+                Some(k) => match self.open.get_mut(&k) {
+                    Some(t) => add(t, e),
+                    None => self.keyed.entry(k).or_default().push(e),
+                },
+                None => self.pending.entry(c).or_default().push(e),
             }
-            continue;
+            self.sweep(out);
+            return;
         }
-        let waiting = pending.remove(&c).unwrap_or_default();
+        let mut waiting = self.pending.remove(&c).unwrap_or_default();
         let name = o.command.keys().next().map(String::as_str).unwrap_or("");
         let statements_of_this = matches!(name, "update" | "delete");
-        // The statements' own command line ties them (to its transaction, or to none).
-        if !statements_of_this {
-            for &s in &waiting {
-                let ms = observed[s].ts_ms - crate::num::whole_signed(observed[s].millis.ceil());
-                untied.extend(open_at(&open, &current, &c, ms));
+        let joins = statements_of_this && in_txn && k.is_some();
+        if !joins {
+            // The statements' own command line ties them to none, or another command ran on
+            // the connection after them: they are on their own, and untie the connection's open
+            // transaction when they ran while it was.
+            if !statements_of_this {
+                for s in &waiting {
+                    self.untie(&c, began(&s.1));
+                }
+            }
+            out.extend(
+                std::mem::take(&mut waiting)
+                    .into_iter()
+                    .map(Released::Alone),
+            );
+        }
+        match (k, in_txn) {
+            (Some(k), true) => {
+                let name = name.to_string();
+                let start = o.command.get_bool("startTransaction") == Ok(true);
+                let t = self.open.entry(k.clone()).or_default();
+                if joins {
+                    for s in waiting {
+                        add(t, s);
+                    }
+                }
+                add(t, e);
+                for s in self.keyed.remove(&k).unwrap_or_default() {
+                    add(t, s);
+                }
+                t.start |= start;
+                match name.as_str() {
+                    "commitTransaction" => {
+                        t.commit = true;
+                        self.commits_visible = true;
+                        self.current.remove(&c);
+                    }
+                    "abortTransaction" => {
+                        t.abort = true;
+                        self.commits_visible = true;
+                        self.current.remove(&c);
+                    }
+                    _ => {
+                        self.current.insert(c, k);
+                    }
+                }
+            }
+            _ => out.push(Released::Alone(e)),
+        }
+        self.sweep(out);
+    }
+
+    /// Everything still held, now that the source ended; the counts stay readable.
+    pub(crate) fn finish(&mut self, out: &mut Vec<Released>) {
+        self.now_ms = i64::MAX;
+        self.swept_ms = i64::MIN;
+        self.sweep(out);
+    }
+
+    /// The connection's open transaction, if a statement that began at `ms` may still be one of
+    /// its own, is not whole.
+    fn untie(&mut self, c: &str, ms: i64) {
+        if let Some(t) = self
+            .current
+            .get(c)
+            .and_then(|k| self.open.get_mut(k))
+            .filter(|t| ms <= t.last_ms + UNTIED_GRACE_MS)
+        {
+            t.untied = true;
+        }
+    }
+
+    /// Releases what has been held SETTLE_MS past its last entry (every tenth of a second of
+    /// the source's time, so that holding many costs little).
+    fn sweep(&mut self, out: &mut Vec<Released>) {
+        if self.now_ms.saturating_sub(self.swept_ms) < 100 {
+            return;
+        }
+        self.swept_ms = self.now_ms;
+        let held = self.open.values().map(|t| t.members.len()).sum::<usize>()
+            + self.pending.values().map(Vec::len).sum::<usize>()
+            + self.keyed.values().map(Vec::len).sum::<usize>();
+        self.most_held = self.most_held.max(held);
+        let cutoff = self.now_ms.saturating_sub(SETTLE_MS);
+        // Statements no command line followed: on their own, untying what they ran in.
+        let mut stale: Vec<(String, Vec<Entry>)> = Vec::new();
+        for (c, list) in &mut self.pending {
+            if list.iter().any(|s| s.1.ts_ms < cutoff) {
+                let (old, keep): (Vec<Entry>, Vec<Entry>) = std::mem::take(list)
+                    .into_iter()
+                    .partition(|s| s.1.ts_ms < cutoff);
+                *list = keep;
+                stale.push((c.clone(), old));
             }
         }
-        if let (Some(k), true) = (&k, in_txn) {
-            if statements_of_this {
-                for &s in &waiting {
-                    add(&mut open, k, s);
-                }
+        self.pending.retain(|_, l| !l.is_empty());
+        for (c, old) in stale {
+            for s in &old {
+                self.untie(&c, began(&s.1));
             }
-            add(&mut open, k, i);
-            current.insert(c.clone(), k.clone());
-            let t = open.get_mut(k).expect("just added");
-            match name {
-                "commitTransaction" => {
-                    t.commit = true;
-                    commits_visible = true;
-                    current.remove(&c);
-                }
-                "abortTransaction" => {
-                    t.abort = true;
-                    commits_visible = true;
-                    current.remove(&c);
-                }
-                _ => {}
+            out.extend(old.into_iter().map(Released::Alone));
+        }
+        self.keyed.retain(|_, list| {
+            if list.iter().all(|s| s.1.ts_ms < cutoff) {
+                out.extend(std::mem::take(list).into_iter().map(Released::Alone));
+                false
+            } else {
+                true
             }
-            if o.command.get_bool("startTransaction") == Ok(true) {
-                t.start = true;
+        });
+        let done: Vec<Key> = self
+            .open
+            .iter()
+            .filter(|(_, t)| t.last_ms < cutoff)
+            .map(|(k, _)| k.clone())
+            .collect();
+        let mut done = done;
+        done.sort();
+        for k in done {
+            let Some(mut t) = self.open.remove(&k) else {
+                continue;
+            };
+            self.current.retain(|_, v| *v != k);
+            if t.abort {
+                self.aborted += 1;
+                out.extend(t.members.into_iter().map(Released::Alone));
+            } else if !t.start || (self.commits_visible && !t.commit) || t.untied {
+                self.partial += 1;
+                out.extend(t.members.into_iter().map(Released::Alone));
+            } else {
+                t.members.sort_by_key(|m| (m.1.ts_ms, m.0));
+                out.push(Released::Whole(t.members));
             }
         }
     }
-    for (c, left) in pending {
-        for s in left {
-            let ms = observed[s].ts_ms - crate::num::whole_signed(observed[s].millis.ceil());
-            untied.extend(open_at(&open, &current, &c, ms));
-        }
-    }
-    for (i, k) in keyed {
-        if open.contains_key(&k) {
-            add(&mut open, &k, i);
-        }
-    }
-    sorted(observed, open, &untied, commits_visible)
+}
+
+/// Adds an entry to its transaction.
+fn add(t: &mut Open, e: Entry) {
+    t.last_ms = t.last_ms.max(e.1.ts_ms);
+    t.members.push(e);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use mongodb::bson::doc;
+
+    /// What the grouper made of `log` (given in time order, as the capture's buffer gives it):
+    /// the complete transactions as indices into `log`.
+    struct Grouped {
+        complete: Vec<Vec<u64>>,
+        partial: u64,
+        aborted: u64,
+        commits_visible: bool,
+        alone: usize,
+    }
+
+    fn group(log: &[Observed]) -> Grouped {
+        let mut order: Vec<Entry> = log
+            .iter()
+            .cloned()
+            .enumerate()
+            .map(|(i, o)| (i as u64, Box::new(o)))
+            .collect();
+        order.sort_by_key(|e| (e.1.ts_ms, e.0));
+        let mut g = Grouper::default();
+        let mut out = Vec::new();
+        for e in order {
+            g.push(e, &mut out);
+        }
+        g.finish(&mut out);
+        let mut complete = Vec::new();
+        let mut alone = 0;
+        for r in out {
+            match r {
+                Released::Whole(m) => complete.push(m.iter().map(|e| e.0).collect()),
+                Released::Alone(_) => alone += 1,
+            }
+        }
+        complete.sort();
+        let g = Grouped {
+            complete,
+            partial: g.partial,
+            aborted: g.aborted,
+            commits_visible: g.commits_visible,
+            alone,
+        };
+        assert_eq!(
+            g.alone + g.complete.iter().map(Vec::len).sum::<usize>(),
+            log.len(),
+            "every entry is released once"
+        );
+        g
+    }
 
     fn entry(ts: i64, conn: &str, op_type: &str, command: Document) -> Observed {
         Observed {

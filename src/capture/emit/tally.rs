@@ -19,7 +19,8 @@ pub(super) struct Seen {
     /// that said.
     pub(super) nreturned: i64,
     pub(super) nreturned_n: u64,
-    /// Per slot, every value seen, and per operation its time.
+    /// Per slot, the values of up to `VALUES` operations drawn evenly over the window (a
+    /// reservoir: every operation while there are no more), and each such operation's time.
     pub(super) values: Vec<Vec<Bson>>,
     pub(super) times: Vec<i64>,
     pub(super) group: String,
@@ -34,6 +35,10 @@ pub(super) struct Seen {
 
 /// Commands of each read kept for the check.
 pub(super) const EXAMPLES: usize = 100;
+
+/// Operations of each shape whose slot values are kept: how often each value was asked for is
+/// read from them (a uniform sample of the operations), so a long capture holds no more.
+pub(crate) const VALUES_KEPT: usize = 10_000;
 
 /// Where a shape stands in a transaction.
 #[derive(Debug, Clone)]
@@ -123,15 +128,18 @@ pub(super) fn record(
             | crate::workload::command::Verb::Aggregate
             | crate::workload::command::Verb::CountDocuments
     );
+    // Where this operation goes in the reservoirs once they are full: a place drawn over every
+    // operation so far, kept when it falls within the reservoir (Vitter's algorithm R).
+    let place = {
+        use rand::{Rng, SeedableRng};
+        let j = rand::rngs::SmallRng::seed_from_u64(s.count).random_range(0..s.count);
+        usize::try_from(j).unwrap_or(usize::MAX)
+    };
     if read && !o.truncated {
         if s.examples.len() < EXAMPLES {
             s.examples.push(o.command.clone());
-        } else {
-            use rand::{Rng, SeedableRng};
-            let j = rand::rngs::SmallRng::seed_from_u64(s.count).random_range(0..s.count);
-            if let Some(slot) = usize::try_from(j).ok().and_then(|j| s.examples.get_mut(j)) {
-                *slot = o.command.clone();
-            }
+        } else if let Some(slot) = s.examples.get_mut(place) {
+            *slot = o.command.clone();
         }
     }
     s.millis.push(o.millis);
@@ -148,12 +156,23 @@ pub(super) fn record(
         s.nreturned += r;
         s.nreturned_n += 1;
     }
-    for (slot, v) in op.values.into_iter().enumerate() {
-        if let Some(vs) = s.values.get_mut(slot) {
-            vs.push(v);
+    if s.times.len() < VALUES_KEPT {
+        for (slot, v) in op.values.into_iter().enumerate() {
+            if let Some(vs) = s.values.get_mut(slot) {
+                vs.push(v);
+            }
+        }
+        s.times.push(o.ts_ms);
+    } else if place < VALUES_KEPT {
+        for (slot, v) in op.values.into_iter().enumerate() {
+            if let Some(x) = s.values.get_mut(slot).and_then(|vs| vs.get_mut(place)) {
+                *x = v;
+            }
+        }
+        if let Some(t) = s.times.get_mut(place) {
+            *t = o.ts_ms;
         }
     }
-    s.times.push(o.ts_ms);
     if let Some(c) = o.conn.as_ref().or(o.client.as_ref()) {
         s.conns.insert(c.clone());
     }
@@ -220,45 +239,38 @@ pub(super) struct Tally {
     pub(super) operations: u64,
 }
 
-impl Tally {
-    /// Counts every operation the source observed: each on its own, each complete
-    /// transaction as one operation of its steps.
-    pub(super) fn of(
-        observed: &[Observed],
-        txns: &super::super::txn::Txns,
-        by: GroupBy,
-        left: &mut LeftOut,
-    ) -> Tally {
-        let statements_logged = observed.iter().any(|o| {
-            matches!(o.op_type.as_str(), "update" | "remove") && o.command.contains_key("q")
-        });
-        let mut tally = Tally {
+impl Default for Tally {
+    fn default() -> Self {
+        Tally {
             seen: Vec::new(),
             index: HashMap::new(),
             cursors: HashMap::new(),
             first: i64::MAX,
             last: i64::MIN,
             operations: 0,
+        }
+    }
+}
+
+impl Tally {
+    /// Counts an entry on its own (or folds a getMore into the operation that opened its
+    /// cursor).
+    pub(super) fn alone(
+        &mut self,
+        o: &Observed,
+        statements_logged: bool,
+        by: GroupBy,
+        left: &mut LeftOut,
+    ) {
+        let Some(ops) = operations_of(o, statements_logged, left) else {
+            self.getmore(o);
+            return;
         };
-        for (oi, o) in observed.iter().enumerate() {
-            let Some(ops) = operations_of(o, statements_logged, left) else {
-                tally.getmore(o);
-                continue;
-            };
-            if txns.member.contains_key(&oi) {
-                continue; // a step of its transaction, below
-            }
-            tally.widen(o.ts_ms);
-            let group = group_of(o, by);
-            for op in ops {
-                tally.one(o, op, &group);
-            }
+        self.widen(o.ts_ms);
+        let group = group_of(o, by);
+        for op in ops {
+            self.one(o, op, &group);
         }
-        // Each complete transaction is one operation of its steps.
-        for members in &txns.complete {
-            tally.transaction(observed, members, statements_logged, by, left);
-        }
-        tally
     }
 
     /// Takes `ts_ms` into the window from the first operation to the last.
@@ -299,23 +311,20 @@ impl Tally {
         }
     }
 
-    /// Counts one complete transaction (the indexes of its entries in `observed`).
+    /// Counts one complete transaction (its entries, in order).
     pub(super) fn transaction(
         &mut self,
-        observed: &[Observed],
-        members: &[usize],
+        members: &[Observed],
         statements_logged: bool,
         by: GroupBy,
         left: &mut LeftOut,
     ) {
         let steps: Vec<(&Observed, Op)> = members
             .iter()
-            .filter_map(
-                |&i| match shape::classify(&observed[i], statements_logged) {
-                    Class::Ops(ops) => Some(ops.into_iter().map(move |op| (&observed[i], op))),
-                    _ => None,
-                },
-            )
+            .filter_map(|o| match shape::classify(o, statements_logged) {
+                Class::Ops(ops) => Some(ops.into_iter().map(move |op| (o, op))),
+                _ => None,
+            })
             .flatten()
             .collect();
         let Some((head, _)) = steps.first() else {

@@ -1,6 +1,20 @@
 use super::*;
 use mongodb::bson::doc;
 
+/// The capture of `obs`, the source given in one piece.
+fn build(
+    obs: &[Observed],
+    infos: &HashMap<(String, String), CollectionInfo>,
+    opts: &Options,
+    name: &str,
+    source: &str,
+    left: LeftOut,
+) -> Captured {
+    let mut c = Collector::of(obs, opts.group_by);
+    c.left = left;
+    super::build(c, infos, opts, name, source)
+}
+
 fn op(ts: i64, command: Document, app: &str) -> Observed {
     Observed {
         ts_ms: ts,
