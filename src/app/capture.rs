@@ -412,67 +412,115 @@ fn write(path: &Path, text: &str) -> Result<(), Error> {
     crate::rundir::write_atomically(path, text.as_bytes())
 }
 
-/// Reads every log (gzip by its magic bytes, `-` for standard input) into `sink`, their
-/// operations merged in time order (rotated files, or several servers' logs, in any order).
+/// One log's operations, read as they are needed (gzip by its magic bytes, `-` for standard
+/// input).
+type LogEntries = capture::log::Entries<Box<dyn BufRead>>;
+
+fn open_log(p: &Path, since: Option<i64>, until: Option<i64>) -> Result<LogEntries, Error> {
+    let reader: Box<dyn Read> = if p.as_os_str() == "-" {
+        Box::new(std::io::stdin())
+    } else {
+        Box::new(std::fs::File::open(p).map_err(|e| {
+            Error::Usage(format!(
+                "cannot read the log {}: {e}\n  fix: give the path of mongod's log file (systemLog.path), or - for standard input",
+                p.display()
+            ))
+        })?)
+    };
+    let mut buffered = BufReader::new(reader);
+    let gz = buffered
+        .fill_buf()
+        .map(|b| b.starts_with(&[0x1f, 0x8b]))
+        .unwrap_or(false);
+    let input: Box<dyn BufRead> = if gz {
+        Box::new(BufReader::new(flate2::read::MultiGzDecoder::new(buffered)))
+    } else {
+        Box::new(buffered)
+    };
+    Ok(capture::log::Entries::new(input, since, until))
+}
+
+/// The next operation of a log, or None at its end.
+fn next_of(p: &Path, entries: &mut LogEntries) -> Result<Option<Observed>, Error> {
+    entries.next().transpose().map_err(|e| {
+        Error::Usage(format!(
+            "cannot read the log {}: {e}\n  fix: give a MongoDB 4.4+ JSON log, plain or gzip",
+            p.display()
+        ))
+    })
+}
+
+/// Adds what a log held that is no operation to the capture's account.
+fn count_left(collected: &mut emit::Collector, entries: &LogEntries) {
+    let left = &mut collected.left;
+    left.not_json += entries.left.not_json;
+    left.not_operations += entries.left.not_operations;
+    left.outside_window += entries.left.outside_window;
+}
+
+/// Reads every log into the collector, their operations merged in time order (rotated files, or
+/// several servers' logs, named in any order). Each file is first opened for its first
+/// operation's time only; then a file is open while its operations are being merged, so
+/// hundreds of rotated files hold a few open at a time.
 fn read_logs(
     paths: &[PathBuf],
     since: Option<i64>,
     until: Option<i64>,
     collected: &mut emit::Collector,
 ) -> Result<(), Error> {
-    let mut logs = Vec::new();
-    for p in paths {
-        let reader: Box<dyn Read> = if p.as_os_str() == "-" {
-            Box::new(std::io::stdin())
-        } else {
-            Box::new(std::fs::File::open(p).map_err(|e| {
-                Error::Usage(format!(
-                    "cannot read the log {}: {e}\n  fix: give the path of mongod's log file (systemLog.path), or - for standard input",
-                    p.display()
-                ))
-            })?)
-        };
-        let mut buffered = BufReader::new(reader);
-        let gz = buffered
-            .fill_buf()
-            .map(|b| b.starts_with(&[0x1f, 0x8b]))
-            .unwrap_or(false);
-        let input: Box<dyn BufRead> = if gz {
-            Box::new(BufReader::new(flate2::read::MultiGzDecoder::new(buffered)))
-        } else {
-            Box::new(buffered)
-        };
-        logs.push((p, capture::log::Entries::new(input, since, until)));
+    if paths.iter().filter(|p| p.as_os_str() == "-").count() > 1 {
+        return Err(Error::Usage(
+            "--from-log names standard input (-) more than once\n  fix: give - once".into(),
+        ));
     }
-    let unreadable = |p: &Path, e: std::io::Error| {
-        Error::Usage(format!(
-            "cannot read the log {}: {e}\n  fix: give a MongoDB 4.4+ JSON log, plain or gzip",
-            p.display()
-        ))
-    };
-    // Each log's next operation; the earliest goes first.
-    let mut heads: Vec<Option<Observed>> = Vec::with_capacity(logs.len());
-    for (p, entries) in &mut logs {
-        heads.push(entries.next().transpose().map_err(|e| unreadable(p, e))?);
-    }
-    while let Some(i) = heads
-        .iter()
-        .enumerate()
-        .filter_map(|(i, h)| h.as_ref().map(|o| (o.ts_ms, i)))
-        .min()
-        .map(|(_, i)| i)
-    {
-        let (p, entries) = &mut logs[i];
-        let next = entries.next().transpose().map_err(|e| unreadable(p, e))?;
-        if let Some(o) = std::mem::replace(&mut heads[i], next) {
-            collected.take(o);
+    // Each log's first operation's time (standard input is read once, so it stays open).
+    let mut starts: Vec<(i64, usize)> = Vec::new();
+    let mut stdin: Option<(usize, LogEntries, Observed)> = None;
+    for (i, p) in paths.iter().enumerate() {
+        let mut entries = open_log(p, since, until)?;
+        match next_of(p, &mut entries)? {
+            None => count_left(collected, &entries), // no operation: its lines counted
+            Some(first) if p.as_os_str() == "-" => stdin = Some((i, entries, first)),
+            Some(first) => starts.push((first.ts_ms, i)),
         }
     }
-    for (_, entries) in logs {
-        let left = &mut collected.left;
-        left.not_json += entries.left.not_json;
-        left.not_operations += entries.left.not_operations;
-        left.outside_window += entries.left.outside_window;
+    starts.sort();
+    let mut waiting = starts.into_iter().peekable();
+    // The open logs' next operations, the earliest first (ties by the order they were named).
+    let mut heads: std::collections::BinaryHeap<std::cmp::Reverse<(i64, usize)>> =
+        std::collections::BinaryHeap::new();
+    let mut open: HashMap<usize, (LogEntries, Observed)> = HashMap::new();
+    if let Some((i, entries, first)) = stdin {
+        heads.push(std::cmp::Reverse((first.ts_ms, i)));
+        open.insert(i, (entries, first));
+    }
+    loop {
+        // Open every log whose first operation comes before the earliest head.
+        while let Some(&(ts, i)) = waiting.peek() {
+            if heads.peek().is_some_and(|h| h.0 .0 < ts) {
+                break;
+            }
+            waiting.next();
+            let mut entries = open_log(&paths[i], since, until)?;
+            if let Some(first) = next_of(&paths[i], &mut entries)? {
+                heads.push(std::cmp::Reverse((first.ts_ms, i)));
+                open.insert(i, (entries, first));
+            }
+        }
+        let Some(std::cmp::Reverse((_, i))) = heads.pop() else {
+            break;
+        };
+        let Some((mut entries, o)) = open.remove(&i) else {
+            break;
+        };
+        collected.take(o);
+        match next_of(&paths[i], &mut entries)? {
+            Some(next) => {
+                heads.push(std::cmp::Reverse((next.ts_ms, i)));
+                open.insert(i, (entries, next));
+            }
+            None => count_left(collected, &entries),
+        }
     }
     Ok(())
 }

@@ -81,7 +81,15 @@ pub(crate) struct Grouper {
     pub(crate) commits_visible: bool,
     /// The most entries held at a sweep.
     pub(crate) most_held: usize,
+    /// Transactions whole but for a commit, while the source has shown none: partial if it
+    /// shows one later, whole if it never does (or after UNDECIDED of them).
+    uncommitted: Vec<Vec<Entry>>,
+    /// UNDECIDED transactions came without any commit shown: the source shows none.
+    commits_hidden: bool,
 }
+
+/// Transactions held whole but for their commit before the source is taken to show none.
+const UNDECIDED: usize = 10_000;
 
 /// `lsid.id` and the transaction number of an entry, from its command or, where the source
 /// gives them beside it, the entry's own fields.
@@ -116,7 +124,8 @@ fn began(o: &Observed) -> i64 {
 impl Grouper {
     /// Takes the next entry (in time order); what became known goes to `out`.
     pub(crate) fn push(&mut self, e: Entry, out: &mut Vec<Released>) {
-        self.now_ms = self.now_ms.max(e.1.ts_ms);
+        // The time of the entry at hand (they come in order; a clock stepped back moves it back).
+        self.now_ms = e.1.ts_ms;
         let o = &e.1;
         let c = conn(o);
         let k = session(o);
@@ -124,7 +133,7 @@ impl Grouper {
         if is_statement(o) && !in_txn {
             match k {
                 Some(k) => match self.open.get_mut(&k) {
-                    Some(t) => add(t, e),
+                    Some(t) => t.members.push(e),
                     None => self.keyed.entry(k).or_default().push(e),
                 },
                 None => self.pending.entry(c).or_default().push(e),
@@ -162,20 +171,19 @@ impl Grouper {
                     }
                 }
                 add(t, e);
-                for s in self.keyed.remove(&k).unwrap_or_default() {
-                    add(t, s);
-                }
+                // Statements that carry this session, seen before it (not its last entry).
+                t.members.extend(self.keyed.remove(&k).unwrap_or_default());
                 t.start |= start;
                 match name.as_str() {
                     "commitTransaction" => {
                         t.commit = true;
-                        self.commits_visible = true;
                         self.current.remove(&c);
+                        self.commits_shown(out);
                     }
                     "abortTransaction" => {
                         t.abort = true;
-                        self.commits_visible = true;
                         self.current.remove(&c);
+                        self.commits_shown(out);
                     }
                     _ => {
                         self.current.insert(c, k);
@@ -192,6 +200,17 @@ impl Grouper {
         self.now_ms = i64::MAX;
         self.swept_ms = i64::MIN;
         self.sweep(out);
+        // The source never showed a commit: those waiting for one are whole.
+        out.extend(self.uncommitted.drain(..).map(Released::Whole));
+    }
+
+    /// The source shows commits: the transactions that waited for theirs are partial.
+    fn commits_shown(&mut self, out: &mut Vec<Released>) {
+        self.commits_visible = true;
+        for members in self.uncommitted.drain(..) {
+            self.partial += 1;
+            out.extend(members.into_iter().map(Released::Alone));
+        }
     }
 
     /// The connection's open transaction, if a statement that began at `ms` may still be one of
@@ -208,17 +227,19 @@ impl Grouper {
     }
 
     /// Releases what has been held SETTLE_MS past its last entry (every tenth of a second of
-    /// the source's time, so that holding many costs little).
+    /// the source's time, so that holding many costs little), in the source's order.
     fn sweep(&mut self, out: &mut Vec<Released>) {
-        if self.now_ms.saturating_sub(self.swept_ms) < 100 {
+        if self.now_ms.abs_diff(self.swept_ms) < 100 {
             return;
         }
         self.swept_ms = self.now_ms;
         let held = self.open.values().map(|t| t.members.len()).sum::<usize>()
             + self.pending.values().map(Vec::len).sum::<usize>()
-            + self.keyed.values().map(Vec::len).sum::<usize>();
+            + self.keyed.values().map(Vec::len).sum::<usize>()
+            + self.uncommitted.iter().map(Vec::len).sum::<usize>();
         self.most_held = self.most_held.max(held);
         let cutoff = self.now_ms.saturating_sub(SETTLE_MS);
+        let mut released = Vec::new();
         // Statements no command line followed: on their own, untying what they ran in.
         let mut stale: Vec<(String, Vec<Entry>)> = Vec::new();
         for (c, list) in &mut self.pending {
@@ -235,23 +256,35 @@ impl Grouper {
             for s in &old {
                 self.untie(&c, began(&s.1));
             }
-            out.extend(old.into_iter().map(Released::Alone));
+            released.extend(old.into_iter().map(Released::Alone));
         }
         self.keyed.retain(|_, list| {
             if list.iter().all(|s| s.1.ts_ms < cutoff) {
-                out.extend(std::mem::take(list).into_iter().map(Released::Alone));
+                released.extend(std::mem::take(list).into_iter().map(Released::Alone));
                 false
             } else {
                 true
             }
         });
-        let done: Vec<Key> = self
+        // A transaction whose connection still holds a statement that began within its grace
+        // and waits for its command line waits too: that statement may untie it.
+        let waiting: std::collections::HashSet<&Key> = self
+            .pending
+            .iter()
+            .filter_map(|(c, list)| {
+                let k = self.current.get(c)?;
+                let t = self.open.get(k)?;
+                list.iter()
+                    .any(|s| began(&s.1) <= t.last_ms + UNTIED_GRACE_MS)
+                    .then_some(k)
+            })
+            .collect();
+        let mut done: Vec<Key> = self
             .open
             .iter()
-            .filter(|(_, t)| t.last_ms < cutoff)
+            .filter(|(k, t)| t.last_ms < cutoff && !waiting.contains(k))
             .map(|(k, _)| k.clone())
             .collect();
-        let mut done = done;
         done.sort();
         for k in done {
             let Some(mut t) = self.open.remove(&k) else {
@@ -260,14 +293,34 @@ impl Grouper {
             self.current.retain(|_, v| *v != k);
             if t.abort {
                 self.aborted += 1;
-                out.extend(t.members.into_iter().map(Released::Alone));
+                released.extend(t.members.into_iter().map(Released::Alone));
             } else if !t.start || (self.commits_visible && !t.commit) || t.untied {
                 self.partial += 1;
-                out.extend(t.members.into_iter().map(Released::Alone));
+                released.extend(t.members.into_iter().map(Released::Alone));
             } else {
                 t.members.sort_by_key(|m| (m.1.ts_ms, m.0));
-                out.push(Released::Whole(t.members));
+                if t.commit || self.commits_hidden {
+                    released.push(Released::Whole(t.members));
+                } else {
+                    self.uncommitted.push(t.members);
+                }
             }
+        }
+        if self.uncommitted.len() > UNDECIDED {
+            self.commits_hidden = true;
+            released.extend(self.uncommitted.drain(..).map(Released::Whole));
+        }
+        released.sort_by_key(Released::place);
+        out.extend(released);
+    }
+}
+
+impl Released {
+    /// Where it stands in the source: its (first) entry's time and place.
+    fn place(&self) -> (i64, u64) {
+        match self {
+            Released::Alone(e) => (e.1.ts_ms, e.0),
+            Released::Whole(m) => m.first().map_or((i64::MAX, u64::MAX), |e| (e.1.ts_ms, e.0)),
         }
     }
 }
@@ -492,5 +545,52 @@ mod tests {
         let t = group(&log);
         assert_eq!(t.complete, vec![vec![0, 1, 2]]);
         assert!(!t.commits_visible);
+    }
+    #[test]
+    fn a_commit_shown_late_makes_the_earlier_transactions_without_one_partial() {
+        // A log whose first slow commit comes a minute in: the transactions before it that show
+        // none are partial, as every such transaction is where the source shows commits.
+        let log = vec![
+            entry(
+                1,
+                "conn1",
+                "command",
+                txn(1, 1, doc! { "find": "orders", "startTransaction": true }),
+            ),
+            entry(
+                60_000,
+                "conn2",
+                "command",
+                txn(2, 1, doc! { "find": "orders", "startTransaction": true }),
+            ),
+            entry(
+                60_001,
+                "conn2",
+                "command",
+                txn(2, 1, doc! { "commitTransaction": 1 }),
+            ),
+        ];
+        let t = group(&log);
+        assert_eq!(t.complete, vec![vec![1, 2]]);
+        assert_eq!(t.partial, 1);
+    }
+
+    #[test]
+    fn a_statement_that_waits_long_for_its_command_line_still_unties_its_transaction() {
+        // The profiler (no connections, one client): a statement without its session 300 ms
+        // after a transaction's last entry, then nothing on that client for a minute.
+        let log = vec![
+            entry(
+                0,
+                "",
+                "query",
+                txn(1, 1, doc! { "find": "orders", "startTransaction": true }),
+            ),
+            entry(300, "", "update", doc! { "q": {}, "u": {}, "multi": true }),
+            entry(60_000, "other", "query", doc! { "find": "orders" }),
+        ];
+        let t = group(&log);
+        assert!(t.complete.is_empty(), "{:?}", t.complete);
+        assert_eq!(t.partial, 1);
     }
 }

@@ -219,7 +219,8 @@ fn validate_shows_an_open_loop_group() {
 /// transaction seen whole made a transaction of steps (its update statement tied to it by the
 /// command line after it), one without its commit and an aborted one captured statement by
 /// statement, a truncated command, a line that is not JSON; rates times --scale; no observed
-/// value written; the profile validates.
+/// value written; the profile validates. Plain, gzip, standard input and the log cut in two files
+/// named newest first give the same capture.
 #[test]
 fn capture_from_a_log_counts_each_operation_once_and_writes_a_profile_that_validates() {
     let log = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/capture/mongod-4.4.log");
@@ -235,15 +236,30 @@ fn capture_from_a_log_counts_each_operation_once_and_writes_a_profile_that_valid
         e.write_all(&std::fs::read(&log).unwrap()).unwrap();
         e.finish().unwrap();
     }
+    // And the log cut in two (as rotated), named newest first: merged in time order.
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let (older, newer) = (
+        dir.path().join("mongod.log.1"),
+        dir.path().join("mongod.log"),
+    );
+    std::fs::write(&older, lines[..11].join("\n") + "\n").unwrap();
+    std::fs::write(&newer, lines[11..].join("\n") + "\n").unwrap();
     let mut jsons = Vec::new();
-    for (i, source) in [log.clone(), gz, "-".into()].into_iter().enumerate() {
+    let sources: Vec<Vec<std::path::PathBuf>> = vec![
+        vec![log.clone()],
+        vec![gz],
+        vec!["-".into()],
+        vec![newer, older],
+    ];
+    for (i, source) in sources.into_iter().enumerate() {
         let out = dir.path().join(format!("cap{i}"));
         let mut cmd = bin();
         cmd.args(["capture", "--from-log"])
-            .arg(&source)
+            .args(&source)
             .args(["--scale", "3", "--coverage", "100", "--out"])
             .arg(&out);
-        if source.as_os_str() == "-" {
+        if source[0].as_os_str() == "-" {
             cmd.pipe_stdin(&log).unwrap();
         }
         let output = cmd.assert().code(0).get_output().clone();
@@ -269,6 +285,7 @@ fn capture_from_a_log_counts_each_operation_once_and_writes_a_profile_that_valid
     let body = |p: &str| p[p.find("[target]").unwrap()..].to_string();
     for (j, p, _) in &jsons[1..] {
         assert_eq!(j["shapes"], json["shapes"]);
+        assert_eq!(j["left_out"], json["left_out"]);
         assert_eq!(body(p), body(profile));
     }
     let left = &json["left_out"];

@@ -2,8 +2,9 @@
 //! the source's time: a log's lines and the profiler's reads are a little out of order), grouped
 //! into transactions (`txn::Grouper`), and filed under their shapes (`Tally`).
 //!
-//! Owns: what is held while the source is read, which is bounded by time, not by the capture's
-//! length. Never: keeps an entry once it is counted (its shape keeps a sample of its values).
+//! Owns: what is held while the source is read, bounded by the source's time (seconds of it),
+//! not by the capture's length. Never: keeps an entry once it is counted (its shape keeps its
+//! duration and times, 24 bytes, and a sample of its values).
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap};

@@ -327,46 +327,77 @@ fn unique_fields<'a>(
 
 /// What the emitted shapes' operations gave each field (`_id`s apart, counted per value), each
 /// collection's fields in the order first seen, and the fields some filter selects on.
-struct Gathered {
-    pools: BTreeMap<(String, String), Vec<Bson>>,
-    id_hits: HashMap<String, HashMap<String, u64>>,
-    order: BTreeMap<String, Vec<String>>,
-    selecting_fields: BTreeSet<(String, String)>,
-    /// Per (collection, field), each value a filter asked for, with how often.
-    asked: BTreeMap<(String, String), Vec<(Bson, u64)>>,
+pub(super) struct Gathered {
+    pub(super) pools: BTreeMap<(String, String), Vec<Bson>>,
+    pub(super) id_hits: HashMap<String, HashMap<String, u64>>,
+    pub(super) order: BTreeMap<String, Vec<String>>,
+    pub(super) selecting_fields: BTreeSet<(String, String)>,
+    /// Per (collection, field), each value a filter asked for, with how often (estimated from
+    /// the values kept, each standing for its shape's `weight`).
+    pub(super) asked: BTreeMap<(String, String), Vec<(Bson, u64)>>,
 }
 
-fn gathered(seen: &[Seen], emitted: &[usize]) -> Gathered {
+/// The operations each value a shape kept stands for: its count over the operations whose values
+/// it kept (1 while it kept every one; `tally::VALUES_KEPT` at most are kept).
+fn weight(s: &Seen) -> f64 {
+    crate::num::real(s.count) / crate::num::real_len(s.times.len().max(1))
+}
+
+pub(super) fn gathered(seen: &[Seen], emitted: &[usize]) -> Gathered {
     let mut pools: BTreeMap<(String, String), Vec<Bson>> = BTreeMap::new();
-    let mut id_hits: HashMap<String, HashMap<String, u64>> = HashMap::new();
+    let mut id_hits: HashMap<String, HashMap<String, f64>> = HashMap::new();
     let mut order: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut selecting_fields: BTreeSet<(String, String)> = BTreeSet::new();
-    let mut asked: BTreeMap<(String, String), HashMap<String, (Bson, u64)>> = BTreeMap::new();
+    let mut asked: BTreeMap<(String, String), HashMap<String, (Bson, f64)>> = BTreeMap::new();
+    // Per field, the largest weight among the shapes that use it: each shape gives the pool
+    // the share of its kept values that makes every shape count by its operations.
+    let mut heaviest: HashMap<(&str, &str), f64> = HashMap::new();
     for &i in emitted {
         let s = &seen[i];
+        for slot in &s.op.slots {
+            if let Some(f) = &slot.field {
+                let w = heaviest.entry((&s.coll, f)).or_insert(0.0);
+                *w = w.max(weight(s));
+            }
+        }
+    }
+    for &i in emitted {
+        let s = &seen[i];
+        let w = weight(s);
         for (slot, vals) in s.op.slots.iter().zip(&s.values) {
             let Some(f) = &slot.field else { continue };
+            let each = |v: &Bson| -> Vec<Bson> {
+                match v {
+                    Bson::Array(a) => a.clone(),
+                    v => vec![v.clone()],
+                }
+            };
             if f == "_id" {
                 let hits = id_hits.entry(s.coll.clone()).or_default();
-                for v in vals {
-                    match v {
-                        Bson::Array(a) => a
-                            .iter()
-                            .for_each(|v| *hits.entry(v.to_string()).or_default() += 1),
-                        v => *hits.entry(v.to_string()).or_default() += 1,
-                    }
+                for v in vals.iter().flat_map(each) {
+                    *hits.entry(v.to_string()).or_default() += w;
                 }
                 continue;
             }
             if selects(slot) {
                 selecting_fields.insert((s.coll.clone(), f.clone()));
-                count_values(asked.entry((s.coll.clone(), f.clone())).or_default(), vals);
+                let counts = asked.entry((s.coll.clone(), f.clone())).or_default();
+                for v in vals.iter().flat_map(each) {
+                    counts.entry(v.to_string()).or_insert_with(|| (v, 0.0)).1 += w;
+                }
             }
+            // Every value when this shape is the heaviest; else an even share of them.
+            let keep = w / heaviest
+                .get(&(s.coll.as_str(), f.as_str()))
+                .copied()
+                .unwrap_or(w);
             let pool = pools.entry((s.coll.clone(), f.clone())).or_default();
+            let mut owed = 0.0;
             for v in vals {
-                match v {
-                    Bson::Array(a) => pool.extend(a.iter().cloned()),
-                    v => pool.push(v.clone()),
+                owed += keep;
+                if owed >= 1.0 - 1e-9 {
+                    owed -= 1.0;
+                    pool.extend(each(v));
                 }
             }
             let o = order.entry(s.coll.clone()).or_default();
@@ -375,14 +406,18 @@ fn gathered(seen: &[Seen], emitted: &[usize]) -> Gathered {
             }
         }
     }
+    let whole = |x: f64| crate::num::whole(x.round().max(1.0));
     Gathered {
         pools,
-        id_hits,
+        id_hits: id_hits
+            .into_iter()
+            .map(|(c, m)| (c, m.into_iter().map(|(k, n)| (k, whole(n))).collect()))
+            .collect(),
         order,
         selecting_fields,
         asked: asked
             .into_iter()
-            .map(|(k, m)| (k, m.into_values().collect()))
+            .map(|(k, m)| (k, m.into_values().map(|(v, n)| (v, whole(n))).collect()))
             .collect(),
     }
 }

@@ -19,7 +19,7 @@ pub(super) struct Seen {
     /// that said.
     pub(super) nreturned: i64,
     pub(super) nreturned_n: u64,
-    /// Per slot, the values of up to `VALUES` operations drawn evenly over the window (a
+    /// Per slot, the values of up to `VALUES_KEPT` operations drawn evenly over the window (a
     /// reservoir: every operation while there are no more), and each such operation's time.
     pub(super) values: Vec<Vec<Bson>>,
     pub(super) times: Vec<i64>,
@@ -35,6 +35,9 @@ pub(super) struct Seen {
 
 /// Commands of each read kept for the check.
 pub(super) const EXAMPLES: usize = 100;
+
+/// Cursors remembered for the getMores that continue them (at least this many of the newest).
+const CURSORS: usize = 50_000;
 
 /// Operations of each shape whose slot values are kept: how often each value was asked for is
 /// read from them (a uniform sample of the operations), so a long capture holds no more.
@@ -232,8 +235,10 @@ pub(super) fn operations_of(
 pub(super) struct Tally {
     pub(super) seen: Vec<Seen>,
     pub(super) index: HashMap<String, usize>,
-    /// Open cursors: id -> the shape whose operation opened it.
+    /// Open cursors: id -> the shape whose operation opened it; the newest CURSORS, and up to
+    /// as many before them (a capture does not keep every cursor it ever saw).
     pub(super) cursors: HashMap<i64, usize>,
+    pub(super) older_cursors: HashMap<i64, usize>,
     pub(super) first: i64,
     pub(super) last: i64,
     pub(super) operations: u64,
@@ -245,6 +250,7 @@ impl Default for Tally {
             seen: Vec::new(),
             index: HashMap::new(),
             cursors: HashMap::new(),
+            older_cursors: HashMap::new(),
             first: i64::MAX,
             last: i64::MIN,
             operations: 0,
@@ -293,6 +299,9 @@ impl Tally {
             None,
         );
         if let (Some(c), Some(&i)) = (o.cursor_id, self.index.get(&key)) {
+            if self.cursors.len() >= CURSORS {
+                self.older_cursors = std::mem::take(&mut self.cursors);
+            }
             self.cursors.insert(c, i);
         }
     }
@@ -306,7 +315,8 @@ impl Tally {
         let (Some(c), Some(n)) = (o.cursor_id, o.nreturned) else {
             return;
         };
-        if let Some(s) = self.cursors.get(&c).and_then(|&i| self.seen.get_mut(i)) {
+        let opened = self.cursors.get(&c).or_else(|| self.older_cursors.get(&c));
+        if let Some(s) = opened.and_then(|&i| self.seen.get_mut(i)) {
             s.nreturned += n;
         }
     }

@@ -8,11 +8,8 @@ fn build(
     opts: &Options,
     name: &str,
     source: &str,
-    left: LeftOut,
 ) -> Captured {
-    let mut c = Collector::of(obs, opts.group_by);
-    c.left = left;
-    super::build(c, infos, opts, name, source)
+    super::build(Collector::of(obs, opts.group_by), infos, opts, name, source)
 }
 
 fn op(ts: i64, command: Document, app: &str) -> Observed {
@@ -54,7 +51,6 @@ fn shapes_are_counted_weighted_and_rendered_as_a_profile_that_validates() {
         },
         "cap",
         "a test",
-        LeftOut::default(),
     );
     assert_eq!(c.operations, 100);
     assert_eq!(c.left_out.driver_total(), 1);
@@ -101,14 +97,7 @@ fn coverage_emits_the_fewest_shapes_and_counts_the_rest() {
     for i in 0..5 {
         obs.push(op(i, doc! { "find": "orders", "filter": { "b": 1 } }, "x"));
     }
-    let c = build(
-        &obs,
-        &HashMap::new(),
-        &Options::default(),
-        "cap",
-        "t",
-        LeftOut::default(),
-    );
+    let c = build(&obs, &HashMap::new(), &Options::default(), "cap", "t");
     assert_eq!(c.emitted_shapes, 1);
     assert!((c.coverage - 0.995).abs() < 1e-9);
     assert_eq!(
@@ -155,7 +144,7 @@ fn coverage_counts_the_servers_time_and_keeps_a_costly_rare_read() {
         coverage: 0.6,
         ..Options::default()
     };
-    let c = build(&obs, &HashMap::new(), &opts, "cap", "t", LeftOut::default());
+    let c = build(&obs, &HashMap::new(), &opts, "cap", "t");
     let agg = c
         .shapes
         .iter()
@@ -198,14 +187,7 @@ fn writes_are_kept_beyond_the_coverage_and_getmores_count_for_their_find() {
             "x",
         ));
     }
-    let c = build(
-        &obs,
-        &HashMap::new(),
-        &Options::default(),
-        "cap",
-        "t",
-        LeftOut::default(),
-    );
+    let c = build(&obs, &HashMap::new(), &Options::default(), "cap", "t");
     // 3 % of the operations, beyond the 95 % coverage, but a write: kept.
     assert_eq!(c.emitted_shapes, 2, "{:#?}", c.shapes);
     assert!(c.shapes[1].writes && !c.shapes[1].emitted.starts_with("not"));
@@ -274,14 +256,7 @@ fn a_unique_index_gets_values_that_never_repeat_in_the_documents_and_the_writes(
             ..Default::default()
         },
     );
-    let c = build(
-        &obs,
-        &infos,
-        &Options::default(),
-        "cap",
-        "t",
-        LeftOut::default(),
-    );
+    let c = build(&obs, &infos, &Options::default(), "cap", "t");
     assert!(
         c.profile.contains(
             r#"email = { "^FormatString" = { format = "email-%d", withArgs = [{ "^Id" = {} }] } }"#
@@ -299,4 +274,45 @@ fn a_unique_index_gets_values_that_never_repeat_in_the_documents_and_the_writes(
     std::fs::write(&path, &c.profile).unwrap();
     let loaded = crate::plan::profile::load(path.to_str().unwrap()).unwrap();
     crate::plan::RunPlan::build(&loaded, &Default::default()).unwrap();
+}
+
+#[test]
+fn shapes_weigh_by_their_operations_not_by_the_values_they_kept() {
+    // 30,000 finds of author "a" (a reservoir of 10,000 kept) and 1,000 of another shape
+    // asking for "b": the field's pool and counts are 30 to 1, as the operations were.
+    let mut obs = Vec::new();
+    for i in 0..30_000 {
+        obs.push(op(
+            i,
+            doc! { "find": "orders", "filter": { "author": "a" } },
+            "web",
+        ));
+    }
+    for i in 0..1_000 {
+        obs.push(op(
+            i * 30,
+            doc! { "find": "orders", "filter": { "author": "b" }, "limit": 5 },
+            "web",
+        ));
+    }
+    let mut c = Collector::of(&obs, GroupBy::App);
+    c.finish();
+    let seen = &c.tally.seen;
+    assert_eq!(seen.len(), 2);
+    let g = gathered(seen, &[0, 1]);
+    let key = ("orders".to_string(), "author".to_string());
+    let asked: HashMap<String, u64> = g.asked[&key]
+        .iter()
+        .map(|(v, n)| (v.to_string(), *n))
+        .collect();
+    assert_eq!(asked["\"a\""], 30_000);
+    assert_eq!(asked["\"b\""], 1_000);
+    let pool = &g.pools[&key];
+    let a = pool.iter().filter(|v| v.as_str() == Some("a")).count();
+    let b = pool.len() - a;
+    assert_eq!(
+        (a, b),
+        (10_000, 333),
+        "the pool keeps the operations' proportions"
+    );
 }
