@@ -18,6 +18,9 @@ use super::as_f64;
 mod ranked;
 pub(crate) use ranked::*;
 
+mod joint;
+pub(crate) use joint::dated_by_rank;
+
 /// Most distinct values that make a `^Choose` rather than a range or random strings.
 pub(crate) const MAX_CHOICES: usize = 20;
 

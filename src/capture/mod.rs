@@ -103,6 +103,9 @@ pub(crate) struct FieldData {
     /// The collection's distinct values, from `distinct` where an index leads with the field
     /// (it reads the index's keys, not the documents).
     pub(crate) distinct: Option<u64>,
+    /// Per date field the captured reads also select by: each document read's value of this
+    /// field and its date (ms since the epoch), for the two fitted together.
+    pub(crate) dated: BTreeMap<String, Vec<(Bson, i64)>>,
 }
 
 /// What one read did in one call: documents returned, examined (explain's `executionStats`),

@@ -443,12 +443,15 @@ async fn value_counts(
         .await?
     };
     let mut counts: HashMap<String, HashMap<String, (Bson, u64)>> = HashMap::new();
+    // Per field, per date field of the same documents: each document's (value, date).
+    let mut dated: DatedValues = HashMap::new();
     let mut read = 0u64;
     while cursor.advance().await? {
         let Ok(d) = cursor.deserialize_current() else {
             continue;
         };
         read += 1;
+        note_dates(&d, fields, &mut dated);
         for f in fields {
             let Some(v) = super::emit::lookup_path(&d, f) else {
                 continue;
@@ -484,10 +487,47 @@ async fn value_counts(
                     counts: values,
                     whole: whole && count.is_some_and(|n| read >= n),
                     distinct: None,
+                    dated: dated.remove(f).unwrap_or_default(),
                 },
             )
         })
         .collect())
+}
+
+/// Per field, per date field of the same documents: each document's (value, date in ms).
+type DatedValues = HashMap<String, std::collections::BTreeMap<String, Vec<(Bson, i64)>>>;
+
+/// Adds document `d`'s (value, date) of each field beside each date field of `fields`.
+fn note_dates(d: &Document, fields: &std::collections::BTreeSet<String>, dated: &mut DatedValues) {
+    let dates: Vec<(&String, i64)> = fields
+        .iter()
+        .filter_map(|f| match super::emit::lookup_path(d, f) {
+            Some(Bson::DateTime(t)) => Some((f, t.timestamp_millis())),
+            _ => None,
+        })
+        .collect();
+    if dates.is_empty() {
+        return;
+    }
+    for f in fields {
+        let Some(v) = super::emit::lookup_path(d, f) else {
+            continue;
+        };
+        if matches!(
+            v,
+            Bson::Document(_) | Bson::Array(_) | Bson::Null | Bson::DateTime(_)
+        ) {
+            continue;
+        }
+        for (t, ms) in dates.iter().filter(|(t, _)| *t != f) {
+            dated
+                .entry(f.clone())
+                .or_default()
+                .entry((*t).clone())
+                .or_default()
+                .push((v.clone(), *ms));
+        }
+    }
 }
 
 /// The distinct values of `field` in `c` by `distinct` (which reads an index's keys where one

@@ -6,6 +6,10 @@
 //! - `{ choice = [a, b, ...] }`: one element, uniformly;
 //! - `{ choice = [...], paired_with = "city" }`: the element at the index drawn for the sibling
 //!   choice field `city` (so `pop` follows `city`);
+//! - `{ by_rank_of = "author", ranks = [10, 100], then = [a, b, c] }`: `a` when the sibling
+//!   field `author` (a `^Choose`) drew one of its first 10 values, `b` for the next 90, `c` for
+//!   the rest (each a literal or a generator): two fields drawn together, as capture fits a
+//!   date whose range differs with the author's rank;
 //! - `{ int = [lo, hi] }`, `{ float = [lo, hi] }`: uniform, inclusive of both ends for int;
 //! - any other table: a nested document of generators.
 
@@ -34,6 +38,67 @@ pub enum Gen {
     Nested(DocGen),
     /// A value with generators (`^RandomInt`, ...) or Extended JSON (`$date`, ...) in it.
     Template(super::template::Template),
+    /// A value by the rank the sibling `^Choose` field drew (`by_rank_of`).
+    ByRank(Box<ByRank>),
+}
+
+/// `{ by_rank_of, ranks, then }`: `then[b]`, where `b` counts the `ranks` bounds at or below
+/// the index the field `of` drew.
+#[derive(Debug, Clone)]
+pub struct ByRank {
+    of: usize,
+    ranks: Vec<usize>,
+    then: Vec<super::template::Template>,
+}
+
+impl ByRank {
+    fn generate(&self, index: usize, cx: &mut super::template::Cx<'_>) -> Bson {
+        let b = self.ranks.iter().take_while(|&&r| index >= r).count();
+        self.then.get(b).map_or(Bson::Null, |t| t.generate(cx))
+    }
+}
+
+/// Per document: the index (and the value, until it is written) each `^Choose` field that
+/// another field ranks by drew.
+struct Drawn {
+    at: Vec<Option<(usize, Option<Bson>)>>,
+}
+
+impl Drawn {
+    fn new(g: &DocGen) -> Drawn {
+        let n = if g.ranked_by.iter().any(|&r| r) {
+            g.fields.len()
+        } else {
+            0
+        };
+        Drawn { at: vec![None; n] }
+    }
+
+    fn draw(&mut self, i: usize, gen: &Gen, cx: &mut super::template::Cx<'_>) {
+        if self.at.get(i).is_some_and(Option::is_none) {
+            let (j, v) = match gen {
+                Gen::Template(t) => t.generate_choice(cx).unwrap_or((0, Bson::Null)),
+                _ => (0, Bson::Null),
+            };
+            self.at[i] = Some((j, Some(v)));
+        }
+    }
+
+    /// The index field `i` drew (drawing it now if it is written later).
+    fn index_of(&mut self, i: usize, gen: &Gen, cx: &mut super::template::Cx<'_>) -> usize {
+        self.draw(i, gen, cx);
+        self.at.get(i).and_then(|a| a.as_ref()).map_or(0, |a| a.0)
+    }
+
+    /// Field `i`'s value (drawn now, or taken as a ranked field drew it before).
+    fn value_of(&mut self, i: usize, gen: &Gen, cx: &mut super::template::Cx<'_>) -> Bson {
+        self.draw(i, gen, cx);
+        self.at
+            .get_mut(i)
+            .and_then(|a| a.as_mut())
+            .and_then(|a| a.1.take())
+            .unwrap_or(Bson::Null)
+    }
 }
 
 #[derive(Debug, Clone, Default)]
@@ -42,6 +107,8 @@ pub struct DocGen {
     /// By field: a literal's value or a choice's values already in BSON's bytes, so a raw
     /// document (`fill_raw`) copies them instead of encoding them again.
     raw: Vec<Vec<RawBson>>,
+    /// By field: another field's value goes by the index this one drew (`by_rank_of`).
+    ranked_by: Vec<bool>,
 }
 
 impl DocGen {
@@ -72,10 +139,17 @@ impl DocGen {
     fn level(table: &toml::Table, path: &str, depth: usize) -> Result<Self, GenError> {
         let names: Vec<&String> = table.keys().collect();
         let mut fields = Vec::with_capacity(table.len());
+        // Fields by the rank another drew: (field, sibling, key), placed once all are read.
+        let mut by_rank: Vec<(usize, String, String)> = Vec::new();
         for (name, value) in table {
             let key = format!("{path}.{name}");
             check_name(name, &key)?;
             let gen = match value {
+                toml::Value::Table(t) if t.contains_key("by_rank_of") => {
+                    let (of, r) = by_rank_of(t, &key)?;
+                    by_rank.push((fields.len(), of, key.clone()));
+                    Gen::ByRank(Box::new(r))
+                }
                 v if templated(v) => {
                     let t = super::template::Template::compile(v, &key)?;
                     if let Some(bad) = stored_key_problem(&t) {
@@ -153,22 +227,13 @@ impl DocGen {
             };
             fields.push((name.clone(), gen));
         }
-        let raw = fields
-            .iter()
-            .map(|(_, g)| {
-                let values: &[Bson] = match g {
-                    Gen::Literal(b) => std::slice::from_ref(b),
-                    Gen::Choice(c) | Gen::Paired(_, c) => c,
-                    _ => &[],
-                };
-                // Checked above: every literal encodes (no NUL, no `$` key, within the size).
-                values
-                    .iter()
-                    .map(|b| RawBson::try_from(b.clone()).unwrap_or(RawBson::Null))
-                    .collect()
-            })
-            .collect();
-        Ok(DocGen { fields, raw })
+        let raw = raw_values(&fields);
+        let ranked_by = place_by_rank(&mut fields, by_rank, &names)?;
+        Ok(DocGen {
+            fields,
+            raw,
+            ranked_by,
+        })
     }
 
     /// Index of a top-level field by name.
@@ -218,6 +283,12 @@ impl DocGen {
                     // Generated sizes are not bounded here; the server refuses a document over
                     // 16 MiB, counted as an error.
                     Gen::Template(t) => t.constant().map_or(0, bson_value_bytes),
+                    Gen::ByRank(r) => r
+                        .then
+                        .iter()
+                        .map(|t| t.constant().map_or(0, bson_value_bytes))
+                        .max()
+                        .unwrap_or(0),
                 };
                 1 + name.len() + 1 + value
             })
@@ -327,7 +398,13 @@ impl DocGen {
                 rand::Rng::random_range(rng, 0..n)
             }
         };
+        let mut drawn = Drawn::new(self);
         for (i, (name, gen)) in self.fields.iter().enumerate() {
+            if self.ranked_by.get(i).copied().unwrap_or(false) {
+                let v = drawn.value_of(i, gen, cx);
+                doc.append(name, RawBson::try_from(v).unwrap_or(RawBson::Null));
+                continue;
+            }
             // A literal or a choice: its bytes, made once when the profile was read (`raw`
             // is built beside `fields` by the one constructor, so it has this entry).
             let mut cached = |j: usize| doc.append_ref(name, self.raw[i][j].as_raw_bson_ref());
@@ -359,13 +436,18 @@ impl DocGen {
                     name,
                     RawBson::try_from(t.generate(cx)).unwrap_or(RawBson::Null),
                 ),
+                Gen::ByRank(r) => {
+                    let j = drawn.index_of(r.of, &self.fields[r.of].1, cx);
+                    let v = r.generate(j, cx);
+                    doc.append(name, RawBson::try_from(v).unwrap_or(RawBson::Null))
+                }
             }
         }
     }
 
     fn has_templates(&self) -> bool {
         self.fields.iter().any(|(_, g)| match g {
-            Gen::Template(_) => true,
+            Gen::Template(_) | Gen::ByRank(_) => true,
             Gen::Nested(n) => n.has_templates(),
             _ => false,
         })
@@ -393,8 +475,14 @@ impl DocGen {
                 draw(rng)
             }
         };
+        let mut drawn = Drawn::new(self);
         for (i, (name, gen)) in self.fields.iter().enumerate() {
             if only.is_some_and(|o| !o.contains(&i)) {
+                continue;
+            }
+            if self.ranked_by.get(i).copied().unwrap_or(false) {
+                let v = drawn.value_of(i, gen, cx);
+                doc.insert(name.clone(), v);
                 continue;
             }
             let value = match gen {
@@ -413,6 +501,10 @@ impl DocGen {
                     Bson::Document(d)
                 }
                 Gen::Template(t) => t.generate(cx),
+                Gen::ByRank(r) => {
+                    let j = drawn.index_of(r.of, &self.fields[r.of].1, cx);
+                    r.generate(j, cx)
+                }
             };
             doc.insert(name.clone(), value);
         }
@@ -439,6 +531,142 @@ const EXTENDED_JSON: [&str; 16] = [
     "$code",
     "$dbPointer",
 ];
+
+/// By field: a literal's value or a choice's values in BSON's bytes (checked when read: every
+/// literal encodes, no NUL, no `$` key, within the size).
+fn raw_values(fields: &[(String, Gen)]) -> Vec<Vec<RawBson>> {
+    fields
+        .iter()
+        .map(|(_, g)| {
+            let values: &[Bson] = match g {
+                Gen::Literal(b) => std::slice::from_ref(b),
+                Gen::Choice(c) | Gen::Paired(_, c) => c,
+                _ => &[],
+            };
+            values
+                .iter()
+                .map(|b| RawBson::try_from(b.clone()).unwrap_or(RawBson::Null))
+                .collect()
+        })
+        .collect()
+}
+
+/// Points each `by_rank_of` field (`(field, sibling, key)`) at its sibling, which must be a
+/// `^Choose`; which fields others go by.
+fn place_by_rank(
+    fields: &mut [(String, Gen)],
+    by_rank: Vec<(usize, String, String)>,
+    names: &[&String],
+) -> Result<Vec<bool>, GenError> {
+    let mut ranked_by = vec![false; fields.len()];
+    for (at, of, key) in by_rank {
+        let i = fields.iter().position(|(n, _)| *n == of);
+        let choices = i.and_then(|i| match &fields[i].1 {
+            Gen::Template(t) => t.choices(),
+            _ => None,
+        });
+        match (i, choices) {
+            (Some(i), Some(_)) if i < MAX_PAIRED_LEVEL => {
+                ranked_by[i] = true;
+                if let Gen::ByRank(r) = &mut fields[at].1 {
+                    r.of = i;
+                }
+            }
+            _ => {
+                return Err(GenError {
+                    key: format!("{key}.by_rank_of"),
+                    problem: format!("`{of}` is not a `^Choose` field of the same table"),
+                    expected: format!(
+                        "the name of a sibling field written as {{ \"^Choose\" = {{ from = [...], weights = [...] }} }} (one of: {})",
+                        names.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+                    ),
+                })
+            }
+        }
+    }
+    Ok(ranked_by)
+}
+
+/// `{ by_rank_of = "author", ranks = [10, 100], then = [a, b, c] }`: the sibling's name and the
+/// form (its sibling placed by the caller).
+fn by_rank_of(t: &toml::Table, key: &str) -> Result<(String, ByRank), GenError> {
+    let err = |k: &str, problem: String| {
+        GenError {
+        key: format!("{key}{k}"),
+        problem,
+        expected: "{ by_rank_of = \"author\", ranks = [10, 100], then = [a, b, c] }: a sibling `^Choose` field, increasing ranks above 0, and one value more than ranks".into(),
+    }
+    };
+    if let Some(extra) = t
+        .keys()
+        .find(|k| !["by_rank_of", "ranks", "then"].contains(&k.as_str()))
+    {
+        return Err(err(
+            &format!(".{extra}"),
+            format!("`{extra}` is not a key of by_rank_of"),
+        ));
+    }
+    let of = t
+        .get("by_rank_of")
+        .and_then(|v| v.as_str())
+        .ok_or_else(|| err(".by_rank_of", "by_rank_of must name a sibling field".into()))?;
+    let ranks: Vec<usize> = t
+        .get("ranks")
+        .and_then(|v| v.as_array())
+        .ok_or_else(|| err(".ranks", "ranks is missing or not an array".into()))?
+        .iter()
+        .map(|r| {
+            r.as_integer()
+                .and_then(|r| usize::try_from(r).ok())
+                .filter(|&r| r > 0)
+        })
+        .collect::<Option<_>>()
+        .ok_or_else(|| err(".ranks", "every rank must be an integer above 0".into()))?;
+    if ranks.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(err(".ranks", "the ranks must increase".into()));
+    }
+    let then = t
+        .get("then")
+        .and_then(|v| v.as_array())
+        .ok_or_else(|| err(".then", "then is missing or not an array".into()))?;
+    if then.len() != ranks.len() + 1 {
+        return Err(err(
+            ".then",
+            format!(
+                "{} values for {} ranks (one more than the ranks is needed)",
+                then.len(),
+                ranks.len()
+            ),
+        ));
+    }
+    let then = then
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let at = format!("{key}.then[{i}]");
+            let t = super::template::Template::compile(v, &at)?;
+            if let Some(bad) = stored_key_problem(&t) {
+                return Err(GenError {
+                    key: at,
+                    problem: format!(
+                        "`{}` cannot be a field name of a stored document",
+                        bad.escape_debug()
+                    ),
+                    expected: "field names that do not start with `$` and hold no NUL".into(),
+                });
+            }
+            Ok(t)
+        })
+        .collect::<Result<Vec<_>, GenError>>()?;
+    Ok((
+        of.to_string(),
+        ByRank {
+            of: usize::MAX,
+            ranks,
+            then,
+        },
+    ))
+}
 
 /// Does a document's value hold a generator (`^` key), an Extended JSON wrapper (`$` key) or a
 /// TOML datetime anywhere in it (then it is a template; a plain table is a nested document)?

@@ -1,5 +1,6 @@
 # The chat application's data: 2,000 users (a unique index on name), 200 rooms (ObjectId
-# _ids), 20,000 messages whose authors and rooms are Zipf-skewed, over the last two days.
+# _ids), 20,000 messages whose authors and rooms are Zipf-skewed, over the last two days; the 20
+# busiest authors' messages all of the last 6 hours (their dates go with their rank).
 import sys, random, datetime
 from pymongo import MongoClient, ASCENDING, DESCENDING
 from bson import ObjectId
@@ -23,9 +24,11 @@ aw, rw = zipf_weights(AUTHORS, 1.0), zipf_weights(ROOMS, 0.9)
 docs = []
 for i in range(MESSAGES):
     # every author has one message at least
-    a = names[i] if i < AUTHORS else r.choices(names, aw)[0]
+    rank = i if i < AUTHORS else r.choices(range(AUTHORS), aw)[0]
+    a = names[rank]
+    span = 6 * 3600 if rank < 20 else 2 * 86400
     docs.append({"author": a, "room_id": r.choices(rooms, rw)[0],
-                 "created": now - datetime.timedelta(seconds=r.random() * 2 * 86400),
+                 "created": now - datetime.timedelta(seconds=r.random() * span),
                  "read": r.random() < 0.6, "text": "x" * r.randint(20, 200)})
 db.messages.insert_many(docs)
 db.messages.create_index([("author", ASCENDING), ("created", DESCENDING)])

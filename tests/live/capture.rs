@@ -448,7 +448,8 @@ fn run_script(script: &str, server: &TestServer, args: &[&str]) {
 }
 
 /// A skewed chat of the test's own (tests/capture/chat_load.py, chat_app.py): 2,000 authors of
-/// Zipf-skewed activity (one message each at least), 200 rooms referenced by ObjectId, a unique
+/// Zipf-skewed activity (one message each at least; the 20 busiest authors' messages all of the
+/// last 6 hours, so the date goes with the rank), 200 rooms referenced by ObjectId, a unique
 /// index on users' names, reads of a room, of an author's last 12 hours, a `$in` of 5 rooms, an
 /// unread count and a costly trending aggregate (4 % of the operations), the
 /// busiest authors and rooms asked for most. Captured from the profiler and replayed on a fresh
@@ -531,6 +532,15 @@ fn a_skewed_chat_replays_the_applications_work_per_call() {
         profile.contains("room_id: the _ids of rooms, which the replay preloads as 0 .. 199"),
         "{profile}"
     );
+    // The 20 busiest authors' messages are all recent: the date goes with the author's rank.
+    assert!(
+        profile.contains(r#"created = { by_rank_of = "author", ranks = ["#),
+        "{profile}"
+    );
+    eprintln!("{stdout}");
+    for line in profile.lines().filter(|l| l.contains("created")) {
+        eprintln!("profile: {line}");
+    }
 
     // The replay, unedited but for its database, on a fresh one with the profiler on.
     let fresh = common::unique_db("chatreplay");
@@ -587,6 +597,7 @@ fn a_skewed_chat_replays_the_applications_work_per_call() {
         ],
     );
     let m = common::read_json(&measured);
+    eprintln!("application / replay, per call: {m:#}");
     let kinds = [
         ("room", 0.25),
         ("author", 0.35),

@@ -198,6 +198,7 @@ pub(super) fn fit_fields(
         fitted.gens.insert(key, fit::field(f, vals, keep, now_ms));
     }
     draw_documents(&mut templates, &fitted);
+    joint_dates(seen, emitted, &info_of, &mut templates, &mut fitted, now_ms);
     let skewed = id_hits
         .iter()
         .filter(|(_, h)| fit::skewed(h))
@@ -281,6 +282,82 @@ fn draw_documents(templates: &mut HashMap<String, (toml::Table, bool)>, fitted: 
                 replace_path(t, f, d.clone());
             } else if fitted.references.contains_key(&key) || fitted.selecting.contains_key(&key) {
                 replace_path(t, f, g.clone());
+            }
+        }
+    }
+}
+
+/// A date a read ranges over beside a ranked field it selects by equality (`author` and
+/// `created >= now - 12h`), both top-level fields: drawn by the ranked field's rank where the
+/// source's documents' dates differ by rank (`fit::dated_by_rank`), so that each value's
+/// share of documents in the range is its own.
+fn joint_dates<'a>(
+    seen: &[Seen],
+    emitted: &[usize],
+    info_of: &dyn Fn(&str) -> Option<&'a CollectionInfo>,
+    templates: &mut HashMap<String, (toml::Table, bool)>,
+    fitted: &mut Fitted,
+    now_ms: i64,
+) {
+    let range = |p: &str| p.contains(".$gt") || p.contains(".$lt");
+    let mut done: BTreeSet<(String, String)> = BTreeSet::new();
+    for &i in emitted {
+        let s = &seen[i];
+        let top = |f: &&str| !f.contains('.');
+        let dates: Vec<&str> =
+            s.op.slots
+                .iter()
+                .zip(&s.values)
+                .filter(|(sl, vals)| {
+                    selects(sl)
+                        && range(&sl.path)
+                        && !vals.is_empty()
+                        && vals.iter().all(|v| matches!(v, Bson::DateTime(_)))
+                })
+                .filter_map(|(sl, _)| sl.field.as_deref())
+                .filter(top)
+                .collect();
+        let equal: Vec<&str> =
+            s.op.slots
+                .iter()
+                .filter(|sl| selects(sl) && sl.kind == SlotKind::Value && !range(&sl.path))
+                .filter_map(|sl| sl.field.as_deref())
+                .filter(top)
+                .collect();
+        for (t, f) in dates
+            .iter()
+            .flat_map(|t| equal.iter().map(move |f| (*t, *f)))
+        {
+            let (dkey, fkey) = (
+                (s.coll.clone(), t.to_string()),
+                (s.coll.clone(), f.to_string()),
+            );
+            if done.contains(&dkey) {
+                continue;
+            }
+            let Some(pairs) = info_of(&s.coll)
+                .and_then(|info| info.values.get(f))
+                .and_then(|d| d.dated.get(t))
+            else {
+                continue;
+            };
+            let Some(ranking) = fitted.ranked.get(&fkey) else {
+                continue;
+            };
+            let Some((template, _)) = templates.get_mut(&s.coll) else {
+                continue;
+            };
+            // The sibling must be the documents' draw of ranks (a `^Choose`).
+            let chosen =
+                matches!(template.get(f), Some(Value::Table(g)) if g.contains_key("^Choose"));
+            if !chosen || !matches!(ranking.form, fit::Form::Placeholder { .. }) {
+                continue;
+            }
+            let index = ranking.data_index();
+            if let Some(d) = fit::dated_by_rank(f, pairs, &index, now_ms) {
+                replace_path(template, t, d.gen);
+                fitted.notes.insert(dkey.clone(), d.note);
+                done.insert(dkey);
             }
         }
     }

@@ -316,3 +316,69 @@ fn shapes_weigh_by_their_operations_not_by_the_values_they_kept() {
         "the pool keeps the operations' proportions"
     );
 }
+
+#[test]
+fn a_date_read_beside_a_ranked_field_is_drawn_by_its_rank_where_the_source_dates_differ() {
+    // The five busiest authors' messages are of the last hour, the others' of two days: the
+    // template draws `created` by the author's rank, and the profile runs.
+    let now = 1_700_000_000_000_i64;
+    let hour = 3_600_000_i64;
+    let mut obs = Vec::new();
+    for i in 0..200_i64 {
+        let since = mongodb::bson::DateTime::from_millis(now - 12 * hour);
+        obs.push(op(
+            now - 200 + i,
+            doc! { "find": "orders", "filter": { "author": format!("u{}", i % 50), "created": { "$gte": since } } },
+            "web",
+        ));
+    }
+    let mut counts = Vec::new();
+    let mut pairs = Vec::new();
+    for a in 0..50_u64 {
+        let n = if a < 5 { 400 - 60 * a } else { 19 };
+        counts.push((Bson::String(format!("u{a}")), n));
+        for k in 0..n {
+            let span = if a < 5 { hour } else { 48 * hour };
+            let ms = now - i64::try_from(k * 7919 % 1_000_003).unwrap() * span / 1_000_003;
+            pairs.push((Bson::String(format!("u{a}")), ms));
+        }
+    }
+    let read: u64 = counts.iter().map(|c| c.1).sum();
+    let mut values = BTreeMap::new();
+    values.insert(
+        "author".to_string(),
+        crate::capture::FieldData {
+            read,
+            counts,
+            whole: true,
+            distinct: None,
+            dated: [("created".to_string(), pairs)].into_iter().collect(),
+        },
+    );
+    let mut infos = HashMap::new();
+    infos.insert(
+        ("shop".to_string(), "orders".to_string()),
+        CollectionInfo {
+            count: Some(read),
+            values,
+            ..Default::default()
+        },
+    );
+    let c = build(&obs, &infos, &Options::default(), "cap", "t");
+    assert!(
+        c.profile
+            .contains(r#"created = { by_rank_of = "author", ranks = ["#),
+        "{}",
+        c.profile
+    );
+    assert!(
+        c.profile.contains("# created: drawn by the rank of author"),
+        "{}",
+        c.profile
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.toml");
+    std::fs::write(&path, &c.profile).unwrap();
+    let loaded = crate::plan::profile::load(path.to_str().unwrap()).unwrap();
+    crate::plan::RunPlan::build(&loaded, &Default::default()).unwrap();
+}

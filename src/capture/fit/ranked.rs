@@ -293,6 +293,14 @@ impl Ranking {
         (g, per_rank, absent)
     }
 
+    /// The index of the documents' draw (`fit`'s data) that gives each value of the documents
+    /// read: its rank when listed, else the tail's (the index after the listed ones).
+    pub(crate) fn data_index(&self) -> impl Fn(&Bson) -> Option<usize> {
+        let r = self.ranks();
+        let listed = r.listed;
+        move |v: &Bson| r.rank_of.get(&v.to_string()).map(|&i| i.min(listed))
+    }
+
     /// What one operation's slot draws: the values it asked for itself, over the field's
     /// ranks.
     pub(crate) fn access(&self, asked: &[(Bson, u64)]) -> Value {

@@ -233,6 +233,7 @@ fn data(pairs: &[(&str, u64)], whole: bool) -> crate::capture::FieldData {
         counts: pairs.iter().map(|(v, n)| (s(v), *n)).collect(),
         whole,
         distinct: None,
+        dated: Default::default(),
     }
 }
 
@@ -340,6 +341,7 @@ fn chao1_counts_a_skewed_fields_values_from_a_sample_within_a_fifth() {
             .collect(),
         whole: false,
         distinct: None,
+        dated: Default::default(),
     };
     let (k, how) = data_cardinality(&sample, Some(20_000));
     assert!(sample.counts.len() < 1800, "the sample alone sees too few");

@@ -224,3 +224,81 @@ n = { "^Id" = {} }
     // Outside a document the key space numbers, there is no _id to give.
     assert_eq!(crate::workload::template::own_id(), None);
 }
+
+/// `by_rank_of`: a field drawn by the index its sibling `^Choose` drew, wherever the two stand
+/// in the table, in a whole document, a raw one and `^Field`'s fresh values alike.
+#[test]
+fn a_field_by_rank_follows_the_index_its_sibling_drew() {
+    let g = gen(r#"
+        a_when = { by_rank_of = "who", ranks = [1, 3], then = ["first", "second or third", { "^Choose" = { from = ["late", "later"] } }] }
+        who = { "^Choose" = { from = ["x", "y", "z", "w"], weights = [1, 1, 1, 1] } }
+    "#)
+    .unwrap();
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(9);
+    let mut seen = std::collections::BTreeSet::new();
+    for n in 0..400 {
+        let d = if n % 2 == 0 {
+            g.generate(&mut rng)
+        } else {
+            let raw = g.raw_with_id(n, &mut rng);
+            mongodb::bson::Document::try_from(raw.as_ref()).unwrap()
+        };
+        let (who, when) = (d.get_str("who").unwrap(), d.get_str("a_when").unwrap());
+        let want: &[&str] = match who {
+            "x" => &["first"],
+            "y" | "z" => &["second or third"],
+            _ => &["late", "later"],
+        };
+        assert!(want.contains(&when), "{who} -> {when}");
+        seen.insert(who.to_string());
+    }
+    assert_eq!(seen.len(), 4, "every value drawn");
+    // The sibling's own draws are as without the ranked field (the same seed, the same values).
+    let alone =
+        gen(r#"who = { "^Choose" = { from = ["x", "y", "z", "w"], weights = [1, 1, 1, 1] } }"#)
+            .unwrap();
+    let (mut r1, mut r2) = (
+        rand::rngs::SmallRng::seed_from_u64(3),
+        rand::rngs::SmallRng::seed_from_u64(3),
+    );
+    let with: Vec<String> = (0..20)
+        .map(|_| {
+            g.generate_fields(&[1], &mut r1)
+                .get_str("who")
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    let without: Vec<String> = (0..20)
+        .map(|_| alone.generate(&mut r2).get_str("who").unwrap().to_string())
+        .collect();
+    assert_eq!(with, without);
+}
+
+#[test]
+fn a_field_by_rank_of_a_field_that_is_no_choice_is_refused_with_the_form() {
+    let e = gen(r#"
+        when = { by_rank_of = "who", ranks = [1], then = [1, 2] }
+        who = "x"
+    "#)
+    .unwrap_err();
+    assert_eq!(e.key, "document.when.by_rank_of");
+    assert!(
+        e.problem.contains("`who` is not a `^Choose` field"),
+        "{}",
+        e.problem
+    );
+    let e = gen(r#"
+        when = { by_rank_of = "who", ranks = [1, 5], then = [1, 2] }
+        who = { "^Choose" = { from = ["x", "y"] } }
+    "#)
+    .unwrap_err();
+    assert_eq!(e.key, "document.when.then");
+    assert!(e.problem.contains("2 values for 2 ranks"), "{}", e.problem);
+    let e = gen(r#"
+        when = { by_rank_of = "who", ranks = [5, 5], then = [1, 2, 3] }
+        who = { "^Choose" = { from = ["x", "y"] } }
+    "#)
+    .unwrap_err();
+    assert_eq!(e.key, "document.when.ranks");
+}

@@ -19,6 +19,7 @@ mod values;
 pub(crate) use values::*;
 
 mod generate;
+pub(super) use generate::choose_index;
 
 /// The most elements, characters or bytes one generated value may have: nothing longer fits in
 /// a 16 MiB document.

@@ -331,6 +331,33 @@ impl Template {
         self.node.generate(cx)
     }
 
+    /// How many values a `^Choose` written as the whole template chooses among; None for any
+    /// other template.
+    pub(crate) fn choices(&self) -> Option<usize> {
+        match &self.node {
+            Node::Gen(g) => match &**g {
+                Gen::Choose(c) => Some(c.from.len()),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// A `^Choose` written as the whole template: the index it drew and the value, with the
+    /// same draws as `generate`; None for any other template.
+    pub(crate) fn generate_choice(&self, cx: &mut Cx<'_>) -> Option<(usize, Bson)> {
+        match &self.node {
+            Node::Gen(g) => match &**g {
+                Gen::Choose(c) => {
+                    let i = generators::choose_index(c, cx);
+                    Some((i, c.from[i].generate(cx)))
+                }
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
     /// Generates one value that is a document (a filter, an update's operators, a document to
     /// insert); None when the template makes something else.
     pub(crate) fn generate_doc(&self, cx: &mut Cx<'_>) -> Option<Document> {

@@ -163,22 +163,27 @@ fn string(g: &StrGen, cx: &mut Cx<'_>) -> String {
     }
 }
 
+fn choose(g: &ChooseGen, cx: &mut Cx<'_>) -> Bson {
+    let i = choose_index(g, cx);
+    g.from[i].generate(cx)
+}
+
+/// The index `^Choose` draws (then the value at it is generated).
 #[allow(
     clippy::cast_possible_truncation,
     clippy::cast_sign_loss,
     clippy::cast_possible_wrap,
     reason = "an index within the list: the remainder of its (small) length"
 )]
-fn choose(g: &ChooseGen, cx: &mut Cx<'_>) -> Bson {
-    let i = match &g.pick {
+pub(in crate::workload::template) fn choose_index(g: &ChooseGen, cx: &mut Cx<'_>) -> usize {
+    match &g.pick {
         Pick::Uniform(u) => u.sample(cx.rng),
         Pick::Weighted(w) => w.sample(cx.rng),
         Pick::InTurn(id) => {
             let n = count(cx, *id, 1, |_| 0);
             n.rem_euclid(g.from.len() as i64) as usize
         }
-    };
-    g.from[i].generate(cx)
+    }
 }
 
 /// Milliseconds uniform between the two, the second included unless `exclusive`.
