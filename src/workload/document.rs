@@ -566,7 +566,7 @@ fn place_by_rank(
             _ => None,
         });
         match (i, choices) {
-            (Some(i), Some(_)) if i < MAX_PAIRED_LEVEL => {
+            (Some(i), Some(_)) => {
                 ranked_by[i] = true;
                 if let Gen::ByRank(r) = &mut fields[at].1 {
                     r.of = i;

@@ -537,10 +537,6 @@ fn a_skewed_chat_replays_the_applications_work_per_call() {
         profile.contains(r#"created = { by_rank_of = "author", ranks = ["#),
         "{profile}"
     );
-    eprintln!("{stdout}");
-    for line in profile.lines().filter(|l| l.contains("created")) {
-        eprintln!("profile: {line}");
-    }
 
     // The replay, unedited but for its database, on a fresh one with the profiler on.
     let fresh = common::unique_db("chatreplay");
@@ -597,7 +593,6 @@ fn a_skewed_chat_replays_the_applications_work_per_call() {
         ],
     );
     let m = common::read_json(&measured);
-    eprintln!("application / replay, per call: {m:#}");
     let kinds = [
         ("room", 0.25),
         ("author", 0.35),

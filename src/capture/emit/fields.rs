@@ -301,9 +301,12 @@ fn joint_dates<'a>(
 ) {
     let range = |p: &str| p.contains(".$gt") || p.contains(".$lt");
     let mut done: BTreeSet<(String, String)> = BTreeSet::new();
+    let mut tried: BTreeSet<((String, String), String)> = BTreeSet::new();
     for &i in emitted {
         let s = &seen[i];
         let top = |f: &&str| !f.contains('.');
+        // Equality: `author = v` or `author.$eq`, not `$ne`, `$regex`, ...
+        let equality = |p: &str| !p.contains(".$") || p.ends_with(".$eq");
         let dates: Vec<&str> =
             s.op.slots
                 .iter()
@@ -320,7 +323,7 @@ fn joint_dates<'a>(
         let equal: Vec<&str> =
             s.op.slots
                 .iter()
-                .filter(|sl| selects(sl) && sl.kind == SlotKind::Value && !range(&sl.path))
+                .filter(|sl| selects(sl) && sl.kind == SlotKind::Value && equality(&sl.path))
                 .filter_map(|sl| sl.field.as_deref())
                 .filter(top)
                 .collect();
@@ -332,7 +335,13 @@ fn joint_dates<'a>(
                 (s.coll.clone(), t.to_string()),
                 (s.coll.clone(), f.to_string()),
             );
-            if done.contains(&dkey) {
+            // Once per pair and date field; never a unique field's or a reference's values.
+            if !tried.insert((dkey.clone(), f.to_string()))
+                || done.contains(&dkey)
+                || fitted.unique.contains(&dkey)
+                || fitted.references.contains_key(&dkey)
+                || fitted.references.contains_key(&fkey)
+            {
                 continue;
             }
             let Some(pairs) = info_of(&s.coll)
@@ -347,10 +356,13 @@ fn joint_dates<'a>(
             let Some((template, _)) = templates.get_mut(&s.coll) else {
                 continue;
             };
-            // The sibling must be the documents' draw of ranks (a `^Choose`).
+            // The sibling must be the documents' draw of ranks (a `^Choose`), the date one
+            // value (not an array of them).
             let chosen =
                 matches!(template.get(f), Some(Value::Table(g)) if g.contains_key("^Choose"));
-            if !chosen || !matches!(ranking.form, fit::Form::Placeholder { .. }) {
+            let array =
+                matches!(template.get(t), Some(Value::Table(g)) if g.contains_key("^Array"));
+            if !chosen || array || !matches!(ranking.form, fit::Form::Placeholder { .. }) {
                 continue;
             }
             let index = ranking.data_index();

@@ -297,8 +297,29 @@ impl Ranking {
     /// read: its rank when listed, else the tail's (the index after the listed ones).
     pub(crate) fn data_index(&self) -> impl Fn(&Bson) -> Option<usize> {
         let r = self.ranks();
-        let listed = r.listed;
-        move |v: &Bson| r.rank_of.get(&v.to_string()).map(|&i| i.min(listed))
+        let (listed, tail) = (r.listed, self.data_tail(&r) > 0);
+        // A rank beyond the listed ones is the tail's, or none the replay draws.
+        move |v: &Bson| {
+            let &i = r.rank_of.get(&v.to_string())?;
+            (i < listed || tail).then_some(i.min(listed))
+        }
+    }
+
+    /// The documents' weight of the ranks beyond the listed ones (drawn as one tail choice):
+    /// those read beyond them and the unseen ones (Good-Turing: as many as the values read
+    /// once); 0 when there is no tail.
+    fn data_tail(&self, r: &Ranks) -> u64 {
+        let beyond: u64 = r.order[r.listed..].iter().map(|o| o.1).sum();
+        let unseen = if r.complete || r.order.len() >= r.k {
+            0
+        } else {
+            (r.order.iter().filter(|o| o.1 == 1).count() as u64).max(1)
+        };
+        if r.k > r.listed {
+            beyond + unseen
+        } else {
+            0
+        }
     }
 
     /// What one operation's slot draws: the values it asked for itself, over the field's
@@ -318,16 +339,10 @@ impl Ranking {
                 .map(|(i, (v, _, _))| naming.one(i, Some(v)))
                 .collect();
             let mut weights: Vec<u64> = r.order[..r.listed].iter().map(|o| o.1).collect();
-            let beyond: u64 = r.order[r.listed..].iter().map(|o| o.1).sum();
-            // The values no document read held (Good-Turing: as many as those read once).
-            let unseen = if r.complete || r.order.len() >= r.k {
-                0
-            } else {
-                (r.order.iter().filter(|o| o.1 == 1).count() as u64).max(1)
-            };
-            if r.k > r.listed && beyond + unseen > 0 {
+            let tail = self.data_tail(&r);
+            if tail > 0 {
                 from.push(naming.tail(r.listed, r.k - 1));
-                weights.push(beyond + unseen);
+                weights.push(tail);
             }
             choose(from, &weights)
         });

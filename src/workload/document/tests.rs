@@ -302,3 +302,22 @@ fn a_field_by_rank_of_a_field_that_is_no_choice_is_refused_with_the_form() {
     .unwrap_err();
     assert_eq!(e.key, "document.when.ranks");
 }
+
+#[test]
+fn a_field_by_rank_of_a_sibling_beyond_the_64th_field_is_read() {
+    // Captured templates keep the source's fields, however many.
+    let mut text: String = (0..70).map(|i| format!("f{i:02} = {i}\n")).collect();
+    text.push_str("who = { \"^Choose\" = { from = [\"x\", \"y\"] } }\n");
+    text.push_str("when = { by_rank_of = \"who\", ranks = [1], then = [\"first\", \"second\"] }\n");
+    let g = gen(&text).unwrap();
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(2);
+    for _ in 0..50 {
+        let d = g.generate(&mut rng);
+        let want = if d.get_str("who").unwrap() == "x" {
+            "first"
+        } else {
+            "second"
+        };
+        assert_eq!(d.get_str("when").unwrap(), want);
+    }
+}
