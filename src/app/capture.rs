@@ -263,12 +263,11 @@ async fn collection_infos(
     if let Some(client) = client {
         let fields = collected.filter_fields();
         let none = BTreeSet::new();
-        let namespaces: BTreeSet<(String, String)> = collected
+        let namespaces: Vec<(String, String)> = collected
             .namespaces()
-            .iter()
             .filter(|(_, c)| !c.starts_with("$cmd") && !c.starts_with("system."))
             .take(200)
-            .cloned()
+            .map(|(d, c)| (d.clone(), c.clone()))
             .collect();
         for (db, coll) in namespaces {
             let wanted = fields.get(&(db.clone(), coll.clone())).unwrap_or(&none);

@@ -63,7 +63,9 @@ pub(crate) struct Collector {
     pub(crate) left: LeftOut,
     statements: Statements,
     /// Every namespace an entry named.
-    namespaces: BTreeSet<(String, String)>,
+    /// Every namespace an entry named: database -> collections (looked up without a copy, as
+    /// every entry is).
+    namespaces: BTreeMap<String, BTreeSet<String>>,
     entries: u64,
     /// The most entries held at once (the buffer, and what may belong to a transaction).
     pub(crate) most_held: usize,
@@ -73,8 +75,16 @@ pub(crate) struct Collector {
 impl Sink for Collector {
     fn take(&mut self, o: Observed) {
         self.entries += 1;
-        if !o.coll.is_empty() && !self.namespaces.contains(&(o.db.clone(), o.coll.clone())) {
-            self.namespaces.insert((o.db.clone(), o.coll.clone()));
+        if !o.coll.is_empty()
+            && !self
+                .namespaces
+                .get(&o.db)
+                .is_some_and(|c| c.contains(&o.coll))
+        {
+            self.namespaces
+                .entry(o.db.clone())
+                .or_default()
+                .insert(o.coll.clone());
         }
         if matches!(o.op_type.as_str(), "update" | "remove") && o.command.contains_key("q") {
             self.decide(true);
@@ -112,7 +122,7 @@ impl Collector {
             tally: Tally::default(),
             left: LeftOut::default(),
             statements: Statements::Undecided(Vec::new()),
-            namespaces: BTreeSet::new(),
+            namespaces: BTreeMap::new(),
             entries: 0,
             most_held: 0,
             finished: false,
@@ -135,8 +145,10 @@ impl Collector {
     }
 
     /// Every namespace an entry named, in order.
-    pub(crate) fn namespaces(&self) -> &BTreeSet<(String, String)> {
-        &self.namespaces
+    pub(crate) fn namespaces(&self) -> impl Iterator<Item = (&String, &String)> {
+        self.namespaces
+            .iter()
+            .flat_map(|(d, cs)| cs.iter().map(move |c| (d, c)))
     }
 
     /// The source ended: counts what was still held. Idempotent.

@@ -12,6 +12,15 @@ fn build(
     super::build(Collector::of(obs, opts.group_by), infos, opts, name, source)
 }
 
+/// The captured profile loads and plans as `run` would take it.
+fn validates(profile: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.toml");
+    std::fs::write(&path, profile).unwrap();
+    let loaded = crate::plan::profile::load(path.to_str().unwrap()).unwrap();
+    crate::plan::RunPlan::build(&loaded, &Default::default()).unwrap();
+}
+
 fn op(ts: i64, command: Document, app: &str) -> Observed {
     Observed {
         ts_ms: ts,
@@ -81,11 +90,7 @@ fn shapes_are_counted_weighted_and_rendered_as_a_profile_that_validates() {
         "{}",
         c.profile
     );
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("p.toml");
-    std::fs::write(&path, &c.profile).unwrap();
-    let loaded = crate::plan::profile::load(path.to_str().unwrap()).unwrap();
-    crate::plan::RunPlan::build(&loaded, &Default::default()).unwrap();
+    validates(&c.profile);
 }
 
 #[test]
@@ -269,11 +274,7 @@ fn a_unique_index_gets_values_that_never_repeat_in_the_documents_and_the_writes(
         "{}",
         c.profile
     );
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("p.toml");
-    std::fs::write(&path, &c.profile).unwrap();
-    let loaded = crate::plan::profile::load(path.to_str().unwrap()).unwrap();
-    crate::plan::RunPlan::build(&loaded, &Default::default()).unwrap();
+    validates(&c.profile);
 }
 
 #[test]
@@ -376,9 +377,5 @@ fn a_date_read_beside_a_ranked_field_is_drawn_by_its_rank_where_the_source_dates
         "{}",
         c.profile
     );
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("p.toml");
-    std::fs::write(&path, &c.profile).unwrap();
-    let loaded = crate::plan::profile::load(path.to_str().unwrap()).unwrap();
-    crate::plan::RunPlan::build(&loaded, &Default::default()).unwrap();
+    validates(&c.profile);
 }
