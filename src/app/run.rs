@@ -156,6 +156,7 @@ async fn load(
             title: None,
             steerable: true,
         }),
+        later_plans: Default::default(),
     };
     let result = session.run(sampler).await;
     if let (Some(p), Ok(s)) = (page, &result) {

@@ -215,6 +215,7 @@ impl Series {
                 )),
                 steerable: false,
             }),
+            later_plans: Default::default(),
         };
         session.run(sampler).await
     }

@@ -311,7 +311,8 @@ pub(super) async fn one_op<B: Backend>(
             out.updated,
             out.upserted,
             out.deleted,
-        ),
+        )
+        .counting(out.counted),
         error: out.error,
     };
     ctx.samples

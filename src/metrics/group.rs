@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::label::Label;
 use super::row::{Row, TxCounts};
-use super::sample::{ErrorClass, Sample};
+use super::sample::{ErrorClass, OpError, Sample};
 use super::timing::{decode, encode, new_histogram, Timing};
 use crate::vocab::OpName;
 use hdrhistogram::Histogram;
@@ -105,6 +105,10 @@ pub(crate) struct DocCounts {
     pub(crate) updated: u64,
     pub(crate) upserted: u64,
     pub(crate) deleted: u64,
+    /// What counts answered (countDocuments, estimatedDocumentCount): not documents moved,
+    /// but what genny counts as a count's documents (`rollups.json`).
+    #[serde(default)]
+    pub(crate) counted: u64,
 }
 
 impl DocCounts {
@@ -115,6 +119,7 @@ impl DocCounts {
         self.updated += u64::from(o.updated);
         self.upserted += u64::from(o.upserted);
         self.deleted += u64::from(o.deleted);
+        self.counted += u64::from(o.counted);
     }
 
     pub(crate) fn add(&mut self, o: &DocCounts) {
@@ -123,6 +128,7 @@ impl DocCounts {
         self.updated += o.updated;
         self.upserted += o.upserted;
         self.deleted += o.deleted;
+        self.counted += o.counted;
     }
 
     /// Every document read or written.
@@ -198,10 +204,15 @@ impl GroupMetrics {
         }
         // Steps: each its own row's time (`group:step`), and a transaction's first attempt.
         if let Some(e) = &s.extra {
-            for (name, us) in &e.steps {
-                kind(&mut self.kinds, name);
-                if let Some(m) = self.kinds.get_mut(name) {
-                    m.record_latency(s.start_us, u64::from(*us));
+            for step in &e.steps {
+                kind(&mut self.kinds, &step.name);
+                if let Some(m) = self.kinds.get_mut(&step.name) {
+                    m.record_latency(s.start_us, u64::from(step.us));
+                    m.docs.add_op(&step.docs);
+                    m.matched += u64::from(step.matched);
+                    if let Some(e) = &step.error {
+                        m.record_error(&e.0);
+                    }
                 }
             }
             if let Some(us) = e.first_attempt_us {
@@ -228,16 +239,21 @@ impl GroupMetrics {
             self.tx.add_op(t);
         }
         if let Some(e) = &s.error {
-            self.errors += 1;
-            *self.errors_by_class.entry(e.class).or_default() += 1;
-            let kind = FailureKind {
-                class: e.class,
-                code: e.code,
-            };
-            match self.failures.get_mut(&kind) {
-                Some(seen) => seen.count += 1,
-                None => Seen::add(&mut self.failures, kind, 1, &e.message.as_str()),
-            }
+            self.record_error(e);
+        }
+    }
+
+    /// One failure: counted, by class, and by kind with its first message.
+    fn record_error(&mut self, e: &OpError) {
+        self.errors += 1;
+        *self.errors_by_class.entry(e.class).or_default() += 1;
+        let kind = FailureKind {
+            class: e.class,
+            code: e.code,
+        };
+        match self.failures.get_mut(&kind) {
+            Some(seen) => seen.count += 1,
+            None => Seen::add(&mut self.failures, kind, 1, &e.message.as_str()),
         }
     }
 
@@ -368,6 +384,7 @@ impl GroupMetrics {
                 updated: r.updated,
                 upserted: r.upserted,
                 deleted: r.deleted,
+                counted: 0,
             },
             late: r.late,
             max_behind_us: us(r.max_behind_ms),

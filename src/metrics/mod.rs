@@ -24,7 +24,7 @@ pub(crate) use metric::{Metric, MetricKind};
 pub use output::{Closed, Flow, Notice, Notify, Output, RunEvent, Segment, Split, Window};
 pub use recorder::{panic_message, Recorded, Recorder, Steering, Watch};
 pub(crate) use row::Row;
-pub use sample::{ErrorClass, Logged, OpError, Sample};
+pub use sample::{ErrorClass, Logged, OpError, Sample, StepSample};
 pub use timing::{decode, encode, new_histogram, Timing};
 
 pub(crate) use crate::num::{real, real_len, whole};

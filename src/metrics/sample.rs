@@ -124,6 +124,8 @@ pub struct OpDocs {
     pub(crate) updated: u32,
     pub(crate) upserted: u32,
     pub(crate) deleted: u32,
+    /// What a count answered.
+    pub(crate) counted: u32,
 }
 
 impl OpDocs {
@@ -135,9 +137,43 @@ impl OpDocs {
             updated: c(updated),
             upserted: c(upserted),
             deleted: c(deleted),
+            counted: 0,
+        }
+    }
+
+    /// With what a count answered.
+    pub fn counting(self, counted: u64) -> Self {
+        OpDocs {
+            counted: u32::try_from(counted).unwrap_or(u32::MAX),
+            ..self
         }
     }
 }
+
+/// One step of an operation of steps: its row's name, microseconds, the documents it moved,
+/// and its failure when its row counts one (`on_error`: `end` or `record`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepSample {
+    pub name: crate::vocab::OpName,
+    pub us: u32,
+    pub docs: OpDocs,
+    /// It found or wrote a document.
+    pub matched: bool,
+    pub error: Option<StepFailure>,
+}
+
+/// A step's failure, as its row counts it: its class and the server's code, and its message.
+#[derive(Debug, Clone)]
+pub struct StepFailure(pub Box<OpError>);
+
+/// Two steps' failures are alike when their class and code are (the message is text to show).
+impl PartialEq for StepFailure {
+    fn eq(&self, o: &Self) -> bool {
+        self.0.class == o.0.class && self.0.code == o.0.code
+    }
+}
+
+impl Eq for StepFailure {}
 
 /// How a transaction ended.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -163,9 +199,8 @@ pub struct TxSample {
 /// What an operation of several steps adds to its sample.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SampleExtra {
-    /// Each step sent, in order: its row's name and microseconds (of the attempt that
-    /// counted, for a transaction).
-    pub steps: Vec<(crate::vocab::OpName, u32)>,
+    /// Each step sent, in order (of the attempt that counted, for a transaction).
+    pub steps: Vec<StepSample>,
     /// A transaction's end and retries; None for steps outside one.
     pub tx: Option<TxSample>,
     /// A transaction's first attempt, microseconds (its steps and commit, before any retry).

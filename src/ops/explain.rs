@@ -29,8 +29,15 @@ pub(crate) struct Checked {
 
 /// Each of the plan's templates once (rate steps share their group's), with its row's label.
 fn templates(plan: &RunPlan) -> Vec<(String, Arc<TemplateOp>)> {
+    templates_of(plan.groups())
+}
+
+/// The templates of `groups`, each once, with its row's label.
+fn templates_of<'p>(
+    groups: impl Iterator<Item = &'p crate::plan::GroupPlan>,
+) -> Vec<(String, Arc<TemplateOp>)> {
     let mut seen: Vec<(String, Arc<TemplateOp>)> = Vec::new();
-    for g in plan.groups() {
+    for g in groups {
         // A rate step's templates are its group's.
         let base = g.profile_name().to_string();
         let specs: Vec<&OpSpec> = if g.mix.is_empty() {
@@ -199,11 +206,15 @@ fn operator_at(text: &str, table_line: usize, message: &str) -> Option<(usize, u
 pub(crate) async fn plans(
     plan: &RunPlan,
     client: &mongodb::Client,
-    keys: &[KeySpace],
+    keys: &[&KeySpace],
+    stage: usize,
 ) -> Vec<QueryPlan> {
     let db = client.database(&plan.target.database);
     let mut out = Vec::new();
-    for (label, op) in templates(plan) {
+    let Some(stage) = plan.stages.get(stage) else {
+        return out;
+    };
+    for (label, op) in templates_of(stage.groups.iter()) {
         let reads = matches!(
             op.verb,
             Verb::Find | Verb::FindOne | Verb::Aggregate | Verb::CountDocuments | Verb::Distinct
@@ -214,7 +225,7 @@ pub(crate) async fn plans(
             "queryPlanner"
         };
         let fallback = KeySpace::default();
-        let k = keys.get(op.collection).unwrap_or(&fallback);
+        let k = keys.get(op.collection).copied().unwrap_or(&fallback);
         let Some(cmd) = explain_of(&op, sample(plan, &op, k), verbosity) else {
             continue;
         };

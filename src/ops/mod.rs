@@ -57,14 +57,16 @@ pub trait Backend: Send + Sync + 'static {
     /// Readies the target for one run (drop, indexes, preload, as the plan says; for a part,
     /// part 0's setup or the wait for it) and returns the key space the run's operations draw
     /// existing `_id`s from and when its stages begin (`begin` asks for one).
-    /// After the setup: each template's winning plan by the server's explain (none without a
-    /// server to ask).
+    /// Just before stage `stage` (after the setup, and after the stages before it, which may
+    /// load what it reads): each of its templates' winning plan by the server's explain (none
+    /// without a server to ask).
     fn plans(
         &self,
         plan: &RunPlan,
-        keys: &[crate::workload::KeySpace],
+        keys: &[&crate::workload::KeySpace],
+        stage: usize,
     ) -> impl Future<Output = Vec<explain::QueryPlan>> + Send {
-        let _ = (plan, keys);
+        let _ = (plan, keys, stage);
         async { Vec::new() }
     }
 
@@ -130,6 +132,8 @@ pub struct Outcome {
     pub updated: u64,
     pub upserted: u64,
     pub deleted: u64,
+    /// What a count answered (countDocuments, estimatedDocumentCount).
+    pub counted: u64,
     /// Steps and transactions: each step's time, a transaction's end, retries and first attempt.
     pub extra: Option<Box<crate::metrics::sample::SampleExtra>>,
     pub error: Option<Box<crate::metrics::OpError>>,

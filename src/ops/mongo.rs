@@ -16,7 +16,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Backend, Outcome, Prepared};
 use crate::error::Error;
-use crate::metrics::sample::SampleExtra;
+use crate::metrics::sample::{OpDocs, SampleExtra, StepFailure, StepSample};
+use crate::plan::profile::model::OnError;
 use crate::plan::{
     Concerns, HandlePlan, ReadConcernPlan, ReadPref, RunPlan, TargetPlan, WriteConcernPlan,
 };
@@ -187,9 +188,10 @@ impl Backend for MongoBackend {
     async fn plans(
         &self,
         plan: &RunPlan,
-        keys: &[crate::workload::KeySpace],
+        keys: &[&crate::workload::KeySpace],
+        stage: usize,
     ) -> Vec<super::explain::QueryPlan> {
-        super::explain::plans(plan, &self.client, keys).await
+        super::explain::plans(plan, &self.client, keys, stage).await
     }
 
     fn finish(&self) {
@@ -276,16 +278,18 @@ impl MongoBackend {
         mut session: Option<&mut mongodb::ClientSession>,
     ) -> (Outcome, mongodb::error::Result<()>) {
         let op = &req.op;
+        // Every step runs (genny's): the operation found or wrote a document when one did.
+        // Otherwise: when every step did (the first that does not ends it).
         let mut out = Outcome {
-            matched: true,
+            matched: !op.every_step,
             ..Outcome::default()
         };
         // The same stream for every attempt: a retried transaction sends the same steps.
         let mut rng = rand::rngs::SmallRng::seed_from_u64(req.seed);
         let mut state = UserState::default();
         let mut results: Vec<Option<Document>> = Vec::with_capacity(op.steps.len());
-        let mut timed: Vec<(crate::workload::op::OpName, u32)> = Vec::with_capacity(op.steps.len());
-        for (step, pre) in op.steps.iter().zip(&req.built) {
+        let mut timed: Vec<StepSample> = Vec::with_capacity(op.steps.len());
+        for ((step, pre), policy) in op.steps.iter().zip(&req.built).zip(&op.policy) {
             let collection = req.collection_of(step.collection);
             let mut _late = None;
             let built = match pre {
@@ -341,10 +345,15 @@ impl MongoBackend {
                 session.as_deref_mut(),
             )
             .await;
-            timed.push((
-                step.name.clone(),
-                u32::try_from(step_started.elapsed().as_micros()).unwrap_or(u32::MAX),
-            ));
+            let us = u32::try_from(step_started.elapsed().as_micros()).unwrap_or(u32::MAX);
+            let docs = OpDocs::new(
+                one.returned,
+                one.inserted,
+                one.updated,
+                one.upserted,
+                one.deleted,
+            )
+            .counting(one.counted);
             out.sent = out.sent.saturating_add(one.sent);
             out.received = out.received.saturating_add(one.received);
             out.modified |= one.modified;
@@ -353,18 +362,46 @@ impl MongoBackend {
             out.updated += one.updated;
             out.upserted += one.upserted;
             out.deleted += one.deleted;
+            out.counted += one.counted;
+            let mut row = StepSample {
+                name: step.name.clone(),
+                us,
+                docs,
+                matched: one.matched,
+                error: None,
+            };
             if let Err(e) = sent {
-                out.matched = false;
-                out.extra = Some(Box::new(SampleExtra {
-                    steps: timed,
-                    ..SampleExtra::default()
-                }));
-                return (out, Err(e));
+                // In a transaction a failure ends it, whatever the step says: the server has
+                // aborted it.
+                let goes_on = !op.transaction;
+                match policy.on_error {
+                    OnError::Record if goes_on => {
+                        row.error = Some(StepFailure(Box::new(super::classify::classify(e))));
+                    }
+                    OnError::Ignore if goes_on => {}
+                    _ => {
+                        row.error =
+                            Some(StepFailure(Box::new(super::classify::classify(e.clone()))));
+                        timed.push(row);
+                        out.matched = false;
+                        out.extra = Some(Box::new(SampleExtra {
+                            steps: timed,
+                            ..SampleExtra::default()
+                        }));
+                        return (out, Err(e));
+                    }
+                }
+                timed.push(row);
+                results.push(None);
+                continue;
             }
+            timed.push(row);
             // A write sent with w:0 says nothing of what it matched: the steps go on.
             let unknown =
                 h.unacknowledged && session.is_none() && step.verb.writes() && step.verb.at_w0();
-            if !one.matched && !unknown {
+            if op.every_step {
+                out.matched |= one.matched || unknown;
+            } else if !one.matched && !unknown {
                 // Nothing to go on with: the operation ends here, as not matched.
                 out.matched = false;
                 break;

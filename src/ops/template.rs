@@ -264,6 +264,27 @@ async fn run_command(
         out.received = bytes(&reply);
     }
     out.matched = true;
+    let failed = reply_failure(&reply);
     keep(result, reply);
-    Ok(())
+    failed.map_or(Ok(()), Err)
+}
+
+/// What a command's reply says failed although it has `ok: 1`: its first write error
+/// (`writeErrors`), else its `writeConcernError` (a write done, its write concern not met,
+/// such as `w: 2` on a one-member set), as the driver's error for it; None when the reply
+/// holds neither.
+pub(crate) fn reply_failure(reply: &Document) -> Option<mongodb::error::Error> {
+    use mongodb::error::{ErrorKind, WriteFailure};
+    let failure = if let Some(first) = reply
+        .get_array("writeErrors")
+        .ok()
+        .and_then(|errors| errors.first())
+        .and_then(Bson::as_document)
+    {
+        WriteFailure::WriteError(mongodb::bson::from_document(first.clone()).ok()?)
+    } else {
+        let concern = reply.get_document("writeConcernError").ok()?;
+        WriteFailure::WriteConcernError(mongodb::bson::from_document(concern.clone()).ok()?)
+    };
+    Some(mongodb::error::Error::from(ErrorKind::Write(failure)))
 }

@@ -545,6 +545,37 @@ impl GroupPlan {
     }
 
     /// The kinds of the group's operations, in the profile's order.
+    /// Every step of the group with its policy: its steps', or each state's.
+    pub(crate) fn step_policies(
+        &self,
+    ) -> impl Iterator<
+        Item = (
+            &crate::workload::op::OpName,
+            &crate::workload::command::StepPolicy,
+        ),
+    > {
+        std::iter::once(&self.op)
+            .chain(self.mix.iter().map(|(s, _)| s))
+            .filter_map(|s| match s {
+                OpSpec::Steps(st) => Some(st),
+                _ => None,
+            })
+            .flat_map(|st| st.steps.iter().map(|t| &t.name).zip(&st.policy))
+    }
+
+    /// Does the row of kind `kind` exist (a step with `report = false` has none)?
+    pub(crate) fn reports_kind(&self, kind: &crate::workload::op::OpName) -> bool {
+        self.step_policies()
+            .filter(|(n, _)| *n == kind)
+            .all(|(_, p)| p.report)
+    }
+
+    /// Does the group have a row: not when it is steps every one of which has `report = false`.
+    pub(crate) fn reports(&self) -> bool {
+        let mut steps = self.step_policies().peekable();
+        steps.peek().is_none() || steps.any(|(_, p)| p.report)
+    }
+
     pub(crate) fn kinds(&self) -> Vec<crate::workload::op::OpName> {
         // A state machine: a row per state (its visits), then one per step name (a name two
         // states share is one row, as genny adds up its operations' metrics by name).

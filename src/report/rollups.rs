@@ -1,13 +1,12 @@
-//! `rollups.json` of a genny workload's run: each row under the name genny gives its metric
-//! (`Actor.Operation`) with the names of genny's rollups (`AverageLatency`,
-//! `OperationThroughput`, ...), so dashboards keyed by those names find them. The values are
-//! the summary's, in its units (said in the file).
+//! `rollups.json` of a genny workload's run: each metric genny would record (`Actor.Operation`,
+//! the steps naming it added together, `summary::metric_rows`) with the names of genny's
+//! rollups (`AverageLatency`, `OperationThroughput`, ...), so dashboards keyed by those names
+//! find them. The values are the summary's, in its units (said in the file).
 
 use std::io::Write;
 
 use serde_json::{json, Map, Value};
 
-use crate::metrics::Label;
 use crate::summary::Summary;
 
 /// Is the run a genny workload's (its profile a `.yml`/`.yaml` file)?
@@ -22,25 +21,21 @@ pub(crate) fn render(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
         .iter()
         .map(|run| {
             let mut rows = Map::new();
-            for r in &run.rows {
-                let (name, group) = match &r.label {
-                    Label::Group(g) => (g.to_string(), g),
-                    Label::Kind { group, kind } => (format!("{group}.{kind}"), group),
-                    Label::Total | Label::Stage(_) => continue,
+            for m in &run.metrics {
+                let r = &m.row;
+                // Documents at the row's operation rate (a count's answers among them).
+                let document_rate = if r.samples == 0 {
+                    0.0
+                } else {
+                    crate::num::real(m.documents) * r.throughput / crate::num::real(r.samples)
                 };
-                let threads = s
-                    .groups
-                    .iter()
-                    .find(|g| group.is(&g.name))
-                    .map_or(0, |g| g.threads);
-                let documents = r.returned + r.inserted + r.updated + r.upserted + r.deleted;
                 let error_rate = if r.samples == 0 {
                     0.0
                 } else {
                     crate::num::real(r.errors) / crate::num::real(r.samples)
                 };
                 rows.insert(
-                    name,
+                    m.metric.clone(),
                     json!({
                         "AverageLatency": r.average_ms,
                         "Latency50thPercentile": r.median_ms,
@@ -50,12 +45,12 @@ pub(crate) fn render(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
                         "LatencyMin": r.min_ms,
                         "LatencyMax": r.max_ms,
                         "OperationThroughput": r.throughput,
-                        "DocumentThroughput": r.docs_per_sec,
+                        "DocumentThroughput": document_rate,
                         "ErrorRate": error_rate,
-                        "WorkersMin": threads,
-                        "WorkersMax": threads,
+                        "WorkersMin": m.workers,
+                        "WorkersMax": m.workers,
                         "OperationsTotal": r.samples,
-                        "DocumentsTotal": documents,
+                        "DocumentsTotal": m.documents,
                         "ErrorsTotal": r.errors,
                     }),
                 );

@@ -124,6 +124,7 @@ impl RunResult {
             wall_secs,
             interrupted,
             rows,
+            metrics: super::metric_rows(plan, &metrics),
             errors_by_class,
             error_messages: Failure::messages(&error_kinds),
             error_kinds,

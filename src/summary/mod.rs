@@ -393,6 +393,9 @@ pub struct RunResult {
     /// Group rows in profile order, a `TOTAL <stage>` row per multi-group stage when the profile
     /// has several stages, then `TOTAL`.
     pub rows: Vec<Row>,
+    /// The rows under genny's metric names (`rollups.json`); empty for a TOML profile's run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) metrics: Vec<MetricRow>,
     /// Failures by class, per label.
     pub(crate) errors_by_class: BTreeMap<String, BTreeMap<String, u64>>,
     /// Each group's kinds of failure (class and server code), with the first one's message,

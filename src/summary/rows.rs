@@ -136,15 +136,22 @@ pub(crate) fn rows(
         let mut stage_total = GroupMetrics::default();
         for g in &stage.groups {
             let m = &metrics[g.index];
+            // Steps that all have `report = false`: no row (genny's `ReportMetrics: false`),
+            // unless they failed: a failure is never hidden. Their operations are in the
+            // totals, as every operation sent is.
+            let shown = g.reports() || m.errors > 0;
             // A group that mixes operations: a row per kind (`group:get`), then its total;
             // a group of steps: a row per step's time (`group:debit`), then the whole.
-            if !g.mix.is_empty() || matches!(g.op, crate::workload::OpSpec::Steps(_)) {
-                for kind in g.kinds() {
+            let kinds = !g.mix.is_empty() || matches!(g.op, crate::workload::OpSpec::Steps(_));
+            if shown && kinds {
+                for kind in g.kinds().into_iter().filter(|k| g.reports_kind(k)) {
                     let k = m.kinds.get(&kind).cloned().unwrap_or_default();
                     rows.push(k.summary_row(Label::kind(&g.name, kind), g.rate.is_some()));
                 }
             }
-            rows.push(m.summary_row(Label::group(&g.name), g.rate.is_some()));
+            if shown {
+                rows.push(m.summary_row(Label::group(&g.name), g.rate.is_some()));
+            }
             // Changed while it ran: a row per setting, in the order they were made.
             for seg in segments.iter().filter(|x| x.group == g.index) {
                 rows.push(seg.metrics.summary_row(seg.label.clone(), g.rate.is_some()));
@@ -182,6 +189,55 @@ pub(super) fn warmup_rows(plan: &RunPlan, warmup: &[GroupMetrics]) -> Vec<Warmup
             secs: g.warmup.as_secs_f64(),
             samples: warmup[g.index].samples,
             errors: warmup[g.index].errors,
+        })
+        .collect()
+}
+
+/// One row under the name genny gives its metric (`Actor.Operation`): the steps that name it
+/// (`[[group.steps]] metric`), added together as genny adds an actor's operations of one name,
+/// across its phases; and the most threads of the groups it was measured in.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct MetricRow {
+    pub(crate) metric: String,
+    pub(crate) workers: u32,
+    /// Documents as genny counts them: those moved, and what counts answered.
+    pub(crate) documents: u64,
+    pub(crate) row: Row,
+}
+
+/// The rows under genny's metric names, in the order the plan first names them; empty for a
+/// profile whose steps name none.
+pub(crate) fn metric_rows(plan: &RunPlan, metrics: &[GroupMetrics]) -> Vec<MetricRow> {
+    let mut named: Vec<(String, GroupMetrics, u32, bool)> = Vec::new();
+    for g in plan.groups().filter(|g| g.reports()) {
+        let m = &metrics[g.index];
+        let mut seen = std::collections::HashSet::new();
+        for (kind, policy) in g.step_policies() {
+            let Some(metric) = policy.metric.as_ref().filter(|_| policy.report) else {
+                continue;
+            };
+            // A step name two states share is one row of the group: added once.
+            if !seen.insert((kind.clone(), metric.clone())) {
+                continue;
+            }
+            let k = m.kinds.get(kind).cloned().unwrap_or_default();
+            match named.iter_mut().find(|(n, ..)| n == metric) {
+                Some((_, sum, workers, open)) => {
+                    sum.merge(&k);
+                    *workers = (*workers).max(g.threads);
+                    *open |= g.rate.is_some();
+                }
+                None => named.push((metric.clone(), k, g.threads, g.rate.is_some())),
+            }
+        }
+    }
+    named
+        .into_iter()
+        .map(|(metric, m, workers, open)| MetricRow {
+            documents: m.docs.moved() + m.docs.counted,
+            row: m.summary_row(Label::group(&metric), open),
+            metric,
+            workers,
         })
         .collect()
 }

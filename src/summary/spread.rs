@@ -74,6 +74,7 @@ mod tests {
                     wall_secs: 1.0,
                     interrupted: false,
                     rows: vec![row],
+                    metrics: Vec::new(),
                     errors_by_class: BTreeMap::new(),
                     error_kinds: Vec::new(),
                     error_messages: BTreeMap::new(),

@@ -488,6 +488,32 @@ impl<B: Backend + Clone> Session<'_, B> {
         (stages, faults)
     }
 
+    /// Stage `i`'s reads explained now that the stages before it have run (the first run's
+    /// only), each plan said as the first stage's are.
+    async fn explain_stage(&self, ctx: &Arc<Context<B>>, i: usize) {
+        if self
+            .later_plans
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_none()
+        {
+            return;
+        }
+        let keys: Vec<_> = ctx.keys.iter().map(|k| &**k).collect();
+        let plans = self.backend.plans(self.plan, &keys, i).await;
+        for p in &plans {
+            self.say(format!("query plan: {}", p.line()));
+        }
+        if let Some(later) = self
+            .later_plans
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_mut()
+        {
+            later.extend(plans);
+        }
+    }
+
     /// Every stage in order until the run's stop: when each ran, and what failed inside; each
     /// stage's beginning and end told to the outputs (`notify`).
     pub(super) async fn stages(
@@ -500,9 +526,12 @@ impl<B: Backend + Clone> Session<'_, B> {
         let now_ms = || clock.now_us() / 1000;
         let mut spans = Vec::new();
         let mut failures = Vec::new();
-        for stage in &self.plan.stages {
+        for (i, stage) in self.plan.stages.iter().enumerate() {
             if run_stop.is_cancelled() {
                 break;
+            }
+            if i > 0 {
+                self.explain_stage(ctx, i).await;
             }
             // The resource summary covers what the summary counts: after the warm-ups.
             let skip = stage

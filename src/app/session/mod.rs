@@ -73,6 +73,9 @@ pub struct Session<'a, B> {
     pub live: Option<crate::exporter::Live>,
     /// The live page (`--live`): each run's events, and its changes (`--live-control`).
     pub page: Option<crate::watch::PageRun>,
+    /// The plans of the later stages' reads, explained as each stage begins (the first run
+    /// only: Some while it goes).
+    pub later_plans: std::sync::Mutex<Option<Vec<crate::ops::explain::QueryPlan>>>,
 }
 
 impl<B: Backend + Clone> Session<'_, B> {
@@ -194,12 +197,17 @@ impl<B: Backend + Clone> Session<'_, B> {
                 return Ok(false);
             }
         };
-        if run == 1 && summary.plans.is_empty() {
-            summary.plans = self.backend.plans(self.plan, &prepared.keys).await;
+        // The first stage's reads explained now; each later stage's just before it begins,
+        // once the stages before have loaded what it reads (`stages`).
+        let explaining = run == 1 && summary.plans.is_empty();
+        if explaining {
+            let keys: Vec<_> = prepared.keys.iter().collect();
+            summary.plans = self.backend.plans(self.plan, &keys, 0).await;
             for p in &summary.plans {
                 self.say(format!("query plan: {}", p.line()));
             }
         }
+        *self.later_plans.lock().unwrap_or_else(|e| e.into_inner()) = explaining.then(Vec::new);
         let start = match prepared.begin {
             Some(at) => Some(self.wait_until(at).await),
             None => None,
@@ -232,6 +240,17 @@ impl<B: Backend + Clone> Session<'_, B> {
             )
             .await;
         measured.start = start;
+        // The later stages' plans, once per label (a group's rate steps share theirs).
+        let later = self
+            .later_plans
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        for p in later.into_iter().flatten() {
+            if !summary.plans.iter().any(|q| q.label == p.label) {
+                summary.plans.push(p);
+            }
+        }
         if let Some(s) = sampler {
             // Judged once, on every member row and event it counts: those of the sampler's
             // first round after its end too.

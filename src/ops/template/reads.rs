@@ -96,14 +96,16 @@ pub(super) async fn count(
     if let Some(h) = hint(&of.hint) {
         count = count.hint(h);
     }
-    out.matched = send!(session, count)? > 0;
+    out.counted = send!(session, count)?;
+    out.matched = out.counted > 0;
     Ok(())
 }
 
 /// estimatedDocumentCount: metadata, not a read of documents, so it takes no session (nor a
 /// transaction).
 pub(super) async fn estimated_count(on: &On<'_>, out: &mut Outcome) -> Result {
-    out.matched = on.coll.estimated_document_count().await? > 0;
+    out.counted = on.coll.estimated_document_count().await?;
+    out.matched = out.counted > 0;
     Ok(())
 }
 

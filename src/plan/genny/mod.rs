@@ -41,6 +41,31 @@ pub(crate) struct Read {
     pub(crate) expanded: String,
 }
 
+/// Why a workload was not read: the line that says so, and what to do.
+#[derive(Debug)]
+pub(crate) struct Unread {
+    pub(crate) line: String,
+    pub(crate) fix: Fix,
+}
+
+/// What to do about a workload not read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fix {
+    /// The file is not YAML: mend it where the line says.
+    Syntax,
+    /// The tool does not run what the line names.
+    Reference,
+}
+
+impl Fix {
+    pub(crate) fn words(self) -> &'static str {
+        match self {
+            Fix::Syntax => "mend the YAML where the line and column say (a bracket or quote left open, a tab used to indent, a `key: value` where a list or a mapping was meant)",
+            Fix::Reference => "docs/genny.md lists what the tool runs of genny's workloads",
+        }
+    }
+}
+
 /// Is the file at `path` a genny workload: `.yml`/`.yaml`.
 pub(crate) fn is_workload(path: &Path) -> bool {
     matches!(
@@ -51,16 +76,28 @@ pub(crate) fn is_workload(path: &Path) -> bool {
 
 /// Reads the genny workload at `path` as genny does, then as the run model; every problem in
 /// one line naming the file (and the actor, the phase and the thing).
-pub(crate) fn read(path: &Path, args: &GennyArgs) -> Result<Read, String> {
-    let expanded = preprocess::preprocess(path, &args.parameters, &args.overrides)
-        .map_err(|e| e.to_string())?;
+pub(crate) fn read(path: &Path, args: &GennyArgs) -> Result<Read, Unread> {
+    let refused = |line: String| Unread {
+        line,
+        fix: Fix::Reference,
+    };
+    let expanded =
+        preprocess::preprocess(path, &args.parameters, &args.overrides).map_err(|e| Unread {
+            fix: if e.problem.starts_with("YAML syntax") {
+                Fix::Syntax
+            } else {
+                Fix::Reference
+            },
+            line: e.to_string(),
+        })?;
     let expanded_text = serde_yaml::to_string(&expanded).unwrap_or_default();
-    let t = translate::translate(path, &expanded, args.smoke).map_err(|e| e.to_string())?;
+    let t =
+        translate::translate(path, &expanded, args.smoke).map_err(|e| refused(e.to_string()))?;
     let toml = toml::to_string(&t.profile).map_err(|e| {
-        format!(
+        refused(format!(
             "{}: the workload could not be written as a profile: {e}",
             path.display()
-        )
+        ))
     })?;
     Ok(Read {
         dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),

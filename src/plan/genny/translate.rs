@@ -253,9 +253,21 @@ impl<'a> Translator<'a> {
 
     /// `Clients`: the largest `QueryOptions.maxPoolSize` (one pool serves every actor).
     fn pool_size(&mut self) -> Option<u32> {
-        let clients = self.top.get("Clients")?.as_mapping()?;
-        let sizes: Vec<u32> = clients
+        // genny adds `Default` and `Stream` (a `mongostream` client, for Atlas stream
+        // processing) to every workload: only the `mongo` pools are the workload's load.
+        let clients: Vec<&Yaml> = self
+            .top
+            .get("Clients")?
+            .as_mapping()?
             .values()
+            .filter(|c| {
+                c.get("Type")
+                    .and_then(Yaml::as_str)
+                    .is_none_or(|t| t == "mongo")
+            })
+            .collect();
+        let sizes: Vec<u32> = clients
+            .iter()
             .filter_map(|c| c.get("QueryOptions")?.get("maxPoolSize"))
             .filter_map(number)
             .filter_map(|n| u32::try_from(crate::num::whole(n.trunc())).ok())
@@ -296,10 +308,13 @@ impl<'a> Translator<'a> {
             return Err(self.refuse(
                 Some(&name),
                 None,
-                format!(
-                    "actor type `{kind}` is not supported; the tool runs {} (docs/genny.md lists each)",
-                    ACTORS.join(", ")
-                ),
+                match did_you_mean(&kind, &ACTORS) {
+                    Some(near) => format!("actor type `{kind}` is not one genny has: did you mean `{near}`?"),
+                    None => format!(
+                        "actor type `{kind}` is not supported; the tool runs {} (docs/genny.md lists each)",
+                        ACTORS.join(", ")
+                    ),
+                },
             ));
         }
         let mut phases = Vec::new();

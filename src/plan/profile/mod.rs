@@ -74,11 +74,8 @@ pub(crate) fn load_with(
 ) -> Result<Loaded, Error> {
     let path = Path::new(spec);
     if path.is_file() && crate::plan::genny::is_workload(path) {
-        let read = crate::plan::genny::read(path, genny).map_err(|line| {
-            Error::Usage(format!(
-                "{line}\n  fix: docs/genny.md lists what the tool runs of genny's workloads"
-            ))
-        })?;
+        let read = crate::plan::genny::read(path, genny)
+            .map_err(|u| Error::Usage(format!("{}\n  fix: {}", u.line, u.fix.words())))?;
         let stem = path
             .file_stem()
             .map_or("genny".into(), |s| s.to_string_lossy().into_owned());

@@ -151,7 +151,33 @@ with_op_tables! {
         pub name: Option<String>,
         /// The collection it works on; default the group's.
         pub collection: Option<String>,
+        /// What a failure of this step does (genny's `ThrowOnFailure`/`RecordFailure`): `end`
+        /// (default) ends the operation, `record` counts it on the step's row and goes on,
+        /// `ignore` counts it nowhere and goes on (outside a transaction).
+        pub on_error: Option<OnError>,
+        /// `false`: the step runs but has no row (genny's `ReportMetrics: false`); a group
+        /// whose every step has none has no row either.
+        pub report: Option<bool>,
+        /// The name of the metric genny gives this step (`Actor.Operation`), for
+        /// `rollups.json`; steps sharing one are added together there.
+        pub metric: Option<String>,
     }
+}
+
+/// What a failed step does to the rest of its operation (`[[group.steps]] on_error`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnError {
+    /// The failure is the operation's: counted on the step's row and the group's; the later
+    /// steps are not sent (a transaction is aborted).
+    #[default]
+    End,
+    /// Counted on the step's row (not the group's), and the later steps go on (genny's
+    /// `RecordFailure: true`).
+    Record,
+    /// Counted nowhere, the step's time kept, and the later steps go on (genny's
+    /// `ThrowOnFailure: false`).
+    Ignore,
 }
 
 /// One state of a group's state machine (`[[group.states]]`, genny's CrudActor `States`): its
@@ -251,6 +277,9 @@ pub struct Group {
     pub bind: Option<toml::Table>,
     /// Run the steps in one transaction, retried as the drivers' convenient API does.
     pub transaction: Option<bool>,
+    /// Every step runs whatever the one before matched (genny's CrudActor); default false: a
+    /// step that matches nothing ends the operation there.
+    pub every_step: Option<bool>,
     /// Each virtual user's operations in one causally consistent session of its own (reads see
     /// the user's own earlier writes, also on secondaries).
     pub causal_consistency: Option<bool>,

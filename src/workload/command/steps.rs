@@ -4,7 +4,8 @@
 use super::*;
 
 /// Several operations run in order as one (`[[group.steps]]`): one sample from the first step's
-/// start to the last one's end. A step that matches nothing ends the operation there.
+/// start to the last one's end. A step that matches nothing ends the operation there, unless
+/// `every_step`.
 #[derive(Debug)]
 pub struct StepsOp {
     pub(crate) name: OpName,
@@ -18,6 +19,18 @@ pub struct StepsOp {
     pub(crate) bind: Vec<(String, Template)>,
     /// The steps in one transaction (`transaction = true`).
     pub transaction: bool,
+    /// Every step is sent whatever the one before matched (`every_step = true`).
+    pub every_step: bool,
+    /// Per step: what its failure does, whether it has a row, and genny's name for its metric.
+    pub(crate) policy: Vec<StepPolicy>,
+}
+
+/// What one step's `on_error`, `report` and `metric` say.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StepPolicy {
+    pub(crate) on_error: crate::plan::profile::model::OnError,
+    pub(crate) report: bool,
+    pub(crate) metric: Option<String>,
 }
 
 /// The documents of each collection of the run, for a late step that inserts (by

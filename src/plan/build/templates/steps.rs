@@ -31,10 +31,16 @@ impl GroupAt<'_> {
         let bind = self.bind()?;
         let mut out: Vec<Arc<TemplateOp>> = Vec::new();
         let mut late = Vec::new();
+        let mut policy = Vec::new();
         for (j, s) in steps.iter().enumerate() {
             let (op, reads_step) = self.step(key, j, s, &out, &bind, collections, collection)?;
             late.push(reads_step);
             out.push(op);
+            policy.push(crate::workload::command::StepPolicy {
+                on_error: s.on_error.unwrap_or_default(),
+                report: s.report.unwrap_or(true),
+                metric: s.metric.clone(),
+            });
         }
         Ok(OpSpec::Steps(Arc::new(StepsOp {
             name: OpName::from(name),
@@ -43,6 +49,8 @@ impl GroupAt<'_> {
             late,
             bind,
             transaction: g.transaction.unwrap_or(false),
+            every_step: g.every_step.unwrap_or(false),
+            policy,
         })))
     }
 

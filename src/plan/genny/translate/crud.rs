@@ -47,12 +47,43 @@ impl<'a> Translator<'a> {
                 "CrudActor has neither `Operations` nor `States`",
             )
         })?;
+        let op_name = |op: &Yaml| {
+            op.get("OperationName")
+                .and_then(Yaml::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        // `startTransaction`, the operations, `commitTransaction`: the phase's operations in one
+        // transaction, as `withTransaction` of them.
+        let names: Vec<String> = ops.iter().map(|o| op_name(o)).collect();
+        let txn_ops = ["startTransaction", "commitTransaction", "abortTransaction"];
+        if names.iter().any(|n| txn_ops.contains(&n.as_str())) {
+            let wrapped = names.len() >= 2
+                && names[0] == "startTransaction"
+                && names[names.len() - 1] == "commitTransaction"
+                && !names[1..names.len() - 1]
+                    .iter()
+                    .any(|n| txn_ops.contains(&n.as_str()) || n == "withTransaction");
+            if !wrapped {
+                return Err(self.refuse(
+                    Some(name),
+                    Some(p),
+                    "start/commit/abortTransaction are read only as a phase's first and last operations (`startTransaction`, the operations, `commitTransaction`: one transaction); write other transactions as `withTransaction` with `OperationsInTransaction`, alone in its phase",
+                ));
+            }
+            g.insert("transaction".into(), Toml::Boolean(true));
+            let mut steps = Vec::new();
+            for op in &ops[1..ops.len() - 1] {
+                steps.push(self.crud_op(name, p, op, database, &collection, g, cx)?);
+            }
+            rows_from_metrics(&mut steps, name);
+            return Ok(steps);
+        }
         let mut steps = Vec::new();
         for op in ops {
-            let op_name = op.get("OperationName").and_then(Yaml::as_str).unwrap_or("");
-            if op_name == "withTransaction" {
+            if op_name(op) == "withTransaction" {
                 if g.contains_key("transaction") || !steps.is_empty() || ops_len(cx.phase) > 1 {
-                    return Err(self.refuse(Some(name), Some(p), "withTransaction beside other operations of the phase is not supported yet (one withTransaction per phase is)"));
+                    return Err(self.refuse(Some(name), Some(p), "withTransaction beside other operations of its phase is not read yet: the tool runs a phase's withTransaction alone, the group one transaction of its `OperationsInTransaction` (put the other operations in a phase or actor of their own)"));
                 }
                 g.insert("transaction".into(), Toml::Boolean(true));
                 let inner = op
@@ -67,13 +98,13 @@ impl<'a> Translator<'a> {
                         )
                     })?;
                 for t in inner {
-                    steps.push(self.crud_op(name, p, t, database, &collection, g)?);
+                    steps.push(self.crud_op(name, p, t, database, &collection, g, cx)?);
                 }
                 continue;
             }
-            steps.push(self.crud_op(name, p, op, database, &collection, g)?);
+            steps.push(self.crud_op(name, p, op, database, &collection, g, cx)?);
         }
-        dedupe_names(&mut steps);
+        rows_from_metrics(&mut steps, name);
         Ok(steps)
     }
 
@@ -125,9 +156,9 @@ impl<'a> Translator<'a> {
             })?;
             let mut steps = Vec::new();
             for op in ops {
-                steps.push(self.crud_op(name, p, op, database, collection, g)?);
+                steps.push(self.crud_op(name, p, op, database, collection, g, cx)?);
             }
-            dedupe_names(&mut steps);
+            rows_from_metrics(&mut steps, name);
             let transitions =
                 transitions(s, &state).map_err(|why| self.refuse(Some(name), Some(p), why))?;
             let mut st = toml::Table::new();
@@ -182,7 +213,74 @@ impl<'a> Translator<'a> {
         Ok(())
     }
 
+    /// One CrudActor operation as a step, with genny's name for its metric and what its failure
+    /// does.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn crud_op(
+        &mut self,
+        name: &str,
+        p: usize,
+        op: &Yaml,
+        database: &str,
+        collection: &str,
+        g: &mut toml::Table,
+        cx: &Ctx<'a>,
+    ) -> Result<toml::Table, Refusal> {
+        let mut step = self.crud_step(name, p, op, database, collection, g)?;
+        let mn = cx.phase.get("MetricsName").and_then(scalar_text);
+        let mn = mn.as_deref();
+        let op_name = op.get("OperationName").and_then(Yaml::as_str).unwrap_or("");
+        let omn = op.get("OperationMetricsName").and_then(scalar_text);
+        // CrudActor's rule (`PhaseConfig::addOperation`): the phase's `MetricsName` with the
+        // operation's own `OperationMetricsName` when that differs from its name; else the
+        // phase's name for all its operations; else the operation's, in every phase.
+        let metric = match (mn, omn.as_deref()) {
+            (Some(mn), Some(o)) if o != op_name => {
+                genny_metric(name, Scope::Actor(&format!("{mn}.{o}")), None, p)
+            }
+            (Some(_), _) => genny_metric(name, Scope::Phase(op_name), mn, p),
+            (None, o) => genny_metric(name, Scope::Actor(o.unwrap_or(op_name)), None, p),
+        };
+        step.insert("metric".into(), Toml::String(metric));
+        self.failure_rule(name, p, op, cx, &mut step)?;
+        Ok(step)
+    }
+
+    /// An operation's `ThrowOnFailure` and `RecordFailure` (the phase's when it has none), as
+    /// the step's `on_error`, as CrudActor's `decodeThrowMode` reads them.
+    fn failure_rule(
+        &self,
+        name: &str,
+        p: usize,
+        op: &Yaml,
+        cx: &Ctx<'a>,
+        step: &mut toml::Table,
+    ) -> Result<(), Refusal> {
+        let flag = |key: &str| -> Result<Option<bool>, Refusal> {
+            let v = op.get(key).or_else(|| cx.get(key));
+            match v {
+                None => Ok(None),
+                Some(v) => v.as_bool().map(Some).ok_or_else(|| {
+                    self.refuse(
+                        Some(name),
+                        Some(p),
+                        format!("`{key}: {}` is not true or false", show(v)),
+                    )
+                }),
+            }
+        };
+        let throw = flag("ThrowOnFailure")?.unwrap_or(true);
+        let record = flag("RecordFailure")?.unwrap_or(false);
+        let on_error = match (record, throw) {
+            (true, _) => "record",
+            (false, false) => "ignore",
+            (false, true) => return Ok(()),
+        };
+        step.insert("on_error".into(), Toml::String(on_error.into()));
+        Ok(())
+    }
+
+    fn crud_step(
         &mut self,
         name: &str,
         p: usize,
@@ -284,7 +382,10 @@ impl<'a> Translator<'a> {
                 "bulkWrite"
             }
             other => {
-                return Err(bad(self, format!("operation `{other}` is not supported (the CrudActor operations the tool runs are in docs/genny.md)")))
+                return Err(bad(self, match did_you_mean(other, &CRUD_OPS) {
+                    Some(near) => format!("operation `{other}` is not one CrudActor has: did you mean `{near}`?"),
+                    None => format!("operation `{other}` is not supported (the CrudActor operations the tool runs are in docs/genny.md)"),
+                }))
             }
         };
         Ok(step(&row, &coll, verb, Toml::Table(args)))
@@ -453,16 +554,66 @@ impl<'a> Translator<'a> {
                         "a RunCommand operation without an `OperationCommand` document",
                     )
                 })?;
-            let row = op
-                .get("OperationMetricsName")
-                .and_then(scalar_text)
-                .unwrap_or_else(|| "DatabaseOperation".to_string());
-            steps.push(step(&row, &coll, "command", in_order(to_toml(command))));
+            // RunCommand's: `OperationMetricsName` is the actor's metric; without it, the
+            // phase's (`DatabaseOperation`).
+            let omn = op.get("OperationMetricsName").and_then(scalar_text);
+            let metric = match &omn {
+                Some(o) => genny_metric(name, Scope::Actor(o), None, p),
+                None => genny_metric(
+                    name,
+                    Scope::Phase("DatabaseOperation"),
+                    cx.phase.get("MetricsName").and_then(scalar_text).as_deref(),
+                    p,
+                ),
+            };
+            let mut s = step(
+                "DatabaseOperation",
+                &coll,
+                "command",
+                in_order(to_toml(command)),
+            );
+            s.insert("metric".into(), Toml::String(metric));
+            if op.get("ReportMetrics").and_then(Yaml::as_bool) == Some(false) {
+                s.insert("report".into(), Toml::Boolean(false));
+            }
+            // RunCommand's `ThrowOnFailure` is the phase's: false goes on past a failure,
+            // which its metric still counts.
+            if cx.get("ThrowOnFailure").and_then(Yaml::as_bool) == Some(false) {
+                s.insert("on_error".into(), Toml::String("record".into()));
+            }
+            steps.push(s);
         }
-        dedupe_names(&mut steps);
+        rows_from_metrics(&mut steps, name);
         Ok(steps)
     }
 }
+
+/// The CrudActor operations read (its `getOpConstructors`, less setReadConcern).
+const CRUD_OPS: [&str; 23] = [
+    "insertOne",
+    "insertMany",
+    "find",
+    "findOne",
+    "updateOne",
+    "updateMany",
+    "replaceOne",
+    "deleteOne",
+    "deleteMany",
+    "findOneAndUpdate",
+    "findOneAndReplace",
+    "findOneAndDelete",
+    "aggregate",
+    "countDocuments",
+    "estimatedDocumentCount",
+    "bulkWrite",
+    "drop",
+    "createIndex",
+    "withTransaction",
+    "startTransaction",
+    "commitTransaction",
+    "abortTransaction",
+    "setReadConcern",
+];
 
 /// A state's `Transitions`: each its `To`, `Weight` and `SleepBefore` as the state's
 /// transitions.

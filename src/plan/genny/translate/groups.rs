@@ -24,10 +24,12 @@ impl<'a> Translator<'a> {
             return self.single_loader(actor, p, &cx);
         }
         let mut g = toml::Table::new();
-        let group_name = self.group_name(actor, p, &cx);
+        let group_name = self.group_name(actor, p);
         g.insert("name".into(), Toml::String(group_name));
         g.insert("stage".into(), Toml::String(format!("phase{p}")));
         g.insert("threads".into(), Toml::Integer(i64::from(actor.threads)));
+        // Every genny actor runs each operation of an iteration, whatever the one before found.
+        g.insert("every_step".into(), Toml::Boolean(true));
         self.stop_rule(name, p, &cx, &mut g)?;
         let default_db = if actor.kind == "AdminCommand" {
             "admin"
@@ -44,7 +46,7 @@ impl<'a> Translator<'a> {
         } else {
             database
         };
-        let steps = match actor.kind.as_str() {
+        let mut steps = match actor.kind.as_str() {
             "CrudActor" => self.crud(name, p, &cx, &database, &mut g)?,
             "RunCommand" | "AdminCommand" => self.run_command(name, p, &cx, &database)?,
             "QuiesceActor" => self.quiesce(name),
@@ -69,11 +71,24 @@ impl<'a> Translator<'a> {
                 ))
             }
         };
-        if cx.get("ReportMetrics").and_then(Yaml::as_bool) == Some(false) {
-            self.notes.push(format!(
-                "{name}: ReportMetrics: false, but its rows are kept"
-            ));
+        // The other actors' metrics, as each one's source names them (CrudActor's and
+        // RunCommand's steps have theirs).
+        let mn = cx.phase.get("MetricsName").and_then(scalar_text);
+        for s in &mut steps {
+            if s.contains_key("metric") {
+                continue;
+            }
+            let row = s.get("name").and_then(Toml::as_str).unwrap_or_default();
+            let scope = match (actor.kind.as_str(), row) {
+                ("HelloWorld" | "NopMetrics" | "Deleter", _) | ("MultiCollectionUpdate", _) => {
+                    Scope::Phase(row)
+                }
+                _ => Scope::Actor(row),
+            };
+            let metric = genny_metric(name, scope, mn.as_deref(), p);
+            s.insert("metric".into(), Toml::String(metric));
         }
+        rows_from_metrics(&mut steps, name);
         if let Some(first) = steps.first().and_then(|s| s.get("collection")).cloned() {
             if !g.contains_key("collections") {
                 g.insert("collection".into(), first);
@@ -247,12 +262,14 @@ impl<'a> Translator<'a> {
     /// The group's row name: the phase's `MetricsName`, else the actor's (with the phase when
     /// it has several), made unique (genny adds up the metrics of actors of one name; here each
     /// is a group of its own, `Name.2`, ...).
-    fn group_name(&mut self, actor: &Actor<'a>, p: usize, cx: &Ctx<'a>) -> String {
+    fn group_name(&mut self, actor: &Actor<'a>, p: usize) -> String {
         let name = actor.name.as_str();
-        let group_name = match cx.phase.get("MetricsName").and_then(scalar_text) {
-            Some(m) => m,
-            None if actor.phases.len() > 1 => format!("{name}.{p}"),
-            None => name.to_string(),
+        // The actor's name, as genny's metrics begin (`Actor.Operation`); its phase after it
+        // when it acts in several.
+        let group_name = if actor.phases.len() > 1 {
+            format!("{name}.{p}")
+        } else {
+            name.to_string()
         };
         self.unique(group_name.replace([':', '@'], "_"))
     }

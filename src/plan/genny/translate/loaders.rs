@@ -128,7 +128,12 @@ impl<'a> Translator<'a> {
             let mut a = toml::Table::new();
             a.insert("document".into(), Toml::Table(load.document.clone()));
             a.insert("batch".into(), Toml::Integer(n));
-            step("IndividualBulkInsert", &key, "insertMany", Toml::Table(a))
+            let mut s = step("IndividualBulkInsert", &key, "insertMany", Toml::Table(a));
+            s.insert(
+                "metric".into(),
+                Toml::String(format!("{actor}.IndividualBulkInsert")),
+            );
+            s
         };
         let smoke = self.smoke;
         let mut last = after;
@@ -153,11 +158,9 @@ impl<'a> Translator<'a> {
             cmd.insert("createIndexes".into(), Toml::String(coll.to_string()));
             cmd.insert("indexes".into(), Toml::Array(load.indexes.clone()));
             let name = self.unique(format!("{base}.IndexBuild"));
-            let g = group(
-                name,
-                1,
-                vec![step("IndexBuild", &key, "command", Toml::Table(cmd))],
-            );
+            let mut s = step("IndexBuild", &key, "command", Toml::Table(cmd));
+            s.insert("metric".into(), Toml::String(format!("{actor}.IndexBuild")));
+            let g = group(name, 1, vec![s]);
             chained(self, g);
         }
         Ok(last)

@@ -153,7 +153,10 @@ fn multi_collection_actors_draw_their_collections_as_genny_does_and_big_batches_
     assert_eq!(names(&g[0]), ["Collection0", "Collection1", "Collection2"]);
     assert_eq!(names(&g[1]).len(), 4);
     assert!(g[0].get("collection").is_none());
-    assert_eq!(g[0]["steps"][0]["name"].as_str(), Some("Update"));
+    // MultiCollectionUpdate's metric is its phase's (`Update.0` without a `MetricsName`).
+    assert_eq!(g[0]["steps"][0]["name"].as_str(), Some("Update.0"));
+    assert_eq!(g[0]["steps"][0]["metric"].as_str(), Some("U.Update.0"));
+    assert_eq!(g[1]["steps"][0]["metric"].as_str(), Some("Q.Query"));
     assert_eq!(g[1]["steps"][0]["find"]["limit"].as_integer(), Some(5));
     assert_eq!(g[1]["read_concern"].as_str(), Some("majority"));
     let e = read("Actors:\n- Name: U\n  Type: MultiCollectionUpdate\n  Phases:\n  - {Repeat: 2, Database: db, UpdateFilter: {a: 1}, Update: {$inc: {n: 1}}}\n", false).unwrap_err();
@@ -168,4 +171,40 @@ fn multi_collection_actors_draw_their_collections_as_genny_does_and_big_batches_
         Some(100_000)
     );
     assert!(t.notes.iter().any(|n| n.contains("maxWriteBatchSize")));
+}
+
+#[test]
+fn metrics_are_named_and_failures_kept_as_genny_names_and_keeps_them() {
+    let t = read("Actors:\n- Name: A\n  Type: NopMetrics\n  Phases:\n  - {Repeat: 1, MetricsName: LoopOnly}\n  - {Repeat: 1}\n- Name: C\n  Type: CrudActor\n  Phases:\n  - Repeat: 1\n    Collection: c\n    MetricsName: Ph\n    Operations:\n    - {OperationName: insertOne, OperationCommand: {Document: {a: 1}}}\n    - {OperationName: find, OperationMetricsName: F, OperationCommand: {Filter: {}}, RecordFailure: true}\n  - Repeat: 1\n    Collection: c\n    Operations:\n    - {OperationName: insertOne, OperationCommand: {Document: {a: 1}}, ThrowOnFailure: false}\n- Name: R\n  Type: RunCommand\n  Phases:\n  - Repeat: 1\n    Operations:\n    - {OperationMetricsName: Seed, ReportMetrics: false, OperationCommand: {ping: 1}}\n    - {OperationCommand: {ping: 1}}\n", false).unwrap();
+    let g = t.profile["group"].as_array().unwrap();
+    let step = |gi: usize, si: usize, key: &str| {
+        g[gi]["steps"][si]
+            .get(key)
+            .map(|v| v.to_string().trim_matches('"').to_string())
+    };
+    let names: Vec<&str> = g.iter().map(|g| g["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["A.0", "C.0", "R", "A.1", "C.1"]);
+    // A phase's metric: its `MetricsName`, else `Default.phase` (PhaseContext::operation).
+    assert_eq!(step(0, 0, "metric").as_deref(), Some("A.LoopOnly"));
+    assert_eq!(step(0, 0, "name").as_deref(), Some("LoopOnly"));
+    assert_eq!(step(3, 0, "metric").as_deref(), Some("A.Iterate.1"));
+    // CrudActor: the phase's name for its operations, joined by an `OperationMetricsName`
+    // that differs from the operation's; without a `MetricsName`, the operation's own.
+    assert_eq!(step(1, 0, "metric").as_deref(), Some("C.Ph"));
+    assert_eq!(step(1, 1, "metric").as_deref(), Some("C.Ph.F"));
+    assert_eq!(step(1, 1, "name").as_deref(), Some("Ph.F"));
+    assert_eq!(step(4, 0, "metric").as_deref(), Some("C.insertOne"));
+    // Failures: `RecordFailure` counts and goes on; `ThrowOnFailure: false` goes on.
+    assert_eq!(step(1, 1, "on_error").as_deref(), Some("record"));
+    assert_eq!(step(1, 0, "on_error"), None);
+    assert_eq!(step(4, 0, "on_error").as_deref(), Some("ignore"));
+    // RunCommand: `OperationMetricsName` is the actor's; `ReportMetrics: false` has no row.
+    assert_eq!(step(2, 0, "metric").as_deref(), Some("R.Seed"));
+    assert_eq!(step(2, 0, "report").as_deref(), Some("false"));
+    assert_eq!(
+        step(2, 1, "metric").as_deref(),
+        Some("R.DatabaseOperation.0")
+    );
+    // Every operation of an iteration runs, whatever the one before found.
+    assert!(g.iter().all(|g| g["every_step"].as_bool() == Some(true)));
 }

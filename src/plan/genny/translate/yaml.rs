@@ -12,6 +12,55 @@ pub(super) fn step(row: &str, collection: &str, verb: &str, args: Toml) -> toml:
     s
 }
 
+/// The name genny gives a metric of actor `actor` in phase `p`: an actor's own
+/// (`ActorContext::operation`) is `Actor.Name` in every phase; a phase's
+/// (`PhaseContext::operation`) is `Actor.MetricsName` when the phase sets one, else
+/// `Actor.Default.p`.
+pub(super) fn genny_metric(actor: &str, scope: Scope<'_>, mn: Option<&str>, p: usize) -> String {
+    match (scope, mn) {
+        (Scope::Actor(name), _) => format!("{actor}.{name}"),
+        (Scope::Phase(_), Some(mn)) => format!("{actor}.{mn}"),
+        (Scope::Phase(default), None) => format!("{actor}.{default}.{p}"),
+    }
+}
+
+/// Whose a metric is in genny: the actor's (`ActorContext::operation(name)`) or the phase's
+/// (`PhaseContext::operation(default)`).
+#[derive(Clone, Copy)]
+pub(super) enum Scope<'s> {
+    Actor(&'s str),
+    Phase(&'s str),
+}
+
+/// Each step that has genny's metric name takes it as its row (less the actor's name, the
+/// group's), then the repeats are told apart: `.2`, `.3`, ...
+pub(super) fn rows_from_metrics(steps: &mut [toml::Table], actor: &str) {
+    for s in steps.iter_mut() {
+        if let Some(Toml::String(m)) = s.get("metric") {
+            let row = m
+                .strip_prefix(actor)
+                .and_then(|r| r.strip_prefix('.'))
+                .unwrap_or(m)
+                .replace([':', '@'], "_");
+            s.insert("name".into(), Toml::String(row));
+        }
+    }
+    dedupe_names(steps);
+}
+
+/// The name of `known` nearest `typed` (a letter's case, one left out), when one is near.
+pub(super) fn did_you_mean<'k>(typed: &str, known: &[&'k str]) -> Option<&'k str> {
+    known
+        .iter()
+        .map(|k| {
+            let score = strsim::jaro_winkler(&typed.to_lowercase(), &k.to_lowercase());
+            (score, *k)
+        })
+        .filter(|(s, k)| *s >= 0.9 && *k != typed)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, k)| k)
+}
+
 /// Steps of one group need distinct rows: a repeated name gets `.2`, `.3`, ...
 pub(super) fn dedupe_names(steps: &mut [toml::Table]) {
     let mut seen = std::collections::HashMap::<String, u32>::new();
