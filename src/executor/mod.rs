@@ -69,7 +69,14 @@ pub(crate) struct Context<B> {
     pub(crate) listening: Option<Listening>,
     /// What the load generator added before each measured operation's send.
     pub(crate) gaps: Gaps,
+    /// The state each state machine's user was last in, by (group plan, user), for a later
+    /// group that resumes them (`resume_from`).
+    pub(crate) last_states: LastStates,
 }
+
+/// The state each state machine's user was last in, by (group plan index, user number).
+pub(crate) type LastStates =
+    std::sync::Mutex<std::collections::HashMap<(usize, u32), crate::workload::op::OpName>>;
 
 /// What the load generator added before the operations it measured (warm-up left out): from
 /// when each was owed to its send, summed, and how many. An operation is owed at its due time

@@ -198,6 +198,7 @@ mod tests {
 
     fn group(rate: f64, stop: StopAt) -> GroupPlan {
         GroupPlan {
+            resume: None,
             index: 0,
             name: "g".into(),
             step_of: None,

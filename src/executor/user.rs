@@ -69,6 +69,10 @@ pub(super) struct User {
     /// and the pause the last transition asked for, taken before it.
     next: Option<usize>,
     pause: std::time::Duration,
+    /// The state it entered last (a state machine's), and whether its next visit sends
+    /// nothing (`skip_first` of a resumed one).
+    last: Option<usize>,
+    skip: bool,
 }
 
 impl User {
@@ -80,6 +84,37 @@ impl User {
             state: UserState::default(),
             next: None,
             pause: std::time::Duration::ZERO,
+            last: None,
+            skip: false,
+        }
+    }
+
+    /// A resumed state machine's user (`resume_from`): it enters first the state its
+    /// counterpart was last in, its steps not sent again with `skip_first`.
+    fn resume<B>(&mut self, group: &GroupPlan, ctx: &Context<B>) {
+        let Some(r) = group.resume else {
+            return;
+        };
+        let last = ctx
+            .last_states
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&(r.from, self.n))
+            .cloned();
+        if let Some(at) = last.and_then(|name| group.mix.iter().position(|(s, _)| s.kind() == name))
+        {
+            self.next = Some(at);
+            self.skip = r.skip_first;
+        }
+    }
+
+    /// Keeps the state it was last in, for a later group that resumes it.
+    fn keep_state<B>(&self, group: &GroupPlan, ctx: &Context<B>) {
+        if let Some(at) = self.last.filter(|_| group.chain.is_some()) {
+            ctx.last_states
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert((group.index, self.n), group.mix[at].0.kind());
         }
     }
 
@@ -128,6 +163,7 @@ pub(super) async fn virtual_user<B: Backend>(
     active.fetch_add(1, Ordering::Relaxed);
     let _active = Active(active);
     let mut user = User::new(&group, n, &ctx);
+    user.resume(&group, &ctx);
     let warmup_end = group_start + group.warmup;
     let mut timer = Box::pin(tokio::time::sleep(ctx.op_timeout));
     // When the next operation is owed: the previous one's end, or the end of a pause.
@@ -165,11 +201,20 @@ pub(super) async fn virtual_user<B: Backend>(
             }
             owed = Instant::now();
         }
-        match one_op(&group, &mut user, &ctx, None, owed, warmup_end, &mut timer).await {
-            Some(end) => owed = end,
-            None => break,
+        if std::mem::take(&mut user.skip) {
+            // A resumed state entered again without its steps: its way out is taken.
+            let _ = next_spec(&group, &mut user);
+        } else {
+            match one_op(&group, &mut user, &ctx, None, owed, warmup_end, &mut timer).await {
+                Some(end) => owed = end,
+                None => break,
+            }
         }
         let after = group.sleep_after + std::mem::take(&mut user.pause);
+        // A pause ends with the group's time, as genny shortens a sleep to its phase's end.
+        let after = deadline.map_or(after, |d| {
+            after.min(d.saturating_duration_since(Instant::now()))
+        });
         if !pause(after, &ctx.stop, background.then_some(&held)).await {
             break;
         }
@@ -177,6 +222,7 @@ pub(super) async fn virtual_user<B: Backend>(
             owed = Instant::now();
         }
     }
+    user.keep_state(&group, &ctx);
 }
 
 /// Sleeps `d` (genny's `SleepBefore`/`SleepAfter`) unless the run stops or, for a background
@@ -335,6 +381,7 @@ fn next_spec<'g>(group: &'g GroupPlan, user: &mut User) -> &'g OpSpec {
     };
     let way = chain.next(at, &mut user.rng);
     user.next = Some(way.to);
+    user.last = Some(at);
     let mut lookup = crate::workload::template::NoLookup;
     user.pause = way.pause(&mut Cx {
         rng: &mut user.rng,
@@ -516,6 +563,7 @@ mod tests {
             audit: None,
             listening: None,
             gaps: crate::executor::Gaps::default(),
+            last_states: Default::default(),
             pool: Arc::new(tokio::sync::Semaphore::new(1)),
             pool_size: 1,
             steer: Default::default(),

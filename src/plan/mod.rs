@@ -383,6 +383,8 @@ pub struct GroupPlan {
     /// `[[group.states]]`: each user walks this state machine over `mix` (a state per entry);
     /// None: operations drawn from `mix` independently.
     pub(crate) chain: Option<std::sync::Arc<Chain>>,
+    /// `resume_from`: the plan whose users' last states this group's users start in.
+    pub(crate) resume: Option<Resume>,
     /// `collections = [...]`: each operation goes to one of these, drawn uniformly (collection
     /// and handle; the first is `collection`); empty: always `collection`.
     pub(crate) spread: Vec<(usize, usize)>,
@@ -453,6 +455,14 @@ pub(crate) struct Chain {
     pub(crate) initial: Vec<f64>,
     /// Per state, the transitions out of it.
     pub(crate) transitions: Vec<Vec<Transition>>,
+}
+
+/// Where a state machine's users start (`resume_from`, genny's `Continue`): in the state their
+/// counterparts of group plan `from` were last in, their steps sent again unless `skip_first`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Resume {
+    pub(crate) from: usize,
+    pub(crate) skip_first: bool,
 }
 
 #[derive(Debug)]

@@ -350,7 +350,7 @@ fn multi_collection_actors_spread_their_operations_over_the_collections_as_genny
         );
     }
     // Rows as genny names the metrics (`Update`, `Query`); each actor has one phase that runs.
-    let update = row(&summary, "Writer:Update");
+    let update = row(&summary, "Writer:Update.1");
     assert_eq!(update["samples"], 80);
     assert_eq!(update["errors"], 0);
     assert_eq!(row(&summary, "Writer")["updated"], 4000);
@@ -380,7 +380,7 @@ fn a_crud_actors_state_machine_walks_its_transitions_with_their_pauses() {
         &format!(
             "SchemaVersion: 2018-07-01\nActors:\n\
              - Name: Walk\n  Type: CrudActor\n  Threads: 2\n  Database: {db}\n  Phases:\n\
-             \x20 - Repeat: 10\n    Collection: log\n    States:\n\
+             \x20 - Repeat: 10\n    Collection: log\n    States: &states\n\
              \x20   - Name: A\n      Operations:\n\
              \x20       - {{OperationName: insertOne, OperationCommand: {{Document: {{s: A, u: {{^ActorId: {{}}}}}}}}}}\n\
              \x20     Transitions:\n\
@@ -392,14 +392,18 @@ fn a_crud_actors_state_machine_walks_its_transitions_with_their_pauses() {
              \x20       - {{To: A, Weight: 1, SleepBefore: {{^TimeSpec: {{value: 40, unit: milliseconds}}}}}}\n\
              \x20       - {{To: B, Weight: 0, SleepBefore: {{^TimeSpec: {{value: 0, unit: seconds}}}}}}\n\
              \x20   InitialStates:\n\
-             \x20     - {{State: A, Weight: 1}}\n"
+             \x20     - {{State: A, Weight: 1}}\n\
+             \x20 - {{Repeat: 3, Collection: log, Continue: true, SkipFirstOperations: true, States: *states}}\n"
         ),
     );
     let out = dir.path().join("run");
     let (summary, _, _) = server.run_ok(path.to_str().unwrap(), &out, &[]);
-    // The server's witness: five of each state per user, and the users' own.
-    assert_eq!(server.count(&db, "log", doc! { "s": "A" }), 10);
-    assert_eq!(server.count(&db, "log", doc! { "s": "B" }), 10);
+    // The server's witness: five of each state per user in the first phase, and the users'
+    // own. The second phase continues where each user was (B, its tenth visit) without B's
+    // operations (`SkipFirstOperations`): its three visits send A, then B. (Drawn anew, they
+    // would be A, B, A; continued without the skip, B, A, B.)
+    assert_eq!(server.count(&db, "log", doc! { "s": "A" }), 10 + 2);
+    assert_eq!(server.count(&db, "log", doc! { "s": "B" }), 10 + 2);
     let users: Vec<_> = server.aggregate(
         &db,
         "log",
@@ -409,19 +413,135 @@ fn a_crud_actors_state_machine_walks_its_transitions_with_their_pauses() {
     assert!(
         users
             .iter()
-            .all(|d| d.get_i32("n").map(i64::from).or_else(|_| d.get_i64("n")) == Ok(5)),
+            .all(|d| d.get_i32("n").map(i64::from).or_else(|_| d.get_i64("n")) == Ok(6)),
         "{users:?}"
     );
     // Rows: each state's visits, and each operation by its name across the states.
-    assert_eq!(row(&summary, "Walk:A")["samples"], 10);
-    assert_eq!(row(&summary, "Walk:B")["samples"], 10);
-    assert_eq!(row(&summary, "Walk:insertOne")["samples"], 20);
-    assert_eq!(row(&summary, "Walk:Look")["samples"], 10);
-    assert_eq!(row(&summary, "Walk")["errors"], 0);
+    assert_eq!(row(&summary, "Walk.0:A")["samples"], 10);
+    assert_eq!(row(&summary, "Walk.0:B")["samples"], 10);
+    assert_eq!(row(&summary, "Walk.0:insertOne")["samples"], 20);
+    assert_eq!(row(&summary, "Walk.0:Look")["samples"], 10);
+    assert_eq!(row(&summary, "Walk.0")["errors"], 0);
+    assert_eq!(row(&summary, "Walk.1:insertOne")["samples"], 4);
+    // genny's metric `Walk.insertOne` is both phases' inserts, added.
+    let rollups = read_json(&out.join("rollups.json"));
+    assert_eq!(
+        rollups["runs"][0]["rollups"]["Walk.insertOne"]["OperationsTotal"],
+        24
+    );
     // The pauses out of B: a user's ten visits span at least four of 40 ms.
     let s = samples(&out);
-    let walk: Vec<_> = s.iter().filter(|x| x.0 == "Walk").collect();
+    let walk: Vec<_> = s.iter().filter(|x| x.0 == "Walk.0").collect();
     let first = walk.iter().map(|x| x.1).min().unwrap();
     let last = walk.iter().map(|x| x.2).max().unwrap();
     assert!(last - first >= 4 * 40_000, "{} us", last - first);
+}
+
+#[test]
+fn every_operation_of_an_iteration_runs_named_as_genny_names_it_and_an_unmet_write_concern_is_an_error(
+) {
+    let Some(server) = TestServer::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = unique_db("genny_iter");
+    // A find that matches nothing first: genny's CrudActor runs the count, the insert and the
+    // update after it all the same, in each of 500 iterations. Two actors with a phase
+    // `MetricsName` each; a setup insert with `ReportMetrics: false`; an update at `w: 2`,
+    // which a one-member set cannot satisfy, then a phase after it.
+    let path = workload(
+        dir.path(),
+        "iteration.yml",
+        &format!(
+            "SchemaVersion: 2018-07-01\nActors:\n\
+             - Name: Setup\n  Type: RunCommand\n  Database: {db}\n  Phases:\n\
+             \x20 - Repeat: 1\n    Operation: {{OperationMetricsName: Seed, ReportMetrics: false, OperationCommand: {{insert: c, documents: [{{_id: -1, n: 0}}]}}}}\n\
+             \x20 - {{Nop: true}}\n  - {{Nop: true}}\n  - {{Nop: true}}\n\
+             - Name: GennyOverhead100T\n  Type: NopMetrics\n  Threads: 2\n  Phases:\n\
+             \x20 - {{Repeat: 10, MetricsName: LoopOnly}}\n  - {{Nop: true}}\n  - {{Nop: true}}\n  - {{Nop: true}}\n\
+             - Name: GennyOverhead1T\n  Type: NopMetrics\n  Phases:\n\
+             \x20 - {{Repeat: 10, MetricsName: LoopOnly}}\n  - {{Nop: true}}\n  - {{Nop: true}}\n  - {{Nop: true}}\n\
+             - Name: Chat\n  Type: CrudActor\n  Threads: 2\n  Database: {db}\n  Phases:\n\
+             \x20 - {{Nop: true}}\n\
+             \x20 - Repeat: 250\n    Collection: c\n    Operations:\n\
+             \x20   - {{OperationName: find, OperationCommand: {{Filter: {{nothing: 1}}}}}}\n\
+             \x20   - {{OperationName: countDocuments, OperationCommand: {{Filter: {{_id: -1}}}}}}\n\
+             \x20   - {{OperationName: insertOne, OperationCommand: {{Document: {{n: 1}}}}}}\n\
+             \x20   - {{OperationName: updateOne, OperationCommand: {{Filter: {{_id: -1}}, Update: {{$inc: {{n: 1}}}}}}}}\n\
+             \x20 - {{Nop: true}}\n  - {{Nop: true}}\n\
+             - Name: W2\n  Type: RunCommand\n  Database: {db}\n  Phases:\n\
+             \x20 - {{Nop: true}}\n  - {{Nop: true}}\n\
+             \x20 - Repeat: 50\n    Operation: {{OperationMetricsName: UpdateW2, OperationCommand: {{update: c, updates: [{{q: {{_id: -1}}, u: {{$inc: {{w: 1}}}}}}], writeConcern: {{w: 2}}}}}}\n\
+             \x20 - {{Nop: true}}\n\
+             - Name: After\n  Type: CrudActor\n  Database: {db}\n  Phases:\n\
+             \x20 - {{Nop: true}}\n  - {{Nop: true}}\n  - {{Nop: true}}\n\
+             \x20 - {{Repeat: 1, Collection: c, Operation: {{OperationName: insertOne, OperationCommand: {{Document: {{after: 1}}}}}}}}\n"
+        ),
+    );
+    let out = dir.path().join("run");
+    let output = bin()
+        .args(["run", path.to_str().unwrap(), "--uri", &server.uri, "--out"])
+        .arg(&out)
+        .timeout(std::time::Duration::from_secs(300))
+        .assert()
+        .code(1) // some operations failed
+        .get_output()
+        .clone();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let summary = read_json(&out.join("summary.json"));
+    // Each operation 500 times, the find's finding nothing notwithstanding; the server holds
+    // the 500 inserts and the update's 500 increments.
+    for op in ["find", "countDocuments", "insertOne", "updateOne"] {
+        assert_eq!(row(&summary, &format!("Chat:{op}"))["samples"], 500, "{op}");
+    }
+    assert_eq!(server.count(&db, "c", doc! { "n": 1 }), 500);
+    let seeded = server.aggregate(&db, "c", vec![doc! { "$match": { "_id": -1 } }]);
+    assert_eq!(
+        seeded[0]
+            .get_i32("n")
+            .map(i64::from)
+            .or_else(|_| seeded[0].get_i64("n"))
+            .unwrap(),
+        500
+    );
+    // genny's names: `Actor.MetricsName`, distinct for the two actors; the setup's insert
+    // (`ReportMetrics: false`) has no row, in the summary or rollups.json.
+    assert_eq!(row(&summary, "GennyOverhead100T:LoopOnly")["samples"], 20);
+    assert_eq!(row(&summary, "GennyOverhead1T:LoopOnly")["samples"], 10);
+    let labels: Vec<&str> = summary["runs"][0]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["label"].as_str().unwrap())
+        .collect();
+    assert!(!labels.iter().any(|l| l.starts_with("Setup")), "{labels:?}");
+    let rollups = read_json(&out.join("rollups.json"));
+    let r = &rollups["runs"][0]["rollups"];
+    assert_eq!(r["GennyOverhead100T.LoopOnly"]["OperationsTotal"], 20);
+    assert_eq!(r["GennyOverhead1T.LoopOnly"]["OperationsTotal"], 10);
+    assert!(r.get("Setup.Seed").is_none(), "{r}");
+    // Documents per operation as genny counts them, against the server's: the inserts it
+    // holds, the documents the update changed, what the count answered, none found.
+    assert_eq!(r["Chat.insertOne"]["DocumentsTotal"], 500);
+    assert_eq!(r["Chat.updateOne"]["DocumentsTotal"], 500);
+    assert_eq!(r["Chat.countDocuments"]["DocumentsTotal"], 500);
+    assert_eq!(r["Chat.find"]["DocumentsTotal"], 0);
+    // w: 2 on a one-member set: 50 errors of the write-concern class, code 100, said on the
+    // console, and the phase after it ran.
+    assert_eq!(row(&summary, "W2:UpdateW2")["errors"], 50);
+    assert_eq!(
+        summary["runs"][0]["errors_by_class"]["W2"]["write_concern"],
+        50
+    );
+    let kinds = summary["runs"][0]["error_kinds"].as_array().unwrap();
+    assert!(
+        kinds.iter().any(|k| k["code"] == 100 && k["count"] == 50),
+        "{kinds:?}"
+    );
+    assert!(
+        stdout.contains("50 x (100.0 % of W2's operations) write_concern, the first: code 100 (UnsatisfiableWriteConcern)"),
+        "{stdout}"
+    );
+    assert_eq!(row(&summary, "After:insertOne")["samples"], 1);
+    assert_eq!(server.count(&db, "c", doc! { "after": 1 }), 1);
 }

@@ -247,6 +247,7 @@ impl<B: Backend + Clone> Session<'_, B> {
             steer,
             listening: users.listening,
             gaps: crate::executor::Gaps::default(),
+            last_states: Default::default(),
         }
     }
 

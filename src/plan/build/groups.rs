@@ -55,6 +55,41 @@ fn after(
     Ok(plans_of[j].last().copied())
 }
 
+/// `resume_from = NAME` of profile group `index`: that earlier group, of an earlier stage, with
+/// a state machine as this one has.
+fn resume(
+    at: &GroupAt<'_>,
+    name: &str,
+    index: usize,
+    plans_of: &[Vec<usize>],
+) -> Result<crate::plan::Resume, ProfileError> {
+    let groups = &at.loaded.profile.groups;
+    let g = at.g;
+    if g.states.is_none() {
+        return Err(at.err(
+            "resume_from",
+            "`resume_from` belongs to a group with [[group.states]]".into(),
+        ));
+    }
+    let Some(j) = groups[..index].iter().position(|e| e.name == name) else {
+        return Err(at.err(
+            "resume_from",
+            format!("`{name}` is not a group before `{}` in the profile", g.name),
+        ));
+    };
+    if groups[j].states.is_none() || groups[j].stage == g.stage {
+        return Err(at.err(
+            "resume_from",
+            format!("`{name}` is not a state machine of an earlier stage: only its users' last states can be resumed"),
+        ));
+    }
+    let from = plans_of[j].last().copied().unwrap_or_default();
+    Ok(crate::plan::Resume {
+        from,
+        skip_first: g.skip_first.unwrap_or(false),
+    })
+}
+
 pub(super) fn stages(
     loaded: &Loaded,
     ov: &Overrides,
@@ -108,6 +143,17 @@ pub(super) fn stages(
             for b in &mut built {
                 b.after = last;
             }
+        }
+        if let Some(name) = &g.resume_from {
+            let resume = resume(&at, name, index, &plans_of)?;
+            for b in &mut built {
+                b.resume = Some(resume);
+            }
+        } else if g.skip_first.is_some() {
+            return Err(at.err(
+                "skip_first",
+                "`skip_first` belongs to a group with `resume_from` (genny's SkipFirstOperations with Continue)".into(),
+            ));
         }
         plans_of.push(built.iter().map(|b| b.index).collect());
         let stage_name = g.stage.clone().unwrap_or_default();
@@ -248,11 +294,21 @@ impl GroupAt<'_> {
         }
         let mut initial = vec![0.0; states.len()];
         let at = self.path("initial");
-        let Some(table) = &g.initial else {
-            return Err(self.err(
-                "initial",
-                "a state machine needs `initial`: the weights of its first states".into(),
-            ));
+        let first_state: toml::Table = states
+            .first()
+            .map(|s| (s.name.clone(), toml::Value::Integer(1)))
+            .into_iter()
+            .collect();
+        let table = match (&g.initial, &g.resume_from) {
+            (Some(t), _) => t,
+            // Resumed: a user without a counterpart starts in the first state.
+            (None, Some(_)) => &first_state,
+            (None, None) => {
+                return Err(self.err(
+                    "initial",
+                    "a state machine needs `initial`: the weights of its first states".into(),
+                ))
+            }
         };
         for (name, w) in table {
             let w = match w {
@@ -439,7 +495,8 @@ impl GroupAt<'_> {
             handle: 0, // set by `RunPlan::build`
             spread,
             chain,
-            after: None, // set by `stages`
+            resume: None, // set by `stages`
+            after: None,  // set by `stages`
             concerns,
             sleep_before,
             sleep_after,

@@ -95,6 +95,7 @@ pub(crate) fn translate(file: &Path, workload: &Yaml, smoke: bool) -> Result<Tra
         groups: Vec::new(),
         notes: Vec::new(),
         names: BTreeSet::new(),
+        last_group: std::collections::HashMap::new(),
     };
     let actors = workload
         .get("Actors")
@@ -193,6 +194,8 @@ struct Translator<'a> {
     groups: Vec<toml::Table>,
     notes: Vec<String>,
     names: BTreeSet<String>,
+    /// Each actor's group of its latest phase read so far (a CrudActor's `Continue`).
+    last_group: std::collections::HashMap<String, String>,
 }
 
 /// A collection the workload works on; `load`: a Loader's documents, as its preload.

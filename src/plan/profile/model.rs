@@ -273,6 +273,13 @@ pub struct Group {
     /// steps of each state it enters; `initial` draws its first state by weight.
     pub states: Option<Vec<StateDef>>,
     pub initial: Option<toml::Table>,
+    /// A state machine of an earlier stage's group: each user starts in the state its
+    /// counterpart (the same user number) there was last in (genny's CrudActor `Continue`);
+    /// `initial` then draws only for users without one.
+    pub resume_from: Option<String>,
+    /// With `resume_from`: that first state's steps are not sent again; its way out is taken
+    /// (genny's `SkipFirstOperations`).
+    pub skip_first: Option<bool>,
     /// Values generated once per operation, read by its steps with `{ "^Bind" = "name" }`.
     pub bind: Option<toml::Table>,
     /// Run the steps in one transaction, retried as the drivers' convenient API does.

@@ -122,13 +122,20 @@ impl<'a> Translator<'a> {
         collection: &str,
         g: &mut toml::Table,
     ) -> Result<(), Refusal> {
-        for key in ["Continue", "SkipFirstOperations"] {
-            if cx.phase.get(key).is_some() {
+        // `Continue`: each thread starts in the state it was last in, in the actor's phase
+        // before; `SkipFirstOperations`: without sending that state's operations again.
+        let flag = |key: &str| cx.phase.get(key).and_then(Yaml::as_bool) == Some(true);
+        if flag("Continue") {
+            let Some(before) = self.last_group.get(name).cloned() else {
                 return Err(self.refuse(
                     Some(name),
                     Some(p),
-                    format!("CrudActor `{key}` (a state machine carried on from the phase before) is not supported yet"),
+                    "`Continue: true` in the actor's first phase: nothing to continue from (genny refuses it too)",
                 ));
+            };
+            g.insert("resume_from".into(), Toml::String(before));
+            if flag("SkipFirstOperations") {
+                g.insert("skip_first".into(), Toml::Boolean(true));
             }
         }
         if plural(cx.phase, "Operation", "Operations").is_some() {
@@ -191,7 +198,8 @@ impl<'a> Translator<'a> {
             let sum = initial.get(&s).and_then(Toml::as_float).unwrap_or(0.0) + w;
             initial.insert(s, Toml::Float(sum));
         }
-        if initial.is_empty() {
+        let resumed = g.contains_key("resume_from");
+        if initial.is_empty() && !resumed {
             return Err(self.refuse(
                 Some(name),
                 Some(p),
@@ -209,7 +217,9 @@ impl<'a> Translator<'a> {
             g.insert("collection".into(), c);
         }
         g.insert("states".into(), Toml::Array(out));
-        g.insert("initial".into(), Toml::Table(initial));
+        if !initial.is_empty() {
+            g.insert("initial".into(), Toml::Table(initial));
+        }
         Ok(())
     }
 
@@ -498,6 +508,15 @@ impl<'a> Translator<'a> {
                 }
                 "Hint" => {
                     args.insert("hint".into(), to_toml(v));
+                }
+                // `WriteConcern:` with nothing under it: genny converts the empty node to a
+                // write concern of no settings, the deployment's default; a `Level` written
+                // beside it (not under it) is read by neither.
+                "WriteConcern" if v.is_null() => {
+                    self.notes.push(format!("{name}, phase {p}: {op}: `WriteConcern:` holds nothing: the deployment's default write concern, as genny's empty one"));
+                }
+                "Level" if o.iter().any(|(k, v)| scalar_text(k).as_deref() == Some("WriteConcern") && v.is_null()) => {
+                    self.notes.push(format!("{name}, phase {p}: {op}: `Level` beside an empty `WriteConcern` (not under it) is read by neither genny nor the tool"));
                 }
                 "WriteConcern" => {
                     let wc = write_concern(v).ok_or_else(|| self.refuse(Some(name), Some(p), format!("{op}: `WriteConcern: {}` is not one the tool reads (Level: majority or a number, Journal, TimeoutMillis)", show(v))))?;

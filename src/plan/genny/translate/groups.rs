@@ -106,6 +106,9 @@ impl<'a> Translator<'a> {
             .map_or(1, |n| {
                 u32::try_from(crate::num::whole(n.trunc())).unwrap_or(u32::MAX)
             });
+        if let Some(n) = g.get("name").and_then(Toml::as_str) {
+            self.last_group.insert(name.to_string(), n.to_string());
+        }
         if count > 1 {
             return self.split(g, actor, &database, count);
         }
