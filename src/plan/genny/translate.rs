@@ -57,7 +57,7 @@ pub(crate) struct Translated {
 }
 
 /// Actor types read, in the order docs/genny.md lists them.
-pub(crate) const ACTORS: [&str; 15] = [
+pub(crate) const ACTORS: [&str; 16] = [
     "CrudActor",
     "RunCommand",
     "AdminCommand",
@@ -73,6 +73,7 @@ pub(crate) const ACTORS: [&str; 15] = [
     "LoggingActor",
     "MultiCollectionUpdate",
     "MultiCollectionQuery",
+    "RandomSampler",
 ];
 
 /// The server's `maxWriteBatchSize`: the most documents one insert command carries.

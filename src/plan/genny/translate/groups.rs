@@ -63,6 +63,7 @@ impl<'a> Translator<'a> {
             "MultiCollectionUpdate" | "MultiCollectionQuery" => {
                 self.multi_collection(actor, p, &cx, &database, &mut g)?
             }
+            "RandomSampler" => return self.random_sampler(actor, p, &cx, &database, g),
             other => {
                 return Err(self.refuse(
                     Some(name),
@@ -204,6 +205,105 @@ impl<'a> Translator<'a> {
                 Toml::Table(args),
             )])
         }
+    }
+
+    /// RandomSampler: each operation a findOne of `{_id: k}`, k drawn uniformly from 0 to
+    /// `DocumentCount - 1`, on one of the thread's collections drawn uniformly; genny's
+    /// `distributeCollectionNames` gives thread t the `CollectionCount / Threads` collections
+    /// from `(t % CollectionCount) x that` (one each when the threads are more): a group per
+    /// set of collections, with the threads that share it. Its metric is the phase's `Read`.
+    fn random_sampler(
+        &mut self,
+        actor: &Actor<'a>,
+        p: usize,
+        cx: &Ctx<'a>,
+        database: &str,
+        g: toml::Table,
+    ) -> Result<(), Refusal> {
+        let name = actor.name.as_str();
+        let whole = |key: &str| {
+            cx.get(key)
+                .and_then(number)
+                .filter(|n| *n >= 1.0 && n.fract() == 0.0)
+                .map(crate::num::whole)
+                .ok_or_else(|| {
+                    self.refuse(
+                        Some(name),
+                        Some(p),
+                        format!("RandomSampler needs `{key}`, a whole number from 1"),
+                    )
+                })
+        };
+        let (count, documents) = (whole("CollectionCount")?, whole("DocumentCount")?);
+        let threads = u64::from(actor.threads);
+        // genny's own rule (it refuses the rest too).
+        if (threads > count && threads % count != 0) || (threads <= count && count % threads != 0) {
+            return Err(self.refuse(
+                Some(name),
+                Some(p),
+                format!("{threads} threads do not divide {count} collections evenly, nor they the threads (genny refuses it too)"),
+            ));
+        }
+        let per = if threads > count { 1 } else { count / threads };
+        let mn = cx.phase.get("MetricsName").and_then(scalar_text);
+        let metric = genny_metric(name, Scope::Phase("Read"), mn.as_deref(), p);
+        let group_name = g
+            .get("name")
+            .and_then(Toml::as_str)
+            .unwrap_or(name)
+            .to_string();
+        let mut sets: Vec<(u64, u32)> = Vec::new();
+        for t in 0..threads {
+            let start = (t % count) * per;
+            match sets.iter_mut().find(|(s, _)| *s == start) {
+                Some((_, n)) => *n += 1,
+                None => sets.push((start, 1)),
+            }
+        }
+        for (start, users) in sets {
+            let names: Vec<Toml> = (start..start + per)
+                .map(|k| Toml::String(self.collection(database, &format!("Collection{k}"))))
+                .collect();
+            let first = names[0].as_str().unwrap_or_default().to_string();
+            let mut one = g.clone();
+            if sets_len(threads, per, count) > 1 {
+                one.insert(
+                    "name".into(),
+                    Toml::String(self.unique(format!("{group_name}.Collection{start}"))),
+                );
+            }
+            one.insert("threads".into(), Toml::Integer(i64::from(users)));
+            if per > 1 {
+                one.insert("collections".into(), Toml::Array(names));
+            } else {
+                one.insert("collection".into(), Toml::String(first.clone()));
+            }
+            let mut args = toml::Table::new();
+            let mut id = toml::Table::new();
+            id.insert("min".into(), Toml::Integer(0));
+            id.insert(
+                "max".into(),
+                Toml::Integer(crate::num::signed(documents - 1)),
+            );
+            let mut random = toml::Table::new();
+            random.insert("^RandomInt".into(), Toml::Table(id));
+            let mut filter = toml::Table::new();
+            filter.insert("_id".into(), Toml::Table(random));
+            args.insert("filter".into(), Toml::Table(filter));
+            let mut s = step("Read", &first, "findOne", Toml::Table(args));
+            s.insert("metric".into(), Toml::String(metric.clone()));
+            let mut steps = vec![s];
+            rows_from_metrics(&mut steps, name);
+            one.insert(
+                "steps".into(),
+                Toml::Array(steps.into_iter().map(Toml::Table).collect()),
+            );
+            self.groups.push(one);
+        }
+        self.notes.push(format!(
+            "{name}: RandomSampler: a document it does not find is an operation that matched nothing (genny's actor throws and ends); its `ReadWithScan` metric (while a CollectionScanner runs) is not told apart"
+        ));
+        Ok(())
     }
 
     /// A CrudActor with `CollectionCount` above 1: genny gives each thread the collection
@@ -467,4 +567,13 @@ fn whole(v: &Yaml) -> Option<i64> {
 /// A duration as the profile writes it (`10s`).
 fn humane(d: std::time::Duration) -> Toml {
     Toml::String(humantime::format_duration(d).to_string())
+}
+
+/// How many sets of collections RandomSampler's threads read (one group each).
+fn sets_len(threads: u64, per: u64, count: u64) -> u64 {
+    if per > 1 {
+        threads.min(count / per)
+    } else {
+        threads.min(count)
+    }
 }

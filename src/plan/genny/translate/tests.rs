@@ -208,3 +208,43 @@ fn metrics_are_named_and_failures_kept_as_genny_names_and_keeps_them() {
     // Every operation of an iteration runs, whatever the one before found.
     assert!(g.iter().all(|g| g["every_step"].as_bool() == Some(true)));
 }
+
+#[test]
+fn a_random_sampler_reads_its_threads_collections_by_id_as_genny_distributes_them() {
+    // 2 threads, 4 collections: thread t reads Collection{2t} and Collection{2t+1}.
+    let t = read("Actors:\n- Name: S\n  Type: RandomSampler\n  Threads: 2\n  CollectionCount: 4\n  DocumentCount: 100\n  Database: hot\n  Phases:\n  - {Repeat: 5}\n", false).unwrap();
+    let g = t.profile["group"].as_array().unwrap();
+    assert_eq!(g.len(), 2);
+    let colls: Vec<Vec<&str>> = g
+        .iter()
+        .map(|g| {
+            g["collections"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c.as_str().unwrap())
+                .collect()
+        })
+        .collect();
+    assert_eq!(
+        colls,
+        [
+            ["Collection0", "Collection1"],
+            ["Collection2", "Collection3"]
+        ]
+    );
+    let step = &g[0]["steps"][0];
+    assert_eq!(step["metric"].as_str(), Some("S.Read.0"));
+    assert_eq!(
+        step["findOne"]["filter"]["_id"]["^RandomInt"]["max"].as_integer(),
+        Some(99)
+    );
+    // More threads than collections: one each, the threads that share one in its group.
+    let t = read("Actors:\n- Name: S\n  Type: RandomSampler\n  Threads: 4\n  CollectionCount: 2\n  DocumentCount: 10\n  Database: hot\n  Phases:\n  - {Repeat: 5}\n", false).unwrap();
+    let g = t.profile["group"].as_array().unwrap();
+    assert_eq!(g.len(), 2);
+    assert!(g.iter().all(|g| g["threads"].as_integer() == Some(2)));
+    // genny's rule: threads and collections divide evenly.
+    let e = read("Actors:\n- Name: S\n  Type: RandomSampler\n  Threads: 3\n  CollectionCount: 4\n  DocumentCount: 10\n  Database: hot\n  Phases:\n  - {Repeat: 5}\n", false).unwrap_err();
+    assert!(e.to_string().contains("evenly"), "{e}");
+}
