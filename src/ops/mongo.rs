@@ -295,32 +295,13 @@ impl MongoBackend {
             let built = match pre {
                 Some(r) => r.clone(),
                 None => {
-                    let Some((keys, gen)) = req.collections.get(collection) else {
+                    let Some((r, acks)) =
+                        late_step(req, step, collection, &results, (&mut rng, &mut state))
+                    else {
                         break;
                     };
-                    let mut lookup = StepLookup {
-                        bound: &req.bound,
-                        results: &results,
-                    };
-                    let mut cx = Cx {
-                        rng: &mut rng,
-                        lookup: &mut lookup,
-                        now_ms: crate::workload::lookup::now_ms(),
-                        user: req.user,
-                        state: &mut state,
-                    };
-                    let r = step.build(
-                        &mut cx,
-                        &mut CollectionDocs {
-                            keys,
-                            document: gen,
-                        },
-                    );
                     // Acknowledged however the operation ends (even abandoned at its timeout).
-                    _late = Some(crate::workload::keys::Acks(
-                        Arc::clone(keys),
-                        r.issued.clone(),
-                    ));
+                    _late = Some(acks);
                     r
                 }
             };
@@ -345,15 +326,7 @@ impl MongoBackend {
                 session.as_deref_mut(),
             )
             .await;
-            let us = u32::try_from(step_started.elapsed().as_micros()).unwrap_or(u32::MAX);
-            let docs = OpDocs::new(
-                one.returned,
-                one.inserted,
-                one.updated,
-                one.upserted,
-                one.deleted,
-            )
-            .counting(one.counted);
+            let mut row = step_sample(step, step_started, &one);
             out.sent = out.sent.saturating_add(one.sent);
             out.received = out.received.saturating_add(one.received);
             out.modified |= one.modified;
@@ -363,13 +336,6 @@ impl MongoBackend {
             out.upserted += one.upserted;
             out.deleted += one.deleted;
             out.counted += one.counted;
-            let mut row = StepSample {
-                name: step.name.clone(),
-                us,
-                docs,
-                matched: one.matched,
-                error: None,
-            };
             if let Err(e) = sent {
                 // In a transaction a failure ends it, whatever the step says: the server has
                 // aborted it.
@@ -693,4 +659,61 @@ pub(crate) fn collection_named(
     client
         .database(&t.database)
         .collection_with_options(name, opts)
+}
+
+/// One step's sample: its row, time since `started`, the documents it moved, whether it matched.
+fn step_sample(
+    step: &crate::workload::command::TemplateOp,
+    started: std::time::Instant,
+    one: &Outcome,
+) -> StepSample {
+    StepSample {
+        name: step.name.clone(),
+        us: u32::try_from(started.elapsed().as_micros()).unwrap_or(u32::MAX),
+        docs: OpDocs::new(
+            one.returned,
+            one.inserted,
+            one.updated,
+            one.upserted,
+            one.deleted,
+        )
+        .counting(one.counted),
+        matched: one.matched,
+        error: None,
+    }
+}
+
+/// A step that reads an earlier one's result, made at its turn (with the earlier `results`),
+/// and the `_id`s it issued; None when its collection is not the run's.
+fn late_step(
+    req: &StepsRequest,
+    step: &Arc<crate::workload::command::TemplateOp>,
+    collection: usize,
+    results: &[Option<Document>],
+    (rng, state): (&mut rand::rngs::SmallRng, &mut UserState),
+) -> Option<(
+    crate::workload::command::TemplateRequest,
+    crate::workload::keys::Acks,
+)> {
+    let (keys, gen) = req.collections.get(collection)?;
+    let mut lookup = StepLookup {
+        bound: &req.bound,
+        results,
+    };
+    let mut cx = Cx {
+        rng,
+        lookup: &mut lookup,
+        now_ms: crate::workload::lookup::now_ms(),
+        user: req.user,
+        state,
+    };
+    let r = step.build(
+        &mut cx,
+        &mut CollectionDocs {
+            keys,
+            document: gen,
+        },
+    );
+    let acks = crate::workload::keys::Acks(Arc::clone(keys), r.issued.clone());
+    Some((r, acks))
 }

@@ -104,7 +104,19 @@ impl Backend for Scripted {
                     let at = tokio::time::Instant::now();
                     let one = self.one(step.verb, &step.name.to_string()).await;
                     let us = u32::try_from(at.elapsed().as_micros()).unwrap();
-                    extra.steps.push((step.name.clone(), us));
+                    extra.steps.push(mongo_stress::metrics::StepSample {
+                        name: step.name.clone(),
+                        us,
+                        docs: mongo_stress::metrics::sample::OpDocs::new(
+                            0,
+                            one.inserted,
+                            0,
+                            0,
+                            one.deleted,
+                        ),
+                        matched: one.matched,
+                        error: None,
+                    });
                     out.sent += one.sent;
                     out.received += one.received;
                     out.inserted += one.inserted;
@@ -250,6 +262,7 @@ async fn run_plan(dir: &Path, backend: Scripted, plan: &RunPlan) -> Summary {
         injector: None,
         live: None,
         page: None,
+        later_plans: Default::default(),
     };
     session.run(None).await.expect("the session runs")
 }

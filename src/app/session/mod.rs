@@ -79,6 +79,39 @@ pub struct Session<'a, B> {
 }
 
 impl<B: Backend + Clone> Session<'_, B> {
+    /// The first run's first stage's reads explained now; each later stage's just before it
+    /// begins, once the stages before have loaded what it reads (`stages`).
+    async fn explain_first(
+        &self,
+        run: u32,
+        keys: &[crate::workload::KeySpace],
+        summary: &mut Summary,
+    ) {
+        let explaining = run == 1 && summary.plans.is_empty();
+        if explaining {
+            let keys: Vec<_> = keys.iter().collect();
+            summary.plans = self.backend.plans(self.plan, &keys, 0).await;
+            for p in &summary.plans {
+                self.say(format!("query plan: {}", p.line()));
+            }
+        }
+        *self.later_plans.lock().unwrap_or_else(|e| e.into_inner()) = explaining.then(Vec::new);
+    }
+
+    /// The later stages' plans, once per label (a group's rate steps share theirs).
+    fn add_later_plans(&self, summary: &mut Summary) {
+        let later = self
+            .later_plans
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        for p in later.into_iter().flatten() {
+            if !summary.plans.iter().any(|q| q.label == p.label) {
+                summary.plans.push(p);
+            }
+        }
+    }
+
     /// The sampler's rows so far: those in `resources.tsv`, read back (a long run holds none in
     /// memory), then those it could not write there.
     fn resource_rows(
@@ -197,17 +230,7 @@ impl<B: Backend + Clone> Session<'_, B> {
                 return Ok(false);
             }
         };
-        // The first stage's reads explained now; each later stage's just before it begins,
-        // once the stages before have loaded what it reads (`stages`).
-        let explaining = run == 1 && summary.plans.is_empty();
-        if explaining {
-            let keys: Vec<_> = prepared.keys.iter().collect();
-            summary.plans = self.backend.plans(self.plan, &keys, 0).await;
-            for p in &summary.plans {
-                self.say(format!("query plan: {}", p.line()));
-            }
-        }
-        *self.later_plans.lock().unwrap_or_else(|e| e.into_inner()) = explaining.then(Vec::new);
+        self.explain_first(run, &prepared.keys, summary).await;
         let start = match prepared.begin {
             Some(at) => Some(self.wait_until(at).await),
             None => None,
@@ -240,17 +263,7 @@ impl<B: Backend + Clone> Session<'_, B> {
             )
             .await;
         measured.start = start;
-        // The later stages' plans, once per label (a group's rate steps share theirs).
-        let later = self
-            .later_plans
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        for p in later.into_iter().flatten() {
-            if !summary.plans.iter().any(|q| q.label == p.label) {
-                summary.plans.push(p);
-            }
-        }
+        self.add_later_plans(summary);
         if let Some(s) = sampler {
             // Judged once, on every member row and event it counts: those of the sampler's
             // first round after its end too.

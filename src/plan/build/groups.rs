@@ -59,19 +59,27 @@ fn after(
 /// a state machine as this one has.
 fn resume(
     at: &GroupAt<'_>,
-    name: &str,
     index: usize,
     plans_of: &[Vec<usize>],
-) -> Result<crate::plan::Resume, ProfileError> {
+) -> Result<Option<crate::plan::Resume>, ProfileError> {
     let groups = &at.loaded.profile.groups;
     let g = at.g;
+    let Some(name) = &g.resume_from else {
+        if g.skip_first.is_some() {
+            return Err(at.err(
+                "skip_first",
+                "`skip_first` belongs to a group with `resume_from` (genny's SkipFirstOperations with Continue)".into(),
+            ));
+        }
+        return Ok(None);
+    };
     if g.states.is_none() {
         return Err(at.err(
             "resume_from",
             "`resume_from` belongs to a group with [[group.states]]".into(),
         ));
     }
-    let Some(j) = groups[..index].iter().position(|e| e.name == name) else {
+    let Some(j) = groups[..index].iter().position(|e| &e.name == name) else {
         return Err(at.err(
             "resume_from",
             format!("`{name}` is not a group before `{}` in the profile", g.name),
@@ -84,10 +92,10 @@ fn resume(
         ));
     }
     let from = plans_of[j].last().copied().unwrap_or_default();
-    Ok(crate::plan::Resume {
+    Ok(Some(crate::plan::Resume {
         from,
         skip_first: g.skip_first.unwrap_or(false),
-    })
+    }))
 }
 
 pub(super) fn stages(
@@ -144,16 +152,9 @@ pub(super) fn stages(
                 b.after = last;
             }
         }
-        if let Some(name) = &g.resume_from {
-            let resume = resume(&at, name, index, &plans_of)?;
-            for b in &mut built {
-                b.resume = Some(resume);
-            }
-        } else if g.skip_first.is_some() {
-            return Err(at.err(
-                "skip_first",
-                "`skip_first` belongs to a group with `resume_from` (genny's SkipFirstOperations with Continue)".into(),
-            ));
+        let resumed = resume(&at, index, &plans_of)?;
+        for b in &mut built {
+            b.resume = resumed;
         }
         plans_of.push(built.iter().map(|b| b.index).collect());
         let stage_name = g.stage.clone().unwrap_or_default();
@@ -294,23 +295,8 @@ impl GroupAt<'_> {
         }
         let mut initial = vec![0.0; states.len()];
         let at = self.path("initial");
-        let first_state: toml::Table = states
-            .first()
-            .map(|s| (s.name.clone(), toml::Value::Integer(1)))
-            .into_iter()
-            .collect();
-        let table = match (&g.initial, &g.resume_from) {
-            (Some(t), _) => t,
-            // Resumed: a user without a counterpart starts in the first state.
-            (None, Some(_)) => &first_state,
-            (None, None) => {
-                return Err(self.err(
-                    "initial",
-                    "a state machine needs `initial`: the weights of its first states".into(),
-                ))
-            }
-        };
-        for (name, w) in table {
+        let table = self.initial_table(states)?;
+        for (name, w) in &table {
             let w = match w {
                 toml::Value::Integer(i) => crate::num::real_signed(*i),
                 toml::Value::Float(f) => *f,
@@ -328,6 +314,26 @@ impl GroupAt<'_> {
             initial,
             transitions,
         })))
+    }
+
+    /// `initial`; without it, a resumed group's users without a counterpart start in the
+    /// first state.
+    fn initial_table(
+        &self,
+        states: &[crate::plan::profile::model::StateDef],
+    ) -> Result<toml::Table, ProfileError> {
+        match (&self.g.initial, &self.g.resume_from) {
+            (Some(t), _) => Ok(t.clone()),
+            (None, Some(_)) => Ok(states
+                .first()
+                .map(|s| (s.name.clone(), toml::Value::Integer(1)))
+                .into_iter()
+                .collect()),
+            (None, None) => Err(self.err(
+                "initial",
+                "a state machine needs `initial`: the weights of its first states".into(),
+            )),
+        }
     }
 
     /// A transition's pause (`sleep`): milliseconds, a number or a generator of numbers.

@@ -72,24 +72,7 @@ impl<'a> Translator<'a> {
                 ))
             }
         };
-        // The other actors' metrics, as each one's source names them (CrudActor's and
-        // RunCommand's steps have theirs).
-        let mn = cx.phase.get("MetricsName").and_then(scalar_text);
-        for s in &mut steps {
-            if s.contains_key("metric") {
-                continue;
-            }
-            let row = s.get("name").and_then(Toml::as_str).unwrap_or_default();
-            let scope = match (actor.kind.as_str(), row) {
-                ("HelloWorld" | "NopMetrics" | "Deleter", _) | ("MultiCollectionUpdate", _) => {
-                    Scope::Phase(row)
-                }
-                _ => Scope::Actor(row),
-            };
-            let metric = genny_metric(name, scope, mn.as_deref(), p);
-            s.insert("metric".into(), Toml::String(metric));
-        }
-        rows_from_metrics(&mut steps, name);
+        name_metrics(actor, p, &cx, &mut steps);
         if let Some(first) = steps.first().and_then(|s| s.get("collection")).cloned() {
             if !g.contains_key("collections") {
                 g.insert("collection".into(), first);
@@ -576,4 +559,24 @@ fn sets_len(threads: u64, per: u64, count: u64) -> u64 {
     } else {
         threads.min(count)
     }
+}
+
+/// The other actors' metrics, as each one's source names them (CrudActor's and RunCommand's
+/// steps have theirs): a phase's for those that take `PhaseContext::operation`, the actor's
+/// for the rest; then each step's row from its metric.
+fn name_metrics(actor: &Actor<'_>, p: usize, cx: &Ctx<'_>, steps: &mut [toml::Table]) {
+    let mn = cx.phase.get("MetricsName").and_then(scalar_text);
+    for s in steps.iter_mut() {
+        if s.contains_key("metric") {
+            continue;
+        }
+        let row = s.get("name").and_then(Toml::as_str).unwrap_or_default();
+        let scope = match actor.kind.as_str() {
+            "HelloWorld" | "NopMetrics" | "Deleter" | "MultiCollectionUpdate" => Scope::Phase(row),
+            _ => Scope::Actor(row),
+        };
+        let metric = genny_metric(&actor.name, scope, mn.as_deref(), p);
+        s.insert("metric".into(), Toml::String(metric));
+    }
+    rows_from_metrics(steps, &actor.name);
 }
