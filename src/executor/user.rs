@@ -67,11 +67,11 @@ pub(super) struct User {
     state: UserState,
     /// A state machine's (`GroupPlan::chain`): the state it enters next (None: not drawn yet),
     /// and the pause the last transition asked for, taken before it.
-    next: Option<usize>,
+    next: Option<u32>,
     pause: std::time::Duration,
     /// The state it entered last (a state machine's), and whether its next visit sends
     /// nothing (`skip_first` of a resumed one).
-    last: Option<usize>,
+    last: Option<u32>,
     skip: bool,
 }
 
@@ -103,7 +103,7 @@ impl User {
             .cloned();
         if let Some(at) = last.and_then(|name| group.mix.iter().position(|(s, _)| s.kind() == name))
         {
-            self.next = Some(at);
+            self.next = u32::try_from(at).ok();
             self.skip = r.skip_first;
         }
     }
@@ -111,6 +111,9 @@ impl User {
     /// Keeps the state it was last in, for a later group that resumes it.
     fn keep_state<B>(&self, group: &GroupPlan, ctx: &Context<B>) {
         if let Some(at) = self.last.filter(|_| group.chain.is_some()) {
+            let Ok(at) = usize::try_from(at) else {
+                return;
+            };
             ctx.last_states
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
@@ -375,13 +378,14 @@ fn next_spec<'g>(group: &'g GroupPlan, user: &mut User) -> &'g OpSpec {
     let Some(chain) = &group.chain else {
         return group.draw(&mut user.rng);
     };
-    let at = match user.next {
+    let at = match user.next.and_then(|s| usize::try_from(s).ok()) {
         Some(s) => s,
         None => chain.first(&mut user.rng),
     };
     let way = chain.next(at, &mut user.rng);
-    user.next = Some(way.to);
-    user.last = Some(at);
+    // A state machine has far fewer than 2^32 states.
+    user.next = u32::try_from(way.to).ok();
+    user.last = u32::try_from(at).ok();
     let mut lookup = crate::workload::template::NoLookup;
     user.pause = way.pause(&mut Cx {
         rng: &mut user.rng,
