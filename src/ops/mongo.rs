@@ -17,10 +17,10 @@ use tokio_util::sync::CancellationToken;
 use super::{Backend, Outcome, Prepared};
 use crate::error::Error;
 use crate::metrics::sample::{OpDocs, SampleExtra, StepFailure, StepSample};
-use crate::plan::profile::model::OnError;
 use crate::plan::{
     Concerns, HandlePlan, ReadConcernPlan, ReadPref, RunPlan, TargetPlan, WriteConcernPlan,
 };
+use crate::workload::command::OnError;
 use crate::workload::command::{StepLookup, StepsRequest};
 use crate::workload::request::CollectionDocs;
 use crate::workload::template::{Cx, UserState};

@@ -164,21 +164,7 @@ with_op_tables! {
     }
 }
 
-/// What a failed step does to the rest of its operation (`[[group.steps]] on_error`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum OnError {
-    /// The failure is the operation's: counted on the step's row and the group's; the later
-    /// steps are not sent (a transaction is aborted).
-    #[default]
-    End,
-    /// Counted on the step's row (not the group's), and the later steps go on (genny's
-    /// `RecordFailure: true`).
-    Record,
-    /// Counted nowhere, the step's time kept, and the later steps go on (genny's
-    /// `ThrowOnFailure: false`).
-    Ignore,
-}
+use crate::workload::command::OnError;
 
 /// One state of a group's state machine (`[[group.states]]`, genny's CrudActor `States`): its
 /// steps, run in order each time a user enters it (one sample, a row named after the state),

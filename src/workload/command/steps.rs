@@ -25,10 +25,26 @@ pub struct StepsOp {
     pub(crate) policy: Vec<StepPolicy>,
 }
 
+/// What a failed step does to the rest of its operation (`[[group.steps]] on_error`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnError {
+    /// The failure is the operation's: counted on the step's row and the group's; the later
+    /// steps are not sent (a transaction is aborted).
+    #[default]
+    End,
+    /// Counted on the step's row (not the group's), and the later steps go on (genny's
+    /// `RecordFailure: true`).
+    Record,
+    /// Counted nowhere, the step's time kept, and the later steps go on (genny's
+    /// `ThrowOnFailure: false`).
+    Ignore,
+}
+
 /// What one step's `on_error`, `report` and `metric` say.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct StepPolicy {
-    pub(crate) on_error: crate::plan::profile::model::OnError,
+    pub(crate) on_error: OnError,
     pub(crate) report: bool,
     pub(crate) metric: Option<String>,
 }
