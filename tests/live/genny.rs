@@ -262,7 +262,7 @@ fn what_the_tool_does_not_run_is_refused_in_one_line_before_anything_is_sent() {
     let first = err.lines().next().unwrap();
     assert!(
         first.contains(
-            "bad.yml: actor `Streams`: actor type `StreamStatsReporter` is not supported"
+            "bad.yml: actor `Streams`: actor type `StreamStatsReporter` is not one the tool runs (docs/genny.md lists the 16 it does)"
         ),
         "{err}"
     );

@@ -315,8 +315,8 @@ impl<'a> Translator<'a> {
                 match did_you_mean(&kind, &ACTORS) {
                     Some(near) => format!("actor type `{kind}` is not one genny has: did you mean `{near}`?"),
                     None => format!(
-                        "actor type `{kind}` is not supported; the tool runs {} (docs/genny.md lists each)",
-                        ACTORS.join(", ")
+                        "actor type `{kind}` is not one the tool runs (docs/genny.md lists the {} it does)",
+                        ACTORS.len()
                     ),
                 },
             ));

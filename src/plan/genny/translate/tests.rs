@@ -73,7 +73,9 @@ fn an_unsupported_actor_is_refused_in_one_line_naming_file_and_actor() {
     .unwrap_err();
     let line = e.to_string();
     assert!(
-        line.starts_with("w.yml: actor `X`: actor type `StreamStatsReporter` is not supported"),
+        line.starts_with(
+            "w.yml: actor `X`: actor type `StreamStatsReporter` is not one the tool runs"
+        ),
         "{line}"
     );
     assert!(!line.contains('\n'));
