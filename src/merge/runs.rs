@@ -28,7 +28,7 @@ pub(super) fn merge(parts: &[PartDir]) -> Result<Merged, Error> {
         });
     }
     summary.runs = (0..first.runs.len())
-        .map(|r| merge_run(parts, r, &summary.groups))
+        .map(|r| merged_run(parts, r, &summary.groups))
         .collect::<Result<_, _>>()?;
     summary.parts = parts.iter().map(part_row).collect();
     let count = first.part.map_or(0, |p| p.count);
@@ -74,6 +74,18 @@ pub(super) fn merge(parts: &[PartDir]) -> Result<Merged, Error> {
         resources,
         run_info,
     })
+}
+
+/// Run `r` of every part as one run. (Its genny metric rows, `metrics`, are part 0's:
+/// `merged_run` drops them, as `merge` writes no rollups.json.)
+fn merged_run(
+    parts: &[PartDir],
+    r: usize,
+    groups: &[crate::summary::GroupInfo],
+) -> Result<RunResult, Error> {
+    let mut out = merge_run(parts, r, groups)?;
+    out.metrics = Vec::new();
+    Ok(out)
 }
 
 /// Run `r` of every part as one run.

@@ -462,7 +462,8 @@ impl MongoBackend {
                     tx.state = TxState::Aborted;
                     return failed(&e, tx, first.or(Some(us(started.elapsed()))));
                 }
-                Ok(()) if !out.matched => {
+                // (With `every_step`, as genny's withTransaction, it commits whatever they found.)
+                Ok(()) if !out.matched && !req.op.every_step => {
                     // A step found nothing to go on with: the transaction is aborted.
                     let _ = session.abort_transaction().await;
                     tx.state = TxState::Aborted;

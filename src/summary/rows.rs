@@ -139,12 +139,19 @@ pub(crate) fn rows(
             // Steps that all have `report = false`: no row (genny's `ReportMetrics: false`),
             // unless they failed: a failure is never hidden. Their operations are in the
             // totals, as every operation sent is.
-            let shown = g.reports() || m.errors > 0;
+            let failed = m.errors > 0 || m.kinds.values().any(|k| k.errors > 0);
+            let shown = g.reports() || failed;
             // A group that mixes operations: a row per kind (`group:get`), then its total;
             // a group of steps: a row per step's time (`group:debit`), then the whole.
             let kinds = !g.mix.is_empty() || matches!(g.op, crate::workload::OpSpec::Steps(_));
             if shown && kinds {
-                for kind in g.kinds().into_iter().filter(|k| g.reports_kind(k)) {
+                let kind_failed =
+                    |k: &crate::workload::op::OpName| m.kinds.get(k).is_some_and(|x| x.errors > 0);
+                for kind in g
+                    .kinds()
+                    .into_iter()
+                    .filter(|k| g.reports_kind(k) || kind_failed(k))
+                {
                     let k = m.kinds.get(&kind).cloned().unwrap_or_default();
                     rows.push(k.summary_row(Label::kind(&g.name, kind), g.rate.is_some()));
                 }
@@ -208,7 +215,16 @@ pub(crate) struct MetricRow {
 /// The rows under genny's metric names, in the order the plan first names them; empty for a
 /// profile whose steps name none.
 pub(crate) fn metric_rows(plan: &RunPlan, metrics: &[GroupMetrics]) -> Vec<MetricRow> {
-    let mut named: Vec<(String, GroupMetrics, u32, bool)> = Vec::new();
+    // Per metric: its rows added, its threads per stage (groups of one stage run at once, a
+    // split actor's among them), and whether any was open loop.
+    type Named = (String, GroupMetrics, BTreeMap<String, u32>, bool);
+    let mut named: Vec<Named> = Vec::new();
+    let stage_of = |i: usize| {
+        plan.stages
+            .iter()
+            .find(|s| s.groups.iter().any(|g| g.index == i))
+            .map_or(String::new(), |s| s.name.clone())
+    };
     for g in plan.groups().filter(|g| g.reports()) {
         let m = &metrics[g.index];
         let mut seen = std::collections::HashSet::new();
@@ -221,23 +237,31 @@ pub(crate) fn metric_rows(plan: &RunPlan, metrics: &[GroupMetrics]) -> Vec<Metri
                 continue;
             }
             let k = m.kinds.get(kind).cloned().unwrap_or_default();
-            match named.iter_mut().find(|(n, ..)| n == metric) {
-                Some((_, sum, workers, open)) => {
-                    sum.merge(&k);
-                    *workers = (*workers).max(g.threads);
-                    *open |= g.rate.is_some();
+            let i = match named.iter().position(|(n, ..)| n == metric) {
+                Some(i) => i,
+                None => {
+                    named.push((
+                        metric.clone(),
+                        GroupMetrics::default(),
+                        BTreeMap::new(),
+                        false,
+                    ));
+                    named.len() - 1
                 }
-                None => named.push((metric.clone(), k, g.threads, g.rate.is_some())),
-            }
+            };
+            let (_, sum, workers, open) = &mut named[i];
+            sum.merge(&k);
+            *workers.entry(stage_of(g.index)).or_default() += g.threads;
+            *open |= g.rate.is_some();
         }
     }
     named
         .into_iter()
         .map(|(metric, m, workers, open)| MetricRow {
+            workers: workers.values().copied().max().unwrap_or(0),
             documents: m.docs.moved() + m.docs.counted,
             row: m.summary_row(Label::group(&metric), open),
             metric,
-            workers,
         })
         .collect()
 }

@@ -108,6 +108,47 @@ impl<'a> Translator<'a> {
         Ok(steps)
     }
 
+    /// `Continue`: each thread starts in the state it was last in, in the actor's phase
+    /// before (`resume_from`); `SkipFirstOperations`: without sending that state's operations
+    /// again (`skip_first`).
+    fn continued(
+        &self,
+        name: &str,
+        p: usize,
+        cx: &Ctx<'a>,
+        g: &mut toml::Table,
+    ) -> Result<(), Refusal> {
+        // `Continue`: each thread starts in the state it was last in, in the actor's phase
+        // before; `SkipFirstOperations`: without sending that state's operations again.
+        let flag = |key: &str| cx.phase.get(key).and_then(Yaml::as_bool) == Some(true);
+        if flag("Continue") {
+            if cx.get("Collection").is_none()
+                && cx
+                    .get("CollectionCount")
+                    .and_then(number)
+                    .is_some_and(|n| n > 1.0)
+            {
+                return Err(self.refuse(
+                    Some(name),
+                    Some(p),
+                    "`Continue` with `CollectionCount` above 1 is not read yet (each thread's collection is a group of its own)",
+                ));
+            }
+            let Some(before) = self.last_group.get(name).cloned() else {
+                return Err(self.refuse(
+                    Some(name),
+                    Some(p),
+                    "`Continue: true` in the actor's first phase: nothing to continue from (genny refuses it too)",
+                ));
+            };
+            g.insert("resume_from".into(), Toml::String(before));
+            if flag("SkipFirstOperations") {
+                g.insert("skip_first".into(), Toml::Boolean(true));
+            }
+        }
+        Ok(())
+    }
+
     /// A CrudActor's `States` (its state machine, genny's FSM): `[[group.states]]`, each
     /// state's operations its steps, `Transitions` (`To`, `Weight`, `SleepBefore`) its ways
     /// out, `InitialStates` the group's `initial`.
@@ -122,22 +163,7 @@ impl<'a> Translator<'a> {
         collection: &str,
         g: &mut toml::Table,
     ) -> Result<(), Refusal> {
-        // `Continue`: each thread starts in the state it was last in, in the actor's phase
-        // before; `SkipFirstOperations`: without sending that state's operations again.
-        let flag = |key: &str| cx.phase.get(key).and_then(Yaml::as_bool) == Some(true);
-        if flag("Continue") {
-            let Some(before) = self.last_group.get(name).cloned() else {
-                return Err(self.refuse(
-                    Some(name),
-                    Some(p),
-                    "`Continue: true` in the actor's first phase: nothing to continue from (genny refuses it too)",
-                ));
-            };
-            g.insert("resume_from".into(), Toml::String(before));
-            if flag("SkipFirstOperations") {
-                g.insert("skip_first".into(), Toml::Boolean(true));
-            }
-        }
+        self.continued(name, p, cx, g)?;
         if plural(cx.phase, "Operation", "Operations").is_some() {
             return Err(self.refuse(
                 Some(name),

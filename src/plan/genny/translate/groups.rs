@@ -218,6 +218,13 @@ impl<'a> Translator<'a> {
                 })
         };
         let (count, documents) = (whole("CollectionCount")?, whole("DocumentCount")?);
+        if count > MAX_GROUPS as u64 {
+            return Err(self.refuse(
+                Some(name),
+                Some(p),
+                format!("`CollectionCount: {count}` spreads it over more than the {MAX_GROUPS} collections the tool reads of a genny workload"),
+            ));
+        }
         let threads = u64::from(actor.threads);
         // genny's own rule (it refuses the rest too).
         if (threads > count && threads % count != 0) || (threads <= count && count % threads != 0) {
