@@ -229,6 +229,7 @@ LISTS = [
 VERDICT = re.compile(r"\b(?:faster|slower|same within noise|higher|lower|same within uncertainty)\b")
 GATE = re.compile(r"^(gate .*): (?:pass|FAILED) \(")
 DASHES = re.compile(r"-{3,}")
+LESS_THAN_NUMBER = re.compile(r"(^|\s)<#")
 SPACES = re.compile(r"\s+")
 
 
@@ -239,6 +240,8 @@ def normalise(line: str, tmp: str | None = None) -> str:
     line = DATE.sub("<date>", line)
     line = PATH.sub("<path>", line)
     line = NUMBER.sub("#", line)
+    # a p-value below the shown precision prints as "<0.0001": still a number of the run
+    line = LESS_THAN_NUMBER.sub(r"\1#", line)
     line = DURATION.sub("<dur>", line)
     for pattern, one in LISTS:
         line = pattern.sub(one, line)
