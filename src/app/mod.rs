@@ -116,6 +116,10 @@ async fn validate(
         for n in &g.notes {
             outln!("note: {n}");
         }
+        if g.idle {
+            outln!("valid: {}", crate::plan::genny::IDLE);
+            return Ok(exit::OK);
+        }
     } else if expand {
         return Err(Error::Usage(format!(
             "--expand shows a genny workload preprocessed, and {profile} is not one (.yml)\n  fix: leave it out"

@@ -25,6 +25,10 @@ pub(crate) async fn run(command: RunCommand, stop: CancellationToken) -> Result<
     for n in loaded.genny.iter().flat_map(|g| &g.notes) {
         errln!("note: {n}");
     }
+    if loaded.genny.as_ref().is_some_and(|g| g.idle) {
+        errln!("nothing to run: {}", crate::plan::genny::IDLE);
+        return Ok(crate::error::exit::OK);
+    }
     let plan = RunPlan::build(&loaded, &(&args.overrides).into())?;
     if let Some(w) = plan.scale.as_ref().and_then(crate::plan::Scale::warning) {
         errln!("warning: {w}");

@@ -575,3 +575,40 @@ fn sweep_help_lists_only_the_options_a_sweep_takes() {
             .stderr(predicate::str::contains(fix));
     }
 }
+
+/// A genny workload whose every phase is `Nop` (genny's disabled TPC-H queries) is valid and
+/// ends at once, as genny runs it: `run` sends nothing (the URI is never dialled) and writes no
+/// run directory; `sweep` is refused, as nothing would be swept.
+#[test]
+fn a_genny_workload_of_nop_phases_is_valid_and_ends_at_once_sending_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("q.yml");
+    std::fs::write(
+        &p,
+        "SchemaVersion: 2018-07-01\nActors:\n- Name: Q\n  Type: RunCommand\n  Database: tpch\n  Phases:\n  - Nop: true\n- Name: L\n  Type: LoggingActor\n  Threads: 1\n  Phases:\n  - {LogEvery: 15 minutes, Blocking: None}\n",
+    )
+    .unwrap();
+    let path = p.to_str().unwrap();
+    let out = bin().args(["validate", path]).assert().code(0).get_output().clone();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("valid: every phase of this workload is `Nop`"), "{stdout}");
+    let run_dir = dir.path().join("r");
+    let out = bin()
+        .args(["run", path, "--uri", "mongodb://127.0.0.1:1", "--out"])
+        .arg(&run_dir)
+        .assert()
+        .code(0)
+        .get_output()
+        .clone();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("nothing to run: every phase"), "{stderr}");
+    assert!(!run_dir.exists(), "no run directory for a run that sent nothing");
+    let out = bin()
+        .args(["sweep", path, "--uri", "mongodb://127.0.0.1:1", "--threads", "1,2"])
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("nothing to run"), "{stderr}");
+}

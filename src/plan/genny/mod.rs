@@ -39,7 +39,12 @@ pub(crate) struct Read {
     pub(crate) toml: String,
     pub(crate) notes: Vec<String>,
     pub(crate) expanded: String,
+    /// No phase sends anything: genny runs it and it ends at once (`IDLE` says so).
+    pub(crate) idle: bool,
 }
+
+/// What `validate` and `run` say of a workload whose every phase is `Nop` (or only logs).
+pub(crate) const IDLE: &str = "every phase of this workload is `Nop` (or its actors only log): genny runs it and it ends at once, having sent nothing; so does `run`, which writes no run directory";
 
 /// Why a workload was not read: the line that says so, and what to do.
 #[derive(Debug)]
@@ -104,5 +109,6 @@ pub(crate) fn read(path: &Path, args: &GennyArgs) -> Result<Read, Unread> {
         toml,
         notes: t.notes,
         expanded: expanded_text,
+        idle: t.idle,
     })
 }

@@ -54,6 +54,9 @@ pub(crate) struct Translated {
     pub(crate) profile: toml::Table,
     /// How genny's parts were read where the run model differs (said by `validate` and `run`).
     pub(crate) notes: Vec<String>,
+    /// No phase sends anything (every actor's phases are `Nop`, or it only logs): the profile
+    /// has no group, and the workload ends at once, as genny's does.
+    pub(crate) idle: bool,
 }
 
 /// Actor types read, in the order docs/genny.md lists them.
@@ -136,13 +139,9 @@ pub(crate) fn translate(file: &Path, workload: &Yaml, smoke: bool) -> Result<Tra
             ),
         ));
     }
-    if t.groups.is_empty() {
-        return Err(t.refuse(
-            None,
-            None,
-            "no phase of this workload sends anything (every actor's phases are `Nop`, or it only logs): there is nothing to measure",
-        ));
-    }
+    // genny runs a workload whose every phase is `Nop` (the disabled TPC-H queries, the
+    // LoggingActor's example): it ends at once, having sent nothing. So does the tool.
+    let idle = t.groups.is_empty();
     let database = t
         .collections
         .first()
@@ -184,7 +183,11 @@ pub(crate) fn translate(file: &Path, workload: &Yaml, smoke: bool) -> Result<Tra
     let mut notes = t.notes;
     let mut seen = BTreeSet::new();
     notes.retain(|n| seen.insert(n.clone()));
-    Ok(Translated { profile, notes })
+    Ok(Translated {
+        profile,
+        notes,
+        idle,
+    })
 }
 
 struct Translator<'a> {
