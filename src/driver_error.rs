@@ -120,7 +120,10 @@ pub(crate) fn describe(e: &mongodb::error::Error) -> String {
         {
             "the batch failed without a write error from the server".into()
         }
-        None => e.kind.to_string(),
+        None => match e.get_custom::<crate::ops::template::AssertionFailed>() {
+            Some(a) => a.0.clone(),
+            None => e.kind.to_string(),
+        },
     }
 }
 

@@ -169,8 +169,11 @@ macro_rules! send {
 }
 
 // After `send!`, which they use.
+mod assert;
 mod reads;
 mod writes;
+use assert::assert;
+pub(crate) use assert::AssertionFailed;
 use reads::*;
 use writes::*;
 
@@ -229,6 +232,11 @@ pub(crate) async fn execute(
         }
         Built::Bulk { ordered, models } => bulk(&on, ordered, models, out, s).await,
         Built::Run(command) => run_command(&on, command, out, r, s).await,
+        Built::Assert {
+            of,
+            expected,
+            actual,
+        } => assert(&on, &of.ignore, expected, actual, out, s).await,
     }
 }
 

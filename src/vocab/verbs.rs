@@ -26,6 +26,7 @@ macro_rules! verbs {
                 (FindOneAndDelete, find_one_and_delete, "findOneAndDelete"),
                 (BulkWrite, bulk_write, "bulkWrite"),
                 (Command, command, "command"),
+                (Assert, assert, "assert"),
                 (Nop, nop, "nop"),
             ]
             $($rest)*

@@ -289,8 +289,22 @@ pub(crate) enum Command {
     Bulk(Arc<Bulk>),
     /// A database command (`runCommand`).
     Run(Template),
+    /// Two commands whose first batches must agree (genny's AssertiveActor).
+    Assert(Arc<Assert>),
     /// Sends nothing.
     Nop,
+}
+
+/// `assert = { expected, actual, ignore }`: both commands sent in turn to the step's
+/// database, and the first batch of `actual`'s cursor compared with `expected`'s as genny's
+/// AssertiveActor compares them: arrays element by element in order, documents field by field
+/// both ways except the `ignore`d fields (default `_id` and `num`), numbers of any type equal
+/// within 0.001.
+#[derive(Debug)]
+pub(crate) struct Assert {
+    pub(crate) expected: Template,
+    pub(crate) actual: Template,
+    pub(crate) ignore: Vec<String>,
 }
 
 /// One operation as it goes out: its family's options and the values generated for it.
@@ -353,6 +367,11 @@ pub(crate) enum Built {
         models: Vec<BuiltModel>,
     },
     Run(Document),
+    Assert {
+        of: Arc<Assert>,
+        expected: Document,
+        actual: Document,
+    },
     Nop,
     /// Nothing to send: the operation needs an existing document and the collection has none
     /// yet.

@@ -262,7 +262,7 @@ fn what_the_tool_does_not_run_is_refused_in_one_line_before_anything_is_sent() {
     let first = err.lines().next().unwrap();
     assert!(
         first.contains(
-            "bad.yml: actor `Streams`: actor type `StreamStatsReporter` is not one the tool runs (docs/genny.md lists the 16 it does)"
+            "bad.yml: actor `Streams`: actor type `StreamStatsReporter` is not one the tool runs (docs/genny.md lists the 17 it does)"
         ),
         "{err}"
     );
@@ -544,4 +544,59 @@ fn every_operation_of_an_iteration_runs_named_as_genny_names_it_and_an_unmet_wri
     );
     assert_eq!(row(&summary, "After:insertOne")["samples"], 1);
     assert_eq!(server.count(&db, "c", doc! { "after": 1 }), 1);
+}
+
+/// genny's AssertiveActor: `Expected`, then `Actual`, their first batches compared by genny's
+/// rules (ignoring `_id` and `num`, numbers within 0.001 whatever their types); results that
+/// differ are an error of the actor's `Assert` row with where they differ, against the
+/// documents the server holds.
+#[test]
+fn an_assertive_actor_compares_the_servers_two_answers_as_genny_does() {
+    let Some(server) = TestServer::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = unique_db("genny_assert");
+    let sorted = |c: &str| format!("{{aggregate: {c}, pipeline: [{{$sort: {{k: 1}}}}], cursor: {{batchSize: 101}}}}");
+    let path = workload(
+        dir.path(),
+        "assert.yml",
+        &format!(
+            "SchemaVersion: 2018-07-01\nActors:\n\
+             - Name: Seed\n  Type: RunCommand\n  Database: {db}\n  Phases:\n\
+             \x20 - Repeat: 1\n    Operations:\n\
+             \x20   - {{OperationCommand: {{insert: res, documents: [{{_id: 1, k: a, n: 2, num: 1}}, {{_id: 2, k: b, n: 1, num: 2}}]}}}}\n\
+             \x20   - {{OperationCommand: {{insert: same, documents: [{{_id: 7, k: a, n: 2.0004}}, {{_id: 8, k: b, n: 1}}]}}}}\n\
+             \x20   - {{OperationCommand: {{insert: other, documents: [{{_id: 7, k: a, n: 3}}, {{_id: 8, k: b, n: 1}}]}}}}\n\
+             \x20 - {{Nop: true}}\n\
+             - Name: Good\n  Type: AssertiveActor\n  Database: {db}\n  Phases:\n\
+             \x20 - {{Nop: true}}\n\
+             \x20 - {{Repeat: 1, Message: same, Expected: {res}, Actual: {same}}}\n\
+             - Name: Bad\n  Type: AssertiveActor\n  Database: {db}\n  Phases:\n\
+             \x20 - {{Nop: true}}\n\
+             \x20 - {{Repeat: 1, Message: other, Expected: {res}, Actual: {other}}}\n",
+            res = sorted("res"),
+            same = sorted("same"),
+            other = sorted("other"),
+        ),
+    );
+    let out = dir.path().join("run");
+    bin()
+        .args(["run", path.to_str().unwrap(), "--uri", &server.uri, "--quiet", "--out"])
+        .arg(&out)
+        .timeout(std::time::Duration::from_secs(120))
+        .assert()
+        .code(1); // Bad's assertion failed
+    assert_eq!(server.count(&db, "other", doc! {}), 2, "the server holds what was compared");
+    let summary = read_json(&out.join("summary.json"));
+    assert_eq!(row(&summary, "Good:Assert")["samples"], 1);
+    assert_eq!(row(&summary, "Good:Assert")["errors"], 0);
+    assert_eq!(row(&summary, "Bad:Assert")["errors"], 1);
+    let kinds = summary["runs"][0]["error_kinds"].to_string();
+    assert!(
+        kinds.contains("assertion failed: results were unequal: at index 0: in field `n`: expected 2 but found 3"),
+        "{kinds}"
+    );
+    let rollups = read_json(&out.join("rollups.json"));
+    assert_eq!(rollups["runs"][0]["rollups"]["Good.Assert"]["OperationsTotal"], 1);
 }

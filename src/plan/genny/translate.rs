@@ -60,7 +60,7 @@ pub(crate) struct Translated {
 }
 
 /// Actor types read, in the order docs/genny.md lists them.
-pub(crate) const ACTORS: [&str; 16] = [
+pub(crate) const ACTORS: [&str; 17] = [
     "CrudActor",
     "RunCommand",
     "AdminCommand",
@@ -77,6 +77,7 @@ pub(crate) const ACTORS: [&str; 16] = [
     "MultiCollectionUpdate",
     "MultiCollectionQuery",
     "RandomSampler",
+    "AssertiveActor",
 ];
 
 /// The server's `maxWriteBatchSize`: the most documents one insert command carries.

@@ -115,6 +115,7 @@ impl TemplateOp {
             Command::Aggregate(a) => out.push(&a.pipeline),
             Command::EstimatedCount | Command::Nop => {}
             Command::Run(document) => out.push(document),
+            Command::Assert(a) => out.extend([&a.expected, &a.actual]),
             Command::Bulk(b) => {
                 for m in &b.models {
                     match m {
@@ -205,6 +206,11 @@ impl Command {
                 models: b.models.iter().map(|m| m.build(cx, docs, issued)).collect(),
             },
             Command::Run(document) => Built::Run(filter(document, cx)),
+            Command::Assert(a) => Built::Assert {
+                of: Arc::clone(a),
+                expected: filter(&a.expected, cx),
+                actual: filter(&a.actual, cx),
+            },
             Command::Nop => Built::Nop,
         }
     }

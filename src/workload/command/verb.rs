@@ -97,6 +97,7 @@ impl Verb {
             ],
             Verb::FindOneAndDelete => &["filter", "sort", "projection", "hint"],
             Verb::BulkWrite => &["ordered", "requests"],
+            Verb::Assert => &["expected", "actual", "ignore"],
             Verb::Command | Verb::Nop => &[],
         }
     }
@@ -123,6 +124,7 @@ impl Verb {
             | Verb::EstimatedDocumentCount
             | Verb::Distinct
             | Verb::Command
+            | Verb::Assert
             | Verb::Nop => false,
         }
     }
@@ -150,6 +152,7 @@ impl Verb {
             | Verb::EstimatedDocumentCount
             | Verb::Distinct
             | Verb::Command
+            | Verb::Assert
             | Verb::Nop => true,
         }
     }
@@ -173,6 +176,7 @@ impl Verb {
             | Verb::EstimatedDocumentCount
             | Verb::Distinct
             | Verb::Command
+            | Verb::Assert
             | Verb::Nop => AuditAs::Nothing,
         }
     }

@@ -84,6 +84,7 @@ pub(crate) fn wire_command(op: &TemplateOp, built: Built) -> Option<Document> {
         | Built::Remove { .. }
         | Built::Bulk { .. }
         | Built::Run(_)
+        | Built::Assert { .. }
         | Built::Nop
         | Built::Skip => return None,
     })

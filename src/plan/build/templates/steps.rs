@@ -359,6 +359,33 @@ impl GroupAt<'_> {
                 a.must_be_doc("", &document, "{ ping = 1 }")?;
                 Command::Run(document)
             }
+            Verb::Assert => {
+                let command = |k: &str| -> Result<Template, ProfileError> {
+                    let t = a.required(k, "{ aggregate = \"expected\", pipeline = [], cursor = {} }")?;
+                    a.must_be_doc(k, &t, "{ aggregate = \"expected\", pipeline = [], cursor = {} }")?;
+                    Ok(t)
+                };
+                let ignore = match a.table.get("ignore") {
+                    None => vec!["_id".to_string(), "num".to_string()],
+                    Some(toml::Value::Array(list)) if list.iter().all(toml::Value::is_str) => list
+                        .iter()
+                        .filter_map(toml::Value::as_str)
+                        .map(str::to_string)
+                        .collect(),
+                    Some(_) => {
+                        return Err(a.err(
+                            "ignore",
+                            "`ignore` is a list of field names",
+                            "ignore = [\"_id\", \"num\"]",
+                        ))
+                    }
+                };
+                Command::Assert(Arc::new(crate::workload::command::Assert {
+                    expected: command("expected")?,
+                    actual: command("actual")?,
+                    ignore,
+                }))
+            }
         })
     }
 
@@ -474,6 +501,7 @@ impl Args<'_> {
                 | Verb::FindOneAndDelete
                 | Verb::BulkWrite
                 | Verb::Command
+                | Verb::Assert
                 | Verb::Nop => return Ok(None),
             }))
         };

@@ -64,6 +64,7 @@ impl<'a> Translator<'a> {
                 self.multi_collection(actor, p, &cx, &database, &mut g)?
             }
             "RandomSampler" => return self.random_sampler(actor, p, &cx, &database, g),
+            "AssertiveActor" => self.assertive(name, p, &cx, &database)?,
             other => {
                 return Err(self.refuse(
                     Some(name),
@@ -365,6 +366,52 @@ impl<'a> Translator<'a> {
             name.to_string()
         };
         self.unique(group_name.replace([':', '@'], "_"))
+    }
+
+    /// AssertiveActor: `Expected` then `Actual` sent to `Database`, their first batches
+    /// compared (an `assert` step, genny's rules); its metric the actor's `Assert`. genny ends
+    /// the whole workload when they differ; here the iteration ends with the step's error.
+    fn assertive(
+        &mut self,
+        name: &str,
+        p: usize,
+        cx: &Ctx<'a>,
+        database: &str,
+    ) -> Result<Vec<toml::Table>, Refusal> {
+        let coll = self.database_handle(database);
+        let mut args = toml::Table::new();
+        for (key, ours) in [("Expected", "expected"), ("Actual", "actual")] {
+            let command = cx.phase.get(key).filter(|c| c.is_mapping()).ok_or_else(|| {
+                self.refuse(
+                    Some(name),
+                    Some(p),
+                    format!("AssertiveActor needs `{key}`, a command document"),
+                )
+            })?;
+            args.insert(ours.into(), in_order(to_toml(command)));
+        }
+        if let Some(fields) = cx.phase.get("IgnoreFields") {
+            let list = fields
+                .as_sequence()
+                .and_then(|s| s.iter().map(scalar_text).collect::<Option<Vec<_>>>())
+                .ok_or_else(|| {
+                    self.refuse(
+                        Some(name),
+                        Some(p),
+                        "`IgnoreFields` is not a list of field names",
+                    )
+                })?;
+            args.insert(
+                "ignore".into(),
+                Toml::Array(list.into_iter().map(Toml::String).collect()),
+            );
+        }
+        self.notes.push(format!(
+            "{name} (AssertiveActor): results that differ are an error of its `Assert` row; genny ends the whole workload there, the tool ends the iteration"
+        ));
+        let mut s = step("Assert", &coll, "assert", Toml::Table(args));
+        s.insert("metric".into(), Toml::String(format!("{name}.Assert")));
+        Ok(vec![s])
     }
 
     /// QuiesceActor: an fsync to admin (genny also waits for the secondaries' oplog and
