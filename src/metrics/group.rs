@@ -271,6 +271,13 @@ impl GroupMetrics {
         self.last_end_us = self.last_end_us.max(start_us + service_us);
     }
 
+    /// The group's own row alone (its kinds' rows left out): a steps group's whole operation.
+    pub(crate) fn without_kinds(&self) -> GroupMetrics {
+        let mut m = self.clone();
+        m.kinds.clear();
+        m
+    }
+
     pub(crate) fn merge(&mut self, o: &GroupMetrics) {
         for (k, m) in &o.kinds {
             self.kinds.entry(k.clone()).or_default().merge(m);

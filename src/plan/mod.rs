@@ -573,6 +573,14 @@ impl GroupPlan {
             .flat_map(|st| st.steps.iter().map(|t| &t.name).zip(&st.policy))
     }
 
+    /// The genny metric a steps group's whole operation is (`metric` on the group).
+    pub(crate) fn steps_metric(&self) -> Option<&String> {
+        match &self.op {
+            OpSpec::Steps(st) => st.metric.as_ref(),
+            _ => None,
+        }
+    }
+
     /// Does the row of kind `kind` exist (a step with `report = false` has none)?
     pub(crate) fn reports_kind(&self, kind: &crate::workload::op::OpName) -> bool {
         self.step_policies()

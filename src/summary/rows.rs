@@ -228,15 +228,24 @@ pub(crate) fn metric_rows(plan: &RunPlan, metrics: &[GroupMetrics]) -> Vec<Metri
     for g in plan.groups().filter(|g| g.reports()) {
         let m = &metrics[g.index];
         let mut seen = std::collections::HashSet::new();
-        for (kind, policy) in g.step_policies() {
-            let Some(metric) = policy.metric.as_ref().filter(|_| policy.report) else {
-                continue;
-            };
+        // The group's own row, when the whole operation is a metric (`metric` on the group);
+        // then each step's that names one.
+        let whole = g.steps_metric().map(|metric| (None, metric));
+        let steps = g.step_policies().filter_map(|(kind, policy)| {
+            let metric = policy.metric.as_ref().filter(|_| policy.report)?;
+            Some((Some(kind), metric))
+        });
+        for (kind, metric) in whole.into_iter().chain(steps) {
             // A step name two states share is one row of the group: added once.
-            if !seen.insert((kind.clone(), metric.clone())) {
-                continue;
+            if let Some(kind) = kind {
+                if !seen.insert((kind.clone(), metric.clone())) {
+                    continue;
+                }
             }
-            let k = m.kinds.get(kind).cloned().unwrap_or_default();
+            let k = match kind {
+                Some(kind) => m.kinds.get(kind).cloned().unwrap_or_default(),
+                None => m.without_kinds(),
+            };
             let i = match named.iter().position(|(n, ..)| n == metric) {
                 Some(i) => i,
                 None => {

@@ -589,9 +589,17 @@ fn a_genny_workload_of_nop_phases_is_valid_and_ends_at_once_sending_nothing() {
     )
     .unwrap();
     let path = p.to_str().unwrap();
-    let out = bin().args(["validate", path]).assert().code(0).get_output().clone();
+    let out = bin()
+        .args(["validate", path])
+        .assert()
+        .code(0)
+        .get_output()
+        .clone();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("valid: every phase of this workload is `Nop`"), "{stdout}");
+    assert!(
+        stdout.contains("valid: every phase of this workload is `Nop`"),
+        "{stdout}"
+    );
     let run_dir = dir.path().join("r");
     let out = bin()
         .args(["run", path, "--uri", "mongodb://127.0.0.1:1", "--out"])
@@ -602,9 +610,19 @@ fn a_genny_workload_of_nop_phases_is_valid_and_ends_at_once_sending_nothing() {
         .clone();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("nothing to run: every phase"), "{stderr}");
-    assert!(!run_dir.exists(), "no run directory for a run that sent nothing");
+    assert!(
+        !run_dir.exists(),
+        "no run directory for a run that sent nothing"
+    );
     let out = bin()
-        .args(["sweep", path, "--uri", "mongodb://127.0.0.1:1", "--threads", "1,2"])
+        .args([
+            "sweep",
+            path,
+            "--uri",
+            "mongodb://127.0.0.1:1",
+            "--threads",
+            "1,2",
+        ])
         .assert()
         .code(2)
         .get_output()

@@ -557,7 +557,9 @@ fn an_assertive_actor_compares_the_servers_two_answers_as_genny_does() {
     };
     let dir = tempfile::tempdir().unwrap();
     let db = unique_db("genny_assert");
-    let sorted = |c: &str| format!("{{aggregate: {c}, pipeline: [{{$sort: {{k: 1}}}}], cursor: {{batchSize: 101}}}}");
+    let sorted = |c: &str| {
+        format!("{{aggregate: {c}, pipeline: [{{$sort: {{k: 1}}}}], cursor: {{batchSize: 101}}}}")
+    };
     let path = workload(
         dir.path(),
         "assert.yml",
@@ -582,12 +584,23 @@ fn an_assertive_actor_compares_the_servers_two_answers_as_genny_does() {
     );
     let out = dir.path().join("run");
     bin()
-        .args(["run", path.to_str().unwrap(), "--uri", &server.uri, "--quiet", "--out"])
+        .args([
+            "run",
+            path.to_str().unwrap(),
+            "--uri",
+            &server.uri,
+            "--quiet",
+            "--out",
+        ])
         .arg(&out)
         .timeout(std::time::Duration::from_secs(120))
         .assert()
         .code(1); // Bad's assertion failed
-    assert_eq!(server.count(&db, "other", doc! {}), 2, "the server holds what was compared");
+    assert_eq!(
+        server.count(&db, "other", doc! {}),
+        2,
+        "the server holds what was compared"
+    );
     let summary = read_json(&out.join("summary.json"));
     assert_eq!(row(&summary, "Good:Assert")["samples"], 1);
     assert_eq!(row(&summary, "Good:Assert")["errors"], 0);
@@ -598,5 +611,81 @@ fn an_assertive_actor_compares_the_servers_two_answers_as_genny_does() {
         "{kinds}"
     );
     let rollups = read_json(&out.join("rollups.json"));
-    assert_eq!(rollups["runs"][0]["rollups"]["Good.Assert"]["OperationsTotal"], 1);
+    assert_eq!(
+        rollups["runs"][0]["rollups"]["Good.Assert"]["OperationsTotal"],
+        1
+    );
+}
+
+/// genny's CollectionScanner with generated names: thread t scans its `CollectionCount /
+/// Threads` collections from `t x that` (`distributeCollectionNames`), sorted and skipped as
+/// genny does; a whole scan is one operation of its `Scan` metric, its documents every one
+/// read, against the documents the server holds; `snapshot` in a transaction; `count` counts.
+#[test]
+fn a_collection_scanner_reads_each_threads_collections_whole_as_one_scan() {
+    let Some(server) = TestServer::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = unique_db("genny_scan");
+    let scanner = |name: &str, threads: u32, phase: &str| {
+        format!(
+            "- Name: {name}\n  Type: CollectionScanner\n  Threads: {threads}\n  Database: {db}\n  GenerateCollectionNames: true\n  CollectionCount: 4\n  Phases:\n  - {{Nop: true}}\n  - {phase}\n"
+        )
+    };
+    let path = workload(
+        dir.path(),
+        "scan.yml",
+        &format!(
+            "SchemaVersion: 2018-07-01\nActors:\n\
+             - Name: Load\n  Type: Loader\n  Threads: 1\n  Phases:\n\
+             \x20 - {{Repeat: 1, Database: {db}, Threads: 1, CollectionCount: 4, DocumentCount: 10, BatchSize: 10, Document: {{a: {{^RandomInt: {{min: 1, max: 9}}}}}}}}\n\
+             \x20 - {{Nop: true}}\n{}{}{}",
+            scanner("Scanner", 2, "{Repeat: 3, ScanType: Standard, FindOptions: {BatchSize: 3, Comment: c}}"),
+            scanner("Snap", 1, "{Repeat: 2, ScanType: snapshot, CollectionSortOrder: reverse, CollectionSkip: 1, AggregatePipeline: {array: [{$match: {a: {$gte: 1}}}]}, AggregateOptions: {BatchSize: 2, AllowDiskUse: true}}"),
+            scanner("Counter", 1, "{Repeat: 1, ScanType: count, MetricsName: Counted}"),
+        ),
+    );
+    let out = dir.path().join("run");
+    let (summary, _, _) = server.run_ok(path.to_str().unwrap(), &out, &[]);
+    let held: u64 = (0..4)
+        .map(|k| server.count(&db, &format!("Collection{k}"), doc! {}))
+        .sum();
+    assert_eq!(held, 40);
+    // Thread 0 reads Collection0 and 1, thread 1 Collection2 and 3: three scans each.
+    assert_eq!(row(&summary, "Scanner.Collection0")["samples"], 3);
+    assert_eq!(
+        row(&summary, "Scanner.Collection0:Collection1")["samples"],
+        3
+    );
+    assert_eq!(
+        row(&summary, "Scanner.Collection2:Collection3")["samples"],
+        3
+    );
+    let rollups = read_json(&out.join("rollups.json"));
+    let r = &rollups["runs"][0]["rollups"];
+    assert_eq!(r["Scanner.Scan.1"]["OperationsTotal"], 6);
+    assert_eq!(r["Scanner.Scan.1"]["DocumentsTotal"], 3 * held);
+    // Reverse order, the first skipped: Collection2, 1, 0 in a snapshot transaction.
+    let labels: Vec<&str> = summary["runs"][0]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["label"].as_str().unwrap())
+        .filter(|l| l.starts_with("Snap:Collection"))
+        .collect();
+    assert_eq!(
+        labels,
+        ["Snap:Collection2", "Snap:Collection1", "Snap:Collection0"]
+    );
+    assert_eq!(r["Snap.Scan.1"]["OperationsTotal"], 2);
+    assert_eq!(r["Snap.Scan.1"]["DocumentsTotal"], 2 * 30);
+    assert_eq!(
+        row(&summary, "Snap")["transactions"]["committed"],
+        2,
+        "{}",
+        row(&summary, "Snap")
+    );
+    assert_eq!(r["Counter.Counted"]["OperationsTotal"], 1);
+    assert_eq!(r["Counter.Counted"]["DocumentsTotal"], held);
 }

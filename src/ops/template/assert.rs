@@ -43,12 +43,17 @@ pub(super) async fn assert(
     out.matched = true;
     match arrays(ignore, want, got) {
         None => Ok(()),
-        Some(why) => Err(failed(format!("assertion failed: results were unequal: {why}"))),
+        Some(why) => Err(failed(format!(
+            "assertion failed: results were unequal: {why}"
+        ))),
     }
 }
 
 /// The reply's `cursor.firstBatch`.
-fn first_batch<'a>(reply: &'a Document, which: &str) -> std::result::Result<&'a [Bson], mongodb::error::Error> {
+fn first_batch<'a>(
+    reply: &'a Document,
+    which: &str,
+) -> std::result::Result<&'a [Bson], mongodb::error::Error> {
     reply
         .get_document("cursor")
         .ok()
@@ -145,17 +150,27 @@ mod tests {
         assert_eq!(arrays(&ids(), &e, &a), None);
         let a = batch(bson!([{ "_id": 9, "revenue": 10.002, "n": 3 }]));
         let why = arrays(&ids(), &e, &a).unwrap();
-        assert!(why.contains("index 0") && why.contains("`revenue`"), "{why}");
+        assert!(
+            why.contains("index 0") && why.contains("`revenue`"),
+            "{why}"
+        );
     }
 
     #[test]
     fn order_length_types_and_missing_fields_are_differences() {
         let e = batch(bson!([{ "k": "a" }, { "k": "b" }]));
         assert!(arrays(&ids(), &e, &batch(bson!([{ "k": "b" }, { "k": "a" }]))).is_some());
-        assert!(arrays(&ids(), &e, &batch(bson!([{ "k": "a" }]))).unwrap().contains("length"));
+        assert!(arrays(&ids(), &e, &batch(bson!([{ "k": "a" }])))
+            .unwrap()
+            .contains("length"));
         let why = arrays(&ids(), &e, &batch(bson!([{ "k": 1 }, { "k": "b" }]))).unwrap();
         assert!(why.contains("types differ"), "{why}");
-        let why = arrays(&ids(), &e, &batch(bson!([{ "k": "a", "x": 1 }, { "k": "b" }]))).unwrap();
+        let why = arrays(
+            &ids(),
+            &e,
+            &batch(bson!([{ "k": "a", "x": 1 }, { "k": "b" }])),
+        )
+        .unwrap();
         assert!(why.contains("`x` found but not expected"), "{why}");
         let why = arrays(&ids(), &e, &batch(bson!([{}, { "k": "b" }]))).unwrap();
         assert!(why.contains("`k` expected but not found"), "{why}");

@@ -98,6 +98,28 @@ fn resume(
     }))
 }
 
+/// A profile with no group: nothing to run (a genny workload's every phase `Nop`, said so).
+fn no_groups(loaded: &Loaded) -> ProfileError {
+    let idle = loaded.genny.as_ref().is_some_and(|g| g.idle);
+    ProfileError {
+        file: loaded.origin.clone(),
+        line: loaded.text.lines().count().max(1),
+        column: 1,
+        key: "group".into(),
+        value: None,
+        problem: if idle {
+            format!("nothing to run: {}", crate::plan::genny::IDLE)
+        } else {
+            "the profile has no thread group, so there is nothing to run".into()
+        },
+        expected: if idle {
+            "an actor with a phase that is not `Nop: true`".into()
+        } else {
+            "at least one [[group]] table, e.g.\n    [[group]]\n    name = \"insert\"\n    op = \"insert\"\n    threads = 10\n    loops = 100".into()
+        },
+    }
+}
+
 pub(super) fn stages(
     loaded: &Loaded,
     ov: &Overrides,
@@ -105,24 +127,7 @@ pub(super) fn stages(
 ) -> Result<Vec<Stage>, ProfileError> {
     let groups = &loaded.profile.groups;
     if groups.is_empty() {
-        let idle = loaded.genny.as_ref().is_some_and(|g| g.idle);
-        return Err(ProfileError {
-            file: loaded.origin.clone(),
-            line: loaded.text.lines().count().max(1),
-            column: 1,
-            key: "group".into(),
-            value: None,
-            problem: if idle {
-                format!("nothing to run: {}", crate::plan::genny::IDLE)
-            } else {
-                "the profile has no thread group, so there is nothing to run".into()
-            },
-            expected: if idle {
-                "an actor with a phase that is not `Nop: true`".into()
-            } else {
-                "at least one [[group]] table, e.g.\n    [[group]]\n    name = \"insert\"\n    op = \"insert\"\n    threads = 10\n    loops = 100".into()
-            },
-        });
+        return Err(no_groups(loaded));
     }
     let mut stages: Vec<Stage> = Vec::new();
     let mut next_index = 0;

@@ -22,6 +22,8 @@ mod crud;
 
 mod loaders;
 
+mod scanner;
+
 mod yaml;
 use yaml::*;
 
@@ -60,7 +62,7 @@ pub(crate) struct Translated {
 }
 
 /// Actor types read, in the order docs/genny.md lists them.
-pub(crate) const ACTORS: [&str; 17] = [
+pub(crate) const ACTORS: [&str; 18] = [
     "CrudActor",
     "RunCommand",
     "AdminCommand",
@@ -78,6 +80,7 @@ pub(crate) const ACTORS: [&str; 17] = [
     "MultiCollectionQuery",
     "RandomSampler",
     "AssertiveActor",
+    "CollectionScanner",
 ];
 
 /// The server's `maxWriteBatchSize`: the most documents one insert command carries.

@@ -273,6 +273,9 @@ pub struct Group {
     /// Every step runs whatever the one before matched (genny's CrudActor); default false: a
     /// step that matches nothing ends the operation there.
     pub every_step: Option<bool>,
+    /// With steps: the genny metric the group's own row is (one operation per iteration, as
+    /// genny's CollectionScanner's `Scan`), added into `summary.json`'s metrics and rollups.
+    pub metric: Option<String>,
     /// Each virtual user's operations in one causally consistent session of its own (reads see
     /// the user's own earlier writes, also on secondaries).
     pub causal_consistency: Option<bool>,

@@ -23,6 +23,9 @@ pub struct StepsOp {
     pub every_step: bool,
     /// Per step: what its failure does, whether it has a row, and genny's name for its metric.
     pub(crate) policy: Vec<StepPolicy>,
+    /// The genny metric the whole operation is (`metric` on the group): its row, one sample
+    /// per operation.
+    pub(crate) metric: Option<String>,
 }
 
 /// What a failed step does to the rest of its operation (`[[group.steps]] on_error`).

@@ -51,6 +51,7 @@ impl GroupAt<'_> {
             transaction: g.transaction.unwrap_or(false),
             every_step: g.every_step.unwrap_or(false),
             policy,
+            metric: g.metric.clone(),
         })))
     }
 
@@ -361,8 +362,15 @@ impl GroupAt<'_> {
             }
             Verb::Assert => {
                 let command = |k: &str| -> Result<Template, ProfileError> {
-                    let t = a.required(k, "{ aggregate = \"expected\", pipeline = [], cursor = {} }")?;
-                    a.must_be_doc(k, &t, "{ aggregate = \"expected\", pipeline = [], cursor = {} }")?;
+                    let t = a.required(
+                        k,
+                        "{ aggregate = \"expected\", pipeline = [], cursor = {} }",
+                    )?;
+                    a.must_be_doc(
+                        k,
+                        &t,
+                        "{ aggregate = \"expected\", pipeline = [], cursor = {} }",
+                    )?;
                     Ok(t)
                 };
                 let ignore = match a.table.get("ignore") {

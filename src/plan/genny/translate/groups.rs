@@ -65,6 +65,7 @@ impl<'a> Translator<'a> {
             }
             "RandomSampler" => return self.random_sampler(actor, p, &cx, &database, g),
             "AssertiveActor" => self.assertive(name, p, &cx, &database)?,
+            "CollectionScanner" => return self.collection_scanner(actor, p, &cx, g),
             other => {
                 return Err(self.refuse(
                     Some(name),
@@ -264,6 +265,13 @@ impl<'a> Translator<'a> {
                 );
             }
             one.insert("threads".into(), Toml::Integer(i64::from(users)));
+            // The actor's GlobalRate is its threads' together: each set's group takes its share.
+            if let Some(r) = g.get("rate").and_then(Toml::as_float) {
+                one.insert(
+                    "rate".into(),
+                    Toml::Float(r * f64::from(users) / crate::num::real(threads)),
+                );
+            }
             if per > 1 {
                 one.insert("collections".into(), Toml::Array(names));
             } else {
@@ -381,13 +389,17 @@ impl<'a> Translator<'a> {
         let coll = self.database_handle(database);
         let mut args = toml::Table::new();
         for (key, ours) in [("Expected", "expected"), ("Actual", "actual")] {
-            let command = cx.phase.get(key).filter(|c| c.is_mapping()).ok_or_else(|| {
-                self.refuse(
-                    Some(name),
-                    Some(p),
-                    format!("AssertiveActor needs `{key}`, a command document"),
-                )
-            })?;
+            let command = cx
+                .phase
+                .get(key)
+                .filter(|c| c.is_mapping())
+                .ok_or_else(|| {
+                    self.refuse(
+                        Some(name),
+                        Some(p),
+                        format!("AssertiveActor needs `{key}`, a command document"),
+                    )
+                })?;
             args.insert(ours.into(), in_order(to_toml(command)));
         }
         if let Some(fields) = cx.phase.get("IgnoreFields") {

@@ -250,3 +250,41 @@ fn a_random_sampler_reads_its_threads_collections_by_id_as_genny_distributes_the
     let e = read("Actors:\n- Name: S\n  Type: RandomSampler\n  Threads: 3\n  CollectionCount: 4\n  DocumentCount: 10\n  Database: hot\n  Phases:\n  - {Repeat: 5}\n", false).unwrap_err();
     assert!(e.to_string().contains("evenly"), "{e}");
 }
+
+#[test]
+fn a_sampler_and_a_scanner_share_their_actors_global_rate_among_their_groups() {
+    // RandomSampler: 4 threads over 2 collections, 2 groups of 2: each half the rate.
+    let t = read("Actors:\n- Name: S\n  Type: RandomSampler\n  Threads: 4\n  CollectionCount: 2\n  DocumentCount: 10\n  Database: hot\n  Phases:\n  - {Duration: 1 second, GlobalRate: 100 per 1 second}\n", false).unwrap();
+    let g = t.profile["group"].as_array().unwrap();
+    assert!(
+        g.iter().all(|g| g["rate"].as_float() == Some(50.0)),
+        "{g:?}"
+    );
+    // CollectionScanner: a group per thread, its collections `distributeCollectionNames`'.
+    let t = read("Actors:\n- Name: C\n  Type: CollectionScanner\n  Threads: 4\n  Database: cold\n  GenerateCollectionNames: true\n  CollectionCount: 8\n  Phases:\n  - {Duration: 1 second, ScanType: standard, GlobalRate: 4 per 1 second}\n", false).unwrap();
+    let g = t.profile["group"].as_array().unwrap();
+    assert_eq!(g.len(), 4);
+    assert!(g.iter().all(|g| g["rate"].as_float() == Some(1.0)));
+    assert_eq!(g[3]["metric"].as_str(), Some("C.Scan.0"));
+    let steps: Vec<&str> = g[3]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["collection"].as_str().unwrap())
+        .collect();
+    assert_eq!(steps, ["Collection6", "Collection7"]);
+    // genny's own refusals, and what is not read yet, each by name.
+    for (actor, says) in [
+        ("Threads: 3\n  Database: d\n  GenerateCollectionNames: true\n  CollectionCount: 4", "evenly"),
+        ("Threads: 1\n  Database: d", "listCollections"),
+        ("Threads: 1\n  Database: d\n  ScanRateMegabytes: 1 per 1 second\n  GenerateCollectionNames: true\n  CollectionCount: 1", "ScanRateMegabytes"),
+    ] {
+        let e = read(&format!("Actors:\n- Name: C\n  Type: CollectionScanner\n  {actor}\n  Phases:\n  - {{Repeat: 1, ScanType: standard}}\n"), false).unwrap_err();
+        assert!(e.to_string().contains(says), "{e}");
+    }
+    let e = read("Actors:\n- Name: C\n  Type: CollectionScanner\n  Threads: 1\n  Database: d\n  GenerateCollectionNames: true\n  CollectionCount: 1\n  Phases:\n  - {Repeat: 1, ScanType: snapshot, ScanDuration: 1 minute}\n", false).unwrap_err();
+    assert!(
+        e.to_string().contains("`ScanDuration` is not read yet"),
+        "{e}"
+    );
+}
