@@ -214,6 +214,7 @@ mod tests {
             collection: 0,
             handle: 0,
             spread: Vec::new(),
+            in_turn: false,
             chain: None,
             after: None,
             concerns: Default::default(),

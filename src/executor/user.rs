@@ -73,6 +73,8 @@ pub(super) struct User {
     /// nothing (`skip_first` of a resumed one).
     last: Option<u32>,
     skip: bool,
+    /// Its operations so far (`collections_in_turn`: the next one's collection).
+    turns: u64,
 }
 
 impl User {
@@ -86,6 +88,7 @@ impl User {
             pause: std::time::Duration::ZERO,
             last: None,
             skip: false,
+            turns: 0,
         }
     }
 
@@ -280,7 +283,8 @@ pub(super) async fn one_op<B: Backend>(
     };
     // A plan would need 2^32 group plans (each with its histograms) to fail this.
     let group_id = GroupId::try_from(group.index).expect("fewer than 2^32 group plans");
-    let (collection, handle) = group.target(&mut user.rng);
+    let (collection, handle) = group.target(&mut user.rng, user.turns);
+    user.turns += 1;
     let keys: &KeySpace = &ctx.keys[collection];
     let spec = next_spec(group, user);
     let op = spec.kind();

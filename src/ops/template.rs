@@ -173,7 +173,6 @@ mod assert;
 mod reads;
 mod writes;
 use assert::assert;
-pub(crate) use assert::AssertionFailed;
 use reads::*;
 use writes::*;
 
@@ -231,12 +230,29 @@ pub(crate) async fn execute(
             find_and_modify(&on, &of, filter, change, out, r, s).await
         }
         Built::Bulk { ordered, models } => bulk(&on, ordered, models, out, s).await,
-        Built::Run(command) => run_command(&on, command, out, r, s).await,
+        Built::Run(mut command) => {
+            retarget(&mut command, &op.collection_name, on.coll.name());
+            run_command(&on, command, out, r, s).await
+        }
         Built::Assert {
             of,
             expected,
             actual,
         } => assert(&on, &of.ignore, expected, actual, out, s).await,
+    }
+}
+
+/// A command step whose operation went to another collection than the step's own (the group's
+/// `collections`, drawn or in turn) names that one: a command naming the step's collection
+/// first (`createIndexes = "Collection0"`) is sent naming the operation's.
+fn retarget(command: &mut Document, declared: &str, actual: &str) {
+    if declared == actual {
+        return;
+    }
+    if let Some((_, first)) = command.iter_mut().next() {
+        if first.as_str() == Some(declared) {
+            *first = Bson::String(actual.to_string());
+        }
     }
 }
 

@@ -388,6 +388,8 @@ pub struct GroupPlan {
     /// `collections = [...]`: each operation goes to one of these, drawn uniformly (collection
     /// and handle; the first is `collection`); empty: always `collection`.
     pub(crate) spread: Vec<(usize, usize)>,
+    /// `collections_in_turn`: a user's operation n goes to `spread[n % len]`, not a drawn one.
+    pub(crate) in_turn: bool,
     /// Its write concern, read concern and read preference.
     pub(crate) concerns: Concerns,
     /// Pauses before and after each operation of a user (genny's `SleepBefore`, `SleepAfter`),
@@ -528,12 +530,16 @@ impl GroupPlan {
         self.step_of.as_deref().unwrap_or(&self.name)
     }
 
-    /// The collection and handle of the next operation: the group's own, or one drawn from
-    /// its `collections` (uniformly).
-    pub(crate) fn target(&self, rng: &mut impl rand::Rng) -> (usize, usize) {
+    /// The collection and handle of a user's operation `turn` (from 0): the group's own, or
+    /// one of its `collections`, drawn uniformly or (`collections_in_turn`) the next in turn.
+    pub(crate) fn target(&self, rng: &mut impl rand::Rng, turn: u64) -> (usize, usize) {
         match self.spread.len() {
             0 => (self.collection, self.handle),
             1 => self.spread[0],
+            n if self.in_turn => {
+                let n = u64::try_from(n).unwrap_or(u64::MAX);
+                self.spread[usize::try_from(turn % n).unwrap_or(0)]
+            }
             n => self.spread[rng.random_range(0..n)],
         }
     }
@@ -611,8 +617,14 @@ impl GroupPlan {
             return names;
         }
         if let OpSpec::Steps(s) = &self.op {
-            // A group of steps has a row per step, and a transaction's first attempt.
-            let mut names: Vec<_> = s.steps.iter().map(|t| t.name.clone()).collect();
+            // A group of steps has a row per step name (a repeated step's sends are one
+            // row), and a transaction's first attempt.
+            let mut names: Vec<crate::workload::op::OpName> = Vec::new();
+            for t in &s.steps {
+                if !names.contains(&t.name) {
+                    names.push(t.name.clone());
+                }
+            }
             if s.transaction {
                 names.push(crate::metrics::group::FIRST_ATTEMPT.into());
             }

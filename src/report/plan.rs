@@ -226,11 +226,28 @@ fn spec(s: &crate::workload::OpSpec) -> String {
             } else {
                 "steps"
             },
-            st.steps
-                .iter()
-                .map(|t| t.verb.name())
-                .collect::<Vec<_>>()
-                .join(", then ")
+            {
+                // A step sent several times in a row (`repeat`) is said once, with its count.
+                let mut said: Vec<(&str, usize)> = Vec::new();
+                let mut last: Option<&std::sync::Arc<crate::workload::command::TemplateOp>> = None;
+                for t in &st.steps {
+                    match (last, said.last_mut()) {
+                        (Some(l), Some((_, n))) if std::sync::Arc::ptr_eq(l, t) => *n += 1,
+                        _ => said.push((t.verb.name(), 1)),
+                    }
+                    last = Some(t);
+                }
+                said.into_iter()
+                    .map(|(v, n)| {
+                        if n > 1 {
+                            format!("{v} x{n}")
+                        } else {
+                            v.to_string()
+                        }
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", then ")
+            }
         ),
     }
 }
@@ -242,10 +259,17 @@ fn concerns(plan: &RunPlan, g: &GroupPlan) -> Vec<String> {
     if g.spread.len() > 1 {
         let first = &plan.collections[g.spread[0].0].name;
         let last = &plan.collections[g.spread[g.spread.len() - 1].0].name;
-        parts.push(format!(
-            "on one of {} collections ({first} .. {last}), drawn per operation",
-            g.spread.len()
-        ));
+        parts.push(if g.in_turn {
+            format!(
+                "on {} collections ({first} .. {last}), one per operation in turn",
+                g.spread.len()
+            )
+        } else {
+            format!(
+                "on one of {} collections ({first} .. {last}), drawn per operation",
+                g.spread.len()
+            )
+        });
     } else if g.collection != 0 {
         parts.push(format!("on {}", plan.collections[g.collection].name));
     }

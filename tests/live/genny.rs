@@ -262,7 +262,7 @@ fn what_the_tool_does_not_run_is_refused_in_one_line_before_anything_is_sent() {
     let first = err.lines().next().unwrap();
     assert!(
         first.contains(
-            "bad.yml: actor `Streams`: actor type `StreamStatsReporter` is not one the tool runs (docs/genny.md lists the 17 it does)"
+            "bad.yml: actor `Streams`: actor type `StreamStatsReporter` is not one the tool runs (docs/genny.md lists the 18 it does)"
         ),
         "{err}"
     );
@@ -688,4 +688,50 @@ fn a_collection_scanner_reads_each_threads_collections_whole_as_one_scan() {
     );
     assert_eq!(r["Counter.Counted"]["OperationsTotal"], 1);
     assert_eq!(r["Counter.Counted"]["DocumentsTotal"], held);
+}
+
+/// A loader thread's collections, one after another as genny's thread loads them: one group
+/// that takes its collections in turn, each collection's batches (`repeat`) then the
+/// remainder, then its indexes, built on that collection (the server's `listIndexes`).
+#[test]
+fn a_loader_thread_loads_its_collections_in_turn_each_with_its_indexes() {
+    let Some(server) = TestServer::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = unique_db("genny_turns");
+    let path = workload(
+        dir.path(),
+        "turns.yml",
+        &format!(
+            "SchemaVersion: 2018-07-01\nActors:\n\
+             - Name: Load\n  Type: Loader\n  Threads: 1\n  Phases:\n\
+             \x20 - {{Repeat: 1, Database: {db}, Threads: 1, CollectionCount: 3, DocumentCount: 25, BatchSize: 10, Document: {{x: {{^RandomInt: {{min: 0, max: 9}}}}}}, Indexes: [{{keys: {{x: 1}}}}]}}\n"
+        ),
+    );
+    let out = dir.path().join("run");
+    let (summary, _, _) = server.run_ok(path.to_str().unwrap(), &out, &[]);
+    let client = server.client();
+    for k in 0..3 {
+        let coll = format!("Collection{k}");
+        assert_eq!(server.count(&db, &coll, doc! {}), 25, "{coll}");
+        let names: Vec<String> = runtime()
+            .block_on(async {
+                client
+                    .database(&db)
+                    .collection::<mongodb::bson::Document>(&coll)
+                    .list_index_names()
+                    .await
+            })
+            .unwrap();
+        assert!(names.contains(&"x_1".to_string()), "{coll}: {names:?}");
+    }
+    assert_eq!(row(&summary, "Load")["samples"], 3);
+    assert_eq!(row(&summary, "Load:IndividualBulkInsert")["samples"], 6);
+    assert_eq!(row(&summary, "Load:IndividualBulkInsert.2")["samples"], 3);
+    assert_eq!(row(&summary, "Load:IndexBuild")["samples"], 3);
+    let rollups = read_json(&out.join("rollups.json"));
+    let r = &rollups["runs"][0]["rollups"]["Load.IndividualBulkInsert"];
+    assert_eq!(r["OperationsTotal"], 9);
+    assert_eq!(r["DocumentsTotal"], 75);
 }

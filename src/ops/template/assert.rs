@@ -10,10 +10,7 @@ use mongodb::bson::{Bson, Document};
 
 use super::{bytes, Outcome, Result, Session};
 
-/// A comparison that failed, or a reply without a first batch: genny's
-/// `FailedAssertionException`, as the step's error (class `other`).
-#[derive(Debug)]
-pub(crate) struct AssertionFailed(pub(crate) String);
+use crate::driver_error::AssertionFailed;
 
 fn failed(why: String) -> mongodb::error::Error {
     mongodb::error::Error::custom(AssertionFailed(why))

@@ -107,13 +107,11 @@ pub(super) fn collections(
     )?;
     both("target.collection", p.target.collection.is_some())?;
     let mut out: Vec<CollectionPlan> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for (i, c) in p.collections.iter().enumerate() {
         let at = format!("collection[{i}]");
         collection_name(loaded, &at, &c.name)?;
-        if out
-            .iter()
-            .any(|o| o.name == c.name && o.database == c.database)
-        {
+        if !seen.insert((c.name.as_str(), c.database.as_deref())) {
             return Err(loaded.error_at(
                 &format!("{at}.name"),
                 format!("two collections are named `{}`", c.name),

@@ -417,42 +417,25 @@ impl GroupAt<'_> {
         Ok(())
     }
 
-    pub(super) fn build(
-        &self,
-        ov: &Overrides,
-        env: &Env<'_>,
-        step: Option<Duration>,
-    ) -> Result<GroupPlan, ProfileError> {
+    /// The group's collections: `collections` (handles set later) and its first, or its
+    /// `collection`, by name.
+    fn targets(&self, env: &Env<'_>) -> Result<(Vec<(usize, usize)>, usize), ProfileError> {
         let g = self.g;
-        let threads = limits::check_threads(ov.threads.unwrap_or(g.threads))
-            .map_err(|p| self.err("threads", p))?;
-        let ramp_up = self.duration("ramp_up", &g.ramp_up)?.unwrap_or_default();
-        let start_delay = self
-            .duration("start_delay", &g.start_delay)?
-            .unwrap_or_default();
-        let stop = match step {
-            Some(d) => StopAt::Duration(d),
-            None => self.stop(ov)?,
-        };
-        let warmup = self.warmup(ov, stop)?;
         let named = |at: &str, name: &str| {
-            env.collections
-                .iter()
-                .position(|c| c.is_named(name))
-                .ok_or_else(|| {
-                    self.loaded.error_at(
-                        &self.path(at),
-                        format!("`{name}` is not a collection of this profile"),
-                        format!(
-                            "one of: {}",
-                            env.collections
-                                .iter()
-                                .map(|c| c.name.as_str())
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ),
-                    )
-                })
+            env.named(name).ok_or_else(|| {
+                self.loaded.error_at(
+                    &self.path(at),
+                    format!("`{name}` is not a collection of this profile"),
+                    format!(
+                        "one of: {}",
+                        env.collections
+                            .iter()
+                            .map(|c| c.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                )
+            })
         };
         let spread: Vec<(usize, usize)> = match &g.collections {
             None => Vec::new(),
@@ -475,11 +458,40 @@ impl GroupAt<'_> {
                 .map(|(i, n)| named(&format!("collections[{i}]"), n).map(|c| (c, 0)))
                 .collect::<Result<_, _>>()?,
         };
+        if g.collections_in_turn.is_some() && spread.is_empty() {
+            return Err(self.err(
+                "collections_in_turn",
+                "`collections_in_turn` goes with `collections`, the collections taken in turn"
+                    .into(),
+            ));
+        }
         let collection = match (&g.collection, spread.first()) {
             (None, Some(&(first, _))) => first,
             (None, None) => 0,
             (Some(name), _) => named("collection", name)?,
         };
+        Ok((spread, collection))
+    }
+
+    pub(super) fn build(
+        &self,
+        ov: &Overrides,
+        env: &Env<'_>,
+        step: Option<Duration>,
+    ) -> Result<GroupPlan, ProfileError> {
+        let g = self.g;
+        let threads = limits::check_threads(ov.threads.unwrap_or(g.threads))
+            .map_err(|p| self.err("threads", p))?;
+        let ramp_up = self.duration("ramp_up", &g.ramp_up)?.unwrap_or_default();
+        let start_delay = self
+            .duration("start_delay", &g.start_delay)?
+            .unwrap_or_default();
+        let stop = match step {
+            Some(d) => StopAt::Duration(d),
+            None => self.stop(ov)?,
+        };
+        let warmup = self.warmup(ov, stop)?;
+        let (spread, collection) = self.targets(env)?;
         let concerns = super::collections::concerns(self.loaded, self.index, env.target)?;
         let (op, mix) = match self.templates(env.collections, collection)? {
             Some(t) => t,
@@ -513,6 +525,7 @@ impl GroupAt<'_> {
             keys,
             collection,
             handle: 0, // set by `RunPlan::build`
+            in_turn: g.collections_in_turn.unwrap_or(false),
             spread,
             chain,
             resume: None, // set by `stages`

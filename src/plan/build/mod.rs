@@ -32,6 +32,31 @@ use crate::workload::OpSpec;
 pub(super) struct Env<'a> {
     pub(crate) collections: &'a [CollectionPlan],
     pub(crate) target: &'a TargetPlan,
+    /// Each collection by the names a group may give it (`name`, and `database.name` for one of
+    /// a database of its own), the first of a name: 10,000 collections are found at once.
+    named: std::collections::HashMap<String, usize>,
+}
+
+impl<'a> Env<'a> {
+    fn new(collections: &'a [CollectionPlan], target: &'a TargetPlan) -> Env<'a> {
+        let mut named = std::collections::HashMap::new();
+        for (i, c) in collections.iter().enumerate() {
+            named.entry(c.name.clone()).or_insert(i);
+            if let Some(d) = &c.database {
+                named.entry(format!("{d}.{}", c.name)).or_insert(i);
+            }
+        }
+        Env {
+            collections,
+            target,
+            named,
+        }
+    }
+
+    /// The collection a group calls `name` (`CollectionPlan::is_named`).
+    pub(crate) fn named(&self, name: &str) -> Option<usize> {
+        self.named.get(name).copied()
+    }
 }
 
 /// Each distinct (collection, concerns) the groups send on, `[target]`'s on the first
@@ -49,11 +74,18 @@ fn handles(target: &TargetPlan, stages: &mut [Stage]) -> Vec<HandlePlan> {
             ..Concerns::default()
         },
     }];
-    let mut index_of = |h: HandlePlan| match handles.iter().position(|x| *x == h) {
-        Some(i) => i,
-        None => {
-            handles.push(h);
-            handles.len() - 1
+    // By collection, then among that collection's handles (a few concerns each).
+    let mut of_collection: std::collections::HashMap<usize, Vec<usize>> =
+        std::collections::HashMap::from([(0, vec![0])]);
+    let mut index_of = |h: HandlePlan| {
+        let mine = of_collection.entry(h.collection).or_default();
+        match mine.iter().copied().find(|&i| handles[i] == h) {
+            Some(i) => i,
+            None => {
+                handles.push(h);
+                mine.push(handles.len() - 1);
+                handles.len() - 1
+            }
         }
     };
     for g in stages.iter_mut().flat_map(|s| s.groups.iter_mut()) {
@@ -217,10 +249,7 @@ impl RunPlan {
         };
         let mut target = target;
         let collections = collections::collections(loaded, ov, &mut target)?;
-        let env = Env {
-            collections: &collections,
-            target: &target,
-        };
+        let env = Env::new(&collections, &target);
         let mut stages = groups::stages(loaded, ov, &env)?;
         let handles = handles(&target, &mut stages);
         keyed(loaded, &collections, &stages)?;

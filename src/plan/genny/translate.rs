@@ -86,8 +86,12 @@ pub(crate) const ACTORS: [&str; 18] = [
 /// The server's `maxWriteBatchSize`: the most documents one insert command carries.
 const MAX_WRITE_BATCH: i64 = 100_000;
 
-/// Most groups a workload may make.
+/// Most groups a workload may make (each has its rows and histograms).
 const MAX_GROUPS: usize = 5000;
+
+/// Most collections one actor may spread its operations over (genny's scale workloads use
+/// 10,000; `validate` of such a plan takes a few seconds).
+const MAX_COLLECTIONS: u64 = 20_000;
 
 /// Actors that send nothing and hold no phase: they sit out.
 const SILENT: [&str; 1] = ["LoggingActor"];
@@ -104,6 +108,8 @@ pub(crate) fn translate(file: &Path, workload: &Yaml, smoke: bool) -> Result<Tra
         notes: Vec::new(),
         names: BTreeSet::new(),
         last_group: std::collections::HashMap::new(),
+        coll_index: std::collections::HashMap::new(),
+        coll_names: std::collections::HashSet::new(),
     };
     let actors = workload
         .get("Actors")
@@ -138,7 +144,7 @@ pub(crate) fn translate(file: &Path, workload: &Yaml, smoke: bool) -> Result<Tra
             None,
             None,
             format!(
-                "it makes {} groups (a group per collection a loader fills), more than the {MAX_GROUPS} the tool reads of a genny workload yet",
+                "it makes {} groups (a group per actor and phase, per thread of a loader or scanner), more than the {MAX_GROUPS} the tool reads of a genny workload",
                 t.groups.len()
             ),
         ));
@@ -204,6 +210,9 @@ struct Translator<'a> {
     names: BTreeSet<String>,
     /// Each actor's group of its latest phase read so far (a CrudActor's `Continue`).
     last_group: std::collections::HashMap<String, String>,
+    /// `collections` by (database, name), and how many share each name.
+    coll_index: std::collections::HashMap<(String, String), usize>,
+    coll_names: std::collections::HashSet<String>,
 }
 
 /// A collection the workload works on; `load`: a Loader's documents, as its preload.
@@ -402,18 +411,16 @@ impl<'a> Translator<'a> {
     /// The collection `name` of `database`, added once; its key in the profile (its name, or
     /// `database.name` when another database has one of that name).
     fn collection(&mut self, database: &str, name: &str) -> String {
-        if let Some(c) = self
-            .collections
-            .iter()
-            .find(|c| c.name == name && c.database == database)
-        {
-            return c.key.clone();
+        let at = (database.to_string(), name.to_string());
+        if let Some(&i) = self.coll_index.get(&at) {
+            return self.collections[i].key.clone();
         }
-        let key = if self.collections.iter().any(|c| c.name == name) {
-            format!("{database}.{name}")
-        } else {
+        let key = if self.coll_names.insert(name.to_string()) {
             name.to_string()
+        } else {
+            format!("{database}.{name}")
         };
+        self.coll_index.insert(at, self.collections.len());
         self.collections.push(Coll {
             database: database.to_string(),
             name: name.to_string(),

@@ -161,6 +161,9 @@ with_op_tables! {
         /// The name of the metric genny gives this step (`Actor.Operation`), for
         /// `rollups.json`; steps sharing one are added together there.
         pub metric: Option<String>,
+        /// Sent this many times in a row, each made afresh and timed on the step's row
+        /// (genny's Loader: `DocumentCount / BatchSize` inserts of a collection); default 1.
+        pub repeat: Option<u32>,
     }
 }
 
@@ -245,6 +248,9 @@ pub struct Group {
     /// Several collections instead: each operation goes to one of them, drawn uniformly (its
     /// keys and documents that collection's; genny's `MultiCollectionUpdate`/`Query`).
     pub collections: Option<Vec<String>>,
+    /// With `collections`: each user's operations go to them in turn, its first to the first,
+    /// rather than drawn (genny's Loader: a thread's collections one after another).
+    pub collections_in_turn: Option<bool>,
     /// Per group, overriding `[target]`: `1`, `"majority"` or `{ w, j, wtimeout }`.
     pub write_concern: Option<toml::Value>,
     /// `local`, `majority`, `available`, `linearizable` or `snapshot`.

@@ -59,7 +59,7 @@ fn a_group_over_several_collections_has_a_handle_on_each_and_names_only_its_own(
     let mut rng = <rand::rngs::SmallRng as rand::SeedableRng>::seed_from_u64(7);
     let mut seen = [0u32; 3];
     for _ in 0..1000 {
-        seen[g.target(&mut rng).0] += 1;
+        seen[g.target(&mut rng, 0).0] += 1;
     }
     assert!(seen[0] == 0 && (400..600).contains(&seen[1]), "{seen:?}");
     let e = build(&format!("{colls}{group}collections = [\"b\", \"x\"]\n")).unwrap_err();

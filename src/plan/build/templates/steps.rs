@@ -29,18 +29,45 @@ impl GroupAt<'_> {
             return Err(self.err(key, format!("{key} is empty")));
         }
         let bind = self.bind()?;
+        // The steps as written (what `^Step` indexes), and as sent: a step of `repeat = N` N
+        // times in a row, one row.
+        let mut declared: Vec<Arc<TemplateOp>> = Vec::new();
         let mut out: Vec<Arc<TemplateOp>> = Vec::new();
         let mut late = Vec::new();
         let mut policy = Vec::new();
+        let mut repeated = false;
+        let mut any_late = false;
         for (j, s) in steps.iter().enumerate() {
-            let (op, reads_step) = self.step(key, j, s, &out, &bind, collections, collection)?;
-            late.push(reads_step);
-            out.push(op);
-            policy.push(crate::workload::command::StepPolicy {
-                on_error: s.on_error.unwrap_or_default(),
-                report: s.report.unwrap_or(true),
-                metric: s.metric.clone(),
-            });
+            let (op, reads_step) =
+                self.step(key, j, s, &declared, &bind, collections, collection)?;
+            let times = match s.repeat {
+                None => 1,
+                Some(0) => {
+                    return Err(self.err(
+                        &format!("{key}[{j}].repeat"),
+                        "`repeat = 0` would never send the step: leave the step out".into(),
+                    ))
+                }
+                Some(n) => n,
+            };
+            repeated |= times > 1;
+            any_late |= reads_step;
+            if repeated && any_late {
+                return Err(self.err(
+                    &format!("{key}[{j}]"),
+                    "a step that reads `^Step` and a step with `repeat` cannot be in one group: `^Step` counts the steps as written".into(),
+                ));
+            }
+            declared.push(Arc::clone(&op));
+            for _ in 0..times {
+                late.push(reads_step);
+                out.push(Arc::clone(&op));
+                policy.push(crate::workload::command::StepPolicy {
+                    on_error: s.on_error.unwrap_or_default(),
+                    report: s.report.unwrap_or(true),
+                    metric: s.metric.clone(),
+                });
+            }
         }
         Ok(OpSpec::Steps(Arc::new(StepsOp {
             name: OpName::from(name),

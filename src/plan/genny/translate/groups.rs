@@ -134,12 +134,12 @@ impl<'a> Translator<'a> {
             })
             .map(crate::num::whole)?;
         let drawn = if query { count + 1 } else { count };
-        if drawn > MAX_GROUPS as u64 {
+        if drawn > MAX_COLLECTIONS {
             return Err(self.refuse(
                 Some(name),
                 Some(p),
                 format!(
-                    "`CollectionCount: {count}` spreads it over more than the {MAX_GROUPS} collections the tool reads of a genny workload"
+                    "`CollectionCount: {count}` spreads it over more than the {MAX_COLLECTIONS} collections the tool reads of a genny workload"
                 ),
             ));
         }
@@ -220,11 +220,11 @@ impl<'a> Translator<'a> {
                 })
         };
         let (count, documents) = (whole("CollectionCount")?, whole("DocumentCount")?);
-        if count > MAX_GROUPS as u64 {
+        if count > MAX_COLLECTIONS {
             return Err(self.refuse(
                 Some(name),
                 Some(p),
-                format!("`CollectionCount: {count}` spreads it over more than the {MAX_GROUPS} collections the tool reads of a genny workload"),
+                format!("`CollectionCount: {count}` spreads it over more than the {MAX_COLLECTIONS} collections the tool reads of a genny workload"),
             ));
         }
         let threads = u64::from(actor.threads);

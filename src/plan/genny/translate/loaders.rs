@@ -56,8 +56,7 @@ impl<'a> Translator<'a> {
             document,
             indexes: Vec::new(),
         };
-        self.load(name, p, &database, &coll, load, true, None)
-            .map(drop)
+        self.load(name, p, &database, &[coll], load, name.to_string())
     }
 
     /// A name no group has yet: `base`, else `base.2`, `base.3`, ...
@@ -72,22 +71,21 @@ impl<'a> Translator<'a> {
         format!("{base}.{n}")
     }
 
-    /// `coll` of `database` loaded with `load` in phase `p`, as genny's loaders do: inserts of
-    /// `batch` documents (`IndividualBulkInsert`), the last batch the remainder, then its indexes
-    /// (`IndexBuild`), each a group of the phase's stage, each `after` the one before (the
-    /// first after `after`: the thread's collection before). `--smoke`: one batch. Returns the
-    /// last group's name.
-    #[allow(clippy::too_many_arguments)]
+    /// One loader thread's collections `colls` of `database`, loaded with `load` in phase `p`
+    /// as genny's thread loads them: a group of one user whose operation n loads its n-th
+    /// collection (`collections_in_turn`), each operation inserts of `batch` documents
+    /// (`IndividualBulkInsert`, a step sent `DocumentCount / BatchSize` times), the last the
+    /// remainder, then its indexes (`IndexBuild`, a `createIndexes` of the collection);
+    /// `--smoke`: one batch of the first collection.
     pub(super) fn load(
         &mut self,
         actor: &str,
         p: usize,
         database: &str,
-        coll: &str,
+        colls: &[String],
         load: Load,
-        one: bool,
-        after: Option<String>,
-    ) -> Result<Option<String>, Refusal> {
+        name: String,
+    ) -> Result<(), Refusal> {
         let mut batch = load.batch;
         if batch < 1 {
             return Err(self.refuse(
@@ -104,66 +102,72 @@ impl<'a> Translator<'a> {
             ));
             batch = MAX_WRITE_BATCH;
         }
-        let key = self.collection(database, coll);
-        let base = if one {
-            actor.to_string()
-        } else {
-            format!("{actor}.{coll}")
+        let keys: Vec<String> = colls.iter().map(|c| self.collection(database, c)).collect();
+        let Some(first) = keys.first().cloned() else {
+            return Ok(());
         };
         let (full, rest) = (load.documents / batch, load.documents % batch);
-        let group = |name: String, loops: i64, steps: Vec<toml::Table>| {
-            let mut g = toml::Table::new();
-            g.insert("name".into(), Toml::String(name));
-            g.insert("stage".into(), Toml::String(format!("phase{p}")));
-            g.insert("threads".into(), Toml::Integer(1));
-            g.insert("loops".into(), Toml::Integer(loops));
-            g.insert("collection".into(), Toml::String(key.clone()));
-            g.insert(
-                "steps".into(),
-                Toml::Array(steps.into_iter().map(Toml::Table).collect()),
-            );
-            g
-        };
-        let insert = |n: i64| {
+        let smoke = self.smoke;
+        let insert = |n: i64, times: i64| {
             let mut a = toml::Table::new();
             a.insert("document".into(), Toml::Table(load.document.clone()));
             a.insert("batch".into(), Toml::Integer(n));
-            let mut s = step("IndividualBulkInsert", &key, "insertMany", Toml::Table(a));
+            let mut s = step("IndividualBulkInsert", &first, "insertMany", Toml::Table(a));
             s.insert(
                 "metric".into(),
                 Toml::String(format!("{actor}.IndividualBulkInsert")),
             );
+            if times > 1 {
+                s.insert("repeat".into(), Toml::Integer(times));
+            }
             s
         };
-        let smoke = self.smoke;
-        let mut last = after;
-        let mut chained = |t: &mut Self, mut g: toml::Table| {
-            if let Some(before) = last.replace(g["name"].as_str().unwrap_or_default().to_string()) {
-                g.insert("after".into(), Toml::String(before));
-            }
-            t.groups.push(g);
-        };
+        let mut steps = Vec::new();
         if full > 0 {
-            let name = self.unique(base.clone());
-            let g = group(name, if smoke { 1 } else { full }, vec![insert(batch)]);
-            chained(self, g);
+            steps.push(insert(batch, if smoke { 1 } else { full }));
         }
         if rest > 0 && !(smoke && full > 0) {
-            let name = self.unique(format!("{base}.rest"));
-            let g = group(name, 1, vec![insert(rest)]);
-            chained(self, g);
+            // The remainder: a row of its own (`IndividualBulkInsert.2`), one metric with
+            // the full batches'.
+            let mut s = insert(rest, 1);
+            if full > 0 {
+                s.insert("name".into(), Toml::String("IndividualBulkInsert.2".into()));
+            }
+            steps.push(s);
         }
         if !load.indexes.is_empty() {
+            // The first collection's name: the operation's own is sent in its place.
             let mut cmd = toml::Table::new();
-            cmd.insert("createIndexes".into(), Toml::String(coll.to_string()));
+            cmd.insert("createIndexes".into(), Toml::String(colls[0].clone()));
             cmd.insert("indexes".into(), Toml::Array(load.indexes.clone()));
-            let name = self.unique(format!("{base}.IndexBuild"));
-            let mut s = step("IndexBuild", &key, "command", Toml::Table(cmd));
+            let mut s = step("IndexBuild", &first, "command", Toml::Table(cmd));
             s.insert("metric".into(), Toml::String(format!("{actor}.IndexBuild")));
-            let g = group(name, 1, vec![s]);
-            chained(self, g);
+            steps.push(s);
         }
-        Ok(last)
+        if steps.is_empty() {
+            return Ok(());
+        }
+        let loops = if smoke { 1 } else { keys.len() };
+        let mut g = toml::Table::new();
+        g.insert("name".into(), Toml::String(self.unique(name)));
+        g.insert("stage".into(), Toml::String(format!("phase{p}")));
+        g.insert("threads".into(), Toml::Integer(1));
+        g.insert("loops".into(), Toml::Integer(crate::num::signed(loops)));
+        if keys.len() > 1 {
+            g.insert(
+                "collections".into(),
+                Toml::Array(keys.into_iter().map(Toml::String).collect()),
+            );
+            g.insert("collections_in_turn".into(), Toml::Boolean(true));
+        } else {
+            g.insert("collection".into(), Toml::String(first));
+        }
+        g.insert(
+            "steps".into(),
+            Toml::Array(steps.into_iter().map(Toml::Table).collect()),
+        );
+        self.groups.push(g);
+        Ok(())
     }
 
     /// A Loader's documents: each of its collections' preload, with its indexes.
@@ -235,26 +239,20 @@ impl<'a> Translator<'a> {
             }
         }
         let batch = int("BatchSize")?;
-        let one = loads.iter().map(Vec::len).sum::<usize>() == 1;
+        let several = loads.len() > 1;
         for thread in loads {
-            let mut after = None;
-            for i in thread {
-                let load = Load {
-                    documents,
-                    batch,
-                    document: document.clone(),
-                    indexes: indexes.clone(),
-                };
-                after = self.load(
-                    name,
-                    p,
-                    &database,
-                    &format!("Collection{i}"),
-                    load,
-                    one,
-                    after,
-                )?;
-            }
+            let colls: Vec<String> = thread.iter().map(|i| format!("Collection{i}")).collect();
+            let group = match (several, colls.first()) {
+                (true, Some(c)) => format!("{name}.{c}"),
+                _ => name.to_string(),
+            };
+            let load = Load {
+                documents,
+                batch,
+                document: document.clone(),
+                indexes: indexes.clone(),
+            };
+            self.load(name, p, &database, &colls, load, group)?;
         }
         Ok(())
     }

@@ -47,8 +47,8 @@ impl<'a> Translator<'a> {
         }
         let per = count / threads;
         let dbs = u64::try_from(databases.len()).unwrap_or(u64::MAX);
-        if per * threads * dbs > u64::try_from(MAX_GROUPS).unwrap_or(u64::MAX) {
-            return Err(refuse(self, format!("`CollectionCount: {count}` spreads it over more than the {MAX_GROUPS} collections the tool reads of a genny workload")));
+        if per * threads * dbs > MAX_COLLECTIONS {
+            return Err(refuse(self, format!("`CollectionCount: {count}` spreads it over more than the {MAX_COLLECTIONS} collections the tool reads of a genny workload")));
         }
         let phase = cx.phase;
         let (scan_type, verb, args) = self.scan_request(name, p, phase, per * dbs)?;

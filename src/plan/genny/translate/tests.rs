@@ -92,49 +92,49 @@ fn a_loader_inserts_its_documents_in_its_phase_the_last_batch_the_remainder() {
     assert_eq!(t.profile["target"]["database"].as_str(), Some("db"));
     let g = t.profile["group"].as_array().unwrap();
     let names: Vec<&str> = g.iter().map(|g| g["name"].as_str().unwrap()).collect();
+    // One thread: a group that loads its collections in turn, one per operation.
+    assert_eq!(names, ["L", "R"]);
+    assert_eq!(g[0]["loops"].as_integer(), Some(2));
+    assert_eq!(g[0]["collections_in_turn"].as_bool(), Some(true));
+    assert_eq!(g[0]["collections"].as_array().unwrap().len(), 2);
+    let steps = g[0]["steps"].as_array().unwrap();
+    // Ten batches of 10, the remainder of 5, then the indexes.
+    assert_eq!(steps[0]["insertMany"]["batch"].as_integer(), Some(10));
+    assert_eq!(steps[0]["repeat"].as_integer(), Some(10));
+    assert_eq!(steps[1]["insertMany"]["batch"].as_integer(), Some(5));
+    assert_eq!(steps[1]["name"].as_str(), Some("IndividualBulkInsert.2"));
+    assert_eq!(steps[1]["metric"].as_str(), Some("L.IndividualBulkInsert"));
     assert_eq!(
-        names,
-        [
-            "L.Collection0",
-            "L.Collection0.rest",
-            "L.Collection0.IndexBuild",
-            "L.Collection1",
-            "L.Collection1.rest",
-            "L.Collection1.IndexBuild",
-            "R"
-        ]
-    );
-    assert_eq!(g[0]["loops"].as_integer(), Some(10));
-    assert_eq!(
-        g[0]["steps"][0]["insertMany"]["batch"].as_integer(),
-        Some(10)
-    );
-    assert_eq!(
-        g[1]["steps"][0]["insertMany"]["batch"].as_integer(),
-        Some(5)
-    );
-    assert_eq!(
-        g[2]["steps"][0]["command"]["indexes"][0]["name"].as_str(),
+        steps[2]["command"]["indexes"][0]["name"].as_str(),
         Some("a_1")
     );
-    assert_eq!(g[0]["stage"].as_str(), Some("phase0"));
-    assert_eq!(g[6]["stage"].as_str(), Some("phase1"));
-    // One thread: its collections one after another, each one's inserts, then the rest,
-    // then its indexes.
-    let after: Vec<Option<&str>> = g
-        .iter()
-        .map(|g| g.get("after").and_then(Toml::as_str))
-        .collect();
     assert_eq!(
-        after,
+        steps[2]["command"]["createIndexes"].as_str(),
+        Some("Collection0")
+    );
+    assert_eq!(g[0]["stage"].as_str(), Some("phase0"));
+    assert_eq!(g[1]["stage"].as_str(), Some("phase1"));
+    // Two threads: a group each, thread t its own collections.
+    let t = read("Actors:\n- Name: L\n  Type: Loader\n  Threads: 2\n  Phases:\n  - {Repeat: 1, Database: db, Threads: 2, CollectionCount: 5, DocumentCount: 3, BatchSize: 10, Document: {a: 1}}\n", false).unwrap();
+    let g = t.profile["group"].as_array().unwrap();
+    let colls: Vec<Vec<&str>> = g
+        .iter()
+        .map(|g| match g.get("collections") {
+            Some(c) => c
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c.as_str().unwrap())
+                .collect(),
+            None => vec![g["collection"].as_str().unwrap()],
+        })
+        .collect();
+    // genny's: 5 / 2 = 2 each from 2t, the last thread the remainder too.
+    assert_eq!(
+        colls,
         [
-            None,
-            Some("L.Collection0"),
-            Some("L.Collection0.rest"),
-            Some("L.Collection0.IndexBuild"),
-            Some("L.Collection1"),
-            Some("L.Collection1.rest"),
-            None
+            vec!["Collection0", "Collection1"],
+            vec!["Collection2", "Collection3", "Collection4"]
         ]
     );
 }
@@ -167,7 +167,7 @@ fn multi_collection_actors_draw_their_collections_as_genny_does_and_big_batches_
     // driver sends it.
     let t = read("Actors:\n- Name: L\n  Type: Loader\n  Threads: 1\n  Phases:\n  - Repeat: 1\n    Database: db\n    CollectionCount: 1\n    DocumentCount: 1e6\n    BatchSize: 1e6\n    Document: {a: 1}\n", false).unwrap();
     let g = &t.profile["group"].as_array().unwrap()[0];
-    assert_eq!(g["loops"].as_integer(), Some(10));
+    assert_eq!(g["steps"][0]["repeat"].as_integer(), Some(10));
     assert_eq!(
         g["steps"][0]["insertMany"]["batch"].as_integer(),
         Some(100_000)
