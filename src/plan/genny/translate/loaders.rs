@@ -1,5 +1,6 @@
-//! genny's loaders (Loader, MonotonicLoader, MonotonicSingleLoader): their documents as the
-//! collections' preloads, each collection named once.
+//! genny's loaders (Loader, MonotonicLoader, MonotonicSingleLoader): each loader thread a
+//! group that loads its collections in turn (`collections_in_turn`), batches then indexes, as
+//! genny's thread does (`src/cast_core/src/Loader.cpp`).
 
 use super::*;
 
