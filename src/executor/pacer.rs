@@ -215,6 +215,7 @@ mod tests {
             handle: 0,
             spread: Vec::new(),
             in_turn: false,
+            timeout_per_step: false,
             chain: None,
             after: None,
             concerns: Default::default(),

@@ -283,7 +283,7 @@ pub(super) async fn one_op<B: Backend>(
     };
     // A plan would need 2^32 group plans (each with its histograms) to fail this.
     let group_id = GroupId::try_from(group.index).expect("fewer than 2^32 group plans");
-    let (collection, handle) = group.target(&mut user.rng, user.turns);
+    let (collection, handle) = group.target(&mut user.rng, u64::from(user.n) + user.turns);
     user.turns += 1;
     let keys: &KeySpace = &ctx.keys[collection];
     let spec = next_spec(group, user);
@@ -309,14 +309,10 @@ pub(super) async fn one_op<B: Backend>(
         .zip(intent)
         .map(|(a, i)| crate::audit::Pending::with(a, group.index, i));
     let started = Instant::now();
-    let out = within(
-        || ctx.backend.execute(handle, req),
-        timer,
-        started,
-        ctx.op_timeout,
-    )
-    .await
-    .unwrap_or_else(|| abandoned(spec, ctx.op_timeout));
+    let limit = group.op_limit(spec, ctx.op_timeout);
+    let out = within(|| ctx.backend.execute(handle, req), timer, started, limit)
+        .await
+        .unwrap_or_else(|| abandoned(spec, limit));
     let elapsed = started.elapsed();
     let warmup = due.unwrap_or(started) < warmup_end;
     if !warmup {

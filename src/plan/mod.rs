@@ -390,6 +390,9 @@ pub struct GroupPlan {
     pub(crate) spread: Vec<(usize, usize)>,
     /// `collections_in_turn`: a user's operation n goes to `spread[n % len]`, not a drawn one.
     pub(crate) in_turn: bool,
+    /// `op_timeout_per_step`: an operation of steps may take the operation timeout once per
+    /// step it sends (genny's Loader: a whole collection's batches in one operation).
+    pub(crate) timeout_per_step: bool,
     /// Its write concern, read concern and read preference.
     pub(crate) concerns: Concerns,
     /// Pauses before and after each operation of a user (genny's `SleepBefore`, `SleepAfter`),
@@ -577,6 +580,17 @@ impl GroupPlan {
                 _ => None,
             })
             .flat_map(|st| st.steps.iter().map(|t| &t.name).zip(&st.policy))
+    }
+
+    /// The longest an operation `spec` of the group may take: the operation timeout, or (with
+    /// `op_timeout_per_step`) that once per step it sends.
+    pub(crate) fn op_limit(&self, spec: &OpSpec, op_timeout: Duration) -> Duration {
+        match spec {
+            OpSpec::Steps(st) if self.timeout_per_step => {
+                op_timeout.saturating_mul(u32::try_from(st.steps.len()).unwrap_or(u32::MAX))
+            }
+            _ => op_timeout,
+        }
     }
 
     /// The genny metric a steps group's whole operation is (`metric` on the group).

@@ -421,6 +421,18 @@ impl GroupAt<'_> {
     /// `collection`, by name.
     fn targets(&self, env: &Env<'_>) -> Result<(Vec<(usize, usize)>, usize), ProfileError> {
         let g = self.g;
+        // What only an operation of `[[group.steps]]` has.
+        for (key, set) in [
+            ("metric", g.metric.is_some()),
+            ("op_timeout_per_step", g.op_timeout_per_step == Some(true)),
+        ] {
+            if set && g.steps.is_none() {
+                return Err(self.err(
+                    key,
+                    format!("`{key}` belongs to a group of [[group.steps]] (its whole operation)"),
+                ));
+            }
+        }
         let named = |at: &str, name: &str| {
             env.named(name).ok_or_else(|| {
                 self.loaded.error_at(
@@ -458,7 +470,7 @@ impl GroupAt<'_> {
                 .map(|(i, n)| named(&format!("collections[{i}]"), n).map(|c| (c, 0)))
                 .collect::<Result<_, _>>()?,
         };
-        if g.collections_in_turn.is_some() && spread.is_empty() {
+        if g.collections_in_turn == Some(true) && spread.is_empty() {
             return Err(self.err(
                 "collections_in_turn",
                 "`collections_in_turn` goes with `collections`, the collections taken in turn"
@@ -526,6 +538,7 @@ impl GroupAt<'_> {
             collection,
             handle: 0, // set by `RunPlan::build`
             in_turn: g.collections_in_turn.unwrap_or(false),
+            timeout_per_step: g.op_timeout_per_step.unwrap_or(false),
             spread,
             chain,
             resume: None, // set by `stages`

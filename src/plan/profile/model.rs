@@ -248,9 +248,12 @@ pub struct Group {
     /// Several collections instead: each operation goes to one of them, drawn uniformly (its
     /// keys and documents that collection's; genny's `MultiCollectionUpdate`/`Query`).
     pub collections: Option<Vec<String>>,
-    /// With `collections`: each user's operations go to them in turn, its first to the first,
-    /// rather than drawn (genny's Loader: a thread's collections one after another).
+    /// With `collections`: each user's operations go to them in turn, user n's first to the
+    /// n-th, rather than drawn (genny's Loader: a thread's collections one after another).
     pub collections_in_turn: Option<bool>,
+    /// With steps: an operation may take the operation timeout once per step it sends, not
+    /// once in all (genny's Loader: a whole collection's batches in one operation).
+    pub op_timeout_per_step: Option<bool>,
     /// Per group, overriding `[target]`: `1`, `"majority"` or `{ w, j, wtimeout }`.
     pub write_concern: Option<toml::Value>,
     /// `local`, `majority`, `available`, `linearizable` or `snapshot`.

@@ -3,6 +3,9 @@
 
 use super::*;
 
+/// Most sends one operation of steps may hold, repeats counted (each is a step of the plan).
+const MAX_STEPS_SENT: usize = 100_000;
+
 impl GroupAt<'_> {
     /// `[[group.steps]]` with `[group.bind]`: each step an operation table on the group's
     /// collection or its own; `^Step` may read only an earlier step.
@@ -50,6 +53,26 @@ impl GroupAt<'_> {
                 }
                 Some(n) => n,
             };
+            let sent = out.len() + usize::try_from(times).unwrap_or(usize::MAX);
+            if sent > MAX_STEPS_SENT {
+                return Err(self.err(
+                    &format!("{key}[{j}].repeat"),
+                    format!("the steps with their repeats come to {sent} sends in one operation, more than the {MAX_STEPS_SENT} one operation may hold: make each operation less (more loops, a smaller repeat)"),
+                ));
+            }
+            // A repeated step is made at each of its turns (one copy's documents held at a
+            // time, not all of them before the clock), so it cannot draw ^Key or ^Field.
+            if times > 1
+                && op
+                    .templates()
+                    .iter()
+                    .any(|t| t.uses_key() || !t.field_paths().is_empty())
+            {
+                return Err(self.err(
+                    &format!("{key}[{j}].repeat"),
+                    "a repeated step is made at each of its turns, where ^Key and ^Field draws are not at hand".into(),
+                ));
+            }
             repeated |= times > 1;
             any_late |= reads_step;
             if repeated && any_late {
@@ -60,7 +83,7 @@ impl GroupAt<'_> {
             }
             declared.push(Arc::clone(&op));
             for _ in 0..times {
-                late.push(reads_step);
+                late.push(reads_step || times > 1);
                 out.push(Arc::clone(&op));
                 policy.push(crate::workload::command::StepPolicy {
                     on_error: s.on_error.unwrap_or_default(),

@@ -64,7 +64,7 @@ impl<'a> Translator<'a> {
                 self.multi_collection(actor, p, &cx, &database, &mut g)?
             }
             "RandomSampler" => return self.random_sampler(actor, p, &cx, &database, g),
-            "AssertiveActor" => self.assertive(name, p, &cx, &database)?,
+            "AssertiveActor" => self.assertive(actor, p, &cx)?,
             "CollectionScanner" => return self.collection_scanner(actor, p, &cx, g),
             other => {
                 return Err(self.refuse(
@@ -381,12 +381,24 @@ impl<'a> Translator<'a> {
     /// the whole workload when they differ; here the iteration ends with the step's error.
     fn assertive(
         &mut self,
-        name: &str,
+        actor: &Actor<'a>,
         p: usize,
         cx: &Ctx<'a>,
-        database: &str,
     ) -> Result<Vec<toml::Table>, Refusal> {
-        let coll = self.database_handle(database);
+        let name = actor.name.as_str();
+        // genny reads the actor's `Database`, never a phase's.
+        let database = actor
+            .node
+            .get("Database")
+            .and_then(scalar_text)
+            .ok_or_else(|| {
+                self.refuse(
+                    Some(name),
+                    Some(p),
+                    "AssertiveActor needs `Database` (the actor's)",
+                )
+            })?;
+        let coll = self.database_handle(&database);
         let mut args = toml::Table::new();
         for (key, ours) in [("Expected", "expected"), ("Actual", "actual")] {
             let command = cx

@@ -154,6 +154,9 @@ impl<'a> Translator<'a> {
         g.insert("stage".into(), Toml::String(format!("phase{p}")));
         g.insert("threads".into(), Toml::Integer(1));
         g.insert("loops".into(), Toml::Integer(crate::num::signed(loops)));
+        // A whole collection in one operation: the operation timeout once per batch sent, as
+        // when each batch was an operation of its own (genny bounds none).
+        g.insert("op_timeout_per_step".into(), Toml::Boolean(true));
         if keys.len() > 1 {
             g.insert(
                 "collections".into(),

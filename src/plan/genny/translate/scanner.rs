@@ -220,6 +220,8 @@ impl<'a> Translator<'a> {
             .and_then(number)
             .filter(|n| *n > 0.0 && n.fract() == 0.0)
             .map(crate::num::whole_signed);
+        // genny counts `Documents` only in a find or aggregate scan (a count scan ignores it).
+        let documents = documents.filter(|_| scan_type != "count");
         if documents.is_some() && (collections > 1 || pipeline.is_some()) {
             return Err(refuse(self, "CollectionScanner's `Documents` over several collections, or with `AggregatePipeline`, is not read yet (one collection's find reads it as its limit)".into()));
         }
@@ -238,8 +240,11 @@ impl<'a> Translator<'a> {
                 None => {
                     let mut a = self.scan_options(name, p, phase, "FindOptions", &FIND_OPTIONS)?;
                     a.insert("filter".into(), filter.map_or(Toml::Table(Default::default()), to_toml));
+                    // genny stops at `Documents` read, or where the find's own limit ends the
+                    // cursor: the smaller.
                     if let Some(d) = documents {
-                        a.insert("limit".into(), Toml::Integer(d));
+                        let limit = a.get("limit").and_then(Toml::as_integer).map_or(d, |l| l.min(d));
+                        a.insert("limit".into(), Toml::Integer(limit));
                     }
                     ("find", a)
                 }
