@@ -226,3 +226,59 @@ fn a_warm_up_must_leave_part_of_a_timed_group_and_falls_back_to_the_profiles() {
     let plan = build(&format!("warmup = \"2s\"\n{}", group("warmup = \"1s\"\n"))).unwrap();
     assert_eq!(plan.groups().next().unwrap().warmup, Duration::from_secs(1));
 }
+
+#[test]
+fn collections_in_turn_repeat_and_a_group_metric_read_as_written_and_refused_out_of_place() {
+    let colls = "[[collection]]\nname = \"a\"\n[[collection]]\nname = \"b\"\n[[collection]]\nname = \"c\"\n";
+    let steps = "[[group.steps]]\nname = \"load\"\nrepeat = 3\ninsertMany = { batch = 2, document = { x = 1 } }\n[[group.steps]]\nname = \"index\"\ncommand = { createIndexes = \"a\", indexes = [{ key = { x = 1 }, name = \"x_1\" }] }\n";
+    let group = "[[group]]\nname = \"l\"\nthreads = 2\nloops = 3\ncollections = [\"a\", \"b\", \"c\"]\ncollections_in_turn = true\nop_timeout_per_step = true\nmetric = \"l.Total\"\n";
+    let plan = build(&format!("{colls}{group}{steps}")).unwrap();
+    let g = plan.groups().next().unwrap();
+    // In turn: turn n goes to the n-th collection, round again after the last.
+    let mut rng = <rand::rngs::SmallRng as rand::SeedableRng>::seed_from_u64(7);
+    let turns: Vec<usize> = (0..4).map(|t| g.target(&mut rng, t).0).collect();
+    assert_eq!(turns, [0, 1, 2, 0]);
+    // The repeated step is sent three times (one row), each made at its turn; the operation
+    // may take the timeout once per send.
+    let OpSpec::Steps(st) = &g.op else {
+        panic!("steps")
+    };
+    assert_eq!(st.steps.len(), 4);
+    assert_eq!(g.kinds().len(), 2, "one row per step name");
+    assert!(st.late[..3].iter().all(|l| *l) && !st.late[3]);
+    let second = std::time::Duration::from_secs(1);
+    assert_eq!(g.op_limit(&g.op, second), 4 * second);
+    assert_eq!(g.steps_metric().map(String::as_str), Some("l.Total"));
+    // Out of place: each refused by name.
+    for (text, key, says) in [
+        (
+            format!("{colls}[[group]]\nname = \"l\"\nthreads = 1\nloops = 1\ncollections_in_turn = true\n{steps}"),
+            "group[0].collections_in_turn",
+            "goes with `collections`",
+        ),
+        (
+            format!("{colls}[[group]]\nname = \"l\"\nthreads = 1\nloops = 1\nop = \"insert\"\nmetric = \"m\"\n"),
+            "group[0].metric",
+            "belongs to a group of [[group.steps]]",
+        ),
+        (
+            format!("{colls}[[group]]\nname = \"l\"\nthreads = 1\nloops = 1\n[[group.steps]]\nrepeat = 0\ninsertOne = {{ document = {{ x = 1 }} }}\n"),
+            "group[0].steps[0].repeat",
+            "never send",
+        ),
+        (
+            format!("{colls}[[group]]\nname = \"l\"\nthreads = 1\nloops = 1\n[[group.steps]]\nrepeat = 200000\ninsertOne = {{ document = {{ x = 1 }} }}\n"),
+            "group[0].steps[0].repeat",
+            "more than the 100000",
+        ),
+        (
+            format!("{colls}[[group]]\nname = \"l\"\nthreads = 1\nloops = 1\n[[group.steps]]\nrepeat = 2\nfindOne = {{ filter = {{ _id = {{ \"^Key\" = {{}} }} }} }}\n"),
+            "group[0].steps[0].repeat",
+            "made at each of its turns",
+        ),
+    ] {
+        let e = build(&text).unwrap_err();
+        assert_eq!(e.key, key, "{}", e.problem);
+        assert!(e.problem.contains(says), "{}", e.problem);
+    }
+}
