@@ -489,6 +489,10 @@ impl<'a> Translator<'a> {
         };
         for (k, v) in o {
             let k = scalar_text(k).unwrap_or_default();
+            // A comment for the server's logs and profiler: it changes no work, and is left out.
+            if k == "Comment" {
+                continue;
+            }
             let Some((_, ours)) = known.iter().find(|(g, _)| *g == k) else {
                 return Err(format!(
                     "option `{k}` of {op} is not supported (the tool reads {})",
@@ -535,6 +539,8 @@ impl<'a> Translator<'a> {
                 "Hint" => {
                     args.insert("hint".into(), to_toml(v));
                 }
+                // For the server's logs and profiler: it changes no work, and is left out.
+                "Comment" => {}
                 // `WriteConcern:` with nothing under it: genny converts the empty node to a
                 // write concern of no settings, the deployment's default; a `Level` written
                 // beside it (not under it) is read by neither.
