@@ -254,6 +254,9 @@ pub struct Group {
     /// With steps: an operation may take the operation timeout once per step it sends, not
     /// once in all (genny's Loader: a whole collection's batches in one operation).
     pub op_timeout_per_step: Option<bool>,
+    /// SPEC's isolation histories (`history = { model = "list-append", ... }`): read so that
+    /// a profile written to the SPEC is refused by name, not as an unknown key; not built yet.
+    pub history: Option<toml::Value>,
     /// Per group, overriding `[target]`: `1`, `"majority"` or `{ w, j, wtimeout }`.
     pub write_concern: Option<toml::Value>,
     /// `local`, `majority`, `available`, `linearizable` or `snapshot`.
