@@ -257,21 +257,8 @@ impl<'a> Translator<'a> {
                 .map(|k| Toml::String(self.collection(database, &format!("Collection{k}"))))
                 .collect();
             let first = names[0].as_str().unwrap_or_default().to_string();
-            let mut one = g.clone();
-            if sets_len(threads, per, count) > 1 {
-                one.insert(
-                    "name".into(),
-                    Toml::String(self.unique(format!("{group_name}.Collection{start}"))),
-                );
-            }
-            one.insert("threads".into(), Toml::Integer(i64::from(users)));
-            // The actor's GlobalRate is its threads' together: each set's group takes its share.
-            if let Some(r) = g.get("rate").and_then(Toml::as_float) {
-                one.insert(
-                    "rate".into(),
-                    Toml::Float(r * f64::from(users) / crate::num::real(threads)),
-                );
-            }
+            let several = sets_len(threads, per, count) > 1;
+            let mut one = self.share(&g, &group_name, several.then_some(start), users, threads);
             if per > 1 {
                 one.insert("collections".into(), Toml::Array(names));
             } else {
@@ -303,6 +290,34 @@ impl<'a> Translator<'a> {
             "{name}: RandomSampler: a document it does not find is an operation that matched nothing (genny's actor throws and ends); its `ReadWithScan` metric (while a CollectionScanner runs) is not told apart"
         ));
         Ok(())
+    }
+
+    /// A group of the actor's `g` (named `group_name`) for `users` of its `threads`, those
+    /// that work on the collections from `Collection{start}` (named after it when given): the
+    /// actor's `GlobalRate` is its threads' together, so the group takes its users' share.
+    pub(super) fn share(
+        &mut self,
+        g: &toml::Table,
+        group_name: &str,
+        start: Option<u64>,
+        users: u32,
+        threads: u64,
+    ) -> toml::Table {
+        let mut one = g.clone();
+        if let Some(start) = start {
+            one.insert(
+                "name".into(),
+                Toml::String(self.unique(format!("{group_name}.Collection{start}"))),
+            );
+        }
+        one.insert("threads".into(), Toml::Integer(i64::from(users)));
+        if let Some(r) = g.get("rate").and_then(Toml::as_float) {
+            one.insert(
+                "rate".into(),
+                Toml::Float(r * f64::from(users) / crate::num::real(threads)),
+            );
+        }
+        one
     }
 
     /// A CrudActor with `CollectionCount` above 1: genny gives each thread the collection

@@ -81,8 +81,6 @@ impl<'a> Translator<'a> {
             phase.get("MetricsName").and_then(scalar_text).as_deref(),
             p,
         );
-        // genny's one limiter for the actor's threads: here each thread's group takes its share.
-        let rate = g.get("rate").and_then(Toml::as_float);
         for t in 0..threads {
             // distributeCollectionNames: thread t's `per` collections from `(t % count) x per`.
             let start = (t % count) * per;
@@ -115,18 +113,8 @@ impl<'a> Translator<'a> {
                     format!("`CollectionSkip: {skip}` leaves thread {t} nothing to scan"),
                 ));
             }
-            let mut one = g.clone();
-            if threads > 1 {
-                one.insert(
-                    "name".into(),
-                    Toml::String(self.unique(format!("{group_name}.Collection{start}"))),
-                );
-            }
-            one.insert("threads".into(), Toml::Integer(1));
+            let mut one = self.share(&g, &group_name, (threads > 1).then_some(start), 1, threads);
             one.insert("collection".into(), steps[0]["collection"].clone());
-            if let Some(r) = rate {
-                one.insert("rate".into(), Toml::Float(r / crate::num::real(threads)));
-            }
             if scan_type == "snapshot" {
                 one.insert("transaction".into(), Toml::Boolean(true));
                 one.insert("read_concern".into(), Toml::String("snapshot".into()));
