@@ -9,8 +9,8 @@ use mongodb::{ClientSession, Collection};
 
 use super::Outcome;
 use crate::workload::command::{
-    Aggregate, Built, BuiltModel, Count, Distinct, Find, FindAndChange, FindAndModify, Insert,
-    RemovedId, TemplateRequest, WriteArgs,
+    Aggregate, Built, BuiltModel, Count, Distinct, Find, FindAndChange, FindAndModify, FindArgs,
+    Insert, RemovedId, TemplateRequest, WriteArgs,
 };
 
 type Result = mongodb::error::Result<()>;
@@ -28,6 +28,8 @@ pub(crate) struct On<'a> {
     /// replication or the journal (it says nothing of what was matched or written).
     pub(crate) unacknowledged: bool,
     pub(crate) measure: bool,
+    /// The run's limiter of megabytes scanned (`scan`'s `megabytes`).
+    pub(crate) scan_rate: &'a scan::ScanRate,
 }
 
 fn hint(h: &Option<Bson>) -> Option<Hint> {
@@ -171,9 +173,11 @@ macro_rules! send {
 // After `send!`, which they use.
 mod assert;
 mod reads;
+pub(crate) mod scan;
 mod writes;
 use assert::assert;
 use reads::*;
+use scan::scan;
 use writes::*;
 
 /// Sends one request; with `result`, keeps what a later step may read of it (`^Step`): the
@@ -239,6 +243,7 @@ pub(crate) async fn execute(
             expected,
             actual,
         } => assert(&on, &of.ignore, expected, actual, out, s).await,
+        Built::Scan { of, read } => scan(&on, &of, *read, out, s).await,
     }
 }
 

@@ -583,11 +583,25 @@ impl GroupPlan {
     }
 
     /// The longest an operation `spec` of the group may take: the operation timeout, or (with
-    /// `op_timeout_per_step`) that once per step it sends.
+    /// `op_timeout_per_step`) that once per step it sends; and each of its scans' `hold` (a
+    /// transaction kept open that long on purpose).
     pub(crate) fn op_limit(&self, spec: &OpSpec, op_timeout: Duration) -> Duration {
         match spec {
-            OpSpec::Steps(st) if self.timeout_per_step => {
-                op_timeout.saturating_mul(u32::try_from(st.steps.len()).unwrap_or(u32::MAX))
+            OpSpec::Steps(st) => {
+                let held = st
+                    .steps
+                    .iter()
+                    .filter_map(|t| match &t.command {
+                        crate::workload::command::Command::Scan(s) => s.hold,
+                        _ => None,
+                    })
+                    .fold(Duration::ZERO, Duration::saturating_add);
+                let each = if self.timeout_per_step {
+                    op_timeout.saturating_mul(u32::try_from(st.steps.len()).unwrap_or(u32::MAX))
+                } else {
+                    op_timeout
+                };
+                each.saturating_add(held)
             }
             _ => op_timeout,
         }

@@ -27,6 +27,7 @@ macro_rules! verbs {
                 (BulkWrite, bulk_write, "bulkWrite"),
                 (Command, command, "command"),
                 (Assert, assert, "assert"),
+                (Scan, scan, "scan"),
                 (Nop, nop, "nop"),
             ]
             $($rest)*

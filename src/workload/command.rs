@@ -291,8 +291,48 @@ pub(crate) enum Command {
     Run(Template),
     /// Two commands whose first batches must agree (genny's AssertiveActor).
     Assert(Arc<Assert>),
+    /// One read (`Find`, `Aggregate` or `Count`) of each of a list of collections in turn
+    /// (genny's CollectionScanner).
+    Scan(Arc<Scan>),
     /// Sends nothing.
     Nop,
+}
+
+/// `scan = { read = { find = {...} }, collections, databases, order, skip, documents, bytes,
+/// hold, continuous, megabytes }`: genny's CollectionScanner
+/// (`src/cast_core/src/CollectionScanner.cpp`, `collectionScan`/`countScan`): each database's
+/// collections (`collections`, or those `listCollections` names at each scan), sorted by
+/// `order` with the first `skip` left out, each read in turn to its cursor's end; the scan
+/// stops once `documents` were read (exactly) or `bytes` reached; a collection that fails is
+/// counted and the next is read. In a transaction, `hold` keeps it open at least that long
+/// (asleep, or scanning again with `continuous`). `megabytes` (`N per T`) paces every scan of
+/// the run by one shared limiter, a token per megabyte read (genny's `ScanRateMegabytes`).
+#[derive(Debug)]
+pub(crate) struct Scan {
+    /// A `Command::Find`, `Command::Aggregate` or `Command::Count`.
+    pub(crate) read: Command,
+    /// None: `listCollections` at each scan.
+    pub(crate) collections: Option<Vec<String>>,
+    /// Empty: the step's database.
+    pub(crate) databases: Vec<String>,
+    pub(crate) order: ScanOrder,
+    pub(crate) skip: usize,
+    pub(crate) documents: Option<u64>,
+    pub(crate) bytes: Option<u64>,
+    pub(crate) hold: Option<std::time::Duration>,
+    pub(crate) continuous: bool,
+    /// Megabytes per period, shared by every scan of the run (the first scan's rate wins).
+    pub(crate) megabytes: Option<(u32, std::time::Duration)>,
+}
+
+/// The order a scan reads its collections in (genny's `CollectionSortOrder`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ScanOrder {
+    /// As listed.
+    AsListed,
+    /// By the names' bytes.
+    Forward,
+    Reverse,
 }
 
 /// `assert = { expected, actual, ignore }`: both commands sent in turn to the step's
@@ -371,6 +411,11 @@ pub(crate) enum Built {
         of: Arc<Assert>,
         expected: Document,
         actual: Document,
+    },
+    /// The read made once, sent to each collection.
+    Scan {
+        of: Arc<Scan>,
+        read: Box<Built>,
     },
     Nop,
     /// Nothing to send: the operation needs an existing document and the collection has none

@@ -27,6 +27,18 @@ pub(super) async fn find(
     if count_first {
         send!(session, on.coll.count_documents(filter.clone()))?;
     }
+    let cursor = open_find(on.coll, filter, args, limit, session).await?;
+    drain(cursor, session, on.measure, out, result).await
+}
+
+/// A find's cursor on `coll` with `args` (and a drawn `limit` over theirs).
+pub(super) async fn open_find(
+    coll: &Collection<RawDocumentBuf>,
+    filter: Document,
+    args: &FindArgs,
+    limit: Option<i64>,
+    session: &mut Session<'_>,
+) -> mongodb::error::Result<Cursor> {
     let options = mongodb::options::FindOptions::builder()
         .projection(args.projection.clone())
         .let_vars(args.let_vars.clone())
@@ -38,12 +50,37 @@ pub(super) async fn find(
         .collation(collation(&args.collation))
         .max_time(args.max_time_ms.map(std::time::Duration::from_millis))
         .build();
-    let find = on.coll.find(filter).with_options(options);
-    let cursor = match session.as_deref_mut() {
+    let find = coll.find(filter).with_options(options);
+    Ok(match session.as_deref_mut() {
         Some(s) => Cursor::In(find.session(s).await?),
         None => Cursor::Out(find.await?),
-    };
-    drain(cursor, session, on.measure, out, result).await
+    })
+}
+
+/// An aggregate's cursor on `coll` with `of`'s options.
+pub(super) async fn open_aggregate(
+    coll: &Collection<RawDocumentBuf>,
+    of: &Aggregate,
+    stages: Vec<Document>,
+    session: &mut Session<'_>,
+) -> mongodb::error::Result<Cursor> {
+    let mut agg = coll.aggregate(stages).with_type::<RawDocumentBuf>();
+    if let Some(a) = of.allow_disk_use {
+        agg = agg.allow_disk_use(a);
+    }
+    if let Some(b) = of.batch_size {
+        agg = agg.batch_size(b);
+    }
+    if let Some(h) = hint(&of.hint) {
+        agg = agg.hint(h);
+    }
+    if let Some(ms) = of.max_time_ms {
+        agg = agg.max_time(std::time::Duration::from_millis(ms));
+    }
+    Ok(match session.as_deref_mut() {
+        Some(s) => Cursor::In(agg.session(s).await?),
+        None => Cursor::Out(agg.await?),
+    })
 }
 
 pub(super) async fn aggregate(
@@ -57,23 +94,7 @@ pub(super) async fn aggregate(
     if on.measure {
         out.sent = stages.iter().map(bytes).sum();
     }
-    let mut agg = on.coll.aggregate(stages).with_type::<RawDocumentBuf>();
-    if let Some(a) = of.allow_disk_use {
-        agg = agg.allow_disk_use(a);
-    }
-    if let Some(b) = of.batch_size {
-        agg = agg.batch_size(b);
-    }
-    if let Some(h) = hint(&of.hint) {
-        agg = agg.hint(h);
-    }
-    if let Some(ms) = of.max_time_ms {
-        agg = agg.max_time(std::time::Duration::from_millis(ms));
-    }
-    let cursor = match session.as_deref_mut() {
-        Some(s) => Cursor::In(agg.session(s).await?),
-        None => Cursor::Out(agg.await?),
-    };
+    let cursor = open_aggregate(on.coll, of, stages, session).await?;
     drain(cursor, session, on.measure, out, result).await
 }
 

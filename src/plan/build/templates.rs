@@ -29,6 +29,8 @@ use args::*;
 
 mod commands;
 
+mod scan;
+
 mod steps;
 
 /// A group's first operation, and (for several) each with its weight.

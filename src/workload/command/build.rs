@@ -88,8 +88,16 @@ impl TemplateOp {
     /// Its templates, to check what they draw (`uses_key`, `field_paths`).
     pub(crate) fn templates(&self) -> Vec<&Template> {
         let mut out: Vec<&Template> = Vec::new();
+        self.command.templates_into(&mut out);
+        out
+    }
+}
+
+impl Command {
+    /// Its templates, a scan's read's among them.
+    fn templates_into<'a>(&'a self, out: &mut Vec<&'a Template>) {
         let filter = Filter::template;
-        match &self.command {
+        match self {
             Command::Insert(i) => out.extend(i.document.as_ref()),
             Command::Find(f) => {
                 out.extend(filter(&f.filter));
@@ -116,6 +124,7 @@ impl TemplateOp {
             Command::EstimatedCount | Command::Nop => {}
             Command::Run(document) => out.push(document),
             Command::Assert(a) => out.extend([&a.expected, &a.actual]),
+            Command::Scan(s) => s.read.templates_into(out),
             Command::Bulk(b) => {
                 for m in &b.models {
                     match m {
@@ -131,11 +140,8 @@ impl TemplateOp {
                 }
             }
         }
-        out
     }
-}
 
-impl Command {
     /// This operation's values: each template generated, each built-in kind's filter and
     /// change drawn from the collection's document; the `_id`s it takes from the key space go
     /// into `issued`.
@@ -210,6 +216,10 @@ impl Command {
                 of: Arc::clone(a),
                 expected: filter(&a.expected, cx),
                 actual: filter(&a.actual, cx),
+            },
+            Command::Scan(s) => Built::Scan {
+                of: Arc::clone(s),
+                read: Box::new(s.read.build(cx, docs, issued)),
             },
             Command::Nop => Built::Nop,
         }

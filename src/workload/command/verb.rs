@@ -98,6 +98,18 @@ impl Verb {
             Verb::FindOneAndDelete => &["filter", "sort", "projection", "hint"],
             Verb::BulkWrite => &["ordered", "requests"],
             Verb::Assert => &["expected", "actual", "ignore"],
+            Verb::Scan => &[
+                "read",
+                "collections",
+                "databases",
+                "order",
+                "skip",
+                "documents",
+                "bytes",
+                "hold",
+                "continuous",
+                "megabytes",
+            ],
             Verb::Command | Verb::Nop => &[],
         }
     }
@@ -125,6 +137,7 @@ impl Verb {
             | Verb::Distinct
             | Verb::Command
             | Verb::Assert
+            | Verb::Scan
             | Verb::Nop => false,
         }
     }
@@ -153,6 +166,7 @@ impl Verb {
             | Verb::Distinct
             | Verb::Command
             | Verb::Assert
+            | Verb::Scan
             | Verb::Nop => true,
         }
     }
@@ -177,6 +191,7 @@ impl Verb {
             | Verb::Distinct
             | Verb::Command
             | Verb::Assert
+            | Verb::Scan
             | Verb::Nop => AuditAs::Nothing,
         }
     }

@@ -85,6 +85,7 @@ pub(crate) fn wire_command(op: &TemplateOp, built: Built) -> Option<Document> {
         | Built::Bulk { .. }
         | Built::Run(_)
         | Built::Assert { .. }
+        | Built::Scan { .. }
         | Built::Nop
         | Built::Skip => return None,
     })

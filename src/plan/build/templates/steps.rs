@@ -410,6 +410,7 @@ impl GroupAt<'_> {
                 a.must_be_doc("", &document, "{ ping = 1 }")?;
                 Command::Run(document)
             }
+            Verb::Scan => self.scan_command(a)?,
             Verb::Assert => {
                 let command = |k: &str| -> Result<Template, ProfileError> {
                     let t = a.required(
@@ -560,6 +561,7 @@ impl Args<'_> {
                 | Verb::BulkWrite
                 | Verb::Command
                 | Verb::Assert
+                | Verb::Scan
                 | Verb::Nop => return Ok(None),
             }))
         };

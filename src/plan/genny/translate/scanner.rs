@@ -1,11 +1,13 @@
-//! genny's CollectionScanner (`src/cast_core/src/CollectionScanner.cpp`) with generated
-//! collection names: each thread's collections (`distributeCollectionNames`), in each of the
-//! actor's databases, sorted and skipped as `collectionsFromNameList` does, each scanned in turn
-//! (`find` with the filter and `FindOptions`, or `aggregate` of `AggregatePipeline` with
-//! `AggregateOptions`, each cursor read to its end; or `countDocuments`), one step per
-//! collection; the whole scan one operation, the group's row, genny's `Scan` metric.
-//! `snapshot` runs it in a transaction at read concern snapshot. What it does not read yet is
-//! refused by name.
+//! genny's CollectionScanner (`src/cast_core/src/CollectionScanner.cpp`) as one `scan` step
+//! per thread: with `GenerateCollectionNames`, the thread's collections
+//! (`distributeCollectionNames`), else every collection `listCollections` names at each scan;
+//! in each of the actor's databases, sorted and skipped as `collectionsFromNameList` does,
+//! each read in turn (`find` with the filter and `FindOptions`, or `aggregate` of
+//! `AggregatePipeline` with `AggregateOptions`, each cursor read to its end, until `Documents`
+//! or `ScanSizeBytes`; or `countDocuments`); the whole scan one operation, the group's row,
+//! genny's `Scan` metric. `snapshot` runs it in a transaction at read concern snapshot, held
+//! `ScanDuration` (`ScanContinuous`: scanning again); `ScanRateMegabytes` is the run's one
+//! limiter of megabytes scanned. Point-in-time scans are refused by name.
 
 use super::*;
 
@@ -38,20 +40,26 @@ impl<'a> Translator<'a> {
     ) -> Result<(), Refusal> {
         let name = actor.name.as_str();
         let refuse = |t: &Self, what: String| t.refuse(Some(name), Some(p), what);
-        let (databases, count) = self.scanner_actor(actor, p)?;
+        let (databases, generated, megabytes) = self.scanner_actor(actor, p)?;
         let threads = u64::from(actor.threads);
-        // genny's `distributeCollectionNames` throws unless the collections divide evenly
-        // among the threads (and so whenever the threads outnumber them).
-        if count % threads != 0 {
-            return Err(refuse(self, format!("{threads} threads do not divide {count} collections evenly (genny refuses it too)")));
-        }
-        let per = count / threads;
-        let dbs = u64::try_from(databases.len()).unwrap_or(u64::MAX);
-        if per * threads * dbs > MAX_COLLECTIONS {
-            return Err(refuse(self, format!("`CollectionCount: {count}` spreads it over more than the {MAX_COLLECTIONS} collections the tool reads of a genny workload")));
-        }
+        let per = match generated {
+            None => None,
+            Some(count) => {
+                // genny's `distributeCollectionNames` throws unless the collections divide
+                // evenly among the threads (and so whenever the threads outnumber them).
+                if count % threads != 0 {
+                    return Err(refuse(self, format!("{threads} threads do not divide {count} collections evenly (genny refuses it too)")));
+                }
+                let per = count / threads;
+                let dbs = u64::try_from(databases.len()).unwrap_or(u64::MAX);
+                if per * threads * dbs > MAX_COLLECTIONS {
+                    return Err(refuse(self, format!("`CollectionCount: {count}` spreads it over more than the {MAX_COLLECTIONS} collections the tool reads of a genny workload")));
+                }
+                Some((count, per))
+            }
+        };
         let phase = cx.phase;
-        let (scan_type, verb, args) = self.scan_request(name, p, phase, per * dbs)?;
+        let (scan_type, mut args) = self.scan_request(name, p, phase)?;
         let order = phase
             .get("CollectionSortOrder")
             .and_then(scalar_text)
@@ -70,6 +78,27 @@ impl<'a> Translator<'a> {
         if skip != 0 && order == "none" {
             return Err(refuse(self, "a non-zero `CollectionSkip` requires a `CollectionSortOrder` (genny refuses it too)".into()));
         }
+        if order != "none" {
+            args.insert("order".into(), Toml::String(order.clone()));
+        }
+        if skip != 0 {
+            args.insert(
+                "skip".into(),
+                Toml::Integer(i64::try_from(skip).unwrap_or(i64::MAX)),
+            );
+        }
+        if let Some(m) = &megabytes {
+            // genny paces only find and aggregate scans (a count reads no documents).
+            if scan_type != "count" {
+                args.insert("megabytes".into(), Toml::String(m.clone()));
+            }
+        }
+        if databases.len() > 1 {
+            args.insert(
+                "databases".into(),
+                Toml::Array(databases.iter().cloned().map(Toml::String).collect()),
+            );
+        }
         let group_name = g
             .get("name")
             .and_then(Toml::as_str)
@@ -81,69 +110,84 @@ impl<'a> Translator<'a> {
             phase.get("MetricsName").and_then(scalar_text).as_deref(),
             p,
         );
-        for t in 0..threads {
-            // distributeCollectionNames: thread t's `per` collections from `(t % count) x per`.
-            let start = (t % count) * per;
-            let names = sort_and_skip(
-                (start..start + per)
-                    .map(|k| format!("Collection{k}"))
-                    .collect(),
-                &order,
-                skip,
-            );
-            let mut steps = Vec::new();
-            for db in &databases {
-                for c in &names {
-                    let key = self.collection(db, c);
-                    let row = if databases.len() > 1 {
-                        format!("{db}.{c}")
-                    } else {
-                        c.clone()
-                    };
-                    let mut s = step(&row, &key, verb, Toml::Table(args.clone()));
-                    // genny counts a collection that fails (dropped under it) in
-                    // `ExceptionsCaught` and scans the next.
-                    s.insert("on_error".into(), Toml::String("record".into()));
-                    steps.push(s);
+        // With generated names each thread scans its own collections: a group each. Without,
+        // every thread scans every listed collection: one group of the actor's threads.
+        let groups = if per.is_some() { threads } else { 1 };
+        for t in 0..groups {
+            let mut scan = args.clone();
+            let (handle, start) = match per {
+                Some((count, per)) => {
+                    // distributeCollectionNames: thread t's `per` collections from
+                    // `(t % count) x per`; the same names in each database.
+                    let start = (t % count) * per;
+                    let names: Vec<String> = (start..start + per)
+                        .map(|k| format!("Collection{k}"))
+                        .collect();
+                    if skip >= names.len() {
+                        return Err(refuse(
+                            self,
+                            format!("`CollectionSkip: {skip}` leaves thread {t} nothing to scan"),
+                        ));
+                    }
+                    let handle = self.collection(&databases[0], &names[0]);
+                    scan.insert(
+                        "collections".into(),
+                        Toml::Array(names.into_iter().map(Toml::String).collect()),
+                    );
+                    (handle, (threads > 1).then_some(start))
                 }
-            }
-            if steps.is_empty() {
-                return Err(refuse(
-                    self,
-                    format!("`CollectionSkip: {skip}` leaves thread {t} nothing to scan"),
-                ));
-            }
-            let mut one = self.share(&g, &group_name, (threads > 1).then_some(start), 1, threads);
-            one.insert("collection".into(), steps[0]["collection"].clone());
+                None => (self.database_handle(&databases[0]), None),
+            };
+            let mut one = if per.is_some() {
+                self.share(&g, &group_name, start, 1, threads)
+            } else {
+                g.clone()
+            };
+            one.insert("collection".into(), Toml::String(handle.clone()));
             if scan_type == "snapshot" {
                 one.insert("transaction".into(), Toml::Boolean(true));
                 one.insert("read_concern".into(), Toml::String("snapshot".into()));
             }
             one.insert("metric".into(), Toml::String(metric.clone()));
-            one.insert(
-                "steps".into(),
-                Toml::Array(steps.into_iter().map(Toml::Table).collect()),
-            );
+            let mut s = step("Scan", &handle, "scan", Toml::Table(scan));
+            // genny counts a collection that fails (dropped under it) in
+            // `ExceptionsCaught`, and the scan goes on.
+            s.insert("on_error".into(), Toml::String("record".into()));
+            one.insert("steps".into(), Toml::Array(vec![Toml::Table(s)]));
             self.groups.push(one);
         }
+        let whose = if per.is_some() {
+            "the thread's collections"
+        } else {
+            "every collection listCollections names, at each scan,"
+        };
         self.notes.push(format!(
-            "{name} (CollectionScanner): a scan of the thread's collections is one operation, its group's row ({metric}); a collection that fails counts on its step's row, and the scan goes on (genny's ExceptionsCaught)"
+            "{name} (CollectionScanner): a scan of {whose} is one operation, its group's row ({metric}); a collection that fails is an error of the scan, which goes on to the next (genny's ExceptionsCaught)"
         ));
         Ok(())
     }
 
     /// The actor's own keys (genny reads them from the actor, never from a phase): its
-    /// databases (`Database`, comma-separated) and `CollectionCount`.
-    fn scanner_actor(&self, actor: &Actor<'a>, p: usize) -> Result<(Vec<String>, u64), Refusal> {
+    /// databases (`Database`, comma-separated), `CollectionCount` when it generates the
+    /// names, and `ScanRateMegabytes` as the scan's `megabytes`.
+    #[allow(clippy::type_complexity)]
+    fn scanner_actor(
+        &self,
+        actor: &Actor<'a>,
+        p: usize,
+    ) -> Result<(Vec<String>, Option<u64>, Option<String>), Refusal> {
         let name = actor.name.as_str();
         let refuse = |t: &Self, what: String| t.refuse(Some(name), Some(p), what);
         let own = |k: &str| actor.node.get(k);
-        if own("ScanRateMegabytes").is_some() {
-            return Err(refuse(self, "CollectionScanner's `ScanRateMegabytes` (a rate in megabytes scanned, shared by every scanner) is not read yet".into()));
-        }
-        if own("GenerateCollectionNames").and_then(Yaml::as_bool) != Some(true) {
-            return Err(refuse(self, "CollectionScanner without `GenerateCollectionNames: true` lists the collections at each scan (listCollections), which the tool does not read yet".into()));
-        }
+        let megabytes = match own("ScanRateMegabytes") {
+            None => None,
+            Some(v) => Some(scan_rate(v).ok_or_else(|| {
+                refuse(
+                    self,
+                    "`ScanRateMegabytes` is `N per T` (whole megabytes, `10 per 1 second`)".into(),
+                )
+            })?),
+        };
         let databases: Vec<String> = own("Database")
             .and_then(scalar_text)
             .map(|d| {
@@ -154,35 +198,31 @@ impl<'a> Translator<'a> {
             })
             .filter(|d: &Vec<String>| !d.is_empty())
             .ok_or_else(|| refuse(self, "CollectionScanner needs `Database`".into()))?;
+        if own("GenerateCollectionNames").and_then(Yaml::as_bool) != Some(true) {
+            return Ok((databases, None, megabytes));
+        }
         let count = own("CollectionCount")
             .and_then(number)
             .filter(|n| *n >= 1.0 && n.fract() == 0.0)
             .map(crate::num::whole)
             .ok_or_else(|| refuse(self, "CollectionScanner with `GenerateCollectionNames` needs `CollectionCount`, a whole number from 1".into()))?;
-        Ok((databases, count))
+        Ok((databases, Some(count), megabytes))
     }
 
-    /// What one collection's scan sends: the scan type, the step's verb and its arguments.
+    /// What a scan sends: the scan type and the `scan` step's arguments (its read, limits and
+    /// how long a snapshot scan holds its transaction).
     fn scan_request(
         &self,
         name: &str,
         p: usize,
         phase: &Yaml,
-        collections: u64,
-    ) -> Result<(String, &'static str, toml::Table), Refusal> {
+    ) -> Result<(String, toml::Table), Refusal> {
         let refuse = |t: &Self, what: String| t.refuse(Some(name), Some(p), what);
-        for key in [
-            "SelectClusterTimeOnly",
-            "ScanDuration",
-            "ScanContinuous",
-            "ScanSizeBytes",
-        ] {
-            if phase.get(key).is_some_and(|v| v.as_bool() != Some(false)) {
-                return Err(refuse(
-                    self,
-                    format!("CollectionScanner's `{key}` is not read yet"),
-                ));
-            }
+        if phase
+            .get("SelectClusterTimeOnly")
+            .is_some_and(|v| v.as_bool() != Some(false))
+        {
+            return Err(refuse(self, "CollectionScanner's `SelectClusterTimeOnly` (a cluster time kept for a later point-in-time scan) is not read yet".into()));
         }
         let scan_type = phase
             .get("ScanType")
@@ -203,46 +243,82 @@ impl<'a> Translator<'a> {
                     .into(),
             ));
         }
-        let documents = phase
-            .get("Documents")
-            .and_then(number)
-            .filter(|n| *n > 0.0 && n.fract() == 0.0)
-            .map(crate::num::whole_signed);
-        // genny counts `Documents` only in a find or aggregate scan (a count scan ignores it).
-        let documents = documents.filter(|_| scan_type != "count");
-        if documents.is_some() && (collections > 1 || pipeline.is_some()) {
-            return Err(refuse(self, "CollectionScanner's `Documents` over several collections, or with `AggregatePipeline`, is not read yet (one collection's find reads it as its limit)".into()));
-        }
-        let (verb, args) = match scan_type.as_str() {
+        let whole = |k: &str| {
+            phase
+                .get(k)
+                .and_then(number)
+                .filter(|n| *n > 0.0 && n.fract() == 0.0)
+                .map(crate::num::whole_signed)
+        };
+        let mut scan = toml::Table::new();
+        let mut read = toml::Table::new();
+        match scan_type.as_str() {
             "count" => {
                 let mut a = toml::Table::new();
                 a.insert("filter".into(), filter.map_or(Toml::Table(Default::default()), to_toml));
-                ("countDocuments", a)
+                read.insert("countDocuments".into(), Toml::Table(a));
             }
-            "standard" | "snapshot" => match pipeline {
-                Some(stages) => {
-                    let mut a = self.scan_options(name, p, phase, "AggregateOptions", &AGGREGATE_OPTIONS)?;
-                    a.insert("pipeline".into(), to_toml(stages));
-                    ("aggregate", a)
-                }
-                None => {
-                    let mut a = self.scan_options(name, p, phase, "FindOptions", &FIND_OPTIONS)?;
-                    a.insert("filter".into(), filter.map_or(Toml::Table(Default::default()), to_toml));
-                    // genny stops at `Documents` read, or where the find's own limit ends the
-                    // cursor: the smaller.
-                    if let Some(d) = documents {
-                        let limit = a.get("limit").and_then(Toml::as_integer).map_or(d, |l| l.min(d));
-                        a.insert("limit".into(), Toml::Integer(limit));
+            "standard" | "snapshot" => {
+                match pipeline {
+                    Some(stages) => {
+                        let mut a = self.scan_options(name, p, phase, "AggregateOptions", &AGGREGATE_OPTIONS)?;
+                        a.insert("pipeline".into(), to_toml(stages));
+                        read.insert("aggregate".into(), Toml::Table(a));
                     }
-                    ("find", a)
+                    None => {
+                        let mut a = self.scan_options(name, p, phase, "FindOptions", &FIND_OPTIONS)?;
+                        a.insert("filter".into(), filter.map_or(Toml::Table(Default::default()), to_toml));
+                        read.insert("find".into(), Toml::Table(a));
+                    }
                 }
-            },
+                // genny counts `Documents` and `ScanSizeBytes` only in a find or aggregate
+                // scan (a count scan ignores them).
+                if let Some(d) = whole("Documents") {
+                    scan.insert("documents".into(), Toml::Integer(d));
+                }
+                if let Some(b) = whole("ScanSizeBytes") {
+                    scan.insert("bytes".into(), Toml::Integer(b));
+                }
+            }
             "point-in-time" => {
                 return Err(refuse(self, "CollectionScanner's `ScanType: point-in-time` (reads at a cluster time an earlier phase took) is not read yet".into()))
             }
             other => return Err(refuse(self, format!("`ScanType: {other}` is not one of count, standard, snapshot, point-in-time"))),
+        }
+        scan.insert("read".into(), Toml::Table(read));
+        let hold = match phase.get("ScanDuration") {
+            None => None,
+            Some(v) => Some(
+                duration(v)
+                    .ok_or_else(|| refuse(self, "`ScanDuration` is not a duration".into()))?,
+            ),
         };
-        Ok((scan_type, verb, args))
+        let continuous = phase.get("ScanContinuous").and_then(Yaml::as_bool) == Some(true);
+        // genny's own checks (CollectionScanner.cpp, PhaseConfig).
+        if hold.is_some() && scan_type != "snapshot" {
+            return Err(refuse(
+                self,
+                "`ScanDuration` is only for `ScanType: snapshot` (genny refuses it too)".into(),
+            ));
+        }
+        if continuous && hold.is_none() {
+            return Err(refuse(
+                self,
+                "`ScanContinuous` needs `ScanDuration` (genny refuses it too)".into(),
+            ));
+        }
+        // `--smoke` scans once: no transaction held open.
+        let hold = hold.filter(|_| !self.smoke);
+        if let Some(h) = hold {
+            scan.insert(
+                "hold".into(),
+                Toml::String(humantime::format_duration(h).to_string()),
+            );
+            if continuous {
+                scan.insert("continuous".into(), Toml::Boolean(true));
+            }
+        }
+        Ok((scan_type, scan))
     }
 
     /// `FindOptions`/`AggregateOptions` as the step's arguments (genny's `OptionsConversion`);
@@ -292,13 +368,11 @@ impl<'a> Translator<'a> {
     }
 }
 
-/// `collectionsFromNameList`: the names sorted (`forward`: by their bytes, `reverse`: the
-/// other way, `none`: as they are), then the first `skip` left out.
-fn sort_and_skip(mut names: Vec<String>, order: &str, skip: usize) -> Vec<String> {
-    match order {
-        "forward" => names.sort(),
-        "reverse" => names.sort_by(|a, b| b.cmp(a)),
-        _ => {}
-    }
-    names.into_iter().skip(skip).collect()
+/// genny's `ScanRateMegabytes` (`10 per 1 second`) as the scan's `megabytes` (`10 per 1s`).
+fn scan_rate(v: &Yaml) -> Option<String> {
+    let text = scalar_text(v)?;
+    let (n, per) = text.split_once(" per ")?;
+    let n: u32 = n.trim().parse().ok().filter(|n| *n > 0)?;
+    let per = duration(&Yaml::String(per.trim().to_string())).filter(|d| !d.is_zero())?;
+    Some(format!("{n} per {}", humantime::format_duration(per)))
 }

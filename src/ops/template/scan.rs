@@ -1,0 +1,279 @@
+//! `scan`: genny's CollectionScanner (`src/cast_core/src/CollectionScanner.cpp`,
+//! `collectionScan` and `countScan`): each database's collections, as given or as
+//! `listCollections` names them at each scan (sent outside the transaction, which cannot list
+//! them), sorted and skipped as `collectionsFromNameList` does, each read in turn to its
+//! cursor's end; the scan stops once exactly `documents` were read or `bytes` reached (the
+//! cursor closed there); a collection that fails (dropped under the scan) is counted and the
+//! next read, and the scan ends with the first such error; `megabytes` takes a token of the
+//! run's one limiter per megabyte read; `hold` keeps the transaction open until that long
+//! after the scan began, asleep or (`continuous`) scanning again.
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use super::*;
+use crate::workload::command::{Scan, ScanOrder};
+
+/// The run's one limiter of megabytes scanned (genny's "CollectionScanner" rate limiter,
+/// shared by every scanner, made by the first scan that asks for it).
+#[derive(Default)]
+pub(crate) struct ScanRate(Mutex<Option<Gcra>>);
+
+/// A token bucket by its theoretical arrival time: `n` tokens a `per`, in bursts of `n`.
+struct Gcra {
+    every: Duration,
+    burst: Duration,
+    next: Instant,
+}
+
+impl ScanRate {
+    /// Waits for a token of `n` per `per`.
+    async fn take(&self, (n, per): (u32, Duration)) {
+        let wait = {
+            let mut g = self
+                .0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let now = Instant::now();
+            let gcra = g.get_or_insert_with(|| {
+                let every = per / n.max(1);
+                Gcra {
+                    every,
+                    burst: per.saturating_sub(every),
+                    next: now,
+                }
+            });
+            let next = gcra.next.max(now);
+            let allowed = next.checked_sub(gcra.burst).unwrap_or(now);
+            gcra.next = next + gcra.every;
+            allowed.saturating_duration_since(now)
+        };
+        if !wait.is_zero() {
+            tokio::time::sleep(wait).await;
+        }
+    }
+}
+
+/// What one pass over the collections read.
+#[derive(Default)]
+struct Tally {
+    documents: u64,
+    bytes: u64,
+    megabytes: u64,
+    counted: u64,
+    failed: u64,
+    first_error: Option<mongodb::error::Error>,
+}
+
+pub(super) async fn scan(
+    on: &On<'_>,
+    of: &Scan,
+    read: Built,
+    out: &mut Outcome,
+    session: &mut Session<'_>,
+) -> Result {
+    let began = Instant::now();
+    let mut all = Tally::default();
+    loop {
+        pass(on, of, &read, &mut all, session).await?;
+        match of.hold {
+            Some(hold) if began.elapsed() < hold => {
+                if of.continuous {
+                    continue;
+                }
+                tokio::time::sleep(hold.saturating_sub(began.elapsed())).await;
+            }
+            _ => {}
+        }
+        break;
+    }
+    out.returned = all.documents;
+    out.counted = all.counted;
+    out.received = u32::try_from(all.bytes).unwrap_or(u32::MAX);
+    out.matched = all.documents > 0 || all.counted > 0;
+    match all.first_error {
+        None => Ok(()),
+        Some(e) => Err(e),
+    }
+}
+
+/// One scan of every collection (a `continuous` scan makes several).
+async fn pass(
+    on: &On<'_>,
+    of: &Scan,
+    read: &Built,
+    all: &mut Tally,
+    session: &mut Session<'_>,
+) -> Result {
+    let own = [on.coll.namespace().db];
+    let databases: &[String] = if of.databases.is_empty() {
+        &own
+    } else {
+        &of.databases
+    };
+    // The limits count over the whole pass, every database's collections.
+    let mut this = Tally::default();
+    'dbs: for db in databases {
+        let database = on.client.database(db);
+        let names = match &of.collections {
+            Some(names) => names.clone(),
+            None => database.list_collection_names().await?,
+        };
+        for name in ordered(names, of.order, of.skip) {
+            let coll = database.collection::<RawDocumentBuf>(&name);
+            match one(on, of, &coll, read, &mut this, session).await {
+                Ok(true) => break 'dbs,
+                Ok(false) => {}
+                Err(e) => {
+                    this.failed += 1;
+                    this.first_error.get_or_insert(e);
+                }
+            }
+        }
+    }
+    all.documents += this.documents;
+    all.bytes += this.bytes;
+    all.counted += this.counted;
+    all.failed += this.failed;
+    if all.first_error.is_none() {
+        all.first_error = this.first_error;
+    }
+    Ok(())
+}
+
+/// `collectionsFromNameList`: the names sorted (`Forward`: by their bytes, `Reverse`: the
+/// other way, `AsListed`: as they are), then the first `skip` left out.
+fn ordered(mut names: Vec<String>, order: ScanOrder, skip: usize) -> Vec<String> {
+    match order {
+        ScanOrder::AsListed => {}
+        ScanOrder::Forward => names.sort(),
+        ScanOrder::Reverse => names.sort_by(|a, b| b.cmp(a)),
+    }
+    names.into_iter().skip(skip).collect()
+}
+
+/// One collection's read; true when a limit ended the scan.
+async fn one(
+    on: &On<'_>,
+    of: &Scan,
+    coll: &Collection<RawDocumentBuf>,
+    read: &Built,
+    this: &mut Tally,
+    session: &mut Session<'_>,
+) -> mongodb::error::Result<bool> {
+    let cursor = match read {
+        Built::Find {
+            of: f,
+            filter,
+            limit,
+            ..
+        } => open_find(coll, filter.clone(), &f.args, *limit, session).await?,
+        Built::Aggregate { of: a, stages } => {
+            open_aggregate(coll, a, stages.clone(), session).await?
+        }
+        Built::Count { of: c, filter } => {
+            let mut count = coll.count_documents(filter.clone());
+            if let Some(s) = c.skip {
+                count = count.skip(s);
+            }
+            if let Some(l) = c.limit {
+                count = count.limit(l);
+            }
+            if let Some(h) = hint(&c.hint) {
+                count = count.hint(h);
+            }
+            // genny's count scan takes no session.
+            this.counted += count.await?;
+            return Ok(false);
+        }
+        _ => return Ok(false),
+    };
+    match (cursor, session.as_deref_mut()) {
+        (Cursor::In(mut c), Some(s)) => {
+            while c.advance(s).await? {
+                if this.read(of, c.current()) {
+                    return Ok(true);
+                }
+                pace(on, of, this).await;
+            }
+        }
+        (Cursor::In(_), None) => {}
+        (Cursor::Out(mut c), _) => {
+            while c.advance().await? {
+                if this.read(of, c.current()) {
+                    return Ok(true);
+                }
+                pace(on, of, this).await;
+            }
+        }
+    }
+    Ok(false)
+}
+
+impl Tally {
+    /// Counts one document read; true when it reaches a limit.
+    fn read(&mut self, of: &Scan, raw: &mongodb::bson::RawDocument) -> bool {
+        self.documents += 1;
+        self.bytes += u64::try_from(raw.as_bytes().len()).unwrap_or(u64::MAX);
+        of.documents == Some(self.documents) || of.bytes.is_some_and(|b| self.bytes >= b)
+    }
+}
+
+/// A token of the run's limiter for each whole megabyte read.
+async fn pace(on: &On<'_>, of: &Scan, this: &mut Tally) {
+    let Some(rate) = of.megabytes else { return };
+    while this.bytes >= (this.megabytes + 1) * 1_000_000 {
+        on.scan_rate.take(rate).await;
+        this.megabytes += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn collections_are_ordered_by_their_bytes_then_skipped_as_genny_does() {
+        let listed = names(&["Collection2", "Collection10", "Collection1"]);
+        assert_eq!(
+            ordered(listed.clone(), ScanOrder::AsListed, 0),
+            names(&["Collection2", "Collection10", "Collection1"])
+        );
+        // Lexicographic, as std::less on std::string: "Collection10" before "Collection2".
+        assert_eq!(
+            ordered(listed.clone(), ScanOrder::Forward, 1),
+            names(&["Collection10", "Collection2"])
+        );
+        assert_eq!(
+            ordered(listed.clone(), ScanOrder::Reverse, 0),
+            names(&["Collection2", "Collection10", "Collection1"])
+        );
+        assert!(ordered(listed, ScanOrder::Forward, 3).is_empty());
+    }
+
+    /// `2 per 200ms`: a burst of two at once, then one every 100 ms.
+    #[tokio::test]
+    async fn the_megabyte_limiter_lets_a_burst_through_then_paces() {
+        let rate = ScanRate::default();
+        let spec = (2, Duration::from_millis(200));
+        let began = Instant::now();
+        rate.take(spec).await;
+        rate.take(spec).await;
+        assert!(
+            began.elapsed() < Duration::from_millis(50),
+            "{:?}",
+            began.elapsed()
+        );
+        for _ in 0..4 {
+            rate.take(spec).await;
+        }
+        // Tokens 3 to 6 at 100, 200, 300 and 400 ms.
+        let took = began.elapsed();
+        assert!(took >= Duration::from_millis(390), "{took:?}");
+        assert!(took < Duration::from_millis(800), "{took:?}");
+    }
+}
