@@ -637,7 +637,7 @@ fn a_collection_scanner_reads_each_threads_collections_whole_as_one_scan() {
              \x20 - {{Repeat: 1, Database: {db}, Threads: 1, CollectionCount: 4, DocumentCount: 10, BatchSize: 10, Document: {{a: {{^RandomInt: {{min: 1, max: 9}}}}}}}}\n\
              \x20 - {{Nop: true}}\n{}{}{}",
             scanner("Scanner", 2, "{Repeat: 3, ScanType: Standard, FindOptions: {BatchSize: 3, Comment: c}}"),
-            scanner("Snap", 1, "{Repeat: 2, ScanType: snapshot, CollectionSortOrder: reverse, CollectionSkip: 1, AggregatePipeline: {array: [{$match: {a: {$gte: 1}}}]}, AggregateOptions: {BatchSize: 2, AllowDiskUse: true}}"),
+            scanner("Snap", 1, "{Repeat: 2, ScanType: snapshot, Documents: 15, CollectionSortOrder: reverse, CollectionSkip: 1, AggregatePipeline: {array: [{$match: {a: {$gte: 1}}}]}, AggregateOptions: {BatchSize: 2, AllowDiskUse: true}}"),
             scanner("Counter", 1, "{Repeat: 1, ScanType: count, MetricsName: Counted}"),
         ),
     );
@@ -647,34 +647,20 @@ fn a_collection_scanner_reads_each_threads_collections_whole_as_one_scan() {
         .map(|k| server.count(&db, &format!("Collection{k}"), doc! {}))
         .sum();
     assert_eq!(held, 40);
-    // Thread 0 reads Collection0 and 1, thread 1 Collection2 and 3: three scans each.
-    assert_eq!(row(&summary, "Scanner.Collection0")["samples"], 3);
-    assert_eq!(
-        row(&summary, "Scanner.Collection0:Collection1")["samples"],
-        3
-    );
-    assert_eq!(
-        row(&summary, "Scanner.Collection2:Collection3")["samples"],
-        3
-    );
+    // Thread 0 reads Collection0 and 1, thread 1 Collection2 and 3: three scans each, one
+    // operation of one `scan` step.
+    for group in ["Scanner.Collection0", "Scanner.Collection2"] {
+        assert_eq!(row(&summary, group)["samples"], 3);
+        assert_eq!(row(&summary, &format!("{group}:Scan"))["samples"], 3);
+    }
     let rollups = read_json(&out.join("rollups.json"));
     let r = &rollups["runs"][0]["rollups"];
     assert_eq!(r["Scanner.Scan.1"]["OperationsTotal"], 6);
     assert_eq!(r["Scanner.Scan.1"]["DocumentsTotal"], 3 * held);
-    // Reverse order, the first skipped: Collection2, 1, 0 in a snapshot transaction.
-    let labels: Vec<&str> = summary["runs"][0]["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["label"].as_str().unwrap())
-        .filter(|l| l.starts_with("Snap:Collection"))
-        .collect();
-    assert_eq!(
-        labels,
-        ["Snap:Collection2", "Snap:Collection1", "Snap:Collection0"]
-    );
+    // Reverse order, the first skipped (Collection2, 1, 0; the order is the lib test's), in a
+    // snapshot transaction, stopped at exactly `Documents` read, across collections.
     assert_eq!(r["Snap.Scan.1"]["OperationsTotal"], 2);
-    assert_eq!(r["Snap.Scan.1"]["DocumentsTotal"], 2 * 30);
+    assert_eq!(r["Snap.Scan.1"]["DocumentsTotal"], 2 * 15);
     assert_eq!(
         row(&summary, "Snap")["transactions"]["committed"],
         2,
@@ -683,6 +669,67 @@ fn a_collection_scanner_reads_each_threads_collections_whole_as_one_scan() {
     );
     assert_eq!(r["Counter.Counted"]["OperationsTotal"], 1);
     assert_eq!(r["Counter.Counted"]["DocumentsTotal"], held);
+}
+
+/// genny's CollectionScanner as docs/CollectionScanner.yml uses it, without generated names:
+/// every collection `listCollections` names, each scan; `ScanSizeBytes` stops the scan at the
+/// document that reaches it; `ScanDuration` holds a snapshot transaction open (asleep, or
+/// with `ScanContinuous` scanning again); `ScanRateMegabytes` paces a scan a megabyte at a
+/// time. Each against the documents and bytes the server holds.
+#[test]
+fn a_collection_scanner_lists_its_collections_stops_at_its_bytes_holds_and_paces() {
+    let Some(server) = TestServer::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = unique_db("genny_scan_listed");
+    let scanner = |name: &str, own: &str, phase: &str| {
+        format!(
+            "- Name: {name}\n  Type: CollectionScanner\n  Threads: 1\n  Database: {db}\n{own}  Phases:\n  - {{Nop: true}}\n  - {phase}\n"
+        )
+    };
+    let path = workload(
+        dir.path(),
+        "scan_listed.yml",
+        &format!(
+            "SchemaVersion: 2018-07-01\nActors:\n\
+             - Name: Load\n  Type: Loader\n  Threads: 1\n  Phases:\n\
+             \x20 - {{Repeat: 1, Database: {db}, Threads: 1, CollectionCount: 2, DocumentCount: 1000, BatchSize: 1000, Document: {{x: {{^FastRandomString: {{length: 1000}}}}}}}}\n\
+             \x20 - {{Nop: true}}\n{}{}{}{}",
+            scanner("Sized", "", "{Repeat: 2, ScanType: standard, ScanSizeBytes: 10000}"),
+            scanner("Held", "", "{Repeat: 1, ScanType: snapshot, ScanDuration: 1 second}"),
+            scanner("Again", "", "{Repeat: 1, ScanType: snapshot, ScanDuration: 1 second, ScanContinuous: true}"),
+            scanner("Paced", "  ScanRateMegabytes: 1 per 1 second\n", "{Repeat: 1, ScanType: standard}"),
+        ),
+    );
+    let out = dir.path().join("run");
+    let (summary, _, _) = server.run_ok(path.to_str().unwrap(), &out, &[]);
+    let held: u64 = (0..2)
+        .map(|k| server.count(&db, &format!("Collection{k}"), doc! {}))
+        .sum();
+    assert_eq!(held, 2000);
+    // Every document is the same size: the scan stops at the one that reaches 10,000 bytes.
+    let one = server.aggregate(&db, "Collection0", vec![doc! { "$limit": 1 }]);
+    let size = mongodb::bson::to_vec(&one[0]).unwrap().len() as u64;
+    let per_scan = 10_000u64.div_ceil(size);
+    let rollups = read_json(&out.join("rollups.json"));
+    let r = &rollups["runs"][0]["rollups"];
+    assert_eq!(r["Sized.Scan.1"]["OperationsTotal"], 2);
+    assert_eq!(r["Sized.Scan.1"]["DocumentsTotal"], 2 * per_scan, "{size} bytes a document");
+    // Held open a second after one whole scan, then committed.
+    assert_eq!(r["Held.Scan.1"]["DocumentsTotal"], held);
+    let ms = |label: &str| row(&summary, label)["min_ms"].as_f64().unwrap();
+    assert!(ms("Held") >= 1000.0, "{}", row(&summary, "Held"));
+    assert_eq!(row(&summary, "Held")["transactions"]["committed"], 1);
+    // Scanned again and again for a second, each scan whole.
+    let again = r["Again.Scan.1"]["DocumentsTotal"].as_u64().unwrap();
+    assert!(again >= 2 * held && again % held == 0, "{again}");
+    assert!(ms("Again") >= 1000.0, "{}", row(&summary, "Again"));
+    // About 2 MB at a megabyte a second: the second megabyte's token a second after the first.
+    assert_eq!(r["Paced.Scan.1"]["DocumentsTotal"], held);
+    assert!(held * size > 2_000_000);
+    assert!(ms("Paced") >= 950.0, "{}", row(&summary, "Paced"));
+    assert!(ms("Sized") < 950.0, "{}", row(&summary, "Sized"));
 }
 
 /// A loader thread's collections, one after another as genny's thread loads them: one group
