@@ -266,25 +266,39 @@ fn a_sampler_and_a_scanner_share_their_actors_global_rate_among_their_groups() {
     assert_eq!(g.len(), 4);
     assert!(g.iter().all(|g| g["rate"].as_float() == Some(1.0)));
     assert_eq!(g[3]["metric"].as_str(), Some("C.Scan.0"));
-    let steps: Vec<&str> = g[3]["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["collection"].as_str().unwrap())
-        .collect();
-    assert_eq!(steps, ["Collection6", "Collection7"]);
+    let scan = &g[3]["steps"][0]["scan"];
+    assert_eq!(g[3]["steps"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        scan["collections"],
+        toml::Value::Array(vec!["Collection6".into(), "Collection7".into()])
+    );
+    // Without generated names every thread scans every listed collection: one group of the
+    // actor's threads at the whole rate; a snapshot scan held `ScanDuration` (not under
+    // `--smoke`), `ScanRateMegabytes` as the scan's `megabytes`.
+    let listed = "Actors:\n- Name: C\n  Type: CollectionScanner\n  Threads: 4\n  Database: cold\n  ScanRateMegabytes: 10 per 1 second\n  Phases:\n  - {Duration: 1 second, ScanType: snapshot, ScanDuration: 2 minutes, ScanContinuous: true, ScanSizeBytes: 1000, GlobalRate: 4 per 1 second}\n";
+    let t = read(listed, false).unwrap();
+    let g = t.profile["group"].as_array().unwrap();
+    assert_eq!(g.len(), 1);
+    assert_eq!(g[0]["threads"].as_integer(), Some(4));
+    assert_eq!(g[0]["rate"].as_float(), Some(4.0));
+    assert_eq!(g[0]["transaction"].as_bool(), Some(true));
+    let scan = &g[0]["steps"][0]["scan"];
+    assert!(scan.get("collections").is_none());
+    assert_eq!(scan["hold"].as_str(), Some("2m"));
+    assert_eq!(scan["continuous"].as_bool(), Some(true));
+    assert_eq!(scan["bytes"].as_integer(), Some(1000));
+    assert_eq!(scan["megabytes"].as_str(), Some("10 per 1s"));
+    let smoke = read(listed, true).unwrap();
+    assert!(smoke.profile["group"][0]["steps"][0]["scan"].get("hold").is_none());
     // genny's own refusals, and what is not read yet, each by name.
-    for (actor, says) in [
-        ("Threads: 3\n  Database: d\n  GenerateCollectionNames: true\n  CollectionCount: 4", "evenly"),
-        ("Threads: 1\n  Database: d", "listCollections"),
-        ("Threads: 1\n  Database: d\n  ScanRateMegabytes: 1 per 1 second\n  GenerateCollectionNames: true\n  CollectionCount: 1", "ScanRateMegabytes"),
+    for (actor, phase, says) in [
+        ("Threads: 3\n  Database: d\n  GenerateCollectionNames: true\n  CollectionCount: 4", "ScanType: standard", "evenly"),
+        ("Threads: 1\n  Database: d", "ScanType: standard, ScanDuration: 1 minute", "only for `ScanType: snapshot`"),
+        ("Threads: 1\n  Database: d", "ScanType: snapshot, ScanContinuous: true", "needs `ScanDuration`"),
+        ("Threads: 1\n  Database: d", "ScanType: point-in-time", "point-in-time"),
+        ("Threads: 1\n  Database: d", "SelectClusterTimeOnly: true", "SelectClusterTimeOnly"),
     ] {
-        let e = read(&format!("Actors:\n- Name: C\n  Type: CollectionScanner\n  {actor}\n  Phases:\n  - {{Repeat: 1, ScanType: standard}}\n"), false).unwrap_err();
+        let e = read(&format!("Actors:\n- Name: C\n  Type: CollectionScanner\n  {actor}\n  Phases:\n  - {{Repeat: 1, {phase}}}\n"), false).unwrap_err();
         assert!(e.to_string().contains(says), "{e}");
     }
-    let e = read("Actors:\n- Name: C\n  Type: CollectionScanner\n  Threads: 1\n  Database: d\n  GenerateCollectionNames: true\n  CollectionCount: 1\n  Phases:\n  - {Repeat: 1, ScanType: snapshot, ScanDuration: 1 minute}\n", false).unwrap_err();
-    assert!(
-        e.to_string().contains("`ScanDuration` is not read yet"),
-        "{e}"
-    );
 }
