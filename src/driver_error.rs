@@ -87,11 +87,12 @@ pub(crate) fn server_error(e: &mongodb::error::Error) -> Option<ServerSaid<'_>> 
     }
 }
 
-/// A comparison of two replies that failed, or a reply without a first batch (an `assert`
-/// step: genny's `FailedAssertionException`), carried as the driver's custom error; its text
-/// is the message.
+/// What the tool itself finds wrong in the server's replies, carried as the driver's custom
+/// error; its text is the message: a comparison of two replies that failed, or a reply without
+/// a first batch (an `assert` step: genny's `FailedAssertionException`); a sample smaller than
+/// asked for (`insertSample`: genny's `InvalidConfigurationException`).
 #[derive(Debug)]
-pub(crate) struct AssertionFailed(pub(crate) String);
+pub(crate) struct ReplyRefused(pub(crate) String);
 
 /// A driver error in the user's terms: `code 2 (BadValue): <the server's message>` for what
 /// the server returned, else the driver's own sentence for its kind (never its Debug).
@@ -126,7 +127,7 @@ pub(crate) fn describe(e: &mongodb::error::Error) -> String {
         {
             "the batch failed without a write error from the server".into()
         }
-        None => match e.get_custom::<AssertionFailed>() {
+        None => match e.get_custom::<ReplyRefused>() {
             Some(a) => a.0.clone(),
             None => e.kind.to_string(),
         },

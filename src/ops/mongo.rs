@@ -47,8 +47,8 @@ pub(crate) struct MongoBackend {
     pub(crate) listeners: Option<(mongodb::options::ClientOptions, Arc<super::listen::Resumes>)>,
     /// Compute payload sizes (off only for the bare-driver baseline).
     pub(crate) measure: bool,
-    /// The run's one limiter of megabytes scanned.
-    pub(crate) scan_rate: Arc<super::template::scan::ScanRate>,
+    /// What the run's operations share (a scan's limiter, the samples).
+    pub(crate) shared: Arc<super::template::Shared>,
 }
 
 /// A collection with the write and read settings a group sends with.
@@ -111,7 +111,7 @@ impl MongoBackend {
             client: client.clone(),
             listeners: None,
             measure: true,
-            scan_rate: Default::default(),
+            shared: Default::default(),
         }
     }
 }
@@ -161,7 +161,7 @@ impl Backend for MongoBackend {
                     write_concern: h.and_then(|h| h.write_concern.as_ref()),
                     unacknowledged: h.is_some_and(|h| h.unacknowledged),
                     measure: self.measure,
-                    scan_rate: &self.scan_rate,
+                    shared: &self.shared,
                 };
                 if let Err(e) =
                     super::template::execute(to, t, &mut out, None, Some(&mut session)).await
@@ -179,7 +179,7 @@ impl Backend for MongoBackend {
                     write_concern: h.and_then(|h| h.write_concern.as_ref()),
                     unacknowledged: h.is_some_and(|h| h.unacknowledged),
                     measure: self.measure,
-                    scan_rate: &self.scan_rate,
+                    shared: &self.shared,
                 };
                 if let Err(e) = super::template::execute(on, t, &mut out, None, None).await {
                     out.error = Some(Box::new(super::classify::classify(e)));
@@ -330,7 +330,7 @@ impl MongoBackend {
                     write_concern: h.write_concern.as_ref().filter(|_| session.is_none()),
                     unacknowledged: h.unacknowledged && session.is_none(),
                     measure: self.measure,
-                    scan_rate: &self.scan_rate,
+                    shared: &self.shared,
                 },
                 built,
                 &mut one,

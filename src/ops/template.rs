@@ -28,8 +28,16 @@ pub(crate) struct On<'a> {
     /// replication or the journal (it says nothing of what was matched or written).
     pub(crate) unacknowledged: bool,
     pub(crate) measure: bool,
-    /// The run's limiter of megabytes scanned (`scan`'s `megabytes`).
-    pub(crate) scan_rate: &'a scan::ScanRate,
+    /// What the run's operations share.
+    pub(crate) shared: &'a Shared,
+}
+
+/// What every operation of a run shares: the limiter of megabytes scanned (`scan`'s
+/// `megabytes`), and the samples `insertSample` takes.
+#[derive(Default)]
+pub(crate) struct Shared {
+    pub(crate) scan_rate: scan::ScanRate,
+    pub(crate) samples: sample::Samples,
 }
 
 fn hint(h: &Option<Bson>) -> Option<Hint> {
@@ -173,10 +181,12 @@ macro_rules! send {
 // After `send!`, which they use.
 mod assert;
 mod reads;
-pub(crate) mod scan;
+mod sample;
+mod scan;
 mod writes;
 use assert::assert;
 use reads::*;
+use sample::insert_sample;
 use scan::scan;
 use writes::*;
 
@@ -244,6 +254,7 @@ pub(crate) async fn execute(
             actual,
         } => assert(&on, &of.ignore, expected, actual, out, s).await,
         Built::Scan { of, read } => scan(&on, &of, *read, out, s).await,
+        Built::InsertSample(of) => insert_sample(&on, &of, out, s).await,
     }
 }
 

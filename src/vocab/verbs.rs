@@ -28,6 +28,7 @@ macro_rules! verbs {
                 (Command, command, "command"),
                 (Assert, assert, "assert"),
                 (Scan, scan, "scan"),
+                (InsertSample, insert_sample, "insertSample"),
                 (Nop, nop, "nop"),
             ]
             $($rest)*

@@ -294,6 +294,8 @@ pub(crate) enum Command {
     /// One read (`Find`, `Aggregate` or `Count`) of each of a list of collections in turn
     /// (genny's CollectionScanner).
     Scan(Arc<Scan>),
+    /// Copies of sampled documents inserted in batches (genny's SamplingLoader).
+    InsertSample(Arc<InsertSample>),
     /// Sends nothing.
     Nop,
 }
@@ -323,6 +325,21 @@ pub(crate) struct Scan {
     pub(crate) continuous: bool,
     /// Megabytes per period, shared by every scan of the run (the first scan's rate wins).
     pub(crate) megabytes: Option<(u32, std::time::Duration)>,
+}
+
+/// `insertSample = { size, pipeline, batch, batches, sample }`: genny's SamplingLoader
+/// (`src/cast_core/src/SamplingLoader.cpp`): `size` documents sampled once from the step's
+/// collection (`[{$sample: {size}}, {$project: {_id: 0}}, ...pipeline]`, at the first operation
+/// that needs them, kept for the run under the name `sample`), then each operation inserts
+/// `batches` unordered insertMany of `batch` of them, taken in turn from the first.
+#[derive(Debug)]
+pub(crate) struct InsertSample {
+    /// The sample's name: the operations that name it share one sample.
+    pub(crate) sample: String,
+    pub(crate) size: u32,
+    pub(crate) pipeline: Vec<Document>,
+    pub(crate) batch: u32,
+    pub(crate) batches: u32,
 }
 
 /// The order a scan reads its collections in (genny's `CollectionSortOrder`).
@@ -417,6 +434,7 @@ pub(crate) enum Built {
         of: Arc<Scan>,
         read: Box<Built>,
     },
+    InsertSample(Arc<InsertSample>),
     Nop,
     /// Nothing to send: the operation needs an existing document and the collection has none
     /// yet.

@@ -715,7 +715,11 @@ fn a_collection_scanner_lists_its_collections_stops_at_its_bytes_holds_and_paces
     let rollups = read_json(&out.join("rollups.json"));
     let r = &rollups["runs"][0]["rollups"];
     assert_eq!(r["Sized.Scan.1"]["OperationsTotal"], 2);
-    assert_eq!(r["Sized.Scan.1"]["DocumentsTotal"], 2 * per_scan, "{size} bytes a document");
+    assert_eq!(
+        r["Sized.Scan.1"]["DocumentsTotal"],
+        2 * per_scan,
+        "{size} bytes a document"
+    );
     // Held open a second after one whole scan, then committed.
     assert_eq!(r["Held.Scan.1"]["DocumentsTotal"], held);
     let ms = |label: &str| row(&summary, label)["min_ms"].as_f64().unwrap();
@@ -730,6 +734,56 @@ fn a_collection_scanner_lists_its_collections_stops_at_its_bytes_holds_and_paces
     assert!(held * size > 2_000_000);
     assert!(ms("Paced") >= 950.0, "{}", row(&summary, "Paced"));
     assert!(ms("Sized") < 950.0, "{}", row(&summary, "Sized"));
+}
+
+/// genny's own docs/SamplingLoader.yml (its database made the test's own): 40 seeded
+/// documents; each SamplingLoader actor samples them once and inserts `Threads x Batches x
+/// InsertBatchSize` copies without `_id`s, the pipeline's change on the last actor's; by the
+/// server's documents.
+#[test]
+fn genny_sampling_loader_example_copies_its_sample_by_the_servers_count() {
+    let Some(server) = TestServer::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = unique_db("genny_sampling");
+    let example = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/reference/genny/src/workloads/docs/SamplingLoader.yml"
+    ))
+    .unwrap();
+    assert!(example.contains("db: &db test"));
+    let path = workload(
+        dir.path(),
+        "sampling.yml",
+        &example.replace("db: &db test", &format!("db: &db {db}")),
+    );
+    let out = dir.path().join("run");
+    server.run_ok(path.to_str().unwrap(), &out, &[]);
+    let coll = "sampling_loader_demo";
+    // 40 seeded; 1 x 2 x 5 copies; 4 x 5 x 20; 4 x 5 x 20 with `y` set.
+    assert_eq!(server.count(&db, coll, doc! {}), 40 + 10 + 400 + 400);
+    assert_eq!(
+        server.count(&db, coll, doc! { "y": "SamplingLoader wuz here" }),
+        400
+    );
+    // Every copy is of a seeded document (its `x`), under an `_id` of its own.
+    assert_eq!(
+        server.count(&db, coll, doc! { "x": { "$exists": true } }),
+        850
+    );
+    let rollups = read_json(&out.join("rollups.json"));
+    let r = &rollups["runs"][0]["rollups"];
+    assert_eq!(r["BasicSamplingDemo.TotalBulkInsert"]["OperationsTotal"], 1);
+    assert_eq!(r["BasicSamplingDemo.TotalBulkInsert"]["DocumentsTotal"], 10);
+    assert_eq!(
+        r["MultiThreadedExample.TotalBulkInsert"]["OperationsTotal"],
+        4
+    );
+    assert_eq!(
+        r["PipelineOptionExample.TotalBulkInsert"]["DocumentsTotal"],
+        400
+    );
 }
 
 /// A loader thread's collections, one after another as genny's thread loads them: one group

@@ -10,10 +10,10 @@ use mongodb::bson::{Bson, Document};
 
 use super::{bytes, Outcome, Result, Session};
 
-use crate::driver_error::AssertionFailed;
+use crate::driver_error::ReplyRefused;
 
 fn failed(why: String) -> mongodb::error::Error {
-    mongodb::error::Error::custom(AssertionFailed(why))
+    mongodb::error::Error::custom(ReplyRefused(why))
 }
 
 /// Sends `expected`, then `actual`, to the step's database; their first batches must agree.

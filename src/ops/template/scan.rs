@@ -223,7 +223,7 @@ impl Tally {
 async fn pace(on: &On<'_>, of: &Scan, this: &mut Tally) {
     let Some(rate) = of.megabytes else { return };
     while this.bytes >= (this.megabytes + 1) * 1_000_000 {
-        on.scan_rate.take(rate).await;
+        on.shared.scan_rate.take(rate).await;
         this.megabytes += 1;
     }
 }

@@ -22,6 +22,8 @@ mod crud;
 
 mod loaders;
 
+mod sampling;
+
 mod scanner;
 
 mod yaml;
@@ -62,7 +64,7 @@ pub(crate) struct Translated {
 }
 
 /// Actor types read, in the order docs/genny.md lists them.
-pub(crate) const ACTORS: [&str; 18] = [
+pub(crate) const ACTORS: [&str; 19] = [
     "CrudActor",
     "RunCommand",
     "AdminCommand",
@@ -81,6 +83,7 @@ pub(crate) const ACTORS: [&str; 18] = [
     "RandomSampler",
     "AssertiveActor",
     "CollectionScanner",
+    "SamplingLoader",
 ];
 
 /// The server's `maxWriteBatchSize`: the most documents one insert command carries.

@@ -125,6 +125,7 @@ impl Command {
             Command::Run(document) => out.push(document),
             Command::Assert(a) => out.extend([&a.expected, &a.actual]),
             Command::Scan(s) => s.read.templates_into(out),
+            Command::InsertSample(_) => {}
             Command::Bulk(b) => {
                 for m in &b.models {
                     match m {
@@ -221,6 +222,7 @@ impl Command {
                 of: Arc::clone(s),
                 read: Box::new(s.read.build(cx, docs, issued)),
             },
+            Command::InsertSample(i) => Built::InsertSample(Arc::clone(i)),
             Command::Nop => Built::Nop,
         }
     }

@@ -98,6 +98,7 @@ impl Verb {
             Verb::FindOneAndDelete => &["filter", "sort", "projection", "hint"],
             Verb::BulkWrite => &["ordered", "requests"],
             Verb::Assert => &["expected", "actual", "ignore"],
+            Verb::InsertSample => &["sample", "size", "pipeline", "batch", "batches"],
             Verb::Scan => &[
                 "read",
                 "collections",
@@ -138,6 +139,7 @@ impl Verb {
             | Verb::Command
             | Verb::Assert
             | Verb::Scan
+            | Verb::InsertSample
             | Verb::Nop => false,
         }
     }
@@ -167,6 +169,7 @@ impl Verb {
             | Verb::Command
             | Verb::Assert
             | Verb::Scan
+            | Verb::InsertSample
             | Verb::Nop => true,
         }
     }
@@ -192,6 +195,7 @@ impl Verb {
             | Verb::Command
             | Verb::Assert
             | Verb::Scan
+            | Verb::InsertSample
             | Verb::Nop => AuditAs::Nothing,
         }
     }

@@ -86,6 +86,7 @@ pub(crate) fn wire_command(op: &TemplateOp, built: Built) -> Option<Document> {
         | Built::Run(_)
         | Built::Assert { .. }
         | Built::Scan { .. }
+        | Built::InsertSample(_)
         | Built::Nop
         | Built::Skip => return None,
     })

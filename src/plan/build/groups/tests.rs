@@ -299,14 +299,55 @@ fn a_scan_step_reads_its_one_read_and_limits_and_its_hold_adds_to_the_timeout() 
     let second = std::time::Duration::from_secs(1);
     assert_eq!(g.op_limit(&g.op, second), 3 * second);
     for (text, key, says) in [
-        (group("", "{ read = { find = {} }, hold = \"2s\" }"), "group[0].steps[0].scan.hold", "runs none"),
-        (group("transaction = true\n", "{ read = { find = {} }, continuous = true }"), "group[0].steps[0].scan.continuous", "there is no `hold`"),
-        (group("", "{ read = { find = {}, aggregate = { pipeline = [] } } }"), "group[0].steps[0].scan.read", "exactly one read"),
-        (group("", "{ read = { insertOne = { document = {} } } }"), "group[0].steps[0].scan.read", "not a read a scan makes"),
-        (group("", "{ read = { find = { filtr = {} } } }"), "group[0].steps[0].scan.read.find.filtr", "did you mean `filter`"),
-        (group("", "{ read = { find = {} }, skip = 2 }"), "group[0].steps[0].scan.skip", "has none"),
-        (group("", "{ read = { find = {} }, megabytes = \"fast\" }"), "group[0].steps[0].scan.megabytes", "not `N per T`"),
-        (group("", "{ read = { countDocuments = {} }, megabytes = \"1 per 1s\" }"), "group[0].steps[0].scan.megabytes", "no documents to pace"),
+        (
+            group("", "{ read = { find = {} }, hold = \"2s\" }"),
+            "group[0].steps[0].scan.hold",
+            "runs none",
+        ),
+        (
+            group(
+                "transaction = true\n",
+                "{ read = { find = {} }, continuous = true }",
+            ),
+            "group[0].steps[0].scan.continuous",
+            "there is no `hold`",
+        ),
+        (
+            group(
+                "",
+                "{ read = { find = {}, aggregate = { pipeline = [] } } }",
+            ),
+            "group[0].steps[0].scan.read",
+            "exactly one read",
+        ),
+        (
+            group("", "{ read = { insertOne = { document = {} } } }"),
+            "group[0].steps[0].scan.read",
+            "not a read a scan makes",
+        ),
+        (
+            group("", "{ read = { find = { filtr = {} } } }"),
+            "group[0].steps[0].scan.read.find.filtr",
+            "did you mean `filter`",
+        ),
+        (
+            group("", "{ read = { find = {} }, skip = 2 }"),
+            "group[0].steps[0].scan.skip",
+            "has none",
+        ),
+        (
+            group("", "{ read = { find = {} }, megabytes = \"fast\" }"),
+            "group[0].steps[0].scan.megabytes",
+            "not `N per T`",
+        ),
+        (
+            group(
+                "",
+                "{ read = { countDocuments = {} }, megabytes = \"1 per 1s\" }",
+            ),
+            "group[0].steps[0].scan.megabytes",
+            "no documents to pace",
+        ),
     ] {
         let e = build(&text).unwrap_err();
         assert_eq!(e.key, key, "{}", e.problem);

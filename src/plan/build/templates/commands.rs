@@ -45,6 +45,52 @@ impl<'a> Args<'a> {
         })))
     }
 
+    /// insertSample: the sample's name, size and pipeline, and the batches each operation
+    /// inserts.
+    pub(super) fn insert_sample_command(&self) -> Result<Command, ProfileError> {
+        const EXAMPLE: &str =
+            "insertSample = { sample = \"seed\", size = 7, batch = 5, batches = 2 }";
+        let whole = |k: &str, max: i64| -> Result<u32, ProfileError> {
+            let n = self
+                .int(k, 1, max)?
+                .ok_or_else(|| self.err("", format!("insertSample needs `{k}`"), EXAMPLE))?;
+            Ok(u32::try_from(n).unwrap_or(u32::MAX))
+        };
+        let sample = match self.table.get("sample") {
+            Some(toml::Value::String(s)) if !s.is_empty() => s.clone(),
+            _ => {
+                return Err(self.err(
+                    "sample",
+                    "insertSample needs `sample`, the name its operations share one sample by",
+                    EXAMPLE,
+                ))
+            }
+        };
+        let pipeline = match self.constant("pipeline")? {
+            None => Vec::new(),
+            Some(Bson::Array(stages)) if stages.iter().all(|s| s.as_document().is_some()) => stages
+                .into_iter()
+                .filter_map(|s| s.as_document().cloned())
+                .collect(),
+            Some(_) => {
+                return Err(self.err(
+                    "pipeline",
+                    "`pipeline` is a list of stages run after the sample",
+                    "pipeline = [ { \"$set\" = { copied = true } } ]",
+                ))
+            }
+        };
+        Ok(Command::InsertSample(Arc::new(
+            crate::workload::command::InsertSample {
+                sample,
+                size: whole("size", MAX_BATCH)?,
+                pipeline,
+                batch: whole("batch", MAX_BATCH)?,
+                batches: whole("batches", MAX_BATCH)?,
+            },
+        )))
+    }
+
     /// find or findOne (a limit of 1): the filter and the cursor's options.
     pub(super) fn find_command(&self) -> Result<Command, ProfileError> {
         let filter = self.doc_filter()?;

@@ -411,6 +411,7 @@ impl GroupAt<'_> {
                 Command::Run(document)
             }
             Verb::Scan => self.scan_command(a)?,
+            Verb::InsertSample => a.insert_sample_command()?,
             Verb::Assert => {
                 let command = |k: &str| -> Result<Template, ProfileError> {
                     let t = a.required(
@@ -562,6 +563,7 @@ impl Args<'_> {
                 | Verb::Command
                 | Verb::Assert
                 | Verb::Scan
+                | Verb::InsertSample
                 | Verb::Nop => return Ok(None),
             }))
         };

@@ -65,6 +65,7 @@ impl<'a> Translator<'a> {
             }
             "RandomSampler" => return self.random_sampler(actor, p, &cx, &database, g),
             "AssertiveActor" => self.assertive(actor, p, &cx)?,
+            "SamplingLoader" => self.sampling_loader(actor, p, &cx)?,
             "CollectionScanner" => return self.collection_scanner(actor, p, &cx, g),
             other => {
                 return Err(self.refuse(

@@ -289,14 +289,36 @@ fn a_sampler_and_a_scanner_share_their_actors_global_rate_among_their_groups() {
     assert_eq!(scan["bytes"].as_integer(), Some(1000));
     assert_eq!(scan["megabytes"].as_str(), Some("10 per 1s"));
     let smoke = read(listed, true).unwrap();
-    assert!(smoke.profile["group"][0]["steps"][0]["scan"].get("hold").is_none());
+    assert!(smoke.profile["group"][0]["steps"][0]["scan"]
+        .get("hold")
+        .is_none());
     // genny's own refusals, and what is not read yet, each by name.
     for (actor, phase, says) in [
-        ("Threads: 3\n  Database: d\n  GenerateCollectionNames: true\n  CollectionCount: 4", "ScanType: standard", "evenly"),
-        ("Threads: 1\n  Database: d", "ScanType: standard, ScanDuration: 1 minute", "only for `ScanType: snapshot`"),
-        ("Threads: 1\n  Database: d", "ScanType: snapshot, ScanContinuous: true", "needs `ScanDuration`"),
-        ("Threads: 1\n  Database: d", "ScanType: point-in-time", "point-in-time"),
-        ("Threads: 1\n  Database: d", "SelectClusterTimeOnly: true", "SelectClusterTimeOnly"),
+        (
+            "Threads: 3\n  Database: d\n  GenerateCollectionNames: true\n  CollectionCount: 4",
+            "ScanType: standard",
+            "evenly",
+        ),
+        (
+            "Threads: 1\n  Database: d",
+            "ScanType: standard, ScanDuration: 1 minute",
+            "only for `ScanType: snapshot`",
+        ),
+        (
+            "Threads: 1\n  Database: d",
+            "ScanType: snapshot, ScanContinuous: true",
+            "needs `ScanDuration`",
+        ),
+        (
+            "Threads: 1\n  Database: d",
+            "ScanType: point-in-time",
+            "point-in-time",
+        ),
+        (
+            "Threads: 1\n  Database: d",
+            "SelectClusterTimeOnly: true",
+            "SelectClusterTimeOnly",
+        ),
     ] {
         let e = read(&format!("Actors:\n- Name: C\n  Type: CollectionScanner\n  {actor}\n  Phases:\n  - {{Repeat: 1, {phase}}}\n"), false).unwrap_err();
         assert!(e.to_string().contains(says), "{e}");
