@@ -12,29 +12,6 @@ const EXAMPLE: &str = "scan = { read = { find = { filter = { a = 1 } } }, order 
 impl GroupAt<'_> {
     pub(super) fn scan_command(&self, a: &Args<'_>) -> Result<Command, ProfileError> {
         let read = self.scan_read(a)?;
-        let names = |k: &str| -> Result<Option<Vec<String>>, ProfileError> {
-            match a.table.get(k) {
-                None => Ok(None),
-                Some(toml::Value::Array(list))
-                    if !list.is_empty()
-                        && list
-                            .iter()
-                            .all(|v| v.as_str().is_some_and(|s| !s.is_empty())) =>
-                {
-                    Ok(Some(
-                        list.iter()
-                            .filter_map(toml::Value::as_str)
-                            .map(str::to_string)
-                            .collect(),
-                    ))
-                }
-                Some(_) => Err(a.err(
-                    k,
-                    format!("`{k}` is a list of one or more names"),
-                    format!("{k} = [\"a\", \"b\"]"),
-                )),
-            }
-        };
         let order = match a.table.get("order") {
             None => ScanOrder::AsListed,
             Some(toml::Value::String(s)) if s == "listed" => ScanOrder::AsListed,
@@ -56,20 +33,7 @@ impl GroupAt<'_> {
                 "order = \"forward\", skip = 2",
             ));
         }
-        let duration = |k: &str| -> Result<Option<std::time::Duration>, ProfileError> {
-            match a.table.get(k) {
-                None => Ok(None),
-                Some(toml::Value::String(s)) => crate::plan::limits::parse_duration(s)
-                    .map(Some)
-                    .map_err(|e| a.err(k, e, crate::plan::limits::duration_expected())),
-                Some(_) => Err(a.err(
-                    k,
-                    format!("`{k}` is a duration"),
-                    crate::plan::limits::duration_expected(),
-                )),
-            }
-        };
-        let hold = duration("hold")?;
+        let hold = scan_duration(a, "hold")?;
         let continuous = a.bool("continuous")?.unwrap_or(false);
         if continuous && hold.is_none() {
             return Err(a.err(
@@ -111,8 +75,8 @@ impl GroupAt<'_> {
         }
         Ok(Command::Scan(Arc::new(Scan {
             read,
-            collections: names("collections")?,
-            databases: names("databases")?.unwrap_or_default(),
+            collections: scan_names(a, "collections")?,
+            databases: scan_names(a, "databases")?.unwrap_or_default(),
             order,
             skip,
             documents: a.int_as::<u64>("documents", 1, i64::MAX)?,
@@ -155,6 +119,46 @@ impl GroupAt<'_> {
         };
         inner.check_keys()?;
         self.command(&inner, value)
+    }
+}
+
+/// A list of one or more names at `k`, if given.
+fn scan_names(a: &Args<'_>, k: &str) -> Result<Option<Vec<String>>, ProfileError> {
+    match a.table.get(k) {
+        None => Ok(None),
+        Some(toml::Value::Array(list))
+            if !list.is_empty()
+                && list
+                    .iter()
+                    .all(|v| v.as_str().is_some_and(|s| !s.is_empty())) =>
+        {
+            Ok(Some(
+                list.iter()
+                    .filter_map(toml::Value::as_str)
+                    .map(str::to_string)
+                    .collect(),
+            ))
+        }
+        Some(_) => Err(a.err(
+            k,
+            format!("`{k}` is a list of one or more names"),
+            format!("{k} = [\"a\", \"b\"]"),
+        )),
+    }
+}
+
+/// A duration at `k`, if given.
+fn scan_duration(a: &Args<'_>, k: &str) -> Result<Option<std::time::Duration>, ProfileError> {
+    match a.table.get(k) {
+        None => Ok(None),
+        Some(toml::Value::String(s)) => crate::plan::limits::parse_duration(s)
+            .map(Some)
+            .map_err(|e| a.err(k, e, crate::plan::limits::duration_expected())),
+        Some(_) => Err(a.err(
+            k,
+            format!("`{k}` is a duration"),
+            crate::plan::limits::duration_expected(),
+        )),
     }
 }
 

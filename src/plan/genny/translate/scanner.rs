@@ -60,33 +60,7 @@ impl<'a> Translator<'a> {
         };
         let phase = cx.phase;
         let (scan_type, mut args) = self.scan_request(name, p, phase)?;
-        let order = phase
-            .get("CollectionSortOrder")
-            .and_then(scalar_text)
-            .map(|s| s.to_lowercase())
-            .unwrap_or_else(|| "none".into());
-        let skip = phase
-            .get("CollectionSkip")
-            .and_then(number)
-            .map_or(0, |n| crate::num::whole_len(n.max(0.0)));
-        if !["none", "forward", "reverse"].contains(&order.as_str()) {
-            return Err(refuse(
-                self,
-                format!("`CollectionSortOrder: {order}` is not one of none, forward, reverse"),
-            ));
-        }
-        if skip != 0 && order == "none" {
-            return Err(refuse(self, "a non-zero `CollectionSkip` requires a `CollectionSortOrder` (genny refuses it too)".into()));
-        }
-        if order != "none" {
-            args.insert("order".into(), Toml::String(order.clone()));
-        }
-        if skip != 0 {
-            args.insert(
-                "skip".into(),
-                Toml::Integer(i64::try_from(skip).unwrap_or(i64::MAX)),
-            );
-        }
+        let skip = self.scan_order(name, p, phase, &mut args)?;
         if let Some(m) = &megabytes {
             // genny paces only find and aggregate scans (a count reads no documents).
             if scan_type != "count" {
@@ -165,6 +139,45 @@ impl<'a> Translator<'a> {
             "{name} (CollectionScanner): a scan of {whose} is one operation, its group's row ({metric}); a collection that fails is an error of the scan, which goes on to the next (genny's ExceptionsCaught)"
         ));
         Ok(())
+    }
+
+    /// `CollectionSortOrder` and `CollectionSkip` as the scan's `order` and `skip`; the skip.
+    fn scan_order(
+        &self,
+        name: &str,
+        p: usize,
+        phase: &Yaml,
+        args: &mut toml::Table,
+    ) -> Result<usize, Refusal> {
+        let refuse = |t: &Self, what: String| t.refuse(Some(name), Some(p), what);
+        let order = phase
+            .get("CollectionSortOrder")
+            .and_then(scalar_text)
+            .map(|s| s.to_lowercase())
+            .unwrap_or_else(|| "none".into());
+        let skip = phase
+            .get("CollectionSkip")
+            .and_then(number)
+            .map_or(0, |n| crate::num::whole_len(n.max(0.0)));
+        if !["none", "forward", "reverse"].contains(&order.as_str()) {
+            return Err(refuse(
+                self,
+                format!("`CollectionSortOrder: {order}` is not one of none, forward, reverse"),
+            ));
+        }
+        if skip != 0 && order == "none" {
+            return Err(refuse(self, "a non-zero `CollectionSkip` requires a `CollectionSortOrder` (genny refuses it too)".into()));
+        }
+        if order != "none" {
+            args.insert("order".into(), Toml::String(order.clone()));
+        }
+        if skip != 0 {
+            args.insert(
+                "skip".into(),
+                Toml::Integer(i64::try_from(skip).unwrap_or(i64::MAX)),
+            );
+        }
+        Ok(skip)
     }
 
     /// The actor's own keys (genny reads them from the actor, never from a phase): its
