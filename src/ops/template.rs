@@ -38,6 +38,8 @@ pub(crate) struct On<'a> {
 pub(crate) struct Shared {
     pub(crate) scan_rate: scan::ScanRate,
     pub(crate) samples: sample::Samples,
+    /// The cluster times users kept (`clusterTime`), by name and user.
+    pub(crate) cluster_times: scan::ClusterTimes,
 }
 
 fn hint(h: &Option<Bson>) -> Option<Hint> {
@@ -187,7 +189,7 @@ mod writes;
 use assert::assert;
 use reads::*;
 use sample::insert_sample;
-use scan::scan;
+use scan::{keep_cluster_time, scan};
 use writes::*;
 
 /// Sends one request; with `result`, keeps what a later step may read of it (`^Step`): the
@@ -253,7 +255,8 @@ pub(crate) async fn execute(
             expected,
             actual,
         } => assert(&on, &of.ignore, expected, actual, out, s).await,
-        Built::Scan { of, read } => scan(&on, &of, *read, out, s).await,
+        Built::Scan { of, read } => scan(&on, &of, *read, req.user, out, s).await,
+        Built::ClusterTime(of) => keep_cluster_time(&on, &of.keep, req.user, out).await,
         Built::InsertSample(of) => insert_sample(&on, &of, out, s).await,
     }
 }

@@ -29,6 +29,7 @@ macro_rules! verbs {
                 (Assert, assert, "assert"),
                 (Scan, scan, "scan"),
                 (InsertSample, insert_sample, "insertSample"),
+                (ClusterTime, cluster_time, "clusterTime"),
                 (Nop, nop, "nop"),
             ]
             $($rest)*

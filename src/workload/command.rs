@@ -296,6 +296,8 @@ pub(crate) enum Command {
     Scan(Arc<Scan>),
     /// Copies of sampled documents inserted in batches (genny's SamplingLoader).
     InsertSample(Arc<InsertSample>),
+    /// A cluster time kept for later point-in-time scans.
+    ClusterTime(Arc<KeepClusterTime>),
     /// Sends nothing.
     Nop,
 }
@@ -325,6 +327,17 @@ pub(crate) struct Scan {
     pub(crate) continuous: bool,
     /// Megabytes per period, shared by every scan of the run (the first scan's rate wins).
     pub(crate) megabytes: Option<(u32, std::time::Duration)>,
+    /// A point-in-time scan: each collection's `find` and `getMore`s sent as commands at read
+    /// concern snapshot `atClusterTime`, the time the user kept under this name (`clusterTime`),
+    /// else one a `ping` answers at the scan.
+    pub(crate) at: Option<String>,
+}
+
+/// `clusterTime = { keep = "name" }`: a `ping` to admin in a new session, whose operation time
+/// the user keeps under the name for its point-in-time scans (genny's `SelectClusterTimeOnly`).
+#[derive(Debug)]
+pub(crate) struct KeepClusterTime {
+    pub(crate) keep: String,
 }
 
 /// `insertSample = { size, pipeline, batch, batches, sample }`: genny's SamplingLoader
@@ -435,6 +448,7 @@ pub(crate) enum Built {
         read: Box<Built>,
     },
     InsertSample(Arc<InsertSample>),
+    ClusterTime(Arc<KeepClusterTime>),
     Nop,
     /// Nothing to send: the operation needs an existing document and the collection has none
     /// yet.

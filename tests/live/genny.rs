@@ -4,6 +4,7 @@
 
 use crate::common;
 
+use crate::wire_log;
 use common::*;
 use mongodb::bson::doc;
 
@@ -783,6 +784,86 @@ fn genny_sampling_loader_example_copies_its_sample_by_the_servers_count() {
     assert_eq!(
         r["PipelineOptionExample.TotalBulkInsert"]["DocumentsTotal"],
         400
+    );
+}
+
+/// genny's point-in-time scan, as In/OutOfCacheSnapshotReads use it: a `SelectClusterTimeOnly`
+/// phase where each thread keeps a ping's cluster time, then scans whose every `find` is sent
+/// at read concern snapshot `atClusterTime` of that thread's own time, then `getMore`s; read
+/// off the wire (the embedded server accepts `atClusterTime` but reads the present, so the
+/// documents cannot tell the times apart).
+#[test]
+fn a_point_in_time_scan_reads_every_collection_at_the_cluster_time_its_thread_kept() {
+    let Some(server) = TestServer::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = unique_db("genny_scan_pit");
+    let path = workload(
+        dir.path(),
+        "scan_pit.yml",
+        &format!(
+            "SchemaVersion: 2018-07-01\nActors:\n\
+             - Name: Load\n  Type: Loader\n  Threads: 1\n  Phases:\n\
+             \x20 - {{Repeat: 1, Database: {db}, Threads: 1, CollectionCount: 2, DocumentCount: 150, BatchSize: 150, Document: {{a: 1}}}}\n\
+             \x20 - {{Nop: true}}\n\x20 - {{Nop: true}}\n\
+             - Name: PointInTime\n  Type: CollectionScanner\n  Threads: 2\n  Database: {db}\n  Phases:\n\
+             \x20 - {{Nop: true}}\n\x20 - {{Repeat: 1, SelectClusterTimeOnly: true}}\n\
+             \x20 - {{Repeat: 1, ScanType: point-in-time, MetricsName: Scan-Current}}\n"
+        ),
+    );
+    let wire = wire_log::start(proxy::port_of(&server.uri));
+    let out = dir.path().join("run");
+    bin()
+        .args([
+            "run",
+            path.to_str().unwrap(),
+            "--uri",
+            &wire.uri(),
+            "--quiet",
+            "--no-resources",
+            "--out",
+        ])
+        .arg(&out)
+        .timeout(std::time::Duration::from_secs(120))
+        .assert()
+        .code(0);
+    let all = wire.all();
+    // The times the two threads kept: each the operationTime of a ping's reply to admin.
+    let pinged: Vec<mongodb::bson::Timestamp> = all
+        .iter()
+        .filter(|e| e.command == "ping" && e.db == "admin")
+        .filter_map(|e| e.reply.as_ref()?.get_timestamp("operationTime").ok())
+        .collect();
+    let finds: Vec<&wire_log::Exchange> = all
+        .iter()
+        .filter(|e| e.command == "find" && e.db == db && e.body.get_document("readConcern").is_ok())
+        .collect();
+    // Two threads, each a find of each of the two collections (listed at the scan).
+    assert_eq!(finds.len(), 4, "{finds:?}");
+    let mut times = std::collections::BTreeSet::new();
+    for f in &finds {
+        let rc = f.body.get_document("readConcern").unwrap();
+        assert_eq!(rc.get_str("level").unwrap(), "snapshot");
+        let at = rc.get_timestamp("atClusterTime").unwrap();
+        assert!(pinged.contains(&at), "{at:?} not among {pinged:?}");
+        times.insert((at.time, at.increment));
+    }
+    // Each thread's own time (the pings a second apart at most, two answers).
+    assert!(!times.is_empty() && times.len() <= 2, "{times:?}");
+    // 150 documents a collection: the first batch of 101, then a getMore for the rest.
+    let more = all
+        .iter()
+        .filter(|e| e.command == "getMore" && e.db == db)
+        .count();
+    assert_eq!(more, 4);
+    let rollups = read_json(&out.join("rollups.json"));
+    let r = &rollups["runs"][0]["rollups"];
+    assert_eq!(r["PointInTime.Scan-Current"]["OperationsTotal"], 2);
+    assert_eq!(r["PointInTime.Scan-Current"]["DocumentsTotal"], 2 * 300);
+    assert!(
+        r.get("PointInTime.Scan.1").is_none(),
+        "the time taken is in no metric"
     );
 }
 

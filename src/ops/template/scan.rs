@@ -8,7 +8,10 @@
 //! run's one limiter per megabyte read; `hold` keeps the transaction open until that long
 //! after the scan began, asleep or (`continuous`) scanning again.
 
+use std::collections::HashMap;
 use std::sync::Mutex;
+
+use mongodb::bson::Timestamp;
 use std::time::{Duration, Instant};
 
 use super::*;
@@ -54,6 +57,160 @@ impl ScanRate {
     }
 }
 
+/// The cluster times users kept, by name and user (genny's per-thread `readClusterTime`).
+#[derive(Default)]
+pub(crate) struct ClusterTimes(Mutex<HashMap<(String, u32), Timestamp>>);
+
+impl ClusterTimes {
+    fn get(&self, name: &str, user: u32) -> Option<Timestamp> {
+        let map = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        map.get(&(name.to_string(), user)).copied()
+    }
+
+    fn keep(&self, name: &str, user: u32, t: Timestamp) {
+        let mut map = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        map.insert((name.to_string(), user), t);
+    }
+}
+
+/// A `ping` to admin in a new session (without causal consistency when `causal` is false):
+/// the session's operation time after it.
+async fn ping_time(on: &On<'_>, causal: bool) -> mongodb::error::Result<Timestamp> {
+    let mut s = on.client.start_session().causal_consistency(causal).await?;
+    on.client
+        .database("admin")
+        .run_command(doc! { "ping": 1 })
+        .session(&mut s)
+        .await?;
+    s.operation_time().ok_or_else(|| {
+        mongodb::error::Error::custom(crate::driver_error::ReplyRefused(
+            "the server's reply to ping has no operationTime: it keeps no cluster time (a replica set member or mongos does)".into(),
+        ))
+    })
+}
+
+/// `clusterTime`: genny's `SelectClusterTimeOnly` iteration (its one-second sleep is the
+/// group's `sleep_before`).
+pub(super) async fn keep_cluster_time(
+    on: &On<'_>,
+    name: &str,
+    user: u32,
+    out: &mut Outcome,
+) -> Result {
+    let t = ping_time(on, true).await?;
+    on.shared.cluster_times.keep(name, user, t);
+    out.matched = true;
+    Ok(())
+}
+
+/// genny's `pointInTimeScan`: per collection a `find` command at read concern snapshot
+/// `atClusterTime`, then `getMore`s until the cursor ends, in a session without causal
+/// consistency; `documents` and `bytes` checked after each batch (as genny's, `documents`
+/// only when a batch ends on it exactly); a failed `find` abandons the database's other
+/// collections, a failed `getMore` the collection.
+async fn point_in_time(
+    on: &On<'_>,
+    of: &Scan,
+    read: &Built,
+    name: &str,
+    user: u32,
+    all: &mut Tally,
+) -> Result {
+    let Built::Find { filter, .. } = read else {
+        return Ok(());
+    };
+    let at = match on.shared.cluster_times.get(name, user) {
+        Some(t) => t,
+        None => ping_time(on, false).await?,
+    };
+    let mut session = on.client.start_session().causal_consistency(false).await?;
+    let concern = doc! { "level": "snapshot", "atClusterTime": at };
+    let own = [on.coll.namespace().db];
+    let databases: &[String] = if of.databases.is_empty() {
+        &own
+    } else {
+        &of.databases
+    };
+    let mut this = Tally::default();
+    'dbs: for db in databases {
+        let database = on.client.database(db);
+        let names = match &of.collections {
+            Some(names) => names.clone(),
+            None => database.list_collection_names().await?,
+        };
+        for coll in names {
+            let find =
+                doc! { "find": &coll, "filter": filter.clone(), "readConcern": concern.clone() };
+            let (mut id, ended) =
+                match batch(&database, find, "firstBatch", of, &mut this, &mut session).await {
+                    Ok(r) => r,
+                    Err(e) => {
+                        this.failed += 1;
+                        this.first_error.get_or_insert(e);
+                        continue 'dbs;
+                    }
+                };
+            if ended {
+                break 'dbs;
+            }
+            while id != 0 {
+                let more = doc! { "getMore": id, "collection": &coll };
+                match batch(&database, more, "nextBatch", of, &mut this, &mut session).await {
+                    Ok((next, true)) => {
+                        let _ = next;
+                        break 'dbs;
+                    }
+                    Ok((next, false)) => id = next,
+                    Err(e) => {
+                        this.failed += 1;
+                        this.first_error.get_or_insert(e);
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    all.documents += this.documents;
+    all.bytes += this.bytes;
+    all.failed += this.failed;
+    if all.first_error.is_none() {
+        all.first_error = this.first_error;
+    }
+    Ok(())
+}
+
+/// One command of a point-in-time scan: its batch counted; the cursor's id, and whether a
+/// limit ended the scan.
+async fn batch(
+    database: &mongodb::Database,
+    command: Document,
+    key: &str,
+    of: &Scan,
+    this: &mut Tally,
+    session: &mut ClientSession,
+) -> mongodb::error::Result<(i64, bool)> {
+    let reply = database.run_command(command).session(session).await?;
+    let cursor = reply.get_document("cursor").ok();
+    let docs = cursor.and_then(|c| c.get_array(key).ok());
+    let n = docs.map_or(0, Vec::len);
+    this.documents += n_docs(n);
+    this.bytes += docs.map_or(0, |d| {
+        d.iter()
+            .filter_map(Bson::as_document)
+            .map(|d| u64::from(bytes(d)))
+            .sum()
+    });
+    let id = cursor.and_then(|c| c.get_i64("id").ok()).unwrap_or(0);
+    let ended = of.documents == Some(this.documents) || of.bytes.is_some_and(|b| this.bytes >= b);
+    Ok((id, ended))
+}
+
 /// What one pass over the collections read.
 #[derive(Default)]
 struct Tally {
@@ -69,13 +226,17 @@ pub(super) async fn scan(
     on: &On<'_>,
     of: &Scan,
     read: Built,
+    user: u32,
     out: &mut Outcome,
     session: &mut Session<'_>,
 ) -> Result {
     let began = Instant::now();
     let mut all = Tally::default();
     loop {
-        pass(on, of, &read, &mut all, session).await?;
+        match &of.at {
+            Some(name) => point_in_time(on, of, &read, name, user, &mut all).await?,
+            None => pass(on, of, &read, &mut all, session).await?,
+        }
         match of.hold {
             Some(hold) if began.elapsed() < hold => {
                 if of.continuous {

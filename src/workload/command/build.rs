@@ -125,7 +125,7 @@ impl Command {
             Command::Run(document) => out.push(document),
             Command::Assert(a) => out.extend([&a.expected, &a.actual]),
             Command::Scan(s) => s.read.templates_into(out),
-            Command::InsertSample(_) => {}
+            Command::InsertSample(_) | Command::ClusterTime(_) => {}
             Command::Bulk(b) => {
                 for m in &b.models {
                     match m {
@@ -223,6 +223,7 @@ impl Command {
                 read: Box::new(s.read.build(cx, docs, issued)),
             },
             Command::InsertSample(i) => Built::InsertSample(Arc::clone(i)),
+            Command::ClusterTime(c) => Built::ClusterTime(Arc::clone(c)),
             Command::Nop => Built::Nop,
         }
     }

@@ -99,6 +99,7 @@ impl Verb {
             Verb::BulkWrite => &["ordered", "requests"],
             Verb::Assert => &["expected", "actual", "ignore"],
             Verb::InsertSample => &["sample", "size", "pipeline", "batch", "batches"],
+            Verb::ClusterTime => &["keep"],
             Verb::Scan => &[
                 "read",
                 "collections",
@@ -110,6 +111,7 @@ impl Verb {
                 "hold",
                 "continuous",
                 "megabytes",
+                "at",
             ],
             Verb::Command | Verb::Nop => &[],
         }
@@ -140,6 +142,7 @@ impl Verb {
             | Verb::Assert
             | Verb::Scan
             | Verb::InsertSample
+            | Verb::ClusterTime
             | Verb::Nop => false,
         }
     }
@@ -170,6 +173,7 @@ impl Verb {
             | Verb::Assert
             | Verb::Scan
             | Verb::InsertSample
+            | Verb::ClusterTime
             | Verb::Nop => true,
         }
     }
@@ -196,6 +200,7 @@ impl Verb {
             | Verb::Assert
             | Verb::Scan
             | Verb::InsertSample
+            | Verb::ClusterTime
             | Verb::Nop => AuditAs::Nothing,
         }
     }

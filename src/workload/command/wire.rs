@@ -87,6 +87,7 @@ pub(crate) fn wire_command(op: &TemplateOp, built: Built) -> Option<Document> {
         | Built::Assert { .. }
         | Built::Scan { .. }
         | Built::InsertSample(_)
+        | Built::ClusterTime(_)
         | Built::Nop
         | Built::Skip => return None,
     })

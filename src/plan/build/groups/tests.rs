@@ -348,6 +348,21 @@ fn a_scan_step_reads_its_one_read_and_limits_and_its_hold_adds_to_the_timeout() 
             "group[0].steps[0].scan.megabytes",
             "no documents to pace",
         ),
+        (
+            group("", "{ read = { find = { sort = { a = 1 } } }, at = \"t\" }"),
+            "group[0].steps[0].scan.at",
+            "filter only",
+        ),
+        (
+            group("transaction = true\n", "{ read = { find = {} }, at = \"t\" }"),
+            "group[0].steps[0].scan.at",
+            "outside any transaction",
+        ),
+        (
+            format!("{colls}[[group]]\nname = \"s\"\nthreads = 1\nloops = 1\n[[group.steps]]\nclusterTime = {{}}\n"),
+            "group[0].steps[0].clusterTime.keep",
+            "needs `keep`",
+        ),
     ] {
         let e = build(&text).unwrap_err();
         assert_eq!(e.key, key, "{}", e.problem);

@@ -73,7 +73,9 @@ impl GroupAt<'_> {
                 "leave `megabytes` out",
             ));
         }
+        let at = scan_at(self, a, &read, hold.is_some() || megabytes.is_some())?;
         Ok(Command::Scan(Arc::new(Scan {
+            at,
             read,
             collections: scan_names(a, "collections")?,
             databases: scan_names(a, "databases")?.unwrap_or_default(),
@@ -120,6 +122,58 @@ impl GroupAt<'_> {
         inner.check_keys()?;
         self.command(&inner, value)
     }
+}
+
+/// `at`: a point-in-time scan's kept time, for a find of its filter only, outside any
+/// transaction, unheld and unpaced (`held`: with `hold` or `megabytes`).
+fn scan_at(
+    g: &GroupAt<'_>,
+    a: &Args<'_>,
+    read: &Command,
+    held: bool,
+) -> Result<Option<String>, ProfileError> {
+    let at = match a.table.get("at") {
+        None => None,
+        Some(toml::Value::String(k)) if !k.is_empty() => Some(k.clone()),
+        Some(_) => {
+            return Err(a.err(
+                "at",
+                "`at` names the cluster time a `clusterTime` step kept",
+                "at = \"before\"",
+            ))
+        }
+    };
+    if at.is_some() {
+        let plain = match read {
+            Command::Find(f) => {
+                f.args.sort.is_none()
+                    && f.args.limit.is_none()
+                    && f.args.skip.is_none()
+                    && f.args.projection.is_none()
+                    && f.args.hint.is_none()
+                    && f.args.batch_size.is_none()
+                    && f.args.collation.is_none()
+                    && f.args.max_time_ms.is_none()
+                    && f.args.let_vars.is_none()
+            }
+            _ => false,
+        };
+        if !plain {
+            return Err(a.err(
+                "at",
+                "a point-in-time scan sends `find` with its filter only (genny's command)",
+                "read = { find = { filter = { a = 1 } } }, at = \"before\"",
+            ));
+        }
+        if g.g.transaction == Some(true) || held {
+            return Err(a.err(
+                "at",
+                "a point-in-time scan reads outside any transaction, unheld and unpaced",
+                "leave out `hold`, `megabytes` and the group's `transaction`",
+            ));
+        }
+    }
+    Ok(at)
 }
 
 /// A list of one or more names at `k`, if given.

@@ -412,6 +412,20 @@ impl GroupAt<'_> {
             }
             Verb::Scan => self.scan_command(a)?,
             Verb::InsertSample => a.insert_sample_command()?,
+            Verb::ClusterTime => {
+                match a.table.get("keep") {
+                    Some(toml::Value::String(k)) if !k.is_empty() => {
+                        Command::ClusterTime(Arc::new(crate::workload::command::KeepClusterTime {
+                            keep: k.clone(),
+                        }))
+                    }
+                    _ => return Err(a.err(
+                        "keep",
+                        "clusterTime needs `keep`, the name a point-in-time scan reads it by",
+                        "clusterTime = { keep = \"before\" } and scan = { ..., at = \"before\" }",
+                    )),
+                }
+            }
             Verb::Assert => {
                 let command = |k: &str| -> Result<Template, ProfileError> {
                     let t = a.required(
@@ -564,6 +578,7 @@ impl Args<'_> {
                 | Verb::Assert
                 | Verb::Scan
                 | Verb::InsertSample
+                | Verb::ClusterTime
                 | Verb::Nop => return Ok(None),
             }))
         };

@@ -44,30 +44,28 @@ impl<'a> Translator<'a> {
         let threads = u64::from(actor.threads);
         let per = match generated {
             None => None,
-            Some(count) => {
-                // genny's `distributeCollectionNames` throws unless the collections divide
-                // evenly among the threads (and so whenever the threads outnumber them).
-                if count % threads != 0 {
-                    return Err(refuse(self, format!("{threads} threads do not divide {count} collections evenly (genny refuses it too)")));
-                }
-                let per = count / threads;
-                let dbs = u64::try_from(databases.len()).unwrap_or(u64::MAX);
-                if per * threads * dbs > MAX_COLLECTIONS {
-                    return Err(refuse(self, format!("`CollectionCount: {count}` spreads it over more than the {MAX_COLLECTIONS} collections the tool reads of a genny workload")));
-                }
-                Some((count, per))
-            }
+            Some(count) => Some((
+                count,
+                self.per_thread(name, p, count, threads, databases.len())?,
+            )),
         };
         let phase = cx.phase;
         let (scan_type, mut args) = self.scan_request(name, p, phase)?;
-        let skip = self.scan_order(name, p, phase, &mut args)?;
+        // A point-in-time scan reads the names as they are (genny sorts and skips only the
+        // others).
+        let in_time = scan_type == "point-in-time" || scan_type == "cluster-time";
+        let skip = if in_time {
+            0
+        } else {
+            self.scan_order(name, p, phase, &mut args)?
+        };
         if let Some(m) = &megabytes {
             // genny paces only find and aggregate scans (a count reads no documents).
-            if scan_type != "count" {
+            if scan_type == "standard" || scan_type == "snapshot" {
                 args.insert("megabytes".into(), Toml::String(m.clone()));
             }
         }
-        if databases.len() > 1 {
+        if databases.len() > 1 && scan_type != "cluster-time" {
             args.insert(
                 "databases".into(),
                 Toml::Array(databases.iter().cloned().map(Toml::String).collect()),
@@ -122,6 +120,26 @@ impl<'a> Translator<'a> {
                 one.insert("transaction".into(), Toml::Boolean(true));
                 one.insert("read_concern".into(), Toml::String("snapshot".into()));
             }
+            // Each thread's cluster time, kept and read under its own name.
+            let kept = match start {
+                Some(s) => format!("{name}.{s}"),
+                None => name.to_string(),
+            };
+            if scan_type == "cluster-time" {
+                // genny's iteration sleeps a second, then takes the time; it records no metric
+                // (here the group's row is that time taken, in no metric).
+                one.entry("sleep_before")
+                    .or_insert_with(|| Toml::String("1s".into()));
+                let mut keep = toml::Table::new();
+                keep.insert("keep".into(), Toml::String(kept));
+                let s = step("ClusterTime", &handle, "clusterTime", Toml::Table(keep));
+                one.insert("steps".into(), Toml::Array(vec![Toml::Table(s)]));
+                self.groups.push(one);
+                continue;
+            }
+            if scan_type == "point-in-time" {
+                scan.insert("at".into(), Toml::String(kept));
+            }
             one.insert("metric".into(), Toml::String(metric.clone()));
             let mut s = step("Scan", &handle, "scan", Toml::Table(scan));
             // genny counts a collection that fails (dropped under it) in
@@ -130,15 +148,52 @@ impl<'a> Translator<'a> {
             one.insert("steps".into(), Toml::Array(vec![Toml::Table(s)]));
             self.groups.push(one);
         }
-        let whose = if per.is_some() {
+        self.scanner_note(name, p, &scan_type, &metric, per.is_some());
+        Ok(())
+    }
+
+    /// What the scanner's phase became, said as a note.
+    fn scanner_note(
+        &mut self,
+        name: &str,
+        p: usize,
+        scan_type: &str,
+        metric: &str,
+        generated: bool,
+    ) {
+        let whose = if generated {
             "the thread's collections"
         } else {
             "every collection listCollections names, at each scan,"
         };
-        self.notes.push(format!(
-            "{name} (CollectionScanner): a scan of {whose} is one operation, its group's row ({metric}); a collection that fails is an error of the scan, which goes on to the next (genny's ExceptionsCaught)"
-        ));
-        Ok(())
+        self.notes.push(match scan_type {
+            "cluster-time" => format!("{name} (CollectionScanner), phase {p}: each thread sleeps a second and keeps a ping's cluster time for its point-in-time scans (`SelectClusterTimeOnly`); its row is in no metric, as genny records none"),
+            "point-in-time" => format!("{name} (CollectionScanner), phase {p}: a point-in-time scan of {whose} is one operation, its group's row ({metric}); genny's metric counts each find and getMore apart"),
+            _ => format!("{name} (CollectionScanner): a scan of {whose} is one operation, its group's row ({metric}); a collection that fails is an error of the scan, which goes on to the next (genny's ExceptionsCaught)"),
+        });
+    }
+
+    /// With generated names, each thread's share of the `count` collections.
+    fn per_thread(
+        &self,
+        name: &str,
+        p: usize,
+        count: u64,
+        threads: u64,
+        databases: usize,
+    ) -> Result<u64, Refusal> {
+        let refuse = |t: &Self, what: String| t.refuse(Some(name), Some(p), what);
+        // genny's `distributeCollectionNames` throws unless the collections divide evenly
+        // among the threads (and so whenever the threads outnumber them).
+        if !count.is_multiple_of(threads) {
+            return Err(refuse(self, format!("{threads} threads do not divide {count} collections evenly (genny refuses it too)")));
+        }
+        let per = count / threads;
+        let dbs = u64::try_from(databases).unwrap_or(u64::MAX);
+        if per * threads * dbs > MAX_COLLECTIONS {
+            return Err(refuse(self, format!("`CollectionCount: {count}` spreads it over more than the {MAX_COLLECTIONS} collections the tool reads of a genny workload")));
+        }
+        Ok(per)
     }
 
     /// `CollectionSortOrder` and `CollectionSkip` as the scan's `order` and `skip`; the skip.
@@ -231,11 +286,8 @@ impl<'a> Translator<'a> {
         phase: &Yaml,
     ) -> Result<(String, toml::Table), Refusal> {
         let refuse = |t: &Self, what: String| t.refuse(Some(name), Some(p), what);
-        if phase
-            .get("SelectClusterTimeOnly")
-            .is_some_and(|v| v.as_bool() != Some(false))
-        {
-            return Err(refuse(self, "CollectionScanner's `SelectClusterTimeOnly` (a cluster time kept for a later point-in-time scan) is not read yet".into()));
+        if phase.get("SelectClusterTimeOnly").and_then(Yaml::as_bool) == Some(true) {
+            return Ok(("cluster-time".into(), toml::Table::new()));
         }
         let scan_type = phase
             .get("ScanType")
@@ -265,40 +317,71 @@ impl<'a> Translator<'a> {
         };
         let mut scan = toml::Table::new();
         let mut read = toml::Table::new();
-        match scan_type.as_str() {
-            "count" => {
-                let mut a = toml::Table::new();
-                a.insert("filter".into(), filter.map_or(Toml::Table(Default::default()), to_toml));
-                read.insert("countDocuments".into(), Toml::Table(a));
+        let filtered = |mut a: toml::Table| {
+            let f = filter.map_or(Toml::Table(Default::default()), to_toml);
+            a.insert("filter".into(), f);
+            Toml::Table(a)
+        };
+        match (scan_type.as_str(), pipeline) {
+            ("count", _) => {
+                read.insert("countDocuments".into(), filtered(toml::Table::new()));
             }
-            "standard" | "snapshot" => {
-                match pipeline {
-                    Some(stages) => {
-                        let mut a = self.scan_options(name, p, phase, "AggregateOptions", &AGGREGATE_OPTIONS)?;
-                        a.insert("pipeline".into(), to_toml(stages));
-                        read.insert("aggregate".into(), Toml::Table(a));
-                    }
-                    None => {
-                        let mut a = self.scan_options(name, p, phase, "FindOptions", &FIND_OPTIONS)?;
-                        a.insert("filter".into(), filter.map_or(Toml::Table(Default::default()), to_toml));
-                        read.insert("find".into(), Toml::Table(a));
-                    }
-                }
-                // genny counts `Documents` and `ScanSizeBytes` only in a find or aggregate
-                // scan (a count scan ignores them).
-                if let Some(d) = whole("Documents") {
-                    scan.insert("documents".into(), Toml::Integer(d));
-                }
-                if let Some(b) = whole("ScanSizeBytes") {
-                    scan.insert("bytes".into(), Toml::Integer(b));
-                }
+            ("standard" | "snapshot", Some(stages)) => {
+                let options = ("AggregateOptions", &AGGREGATE_OPTIONS[..]);
+                let mut a = self.scan_options(name, p, phase, options.0, options.1)?;
+                a.insert("pipeline".into(), to_toml(stages));
+                read.insert("aggregate".into(), Toml::Table(a));
             }
-            "point-in-time" => {
-                return Err(refuse(self, "CollectionScanner's `ScanType: point-in-time` (reads at a cluster time an earlier phase took) is not read yet".into()))
+            ("standard" | "snapshot", None) => {
+                let a = self.scan_options(name, p, phase, "FindOptions", &FIND_OPTIONS)?;
+                read.insert("find".into(), filtered(a));
             }
-            other => return Err(refuse(self, format!("`ScanType: {other}` is not one of count, standard, snapshot, point-in-time"))),
+            // genny's command: the filter alone (its `FindOptions` are not sent).
+            ("point-in-time", None) => {
+                read.insert("find".into(), filtered(toml::Table::new()));
+            }
+            ("point-in-time", Some(_)) => {
+                return Err(refuse(
+                    self,
+                    "a point-in-time scan sends `find` (genny reads no `AggregatePipeline` there)"
+                        .into(),
+                ));
+            }
+            (other, _) => {
+                return Err(refuse(
+                    self,
+                    format!(
+                    "`ScanType: {other}` is not one of count, standard, snapshot, point-in-time"
+                ),
+                ))
+            }
+        }
+        // genny counts `Documents` and `ScanSizeBytes` only in a find or aggregate scan (a
+        // count scan ignores them).
+        if scan_type != "count" {
+            if let Some(d) = whole("Documents") {
+                scan.insert("documents".into(), Toml::Integer(d));
+            }
+            if let Some(b) = whole("ScanSizeBytes") {
+                scan.insert("bytes".into(), Toml::Integer(b));
+            }
         }
         scan.insert("read".into(), Toml::Table(read));
+        self.scan_hold(name, p, phase, &scan_type, &mut scan)?;
+        Ok((scan_type, scan))
+    }
+
+    /// `ScanDuration` and `ScanContinuous` as the scan's `hold` and `continuous` (none under
+    /// `--smoke`, which scans once).
+    fn scan_hold(
+        &self,
+        name: &str,
+        p: usize,
+        phase: &Yaml,
+        scan_type: &str,
+        scan: &mut toml::Table,
+    ) -> Result<(), Refusal> {
+        let refuse = |t: &Self, what: String| t.refuse(Some(name), Some(p), what);
         let hold = match phase.get("ScanDuration") {
             None => None,
             Some(v) => Some(
@@ -331,7 +414,7 @@ impl<'a> Translator<'a> {
                 scan.insert("continuous".into(), Toml::Boolean(true));
             }
         }
-        Ok((scan_type, scan))
+        Ok(())
     }
 
     /// `FindOptions`/`AggregateOptions` as the step's arguments (genny's `OptionsConversion`);

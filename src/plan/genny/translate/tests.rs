@@ -288,6 +288,21 @@ fn a_sampler_and_a_scanner_share_their_actors_global_rate_among_their_groups() {
     assert_eq!(scan["continuous"].as_bool(), Some(true));
     assert_eq!(scan["bytes"].as_integer(), Some(1000));
     assert_eq!(scan["megabytes"].as_str(), Some("10 per 1s"));
+    // A point-in-time scan reads at the time its thread kept in an earlier phase: each
+    // thread's own name (a group per thread with generated names).
+    let t = read("Actors:\n- Name: P\n  Type: CollectionScanner\n  Threads: 2\n  Database: d\n  GenerateCollectionNames: true\n  CollectionCount: 2\n  Phases:\n  - {Repeat: 1, SelectClusterTimeOnly: true}\n  - {Repeat: 1, ScanType: point-in-time, Filter: {a: 1}, FindOptions: {BatchSize: 5}}\n", false).unwrap();
+    let g = t.profile["group"].as_array().unwrap();
+    assert_eq!(g.len(), 4);
+    assert_eq!(
+        g[1]["steps"][0]["clusterTime"]["keep"].as_str(),
+        Some("P.1")
+    );
+    assert_eq!(g[1]["sleep_before"].as_str(), Some("1s"));
+    assert!(g[1].get("metric").is_none());
+    assert_eq!(g[3]["steps"][0]["scan"]["at"].as_str(), Some("P.1"));
+    assert!(g[3]["steps"][0]["scan"]["read"]["find"]
+        .get("batchSize")
+        .is_none());
     let smoke = read(listed, true).unwrap();
     assert!(smoke.profile["group"][0]["steps"][0]["scan"]
         .get("hold")
@@ -311,13 +326,8 @@ fn a_sampler_and_a_scanner_share_their_actors_global_rate_among_their_groups() {
         ),
         (
             "Threads: 1\n  Database: d",
-            "ScanType: point-in-time",
-            "point-in-time",
-        ),
-        (
-            "Threads: 1\n  Database: d",
-            "SelectClusterTimeOnly: true",
-            "SelectClusterTimeOnly",
+            "ScanType: point-in-time, AggregatePipeline: {array: []}",
+            "sends `find`",
         ),
     ] {
         let e = read(&format!("Actors:\n- Name: C\n  Type: CollectionScanner\n  {actor}\n  Phases:\n  - {{Repeat: 1, {phase}}}\n"), false).unwrap_err();
