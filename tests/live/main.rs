@@ -75,6 +75,7 @@ mod embedded;
 mod faults;
 mod first_hour;
 mod genny;
+mod genny_actors;
 mod history;
 mod intervals;
 mod jmeter_2016;
