@@ -449,6 +449,9 @@ impl MongoBackend {
             out
         };
         let options = self.transaction_options(on);
+        let holds = req.op.steps.iter().any(|s| {
+            matches!(&s.command, crate::workload::command::Command::Scan(scan) if scan.hold.is_some())
+        });
         'attempt: loop {
             if let Err(e) = session
                 .start_transaction()
@@ -460,8 +463,12 @@ impl MongoBackend {
             }
             let attempt = std::time::Instant::now();
             let (mut out, sent) = self.run_steps(on, req, Some(&mut *session)).await;
+            // A scan that holds its transaction open is not sent again (its hold again past the
+            // operation's limit): genny counts the error and goes on.
             let retry = |e: &mongodb::error::Error| {
-                e.contains_label(TRANSIENT_TRANSACTION_ERROR) && started.elapsed() < TX_TIME_LIMIT
+                e.contains_label(TRANSIENT_TRANSACTION_ERROR)
+                    && started.elapsed() < TX_TIME_LIMIT
+                    && !holds
             };
             match sent {
                 Err(e) => {

@@ -227,9 +227,36 @@ fn genny_sampling_loader_example_copies_its_sample_by_the_servers_count() {
         "sampling.yml",
         &example.replace("db: &db test", &format!("db: &db {db}")),
     );
+    let wire = wire_log::start(proxy::port_of(&server.uri));
     let out = dir.path().join("run");
-    server.run_ok(path.to_str().unwrap(), &out, &[]);
+    bin()
+        .args([
+            "run",
+            path.to_str().unwrap(),
+            "--uri",
+            &wire.uri(),
+            "--quiet",
+            "--no-resources",
+            "--out",
+        ])
+        .arg(&out)
+        .timeout(std::time::Duration::from_secs(120))
+        .assert()
+        .code(0);
     let coll = "sampling_loader_demo";
+    // One sample an actor, whatever its threads and iterations: three `$sample`s in all.
+    let samples = wire
+        .commands(&db, "aggregate", coll)
+        .iter()
+        .filter(|e| {
+            e.body
+                .get_array("pipeline")
+                .ok()
+                .and_then(|p| p.first()?.as_document()?.get_document("$sample").ok())
+                .is_some()
+        })
+        .count();
+    assert_eq!(samples, 3);
     // 40 seeded; 1 x 2 x 5 copies; 4 x 5 x 20; 4 x 5 x 20 with `y` set.
     assert_eq!(server.count(&db, coll, doc! {}), 40 + 10 + 400 + 400);
     assert_eq!(
@@ -319,6 +346,29 @@ fn a_point_in_time_scan_reads_every_collection_at_the_cluster_time_its_thread_ke
     }
     // Each thread's own time (the pings a second apart at most, two answers).
     assert!(!times.is_empty() && times.len() <= 2, "{times:?}");
+    // Taken in the phase before the scans, and read there: between the load and the first
+    // scan, the two threads' pings and no other (a scan without a kept time pings itself).
+    let position = |f: &dyn Fn(&wire_log::Exchange) -> bool| all.iter().position(f).unwrap();
+    let loaded = all.len()
+        - 1
+        - all
+            .iter()
+            .rev()
+            .position(|e| e.command == "insert" && e.db == db)
+            .unwrap();
+    let scanned = position(&|e| {
+        e.command == "find" && e.db == db && e.body.get_document("readConcern").is_ok()
+    });
+    let kept = all[loaded..scanned]
+        .iter()
+        .filter(|e| e.command == "ping" && e.db == "admin")
+        .count();
+    assert_eq!(kept, 2);
+    let later = all[scanned..]
+        .iter()
+        .filter(|e| e.command == "ping" && e.db == "admin")
+        .count();
+    assert_eq!(later, 0, "a scan pinged for a time of its own");
     // 150 documents a collection: the first batch of 101, then a getMore for the rest.
     let more = all
         .iter()

@@ -63,11 +63,13 @@ fn run(server: &TestServer, profile: &Path, out: &Path, ledger: &Path, n: usize,
 }
 
 /// This machine's runs of one plan made 2,321 to 2,832 finds/s among runs 1-11 of one reading
-/// (22 % apart, up to 13 % from one run to the next): a change smaller than that is noise here,
-/// whatever its p-value; the index's is ten times as large.
-const MIN_CHANGE: &str = "30%";
+/// (22 % apart, up to 13 % from one run to the next), and without the index, under the full
+/// suite's load, its scans' p50 ran 13.3 to 22.4 ms (run 16 41 % above runs 12-15, at p 0.046,
+/// a change point of noise at 30 %): a change smaller than half is noise here, whatever its
+/// p-value; the index's is some 3,000 %.
+const MIN_CHANGE: &str = "50%";
 
-/// `history ARGS... --min-change 30% --out OUT`: exit code, history.json, stdout.
+/// `history ARGS... --min-change 50% --out OUT`: exit code, history.json, stdout.
 fn history(args: &[&std::ffi::OsStr], out: &Path) -> (Option<i32>, serde_json::Value, String) {
     let o = bin()
         .arg("history")

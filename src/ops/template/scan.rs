@@ -116,6 +116,7 @@ pub(super) async fn keep_cluster_time(
 /// collections, a failed `getMore` the collection.
 async fn point_in_time(
     on: &On<'_>,
+    targets: &[(String, Vec<String>)],
     of: &Scan,
     read: &Built,
     name: &str,
@@ -131,22 +132,11 @@ async fn point_in_time(
     };
     let mut session = on.client.start_session().causal_consistency(false).await?;
     let concern = doc! { "level": "snapshot", "atClusterTime": at };
-    let own = [on.coll.namespace().db];
-    let databases: &[String] = if of.databases.is_empty() {
-        &own
-    } else {
-        &of.databases
-    };
     let mut this = Tally::default();
-    'dbs: for db in databases {
+    'dbs: for (db, names) in targets {
         let database = on.client.database(db);
-        let names = match &of.collections {
-            Some(names) => names.clone(),
-            None => database.list_collection_names().await?,
-        };
         for coll in names {
-            let find =
-                doc! { "find": &coll, "filter": filter.clone(), "readConcern": concern.clone() };
+            let find = doc! { "find": coll.as_str(), "filter": filter.clone(), "readConcern": concern.clone() };
             let (mut id, ended) =
                 match batch(&database, find, "firstBatch", of, &mut this, &mut session).await {
                     Ok(r) => r,
@@ -160,12 +150,9 @@ async fn point_in_time(
                 break 'dbs;
             }
             while id != 0 {
-                let more = doc! { "getMore": id, "collection": &coll };
+                let more = doc! { "getMore": id, "collection": coll.as_str() };
                 match batch(&database, more, "nextBatch", of, &mut this, &mut session).await {
-                    Ok((next, true)) => {
-                        let _ = next;
-                        break 'dbs;
-                    }
+                    Ok((_, true)) => break 'dbs,
                     Ok((next, false)) => id = next,
                     Err(e) => {
                         this.failed += 1;
@@ -232,10 +219,12 @@ pub(super) async fn scan(
 ) -> Result {
     let began = Instant::now();
     let mut all = Tally::default();
+    // Listed once an operation (genny lists once an iteration, however often it scans).
+    let targets = targets(on, of).await?;
     loop {
         match &of.at {
-            Some(name) => point_in_time(on, of, &read, name, user, &mut all).await?,
-            None => pass(on, of, &read, &mut all, session).await?,
+            Some(name) => point_in_time(on, &targets, of, &read, name, user, &mut all).await?,
+            None => pass(on, &targets, of, &read, &mut all, session).await?,
         }
         match of.hold {
             Some(hold) if began.elapsed() < hold => {
@@ -251,37 +240,64 @@ pub(super) async fn scan(
     out.returned = all.documents;
     out.counted = all.counted;
     out.received = u32::try_from(all.bytes).unwrap_or(u32::MAX);
-    out.matched = all.documents > 0 || all.counted > 0;
+    // A scan that read nothing (empty collections) is still a whole scan: nothing to abort.
+    out.matched = true;
     match all.first_error {
         None => Ok(()),
         Some(e) => Err(e),
     }
 }
 
-/// One scan of every collection (a `continuous` scan makes several).
-async fn pass(
-    on: &On<'_>,
-    of: &Scan,
-    read: &Built,
-    all: &mut Tally,
-    session: &mut Session<'_>,
-) -> Result {
+/// Each database's collections to scan, in order (a point-in-time scan's as listed): the
+/// scan's own, or those `listCollections` names.
+async fn targets(on: &On<'_>, of: &Scan) -> mongodb::error::Result<Vec<(String, Vec<String>)>> {
     let own = [on.coll.namespace().db];
     let databases: &[String] = if of.databases.is_empty() {
         &own
     } else {
         &of.databases
     };
-    // The limits count over the whole pass, every database's collections.
-    let mut this = Tally::default();
-    'dbs: for db in databases {
-        let database = on.client.database(db);
+    let mut out = Vec::with_capacity(databases.len());
+    for db in databases {
         let names = match &of.collections {
             Some(names) => names.clone(),
-            None => database.list_collection_names().await?,
+            None => on.client.database(db).list_collection_names().await?,
         };
-        for name in ordered(names, of.order, of.skip) {
-            let coll = database.collection::<RawDocumentBuf>(&name);
+        let names = if of.at.is_some() {
+            names
+        } else {
+            ordered(names, of.order, of.skip)
+        };
+        out.push((db.clone(), names));
+    }
+    Ok(out)
+}
+
+/// Collection `name` of `db` with the step's read concern and read preference.
+fn handle(on: &On<'_>, db: &str, name: &str) -> Collection<RawDocumentBuf> {
+    let options = mongodb::options::CollectionOptions::builder()
+        .read_concern(on.coll.read_concern().cloned())
+        .selection_criteria(on.coll.selection_criteria().cloned())
+        .build();
+    on.client
+        .database(db)
+        .collection_with_options(name, options)
+}
+
+/// One scan of every collection (a `continuous` scan makes several).
+async fn pass(
+    on: &On<'_>,
+    targets: &[(String, Vec<String>)],
+    of: &Scan,
+    read: &Built,
+    all: &mut Tally,
+    session: &mut Session<'_>,
+) -> Result {
+    // The limits count over the whole pass, every database's collections.
+    let mut this = Tally::default();
+    'dbs: for (db, names) in targets {
+        for name in names {
+            let coll = handle(on, db, name);
             match one(on, of, &coll, read, &mut this, session).await {
                 Ok(true) => break 'dbs,
                 Ok(false) => {}

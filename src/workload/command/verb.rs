@@ -131,7 +131,8 @@ impl Verb {
             | Verb::FindOneAndUpdate
             | Verb::FindOneAndReplace
             | Verb::FindOneAndDelete
-            | Verb::BulkWrite => true,
+            | Verb::BulkWrite
+            | Verb::InsertSample => true,
             Verb::Find
             | Verb::FindOne
             | Verb::Aggregate
@@ -141,7 +142,6 @@ impl Verb {
             | Verb::Command
             | Verb::Assert
             | Verb::Scan
-            | Verb::InsertSample
             | Verb::ClusterTime
             | Verb::Nop => false,
         }
@@ -162,7 +162,8 @@ impl Verb {
             Verb::FindOneAndUpdate
             | Verb::FindOneAndReplace
             | Verb::FindOneAndDelete
-            | Verb::BulkWrite => false,
+            | Verb::BulkWrite
+            | Verb::InsertSample => false,
             Verb::Find
             | Verb::FindOne
             | Verb::Aggregate
@@ -172,7 +173,6 @@ impl Verb {
             | Verb::Command
             | Verb::Assert
             | Verb::Scan
-            | Verb::InsertSample
             | Verb::ClusterTime
             | Verb::Nop => true,
         }

@@ -354,6 +354,11 @@ fn a_scan_step_reads_its_one_read_and_limits_and_its_hold_adds_to_the_timeout() 
             "filter only",
         ),
         (
+            group("", "{ read = { find = {} }, at = \"t\", order = \"forward\" }"),
+            "group[0].steps[0].scan.at",
+            "as listed",
+        ),
+        (
             group("transaction = true\n", "{ read = { find = {} }, at = \"t\" }"),
             "group[0].steps[0].scan.at",
             "outside any transaction",

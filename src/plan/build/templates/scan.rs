@@ -29,7 +29,7 @@ impl GroupAt<'_> {
         if skip > 0 && order == ScanOrder::AsListed {
             return Err(a.err(
                 "skip",
-                "`skip` leaves out the first collections of an order, and the scan has none",
+                "`skip` leaves out the first collections of an `order`, and the scan has no `order`",
                 "order = \"forward\", skip = 2",
             ));
         }
@@ -163,6 +163,13 @@ fn scan_at(
                 "at",
                 "a point-in-time scan sends `find` with its filter only (genny's command)",
                 "read = { find = { filter = { a = 1 } } }, at = \"before\"",
+            ));
+        }
+        if a.table.contains_key("order") || a.table.contains_key("skip") {
+            return Err(a.err(
+                "at",
+                "a point-in-time scan reads the collections as listed (genny sorts and skips only the others)",
+                "leave out `order` and `skip`",
             ));
         }
         if g.g.transaction == Some(true) || held {

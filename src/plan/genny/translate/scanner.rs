@@ -7,7 +7,8 @@
 //! or `ScanSizeBytes`; or `countDocuments`); the whole scan one operation, the group's row,
 //! genny's `Scan` metric. `snapshot` runs it in a transaction at read concern snapshot, held
 //! `ScanDuration` (`ScanContinuous`: scanning again); `ScanRateMegabytes` is the run's one
-//! limiter of megabytes scanned. Point-in-time scans are refused by name.
+//! limiter of megabytes scanned. `SelectClusterTimeOnly` keeps each thread's cluster time (a
+//! `clusterTime` step), which its `point-in-time` scans read at (the scan's `at`).
 
 use super::*;
 
