@@ -333,7 +333,7 @@ fn a_scan_step_reads_its_one_read_and_limits_and_its_hold_adds_to_the_timeout() 
         (
             group("", "{ read = { find = {} }, skip = 2 }"),
             "group[0].steps[0].scan.skip",
-            "has none",
+            "has no `order`",
         ),
         (
             group("", "{ read = { find = {} }, megabytes = \"fast\" }"),
