@@ -449,9 +449,7 @@ impl MongoBackend {
             out
         };
         let options = self.transaction_options(on);
-        let holds = req.op.steps.iter().any(|s| {
-            matches!(&s.command, crate::workload::command::Command::Scan(scan) if scan.hold.is_some())
-        });
+        let holds = !req.op.held.is_zero();
         'attempt: loop {
             if let Err(e) = session
                 .start_transaction()

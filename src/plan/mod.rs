@@ -588,20 +588,12 @@ impl GroupPlan {
     pub(crate) fn op_limit(&self, spec: &OpSpec, op_timeout: Duration) -> Duration {
         match spec {
             OpSpec::Steps(st) => {
-                let held = st
-                    .steps
-                    .iter()
-                    .filter_map(|t| match &t.command {
-                        crate::workload::command::Command::Scan(s) => s.hold,
-                        _ => None,
-                    })
-                    .fold(Duration::ZERO, Duration::saturating_add);
                 let each = if self.timeout_per_step {
                     op_timeout.saturating_mul(u32::try_from(st.steps.len()).unwrap_or(u32::MAX))
                 } else {
                     op_timeout
                 };
-                each.saturating_add(held)
+                each.saturating_add(st.held)
             }
             _ => op_timeout,
         }

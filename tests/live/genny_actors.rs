@@ -10,6 +10,23 @@ use crate::wire_log;
 use common::*;
 use mongodb::bson::doc;
 
+/// Runs the workload at `path` through a wire log in front of the server, into `out`; the log.
+fn run_on_the_wire(
+    server: &TestServer,
+    path: &std::path::Path,
+    out: &std::path::Path,
+) -> wire_log::WireLog {
+    let wire = wire_log::start(proxy::port_of(&server.uri));
+    bin()
+        .args(["run", path.to_str().unwrap(), "--uri", &wire.uri()])
+        .args(["--quiet", "--no-resources", "--out"])
+        .arg(out)
+        .timeout(std::time::Duration::from_secs(120))
+        .assert()
+        .code(0);
+    wire
+}
+
 /// genny's AssertiveActor: `Expected`, then `Actual`, their first batches compared by genny's
 /// rules (ignoring `_id` and `num`, numbers within 0.001 whatever their types); results that
 /// differ are an error of the actor's `Assert` row with where they differ, against the
@@ -227,22 +244,8 @@ fn genny_sampling_loader_example_copies_its_sample_by_the_servers_count() {
         "sampling.yml",
         &example.replace("db: &db test", &format!("db: &db {db}")),
     );
-    let wire = wire_log::start(proxy::port_of(&server.uri));
     let out = dir.path().join("run");
-    bin()
-        .args([
-            "run",
-            path.to_str().unwrap(),
-            "--uri",
-            &wire.uri(),
-            "--quiet",
-            "--no-resources",
-            "--out",
-        ])
-        .arg(&out)
-        .timeout(std::time::Duration::from_secs(120))
-        .assert()
-        .code(0);
+    let wire = run_on_the_wire(&server, &path, &out);
     let coll = "sampling_loader_demo";
     // One sample an actor, whatever its threads and iterations: three `$sample`s in all.
     let samples = wire
@@ -307,22 +310,8 @@ fn a_point_in_time_scan_reads_every_collection_at_the_cluster_time_its_thread_ke
              \x20 - {{Repeat: 1, ScanType: point-in-time, MetricsName: Scan-Current}}\n"
         ),
     );
-    let wire = wire_log::start(proxy::port_of(&server.uri));
     let out = dir.path().join("run");
-    bin()
-        .args([
-            "run",
-            path.to_str().unwrap(),
-            "--uri",
-            &wire.uri(),
-            "--quiet",
-            "--no-resources",
-            "--out",
-        ])
-        .arg(&out)
-        .timeout(std::time::Duration::from_secs(120))
-        .assert()
-        .code(0);
+    let wire = run_on_the_wire(&server, &path, &out);
     let all = wire.all();
     // The times the two threads kept: each the operationTime of a ping's reply to admin.
     let pinged: Vec<mongodb::bson::Timestamp> = all

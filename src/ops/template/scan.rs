@@ -141,7 +141,6 @@ async fn point_in_time(
                 match batch(&database, find, "firstBatch", of, &mut this, &mut session).await {
                     Ok(r) => r,
                     Err(e) => {
-                        this.failed += 1;
                         this.first_error.get_or_insert(e);
                         continue 'dbs;
                     }
@@ -155,7 +154,6 @@ async fn point_in_time(
                     Ok((_, true)) => break 'dbs,
                     Ok((next, false)) => id = next,
                     Err(e) => {
-                        this.failed += 1;
                         this.first_error.get_or_insert(e);
                         break;
                     }
@@ -163,12 +161,7 @@ async fn point_in_time(
             }
         }
     }
-    all.documents += this.documents;
-    all.bytes += this.bytes;
-    all.failed += this.failed;
-    if all.first_error.is_none() {
-        all.first_error = this.first_error;
-    }
+    all.add(this);
     Ok(())
 }
 
@@ -205,7 +198,6 @@ struct Tally {
     bytes: u64,
     megabytes: u64,
     counted: u64,
-    failed: u64,
     first_error: Option<mongodb::error::Error>,
 }
 
@@ -302,19 +294,12 @@ async fn pass(
                 Ok(true) => break 'dbs,
                 Ok(false) => {}
                 Err(e) => {
-                    this.failed += 1;
                     this.first_error.get_or_insert(e);
                 }
             }
         }
     }
-    all.documents += this.documents;
-    all.bytes += this.bytes;
-    all.counted += this.counted;
-    all.failed += this.failed;
-    if all.first_error.is_none() {
-        all.first_error = this.first_error;
-    }
+    all.add(this);
     Ok(())
 }
 
@@ -388,6 +373,16 @@ async fn one(
 }
 
 impl Tally {
+    /// A pass's counts added to the operation's (its first error kept).
+    fn add(&mut self, pass: Tally) {
+        self.documents += pass.documents;
+        self.bytes += pass.bytes;
+        self.counted += pass.counted;
+        if self.first_error.is_none() {
+            self.first_error = pass.first_error;
+        }
+    }
+
     /// Counts one document read; true when it reaches a limit.
     fn read(&mut self, of: &Scan, raw: &mongodb::bson::RawDocument) -> bool {
         self.documents += 1;

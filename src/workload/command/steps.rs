@@ -26,6 +26,9 @@ pub struct StepsOp {
     /// The genny metric the whole operation is (`metric` on the group): its row, one sample
     /// per operation.
     pub(crate) metric: Option<String>,
+    /// How long its scans hold their transaction open on purpose (their `hold`s, summed): on
+    /// top of the operation's timeout, and a transaction that holds is not sent again.
+    pub(crate) held: std::time::Duration,
 }
 
 /// What a failed step does to the rest of its operation (`[[group.steps]] on_error`).

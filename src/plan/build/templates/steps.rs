@@ -92,7 +92,18 @@ impl GroupAt<'_> {
                 });
             }
         }
+        let held = out
+            .iter()
+            .filter_map(|t| match &t.command {
+                Command::Scan(s) => s.hold,
+                _ => None,
+            })
+            .fold(
+                std::time::Duration::ZERO,
+                std::time::Duration::saturating_add,
+            );
         Ok(OpSpec::Steps(Arc::new(StepsOp {
+            held,
             name: OpName::from(name),
             at: self.path(key),
             steps: out,
