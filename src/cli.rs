@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
+use serde::{Deserialize, Serialize};
 
 mod parse;
 use parse::*;
@@ -99,7 +100,10 @@ pub(crate) enum Command {
         mut_arg("warmup", hidden),
         mut_arg("repeat", hidden),
         mut_arg("part", hidden),
-        mut_arg("parts", hidden)
+        mut_arg("parts", hidden),
+        mut_arg("coordinator", hidden),
+        mut_arg("join_timeout", hidden),
+        mut_arg("on_part_loss", hidden)
     )]
     Capacity(Box<CapacityArgs>),
     /// Make a profile from what a deployment served: its profiler (--from-profiler) or its
@@ -124,9 +128,16 @@ pub(crate) enum Command {
         mut_arg("faults", hidden),
         mut_arg("metrics_listen", hidden),
         mut_arg("metrics_push", hidden),
-        mut_arg("live_control", hidden)
+        mut_arg("live_control", hidden),
+        mut_arg("coordinator", hidden),
+        mut_arg("join_timeout", hidden),
+        mut_arg("on_part_loss", hidden)
     )]
     Sweep(Box<SweepArgs>),
+    /// Join a coordinated run (`run PROFILE --parts N --coordinator ADDR`) as one of its parts:
+    /// fetch its plan, start with the other parts, send every interval, keep this part's run
+    /// directory
+    Part(Box<PartArgs>),
     /// Rebuild report.html from the files of a finished or interrupted run
     Report {
         /// The run directory (what `run --out` named)
@@ -205,7 +216,7 @@ pub(crate) struct CaptureArgs {
     pub(crate) server_bin: Option<PathBuf>,
 }
 
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, Args, Serialize, Deserialize)]
 pub(crate) struct OverrideArgs {
     /// Virtual users per group, overriding every group (`sweep`: a list of steps, 1,2,4,8)
     #[arg(long, value_parser = parse_threads, value_name = "N")]
@@ -342,7 +353,9 @@ pub(crate) struct SweepArgs {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct WatcherList(pub Vec<u32>);
 
-#[derive(Debug, Clone, Args)]
+/// `run`'s options; a coordinator sends them to its parts as they are (`coordinate::PlanDoc`),
+/// but for the tokens, which never leave the process that was given them.
+#[derive(Debug, Clone, Args, Serialize, Deserialize)]
 pub(crate) struct RunArgs {
     /// Profile path or bundled name (see `mongo-stress profiles`)
     pub(crate) profile: String,
@@ -467,13 +480,74 @@ pub(crate) struct RunArgs {
         value_name = "T",
         hide_env_values = true
     )]
+    #[serde(skip)]
     pub(crate) live_token: Option<String>,
+    /// Coordinate the run's --parts N from here: serve its plan at ADDR (host:port) to the parts
+    /// (`mongo-stress part --join http://ADDR`), start them together, merge their intervals as
+    /// they come, and write the merged run; it sends no load itself
+    #[arg(long, value_name = "ADDR", requires = "parts")]
+    pub(crate) coordinator: Option<String>,
+    /// The token a part must give to join [default: one is made and printed once]; never
+    /// written to a file or log
+    #[arg(
+        long,
+        env = "MONGO_STRESS_TOKEN",
+        value_name = "T",
+        hide_env_values = true
+    )]
+    #[serde(skip)]
+    pub(crate) token: Option<String>,
+    /// With --coordinator: how long to wait for the N parts to join
+    #[arg(long, default_value = "2m", value_parser = parse_positive_duration, value_name = "D")]
+    pub(crate) join_timeout: Duration,
+    /// With --coordinator: what a part silent for 3 s does to the run: stop it (exit 1,
+    /// everything measured kept) or let the other parts continue
+    #[arg(long, value_enum, default_value_t = PartLoss::Stop, value_name = "WHAT")]
+    pub(crate) on_part_loss: PartLoss,
+}
+
+/// `--on-part-loss`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+pub(crate) enum PartLoss {
+    Stop,
+    Continue,
+}
+
+/// `mongo-stress part --join URL`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct PartArgs {
+    /// The coordinator's address, as it printed it: http://HOST:PORT
+    #[arg(long, value_name = "URL")]
+    pub(crate) join: String,
+    /// The coordinator's join token
+    #[arg(
+        long,
+        env = "MONGO_STRESS_TOKEN",
+        value_name = "T",
+        hide_env_values = true
+    )]
+    pub(crate) token: Option<String>,
+    /// The deployment as this machine reaches it [default: the coordinator's --uri]
+    #[arg(long, env = "MONGODB_URI", hide_env_values = true)]
+    pub(crate) uri: Option<String>,
+    /// This part's run directory [default: results/<profile>-part<I>-<YYYYmmdd-HHMMSS>]
+    #[arg(long)]
+    pub(crate) out: Option<PathBuf>,
+    /// Which part this is (0-based) [default: JOB_COMPLETION_INDEX when set, else the first
+    /// free one]
+    #[arg(long, env = "JOB_COMPLETION_INDEX", value_name = "I")]
+    pub(crate) index: Option<u32>,
+    /// Print only this part's final summary
+    #[arg(long)]
+    pub(crate) quiet: bool,
+    #[command(flatten)]
+    pub(crate) console: ConsoleArgs,
 }
 
 use crate::plan::limits;
 
 /// `--threads`: one number of users, or (for `sweep`) a list of them, `1,2,4,8`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct ThreadList(pub Vec<u32>);
 
 impl ThreadList {

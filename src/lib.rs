@@ -33,6 +33,7 @@ pub mod exporter;
 pub(crate) mod fault;
 pub mod history;
 pub(crate) mod listen;
+pub mod coordinate;
 pub(crate) mod merge;
 pub mod metrics;
 pub(crate) mod monitor;

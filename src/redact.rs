@@ -30,7 +30,7 @@ pub(crate) fn redact(text: &str) -> String {
 }
 
 /// The options whose value is a secret, hidden in a command line as it is recorded.
-const SECRET_OPTIONS: [&str; 1] = ["--live-token"];
+const SECRET_OPTIONS: [&str; 2] = ["--live-token", "--token"];
 
 /// A command line as the tool records it (run.json, the report, the live page): passwords in
 /// connection strings and the values of secret options (`--live-token T`, `--live-token=T`)

@@ -22,6 +22,17 @@ pub(crate) fn merge_shown(
     allow_missing: bool,
     wide: bool,
 ) -> Result<i32, Error> {
+    merge_told(dirs, out, (allow_missing, wide), |_| {})
+}
+
+/// `merge_shown`, with what the merge's caller knows of the parts told to the summary
+/// (`tell`) before it is written: a coordinator's clocks and losses.
+pub(crate) fn merge_told(
+    dirs: &[PathBuf],
+    out: &Path,
+    (allow_missing, wide): (bool, bool),
+    tell: impl FnOnce(&mut crate::summary::Summary),
+) -> Result<i32, Error> {
     let (parts, merged) = merge::merge(dirs, allow_missing)?;
     if parts.iter().any(|p| same_dir(&p.path, out)) {
         return Err(Error::Usage(format!(
@@ -72,6 +83,7 @@ pub(crate) fn merge_shown(
         ));
         summary.refresh_on(&[], false, 1, 1);
     }
+    tell(&mut summary);
     if let Some(r) = &resources {
         let hosts: Vec<String> = r.rows.first().map_or(Vec::new(), |row| {
             row.hosts.iter().map(|h| h.host.to_string()).collect()

@@ -10,6 +10,7 @@
 
 pub(crate) mod capacity;
 pub(crate) mod capture;
+mod coordinate;
 mod capture_check;
 pub mod compare;
 pub(crate) mod history;
@@ -89,6 +90,11 @@ pub async fn main(cli: Cli) -> Result<i32, Error> {
             let stop = CancellationToken::new();
             tokio::spawn(watch_signals(stop.clone()));
             capacity::capacity(*args, stop).await
+        }
+        Command::Part(args) => {
+            let stop = CancellationToken::new();
+            tokio::spawn(watch_signals(stop.clone()));
+            coordinate::part(*args, stop).await
         }
         Command::Run(args) => {
             let stop = CancellationToken::new();

@@ -19,6 +19,18 @@ use crate::summary::Summary;
 use super::start::*;
 
 pub(crate) async fn run(command: RunCommand, stop: CancellationToken) -> Result<i32, Error> {
+    if command.args.coordinator.is_some() {
+        return super::coordinate::coordinator(command, stop).await;
+    }
+    run_linked(command, stop, None).await
+}
+
+/// `run`; a coordinated part's with its `link` to the coordinator.
+pub(crate) async fn run_linked(
+    command: RunCommand,
+    stop: CancellationToken,
+    link: Option<std::sync::Arc<crate::coordinate::link::Link>>,
+) -> Result<i32, Error> {
     let RunCommand { args, console } = command;
     args.overrides.one_thread_count()?;
     let loaded = profile::load_with(&args.profile, &args.overrides.genny())?;
@@ -44,7 +56,8 @@ pub(crate) async fn run(command: RunCommand, stop: CancellationToken) -> Result<
     check_part(&args, part.is_some())?;
     check_faults(&args, &plan, part.is_some())?;
     let plan = divide(plan, part, &args)?;
-    let opts = options(&args, &plan)?;
+    let mut opts = options(&args, &plan)?;
+    opts.link = link;
     check_baseline(&plan, opts.baseline.as_deref())?;
     if let Some(uri) = &args.uri {
         // A malformed URI is a usage error: refuse it before creating anything.
@@ -182,7 +195,7 @@ async fn load(
 
 /// What a part of a run cannot do: start its own embedded server (every part must load one
 /// deployment), compare with a baseline, or repeat.
-fn check_part(args: &RunArgs, part: bool) -> Result<(), Error> {
+pub(super) fn check_part(args: &RunArgs, part: bool) -> Result<(), Error> {
     if part && args.uri.is_none() {
         return Err(Error::Usage(
             "the parts of a run must load one deployment, but without --uri each part would start an embedded server of its own\n  fix: give every part the same --uri (or MONGODB_URI)".into(),
@@ -406,7 +419,7 @@ fn live_metrics(
 
 /// Faults on the server's process and its flags need the embedded server; a run in parts
 /// cannot audit or fault one deployment from several machines. Checked before anything runs.
-fn check_faults(args: &RunArgs, plan: &RunPlan, part: bool) -> Result<(), Error> {
+pub(super) fn check_faults(args: &RunArgs, plan: &RunPlan, part: bool) -> Result<(), Error> {
     if part && (plan.audit || !plan.faults.is_empty()) {
         return Err(Error::Usage(
             "an audit and faults belong to one whole run, but this is one part of a run (each part would audit only its own writes, and every part would do each fault)\n  fix: run the audit or the faults as one run, without --part/--parts".into(),

@@ -96,6 +96,7 @@ pub(super) fn options(args: &RunArgs, plan: &RunPlan) -> Result<RunOptions, Erro
         interval_log: !args.no_interval_log,
         baseline: args.baseline.clone(),
         tags: tags(args)?,
+        link: None,
     })
 }
 

@@ -301,6 +301,9 @@ fn part_row(p: &PartDir) -> PartRow {
             .iter()
             .filter_map(|r| r.start.as_ref().map(|st| st.late_ms))
             .reduce(f64::max),
+        clock_offset_ms: None,
+        round_trip_ms: None,
+        lost: None,
     }
 }
 

@@ -265,6 +265,15 @@ pub(crate) struct PartRow {
     pub(crate) client_cpu_peak: Option<f64>,
     /// How late the part's stages began behind the common start (largest over its runs).
     pub(crate) late_start_ms: Option<f64>,
+    /// A coordinated run's (`--coordinator`): the part's clock against the coordinator's
+    /// (coordinator = part + offset) and the round trip it was read from, as last measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) clock_offset_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) round_trip_ms: Option<f64>,
+    /// A coordinated run's part that fell silent, or could not run: what became of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) lost: Option<String>,
 }
 
 /// A threshold judged on a run (by `judge`, the one judge).

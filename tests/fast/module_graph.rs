@@ -183,6 +183,8 @@ const RANKS: &[(&str, u32)] = &[
     ("report", 9),
     // The live page: the report's drawing, fed by the recorder, steering the executor.
     ("watch", 10),
+    // A run across many load generators: the protocol, the coordinator's hub, a part's link.
+    ("coordinate", 10),
     ("app", 11),
 ];
 

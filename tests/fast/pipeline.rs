@@ -244,6 +244,7 @@ async fn run_plan(dir: &Path, backend: Scripted, plan: &RunPlan) -> Summary {
         baseline: None,
         start_at: None,
         tags: [("commit".to_string(), "abc123".to_string())].into(),
+        link: None,
     };
     let stop = CancellationToken::new();
     let session = Session {

@@ -326,6 +326,14 @@ impl<B: Backend + Clone> Session<'_, B> {
                 reason: Arc::clone(stopped_early),
             }));
         }
+        if let Some(link) = &self.opts.link {
+            outputs.push(Box::new(crate::coordinate::link::Uplink {
+                link: Arc::clone(link),
+                stop: run_stop.clone(),
+                reason: Arc::clone(stopped_early),
+                stopped: false,
+            }));
+        }
         if let Some(l) = &self.live {
             outputs.push(Box::new(crate::exporter::Feed::new(l, Arc::clone(&active))));
         }

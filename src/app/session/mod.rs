@@ -53,6 +53,9 @@ pub struct RunOptions {
     pub start_at: Option<SystemTime>,
     /// `--tag KEY=VALUE`, recorded in run.json.
     pub tags: std::collections::BTreeMap<String, String>,
+    /// A part of a coordinated run (`mongo-stress part`): its link to the coordinator, which
+    /// sets the start and takes each interval.
+    pub link: Option<std::sync::Arc<crate::coordinate::link::Link>>,
 }
 
 /// One invocation: the plan, where requests go, and where results are written.
@@ -231,7 +234,12 @@ impl<B: Backend + Clone> Session<'_, B> {
             }
         };
         self.explain_first(run, &prepared.keys, summary).await;
-        let start = match prepared.begin {
+        // A coordinated part begins when the coordinator says, once every part is set up.
+        let begin = match &self.opts.link {
+            Some(link) => Some(link.ready(self.stop).await?),
+            None => prepared.begin,
+        };
+        let start = match begin {
             Some(at) => Some(self.wait_until(at).await),
             None => None,
         };

@@ -196,6 +196,9 @@ fn a_merged_runs_parts_table_fits_leaving_out_directory_and_host_first() {
             client_cpu_avg: Some(150.5),
             client_cpu_peak: Some(199.9),
             late_start_ms: Some(12.3),
+            clock_offset_ms: None,
+            round_trip_ms: None,
+            lost: None,
         })
         .collect();
     let full = shown(&s, None);

@@ -1,0 +1,550 @@
+//! A run across many load generators (`run PROFILE --parts N --coordinator ADDR`, and
+//! `part --join URL`): the coordinator's steps (check the plan, serve it, wait for the parts,
+//! start them together, say each merged interval and each loss, merge their run directories)
+//! and a part's (fetch the plan, join, run it as part I of N, send its files).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::{PartArgs, PartLoss, RunArgs, RunCommand};
+use crate::coordinate::hub::{End, Hub, MergedRow, News};
+use crate::coordinate::link::Coordinator;
+use crate::coordinate::{self, PartFile, PlanDoc, ProfileSource, What};
+use crate::error::{exit, Error};
+use crate::plan::part::{Part, PartPlan};
+use crate::plan::{profile, RunPlan};
+use crate::rundir::File;
+
+/// How often the coordinator moves the run on.
+const TICK: Duration = Duration::from_millis(100);
+
+/// After a stop, how long the coordinator waits for the parts' files.
+const STOP_WAIT: Duration = Duration::from_secs(30);
+
+/// A clock offset this large is warned of.
+const OFFSET_WARN_US: i64 = 50_000;
+
+/// The files of a part's run directory the coordinator merges (`merge` reads them).
+const PART_FILES: [File; 6] = [
+    File::SummaryJson,
+    File::SummaryTsv,
+    File::RunJson,
+    File::LatencyHlog,
+    File::Resources,
+    File::Members,
+];
+
+/// `run PROFILE --parts N --coordinator ADDR`.
+pub(crate) async fn coordinator(command: RunCommand, stop: CancellationToken) -> Result<i32, Error> {
+    let RunCommand { args, console } = command;
+    let (doc, plan) = plan_doc(&args)?;
+    let out = args.out.clone().unwrap_or_else(|| {
+        PathBuf::from("results").join(format!(
+            "{}-{}",
+            plan.name,
+            super::session::now_stamp()
+        ))
+    });
+    empty_out(&out)?;
+    let addr = args.coordinator.clone().unwrap_or_default();
+    let listener = tokio::net::TcpListener::bind(&addr).await.map_err(|e| {
+        Error::Usage(format!(
+            "--coordinator {addr}: cannot listen there: {e}\n  fix: give a free HOST:PORT of this machine, e.g. 0.0.0.0:7700"
+        ))
+    })?;
+    let bound = listener.local_addr().map_err(|e| Error::Other(e.into()))?;
+    let token = match &args.token {
+        Some(t) => t.clone(),
+        None => {
+            let t = coordinate::new_token();
+            // Said once, here; never written to a file.
+            errln!("token: {t} (give it to each part: --token or MONGO_STRESS_TOKEN)");
+            t
+        }
+    };
+    let groups: Vec<String> = plan.groups().map(|g| g.name.clone()).collect();
+    let hub = Arc::new(Hub::new(token, doc.clone(), args.hdr_interval, &groups));
+    let served = CancellationToken::new();
+    let server = {
+        let served = served.clone();
+        let router = coordinate::hub::router(Arc::clone(&hub));
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, router)
+                .with_graceful_shutdown(async move { served.cancelled().await })
+                .await;
+        })
+    };
+    errln!(
+        "coordinator: profile {} in {} parts, seed {}, results in {}; waiting up to {} for the parts: mongo-stress part --join http://{bound}",
+        plan.name,
+        doc.parts,
+        doc.seed,
+        out.display(),
+        humantime::format_duration(args.join_timeout)
+    );
+    let ended = steer(&hub, &args, &plan, &stop).await;
+    // The parts hear the last order before the routes close.
+    tokio::time::sleep(coordinate::BEAT * 3).await;
+    served.cancel();
+    let _ = server.await;
+    let Steered { lost, interrupted } = ended?;
+    let code = merge_parts(&hub, &out, console.wide)?;
+    Ok(if interrupted {
+        exit::INTERRUPTED
+    } else if lost {
+        code.max(exit::ERRORS)
+    } else {
+        code
+    })
+}
+
+/// How the coordinated run ended.
+struct Steered {
+    /// A part was lost or failed.
+    lost: bool,
+    interrupted: bool,
+}
+
+/// The run from the joins to every part's end: each piece of news said, a lost part handled
+/// as `--on-part-loss` says, Ctrl-C passed on to the parts.
+async fn steer(
+    hub: &Hub,
+    args: &RunArgs,
+    plan: &RunPlan,
+    stop: &CancellationToken,
+) -> Result<Steered, Error> {
+    let began = Instant::now();
+    let mut lost = false;
+    let mut stopped_at: Option<Instant> = None;
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(TICK) => {}
+            _ = stop.cancelled(), if stopped_at.is_none() => {}
+        }
+        for news in hub.tick() {
+            match &news {
+                News::Lost { .. } | News::Failed { .. } => {
+                    lost = true;
+                    if args.on_part_loss == PartLoss::Stop && stopped_at.is_none() {
+                        hub.stop(format!("{} (--on-part-loss stop)", said(&news, plan, hub.parts())));
+                        stopped_at = Some(Instant::now());
+                    }
+                }
+                News::Interval { .. } if args.quiet => continue,
+                _ => {}
+            }
+            errln!("{}", said(&news, plan, hub.parts()));
+        }
+        if hub.finished() {
+            return Ok(Steered {
+                lost,
+                interrupted: stop.is_cancelled(),
+            });
+        }
+        if stop.is_cancelled() && stopped_at.is_none() {
+            hub.stop("the coordinator was interrupted".into());
+            stopped_at = Some(Instant::now());
+        }
+        if hub.started_at().is_none()
+            && hub.joined() < hub.parts()
+            && began.elapsed() >= args.join_timeout
+        {
+            let missing: Vec<String> = hub.missing().iter().map(u32::to_string).collect();
+            let why = format!(
+                "{} of {} parts joined within --join-timeout {}; missing: part {}",
+                hub.joined(),
+                hub.parts(),
+                humantime::format_duration(args.join_timeout),
+                missing.join(", part ")
+            );
+            hub.stop(why.clone());
+            tokio::time::sleep(coordinate::BEAT * 3).await;
+            return Err(Error::Other(anyhow::anyhow!(
+                "{why}; nothing was run\n  fix: start every part (mongo-stress part --join URL --token T), or a longer --join-timeout"
+            )));
+        }
+        if stopped_at.is_some_and(|t| t.elapsed() >= STOP_WAIT) {
+            hub.give_up();
+        }
+    }
+}
+
+/// One piece of news in words.
+fn said(news: &News, plan: &RunPlan, parts: u32) -> String {
+    match news {
+        News::Joined { index, host, clock } => {
+            let warn = if clock.offset_us.abs() > OFFSET_WARN_US {
+                "; warning: its clock is more than 50 ms off the coordinator's, so its intervals and start are placed by the offset measured (synchronise the machines' clocks with NTP)"
+            } else {
+                ""
+            };
+            format!(
+                "part {index} of {parts} joined from {host}: clock offset {:+.2} ms (round trip {:.2} ms){warn}",
+                ms_signed(clock.offset_us),
+                ms(clock.round_trip_us)
+            )
+        }
+        News::AllJoined => format!("all {parts} parts joined: part 0 sets up, the others wait for it"),
+        News::Started { at_us } => format!(
+            "every part is set up: the stages begin at {} (the coordinator's clock)",
+            humantime::format_rfc3339_millis(
+                std::time::UNIX_EPOCH + Duration::from_micros(*at_us)
+            )
+        ),
+        News::Lost { index, host } => format!(
+            "part {index} (from {host}) is lost: nothing from it for {} s; its share of the load is missing from here on: {}",
+            coordinate::LOST_AFTER.as_secs(),
+            share(plan, *index, parts)
+        ),
+        News::Failed { index, error } => format!("part {index} could not run: {error}"),
+        News::Done { index } => format!("part {index} is done and sent its results"),
+        News::Interval {
+            start_us,
+            parts: from,
+            rows,
+        } => interval_line(*start_us, *from, rows),
+    }
+}
+
+fn ms(us: u64) -> f64 {
+    crate::num::real(us) / 1000.0
+}
+
+fn ms_signed(us: i64) -> f64 {
+    #[allow(clippy::cast_precision_loss)] // offsets of a few seconds at most
+    let v = us as f64;
+    v / 1000.0
+}
+
+/// A merged interval: each shown row's throughput, errors and percentiles, from the parts'
+/// histograms added.
+fn interval_line(start_us: u64, parts: usize, rows: &[MergedRow]) -> String {
+    let at = humantime::format_rfc3339_seconds(
+        std::time::UNIX_EPOCH + Duration::from_micros(start_us),
+    );
+    let cells: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            format!(
+                "{} {} ops{} p50 {:.2} ms p99 {:.2} ms max {:.2} ms",
+                r.tag,
+                r.count,
+                if r.errors > 0 {
+                    format!(" ({} err)", r.errors)
+                } else {
+                    String::new()
+                },
+                ms(r.p50),
+                ms(r.p99),
+                ms(r.max)
+            )
+        })
+        .collect();
+    format!("{at} {parts} parts | {}", cells.join(" | "))
+}
+
+/// What part `index` of `parts` runs: each group's users and rate.
+fn share(plan: &RunPlan, index: u32, parts: u32) -> String {
+    let part = plan.clone().divide(PartPlan {
+        part: Part {
+            index,
+            count: parts,
+        },
+        setup_wait: Duration::ZERO,
+        start_at: None,
+    });
+    let Ok(part) = part else {
+        return format!("1/{parts} of the users");
+    };
+    let groups: Vec<String> = part
+        .groups()
+        .map(|g| match g.rate {
+            Some(r) => format!("{} {} users at {r}/s", g.name, g.threads),
+            None => format!("{} {} users", g.name, g.threads),
+        })
+        .collect();
+    groups.join(", ")
+}
+
+/// The plan the parts are served, checked here first as a part would check it.
+fn plan_doc(args: &RunArgs) -> Result<(PlanDoc, RunPlan), Error> {
+    let parts = args.parts.unwrap_or(1);
+    args.overrides.one_thread_count()?;
+    for (given, what) in [
+        (args.live.is_some(), "--live"),
+        (args.metrics_listen.is_some(), "--metrics-listen"),
+        (args.metrics_push.is_some(), "--metrics-push"),
+        (args.tsv.is_some(), "--tsv"),
+        (args.json.is_some(), "--json"),
+        (args.jtl.is_some(), "--jtl"),
+        (!args.overrides.genny_overrides.is_empty(), "--genny-override"),
+    ] {
+        if given {
+            return Err(Error::Usage(format!(
+                "{what} is not yet served by a coordinator (its console says each merged interval, and its run directory is the merged run)\n  fix: leave out {what}; read the merged run directory afterwards (mongo-stress report, compare)"
+            )));
+        }
+    }
+    let loaded = profile::load_with(&args.profile, &args.overrides.genny())?;
+    let whole = RunPlan::build(&loaded, &(&args.overrides).into())?;
+    super::run::check_part(args, true)?;
+    super::run::check_faults(args, &whole, true)?;
+    // Every part's share must be a plan of its own (at least a user per group).
+    for index in 0..parts {
+        whole.clone().divide(PartPlan {
+            part: Part {
+                index,
+                count: parts,
+            },
+            setup_wait: args.setup_wait,
+            start_at: None,
+        })?;
+    }
+    let profile = match Path::new(&args.profile) {
+        p if p.is_file() => ProfileSource::File {
+            name: p
+                .file_name()
+                .map_or_else(|| "profile.toml".into(), |n| n.to_string_lossy().into_owned()),
+            text: std::fs::read_to_string(p).map_err(|e| {
+                Error::Usage(format!("cannot read {}: {e}", p.display()))
+            })?,
+        },
+        _ => ProfileSource::Bundled {
+            name: args.profile.clone(),
+        },
+    };
+    let seed = args.seed.unwrap_or_else(rand::random);
+    let mut sent = args.clone();
+    sent.coordinator = None;
+    sent.parts = None;
+    sent.out = None;
+    sent.seed = Some(seed);
+    Ok((
+        PlanDoc {
+            version: coordinate::VERSION.into(),
+            parts,
+            seed,
+            args: sent,
+            profile,
+        },
+        whole,
+    ))
+}
+
+/// The merged run's directory must be new or empty: checked before any part joins.
+fn empty_out(out: &Path) -> Result<(), Error> {
+    let others = crate::rundir::fresh::others_in(out);
+    let holds = std::fs::read_dir(out).is_ok_and(|mut d| d.next().is_some());
+    if out.is_file() || holds || !others.is_empty() {
+        return Err(Error::Usage(format!(
+            "--out {} is not empty: the merged run written into it would mix with what is there\n  fix: choose a new directory with --out (it is created)",
+            out.display()
+        )));
+    }
+    Ok(())
+}
+
+/// The parts' files written out and merged into `out`, with each part's clock and fate told
+/// to the summary; the merge's exit code.
+fn merge_parts(hub: &Hub, out: &Path, wide: bool) -> Result<i32, Error> {
+    let members = hub.members();
+    let scratch = tempfile::Builder::new()
+        .prefix(".mongo-stress-parts-")
+        .tempdir()
+        .map_err(|e| Error::Other(e.into()))?;
+    let mut dirs = Vec::new();
+    for (index, m) in members.iter().enumerate() {
+        if let Some((_, _, Some(End::Done(files)))) = m {
+            let dir = scratch.path().join(format!("part{index}"));
+            write_part(&dir, files)?;
+            dirs.push(dir);
+        }
+    }
+    if dirs.is_empty() {
+        return Err(Error::Other(anyhow::anyhow!(
+            "no part finished its run: nothing to merge"
+        )));
+    }
+    let missing = dirs.len() < members.len();
+    super::merge::merge_told(&dirs, out, (missing, wide), |summary| {
+        for row in &mut summary.parts {
+            row.dir = format!("part {} (sent to the coordinator)", row.part);
+            if let Some(Some((host, clock, _))) = members.get(row.part as usize) {
+                row.host = Some(host.clone());
+                row.clock_offset_ms = Some(ms_signed(clock.offset_us));
+                row.round_trip_ms = Some(ms(clock.round_trip_us));
+            }
+        }
+        for (index, m) in members.iter().enumerate() {
+            let lost = match m {
+                None => "never joined".to_string(),
+                Some((_, _, Some(End::Lost))) => format!(
+                    "lost: nothing from it for {} s",
+                    coordinate::LOST_AFTER.as_secs()
+                ),
+                Some((_, _, Some(End::Failed(e)))) => format!("could not run: {e}"),
+                _ => continue,
+            };
+            let host = m.as_ref().map(|(h, _, _)| h.clone());
+            summary.parts.push(crate::summary::PartRow {
+                part: u32::try_from(index).unwrap_or(u32::MAX),
+                dir: String::new(),
+                host,
+                samples: 0,
+                throughput: 0.0,
+                client_cpu_avg: None,
+                client_cpu_peak: None,
+                late_start_ms: None,
+                clock_offset_ms: m.as_ref().map(|(_, c, _)| ms_signed(c.offset_us)),
+                round_trip_ms: m.as_ref().map(|(_, c, _)| ms(c.round_trip_us)),
+                lost: Some(lost),
+            });
+        }
+        summary.parts.sort_by_key(|p| p.part);
+    })
+}
+
+fn write_part(dir: &Path, files: &[PartFile]) -> Result<(), Error> {
+    std::fs::create_dir_all(dir).map_err(|source| Error::Output {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    for f in files {
+        // Only the files a run directory has, by their own names.
+        let Some(file) = PART_FILES.iter().find(|k| k.name() == f.name) else {
+            continue;
+        };
+        let path = file.path(dir);
+        std::fs::write(&path, &f.text).map_err(|source| Error::Output { path, source })?;
+    }
+    Ok(())
+}
+
+/// `part --join URL`: the plan fetched, the join, the run as part I of N, its files sent.
+pub(crate) async fn part(args: PartArgs, stop: CancellationToken) -> Result<i32, Error> {
+    let token = args.token.clone().ok_or_else(|| {
+        Error::Usage(
+            "a part needs the coordinator's token\n  fix: give --token T (or MONGO_STRESS_TOKEN) as the coordinator printed it or was given it".into(),
+        )
+    })?;
+    let coordinator = Coordinator::new(&args.join, &token)?;
+    let (doc, coordinator) = {
+        let c = coordinator.clone();
+        let doc = tokio::task::spawn_blocking(move || c.plan())
+            .await
+            .map_err(|e| Error::Other(e.into()))??;
+        (doc, coordinator)
+    };
+    let host = super::start::hostname();
+    let index = args.index;
+    let link = {
+        let stop = stop.clone();
+        tokio::task::spawn_blocking(move || coordinator.join(index, host, stop))
+            .await
+            .map_err(|e| Error::Other(e.into()))??
+    };
+    let clock = link.clock();
+    if !args.quiet {
+        errln!(
+            "part {} of {} joined {}: clock offset {:+.2} ms (round trip {:.2} ms); waiting for the other parts",
+            link.index,
+            link.parts,
+            args.join,
+            ms_signed(clock.offset_us),
+            ms(clock.round_trip_us)
+        );
+    }
+    let ran = run_part(&args, &doc, &link, &stop).await;
+    let (what, result) = match ran {
+        Ok((code, out)) => (
+            What::Done {
+                files: read_files(&out),
+            },
+            Ok(code),
+        ),
+        Err(e) => (
+            What::Failed {
+                error: e.to_string(),
+            },
+            Err(e),
+        ),
+    };
+    let theirs = Arc::clone(&link);
+    let _ = tokio::task::spawn_blocking(move || theirs.finish(what)).await;
+    result
+}
+
+/// The run itself, once every part joined: the profile as the coordinator has it, this part's
+/// index, the coordinator's options but the URI and directory this machine gives.
+async fn run_part(
+    args: &PartArgs,
+    doc: &PlanDoc,
+    link: &Arc<coordinate::link::Link>,
+    stop: &CancellationToken,
+) -> Result<(i32, PathBuf), Error> {
+    link.all_joined(stop).await?;
+    let scratch = tempfile::tempdir().map_err(|e| Error::Other(e.into()))?;
+    let profile = match &doc.profile {
+        ProfileSource::Bundled { name } => name.clone(),
+        ProfileSource::File { name, text } => {
+            let path = scratch.path().join(name);
+            std::fs::write(&path, text).map_err(|source| Error::Output {
+                path: path.clone(),
+                source,
+            })?;
+            path.to_string_lossy().into_owned()
+        }
+    };
+    let stem = Path::new(&profile)
+        .file_stem()
+        .map_or_else(|| "run".into(), |s| s.to_string_lossy().into_owned());
+    let out = args.out.clone().unwrap_or_else(|| {
+        PathBuf::from("results").join(format!(
+            "{stem}-{}-part{}",
+            super::session::now_stamp(),
+            link.index
+        ))
+    });
+    let mut run = doc.args.clone();
+    run.profile = profile;
+    run.part = Some(Part {
+        index: link.index,
+        count: link.parts,
+    });
+    run.parts = None;
+    run.coordinator = None;
+    run.start_at = None;
+    run.seed = Some(doc.seed);
+    run.out = Some(out.clone());
+    run.quiet = args.quiet;
+    if args.uri.is_some() {
+        run.uri = args.uri.clone();
+    }
+    let code = super::run::run_linked(
+        RunCommand {
+            args: run,
+            console: args.console,
+        },
+        stop.clone(),
+        Some(Arc::clone(link)),
+    )
+    .await?;
+    Ok((code, out))
+}
+
+/// The files of a part's run directory the coordinator merges, those it has.
+fn read_files(dir: &Path) -> Vec<PartFile> {
+    PART_FILES
+        .iter()
+        .filter_map(|f| {
+            let text = std::fs::read_to_string(f.path(dir)).ok()?;
+            Some(PartFile {
+                name: f.name().to_string(),
+                text,
+            })
+        })
+        .collect()
+}

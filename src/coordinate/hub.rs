@@ -1,0 +1,672 @@
+//! The coordinator's side: who joined, the barriers (every part joined, every part set up), the
+//! parts lost, and the parts' intervals added as they come.
+//!
+//! The parts' intervals are put on the coordinator's clock and on its interval boundaries as
+//! `merge` puts them: a part's first interval goes to the interval of the same length (counted
+//! from the Unix epoch) that holds its middle, its later ones follow by their ordinal. A merged
+//! interval is shown once every part still running has sent it, or 2 s after its end.
+//!
+//! Owns: the run's state as the coordinator knows it, and its HTTP routes. Never: prints (it
+//! hands its `News` to whoever ticks it), or reads a run directory.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use base64::Engine;
+use hdrhistogram::serialization::Deserializer;
+use hdrhistogram::Histogram;
+
+use super::*;
+
+/// From the moment every part is ready to the start: time for the answer to reach them all.
+const START_LEAD: Duration = Duration::from_secs(2);
+
+/// A merged interval is shown at the latest this long after its end.
+const SHOW_GRACE_US: u64 = 2_000_000;
+
+/// Largest message a part may send (its run directory's files at the end).
+const MAX_BODY: usize = 1 << 30;
+
+/// The coordinator's view of the run.
+pub(crate) struct Hub {
+    token: String,
+    plan: PlanDoc,
+    length_us: u64,
+    /// Rows shown in the merged lines: `TOTAL` and the groups' own.
+    shown_rows: Vec<String>,
+    inner: Mutex<Inner>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Phase {
+    Joining,
+    Setup,
+    Started { at_us: u64 },
+    Stopped { why: String },
+}
+
+/// A part that joined.
+#[derive(Debug)]
+pub(crate) struct Member {
+    pub(crate) host: String,
+    pub(crate) clock: ClockReading,
+    last_seen: Instant,
+    ready: bool,
+    pub(crate) end: Option<End>,
+    /// Its first interval's start (its clock) and merged interval; the last merged interval
+    /// it sent.
+    first: Option<(u64, u64)>,
+    last_bucket: Option<u64>,
+}
+
+/// How a part ended.
+#[derive(Debug, Clone)]
+pub(crate) enum End {
+    /// Its run ended and it sent its files.
+    Done(Vec<PartFile>),
+    /// It could not run.
+    Failed(String),
+    /// It fell silent (`LOST_AFTER`).
+    Lost,
+}
+
+#[derive(Default)]
+struct Bucket {
+    hists: BTreeMap<String, Histogram<u64>>,
+    errors: BTreeMap<String, u64>,
+    from: BTreeSet<u32>,
+}
+
+struct Inner {
+    phase: Phase,
+    members: Vec<Option<Member>>,
+    buckets: BTreeMap<u64, Bucket>,
+    /// The next merged interval to show.
+    next_shown: Option<u64>,
+    news: Vec<News>,
+}
+
+/// What happened, for the coordinator to say.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum News {
+    Joined {
+        index: u32,
+        host: String,
+        clock: ClockReading,
+    },
+    AllJoined,
+    Started {
+        at_us: u64,
+    },
+    Lost {
+        index: u32,
+        host: String,
+    },
+    Failed {
+        index: u32,
+        error: String,
+    },
+    Done {
+        index: u32,
+    },
+    /// A merged interval: its start (coordinator's clock), the parts in it, and each shown row.
+    Interval {
+        start_us: u64,
+        parts: usize,
+        rows: Vec<MergedRow>,
+    },
+}
+
+/// One row of a merged interval.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct MergedRow {
+    pub(crate) tag: String,
+    pub(crate) count: u64,
+    pub(crate) errors: u64,
+    /// Microseconds.
+    pub(crate) p50: u64,
+    pub(crate) p99: u64,
+    pub(crate) max: u64,
+}
+
+impl Hub {
+    pub(crate) fn new(token: String, plan: PlanDoc, length: Duration, groups: &[String]) -> Hub {
+        let parts = plan.parts as usize;
+        let mut shown_rows = vec!["TOTAL".to_string()];
+        shown_rows.extend(groups.iter().cloned());
+        Hub {
+            token,
+            plan,
+            length_us: u64::try_from(length.as_micros()).unwrap_or(u64::MAX).max(1),
+            shown_rows,
+            inner: Mutex::new(Inner {
+                phase: Phase::Joining,
+                members: (0..parts).map(|_| None).collect(),
+                buckets: BTreeMap::new(),
+                next_shown: None,
+                news: Vec::new(),
+            }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn parts(&self) -> u32 {
+        self.plan.parts
+    }
+
+    /// Parts that joined so far.
+    pub(crate) fn joined(&self) -> u32 {
+        let n = self.lock().members.iter().flatten().count();
+        u32::try_from(n).unwrap_or(u32::MAX)
+    }
+
+    /// The indexes no part has joined as.
+    pub(crate) fn missing(&self) -> Vec<u32> {
+        (0..self.plan.parts)
+            .filter(|&i| self.lock().members[i as usize].is_none())
+            .collect()
+    }
+
+    /// Every part is told to stop (or not to begin); the first reason stays.
+    pub(crate) fn stop(&self, why: String) {
+        let mut inner = self.lock();
+        if !matches!(inner.phase, Phase::Stopped { .. }) {
+            inner.phase = Phase::Stopped { why };
+        }
+    }
+
+    /// When the stages began, once they did.
+    pub(crate) fn started_at(&self) -> Option<u64> {
+        match self.lock().phase {
+            Phase::Started { at_us } => Some(at_us),
+            _ => None,
+        }
+    }
+
+    /// Every part that joined has ended (done, failed or lost), and all joined.
+    pub(crate) fn finished(&self) -> bool {
+        let inner = self.lock();
+        inner.members.iter().all(|m| m.as_ref().is_some_and(|m| m.end.is_some()))
+    }
+
+    /// Every joined part that has not ended: lost, as after a stop nothing more will come.
+    pub(crate) fn give_up(&self) {
+        let mut inner = self.lock();
+        for m in inner.members.iter_mut().flatten() {
+            if m.end.is_none() {
+                m.end = Some(End::Lost);
+            }
+        }
+    }
+
+    /// The parts as they ended, by index (None: never joined).
+    pub(crate) fn members(&self) -> Vec<Option<(String, ClockReading, Option<End>)>> {
+        self.lock()
+            .members
+            .iter()
+            .map(|m| m.as_ref().map(|m| (m.host.clone(), m.clock, m.end.clone())))
+            .collect()
+    }
+
+    /// Moves the run on (barriers, losses, merged intervals) and hands over what happened.
+    pub(crate) fn tick(&self) -> Vec<News> {
+        let now = Instant::now();
+        let now_us = now_us();
+        let mut inner = self.lock();
+        let inner = &mut *inner;
+        // Losses: any part that joined, has not ended and fell silent.
+        for (i, m) in inner.members.iter_mut().enumerate() {
+            if let Some(m) = m.as_mut().filter(|m| m.end.is_none()) {
+                if now.duration_since(m.last_seen) >= LOST_AFTER {
+                    m.end = Some(End::Lost);
+                    inner.news.push(News::Lost {
+                        index: u32::try_from(i).unwrap_or(u32::MAX),
+                        host: m.host.clone(),
+                    });
+                }
+            }
+        }
+        let alive = || inner.members.iter().flatten().filter(|m| m.end.is_none());
+        match inner.phase {
+            Phase::Joining if inner.members.iter().all(Option::is_some) => {
+                inner.phase = Phase::Setup;
+                inner.news.push(News::AllJoined);
+            }
+            Phase::Setup if alive().count() > 0 && alive().all(|m| m.ready) => {
+                let at_us = now_us + u64::try_from(START_LEAD.as_micros()).unwrap_or(0);
+                inner.phase = Phase::Started { at_us };
+                inner.news.push(News::Started { at_us });
+            }
+            _ => {}
+        }
+        self.show_intervals(inner, now_us);
+        std::mem::take(&mut inner.news)
+    }
+
+    /// The merged intervals every running part has sent (or whose grace is over), in order.
+    fn show_intervals(&self, inner: &mut Inner, now_us: u64) {
+        loop {
+            let Some(&first) = inner.buckets.keys().next() else {
+                return;
+            };
+            let b = inner.next_shown.map_or(first, |n| n.max(first));
+            let sent_by_all = inner.members.iter().flatten().all(|m| {
+                m.end.is_some() || m.last_bucket.is_some_and(|l| l >= b)
+            });
+            let late = now_us > (b + 1) * self.length_us + SHOW_GRACE_US;
+            if !(sent_by_all || late) {
+                return;
+            }
+            inner.next_shown = Some(b + 1);
+            let Some(bucket) = inner.buckets.remove(&b) else {
+                continue;
+            };
+            let rows = self
+                .shown_rows
+                .iter()
+                .filter_map(|tag| {
+                    let h = bucket.hists.get(tag)?;
+                    Some(MergedRow {
+                        tag: tag.clone(),
+                        count: h.len(),
+                        errors: bucket.errors.get(tag).copied().unwrap_or(0),
+                        p50: h.value_at_quantile(0.5),
+                        p99: h.value_at_quantile(0.99),
+                        max: h.max(),
+                    })
+                })
+                .collect();
+            inner.news.push(News::Interval {
+                start_us: b * self.length_us,
+                parts: bucket.from.len(),
+                rows,
+            });
+        }
+    }
+
+    fn go(inner: &Inner, index: Option<u32>) -> Go {
+        if let Some(m) = index.and_then(|i| inner.members.get(i as usize)).and_then(Option::as_ref) {
+            if matches!(m.end, Some(End::Lost)) {
+                return Go::Stop {
+                    why: format!(
+                        "the coordinator lost this part (nothing from it for {} s)",
+                        LOST_AFTER.as_secs()
+                    ),
+                };
+            }
+        }
+        match &inner.phase {
+            Phase::Joining => Go::Wait {
+                joined: u32::try_from(inner.members.iter().flatten().count()).unwrap_or(0),
+                parts: u32::try_from(inner.members.len()).unwrap_or(0),
+            },
+            Phase::Setup => Go::Setup,
+            Phase::Started { at_us } => Go::Start { at_us: *at_us },
+            Phase::Stopped { why } => Go::Stop { why: why.clone() },
+        }
+    }
+
+    fn join(&self, req: JoinRequest) -> Result<JoinReply, (StatusCode, String)> {
+        let conflict = |msg: String| Err((StatusCode::CONFLICT, msg));
+        if req.version != VERSION {
+            return conflict(format!(
+                "this part runs mongo-stress {}, the coordinator {VERSION}\n  fix: run the same version of mongo-stress on every machine of the run",
+                req.version
+            ));
+        }
+        let mut inner = self.lock();
+        if inner.phase != Phase::Joining {
+            return conflict(format!(
+                "the run's {} parts have all joined; it takes no more\n  fix: start the coordinator again with --parts for every part you run",
+                self.plan.parts
+            ));
+        }
+        let free = inner.members.iter().position(Option::is_none);
+        let index = match req.index {
+            Some(i) if i >= self.plan.parts => {
+                return conflict(format!(
+                    "there is no part {i} in a run of {} parts (they are 0 to {})\n  fix: give --index (or JOB_COMPLETION_INDEX) below {}",
+                    self.plan.parts,
+                    self.plan.parts - 1,
+                    self.plan.parts
+                ))
+            }
+            Some(i) => match &inner.members[i as usize] {
+                Some(m) => {
+                    return conflict(format!(
+                        "part {i} has already joined (from {})\n  fix: give each part its own --index (or JOB_COMPLETION_INDEX), or none to take the first free one",
+                        m.host
+                    ))
+                }
+                None => i,
+            },
+            None => match free {
+                Some(i) => u32::try_from(i).unwrap_or(u32::MAX),
+                None => return conflict("every part has joined".into()),
+            },
+        };
+        inner.members[index as usize] = Some(Member {
+            host: req.host.clone(),
+            clock: req.clock,
+            last_seen: Instant::now(),
+            ready: false,
+            end: None,
+            first: None,
+            last_bucket: None,
+        });
+        inner.news.push(News::Joined {
+            index,
+            host: req.host,
+            clock: req.clock,
+        });
+        Ok(JoinReply {
+            index,
+            parts: self.plan.parts,
+        })
+    }
+
+    fn report(&self, r: Report) -> Result<Answer, (StatusCode, String)> {
+        let mut inner = self.lock();
+        let length = self.length_us;
+        let Some(m) = inner
+            .members
+            .get_mut(r.index as usize)
+            .and_then(Option::as_mut)
+        else {
+            return Err((
+                StatusCode::CONFLICT,
+                format!("part {} has not joined this run", r.index),
+            ));
+        };
+        m.last_seen = Instant::now();
+        if let Some(c) = r.clock {
+            m.clock = c;
+        }
+        let lost = matches!(m.end, Some(End::Lost));
+        let mut news = None;
+        let mut interval = None;
+        match r.what {
+            What::Beat => {}
+            What::Ready => m.ready = true,
+            What::Interval(i) if !lost => {
+                let offset = m.clock.offset_us;
+                let (first_start, first_bucket) = *m.first.get_or_insert_with(|| {
+                    let start = i64::try_from(i.start_us).unwrap_or(i64::MAX) + offset;
+                    let middle = u64::try_from(start).unwrap_or(0) + i.duration_us / 2;
+                    (i.start_us, middle / length)
+                });
+                // Later intervals by their ordinal, so jitter never puts two in one.
+                let since = i.start_us.saturating_sub(first_start);
+                let ordinal = (since + length / 2) / length;
+                let b = first_bucket + ordinal;
+                m.last_bucket = Some(m.last_bucket.map_or(b, |l| l.max(b)));
+                interval = Some((b, i));
+            }
+            What::Interval(_) => {}
+            What::Failed { error } => {
+                m.end = Some(End::Failed(error.clone()));
+                news = Some(News::Failed {
+                    index: r.index,
+                    error,
+                });
+            }
+            What::Done { files } => {
+                if !lost {
+                    m.end = Some(End::Done(files));
+                    news = Some(News::Done { index: r.index });
+                }
+            }
+        }
+        if let Some((b, i)) = interval {
+            if inner.next_shown.is_none_or(|n| b >= n) {
+                add(inner.buckets.entry(b).or_default(), r.index, &i)
+                    .map_err(|e| (StatusCode::BAD_REQUEST, e))?;
+            }
+        }
+        inner.news.extend(news);
+        Ok(Answer {
+            go: Self::go(&inner, Some(r.index)),
+            now_us: now_us(),
+        })
+    }
+
+    fn authorized(&self, headers: &HeaderMap) -> bool {
+        headers
+            .get(axum::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .is_some_and(|t| token_matches(t, &self.token))
+    }
+}
+
+/// A part's interval added into its merged interval.
+fn add(bucket: &mut Bucket, part: u32, i: &IntervalReport) -> Result<(), String> {
+    let mut de = Deserializer::new();
+    for (tag, payload) in &i.hists {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(payload)
+            .map_err(|e| format!("the histogram of {tag} is not base64: {e}"))?;
+        let h: Histogram<u64> = de
+            .deserialize(&mut bytes.as_slice())
+            .map_err(|e| format!("the histogram of {tag} cannot be read: {e:?}"))?;
+        match bucket.hists.get_mut(tag) {
+            Some(mine) => mine
+                .add(&h)
+                .map_err(|e| format!("the histogram of {tag} cannot be added: {e:?}"))?,
+            None => {
+                bucket.hists.insert(tag.clone(), h);
+            }
+        }
+    }
+    for (tag, _, errors) in &i.activity {
+        *bucket.errors.entry(tag.clone()).or_default() += errors;
+        // A group's errors count in the whole run's too.
+        *bucket.errors.entry("TOTAL".into()).or_default() += errors;
+    }
+    bucket.from.insert(part);
+    Ok(())
+}
+
+fn refuse(status: StatusCode, error: String) -> Response {
+    (status, Json(Refusal { error })).into_response()
+}
+
+fn unauthorized() -> Response {
+    refuse(
+        StatusCode::UNAUTHORIZED,
+        "the coordinator refused this part's token\n  fix: give the token the coordinator printed (or was given) with --token or MONGO_STRESS_TOKEN".into(),
+    )
+}
+
+/// The coordinator's routes: the plan, the clock, joins and reports; each behind the token.
+pub(crate) fn router(hub: Arc<Hub>) -> Router {
+    Router::new()
+        .route("/v1/plan", get(plan))
+        .route("/v1/clock", get(clock))
+        .route("/v1/join", post(join))
+        .route("/v1/report", post(report))
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .with_state(hub)
+}
+
+async fn plan(State(hub): State<Arc<Hub>>, headers: HeaderMap) -> Response {
+    if !hub.authorized(&headers) {
+        return unauthorized();
+    }
+    Json(&hub.plan).into_response()
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct ClockAnswer {
+    pub(crate) now_us: u64,
+}
+
+async fn clock(State(hub): State<Arc<Hub>>, headers: HeaderMap) -> Response {
+    if !hub.authorized(&headers) {
+        return unauthorized();
+    }
+    Json(ClockAnswer { now_us: now_us() }).into_response()
+}
+
+async fn join(
+    State(hub): State<Arc<Hub>>,
+    headers: HeaderMap,
+    Json(req): Json<JoinRequest>,
+) -> Response {
+    if !hub.authorized(&headers) {
+        return unauthorized();
+    }
+    match hub.join(req) {
+        Ok(reply) => Json(reply).into_response(),
+        Err((status, error)) => refuse(status, error),
+    }
+}
+
+async fn report(State(hub): State<Arc<Hub>>, headers: HeaderMap, Json(r): Json<Report>) -> Response {
+    if !hub.authorized(&headers) {
+        return unauthorized();
+    }
+    match hub.report(r) {
+        Ok(answer) => Json(answer).into_response(),
+        Err((status, error)) => refuse(status, error),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
+
+    fn plan(parts: u32) -> PlanDoc {
+        let cli = <crate::cli::Cli as clap::Parser>::parse_from(["mongo-stress", "run", "p.toml"]);
+        let crate::cli::Command::Run(run) = cli.command else {
+            unreachable!()
+        };
+        PlanDoc {
+            version: VERSION.into(),
+            parts,
+            seed: 1,
+            args: run.args,
+            profile: ProfileSource::Bundled { name: "p".into() },
+        }
+    }
+
+    fn join(hub: &Hub, index: Option<u32>) -> Result<JoinReply, (StatusCode, String)> {
+        hub.join(JoinRequest {
+            version: VERSION.into(),
+            host: "h".into(),
+            index,
+            clock: ClockReading {
+                offset_us: 0,
+                round_trip_us: 100,
+            },
+        })
+    }
+
+    fn interval(start_us: u64, values: &[u64]) -> What {
+        let mut h = Histogram::<u64>::new(3).unwrap();
+        for v in values {
+            h.record(*v).unwrap();
+        }
+        let mut bytes = Vec::new();
+        V2DeflateSerializer::new().serialize(&h, &mut bytes).unwrap();
+        What::Interval(IntervalReport {
+            start_us,
+            duration_us: 1_000_000,
+            hists: vec![(
+                "g".into(),
+                base64::engine::general_purpose::STANDARD.encode(bytes),
+            )],
+            activity: vec![("g".into(), 1, 1)],
+        })
+    }
+
+    fn say(hub: &Hub, index: u32, what: What) -> Go {
+        hub.report(Report {
+            index,
+            clock: None,
+            what,
+        })
+        .unwrap()
+        .go
+    }
+
+    #[test]
+    fn parts_join_once_each_then_set_up_then_start_together() {
+        let hub = Hub::new("t".into(), plan(2), Duration::from_secs(1), &["g".into()]);
+        assert_eq!(join(&hub, None).unwrap().index, 0);
+        let again = join(&hub, Some(0)).unwrap_err();
+        assert!(again.1.contains("part 0 has already joined"), "{}", again.1);
+        assert!(join(&hub, Some(2)).unwrap_err().1.contains("no part 2"));
+        assert_eq!(say(&hub, 0, What::Beat), Go::Wait { joined: 1, parts: 2 });
+        assert_eq!(join(&hub, None).unwrap().index, 1);
+        assert!(hub.tick().contains(&News::AllJoined));
+        assert!(join(&hub, None).unwrap_err().1.contains("all joined"));
+        assert_eq!(say(&hub, 0, What::Ready), Go::Setup);
+        hub.tick();
+        assert_eq!(say(&hub, 1, What::Ready), Go::Setup);
+        let news = hub.tick();
+        let Some(News::Started { at_us }) = news.last().cloned() else {
+            panic!("{news:?}")
+        };
+        assert_eq!(say(&hub, 0, What::Beat), Go::Start { at_us });
+        hub.stop("enough".into());
+        assert_eq!(say(&hub, 1, What::Beat), Go::Stop { why: "enough".into() });
+    }
+
+    #[test]
+    fn intervals_of_the_parts_are_added_exactly_and_shown_once_all_sent_them() {
+        let hub = Hub::new("t".into(), plan(2), Duration::from_secs(1), &["g".into()]);
+        join(&hub, None).unwrap();
+        join(&hub, None).unwrap();
+        hub.tick();
+        // Part 0's interval begins 10 ms after the second, part 1's 30 ms: one merged interval.
+        let base = 1_000_000_000_000;
+        say(&hub, 0, interval(base + 10_000, &[100, 200]));
+        assert!(!hub.tick().iter().any(|n| matches!(n, News::Interval { .. })));
+        say(&hub, 1, interval(base + 30_000, &[300]));
+        let news = hub.tick();
+        let rows = news
+            .iter()
+            .find_map(|n| match n {
+                News::Interval { start_us, parts, rows } => {
+                    assert_eq!((*start_us, *parts), (base, 2));
+                    Some(rows.clone())
+                }
+                _ => None,
+            })
+            .expect("a merged interval");
+        assert_eq!(rows.len(), 1);
+        assert_eq!((rows[0].count, rows[0].errors), (3, 2));
+        assert_eq!(rows[0].max, hub_value(300));
+    }
+
+    fn hub_value(v: u64) -> u64 {
+        let mut h = Histogram::<u64>::new(3).unwrap();
+        h.record(v).unwrap();
+        h.max()
+    }
+
+    #[test]
+    fn a_silent_part_is_lost_and_told_so() {
+        let hub = Hub::new("t".into(), plan(1), Duration::from_secs(1), &[]);
+        join(&hub, None).unwrap();
+        hub.lock().members[0].as_mut().unwrap().last_seen -= LOST_AFTER;
+        let news = hub.tick();
+        assert!(news.contains(&News::Lost {
+            index: 0,
+            host: "h".into()
+        }));
+        assert!(matches!(say(&hub, 0, What::Beat), Go::Stop { why } if why.contains("lost")));
+        assert!(hub.finished());
+    }
+}

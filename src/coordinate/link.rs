@@ -1,0 +1,453 @@
+//! A part's side: the plan fetched, the clock measured, the join, and the link that carries
+//! everything after it on a thread of its own (a beat every `BEAT` when there is nothing else),
+//! keeping the coordinator's latest order; and `Uplink`, the recorder's output that hands it
+//! each interval and obeys a stop.
+//!
+//! Owns: talking to the coordinator. Never: runs the load or reads the run directory.
+
+use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use base64::Engine;
+use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
+use tokio_util::sync::CancellationToken;
+
+use super::*;
+use crate::error::Error;
+use crate::executor::guard::StopReason;
+use crate::metrics::{Flow, Output, RunEvent};
+
+/// One request's longest wait (the plan, a report).
+const TIMEOUT: Duration = Duration::from_secs(3);
+
+/// The last report's (a part's whole run directory).
+const DONE_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// How often the clock is measured again, from the beats' round trips.
+const CLOCK_EVERY: Duration = Duration::from_secs(60);
+
+/// A coordinator's address and token.
+#[derive(Clone)]
+pub(crate) struct Coordinator {
+    base: String,
+    token: String,
+    agent: ureq::Agent,
+}
+
+impl std::fmt::Debug for Coordinator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the token.
+        f.debug_struct("Coordinator").field("base", &self.base).finish()
+    }
+}
+
+fn agent(timeout: Duration) -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .timeout_global(Some(timeout))
+        .http_status_as_error(false)
+        .build()
+        .into()
+}
+
+impl Coordinator {
+    pub(crate) fn new(url: &str, token: &str) -> Result<Coordinator, Error> {
+        let base = url.trim_end_matches('/').to_string();
+        if !(base.starts_with("http://") || base.starts_with("https://")) {
+            return Err(Error::Usage(format!(
+                "--join {} is not a coordinator's address\n  fix: give it as the coordinator printed it, http://HOST:PORT",
+                crate::redact::redact(url)
+            )));
+        }
+        Ok(Coordinator {
+            base,
+            token: token.to_string(),
+            agent: agent(TIMEOUT),
+        })
+    }
+
+    fn shown(&self) -> String {
+        crate::redact::redact(&self.base)
+    }
+
+    /// A request's answer as `T`, or what went wrong in words (the coordinator's own refusal,
+    /// or why it could not be reached).
+    fn call<T: serde::de::DeserializeOwned>(
+        &self,
+        agent: &ureq::Agent,
+        path: &str,
+        body: Option<&[u8]>,
+    ) -> Result<T, Failure> {
+        let url = format!("{}{path}", self.base);
+        let auth = format!("Bearer {}", self.token);
+        let sent = match body {
+            Some(b) => agent
+                .post(&url)
+                .header("Authorization", &auth)
+                .header("Content-Type", "application/json")
+                .send(b),
+            None => agent.get(&url).header("Authorization", &auth).call(),
+        };
+        let mut resp = sent.map_err(|e| Failure::Unreachable(e.to_string()))?;
+        let status = resp.status();
+        let bytes = resp
+            .body_mut()
+            .with_config()
+            .limit(64 << 20)
+            .read_to_vec()
+            .map_err(|e| Failure::Unreachable(e.to_string()))?;
+        if !status.is_success() {
+            let said = serde_json::from_slice::<Refusal>(&bytes)
+                .map(|r| r.error)
+                .unwrap_or_else(|_| format!("HTTP {status}"));
+            return Err(Failure::Refused(said));
+        }
+        serde_json::from_slice(&bytes).map_err(|e| {
+            Failure::Refused(format!("its answer to {path} is not what this version reads ({e})"))
+        })
+    }
+
+    fn error(&self, f: Failure) -> Error {
+        match f {
+            Failure::Refused(why) => {
+                Error::Usage(format!("the coordinator at {} refused: {why}", self.shown()))
+            }
+            Failure::Unreachable(why) => Error::Usage(format!(
+                "cannot reach the coordinator at {}: {why}\n  fix: start it first (mongo-stress run PROFILE --parts N --coordinator ADDR), and give --join the address it printed",
+                self.shown()
+            )),
+        }
+    }
+
+    /// The run to join (blocking).
+    pub(crate) fn plan(&self) -> Result<PlanDoc, Error> {
+        let plan: PlanDoc = self
+            .call(&self.agent, "/v1/plan", None)
+            .map_err(|f| self.error(f))?;
+        if plan.version != VERSION {
+            return Err(Error::Usage(format!(
+                "the coordinator at {} runs mongo-stress {}, this part {VERSION}\n  fix: run the same version of mongo-stress on every machine of the run",
+                self.shown(),
+                plan.version
+            )));
+        }
+        Ok(plan)
+    }
+
+    /// This machine's clock against the coordinator's (blocking).
+    pub(crate) fn clock(&self) -> Result<ClockReading, Error> {
+        let mut rounds = Vec::new();
+        for _ in 0..CLOCK_ROUNDS {
+            let t0 = now_us();
+            let a: hub::ClockAnswer = self
+                .call(&self.agent, "/v1/clock", None)
+                .map_err(|f| self.error(f))?;
+            rounds.push(Round {
+                t0,
+                server: a.now_us,
+                t1: now_us(),
+            });
+        }
+        Ok(estimate(&rounds).expect("rounds were made"))
+    }
+
+    /// Joins as part `index` (or the first free one), and starts the link (blocking).
+    pub(crate) fn join(
+        self,
+        index: Option<u32>,
+        host: String,
+        stop: CancellationToken,
+    ) -> Result<Arc<Link>, Error> {
+        let clock = self.clock()?;
+        let req = JoinRequest {
+            version: VERSION.into(),
+            host,
+            index,
+            clock,
+        };
+        let body = serde_json::to_vec(&req).map_err(|e| Error::Other(e.into()))?;
+        let reply: JoinReply = self
+            .call(&self.agent, "/v1/join", Some(&body))
+            .map_err(|f| self.error(f))?;
+        Ok(Link::start(self, reply, clock, stop))
+    }
+}
+
+enum Failure {
+    Refused(String),
+    Unreachable(String),
+}
+
+/// A joined part's link to its coordinator.
+pub struct Link {
+    pub(crate) index: u32,
+    pub(crate) parts: u32,
+    clock: Mutex<ClockReading>,
+    go: tokio::sync::watch::Receiver<Go>,
+    tx: Mutex<Option<Sender<What>>>,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    shown: String,
+}
+
+impl std::fmt::Debug for Link {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Link")
+            .field("index", &self.index)
+            .field("coordinator", &self.shown)
+            .finish()
+    }
+}
+
+impl Link {
+    fn start(
+        coordinator: Coordinator,
+        reply: JoinReply,
+        clock: ClockReading,
+        stop: CancellationToken,
+    ) -> Arc<Link> {
+        let (go_tx, go) = tokio::sync::watch::channel(Go::Wait {
+            joined: 0,
+            parts: reply.parts,
+        });
+        let (tx, rx) = channel::<What>();
+        let link = Arc::new(Link {
+            index: reply.index,
+            parts: reply.parts,
+            clock: Mutex::new(clock),
+            go,
+            tx: Mutex::new(Some(tx)),
+            thread: Mutex::new(None),
+            shown: coordinator.shown(),
+        });
+        let theirs = Arc::clone(&link);
+        let thread = std::thread::Builder::new()
+            .name("coordinator-link".into())
+            .spawn(move || theirs.carry(&coordinator, &rx, &go_tx, &stop))
+            .expect("a thread for the coordinator's link");
+        *link.thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(thread);
+        link
+    }
+
+    pub(crate) fn clock(&self) -> ClockReading {
+        *self.clock.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The link's thread: each message sent (a beat when there is none), the answer's order
+    /// kept; the clock measured again every minute from the round trips; a coordinator silent
+    /// for `COORDINATOR_LOST_AFTER` stops the part (`stop`, and an order to stop).
+    fn carry(
+        &self,
+        coordinator: &Coordinator,
+        rx: &std::sync::mpsc::Receiver<What>,
+        go: &tokio::sync::watch::Sender<Go>,
+        stop: &CancellationToken,
+    ) {
+        let done_agent = agent(DONE_TIMEOUT);
+        let mut last_answer = Instant::now();
+        let mut rounds: Vec<Round> = Vec::new();
+        let mut measured = Instant::now();
+        let mut lost = false;
+        loop {
+            let (what, last) = match rx.recv_timeout(BEAT) {
+                Ok(w) => {
+                    let last = matches!(w, What::Done { .. } | What::Failed { .. });
+                    (w, last)
+                }
+                Err(RecvTimeoutError::Timeout) => (What::Beat, false),
+                Err(RecvTimeoutError::Disconnected) => return,
+            };
+            if lost && !last {
+                continue;
+            }
+            let mut clock = None;
+            if measured.elapsed() >= CLOCK_EVERY {
+                if let Some(c) = estimate(&rounds) {
+                    *self.clock.lock().unwrap_or_else(|e| e.into_inner()) = c;
+                    clock = Some(c);
+                }
+                rounds.clear();
+                measured = Instant::now();
+            }
+            let report = Report {
+                index: self.index,
+                clock,
+                what,
+            };
+            let Ok(body) = serde_json::to_vec(&report) else {
+                continue;
+            };
+            let t0 = now_us();
+            let agent = if last {
+                &done_agent
+            } else {
+                &coordinator.agent
+            };
+            match coordinator.call::<Answer>(agent, "/v1/report", Some(&body)) {
+                Ok(answer) => {
+                    last_answer = Instant::now();
+                    rounds.push(Round {
+                        t0,
+                        server: answer.now_us,
+                        t1: now_us(),
+                    });
+                    go.send_replace(answer.go);
+                }
+                Err(f) => {
+                    if last {
+                        errln!(
+                            "error: part {} could not send its results to the coordinator at {}: {}; they are in its own run directory",
+                            self.index,
+                            self.shown,
+                            match f {
+                                Failure::Refused(w) | Failure::Unreachable(w) => w,
+                            }
+                        );
+                    } else if last_answer.elapsed() >= COORDINATOR_LOST_AFTER && !lost {
+                        lost = true;
+                        let why = format!(
+                            "the coordinator at {} has not answered for {} s",
+                            self.shown,
+                            COORDINATOR_LOST_AFTER.as_secs()
+                        );
+                        go.send_replace(Go::Stop { why });
+                        stop.cancel();
+                    }
+                }
+            }
+            if last {
+                return;
+            }
+        }
+    }
+
+    fn send(&self, what: What) {
+        if let Some(tx) = self.tx.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            let _ = tx.send(what);
+        }
+    }
+
+    /// The coordinator's order to stop, once it gave one.
+    pub(crate) fn stop_order(&self) -> Option<String> {
+        match &*self.go.borrow() {
+            Go::Stop { why } => Some(why.clone()),
+            _ => None,
+        }
+    }
+
+    /// Waits for the coordinator's order that is not `Wait`/`Setup` (per `until`); a stop is
+    /// an error that says why.
+    async fn until(
+        &self,
+        stop: &CancellationToken,
+        done: impl Fn(&Go) -> Option<u64>,
+    ) -> Result<u64, Error> {
+        let mut go = self.go.clone();
+        loop {
+            {
+                let now = go.borrow_and_update();
+                if let Go::Stop { why } = &*now {
+                    return Err(Error::Other(anyhow::anyhow!(
+                        "the coordinator stopped the run before this part began: {why}"
+                    )));
+                }
+                if let Some(v) = done(&now) {
+                    return Ok(v);
+                }
+            }
+            tokio::select! {
+                changed = go.changed() => if changed.is_err() {
+                    return Err(Error::Other(anyhow::anyhow!("the link to the coordinator ended")));
+                },
+                _ = stop.cancelled() => return Err(Error::Other(anyhow::anyhow!("interrupted before the run began"))),
+            }
+        }
+    }
+
+    /// Waits until every part has joined.
+    pub(crate) async fn all_joined(&self, stop: &CancellationToken) -> Result<(), Error> {
+        self.until(stop, |g| matches!(g, Go::Setup | Go::Start { .. }).then_some(0))
+            .await
+            .map(|_| ())
+    }
+
+    /// Says this part is set up, and waits for the common start: when it is on this machine's
+    /// clock.
+    pub(crate) async fn ready(&self, stop: &CancellationToken) -> Result<SystemTime, Error> {
+        self.send(What::Ready);
+        let at_us = self
+            .until(stop, |g| match g {
+                Go::Start { at_us } => Some(*at_us),
+                _ => None,
+            })
+            .await?;
+        let local = i64::try_from(at_us).unwrap_or(i64::MAX) - self.clock().offset_us;
+        Ok(UNIX_EPOCH + Duration::from_micros(u64::try_from(local).unwrap_or(0)))
+    }
+
+    /// The last message: the run directory's files, or why it could not run; waits for it
+    /// to be sent (blocking).
+    pub(crate) fn finish(&self, what: What) {
+        self.send(what);
+        self.tx.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(t) = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The recorder's output of a part: each interval to the coordinator; its order to stop
+/// obeyed as a threshold abort is, within the interval it came in.
+pub(crate) struct Uplink {
+    pub(crate) link: Arc<Link>,
+    pub(crate) stop: CancellationToken,
+    pub(crate) reason: Arc<OnceLock<StopReason>>,
+    pub(crate) stopped: bool,
+}
+
+impl Output for Uplink {
+    fn name(&self) -> &'static str {
+        "the coordinator's link"
+    }
+
+    fn event(&mut self, event: &RunEvent<'_>) -> Flow {
+        let (RunEvent::Interval(closed) | RunEvent::End(closed)) = event else {
+            return Flow::More;
+        };
+        let batch = closed.batch;
+        let mut serializer = V2DeflateSerializer::new();
+        let hists = batch
+            .hists
+            .iter()
+            .filter_map(|h| {
+                let mut bytes = Vec::new();
+                serializer.serialize(&h.hist, &mut bytes).ok()?;
+                Some((
+                    h.tag.to_string(),
+                    base64::engine::general_purpose::STANDARD.encode(bytes),
+                ))
+            })
+            .collect();
+        let activity = batch
+            .activity
+            .iter()
+            .map(|a| (a.tag.to_string(), a.users, a.errors))
+            .collect();
+        self.link.send(What::Interval(IntervalReport {
+            start_us: batch.start_epoch_us,
+            duration_us: u64::try_from(batch.duration.as_micros()).unwrap_or(u64::MAX),
+            hists,
+            activity,
+        }));
+        if !self.stopped {
+            if let Some(why) = self.link.stop_order() {
+                self.stopped = true;
+                let _ = self.reason.set(StopReason {
+                    message: format!("stopped early by the coordinator: {why}"),
+                    threshold: None,
+                });
+                self.stop.cancel();
+            }
+        }
+        Flow::More
+    }
+}
