@@ -38,15 +38,14 @@ const PART_FILES: [File; 6] = [
 ];
 
 /// `run PROFILE --parts N --coordinator ADDR`.
-pub(crate) async fn coordinator(command: RunCommand, stop: CancellationToken) -> Result<i32, Error> {
+pub(crate) async fn coordinator(
+    command: RunCommand,
+    stop: CancellationToken,
+) -> Result<i32, Error> {
     let RunCommand { args, console } = command;
     let (doc, plan) = plan_doc(&args)?;
     let out = args.out.clone().unwrap_or_else(|| {
-        PathBuf::from("results").join(format!(
-            "{}-{}",
-            plan.name,
-            super::session::now_stamp()
-        ))
+        PathBuf::from("results").join(format!("{}-{}", plan.name, super::session::now_stamp()))
     });
     empty_out(&out)?;
     let addr = args.coordinator.clone().unwrap_or_default();
@@ -91,7 +90,11 @@ pub(crate) async fn coordinator(command: RunCommand, stop: CancellationToken) ->
     served.cancel();
     let _ = server.await;
     let Steered { lost, interrupted } = ended?;
-    let code = merge_parts(&hub, &out, console.wide)?;
+    // `merge` reads and writes files on threads of its own: off the runtime's.
+    let wide = console.wide;
+    let code = tokio::task::spawn_blocking(move || merge_parts(&hub, &out, wide))
+        .await
+        .map_err(|e| Error::Other(e.into()))??;
     Ok(if interrupted {
         exit::INTERRUPTED
     } else if lost {
@@ -129,7 +132,10 @@ async fn steer(
                 News::Lost { .. } | News::Failed { .. } => {
                     lost = true;
                     if args.on_part_loss == PartLoss::Stop && stopped_at.is_none() {
-                        hub.stop(format!("{} (--on-part-loss stop)", said(&news, plan, hub.parts())));
+                        hub.stop(format!(
+                            "{} (--on-part-loss stop)",
+                            said(&news, plan, hub.parts())
+                        ));
                         stopped_at = Some(Instant::now());
                     }
                 }
@@ -222,9 +228,8 @@ fn ms_signed(us: i64) -> f64 {
 /// A merged interval: each shown row's throughput, errors and percentiles, from the parts'
 /// histograms added.
 fn interval_line(start_us: u64, parts: usize, rows: &[MergedRow]) -> String {
-    let at = humantime::format_rfc3339_seconds(
-        std::time::UNIX_EPOCH + Duration::from_micros(start_us),
-    );
+    let at =
+        humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + Duration::from_micros(start_us));
     let cells: Vec<String> = rows
         .iter()
         .map(|r| {
@@ -280,7 +285,10 @@ fn plan_doc(args: &RunArgs) -> Result<(PlanDoc, RunPlan), Error> {
         (args.tsv.is_some(), "--tsv"),
         (args.json.is_some(), "--json"),
         (args.jtl.is_some(), "--jtl"),
-        (!args.overrides.genny_overrides.is_empty(), "--genny-override"),
+        (
+            !args.overrides.genny_overrides.is_empty(),
+            "--genny-override",
+        ),
     ] {
         if given {
             return Err(Error::Usage(format!(
@@ -305,12 +313,12 @@ fn plan_doc(args: &RunArgs) -> Result<(PlanDoc, RunPlan), Error> {
     }
     let profile = match Path::new(&args.profile) {
         p if p.is_file() => ProfileSource::File {
-            name: p
-                .file_name()
-                .map_or_else(|| "profile.toml".into(), |n| n.to_string_lossy().into_owned()),
-            text: std::fs::read_to_string(p).map_err(|e| {
-                Error::Usage(format!("cannot read {}: {e}", p.display()))
-            })?,
+            name: p.file_name().map_or_else(
+                || "profile.toml".into(),
+                |n| n.to_string_lossy().into_owned(),
+            ),
+            text: std::fs::read_to_string(p)
+                .map_err(|e| Error::Usage(format!("cannot read {}: {e}", p.display())))?,
         },
         _ => ProfileSource::Bundled {
             name: args.profile.clone(),

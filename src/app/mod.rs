@@ -10,9 +10,9 @@
 
 pub(crate) mod capacity;
 pub(crate) mod capture;
-mod coordinate;
 mod capture_check;
 pub mod compare;
+mod coordinate;
 pub(crate) mod history;
 pub mod merge;
 pub(crate) mod report;

@@ -192,10 +192,15 @@ impl Hub {
         }
     }
 
-    /// Every part that joined has ended (done, failed or lost), and all joined.
+    /// Every part that joined has ended (done, failed or lost), and either all joined or the
+    /// run was stopped (no more will join).
     pub(crate) fn finished(&self) -> bool {
         let inner = self.lock();
-        inner.members.iter().all(|m| m.as_ref().is_some_and(|m| m.end.is_some()))
+        let stopped = matches!(inner.phase, Phase::Stopped { .. });
+        inner
+            .members
+            .iter()
+            .all(|m| m.as_ref().map_or(stopped, |m| m.end.is_some()))
     }
 
     /// Every joined part that has not ended: lost, as after a stop nothing more will come.
@@ -259,9 +264,11 @@ impl Hub {
                 return;
             };
             let b = inner.next_shown.map_or(first, |n| n.max(first));
-            let sent_by_all = inner.members.iter().flatten().all(|m| {
-                m.end.is_some() || m.last_bucket.is_some_and(|l| l >= b)
-            });
+            let sent_by_all = inner
+                .members
+                .iter()
+                .flatten()
+                .all(|m| m.end.is_some() || m.last_bucket.is_some_and(|l| l >= b));
             let late = now_us > (b + 1) * self.length_us + SHOW_GRACE_US;
             if !(sent_by_all || late) {
                 return;
@@ -294,7 +301,10 @@ impl Hub {
     }
 
     fn go(inner: &Inner, index: Option<u32>) -> Go {
-        if let Some(m) = index.and_then(|i| inner.members.get(i as usize)).and_then(Option::as_ref) {
+        if let Some(m) = index
+            .and_then(|i| inner.members.get(i as usize))
+            .and_then(Option::as_ref)
+        {
             if matches!(m.end, Some(End::Lost)) {
                 return Go::Stop {
                     why: format!(
@@ -483,7 +493,7 @@ fn refuse(status: StatusCode, error: String) -> Response {
 fn unauthorized() -> Response {
     refuse(
         StatusCode::UNAUTHORIZED,
-        "the coordinator refused this part's token\n  fix: give the token the coordinator printed (or was given) with --token or MONGO_STRESS_TOKEN".into(),
+        "this part's token is not the run's\n  fix: give the token the coordinator printed (or was given) with --token or MONGO_STRESS_TOKEN".into(),
     )
 }
 
@@ -531,7 +541,11 @@ async fn join(
     }
 }
 
-async fn report(State(hub): State<Arc<Hub>>, headers: HeaderMap, Json(r): Json<Report>) -> Response {
+async fn report(
+    State(hub): State<Arc<Hub>>,
+    headers: HeaderMap,
+    Json(r): Json<Report>,
+) -> Response {
     if !hub.authorized(&headers) {
         return unauthorized();
     }
@@ -578,7 +592,9 @@ mod tests {
             h.record(*v).unwrap();
         }
         let mut bytes = Vec::new();
-        V2DeflateSerializer::new().serialize(&h, &mut bytes).unwrap();
+        V2DeflateSerializer::new()
+            .serialize(&h, &mut bytes)
+            .unwrap();
         What::Interval(IntervalReport {
             start_us,
             duration_us: 1_000_000,
@@ -607,7 +623,31 @@ mod tests {
         let again = join(&hub, Some(0)).unwrap_err();
         assert!(again.1.contains("part 0 has already joined"), "{}", again.1);
         assert!(join(&hub, Some(2)).unwrap_err().1.contains("no part 2"));
-        assert_eq!(say(&hub, 0, What::Beat), Go::Wait { joined: 1, parts: 2 });
+        let other = hub
+            .join(JoinRequest {
+                version: "0.0.1".into(),
+                host: "old".into(),
+                index: None,
+                clock: ClockReading {
+                    offset_us: 0,
+                    round_trip_us: 1,
+                },
+            })
+            .unwrap_err();
+        assert!(
+            other
+                .1
+                .contains("this part runs mongo-stress 0.0.1, the coordinator"),
+            "{}",
+            other.1
+        );
+        assert_eq!(
+            say(&hub, 0, What::Beat),
+            Go::Wait {
+                joined: 1,
+                parts: 2
+            }
+        );
         assert_eq!(join(&hub, None).unwrap().index, 1);
         assert!(hub.tick().contains(&News::AllJoined));
         assert!(join(&hub, None).unwrap_err().1.contains("all joined"));
@@ -620,7 +660,12 @@ mod tests {
         };
         assert_eq!(say(&hub, 0, What::Beat), Go::Start { at_us });
         hub.stop("enough".into());
-        assert_eq!(say(&hub, 1, What::Beat), Go::Stop { why: "enough".into() });
+        assert_eq!(
+            say(&hub, 1, What::Beat),
+            Go::Stop {
+                why: "enough".into()
+            }
+        );
     }
 
     #[test]
@@ -632,13 +677,20 @@ mod tests {
         // Part 0's interval begins 10 ms after the second, part 1's 30 ms: one merged interval.
         let base = 1_000_000_000_000;
         say(&hub, 0, interval(base + 10_000, &[100, 200]));
-        assert!(!hub.tick().iter().any(|n| matches!(n, News::Interval { .. })));
+        assert!(!hub
+            .tick()
+            .iter()
+            .any(|n| matches!(n, News::Interval { .. })));
         say(&hub, 1, interval(base + 30_000, &[300]));
         let news = hub.tick();
         let rows = news
             .iter()
             .find_map(|n| match n {
-                News::Interval { start_us, parts, rows } => {
+                News::Interval {
+                    start_us,
+                    parts,
+                    rows,
+                } => {
                     assert_eq!((*start_us, *parts), (base, 2));
                     Some(rows.clone())
                 }

@@ -38,7 +38,9 @@ pub(crate) struct Coordinator {
 impl std::fmt::Debug for Coordinator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Never the token.
-        f.debug_struct("Coordinator").field("base", &self.base).finish()
+        f.debug_struct("Coordinator")
+            .field("base", &self.base)
+            .finish()
     }
 }
 
@@ -103,7 +105,9 @@ impl Coordinator {
             return Err(Failure::Refused(said));
         }
         serde_json::from_slice(&bytes).map_err(|e| {
-            Failure::Refused(format!("its answer to {path} is not what this version reads ({e})"))
+            Failure::Refused(format!(
+                "its answer to {path} is not what this version reads ({e})"
+            ))
         })
     }
 
@@ -293,7 +297,7 @@ impl Link {
                     go.send_replace(answer.go);
                 }
                 Err(f) => {
-                    if last {
+                    if matches!(report.what, What::Done { .. }) {
                         errln!(
                             "error: part {} could not send its results to the coordinator at {}: {}; they are in its own run directory",
                             self.index,
@@ -365,9 +369,11 @@ impl Link {
 
     /// Waits until every part has joined.
     pub(crate) async fn all_joined(&self, stop: &CancellationToken) -> Result<(), Error> {
-        self.until(stop, |g| matches!(g, Go::Setup | Go::Start { .. }).then_some(0))
-            .await
-            .map(|_| ())
+        self.until(stop, |g| {
+            matches!(g, Go::Setup | Go::Start { .. }).then_some(0)
+        })
+        .await
+        .map(|_| ())
     }
 
     /// Says this part is set up, and waits for the common start: when it is on this machine's

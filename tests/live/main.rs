@@ -17,6 +17,8 @@
 //!   watcher, a killed server's resumes, history lost, a refused pipeline, `sweep --watchers`
 //! - `compare`: a held server told from noise
 //! - `counts`: documents and opcounters against the tool's counts
+//! - `coordinated`: a coordinator and three parts: counts, `merge` of the parts and the
+//!   server agree; a part killed mid-run; a wrong token, a taken index, parts that never come
 //! - `embedded`: the embedded server, a wrong URI, Ctrl-C and SIGTERM
 //! - `faults`: a frozen server, a killed one, a collection the tool did not write
 //! - `first_hour`: a wrong update in the server's words, run directories that never mix, a
@@ -70,6 +72,7 @@ mod capacity;
 mod capture;
 mod change_streams;
 mod compare;
+mod coordinated;
 mod counts;
 mod embedded;
 mod faults;

@@ -1,0 +1,352 @@
+//! One run across several load generators, coordinated: `run --parts 3 --coordinator ADDR`
+//! and three `part --join URL` processes against one real server. Witnesses: the documents on
+//! the server, the parts' own run directories, and `merge` of them, which the coordinator's
+//! directory must equal. Also a part killed mid-run, and what the coordinator refuses.
+
+use crate::common;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use mongodb::bson::doc;
+
+const TOKEN: &str = "0123456789abcdef-test-token";
+
+/// The coordinator, on a free loopback port; returns it and its URL once it listens.
+fn coordinator(profile: &Path, uri: &str, out: &Path, extra: &[&str]) -> (Child, String) {
+    let port = free_port();
+    let child = Command::new(bin_path())
+        .args(["run", profile.to_str().unwrap(), "--uri", uri])
+        .args([
+            "--parts",
+            "3",
+            "--coordinator",
+            &format!("127.0.0.1:{port}"),
+        ])
+        .args(["--seed", "7", "--interval", "1s"])
+        .args(extra)
+        .arg("--out")
+        .arg(out)
+        .env("MONGO_STRESS_TOKEN", TOKEN)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the coordinator");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "the coordinator never listened");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (child, format!("http://127.0.0.1:{port}"))
+}
+
+fn part(url: &str, token: &str, index: Option<u32>, out: &Path) -> Child {
+    let mut c = Command::new(bin_path());
+    c.args(["part", "--join", url, "--token", token, "--quiet"])
+        .arg("--out")
+        .arg(out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(i) = index {
+        c.args(["--index", &i.to_string()]);
+    }
+    c.spawn().expect("start a part")
+}
+
+fn finish(child: Child) -> (Option<i32>, String) {
+    let out = child.wait_with_output().expect("wait");
+    (
+        out.status.code(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+/// Every file under `dir`, read as text where it is text.
+fn texts(dir: &Path) -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(texts(&p));
+        } else if let Ok(t) = std::fs::read_to_string(&p) {
+            out.push((p, t));
+        }
+    }
+    out
+}
+
+/// The interval log's data lines (its header names the tool and the time it was written).
+fn hlog_lines(dir: &Path) -> Vec<String> {
+    std::fs::read_to_string(dir.join("latency.hlog"))
+        .expect("latency.hlog")
+        .lines()
+        .filter(|l| !l.starts_with("#[") && !l.starts_with("\"StartTimestamp\""))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn three_parts_joined_to_a_coordinator_are_one_run_equal_to_the_merge_of_their_directories() {
+    let Some(server) = TestServer::start_alone() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let db = unique_db("coordinated");
+    let groups = "[[group]]\nname = \"insert\"\nop = \"insert\"\nthreads = 6\nrate = 300\nduration = \"6s\"\n";
+    let profile = common::profile(tmp.path(), &db, "drop = true", groups);
+    let out = tmp.path().join("coordinated");
+    let (coord, url) = coordinator(&profile, &server.uri, &out, &[]);
+    let dirs: Vec<PathBuf> = (0..3)
+        .map(|i| tmp.path().join(format!("part-{i}")))
+        .collect();
+    // Parts 2 and 0 ask for their index; the third takes the one left.
+    let parts = vec![
+        part(&url, TOKEN, Some(2), &dirs[2]),
+        part(&url, TOKEN, Some(0), &dirs[0]),
+        {
+            std::thread::sleep(Duration::from_millis(300));
+            part(&url, TOKEN, None, &dirs[1])
+        },
+    ];
+    for p in parts {
+        let (code, said) = finish(p);
+        assert_eq!(code, Some(0), "a part failed: {said}");
+    }
+    let (code, said) = finish(coord);
+    assert_eq!(code, Some(0), "the coordinator failed: {said}");
+    for i in 0..3 {
+        assert!(
+            said.contains(&format!("part {i} of 3 joined from")),
+            "{said}"
+        );
+    }
+    assert!(said.contains("the stages begin at"), "{said}");
+    // Merged intervals said while the run went: the three parts' histograms added.
+    let merged_lines: Vec<&str> = said
+        .lines()
+        .filter(|l| l.contains(" 3 parts | TOTAL "))
+        .collect();
+    assert!(merged_lines.len() >= 4, "{said}");
+
+    let summary = read_json(&out.join("summary.json"));
+    validate_schema(&summary);
+    let inserts = row(&summary, "insert")["samples"].as_u64().unwrap();
+    // Witness 1: the server's documents.
+    assert_eq!(
+        server.count(&db, "cities", doc! {}),
+        inserts,
+        "documents vs the coordinator's count"
+    );
+    // Witness 2: the parts' own directories, each written whole.
+    let own: u64 = dirs
+        .iter()
+        .map(|d| {
+            row(&read_json(&d.join("summary.json")), "insert")["samples"]
+                .as_u64()
+                .unwrap()
+        })
+        .sum();
+    assert_eq!(own, inserts);
+    let rate = row(&summary, "insert")["throughput"].as_f64().unwrap();
+    assert!(
+        (270.0..=315.0).contains(&rate),
+        "the three parts' 300/s: {rate}"
+    );
+    // Witness 3: `merge` of the parts' own directories: the same rows and intervals.
+    let merged = tmp.path().join("merged");
+    let refs: Vec<&str> = dirs.iter().map(|d| d.to_str().unwrap()).collect();
+    let m = bin()
+        .arg("merge")
+        .args(&refs)
+        .arg("--out")
+        .arg(&merged)
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    assert!(m.status.success(), "{}", String::from_utf8_lossy(&m.stderr));
+    let by_merge = read_json(&merged.join("summary.json"));
+    for label in ["insert", "TOTAL"] {
+        let (a, b) = (row(&summary, label), row(&by_merge, label));
+        for key in [
+            "samples",
+            "errors",
+            "p50",
+            "p90",
+            "p99",
+            "max",
+            "mean",
+            "throughput",
+            "histogram",
+        ] {
+            assert_eq!(a[key], b[key], "{label}.{key}");
+        }
+    }
+    assert_eq!(
+        hlog_lines(&out),
+        hlog_lines(&merged),
+        "the merged interval logs"
+    );
+    // Each part's clock, as the coordinator measured it.
+    let rows = summary["parts"].as_array().expect("parts");
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    for (i, r) in rows.iter().enumerate() {
+        assert_eq!(r["part"], i);
+        let offset = r["clock_offset_ms"].as_f64().expect("offset");
+        let trip = r["round_trip_ms"].as_f64().expect("round trip");
+        // One machine: one clock, read to within the round trip.
+        assert!(offset.abs() <= trip.max(1.0), "{r}");
+    }
+    // The token is in no file of the run, the coordinator's or a part's.
+    for d in std::iter::once(&out).chain(&dirs) {
+        for (p, t) in texts(d) {
+            assert!(!t.contains(TOKEN), "the token in {}", p.display());
+        }
+    }
+}
+
+#[test]
+fn a_part_killed_mid_run_is_said_lost_with_its_share_and_the_run_ends_with_what_was_measured() {
+    let Some(server) = TestServer::start_alone() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let db = unique_db("coordinated_loss");
+    let groups = "[[group]]\nname = \"insert\"\nop = \"insert\"\nthreads = 3\nrate = 150\nduration = \"20s\"\n";
+    let profile = common::profile(tmp.path(), &db, "drop = true", groups);
+    let out = tmp.path().join("coordinated");
+    let (mut coord, url) = coordinator(&profile, &server.uri, &out, &["--quiet"]);
+    let dirs: Vec<PathBuf> = (0..3)
+        .map(|i| tmp.path().join(format!("part-{i}")))
+        .collect();
+    let mut parts: Vec<Child> = (0..3)
+        .map(|i| part(&url, TOKEN, Some(i), &dirs[i as usize]))
+        .collect();
+    // The coordinator's lines as they come, with when.
+    let lines = {
+        let err = coord.stderr.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for l in BufReader::new(err).lines().map_while(Result::ok) {
+                let _ = tx.send((Instant::now(), l));
+            }
+        });
+        rx
+    };
+    let mut said = Vec::new();
+    let started = loop {
+        let (at, l) = lines
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the start");
+        let start = l.contains("the stages begin at");
+        said.push(l);
+        if start {
+            break at;
+        }
+    };
+    // Part 2 dies 4 s into the stages (they begin 2 s after this line).
+    std::thread::sleep(Duration::from_secs(6).saturating_sub(started.elapsed()));
+    let killed = Instant::now();
+    parts[2].kill().unwrap();
+    let lost_at = loop {
+        let (at, l) = lines
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the loss said");
+        let lost = l.contains("part 2 (from");
+        said.push(l.clone());
+        if lost {
+            assert!(l.contains("insert 1 users at 50/s"), "its share: {l}");
+            break at;
+        }
+    };
+    let after = lost_at.duration_since(killed);
+    assert!(
+        after <= Duration::from_millis(3_700),
+        "said {after:?} after the kill"
+    );
+    let code = coord.wait().unwrap().code();
+    said.extend(lines.try_iter().map(|(_, l)| l));
+    let said = said.join("\n");
+    assert_eq!(code, Some(1), "{said}");
+    // The other parts were stopped, not left to run their 20 s, and kept their directories.
+    for (i, p) in parts.drain(..2).enumerate() {
+        let (_, out) = finish(p);
+        let s = read_json(&dirs[i].join("summary.json"));
+        let stopped = s["runs"][0]["stopped_early"].to_string();
+        assert!(stopped.contains("part 2"), "part {i}: {stopped}\n{out}");
+    }
+    assert!(
+        killed.elapsed() < Duration::from_secs(14),
+        "the run went on to its end"
+    );
+    // The merged run: two parts, the lost one named.
+    let summary = read_json(&out.join("summary.json"));
+    validate_schema(&summary);
+    let rows = summary["parts"].as_array().unwrap();
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    assert!(
+        rows[2]["lost"].as_str().unwrap().starts_with("lost"),
+        "{}",
+        rows[2]
+    );
+    let inserts = row(&summary, "insert")["samples"].as_u64().unwrap();
+    let own: u64 = (0..2)
+        .map(|i| {
+            row(&read_json(&dirs[i].join("summary.json")), "insert")["samples"]
+                .as_u64()
+                .unwrap()
+        })
+        .sum();
+    assert_eq!(
+        inserts, own,
+        "the merged run is the two parts that finished"
+    );
+    // The killed part's inserts are on the server too, but in no directory.
+    assert!(server.count(&db, "cities", doc! {}) > inserts);
+}
+
+#[test]
+fn a_wrong_token_a_taken_index_and_parts_that_never_come_are_refused_by_name() {
+    let Some(server) = TestServer::start() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let db = unique_db("coordinated_refused");
+    let groups = "[[group]]\nname = \"insert\"\nop = \"insert\"\nthreads = 3\nduration = \"2s\"\n";
+    let profile = common::profile(tmp.path(), &db, "drop = true", groups);
+    let out = tmp.path().join("coordinated");
+    let (coord, url) = coordinator(&profile, &server.uri, &out, &["--join-timeout", "4s"]);
+    let (code, said) = finish(part(&url, "not-the-token", None, &tmp.path().join("x")));
+    assert_eq!(code, Some(2), "{said}");
+    assert!(
+        said.contains("refused: this part's token is not the run's"),
+        "{said}"
+    );
+    assert!(!said.contains(TOKEN), "{said}");
+    let first = part(&url, TOKEN, Some(0), &tmp.path().join("p0"));
+    std::thread::sleep(Duration::from_millis(1500));
+    let (code, said) = finish(part(&url, TOKEN, Some(0), &tmp.path().join("again")));
+    assert_eq!(code, Some(2), "{said}");
+    assert!(said.contains("part 0 has already joined"), "{said}");
+    // Only one of three parts ever joins: the coordinator ends, naming the missing ones, and
+    // the part that waited is told; nothing ran.
+    let (code, said) = finish(coord);
+    assert_eq!(code, Some(1), "{said}");
+    assert!(
+        said.contains("1 of 3 parts joined within --join-timeout 4s; missing: part 1, part 2"),
+        "{said}"
+    );
+    let (code, part_said) = finish(first);
+    assert_ne!(code, Some(0), "{part_said}");
+    assert!(part_said.contains("missing: part 1, part 2"), "{part_said}");
+    assert!(!out.join("summary.json").exists());
+    assert!(!tmp.path().join("p0").join("summary.json").exists());
+    assert_eq!(server.count(&db, "cities", doc! {}), 0, "nothing half-run");
+    assert!(!said.contains(TOKEN) && !part_said.contains(TOKEN));
+}
