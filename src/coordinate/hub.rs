@@ -115,12 +115,22 @@ pub(crate) enum News {
     Done {
         index: u32,
     },
-    /// A merged interval: its start (coordinator's clock), the parts in it, and each shown row.
+    /// A merged interval: its start (coordinator's clock), the parts in it, each shown row,
+    /// and every series of it (the whole run's thresholds are judged on them).
     Interval {
         start_us: u64,
         parts: usize,
         rows: Vec<MergedRow>,
+        series: Arc<MergedSeries>,
     },
+}
+
+/// Every series of a merged interval: its histogram by tag, and each group tag's failed
+/// operations (and `TOTAL`'s).
+#[derive(Debug, PartialEq)]
+pub(crate) struct MergedSeries {
+    pub(crate) hists: BTreeMap<String, Histogram<u64>>,
+    pub(crate) errors: BTreeMap<String, u64>,
 }
 
 /// One row of a merged interval.
@@ -296,6 +306,10 @@ impl Hub {
                 start_us: b * self.length_us,
                 parts: bucket.from.len(),
                 rows,
+                series: Arc::new(MergedSeries {
+                    hists: bucket.hists,
+                    errors: bucket.errors,
+                }),
             });
         }
     }
@@ -691,6 +705,7 @@ mod tests {
                     start_us,
                     parts,
                     rows,
+                    ..
                 } => {
                     assert_eq!((*start_us, *parts), (base, 2));
                     Some(rows.clone())

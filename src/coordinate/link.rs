@@ -191,6 +191,9 @@ pub struct Link {
     tx: Mutex<Option<Sender<What>>>,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
     shown: String,
+    /// The running repetition's stop and where it says why (`attach`): the coordinator's order
+    /// to stop is obeyed as it comes.
+    run: Mutex<Option<(CancellationToken, Arc<OnceLock<StopReason>>)>>,
 }
 
 impl std::fmt::Debug for Link {
@@ -222,6 +225,7 @@ impl Link {
             tx: Mutex::new(Some(tx)),
             thread: Mutex::new(None),
             shown: coordinator.shown(),
+            run: Mutex::new(None),
         });
         let theirs = Arc::clone(&link);
         let thread = std::thread::Builder::new()
@@ -294,6 +298,9 @@ impl Link {
                         server: answer.now_us,
                         t1: now_us(),
                     });
+                    if let Go::Stop { why } = &answer.go {
+                        self.obey(why);
+                    }
                     go.send_replace(answer.go);
                 }
                 Err(f) => {
@@ -320,6 +327,25 @@ impl Link {
             }
             if last {
                 return;
+            }
+        }
+    }
+
+    /// The repetition the coordinator's order to stop goes to, from its recorder's start.
+    pub(crate) fn attach(&self, stop: CancellationToken, reason: Arc<OnceLock<StopReason>>) {
+        *self.run.lock().unwrap_or_else(|e| e.into_inner()) = Some((stop, reason));
+    }
+
+    /// The coordinator's order to stop, obeyed by the running repetition (once; a stop before
+    /// the recorder began is obeyed by its first interval, `Uplink`).
+    fn obey(&self, why: &str) {
+        if let Some((stop, reason)) = self.run.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            if !stop.is_cancelled() {
+                let _ = reason.set(StopReason {
+                    message: format!("stopped early by the coordinator: {why}"),
+                    threshold: None,
+                });
+                stop.cancel();
             }
         }
     }
@@ -405,8 +431,6 @@ impl Link {
 /// obeyed as a threshold abort is, within the interval it came in.
 pub(crate) struct Uplink {
     pub(crate) link: Arc<Link>,
-    pub(crate) stop: CancellationToken,
-    pub(crate) reason: Arc<OnceLock<StopReason>>,
     pub(crate) stopped: bool,
 }
 
@@ -447,11 +471,7 @@ impl Output for Uplink {
         if !self.stopped {
             if let Some(why) = self.link.stop_order() {
                 self.stopped = true;
-                let _ = self.reason.set(StopReason {
-                    message: format!("stopped early by the coordinator: {why}"),
-                    threshold: None,
-                });
-                self.stop.cancel();
+                self.link.obey(&why);
             }
         }
         Flow::More

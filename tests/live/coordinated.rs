@@ -1,7 +1,8 @@
 //! One run across several load generators, coordinated: `run --parts 3 --coordinator ADDR`
 //! and three `part --join URL` processes against one real server. Witnesses: the documents on
 //! the server, the parts' own run directories, and `merge` of them, which the coordinator's
-//! directory must equal. Also a part killed mid-run, and what the coordinator refuses.
+//! directory must equal. Also a part killed mid-run, an abort judged on the whole run, and what
+//! the coordinator refuses.
 
 use crate::common;
 
@@ -349,4 +350,88 @@ fn a_wrong_token_a_taken_index_and_parts_that_never_come_are_refused_by_name() {
     assert!(!tmp.path().join("p0").join("summary.json").exists());
     assert_eq!(server.count(&db, "cities", doc! {}), 0, "nothing half-run");
     assert!(!said.contains(TOKEN) && !part_said.contains(TOKEN));
+}
+
+/// The last intended start of a part's measured operations, epoch microseconds.
+fn last_start_us(dir: &Path) -> u64 {
+    let text = std::fs::read_to_string(dir.join("samples.tsv")).expect("samples.tsv");
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split('\t').collect();
+    let col = |n: &str| header.iter().position(|h| *h == n).unwrap();
+    let (start, phase) = (col("start_us"), col("phase"));
+    lines
+        .map(|l| l.split('\t').collect::<Vec<_>>())
+        .filter(|c| c[phase] == "measure")
+        .map(|c| c[start].parse::<u64>().unwrap())
+        .max()
+        .expect("measured operations")
+}
+
+#[test]
+fn an_abort_threshold_is_judged_on_the_whole_run_and_stops_every_part_within_an_interval() {
+    let Some(server) = TestServer::start_alone() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let db = unique_db("coordinated_abort");
+    // 600 inserts is two seconds of the whole run's 300/s, but six of any one part's 100/s:
+    // only the whole run's count breaks the limit this early.
+    let groups = "[[group]]\nname = \"insert\"\nop = \"insert\"\nthreads = 3\nrate = 300\nduration = \"20s\"\n\n[thresholds]\n\"insert.samples\" = { limit = \"< 600\", abort = true }\n";
+    let profile = common::profile(tmp.path(), &db, "drop = true", groups);
+    let out = tmp.path().join("coordinated");
+    let (mut coord, url) = coordinator(&profile, &server.uri, &out, &["--quiet"]);
+    let dirs: Vec<PathBuf> = (0..3)
+        .map(|i| tmp.path().join(format!("part-{i}")))
+        .collect();
+    let parts: Vec<Child> = (0..3)
+        .map(|i| part(&url, TOKEN, Some(i), &dirs[i as usize]))
+        .collect();
+    let err = BufReader::new(coord.stderr.take().unwrap());
+    let mut said = Vec::new();
+    let mut breach = None;
+    for l in err.lines().map_while(Result::ok) {
+        if l.starts_with("stopping every part:") && breach.is_none() {
+            breach = Some(std::time::SystemTime::now());
+        }
+        said.push(l);
+    }
+    let said = said.join("\n");
+    let code = coord.wait().unwrap().code();
+    assert_eq!(code, Some(4), "{said}");
+    let breach = breach.unwrap_or_else(|| panic!("no abort said: {said}"));
+    assert!(
+        said.contains(
+            "stopping every part: threshold `insert.samples < 600` failed on the whole run"
+        ),
+        "{said}"
+    );
+    let breach_us = breach
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_micros() as u64;
+    for (i, p) in parts.into_iter().enumerate() {
+        let (_, out) = finish(p);
+        let s = read_json(&dirs[i].join("summary.json"));
+        let stopped = s["runs"][0]["stopped_early"].to_string();
+        assert!(
+            stopped.contains("stopped early by the coordinator: threshold"),
+            "part {i}: {stopped}\n{out}"
+        );
+        // No operation of the part was due later than one interval (1 s) after the breach.
+        let last = last_start_us(&dirs[i]);
+        assert!(
+            last <= breach_us + 1_000_000,
+            "part {i} went on {} ms after the breach",
+            (last as i64 - breach_us as i64) / 1000
+        );
+        // Far fewer than its own 600: the whole run's count stopped it.
+        let own = row(&s, "insert")["samples"].as_u64().unwrap();
+        assert!(own < 450, "part {i} ran {own}");
+    }
+    let summary = read_json(&out.join("summary.json"));
+    let t = &summary["runs"][0]["thresholds"][0];
+    assert_eq!(t["pass"], false, "{t}");
+    let inserts = row(&summary, "insert")["samples"].as_u64().unwrap();
+    assert!((600..1500).contains(&inserts), "{inserts}");
+    assert_eq!(server.count(&db, "cities", doc! {}), inserts);
 }

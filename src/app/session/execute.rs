@@ -312,11 +312,13 @@ impl<B: Backend + Clone> Session<'_, B> {
         if let Some(hlog) = hlog {
             outputs.push(Box::new(hlog));
         }
-        // A part cannot stop on a limit meant for the whole run's throughput or counts.
+        // A part cannot stop on a limit meant for the whole run's throughput or counts; a
+        // coordinated part stops on none of its own (its coordinator judges the whole run's).
         let aborting: Vec<_> = plan
             .thresholds
             .iter()
             .filter(|t| t.abort && !(plan.part.is_some() && t.metric.scales_with_load()))
+            .filter(|_| self.opts.link.is_none())
             .cloned()
             .collect();
         if !aborting.is_empty() {
@@ -327,10 +329,9 @@ impl<B: Backend + Clone> Session<'_, B> {
             }));
         }
         if let Some(link) = &self.opts.link {
+            link.attach(run_stop.clone(), Arc::clone(stopped_early));
             outputs.push(Box::new(crate::coordinate::link::Uplink {
                 link: Arc::clone(link),
-                stop: run_stop.clone(),
-                reason: Arc::clone(stopped_early),
                 stopped: false,
             }));
         }

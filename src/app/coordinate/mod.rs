@@ -3,6 +3,8 @@
 //! start them together, say each merged interval and each loss, merge their run directories)
 //! and a part's (fetch the plan, join, run it as part I of N, send its files).
 
+mod abort;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -120,6 +122,11 @@ async fn steer(
     stop: &CancellationToken,
 ) -> Result<Steered, Error> {
     let began = Instant::now();
+    let (mut whole, notes) = abort::WholeAbort::new(plan);
+    for n in notes {
+        errln!("{n}");
+    }
+    let length_us = u64::try_from(args.hdr_interval.as_micros()).unwrap_or(u64::MAX);
     let mut lost = false;
     let mut stopped_at: Option<Instant> = None;
     loop {
@@ -139,7 +146,18 @@ async fn steer(
                         stopped_at = Some(Instant::now());
                     }
                 }
-                News::Interval { .. } if args.quiet => continue,
+                News::Interval {
+                    start_us, series, ..
+                } => {
+                    if let Some(why) = whole.interval(*start_us, length_us, series) {
+                        errln!("stopping every part: {why}");
+                        hub.stop(why);
+                        stopped_at.get_or_insert_with(Instant::now);
+                    }
+                    if args.quiet {
+                        continue;
+                    }
+                }
                 _ => {}
             }
             errln!("{}", said(&news, plan, hub.parts()));
@@ -211,6 +229,7 @@ fn said(news: &News, plan: &RunPlan, parts: u32) -> String {
             start_us,
             parts: from,
             rows,
+            ..
         } => interval_line(*start_us, *from, rows),
     }
 }
