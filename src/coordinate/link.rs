@@ -299,7 +299,7 @@ impl Link {
                         t1: now_us(),
                     });
                     if let Go::Stop { why } = &answer.go {
-                        self.obey(why);
+                        self.obey(format!("stopped early by the coordinator: {why}"));
                     }
                     go.send_replace(answer.go);
                 }
@@ -320,8 +320,12 @@ impl Link {
                             self.shown,
                             COORDINATOR_LOST_AFTER.as_secs()
                         );
+                        // The running repetition stops as on any order (its summary says
+                        // why); before it began, the part stops as on Ctrl-C.
+                        if !self.obey(format!("stopped early: {why}")) {
+                            stop.cancel();
+                        }
                         go.send_replace(Go::Stop { why });
-                        stop.cancel();
                     }
                 }
             }
@@ -338,16 +342,19 @@ impl Link {
 
     /// The coordinator's order to stop, obeyed by the running repetition (once; a stop before
     /// the recorder began is obeyed by its first interval, `Uplink`).
-    fn obey(&self, why: &str) {
-        if let Some((stop, reason)) = self.run.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
-            if !stop.is_cancelled() {
-                let _ = reason.set(StopReason {
-                    message: format!("stopped early by the coordinator: {why}"),
-                    threshold: None,
-                });
-                stop.cancel();
-            }
+    fn obey(&self, message: String) -> bool {
+        let run = self.run.lock().unwrap_or_else(|e| e.into_inner());
+        let Some((stop, reason)) = run.as_ref() else {
+            return false;
+        };
+        if !stop.is_cancelled() {
+            let _ = reason.set(StopReason {
+                message,
+                threshold: None,
+            });
+            stop.cancel();
         }
+        true
     }
 
     fn send(&self, what: What) {
@@ -471,7 +478,8 @@ impl Output for Uplink {
         if !self.stopped {
             if let Some(why) = self.link.stop_order() {
                 self.stopped = true;
-                self.link.obey(&why);
+                self.link
+                    .obey(format!("stopped early by the coordinator: {why}"));
             }
         }
         Flow::More

@@ -435,3 +435,133 @@ fn an_abort_threshold_is_judged_on_the_whole_run_and_stops_every_part_within_an_
     assert!((600..1500).contains(&inserts), "{inserts}");
     assert_eq!(server.count(&db, "cities", doc! {}), inserts);
 }
+
+/// The coordinator's stderr lines as they come, with when.
+fn lines_of(child: &mut Child) -> std::sync::mpsc::Receiver<(Instant, String)> {
+    let err = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for l in BufReader::new(err).lines().map_while(Result::ok) {
+            let _ = tx.send((Instant::now(), l));
+        }
+    });
+    rx
+}
+
+/// Waits for the line containing `what`; returns when it came.
+fn wait_for(
+    lines: &std::sync::mpsc::Receiver<(Instant, String)>,
+    what: &str,
+    said: &mut Vec<String>,
+) -> Instant {
+    loop {
+        let (at, l) = lines
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("no `{what}` in {said:#?}"));
+        let found = l.contains(what);
+        said.push(l);
+        if found {
+            return at;
+        }
+    }
+}
+
+#[test]
+fn with_continue_the_other_parts_run_to_the_end_and_a_lost_coordinator_stops_every_part() {
+    let Some(server) = TestServer::start_alone() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let db = unique_db("coordinated_continue");
+    let groups = "[[group]]\nname = \"insert\"\nop = \"insert\"\nthreads = 3\nrate = 150\nduration = \"8s\"\n";
+    let profile = common::profile(tmp.path(), &db, "drop = true", groups);
+    let out = tmp.path().join("coordinated");
+    let (mut coord, url) = coordinator(
+        &profile,
+        &server.uri,
+        &out,
+        &["--quiet", "--on-part-loss", "continue"],
+    );
+    let dirs: Vec<PathBuf> = (0..3)
+        .map(|i| tmp.path().join(format!("part-{i}")))
+        .collect();
+    let mut parts: Vec<Child> = (0..3)
+        .map(|i| part(&url, TOKEN, Some(i), &dirs[i as usize]))
+        .collect();
+    let lines = lines_of(&mut coord);
+    let mut said = Vec::new();
+    let started = wait_for(&lines, "the stages begin at", &mut said);
+    std::thread::sleep(Duration::from_secs(5).saturating_sub(started.elapsed()));
+    parts[2].kill().unwrap();
+    wait_for(&lines, "part 2 (from", &mut said);
+    let code = coord.wait().unwrap().code();
+    said.extend(lines.try_iter().map(|(_, l)| l));
+    // The stages began 2 s after `started` and ran their 8 s: the run ended on time.
+    let took = started.elapsed();
+    assert!(
+        (Duration::from_secs(10)..Duration::from_secs(20)).contains(&took),
+        "{took:?}: {said:#?}"
+    );
+    assert_eq!(code, Some(1), "a part's share was missing: {said:#?}");
+    for (i, p) in parts.drain(..2).enumerate() {
+        let (code, out) = finish(p);
+        assert_eq!(code, Some(0), "part {i}: {out}");
+        let s = read_json(&dirs[i].join("summary.json"));
+        assert!(
+            s["runs"][0]["stopped_early"].is_null(),
+            "part {i} ran to its end: {}",
+            s["runs"][0]["stopped_early"]
+        );
+        let n = row(&s, "insert")["samples"].as_u64().unwrap();
+        assert!((380..=420).contains(&n), "part {i}: {n} of 8 s at 50/s");
+    }
+    let summary = read_json(&out.join("summary.json"));
+    assert!(
+        summary["parts"][2]["lost"]
+            .as_str()
+            .unwrap()
+            .starts_with("lost"),
+        "{}",
+        summary["parts"]
+    );
+
+    // Now the coordinator dies mid-run: every part stops within 5 s, its directory whole.
+    let db = unique_db("coordinated_orphans");
+    let groups = "[[group]]\nname = \"insert\"\nop = \"insert\"\nthreads = 3\nrate = 150\nduration = \"30s\"\n";
+    let profile = common::profile(tmp.path(), &db, "drop = true", groups);
+    let out = tmp.path().join("orphaned");
+    let (mut coord, url) = coordinator(&profile, &server.uri, &out, &["--quiet"]);
+    let dirs: Vec<PathBuf> = (0..3)
+        .map(|i| tmp.path().join(format!("orphan-{i}")))
+        .collect();
+    let parts: Vec<Child> = (0..3)
+        .map(|i| part(&url, TOKEN, Some(i), &dirs[i as usize]))
+        .collect();
+    let lines = lines_of(&mut coord);
+    let mut said = Vec::new();
+    let started = wait_for(&lines, "the stages begin at", &mut said);
+    std::thread::sleep(Duration::from_secs(5).saturating_sub(started.elapsed()));
+    coord.kill().unwrap();
+    let killed = Instant::now();
+    for (i, p) in parts.into_iter().enumerate() {
+        let (_, out) = finish(p);
+        // 5 s of silence, then the operations in flight and the summary.
+        assert!(
+            killed.elapsed() < Duration::from_secs(9),
+            "part {i} went on: {out}"
+        );
+        assert!(
+            out.contains("could not send its results to the coordinator"),
+            "part {i}: {out}"
+        );
+        let s = read_json(&dirs[i].join("summary.json"));
+        validate_schema(&s);
+        let stopped = s["runs"][0]["stopped_early"].to_string();
+        assert!(
+            stopped.contains("has not answered for 5 s"),
+            "part {i}: {stopped}"
+        );
+        assert!(row(&s, "insert")["samples"].as_u64().unwrap() > 100);
+    }
+    assert!(!out.join("summary.json").exists());
+}
