@@ -19,6 +19,8 @@
 //! - `counts`: documents and opcounters against the tool's counts
 //! - `coordinated`: a coordinator and three parts: counts, `merge` of the parts and the
 //!   server agree; a part killed mid-run; a wrong token, a taken index, parts that never come
+//! - `coordinated_hosts`: three parts in network namespaces of their own (hosts with their own
+//!   addresses and names): counts, every interval said live equal to `merge`, clocks
 //! - `embedded`: the embedded server, a wrong URI, Ctrl-C and SIGTERM
 //! - `faults`: a frozen server, a killed one, a collection the tool did not write
 //! - `first_hour`: a wrong update in the server's words, run directories that never mix, a
@@ -73,6 +75,7 @@ mod capture;
 mod change_streams;
 mod compare;
 mod coordinated;
+mod coordinated_hosts;
 mod counts;
 mod embedded;
 mod faults;
