@@ -99,7 +99,11 @@ pub async fn main(cli: Cli) -> Result<i32, Error> {
         Command::Run(args) => {
             let stop = CancellationToken::new();
             tokio::spawn(watch_signals(stop.clone()));
-            run::run(*args, stop).await
+            if args.args.coordinator.is_some() {
+                coordinate::coordinator(*args, stop).await
+            } else {
+                run::run(*args, stop).await
+            }
         }
     }
 }

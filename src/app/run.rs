@@ -19,9 +19,6 @@ use crate::summary::Summary;
 use super::start::*;
 
 pub(crate) async fn run(command: RunCommand, stop: CancellationToken) -> Result<i32, Error> {
-    if command.args.coordinator.is_some() {
-        return super::coordinate::coordinator(command, stop).await;
-    }
     run_linked(command, stop, None).await
 }
 
