@@ -18,9 +18,9 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use base64::Engine;
-use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::Histogram;
+
+use crate::merge::counts::{Counts, Decoder};
 
 use super::*;
 
@@ -29,6 +29,9 @@ const START_LEAD: Duration = Duration::from_secs(2);
 
 /// A merged interval is shown at the latest this long after its end.
 const SHOW_GRACE_US: u64 = 2_000_000;
+
+/// Emptied sums kept for use again.
+const MAX_SPARE: usize = 256;
 
 /// Largest message a part may send (its run directory's files at the end).
 const MAX_BODY: usize = 1 << 30;
@@ -78,7 +81,9 @@ pub(crate) enum End {
 
 #[derive(Default)]
 struct Bucket {
-    hists: BTreeMap<String, Histogram<u64>>,
+    /// Each series' counts, decoded into them in place (no histogram built per payload: 64
+    /// parts x 50 rows a second made that a fifth of a core).
+    hists: BTreeMap<String, Counts>,
     errors: BTreeMap<String, u64>,
     from: BTreeSet<u32>,
 }
@@ -90,6 +95,13 @@ struct Inner {
     /// The next merged interval to show.
     next_shown: Option<u64>,
     news: Vec<News>,
+    decoder: Decoder,
+    /// Sums of shown intervals, emptied, for the next ones (each is 184 KiB of counters).
+    spare: Vec<Counts>,
+    /// The histogram each shown row is read from, emptied for each.
+    row: Histogram<u64>,
+    /// Whether the shown intervals carry their series (`keep_series`).
+    keep_series: bool,
 }
 
 /// What happened, for the coordinator to say.
@@ -121,7 +133,8 @@ pub(crate) enum News {
         start_us: u64,
         parts: usize,
         rows: Vec<MergedRow>,
-        series: Arc<MergedSeries>,
+        /// When asked for (`keep_series`).
+        series: Option<Arc<MergedSeries>>,
     },
 }
 
@@ -161,12 +174,21 @@ impl Hub {
                 buckets: BTreeMap::new(),
                 next_shown: None,
                 news: Vec::new(),
+                decoder: Decoder::default(),
+                spare: Vec::new(),
+                row: crate::metrics::new_histogram(),
+                keep_series: false,
             }),
         }
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Each shown interval to carry its series (the whole run's abort thresholds read them).
+    pub(crate) fn keep_series(&self) {
+        self.lock().keep_series = true;
     }
 
     pub(crate) fn parts(&self) -> u32 {
@@ -287,29 +309,44 @@ impl Hub {
             let Some(bucket) = inner.buckets.remove(&b) else {
                 continue;
             };
-            let rows = self
-                .shown_rows
-                .iter()
-                .filter_map(|tag| {
-                    let h = bucket.hists.get(tag)?;
-                    Some(MergedRow {
-                        tag: tag.clone(),
-                        count: h.len(),
-                        errors: bucket.errors.get(tag).copied().unwrap_or(0),
-                        p50: h.value_at_quantile(0.5),
-                        p99: h.value_at_quantile(0.99),
-                        max: h.max(),
-                    })
+            let mut rows = Vec::new();
+            for tag in &self.shown_rows {
+                let Some(c) = bucket.hists.get(tag) else {
+                    continue;
+                };
+                let h = &mut inner.row;
+                h.reset();
+                c.record_into(h);
+                rows.push(MergedRow {
+                    tag: tag.clone(),
+                    count: h.len(),
+                    errors: bucket.errors.get(tag).copied().unwrap_or(0),
+                    p50: h.value_at_quantile(0.5),
+                    p99: h.value_at_quantile(0.99),
+                    max: h.max(),
+                });
+            }
+            let series = inner.keep_series.then(|| {
+                Arc::new(MergedSeries {
+                    hists: bucket
+                        .hists
+                        .iter()
+                        .map(|(tag, c)| (tag.clone(), c.to_histogram()))
+                        .collect(),
+                    errors: bucket.errors.clone(),
                 })
-                .collect();
+            });
+            for (_, mut c) in bucket.hists {
+                if inner.spare.len() < MAX_SPARE {
+                    c.clear();
+                    inner.spare.push(c);
+                }
+            }
             inner.news.push(News::Interval {
                 start_us: b * self.length_us,
                 parts: bucket.from.len(),
                 rows,
-                series: Arc::new(MergedSeries {
-                    hists: bucket.hists,
-                    errors: bucket.errors,
-                }),
+                series,
             });
         }
     }
@@ -452,7 +489,13 @@ impl Hub {
         }
         if let Some((b, i)) = interval {
             if inner.next_shown.is_none_or(|n| b >= n) {
-                add(inner.buckets.entry(b).or_default(), r.index, &i)
+                let Inner {
+                    buckets,
+                    decoder,
+                    spare,
+                    ..
+                } = &mut *inner;
+                add(buckets.entry(b).or_default(), (decoder, spare), r.index, &i)
                     .map_err(|e| (StatusCode::BAD_REQUEST, e))?;
             }
         }
@@ -473,23 +516,20 @@ impl Hub {
 }
 
 /// A part's interval added into its merged interval.
-fn add(bucket: &mut Bucket, part: u32, i: &IntervalReport) -> Result<(), String> {
-    let mut de = Deserializer::new();
+fn add(
+    bucket: &mut Bucket,
+    (decoder, spare): (&mut Decoder, &mut Vec<Counts>),
+    part: u32,
+    i: &IntervalReport,
+) -> Result<(), String> {
     for (tag, payload) in &i.hists {
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(payload)
-            .map_err(|e| format!("the histogram of {tag} is not base64: {e}"))?;
-        let h: Histogram<u64> = de
-            .deserialize(&mut bytes.as_slice())
-            .map_err(|e| format!("the histogram of {tag} cannot be read: {e:?}"))?;
-        match bucket.hists.get_mut(tag) {
-            Some(mine) => mine
-                .add(&h)
-                .map_err(|e| format!("the histogram of {tag} cannot be added: {e:?}"))?,
-            None => {
-                bucket.hists.insert(tag.clone(), h);
-            }
-        }
+        let sum = bucket
+            .hists
+            .entry(tag.clone())
+            .or_insert_with(|| spare.pop().unwrap_or_default());
+        decoder
+            .add(payload, sum)
+            .map_err(|e| format!("the histogram of {tag} cannot be read: {e}"))?;
     }
     for (tag, _, errors) in &i.activity {
         *bucket.errors.entry(tag.clone()).or_default() += errors;
@@ -573,6 +613,7 @@ async fn report(
 mod tests {
     use super::*;
     use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
+    use base64::Engine;
 
     fn plan(parts: u32) -> PlanDoc {
         let cli = <crate::cli::Cli as clap::Parser>::parse_from(["mongo-stress", "run", "p.toml"]);

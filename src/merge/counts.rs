@@ -24,14 +24,20 @@ const HALF_MAGNITUDE: u32 = 10;
 
 /// A histogram being summed: counts by index in the layout of `new_histogram()`.
 #[derive(Debug, Clone)]
-pub(super) struct Counts {
+pub(crate) struct Counts {
     counts: Vec<u64>,
+    /// The indexes that may hold a count: `lo..hi` (empty when `lo >= hi`), so emptying and
+    /// reading touch only them.
+    lo: usize,
+    hi: usize,
 }
 
 impl Default for Counts {
     fn default() -> Self {
         Counts {
             counts: vec![0; new_histogram().distinct_values()],
+            lo: usize::MAX,
+            hi: 0,
         }
     }
 }
@@ -53,7 +59,7 @@ fn value_for(index: usize) -> u64 {
 }
 
 /// Reused buffers for decoding.
-pub(super) struct Decoder {
+pub(crate) struct Decoder {
     raw: Vec<u8>,
     inflated: Vec<u8>,
     inflater: Decompress,
@@ -83,7 +89,7 @@ fn be_u64(b: &[u8], at: usize) -> Result<u64, String> {
 
 impl Decoder {
     /// Adds the histogram encoded in `text` (base64 of compressed V2) into `into`.
-    pub(super) fn add(&mut self, text: &str, into: &mut Counts) -> Result<(), String> {
+    pub(crate) fn add(&mut self, text: &str, into: &mut Counts) -> Result<(), String> {
         self.raw.clear();
         base64::engine::general_purpose::STANDARD
             .decode_vec(text.trim(), &mut self.raw)
@@ -164,6 +170,8 @@ fn add_counts(payload: &[u8], into: &mut Counts) -> Result<(), String> {
                     .get_mut(index)
                     .ok_or("a value beyond one hour, the histograms' range")?;
                 *slot += n.unsigned_abs();
+                into.lo = into.lo.min(index);
+                into.hi = into.hi.max(index + 1);
             }
             index += 1;
         }
@@ -172,19 +180,51 @@ fn add_counts(payload: &[u8], into: &mut Counts) -> Result<(), String> {
 }
 
 impl Counts {
-    pub(super) fn absorb(&mut self, other: &Counts) {
-        for (a, b) in self.counts.iter_mut().zip(&other.counts) {
-            *a += b;
+    /// The indexes that may hold a count.
+    fn range(&self) -> std::ops::Range<usize> {
+        if self.lo < self.hi {
+            self.lo..self.hi
+        } else {
+            0..0
         }
     }
 
-    pub(super) fn to_histogram(&self) -> Histogram<u64> {
+    pub(crate) fn absorb(&mut self, other: &Counts) {
+        let r = other.range();
+        for (a, b) in self.counts[r.clone()].iter_mut().zip(&other.counts[r.clone()]) {
+            *a += b;
+        }
+        if !r.is_empty() {
+            self.lo = self.lo.min(r.start);
+            self.hi = self.hi.max(r.end);
+        }
+    }
+
+    pub(crate) fn to_histogram(&self) -> Histogram<u64> {
         let mut h = new_histogram();
-        for (i, c) in self.counts.iter().enumerate().filter(|(_, c)| **c > 0) {
-            h.record_n(value_for(i), *c)
+        self.record_into(&mut h);
+        h
+    }
+
+    /// Its counts recorded into `h` (of the tool's bounds).
+    pub(crate) fn record_into(&self, h: &mut Histogram<u64>) {
+        let r = self.range();
+        for (i, c) in self.counts[r.clone()]
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| **c > 0)
+        {
+            h.record_n(value_for(r.start + i), *c)
                 .expect("an index of the layout is in range");
         }
-        h
+    }
+
+    /// Empty again, to be used for another sum.
+    pub(crate) fn clear(&mut self) {
+        let r = self.range();
+        self.counts[r].fill(0);
+        self.lo = usize::MAX;
+        self.hi = 0;
     }
 }
 
@@ -242,6 +282,11 @@ mod tests {
         let mut both = random(1, 100);
         both.add(random(2, 100)).unwrap();
         assert_eq!(a.to_histogram(), both);
+        // Emptied and used again: as a new one.
+        a.clear();
+        assert!(a.to_histogram().is_empty());
+        d.add(&encode(&random(3, 50)), &mut a).unwrap();
+        assert_eq!(a.to_histogram(), random(3, 50));
     }
 
     #[test]

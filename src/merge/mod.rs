@@ -13,7 +13,7 @@
 //! part's `samples.tsv`.
 
 mod check;
-mod counts;
+pub(crate) mod counts;
 pub(crate) mod intervals;
 pub(crate) mod resources;
 mod runs;

@@ -56,6 +56,11 @@ impl WholeAbort {
         )
     }
 
+    /// Whether there is a rule to judge as the run goes.
+    pub(super) fn judges(&self) -> bool {
+        !self.rules.is_empty()
+    }
+
     /// A merged interval added; the first rule it breaks, said, once.
     pub(super) fn interval(
         &mut self,

@@ -123,6 +123,9 @@ async fn steer(
 ) -> Result<Steered, Error> {
     let began = Instant::now();
     let (mut whole, notes) = abort::WholeAbort::new(plan);
+    if whole.judges() {
+        hub.keep_series();
+    }
     for n in notes {
         errln!("{n}");
     }
@@ -149,7 +152,10 @@ async fn steer(
                 News::Interval {
                     start_us, series, ..
                 } => {
-                    if let Some(why) = whole.interval(*start_us, length_us, series) {
+                    let broken = series
+                        .as_ref()
+                        .and_then(|s| whole.interval(*start_us, length_us, s));
+                    if let Some(why) = broken {
                         errln!("stopping every part: {why}");
                         hub.stop(why);
                         stopped_at.get_or_insert_with(Instant::now);
