@@ -35,7 +35,10 @@ const GROUPS: usize = 49;
 const TOKEN: &str = "coordinator-cost-benchmark";
 
 fn now_us() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_micros() as u64
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_micros() as u64
 }
 
 /// utime + stime of a process, in clock ticks (100 a second).
@@ -75,7 +78,9 @@ fn encoded(seed: &mut u64, values: u64) -> String {
         h.record(200 + (*seed % 50_000)).unwrap();
     }
     let mut bytes = Vec::new();
-    V2DeflateSerializer::new().serialize(&h, &mut bytes).unwrap();
+    V2DeflateSerializer::new()
+        .serialize(&h, &mut bytes)
+        .unwrap();
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
@@ -102,7 +107,12 @@ fn main() {
         .unwrap()
         .port();
     let mut coord = Command::new(&bin)
-        .args(["run", path.to_str().unwrap(), "--uri", "mongodb://127.0.0.1:1"])
+        .args([
+            "run",
+            path.to_str().unwrap(),
+            "--uri",
+            "mongodb://127.0.0.1:1",
+        ])
         .args(["--parts", &PARTS.to_string()])
         .args(["--coordinator", &format!("127.0.0.1:{port}")])
         .args(["--join-timeout", "1m", "--on-part-loss", "continue"])
@@ -179,8 +189,9 @@ fn main() {
                     let wait = next.saturating_sub(now_us());
                     std::thread::sleep(Duration::from_micros(wait));
                     let hists: Vec<Value> = rows.iter().map(|(t, h)| json!([t, h])).collect();
-                    let activity: Vec<Value> =
-                        (0..GROUPS).map(|g| json!([format!("g{g}"), 1, 0])).collect();
+                    let activity: Vec<Value> = (0..GROUPS)
+                        .map(|g| json!([format!("g{g}"), 1, 0]))
+                        .collect();
                     report(json!({"kind": "interval", "start_us": next - 1_000_000,
                                   "duration_us": 1_000_000, "hists": hists, "activity": activity}));
                     next += 1_000_000;

@@ -612,8 +612,8 @@ async fn report(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
     use base64::Engine;
+    use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
 
     fn plan(parts: u32) -> PlanDoc {
         let cli = <crate::cli::Cli as clap::Parser>::parse_from(["mongo-stress", "run", "p.toml"]);

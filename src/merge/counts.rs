@@ -191,7 +191,10 @@ impl Counts {
 
     pub(crate) fn absorb(&mut self, other: &Counts) {
         let r = other.range();
-        for (a, b) in self.counts[r.clone()].iter_mut().zip(&other.counts[r.clone()]) {
+        for (a, b) in self.counts[r.clone()]
+            .iter_mut()
+            .zip(&other.counts[r.clone()])
+        {
             *a += b;
         }
         if !r.is_empty() {
