@@ -30,6 +30,9 @@ const START_LEAD: Duration = Duration::from_secs(2);
 /// A merged interval is shown at the latest this long after its end.
 const SHOW_GRACE_US: u64 = 2_000_000;
 
+/// Ticks this far apart are the coordinator's own stall: silence in it is not counted.
+const STALL: Duration = Duration::from_millis(500);
+
 /// Emptied sums kept for use again.
 const MAX_SPARE: usize = 256;
 
@@ -102,6 +105,7 @@ struct Inner {
     row: Histogram<u64>,
     /// Whether the shown intervals carry their series (`keep_series`).
     keep_series: bool,
+    last_tick: Option<Instant>,
 }
 
 /// What happened, for the coordinator to say.
@@ -178,6 +182,7 @@ impl Hub {
                 spare: Vec::new(),
                 row: crate::metrics::new_histogram(),
                 keep_series: false,
+                last_tick: None,
             }),
         }
     }
@@ -260,8 +265,18 @@ impl Hub {
         let now_us = now_us();
         let mut inner = self.lock();
         let inner = &mut *inner;
+        // A coordinator that was not running (its machine starved it) heard nothing in that
+        // time: silence is counted only while it listened.
+        let stalled = inner
+            .last_tick
+            .map_or(Duration::ZERO, |t| now.duration_since(t))
+            .saturating_sub(STALL);
+        inner.last_tick = Some(now);
         // Losses: any part that joined, has not ended and fell silent.
         for (i, m) in inner.members.iter_mut().enumerate() {
+            if let Some(m) = m.as_mut() {
+                m.last_seen += stalled;
+            }
             if let Some(m) = m.as_mut().filter(|m| m.end.is_none()) {
                 if now.duration_since(m.last_seen) >= LOST_AFTER {
                     m.end = Some(End::Lost);
@@ -769,6 +784,14 @@ mod tests {
     fn a_silent_part_is_lost_and_told_so() {
         let hub = Hub::new("t".into(), plan(1), Duration::from_secs(1), &[]);
         join(&hub, None).unwrap();
+        // The coordinator itself stalled for 5 s: the part's silence in it does not count.
+        hub.tick();
+        {
+            let mut inner = hub.lock();
+            inner.last_tick = inner.last_tick.map(|t| t - Duration::from_secs(5));
+            inner.members[0].as_mut().unwrap().last_seen -= Duration::from_secs(5);
+        }
+        assert!(hub.tick().is_empty());
         hub.lock().members[0].as_mut().unwrap().last_seen -= LOST_AFTER;
         let news = hub.tick();
         assert!(news.contains(&News::Lost {

@@ -69,6 +69,45 @@ fn finish(child: Child) -> (Option<i32>, String) {
     )
 }
 
+/// `merge` of the parts' own directories into `out`: its summary.
+pub(crate) fn merge_of(dirs: &[PathBuf], out: &Path) -> serde_json::Value {
+    let m = bin()
+        .arg("merge")
+        .args(dirs)
+        .arg("--out")
+        .arg(out)
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    assert!(m.status.success(), "{}", String::from_utf8_lossy(&m.stderr));
+    read_json(&out.join("summary.json"))
+}
+
+/// A coordinator and its three parts (`part-0` .. `part-2` in `tmp`), each asking for its
+/// index, started on `groups`.
+struct Three {
+    coord: Child,
+    parts: Vec<Child>,
+    dirs: Vec<PathBuf>,
+    out: PathBuf,
+}
+
+fn three(tmp: &Path, server: &TestServer, db: &str, groups: &str, extra: &[&str]) -> Three {
+    let profile = common::profile(tmp, db, "drop = true", groups);
+    let out = tmp.join("coordinated");
+    let (coord, url) = coordinator(&profile, &server.uri, &out, extra);
+    let dirs: Vec<PathBuf> = (0..3).map(|i| tmp.join(format!("part-{i}"))).collect();
+    let parts = (0..3)
+        .map(|i| part(&url, TOKEN, Some(i), &dirs[i as usize]))
+        .collect();
+    Three {
+        coord,
+        parts,
+        dirs,
+        out,
+    }
+}
+
 /// Every file under `dir`, read as text where it is text.
 fn texts(dir: &Path) -> Vec<(PathBuf, String)> {
     let mut out = Vec::new();
@@ -162,17 +201,7 @@ fn three_parts_joined_to_a_coordinator_are_one_run_equal_to_the_merge_of_their_d
     );
     // Witness 3: `merge` of the parts' own directories: the same rows and intervals.
     let merged = tmp.path().join("merged");
-    let refs: Vec<&str> = dirs.iter().map(|d| d.to_str().unwrap()).collect();
-    let m = bin()
-        .arg("merge")
-        .args(&refs)
-        .arg("--out")
-        .arg(&merged)
-        .timeout(Duration::from_secs(120))
-        .output()
-        .unwrap();
-    assert!(m.status.success(), "{}", String::from_utf8_lossy(&m.stderr));
-    let by_merge = read_json(&merged.join("summary.json"));
+    let by_merge = merge_of(&dirs, &merged);
     for label in ["insert", "TOTAL"] {
         let (a, b) = (row(&summary, label), row(&by_merge, label));
         for key in [
@@ -220,52 +249,25 @@ fn a_part_killed_mid_run_is_said_lost_with_its_share_and_the_run_ends_with_what_
     let tmp = tempfile::tempdir().unwrap();
     let db = unique_db("coordinated_loss");
     let groups = "[[group]]\nname = \"insert\"\nop = \"insert\"\nthreads = 3\nrate = 150\nduration = \"20s\"\n";
-    let profile = common::profile(tmp.path(), &db, "drop = true", groups);
-    let out = tmp.path().join("coordinated");
-    let (mut coord, url) = coordinator(&profile, &server.uri, &out, &["--quiet"]);
-    let dirs: Vec<PathBuf> = (0..3)
-        .map(|i| tmp.path().join(format!("part-{i}")))
-        .collect();
-    let mut parts: Vec<Child> = (0..3)
-        .map(|i| part(&url, TOKEN, Some(i), &dirs[i as usize]))
-        .collect();
-    // The coordinator's lines as they come, with when.
-    let lines = {
-        let err = coord.stderr.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for l in BufReader::new(err).lines().map_while(Result::ok) {
-                let _ = tx.send((Instant::now(), l));
-            }
-        });
-        rx
-    };
+    let Three {
+        mut coord,
+        mut parts,
+        dirs,
+        out,
+    } = three(tmp.path(), &server, &db, groups, &["--quiet"]);
+    let lines = lines_of(&mut coord);
     let mut said = Vec::new();
-    let started = loop {
-        let (at, l) = lines
-            .recv_timeout(Duration::from_secs(60))
-            .expect("the start");
-        let start = l.contains("the stages begin at");
-        said.push(l);
-        if start {
-            break at;
-        }
-    };
+    let started = wait_for(&lines, "the stages begin at", &mut said);
     // Part 2 dies 4 s into the stages (they begin 2 s after this line).
     std::thread::sleep(Duration::from_secs(6).saturating_sub(started.elapsed()));
     let killed = Instant::now();
     parts[2].kill().unwrap();
-    let lost_at = loop {
-        let (at, l) = lines
-            .recv_timeout(Duration::from_secs(30))
-            .expect("the loss said");
-        let lost = l.contains("part 2 (from");
-        said.push(l.clone());
-        if lost {
-            assert!(l.contains("insert 1 users at 50/s"), "its share: {l}");
-            break at;
-        }
-    };
+    let lost_at = wait_for(&lines, "part 2 (from", &mut said);
+    let lost_line = said.last().unwrap();
+    assert!(
+        lost_line.contains("insert 1 users at 50/s"),
+        "its share: {lost_line}"
+    );
     let after = lost_at.duration_since(killed);
     assert!(
         after <= Duration::from_millis(3_700),
@@ -377,15 +379,12 @@ fn an_abort_threshold_is_judged_on_the_whole_run_and_stops_every_part_within_an_
     // 600 inserts is two seconds of the whole run's 300/s, but six of any one part's 100/s:
     // only the whole run's count breaks the limit this early.
     let groups = "[[group]]\nname = \"insert\"\nop = \"insert\"\nthreads = 3\nrate = 300\nduration = \"20s\"\n\n[thresholds]\n\"insert.samples\" = { limit = \"< 600\", abort = true }\n";
-    let profile = common::profile(tmp.path(), &db, "drop = true", groups);
-    let out = tmp.path().join("coordinated");
-    let (mut coord, url) = coordinator(&profile, &server.uri, &out, &["--quiet"]);
-    let dirs: Vec<PathBuf> = (0..3)
-        .map(|i| tmp.path().join(format!("part-{i}")))
-        .collect();
-    let parts: Vec<Child> = (0..3)
-        .map(|i| part(&url, TOKEN, Some(i), &dirs[i as usize]))
-        .collect();
+    let Three {
+        mut coord,
+        parts,
+        dirs,
+        out,
+    } = three(tmp.path(), &server, &db, groups, &["--quiet"]);
     let err = BufReader::new(coord.stderr.take().unwrap());
     let mut said = Vec::new();
     let mut breach = None;
@@ -474,20 +473,18 @@ fn with_continue_the_other_parts_run_to_the_end_and_a_lost_coordinator_stops_eve
     let tmp = tempfile::tempdir().unwrap();
     let db = unique_db("coordinated_continue");
     let groups = "[[group]]\nname = \"insert\"\nop = \"insert\"\nthreads = 3\nrate = 150\nduration = \"8s\"\n";
-    let profile = common::profile(tmp.path(), &db, "drop = true", groups);
-    let out = tmp.path().join("coordinated");
-    let (mut coord, url) = coordinator(
-        &profile,
-        &server.uri,
-        &out,
+    let Three {
+        mut coord,
+        mut parts,
+        dirs,
+        out,
+    } = three(
+        tmp.path(),
+        &server,
+        &db,
+        groups,
         &["--quiet", "--on-part-loss", "continue"],
     );
-    let dirs: Vec<PathBuf> = (0..3)
-        .map(|i| tmp.path().join(format!("part-{i}")))
-        .collect();
-    let mut parts: Vec<Child> = (0..3)
-        .map(|i| part(&url, TOKEN, Some(i), &dirs[i as usize]))
-        .collect();
     let lines = lines_of(&mut coord);
     let mut said = Vec::new();
     let started = wait_for(&lines, "the stages begin at", &mut said);
@@ -528,15 +525,13 @@ fn with_continue_the_other_parts_run_to_the_end_and_a_lost_coordinator_stops_eve
     // Now the coordinator dies mid-run: every part stops within 5 s, its directory whole.
     let db = unique_db("coordinated_orphans");
     let groups = "[[group]]\nname = \"insert\"\nop = \"insert\"\nthreads = 3\nrate = 150\nduration = \"30s\"\n";
-    let profile = common::profile(tmp.path(), &db, "drop = true", groups);
-    let out = tmp.path().join("orphaned");
-    let (mut coord, url) = coordinator(&profile, &server.uri, &out, &["--quiet"]);
-    let dirs: Vec<PathBuf> = (0..3)
-        .map(|i| tmp.path().join(format!("orphan-{i}")))
-        .collect();
-    let parts: Vec<Child> = (0..3)
-        .map(|i| part(&url, TOKEN, Some(i), &dirs[i as usize]))
-        .collect();
+    let orphans = tempfile::tempdir().unwrap();
+    let Three {
+        mut coord,
+        parts,
+        dirs,
+        out,
+    } = three(orphans.path(), &server, &db, groups, &["--quiet"]);
     let lines = lines_of(&mut coord);
     let mut said = Vec::new();
     let started = wait_for(&lines, "the stages begin at", &mut said);

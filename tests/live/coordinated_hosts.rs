@@ -257,16 +257,7 @@ fn three_parts_on_hosts_of_their_own_are_one_run_exact_in_every_interval() {
 
     // The whole run and its intervals: `merge` of the parts' own directories.
     let merged = tmp.path().join("merged");
-    let m = bin()
-        .arg("merge")
-        .args(&dirs)
-        .arg("--out")
-        .arg(&merged)
-        .timeout(Duration::from_secs(120))
-        .output()
-        .unwrap();
-    assert!(m.status.success(), "{}", String::from_utf8_lossy(&m.stderr));
-    let by_merge = read_json(&merged.join("summary.json"));
+    let by_merge = crate::coordinated::merge_of(&dirs, &merged);
     for key in [
         "samples",
         "errors",
