@@ -410,8 +410,11 @@ impl Link {
     }
 
     /// Says this part is set up, and waits for the common start: when it is on this machine's
-    /// clock.
-    pub(crate) async fn ready(&self, stop: &CancellationToken) -> Result<SystemTime, Error> {
+    /// clock, and the instant itself (the coordinator's), which every part records alike.
+    pub(crate) async fn ready(
+        &self,
+        stop: &CancellationToken,
+    ) -> Result<(SystemTime, SystemTime), Error> {
         self.send(What::Ready);
         let at_us = self
             .until(stop, |g| match g {
@@ -420,7 +423,10 @@ impl Link {
             })
             .await?;
         let local = i64::try_from(at_us).unwrap_or(i64::MAX) - self.clock().offset_us;
-        Ok(UNIX_EPOCH + Duration::from_micros(u64::try_from(local).unwrap_or(0)))
+        Ok((
+            UNIX_EPOCH + Duration::from_micros(u64::try_from(local).unwrap_or(0)),
+            UNIX_EPOCH + Duration::from_micros(at_us),
+        ))
     }
 
     /// The last message: the run directory's files, or why it could not run; waits for it

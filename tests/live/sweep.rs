@@ -453,10 +453,14 @@ fn sweep_group_scan(
     let stderr = String::from_utf8_lossy(&done.stderr).to_string();
     assert_eq!(done.status.code(), Some(0), "{stdout}{stderr}");
     let json = common::read_json(&out.join("sweep.json"));
-    // Every step of the list ran: none ended the sweep.
-    assert_eq!(json["stop"]["reason"], "listed", "{stdout}{stderr}");
     let steps = json["steps"].as_array().unwrap();
-    assert_eq!(steps.len(), 8, "{stdout}");
+    // Every step of the list ran, unless three in a row were the tool's: the sweep then ends
+    // (`starved`, as designed), and the caller sweeps again.
+    match json["stop"]["reason"].as_str() {
+        Some("listed") => assert_eq!(steps.len(), 8, "{stdout}"),
+        Some("starved") => assert!(steps.len() >= 3, "{stdout}"),
+        other => panic!("the sweep stopped for {other:?}: {stdout}{stderr}"),
+    }
     let column = fit_column(out);
     let mut fitted = 0;
     for st in steps {
@@ -504,8 +508,8 @@ fn a_server_bound_sweep_beside_the_server_fits_the_steps_the_server_set() {
     // On this 2-core machine a step now and then comes out the tool's: its threads' run-queue
     // wait, measured, is 5-13 % of a step's latency beside a server that takes the CPU, and a
     // step at 10 % or more is left out (each left-out step is checked to be so, above). Eight
-    // steps leave room for two; one more sweep is run when more were, and the claim below must
-    // hold of it.
+    // steps leave room for two; up to two more sweeps are run when more were (or three in a row
+    // ended one), and the claim below must hold of the last.
     let mut attempt = 0;
     let (stdout, json, fitted) = loop {
         attempt += 1;
@@ -514,13 +518,15 @@ fn a_server_bound_sweep_beside_the_server_fits_the_steps_the_server_set() {
             &profile,
             &dir.path().join(format!("sweep{attempt}")),
         );
-        if fitted >= 6 || attempt == 2 {
+        let whole = json["stop"]["reason"] == "listed";
+        if (whole && fitted >= 6) || attempt == 3 {
             break (stdout, json, fitted);
         }
         eprintln!("{fitted} steps fitted; the sweep again:\n{stdout}");
     };
     // The server set these steps: a scan of 20,000 documents takes the server milliseconds
     // and the tool microseconds, so at most the one-user step is the tool's.
+    assert_eq!(json["stop"]["reason"], "listed", "{stdout}");
     assert!(fitted >= 6, "{fitted} steps fitted: {stdout}");
     let fit = &json["fit"];
     let sigma = &fit["parameters"]["sigma"];

@@ -234,14 +234,18 @@ impl<B: Backend + Clone> Session<'_, B> {
             }
         };
         self.explain_first(run, &prepared.keys, summary).await;
-        // A coordinated part begins when the coordinator says, once every part is set up.
-        let begin = match &self.opts.link {
-            Some(link) => Some(link.ready(self.stop).await?),
-            None => prepared.begin,
-        };
-        let start = match begin {
-            Some(at) => Some(self.wait_until(at).await),
-            None => None,
+        // A coordinated part begins when the coordinator says, once every part is set up: at
+        // that instant on this machine's clock, recorded as the coordinator's (every part's
+        // alike, as `merge` requires of one run's parts).
+        let start = match (&self.opts.link, prepared.begin) {
+            (Some(link), _) => {
+                let (local, common) = link.ready(self.stop).await?;
+                let mut start = self.wait_until(local).await;
+                start.at = humantime::format_rfc3339_millis(common).to_string();
+                Some(start)
+            }
+            (None, Some(at)) => Some(self.wait_until(at).await),
+            (None, None) => None,
         };
         if self.stop.is_cancelled() {
             return Ok(false);
