@@ -208,8 +208,9 @@ impl Hub {
 
     /// The indexes no part has joined as.
     pub(crate) fn missing(&self) -> Vec<u32> {
+        let inner = self.lock();
         (0..self.plan.parts)
-            .filter(|&i| self.lock().members[i as usize].is_none())
+            .filter(|&i| inner.members[i as usize].is_none())
             .collect()
     }
 

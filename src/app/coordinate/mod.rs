@@ -57,6 +57,12 @@ pub(crate) async fn coordinator(
         ))
     })?;
     let bound = listener.local_addr().map_err(|e| Error::Other(e.into()))?;
+    // Listening on every address: the parts join by this machine's name.
+    let join_at = if bound.ip().is_unspecified() {
+        format!("{}:{}", super::start::hostname(), bound.port())
+    } else {
+        bound.to_string()
+    };
     let token = match &args.token {
         Some(t) => t.clone(),
         None => {
@@ -79,7 +85,7 @@ pub(crate) async fn coordinator(
         })
     };
     errln!(
-        "coordinator: profile {} in {} parts, seed {}, results in {}; waiting up to {} for the parts: mongo-stress part --join http://{bound}",
+        "coordinator: profile {} in {} parts, seed {}, results in {}; waiting up to {} for the parts: mongo-stress part --join http://{join_at}",
         plan.name,
         doc.parts,
         doc.seed,
@@ -190,8 +196,8 @@ async fn steer(
                 humantime::format_duration(args.join_timeout),
                 missing.join(", part ")
             );
+            // The waiting parts hear it before the routes close (`coordinator`).
             hub.stop(why.clone());
-            tokio::time::sleep(coordinate::BEAT * 3).await;
             return Err(Error::Other(anyhow::anyhow!(
                 "{why}; nothing was run\n  fix: start every part (mongo-stress part --join URL --token T), or a longer --join-timeout"
             )));
