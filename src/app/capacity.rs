@@ -3,16 +3,16 @@
 //! `OUT/step-NN-RATE`), judge each against the SLO, let the search pick the next rate, and show
 //! and write the steps and the knee (`capacity.tsv`, `capacity.json`, `capacity.html`).
 
-use std::time::Duration;
-
 use tokio_util::sync::CancellationToken;
 
-use super::start::Server;
+use super::coordinate::series::{self, Runner};
 use super::steps::{self, Series};
 use crate::capacity::{Search, Slo, Step};
 use crate::cli::CapacityArgs;
+use crate::coordinate::SeriesKind;
 use crate::error::Error;
-use crate::plan::{RunPlan, SetupPlan, StopAt};
+use crate::plan::series::{StepLoad, StepSpec};
+use crate::plan::RunPlan;
 use crate::report;
 use crate::report::capacity::CapacityResult;
 
@@ -20,6 +20,7 @@ use crate::report::capacity::CapacityResult;
 /// until the search has its knee, and the steps shown and written.
 pub(crate) async fn capacity(args: CapacityArgs, stop: CancellationToken) -> Result<i32, Error> {
     let (base, slo) = checked(&args)?;
+    let doc = series::coordinated(SeriesKind::Capacity, &args.run)?;
     let mut series = Series::start("capacity", &args.run, &base, &stop).await?;
     let say = |msg: String| series.say(msg);
     say(format!(
@@ -30,11 +31,11 @@ pub(crate) async fn capacity(args: CapacityArgs, stop: CancellationToken) -> Res
         humantime::format_duration(args.step_warmup),
         series.out_dir.display()
     ));
-    let server = Server::reach(&args.run, &base, &say)
+    let runner = Runner::start(doc, &args.run, &base, &series, &stop)
         .await
         .map_err(|e| series.failed(e))?;
-    let (steps, failure) = search(&args, &base, &slo, &series, &server, &stop).await;
-    server.shut_down().await;
+    let (steps, failure) = search(&args, &base, &slo, &series, &runner, &stop).await;
+    runner.shut_down().await;
     if steps.is_empty() {
         if let Some(e) = failure {
             return Err(series.failed(e));
@@ -103,7 +104,7 @@ async fn search(
     base: &RunPlan,
     slo: &Slo,
     series: &Series,
-    server: &Server,
+    runner: &Runner,
     stop: &CancellationToken,
 ) -> (Vec<Step>, Option<Error>) {
     let search = Search {
@@ -115,15 +116,12 @@ async fn search(
         if stop.is_cancelled() {
             break;
         }
-        let plan = step_plan(
-            base,
-            rate,
-            args.step_warmup + args.step,
-            args.step_warmup,
-            steps.is_empty(),
-        );
         let n = steps.len() + 1;
-        match step(args, slo, series, server, (&plan, n, rate), stop).await {
+        let load = StepLoad::Rate {
+            rate,
+            first: steps.is_empty(),
+        };
+        match step(args, (slo, base), series, runner, (load, n, rate), stop).await {
             Ok((step, interrupted)) => {
                 series.say(format!(
                     "step {n}: {rate:.1}/s offered, {:.1}/s achieved, p50 {:.2} ms, p99 {:.2} ms, {:.2} % errors: {}",
@@ -149,15 +147,25 @@ async fn search(
 /// noise: it runs once more, and fails only if it fails again.
 async fn step(
     args: &CapacityArgs,
-    slo: &Slo,
+    (slo, base): (&Slo, &RunPlan),
     series: &Series,
-    server: &Server,
-    (plan, n, rate): (&RunPlan, usize, f64),
+    runner: &Runner,
+    (load, n, rate): (StepLoad, usize, f64),
     stop: &CancellationToken,
 ) -> Result<(Step, bool), Error> {
-    let out_dir = &series.out_dir;
-    let dir = out_dir.join(format!("step-{n:02}-{rate:.0}"));
-    let summary = series.run_step(&args.run, server, plan, &dir, stop).await?;
+    let spec = |dir: String, load: StepLoad| {
+        StepSpec::new(
+            n,
+            dir,
+            load,
+            args.step_warmup + args.step,
+            args.step_warmup,
+            base.target.pool_size,
+        )
+    };
+    let once = spec(format!("step-{n:02}-{rate:.0}"), load.clone());
+    let dir = series.out_dir.join(&once.dir);
+    let summary = runner.step(series, &args.run, base, &once, stop).await?;
     let first = slo.judge(&summary, rate, dir.display().to_string());
     let again = !first.held
         && first.late == 0
@@ -170,8 +178,15 @@ async fn step(
         "step {n}: {rate:.1}/s failed ({}) without late operations: running it again",
         first.why.join("; ")
     ));
-    let dir = out_dir.join(format!("step-{n:02}-{rate:.0}-again"));
-    let summary = series.run_step(&args.run, server, plan, &dir, stop).await?;
+    // Run again as it was: the data as the first run left it.
+    let mut again = spec(
+        format!("step-{n:02}-{rate:.0}-again"),
+        StepLoad::Rate { rate, first: false },
+    );
+    // A step number of its own, so the parts take it for a new step.
+    again.number = once.number + 1_000_000;
+    let dir = series.out_dir.join(&again.dir);
+    let summary = runner.step(series, &args.run, base, &again, stop).await?;
     Ok((
         slo.judge(&summary, rate, dir.display().to_string()),
         summary.interrupted,
@@ -225,41 +240,6 @@ fn check_profile(plan: &RunPlan) -> Result<(), Error> {
         ));
     }
     Ok(())
-}
-
-/// The profile at `rate`, shared among its groups in proportion to their users, each group
-/// running `length` (no ramp-up) of which `warmup` is not counted; setup only in the first step (later steps
-/// keep the collection as the steps before left it).
-fn step_plan(
-    base: &RunPlan,
-    rate: f64,
-    length: Duration,
-    warmup: Duration,
-    first: bool,
-) -> RunPlan {
-    let mut plan = base.clone();
-    let users: u32 = plan.groups().map(|g| g.threads).sum();
-    for stage in &mut plan.stages {
-        for g in &mut stage.groups {
-            g.rate = Some(rate * f64::from(g.threads) / f64::from(users.max(1)));
-            g.stop = StopAt::Duration(length);
-            g.warmup = warmup;
-            // The schedule starts after a ramp-up: a step offers its rate from its start (its
-            // warm-up covers the cold start), or a ramp-up as long as the step would run nothing.
-            g.ramp_up = Duration::ZERO;
-        }
-    }
-    if !first {
-        // Later steps keep what the first set up: no drop, no indexes again, no preload.
-        for c in &mut plan.collections {
-            c.setup = SetupPlan {
-                drop: false,
-                preload: 0,
-                indexes: Vec::new(),
-            };
-        }
-    }
-    plan
 }
 
 /// What the reader must be told about the search (and `max` the ceiling it was given): when the load generator (its CPU, or the

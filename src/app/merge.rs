@@ -22,17 +22,19 @@ pub(crate) fn merge_shown(
     allow_missing: bool,
     wide: bool,
 ) -> Result<i32, Error> {
-    merge_told(dirs, out, (allow_missing, wide), |_| {})
+    merge_told(dirs, out, (allow_missing, Some(wide)), |_| {}).map(|s| s.exit_code())
 }
 
 /// `merge_shown`, with what the merge's caller knows of the parts told to the summary
-/// (`tell`) before it is written: a coordinator's clocks and losses.
+/// (`tell`) before it is written: a coordinator's clocks and losses. The summary table is
+/// shown when `show` says how wide (a series' step is not shown); the merged summary is the
+/// answer.
 pub(crate) fn merge_told(
     dirs: &[PathBuf],
     out: &Path,
-    (allow_missing, wide): (bool, bool),
+    (allow_missing, show): (bool, Option<bool>),
     tell: impl FnOnce(&mut crate::summary::Summary),
-) -> Result<i32, Error> {
+) -> Result<crate::summary::Summary, Error> {
     let (parts, merged) = merge::merge(dirs, allow_missing)?;
     if parts.iter().any(|p| same_dir(&p.path, out)) {
         return Err(Error::Usage(format!(
@@ -111,17 +113,19 @@ pub(crate) fn merge_told(
     report::write_to(&File::Parts.path(out), &summary, report::parts::render_tsv)?;
     rundir::write_run_info(out, &run_info)?;
     super::report::write(out, None)?;
-    let width = report::layout::console_width(&std::io::stdout(), wide);
-    let mut stdout = std::io::stdout().lock();
-    report::table::render_within(&summary, width, &mut stdout).ok();
-    writeln!(
-        stdout,
-        "merged {} parts into {}",
-        parts.len(),
-        out.display()
-    )
-    .ok();
-    Ok(summary.exit_code())
+    if let Some(wide) = show {
+        let width = report::layout::console_width(&std::io::stdout(), wide);
+        let mut stdout = std::io::stdout().lock();
+        report::table::render_within(&summary, width, &mut stdout).ok();
+        writeln!(
+            stdout,
+            "merged {} parts into {}",
+            parts.len(),
+            out.display()
+        )
+        .ok();
+    }
+    Ok(summary)
 }
 
 fn same_dir(a: &Path, b: &Path) -> bool {

@@ -19,7 +19,7 @@ use crate::summary::Summary;
 pub(super) type Ignored<'a> = (bool, &'a str, &'a str);
 
 /// The profile's plan for a series of steps, after refusing what the series cannot honour:
-/// `--part`, `--parts`, `--repeat`, `--duration`, `--loops`, `--scale` and `--threshold` (every
+/// `--part`, `--parts` without `--coordinator`, `--repeat`, `--duration`, `--loops`, `--scale` and `--threshold` (every
 /// step runs for `--step` at the series' own load and is judged by `--slo`), and each of the command's own `ignored` options given
 /// (`why`: what the command sets itself). The command line's live metrics are put in the plan, so they are refused with the
 /// profile's.
@@ -29,9 +29,10 @@ pub(super) fn base_plan(
     ignored: &[Ignored],
     why: &str,
 ) -> Result<RunPlan, Error> {
-    if run.part.is_some() || run.parts.is_some() || run.repeat > 1 {
+    let parts_alone = run.parts.is_some() && run.coordinator.is_none();
+    if run.part.is_some() || parts_alone || run.repeat > 1 {
         return Err(Error::Usage(format!(
-            "{command} runs its own steps on one machine\n  fix: leave out --part, --parts and --repeat"
+            "{command} runs its own steps, on this machine or across parts it coordinates\n  fix: leave out --part and --repeat; for parts, give --parts N with --coordinator ADDR (each machine then runs `mongo-stress part --join URL`)"
         )));
     }
     let o = &run.overrides;

@@ -8,13 +8,16 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use super::coordinate::series::{self, Runner};
 use super::start::Server;
 use super::steps::{self, Series};
 use crate::capacity::Slo;
 use crate::cli::SweepArgs;
+use crate::coordinate::SeriesKind;
 use crate::error::Error;
 use crate::ops::connect;
-use crate::plan::{RunPlan, StopAt};
+use crate::plan::series::{StepLoad, StepSpec};
+use crate::plan::RunPlan;
 use crate::report;
 use crate::summary::Summary;
 use crate::sweep::{self, Step, StopReason, SweepResult};
@@ -55,18 +58,28 @@ pub(crate) async fn sweep(args: SweepArgs, stop: CancellationToken) -> Result<i3
         .and_then(|l| l.iter().max().copied())
         .unwrap_or(args.max_threads);
     let notes = prepare(&mut base, most.saturating_mul(groups));
+    let doc = series::coordinated(SeriesKind::Sweep, run)?;
+    let first = run.parts.filter(|_| doc.is_some()).unwrap_or(1);
+    check_parts(first, listed.as_deref(), args.max_threads)?;
     let mut series = Series::start("sweep", run, &base, &stop).await?;
     let out_dir = &series.out_dir;
     let say = |msg: String| series.say(msg);
-    say(opening(&args, &base, warmup, listed.as_deref(), out_dir));
-    let server = Server::reach(run, &base, &say)
+    say(opening(
+        &args,
+        &base,
+        warmup,
+        listed.as_deref(),
+        out_dir,
+        first,
+    ));
+    let runner = Runner::start(doc, run, &base, &series, &stop)
         .await
         .map_err(|e| series.failed(e))?;
     let sweeper = Sweeper {
         args: &args,
         base: &base,
         series: &series,
-        server: &server,
+        runner: &runner,
         stop: &stop,
         listed: listed.as_deref(),
         warmup,
@@ -74,7 +87,7 @@ pub(crate) async fn sweep(args: SweepArgs, stop: CancellationToken) -> Result<i3
         groups,
     };
     let (mut steps, reason, failure) = sweeper.run_steps().await;
-    server.shut_down().await;
+    runner.shut_down().await;
     if steps.is_empty() {
         if let Some(e) = failure {
             return Err(series.failed(e));
@@ -138,14 +151,29 @@ fn prepare(base: &mut RunPlan, users: u32) -> Vec<String> {
     notes
 }
 
+/// Each part must have a user of every group at every step: a coordinated sweep's steps begin
+/// at `parts` users per group.
+fn check_parts(parts: u32, listed: Option<&[u32]>, max: u32) -> Result<(), Error> {
+    let fewest = listed.map_or(max, |l| l.iter().copied().min().unwrap_or(max));
+    if fewest < parts {
+        return Err(Error::Usage(format!(
+            "a sweep across {parts} parts needs at least {parts} users per group at each step (one a part), but {} is {fewest}\n  fix: {} of at least {parts}",
+            if listed.is_some() { "the smallest of --threads" } else { "--max-threads" },
+            if listed.is_some() { "list users per group" } else { "a --max-threads" }
+        )));
+    }
+    Ok(())
+}
+
 /// The sweep's first line: the profile, the steps' length and warm-up, the users per group
-/// (`listed`, or doubled up to `--max-threads`) and where the results go.
+/// (`listed`, or doubled from `first` up to `--max-threads`) and where the results go.
 fn opening(
     args: &SweepArgs,
     base: &RunPlan,
     warmup: Duration,
     listed: Option<&[u32]>,
     out_dir: &Path,
+    first: u32,
 ) -> String {
     format!(
         "sweep of {} (steps of {} after a {} warm-up, {}), results in {}",
@@ -158,7 +186,7 @@ fn opening(
                 l.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
             ),
             None => format!(
-                "users per group doubled from 1 until throughput falls, at most {}",
+                "users per group doubled from {first} until throughput falls, at most {}",
                 args.max_threads
             ),
         },
@@ -173,7 +201,7 @@ struct Sweeper<'a> {
     args: &'a SweepArgs,
     base: &'a RunPlan,
     series: &'a Series,
-    server: &'a Server,
+    runner: &'a Runner,
     stop: &'a CancellationToken,
     listed: Option<&'a [u32]>,
     warmup: Duration,
@@ -192,19 +220,24 @@ impl Sweeper<'_> {
             if self.stop.is_cancelled() {
                 break StopReason::Interrupted;
             }
-            let n = match sweep::next(&steps, self.listed, self.args.max_threads) {
+            let first = self.runner.parts();
+            let n = match sweep::next(&steps, self.listed, self.args.max_threads, first) {
                 Ok(n) => n,
                 Err(why) => break why,
             };
-            let plan = step_plan(self.base, n, self.warmup + self.args.step, self.warmup);
-            let dir = self
-                .series
-                .out_dir
-                .join("steps")
-                .join(format!("{:02}-{n}", steps.len() + 1));
+            let number = steps.len() + 1;
+            let spec = StepSpec::new(
+                number,
+                format!("steps/{number:02}-{n}"),
+                StepLoad::Users { threads: n },
+                self.warmup + self.args.step,
+                self.warmup,
+                self.base.target.pool_size,
+            );
+            let dir = self.series.out_dir.join(&spec.dir);
             let ran = self
-                .series
-                .run_step(&self.args.run, self.server, &plan, &dir, self.stop)
+                .runner
+                .step(self.series, &self.args.run, self.base, &spec, self.stop)
                 .await;
             match ran {
                 Ok(summary) => {
@@ -260,7 +293,7 @@ impl Sweeper<'_> {
         // Not after Ctrl-C: the sweep ends now.
         let kept = self.base.collections.iter().filter(|c| !c.setup.drop);
         for c in kept.filter(|_| !summary.interrupted) {
-            let client = &self.server.connected.client;
+            let client = self.runner.client();
             if let Some(documents) =
                 connect::document_count(client, &self.base.target.database, &c.name).await
             {
@@ -338,23 +371,6 @@ fn check_profile(plan: &RunPlan) -> Result<(), Error> {
     Ok(())
 }
 
-/// The profile with every group at `threads` users, closed loop (no rate), running `length` of
-/// which `warmup` is not counted, all users from the start.
-fn step_plan(base: &RunPlan, threads: u32, length: Duration, warmup: Duration) -> RunPlan {
-    let mut plan = base.clone();
-    for stage in &mut plan.stages {
-        for g in &mut stage.groups {
-            g.threads = threads;
-            g.rate = None;
-            g.stop = StopAt::Duration(length);
-            g.warmup = warmup;
-            g.ramp_up = Duration::ZERO;
-            g.start_delay = Duration::ZERO;
-        }
-    }
-    plan
-}
-
 /// What a step of `sweep --watchers` measured, as its console line.
 fn step_line(number: usize, step: &crate::sweep::watchers::WatchStep) -> String {
     let ms = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2} ms"));
@@ -398,6 +414,11 @@ fn write_watchers(
 async fn watchers(args: SweepArgs, list: &[u32], stop: CancellationToken) -> Result<i32, Error> {
     use crate::sweep::watchers::{WatchStep, WatchSweep};
     let run = &args.run;
+    if run.coordinator.is_some() {
+        return Err(Error::Usage(
+            "sweep --watchers runs on one machine: its listeners' lag is read where they run\n  fix: leave out --parts and --coordinator (or sweep users across the parts without --watchers)".into(),
+        ));
+    }
     let o = &run.overrides;
     let base = steps::base_plan(
         "sweep --watchers",

@@ -21,6 +21,7 @@ use axum::{Json, Router};
 use hdrhistogram::Histogram;
 
 use crate::merge::counts::{Counts, Decoder};
+use crate::plan::series::StepSpec;
 
 use super::*;
 
@@ -32,6 +33,9 @@ const SHOW_GRACE_US: u64 = 2_000_000;
 
 /// Ticks this far apart are the coordinator's own stall: silence in it is not counted.
 const STALL: Duration = Duration::from_millis(500);
+
+/// Why a part of a series that left before its end failed.
+const LEFT: &str = "it left the series before its end (interrupted on its machine)";
 
 /// Emptied sums kept for use again.
 const MAX_SPARE: usize = 256;
@@ -52,9 +56,21 @@ pub(crate) struct Hub {
 #[derive(Debug, Clone, PartialEq)]
 enum Phase {
     Joining,
-    Setup,
-    Started { at_us: u64 },
-    Stopped { why: String },
+    /// The run (step 0) or a series' step (from 1) is being set up.
+    Setup {
+        step: u32,
+    },
+    Started {
+        step: u32,
+        at_us: u64,
+    },
+    /// A series between its steps (the coordinator reads the last, picks the next).
+    Between,
+    /// A series is over.
+    Finished,
+    Stopped {
+        why: String,
+    },
 }
 
 /// A part that joined.
@@ -63,7 +79,10 @@ pub(crate) struct Member {
     pub(crate) host: String,
     pub(crate) clock: ClockReading,
     last_seen: Instant,
-    ready: bool,
+    /// The step it is set up for.
+    ready: Option<u32>,
+    /// It left a series before its end.
+    left: bool,
     pub(crate) end: Option<End>,
     /// Its first interval's start (its clock) and merged interval; the last merged interval
     /// it sent.
@@ -93,6 +112,8 @@ struct Bucket {
 
 struct Inner {
     phase: Phase,
+    /// A series' step under way.
+    spec: Option<StepSpec>,
     members: Vec<Option<Member>>,
     buckets: BTreeMap<u64, Bucket>,
     /// The next merged interval to show.
@@ -174,6 +195,7 @@ impl Hub {
             shown_rows,
             inner: Mutex::new(Inner {
                 phase: Phase::Joining,
+                spec: None,
                 members: (0..parts).map(|_| None).collect(),
                 buckets: BTreeMap::new(),
                 next_shown: None,
@@ -225,8 +247,53 @@ impl Hub {
     /// When the stages began, once they did.
     pub(crate) fn started_at(&self) -> Option<u64> {
         match self.lock().phase {
-            Phase::Started { at_us } => Some(at_us),
+            Phase::Started { at_us, .. } => Some(at_us),
             _ => None,
+        }
+    }
+
+    /// Every part joined (and a series waits for its first step).
+    pub(crate) fn all_joined(&self) -> bool {
+        self.lock().phase != Phase::Joining
+    }
+
+    /// A series' next step: every part that is still in it sets it up, then they start it
+    /// together. Nothing of the step before is kept.
+    pub(crate) fn begin_step(&self, spec: StepSpec) {
+        let mut inner = self.lock();
+        if matches!(inner.phase, Phase::Stopped { .. }) {
+            return;
+        }
+        let mut left = Vec::new();
+        for (i, m) in inner.members.iter_mut().enumerate() {
+            let Some(m) = m.as_mut() else { continue };
+            m.ready = None;
+            m.first = None;
+            m.last_bucket = None;
+            if matches!(m.end, Some(End::Done(_))) {
+                m.end = if m.left {
+                    left.push(News::Failed {
+                        index: u32::try_from(i).unwrap_or(u32::MAX),
+                        error: LEFT.into(),
+                    });
+                    Some(End::Failed(LEFT.into()))
+                } else {
+                    None
+                };
+            }
+        }
+        inner.news.extend(left);
+        inner.buckets.clear();
+        inner.next_shown = None;
+        inner.phase = Phase::Setup { step: spec.number };
+        inner.spec = Some(spec);
+    }
+
+    /// A series is over: the parts leave.
+    pub(crate) fn finish_series(&self) {
+        let mut inner = self.lock();
+        if !matches!(inner.phase, Phase::Stopped { .. }) {
+            inner.phase = Phase::Finished;
         }
     }
 
@@ -291,12 +358,18 @@ impl Hub {
         let alive = || inner.members.iter().flatten().filter(|m| m.end.is_none());
         match inner.phase {
             Phase::Joining if inner.members.iter().all(Option::is_some) => {
-                inner.phase = Phase::Setup;
+                inner.phase = if self.plan.series.is_some() {
+                    Phase::Between
+                } else {
+                    Phase::Setup { step: 0 }
+                };
                 inner.news.push(News::AllJoined);
             }
-            Phase::Setup if alive().count() > 0 && alive().all(|m| m.ready) => {
+            Phase::Setup { step }
+                if alive().count() > 0 && alive().all(|m| m.ready == Some(step)) =>
+            {
                 let at_us = now_us + u64::try_from(START_LEAD.as_micros()).unwrap_or(0);
-                inner.phase = Phase::Started { at_us };
+                inner.phase = Phase::Started { step, at_us };
                 inner.news.push(News::Started { at_us });
             }
             _ => {}
@@ -386,8 +459,19 @@ impl Hub {
                 joined: u32::try_from(inner.members.iter().flatten().count()).unwrap_or(0),
                 parts: u32::try_from(inner.members.len()).unwrap_or(0),
             },
-            Phase::Setup => Go::Setup,
-            Phase::Started { at_us } => Go::Start { at_us: *at_us },
+            Phase::Setup { .. } => match &inner.spec {
+                Some(spec) => Go::Step { spec: spec.clone() },
+                None => Go::Setup,
+            },
+            Phase::Started { step, at_us } => Go::Start {
+                step: *step,
+                at_us: *at_us,
+            },
+            Phase::Between => Go::Wait {
+                joined: u32::try_from(inner.members.len()).unwrap_or(0),
+                parts: u32::try_from(inner.members.len()).unwrap_or(0),
+            },
+            Phase::Finished => Go::Finished,
             Phase::Stopped { why } => Go::Stop { why: why.clone() },
         }
     }
@@ -435,7 +519,8 @@ impl Hub {
             host: req.host.clone(),
             clock: req.clock,
             last_seen: Instant::now(),
-            ready: false,
+            ready: None,
+            left: false,
             end: None,
             first: None,
             last_bucket: None,
@@ -454,6 +539,13 @@ impl Hub {
     fn report(&self, r: Report) -> Result<Answer, (StatusCode, String)> {
         let mut inner = self.lock();
         let length = self.length_us;
+        // The step under way: a part's results of another (one it ran before) are stale.
+        let current = match inner.phase {
+            Phase::Setup { step } | Phase::Started { step, .. } => Some(step),
+            _ => None,
+        };
+        let stopped = matches!(inner.phase, Phase::Stopped { .. });
+        let over = matches!(inner.phase, Phase::Finished) || stopped;
         let Some(m) = inner
             .members
             .get_mut(r.index as usize)
@@ -473,7 +565,7 @@ impl Hub {
         let mut interval = None;
         match r.what {
             What::Beat => {}
-            What::Ready => m.ready = true,
+            What::Ready { step } => m.ready = Some(step),
             What::Interval(i) if !lost => {
                 let offset = m.clock.offset_us;
                 let (first_start, first_bucket) = *m.first.get_or_insert_with(|| {
@@ -496,12 +588,26 @@ impl Hub {
                     error,
                 });
             }
-            What::Done { files } => {
-                if !lost {
+            What::Done { step, files } => {
+                // After a stop, the step that was under way is still the one to finish.
+                if !lost && (current == Some(step) || stopped) {
                     m.end = Some(End::Done(files));
                     news = Some(News::Done { index: r.index });
                 }
             }
+            // A part of a series that leaves before its end (its own Ctrl-C): failed, once
+            // its step's files (if it sent them) are in.
+            What::Bye if !over => {
+                m.left = true;
+                if m.end.is_none() {
+                    m.end = Some(End::Failed(LEFT.into()));
+                    news = Some(News::Failed {
+                        index: r.index,
+                        error: LEFT.into(),
+                    });
+                }
+            }
+            What::Bye => {}
         }
         if let Some((b, i)) = interval {
             if inner.next_shown.is_none_or(|n| b >= n) {
@@ -642,6 +748,7 @@ mod tests {
             seed: 1,
             args: run.args,
             profile: ProfileSource::Bundled { name: "p".into() },
+            series: None,
         }
     }
 
@@ -722,14 +829,14 @@ mod tests {
         assert_eq!(join(&hub, None).unwrap().index, 1);
         assert!(hub.tick().contains(&News::AllJoined));
         assert!(join(&hub, None).unwrap_err().1.contains("all joined"));
-        assert_eq!(say(&hub, 0, What::Ready), Go::Setup);
+        assert_eq!(say(&hub, 0, What::Ready { step: 0 }), Go::Setup);
         hub.tick();
-        assert_eq!(say(&hub, 1, What::Ready), Go::Setup);
+        assert_eq!(say(&hub, 1, What::Ready { step: 0 }), Go::Setup);
         let news = hub.tick();
         let Some(News::Started { at_us }) = news.last().cloned() else {
             panic!("{news:?}")
         };
-        assert_eq!(say(&hub, 0, What::Beat), Go::Start { at_us });
+        assert_eq!(say(&hub, 0, What::Beat), Go::Start { step: 0, at_us });
         hub.stop("enough".into());
         assert_eq!(
             say(&hub, 1, What::Beat),

@@ -155,10 +155,11 @@ impl Coordinator {
         Ok(estimate(&rounds).expect("rounds were made"))
     }
 
-    /// Joins as part `index` (or the first free one), and starts the link (blocking).
+    /// Joins as part `index` (or the first free one) of a run or a `series`, and starts the
+    /// link (blocking).
     pub(crate) fn join(
         self,
-        index: Option<u32>,
+        (index, series): (Option<u32>, bool),
         host: String,
         stop: CancellationToken,
     ) -> Result<Arc<Link>, Error> {
@@ -173,7 +174,7 @@ impl Coordinator {
         let reply: JoinReply = self
             .call(&self.agent, "/v1/join", Some(&body))
             .map_err(|f| self.error(f))?;
-        Ok(Link::start(self, reply, clock, stop))
+        Ok(Link::start(self, (reply, series), clock, stop))
     }
 }
 
@@ -194,6 +195,10 @@ pub struct Link {
     /// The running repetition's stop and where it says why (`attach`): the coordinator's order
     /// to stop is obeyed as it comes.
     run: Mutex<Option<(CancellationToken, Arc<OnceLock<StopReason>>)>>,
+    /// The step this part runs: 0 for a run, from 1 for a series' steps (`next_step`).
+    step: std::sync::atomic::AtomicU32,
+    /// A part of a series: its steps' files are not its last message.
+    series: bool,
 }
 
 impl std::fmt::Debug for Link {
@@ -208,7 +213,7 @@ impl std::fmt::Debug for Link {
 impl Link {
     fn start(
         coordinator: Coordinator,
-        reply: JoinReply,
+        (reply, series): (JoinReply, bool),
         clock: ClockReading,
         stop: CancellationToken,
     ) -> Arc<Link> {
@@ -226,6 +231,8 @@ impl Link {
             thread: Mutex::new(None),
             shown: coordinator.shown(),
             run: Mutex::new(None),
+            step: std::sync::atomic::AtomicU32::new(0),
+            series,
         });
         let theirs = Arc::clone(&link);
         let thread = std::thread::Builder::new()
@@ -258,7 +265,12 @@ impl Link {
         loop {
             let (what, last) = match rx.recv_timeout(BEAT) {
                 Ok(w) => {
-                    let last = matches!(w, What::Done { .. } | What::Failed { .. });
+                    let last = match (&w, self.series) {
+                        // A series' part sends a step's files and goes on to the next.
+                        (What::Done { .. }, true) => false,
+                        (What::Done { .. } | What::Failed { .. } | What::Bye, _) => true,
+                        _ => false,
+                    };
                     (w, last)
                 }
                 Err(RecvTimeoutError::Timeout) => (What::Beat, false),
@@ -285,7 +297,8 @@ impl Link {
                 continue;
             };
             let t0 = now_us();
-            let agent = if last {
+            // A run directory's files may take long to send.
+            let agent = if matches!(report.what, What::Done { .. }) {
                 &done_agent
             } else {
                 &coordinator.agent
@@ -415,10 +428,11 @@ impl Link {
         &self,
         stop: &CancellationToken,
     ) -> Result<(SystemTime, SystemTime), Error> {
-        self.send(What::Ready);
+        let mine = self.step.load(std::sync::atomic::Ordering::Relaxed);
+        self.send(What::Ready { step: mine });
         let at_us = self
             .until(stop, |g| match g {
-                Go::Start { at_us } => Some(*at_us),
+                Go::Start { step, at_us } if *step == mine => Some(*at_us),
                 _ => None,
             })
             .await?;
@@ -427,6 +441,46 @@ impl Link {
             UNIX_EPOCH + Duration::from_micros(u64::try_from(local).unwrap_or(0)),
             UNIX_EPOCH + Duration::from_micros(at_us),
         ))
+    }
+
+    /// A series' next step after step `after`: its spec, or None when the series is over. A
+    /// stop is an error that says why.
+    pub(crate) async fn next_step(
+        &self,
+        after: u32,
+        stop: &CancellationToken,
+    ) -> Result<Option<StepSpec>, Error> {
+        let mut go = self.go.clone();
+        loop {
+            {
+                let now = go.borrow_and_update();
+                match &*now {
+                    Go::Stop { why } => {
+                        return Err(Error::Other(anyhow::anyhow!(
+                            "the coordinator stopped the series: {why}"
+                        )))
+                    }
+                    Go::Finished => return Ok(None),
+                    Go::Step { spec } if spec.number > after => {
+                        self.step
+                            .store(spec.number, std::sync::atomic::Ordering::Relaxed);
+                        return Ok(Some(spec.clone()));
+                    }
+                    _ => {}
+                }
+            }
+            tokio::select! {
+                changed = go.changed() => if changed.is_err() {
+                    return Err(Error::Other(anyhow::anyhow!("the link to the coordinator ended")));
+                },
+                _ = stop.cancelled() => return Err(Error::Other(anyhow::anyhow!("interrupted between the series' steps"))),
+            }
+        }
+    }
+
+    /// A series' step ended: its directory's files (or why it could not run, the last message).
+    pub(crate) fn step_done(&self, what: What) {
+        self.send(what);
     }
 
     /// The last message: the run directory's files, or why it could not run; waits for it

@@ -22,6 +22,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use crate::cli::RunArgs;
+use crate::plan::series::StepSpec;
 
 /// What a coordinator and its parts must agree on: the tool's version.
 pub(crate) const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -58,6 +59,27 @@ pub(crate) struct PlanDoc {
     /// The coordinator's `run` options as given (tokens never included).
     pub(crate) args: RunArgs,
     pub(crate) profile: ProfileSource,
+    /// A series of steps (`sweep`, `capacity`) rather than one run: each step is ordered
+    /// (`Go::Step`) with its load, and the parts stay joined for every one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) series: Option<SeriesKind>,
+}
+
+/// The command whose steps a coordinated series runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum SeriesKind {
+    Sweep,
+    Capacity,
+}
+
+impl SeriesKind {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            SeriesKind::Sweep => "sweep",
+            SeriesKind::Capacity => "capacity",
+        }
+    }
 }
 
 /// The profile itself: its text when it is a file on the coordinator's machine.
@@ -132,14 +154,18 @@ pub(crate) struct Report {
 pub(crate) enum What {
     /// Still here.
     Beat,
-    /// Its setup is done (part 0's, or the wait for it): it can start.
-    Ready,
+    /// Its setup of the run (step 0) or of a series' step is done (part 0's, or the wait for
+    /// it): it can start.
+    Ready { step: u32 },
     /// An interval ended.
     Interval(IntervalReport),
     /// It could not run: why.
     Failed { error: String },
-    /// Its run ended, and these are its run directory's files (`merge` reads them).
-    Done { files: Vec<PartFile> },
+    /// Its run (step 0) or a series' step ended, and these are the files of its directory
+    /// (`merge` reads them).
+    Done { step: u32, files: Vec<PartFile> },
+    /// Its series is over: it leaves (the last message of a part of a series).
+    Bye,
 }
 
 /// One file of a part's run directory.
@@ -177,8 +203,13 @@ pub(crate) enum Go {
     Wait { joined: u32, parts: u32 },
     /// Every part joined: set up (part 0) or wait for part 0's setup, then say `Ready`.
     Setup,
-    /// Every part is ready: begin the stages at this time on the coordinator's clock.
-    Start { at_us: u64 },
+    /// A series' step: set it up (part 0) or wait for that, then say `Ready` for it.
+    Step { spec: StepSpec },
+    /// Every part is ready for the run (step 0) or a series' step: begin its stages at this
+    /// time on the coordinator's clock.
+    Start { step: u32, at_us: u64 },
+    /// The series is over: leave.
+    Finished,
     /// Stop (or do not begin): why.
     Stop { why: String },
 }
@@ -267,8 +298,8 @@ mod tests {
         assert!(text.contains(r#""kind":"interval""#), "{text}");
         let back: Report = serde_json::from_str(&text).unwrap();
         assert!(matches!(back.what, What::Interval(i) if i.hists.len() == 1));
-        let go = Go::Start { at_us: 7 };
+        let go = Go::Start { step: 0, at_us: 7 };
         let text = serde_json::to_string(&go).unwrap();
-        assert_eq!(text, r#"{"kind":"start","at_us":7}"#);
+        assert_eq!(text, r#"{"kind":"start","step":0,"at_us":7}"#);
     }
 }

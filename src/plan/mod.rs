@@ -3,7 +3,7 @@
 //!
 //! Owns: the profile model and its located errors (`profile`), every bound (`limits`), the
 //! build of a `RunPlan` (`build/`, one file per part: target, setup, groups, rates, operations,
-//! thresholds), a run divided into parts (`part`) and the thresholds' grammar (`thresholds`).
+//! thresholds), a run divided into parts (`part`), a step of a series (`series`) and the thresholds' grammar (`thresholds`).
 //! Never: talks to a server, touches the run directory, or formats a result.
 
 mod build;
@@ -12,6 +12,7 @@ pub(crate) mod genny;
 pub(crate) mod limits;
 pub mod part;
 pub mod profile;
+pub(crate) mod series;
 pub(crate) mod thresholds;
 
 use std::sync::Arc;

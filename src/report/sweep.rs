@@ -79,8 +79,13 @@ pub(crate) fn paragraph(r: &SweepResult) -> String {
     );
     if let Some(e) = best.efficiency {
         p.push_str(&format!(
-            " ({:.0} % of linear scaling from one user)",
-            100.0 * e
+            " ({:.0} % of linear scaling from {})",
+            100.0 * e,
+            if first.threads == 1 {
+                "one user".to_string()
+            } else {
+                format!("{} users", first.threads)
+            }
         ));
     }
     p.push('.');

@@ -322,11 +322,18 @@ fn fell_twice(steps: &[&Step]) -> bool {
     }
 }
 
-/// The steps to run: the listed ones, in order; or doubled from 1 to `max`, then up to
-/// REFINE_STEPS between the best step and its neighbours. None when the sweep is done, with why.
+/// The steps to run: the listed ones, in order; or doubled from `first` (1, or the parts of a
+/// coordinated sweep, each of which needs a user) to `max`, then up to REFINE_STEPS between the
+/// best step and its neighbours. None when the sweep is done, with why.
 /// Throughput's turn and the best step are read from the steps the load generator did not
 /// distort: a distorted step's throughput is the generator's.
-pub(crate) fn next(steps: &[Step], listed: Option<&[u32]>, max: u32) -> Result<u32, StopReason> {
+pub(crate) fn next(
+    steps: &[Step],
+    listed: Option<&[u32]>,
+    max: u32,
+    first: u32,
+) -> Result<u32, StopReason> {
+    let first = first.max(1);
     if let Some(list) = listed {
         return list
             .iter()
@@ -335,9 +342,12 @@ pub(crate) fn next(steps: &[Step], listed: Option<&[u32]>, max: u32) -> Result<u
             .ok_or(StopReason::Listed);
     }
     let Some(last) = steps.iter().map(|s| s.threads).max() else {
-        return Ok(1);
+        return Ok(first.min(max));
     };
-    let doubling = |s: &&Step| s.threads.is_power_of_two() || s.threads == max;
+    let doubling = |s: &&Step| {
+        (s.threads.is_multiple_of(first) && (s.threads / first).is_power_of_two())
+            || s.threads == max
+    };
     // Doubling, until throughput fell twice in a row (the doubled steps alone).
     let doubled: Vec<&Step> = steps
         .iter()
@@ -408,13 +418,19 @@ pub(crate) fn stops(steps: &[Step]) -> Option<StopReason> {
     })
 }
 
-/// Fills each step's efficiency X(N) / (N X(1)) from the step at one user per group.
+/// Fills each step's efficiency X(N) / (N X(1)) from the step at one user per group (or, in a
+/// coordinated sweep that begins at one user a part, X(N) N0 / (N X(N0)) from its first, N0).
 pub(crate) fn efficiencies(steps: &mut [Step]) {
-    let Some(one) = steps.iter().find(|s| s.threads == 1).map(|s| s.throughput) else {
+    let Some((n0, x0)) = steps
+        .iter()
+        .min_by_key(|s| s.threads)
+        .map(|s| (s.threads, s.throughput))
+    else {
         return;
     };
     for s in steps.iter_mut() {
-        s.efficiency = (one > 0.0).then(|| s.throughput / (f64::from(s.threads) * one));
+        s.efficiency =
+            (x0 > 0.0).then(|| s.throughput * f64::from(n0) / (f64::from(s.threads) * x0));
     }
 }
 

@@ -38,7 +38,7 @@ const STEP: std::time::Duration = std::time::Duration::from_secs(20);
 fn sweep(curve: impl Fn(f64) -> f64, max: u32) -> (Vec<u32>, StopReason) {
     let mut steps = Vec::new();
     loop {
-        match next(&steps, None, max) {
+        match next(&steps, None, max, 1) {
             Ok(n) => steps.push(step(n, curve(f64::from(n)))),
             Err(why) => return (steps.iter().map(|s| s.threads).collect(), why),
         }
@@ -64,10 +64,13 @@ fn a_curve_that_never_falls_stops_at_max_threads_and_a_list_runs_as_given() {
     assert_eq!(ran, vec![1, 2, 4, 8, 16, 32, 64]);
     assert_eq!(why, StopReason::MaxThreads(64));
     let mut steps = vec![step(4, 1.0)];
-    assert_eq!(next(&steps, Some(&[4, 1, 16]), 8), Ok(1));
+    assert_eq!(next(&steps, Some(&[4, 1, 16]), 8, 1), Ok(1));
     steps.push(step(1, 1.0));
     steps.push(step(16, 1.0));
-    assert_eq!(next(&steps, Some(&[4, 1, 16]), 8), Err(StopReason::Listed));
+    assert_eq!(
+        next(&steps, Some(&[4, 1, 16]), 8, 1),
+        Err(StopReason::Listed)
+    );
 }
 
 #[test]
@@ -275,12 +278,12 @@ fn distorted_steps_neither_turn_the_doubling_down_nor_enter_the_fit() {
         distorted(8, 300.0),
         distorted(16, 250.0),
     ];
-    assert_eq!(next(&steps, None, 1024), Ok(32));
+    assert_eq!(next(&steps, None, 1024, 1), Ok(32));
     let mut undistorted = steps.clone();
     for s in &mut undistorted {
         s.distorted = None;
     }
-    assert_ne!(next(&undistorted, None, 1024), Ok(32));
+    assert_ne!(next(&undistorted, None, 1024, 1), Ok(32));
     // A USL curve, one step distorted (its throughput halved): fitted on the other six.
     let usl = |n: f64| 100.0 * n / (1.0 + 0.05 * (n - 1.0) + 0.002 * n * (n - 1.0));
     let mut steps: Vec<Step> = [1, 2, 4, 8, 16, 24, 32]

@@ -21,6 +21,8 @@
 //!   server agree; a part killed mid-run; a wrong token, a taken index, parts that never come
 //! - `coordinated_hosts`: three parts in network namespaces of their own (hosts with their own
 //!   addresses and names): counts, every interval said live equal to `merge`, clocks
+//! - `coordinated_series`: `sweep` across three parts against the scalability law's proxy:
+//!   the peak, and every step's inserts by the server's counter
 //! - `embedded`: the embedded server, a wrong URI, Ctrl-C and SIGTERM
 //! - `faults`: a frozen server, a killed one, a collection the tool did not write
 //! - `first_hour`: a wrong update in the server's words, run directories that never mix, a
@@ -76,6 +78,7 @@ mod change_streams;
 mod compare;
 mod coordinated;
 mod coordinated_hosts;
+mod coordinated_series;
 mod counts;
 mod embedded;
 mod faults;

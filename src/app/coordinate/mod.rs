@@ -4,6 +4,7 @@
 //! and a part's (fetch the plan, join, run it as part I of N, send its files).
 
 mod abort;
+pub(super) mod series;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -21,10 +22,10 @@ use crate::plan::{profile, RunPlan};
 use crate::rundir::File;
 
 /// How often the coordinator moves the run on.
-const TICK: Duration = Duration::from_millis(100);
+pub(super) const TICK: Duration = Duration::from_millis(100);
 
 /// After a stop, how long the coordinator waits for the parts' files.
-const STOP_WAIT: Duration = Duration::from_secs(30);
+pub(super) const STOP_WAIT: Duration = Duration::from_secs(30);
 
 /// A clock offset this large is warned of.
 const OFFSET_WARN_US: i64 = 50_000;
@@ -45,64 +46,23 @@ pub(crate) async fn coordinator(
     stop: CancellationToken,
 ) -> Result<i32, Error> {
     let RunCommand { args, console } = command;
-    let (doc, plan) = plan_doc(&args)?;
+    let (doc, plan) = plan_doc(&args, None)?;
     let out = args.out.clone().unwrap_or_else(|| {
         PathBuf::from("results").join(format!("{}-{}", plan.name, super::session::now_stamp()))
     });
     empty_out(&out)?;
-    let addr = args.coordinator.clone().unwrap_or_default();
-    let listener = tokio::net::TcpListener::bind(&addr).await.map_err(|e| {
-        Error::Usage(format!(
-            "--coordinator {addr}: cannot listen there: {e}\n  fix: give a free HOST:PORT of this machine, e.g. 0.0.0.0:7700"
-        ))
-    })?;
-    let bound = listener.local_addr().map_err(|e| Error::Other(e.into()))?;
-    // Listening on every address: the parts join by this machine's name.
-    let join_at = if bound.ip().is_unspecified() {
-        format!("{}:{}", super::start::hostname(), bound.port())
-    } else {
-        bound.to_string()
-    };
-    let token = match &args.token {
-        Some(t) => t.clone(),
-        None => {
-            let t = coordinate::new_token();
-            // Said once, here; never written to a file.
-            errln!("token: {t} (give it to each part: --token or MONGO_STRESS_TOKEN)");
-            t
-        }
-    };
     let groups: Vec<String> = plan.groups().map(|g| g.name.clone()).collect();
-    let hub = Arc::new(Hub::new(token, doc.clone(), args.hdr_interval, &groups));
-    let served = CancellationToken::new();
-    let server = {
-        let served = served.clone();
-        let router = coordinate::hub::router(Arc::clone(&hub));
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, router)
-                .with_graceful_shutdown(async move { served.cancelled().await })
-                .await;
-        })
-    };
-    errln!(
-        "coordinator: profile {} in {} parts, seed {}, results in {}; waiting up to {} for the parts: mongo-stress part --join http://{join_at}",
-        plan.name,
-        doc.parts,
-        doc.seed,
-        out.display(),
-        humantime::format_duration(args.join_timeout)
-    );
+    let serving = Serving::start(&args, doc, &groups, (&plan.name, &out)).await?;
+    let hub = Arc::clone(&serving.hub);
     let ended = steer(&hub, &args, &plan, &stop).await;
-    // The parts hear the last order before the routes close.
-    tokio::time::sleep(coordinate::BEAT * 3).await;
-    served.cancel();
-    let _ = server.await;
+    serving.close().await;
     let Steered { lost, interrupted } = ended?;
     // `merge` reads and writes files on threads of its own: off the runtime's.
     let wide = console.wide;
-    let code = tokio::task::spawn_blocking(move || merge_parts(&hub, &out, wide))
+    let code = tokio::task::spawn_blocking(move || merge_parts(&hub, &out, Some(wide)))
         .await
-        .map_err(|e| Error::Other(e.into()))??;
+        .map_err(|e| Error::Other(e.into()))??
+        .exit_code();
     Ok(if interrupted {
         exit::INTERRUPTED
     } else if lost {
@@ -110,6 +70,73 @@ pub(crate) async fn coordinator(
     } else {
         code
     })
+}
+
+/// The coordinator's routes, served until `close`.
+pub(super) struct Serving {
+    pub(super) hub: Arc<Hub>,
+    served: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Serving {
+    /// Listens at `--coordinator` and serves `doc` to the parts behind the token (made and said
+    /// once when none was given); says how the parts join.
+    pub(super) async fn start(
+        args: &RunArgs,
+        doc: PlanDoc,
+        groups: &[String],
+        (name, out): (&str, &Path),
+    ) -> Result<Serving, Error> {
+        let addr = args.coordinator.clone().unwrap_or_default();
+        let listener = tokio::net::TcpListener::bind(&addr).await.map_err(|e| {
+            Error::Usage(format!(
+                "--coordinator {addr}: cannot listen there: {e}\n  fix: give a free HOST:PORT of this machine, e.g. 0.0.0.0:7700"
+            ))
+        })?;
+        let bound = listener.local_addr().map_err(|e| Error::Other(e.into()))?;
+        // Listening on every address: the parts join by this machine's name.
+        let join_at = if bound.ip().is_unspecified() {
+            format!("{}:{}", super::start::hostname(), bound.port())
+        } else {
+            bound.to_string()
+        };
+        let token = match &args.token {
+            Some(t) => t.clone(),
+            None => {
+                let t = coordinate::new_token();
+                // Said once, here; never written to a file.
+                errln!("token: {t} (give it to each part: --token or MONGO_STRESS_TOKEN)");
+                t
+            }
+        };
+        let what = doc.series.map_or("profile", coordinate::SeriesKind::name);
+        let (parts, seed) = (doc.parts, doc.seed);
+        let hub = Arc::new(Hub::new(token, doc, args.hdr_interval, groups));
+        let served = CancellationToken::new();
+        let task = {
+            let served = served.clone();
+            let router = coordinate::hub::router(Arc::clone(&hub));
+            tokio::spawn(async move {
+                let _ = axum::serve(listener, router)
+                    .with_graceful_shutdown(async move { served.cancelled().await })
+                    .await;
+            })
+        };
+        errln!(
+            "coordinator: {what} {name} in {parts} parts, seed {seed}, results in {}; waiting up to {} for the parts: mongo-stress part --join http://{join_at}",
+            out.display(),
+            humantime::format_duration(args.join_timeout)
+        );
+        Ok(Serving { hub, served, task })
+    }
+
+    /// The routes close, once the parts heard the last order.
+    pub(super) async fn close(self) {
+        tokio::time::sleep(coordinate::BEAT * 3).await;
+        self.served.cancel();
+        let _ = self.task.await;
+    }
 }
 
 /// How the coordinated run ended.
@@ -184,23 +211,8 @@ async fn steer(
             hub.stop("the coordinator was interrupted".into());
             stopped_at = Some(Instant::now());
         }
-        if hub.started_at().is_none()
-            && hub.joined() < hub.parts()
-            && began.elapsed() >= args.join_timeout
-        {
-            let missing: Vec<String> = hub.missing().iter().map(u32::to_string).collect();
-            let why = format!(
-                "{} of {} parts joined within --join-timeout {}; missing: part {}",
-                hub.joined(),
-                hub.parts(),
-                humantime::format_duration(args.join_timeout),
-                missing.join(", part ")
-            );
-            // The waiting parts hear it before the routes close (`coordinator`).
-            hub.stop(why.clone());
-            return Err(Error::Other(anyhow::anyhow!(
-                "{why}; nothing was run\n  fix: start every part (mongo-stress part --join URL --token T), or a longer --join-timeout"
-            )));
+        if hub.started_at().is_none() {
+            join_timeout(hub, args, began)?;
         }
         if stopped_at.is_some_and(|t| t.elapsed() >= STOP_WAIT) {
             hub.give_up();
@@ -208,8 +220,29 @@ async fn steer(
     }
 }
 
+/// Not every part joined within `--join-timeout` of `began`: the run ends, the missing parts
+/// named, the waiting parts told.
+pub(super) fn join_timeout(hub: &Hub, args: &RunArgs, began: Instant) -> Result<(), Error> {
+    if hub.joined() >= hub.parts() || began.elapsed() < args.join_timeout {
+        return Ok(());
+    }
+    let missing: Vec<String> = hub.missing().iter().map(u32::to_string).collect();
+    let why = format!(
+        "{} of {} parts joined within --join-timeout {}; missing: part {}",
+        hub.joined(),
+        hub.parts(),
+        humantime::format_duration(args.join_timeout),
+        missing.join(", part ")
+    );
+    // The waiting parts hear it before the routes close (`Serving::close`).
+    hub.stop(why.clone());
+    Err(Error::Other(anyhow::anyhow!(
+        "{why}; nothing was run\n  fix: start every part (mongo-stress part --join URL --token T), or a longer --join-timeout"
+    )))
+}
+
 /// One piece of news in words.
-fn said(news: &News, plan: &RunPlan, parts: u32) -> String {
+pub(super) fn said(news: &News, plan: &RunPlan, parts: u32) -> String {
     match news {
         News::Joined { index, host, clock } => {
             let warn = if clock.offset_us.abs() > OFFSET_WARN_US {
@@ -306,9 +339,17 @@ fn share(plan: &RunPlan, index: u32, parts: u32) -> String {
 }
 
 /// The plan the parts are served, checked here first as a part would check it.
-fn plan_doc(args: &RunArgs) -> Result<(PlanDoc, RunPlan), Error> {
+/// A series' plan (`series`) is its profile's: each step's load is ordered as it comes, and a
+/// sweep's users are checked against the parts by the sweep.
+pub(super) fn plan_doc(
+    args: &RunArgs,
+    series: Option<coordinate::SeriesKind>,
+) -> Result<(PlanDoc, RunPlan), Error> {
     let parts = args.parts.unwrap_or(1);
-    args.overrides.one_thread_count()?;
+    // A sweep's --threads lists its steps.
+    if series != Some(coordinate::SeriesKind::Sweep) {
+        args.overrides.one_thread_count()?;
+    }
     for (given, what) in [
         (args.live.is_some(), "--live"),
         (args.metrics_listen.is_some(), "--metrics-listen"),
@@ -332,7 +373,8 @@ fn plan_doc(args: &RunArgs) -> Result<(PlanDoc, RunPlan), Error> {
     super::run::check_part(args, true)?;
     super::run::check_faults(args, &whole, true)?;
     // Every part's share must be a plan of its own (at least a user per group).
-    for index in 0..parts {
+    let users_set_by_steps = series == Some(coordinate::SeriesKind::Sweep);
+    for index in (0..parts).filter(|_| !users_set_by_steps) {
         whole.clone().divide(PartPlan {
             part: Part {
                 index,
@@ -368,6 +410,7 @@ fn plan_doc(args: &RunArgs) -> Result<(PlanDoc, RunPlan), Error> {
             seed,
             args: sent,
             profile,
+            series,
         },
         whole,
     ))
@@ -388,7 +431,11 @@ fn empty_out(out: &Path) -> Result<(), Error> {
 
 /// The parts' files written out and merged into `out`, with each part's clock and fate told
 /// to the summary; the merge's exit code.
-fn merge_parts(hub: &Hub, out: &Path, wide: bool) -> Result<i32, Error> {
+pub(super) fn merge_parts(
+    hub: &Hub,
+    out: &Path,
+    show: Option<bool>,
+) -> Result<crate::summary::Summary, Error> {
     let members = hub.members();
     let scratch = tempfile::Builder::new()
         .prefix(".mongo-stress-parts-")
@@ -408,7 +455,7 @@ fn merge_parts(hub: &Hub, out: &Path, wide: bool) -> Result<i32, Error> {
         )));
     }
     let missing = dirs.len() < members.len();
-    super::merge::merge_told(&dirs, out, (missing, wide), |summary| {
+    super::merge::merge_told(&dirs, out, (missing, show), |summary| {
         for row in &mut summary.parts {
             row.dir = format!("part {} (sent to the coordinator)", row.part);
             if let Some(Some((host, clock, _))) = members.get(row.part as usize) {
@@ -479,9 +526,10 @@ pub(crate) async fn part(args: PartArgs, stop: CancellationToken) -> Result<i32,
     };
     let host = super::start::hostname();
     let index = args.index;
+    let series = doc.series;
     let link = {
         let stop = stop.clone();
-        tokio::task::spawn_blocking(move || coordinator.join(index, host, stop))
+        tokio::task::spawn_blocking(move || coordinator.join((index, series.is_some()), host, stop))
             .await
             .map_err(|e| Error::Other(e.into()))??
     };
@@ -496,10 +544,23 @@ pub(crate) async fn part(args: PartArgs, stop: CancellationToken) -> Result<i32,
             ms(clock.round_trip_us)
         );
     }
+    if doc.series.is_some() {
+        let ran = series::part_steps(&args, &doc, &link, &stop).await;
+        let last = match &ran {
+            Ok(_) => What::Bye,
+            Err(e) => What::Failed {
+                error: e.to_string(),
+            },
+        };
+        let theirs = Arc::clone(&link);
+        let _ = tokio::task::spawn_blocking(move || theirs.finish(last)).await;
+        return ran;
+    }
     let ran = run_part(&args, &doc, &link, &stop).await;
     let (what, result) = match ran {
         Ok((code, out)) => (
             What::Done {
+                step: 0,
                 files: read_files(&out),
             },
             Ok(code),
@@ -526,10 +587,32 @@ async fn run_part(
 ) -> Result<(i32, PathBuf), Error> {
     link.all_joined(stop).await?;
     let scratch = tempfile::tempdir().map_err(|e| Error::Other(e.into()))?;
+    let run = part_args(args, doc, link, scratch.path())?;
+    let out = run.out.clone().unwrap_or_default();
+    let code = super::run::run_linked(
+        RunCommand {
+            args: run,
+            console: args.console,
+        },
+        stop.clone(),
+        Some(Arc::clone(link)),
+    )
+    .await?;
+    Ok((code, out))
+}
+
+/// This part's `run` options: the coordinator's, with the profile (written into `scratch` when
+/// it is a file), this part's index and seed, and the URI and directory this machine gives.
+pub(super) fn part_args(
+    args: &PartArgs,
+    doc: &PlanDoc,
+    link: &coordinate::link::Link,
+    scratch: &Path,
+) -> Result<RunArgs, Error> {
     let profile = match &doc.profile {
         ProfileSource::Bundled { name } => name.clone(),
         ProfileSource::File { name, text } => {
-            let path = scratch.path().join(name);
+            let path = scratch.join(name);
             std::fs::write(&path, text).map_err(|source| Error::Output {
                 path: path.clone(),
                 source,
@@ -540,9 +623,12 @@ async fn run_part(
     let stem = Path::new(&profile)
         .file_stem()
         .map_or_else(|| "run".into(), |s| s.to_string_lossy().into_owned());
+    let what = doc
+        .series
+        .map_or(String::new(), |k| format!("-{}", k.name()));
     let out = args.out.clone().unwrap_or_else(|| {
         PathBuf::from("results").join(format!(
-            "{stem}-{}-part{}",
+            "{stem}{what}-{}-part{}",
             super::session::now_stamp(),
             link.index
         ))
@@ -557,25 +643,16 @@ async fn run_part(
     run.coordinator = None;
     run.start_at = None;
     run.seed = Some(doc.seed);
-    run.out = Some(out.clone());
+    run.out = Some(out);
     run.quiet = args.quiet;
     if args.uri.is_some() {
         run.uri = args.uri.clone();
     }
-    let code = super::run::run_linked(
-        RunCommand {
-            args: run,
-            console: args.console,
-        },
-        stop.clone(),
-        Some(Arc::clone(link)),
-    )
-    .await?;
-    Ok((code, out))
+    Ok(run)
 }
 
 /// The files of a part's run directory the coordinator merges, those it has.
-fn read_files(dir: &Path) -> Vec<PartFile> {
+pub(super) fn read_files(dir: &Path) -> Vec<PartFile> {
     PART_FILES
         .iter()
         .filter_map(|f| {

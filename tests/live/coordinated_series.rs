@@ -1,0 +1,223 @@
+//! `sweep` across three coordinated parts, against a deployment of known scaling: the real
+//! server behind the Universal Scalability Law's proxy (`common::proxy::start_usl_proxy`, whose
+//! law counts every request in flight, whichever part sent it). Witnesses: the law's own peak,
+//! and the server's `opcounters.insert`, read every 100 ms beside the sweep on a connection of
+//! the test's own, which must hold each step's operations.
+
+use crate::common;
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use common::proxy::{port_of, start_usl_proxy};
+use common::*;
+use mongodb::bson::doc;
+
+const TOKEN: &str = "series-test-token-0123456789";
+
+/// Inserts into a collection kept between steps: nothing but the steps inserts, so the
+/// server's insert counter between two steps stands still.
+const PROFILE: &str = r#"
+name = "usl-insert"
+[[collection]]
+name = "kv"
+drop = false
+[collection.document]
+v = 1
+[[group]]
+name = "put"
+op = "insert"
+threads = 1
+duration = "10s"
+"#;
+
+fn epoch_ms() -> i64 {
+    i64::try_from(
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+    )
+    .unwrap()
+}
+
+/// `opcounters.insert` every 100 ms until `done`, with the time it was read.
+fn inserts_read_beside(
+    uri: String,
+    done: Arc<AtomicBool>,
+) -> (std::thread::JoinHandle<()>, Arc<Mutex<Vec<(i64, i64)>>>) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let theirs = Arc::clone(&seen);
+    let handle = std::thread::spawn(move || {
+        let client = runtime()
+            .block_on(mongodb::Client::with_uri_str(&uri))
+            .expect("client");
+        while !done.load(Ordering::SeqCst) {
+            let status = runtime()
+                .block_on(async {
+                    client
+                        .database("admin")
+                        .run_command(doc! { "serverStatus": 1 })
+                        .await
+                })
+                .expect("serverStatus");
+            let n = status
+                .get_document("opcounters")
+                .unwrap()
+                .get("insert")
+                .and_then(mongodb::bson::Bson::as_i64)
+                .or_else(|| {
+                    status
+                        .get_document("opcounters")
+                        .unwrap()
+                        .get_i32("insert")
+                        .ok()
+                        .map(i64::from)
+                })
+                .unwrap();
+            theirs.lock().unwrap().push((epoch_ms(), n));
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    });
+    (handle, seen)
+}
+
+fn spawn(c: &mut Command) -> Child {
+    c.stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start mongo-stress")
+}
+
+fn output(child: Child) -> (Option<i32>, String) {
+    let out = child.wait_with_output().expect("wait");
+    (
+        out.status.code(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+/// lambda 50/s, sigma 0.05, kappa 0.002: the peak at sqrt(0.95 / 0.002) = 21.8 users. Three
+/// parts double from 3 users per group (one a part): 3, 6, 12, 24, 48, 96, then refine.
+#[test]
+fn a_sweep_across_three_parts_finds_the_peak_and_each_step_is_what_the_server_counted() {
+    let Some(server) = TestServer::start_alone() else {
+        return common::skipped("MONGO_STRESS_SKIP_LIVE");
+    };
+    let (l, s, k) = (50.0, 0.05, 0.002);
+    let proxy = start_usl_proxy(port_of(&server.uri), l, s, k);
+    let uri = format!("mongodb://127.0.0.1:{}/?directConnection=true", proxy.port);
+    let tmp = tempfile::tempdir().unwrap();
+    let profile = tmp.path().join("usl.toml");
+    std::fs::write(&profile, PROFILE).unwrap();
+    let out = tmp.path().join("sweep");
+    let done = Arc::new(AtomicBool::new(false));
+    let (poller, seen) = inserts_read_beside(server.uri.clone(), Arc::clone(&done));
+    let port = free_port();
+    let coordinator = spawn(
+        Command::new(bin_path())
+            .args(["sweep", profile.to_str().unwrap(), "--uri", &uri])
+            .args([
+                "--parts",
+                "3",
+                "--coordinator",
+                &format!("127.0.0.1:{port}"),
+            ])
+            .args(["--step", "3s", "--warmup", "1s", "--no-resources", "--out"])
+            .arg(&out)
+            .env("MONGO_STRESS_TOKEN", TOKEN),
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "the coordinator never listened");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let url = format!("http://127.0.0.1:{port}");
+    let parts: Vec<Child> = (0..3)
+        .map(|i| {
+            spawn(
+                Command::new(bin_path())
+                    .args(["part", "--join", &url, "--token", TOKEN, "--quiet", "--out"])
+                    .arg(tmp.path().join(format!("part{i}"))),
+            )
+        })
+        .collect();
+    let (code, said) = output(coordinator);
+    for (i, p) in parts.into_iter().enumerate() {
+        let (c, text) = output(p);
+        assert_eq!(c, Some(0), "part {i}: {text}\ncoordinator: {said}");
+    }
+    done.store(true, Ordering::SeqCst);
+    poller.join().unwrap();
+    assert_eq!(code, Some(0), "{said}");
+    let json = read_json(&out.join("sweep.json"));
+    let want_n: f64 = ((1.0 - s) / k).sqrt();
+    let peak_n = json["fit"]["peak_n"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{said}"));
+    assert!(
+        (peak_n - want_n).abs() <= 0.2 * want_n,
+        "peak {peak_n} users against {want_n}: {said}"
+    );
+    let steps = json["steps"].as_array().unwrap();
+    let ran: Vec<u64> = steps
+        .iter()
+        .map(|s| s["threads"].as_u64().unwrap())
+        .collect();
+    assert_eq!(&ran[..5], &[3, 6, 12, 24, 48], "{said}");
+    let seen = seen.lock().unwrap().clone();
+    for st in steps {
+        let dir = Path::new(st["dir"].as_str().unwrap());
+        let summary = read_json(&dir.join("summary.json"));
+        assert_eq!(summary["parts"].as_array().unwrap().len(), 3, "{summary}");
+        let run = &summary["runs"][0];
+        let stage = &run["stages"][0];
+        let (began, end) = (
+            stage["began_ms"].as_i64().unwrap(),
+            stage["end_ms"].as_i64().unwrap(),
+        );
+        let measured = run["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["label"] == "TOTAL")
+            .unwrap()["samples"]
+            .as_i64()
+            .unwrap();
+        let warm: i64 = run["warmup"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["samples"].as_i64().unwrap())
+            .sum();
+        // The counter just before the step began (the start is set 2 s after every part is
+        // ready, and nothing inserts in between) and once its last replies came back.
+        let before = seen
+            .iter()
+            .rev()
+            .find(|(t, _)| *t <= began - 200)
+            .unwrap()
+            .1;
+        let after = seen.iter().find(|(t, _)| *t >= end + 1_000).unwrap().1;
+        let counted = after - before;
+        let tool = measured + warm;
+        eprintln!(
+            "step at {} users: merged {tool}, server {counted}, {}/s",
+            st["threads"], st["throughput"]
+        );
+        #[allow(clippy::cast_precision_loss)]
+        let off = (tool - counted).abs() as f64 / counted as f64;
+        assert!(
+            off <= 0.02,
+            "step at {} users: the parts merged {tool} inserts ({measured} measured, {warm} warm-up), the server counted {counted}",
+            st["threads"]
+        );
+    }
+}
