@@ -100,9 +100,6 @@ pub(crate) enum Command {
         mut_arg("warmup", hidden),
         mut_arg("repeat", hidden),
         mut_arg("part", hidden),
-        mut_arg("parts", hidden),
-        mut_arg("coordinator", hidden),
-        mut_arg("join_timeout", hidden),
         mut_arg("on_part_loss", hidden)
     )]
     Capacity(Box<CapacityArgs>),
@@ -120,7 +117,6 @@ pub(crate) enum Command {
         mut_arg("scale_threads", hidden),
         mut_arg("repeat", hidden),
         mut_arg("part", hidden),
-        mut_arg("parts", hidden),
         mut_arg("start_at", hidden),
         mut_arg("setup_wait", hidden),
         mut_arg("baseline", hidden),
@@ -129,8 +125,6 @@ pub(crate) enum Command {
         mut_arg("metrics_listen", hidden),
         mut_arg("metrics_push", hidden),
         mut_arg("live_control", hidden),
-        mut_arg("coordinator", hidden),
-        mut_arg("join_timeout", hidden),
         mut_arg("on_part_loss", hidden)
     )]
     Sweep(Box<SweepArgs>),
@@ -434,7 +428,8 @@ pub(crate) struct RunArgs {
     /// load from several machines; `merge` joins the parts' run directories
     #[arg(long, value_name = "I/N", value_parser = crate::plan::part::Part::parse, conflicts_with = "parts")]
     pub(crate) part: Option<crate::plan::part::Part>,
-    /// Run one of N parts, its index from JOB_COMPLETION_INDEX (a Kubernetes Indexed Job sets it)
+    /// Run one of N parts, its index from JOB_COMPLETION_INDEX (a Kubernetes Indexed Job sets
+    /// it); with --coordinator, the N parts it coordinates
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) parts: Option<u32>,
     /// Begin the first stage at this wall-clock time, after setup: RFC 3339

@@ -889,6 +889,84 @@ mod tests {
     }
 
     #[test]
+    fn a_series_starts_each_step_when_every_part_is_ready_for_it() {
+        use crate::plan::series::{StepLoad, StepSpec};
+        let mut doc = plan(2);
+        doc.series = Some(SeriesKind::Sweep);
+        let hub = Hub::new("t".into(), doc, Duration::from_secs(1), &["g".into()]);
+        join(&hub, None).unwrap();
+        join(&hub, None).unwrap();
+        assert!(hub.tick().contains(&News::AllJoined));
+        assert!(hub.all_joined());
+        // Between steps the parts wait.
+        assert!(matches!(say(&hub, 0, What::Beat), Go::Wait { .. }));
+        let spec = |n: usize| {
+            StepSpec::new(
+                n,
+                format!("steps/0{n}-2"),
+                StepLoad::Users { threads: 2 },
+                Duration::from_secs(4),
+                Duration::from_secs(1),
+                2,
+            )
+        };
+        for n in 1..=2u32 {
+            hub.begin_step(spec(n as usize));
+            assert!(!hub.finished());
+            assert_eq!(
+                say(&hub, 0, What::Ready { step: n }),
+                Go::Step {
+                    spec: spec(n as usize)
+                }
+            );
+            // A part still ready for the step before holds the start back.
+            say(&hub, 1, What::Ready { step: n - 1 });
+            assert!(!hub.tick().iter().any(|e| matches!(e, News::Started { .. })));
+            say(&hub, 1, What::Ready { step: n });
+            let Some(News::Started { at_us }) = hub.tick().last().cloned() else {
+                panic!("step {n} did not start")
+            };
+            assert_eq!(say(&hub, 0, What::Beat), Go::Start { step: n, at_us });
+            // The files of another step are not this one's.
+            say(
+                &hub,
+                0,
+                What::Done {
+                    step: n + 7,
+                    files: Vec::new(),
+                },
+            );
+            say(
+                &hub,
+                1,
+                What::Done {
+                    step: n,
+                    files: Vec::new(),
+                },
+            );
+            assert!(!hub.finished());
+            say(
+                &hub,
+                0,
+                What::Done {
+                    step: n,
+                    files: Vec::new(),
+                },
+            );
+            assert!(hub.finished());
+        }
+        // A part that leaves before the end has failed, once its step's files are in.
+        say(&hub, 1, What::Bye);
+        hub.begin_step(spec(3));
+        assert!(hub.tick().contains(&News::Failed {
+            index: 1,
+            error: LEFT.into()
+        }));
+        hub.finish_series();
+        assert_eq!(say(&hub, 0, What::Beat), Go::Finished);
+    }
+
+    #[test]
     fn a_silent_part_is_lost_and_told_so() {
         let hub = Hub::new("t".into(), plan(1), Duration::from_secs(1), &[]);
         join(&hub, None).unwrap();

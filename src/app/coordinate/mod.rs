@@ -1,7 +1,9 @@
 //! A run across many load generators (`run PROFILE --parts N --coordinator ADDR`, and
 //! `part --join URL`): the coordinator's steps (check the plan, serve it, wait for the parts,
 //! start them together, say each merged interval and each loss, merge their run directories)
-//! and a part's (fetch the plan, join, run it as part I of N, send its files).
+//! and a part's (fetch the plan, join, run it as part I of N, send its files). `series.rs`:
+//! the steps of `sweep` and `capacity` across the parts (and here), `abort.rs`: the whole run's
+//! abort thresholds.
 
 mod abort;
 pub(super) mod series;

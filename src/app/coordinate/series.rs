@@ -292,7 +292,7 @@ pub(super) async fn part_steps(
         Err(e) if ran == 0 => Err(series.failed(e)),
         ended => {
             series.say(format!(
-                "{} step{} of the {} run by this part: {}",
+                "{} step{} of the {} run by this part, in {}",
                 ran,
                 if ran == 1 { "" } else { "s" },
                 kind.name(),
