@@ -44,11 +44,14 @@ fn epoch_ms() -> i64 {
     .unwrap()
 }
 
+/// `opcounters.insert` as read, with the time (epoch ms) it was read at.
+type Readings = Arc<Mutex<Vec<(i64, i64)>>>;
+
 /// `opcounters.insert` every 100 ms until `done`, with the time it was read.
 fn inserts_read_beside(
     uri: String,
     done: Arc<AtomicBool>,
-) -> (std::thread::JoinHandle<()>, Arc<Mutex<Vec<(i64, i64)>>>) {
+) -> (std::thread::JoinHandle<()>, Readings) {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let theirs = Arc::clone(&seen);
     let handle = std::thread::spawn(move || {
