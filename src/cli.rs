@@ -532,6 +532,10 @@ pub(crate) struct PartArgs {
     /// free one]
     #[arg(long, env = "JOB_COMPLETION_INDEX", value_name = "I")]
     pub(crate) index: Option<u32>,
+    /// Keep trying to reach the coordinator this long (pods start in any order) [default: 0s,
+    /// fail at once]
+    #[arg(long, default_value = "0s", value_parser = parse_duration, value_name = "D")]
+    pub(crate) join_wait: Duration,
     /// Print only this part's final summary
     #[arg(long)]
     pub(crate) quiet: bool,

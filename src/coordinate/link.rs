@@ -124,10 +124,27 @@ impl Coordinator {
     }
 
     /// The run to join (blocking).
-    pub(crate) fn plan(&self) -> Result<PlanDoc, Error> {
-        let plan: PlanDoc = self
-            .call(&self.agent, "/v1/plan", None)
-            .map_err(|f| self.error(f))?;
+    /// The coordinator may not listen yet: tried again every second for `wait` (said once),
+    /// until `stop`.
+    pub(crate) fn plan(&self, wait: Duration, stop: &CancellationToken) -> Result<PlanDoc, Error> {
+        let began = Instant::now();
+        let mut said = false;
+        let plan: PlanDoc = loop {
+            match self.call(&self.agent, "/v1/plan", None) {
+                Err(Failure::Unreachable(_)) if began.elapsed() < wait && !stop.is_cancelled() => {
+                    if !said {
+                        errln!(
+                            "waiting up to {} for the coordinator at {} to listen",
+                            humantime::format_duration(wait),
+                            self.shown()
+                        );
+                        said = true;
+                    }
+                    std::thread::sleep(Duration::from_secs(1));
+                }
+                answer => break answer.map_err(|f| self.error(f))?,
+            }
+        };
         if plan.version != VERSION {
             return Err(Error::Usage(format!(
                 "the coordinator at {} runs mongo-stress {}, this part {VERSION}\n  fix: run the same version of mongo-stress on every machine of the run",

@@ -35,6 +35,8 @@
 //! - `jmeter_2016`: the 2016 samplers on the wire and the 2016 document
 //! - `live_page`: the live page: rate and users changed mid-run, refusals, stop, a browser
 //! - `manifests`: deploy/kubernetes against the API schemas, offline
+//! - `manifests_coordinated`: deploy/kubernetes/coordinated built as kustomize builds it, the
+//!   schemas, and the coordinator, its Service and the parts agreeing
 //! - `members`: a scripted three-member replica set (lag, a primary change, a member leaving,
 //!   an unauthorised member) and the real one-member set
 //! - `metrics`: live metrics against a real Prometheus
@@ -90,6 +92,7 @@ mod intervals;
 mod jmeter_2016;
 mod live_page;
 mod manifests;
+mod manifests_coordinated;
 mod members;
 mod metrics;
 mod monitor;

@@ -181,7 +181,7 @@ fn manifests(dir: &Path) -> Vec<PathBuf> {
 
 /// False when MONGO_STRESS_SKIP_K8S_VALIDATE=1; panics when python3 or kubernetes-validate is
 /// missing.
-fn validator_present() -> bool {
+pub(crate) fn validator_present() -> bool {
     if std::env::var("MONGO_STRESS_SKIP_K8S_VALIDATE").as_deref() == Ok("1") {
         eprintln!("MONGO_STRESS_SKIP_K8S_VALIDATE=1: skipping the Kubernetes manifest checks");
         return false;
@@ -200,7 +200,7 @@ fn validator_present() -> bool {
 
 /// Strict schema validation of the files: Err(its output) when it rejects one, or when it could
 /// not check a document (its WARN for a kind it has no schema for still exits 0).
-fn validate(files: &[PathBuf]) -> Result<String, String> {
+pub(crate) fn validate(files: &[PathBuf]) -> Result<String, String> {
     let out = Command::new("python3")
         .args(["-m", "kubernetes_validate", "--strict", "-k", K8S_VERSION])
         .args(files)

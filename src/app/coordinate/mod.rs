@@ -520,8 +520,8 @@ pub(crate) async fn part(args: PartArgs, stop: CancellationToken) -> Result<i32,
     })?;
     let coordinator = Coordinator::new(&args.join, &token)?;
     let (doc, coordinator) = {
-        let c = coordinator.clone();
-        let doc = tokio::task::spawn_blocking(move || c.plan())
+        let (c, wait, stop) = (coordinator.clone(), args.join_wait, stop.clone());
+        let doc = tokio::task::spawn_blocking(move || c.plan(wait, &stop))
             .await
             .map_err(|e| Error::Other(e.into()))??;
         (doc, coordinator)
