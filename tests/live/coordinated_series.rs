@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use common::proxy::{port_of, start_usl_proxy};
 use common::*;
@@ -108,7 +108,8 @@ fn output(child: Child) -> (Option<i32>, String) {
 }
 
 /// lambda 50/s, sigma 0.05, kappa 0.002: the peak at sqrt(0.95 / 0.002) = 21.8 users. Three
-/// parts double from 3 users per group (one a part): 3, 6, 12, 24, 48, 96, then refine.
+/// parts double from 3 users per group (one a part): 3, 6, 12, 24, 48, 96, then refine. The
+/// parts start before the coordinator listens (`--join-wait`), as pods may.
 #[test]
 fn a_sweep_across_three_parts_finds_the_peak_and_each_step_is_what_the_server_counted() {
     let Some(server) = TestServer::start_alone() else {
@@ -124,6 +125,19 @@ fn a_sweep_across_three_parts_finds_the_peak_and_each_step_is_what_the_server_co
     let done = Arc::new(AtomicBool::new(false));
     let (poller, seen) = inserts_read_beside(server.uri.clone(), Arc::clone(&done));
     let port = free_port();
+    let url = format!("http://127.0.0.1:{port}");
+    // The parts start first, as pods may: they wait for the coordinator to listen.
+    let parts: Vec<Child> = (0..3)
+        .map(|i| {
+            spawn(
+                Command::new(bin_path())
+                    .args(["part", "--join", &url, "--token", TOKEN, "--quiet"])
+                    .args(["--join-wait", "60s", "--out"])
+                    .arg(tmp.path().join(format!("part{i}"))),
+            )
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(2));
     let coordinator = spawn(
         Command::new(bin_path())
             .args(["sweep", profile.to_str().unwrap(), "--uri", &uri])
@@ -137,21 +151,6 @@ fn a_sweep_across_three_parts_finds_the_peak_and_each_step_is_what_the_server_co
             .arg(&out)
             .env("MONGO_STRESS_TOKEN", TOKEN),
     );
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "the coordinator never listened");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let url = format!("http://127.0.0.1:{port}");
-    let parts: Vec<Child> = (0..3)
-        .map(|i| {
-            spawn(
-                Command::new(bin_path())
-                    .args(["part", "--join", &url, "--token", TOKEN, "--quiet", "--out"])
-                    .arg(tmp.path().join(format!("part{i}"))),
-            )
-        })
-        .collect();
     let (code, said) = output(coordinator);
     for (i, p) in parts.into_iter().enumerate() {
         let (c, text) = output(p);
