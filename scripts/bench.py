@@ -143,6 +143,64 @@ def genny_insert():
           flush=True)
 
 
+def part_cost():
+    """A coordinated part's instructions per operation against the same part run alone (`run
+    --part 0/1`), both under callgrind, the coordinator native beside the part (issue 60: a
+    part's per-interval send must add nothing measurable per operation). As `instructions`:
+    two lengths under load and two at a trickle, solved for the per-operation and per-second
+    costs of each side."""
+    import socket
+
+    def solve(load, trickle):
+        (di_l, dn_l, dt_l), (di_t, dn_t, dt_t) = load, trickle
+        det = dn_l * dt_t - dn_t * dt_l
+        return (di_l * dt_t - di_t * dt_l) / det, (dn_l * di_t - dn_t * di_l) / det
+
+    def diff(a, b):
+        return b[0] - a[0], b[2] - a[2], b[1] - a[1]
+
+    def free_port():
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()
+        return port
+
+    def linked(*how):
+        """The part under callgrind, joined to a native coordinator that runs `how`."""
+        global runs
+        runs += 1
+        port = free_port()
+        token = "bench-token-0123456789"
+        coord = subprocess.Popen([TOOL, "run", "insert", "--uri", uri, "--threads", "50", *how,
+                                  "--seed", "1", "--no-resources", "--parts", "1", "--coordinator",
+                                  f"127.0.0.1:{port}", "--quiet", "--out", os.path.join(work, f"coord-{runs}")],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                 env={**os.environ, "MONGO_STRESS_TOKEN": token})
+        try:
+            r = callgrind([TOOL, "part", "--join", f"http://127.0.0.1:{port}", "--token", token,
+                           "--join-wait", "30s", "--quiet", "--out", os.path.join(work, f"part-{runs}")])
+        finally:
+            err = coord.communicate(timeout=300)[1]
+        assert coord.returncode == 0, err
+        return r
+
+    users, (short, long) = 50, (100, 300)
+    ops = (long - short) * users
+    alone = [callgrind(tool_cmd("insert", users, str(n), "--part", "0/1")) for n in (short, long)]
+    part = [linked("--loops", str(n)) for n in (short, long)]
+    alone_t = [callgrind(tool_cmd("insert", users, f"{s}s", "--rate", "2", "--part", "0/1")) for s in (10, 30)]
+    part_t = [linked("--duration", f"{s}s", "--rate", "2") for s in (10, 30)]
+    raw_a, raw_p = (alone[1][0] - alone[0][0]) / ops, (part[1][0] - part[0][0]) / ops
+    net_a, ps_a = solve(diff(*alone), diff(*alone_t))
+    net_p, ps_p = solve(diff(*part), diff(*part_t))
+    print(f"\na coordinated part against the same part alone (insert, {users} users, {short * users}/{long * users} ops; "
+          f"instructions per operation):\n  raw: part {raw_p:.0f}, alone {raw_a:.0f}, ratio {raw_p / raw_a:.4f}\n"
+          f"  per-second costs apart: part {net_p:.0f}, alone {net_a:.0f}, ratio {net_p / net_a:.4f}; "
+          f"per second of run: part {ps_p / 1e6:.2f} M, alone {ps_a / 1e6:.2f} M "
+          f"(the link: {(ps_p - ps_a) / 1e6:.2f} M a second)", flush=True)
+
+
 def instructions():
     """Marginal instructions per operation, tool against the bare driver, with the per-second
     costs apart (see docs/performance.md). Each side runs each workload at two lengths (the
@@ -257,6 +315,8 @@ try:
     if PARTS in ("all", "instructions"):
         instructions()
 
+    if PARTS in ("all", "part"):
+        part_cost()
     if PARTS in ("all", "genny"):
         genny_insert()
 
@@ -487,7 +547,7 @@ try:
               f"here: the work itself, measured in-process:)")
         print(subprocess.run(["target/release/examples/live_cost"], capture_output=True,
                              text=True, check=True).stdout, end="")
-    if PARTS in ("monitor", "template", "live", "page", "instructions", "genny", "users", "parity", "parity-find"):
+    if PARTS in ("monitor", "template", "live", "page", "instructions", "genny", "part", "users", "parity", "parity-find"):
         sys.exit(0)
     # The interval log (latency.hlog) at 1 s intervals, 4 groups at once. Open loop at a rate the
     # server holds, so both variants send the same operations and CPU compares like for like

@@ -6,14 +6,15 @@
 # with throughput (medians), client CPU seconds per 10,000 operations and peak RSS; then
 # instructions per operation under callgrind (valgrind; repeatable whatever else the machine
 # does) for insert, find, the template mix and the open loop, every log on, with the per-second
-# costs (and the resource sampler's) measured apart; then open loop at 10,000/s with 10^4, 10^5
+# costs (and the resource sampler's) measured apart, and for a coordinated part against the same
+# part alone (`part`); then open loop at 10,000/s with 10^4, 10^5
 # and 10^6 virtual users (peak RSS, counts against samples.tsv and the server); then the cost of
 # the sample log, of the resource sampler, of the interval log, of --server-metrics (a real
 # node_exporter, a hanging endpoint), of the live metrics and of the live page (no viewer and 5);
 # then (scripts/bench-merge.py)
 # merging 100 synthetic parts of a one-hour, 4-group run with 1 s intervals (10 s, 500 MB).
 # Every number it prints is a ratio or reading from this run. See docs/performance.md.
-# Usage: scripts/bench.sh [ROUNDS] [DURATION] [all|parity|template|instructions|genny|users|costs|hlog|monitor|live|page|merge]
+# Usage: scripts/bench.sh [ROUNDS] [DURATION] [all|parity|template|instructions|genny|part|users|costs|hlog|monitor|live|page|merge]
 #        (defaults: 3 10s all)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -99,6 +99,12 @@ if [ -z "${MONGO_STRESS_HDRHISTOGRAM_JAR:-}" ] && [ ! -f /usr/share/java/hdrhist
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq libhdrhistogram-java default-jre-headless >/dev/null
 fi
+# The certificates of tests/live/coordinated_tls.rs: Debian's openssl command.
+if ! command -v openssl >/dev/null 2>&1; then
+  if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends openssl >/dev/null
+fi
 # The exporter of tests/live/server_metrics.rs: Debian's prometheus-node-exporter (the test starts
 # its own on a free loopback port; the package's service, if any, is left alone).
 if [ -z "${MONGO_STRESS_NODE_EXPORTER:-}" ] && [ "${MONGO_STRESS_SKIP_NODE_EXPORTER:-}" != "1" ] &&

@@ -492,6 +492,15 @@ pub(crate) struct RunArgs {
     )]
     #[serde(skip)]
     pub(crate) token: Option<String>,
+    /// With --coordinator: serve HTTPS with this certificate (PEM: the certificate, then any
+    /// intermediates); the parts then join https://ADDR
+    #[arg(long, value_name = "FILE", requires_all = ["coordinator", "tls_key"])]
+    #[serde(skip)]
+    pub(crate) tls_cert: Option<PathBuf>,
+    /// With --tls-cert: the certificate's private key (PEM)
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    #[serde(skip)]
+    pub(crate) tls_key: Option<PathBuf>,
     /// With --coordinator: how long to wait for the N parts to join
     #[arg(long, default_value = "2m", value_parser = parse_positive_duration, value_name = "D")]
     pub(crate) join_timeout: Duration,
@@ -532,6 +541,10 @@ pub(crate) struct PartArgs {
     /// free one]
     #[arg(long, env = "JOB_COMPLETION_INDEX", value_name = "I")]
     pub(crate) index: Option<u32>,
+    /// The CA (PEM) that signed an https coordinator's certificate, when it is not a public
+    /// one (for a self-signed certificate, the certificate itself)
+    #[arg(long, value_name = "FILE")]
+    pub(crate) tls_ca: Option<PathBuf>,
     /// Keep trying to reach the coordinator this long (pods start in any order) [default: 0s,
     /// fail at once]
     #[arg(long, default_value = "0s", value_parser = parse_duration, value_name = "D")]

@@ -33,6 +33,8 @@ pub(crate) struct Coordinator {
     base: String,
     token: String,
     agent: ureq::Agent,
+    /// For a run directory's files, which may take long to send.
+    done_agent: ureq::Agent,
 }
 
 impl std::fmt::Debug for Coordinator {
@@ -44,16 +46,26 @@ impl std::fmt::Debug for Coordinator {
     }
 }
 
-fn agent(timeout: Duration) -> ureq::Agent {
+fn agent(timeout: Duration, roots: &ureq::tls::RootCerts) -> ureq::Agent {
     ureq::Agent::config_builder()
         .timeout_global(Some(timeout))
         .http_status_as_error(false)
+        .tls_config(
+            ureq::tls::TlsConfig::builder()
+                .root_certs(roots.clone())
+                .build(),
+        )
         .build()
         .into()
 }
 
 impl Coordinator {
-    pub(crate) fn new(url: &str, token: &str) -> Result<Coordinator, Error> {
+    /// The coordinator at `url`, trusted by the CA in `ca` when it is https and given one.
+    pub(crate) fn new(
+        url: &str,
+        token: &str,
+        ca: Option<&std::path::Path>,
+    ) -> Result<Coordinator, Error> {
         let base = url.trim_end_matches('/').to_string();
         if !(base.starts_with("http://") || base.starts_with("https://")) {
             return Err(Error::Usage(format!(
@@ -61,10 +73,12 @@ impl Coordinator {
                 crate::redact::redact(url)
             )));
         }
+        let roots = super::tls::root_certs(ca)?;
         Ok(Coordinator {
             base,
             token: token.to_string(),
-            agent: agent(TIMEOUT),
+            agent: agent(TIMEOUT, &roots),
+            done_agent: agent(DONE_TIMEOUT, &roots),
         })
     }
 
@@ -116,6 +130,10 @@ impl Coordinator {
             Failure::Refused(why) => {
                 Error::Usage(format!("the coordinator at {} refused: {why}", self.shown()))
             }
+            Failure::Unreachable(why) if untrusted(&why) => Error::Usage(format!(
+                "the coordinator at {} is not trusted here: {why}\n  fix: give --tls-ca FILE, the PEM of the CA that signed its certificate (a self-signed certificate, made with basicConstraints CA:FALSE, is its own)",
+                self.shown()
+            )),
             Failure::Unreachable(why) => Error::Usage(format!(
                 "cannot reach the coordinator at {}: {why}\n  fix: start it first (mongo-stress run PROFILE --parts N --coordinator ADDR), and give --join the address it printed",
                 self.shown()
@@ -131,7 +149,10 @@ impl Coordinator {
         let mut said = false;
         let plan: PlanDoc = loop {
             match self.call(&self.agent, "/v1/plan", None) {
-                Err(Failure::Unreachable(_)) if began.elapsed() < wait && !stop.is_cancelled() => {
+                // Not a coordinator whose certificate is not trusted: it will not become so.
+                Err(Failure::Unreachable(why))
+                    if began.elapsed() < wait && !stop.is_cancelled() && !untrusted(&why) =>
+                {
                     if !said {
                         errln!(
                             "waiting up to {} for the coordinator at {} to listen",
@@ -193,6 +214,11 @@ impl Coordinator {
             .map_err(|f| self.error(f))?;
         Ok(Link::start(self, (reply, series), clock, stop))
     }
+}
+
+/// Whether a request failed on the coordinator's certificate (rustls says `certificate`).
+fn untrusted(why: &str) -> bool {
+    why.contains("certificate")
 }
 
 enum Failure {
@@ -274,7 +300,6 @@ impl Link {
         go: &tokio::sync::watch::Sender<Go>,
         stop: &CancellationToken,
     ) {
-        let done_agent = agent(DONE_TIMEOUT);
         let mut last_answer = Instant::now();
         let mut rounds: Vec<Round> = Vec::new();
         let mut measured = Instant::now();
@@ -316,7 +341,7 @@ impl Link {
             let t0 = now_us();
             // A run directory's files may take long to send.
             let agent = if matches!(report.what, What::Done { .. }) {
-                &done_agent
+                &coordinator.done_agent
             } else {
                 &coordinator.agent
             };

@@ -3,7 +3,8 @@
 //! start together and report every interval.
 //!
 //! Design: HTTP with JSON bodies, on the tokio runtime the tool already has (axum on the
-//! coordinator, ureq on a part's own thread). Every message of a part is a `Report` (a beat, its
+//! coordinator, ureq on a part's own thread), HTTPS when the coordinator is given a certificate
+//! (`tls`). Every message of a part is a `Report` (a beat, its
 //! setup done, an interval's histograms in their compressed hlog encoding, a failure) and every
 //! answer is the order it is under (`Go`): wait for the others, set up, start at a time on the
 //! coordinator's clock, or stop. A part that says nothing for `LOST_AFTER` is lost; a part whose
@@ -16,6 +17,7 @@
 
 pub(crate) mod hub;
 pub mod link;
+pub(crate) mod tls;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

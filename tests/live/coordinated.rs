@@ -435,6 +435,68 @@ fn an_abort_threshold_is_judged_on_the_whole_run_and_stops_every_part_within_an_
     assert_eq!(server.count(&db, "cities", doc! {}), inserts);
 }
 
+#[test]
+fn stop_on_error_pct_is_judged_on_the_whole_run_and_stops_every_part() {
+    if skip_live() {
+        return;
+    }
+    let _turn = common::alone();
+    let server = mongo_stress::server::EmbeddedServer::start(None, &[], None).expect("a server");
+    let tmp = tempfile::tempdir().unwrap();
+    let groups = "[[group]]\nname = \"insert\"\nop = \"insert\"\nthreads = 3\nrate = 300\nduration = \"60s\"\n";
+    let profile = common::profile(
+        tmp.path(),
+        &unique_db("coordinated_errors"),
+        "drop = true",
+        groups,
+    );
+    let text = std::fs::read_to_string(&profile).unwrap();
+    std::fs::write(&profile, format!("stop_on_error_pct = 50\n{text}")).unwrap();
+    let uri = format!("{}&serverSelectionTimeoutMS=500", server.uri());
+    let out = tmp.path().join("coordinated");
+    let began = Instant::now();
+    let (coord, url) = coordinator(&profile, &uri, &out, &["--quiet"]);
+    let dirs: Vec<PathBuf> = (0..3)
+        .map(|i| tmp.path().join(format!("part-{i}")))
+        .collect();
+    let parts: Vec<Child> = (0..3)
+        .map(|i| part(&url, TOKEN, Some(i), &dirs[i as usize]))
+        .collect();
+    // The server dies once the parts have run a few seconds.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !dirs[0].join("samples.tsv").exists() {
+        assert!(Instant::now() < deadline, "part 0 never began");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    server.stop();
+    let (code, said) = finish(coord);
+    assert_eq!(code, Some(1), "{said}");
+    assert!(
+        began.elapsed() < Duration::from_secs(40),
+        "a 60 s run should stop early: {said}"
+    );
+    assert!(
+        said.contains("stopping every part: ")
+            && said.contains("of the whole run's last")
+            && said.contains("stop_on_error_pct = 50"),
+        "{said}"
+    );
+    for (i, p) in parts.into_iter().enumerate() {
+        let (_, text) = finish(p);
+        let s = read_json(&dirs[i].join("summary.json"));
+        let stopped = s["runs"][0]["stopped_early"].to_string();
+        // The coordinator's judgment, not the part's own guard.
+        assert!(
+            stopped.contains("stopped early by the coordinator:")
+                && stopped.contains("stop_on_error_pct = 50"),
+            "part {i}: {stopped}\n{text}"
+        );
+    }
+    let merged = read_json(&out.join("summary.json"));
+    assert_eq!(merged["parts"].as_array().unwrap().len(), 3, "{merged}");
+}
+
 /// The coordinator's stderr lines as they come, with when.
 fn lines_of(child: &mut Child) -> std::sync::mpsc::Receiver<(Instant, String)> {
     let err = child.stderr.take().unwrap();

@@ -23,6 +23,7 @@
 //!   addresses and names): counts, every interval said live equal to `merge`, clocks
 //! - `coordinated_series`: `sweep` across three parts against the scalability law's proxy:
 //!   the peak, and every step's inserts by the server's counter
+//! - `coordinated_tls`: parts joining an https coordinator by its CA; one without it refused
 //! - `embedded`: the embedded server, a wrong URI, Ctrl-C and SIGTERM
 //! - `faults`: a frozen server, a killed one, a collection the tool did not write
 //! - `first_hour`: a wrong update in the server's words, run directories that never mix, a
@@ -81,6 +82,7 @@ mod compare;
 mod coordinated;
 mod coordinated_hosts;
 mod coordinated_series;
+mod coordinated_tls;
 mod counts;
 mod embedded;
 mod faults;

@@ -5,6 +5,13 @@
 //! From histograms alone: percentiles, the maximum and minimum, errors and throughput are the
 //! run's own; an average is the histogram's (within its 0.1 % resolution). A rule on one kind of
 //! a mixed group is left to the merge after the run, and said so.
+//!
+//! `stop_on_error_pct` too: a single run judges the last `GUARD_WINDOW_OPS` operations that ended
+//! within `GUARD_WINDOW`; the coordinator, which sees intervals, not operations, judges the most
+//! recent merged intervals that hold at least `GUARD_WINDOW_OPS` operations (the last one alone
+//! when it holds that many), within `GUARD_WINDOW`, once they hold `GUARD_MIN_OPS`.
+
+use hdrhistogram::Histogram;
 
 use crate::coordinate::hub::MergedSeries;
 use crate::metrics::interval::Tag;
@@ -20,6 +27,9 @@ pub(super) struct WholeAbort {
     totals: Vec<GroupMetrics>,
     /// The first merged interval's start.
     began_us: Option<u64>,
+    /// `stop_on_error_pct`, and the recent merged intervals: (start, operations, failed).
+    error_pct: Option<f64>,
+    recent: std::collections::VecDeque<(u64, u64, u64)>,
 }
 
 impl WholeAbort {
@@ -51,6 +61,8 @@ impl WholeAbort {
                 tags,
                 totals,
                 began_us: None,
+                error_pct: plan.stop_on_error_pct,
+                recent: std::collections::VecDeque::new(),
             },
             notes,
         )
@@ -58,7 +70,36 @@ impl WholeAbort {
 
     /// Whether there is a rule to judge as the run goes.
     pub(super) fn judges(&self) -> bool {
-        !self.rules.is_empty()
+        !self.rules.is_empty() || self.error_pct.is_some()
+    }
+
+    /// `stop_on_error_pct` on the recent merged intervals, the one ending at `end_us` the last.
+    fn errors(&mut self, start_us: u64, end_us: u64, series: &MergedSeries) -> Option<String> {
+        use crate::plan::limits::{GUARD_MIN_OPS, GUARD_WINDOW, GUARD_WINDOW_OPS};
+        let pct = self.error_pct?;
+        let ops = series.hists.get("TOTAL").map_or(0, Histogram::len);
+        let failed = series.errors.get("TOTAL").copied().unwrap_or(0);
+        self.recent.push_back((start_us, ops, failed));
+        let horizon = end_us.saturating_sub(u64::try_from(GUARD_WINDOW.as_micros()).unwrap_or(0));
+        while self.recent.front().is_some_and(|r| r.0 < horizon) {
+            self.recent.pop_front();
+        }
+        let (mut n, mut bad) = (0u64, 0u64);
+        for (_, ops, failed) in self.recent.iter().rev() {
+            n += ops;
+            bad += failed;
+            if n >= u64::try_from(GUARD_WINDOW_OPS).unwrap_or(u64::MAX) {
+                break;
+            }
+        }
+        let share = crate::num::real(bad) * 100.0 / crate::num::real(n.max(1));
+        if n < u64::try_from(GUARD_MIN_OPS).unwrap_or(0) || share < pct {
+            return None;
+        }
+        self.error_pct = None;
+        Some(format!(
+            "{bad} of the whole run's last {n} operations failed ({share:.1} %), at or over stop_on_error_pct = {pct}"
+        ))
     }
 
     /// A merged interval added; the first rule it breaks, said, once.
@@ -68,11 +109,14 @@ impl WholeAbort {
         length_us: u64,
         series: &MergedSeries,
     ) -> Option<String> {
+        let end_us = start_us + length_us;
+        if let Some(why) = self.errors(start_us, end_us, series) {
+            return Some(why);
+        }
         if self.rules.is_empty() {
             return None;
         }
         let began = *self.began_us.get_or_insert(start_us);
-        let end_us = start_us + length_us;
         for (tag, m) in self.tags.iter().zip(&mut self.totals) {
             let Some(h) = series.hists.get(tag) else {
                 continue;

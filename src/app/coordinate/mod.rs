@@ -113,20 +113,39 @@ impl Serving {
             }
         };
         let what = doc.series.map_or("profile", coordinate::SeriesKind::name);
+        let tls = match (&args.tls_cert, &args.tls_key) {
+            (Some(cert), Some(key)) => Some(coordinate::tls::server_config(cert, key)?),
+            _ => None,
+        };
         let (parts, seed) = (doc.parts, doc.seed);
         let hub = Arc::new(Hub::new(token, doc, args.hdr_interval, groups));
         let served = CancellationToken::new();
+        let scheme = if tls.is_some() { "https" } else { "http" };
         let task = {
             let served = served.clone();
             let router = coordinate::hub::router(Arc::clone(&hub));
-            tokio::spawn(async move {
-                let _ = axum::serve(listener, router)
-                    .with_graceful_shutdown(async move { served.cancelled().await })
-                    .await;
-            })
+            let until = async move { served.cancelled().await };
+            match tls {
+                Some(config) => {
+                    let listener = coordinate::tls::TlsListener {
+                        tcp: listener,
+                        acceptor: tokio_rustls::TlsAcceptor::from(config),
+                    };
+                    tokio::spawn(async move {
+                        let _ = axum::serve(listener, router)
+                            .with_graceful_shutdown(until)
+                            .await;
+                    })
+                }
+                None => tokio::spawn(async move {
+                    let _ = axum::serve(listener, router)
+                        .with_graceful_shutdown(until)
+                        .await;
+                }),
+            }
         };
         errln!(
-            "coordinator: {what} {name} in {parts} parts, seed {seed}, results in {}; waiting up to {} for the parts: mongo-stress part --join http://{join_at}",
+            "coordinator: {what} {name} in {parts} parts, seed {seed}, results in {}; waiting up to {} for the parts: mongo-stress part --join {scheme}://{join_at}",
             out.display(),
             humantime::format_duration(args.join_timeout)
         );
@@ -518,7 +537,7 @@ pub(crate) async fn part(args: PartArgs, stop: CancellationToken) -> Result<i32,
             "a part needs the coordinator's token\n  fix: give --token T (or MONGO_STRESS_TOKEN) as the coordinator printed it or was given it".into(),
         )
     })?;
-    let coordinator = Coordinator::new(&args.join, &token)?;
+    let coordinator = Coordinator::new(&args.join, &token, args.tls_ca.as_deref())?;
     let (doc, coordinator) = {
         let (c, wait, stop) = (coordinator.clone(), args.join_wait, stop.clone());
         let doc = tokio::task::spawn_blocking(move || c.plan(wait, &stop))

@@ -300,7 +300,9 @@ impl<B: Backend + Clone> Session<'_, B> {
         hlog: Option<ToLog>,
     ) -> Recorder {
         let plan = self.plan;
-        let watch = plan.stop_on_error_pct.map(|pct| {
+        // A coordinated part's error rate is judged on the whole run, by its coordinator.
+        let own = self.opts.link.is_none();
+        let watch = plan.stop_on_error_pct.filter(|_| own).map(|pct| {
             Box::new(ErrorGuard::new(
                 pct,
                 run_stop.clone(),
