@@ -90,6 +90,11 @@ impl Serving {
         groups: &[String],
         (name, out): (&str, &Path),
     ) -> Result<Serving, Error> {
+        // The certificate read before anything listens.
+        let tls = match (&args.tls_cert, &args.tls_key) {
+            (Some(cert), Some(key)) => Some(coordinate::tls::server_config(cert, key)?),
+            _ => None,
+        };
         let addr = args.coordinator.clone().unwrap_or_default();
         let listener = tokio::net::TcpListener::bind(&addr).await.map_err(|e| {
             Error::Usage(format!(
@@ -113,10 +118,6 @@ impl Serving {
             }
         };
         let what = doc.series.map_or("profile", coordinate::SeriesKind::name);
-        let tls = match (&args.tls_cert, &args.tls_key) {
-            (Some(cert), Some(key)) => Some(coordinate::tls::server_config(cert, key)?),
-            _ => None,
-        };
         let (parts, seed) = (doc.parts, doc.seed);
         let hub = Arc::new(Hub::new(token, doc, args.hdr_interval, groups));
         let served = CancellationToken::new();
