@@ -2,7 +2,8 @@
 //! server behind the Universal Scalability Law's proxy (`common::proxy::start_usl_proxy`, whose
 //! law counts every request in flight, whichever part sent it). Witnesses: the law's own peak,
 //! and the server's `opcounters.insert`, read every 100 ms beside the sweep on a connection of
-//! the test's own, which must hold each step's operations.
+//! the test's own, which must hold each step's operations. And `capacity` across two parts
+//! against a proxy of known capacity: its knee, and the server's documents.
 
 use crate::common;
 
@@ -222,4 +223,101 @@ fn a_sweep_across_three_parts_finds_the_peak_and_each_step_is_what_the_server_co
             st["threads"]
         );
     }
+}
+
+/// `capacity --parts 2` against the real server behind a proxy that holds every insert's reply
+/// 50 ms, 20 users in all (10 a part): at most 20 / 50 ms = 400 inserts/s. The knee within 10 %
+/// of the users over the reply time; and every insert of every step, merged from the two parts,
+/// is a document on the server (the collection is kept from the first step on).
+#[test]
+fn capacity_across_two_parts_finds_the_knee_and_every_insert_is_on_the_server() {
+    let Some(server) = TestServer::start_alone() else {
+        return common::skipped("MONGO_STRESS_SKIP_LIVE");
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let db = unique_db("coordinated_capacity");
+    let groups = "[[group]]\nname = \"ins\"\nop = \"insert\"\nthreads = 20\nduration = \"1s\"\n";
+    let profile = common::profile(tmp.path(), &db, "drop = true", groups);
+    let proxy = common::proxy::start_proxy(port_of(&server.uri), 1, Duration::from_millis(50));
+    let uri = format!("mongodb://127.0.0.1:{}/?directConnection=true", proxy.port);
+    let port = free_port();
+    let out = tmp.path().join("cap");
+    let coordinator = spawn(
+        Command::new(bin_path())
+            .args(["capacity", profile.to_str().unwrap(), "--uri", &uri])
+            .args([
+                "--parts",
+                "2",
+                "--coordinator",
+                &format!("127.0.0.1:{port}"),
+            ])
+            .args(["--slo", "p99<100ms", "--start-rate", "50"])
+            .args([
+                "--step",
+                "3s",
+                "--step-warmup",
+                "1s",
+                "--no-resources",
+                "--out",
+            ])
+            .arg(&out)
+            .env("MONGO_STRESS_TOKEN", TOKEN),
+    );
+    let url = format!("http://127.0.0.1:{port}");
+    let parts: Vec<Child> = (0..2)
+        .map(|i| {
+            spawn(
+                Command::new(bin_path())
+                    .args(["part", "--join", &url, "--token", TOKEN, "--quiet"])
+                    .args(["--join-wait", "30s", "--out"])
+                    .arg(tmp.path().join(format!("part{i}"))),
+            )
+        })
+        .collect();
+    let (code, said) = output(coordinator);
+    for (i, p) in parts.into_iter().enumerate() {
+        let (c, text) = output(p);
+        assert_eq!(c, Some(0), "part {i}: {text}\ncoordinator: {said}");
+    }
+    assert_eq!(code, Some(0), "{said}");
+    let result = read_json(&out.join("capacity.json"));
+    let steps = result["steps"].as_array().unwrap();
+    let lowest = steps
+        .iter()
+        .min_by(|a, b| {
+            a["offered"]
+                .as_f64()
+                .unwrap()
+                .total_cmp(&b["offered"].as_f64().unwrap())
+        })
+        .unwrap();
+    let reply_ms = lowest["p50_ms"].as_f64().unwrap();
+    let knee = result["knee"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no knee: {said}"));
+    let expected = 20.0 * 1000.0 / reply_ms;
+    assert!(
+        (knee - expected).abs() <= 0.1 * expected,
+        "knee {knee}/s, expected {expected:.1}/s (users / reply time) within 10 %:\n{said}"
+    );
+    // Every step's directory (the runs again included): the two parts merged, and their
+    // inserts, warm-up and measured, are the collection's documents.
+    let mut inserted = 0;
+    for e in std::fs::read_dir(&out).unwrap() {
+        let dir = e.unwrap().path();
+        if !dir.is_dir() {
+            continue;
+        }
+        let s = read_json(&dir.join("summary.json"));
+        assert_eq!(s["parts"].as_array().unwrap().len(), 2, "{}", dir.display());
+        let run = &s["runs"][0];
+        inserted += row(&s, "ins")["samples"].as_u64().unwrap();
+        inserted += run["warmup"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["samples"].as_u64().unwrap())
+            .sum::<u64>();
+    }
+    assert_eq!(server.count(&db, "cities", doc! {}), inserted, "{said}");
 }

@@ -22,7 +22,8 @@
 //! - `coordinated_hosts`: three parts in network namespaces of their own (hosts with their own
 //!   addresses and names): counts, every interval said live equal to `merge`, clocks
 //! - `coordinated_series`: `sweep` across three parts against the scalability law's proxy:
-//!   the peak, and every step's inserts by the server's counter
+//!   the peak, and every step's inserts by the server's counter; `capacity` across two parts:
+//!   the knee, and every step's inserts on the server
 //! - `coordinated_tls`: parts joining an https coordinator by its CA; one without it refused
 //! - `embedded`: the embedded server, a wrong URI, Ctrl-C and SIGTERM
 //! - `faults`: a frozen server, a killed one, a collection the tool did not write
