@@ -31,9 +31,12 @@ pub(crate) async fn capacity(args: CapacityArgs, stop: CancellationToken) -> Res
         humantime::format_duration(args.step_warmup),
         series.out_dir.display()
     ));
-    let runner = Runner::start(doc, &args.run, &base, &series, &stop)
+    let Some(runner) = Runner::start(doc, &args.run, &base, &series, &stop)
         .await
-        .map_err(|e| series.failed(e))?;
+        .map_err(|e| series.failed(e))?
+    else {
+        return Ok(series.interrupted());
+    };
     let (steps, failure) = search(&args, &base, &slo, &series, &runner, &stop).await;
     runner.shut_down().await;
     if steps.is_empty() {
@@ -179,12 +182,10 @@ async fn step(
         first.why.join("; ")
     ));
     // Run again as it was: the data as the first run left it.
-    let mut again = spec(
+    let again = spec(
         format!("step-{n:02}-{rate:.0}-again"),
         StepLoad::Rate { rate, first: false },
     );
-    // A step number of its own, so the parts take it for a new step.
-    again.number = once.number + 1_000_000;
     let dir = series.out_dir.join(&again.dir);
     let summary = runner.step(series, &args.run, base, &again, stop).await?;
     Ok((

@@ -158,6 +158,13 @@ impl Series {
         e
     }
 
+    /// Interrupted before any step ran: its directory goes, the exit code of an interrupted
+    /// command is the answer.
+    pub(super) fn interrupted(&self) -> i32 {
+        self.fresh.discard_unmeasured();
+        crate::error::exit::INTERRUPTED
+    }
+
     /// A line on stderr, unless `--quiet`.
     pub(super) fn say(&self, msg: String) {
         if self.chatty {

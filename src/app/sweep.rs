@@ -72,9 +72,12 @@ pub(crate) async fn sweep(args: SweepArgs, stop: CancellationToken) -> Result<i3
         out_dir,
         first,
     ));
-    let runner = Runner::start(doc, run, &base, &series, &stop)
+    let Some(runner) = Runner::start(doc, run, &base, &series, &stop)
         .await
-        .map_err(|e| series.failed(e))?;
+        .map_err(|e| series.failed(e))?
+    else {
+        return Ok(series.interrupted());
+    };
     let sweeper = Sweeper {
         args: &args,
         base: &base,

@@ -114,6 +114,8 @@ struct Inner {
     phase: Phase,
     /// A series' step under way.
     spec: Option<StepSpec>,
+    /// Steps ordered so far.
+    ordered: u32,
     members: Vec<Option<Member>>,
     buckets: BTreeMap<u64, Bucket>,
     /// The next merged interval to show.
@@ -196,6 +198,7 @@ impl Hub {
             inner: Mutex::new(Inner {
                 phase: Phase::Joining,
                 spec: None,
+                ordered: 0,
                 members: (0..parts).map(|_| None).collect(),
                 buckets: BTreeMap::new(),
                 next_shown: None,
@@ -258,12 +261,15 @@ impl Hub {
     }
 
     /// A series' next step: every part that is still in it sets it up, then they start it
-    /// together. Nothing of the step before is kept.
-    pub(crate) fn begin_step(&self, spec: StepSpec) {
+    /// together. Nothing of the step before is kept. Each step ordered gets a number of its
+    /// own, rising (a capacity step run again is a new one), which the parts match it by.
+    pub(crate) fn begin_step(&self, mut spec: StepSpec) {
         let mut inner = self.lock();
         if matches!(inner.phase, Phase::Stopped { .. }) {
             return;
         }
+        inner.ordered += 1;
+        spec.number = inner.ordered;
         let mut left = Vec::new();
         for (i, m) in inner.members.iter_mut().enumerate() {
             let Some(m) = m.as_mut() else { continue };
@@ -306,6 +312,18 @@ impl Hub {
             .members
             .iter()
             .all(|m| m.as_ref().map_or(stopped, |m| m.end.is_some()))
+    }
+
+    /// The parts that joined and have not ended.
+    pub(crate) fn unfinished(&self) -> Vec<u32> {
+        let inner = self.lock();
+        (0..self.plan.parts)
+            .filter(|&i| {
+                inner.members[i as usize]
+                    .as_ref()
+                    .is_some_and(|m| m.end.is_none())
+            })
+            .collect()
     }
 
     /// Every joined part that has not ended: lost, as after a stop nothing more will come.
@@ -581,6 +599,8 @@ impl Hub {
                 interval = Some((b, i));
             }
             What::Interval(_) => {}
+            // After a stop, a part that sent the step's files and then left is done.
+            What::Failed { .. } if stopped && matches!(m.end, Some(End::Done(_))) => {}
             What::Failed { error } => {
                 m.end = Some(End::Failed(error.clone()));
                 news = Some(News::Failed {

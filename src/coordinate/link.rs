@@ -131,7 +131,7 @@ impl Coordinator {
                 Error::Usage(format!("the coordinator at {} refused: {why}", self.shown()))
             }
             Failure::Unreachable(why) if untrusted(&why) => Error::Usage(format!(
-                "the coordinator at {} is not trusted here: {why}\n  fix: give --tls-ca FILE, the PEM of the CA that signed its certificate (a self-signed certificate, made with basicConstraints CA:FALSE, is its own)",
+                "the coordinator at {} is not trusted here: its certificate was refused ({why})\n  fix: for a certificate of a private CA (or a self-signed one, made with basicConstraints CA:FALSE), give --tls-ca FILE, that CA's PEM; the certificate must also name the host in --join and be in date",
                 self.shown()
             )),
             Failure::Unreachable(why) => Error::Usage(format!(
@@ -142,6 +142,25 @@ impl Coordinator {
     }
 
     /// The run to join (blocking).
+    /// A report sent, its answer read. A run directory's files (`files`) may take long to send,
+    /// and are tried three times: a series' step without them would hold the series up.
+    fn report(&self, body: &[u8], files: bool) -> Result<Answer, Failure> {
+        let (agent, tries) = if files {
+            (&self.done_agent, 3)
+        } else {
+            (&self.agent, 1)
+        };
+        let mut sent = self.call::<Answer>(agent, "/v1/report", Some(body));
+        for _ in 1..tries {
+            if sent.is_ok() {
+                break;
+            }
+            std::thread::sleep(Duration::from_secs(1));
+            sent = self.call::<Answer>(agent, "/v1/report", Some(body));
+        }
+        sent
+    }
+
     /// The coordinator may not listen yet: tried again every second for `wait` (said once),
     /// until `stop`.
     pub(crate) fn plan(&self, wait: Duration, stop: &CancellationToken) -> Result<PlanDoc, Error> {
@@ -226,6 +245,16 @@ enum Failure {
     Unreachable(String),
 }
 
+/// What a part of a series is told to do next.
+#[derive(Debug)]
+pub(crate) enum Next {
+    Step(StepSpec),
+    /// The series is over.
+    Over,
+    /// The coordinator stopped the series: why.
+    Stopped(String),
+}
+
 /// A joined part's link to its coordinator.
 pub struct Link {
     pub(crate) index: u32,
@@ -241,7 +270,7 @@ pub struct Link {
     /// The step this part runs: 0 for a run, from 1 for a series' steps (`next_step`).
     step: std::sync::atomic::AtomicU32,
     /// A part of a series: its steps' files are not its last message.
-    series: bool,
+    pub(crate) series: bool,
 }
 
 impl std::fmt::Debug for Link {
@@ -339,13 +368,7 @@ impl Link {
                 continue;
             };
             let t0 = now_us();
-            // A run directory's files may take long to send.
-            let agent = if matches!(report.what, What::Done { .. }) {
-                &coordinator.done_agent
-            } else {
-                &coordinator.agent
-            };
-            match coordinator.call::<Answer>(agent, "/v1/report", Some(&body)) {
+            match coordinator.report(&body, matches!(report.what, What::Done { .. })) {
                 Ok(answer) => {
                     last_answer = Instant::now();
                     rounds.push(Round {
@@ -360,14 +383,21 @@ impl Link {
                 }
                 Err(f) => {
                     if matches!(report.what, What::Done { .. }) {
+                        let why = match f {
+                            Failure::Refused(w) | Failure::Unreachable(w) => w,
+                        };
                         errln!(
-                            "error: part {} could not send its results to the coordinator at {}: {}; they are in its own run directory",
+                            "error: part {} could not send its results to the coordinator at {}: {why}; they are in its own run directory",
                             self.index,
                             self.shown,
-                            match f {
-                                Failure::Refused(w) | Failure::Unreachable(w) => w,
-                            }
                         );
+                        // A series cannot go on without them: this part leaves it.
+                        if self.series && !lost {
+                            lost = true;
+                            go.send_replace(Go::Stop {
+                                why: format!("a step's results could not be sent: {why}"),
+                            });
+                        }
                     } else if last_answer.elapsed() >= COORDINATOR_LOST_AFTER && !lost {
                         lost = true;
                         let why = format!(
@@ -485,28 +515,24 @@ impl Link {
         ))
     }
 
-    /// A series' next step after step `after`: its spec, or None when the series is over. A
-    /// stop is an error that says why.
+    /// A series' next order after step `after` (the coordinator's number of the last step
+    /// this part ran): a step, the series' end, or the coordinator's stop.
     pub(crate) async fn next_step(
         &self,
         after: u32,
         stop: &CancellationToken,
-    ) -> Result<Option<StepSpec>, Error> {
+    ) -> Result<Next, Error> {
         let mut go = self.go.clone();
         loop {
             {
                 let now = go.borrow_and_update();
                 match &*now {
-                    Go::Stop { why } => {
-                        return Err(Error::Other(anyhow::anyhow!(
-                            "the coordinator stopped the series: {why}"
-                        )))
-                    }
-                    Go::Finished => return Ok(None),
+                    Go::Stop { why } => return Ok(Next::Stopped(why.clone())),
+                    Go::Finished => return Ok(Next::Over),
                     Go::Step { spec } if spec.number > after => {
                         self.step
                             .store(spec.number, std::sync::atomic::Ordering::Relaxed);
-                        return Ok(Some(spec.clone()));
+                        return Ok(Next::Step(spec.clone()));
                     }
                     _ => {}
                 }

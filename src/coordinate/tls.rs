@@ -57,10 +57,52 @@ pub(crate) fn server_config(cert: &Path, key: &Path) -> Result<Arc<rustls::Serve
     Ok(Arc::new(config))
 }
 
-/// Accepts a connection and completes its TLS handshake; one that fails is dropped.
+/// The connections whose TLS handshake is done: each accepted connection's handshake runs in a
+/// task of its own (a slow one holds up no other), one that fails or takes over `HANDSHAKE`
+/// is dropped.
 pub(crate) struct TlsListener {
-    pub(crate) tcp: TcpListener,
-    pub(crate) acceptor: TlsAcceptor,
+    ready: tokio::sync::mpsc::Receiver<(tokio_rustls::server::TlsStream<TcpStream>, SocketAddr)>,
+    local: SocketAddr,
+    accepting: tokio::task::JoinHandle<()>,
+}
+
+impl TlsListener {
+    pub(crate) fn new(
+        tcp: TcpListener,
+        config: Arc<rustls::ServerConfig>,
+    ) -> std::io::Result<TlsListener> {
+        let local = tcp.local_addr()?;
+        let acceptor = TlsAcceptor::from(config);
+        let (tx, ready) = tokio::sync::mpsc::channel(64);
+        let accepting = tokio::spawn(async move {
+            loop {
+                let Ok((stream, addr)) = tcp.accept().await else {
+                    // As axum's own listener: a full table of descriptors clears in a moment.
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                };
+                let (acceptor, tx) = (acceptor.clone(), tx.clone());
+                tokio::spawn(async move {
+                    if let Ok(Ok(tls)) =
+                        tokio::time::timeout(HANDSHAKE, acceptor.accept(stream)).await
+                    {
+                        let _ = tx.send((tls, addr)).await;
+                    }
+                });
+            }
+        });
+        Ok(TlsListener {
+            ready,
+            local,
+            accepting,
+        })
+    }
+}
+
+impl Drop for TlsListener {
+    fn drop(&mut self) {
+        self.accepting.abort();
+    }
 }
 
 impl axum::serve::Listener for TlsListener {
@@ -68,21 +110,15 @@ impl axum::serve::Listener for TlsListener {
     type Addr = SocketAddr;
 
     async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        loop {
-            let Ok((stream, addr)) = self.tcp.accept().await else {
-                // As axum's own listener: a full table of descriptors clears in a moment.
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            };
-            if let Ok(Ok(tls)) = tokio::time::timeout(HANDSHAKE, self.acceptor.accept(stream)).await
-            {
-                return (tls, addr);
-            }
+        match self.ready.recv().await {
+            Some(ready) => ready,
+            // The accepting task never ends while the listener lives.
+            None => std::future::pending().await,
         }
     }
 
     fn local_addr(&self) -> std::io::Result<Self::Addr> {
-        self.tcp.local_addr()
+        Ok(self.local)
     }
 }
 

@@ -533,6 +533,8 @@ fn sweep_help_lists_only_the_options_a_sweep_takes() {
         "--max-threads",
         "--warmup",
         "--live",
+        "--parts",
+        "--coordinator",
     ] {
         assert!(help.contains(&format!("{taken} ")), "{taken}: {help}");
     }
@@ -543,7 +545,6 @@ fn sweep_help_lists_only_the_options_a_sweep_takes() {
         "--threshold",
         "--repeat",
         "--part",
-        "--parts",
         "--start-at",
         "--setup-wait",
         "--baseline",

@@ -173,6 +173,15 @@ fn parts_join_an_https_coordinator_by_its_ca_and_a_part_without_it_is_refused_by
         !coord_said.contains(TOKEN),
         "the coordinator printed the token"
     );
+    // Nor any file of the parts' or the merged run (their run.json keeps the command line).
+    let mut files = vec![tmp.path().to_path_buf()];
+    while let Some(p) = files.pop() {
+        if p.is_dir() {
+            files.extend(std::fs::read_dir(&p).unwrap().map(|e| e.unwrap().path()));
+        } else if let Ok(text) = std::fs::read_to_string(&p) {
+            assert!(!text.contains(TOKEN), "{} holds the token", p.display());
+        }
+    }
     let merged = read_json(&out.join("summary.json"));
     let inserts = row(&merged, "insert")["samples"].as_u64().unwrap();
     assert_eq!(inserts, sum);

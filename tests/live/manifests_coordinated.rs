@@ -41,14 +41,16 @@ for l in k.get("labels", []):
         d.setdefault("metadata", {}).setdefault("labels", {}).update(l["pairs"])
 
 def select(sel):
+    if set(sel) - {"kind", "name"}:
+        sys.exit("a selector with %s is not built here" % sorted(set(sel) - {"kind", "name"}))
     return [d for d in built if all(d.get(f) == v if f != "name" else d["metadata"]["name"] == v
-                                     for f, v in sel.items() if f in ("kind", "name"))]
+                                     for f, v in sel.items())]
 
 for r in k.get("replacements", []):
     src = r["source"]
     if set(src) - {"kind", "name", "fieldPath"}:
         sys.exit("a replacement source with %s is not built here" % sorted(set(src) - {"kind", "name", "fieldPath"}))
-    found = select(src)
+    found = select({f: src[f] for f in ("kind", "name") if f in src})
     if len(found) != 1:
         sys.exit("replacement source %s selects %d resources" % (src, len(found)))
     value = found[0]
@@ -61,9 +63,13 @@ for r in k.get("replacements", []):
             for fp in t["fieldPaths"]:
                 node, parts = d, fp.split(".")
                 for part in parts[:-1]:
-                    node = node.setdefault(part, {}) if t.get("options", {}).get("create") else node[part]
-                if parts[-1] in node or t.get("options", {}).get("create"):
-                    node[parts[-1]] = copy.deepcopy(value)
+                    if part not in node and not t.get("options", {}).get("create"):
+                        sys.exit("replacement target %s of %s is not there" % (fp, d["metadata"]["name"]))
+                    node = node.setdefault(part, {})
+                if parts[-1] not in node and not t.get("options", {}).get("create"):
+                    # kustomize 5 refuses a target field that is not there (without create).
+                    sys.exit("replacement target %s of %s is not there" % (fp, d["metadata"]["name"]))
+                node[parts[-1]] = copy.deepcopy(value)
 
 if out:
     for i, d in enumerate(built):

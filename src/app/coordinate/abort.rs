@@ -29,6 +29,9 @@ pub(super) struct WholeAbort {
     began_us: Option<u64>,
     /// `stop_on_error_pct`, and the recent merged intervals: (start, operations, failed).
     error_pct: Option<f64>,
+    /// The groups that send load (not the change-stream listeners): their counted and warm-up
+    /// tags.
+    loading: Vec<(String, String)>,
     recent: std::collections::VecDeque<(u64, u64, u64)>,
 }
 
@@ -62,6 +65,19 @@ impl WholeAbort {
                 totals,
                 began_us: None,
                 error_pct: plan.stop_on_error_pct,
+                loading: plan
+                    .groups()
+                    .filter(|g| g.watch.is_none())
+                    .map(|g| {
+                        let label = Label::group(&g.name);
+                        let warm = Tag::new(
+                            label.clone(),
+                            crate::metrics::interval::Series::Latency,
+                            true,
+                        );
+                        (Tag::latency(label).to_string(), warm.to_string())
+                    })
+                    .collect(),
                 recent: std::collections::VecDeque::new(),
             },
             notes,
@@ -77,8 +93,14 @@ impl WholeAbort {
     fn errors(&mut self, start_us: u64, end_us: u64, series: &MergedSeries) -> Option<String> {
         use crate::plan::limits::{GUARD_MIN_OPS, GUARD_WINDOW, GUARD_WINDOW_OPS};
         let pct = self.error_pct?;
-        let ops = series.hists.get("TOTAL").map_or(0, Histogram::len);
-        let failed = series.errors.get("TOTAL").copied().unwrap_or(0);
+        // As a single run's guard: every operation of the groups that send load, its warm-up's
+        // too (a group's errors count both).
+        let len = |tag: &str| series.hists.get(tag).map_or(0, Histogram::len);
+        let (mut ops, mut failed) = (0, 0);
+        for (tag, warmup) in &self.loading {
+            ops += len(tag) + len(warmup);
+            failed += series.errors.get(tag).copied().unwrap_or(0);
+        }
         self.recent.push_back((start_us, ops, failed));
         let horizon = end_us.saturating_sub(u64::try_from(GUARD_WINDOW.as_micros()).unwrap_or(0));
         while self.recent.front().is_some_and(|r| r.0 < horizon) {

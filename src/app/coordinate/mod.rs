@@ -128,10 +128,8 @@ impl Serving {
             let until = async move { served.cancelled().await };
             match tls {
                 Some(config) => {
-                    let listener = coordinate::tls::TlsListener {
-                        tcp: listener,
-                        acceptor: tokio_rustls::TlsAcceptor::from(config),
-                    };
+                    let listener = coordinate::tls::TlsListener::new(listener, config)
+                        .map_err(|e| Error::Other(e.into()))?;
                     tokio::spawn(async move {
                         let _ = axum::serve(listener, router)
                             .with_graceful_shutdown(until)

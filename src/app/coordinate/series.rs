@@ -17,13 +17,16 @@ use crate::app::start::Server;
 use crate::app::steps::Series;
 use crate::cli::{PartArgs, PartLoss, RunArgs};
 use crate::coordinate::hub::News;
-use crate::coordinate::link::Link;
+use crate::coordinate::link::{Link, Next};
 use crate::coordinate::{PlanDoc, SeriesKind, What};
 use crate::error::{exit, Error};
 use crate::plan::part::{Part, PartPlan};
 use crate::plan::series::StepSpec;
 use crate::plan::{profile, RunPlan};
 use crate::summary::Summary;
+
+/// How long after a step's end its parts' files may take to come.
+const SEND_GRACE_US: u64 = 60_000_000;
 
 /// Where a series' steps run.
 pub(crate) enum Runner {
@@ -54,17 +57,18 @@ pub(crate) fn coordinated(kind: SeriesKind, run: &RunArgs) -> Result<Option<Plan
 }
 
 impl Runner {
-    /// Reaches the server; with a coordinated `doc`, serves it and waits for every part.
+    /// Reaches the server; with a coordinated `doc`, serves it and waits for every part (None:
+    /// interrupted before they all joined, nothing run).
     pub(crate) async fn start(
         doc: Option<PlanDoc>,
         run: &RunArgs,
         base: &RunPlan,
         series: &Series,
         stop: &CancellationToken,
-    ) -> Result<Runner, Error> {
+    ) -> Result<Option<Runner>, Error> {
         let server = Server::reach(run, base, &|m| series.say(m)).await?;
         let Some(doc) = doc else {
-            return Ok(Runner::Here(server));
+            return Ok(Some(Runner::Here(server)));
         };
         let groups: Vec<String> = base.groups().map(|g| g.name.clone()).collect();
         let serving = Serving::start(run, doc, &groups, (&base.name, &series.out_dir)).await?;
@@ -80,27 +84,26 @@ impl Runner {
             }
             if stop.is_cancelled() {
                 hub.stop("the coordinator was interrupted".into());
-                break Err(Error::Usage(
-                    "interrupted while waiting for the parts; nothing was run".into(),
-                ));
+                break Ok(false);
             }
             if hub.all_joined() {
-                break Ok(());
+                break Ok(true);
             }
             if let Err(e) = join_timeout(hub, run, began) {
                 break Err(e);
             }
         };
-        if let Err(e) = waited {
+        if !matches!(waited, Ok(true)) {
             serving.close().await;
             server.shut_down().await;
-            return Err(e);
+            // Ctrl-C before every part joined: nothing ran.
+            return waited.map(|_| None);
         }
-        Ok(Runner::Parts {
+        Ok(Some(Runner::Parts {
             serving,
             server,
             plan: Box::new(base.clone()),
-        })
+        }))
     }
 
     /// The parts, or 1 when the steps run here: a sweep's users start there.
@@ -164,6 +167,9 @@ async fn remote_step(
     stop: &CancellationToken,
 ) -> Result<Summary, Error> {
     hub.begin_step(spec.clone());
+    // A lost part's share is said of the step's own load.
+    let plan = &spec.plan(plan);
+    let length_us = spec.length_ms.saturating_mul(1000);
     let mut failure: Option<String> = None;
     let mut stopped_at: Option<Instant> = None;
     loop {
@@ -193,6 +199,26 @@ async fn remote_step(
         if stop.is_cancelled() && stopped_at.is_none() {
             hub.stop("the coordinator was interrupted".into());
             stopped_at = Some(Instant::now());
+        }
+        // Every part ran the step's length: one whose files do not come within a minute of its
+        // end (they were lost on the way) would hold the series up for ever.
+        let overdue = hub
+            .started_at()
+            .is_some_and(|at| crate::coordinate::now_us() > at + length_us + SEND_GRACE_US);
+        if overdue && stopped_at.is_none() {
+            let why = format!(
+                "parts {} sent no results within {} s of the step's end",
+                hub.unfinished()
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                SEND_GRACE_US / 1_000_000
+            );
+            errln!("{why}");
+            hub.stop(format!("{why} (a step needs every part)"));
+            stopped_at = Some(Instant::now());
+            failure = Some(why);
         }
         if stopped_at.is_some_and(|t| t.elapsed() >= STOP_WAIT) {
             hub.give_up();
@@ -237,8 +263,17 @@ pub(super) async fn part_steps(
     let mut ran = 0;
     let ended = loop {
         let spec = match link.next_step(after, stop).await {
-            Ok(Some(spec)) => spec,
-            Ok(None) => break Ok(exit::OK),
+            Ok(Next::Step(spec)) => spec,
+            Ok(Next::Over) => break Ok(exit::OK),
+            // Not this part's failure: it says why and leaves, its steps kept.
+            Ok(Next::Stopped(why)) => {
+                errln!(
+                    "part {}: the coordinator stopped the {}: {why}",
+                    link.index,
+                    kind.name()
+                );
+                break Ok(exit::ERRORS);
+            }
             Err(_) if stop.is_cancelled() => break Ok(exit::INTERRUPTED),
             Err(e) => break Err(e),
         };
@@ -273,8 +308,8 @@ pub(super) async fn part_steps(
         }
         ran += 1;
         series.say(format!(
-            "step {} done: its files sent to the coordinator, kept in {}",
-            spec.number,
+            "step {} done: its files go to the coordinator, and stay in {}",
+            spec.dir,
             dir.display()
         ));
         link.step_done(What::Done {

@@ -300,8 +300,10 @@ impl<B: Backend + Clone> Session<'_, B> {
         hlog: Option<ToLog>,
     ) -> Recorder {
         let plan = self.plan;
-        // A coordinated part's error rate is judged on the whole run, by its coordinator.
-        let own = self.opts.link.is_none();
+        // A coordinated run's part leaves its error rate and abort thresholds to the
+        // coordinator, which judges the whole run; a part of a series judges its own share of
+        // each step (a step's stop is its own, not the series').
+        let own = self.opts.link.as_ref().is_none_or(|l| l.series);
         let watch = plan.stop_on_error_pct.filter(|_| own).map(|pct| {
             Box::new(ErrorGuard::new(
                 pct,
@@ -320,7 +322,7 @@ impl<B: Backend + Clone> Session<'_, B> {
             .thresholds
             .iter()
             .filter(|t| t.abort && !(plan.part.is_some() && t.metric.scales_with_load()))
-            .filter(|_| self.opts.link.is_none())
+            .filter(|_| own)
             .cloned()
             .collect();
         if !aborting.is_empty() {
