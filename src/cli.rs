@@ -534,7 +534,8 @@ pub(crate) struct PartArgs {
     /// The deployment as this machine reaches it [default: the coordinator's --uri]
     #[arg(long, env = "MONGODB_URI", hide_env_values = true)]
     pub(crate) uri: Option<String>,
-    /// This part's run directory [default: results/<profile>-part<I>-<YYYYmmdd-HHMMSS>]
+    /// This part's run directory [default: results/<profile>-<YYYYmmdd-HHMMSS>-part<I>, with
+    /// -sweep or -capacity after the profile for a series]
     #[arg(long)]
     pub(crate) out: Option<PathBuf>,
     /// Which part this is (0-based) [default: JOB_COMPLETION_INDEX when set, else the first
