@@ -217,33 +217,45 @@ fn a_second_interrupt_quits_at_once_and_says_what_the_directory_keeps() {
         "[[group]]\nname = \"ins\"\nop = \"insert\"\nthreads = 4\nduration = \"30s\"\n",
     );
     let out = dir.path().join("run");
+    // Every insert's reply held 1.5 s: the operations in flight at the first interrupt take that
+    // long to finish, so the second comes while they do (without the hold a run on a fast
+    // server could finish before it, and end as a first interrupt does).
+    let proxy = crate::common::proxy::start_proxy(
+        crate::common::proxy::port_of(&server.uri),
+        1,
+        std::time::Duration::from_millis(1500),
+    );
+    let uri = format!("mongodb://127.0.0.1:{}/?directConnection=true", proxy.port);
     let mut child = std::process::Command::new(bin_path())
-        .args(["run", path.to_str().unwrap(), "--uri", &server.uri, "--out"])
+        .args([
+            "run",
+            path.to_str().unwrap(),
+            "--uri",
+            &uri,
+            "--interval",
+            "1s",
+            "--out",
+        ])
         .arg(&out)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Operations are being logged: the run is under way.
-    let began = std::time::Instant::now();
-    while std::fs::metadata(out.join("samples.tsv")).map_or(0, |m| m.len()) < 4096 {
-        assert!(
-            began.elapsed() < std::time::Duration::from_secs(30),
-            "the run never logged an operation"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
     let pid = child.id() as i32;
-    unsafe { libc::kill(pid, libc::SIGINT) };
-    // The second interrupt once the first is taken (it says so), before the run can finish.
     use std::io::BufRead;
     let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
     let mut stderr = String::new();
+    // The first interval's line: the run is under way. Then the first interrupt, and the
+    // second once the first is taken (it says so), while the held operations finish.
+    let mut sent = 0;
     for line in lines.by_ref() {
         let line = line.unwrap();
         stderr.push_str(&line);
         stderr.push('\n');
-        if line.starts_with("interrupted:") {
+        if sent == 0 && line.starts_with('[') {
+            unsafe { libc::kill(pid, libc::SIGINT) };
+            sent = 1;
+        } else if sent == 1 && line.starts_with("interrupted:") {
             unsafe { libc::kill(pid, libc::SIGINT) };
             break;
         }
