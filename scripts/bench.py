@@ -143,6 +143,19 @@ def genny_insert():
           flush=True)
 
 
+def solve(load, trickle):
+    """instructions = c x operations + p x seconds, from a difference under load and one at a
+    trickle (each: instructions, operations, seconds): (c, p)."""
+    (di_l, dn_l, dt_l), (di_t, dn_t, dt_t) = load, trickle
+    det = dn_l * dt_t - dn_t * dt_l
+    return (di_l * dt_t - di_t * dt_l) / det, (dn_l * di_t - dn_t * di_l) / det
+
+
+def diff(a, b):
+    """Two callgrind runs' difference: (instructions, operations, seconds)."""
+    return b[0] - a[0], b[2] - a[2], b[1] - a[1]
+
+
 def part_cost():
     """A coordinated part's instructions per operation against the same part run alone (`run
     --part 0/1`), both under callgrind, the coordinator native beside the part (issue 60: a
@@ -150,14 +163,6 @@ def part_cost():
     two lengths under load and two at a trickle, solved for the per-operation and per-second
     costs of each side."""
     import socket
-
-    def solve(load, trickle):
-        (di_l, dn_l, dt_l), (di_t, dn_t, dt_t) = load, trickle
-        det = dn_l * dt_t - dn_t * dt_l
-        return (di_l * dt_t - di_t * dt_l) / det, (dn_l * di_t - dn_t * di_l) / det
-
-    def diff(a, b):
-        return b[0] - a[0], b[2] - a[2], b[1] - a[1]
 
     def free_port():
         s = socket.socket()
@@ -209,14 +214,6 @@ def instructions():
     per second of run (the tool's intervals and interval log, the driver's monitors) would count
     as per-operation cost; the two differences give two equations, instructions = c x operations
     + p x seconds, solved for c (per operation) and p (per second of run)."""
-    def solve(load, trickle):
-        (di_l, dn_l, dt_l), (di_t, dn_t, dt_t) = load, trickle
-        det = dn_l * dt_t - dn_t * dt_l
-        return (di_l * dt_t - di_t * dt_l) / det, (dn_l * di_t - dn_t * di_l) / det
-
-    def diff(a, b):
-        return b[0] - a[0], b[2] - a[2], b[1] - a[1]
-
     cases = [
         # name, tool profile, driver workload, users, (loops short, long), open-loop rate
         ("insert", "insert", "insert", 50, (100, 300), None),

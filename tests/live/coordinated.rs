@@ -57,7 +57,7 @@ fn part(url: &str, token: &str, index: Option<u32>, out: &Path) -> Child {
     c.spawn().expect("start a part")
 }
 
-fn finish(child: Child) -> (Option<i32>, String) {
+pub(crate) fn finish(child: Child) -> (Option<i32>, String) {
     let out = child.wait_with_output().expect("wait");
     (
         out.status.code(),

@@ -15,6 +15,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use common::proxy::{port_of, start_usl_proxy};
 use common::*;
+
+use super::coordinated::finish;
 use mongodb::bson::doc;
 
 const TOKEN: &str = "series-test-token-0123456789";
@@ -96,18 +98,6 @@ fn spawn(c: &mut Command) -> Child {
         .expect("start mongo-stress")
 }
 
-fn output(child: Child) -> (Option<i32>, String) {
-    let out = child.wait_with_output().expect("wait");
-    (
-        out.status.code(),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
-    )
-}
-
 /// lambda 50/s, sigma 0.05, kappa 0.002: the peak at sqrt(0.95 / 0.002) = 21.8 users. Three
 /// parts double from 3 users per group (one a part): 3, 6, 12, 24, 48, 96, then refine. The
 /// parts start before the coordinator listens (`--join-wait`), as pods may.
@@ -152,9 +142,9 @@ fn a_sweep_across_three_parts_finds_the_peak_and_each_step_is_what_the_server_co
             .arg(&out)
             .env("MONGO_STRESS_TOKEN", TOKEN),
     );
-    let (code, said) = output(coordinator);
+    let (code, said) = finish(coordinator);
     for (i, p) in parts.into_iter().enumerate() {
-        let (c, text) = output(p);
+        let (c, text) = finish(p);
         assert_eq!(c, Some(0), "part {i}: {text}\ncoordinator: {said}");
     }
     done.store(true, Ordering::SeqCst);
@@ -274,9 +264,9 @@ fn capacity_across_two_parts_finds_the_knee_and_every_insert_is_on_the_server() 
             )
         })
         .collect();
-    let (code, said) = output(coordinator);
+    let (code, said) = finish(coordinator);
     for (i, p) in parts.into_iter().enumerate() {
-        let (c, text) = output(p);
+        let (c, text) = finish(p);
         assert_eq!(c, Some(0), "part {i}: {text}\ncoordinator: {said}");
     }
     assert_eq!(code, Some(0), "{said}");
