@@ -359,7 +359,7 @@ async fn finish(
 /// `--metrics-listen` (else `MONGO_STRESS_METRICS_LISTEN`, clap's env, else `[metrics] listen`)
 /// and `--metrics-push` likewise: the exporter, its endpoint bound (a port in use is a usage
 /// error, before anything runs) and the pusher started.
-fn live_metrics(
+pub(super) fn live_metrics(
     args: &RunArgs,
     plan: &RunPlan,
     out_dir: &Path,

@@ -107,6 +107,10 @@ struct Bucket {
     /// parts x 50 rows a second made that a fifth of a core).
     hists: BTreeMap<String, Counts>,
     errors: BTreeMap<String, u64>,
+    /// Users running at the interval's end, by group tag, every part's added.
+    users: BTreeMap<String, u32>,
+    /// Each part's tallies as of this interval (`PlanDoc::live`).
+    tallies: BTreeMap<u32, Vec<(Label, Tally)>>,
     from: BTreeSet<u32>,
 }
 
@@ -128,6 +132,10 @@ struct Inner {
     row: Histogram<u64>,
     /// Whether the shown intervals carry their series (`keep_series`).
     keep_series: bool,
+    /// Each part's tallies as of the last shown interval it was in.
+    tallies: BTreeMap<u32, Vec<(Label, Tally)>>,
+    /// The changes made on the coordinator's page, for the parts to make.
+    changes: Vec<Shared>,
     last_tick: Option<Instant>,
 }
 
@@ -171,6 +179,10 @@ pub(crate) enum News {
 pub(crate) struct MergedSeries {
     pub(crate) hists: BTreeMap<String, Histogram<u64>>,
     pub(crate) errors: BTreeMap<String, u64>,
+    /// Users running at its end, by group tag.
+    pub(crate) users: BTreeMap<String, u32>,
+    /// Every row's counters so far, the parts' added (`PlanDoc::live`), in the parts' order.
+    pub(crate) tallies: Vec<(Label, Tally)>,
 }
 
 /// One row of a merged interval.
@@ -207,6 +219,8 @@ impl Hub {
                 spare: Vec::new(),
                 row: crate::metrics::new_histogram(),
                 keep_series: false,
+                tallies: BTreeMap::new(),
+                changes: Vec::new(),
                 last_tick: None,
             }),
         }
@@ -223,6 +237,13 @@ impl Hub {
 
     pub(crate) fn parts(&self) -> u32 {
         self.plan.parts
+    }
+
+    /// A change made on the coordinator's page: told to every part in each answer from now.
+    pub(crate) fn share(&self, mut change: Shared) {
+        let mut inner = self.lock();
+        change.number = u32::try_from(inner.changes.len() + 1).unwrap_or(u32::MAX);
+        inner.changes.push(change);
     }
 
     /// Parts that joined so far.
@@ -433,6 +454,7 @@ impl Hub {
                     max: h.max(),
                 });
             }
+            inner.tallies.extend(bucket.tallies);
             let series = inner.keep_series.then(|| {
                 Arc::new(MergedSeries {
                     hists: bucket
@@ -441,6 +463,8 @@ impl Hub {
                         .map(|(tag, c)| (tag.clone(), c.to_histogram()))
                         .collect(),
                     errors: bucket.errors.clone(),
+                    users: bucket.users.clone(),
+                    tallies: added(inner.tallies.values()),
                 })
             });
             for (_, mut c) in bucket.hists {
@@ -645,6 +669,7 @@ impl Hub {
         Ok(Answer {
             go: Self::go(&inner, Some(r.index)),
             now_us: now_us(),
+            changes: inner.changes.clone(),
         })
     }
 
@@ -673,13 +698,33 @@ fn add(
             .add(payload, sum)
             .map_err(|e| format!("the histogram of {tag} cannot be read: {e}"))?;
     }
-    for (tag, _, errors) in &i.activity {
+    for (tag, users, errors) in &i.activity {
+        *bucket.users.entry(tag.clone()).or_default() += users;
         *bucket.errors.entry(tag.clone()).or_default() += errors;
         // A group's errors count in the whole run's too.
         *bucket.errors.entry("TOTAL".into()).or_default() += errors;
     }
+    if !i.tallies.is_empty() {
+        bucket.tallies.insert(part, i.tallies.clone());
+    }
     bucket.from.insert(part);
     Ok(())
+}
+
+/// The parts' tallies added row by row, the rows in the order the parts have them.
+fn added<'t>(parts: impl Iterator<Item = &'t Vec<(Label, Tally)>>) -> Vec<(Label, Tally)> {
+    let mut sum: Vec<(Label, Tally)> = Vec::new();
+    let mut at: BTreeMap<&Label, usize> = BTreeMap::new();
+    for (label, t) in parts.flatten() {
+        match at.get(label) {
+            Some(&i) => sum[i].1.add(t),
+            None => {
+                at.insert(label, sum.len());
+                sum.push((label.clone(), t.clone()));
+            }
+        }
+    }
+    sum
 }
 
 fn refuse(status: StatusCode, error: String) -> Response {
@@ -769,6 +814,7 @@ mod tests {
             args: run.args,
             profile: ProfileSource::Bundled { name: "p".into() },
             series: None,
+            live: false,
         }
     }
 
@@ -801,6 +847,14 @@ mod tests {
                 base64::engine::general_purpose::STANDARD.encode(bytes),
             )],
             activity: vec![("g".into(), 1, 1)],
+            tallies: vec![(
+                Label::group("g"),
+                Tally {
+                    samples: u64::try_from(values.len()).unwrap(),
+                    sent_bytes: 10,
+                    ..Tally::default()
+                },
+            )],
         })
     }
 
@@ -871,6 +925,7 @@ mod tests {
         let hub = Hub::new("t".into(), plan(2), Duration::from_secs(1), &["g".into()]);
         join(&hub, None).unwrap();
         join(&hub, None).unwrap();
+        hub.keep_series();
         hub.tick();
         // Part 0's interval begins 10 ms after the second, part 1's 30 ms: one merged interval.
         // An interval a few seconds ahead: none is shown for being late.
@@ -882,17 +937,17 @@ mod tests {
             .any(|n| matches!(n, News::Interval { .. })));
         say(&hub, 1, interval(base + 30_000, &[300]));
         let news = hub.tick();
-        let rows = news
+        let (rows, series) = news
             .iter()
             .find_map(|n| match n {
                 News::Interval {
                     start_us,
                     parts,
                     rows,
-                    ..
+                    series,
                 } => {
                     assert_eq!((*start_us, *parts), (base, 2));
-                    Some(rows.clone())
+                    Some((rows.clone(), series.clone().expect("kept")))
                 }
                 _ => None,
             })
@@ -900,6 +955,34 @@ mod tests {
         assert_eq!(rows.len(), 1);
         assert_eq!((rows[0].count, rows[0].errors), (3, 2));
         assert_eq!(rows[0].max, hub_value(300));
+        // The parts' users and tallies added, row by row.
+        assert_eq!(series.users["g"], 2);
+        let [(label, t)] = &series.tallies[..] else {
+            panic!("{:?}", series.tallies)
+        };
+        assert_eq!((label, t.samples, t.sent_bytes), (&Label::group("g"), 3, 20));
+        // A change made on the coordinator's page is in every answer from then on.
+        let change = Shared {
+            number: 0,
+            group: 0,
+            name: "g".into(),
+            setting: Setting::Rate,
+            from: 600.0,
+            to: 900.0,
+            shares: vec![450.0, 450.0],
+            who: "page".into(),
+            before: Label::at("g", Setting::Rate, 600.0),
+            after: Label::at("g", Setting::Rate, 900.0),
+        };
+        hub.share(change.clone());
+        let answer = hub
+            .report(Report {
+                index: 1,
+                clock: None,
+                what: What::Beat,
+            })
+            .unwrap();
+        assert_eq!(answer.changes, [Shared { number: 1, ..change }]);
     }
 
     fn hub_value(v: u64) -> u64 {

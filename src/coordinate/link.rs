@@ -216,7 +216,7 @@ impl Coordinator {
     /// link (blocking).
     pub(crate) fn join(
         self,
-        (index, series): (Option<u32>, bool),
+        (index, series, live): (Option<u32>, bool, bool),
         host: String,
         stop: CancellationToken,
     ) -> Result<Arc<Link>, Error> {
@@ -231,7 +231,7 @@ impl Coordinator {
         let reply: JoinReply = self
             .call(&self.agent, "/v1/join", Some(&body))
             .map_err(|f| self.error(f))?;
-        Ok(Link::start(self, (reply, series), clock, stop))
+        Ok(Link::start(self, (reply, series, live), clock, stop))
     }
 }
 
@@ -271,6 +271,11 @@ pub struct Link {
     step: std::sync::atomic::AtomicU32,
     /// A part of a series: its steps' files are not its last message.
     pub(crate) series: bool,
+    /// The coordinator serves the run live: each interval carries the part's tallies.
+    pub(crate) live: bool,
+    /// The changes the coordinator made so far (each answer's), and how many this part made.
+    changes: Mutex<Vec<Shared>>,
+    made: std::sync::atomic::AtomicU32,
 }
 
 impl std::fmt::Debug for Link {
@@ -285,7 +290,7 @@ impl std::fmt::Debug for Link {
 impl Link {
     fn start(
         coordinator: Coordinator,
-        (reply, series): (JoinReply, bool),
+        (reply, series, live): (JoinReply, bool, bool),
         clock: ClockReading,
         stop: CancellationToken,
     ) -> Arc<Link> {
@@ -305,6 +310,9 @@ impl Link {
             run: Mutex::new(None),
             step: std::sync::atomic::AtomicU32::new(0),
             series,
+            live,
+            changes: Mutex::new(Vec::new()),
+            made: std::sync::atomic::AtomicU32::new(0),
         });
         let theirs = Arc::clone(&link);
         let thread = std::thread::Builder::new()
@@ -379,6 +387,9 @@ impl Link {
                     if let Go::Stop { why } = &answer.go {
                         self.obey(format!("stopped early by the coordinator: {why}"));
                     }
+                    if !answer.changes.is_empty() {
+                        *self.changes.lock().unwrap_or_else(|e| e.into_inner()) = answer.changes;
+                    }
                     go.send_replace(answer.go);
                 }
                 Err(f) => {
@@ -446,6 +457,19 @@ impl Link {
         if let Some(tx) = self.tx.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
             let _ = tx.send(what);
         }
+    }
+
+    /// The changes the coordinator made that this part has not made yet; from now on they
+    /// are made.
+    fn unmade(&self) -> Vec<Shared> {
+        use std::sync::atomic::Ordering;
+        let changes = self.changes.lock().unwrap_or_else(|e| e.into_inner());
+        let made = self.made.load(Ordering::Acquire);
+        let new: Vec<Shared> = changes.iter().filter(|c| c.number > made).cloned().collect();
+        if let Some(last) = new.last() {
+            self.made.store(last.number, Ordering::Release);
+        }
+        new
     }
 
     /// The coordinator's order to stop, once it gave one.
@@ -567,6 +591,8 @@ impl Link {
 pub(crate) struct Uplink {
     pub(crate) link: Arc<Link>,
     pub(crate) stopped: bool,
+    /// The groups' names, by `GroupPlan::index` (their rows' labels).
+    pub(crate) names: Vec<String>,
 }
 
 impl Output for Uplink {
@@ -597,11 +623,17 @@ impl Output for Uplink {
             .iter()
             .map(|a| (a.tag.to_string(), a.users, a.errors))
             .collect();
+        let tallies = if self.link.live {
+            tallies(&self.names, closed.totals, closed.segments)
+        } else {
+            Vec::new()
+        };
         self.link.send(What::Interval(IntervalReport {
             start_us: batch.start_epoch_us,
             duration_us: u64::try_from(batch.duration.as_micros()).unwrap_or(u64::MAX),
             hists,
             activity,
+            tallies,
         }));
         if !self.stopped {
             if let Some(why) = self.link.stop_order() {
@@ -611,5 +643,72 @@ impl Output for Uplink {
             }
         }
         Flow::More
+    }
+}
+
+/// Every row's counters: each group's, its kinds', then the rows of the changes made.
+fn tallies(
+    names: &[String],
+    totals: &[crate::metrics::GroupMetrics],
+    segments: &[crate::metrics::Segment],
+) -> Vec<(Label, Tally)> {
+    let mut out = Vec::new();
+    for (name, m) in names.iter().zip(totals) {
+        out.push((Label::group(name), Tally::of(m)));
+        for (kind, k) in &m.kinds {
+            out.push((Label::kind(name, kind.clone()), Tally::of(k)));
+        }
+    }
+    for seg in segments {
+        out.push((seg.label.clone(), Tally::of(&seg.metrics)));
+    }
+    out
+}
+
+/// A part's steering: each change the coordinator made, made here at this part's next
+/// interval's end with its share, its rows named as the coordinator named them.
+pub(crate) struct Steering {
+    pub(crate) link: Arc<Link>,
+    pub(crate) steer: Arc<crate::executor::steer::Steer>,
+}
+
+impl crate::metrics::Steering for Steering {
+    fn at_interval(&mut self, now_us: u64) -> Vec<crate::metrics::Split> {
+        let at = tokio::time::Instant::now();
+        let mut splits = Vec::new();
+        for c in self.link.unmade() {
+            let Some(&share) = c.shares.get(self.link.index as usize) else {
+                continue;
+            };
+            let done = match c.setting {
+                Setting::Rate => self.steer.set_rate(c.group, share, at),
+                Setting::Users => self.steer.set_users(
+                    c.group,
+                    u32::try_from(crate::num::whole(share)).unwrap_or(u32::MAX),
+                ),
+            };
+            if !done {
+                errln!(
+                    "part {}: {} of `{}` -> {} not made here: the group is not running",
+                    self.link.index,
+                    c.setting.word(),
+                    c.name,
+                    share
+                );
+                continue;
+            }
+            splits.push(crate::metrics::Split {
+                group: c.group,
+                name: c.name,
+                setting: c.setting,
+                from: c.from,
+                to: c.to,
+                who: c.who,
+                before: c.before,
+                after: c.after,
+                at_us: now_us,
+            });
+        }
+        splits
     }
 }

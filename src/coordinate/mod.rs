@@ -24,6 +24,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use crate::cli::RunArgs;
+use crate::metrics::tally::Tally;
+use crate::metrics::Label;
+use crate::vocab::Setting;
 use crate::plan::series::StepSpec;
 
 /// What a coordinator and its parts must agree on: the tool's version.
@@ -65,6 +68,10 @@ pub(crate) struct PlanDoc {
     /// (`Go::Step`) with its load, and the parts stay joined for every one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) series: Option<SeriesKind>,
+    /// The coordinator serves the run live (its page, Prometheus): each interval carries the
+    /// part's tallies, so the coordinator's totals are the parts' own.
+    #[serde(default)]
+    pub(crate) live: bool,
 }
 
 /// The command whose steps a coordinated series runs.
@@ -188,6 +195,32 @@ pub(crate) struct IntervalReport {
     pub(crate) hists: Vec<(String, String)>,
     /// Per group tag: users at the interval's end, and failed operations in it.
     pub(crate) activity: Vec<(String, u32, u64)>,
+    /// With `PlanDoc::live`: each row's counters so far (its groups', their kinds', the rows of
+    /// the changes made), in the part's order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) tallies: Vec<(Label, Tally)>,
+}
+
+/// A change of a group's rate or users asked on the coordinator's page, split over the parts
+/// as `--parts` splits the profile's: each part makes its share at its next interval's end,
+/// its rows named as the coordinator named them, so the parts' rows merge into the
+/// coordinator's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Shared {
+    /// From 1, in the order made.
+    pub(crate) number: u32,
+    /// `GroupPlan::index`.
+    pub(crate) group: usize,
+    pub(crate) name: String,
+    pub(crate) setting: Setting,
+    /// The whole run's value before and after.
+    pub(crate) from: f64,
+    pub(crate) to: f64,
+    /// Each part's share of `to`, by its index.
+    pub(crate) shares: Vec<f64>,
+    pub(crate) who: String,
+    pub(crate) before: Label,
+    pub(crate) after: Label,
 }
 
 /// What the coordinator tells a part, answering any of its messages.
@@ -196,6 +229,9 @@ pub(crate) struct Answer {
     pub(crate) go: Go,
     /// The coordinator's clock when it answered, epoch microseconds.
     pub(crate) now_us: u64,
+    /// Every change made in the run so far (a part makes those it has not).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) changes: Vec<Shared>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -294,6 +330,7 @@ mod tests {
                 duration_us: 1_000_000,
                 hists: vec![("insert".into(), "HISTFAAAA".into())],
                 activity: vec![("insert".into(), 3, 0)],
+                tallies: Vec::new(),
             }),
         };
         let text = serde_json::to_string(&r).unwrap();

@@ -25,6 +25,35 @@ pub(crate) enum Now {
     Users(u32),
 }
 
+/// What the live page's control changes: the groups of a run here (`Steer`), or a coordinated
+/// run's whole, which its coordinator splits over the parts.
+pub(crate) trait Steers: Send + Sync {
+    /// The group now, while it runs; None before it starts and after it ends.
+    fn now(&self, g: usize) -> Option<Now>;
+    /// A running open-loop group's rate from `at` on; false when it does not run now.
+    fn set_rate(&self, g: usize, rate: f64, at: Instant) -> bool;
+    /// A running closed-loop group's users from now on; false when it does not run now.
+    fn set_users(&self, g: usize, users: u32) -> bool;
+    /// Why `users` cannot be had (a coordinated run needs a user per part); none: it can.
+    fn refuse_users(&self, _users: u32) -> Option<String> {
+        None
+    }
+}
+
+impl Steers for Steer {
+    fn now(&self, g: usize) -> Option<Now> {
+        Steer::now(self, g)
+    }
+
+    fn set_rate(&self, g: usize, rate: f64, at: Instant) -> bool {
+        Steer::set_rate(self, g, rate, at)
+    }
+
+    fn set_users(&self, g: usize, users: u32) -> bool {
+        Steer::set_users(self, g, users)
+    }
+}
+
 /// Every group's handles, by `GroupPlan::index`.
 #[derive(Debug, Default)]
 pub struct Steer {

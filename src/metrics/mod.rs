@@ -13,6 +13,7 @@ pub(crate) mod metric;
 pub mod output;
 pub(crate) mod recorder;
 pub(crate) mod row;
+pub(crate) mod tally;
 pub mod sample;
 pub(crate) mod timing;
 

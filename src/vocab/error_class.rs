@@ -1,8 +1,10 @@
 //! The classes of a failed operation: the summary counts failures per class.
 
 /// Broad class of a failed operation; the summary counts failures per class.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
-#[serde(into = "&'static str")]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(into = "&'static str", try_from = "String")]
 pub enum ErrorClass {
     Timeout,
     Network,
@@ -88,5 +90,17 @@ impl ErrorClass {
 impl From<ErrorClass> for &'static str {
     fn from(c: ErrorClass) -> Self {
         c.as_str()
+    }
+}
+
+impl TryFrom<String> for ErrorClass {
+    type Error = String;
+
+    /// Its word, as `as_str` writes it.
+    fn try_from(s: String) -> Result<Self, String> {
+        ErrorClass::ALL
+            .into_iter()
+            .find(|c| c.as_str() == s)
+            .ok_or_else(|| format!("`{s}` is not a class of failure"))
     }
 }

@@ -563,6 +563,12 @@ fn steerable<'r>(
             },
         ));
     }
+    if let Some(why) = (ask.setting == Setting::Users)
+        .then(|| run.steer.refuse_users(crate::num::whole(ask.to).try_into().unwrap_or(u32::MAX)))
+        .flatten()
+    {
+        return Err((409, why));
+    }
     if g.setting() == Setting::Users && !g.timed {
         return Err((
             409,

@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::Error;
-use crate::executor::steer::Steer;
+use crate::executor::steer::Steers;
 use crate::metrics::Clock;
 use crate::plan::RunPlan;
 use crate::summary::Change;
@@ -158,7 +158,7 @@ struct StageNow {
 /// The run going on now: what a change needs.
 struct RunNow {
     groups: Vec<events::GroupNow>,
-    steer: Arc<Steer>,
+    steer: Arc<dyn Steers>,
     /// The run's base: its events' times are seconds from it.
     base_us: u64,
     /// A series' steps cannot be steered (each step's load is the series').
@@ -199,11 +199,11 @@ impl Page {
 
     /// A new run begins (a repetition, or a series' step): the history starts again with it.
     /// `steerable`: its groups may be changed (with `--live-control`).
-    pub fn begin_run(
+    pub(crate) fn begin_run(
         &self,
         plan: &RunPlan,
         title: Option<String>,
-        (steer, clock, steerable): (Arc<Steer>, Clock, bool),
+        (steer, clock, steerable): (Arc<dyn Steers>, Clock, bool),
     ) -> u64 {
         let base_us = clock.now_us();
         let groups = events::groups(plan);

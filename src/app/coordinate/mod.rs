@@ -6,6 +6,7 @@
 //! abort thresholds.
 
 mod abort;
+mod live;
 pub(super) mod series;
 
 use std::path::{Path, PathBuf};
@@ -53,25 +54,48 @@ pub(crate) async fn coordinator(
         PathBuf::from("results").join(format!("{}-{}", plan.name, super::session::now_stamp()))
     });
     empty_out(&out)?;
+    // The page's and the metrics' ports taken before any part joins.
+    let mut live = live::Live::start(&args, &plan, (&stop, &out))?;
     let groups: Vec<String> = plan.groups().map(|g| g.name.clone()).collect();
     let serving = Serving::start(&args, doc, &groups, (&plan.name, &out)).await?;
     let hub = Arc::clone(&serving.hub);
-    let ended = steer(&hub, &args, &plan, &stop).await;
+    let ended = steer(&hub, &args, (&plan, live.as_mut()), &stop).await;
     serving.close().await;
-    let Steered { lost, interrupted } = ended?;
+    let ended = match ended {
+        Ok(e) => e,
+        Err(e) => {
+            if let Some(l) = live {
+                l.end((&format!("failed: {e}"), e.exit_code()), &out).await;
+            }
+            return Err(e);
+        }
+    };
     // `merge` reads and writes files on threads of its own: off the runtime's.
     let wide = console.wide;
-    let code = tokio::task::spawn_blocking(move || merge_parts(&hub, &out, Some(wide)))
+    let (theirs, dir) = (Arc::clone(&hub), out.clone());
+    let merged = tokio::task::spawn_blocking(move || merge_parts(&theirs, &dir, Some(wide)))
         .await
-        .map_err(|e| Error::Other(e.into()))??
-        .exit_code();
-    Ok(if interrupted {
-        exit::INTERRUPTED
-    } else if lost {
-        code.max(exit::ERRORS)
+        .map_err(|e| Error::Other(e.into()))?;
+    let summary = match merged {
+        Ok(s) => s,
+        Err(e) => {
+            if let Some(l) = live {
+                l.end((&format!("failed: {e}"), e.exit_code()), &out).await;
+            }
+            return Err(e);
+        }
+    };
+    let (code, words) = if ended.interrupted {
+        (exit::INTERRUPTED, "interrupted".to_string())
+    } else if ended.lost && summary.exit_code() < exit::ERRORS {
+        (exit::ERRORS, "a part was lost or failed".to_string())
     } else {
-        code
-    })
+        (summary.exit_code(), summary.outcome().words())
+    };
+    if let Some(l) = live {
+        l.end((&words, code), &out).await;
+    }
+    Ok(code)
 }
 
 /// The coordinator's routes, served until `close`.
@@ -171,12 +195,12 @@ struct Steered {
 async fn steer(
     hub: &Hub,
     args: &RunArgs,
-    plan: &RunPlan,
+    (plan, mut live): (&RunPlan, Option<&mut live::Live>),
     stop: &CancellationToken,
 ) -> Result<Steered, Error> {
     let began = Instant::now();
     let (mut whole, notes) = abort::WholeAbort::new(plan);
-    if whole.judges() {
+    if whole.judges() || live.is_some() {
         hub.keep_series();
     }
     for n in notes {
@@ -202,9 +226,19 @@ async fn steer(
                         stopped_at = Some(Instant::now());
                     }
                 }
+                News::Started { .. } => {
+                        if let Some(l) = live.as_deref_mut() {
+                            l.begin();
+                        }
+                }
                 News::Interval {
                     start_us, series, ..
                 } => {
+                    if let (Some(l), Some(s)) = (live.as_deref_mut(), series) {
+                        for change in l.interval(*start_us, length_us, s) {
+                            hub.share(change);
+                        }
+                    }
                     let broken = series
                         .as_ref()
                         .and_then(|s| whole.interval(*start_us, length_us, s));
@@ -370,10 +404,12 @@ pub(super) fn plan_doc(
     if series != Some(coordinate::SeriesKind::Sweep) {
         args.overrides.one_thread_count()?;
     }
+    // A series' steps are not yet served live by a coordinator.
+    let series_live = |given: bool| given && series.is_some();
     for (given, what) in [
-        (args.live.is_some(), "--live"),
-        (args.metrics_listen.is_some(), "--metrics-listen"),
-        (args.metrics_push.is_some(), "--metrics-push"),
+        (series_live(args.live.is_some()), "--live"),
+        (series_live(args.metrics_listen.is_some()), "--metrics-listen"),
+        (series_live(args.metrics_push.is_some()), "--metrics-push"),
         (args.tsv.is_some(), "--tsv"),
         (args.json.is_some(), "--json"),
         (args.jtl.is_some(), "--jtl"),
@@ -418,7 +454,18 @@ pub(super) fn plan_doc(
         },
     };
     let seed = args.seed.unwrap_or_else(rand::random);
+    let live = args.live.is_some()
+        || args.metrics_listen.is_some()
+        || args.metrics_push.is_some()
+        || whole.metrics_listen.is_some()
+        || whole.metrics_push.is_some();
     let mut sent = args.clone();
+    // The coordinator serves the page and the metrics; the parts none of their own.
+    sent.live = None;
+    sent.live_control = false;
+    sent.live_token = None;
+    sent.metrics_listen = None;
+    sent.metrics_push = None;
     sent.coordinator = None;
     sent.parts = None;
     sent.out = None;
@@ -431,6 +478,7 @@ pub(super) fn plan_doc(
             args: sent,
             profile,
             series,
+            live,
         },
         whole,
     ))
@@ -546,10 +594,10 @@ pub(crate) async fn part(args: PartArgs, stop: CancellationToken) -> Result<i32,
     };
     let host = super::start::hostname();
     let index = args.index;
-    let series = doc.series;
+    let (series, live) = (doc.series, doc.live);
     let link = {
         let stop = stop.clone();
-        tokio::task::spawn_blocking(move || coordinator.join((index, series.is_some()), host, stop))
+        tokio::task::spawn_blocking(move || coordinator.join((index, series.is_some(), live), host, stop))
             .await
             .map_err(|e| Error::Other(e.into()))??
     };

@@ -267,11 +267,18 @@ impl<B: Backend + Clone> Session<'_, B> {
         steer: &Arc<crate::executor::steer::Steer>,
         clock: Clock,
     ) {
+        // A coordinated part makes the changes its coordinator's page made.
+        if let Some(link) = self.opts.link.as_ref().filter(|l| !l.series) {
+            recorder.steering = Some(Box::new(crate::coordinate::link::Steering {
+                link: Arc::clone(link),
+                steer: Arc::clone(steer),
+            }));
+        }
         let Some(p) = &self.page else { return };
         let base = p.page.begin_run(
             self.plan,
             p.title.clone(),
-            (Arc::clone(steer), clock, p.steerable),
+            (Arc::clone(steer) as _, clock, p.steerable),
         );
         // The page first: it shows each interval as the recorder closed it.
         recorder.outputs.insert(
@@ -334,9 +341,14 @@ impl<B: Backend + Clone> Session<'_, B> {
         }
         if let Some(link) = &self.opts.link {
             link.attach(run_stop.clone(), Arc::clone(stopped_early));
+            let mut names = vec![String::new(); plan.groups().map(|g| g.index + 1).max().unwrap_or(0)];
+            for g in plan.groups() {
+                names[g.index].clone_from(&g.name);
+            }
             outputs.push(Box::new(crate::coordinate::link::Uplink {
                 link: Arc::clone(link),
                 stopped: false,
+                names,
             }));
         }
         if let Some(l) = &self.live {

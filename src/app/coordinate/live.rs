@@ -1,0 +1,384 @@
+//! The coordinator served live (`--live`, `--live-control`, `--metrics-listen`,
+//! `--metrics-push`): its page and Prometheus fed from the merged intervals as a run's own
+//! recorder feeds them. Each merged interval is an `IntervalBatch` of the parts' histograms
+//! added; the run's totals so far are the parts' tallies added, around the merged intervals'
+//! histograms added up: the numbers `merge` makes of the parts' directories afterwards.
+//!
+//! A change asked on the page is made on the whole run (`Whole`) at a merged interval's end and
+//! split over the parts as `--parts` splits the profile (`Shared`); each part makes its share at
+//! its own next interval's end, its rows named as here.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+
+use hdrhistogram::Histogram;
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::RunArgs;
+use crate::coordinate::hub::MergedSeries;
+use crate::coordinate::Shared;
+use crate::error::Error;
+use crate::executor::steer::{Now, Steers};
+use crate::metrics::interval::{Spares, Tag};
+use crate::metrics::tally::Tally;
+use crate::metrics::{
+    Activity, Closed, GroupMetrics, IntervalBatch, IntervalHist, Label, Notice, Output, RunEvent,
+    Segment, Series, Split, Steering,
+};
+use crate::plan::part::Part;
+use crate::plan::RunPlan;
+use crate::vocab::Setting;
+
+/// The whole run's groups as the page changes them: each group's value now, the parts' count.
+pub(super) struct Whole {
+    now: Mutex<Vec<Option<Now>>>,
+    /// The profile's value of each group (a group not running yet starts at it).
+    planned: Vec<Now>,
+    parts: u32,
+}
+
+impl Whole {
+    fn new(plan: &RunPlan, parts: u32) -> Whole {
+        let n = plan.groups().map(|g| g.index + 1).max().unwrap_or(0);
+        let mut planned = vec![Now::Users(0); n];
+        for g in plan.groups() {
+            planned[g.index] = match g.rate {
+                Some(r) => Now::Rate(r),
+                None => Now::Users(g.threads),
+            };
+        }
+        Whole {
+            now: Mutex::new(vec![None; n]),
+            planned,
+            parts,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Option<Now>>> {
+        self.now.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Group `g` runs (users in the merged interval) or not.
+    fn running(&self, g: usize, running: bool) {
+        let mut now = self.lock();
+        if let Some(slot) = now.get_mut(g) {
+            match (running, slot.is_some()) {
+                (true, false) => *slot = self.planned.get(g).copied(),
+                (false, true) => *slot = None,
+                _ => {}
+            }
+        }
+    }
+
+    fn set(&self, g: usize, to: Now) -> bool {
+        let mut now = self.lock();
+        match now.get_mut(g) {
+            Some(slot @ Some(_)) => {
+                *slot = Some(to);
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+impl Steers for Whole {
+    fn now(&self, g: usize) -> Option<Now> {
+        self.lock().get(g).copied().flatten()
+    }
+
+    fn set_rate(&self, g: usize, rate: f64, _at: tokio::time::Instant) -> bool {
+        matches!(self.now(g), Some(Now::Rate(_))) && self.set(g, Now::Rate(rate))
+    }
+
+    fn set_users(&self, g: usize, users: u32) -> bool {
+        matches!(self.now(g), Some(Now::Users(_))) && self.set(g, Now::Users(users))
+    }
+
+    fn refuse_users(&self, users: u32) -> Option<String> {
+        (users < self.parts).then(|| {
+            format!(
+                "the run is in {} parts and each needs a user: ask for at least {} users",
+                self.parts, self.parts
+            )
+        })
+    }
+}
+
+/// The coordinator's page and metrics, while the run goes.
+pub(super) struct Live {
+    plan: Arc<RunPlan>,
+    parts: u32,
+    outputs: Vec<Box<dyn Output>>,
+    control: Option<crate::watch::Control>,
+    steer: Arc<Whole>,
+    page: Option<(crate::watch::Page, crate::watch::Endpoint)>,
+    metrics: Option<crate::exporter::Live>,
+    scrape: Option<crate::exporter::Endpoint>,
+    /// Users running by `GroupPlan::index`, as the exporter reads them.
+    active: Arc<Vec<AtomicU32>>,
+    /// Each row's counted histograms so far, by tag (`insert`, `svc:insert`).
+    whole: BTreeMap<String, Histogram<u64>>,
+    /// The last totals and rows of changes (the end shows them again).
+    last: (Vec<GroupMetrics>, Vec<Segment>),
+    began: std::time::Instant,
+}
+
+impl Live {
+    /// The page and the metrics `args` ask for, bound before any part joins; none asked: None.
+    pub(super) fn start(
+        args: &RunArgs,
+        plan: &RunPlan,
+        (stop, out): (&CancellationToken, &Path),
+    ) -> Result<Option<Live>, Error> {
+        let (metrics, scrape) = super::super::run::live_metrics(args, plan, out)?;
+        let page = super::super::start::live_page(args, stop, "run")?;
+        if metrics.is_none() && page.is_none() {
+            return Ok(None);
+        }
+        let parts = args.parts.unwrap_or(1);
+        let groups = plan.groups().map(|g| g.index + 1).max().unwrap_or(0);
+        let active: Arc<Vec<AtomicU32>> = Arc::new((0..groups).map(|_| AtomicU32::new(0)).collect());
+        Ok(Some(Live {
+            plan: Arc::new(plan.clone()),
+            parts,
+            outputs: Vec::new(),
+            control: None,
+            steer: Arc::new(Whole::new(plan, parts)),
+            page,
+            metrics,
+            scrape,
+            active,
+            whole: BTreeMap::new(),
+            last: (Vec::new(), Vec::new()),
+            began: std::time::Instant::now(),
+        }))
+    }
+
+    /// The stages began: the page's run and the metrics' feed from now.
+    pub(super) fn begin(&mut self) {
+        if let Some((page, _)) = &self.page {
+            let clock = crate::metrics::Clock::new();
+            let base = page.begin_run(
+                &self.plan,
+                None,
+                (Arc::clone(&self.steer) as Arc<dyn Steers>, clock, true),
+            );
+            self.outputs.push(Box::new(crate::watch::View::new(
+                page,
+                Arc::clone(&self.plan),
+                base,
+            )));
+            if page.control() {
+                self.control = Some(crate::watch::Control(page.clone()));
+            }
+        }
+        if let Some(m) = &self.metrics {
+            self.outputs.push(Box::new(crate::exporter::Feed::new(
+                m,
+                Arc::clone(&self.active),
+            )));
+        }
+        self.began = std::time::Instant::now();
+    }
+
+    /// A merged interval from `start_us`, `length_us` long: shown, then the changes asked
+    /// since the last one made, each split over the parts.
+    pub(super) fn interval(
+        &mut self,
+        start_us: u64,
+        length_us: u64,
+        merged: &MergedSeries,
+    ) -> Vec<Shared> {
+        let mut activity = Vec::new();
+        for g in self.plan.groups() {
+            let tag = Tag::latency(Label::group(&g.name));
+            let users = merged.users.get(&tag.to_string()).copied();
+            if let Some(a) = self.active.get(g.index) {
+                a.store(users.unwrap_or(0), Ordering::Relaxed);
+            }
+            self.steer.running(g.index, users.unwrap_or(0) > 0);
+            if let Some(users) = users {
+                let errors = merged.errors.get(&tag.to_string()).copied().unwrap_or(0);
+                activity.push(Activity { tag, users, errors });
+            }
+        }
+        let mut hists = Vec::new();
+        for (text, h) in &merged.hists {
+            let tag = Tag::parse(text);
+            if !tag.warmup {
+                match self.whole.get_mut(text) {
+                    Some(w) => {
+                        let _ = w.add(h);
+                    }
+                    None => {
+                        self.whole.insert(text.clone(), h.clone());
+                    }
+                }
+            }
+            hists.push(IntervalHist {
+                tag,
+                hist: h.clone(),
+            });
+        }
+        let batch = Arc::new(IntervalBatch {
+            start_epoch_us: start_us,
+            duration: std::time::Duration::from_micros(length_us),
+            hists,
+            activity,
+            spares: Spares::default(),
+        });
+        self.last = self.totals(&merged.tallies);
+        let (totals, segments) = &self.last;
+        let event = RunEvent::Interval(Closed {
+            batch: &batch,
+            totals,
+            segments,
+            elapsed: self.began.elapsed(),
+        });
+        for o in &mut self.outputs {
+            o.event(&event);
+        }
+        let Some(control) = self.control.as_mut() else {
+            return Vec::new();
+        };
+        let splits = control.at_interval(start_us + length_us);
+        let mut shared = Vec::new();
+        for split in splits {
+            self.show(&RunEvent::Notice(&Notice::Changed(split.clone())));
+            shared.push(self.shared(split));
+        }
+        shared
+    }
+
+    /// The run ended as `words` say (`code`), its merged run in `dir`: the page says so, the
+    /// metrics are pushed and scraped a last time.
+    pub(super) async fn end(mut self, (words, code): (&str, i32), dir: &Path) {
+        let batch = Arc::new(IntervalBatch {
+            start_epoch_us: crate::coordinate::now_us(),
+            duration: std::time::Duration::ZERO,
+            hists: Vec::new(),
+            activity: Vec::new(),
+            spares: Spares::default(),
+        });
+        let (totals, segments) = std::mem::take(&mut self.last);
+        self.show(&RunEvent::End(Closed {
+            batch: &batch,
+            totals: &totals,
+            segments: &segments,
+            elapsed: self.began.elapsed(),
+        }));
+        if let Some((page, endpoint)) = self.page.take() {
+            page.end(words, code, dir, crate::rundir::File::Report.name());
+            endpoint.close();
+        }
+        let pushed = self.metrics.take().and_then(|m| {
+            let families = m.exporter.families();
+            m.pusher
+                .map(|p| tokio::task::spawn_blocking(move || p.finish(families)))
+        });
+        if let Some(p) = pushed {
+            let _ = p.await;
+        }
+        if let Some(e) = self.scrape.take() {
+            let _ = tokio::task::spawn_blocking(move || e.close()).await;
+        }
+    }
+
+    fn show(&mut self, event: &RunEvent<'_>) {
+        for o in &mut self.outputs {
+            o.event(event);
+        }
+    }
+
+    /// The run's totals (by `GroupPlan::index`) and its rows of changes: the parts' tallies
+    /// around the histograms added so far.
+    fn totals(&self, tallies: &[(Label, Tally)]) -> (Vec<GroupMetrics>, Vec<Segment>) {
+        let metrics = |label: &Label, t: &Tally, open: bool| {
+            let hist = |series| {
+                self.whole
+                    .get(&Tag::new(label.clone(), series, false).to_string())
+                    .cloned()
+                    .unwrap_or_else(crate::metrics::new_histogram)
+            };
+            t.clone()
+                .into_metrics(hist(Series::Latency), open.then(|| hist(Series::Service)))
+        };
+        let n = self.plan.groups().map(|g| g.index + 1).max().unwrap_or(0);
+        let mut totals = vec![GroupMetrics::default(); n];
+        let mut segments = Vec::new();
+        for g in self.plan.groups() {
+            let open = g.rate.is_some();
+            let own = Label::group(&g.name);
+            for (label, t) in tallies {
+                let m = || metrics(label, t, open);
+                match label {
+                    _ if *label == own => {
+                        let kinds = std::mem::take(&mut totals[g.index].kinds);
+                        totals[g.index] = m();
+                        totals[g.index].kinds = kinds;
+                    }
+                    Label::Kind { group, kind } if own.group_row() == Some(group) => {
+                        totals[g.index].kinds.insert(kind.clone(), m());
+                    }
+                    // A change's row (a rate step's group is never changed).
+                    Label::Group(row)
+                        if g.step_of.is_none() && row.name == g.name && row.at.is_some() =>
+                    {
+                        segments.push(Segment {
+                            group: g.index,
+                            label: label.clone(),
+                            since_us: t.first_start_us,
+                            until_us: t.last_end_us,
+                            metrics: m(),
+                        });
+                    }
+                    _ => {}
+                }
+            }
+        }
+        (totals, segments)
+    }
+
+    /// A change made on the whole run, with each part's share of it as `--parts` shares the
+    /// profile's users (and a rate with them).
+    fn shared(&self, split: Split) -> Shared {
+        let threads = self
+            .plan
+            .groups()
+            .find(|g| g.index == split.group)
+            .map_or(self.parts, |g| g.threads);
+        let shares = (0..self.parts)
+            .map(|index| {
+                let part = Part {
+                    index,
+                    count: self.parts,
+                };
+                match split.setting {
+                    Setting::Rate => {
+                        split.to * f64::from(part.share(threads)) / f64::from(threads.max(1))
+                    }
+                    #[allow(clippy::cast_precision_loss)]
+                    Setting::Users => {
+                        part.share(u32::try_from(crate::num::whole(split.to)).unwrap_or(u32::MAX))
+                            as f64
+                    }
+                }
+            })
+            .collect();
+        Shared {
+            number: 0,
+            group: split.group,
+            name: split.name,
+            setting: split.setting,
+            from: split.from,
+            to: split.to,
+            shares,
+            who: split.who,
+            before: split.before,
+            after: split.after,
+        }
+    }
+}
