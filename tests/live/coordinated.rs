@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use mongodb::bson::doc;
 
-const TOKEN: &str = "0123456789abcdef-test-token";
+pub(crate) const TOKEN: &str = "0123456789abcdef-test-token";
 
 /// The coordinator, on a free loopback port; returns it and its URL once it listens.
 fn coordinator(profile: &Path, uri: &str, out: &Path, extra: &[&str]) -> (Child, String) {
@@ -85,14 +85,14 @@ pub(crate) fn merge_of(dirs: &[PathBuf], out: &Path) -> serde_json::Value {
 
 /// A coordinator and its three parts (`part-0` .. `part-2` in `tmp`), each asking for its
 /// index, started on `groups`.
-struct Three {
-    coord: Child,
-    parts: Vec<Child>,
-    dirs: Vec<PathBuf>,
-    out: PathBuf,
+pub(crate) struct Three {
+    pub(crate) coord: Child,
+    pub(crate) parts: Vec<Child>,
+    pub(crate) dirs: Vec<PathBuf>,
+    pub(crate) out: PathBuf,
 }
 
-fn three(tmp: &Path, server: &TestServer, db: &str, groups: &str, extra: &[&str]) -> Three {
+pub(crate) fn three(tmp: &Path, server: &TestServer, db: &str, groups: &str, extra: &[&str]) -> Three {
     let profile = common::profile(tmp, db, "drop = true", groups);
     let out = tmp.join("coordinated");
     let (coord, url) = coordinator(&profile, &server.uri, &out, extra);

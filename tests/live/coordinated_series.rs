@@ -37,7 +37,7 @@ threads = 1
 duration = "10s"
 "#;
 
-fn epoch_ms() -> i64 {
+pub(crate) fn epoch_ms() -> i64 {
     i64::try_from(
         SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -48,10 +48,10 @@ fn epoch_ms() -> i64 {
 }
 
 /// `opcounters.insert` as read, with the time (epoch ms) it was read at.
-type Readings = Arc<Mutex<Vec<(i64, i64)>>>;
+pub(crate) type Readings = Arc<Mutex<Vec<(i64, i64)>>>;
 
 /// `opcounters.insert` every 100 ms until `done`, with the time it was read.
-fn inserts_read_beside(
+pub(crate) fn inserts_read_beside(
     uri: String,
     done: Arc<AtomicBool>,
 ) -> (std::thread::JoinHandle<()>, Readings) {

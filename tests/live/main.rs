@@ -19,6 +19,8 @@
 //! - `counts`: documents and opcounters against the tool's counts
 //! - `coordinated`: a coordinator and three parts: counts, `merge` of the parts and the
 //!   server agree; a part killed mid-run; a wrong token, a taken index, parts that never come
+//! - `coordinated_live`: the coordinator's live page and metrics equal the merged run; a rate
+//!   change on its page split over the parts, the server's count within 2 % of it.
 //! - `coordinated_hosts`: three parts in network namespaces of their own (hosts with their own
 //!   addresses and names): counts, every interval said live equal to `merge`, clocks
 //! - `coordinated_series`: `sweep` across three parts against the scalability law's proxy:
@@ -82,6 +84,7 @@ mod change_streams;
 mod compare;
 mod coordinated;
 mod coordinated_hosts;
+mod coordinated_live;
 mod coordinated_series;
 mod coordinated_tls;
 mod counts;

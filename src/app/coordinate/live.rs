@@ -248,7 +248,18 @@ impl Live {
         let mut shared = Vec::new();
         for split in splits {
             self.show(&RunEvent::Notice(&Notice::Changed(split.clone())));
-            shared.push(self.shared(split));
+            let change = crate::summary::Change::from(&split).text();
+            let c = self.shared(split);
+            let shares: Vec<String> = c
+                .shares
+                .iter()
+                .map(|v| crate::summary::Change::value_text(c.setting, *v))
+                .collect();
+            errln!(
+                "live: {change}; each part's share: {}",
+                shares.join(", ")
+            );
+            shared.push(c);
         }
         shared
     }
