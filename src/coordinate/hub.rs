@@ -960,7 +960,10 @@ mod tests {
         let [(label, t)] = &series.tallies[..] else {
             panic!("{:?}", series.tallies)
         };
-        assert_eq!((label, t.samples, t.sent_bytes), (&Label::group("g"), 3, 20));
+        assert_eq!(
+            (label, t.samples, t.sent_bytes),
+            (&Label::group("g"), 3, 20)
+        );
         // A change made on the coordinator's page is in every answer from then on.
         let change = Shared {
             number: 0,
@@ -982,7 +985,13 @@ mod tests {
                 what: What::Beat,
             })
             .unwrap();
-        assert_eq!(answer.changes, [Shared { number: 1, ..change }]);
+        assert_eq!(
+            answer.changes,
+            [Shared {
+                number: 1,
+                ..change
+            }]
+        );
     }
 
     fn hub_value(v: u64) -> u64 {

@@ -465,7 +465,11 @@ impl Link {
         use std::sync::atomic::Ordering;
         let changes = self.changes.lock().unwrap_or_else(|e| e.into_inner());
         let made = self.made.load(Ordering::Acquire);
-        let new: Vec<Shared> = changes.iter().filter(|c| c.number > made).cloned().collect();
+        let new: Vec<Shared> = changes
+            .iter()
+            .filter(|c| c.number > made)
+            .cloned()
+            .collect();
         if let Some(last) = new.last() {
             self.made.store(last.number, Ordering::Release);
         }

@@ -26,8 +26,8 @@ use serde::{Deserialize, Serialize};
 use crate::cli::RunArgs;
 use crate::metrics::tally::Tally;
 use crate::metrics::Label;
-use crate::vocab::Setting;
 use crate::plan::series::StepSpec;
+use crate::vocab::Setting;
 
 /// What a coordinator and its parts must agree on: the tool's version.
 pub(crate) const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -18,7 +18,7 @@ use super::pacer::Schedule;
 
 /// What a running group is now, as a change reads it.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) enum Now {
+pub enum Now {
     /// Open loop: operations per second.
     Rate(f64),
     /// Closed loop: users wanted.
@@ -27,7 +27,7 @@ pub(crate) enum Now {
 
 /// What the live page's control changes: the groups of a run here (`Steer`), or a coordinated
 /// run's whole, which its coordinator splits over the parts.
-pub(crate) trait Steers: Send + Sync {
+pub trait Steers: Send + Sync {
     /// The group now, while it runs; None before it starts and after it ends.
     fn now(&self, g: usize) -> Option<Now>;
     /// A running open-loop group's rate from `at` on; false when it does not run now.

@@ -80,7 +80,12 @@ pub struct Seen {
 }
 
 impl Seen {
-    pub(crate) fn add(map: &mut BTreeMap<FailureKind, Seen>, kind: FailureKind, count: u64, message: &str) {
+    pub(crate) fn add(
+        map: &mut BTreeMap<FailureKind, Seen>,
+        kind: FailureKind,
+        count: u64,
+        message: &str,
+    ) {
         if let Some(seen) = map.get_mut(&kind) {
             seen.count += count;
         } else if map.len() < MAX_FAILURE_KINDS {

@@ -13,8 +13,8 @@ pub(crate) mod metric;
 pub mod output;
 pub(crate) mod recorder;
 pub(crate) mod row;
-pub(crate) mod tally;
 pub mod sample;
+pub(crate) mod tally;
 pub(crate) mod timing;
 
 pub use clock::Clock;

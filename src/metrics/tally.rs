@@ -239,8 +239,10 @@ mod tests {
         assert_eq!(back.errors_by_class, one.errors_by_class);
         assert_eq!(back.failures, one.failures);
         // A part with nothing yet adds nothing but its missed operations.
-        let mut empty = Tally::default();
-        empty.missed = 2;
+        let mut empty = Tally {
+            missed: 2,
+            ..Tally::default()
+        };
         empty.add(&Tally::of(&a));
         assert_eq!((empty.samples, empty.missed), (a.samples, 2 + a.missed));
     }

@@ -564,7 +564,10 @@ fn steerable<'r>(
         ));
     }
     if let Some(why) = (ask.setting == Setting::Users)
-        .then(|| run.steer.refuse_users(crate::num::whole(ask.to).try_into().unwrap_or(u32::MAX)))
+        .then(|| {
+            run.steer
+                .refuse_users(crate::num::whole(ask.to).try_into().unwrap_or(u32::MAX))
+        })
         .flatten()
     {
         return Err((409, why));

@@ -199,7 +199,7 @@ impl Page {
 
     /// A new run begins (a repetition, or a series' step): the history starts again with it.
     /// `steerable`: its groups may be changed (with `--live-control`).
-    pub(crate) fn begin_run(
+    pub fn begin_run(
         &self,
         plan: &RunPlan,
         title: Option<String>,

@@ -92,7 +92,13 @@ pub(crate) struct Three {
     pub(crate) out: PathBuf,
 }
 
-pub(crate) fn three(tmp: &Path, server: &TestServer, db: &str, groups: &str, extra: &[&str]) -> Three {
+pub(crate) fn three(
+    tmp: &Path,
+    server: &TestServer,
+    db: &str,
+    groups: &str,
+    extra: &[&str],
+) -> Three {
     let profile = common::profile(tmp, db, "drop = true", groups);
     let out = tmp.join("coordinated");
     let (coord, url) = coordinator(&profile, &server.uri, &out, extra);

@@ -26,8 +26,8 @@ fn sample(text: &str, name: &str, has: &[&str]) -> Option<f64> {
 /// 600/s over three parts (2 users each), raised to 900/s on the coordinator's page after four
 /// merged intervals: each part's share goes to 300/s, and the server counts 900/s within 2 %.
 #[test]
-fn the_coordinators_page_and_metrics_are_the_merged_run_and_a_rate_change_is_split_over_the_parts(
-) {
+fn the_coordinators_page_and_metrics_are_the_merged_run_and_a_rate_change_is_split_over_the_parts()
+{
     let Some(server) = TestServer::start_alone() else {
         return common::skipped("MONGO_STRESS_SKIP_LIVE");
     };
@@ -86,7 +86,9 @@ fn the_coordinators_page_and_metrics_are_the_merged_run_and_a_rate_change_is_spl
     reader.join().unwrap();
     assert_eq!(code, Some(0), "the coordinator failed: {said}");
     assert!(
-        said.contains("live: insert 600/s -> 900/s (api 127.0.0.1); each part's share: 300/s, 300/s, 300/s"),
+        said.contains(
+            "live: insert 600/s -> 900/s (api 127.0.0.1); each part's share: 300/s, 300/s, 300/s"
+        ),
         "{said}"
     );
 
@@ -100,7 +102,10 @@ fn the_coordinators_page_and_metrics_are_the_merged_run_and_a_rate_change_is_spl
         let own = read_json(&d.join("summary.json"));
         let fast = row(&own, "insert@900/s");
         let rate = fast["throughput"].as_f64().unwrap();
-        assert!((285.0..=312.0).contains(&rate), "a part's share ran at {rate}/s");
+        assert!(
+            (285.0..=312.0).contains(&rate),
+            "a part's share ran at {rate}/s"
+        );
         assert_eq!(
             samples(&own, "insert@600/s") + samples(&own, "insert@900/s"),
             samples(&own, "insert")
@@ -127,7 +132,10 @@ fn the_coordinators_page_and_metrics_are_the_merged_run_and_a_rate_change_is_spl
         .map(|(_, d)| d.clone())
         .expect("a state");
     assert_eq!(last["totals"]["insert"]["samples"].as_u64(), Some(whole));
-    assert_eq!(last["totals"]["insert@900/s"]["samples"].as_u64(), Some(parts_fast));
+    assert_eq!(
+        last["totals"]["insert@900/s"]["samples"].as_u64(),
+        Some(parts_fast)
+    );
     let changes: Vec<_> = seen.iter().filter(|(n, _)| n == "change").collect();
     assert_eq!(changes.len(), 1, "{changes:?}");
     let ops = sample(

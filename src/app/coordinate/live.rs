@@ -140,7 +140,8 @@ impl Live {
         }
         let parts = args.parts.unwrap_or(1);
         let groups = plan.groups().map(|g| g.index + 1).max().unwrap_or(0);
-        let active: Arc<Vec<AtomicU32>> = Arc::new((0..groups).map(|_| AtomicU32::new(0)).collect());
+        let active: Arc<Vec<AtomicU32>> =
+            Arc::new((0..groups).map(|_| AtomicU32::new(0)).collect());
         Ok(Some(Live {
             plan: Arc::new(plan.clone()),
             parts,
@@ -255,10 +256,7 @@ impl Live {
                 .iter()
                 .map(|v| crate::summary::Change::value_text(c.setting, *v))
                 .collect();
-            errln!(
-                "live: {change}; each part's share: {}",
-                shares.join(", ")
-            );
+            errln!("live: {change}; each part's share: {}", shares.join(", "));
             shared.push(c);
         }
         shared
@@ -371,11 +369,9 @@ impl Live {
                     Setting::Rate => {
                         split.to * f64::from(part.share(threads)) / f64::from(threads.max(1))
                     }
-                    #[allow(clippy::cast_precision_loss)]
-                    Setting::Users => {
-                        part.share(u32::try_from(crate::num::whole(split.to)).unwrap_or(u32::MAX))
-                            as f64
-                    }
+                    Setting::Users => f64::from(
+                        part.share(u32::try_from(crate::num::whole(split.to)).unwrap_or(u32::MAX)),
+                    ),
                 }
             })
             .collect();

@@ -227,9 +227,9 @@ async fn steer(
                     }
                 }
                 News::Started { .. } => {
-                        if let Some(l) = live.as_deref_mut() {
-                            l.begin();
-                        }
+                    if let Some(l) = live.as_deref_mut() {
+                        l.begin();
+                    }
                 }
                 News::Interval {
                     start_us, series, ..
@@ -408,7 +408,10 @@ pub(super) fn plan_doc(
     let series_live = |given: bool| given && series.is_some();
     for (given, what) in [
         (series_live(args.live.is_some()), "--live"),
-        (series_live(args.metrics_listen.is_some()), "--metrics-listen"),
+        (
+            series_live(args.metrics_listen.is_some()),
+            "--metrics-listen",
+        ),
         (series_live(args.metrics_push.is_some()), "--metrics-push"),
         (args.tsv.is_some(), "--tsv"),
         (args.json.is_some(), "--json"),
@@ -420,7 +423,12 @@ pub(super) fn plan_doc(
     ] {
         if given {
             return Err(Error::Usage(format!(
-                "{what} is not yet served by a coordinator (its console says each merged interval, and its run directory is the merged run)\n  fix: leave out {what}; read the merged run directory afterwards (mongo-stress report, compare)"
+                "{what} is not yet served by {}\n  fix: leave out {what}; read the merged run directory afterwards (mongo-stress report, compare)",
+                if series.is_some() {
+                    "the coordinator of a sweep or capacity search (its console says each step, and each step's directory is the merged run)"
+                } else {
+                    "a coordinator (its console says each merged interval, and its run directory is the merged run)"
+                }
             )));
         }
     }
@@ -597,9 +605,11 @@ pub(crate) async fn part(args: PartArgs, stop: CancellationToken) -> Result<i32,
     let (series, live) = (doc.series, doc.live);
     let link = {
         let stop = stop.clone();
-        tokio::task::spawn_blocking(move || coordinator.join((index, series.is_some(), live), host, stop))
-            .await
-            .map_err(|e| Error::Other(e.into()))??
+        tokio::task::spawn_blocking(move || {
+            coordinator.join((index, series.is_some(), live), host, stop)
+        })
+        .await
+        .map_err(|e| Error::Other(e.into()))??
     };
     let clock = link.clock();
     if !args.quiet {

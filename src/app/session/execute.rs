@@ -341,7 +341,8 @@ impl<B: Backend + Clone> Session<'_, B> {
         }
         if let Some(link) = &self.opts.link {
             link.attach(run_stop.clone(), Arc::clone(stopped_early));
-            let mut names = vec![String::new(); plan.groups().map(|g| g.index + 1).max().unwrap_or(0)];
+            let mut names =
+                vec![String::new(); plan.groups().map(|g| g.index + 1).max().unwrap_or(0)];
             for g in plan.groups() {
                 names[g.index].clone_from(&g.name);
             }
