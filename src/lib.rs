@@ -41,6 +41,7 @@ pub(crate) mod num;
 pub mod ops;
 pub mod plan;
 pub(crate) mod redact;
+pub(crate) mod serve;
 pub mod report;
 pub mod rundir;
 pub mod samplelog;

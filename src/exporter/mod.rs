@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use text::{Family, Kind, Sample};
 
 use crate::error::Error;
+use axum::response::IntoResponse;
 use crate::metrics::{Flow, GroupMetrics, Output, RunEvent};
 use crate::monitor::{ResourceRow, RowSink};
 use crate::plan::RunPlan;
@@ -163,72 +164,59 @@ impl Exporter {
     /// Serves `/metrics` on `addr` until the returned endpoint is stopped. A port that cannot
     /// be had is a usage error (nothing has run yet).
     pub(crate) fn serve(&self, addr: SocketAddr) -> Result<Endpoint, Error> {
-        let server = tiny_http::Server::http(addr).map_err(|e| {
+        let router = axum::Router::new()
+            .route("/metrics", axum::routing::get(scrape))
+            .fallback(|| async {
+                (
+                    axum::http::StatusCode::NOT_FOUND,
+                    "mongo-stress: the metrics are at /metrics\n",
+                )
+            })
+            .with_state(self.clone());
+        let served = crate::serve::serve(addr, router, "metrics-endpoint").map_err(|e| {
             Error::Usage(format!(
                 "--metrics-listen {addr}: cannot listen there ({e})\n  fix: choose a free port (e.g. --metrics-listen 127.0.0.1:9464), or stop what holds port {}",
                 addr.port()
             ))
         })?;
-        // The port it got (a port 0 asks for any free one).
-        let addr = server.server_addr().to_ip().unwrap_or(addr);
-        let server = Arc::new(server);
-        let (srv, me) = (Arc::clone(&server), self.clone());
-        let thread = std::thread::Builder::new()
-            .name("metrics-endpoint".into())
-            .spawn(move || {
-                for req in srv.incoming_requests() {
-                    me.answer(req);
-                }
-            })
-            .map_err(|e| Error::Other(e.into()))?;
         Ok(Endpoint {
-            server,
-            thread: Some(thread),
+            addr: served.addr,
+            served,
             exporter: self.clone(),
-            addr,
         })
     }
+}
 
-    fn answer(&self, req: tiny_http::Request) {
-        let path = req.url().split('?').next().unwrap_or("");
-        if path != "/metrics" {
-            let r = tiny_http::Response::from_string("mongo-stress: the metrics are at /metrics\n")
-                .with_status_code(404);
-            let _ = req.respond(r);
-            return;
-        }
-        let om = req.headers().iter().any(|h| {
-            h.field.equiv("Accept") && h.value.as_str().contains("application/openmetrics-text")
-        });
-        let (families, version) = self.snapshot();
-        let (body, ctype) = {
-            if om {
-                (
-                    text::openmetrics(&families),
-                    "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                )
-            } else {
-                (
-                    text::prometheus(&families),
-                    "text/plain; version=0.0.4; charset=utf-8",
-                )
-            }
-        };
-        let header = tiny_http::Header::from_bytes(&b"Content-Type"[..], ctype.as_bytes())
-            .expect("a valid header");
-        if req
-            .respond(tiny_http::Response::from_string(body).with_header(header))
-            .is_ok()
-        {
-            self.served.fetch_max(version, Ordering::Relaxed);
-        }
-    }
+/// `GET /metrics`: Prometheus's text format, or OpenMetrics when the scraper asks for it.
+async fn scrape(
+    axum::extract::State(me): axum::extract::State<Exporter>,
+    headers: axum::http::HeaderMap,
+) -> axum::response::Response {
+    let om = headers
+        .get_all(axum::http::header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.contains("application/openmetrics-text"));
+    let (families, version) = me.snapshot();
+    let (body, ctype) = if om {
+        (
+            text::openmetrics(&families),
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )
+    } else {
+        (
+            text::prometheus(&families),
+            "text/plain; version=0.0.4; charset=utf-8",
+        )
+    };
+    // Counted as served once handed over: a scraper that asked has it.
+    me.served.fetch_max(version, Ordering::Relaxed);
+    ([(axum::http::header::CONTENT_TYPE, ctype)], body).into_response()
 }
 
 /// The scrape endpoint of a run.
 pub struct Endpoint {
-    server: Arc<tiny_http::Server>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    served: crate::serve::Served,
     exporter: Exporter,
     pub addr: SocketAddr,
 }
@@ -238,23 +226,13 @@ pub(crate) const LINGER: Duration = Duration::from_secs(3);
 
 impl Endpoint {
     /// Closes the endpoint once a scrape has seen the final numbers, or after `LINGER`.
-    pub(crate) fn close(mut self) {
+    pub(crate) fn close(self) {
         let last = lock(&self.exporter.state).version;
         let deadline = Instant::now() + LINGER;
         while self.exporter.served.load(Ordering::Relaxed) < last && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(50));
         }
-        self.server.unblock();
-        // A client that stopped reading may hold the thread in a write: it is not waited for.
-        if let Some(t) = self.thread.take() {
-            let deadline = Instant::now() + Duration::from_secs(1);
-            while !t.is_finished() && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            if t.is_finished() {
-                let _ = t.join();
-            }
-        }
+        self.served.close();
     }
 }
 

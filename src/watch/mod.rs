@@ -20,7 +20,6 @@ mod frames;
 mod http;
 
 use std::net::SocketAddr;
-use std::sync::mpsc::SyncSender;
 use std::sync::{Arc, Mutex};
 
 use tokio_util::sync::CancellationToken;
@@ -97,7 +96,7 @@ pub struct PageRun {
 }
 
 /// A new viewer's history, and its queue of the events to come.
-type Subscribed = (Vec<Arc<str>>, std::sync::mpsc::Receiver<Arc<str>>);
+type Subscribed = (Vec<Arc<str>>, tokio::sync::mpsc::Receiver<Arc<str>>);
 
 /// A viewer's queue of events: one that falls this far behind is dropped.
 const VIEWER_QUEUE: usize = 1024;
@@ -125,7 +124,7 @@ struct State {
     history: Vec<Arc<str>>,
     /// Where the last `state` is in the history (the only one kept).
     state_at: Option<usize>,
-    viewers: Vec<SyncSender<Arc<str>>>,
+    viewers: Vec<tokio::sync::mpsc::Sender<Arc<str>>>,
     run: Option<RunNow>,
     /// Changes asked for, made at the next interval's end.
     pending: Vec<events::Pending>,
@@ -375,7 +374,7 @@ impl Page {
                 http::MAX_VIEWERS
             ));
         }
-        let (tx, rx) = std::sync::mpsc::sync_channel(VIEWER_QUEUE);
+        let (tx, rx) = tokio::sync::mpsc::channel(VIEWER_QUEUE);
         if !st.ended {
             st.viewers.push(tx);
         }

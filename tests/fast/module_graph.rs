@@ -160,6 +160,7 @@ const RANKS: &[(&str, u32)] = &[
     ("driver_error", 1),
     ("server", 1),
     ("metrics", 1),
+    ("serve", 1),
     ("monitor", 2),
     ("samplelog", 2),
     ("plan", 3),
