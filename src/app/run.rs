@@ -62,7 +62,12 @@ pub(crate) async fn run_linked(
     }
     let out_dir = out_dir_path(args.out.as_deref(), &plan);
     // Live metrics and the live page: their ports are taken before anything is created or run.
-    let (live, endpoint) = live_metrics(&args, &plan, &out_dir)?;
+    // A coordinated part serves neither: its coordinator serves the whole run's.
+    let (live, endpoint) = if opts.link.is_some() {
+        (None, None)
+    } else {
+        live_metrics(&args, &plan, &out_dir)?
+    };
     let page = live_page(&args, &stop, "run")?;
     // New, or empty: a run never mixes with another's files; and one that fails before it
     // measured anything (the server unreachable, a refusal at setup) leaves nothing behind.

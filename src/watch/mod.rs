@@ -8,7 +8,7 @@
 //! recorder hands them to `latency.hlog` (their counts and percentiles, read with the function the
 //! report reads the log with), the run's totals as rows (`summary::rows`, the summary's own), the
 //! sampler's rows. They are made once per interval on the recorder's task, whatever the number of
-//! viewers; each viewer is a thread of the endpoint that writes them out, and one that cannot
+//! viewers; each viewer's stream is a response body fed by its queue, and one that cannot
 //! keep up is dropped (its page reconnects and is sent the history again), never waited for.
 //!
 //! Owns: the endpoint, the events and their history, who may watch and steer, and a change from
@@ -114,7 +114,7 @@ struct Inner {
     stop: CancellationToken,
     /// The address bound (its port when 0 was asked for).
     bound: std::sync::OnceLock<SocketAddr>,
-    /// Event streams being written now (their threads), at most `http::MAX_VIEWERS`.
+    /// Event streams being written now, at most `http::MAX_VIEWERS`.
     streams: std::sync::atomic::AtomicUsize,
 }
 
@@ -336,7 +336,7 @@ impl Page {
         self.publish(event);
         let mut st = lock(&self.inner.state);
         st.ended = true;
-        // Each viewer's thread writes what is queued, then ends its stream.
+        // Each viewer's stream sends what is queued, then ends.
         st.viewers.clear();
     }
 
