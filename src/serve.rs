@@ -33,30 +33,30 @@ pub(crate) fn serve(addr: SocketAddr, router: axum::Router, name: &str) -> std::
             return;
         };
         let app = router.into_make_service_with_connect_info::<SocketAddr>();
-        let server = axum::serve(listener, app).with_graceful_shutdown(until.clone().cancelled_owned());
+        let server =
+            axum::serve(listener, app).with_graceful_shutdown(until.clone().cancelled_owned());
         tokio::select! {
             _ = server => {}
             () = async { until.cancelled().await; tokio::time::sleep(GRACE).await } => {}
         }
     };
-    let thread = match tokio::runtime::Handle::try_current() {
-        Ok(h) => {
-            h.spawn(served);
-            None
-        }
-        Err(_) => Some(
-            std::thread::Builder::new()
-                .name(name.to_string())
-                .spawn(move || {
+    let thread =
+        match tokio::runtime::Handle::try_current() {
+            Ok(h) => {
+                h.spawn(served);
+                None
+            }
+            Err(_) => Some(std::thread::Builder::new().name(name.to_string()).spawn(
+                move || {
                     if let Ok(rt) = tokio::runtime::Builder::new_current_thread()
                         .enable_all()
                         .build()
                     {
                         rt.block_on(served);
                     }
-                })?,
-        ),
-    };
+                },
+            )?),
+        };
     Ok(Served { addr, stop, thread })
 }
 

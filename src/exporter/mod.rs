@@ -19,11 +19,11 @@ use std::time::{Duration, Instant};
 use text::{Family, Kind, Sample};
 
 use crate::error::Error;
-use axum::response::IntoResponse;
 use crate::metrics::{Flow, GroupMetrics, Output, RunEvent};
 use crate::monitor::{ResourceRow, RowSink};
 use crate::plan::RunPlan;
 use crate::workload::op::OpName;
+use axum::response::IntoResponse;
 
 /// Upper bounds of the latency buckets, in seconds: from 25 µs up by 5 % to past 2 minutes,
 /// so `histogram_quantile` lands within 5 % of the summary's percentiles.

@@ -158,7 +158,9 @@ async fn answer(
             }
             let who = who(&headers, from);
             if p == "/api/stop" {
-                errln!("live: stop asked ({who}): finishing operations in flight, then the summary");
+                errln!(
+                    "live: stop asked ({who}): finishing operations in flight, then the summary"
+                );
                 page.inner.stop.cancel();
                 return reply(
                     202,
@@ -306,9 +308,8 @@ fn who(headers: &HeaderMap, from: SocketAddr) -> String {
 
 /// `{"rate": R}` or `{"users": N}`: one of the two, a number within the tool's bounds.
 async fn read_ask(body: Body) -> Result<Ask, String> {
-    let over = || {
-        format!("the body is over {MAX_BODY} bytes; send {{\"rate\": R}} or {{\"users\": N}}")
-    };
+    let over =
+        || format!("the body is over {MAX_BODY} bytes; send {{\"rate\": R}} or {{\"users\": N}}");
     let bytes = axum::body::to_bytes(body, MAX_BODY)
         .await
         .map_err(|_| over())?;

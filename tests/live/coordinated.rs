@@ -213,14 +213,15 @@ fn three_parts_joined_to_a_coordinator_are_one_run_equal_to_the_merge_of_their_d
         for key in [
             "samples",
             "errors",
-            "p50",
-            "p90",
-            "p99",
-            "max",
-            "mean",
+            "median_ms",
+            "p90_ms",
+            "p99_ms",
+            "max_ms",
+            "average_ms",
             "throughput",
-            "histogram",
+            "latency_hdr",
         ] {
+            assert!(!a[key].is_null(), "{label}.{key} is in the summary");
             assert_eq!(a[key], b[key], "{label}.{key}");
         }
     }

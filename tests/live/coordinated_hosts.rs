@@ -261,13 +261,17 @@ fn three_parts_on_hosts_of_their_own_are_one_run_exact_in_every_interval() {
     for key in [
         "samples",
         "errors",
-        "p50",
-        "p90",
-        "p99",
-        "max",
+        "median_ms",
+        "p90_ms",
+        "p99_ms",
+        "max_ms",
         "throughput",
-        "histogram",
+        "latency_hdr",
     ] {
+        assert!(
+            !row(&summary, "insert")[key].is_null(),
+            "{key} is in the summary"
+        );
         assert_eq!(
             row(&summary, "insert")[key],
             row(&by_merge, "insert")[key],

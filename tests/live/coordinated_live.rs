@@ -170,3 +170,131 @@ fn reqwest_get(port: u16, path: &str) -> String {
     assert_eq!(status, 200, "{body}");
     body
 }
+
+/// The start (epoch µs) of a part's last measured operation, from its samples.
+fn last_start_us(dir: &std::path::Path) -> u64 {
+    let text = std::fs::read_to_string(dir.join("samples.tsv")).expect("samples.tsv");
+    let mut lines = text.lines();
+    let head: Vec<&str> = lines.next().unwrap().split('\t').collect();
+    let at = |name: &str| head.iter().position(|h| *h == name).unwrap();
+    let (start, phase) = (at("start_us"), at("phase"));
+    lines
+        .map(|l| l.split('\t').collect::<Vec<_>>())
+        .filter(|c| c[phase] == "measure")
+        .map(|c| c[start].parse::<u64>().unwrap())
+        .max()
+        .expect("measured operations")
+}
+
+/// Part 2 reaches the server through a proxy that holds every 10th insert's reply 150 ms; parts
+/// 0 and 1 reach it directly. None of them alone breaks `insert.p99 < 100ms`, judged from 3 s
+/// on; their merged p99 does (a thirtieth of the whole held), so the coordinator stops all three
+/// within an interval of the breach.
+#[test]
+fn an_abort_on_the_merged_p99_stops_every_part_even_those_whose_own_p99_is_fine() {
+    let Some(server) = TestServer::start_alone() else {
+        return common::skipped("MONGO_STRESS_SKIP_LIVE");
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let db = unique_db("coordinated_p99");
+    let proxy = common::proxy::start_proxy(
+        common::proxy::port_of(&server.uri),
+        10,
+        Duration::from_millis(150),
+    );
+    let slow = format!("mongodb://127.0.0.1:{}/?directConnection=true", proxy.port);
+    let groups = "[[group]]\nname = \"insert\"\nop = \"insert\"\nthreads = 6\nrate = 300\nduration = \"20s\"\n\n[thresholds]\n\"insert.p99\" = { limit = \"< 100ms\", abort = true, after = \"3s\" }\n";
+    let profile = common::profile(tmp.path(), &db, "drop = true", groups);
+    let port = free_port();
+    let out = tmp.path().join("coordinated");
+    let coord = std::process::Command::new(bin_path())
+        .args(["run", profile.to_str().unwrap(), "--uri", &server.uri])
+        .args([
+            "--parts",
+            "3",
+            "--coordinator",
+            &format!("127.0.0.1:{port}"),
+        ])
+        .args(["--seed", "7", "--token", crate::coordinated::TOKEN])
+        .arg("--out")
+        .arg(&out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the coordinator");
+    let url = format!("http://127.0.0.1:{port}");
+    let dirs: Vec<_> = (0..3)
+        .map(|i| tmp.path().join(format!("part-{i}")))
+        .collect();
+    let parts: Vec<_> = (0..3u32)
+        .map(|i| {
+            let uri = if i == 2 {
+                slow.clone()
+            } else {
+                server.uri.clone()
+            };
+            std::process::Command::new(bin_path())
+                .args(["part", "--join", &url, "--token", crate::coordinated::TOKEN])
+                .args(["--index", &i.to_string(), "--join-wait", "30s", "--quiet"])
+                .args(["--uri", &uri])
+                .arg("--out")
+                .arg(&dirs[i as usize])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("a part")
+        })
+        .collect();
+    let mut coord = coord;
+    let err = std::io::BufReader::new(coord.stderr.take().unwrap());
+    let mut said = Vec::new();
+    let mut breach_us = None;
+    for l in std::io::BufRead::lines(err).map_while(Result::ok) {
+        if l.starts_with("stopping every part:") && breach_us.is_none() {
+            breach_us = Some(u64::try_from(epoch_ms()).unwrap() * 1000);
+        }
+        said.push(l);
+    }
+    let said = said.join("\n");
+    let code = coord.wait().unwrap().code();
+    assert_eq!(code, Some(4), "{said}");
+    assert!(
+        said.contains(
+            "stopping every part: threshold `insert.p99 < 100ms` failed on the whole run"
+        ),
+        "{said}"
+    );
+    let breach_us = breach_us.expect("the stop said");
+    let summary = read_json(&out.join("summary.json"));
+    let p99 = row(&summary, "insert")["p99_ms"].as_f64().unwrap();
+    assert!(p99 >= 100.0, "the merged p99 {p99} ms");
+    let mut last = Vec::new();
+    for (i, p) in parts.into_iter().enumerate() {
+        let (_, own_said) = finish(p);
+        let s = read_json(&dirs[i].join("summary.json"));
+        let stopped = s["runs"][0]["stopped_early"].to_string();
+        assert!(
+            stopped.contains("stopped early by the coordinator: threshold"),
+            "part {i}: {stopped}\n{own_said}"
+        );
+        let own = row(&s, "insert")["p99_ms"].as_f64().unwrap();
+        if i < 2 {
+            assert!(
+                own < 100.0,
+                "part {i}'s own p99 is {own} ms: it alone breaks the limit"
+            );
+        }
+        last.push(last_start_us(&dirs[i]));
+    }
+    // No operation of any part was due more than an interval (1 s) after the breach.
+    for (i, l) in last.iter().enumerate() {
+        assert!(
+            *l <= breach_us + 1_000_000,
+            "part {i} went on {} ms after the breach",
+            (*l).saturating_sub(breach_us) / 1000
+        );
+    }
+    let inserts = row(&summary, "insert")["samples"].as_u64().unwrap();
+    assert!(inserts < 300 * 12, "the run went on: {inserts} inserts");
+    assert_eq!(server.count(&db, "cities", mongodb::bson::doc! {}), inserts);
+}

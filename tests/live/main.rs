@@ -20,7 +20,8 @@
 //! - `coordinated`: a coordinator and three parts: counts, `merge` of the parts and the
 //!   server agree; a part killed mid-run; a wrong token, a taken index, parts that never come
 //! - `coordinated_live`: the coordinator's live page and metrics equal the merged run; a rate
-//!   change on its page split over the parts, the server's count within 2 % of it.
+//!   change on its page split over the parts, the server's count within 2 % of it; an abort on
+//!   the merged p99 (one part behind a delaying proxy) stopping every part within an interval.
 //! - `coordinated_hosts`: three parts in network namespaces of their own (hosts with their own
 //!   addresses and names): counts, every interval said live equal to `merge`, clocks
 //! - `coordinated_series`: `sweep` across three parts against the scalability law's proxy:
