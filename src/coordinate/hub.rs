@@ -136,6 +136,8 @@ struct Inner {
     tallies: BTreeMap<u32, Vec<(Label, Tally)>>,
     /// The changes made on the coordinator's page, for the parts to make.
     changes: Vec<Shared>,
+    /// A series' step stopped on every part (its number), and why.
+    step_stop: Option<(u32, String)>,
     last_tick: Option<Instant>,
 }
 
@@ -221,6 +223,7 @@ impl Hub {
                 keep_series: false,
                 tallies: BTreeMap::new(),
                 changes: Vec::new(),
+                step_stop: None,
                 last_tick: None,
             }),
         }
@@ -266,6 +269,22 @@ impl Hub {
         if !matches!(inner.phase, Phase::Stopped { .. }) {
             inner.phase = Phase::Stopped { why };
         }
+    }
+
+    /// The series' step under way stops on every part (the series goes on); the first reason
+    /// stays.
+    pub(crate) fn stop_step(&self, why: String) {
+        let mut inner = self.lock();
+        if let Phase::Started { step, .. } = inner.phase {
+            if inner.step_stop.as_ref().is_none_or(|(s, _)| *s != step) {
+                inner.step_stop = Some((step, why));
+            }
+        }
+    }
+
+    /// The length of an interval, microseconds.
+    pub(crate) fn interval_us(&self) -> u64 {
+        self.length_us
     }
 
     /// When the stages began, once they did.
@@ -505,6 +524,18 @@ impl Hub {
                 Some(spec) => Go::Step { spec: spec.clone() },
                 None => Go::Setup,
             },
+            Phase::Started { step, .. }
+                if inner.step_stop.as_ref().is_some_and(|(s, _)| s == step) =>
+            {
+                Go::StopStep {
+                    step: *step,
+                    why: inner
+                        .step_stop
+                        .as_ref()
+                        .map(|s| s.1.clone())
+                        .unwrap_or_default(),
+                }
+            }
             Phase::Started { step, at_us } => Go::Start {
                 step: *step,
                 at_us: *at_us,
@@ -1039,6 +1070,18 @@ mod tests {
                 panic!("step {n} did not start")
             };
             assert_eq!(say(&hub, 0, What::Beat), Go::Start { step: n, at_us });
+            // The whole step broke a threshold (step 2): every part stops it, the series goes on.
+            if n == 2 {
+                hub.stop_step("p99 over".into());
+                hub.stop_step("a second reason".into());
+                assert_eq!(
+                    say(&hub, 1, What::Beat),
+                    Go::StopStep {
+                        step: 2,
+                        why: "p99 over".into()
+                    }
+                );
+            }
             // The files of another step are not this one's.
             say(
                 &hub,

@@ -384,7 +384,7 @@ impl Link {
                         server: answer.now_us,
                         t1: now_us(),
                     });
-                    if let Go::Stop { why } = &answer.go {
+                    if let Some(why) = self.stop_in(&answer.go) {
                         self.obey(format!("stopped early by the coordinator: {why}"));
                     }
                     if !answer.changes.is_empty() {
@@ -476,10 +476,20 @@ impl Link {
         new
     }
 
-    /// The coordinator's order to stop, once it gave one.
+    /// The coordinator's order to stop, once it gave one: the run's, or the step's this part
+    /// runs.
     pub(crate) fn stop_order(&self) -> Option<String> {
-        match &*self.go.borrow() {
+        self.stop_in(&self.go.borrow())
+    }
+
+    fn stop_in(&self, go: &Go) -> Option<String> {
+        match go {
             Go::Stop { why } => Some(why.clone()),
+            Go::StopStep { step, why }
+                if *step == self.step.load(std::sync::atomic::Ordering::Relaxed) =>
+            {
+                Some(why.clone())
+            }
             _ => None,
         }
     }

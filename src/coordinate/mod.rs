@@ -250,6 +250,8 @@ pub(crate) enum Go {
     Finished,
     /// Stop (or do not begin): why.
     Stop { why: String },
+    /// A series' step under way stops (its whole run broke a threshold); the series goes on.
+    StopStep { step: u32, why: String },
 }
 
 /// Why a coordinator refused a request: said to the part, which says it.

@@ -170,6 +170,12 @@ async fn remote_step(
     // A lost part's share is said of the step's own load.
     let plan = &spec.plan(plan);
     let length_us = spec.length_ms.saturating_mul(1000);
+    // The step's abort thresholds and error stop, judged on the whole step as a step run here
+    // judges its own.
+    let (mut whole, _) = super::abort::WholeAbort::new(plan);
+    if whole.judges() {
+        hub.keep_series();
+    }
     let mut failure: Option<String> = None;
     let mut stopped_at: Option<Instant> = None;
     loop {
@@ -186,6 +192,16 @@ async fn remote_step(
                         hub.stop(format!("{why} (a step needs every part)"));
                         stopped_at.get_or_insert_with(Instant::now);
                         failure = Some(why);
+                    }
+                }
+                News::Interval {
+                    start_us,
+                    series: Some(s),
+                    ..
+                } => {
+                    if let Some(why) = whole.interval(*start_us, hub.interval_us(), s) {
+                        errln!("stopping step {} on every part: {why}", spec.number);
+                        hub.stop_step(why);
                     }
                 }
                 // The series says each step as a whole.

@@ -307,10 +307,9 @@ impl<B: Backend + Clone> Session<'_, B> {
         hlog: Option<ToLog>,
     ) -> Recorder {
         let plan = self.plan;
-        // A coordinated run's part leaves its error rate and abort thresholds to the
-        // coordinator, which judges the whole run; a part of a series judges its own share of
-        // each step (a step's stop is its own, not the series').
-        let own = self.opts.link.as_ref().is_none_or(|l| l.series);
+        // A coordinated part leaves its error rate and abort thresholds to the coordinator,
+        // which judges the whole run (or the whole of a series' step).
+        let own = self.opts.link.is_none();
         let watch = plan.stop_on_error_pct.filter(|_| own).map(|pct| {
             Box::new(ErrorGuard::new(
                 pct,
