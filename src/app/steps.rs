@@ -165,6 +165,16 @@ impl Series {
         crate::error::exit::INTERRUPTED
     }
 
+    /// The live page, and the title a step in `dir` is shown under.
+    pub(crate) fn step_page(&self, dir: &Path) -> Option<(crate::watch::Page, String)> {
+        let title = format!(
+            "{} step {}",
+            self.command,
+            dir.file_name().unwrap_or_default().to_string_lossy()
+        );
+        self.page.as_ref().map(|(p, _)| (p.clone(), title))
+    }
+
     /// A line on stderr, unless `--quiet`.
     pub(super) fn say(&self, msg: String) {
         if self.chatty {
@@ -214,13 +224,9 @@ impl Series {
             url: start::jtl_url(&server.uri, plan),
             injector: None,
             live: None,
-            page: self.page.as_ref().map(|(p, _)| crate::watch::PageRun {
-                page: p.clone(),
-                title: Some(format!(
-                    "{} step {}",
-                    self.command,
-                    dir.file_name().unwrap_or_default().to_string_lossy()
-                )),
+            page: self.step_page(dir).map(|(page, title)| crate::watch::PageRun {
+                page,
+                title: Some(title),
                 steerable: false,
             }),
             later_plans: Default::default(),

@@ -114,7 +114,11 @@ pub(super) struct Live {
     outputs: Vec<Box<dyn Output>>,
     control: Option<crate::watch::Control>,
     steer: Arc<Whole>,
-    page: Option<(crate::watch::Page, crate::watch::Endpoint)>,
+    page: Option<crate::watch::Page>,
+    /// The page's endpoint, when this run serves it (a series' step shows on its series').
+    endpoint: Option<crate::watch::Endpoint>,
+    /// The page's title of the run, and whether it may be changed.
+    title: (Option<String>, bool),
     metrics: Option<crate::exporter::Live>,
     scrape: Option<crate::exporter::Endpoint>,
     /// Users running by `GroupPlan::index`, as the exporter reads them.
@@ -138,41 +142,64 @@ impl Live {
         if metrics.is_none() && page.is_none() {
             return Ok(None);
         }
-        let parts = args.parts.unwrap_or(1);
+        let (page, endpoint) = page.unzip();
+        let mut live = Live::new(plan, args.parts.unwrap_or(1), page, (None, true));
+        live.endpoint = endpoint;
+        live.metrics = metrics;
+        live.scrape = scrape;
+        Ok(Some(live))
+    }
+
+    /// A series' step across `parts`, shown on the series' page under `title` (never changed).
+    pub(super) fn step(
+        plan: &RunPlan,
+        parts: u32,
+        (page, title): (crate::watch::Page, String),
+    ) -> Live {
+        Live::new(plan, parts, Some(page), (Some(title), false))
+    }
+
+    fn new(
+        plan: &RunPlan,
+        parts: u32,
+        page: Option<crate::watch::Page>,
+        title: (Option<String>, bool),
+    ) -> Live {
         let groups = plan.groups().map(|g| g.index + 1).max().unwrap_or(0);
-        let active: Arc<Vec<AtomicU32>> =
-            Arc::new((0..groups).map(|_| AtomicU32::new(0)).collect());
-        Ok(Some(Live {
+        Live {
             plan: Arc::new(plan.clone()),
             parts,
             outputs: Vec::new(),
             control: None,
             steer: Arc::new(Whole::new(plan, parts)),
             page,
-            metrics,
-            scrape,
-            active,
+            endpoint: None,
+            title,
+            metrics: None,
+            scrape: None,
+            active: Arc::new((0..groups).map(|_| AtomicU32::new(0)).collect()),
             whole: BTreeMap::new(),
             last: (Vec::new(), Vec::new()),
             began: std::time::Instant::now(),
-        }))
+        }
     }
 
     /// The stages began: the page's run and the metrics' feed from now.
     pub(super) fn begin(&mut self) {
-        if let Some((page, _)) = &self.page {
+        if let Some(page) = &self.page {
             let clock = crate::metrics::Clock::new();
+            let (title, steerable) = self.title.clone();
             let base = page.begin_run(
                 &self.plan,
-                None,
-                (Arc::clone(&self.steer) as Arc<dyn Steers>, clock, true),
+                title,
+                (Arc::clone(&self.steer) as Arc<dyn Steers>, clock, steerable),
             );
             self.outputs.push(Box::new(crate::watch::View::new(
                 page,
                 Arc::clone(&self.plan),
                 base,
             )));
-            if page.control() {
+            if page.control() && steerable {
                 self.control = Some(crate::watch::Control(page.clone()));
             }
         }
@@ -265,6 +292,36 @@ impl Live {
     /// The run ended as `words` say (`code`), its merged run in `dir`: the page says so, the
     /// metrics are pushed and scraped a last time.
     pub(super) async fn end(mut self, (words, code): (&str, i32), dir: &Path) {
+        self.last_shown();
+        if let Some(page) = self.page.take() {
+            page.end(words, code, dir, crate::rundir::File::Report.name());
+        }
+        if let Some(endpoint) = self.endpoint.take() {
+            endpoint.close();
+        }
+        let pushed = self.metrics.take().and_then(|m| {
+            let families = m.exporter.families();
+            m.pusher
+                .map(|p| tokio::task::spawn_blocking(move || p.finish(families)))
+        });
+        if let Some(p) = pushed {
+            let _ = p.await;
+        }
+        if let Some(e) = self.scrape.take() {
+            let _ = tokio::task::spawn_blocking(move || e.close()).await;
+        }
+    }
+
+    /// A series' step ended: its last totals shown; the series' page goes on.
+    pub(super) fn step_ended(mut self) {
+        self.last_shown();
+        if let Some(page) = &self.page {
+            page.run_ended();
+        }
+    }
+
+    /// The last totals, shown as the run's end.
+    fn last_shown(&mut self) {
         let batch = Arc::new(IntervalBatch {
             start_epoch_us: crate::coordinate::now_us(),
             duration: std::time::Duration::ZERO,
@@ -279,21 +336,6 @@ impl Live {
             segments: &segments,
             elapsed: self.began.elapsed(),
         }));
-        if let Some((page, endpoint)) = self.page.take() {
-            page.end(words, code, dir, crate::rundir::File::Report.name());
-            endpoint.close();
-        }
-        let pushed = self.metrics.take().and_then(|m| {
-            let families = m.exporter.families();
-            m.pusher
-                .map(|p| tokio::task::spawn_blocking(move || p.finish(families)))
-        });
-        if let Some(p) = pushed {
-            let _ = p.await;
-        }
-        if let Some(e) = self.scrape.take() {
-            let _ = tokio::task::spawn_blocking(move || e.close()).await;
-        }
     }
 
     fn show(&mut self, event: &RunEvent<'_>) {

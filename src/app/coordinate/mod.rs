@@ -404,10 +404,10 @@ pub(super) fn plan_doc(
     if series != Some(coordinate::SeriesKind::Sweep) {
         args.overrides.one_thread_count()?;
     }
-    // A series' steps are not yet served live by a coordinator.
+    // A series' steps are shown on the coordinator's page, as a series here shows them, and
+    // exported by neither.
     let series_live = |given: bool| given && series.is_some();
     for (given, what) in [
-        (series_live(args.live.is_some()), "--live"),
         (
             series_live(args.metrics_listen.is_some()),
             "--metrics-listen",

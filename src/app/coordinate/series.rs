@@ -137,7 +137,8 @@ impl Runner {
                     .await
             }
             Runner::Parts { serving, plan, .. } => {
-                remote_step(&serving.hub, plan, spec, &dir, stop).await
+                let page = series.step_page(&dir);
+                remote_step(&serving.hub, (plan, page), spec, &dir, stop).await
             }
         }
     }
@@ -161,7 +162,7 @@ impl Runner {
 /// every part), and the parts' files merged into `dir`.
 async fn remote_step(
     hub: &Arc<crate::coordinate::hub::Hub>,
-    plan: &RunPlan,
+    (plan, page): (&RunPlan, Option<(crate::watch::Page, String)>),
     spec: &StepSpec,
     dir: &Path,
     stop: &CancellationToken,
@@ -173,7 +174,9 @@ async fn remote_step(
     // The step's abort thresholds and error stop, judged on the whole step as a step run here
     // judges its own.
     let (mut whole, _) = super::abort::WholeAbort::new(plan);
-    if whole.judges() {
+    // `--live`: the step on the series' page, from the merged intervals.
+    let mut live = page.map(|p| super::live::Live::step(plan, hub.parts(), p));
+    if whole.judges() || live.is_some() {
         hub.keep_series();
     }
     let mut failure: Option<String> = None;
@@ -194,18 +197,26 @@ async fn remote_step(
                         failure = Some(why);
                     }
                 }
+                News::Started { .. } => {
+                    if let Some(l) = live.as_mut() {
+                        l.begin();
+                    }
+                }
                 News::Interval {
                     start_us,
                     series: Some(s),
                     ..
                 } => {
+                    if let Some(l) = live.as_mut() {
+                        l.interval(*start_us, hub.interval_us(), s);
+                    }
                     if let Some(why) = whole.interval(*start_us, hub.interval_us(), s) {
                         errln!("stopping step {} on every part: {why}", spec.number);
                         hub.stop_step(why);
                     }
                 }
                 // The series says each step as a whole.
-                News::Interval { .. } | News::Started { .. } | News::Done { .. } => {}
+                News::Interval { .. } | News::Done { .. } => {}
                 _ => errln!("{}", said(&news, plan, hub.parts())),
             }
         }
@@ -239,6 +250,9 @@ async fn remote_step(
         if stopped_at.is_some_and(|t| t.elapsed() >= STOP_WAIT) {
             hub.give_up();
         }
+    }
+    if let Some(l) = live {
+        l.step_ended();
     }
     if let Some(why) = failure {
         return Err(Error::Other(anyhow::anyhow!(
