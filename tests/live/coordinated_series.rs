@@ -129,7 +129,8 @@ fn a_sweep_across_three_parts_finds_the_peak_and_each_step_is_what_the_server_co
         })
         .collect();
     std::thread::sleep(Duration::from_secs(2));
-    let coordinator = spawn(
+    let page = free_port();
+    let mut coordinator = spawn(
         Command::new(bin_path())
             .args(["sweep", profile.to_str().unwrap(), "--uri", &uri])
             .args([
@@ -140,8 +141,11 @@ fn a_sweep_across_three_parts_finds_the_peak_and_each_step_is_what_the_server_co
             ])
             .args(["--step", "3s", "--warmup", "1s", "--no-resources", "--out"])
             .arg(&out)
+            .args(["--live", &format!("127.0.0.1:{page}")])
             .env("MONGO_STRESS_TOKEN", TOKEN),
     );
+    crate::live_page::wait_for_page(page, &mut coordinator);
+    let events = crate::live_page::events(page, None);
     let (code, said) = finish(coordinator);
     for (i, p) in parts.into_iter().enumerate() {
         let (c, text) = finish(p);
@@ -165,11 +169,33 @@ fn a_sweep_across_three_parts_finds_the_peak_and_each_step_is_what_the_server_co
         .map(|s| s["threads"].as_u64().unwrap())
         .collect();
     assert_eq!(&ran[..5], &[3, 6, 12, 24, 48], "{said}");
+    // The coordinator's page showed each step, its intervals the step's merged operations.
+    let mut shown: Vec<(String, u64)> = Vec::new();
+    while let Ok((name, data)) = events.recv_timeout(Duration::from_secs(5)) {
+        match name.as_str() {
+            "run" => shown.push((data["title"].as_str().unwrap_or("").to_string(), 0)),
+            "interval" => {
+                if let Some(last) = shown.last_mut() {
+                    last.1 += data["series"]["put"]["count"].as_u64().unwrap_or(0);
+                }
+            }
+            "end" => break,
+            _ => {}
+        }
+    }
+    assert_eq!(shown.len(), steps.len(), "{shown:?}");
     let seen = seen.lock().unwrap().clone();
-    for st in steps {
+    for (st, (title, on_page)) in steps.iter().zip(&shown) {
         let dir = Path::new(st["dir"].as_str().unwrap());
         let summary = read_json(&dir.join("summary.json"));
         assert_eq!(summary["parts"].as_array().unwrap().len(), 3, "{summary}");
+        let name = dir.file_name().unwrap().to_string_lossy();
+        assert_eq!(*title, format!("sweep step {name}"));
+        assert_eq!(
+            Some(*on_page),
+            row(&summary, "put")["samples"].as_u64(),
+            "step {name} on the coordinator's page"
+        );
         let run = &summary["runs"][0];
         let stage = &run["stages"][0];
         let (began, end) = (
