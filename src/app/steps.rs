@@ -224,11 +224,13 @@ impl Series {
             url: start::jtl_url(&server.uri, plan),
             injector: None,
             live: None,
-            page: self.step_page(dir).map(|(page, title)| crate::watch::PageRun {
-                page,
-                title: Some(title),
-                steerable: false,
-            }),
+            page: self
+                .step_page(dir)
+                .map(|(page, title)| crate::watch::PageRun {
+                    page,
+                    title: Some(title),
+                    steerable: false,
+                }),
             later_plans: Default::default(),
         };
         session.run(sampler).await

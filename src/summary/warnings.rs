@@ -180,7 +180,8 @@ fn stopped_early(s: &Summary, out: &mut Warnings) {
 
 /// The open-loop groups that fell short of their rate, or started operations late. A group
 /// whose rate was changed while it ran (`--live-control`) is judged by the row of each rate,
-/// against that rate.
+/// against that rate; in a coordinated part, against its share of it (its rows are named for
+/// the whole run's rates: its own rate over the whole run's before the first change).
 fn rates(s: &Summary, out: &mut Warnings) {
     use crate::metrics::Label;
     for run in &s.runs {
@@ -196,12 +197,15 @@ fn rates(s: &Summary, out: &mut Warnings) {
                     .map(|r| (Label::group(&g.name), r))
                     .into_iter()
                     .collect(),
-                Some(first) => std::iter::once((
-                    Label::at(&g.name, crate::vocab::Setting::Rate, first.from),
-                    first.from,
-                ))
-                .chain(changes.iter().map(|c| (c.row.clone(), c.to)))
-                .collect(),
+                Some(first) => {
+                    let share = g.rate.map_or(1.0, |r| r / first.from);
+                    std::iter::once((
+                        Label::at(&g.name, crate::vocab::Setting::Rate, first.from),
+                        first.from * share,
+                    ))
+                    .chain(changes.iter().map(|c| (c.row.clone(), c.to * share)))
+                    .collect()
+                }
             };
             for (label, rate) in judged {
                 let Some(row) = run.rows.iter().find(|r| r.label == label) else {

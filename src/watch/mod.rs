@@ -172,8 +172,8 @@ impl Page {
     /// Binds the endpoint (a port that cannot be had is a usage error: nothing has run yet)
     /// and says where the page is, without the token.
     pub fn serve(opts: Options, stop: CancellationToken) -> Result<(Page, http::Endpoint), Error> {
-        opts.check()
-            .map_err(|p| Error::Usage(format!("--live: {p}")))?;
+        // Its words name the option already (`--live ADDR ...`, `--live-token ...`).
+        opts.check().map_err(Error::Usage)?;
         let page = Page {
             inner: Arc::new(Inner {
                 opts,

@@ -197,7 +197,7 @@ fn cases(dir: &Path) -> (Vec<(Input, i32, &'static str)>, u16) {
         (args("--repeat in parts", &["run", "smoke", "--uri", "mongodb://127.0.0.1:1", "--part", "0/2", "--repeat", "3"]), 2, "cannot be split into parts"),
         (args("--coordinator without --parts", &["run", "smoke", "--coordinator", "127.0.0.1:0"]), 2, "--parts <N>"),
         (args("a coordinator without --uri", &["run", "smoke", "--parts", "2", "--coordinator", "127.0.0.1:0"]), 2, "each part would start an embedded server of its own"),
-        (args("a coordinated sweep with --live", &["sweep", "smoke", "--uri", "mongodb://127.0.0.1:1", "--parts", "2", "--coordinator", "127.0.0.1:0", "--live"]), 2, "--live is not yet served by the coordinator of a sweep or capacity search"),
+        (args("a coordinated sweep with --metrics-listen", &["sweep", "smoke", "--uri", "mongodb://127.0.0.1:1", "--parts", "2", "--coordinator", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"]), 2, "sweep runs many steps, each its own run: live metrics are for `mongo-stress run`"),
         (args("a coordinator where it cannot listen", &["run", "smoke", "--uri", "mongodb://127.0.0.1:1", "--parts", "2", "--coordinator", "192.0.2.1:7700", "--out", &dir.join("coord").to_string_lossy()]), 2, "--coordinator 192.0.2.1:7700: cannot listen there"),
         (args("a part without a token", &["part", "--join", "http://127.0.0.1:1"]), 2, "a part needs the coordinator's token"),
         (args("a part joining no URL", &["part", "--join", "coordinator:7700", "--token", "t"]), 2, "is not a coordinator's address"),

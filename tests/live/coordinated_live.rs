@@ -110,6 +110,14 @@ fn the_coordinators_page_and_metrics_are_the_merged_run_and_a_rate_change_is_spl
             samples(&own, "insert@600/s") + samples(&own, "insert@900/s"),
             samples(&own, "insert")
         );
+        // A part's rows are judged against its share of each rate, not the whole run's.
+        for w in own["warnings"].as_array().unwrap() {
+            let m = w["message"].as_str().unwrap_or("");
+            assert!(
+                !m.contains("of the target 600/s") && !m.contains("of the target 900/s"),
+                "a part judged against the whole run's rate: {w}"
+            );
+        }
     }
     let parts_fast: u64 = run
         .dirs

@@ -34,6 +34,8 @@ use crate::vocab::Setting;
 /// The whole run's groups as the page changes them: each group's value now, the parts' count.
 pub(super) struct Whole {
     now: Mutex<Vec<Option<Now>>>,
+    /// The run is stopping: no group may be changed any more.
+    stopped: std::sync::atomic::AtomicBool,
     /// The profile's value of each group (a group not running yet starts at it).
     planned: Vec<Now>,
     parts: u32,
@@ -51,6 +53,7 @@ impl Whole {
         }
         Whole {
             now: Mutex::new(vec![None; n]),
+            stopped: std::sync::atomic::AtomicBool::new(false),
             planned,
             parts,
         }
@@ -62,6 +65,7 @@ impl Whole {
 
     /// Group `g` runs (users in the merged interval) or not.
     fn running(&self, g: usize, running: bool) {
+        let running = running && !self.stopped.load(Ordering::Acquire);
         let mut now = self.lock();
         if let Some(slot) = now.get_mut(g) {
             match (running, slot.is_some()) {
@@ -184,6 +188,12 @@ impl Live {
         }
     }
 
+    /// The run is stopping (an order to every part): nothing may be changed any more.
+    pub(super) fn stopping(&self) {
+        self.steer.stopped.store(true, Ordering::Release);
+        self.steer.lock().iter_mut().for_each(|g| *g = None);
+    }
+
     /// The stages began: the page's run and the metrics' feed from now.
     pub(super) fn begin(&mut self) {
         if let Some(page) = &self.page {
@@ -294,6 +304,7 @@ impl Live {
     pub(super) async fn end(mut self, (words, code): (&str, i32), dir: &Path) {
         self.last_shown();
         if let Some(page) = self.page.take() {
+            page.run_ended();
             page.end(words, code, dir, crate::rundir::File::Report.name());
         }
         if let Some(endpoint) = self.endpoint.take() {

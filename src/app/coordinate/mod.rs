@@ -73,9 +73,11 @@ pub(crate) async fn coordinator(
     // `merge` reads and writes files on threads of its own: off the runtime's.
     let wide = console.wide;
     let (theirs, dir) = (Arc::clone(&hub), out.clone());
-    let merged = tokio::task::spawn_blocking(move || merge_parts(&theirs, &dir, Some(wide)))
-        .await
-        .map_err(|e| Error::Other(e.into()))?;
+    let interrupted = ended.interrupted;
+    let merged =
+        tokio::task::spawn_blocking(move || merge_parts(&theirs, &dir, (Some(wide), interrupted)))
+            .await
+            .map_err(|e| Error::Other(e.into()))?;
     let summary = match merged {
         Ok(s) => s,
         Err(e) => {
@@ -265,6 +267,9 @@ async fn steer(
             hub.stop("the coordinator was interrupted".into());
             stopped_at = Some(Instant::now());
         }
+        if let (Some(l), Some(_)) = (live.as_deref(), stopped_at) {
+            l.stopping();
+        }
         if hub.started_at().is_none() {
             join_timeout(hub, args, began)?;
         }
@@ -404,15 +409,7 @@ pub(super) fn plan_doc(
     if series != Some(coordinate::SeriesKind::Sweep) {
         args.overrides.one_thread_count()?;
     }
-    // A series' steps are shown on the coordinator's page, as a series here shows them, and
-    // exported by neither.
-    let series_live = |given: bool| given && series.is_some();
     for (given, what) in [
-        (
-            series_live(args.metrics_listen.is_some()),
-            "--metrics-listen",
-        ),
-        (series_live(args.metrics_push.is_some()), "--metrics-push"),
         (args.tsv.is_some(), "--tsv"),
         (args.json.is_some(), "--json"),
         (args.jtl.is_some(), "--jtl"),
@@ -510,7 +507,7 @@ fn empty_out(out: &Path) -> Result<(), Error> {
 pub(super) fn merge_parts(
     hub: &Hub,
     out: &Path,
-    show: Option<bool>,
+    (show, interrupted): (Option<bool>, bool),
 ) -> Result<crate::summary::Summary, Error> {
     let members = hub.members();
     let scratch = tempfile::Builder::new()
@@ -532,6 +529,8 @@ pub(super) fn merge_parts(
     }
     let missing = dirs.len() < members.len();
     super::merge::merge_told(&dirs, out, (missing, show), |summary| {
+        // The coordinator's Ctrl-C (or the page's stop) stopped every part: the run was.
+        summary.interrupted |= interrupted;
         for row in &mut summary.parts {
             row.dir = format!("part {} (sent to the coordinator)", row.part);
             if let Some(Some((host, clock, _))) = members.get(row.part as usize) {

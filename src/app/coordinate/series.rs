@@ -260,12 +260,10 @@ async fn remote_step(
             spec.number
         )));
     }
-    let (hub, dir) = (Arc::clone(hub), dir.to_path_buf());
-    let mut summary = tokio::task::spawn_blocking(move || merge_parts(&hub, &dir, None))
+    let (hub, dir, interrupted) = (Arc::clone(hub), dir.to_path_buf(), stop.is_cancelled());
+    tokio::task::spawn_blocking(move || merge_parts(&hub, &dir, (None, interrupted)))
         .await
-        .map_err(|e| Error::Other(e.into()))??;
-    summary.interrupted |= stop.is_cancelled();
-    Ok(summary)
+        .map_err(|e| Error::Other(e.into()))?
 }
 
 /// A part of a coordinated series: the profile's plan, then each step the coordinator orders,
