@@ -362,7 +362,7 @@ fn a_wrong_token_a_taken_index_and_parts_that_never_come_are_refused_by_name() {
 }
 
 /// The last intended start of a part's measured operations, epoch microseconds.
-fn last_start_us(dir: &Path) -> u64 {
+pub(crate) fn last_start_us(dir: &Path) -> u64 {
     let text = std::fs::read_to_string(dir.join("samples.tsv")).expect("samples.tsv");
     let mut lines = text.lines();
     let header: Vec<&str> = lines.next().unwrap().split('\t').collect();

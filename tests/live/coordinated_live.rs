@@ -179,21 +179,6 @@ fn reqwest_get(port: u16, path: &str) -> String {
     body
 }
 
-/// The start (epoch µs) of a part's last measured operation, from its samples.
-fn last_start_us(dir: &std::path::Path) -> u64 {
-    let text = std::fs::read_to_string(dir.join("samples.tsv")).expect("samples.tsv");
-    let mut lines = text.lines();
-    let head: Vec<&str> = lines.next().unwrap().split('\t').collect();
-    let at = |name: &str| head.iter().position(|h| *h == name).unwrap();
-    let (start, phase) = (at("start_us"), at("phase"));
-    lines
-        .map(|l| l.split('\t').collect::<Vec<_>>())
-        .filter(|c| c[phase] == "measure")
-        .map(|c| c[start].parse::<u64>().unwrap())
-        .max()
-        .expect("measured operations")
-}
-
 /// Part 2 reaches the server through a proxy that holds every 10th insert's reply 150 ms; parts
 /// 0 and 1 reach it directly. None of them alone breaks `insert.p99 < 100ms`, judged from 3 s
 /// on; their merged p99 does (a thirtieth of the whole held), so the coordinator stops all three
@@ -292,7 +277,7 @@ fn an_abort_on_the_merged_p99_stops_every_part_even_those_whose_own_p99_is_fine(
                 "part {i}'s own p99 is {own} ms: it alone breaks the limit"
             );
         }
-        last.push(last_start_us(&dirs[i]));
+        last.push(crate::coordinated::last_start_us(&dirs[i]));
     }
     // No operation of any part was due more than an interval (1 s) after the breach.
     for (i, l) in last.iter().enumerate() {
