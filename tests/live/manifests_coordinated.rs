@@ -1,7 +1,9 @@
-//! `deploy/kubernetes/coordinated/`, checked offline (no cluster, and no kustomize binary here):
-//! the kustomization is built as kustomize builds it for the only features it uses (its
-//! `labels` on each resource's metadata, and a `replacements` entry that copies one whole field,
-//! with `create`; any other key is refused, so the build below cannot drift from kustomize's);
+//! `deploy/kubernetes/coordinated/`, checked offline (no cluster): the kustomization is built as
+//! kustomize builds it for the only features it uses (its `labels` on each resource's metadata,
+//! and `replacements` that copy a whole field, with `create`, or into the piece of a string
+//! between delimiters, selecting list items by a field's value or their own; any other key is
+//! refused, so the build below cannot drift from kustomize's); where kubectl is installed, its
+//! own kustomize must build the same;
 //! every built manifest passes the Kubernetes API schemas strictly (`kubernetes-validate`, as
 //! in `manifests.rs`); and the files agree: the coordinator's `--parts N` is the parts Job's
 //! `parallelism` and `completions`, the parts join the Service that selects the coordinator's
@@ -57,19 +59,39 @@ for r in k.get("replacements", []):
     for part in src["fieldPath"].split("."):
         value = value[part]
     for t in r["targets"]:
-        if set(t) - {"select", "fieldPaths", "options"} or set(t.get("options", {})) - {"create"}:
+        opts = t.get("options", {})
+        if set(t) - {"select", "fieldPaths", "options"} or set(opts) - {"create", "delimiter", "index"}:
             sys.exit("a replacement target with %s is not built here" % t)
         for d in select(t["select"]):
             for fp in t["fieldPaths"]:
                 node, parts = d, fp.split(".")
-                for part in parts[:-1]:
-                    if part not in node and not t.get("options", {}).get("create"):
+                def key(node, part):
+                    # A list's item by a field's value (`[name=x]`) or by its own (`[=x]`).
+                    m = re.fullmatch(r"\[([^=]*)=(.*)\]", part)
+                    if not m:
+                        if part not in node and not opts.get("create"):
+                            # kustomize 5 refuses a target field that is not there.
+                            sys.exit("replacement target %s of %s is not there" % (fp, d["metadata"]["name"]))
+                        return part
+                    f, v = m.groups()
+                    hits = [i for i, x in enumerate(node if isinstance(node, list) else [])
+                            if (x == v if f == "" else isinstance(x, dict) and str(x.get(f)) == v)]
+                    if len(hits) != 1:
                         sys.exit("replacement target %s of %s is not there" % (fp, d["metadata"]["name"]))
-                    node = node.setdefault(part, {})
-                if parts[-1] not in node and not t.get("options", {}).get("create"):
-                    # kustomize 5 refuses a target field that is not there (without create).
-                    sys.exit("replacement target %s of %s is not there" % (fp, d["metadata"]["name"]))
-                node[parts[-1]] = copy.deepcopy(value)
+                    return hits[0]
+                for part in parts[:-1]:
+                    k = key(node, part)
+                    node = node[k] if isinstance(node, list) else node.setdefault(k, {})
+                k = key(node, parts[-1])
+                if "delimiter" in opts:
+                    # The value as the text between two delimiters of a string.
+                    pieces = node[k].split(opts["delimiter"])
+                    if not 0 <= opts.get("index", 0) < len(pieces):
+                        sys.exit("replacement target %s of %s has no piece %s" % (fp, d["metadata"]["name"], opts.get("index", 0)))
+                    pieces[opts.get("index", 0)] = str(value)
+                    node[k] = opts["delimiter"].join(pieces)
+                else:
+                    node[k] = copy.deepcopy(value)
 
 if out:
     for i, d in enumerate(built):
@@ -109,7 +131,12 @@ def words(c):
     return (cmd or ["mongo-stress"]) + args
 
 def option(ws, name):
-    return ws[ws.index(name) + 1] if name in ws and ws.index(name) + 1 < len(ws) else None
+    for i, w in enumerate(ws):
+        if w == name:
+            return ws[i + 1] if i + 1 < len(ws) else None
+        if w.startswith(name + "="):
+            return w[len(name) + 1:]
+    return None
 
 def secret_env(job, var):
     env = {e["name"]: e for e in container(job).get("env", [])}
@@ -235,6 +262,47 @@ fn built(dir: &Path, name: &str) -> Vec<PathBuf> {
     files
 }
 
+/// Where kubectl is installed, its own kustomize builds `dir` into the same manifests as
+/// `files` (this test's build); without kubectl, this test's build stands alone.
+fn same_as_kustomize(dir: &Path, files: &[PathBuf]) {
+    let Ok(out) = Command::new("kubectl").arg("kustomize").arg(dir).output() else {
+        return;
+    };
+    assert!(
+        out.status.success(),
+        "kubectl kustomize {}: {}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let compare = r#"
+import sys, yaml
+key = lambda d: (d["kind"], d["metadata"]["name"])
+theirs = sorted((d for d in yaml.safe_load_all(sys.stdin) if d), key=key)
+ours = sorted((yaml.safe_load(open(f)) for f in sys.argv[1:]), key=key)
+if theirs != ours:
+    sys.exit("kustomize builds:\n%s\nthis test builds:\n%s" % (yaml.safe_dump_all(theirs), yaml.safe_dump_all(ours)))
+"#;
+    let mut check = Command::new("python3")
+        .arg("-c")
+        .arg(compare)
+        .args(files)
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 starts");
+    {
+        use std::io::Write;
+        let mut stdin = check.stdin.take().expect("stdin");
+        stdin.write_all(&out.stdout).expect("write the build");
+    }
+    let done = check.wait_with_output().expect("python3 ends");
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+}
+
 /// A copy of the directory (and the files of its parent it reads) with `from` replaced by `to`
 /// in `file`.
 fn broken_copy(name: &str, file: &str, from: &str, to: &str) -> PathBuf {
@@ -282,12 +350,36 @@ fn the_coordinated_form_builds_passes_the_schemas_and_agrees_with_itself() {
         parts.contains("completions: 3"),
         "the build sets completions from parallelism:\n{parts}"
     );
+    let coordinator = std::fs::read_to_string(
+        files
+            .iter()
+            .find(|f| f.to_string_lossy().contains("job-mongo-stress-coordinator"))
+            .unwrap(),
+    )
+    .unwrap();
+    assert!(
+        coordinator.contains("- --parts=3"),
+        "the build sets the coordinator's --parts from parallelism:\n{coordinator}"
+    );
+    same_as_kustomize(&coordinated_dir(), &files);
     if let Err(problems) = python(&[&coordinated_dir()]) {
         panic!("deploy/kubernetes/coordinated is inconsistent:\n{problems}");
     }
-    // The check bites: N, the join address, the token's Secret.
+    // N is in one place: four parts in parallelism are four everywhere.
+    let four = broken_copy("four", "parts.yaml", "parallelism: 3", "parallelism: 4");
+    let built_four = built(&four, "four");
+    let text: String = built_four
+        .iter()
+        .map(|f| std::fs::read_to_string(f).unwrap())
+        .collect();
+    assert!(
+        text.contains("- --parts=4") && text.contains("completions: 4"),
+        "{text}"
+    );
+    python(&[&four]).unwrap_or_else(|e| panic!("four parts: {e}"));
+    // The check bites: N written by hand, the join address, the token's Secret.
     for (name, file, from, to, said) in [
-        ("n", "parts.yaml", "parallelism: 3", "parallelism: 4", "completions (4) and parallelism (4) must be the coordinator's --parts (3)"),
+        ("n", "coordinator.yaml", "--parts=N", "--parts=3", "replacement target spec.template.spec.containers.[name=mongo-stress].args.[=--parts=N] of mongo-stress-coordinator is not there"),
         ("join", "parts.yaml", "http://mongo-stress-coordinator:7700", "http://coordinator:7700", "--join http://coordinator:7700, but the coordinator is http://mongo-stress-coordinator:7700"),
         ("token", "parts.yaml", "name: mongo-stress-token", "name: mongo-stress-tokens", "Secret mongo-stress-tokens with key MONGO_STRESS_TOKEN is not among the manifests"),
         ("inside", "parts.yaml", "- /results/run-1/part-", "- /results/run-1/merged/part-", "inside the merged run's"),
