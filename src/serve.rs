@@ -17,6 +17,8 @@ const GRACE: Duration = Duration::from_secs(1);
 pub(crate) struct Served {
     pub(crate) addr: SocketAddr,
     stop: CancellationToken,
+    /// Says when the endpoint stopped (its last responses written).
+    ended: std::sync::mpsc::Receiver<()>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -28,6 +30,7 @@ pub(crate) fn serve(addr: SocketAddr, router: axum::Router, name: &str) -> std::
     let addr = listener.local_addr()?;
     let stop = CancellationToken::new();
     let until = stop.clone();
+    let (done, ended) = std::sync::mpsc::channel();
     let served = async move {
         let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
             return;
@@ -39,6 +42,7 @@ pub(crate) fn serve(addr: SocketAddr, router: axum::Router, name: &str) -> std::
             _ = server => {}
             () = async { until.cancelled().await; tokio::time::sleep(GRACE).await } => {}
         }
+        let _ = done.send(());
     };
     let thread =
         match tokio::runtime::Handle::try_current() {
@@ -57,22 +61,34 @@ pub(crate) fn serve(addr: SocketAddr, router: axum::Router, name: &str) -> std::
                 },
             )?),
         };
-    Ok(Served { addr, stop, thread })
+    Ok(Served {
+        addr,
+        stop,
+        ended,
+        thread,
+    })
 }
 
 impl Served {
-    /// Stops taking connections; those still open are given `GRACE` to end, not waited for
+    /// Stops taking connections; responses being written are finished (a last scrape), and
+    /// connections still open (an event stream) are given `GRACE` to end, not waited for
     /// beyond it.
     pub(crate) fn close(mut self) {
         self.stop.cancel();
-        if let Some(t) = self.thread.take() {
-            let deadline = std::time::Instant::now() + GRACE + Duration::from_millis(500);
-            while !t.is_finished() && std::time::Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(10));
+        let ended = &self.ended;
+        let wait = || {
+            let _ = ended.recv_timeout(GRACE + Duration::from_millis(500));
+        };
+        // On the tool's runtime the connections' tasks need its workers to finish writing: this
+        // one waits as a blocking thread, so the others go on.
+        match tokio::runtime::Handle::try_current() {
+            Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(wait);
             }
-            if t.is_finished() {
-                let _ = t.join();
-            }
+            _ => wait(),
+        }
+        if let Some(t) = self.thread.take().filter(|t| t.is_finished()) {
+            let _ = t.join();
         }
     }
 }

@@ -134,6 +134,9 @@ struct Inner {
     keep_series: bool,
     /// Each part's tallies as of the last shown interval it was in.
     tallies: BTreeMap<u32, Vec<(Label, Tally)>>,
+    /// Intervals that came after theirs was shown (`keep_series`): their histograms go with
+    /// the next shown one, for the run's totals (their counts are in the parts' tallies).
+    late: Bucket,
     /// The changes made on the coordinator's page, for the parts to make.
     changes: Vec<Shared>,
     /// A series' step stopped on every part (its number), and why.
@@ -185,6 +188,9 @@ pub(crate) struct MergedSeries {
     pub(crate) users: BTreeMap<String, u32>,
     /// Every row's counters so far, the parts' added (`PlanDoc::live`), in the parts' order.
     pub(crate) tallies: Vec<(Label, Tally)>,
+    /// The histograms of intervals that came too late to be shown, by tag: the run's so far
+    /// hold them.
+    pub(crate) late: BTreeMap<String, Histogram<u64>>,
 }
 
 /// One row of a merged interval.
@@ -222,6 +228,7 @@ impl Hub {
                 row: crate::metrics::new_histogram(),
                 keep_series: false,
                 tallies: BTreeMap::new(),
+                late: Bucket::default(),
                 changes: Vec::new(),
                 step_stop: None,
                 last_tick: None,
@@ -310,6 +317,9 @@ impl Hub {
         }
         inner.ordered += 1;
         spec.number = inner.ordered;
+        // Nothing of the step before: its tallies and late intervals are not this step's.
+        inner.tallies.clear();
+        inner.late = Bucket::default();
         let mut left = Vec::new();
         for (i, m) in inner.members.iter_mut().enumerate() {
             let Some(m) = m.as_mut() else { continue };
@@ -474,8 +484,14 @@ impl Hub {
                 });
             }
             inner.tallies.extend(bucket.tallies);
+            let late = std::mem::take(&mut inner.late);
             let series = inner.keep_series.then(|| {
                 Arc::new(MergedSeries {
+                    late: late
+                        .hists
+                        .iter()
+                        .map(|(tag, c)| (tag.clone(), c.to_histogram()))
+                        .collect(),
                     hists: bucket
                         .hists
                         .iter()
@@ -685,14 +701,26 @@ impl Hub {
             What::Bye => {}
         }
         if let Some((b, i)) = interval {
-            if inner.next_shown.is_none_or(|n| b >= n) {
-                let Inner {
-                    buckets,
-                    decoder,
-                    spare,
-                    ..
-                } = &mut *inner;
+            let Inner {
+                buckets,
+                decoder,
+                spare,
+                late,
+                next_shown,
+                keep_series,
+                ..
+            } = &mut *inner;
+            if next_shown.is_none_or(|n| b >= n) {
                 add(buckets.entry(b).or_default(), (decoder, spare), r.index, &i)
+                    .map_err(|e| (StatusCode::BAD_REQUEST, e))?;
+            } else if *keep_series {
+                // Too late for its interval: its histograms still count in the run's.
+                let hists = IntervalReport {
+                    activity: Vec::new(),
+                    tallies: Vec::new(),
+                    ..i
+                };
+                add(late, (decoder, spare), r.index, &hists)
                     .map_err(|e| (StatusCode::BAD_REQUEST, e))?;
             }
         }

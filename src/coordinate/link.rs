@@ -673,8 +673,9 @@ fn tallies(
             out.push((Label::kind(name, kind.clone()), Tally::of(k)));
         }
     }
+    // A change's row is not in the interval log under its own name: its histograms travel.
     for seg in segments {
-        out.push((seg.label.clone(), Tally::of(&seg.metrics)));
+        out.push((seg.label.clone(), Tally::with_histograms(&seg.metrics)));
     }
     out
 }
@@ -684,13 +685,21 @@ fn tallies(
 pub(crate) struct Steering {
     pub(crate) link: Arc<Link>,
     pub(crate) steer: Arc<crate::executor::steer::Steer>,
+    /// Changes whose group does not run here yet (its stage began later on this machine),
+    /// with the intervals they were tried at.
+    pub(crate) waiting: Vec<(Shared, u32)>,
 }
+
+/// Intervals a change waits for its group to run on a part before it is dropped, said.
+const CHANGE_TRIES: u32 = 5;
 
 impl crate::metrics::Steering for Steering {
     fn at_interval(&mut self, now_us: u64) -> Vec<crate::metrics::Split> {
         let at = tokio::time::Instant::now();
         let mut splits = Vec::new();
-        for c in self.link.unmade() {
+        let mut due = std::mem::take(&mut self.waiting);
+        due.extend(self.link.unmade().into_iter().map(|c| (c, 0)));
+        for (c, tried) in due {
             let Some(&share) = c.shares.get(self.link.index as usize) else {
                 continue;
             };
@@ -701,9 +710,13 @@ impl crate::metrics::Steering for Steering {
                     u32::try_from(crate::num::whole(share)).unwrap_or(u32::MAX),
                 ),
             };
+            if !done && tried + 1 < CHANGE_TRIES {
+                self.waiting.push((c, tried + 1));
+                continue;
+            }
             if !done {
                 errln!(
-                    "part {}: {} of `{}` -> {} not made here: the group is not running",
+                    "part {}: {} of `{}` -> {} not made here: the group did not run in {CHANGE_TRIES} intervals",
                     self.link.index,
                     c.setting.word(),
                     c.name,

@@ -165,7 +165,8 @@ impl Exporter {
     /// be had is a usage error (nothing has run yet).
     pub(crate) fn serve(&self, addr: SocketAddr) -> Result<Endpoint, Error> {
         let router = axum::Router::new()
-            .route("/metrics", axum::routing::get(scrape))
+            // Any method, as the endpoint always answered.
+            .route("/metrics", axum::routing::any(scrape))
             .fallback(|| async {
                 (
                     axum::http::StatusCode::NOT_FOUND,

@@ -39,6 +39,10 @@ pub(crate) struct Tally {
     pub(crate) errors_by_class: BTreeMap<ErrorClass, u64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) failures: Vec<Failed>,
+    /// A change's row: its whole latency and service histograms (encoded as summary.json's),
+    /// which the interval log does not carry under the row's own name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) hdr: Option<(String, String)>,
 }
 
 /// A timing's exact sum, least and most (its histogram travels apart).
@@ -114,7 +118,29 @@ impl Tally {
                     message: s.message.clone(),
                 })
                 .collect(),
+            hdr: None,
         }
+    }
+
+    /// A change's row's counters, with its whole histograms.
+    pub(crate) fn with_histograms(m: &GroupMetrics) -> Tally {
+        Tally {
+            hdr: Some((
+                super::timing::encode(&m.latency.hist),
+                super::timing::encode(&m.service.hist),
+            )),
+            ..Tally::of(m)
+        }
+    }
+
+    /// The row's histograms as sent (`with_histograms`), added over the parts; none for a row
+    /// whose histograms come from the interval log.
+    pub(crate) fn histograms(&self) -> Option<(Histogram<u64>, Histogram<u64>)> {
+        let (l, s) = self.hdr.as_ref()?;
+        Some((
+            super::timing::decode(l).ok()?,
+            super::timing::decode(s).ok()?,
+        ))
     }
 
     /// Another part's tally of the same row added, as `GroupMetrics::merge` adds theirs.
@@ -145,6 +171,13 @@ impl Tally {
         self.service.add(&o.service);
         for (c, n) in &o.errors_by_class {
             *self.errors_by_class.entry(*c).or_default() += n;
+        }
+        // A change's row: the parts' histograms added, kept encoded as they travel.
+        if let (Some(mine), Some(theirs)) = (self.histograms(), o.histograms()) {
+            let (mut l, mut s) = mine;
+            if l.add(&theirs.0).is_ok() && s.add(&theirs.1).is_ok() {
+                self.hdr = Some((super::timing::encode(&l), super::timing::encode(&s)));
+            }
         }
         for f in &o.failures {
             match self
@@ -238,6 +271,11 @@ mod tests {
         assert_eq!(row(&back), row(&one));
         assert_eq!(back.errors_by_class, one.errors_by_class);
         assert_eq!(back.failures, one.failures);
+        // A change's row carries its histograms, added over the parts.
+        let mut fast = Tally::with_histograms(&a);
+        fast.add(&Tally::with_histograms(&b));
+        let (latency, _) = fast.histograms().expect("histograms");
+        assert_eq!(latency, one.latency.hist);
         // A part with nothing yet adds nothing but its missed operations.
         let mut empty = Tally {
             missed: 2,

@@ -168,7 +168,10 @@ async fn answer(
                 );
             }
             let name = percent_decode(&p["/api/groups/".len()..]).into_owned();
-            let ask = match read_ask(req.into_body()).await {
+            let length = headers
+                .get(header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
+            let ask = match read_ask(req.into_body(), length).await {
                 Ok(a) => a,
                 Err(why) => return refuse(400, &why),
             };
@@ -307,12 +310,15 @@ fn who(headers: &HeaderMap, from: SocketAddr) -> String {
 }
 
 /// `{"rate": R}` or `{"users": N}`: one of the two, a number within the tool's bounds.
-async fn read_ask(body: Body) -> Result<Ask, String> {
-    let over =
-        || format!("the body is over {MAX_BODY} bytes; send {{\"rate\": R}} or {{\"users\": N}}");
-    let bytes = axum::body::to_bytes(body, MAX_BODY)
-        .await
-        .map_err(|_| over())?;
+async fn read_ask(body: Body, length: Option<usize>) -> Result<Ask, String> {
+    if length.is_some_and(|n| n > MAX_BODY) {
+        return Err(format!(
+            "the body is over {MAX_BODY} bytes; send {{\"rate\": R}} or {{\"users\": N}}"
+        ));
+    }
+    let bytes = axum::body::to_bytes(body, MAX_BODY).await.map_err(|e| {
+        format!("the body could not be read ({e}); send at most {MAX_BODY} bytes: {{\"rate\": R}} or {{\"users\": N}}")
+    })?;
     let body = std::str::from_utf8(&bytes)
         .map_err(|e| format!("the body could not be read as UTF-8 text: {e}"))?;
     parse_ask(body)

@@ -144,6 +144,30 @@ fn the_coordinators_page_and_metrics_are_the_merged_run_and_a_rate_change_is_spl
         last["totals"]["insert@900/s"]["samples"].as_u64(),
         Some(parts_fast)
     );
+    // And the percentiles of every row, a change's too: the page's last table is the merged one.
+    let tsv = last["summary_tsv"].as_str().expect("the page's table");
+    let mut lines = tsv.lines();
+    let head: Vec<&str> = lines.next().unwrap().split('\t').collect();
+    let col = |name: &str| head.iter().position(|h| *h == name).unwrap();
+    for label in ["insert", "insert@600/s", "insert@900/s"] {
+        let cells: Vec<&str> = lines
+            .clone()
+            .map(|l| l.split('\t').collect::<Vec<_>>())
+            .find(|c| c[0] == label)
+            .unwrap_or_else(|| panic!("no {label} in the page's table:\n{tsv}"));
+        for (column, key) in [
+            ("Median", "median_ms"),
+            ("99% Line", "p99_ms"),
+            ("Max", "max_ms"),
+        ] {
+            let on_page: f64 = cells[col(column)].parse().unwrap();
+            let merged = row(&summary, label)[key].as_f64().unwrap();
+            assert!(
+                (on_page - merged).abs() < 0.006,
+                "{label} {column}: the page {on_page}, the merged run {merged}"
+            );
+        }
+    }
     let changes: Vec<_> = seen.iter().filter(|(n, _)| n == "change").collect();
     assert_eq!(changes.len(), 1, "{changes:?}");
     let ops = sample(

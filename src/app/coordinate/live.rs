@@ -183,7 +183,8 @@ impl Live {
             scrape: None,
             active: Arc::new((0..groups).map(|_| AtomicU32::new(0)).collect()),
             whole: BTreeMap::new(),
-            last: (Vec::new(), Vec::new()),
+            // A run that ends before its first merged interval shows empty groups.
+            last: (vec![GroupMetrics::default(); groups], Vec::new()),
             began: std::time::Instant::now(),
         }
     }
@@ -241,6 +242,17 @@ impl Live {
             if let Some(users) = users {
                 let errors = merged.errors.get(&tag.to_string()).copied().unwrap_or(0);
                 activity.push(Activity { tag, users, errors });
+            }
+        }
+        // Intervals too late to be shown: in the run's histograms all the same.
+        for (text, h) in merged.late.iter().filter(|(t, _)| !Tag::parse(t).warmup) {
+            match self.whole.get_mut(text) {
+                Some(w) => {
+                    let _ = w.add(h);
+                }
+                None => {
+                    self.whole.insert(text.clone(), h.clone());
+                }
             }
         }
         let mut hists = Vec::new();
@@ -359,6 +371,9 @@ impl Live {
     /// around the histograms added so far.
     fn totals(&self, tallies: &[(Label, Tally)]) -> (Vec<GroupMetrics>, Vec<Segment>) {
         let metrics = |label: &Label, t: &Tally, open: bool| {
+            if let Some((latency, service)) = t.histograms() {
+                return t.clone().into_metrics(latency, open.then_some(service));
+            }
             let hist = |series| {
                 self.whole
                     .get(&Tag::new(label.clone(), series, false).to_string())
@@ -440,5 +455,66 @@ impl Live {
             before: split.before,
             after: split.after,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(group: &str) -> RunPlan {
+        let text = format!("[document]\ncity = \"a\"\n[[group]]\n{group}\n");
+        let loaded = crate::plan::profile::parse("p.toml", &text, "p").unwrap();
+        RunPlan::build(&loaded, &Default::default()).unwrap()
+    }
+
+    fn split(setting: Setting, from: f64, to: f64) -> Split {
+        Split {
+            group: 0,
+            name: "g".into(),
+            setting,
+            from,
+            to,
+            who: "api 127.0.0.1".into(),
+            before: Label::at("g", setting, from),
+            after: Label::at("g", setting, to),
+            at_us: 0,
+        }
+    }
+
+    /// 7 users over 3 parts are 3, 2 and 2, and a rate goes with them; a change is split alike.
+    #[test]
+    fn a_change_is_split_over_the_parts_as_the_parts_split_the_profile() {
+        let open =
+            plan("name = \"g\"\nop = \"insert\"\nthreads = 7\nrate = 700\nduration = \"5s\"");
+        let live = Live::new(&open, 3, None, (None, true));
+        let c = live.shared(split(Setting::Rate, 700.0, 1400.0));
+        assert_eq!(c.shares, [600.0, 400.0, 400.0]);
+        assert_eq!(
+            (c.from, c.to, c.after.to_string().as_str()),
+            (700.0, 1400.0, "g@1400/s")
+        );
+        let closed = plan("name = \"g\"\nop = \"insert\"\nthreads = 7\nduration = \"5s\"");
+        let live = Live::new(&closed, 3, None, (None, true));
+        let c = live.shared(split(Setting::Users, 7.0, 8.0));
+        assert_eq!(c.shares, [3.0, 3.0, 2.0]);
+        // A user per part at least.
+        assert!(live
+            .steer
+            .refuse_users(2)
+            .is_some_and(|w| w.contains("at least 3 users")));
+        assert!(live.steer.refuse_users(3).is_none());
+        // Changed only while it runs, by its own setting, and not once the run stops.
+        let at = tokio::time::Instant::now();
+        assert!(!live.steer.set_users(0, 9));
+        live.steer.running(0, true);
+        assert_eq!(live.steer.now(0), Some(Now::Users(7)));
+        assert!(!live.steer.set_rate(0, 5.0, at));
+        assert!(live.steer.set_users(0, 9));
+        assert_eq!(live.steer.now(0), Some(Now::Users(9)));
+        live.stopping();
+        assert_eq!(live.steer.now(0), None);
+        live.steer.running(0, true);
+        assert!(!live.steer.set_users(0, 10));
     }
 }

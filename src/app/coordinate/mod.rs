@@ -216,6 +216,9 @@ async fn steer(
             _ = tokio::time::sleep(TICK) => {}
             _ = stop.cancelled(), if stopped_at.is_none() => {}
         }
+        // Every part done before this tick: the tick shows their last intervals, then the run
+        // is over.
+        let over = hub.finished();
         for news in hub.tick() {
             match &news {
                 News::Lost { .. } | News::Failed { .. } => {
@@ -257,7 +260,7 @@ async fn steer(
             }
             errln!("{}", said(&news, plan, hub.parts()));
         }
-        if hub.finished() {
+        if over {
             return Ok(Steered {
                 lost,
                 interrupted: stop.is_cancelled(),

@@ -186,6 +186,8 @@ async fn remote_step(
             () = tokio::time::sleep(TICK) => {}
             () = stop.cancelled(), if stopped_at.is_none() => {}
         }
+        // Every part done before this tick: the tick shows their last intervals.
+        let over = hub.finished();
         for news in hub.tick() {
             match &news {
                 News::Lost { .. } | News::Failed { .. } => {
@@ -220,7 +222,7 @@ async fn remote_step(
                 _ => errln!("{}", said(&news, plan, hub.parts())),
             }
         }
-        if hub.finished() {
+        if over {
             break;
         }
         if stop.is_cancelled() && stopped_at.is_none() {

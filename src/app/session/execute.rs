@@ -272,6 +272,7 @@ impl<B: Backend + Clone> Session<'_, B> {
             recorder.steering = Some(Box::new(crate::coordinate::link::Steering {
                 link: Arc::clone(link),
                 steer: Arc::clone(steer),
+                waiting: Vec::new(),
             }));
         }
         let Some(p) = &self.page else { return };
