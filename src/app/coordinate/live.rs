@@ -43,7 +43,7 @@ pub(super) struct Whole {
 
 impl Whole {
     fn new(plan: &RunPlan, parts: u32) -> Whole {
-        let n = plan.groups().map(|g| g.index + 1).max().unwrap_or(0);
+        let n = plan.groups().count();
         let mut planned = vec![Now::Users(0); n];
         for g in plan.groups() {
             planned[g.index] = match g.rate {
@@ -169,7 +169,7 @@ impl Live {
         page: Option<crate::watch::Page>,
         title: (Option<String>, bool),
     ) -> Live {
-        let groups = plan.groups().map(|g| g.index + 1).max().unwrap_or(0);
+        let groups = plan.groups().count();
         Live {
             plan: Arc::new(plan.clone()),
             parts,
@@ -245,29 +245,13 @@ impl Live {
             }
         }
         // Intervals too late to be shown: in the run's histograms all the same.
-        for (text, h) in merged.late.iter().filter(|(t, _)| !Tag::parse(t).warmup) {
-            match self.whole.get_mut(text) {
-                Some(w) => {
-                    let _ = w.add(h);
-                }
-                None => {
-                    self.whole.insert(text.clone(), h.clone());
-                }
-            }
+        for (text, h) in &merged.late {
+            self.add_counted(text, h);
         }
         let mut hists = Vec::new();
         for (text, h) in &merged.hists {
             let tag = Tag::parse(text);
-            if !tag.warmup {
-                match self.whole.get_mut(text) {
-                    Some(w) => {
-                        let _ = w.add(h);
-                    }
-                    None => {
-                        self.whole.insert(text.clone(), h.clone());
-                    }
-                }
-            }
+            self.add_counted(text, h);
             hists.push(IntervalHist {
                 tag,
                 hist: h.clone(),
@@ -361,6 +345,21 @@ impl Live {
         }));
     }
 
+    /// An interval's histogram of series `text` into the run's, unless it is a warm-up's.
+    fn add_counted(&mut self, text: &str, h: &Histogram<u64>) {
+        if Tag::parse(text).warmup {
+            return;
+        }
+        match self.whole.get_mut(text) {
+            Some(w) => {
+                let _ = w.add(h);
+            }
+            None => {
+                self.whole.insert(text.to_string(), h.clone());
+            }
+        }
+    }
+
     fn show(&mut self, event: &RunEvent<'_>) {
         for o in &mut self.outputs {
             o.event(event);
@@ -383,7 +382,7 @@ impl Live {
             t.clone()
                 .into_metrics(hist(Series::Latency), open.then(|| hist(Series::Service)))
         };
-        let n = self.plan.groups().map(|g| g.index + 1).max().unwrap_or(0);
+        let n = self.plan.groups().count();
         let mut totals = vec![GroupMetrics::default(); n];
         let mut segments = Vec::new();
         for g in self.plan.groups() {

@@ -341,11 +341,8 @@ impl<B: Backend + Clone> Session<'_, B> {
         }
         if let Some(link) = &self.opts.link {
             link.attach(run_stop.clone(), Arc::clone(stopped_early));
-            let mut names =
-                vec![String::new(); plan.groups().map(|g| g.index + 1).max().unwrap_or(0)];
-            for g in plan.groups() {
-                names[g.index].clone_from(&g.name);
-            }
+            // By `GroupPlan::index`, as the totals are.
+            let names = plan.groups().map(|g| g.name.clone()).collect();
             outputs.push(Box::new(crate::coordinate::link::Uplink {
                 link: Arc::clone(link),
                 stopped: false,
